@@ -1,0 +1,3 @@
+from hierdp_core.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,268 @@
+"""The ``hierdp`` command line: list mechanisms, release, evaluate, audit.
+
+Bad input prints one line ``error: ...`` to stderr and exits with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core import __version__
+from hierdp_core.errors import HierdpError, InputError
+from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+
+EXIT_BAD_INPUT = 2
+
+
+def _csv_list(text: str | None) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else []
+
+
+def _weights(text: str | None):
+    if not text:
+        return None
+    try:
+        return [float(w) for w in _csv_list(text)]
+    except ValueError:
+        raise InputError(f"--split takes numbers separated by commas, got {text!r}") from None
+
+
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise InputError(f"--param takes NAME=VALUE, got {pair!r}")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def budget_from_args(args) -> PrivacyBudget:
+    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP."""
+    if (args.epsilon is None) == (args.rho is None):
+        raise InputError("give exactly one of --epsilon or --rho")
+    if args.rho is not None:
+        return PrivacyBudget.zcdp(args.rho, args.delta)
+    if args.delta is not None:
+        return PrivacyBudget.approx(args.epsilon, args.delta)
+    return PrivacyBudget.pure(args.epsilon)
+
+
+# ---- commands ---------------------------------------------------------------------------
+def cmd_mechanisms(args) -> int:
+    infos = list_mechanisms(args.query)
+    if args.json:
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
+        return 0
+    rows = [{"name": i.name, "queries": ",".join(i.queries),
+             "privacy": ",".join(i.privacy_definitions or (i.privacy,)),
+             "private": "yes" if i.private else "NO", "consistent": "yes" if i.consistent else "no",
+             "description": i.description} for i in infos]
+    print(pd.DataFrame(rows).to_string(index=False, max_colwidth=70))
+    return 0
+
+
+def _count_data(args, table):
+    from hierdp_core.queries.counts import count_data_from_table
+
+    return count_data_from_table(
+        table, _csv_list(args.levels), count_column=args.count_column,
+        category_columns=_csv_list(args.categories), local_codes=args.local_codes,
+    )
+
+
+def cmd_release(args) -> int:
+    from hierdp_core.data.loaders import read_table
+    from hierdp_core.export import write_release
+
+    if args.query != "counts":
+        raise InputError(f"query {args.query!r} is not available yet; use counts")
+    mechanism = get_mechanism(args.mechanism)
+    if args.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
+                         f"supports {list(mechanism.info.queries)}")
+    budget = budget_from_args(args)
+    if args.seed is not None and args.secure:
+        raise InputError("give --seed (exploration) or --secure (release), not both")
+    source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
+    path = Path(args.input)
+    table = read_table(path)
+    data = _count_data(args, table)
+    split = _weights(args.split) or args.split_preset
+    release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    input_spec = {"file": path.name, "query": args.query, "levels": _csv_list(args.levels),
+                  "count_column": args.count_column,
+                  "category_columns": _csv_list(args.categories),
+                  "local_codes": args.local_codes}
+    paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
+                          input_spec=input_spec, input_bytes=path.read_bytes())
+    if not release.privacy.get("invariants"):
+        note = ""
+    else:
+        note = f" (published exactly, not private: {', '.join(release.invariants)})"
+    print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
+    print(f"keep {paths['key']} private: it keys the input fingerprint")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from hierdp_core.data.loaders import read_table
+    from hierdp_core.export import read_release
+    from hierdp_core.metrics import error_metrics
+
+    table, manifest = read_release(args.release_dir)
+    spec = manifest.get("input") or {}
+    if not spec.get("levels"):
+        raise InputError("the manifest does not say which level columns the input used")
+    print("note: evaluate reads the confidential input; its output is confidential",
+          file=sys.stderr)
+    ns = argparse.Namespace(levels=",".join(spec["levels"]),
+                            count_column=spec.get("count_column"),
+                            categories=",".join(spec.get("category_columns") or []),
+                            local_codes=bool(spec.get("local_codes")))
+    data = _count_data(ns, read_table(Path(args.input)))
+    released = align_release(table, data)
+    metrics = error_metrics(data.hierarchy, data.node_counts(), released,
+                            categories=data.categories if data.has_categories else None)
+    if args.json:
+        print(metrics.to_json(orient="records", indent=2))
+    else:
+        print(metrics.to_string(index=False))
+    return 0
+
+
+def align_release(table: pd.DataFrame, data) -> np.ndarray:
+    """Release values as an (n_nodes, k) array in the order of ``data``'s hierarchy."""
+    h = data.hierarchy
+    ids = pd.Index(h.node_ids())
+    k = len(data.categories)
+    if "category" in table.columns:
+        cat_pos = pd.Index(data.categories).get_indexer(table["category"].astype(str))
+    else:
+        cat_pos = np.zeros(len(table), dtype=np.int64)
+    node_pos = ids.get_indexer(table["node_id"].astype(str))
+    if (node_pos < 0).any() or (cat_pos < 0).any() or len(table) != h.n_nodes * k:
+        raise InputError("the release does not match the input's hierarchy and categories "
+                         "(different file, levels or categories?)")
+    out = np.zeros((h.n_nodes, k), dtype=table["value"].to_numpy().dtype)
+    out[node_pos, cat_pos] = table["value"].to_numpy()
+    return out
+
+
+def cmd_sample(args) -> int:
+    from hierdp_core.data.samples import SAMPLES, load_sample
+
+    if args.name is None:
+        for sample in SAMPLES.values():
+            print(f"{sample.name}: {sample.description}")
+        return 0
+    table = load_sample(args.name)
+    table.to_csv(args.out, index=False)
+    sample = SAMPLES[args.name]
+    print(f"wrote {args.out} ({len(table)} rows; levels {','.join(sample.levels)}; count "
+          f"column {sample.count_column}; categories {','.join(sample.category_columns)})")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from hierdp_core.audit import audit_mechanism
+
+    get_mechanism(args.mechanism)
+    result = audit_mechanism(args.mechanism, args.epsilon, trials=args.trials, seed=args.seed)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        for key, value in result.as_dict().items():
+            print(f"{key:>20}: {value}")
+    return 0 if result.passed else 1
+
+
+# ---- parser -----------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hierdp",
+        description="Hierarchical counts under differential privacy: consistent, non-negative "
+                    "integer releases at every level of a geography.")
+    parser.add_argument("--version", action="version", version=f"hierdp {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("mechanisms", help="list the registered mechanisms")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--query", choices=("counts", "group-sizes", "flows", "ranges"))
+    p.set_defaults(func=cmd_mechanisms)
+
+    p = sub.add_parser("release", help="release counts from a CSV / Parquet / Excel table")
+    p.add_argument("input")
+    p.add_argument("--levels", required=True, help="level columns, coarse to fine: state,county")
+    p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
+                                          "per person)")
+    p.add_argument("--categories", help="category columns, e.g. sex,age_group")
+    p.add_argument("--local-codes", action="store_true",
+                   help="codes are unique only within their parent (e.g. 3-digit counties)")
+    p.add_argument("--query", default="counts", choices=("counts",))
+    p.add_argument("--mechanism", required=True)
+    p.add_argument("--epsilon", type=float)
+    p.add_argument("--rho", type=float)
+    p.add_argument("--delta", type=float)
+    p.add_argument("--split", help="one weight per level, root first: 1,2,4")
+    p.add_argument("--split-preset", default="uniform",
+                   choices=("uniform", "finer", "coarser", "leaves-only"))
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="mechanism parameter, e.g. noise=laplace (repeatable)")
+    p.add_argument("--seed", type=int, help="seeded noise, for exploration")
+    p.add_argument("--secure", action="store_true",
+                   help="noise from OS entropy through OpenDP (the default without --seed)")
+    p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("evaluate", help="error metrics of a release against the true input "
+                                        "(reads confidential data)")
+    p.add_argument("input")
+    p.add_argument("release_dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--out", default="sample.csv")
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("audit", help="empirical lower bound on a mechanism's epsilon")
+    p.add_argument("--mechanism", required=True)
+    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--trials", type=int, default=20000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except HierdpError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an unexpected failure: one line, details with --debug
+        if args.debug:
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
+              file=sys.stderr)
+        return 1

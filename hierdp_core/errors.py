@@ -1,0 +1,22 @@
+"""Typed errors. Every error the core raises for bad input is a subclass of `HierdpError`,
+so callers (CLI, dashboard) can turn it into one clear message without a traceback."""
+
+
+class HierdpError(Exception):
+    """Base class: the message names what is wrong (file, column, rows, value)."""
+
+
+class InputError(HierdpError, ValueError):
+    """A table or file is unusable: missing columns, bad values, wrong encoding, empty."""
+
+
+class HierarchyError(HierdpError, ValueError):
+    """The geography columns do not form a tree (a child with two parents, missing values)."""
+
+
+class BudgetError(HierdpError, ValueError):
+    """A privacy budget is invalid (epsilon <= 0, bad split) or would be overspent."""
+
+
+class MechanismError(HierdpError, ValueError):
+    """Unknown mechanism, unsupported query, or parameter out of its bounds."""

@@ -1,0 +1,152 @@
+"""Write a Release to disk: the release table (CSV and/or Parquet) and ``manifest.json``.
+
+The manifest says how the release was made (mechanism, parameters, privacy definition and
+budget, split and ledger, randomness, hierdp version, input fingerprint, timestamp) and holds
+no true value. The input fingerprint is an HMAC-SHA256 keyed by a secret that stays with the
+publisher (``private/fingerprint.key``, never to be published): a plain hash of the input
+would let someone who knows all records but one test guesses about the last one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import secrets
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core import __version__
+from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.release import Release
+
+MANIFEST = "manifest.json"
+RELEASE_CSV = "release.csv"
+RELEASE_PARQUET = "release.parquet"
+PRIVATE_DIR = "private"
+KEY_FILE = "fingerprint.key"
+
+
+def keyed_fingerprint(content: bytes, key: bytes) -> str:
+    """HMAC-SHA256 of the input bytes under a secret key (hex)."""
+    return hmac.new(key, content, hashlib.sha256).hexdigest()
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def build_manifest(release: Release, *, input_spec: dict | None = None,
+                   input_fingerprint: dict | None = None, files: dict | None = None) -> dict:
+    """The manifest as a dict (JSON-ready). ``input_spec`` records how the input was read
+    (level columns, count column, categories): public facts, no values."""
+    info = get_mechanism(release.mechanism).info
+    h = release.hierarchy
+    ledger = release.ledger.replace({np.nan: None}).to_dict(orient="records")
+    manifest = {
+        "format": "hierdp-release/1",
+        "hierdp_version": __version__,
+        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "mechanism": {
+            "name": info.name, "description": info.description, "reference": info.reference,
+            "private": info.private, "consistent": info.consistent,
+            "warning": info.warning or None,
+        },
+        "parameters": release.parameters,
+        "privacy": release.privacy,
+        "split": {row["level_name"]: row["share"] for row in ledger},
+        "ledger": ledger,
+        "randomness": release.randomness,
+        "hierarchy": {
+            "levels": list(h.level_names),
+            "units_per_level": [h.level_size(level) for level in range(h.n_levels)],
+        },
+        "categories": list(release.categories) if release.categories is not None else None,
+        "invariants": list(release.invariants),
+        "integer_values": release.is_integer,
+        "input": {**(input_spec or {}), "fingerprint": input_fingerprint},
+        "files": files or {},
+    }
+    return _jsonable(manifest)
+
+
+def write_release(
+    release: Release,
+    out_dir: str | Path,
+    *,
+    formats: tuple[str, ...] = ("csv",),
+    input_spec: dict | None = None,
+    input_bytes: bytes | None = None,
+) -> dict[str, Path]:
+    """Write the release files and the manifest into ``out_dir``; return their paths.
+
+    With ``input_bytes`` a fresh secret key is written to ``out_dir/private/fingerprint.key``
+    and the manifest carries the keyed fingerprint of the input.
+    """
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    unknown = set(formats) - {"csv", "parquet"}
+    if unknown:
+        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv or parquet")
+    table = release.to_frame()
+    paths: dict[str, Path] = {}
+    if "csv" in formats:
+        paths["csv"] = out / RELEASE_CSV
+        table.to_csv(paths["csv"], index=False)
+    if "parquet" in formats:
+        paths["parquet"] = out / RELEASE_PARQUET
+        table.to_parquet(paths["parquet"], index=False)
+    fingerprint = None
+    if input_bytes is not None:
+        key = secrets.token_bytes(32)
+        (out / PRIVATE_DIR).mkdir(exist_ok=True)
+        paths["key"] = out / PRIVATE_DIR / KEY_FILE
+        paths["key"].write_text(key.hex() + "\n")
+        fingerprint = {
+            "method": "hmac-sha256",
+            "value": keyed_fingerprint(input_bytes, key),
+            "key": f"kept by the publisher in {PRIVATE_DIR}/{KEY_FILE}; do not publish it",
+        }
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+             for kind, p in paths.items() if kind != "key"}
+    manifest = build_manifest(release, input_spec=input_spec, input_fingerprint=fingerprint,
+                              files=files)
+    paths["manifest"] = out / MANIFEST
+    paths["manifest"].write_text(json.dumps(manifest, indent=2))
+    return paths
+
+
+def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
+    """The release table and manifest of a release folder."""
+    d = Path(release_dir)
+    manifest_path = d / MANIFEST
+    if not manifest_path.exists():
+        raise InputError(f"no {MANIFEST} in {str(d)!r}: not a hierdp release folder")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{manifest_path} is not valid JSON: {exc}") from None
+    if (d / RELEASE_PARQUET).exists() and not (d / RELEASE_CSV).exists():
+        table = pd.read_parquet(d / RELEASE_PARQUET)
+    elif (d / RELEASE_CSV).exists():
+        table = pd.read_csv(d / RELEASE_CSV, dtype={"node_id": str, "parent_id": str,
+                                                    "label": str, "category": str},
+                            keep_default_na=False)
+    else:
+        raise InputError(f"no {RELEASE_CSV} or {RELEASE_PARQUET} in {str(d)!r}")
+    return table, manifest

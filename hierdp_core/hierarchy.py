@@ -1,0 +1,310 @@
+"""The geographic tree as flat arrays, and level-wise aggregation.
+
+Nodes are numbered level by level (root = 0), and within a level by (parent, code), so the
+children of every node are one contiguous run of the next level. All per-level work is then a
+numpy segment operation (`np.add.reduceat` over `child_ptr`), never a Python loop per node.
+
+Example
+-------
+>>> import pandas as pd
+>>> t = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"], "n": [3, 4, 5]})
+>>> h, leaf = build_hierarchy(t, ["state", "county"])
+>>> h.aggregate(np.bincount(leaf, weights=t["n"], minlength=h.n_leaves)).tolist()
+[12.0, 7.0, 5.0, 3.0, 4.0, 5.0]
+>>> h.node_ids().tolist()
+['root', 'A', 'B', 'A/a1', 'A/a2', 'B/b1']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.errors import HierarchyError, InputError
+
+ROOT_ID = "root"
+_MAX_LISTED = 5
+
+
+@dataclass(frozen=True, eq=False)
+class Hierarchy:
+    """A rooted tree whose leaves all sit at the deepest level.
+
+    Attributes
+    ----------
+    level_names: names of levels, root first (``level_names[0]`` is the root's name).
+    level_offsets: nodes of level ``l`` are ``range(level_offsets[l], level_offsets[l + 1])``.
+    parent: parent index of every node, -1 at the root.
+    child_ptr: children of node ``v`` are ``range(child_ptr[v], child_ptr[v + 1])``.
+    codes: for each level, the code (the value in the input column) of each node of that level.
+    """
+
+    level_names: tuple[str, ...]
+    level_offsets: np.ndarray
+    parent: np.ndarray
+    child_ptr: np.ndarray
+    codes: tuple[np.ndarray, ...]
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ---- shape -------------------------------------------------------------------------
+    @property
+    def n_levels(self) -> int:
+        """Number of levels including the root."""
+        return len(self.level_names)
+
+    @property
+    def depth(self) -> int:
+        """Index of the leaf level."""
+        return self.n_levels - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.level_offsets[-1])
+
+    @property
+    def n_leaves(self) -> int:
+        return self.level_size(self.depth)
+
+    def level_slice(self, level: int) -> slice:
+        return slice(int(self.level_offsets[level]), int(self.level_offsets[level + 1]))
+
+    def level_size(self, level: int) -> int:
+        return int(self.level_offsets[level + 1] - self.level_offsets[level])
+
+    def level_of_nodes(self) -> np.ndarray:
+        """Level of every node (int8 array of length n_nodes)."""
+        sizes = np.diff(self.level_offsets)
+        return np.repeat(np.arange(self.n_levels, dtype=np.int8), sizes)
+
+    def child_starts(self, level: int) -> np.ndarray:
+        """For level >= 1: offsets, within that level, where each parent's run of children starts.
+
+        Suitable for ``np.add.reduceat(values_of_level, starts)``; one entry per node of
+        ``level - 1``, in node order.
+        """
+        parents = self.level_slice(level - 1)
+        return (self.child_ptr[parents] - self.level_offsets[level]).astype(np.int64)
+
+    def segment_of_level(self, level: int) -> np.ndarray:
+        """For level >= 1: the index (within level - 1) of each node's parent."""
+        sl = self.level_slice(level)
+        return self.parent[sl] - self.level_offsets[level - 1]
+
+    def children(self, node: int) -> np.ndarray:
+        return np.arange(self.child_ptr[node], self.child_ptr[node + 1])
+
+    # ---- aggregation -------------------------------------------------------------------
+    def aggregate(self, leaf_values: np.ndarray) -> np.ndarray:
+        """Sum leaf values up the tree.
+
+        ``leaf_values`` has shape (n_leaves,) or (n_leaves, k); the result has shape
+        (n_nodes,) or (n_nodes, k) with every parent equal to the sum of its children.
+        """
+        leaf_values = np.asarray(leaf_values)
+        if leaf_values.shape[0] != self.n_leaves:
+            raise InputError(
+                f"expected {self.n_leaves} leaf values, got {leaf_values.shape[0]}"
+            )
+        out = np.empty((self.n_nodes,) + leaf_values.shape[1:], dtype=leaf_values.dtype)
+        out[self.level_slice(self.depth)] = leaf_values
+        for level in range(self.depth, 0, -1):
+            child_values = out[self.level_slice(level)]
+            out[self.level_slice(level - 1)] = np.add.reduceat(
+                child_values, self.child_starts(level), axis=0
+            )
+        return out
+
+    def consistency_violations(self, values: np.ndarray, tol: float = 0.0) -> int:
+        """Number of (parent, column) cells where the parent differs from its children's sum."""
+        values = np.asarray(values)
+        count = 0
+        for level in range(1, self.n_levels):
+            sums = np.add.reduceat(values[self.level_slice(level)], self.child_starts(level), axis=0)
+            count += int(np.count_nonzero(np.abs(values[self.level_slice(level - 1)] - sums) > tol))
+        return count
+
+    # ---- names -------------------------------------------------------------------------
+    def labels(self) -> np.ndarray:
+        """The code of every node at its own level (the root's is the root level's name)."""
+        if "labels" not in self._cache:
+            parts = [np.array([self.level_names[0]], dtype=object)]
+            parts += [np.asarray(c).astype(str).astype(object) for c in self.codes[1:]]
+            self._cache["labels"] = np.concatenate(parts)
+        return self._cache["labels"]
+
+    def node_ids(self) -> np.ndarray:
+        """Stable ids: the path of codes below the root joined by '/', e.g. ``06/06037``."""
+        if "ids" not in self._cache:
+            ids = [pd.Series([ROOT_ID])]
+            prev = None
+            for level in range(1, self.n_levels):
+                code = pd.Series(np.asarray(self.codes[level]).astype(str))
+                if prev is None:
+                    cur = code
+                else:
+                    cur = prev.iloc[self.segment_of_level(level)].reset_index(drop=True) + "/" + code
+                ids.append(cur)
+                prev = cur
+            self._cache["ids"] = pd.concat(ids, ignore_index=True).to_numpy(dtype=object)
+        return self._cache["ids"]
+
+    def parent_ids(self) -> np.ndarray:
+        """Id of every node's parent ('' at the root)."""
+        ids = self.node_ids()
+        out = np.empty(self.n_nodes, dtype=object)
+        out[0] = ""
+        out[1:] = ids[self.parent[1:]]
+        return out
+
+    def summary(self, leaf_totals: np.ndarray | None = None) -> pd.DataFrame:
+        """One row per level: units, and with ``leaf_totals`` min / median / max / empty units."""
+        rows = []
+        totals = None if leaf_totals is None else self.aggregate(np.asarray(leaf_totals))
+        for level, name in enumerate(self.level_names):
+            row = {"level": level, "level_name": name, "units": self.level_size(level)}
+            if totals is not None:
+                v = totals[self.level_slice(level)]
+                row.update(
+                    min=float(v.min()), median=float(np.median(v)), max=float(v.max()),
+                    empty_units=int(np.count_nonzero(v == 0)),
+                )
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+# ---- construction ----------------------------------------------------------------------
+def build_from_codes(
+    level_codes: Sequence[np.ndarray],
+    level_names: Sequence[str],
+    *,
+    root_name: str = "total",
+    local_codes: bool = False,
+    row_labels: np.ndarray | None = None,
+) -> tuple[Hierarchy, np.ndarray]:
+    """Build a Hierarchy from one code array per level (coarse to fine), one entry per row.
+
+    Codes are any sortable values (ints or strings, no missing values). With
+    ``local_codes=False`` a code names the same unit wherever it appears in its level, so a
+    code under two different parents is a `HierarchyError`; with ``local_codes=True`` a code
+    is only unique within its parent (e.g. 3-digit county codes within a state).
+    Returns the hierarchy and, for every row, the index of its leaf within the leaf level.
+    """
+    if len(level_codes) == 0:
+        raise HierarchyError("at least one geography level is needed")
+    if len(level_codes) != len(level_names):
+        raise HierarchyError("one name per level is needed")
+    n_rows = len(level_codes[0])
+    if n_rows == 0:
+        raise InputError("the table has no rows")
+    row_node = np.zeros(n_rows, dtype=np.int64)  # node index within the previous level
+    offsets = [0, 1]
+    parents = [np.array([-1], dtype=np.int64)]
+    codes_per_level = [np.array([root_name], dtype=object)]
+    for li, raw in enumerate(level_codes):
+        codes, uniques = pd.factorize(np.asarray(raw), sort=True)
+        codes = codes.astype(np.int64)
+        n_parent = offsets[-1] - offsets[-2]
+        key = codes * n_parent + row_node
+        pair_keys, inverse = np.unique(key, return_inverse=True)
+        pair_code, pair_parent = np.divmod(pair_keys, n_parent)
+        if not local_codes:
+            _check_single_parent(pair_code, pair_parent, uniques, codes_per_level[-1],
+                                 level_names, li, codes, row_node, row_labels)
+        # order nodes by (parent, code)
+        order = np.lexsort((pair_code, pair_parent))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        row_node = rank[inverse]
+        parents.append(pair_parent[order] + offsets[-2])
+        codes_per_level.append(np.asarray(uniques)[pair_code[order]])
+        offsets.append(offsets[-1] + order.size)
+    level_offsets = np.asarray(offsets, dtype=np.int64)
+    parent = np.concatenate(parents)
+    counts = np.bincount(parent[1:], minlength=level_offsets[-1])
+    child_ptr = np.concatenate([[1], 1 + np.cumsum(counts)]).astype(np.int64)
+    h = Hierarchy(
+        level_names=(root_name, *level_names),
+        level_offsets=level_offsets,
+        parent=parent,
+        child_ptr=child_ptr,
+        codes=tuple(codes_per_level),
+    )
+    return h, row_node
+
+
+def _check_single_parent(pair_code, pair_parent, uniques, parent_codes, level_names, li,
+                         row_codes, row_parent, row_labels):
+    n_parents = np.bincount(pair_code, minlength=len(uniques))
+    bad = np.flatnonzero(n_parents > 1)
+    if bad.size == 0:
+        return
+    parent_level = "root" if li == 0 else level_names[li - 1]
+    lines = []
+    for c in bad[:_MAX_LISTED]:
+        ps = pair_parent[pair_code == c]
+        rows = [np.flatnonzero((row_codes == c) & (row_parent == p))[0] for p in ps[:3]]
+        if row_labels is not None:
+            rows = [row_labels[r] for r in rows]
+        lines.append(
+            f"{level_names[li]} {uniques[c]!r} lies in {parent_level} "
+            + ", ".join(repr(str(parent_codes[p])) for p in ps[:3])
+            + f" (rows {', '.join(str(r) for r in rows)})"
+        )
+    more = f" and {bad.size - _MAX_LISTED} more" if bad.size > _MAX_LISTED else ""
+    raise HierarchyError(
+        f"the levels do not nest: {bad.size} {level_names[li]} value(s) have more than one "
+        f"{parent_level}: " + "; ".join(lines) + more
+        + ". If these codes are only unique within their parent, use local codes."
+    )
+
+
+def build_hierarchy(
+    table: pd.DataFrame,
+    levels: Sequence[str],
+    *,
+    root_name: str = "total",
+    local_codes: bool = False,
+) -> tuple[Hierarchy, np.ndarray]:
+    """Build the tree from the level columns of a table (coarse to fine).
+
+    Raises `InputError` for missing columns and `HierarchyError` for missing level values
+    or levels that do not nest, naming the values and rows at fault (rows are 1-based data
+    rows, header excluded). Returns the hierarchy and the leaf index of every row.
+    """
+    levels = list(levels)
+    if not levels:
+        raise HierarchyError("choose at least one geography level")
+    if len(set(levels)) != len(levels):
+        raise HierarchyError(f"a level is listed twice: {levels}")
+    missing = [c for c in levels if c not in table.columns]
+    if missing:
+        raise InputError(
+            f"column(s) {missing} not found; the table has {list(map(str, table.columns))}"
+        )
+    if len(table) == 0:
+        raise InputError("the table has no rows")
+    row_labels = np.arange(1, len(table) + 1)
+    arrays = []
+    for col in levels:
+        series = table[col]
+        na = series.isna().to_numpy().copy()
+        if series.dtype == object or pd.api.types.is_string_dtype(series):
+            na |= series.astype(str).str.strip().eq("").to_numpy()
+        if na.any():
+            rows = row_labels[na][:_MAX_LISTED].tolist()
+            raise HierarchyError(
+                f"level column {col!r} has {int(na.sum())} missing value(s), e.g. in rows {rows}"
+            )
+        arrays.append(_codes_of(series))
+    return build_from_codes(arrays, levels, root_name=root_name, local_codes=local_codes,
+                            row_labels=row_labels)
+
+
+def _codes_of(series: pd.Series) -> np.ndarray:
+    """Level codes as strings, with integral floats (from CSV) shown without '.0'."""
+    if pd.api.types.is_float_dtype(series) and np.all(np.mod(series.to_numpy(), 1) == 0):
+        series = series.astype(np.int64)
+    return series.astype(str).str.strip().to_numpy(dtype=object)

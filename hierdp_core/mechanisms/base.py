@@ -1,0 +1,153 @@
+"""The mechanism interface and registry.
+
+A mechanism is a named pair (measurement strategy, estimator) with a declared privacy
+guarantee. Every mechanism has one registry entry, so the dashboard, CLI, benchmarks and
+privacy audit list and run mechanisms the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from hierdp_core.errors import MechanismError
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+
+QUERY_KINDS = ("counts", "group-sizes", "flows", "ranges")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A tunable parameter: type, default, and either bounds or a set of choices."""
+
+    name: str
+    type: str  # "float" | "int" | "bool" | "choice"
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple | None = None
+
+    def validate(self, value: Any) -> Any:
+        if self.type == "bool":
+            if isinstance(value, str):
+                if value.lower() in ("true", "1", "yes"):
+                    return True
+                if value.lower() in ("false", "0", "no"):
+                    return False
+            if isinstance(value, bool):
+                return value
+            raise MechanismError(f"parameter {self.name!r} must be true or false, got {value!r}")
+        if self.type == "choice":
+            if value not in self.choices:
+                raise MechanismError(
+                    f"parameter {self.name!r} must be one of {list(self.choices)}, got {value!r}"
+                )
+            return value
+        caster = int if self.type == "int" else float
+        try:
+            number = caster(value)
+        except (TypeError, ValueError):
+            raise MechanismError(f"parameter {self.name!r} must be a {self.type}, got {value!r}") \
+                from None
+        if self.minimum is not None and number < self.minimum:
+            raise MechanismError(f"parameter {self.name!r} must be >= {self.minimum}, got {number}")
+        if self.maximum is not None and number > self.maximum:
+            raise MechanismError(f"parameter {self.name!r} must be <= {self.maximum}, got {number}")
+        return number
+
+
+@dataclass(frozen=True)
+class MechanismInfo:
+    """What the registry says of a mechanism (serialised by ``hierdp mechanisms --json``)."""
+
+    name: str
+    description: str
+    reference: str
+    queries: tuple[str, ...]
+    privacy: str
+    private: bool
+    consistent: bool
+    parameters: tuple[Parameter, ...] = ()
+    privacy_definitions: tuple[str, ...] = ()
+    neighbouring: str = ""
+    warning: str = ""
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["queries"] = list(self.queries)
+        d["privacy_definitions"] = list(self.privacy_definitions or (self.privacy,))
+        d["parameters"] = [{k: v for k, v in asdict(p).items() if v is not None}
+                           for p in self.parameters]
+        return d
+
+
+@dataclass
+class Mechanism(ABC):
+    """Interface every mechanism implements.
+
+    ``info`` describes it; ``ledger`` shows, before running, how the budget is spent and the
+    expected error per cell; ``release`` runs it on the true data and returns a Release that
+    holds privatised values only.
+    """
+
+    info: MechanismInfo = field(init=False)
+
+    def params(self, **overrides) -> dict:
+        """Defaults merged with ``overrides``, each validated; unknown names are an error."""
+        known = {p.name: p for p in self.info.parameters}
+        unknown = set(overrides) - set(known)
+        if unknown:
+            raise MechanismError(
+                f"mechanism {self.info.name!r} has no parameter(s) {sorted(unknown)}; "
+                f"it takes {sorted(known)}"
+            )
+        out = {name: p.default for name, p in known.items()}
+        out.update({name: known[name].validate(v) for name, v in overrides.items()})
+        return out
+
+    @abstractmethod
+    def ledger(self, data, budget: PrivacyBudget, split=None, **params) -> pd.DataFrame: ...
+
+    @abstractmethod
+    def release(self, data, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params): ...
+
+
+_REGISTRY: dict[str, Mechanism] = {}
+
+
+def register(mechanism: Mechanism) -> Mechanism:
+    name = mechanism.info.name
+    if name in _REGISTRY:
+        raise MechanismError(f"mechanism {name!r} is registered twice")
+    bad = set(mechanism.info.queries) - set(QUERY_KINDS)
+    if bad:
+        raise MechanismError(f"mechanism {name!r} declares unknown query kinds {sorted(bad)}")
+    _REGISTRY[name] = mechanism
+    return mechanism
+
+
+def get_mechanism(name: str) -> Mechanism:
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MechanismError(
+            f"unknown mechanism {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def list_mechanisms(query: str | None = None) -> list[MechanismInfo]:
+    _load_all()
+    infos = [m.info for m in _REGISTRY.values()]
+    return [i for i in infos if query is None or query in i.queries]
+
+
+def _load_all() -> None:
+    """Import every mechanism module so that their entries are registered."""
+    from hierdp_core.mechanisms import counts  # noqa: F401

@@ -1,0 +1,223 @@
+"""Privacy budgets, conversions between definitions, splits over levels x queries, and an
+accountant that refuses to overspend.
+
+Two definitions are supported:
+
+* ``pure-dp``: epsilon-DP; budgets compose by addition of epsilon (sequential composition).
+* ``zcdp``: rho-zero-concentrated DP; budgets compose by addition of rho. A rho can be
+  reported as (epsilon, delta)-DP with `rho_to_epsilon`.
+
+Example
+-------
+>>> b = PrivacyBudget.zcdp(0.5, delta=1e-6)
+>>> round(b.epsilon_at_delta(), 3) < round(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)), 3)
+True
+>>> shares = split_shares(3, "uniform")
+>>> [round(float(s), 3) for s in shares]
+[0.333, 0.333, 0.333]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq, minimize_scalar
+
+from hierdp_core.errors import BudgetError
+
+PURE_DP = "pure-dp"
+ZCDP = "zcdp"
+APPROX_DP = "approx-dp"
+DEFINITIONS = (PURE_DP, ZCDP, APPROX_DP)
+_REL_TOL = 1e-9
+
+
+def _check_positive(name: str, value: float) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise BudgetError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise BudgetError(f"{name} must be a positive finite number, got {value}")
+    return value
+
+
+def _check_delta(delta: float | None) -> float | None:
+    if delta is None:
+        return None
+    delta = float(delta)
+    if not 0 < delta < 1:
+        raise BudgetError(f"delta must lie strictly between 0 and 1, got {delta}")
+    return delta
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """A total budget: ``epsilon`` under pure DP, or ``rho`` under zCDP (``delta`` optional,
+    used to report the equivalent (epsilon, delta) and by approximate-DP mechanisms)."""
+
+    definition: str
+    value: float
+    delta: float | None = None
+
+    def __post_init__(self):
+        if self.definition not in DEFINITIONS:
+            raise BudgetError(f"unknown privacy definition {self.definition!r}; use {DEFINITIONS}")
+        name = "rho" if self.definition == ZCDP else "epsilon"
+        object.__setattr__(self, "value", _check_positive(name, self.value))
+        object.__setattr__(self, "delta", _check_delta(self.delta))
+        if self.definition == APPROX_DP and self.delta is None:
+            raise BudgetError("approximate DP needs a delta")
+
+    @classmethod
+    def pure(cls, epsilon: float) -> PrivacyBudget:
+        return cls(PURE_DP, epsilon)
+
+    @classmethod
+    def zcdp(cls, rho: float, delta: float | None = None) -> PrivacyBudget:
+        return cls(ZCDP, rho, delta)
+
+    @classmethod
+    def approx(cls, epsilon: float, delta: float) -> PrivacyBudget:
+        return cls(APPROX_DP, epsilon, delta)
+
+    @property
+    def unit(self) -> str:
+        return "rho" if self.definition == ZCDP else "epsilon"
+
+    def epsilon_at_delta(self, tight: bool = True) -> float:
+        """The epsilon this budget guarantees at its delta (itself for pure/approx DP)."""
+        if self.definition != ZCDP:
+            return self.value
+        if self.delta is None:
+            raise BudgetError("a delta is needed to express rho as (epsilon, delta)")
+        return rho_to_epsilon(self.value, self.delta, tight=tight)
+
+    def scaled(self, share: float) -> PrivacyBudget:
+        """The budget of one part of a split (same definition and delta)."""
+        return PrivacyBudget(self.definition, self.value * share, self.delta)
+
+    def as_dict(self) -> dict:
+        out = {"definition": self.definition, self.unit: self.value}
+        if self.delta is not None:
+            out["delta"] = self.delta
+            if self.definition == ZCDP:
+                out["epsilon_tight"] = rho_to_epsilon(self.value, self.delta, tight=True)
+                out["epsilon_simple"] = rho_to_epsilon(self.value, self.delta, tight=False)
+        return out
+
+
+# ---- conversions ------------------------------------------------------------------------
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP.
+
+    Canonne, Kamath & Steinke (2020), Prop. 12:
+    delta = inf_{a>1} exp((a-1)(a*rho - eps)) / (a-1) * (1 - 1/a)^a.
+    """
+    rho = _check_positive("rho", rho)
+
+    def log_delta(a: float) -> float:
+        return (a - 1) * (a * rho - epsilon) - math.log(a - 1) + a * math.log1p(-1 / a)
+
+    a_star = (epsilon + rho) / (2 * rho) + 1  # near-optimal order; refine numerically
+    hi = max(4 * a_star, 10.0)
+    res = minimize_scalar(log_delta, bounds=(1 + 1e-9, hi), method="bounded",
+                          options={"xatol": 1e-10})
+    return float(min(1.0, math.exp(min(res.fun, log_delta(a_star), 0.0))))
+
+
+def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
+    """Epsilon such that rho-zCDP implies (epsilon, delta)-DP.
+
+    ``tight=False`` gives the simple bound ``rho + 2*sqrt(rho*ln(1/delta))`` (Bun & Steinke
+    2016); ``tight=True`` inverts `zcdp_delta` numerically and is never larger.
+    """
+    rho = _check_positive("rho", rho)
+    delta = _check_delta(delta)
+    simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    if not tight:
+        return simple
+    if zcdp_delta(rho, 0.0) <= delta:
+        return 0.0
+    return float(brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple, xtol=1e-12))
+
+
+def epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
+    """Largest rho whose rho-zCDP guarantee implies (epsilon, delta)-DP (tight conversion)."""
+    epsilon = _check_positive("epsilon", epsilon)
+    delta = _check_delta(delta)
+    hi = epsilon
+    while rho_to_epsilon(hi, delta) < epsilon:
+        hi *= 2
+    return float(brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, 1e-15, hi, xtol=1e-14))
+
+
+# ---- splits -----------------------------------------------------------------------------
+SPLIT_PRESETS = ("uniform", "finer", "coarser", "leaves-only")
+
+
+def split_shares(n_parts: int, preset: str = "uniform",
+                 weights: Sequence[float] | None = None) -> np.ndarray:
+    """Shares (summing to 1) of a budget over ``n_parts`` levels, root first.
+
+    Presets: ``uniform``; ``finer`` (weight l+1 on level l: more to finer levels, where units
+    are small and relative error matters most); ``coarser`` (the reverse); ``leaves-only``
+    (all on the finest level). ``weights`` (non-negative, not all zero) overrides the preset.
+    """
+    if n_parts < 1:
+        raise BudgetError("a split needs at least one part")
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (n_parts,):
+            raise BudgetError(f"the split needs {n_parts} weights (one per level, root first), "
+                              f"got {len(w)}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise BudgetError(f"split weights must be non-negative numbers, got {list(w)}")
+        if w.sum() <= 0:
+            raise BudgetError("split weights must not all be zero")
+    elif preset == "uniform":
+        w = np.ones(n_parts)
+    elif preset == "finer":
+        w = np.arange(1, n_parts + 1, dtype=float)
+    elif preset == "coarser":
+        w = np.arange(n_parts, 0, -1, dtype=float)
+    elif preset == "leaves-only":
+        w = np.zeros(n_parts)
+        w[-1] = 1.0
+    else:
+        raise BudgetError(f"unknown split preset {preset!r}; use one of {SPLIT_PRESETS}")
+    return w / w.sum()
+
+
+# ---- accounting -------------------------------------------------------------------------
+@dataclass
+class Accountant:
+    """Tracks spending against a total budget under sequential composition.
+
+    ``spend`` raises `BudgetError` (and records nothing) when the charge would take the total
+    spent above the budget.
+    """
+
+    budget: PrivacyBudget
+    entries: list[dict] = field(default_factory=list)
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(e["amount"] for e in self.entries)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.budget.value - self.spent)
+
+    def spend(self, amount: float, **details) -> PrivacyBudget:
+        amount = _check_positive(self.budget.unit, amount)
+        if self.spent + amount > self.budget.value * (1 + _REL_TOL):
+            raise BudgetError(
+                f"overspending: {self.budget.unit} {amount:.6g} requested but only "
+                f"{self.remaining:.6g} of {self.budget.value:.6g} remains"
+            )
+        self.entries.append({"amount": amount, **details})
+        return PrivacyBudget(self.budget.definition, amount, self.budget.delta)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up (first time) and run the whole test suite: lint, then pytest on 2 workers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  # Debian's chromium, for the browser tests (Playwright drives it; no browser download)
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: could not install chromium; browser tests will be skipped"
+fi
+.venv/bin/ruff check .
+.venv/bin/python -m pytest -n 2 -q "$@"

@@ -1,0 +1,472 @@
+"""Tests for hierdp_core.data.loaders: real files in tmp_path, one assertion per problem."""
+
+from __future__ import annotations
+
+import doctest
+import gzip
+import io
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hierdp_core.data import loaders
+from hierdp_core.data.loaders import read_table, validate_columns, validate_counts
+from hierdp_core.errors import HierdpError, InputError
+
+CSV = "state,county,n\n06,06037,12\n06,06059,3\n36,36061,7\n"
+
+
+def write(path, text: str, encoding: str = "utf-8"):
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+def raises(match_parts, fn, *args, **kwargs) -> str:
+    """Call fn, expect InputError, check every part occurs in the message; return it."""
+    with pytest.raises(InputError) as info:
+        fn(*args, **kwargs)
+    message = str(info.value)
+    for part in match_parts:
+        assert part in message, f"{part!r} not in {message!r}"
+    return message
+
+
+# ---- doctest -------------------------------------------------------------------------
+def test_module_doctest_passes():
+    result = doctest.testmod(loaders, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3
+    assert result.failed == 0
+
+
+# ---- happy paths: formats and delimiters ----------------------------------------------
+def test_csv_keeps_leading_zero_codes_and_converts_counts(tmp_path):
+    t = read_table(write(tmp_path / "counts.csv", CSV))
+    assert list(t.columns) == ["state", "county", "n"]
+    assert t["state"].tolist() == ["06", "06", "36"]
+    assert t["county"].tolist() == ["06037", "06059", "36061"]
+    assert t["n"].dtype == np.int64
+    assert t["n"].tolist() == [12, 3, 7]
+
+
+def test_column_with_one_leading_zero_value_stays_string(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", "code,zero,frac\n1,0,0.5\n2,10,1\n007,3,2\n"))
+    assert t["code"].tolist() == ["1", "2", "007"]
+    # a lone "0" and "0.5" are numbers, not codes
+    assert t["zero"].tolist() == [0, 10, 3]
+    assert t["frac"].tolist() == [0.5, 1.0, 2.0]
+
+
+def test_dtype_str_columns_forces_strings(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", "fips,n\n6037,1\n36061,2\n"),
+                   dtype_str_columns=["fips"])
+    assert t["fips"].tolist() == ["6037", "36061"]
+    assert t["n"].tolist() == [1, 2]
+
+
+def test_dtype_str_columns_unknown_column(tmp_path):
+    raises(["c.csv", "'tract'", "not found", "['fips', 'n']"], read_table,
+           write(tmp_path / "c.csv", "fips,n\n1,2\n"), dtype_str_columns=["tract"])
+
+
+def test_na_tokens_are_missing_in_numeric_columns_but_codes_elsewhere(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", "country,n\nNA,1\nUS,NA\nFR,\n"))
+    assert t["country"].tolist() == ["NA", "US", "FR"]
+    assert t["n"].iloc[0] == 1
+    assert t["n"].iloc[1:].isna().all()
+
+
+def test_semicolon_delimiter(tmp_path):
+    t = read_table(write(tmp_path / "eu.csv", "state;county;n\n06;06037;12\n06;06059;3\n"))
+    assert list(t.columns) == ["state", "county", "n"]
+    assert t["county"].tolist() == ["06037", "06059"]
+
+
+def test_semicolon_with_decimal_commas_is_not_split_on_commas(tmp_path):
+    t = read_table(write(tmp_path / "eu.csv", "region;rate\nA;1,5\nB;2,5\n"))
+    assert list(t.columns) == ["region", "rate"]
+    assert t["rate"].tolist() == ["1,5", "2,5"]
+
+
+def test_tab_delimiter_in_txt_and_tsv(tmp_path):
+    text = "state\tcounty\tn\n06\t06037\t12\n"
+    for name in ("tabs.txt", "tabs.tsv"):
+        t = read_table(write(tmp_path / name, text))
+        assert list(t.columns) == ["state", "county", "n"], name
+        assert t["county"].tolist() == ["06037"], name
+
+
+def test_quoted_commas_do_not_split(tmp_path):
+    t = read_table(write(tmp_path / "q.csv", 'name,n\n"Los Angeles, CA",5\n"Kings, NY",2\n'))
+    assert t["name"].tolist() == ["Los Angeles, CA", "Kings, NY"]
+    assert t["n"].tolist() == [5, 2]
+
+
+def test_gzip_csv(tmp_path):
+    path = tmp_path / "counts.csv.gz"
+    path.write_bytes(gzip.compress(CSV.replace(",", ";").encode()))
+    t = read_table(path)
+    assert t["county"].tolist() == ["06037", "06059", "36061"]
+    assert t["n"].tolist() == [12, 3, 7]
+
+
+def test_parquet_round_trip(tmp_path):
+    df = pd.DataFrame({"county": ["06037", "06059"], "n": np.array([12, 3], dtype=np.int64)})
+    df.to_parquet(tmp_path / "c.parquet")
+    t = read_table(tmp_path / "c.parquet")
+    assert t["county"].tolist() == ["06037", "06059"]
+    assert t["n"].dtype == np.int64 and t["n"].tolist() == [12, 3]
+
+
+def test_parquet_dtype_str_columns(tmp_path):
+    pd.DataFrame({"fips": [6037, 36061], "n": [1, 2]}).to_parquet(tmp_path / "c.parquet")
+    t = read_table(tmp_path / "c.parquet", dtype_str_columns=["fips"])
+    assert t["fips"].tolist() == ["6037", "36061"]
+
+
+def test_feather_round_trip(tmp_path):
+    pd.DataFrame({"county": ["06037"], "n": [4]}).to_feather(tmp_path / "c.feather")
+    t = read_table(tmp_path / "c.feather")
+    assert t["county"].tolist() == ["06037"] and t["n"].tolist() == [4]
+
+
+def test_xlsx_round_trip(tmp_path):
+    df = pd.DataFrame({"state": ["06", "36"], "county": ["06037", "36061"], "n": [12, 7],
+                       "rate": [0.5, 2.0]})
+    df.to_excel(tmp_path / "c.xlsx", index=False)
+    t = read_table(tmp_path / "c.xlsx")
+    assert t["state"].tolist() == ["06", "36"]
+    assert t["county"].tolist() == ["06037", "36061"]
+    assert t["n"].dtype == np.int64 and t["n"].tolist() == [12, 7]
+    assert t["rate"].tolist() == [0.5, 2.0]
+
+
+def test_xls_that_is_really_xlsx_loads(tmp_path):
+    pd.DataFrame({"county": ["06037"], "n": [4]}).to_excel(tmp_path / "c.xlsx", index=False)
+    (tmp_path / "c.xls").write_bytes((tmp_path / "c.xlsx").read_bytes())
+    assert read_table(tmp_path / "c.xls")["county"].tolist() == ["06037"]
+
+
+def test_bom_is_stripped_from_first_column_name(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + CSV.encode())
+    t = read_table(path)
+    assert list(t.columns) == ["state", "county", "n"]
+    assert t["state"].tolist() == ["06", "06", "36"]
+
+
+def test_utf16_with_bom_is_recognised(tmp_path):
+    path = tmp_path / "excel_unicode.txt"
+    path.write_bytes("région\tn\nÎle\t5\n".encode("utf-16"))
+    t = read_table(path)
+    assert list(t.columns) == ["région", "n"]
+    assert t["région"].tolist() == ["Île"]
+
+
+def test_latin1_with_explicit_encoding_keeps_accents(tmp_path):
+    path = write(tmp_path / "fr.csv", "commune,n\nBéziers,3\nSaint-Étienne,4\n", "latin-1")
+    t = read_table(path, encoding="latin-1")
+    assert t["commune"].tolist() == ["Béziers", "Saint-Étienne"]
+    assert t["n"].tolist() == [3, 4]
+
+
+def test_header_names_are_stripped_and_trailing_empty_rows_dropped(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", " state , n ,\n06,1,\n36,2,\n,,\n,,\n"))
+    assert list(t.columns) == ["state", "n"]
+    assert len(t) == 2
+
+
+def test_empty_header_with_data_gets_unnamed_name(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", ",n\n0,1\n1,2\n"))
+    assert list(t.columns) == ["Unnamed: 0", "n"]
+
+
+# ---- buffers (uploads) ----------------------------------------------------------------
+def test_bytesio_with_name(tmp_path):
+    t = read_table(io.BytesIO(CSV.encode()), name="upload.csv")
+    assert t["county"].tolist() == ["06037", "06059", "36061"]
+
+
+class FakeUpload:
+    """Like Streamlit's UploadedFile: .name, .read(), .getvalue()."""
+
+    def __init__(self, name: str, data: bytes):
+        self.name = name
+        self._data = data
+
+    def read(self):
+        return self._data
+
+    def getvalue(self):
+        return self._data
+
+
+def test_uploaded_file_like_object_uses_its_name(tmp_path):
+    pd.DataFrame({"county": ["06037"], "n": [4]}).to_parquet(tmp_path / "c.parquet")
+    t = read_table(FakeUpload("mine.parquet", (tmp_path / "c.parquet").read_bytes()))
+    assert t["county"].tolist() == ["06037"]
+
+
+def test_buffer_errors_name_the_upload():
+    raises(["upload.csv", "not valid UTF-8"], read_table,
+           io.BytesIO("a,b\nç,1\n".encode("latin-1")), name="upload.csv")
+
+
+def test_buffer_without_name_is_unsupported_format():
+    raises(["unsupported file format", ".csv"], read_table, io.BytesIO(CSV.encode()))
+
+
+def test_non_file_source_is_rejected():
+    raises(["cannot read a table from a int"], read_table, 42)
+
+
+# ---- error cases: every message names the file and the problem ------------------------
+def test_errors_are_typed():
+    assert issubclass(InputError, HierdpError)
+
+
+def test_missing_file(tmp_path):
+    raises(["nope.csv", "file not found"], read_table, tmp_path / "nope.csv")
+
+
+def test_directory(tmp_path):
+    (tmp_path / "dir.csv").mkdir()
+    raises(["dir.csv", "is a directory"], read_table, tmp_path / "dir.csv")
+
+
+def test_unknown_extension(tmp_path):
+    raises(["data.json", "unsupported file format", ".csv", ".parquet", ".xlsx"],
+           read_table, write(tmp_path / "data.json", "{}"))
+
+
+def test_empty_file(tmp_path):
+    raises(["empty.csv", "empty", "no data rows"], read_table, write(tmp_path / "empty.csv", ""))
+
+
+def test_blank_lines_only(tmp_path):
+    raises(["blank.csv", "empty", "no data rows"], read_table,
+           write(tmp_path / "blank.csv", "\n\n\n"))
+
+
+def test_empty_buffer():
+    raises(["up.csv", "empty"], read_table, io.BytesIO(b""), name="up.csv")
+
+
+def test_header_only(tmp_path):
+    raises(["head.csv", "no data rows"], read_table, write(tmp_path / "head.csv", "a,b,c\n"))
+
+
+def test_header_only_xlsx(tmp_path):
+    pd.DataFrame({"a": [], "b": []}).to_excel(tmp_path / "head.xlsx", index=False)
+    raises(["head.xlsx", "no data rows"], read_table, tmp_path / "head.xlsx")
+
+
+def test_file_larger_than_limit(tmp_path):
+    path = write(tmp_path / "big.csv", CSV)
+    size = path.stat().st_size
+    raises(["big.csv", f"{size:,} bytes", "10 bytes", "limit"], read_table, path, max_bytes=10)
+
+
+def test_buffer_larger_than_limit():
+    raises(["big.csv", f"{len(CSV):,} bytes", "limit of 20 bytes"], read_table,
+           io.BytesIO(CSV.encode()), name="big.csv", max_bytes=20)
+
+
+def test_read_only_stream_larger_than_limit():
+    class Stream:
+        name = "stream.csv"
+
+        def __init__(self):
+            self.inner = io.BytesIO(CSV.encode())
+
+        def read(self, n=-1):
+            return self.inner.read(n)
+
+    raises(["stream.csv", "larger than 20 bytes", "limit"], read_table, Stream(), max_bytes=20)
+    assert len(read_table(Stream())) == 3
+
+
+def test_latin1_without_encoding_gives_offset_line_and_hint(tmp_path):
+    path = write(tmp_path / "fr.csv", "commune,n\nParis,1\nBéziers,3\n", "latin-1")
+    offset = path.read_bytes().index(b"\xe9")
+    raises(["fr.csv", "not valid UTF-8", "line 3", f"byte offset {offset}", "encoding='latin-1'",
+            "cp1252"], read_table, path)
+
+
+def test_decode_error_found_beyond_first_chunk(tmp_path):
+    rows = "".join(f"{i:05d},{i}\n" for i in range(60_000))
+    path = tmp_path / "long.csv"
+    path.write_bytes(("code,n\n" + rows).encode() + "Zoé,1\n".encode("latin-1"))
+    offset = path.read_bytes().index(b"\xe9")
+    raises(["long.csv", f"byte offset {offset:,}", "line 60002"], read_table, path)
+
+
+def test_latin1_in_gzip(tmp_path):
+    path = tmp_path / "fr.csv.gz"
+    path.write_bytes(gzip.compress("commune,n\nBéziers,3\n".encode("latin-1")))
+    raises(["fr.csv.gz", "line 2", "decompressed"], read_table, path)
+    assert read_table(path, encoding="latin-1")["commune"].tolist() == ["Béziers"]
+
+
+def test_wrong_explicit_encoding_is_reported_as_such(tmp_path):
+    path = write(tmp_path / "u.csv", "commune,n\nBéziers,3\n")
+    message = raises(["u.csv", "'ascii'", "line 2"], read_table, path, encoding="ascii")
+    assert "latin-1" not in message
+
+
+def test_unknown_encoding_name(tmp_path):
+    raises(["u.csv", "unknown encoding 'klingon'"], read_table,
+           write(tmp_path / "u.csv", CSV), encoding="klingon")
+
+
+def test_ragged_rows_name_the_line(tmp_path):
+    path = write(tmp_path / "rag.csv", "a,b,c\n1,2,3\n4,5,6\n7,8,9,10\n")
+    raises(["rag.csv", "malformed CSV", "line 4", "4 fields", "has 3"], read_table, path)
+
+
+def test_unterminated_quote(tmp_path):
+    raises(["quote.csv", "malformed CSV", "EOF inside string"], read_table,
+           write(tmp_path / "quote.csv", 'a,b\n"1,2\n3,4\n'))
+
+
+def test_duplicate_column_names_csv(tmp_path):
+    raises(["dup.csv", "duplicate column names", "'n'", "[2, 3]"], read_table,
+           write(tmp_path / "dup.csv", "county,n,n\n06037,1,2\n"))
+
+
+def test_duplicate_column_names_after_stripping(tmp_path):
+    raises(["dup.csv", "duplicate column names", "'n'"], read_table,
+           write(tmp_path / "dup.csv", "n, n\n1,2\n"))
+
+
+def test_duplicate_column_names_xlsx(tmp_path):
+    pd.DataFrame([["county", "county"], ["06037", "06059"]]).to_excel(
+        tmp_path / "dup.xlsx", index=False, header=False)
+    raises(["dup.xlsx", "duplicate column names", "'county'"], read_table, tmp_path / "dup.xlsx")
+
+
+def test_parquet_without_columns(tmp_path):
+    pq.write_table(pa.table({}), tmp_path / "none.parquet")
+    raises(["none.parquet", "no columns"], read_table, tmp_path / "none.parquet")
+
+
+def test_parquet_without_rows(tmp_path):
+    pd.DataFrame({"n": pd.Series([], dtype="int64")}).to_parquet(tmp_path / "zero.parquet")
+    raises(["zero.parquet", "no data rows"], read_table, tmp_path / "zero.parquet")
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("bad.parquet", "Parquet"), ("bad.xlsx", "Excel"), ("bad.feather", "Feather"),
+])
+def test_corrupted_binary_files(tmp_path, name, kind):
+    path = tmp_path / name
+    path.write_bytes(b"this is not a real file at all, just text pretending" * 10)
+    raises([name, f"could not read the {kind} file", "corrupted"], read_table, path)
+
+
+def test_truncated_parquet(tmp_path):
+    pd.DataFrame({"n": range(100)}).to_parquet(tmp_path / "ok.parquet")
+    data = (tmp_path / "ok.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
+    raises(["cut.parquet", "could not read the Parquet file"], read_table,
+           tmp_path / "cut.parquet")
+
+
+def test_corrupted_xlsx_zip(tmp_path):
+    pd.DataFrame({"n": [1]}).to_excel(tmp_path / "ok.xlsx", index=False)
+    data = (tmp_path / "ok.xlsx").read_bytes()
+    (tmp_path / "cut.xlsx").write_bytes(data[: len(data) // 2])
+    raises(["cut.xlsx", "could not read the Excel file"], read_table, tmp_path / "cut.xlsx")
+
+
+def test_legacy_xls_garbage(tmp_path):
+    path = tmp_path / "old.xls"
+    path.write_bytes(b"\xd0\xcf\x11\xe0 not really an OLE file")
+    raises(["old.xls"], read_table, path)
+
+
+def test_corrupted_gzip(tmp_path):
+    raises(["fake.csv.gz", "not a valid gzip file"], read_table,
+           write(tmp_path / "fake.csv.gz", CSV))
+
+
+# ---- validate_counts -----------------------------------------------------------------
+def test_validate_counts_accepts_integral_floats_and_numeric_strings():
+    t = pd.DataFrame({"a": [3.0, 0.0, 7.0], "b": ["3", " 4 ", "5"]})
+    a = validate_counts(t, "a")
+    assert a.dtype == np.int64 and a.tolist() == [3, 0, 7]
+    assert validate_counts(t, "b").tolist() == [3, 4, 5]
+
+
+def test_validate_counts_on_loaded_table(tmp_path):
+    t = read_table(write(tmp_path / "c.csv", CSV))
+    assert validate_counts(t, "n", file_name="c.csv").tolist() == [12, 3, 7]
+
+
+def test_validate_counts_missing_column_lists_columns():
+    t = pd.DataFrame({"county": ["a"], "n": [1]})
+    raises(["c.csv", "count column 'count' not found", "['county', 'n']"],
+           validate_counts, t, "count", file_name="c.csv")
+
+
+def test_validate_counts_negative_names_rows():
+    t = pd.DataFrame({"n": [1, -2, 3, -4]})
+    raises(["2 negative", "row 2: -2", "row 4: -4"], validate_counts, t, "n")
+
+
+def test_validate_counts_fraction_names_rows():
+    t = pd.DataFrame({"n": [1.0, 1.5, 3.0]})
+    message = raises(["c.csv", "non-integer", "row 2: 1.5"], validate_counts, t, "n",
+                     file_name="c.csv")
+    assert "row 3" not in message and "row 1" not in message
+
+
+def test_validate_counts_non_numeric_names_rows_and_values():
+    t = pd.DataFrame({"n": ["1", "abc", "3", "x1"]})
+    raises(["non-numeric", "row 2: 'abc'", "row 4: 'x1'"], validate_counts, t, "n")
+
+
+def test_validate_counts_nan_names_rows():
+    t = pd.DataFrame({"n": [1.0, np.nan, 2.0]})
+    raises(["1 missing", "row 2"], validate_counts, t, "n")
+
+
+def test_validate_counts_missing_in_string_column():
+    t = pd.DataFrame({"n": ["1", None, ""]})
+    raises(["2 missing", "row 2", "row 3"], validate_counts, t, "n")
+
+
+def test_validate_counts_lists_at_most_five_rows():
+    t = pd.DataFrame({"n": [-1] * 8})
+    message = raises(["8 negative", "row 5: -1", "and 3 more"], validate_counts, t, "n")
+    assert "row 6" not in message
+
+
+def test_validate_counts_infinite_and_bool():
+    raises(["infinite", "row 1"], validate_counts, pd.DataFrame({"n": [np.inf, 1.0]}), "n")
+    raises(["true/false"], validate_counts, pd.DataFrame({"n": [True, False]}), "n")
+
+
+def test_validate_counts_too_large():
+    raises(["too large", "row 1"], validate_counts, pd.DataFrame({"n": [1e19]}), "n")
+
+
+# ---- validate_columns ----------------------------------------------------------------
+def test_validate_columns_message():
+    t = pd.DataFrame({"state": ["06"], "County": ["06037"], "n": [1]})
+    raises(["geography level column 'county' not found", "['state', 'County', 'n']",
+            "did you mean 'County'"], validate_columns, t, ["state", "county"], "geography level")
+
+
+def test_validate_columns_several_missing_and_file_name():
+    t = pd.DataFrame({"n": [1]})
+    raises(["c.csv: geography level columns 'a', 'b' not found; the table has ['n']"],
+           validate_columns, t, ["a", "b"], "geography level", file_name="c.csv")
+
+
+def test_validate_columns_passes_when_present():
+    t = pd.DataFrame({"state": ["06"], "n": [1]})
+    assert validate_columns(t, "state", "geography level") is None
+    assert validate_columns(t, ["state", "n"], "geography level") is None
