@@ -204,7 +204,7 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
         return h, leaf_counts
 
     (h, leaf_counts), timings["build"] = timed(build, repeat)
-    del codes, pop
+    codes = pop = None  # free the row arrays (closures above are not called again)
     data = CountData(h, leaf_counts)
     budget = PrivacyBudget.pure(epsilon)
 
@@ -225,7 +225,7 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     steps_values, timings["topdown"] = timed(do_topdown, repeat)
     steps_checks = check_release(h, steps_values)
     steps_checks["root_total_true"] = int(truth[0, 0])
-    del truth, noisy, est
+    truth = noisy = est = None  # free the step arrays before the release
     gc.collect()
 
     # the complete release through the public API, from the data alone

@@ -242,7 +242,8 @@ def test_unknown_extension(tmp_path):
 
 
 def test_empty_file(tmp_path):
-    raises(["empty.csv", "empty", "no data rows"], read_table, write(tmp_path / "empty.csv", ""))
+    raises(["empty.csv", "empty (0 bytes)", "no data rows"], read_table,
+           write(tmp_path / "empty.csv", ""))
 
 
 def test_blank_lines_only(tmp_path):
@@ -251,7 +252,7 @@ def test_blank_lines_only(tmp_path):
 
 
 def test_empty_buffer():
-    raises(["up.csv", "empty"], read_table, io.BytesIO(b""), name="up.csv")
+    raises(["up.csv", "empty (0 bytes)"], read_table, io.BytesIO(b""), name="up.csv")
 
 
 def test_header_only(tmp_path):
@@ -296,11 +297,26 @@ def test_latin1_without_encoding_gives_offset_line_and_hint(tmp_path):
 
 
 def test_decode_error_found_beyond_first_chunk(tmp_path):
-    rows = "".join(f"{i:05d},{i}\n" for i in range(60_000))
+    """Offsets and lines stay exact across scan chunks, even with a character split by one."""
+    chunk = loaders._SCAN_CHUNK
+    head = "code,n\n" + "".join(f"{i:07d},{i}\n" for i in range(150_000))
+    head = head.encode()[: 2 * chunk - 1]
+    head = head[: head.rindex(b"\n") + 1]
+    head += b"x" * (2 * chunk - 1 - len(head))  # a valid 2-byte character straddles a chunk edge
     path = tmp_path / "long.csv"
-    path.write_bytes(("code,n\n" + rows).encode() + "Zoé,1\n".encode("latin-1"))
+    path.write_bytes(head + "é,1\nZoé,1\n".encode() + "Zoé,1\n".encode("latin-1"))
+    data = path.read_bytes()
+    offset = data.rindex(b"\xe9")
+    line = data[:offset].count(b"\n") + 1
+    assert offset > chunk and line > 100_000
+    raises(["long.csv", f"byte offset {offset:,}", f"(line {line})"], read_table, path)
+
+
+def test_decode_error_offset_counts_the_bom(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + "a,n\nZoé,1\n".encode("latin-1"))
     offset = path.read_bytes().index(b"\xe9")
-    raises(["long.csv", f"byte offset {offset:,}", "line 60002"], read_table, path)
+    raises(["bom.csv", f"byte offset {offset} ", "(line 2)"], read_table, path)
 
 
 def test_latin1_in_gzip(tmp_path):

@@ -29,6 +29,8 @@ import numpy as np
 from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
 
+_MIN_VARIANCE = 1e-30
+
 
 def tree_least_squares(
     hierarchy: Hierarchy,
@@ -41,7 +43,9 @@ def tree_least_squares(
     level was not measured; the leaf level must be measured). ``root_value`` fixes the root
     (an invariant)."""
     h = hierarchy
-    var = np.asarray(level_variance, dtype=float)
+    # an exact level (variance 0, e.g. integer noise at a huge epsilon) gets a negligible
+    # variance instead, so that precisions stay finite
+    var = np.maximum(np.asarray(level_variance, dtype=float), _MIN_VARIANCE)
     if not np.isfinite(var[h.depth]):
         raise BudgetError("least squares needs the finest level to be measured (non-zero share)")
     y = np.asarray(measurements, dtype=float)

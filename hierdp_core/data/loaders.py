@@ -81,8 +81,11 @@ class _Source:
 
     def open_text_bytes(self, gz: bool) -> BinaryIO:
         """A binary stream over the content, decompressed when ``gz``."""
-        raw = self.open()
-        return gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        if not gz:
+            return self.open()
+        if self.path is not None:
+            return gzip.open(self.path, "rb")
+        return gzip.GzipFile(fileobj=io.BytesIO(self.data), mode="rb")
 
     def for_pandas(self):
         """What to hand to a pandas reader: the path, or a buffer over the bytes."""
@@ -128,8 +131,8 @@ def _resolve_source(source, name: str | None, max_bytes: int) -> _Source:
         raise InputError(
             f"cannot read a table from a {type(source).__name__}; pass a path or a binary file"
         )
-    shown = name or getattr(source, "name", None) or "<uploaded file>"
-    shown = os.path.basename(str(shown)) if name is None else str(shown)
+    own_name = getattr(source, "name", None)
+    shown = name or (os.path.basename(str(own_name)) if own_name else "<uploaded file>")
     if hasattr(source, "getvalue"):
         data = source.getvalue()
         if len(data) > max_bytes:
@@ -171,7 +174,9 @@ def read_table(
     .csv.gz/.tsv.gz/.txt.gz, .parquet, .xlsx/.xls (first sheet), .feather.
     Text is decoded as UTF-8 (a BOM is honoured, UTF-16 with BOM is recognised) unless
     ``encoding`` is given. Column names are stripped of surrounding spaces; trailing all-empty
-    rows and unnamed all-empty columns are dropped. Columns are typed by the module's rule
+    rows and unnamed all-empty columns are dropped; a CSV row with fewer fields than the
+    header is padded with missing values (more fields is an error). ``max_bytes`` limits the
+    size on disk or of the upload (compressed size for .gz). Columns are typed by the module's rule
     (leading-zero codes and ``dtype_str_columns`` stay strings).
     Raises `InputError`, naming the file, for anything that makes the file unusable.
     """

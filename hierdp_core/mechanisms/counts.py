@@ -156,7 +156,7 @@ class LeastSquares(_CountMechanism):
             queries=("counts",),
             privacy=PURE_DP,
             private=True,
-            consistent=False,
+            consistent=False,  # exactly consistent, but real-valued and possibly negative
             parameters=(NOISE_PARAM, ROOT_PARAM),
             privacy_definitions=(PURE_DP, ZCDP),
             neighbouring=NEIGHBOURING,
@@ -209,7 +209,9 @@ class TopDown(_CountMechanism):
         if root is not None:
             root_values = root
         else:
-            root_values = np.maximum(np.rint(est[0]), 0)
+            # an unmeasured root (zero share, estimate="noisy") is estimated by its children
+            root_est = est[0] if np.isfinite(est[0]).all() else est[h.level_slice(1)].sum(axis=0)
+            root_values = np.maximum(np.rint(root_est), 0)
         return topdown(h, est, root_values)
 
 

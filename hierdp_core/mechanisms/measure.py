@@ -17,7 +17,6 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.budget import (
     APPROX_DP,
-    PURE_DP,
     ZCDP,
     Accountant,
     PrivacyBudget,

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import brentq
 
 from hierdp_core.errors import BudgetError
 
@@ -35,11 +35,18 @@ DEFINITIONS = (PURE_DP, ZCDP, APPROX_DP)
 _REL_TOL = 1e-9
 
 
-def _check_positive(name: str, value: float) -> float:
+def _as_number(name: str, value) -> float:
+    """``value`` as a float; strings and booleans are refused rather than parsed."""
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise BudgetError(f"{name} must be a number, got {value!r}")
     try:
-        value = float(value)
+        return float(value)
     except (TypeError, ValueError):
         raise BudgetError(f"{name} must be a number, got {value!r}") from None
+
+
+def _check_positive(name: str, value: float) -> float:
+    value = _as_number(name, value)
     if not math.isfinite(value) or value <= 0:
         raise BudgetError(f"{name} must be a positive finite number, got {value}")
     return value
@@ -48,7 +55,7 @@ def _check_positive(name: str, value: float) -> float:
 def _check_delta(delta: float | None) -> float | None:
     if delta is None:
         return None
-    delta = float(delta)
+    delta = _as_number("delta", delta)
     if not 0 < delta < 1:
         raise BudgetError(f"delta must lie strictly between 0 and 1, got {delta}")
     return delta
@@ -97,8 +104,15 @@ class PrivacyBudget:
         return rho_to_epsilon(self.value, self.delta, tight=tight)
 
     def scaled(self, share: float) -> PrivacyBudget:
-        """The budget of one part of a split (same definition and delta)."""
-        return PrivacyBudget(self.definition, self.value * share, self.delta)
+        """The budget of one part of a split: ``value * share``, same definition. Under
+        approximate DP deltas compose by addition too, so the part gets ``delta * share``;
+        otherwise the delta (only used to report rho as epsilon) is kept."""
+        return PrivacyBudget(self.definition, self.value * share, self._part_delta(share))
+
+    def _part_delta(self, share: float) -> float | None:
+        if self.definition == APPROX_DP:
+            return self.delta * share
+        return self.delta
 
     def as_dict(self) -> dict:
         out = {"definition": self.definition, self.unit: self.value}
@@ -116,17 +130,24 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     Canonne, Kamath & Steinke (2020), Prop. 12:
     delta = inf_{a>1} exp((a-1)(a*rho - eps)) / (a-1) * (1 - 1/a)^a.
+    The log of the objective is strictly convex in a, with derivative
+    2*a*rho - rho - eps + ln(1 - 1/a); the infimum is at the root of that derivative.
     """
     rho = _check_positive("rho", rho)
 
     def log_delta(a: float) -> float:
         return (a - 1) * (a * rho - epsilon) - math.log(a - 1) + a * math.log1p(-1 / a)
 
-    a_star = (epsilon + rho) / (2 * rho) + 1  # near-optimal order; refine numerically
-    hi = max(4 * a_star, 10.0)
-    res = minimize_scalar(log_delta, bounds=(1 + 1e-9, hi), method="bounded",
-                          options={"xatol": 1e-10})
-    return float(min(1.0, math.exp(min(res.fun, log_delta(a_star), 0.0))))
+    def slope(a: float) -> float:
+        return 2 * a * rho - rho - epsilon + math.log1p(-1 / a)
+
+    lo = hi = (epsilon + rho) / (2 * rho) + 1  # near the root; bracket it, then solve
+    while slope(hi) < 0:
+        hi *= 2
+    while lo > 1 + 1e-12 and slope(lo) > 0:
+        lo = 1 + (lo - 1) / 2
+    a_best = brentq(slope, lo, hi, xtol=1e-12, rtol=1e-14) if slope(lo) < 0 else lo
+    return float(min(1.0, math.exp(min(log_delta(a_best), 0.0))))
 
 
 def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
@@ -142,17 +163,23 @@ def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
         return simple
     if zcdp_delta(rho, 0.0) <= delta:
         return 0.0
-    return float(brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple, xtol=1e-12))
+    return float(brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple,
+                        xtol=1e-15, rtol=1e-13))
 
 
 def epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
     """Largest rho whose rho-zCDP guarantee implies (epsilon, delta)-DP (tight conversion)."""
     epsilon = _check_positive("epsilon", epsilon)
     delta = _check_delta(delta)
-    hi = epsilon
+    lo = hi = epsilon
     while rho_to_epsilon(hi, delta) < epsilon:
         hi *= 2
-    return float(brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, 1e-15, hi, xtol=1e-14))
+    while rho_to_epsilon(lo, delta) > epsilon:
+        lo /= 2
+    if lo == hi:
+        return float(lo)
+    return float(brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, lo, hi,
+                        xtol=1e-300, rtol=1e-13))
 
 
 # ---- splits -----------------------------------------------------------------------------
@@ -167,13 +194,18 @@ def split_shares(n_parts: int, preset: str = "uniform",
     are small and relative error matters most); ``coarser`` (the reverse); ``leaves-only``
     (all on the finest level). ``weights`` (non-negative, not all zero) overrides the preset.
     """
-    if n_parts < 1:
-        raise BudgetError("a split needs at least one part")
+    if isinstance(n_parts, bool) or not isinstance(n_parts, (int, np.integer)) or n_parts < 1:
+        raise BudgetError(f"a split needs a whole number of parts >= 1, got {n_parts!r}")
     if weights is not None:
-        w = np.asarray(weights, dtype=float)
+        if isinstance(weights, (str, bytes)):
+            raise BudgetError(f"split weights must be numbers, got {weights!r}")
+        try:
+            w = np.asarray(weights, dtype=float)
+        except (TypeError, ValueError):
+            raise BudgetError(f"split weights must be numbers, got {weights!r}") from None
         if w.shape != (n_parts,):
             raise BudgetError(f"the split needs {n_parts} weights (one per level, root first), "
-                              f"got {len(w)}")
+                              f"got {w.size if w.ndim == 1 else weights!r}")
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             raise BudgetError(f"split weights must be non-negative numbers, got {list(w)}")
         if w.sum() <= 0:
@@ -198,7 +230,8 @@ class Accountant:
     """Tracks spending against a total budget under sequential composition.
 
     ``spend`` raises `BudgetError` (and records nothing) when the charge would take the total
-    spent above the budget.
+    spent above the budget; a relative slack of 1e-9 absorbs floating-point error in shares
+    that sum to 1.
     """
 
     budget: PrivacyBudget
@@ -213,6 +246,8 @@ class Accountant:
         return max(0.0, self.budget.value - self.spent)
 
     def spend(self, amount: float, **details) -> PrivacyBudget:
+        """Record a charge of ``amount`` (epsilon or rho) and return its budget, the same part
+        of the total as `PrivacyBudget.scaled` gives."""
         amount = _check_positive(self.budget.unit, amount)
         if self.spent + amount > self.budget.value * (1 + _REL_TOL):
             raise BudgetError(
@@ -220,4 +255,5 @@ class Accountant:
                 f"{self.remaining:.6g} of {self.budget.value:.6g} remains"
             )
         self.entries.append({"amount": amount, **details})
-        return PrivacyBudget(self.budget.definition, amount, self.budget.delta)
+        return PrivacyBudget(self.budget.definition, amount,
+                             self.budget._part_delta(amount / self.budget.value))

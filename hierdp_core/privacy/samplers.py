@@ -3,7 +3,10 @@
 Each distribution knows its calibration (scale from a sensitivity and a budget), its exact
 variance and expected absolute value, and samples an array at once. Randomness comes from a
 `NoiseSource`: a seeded numpy generator for reproducible exploration, or a secure source that
-draws from OS entropy through OpenDP's samplers (exact, immune to floating-point attacks).
+draws from OS entropy through OpenDP's samplers (exact for the integer distributions, which are
+immune to floating-point attacks; the continuous ones are OpenDP's lattice samplers rounded to
+float64). Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95%
+interval for one cell's noise.
 
 Example
 -------
@@ -17,14 +20,19 @@ Example
 from __future__ import annotations
 
 import math
+import os
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr, ndtri
 
-from hierdp_core.errors import BudgetError
+from hierdp_core.errors import BudgetError, MechanismError
 
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
+_OPENDP_CHUNK = 1 << 16  # draws per OpenDP call; chunks run on parallel threads
+_FLOAT_GRANULARITY_BITS = 64  # float noise lies on a grid of 2^-64 * scale (see _opendp_noise)
 
 
 class NoiseSource:
@@ -61,17 +69,52 @@ def _opendp():
     return dp
 
 
-def _opendp_noise(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
-    """Add OpenDP noise to a flat array (vector measurement, one call)."""
+def _opendp_chunk(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
     dp = _opendp()
-    t = int if integer else float
-    domain = dp.vector_domain(dp.atom_domain(T=t, nan=False) if not integer else dp.atom_domain(T=t))
-    if kind == "laplace":
-        meas = dp.m.make_laplace(domain, dp.l1_distance(T=t), scale)
+    if integer:
+        t, atom, k = "i64", dp.atom_domain(T="i64"), None
     else:
-        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=t), scale)
-    out = meas(values.tolist())
-    return np.asarray(out, dtype=np.int64 if integer else float)
+        t, atom = "f64", dp.atom_domain(T="f64", nan=False)
+        k = math.floor(math.log2(scale)) - _FLOAT_GRANULARITY_BITS
+    domain = dp.vector_domain(atom, size=len(values))
+    if kind == "laplace":
+        meas = dp.m.make_laplace(domain, dp.l1_distance(T=t), scale, k=k)
+    else:
+        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=t), scale, k=k)
+    return np.asarray(meas(values), dtype=np.int64 if integer else float)
+
+
+def _opendp_noise(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
+    """Add OpenDP noise (``kind`` "laplace" or "gaussian") to a flat array.
+
+    Integers (int64) get OpenDP's exact discrete Laplace / discrete Gaussian. Floats get OpenDP's
+    exact lattice sampler on the grid 2^k with k = floor(log2 scale) - 64: finer than float64
+    resolution at the noise scale, and about 3x faster than OpenDP's default (k = -1074, which
+    needs big-integer arithmetic). The array is cut into chunks drawn on parallel threads
+    (OpenDP releases the GIL); every draw still comes from OpenDP's sampler and OS entropy.
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64 if integer else float)
+    if values.size == 0:
+        return values.copy()
+    chunks = [values[i:i + _OPENDP_CHUNK] for i in range(0, values.size, _OPENDP_CHUNK)]
+    if len(chunks) == 1:
+        return _opendp_chunk(values, kind, scale, integer)
+    workers = min(len(chunks), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        parts = list(pool.map(lambda c: _opendp_chunk(c, kind, scale, integer), chunks))
+    return np.concatenate(parts)
+
+
+def _shape(size) -> tuple[int, ...]:
+    """The shape numpy gives ``size`` (an int or a tuple of ints)."""
+    return np.empty(size, dtype=np.int8).shape
+
+
+def _check_q(q: float) -> float:
+    q = float(q)
+    if not 0 <= q < 1:
+        raise MechanismError(f"a quantile level must lie in [0, 1), got {q}")
+    return q
 
 
 @dataclass(frozen=True)
@@ -81,6 +124,7 @@ class Noise(ABC):
     scale: float
     name = "noise"
     integer = False
+    _opendp_kind = "laplace"  # OpenDP measurement family used in secure mode
 
     def __post_init__(self):
         if not (math.isfinite(self.scale) and self.scale > 0):
@@ -96,10 +140,17 @@ class Noise(ABC):
         """E|X|: the expected absolute error this noise adds to one cell."""
 
     @abstractmethod
-    def _sample_numpy(self, size, rng: np.random.Generator) -> np.ndarray: ...
+    def abs_quantile(self, q: float) -> float:
+        """The smallest a with P(|X| <= a) >= q, for 0 <= q < 1 (an int for integer noise):
+        e.g. ``abs_quantile(0.95)`` is the half-width of a 95% interval for one cell's noise."""
 
     @abstractmethod
-    def _sample_secure(self, size) -> np.ndarray: ...
+    def _sample_numpy(self, size, rng: np.random.Generator) -> np.ndarray: ...
+
+    def _sample_secure(self, size) -> np.ndarray:
+        shape = _shape(size)
+        zeros = np.zeros(math.prod(shape), dtype=np.int64 if self.integer else float)
+        return _opendp_noise(zeros, self._opendp_kind, self.scale, self.integer).reshape(shape)
 
     def sample(self, size, source: NoiseSource) -> np.ndarray:
         """An array of ``size`` independent draws."""
@@ -145,13 +196,17 @@ class Laplace(_PureDPNoise):
     def expected_abs(self) -> float:
         return self.scale
 
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        """P(X <= x)."""
+        z = np.asarray(x, dtype=float) / self.scale
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.abs(z)))
+
+    def abs_quantile(self, q: float) -> float:
+        """-b ln(1 - q), since P(|X| <= a) = 1 - exp(-a/b)."""
+        return -self.scale * math.log1p(-_check_q(q))
+
     def _sample_numpy(self, size, rng):
         return rng.laplace(0.0, self.scale, size)
-
-    def _sample_secure(self, size):
-        shape = np.shape(np.empty(size, dtype=np.int8))
-        return _opendp_noise(np.zeros(int(np.prod(shape))), "laplace", self.scale,
-                             False).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -181,14 +236,23 @@ class Geometric(_PureDPNoise):
         a = self._alpha
         return (1 - a) / (1 + a) * a ** np.abs(np.asarray(k))
 
+    def _abs_tail(self, k: int) -> float:
+        """P(|X| > k) = 2 alpha^(k+1) / (1 + alpha), the pmf summed in closed form."""
+        return 2 * math.exp(-(k + 1) / self.scale) / (1 + self._alpha)
+
+    def abs_quantile(self, q: float) -> int:
+        alpha_tail = 1 - _check_q(q)
+        guess = self.scale * math.log(2 / ((1 + self._alpha) * alpha_tail)) - 1
+        k = max(0, math.ceil(guess))
+        while k > 0 and self._abs_tail(k - 1) <= alpha_tail:  # correct the rounding of guess
+            k -= 1
+        while self._abs_tail(k) > alpha_tail:
+            k += 1
+        return k
+
     def _sample_numpy(self, size, rng):
         p = -math.expm1(-1.0 / self.scale)  # 1 - alpha, computed accurately
         return rng.geometric(p, size).astype(np.int64) - rng.geometric(p, size)
-
-    def _sample_secure(self, size):
-        shape = np.shape(np.empty(size, dtype=np.int8))
-        return _opendp_noise(np.zeros(int(np.prod(shape)), dtype=np.int64), "laplace",
-                             self.scale, True).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -196,6 +260,7 @@ class Gaussian(_ZCDPNoise):
     """Continuous Gaussian with standard deviation ``scale``."""
 
     name = "gaussian"
+    _opendp_kind = "gaussian"
 
     @property
     def variance(self) -> float:
@@ -205,13 +270,16 @@ class Gaussian(_ZCDPNoise):
     def expected_abs(self) -> float:
         return self.scale * math.sqrt(2 / math.pi)
 
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        """P(X <= x)."""
+        return ndtr(np.asarray(x, dtype=float) / self.scale)
+
+    def abs_quantile(self, q: float) -> float:
+        """sigma * Phi^-1((1 + q) / 2), computed from the upper tail (1 - q) / 2."""
+        return max(0.0, -self.scale * float(ndtri((1 - _check_q(q)) / 2)))
+
     def _sample_numpy(self, size, rng):
         return rng.normal(0.0, self.scale, size)
-
-    def _sample_secure(self, size):
-        shape = np.shape(np.empty(size, dtype=np.int8))
-        return _opendp_noise(np.zeros(int(np.prod(shape))), "gaussian", self.scale,
-                             False).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -225,6 +293,7 @@ class DiscreteGaussian(_ZCDPNoise):
 
     name = "discrete-gaussian"
     integer = True
+    _opendp_kind = "gaussian"
 
     def _support(self) -> np.ndarray:
         r = int(math.ceil(_TAIL_SDS * self.scale)) + 1
@@ -247,9 +316,17 @@ class DiscreteGaussian(_ZCDPNoise):
         s = self._support()
         return float(np.sum(self.pmf(s) * np.abs(s)))
 
+    def abs_quantile(self, q: float) -> int:
+        alpha_tail = 1 - _check_q(q)
+        s = self._support()
+        p = self.pmf(s[s >= 0])
+        at_least = np.cumsum(p[::-1])[::-1]  # P(X >= k) for k = 0, 1, ...
+        tail = 2 * np.append(at_least[1:], 0.0)  # P(|X| > k), summed tail-first (accurate)
+        return int(np.argmax(tail <= alpha_tail))
+
     def _sample_numpy(self, size, rng):
-        shape = np.shape(np.empty(size, dtype=np.int8))
-        n = int(np.prod(shape))
+        shape = _shape(size)
+        n = math.prod(shape)
         sigma2 = self.scale**2
         t = math.floor(self.scale) + 1
         proposal = Geometric(float(t))
@@ -262,11 +339,6 @@ class DiscreteGaussian(_ZCDPNoise):
             out[todo[ok]] = y[ok]
             todo = todo[~ok]
         return out.reshape(shape)
-
-    def _sample_secure(self, size):
-        shape = np.shape(np.empty(size, dtype=np.int8))
-        return _opendp_noise(np.zeros(int(np.prod(shape)), dtype=np.int64), "gaussian",
-                             self.scale, True).reshape(shape)
 
 
 NOISES = {cls.name: cls for cls in (Laplace, Geometric, Gaussian, DiscreteGaussian)}

@@ -85,8 +85,14 @@ def count_data_from_table(
     else:
         cat_index, categories = np.zeros(len(table), dtype=np.int64), (TOTAL,)
     k = len(categories)
-    flat = np.bincount(leaf * k + cat_index, weights=weights, minlength=hierarchy.n_leaves * k)
-    leaf_counts = np.rint(flat).astype(np.int64).reshape(hierarchy.n_leaves, k)
+    cells = leaf * k + cat_index
+    if int(weights.sum()) < 2**53:  # float64 sums of integers are exact below 2^53
+        flat = np.bincount(cells, weights=weights, minlength=hierarchy.n_leaves * k)
+        flat = np.rint(flat).astype(np.int64)
+    else:
+        flat = np.zeros(hierarchy.n_leaves * k, dtype=np.int64)
+        np.add.at(flat, cells, weights)
+    leaf_counts = flat.reshape(hierarchy.n_leaves, k)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns))
 
 

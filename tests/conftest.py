@@ -1,0 +1,80 @@
+"""Shared test helpers: a hypothesis strategy for random geographic trees given as tables.
+
+``tree_tables()`` draws a `TreeTable`: a pandas DataFrame with one column per level
+(coarse to fine, ``levels``), a non-negative integer count column ``n`` and, when asked,
+category columns. Every leaf appears in one or more rows (duplicates are summed by the
+loaders) and the rows are shuffled. Codes are unique within their level (the parent's
+code is a prefix) unless ``local=True``, where a code is only unique within its parent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from hypothesis import strategies as st
+
+ALPHABET = "abcxyz019"
+
+
+@dataclass
+class TreeTable:
+    table: pd.DataFrame
+    levels: list[str]
+    categories: list[str]
+
+
+@st.composite
+def tree_tables(
+    draw,
+    *,
+    max_depth: int = 3,
+    max_children: int = 3,
+    categories: tuple[tuple[str, ...], ...] = (),
+    local: bool = False,
+    max_count: int = 30,
+    max_repeat: int = 2,
+) -> TreeTable:
+    """A random tree as a table. ``categories``: the values of each category column
+    (columns ``cat0``, ``cat1``, ...); each row gets a random value of each."""
+    depth = draw(st.integers(1, max_depth))
+    levels = [f"level{d}" for d in range(1, depth + 1)]
+    child_codes = st.lists(st.text(ALPHABET, min_size=1, max_size=2), min_size=1,
+                           max_size=max_children, unique=True)
+    paths: list[list[str]] = []
+
+    def grow(path: list[str], d: int) -> None:
+        if d == depth:
+            paths.append(path)
+            return
+        for code in draw(child_codes):
+            grow(path + [code], d + 1)
+
+    grow([], 0)
+    rows = []
+    for path in paths:
+        for _ in range(draw(st.integers(1, max_repeat))):
+            rows.append(path)
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    data = {}
+    for d, name in enumerate(levels):
+        if local:
+            data[name] = [r[d] for r in rows]
+        else:  # globally unique: the code carries its ancestors' codes
+            data[name] = ["".join(f"{c}." for c in r[:d]) + r[d] for r in rows]
+    data["n"] = rng.integers(0, max_count + 1, len(rows))
+    cat_cols = []
+    for i, values in enumerate(categories):
+        cat_cols.append(f"cat{i}")
+        data[f"cat{i}"] = rng.choice(np.asarray(values, dtype=object), len(rows))
+    return TreeTable(pd.DataFrame(data), levels, cat_cols)
+
+
+def path_ids(table: pd.DataFrame, levels: list[str], depth: int) -> pd.Series:
+    """The node id ('a/a.b') of every row's ancestor at ``depth`` (1-based; 0 = 'root')."""
+    if depth == 0:
+        return pd.Series(["root"] * len(table), index=table.index)
+    return table[levels[:depth]].astype(str).agg("/".join, axis=1)

@@ -1,0 +1,251 @@
+"""Tests for hierdp_core.hierarchy: construction, ids, aggregation, errors, summary."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import path_ids, tree_tables
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hierdp_core.hierarchy as hierarchy_module
+from hierdp_core.errors import HierarchyError, InputError
+from hierdp_core.hierarchy import build_from_codes, build_hierarchy
+
+SMALL = pd.DataFrame({
+    "state": ["B", "A", "A", "B", "A"],
+    "county": ["b1", "a2", "a1", "b1", "a3"],
+    "n": [5, 4, 3, 1, 0],
+})
+
+
+def test_module_doctest_passes():
+    result = doctest.testmod(hierarchy_module)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+# ---- construction ----------------------------------------------------------------------
+def test_build_small_table_arrays():
+    h, leaf = build_hierarchy(SMALL, ["state", "county"], root_name="usa")
+    # root, A, B, A/a1, A/a2, A/a3, B/b1
+    assert h.level_names == ("usa", "state", "county")
+    assert h.n_levels == 3 and h.depth == 2 and h.n_nodes == 7 and h.n_leaves == 4
+    assert h.level_offsets.tolist() == [0, 1, 3, 7]
+    assert h.parent.tolist() == [-1, 0, 0, 1, 1, 1, 2]
+    assert h.child_ptr.tolist() == [1, 3, 6, 7, 7, 7, 7, 7]
+    assert [h.children(v).tolist() for v in range(3)] == [[1, 2], [3, 4, 5], [6]]
+    assert h.node_ids().tolist() == ["root", "A", "B", "A/a1", "A/a2", "A/a3", "B/b1"]
+    assert h.labels().tolist() == ["usa", "A", "B", "a1", "a2", "a3", "b1"]
+    assert h.parent_ids().tolist() == ["", "root", "root", "A", "A", "A", "B"]
+    assert h.level_of_nodes().tolist() == [0, 1, 1, 2, 2, 2, 2]
+    # rows -> leaf index within the leaf level
+    assert leaf.tolist() == [3, 1, 0, 3, 2]
+    assert h.child_starts(2).tolist() == [0, 3]
+    assert h.segment_of_level(2).tolist() == [0, 0, 0, 1]
+    assert h.level_slice(1) == slice(1, 3)
+    assert [h.level_size(lv) for lv in range(3)] == [1, 2, 4]
+
+
+def test_single_level_tree():
+    h, leaf = build_hierarchy(pd.DataFrame({"g": ["c", "a", "b", "a"]}), ["g"])
+    assert h.node_ids().tolist() == ["root", "a", "b", "c"]
+    assert h.parent.tolist() == [-1, 0, 0, 0]
+    assert leaf.tolist() == [2, 0, 1, 0]
+    assert h.aggregate(np.array([1, 2, 3])).tolist() == [6, 1, 2, 3]
+
+
+def _check_structure(h, table, levels):
+    """Invariants of the flat arrays, checked against the table itself."""
+    ids = h.node_ids()
+    assert len(ids) == h.n_nodes == len(set(ids))
+    assert h.parent[0] == -1 and h.child_ptr[0] == 1 and h.child_ptr[-1] == h.n_nodes
+    for level in range(1, h.n_levels):
+        sl = h.level_slice(level)
+        nodes = np.arange(sl.start, sl.stop)
+        parents = h.parent[sl]
+        assert np.all(h.level_of_nodes()[parents] == level - 1)
+        # children of every node are a contiguous run, ordered by (parent, code)
+        keys = list(zip(parents.tolist(), h.codes[level].astype(str).tolist(), strict=True))
+        assert keys == sorted(keys) and len(set(keys)) == len(keys)
+        for v in np.unique(parents):
+            assert h.children(v).tolist() == nodes[parents == v].tolist()
+        # ids are the parent's id + '/' + the code (the parent of level 1 is the root)
+        expected = set(path_ids(table, levels, level))
+        assert set(ids[sl]) == expected
+        for v in nodes:
+            want = h.labels()[v] if level == 1 else f"{ids[h.parent[v]]}/{h.labels()[v]}"
+            assert ids[v] == want
+            assert h.parent_ids()[v] == ids[h.parent[v]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree_tables(max_depth=3, max_children=4))
+def test_structure_random_trees(tt):
+    h, leaf = build_hierarchy(tt.table, tt.levels)
+    _check_structure(h, tt.table, tt.levels)
+    # every row's leaf has that row's full path as id
+    assert h.node_ids()[h.level_offsets[-2] + leaf].tolist() == \
+        path_ids(tt.table, tt.levels, len(tt.levels)).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree_tables(max_depth=3, max_children=4), st.booleans())
+def test_aggregate_equals_groupby(tt, two_d):
+    table, levels = tt.table, tt.levels
+    if two_d:
+        table = table.assign(m=np.arange(len(table)) * 7 % 11 - 3.5)
+    value_cols = ["n", "m"] if two_d else ["n"]
+    h, leaf = build_hierarchy(table, levels)
+    leaf_values = np.zeros((h.n_leaves, len(value_cols)))
+    np.add.at(leaf_values, leaf, table[value_cols].to_numpy(dtype=float))
+    if not two_d:
+        leaf_values = leaf_values[:, 0]
+    agg = h.aggregate(leaf_values)
+    assert agg.shape == (h.n_nodes,) + leaf_values.shape[1:]
+    ids = h.node_ids()
+    for level in range(h.n_levels):
+        ref = table.groupby(path_ids(table, levels, level))[value_cols].sum()
+        sl = h.level_slice(level)
+        got = agg[sl].reshape(h.level_size(level), -1)
+        want = ref.loc[ids[sl]].to_numpy(dtype=float)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    assert h.consistency_violations(agg, tol=1e-9) == 0
+
+
+def test_aggregate_keeps_integer_dtype_and_checks_length():
+    h, _ = build_hierarchy(SMALL, ["state", "county"])
+    out = h.aggregate(np.array([[1, 0], [2, 1], [3, 0], [4, 2]], dtype=np.int64))
+    assert out.dtype == np.int64
+    assert out.tolist() == [[10, 3], [6, 1], [4, 2], [1, 0], [2, 1], [3, 0], [4, 2]]
+    with pytest.raises(InputError, match="expected 4 leaf values, got 3"):
+        h.aggregate(np.ones(3))
+
+
+# ---- local codes -----------------------------------------------------------------------
+def test_local_codes_vs_global_codes():
+    t = pd.DataFrame({"state": ["06", "06", "36"], "county": ["001", "003", "001"]})
+    with pytest.raises(HierarchyError, match="county '001'"):
+        build_hierarchy(t, ["state", "county"])
+    h, leaf = build_hierarchy(t, ["state", "county"], local_codes=True)
+    assert h.node_ids().tolist() == ["root", "06", "36", "06/001", "06/003", "36/001"]
+    assert leaf.tolist() == [0, 1, 2]
+    assert h.parent.tolist() == [-1, 0, 0, 1, 1, 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(tree_tables(max_depth=3, max_children=3, local=True))
+def test_local_codes_random_trees(tt):
+    h, leaf = build_hierarchy(tt.table, tt.levels, local_codes=True)
+    _check_structure(h, tt.table, tt.levels)
+    counts = h.aggregate(np.bincount(leaf, weights=tt.table["n"], minlength=h.n_leaves))
+    assert counts[0] == tt.table["n"].sum()
+    # global codes: an error exactly when some code lies under two different parents
+    t, lv = tt.table, tt.levels
+    nests = all(t.groupby(lv[i])[lv[i - 1]].nunique().max() <= 1 for i in range(1, len(lv)))
+    if nests:
+        build_hierarchy(tt.table, tt.levels)
+    else:
+        with pytest.raises(HierarchyError, match="do not nest"):
+            build_hierarchy(tt.table, tt.levels)
+
+
+# ---- errors ----------------------------------------------------------------------------
+def test_missing_column_names_it():
+    with pytest.raises(InputError, match="tract") as info:
+        build_hierarchy(SMALL, ["state", "tract"])
+    assert "'county'" in str(info.value)  # lists the columns the table has
+
+
+def test_missing_level_values_name_rows():
+    t = pd.DataFrame({"state": ["A", None, "B", " ", "B"], "county": ["1", "2", "3", "4", "5"]})
+    with pytest.raises(HierarchyError) as info:
+        build_hierarchy(t, ["state", "county"])
+    message = str(info.value)
+    assert "'state'" in message and "2 missing" in message and "[2, 4]" in message
+    t = pd.DataFrame({"state": [6.0, 6.0, np.nan], "county": [1, 2, 3]})
+    with pytest.raises(HierarchyError, match=r"'state' has 1 missing value\(s\), e.g. in rows \[3\]"):
+        build_hierarchy(t, ["state", "county"])
+
+
+def test_child_with_two_parents_names_value_parents_and_rows():
+    t = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["x", "y", "z", "x"]})
+    with pytest.raises(HierarchyError) as info:
+        build_hierarchy(t, ["state", "county"])
+    message = str(info.value)
+    assert "county 'x'" in message
+    assert "state 'A', 'B'" in message
+    assert "(rows 1, 4)" in message
+    assert "1 county value(s)" in message and "local codes" in message
+
+
+def test_two_parents_at_a_deeper_level():
+    t = pd.DataFrame({"s": ["A", "A", "A"], "c": ["c1", "c2", "c2"], "t": ["t1", "t2", "t1"]})
+    with pytest.raises(HierarchyError) as info:
+        build_hierarchy(t, ["s", "c", "t"])
+    message = str(info.value)
+    assert "t 't1' lies in c 'c1', 'c2' (rows 1, 3)" in message
+
+
+def test_duplicate_level_empty_levels_empty_table():
+    with pytest.raises(HierarchyError, match="listed twice"):
+        build_hierarchy(SMALL, ["state", "state"])
+    with pytest.raises(HierarchyError, match="at least one"):
+        build_hierarchy(SMALL, [])
+    with pytest.raises(InputError, match="no rows"):
+        build_hierarchy(SMALL.iloc[:0], ["state", "county"])
+    with pytest.raises(InputError, match="no rows"):
+        build_from_codes([np.array([])], ["g"])
+    with pytest.raises(HierarchyError, match="one name per level"):
+        build_from_codes([np.array([1])], ["a", "b"])
+
+
+def test_float_codes_shown_as_integers():
+    t = pd.DataFrame({"state": [6.0, 6.0, 36.0], "county": [6037.0, 6059.0, 36061.0]})
+    h, _ = build_hierarchy(t, ["state", "county"])
+    assert h.node_ids().tolist() == ["root", "36", "6", "36/36061", "6/6037", "6/6059"]
+    assert h.labels().tolist()[1:3] == ["36", "6"]
+    # non-integral floats stay as they are
+    h2, _ = build_hierarchy(pd.DataFrame({"g": [1.5, 2.0]}), ["g"])
+    assert h2.labels().tolist()[1:] == ["1.5", "2.0"]
+
+
+def test_codes_are_stripped():
+    t = pd.DataFrame({"state": ["A ", " A"], "county": ["a1", "a2"]})
+    h, _ = build_hierarchy(t, ["state", "county"])
+    assert h.node_ids().tolist() == ["root", "A", "A/a1", "A/a2"]
+
+
+# ---- checks and summary ----------------------------------------------------------------
+def test_consistency_violations_counts_cells():
+    h, _ = build_hierarchy(SMALL, ["state", "county"])
+    leaf = np.array([[3, 1], [4, 0], [0, 2], [6, 0]])
+    good = h.aggregate(leaf)
+    assert h.consistency_violations(good) == 0
+    assert h.consistency_violations(good[:, 0]) == 0
+    bad = good.astype(float).copy()
+    bad[0, 1] += 1  # root, column 1
+    bad[1, 0] += 0.5  # A column 0: violates A vs its children and root vs A + B
+    assert h.consistency_violations(bad) == 3
+    assert h.consistency_violations(bad, tol=0.6) == 1
+    assert h.consistency_violations(bad, tol=1.0) == 0
+    bad[6] += 1  # leaf B/b1 both columns: B (2 cells) now differs
+    assert h.consistency_violations(bad) == 5
+
+
+def test_summary():
+    h, leaf = build_hierarchy(SMALL, ["state", "county"])
+    s = h.summary()
+    assert s.columns.tolist() == ["level", "level_name", "units"]
+    assert s["units"].tolist() == [1, 2, 4] and s["level_name"].tolist() == [
+        "total", "state", "county"]
+    totals = np.bincount(leaf, weights=SMALL["n"], minlength=h.n_leaves)  # a1 3,a2 4,a3 0,b1 6
+    s = h.summary(totals)
+    assert s.columns.tolist() == ["level", "level_name", "units", "min", "median", "max",
+                                  "empty_units"]
+    assert s["min"].tolist() == [13, 6, 0]
+    assert s["median"].tolist() == [13, 6.5, 3.5]
+    assert s["max"].tolist() == [13, 7, 6]
+    assert s["empty_units"].tolist() == [0, 0, 1]
