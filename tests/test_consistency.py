@@ -306,3 +306,13 @@ def test_topdown_small_example():
     # weights: a heavy weight on A keeps it closer to its estimate than B
     w = np.array([1.0, 100.0, 1.0, 1.0, 1.0, 1.0])
     assert topdown(h, est, np.array([10]), w).ravel()[1:3].tolist() == [7, 3]
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-3, 3)), min_size=1, max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_segmented_argsort_matches_lexsort(pairs):
+    from hierdp_core.consistency.segments import segmented_argsort_desc
+
+    seg = np.sort(np.array([p[0] for p in pairs]))
+    values = np.array([p[1] for p in pairs], dtype=float)
+    assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
