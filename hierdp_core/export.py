@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import secrets
 from pathlib import Path
@@ -150,3 +151,73 @@ def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     else:
         raise InputError(f"no {RELEASE_CSV} or {RELEASE_PARQUET} in {str(d)!r}")
     return table, manifest
+
+
+# ---- in-memory exports (dashboard downloads) ---------------------------------------------
+def release_table_bytes(release: Release, fmt: str) -> bytes:
+    """The release table as a file's bytes: ``fmt`` "csv" or "parquet", the same table
+    `write_release` writes (the CSV bytes are identical to ``release.csv``)."""
+    table = release.to_frame()
+    if fmt == "csv":
+        return table.to_csv(index=False).encode("utf-8")
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    raise InputError(f"unknown export format {fmt!r}; use csv or parquet")
+
+
+def manifest_bytes(release: Release, *, input_spec: dict | None = None) -> bytes:
+    """`build_manifest` as JSON bytes, formatted as `write_release` writes it (without
+    the input fingerprint and file hashes, which need the files)."""
+    return json.dumps(build_manifest(release, input_spec=input_spec), indent=2).encode("utf-8")
+
+
+def release_geojson(release: Release, geojson: dict, level: int) -> dict:
+    """The released values of one level joined to their geometry, as a GeoJSON dict.
+
+    A node matches the feature whose ``id`` (as a string) equals the node's code at that
+    level (``release.hierarchy.codes[level]``); when the codes of the level are not unique
+    (local codes) or a code has no feature, the node's path id (``node_id``) is tried
+    instead. Each output feature has the node's geometry (shared with the input, not
+    copied) and the properties ``node_id, label, level_name, value`` (the released total)
+    and, with categories, one property per category (named ``category <name>`` if it
+    would clash with those four). Only released values are used, never the truth. Nodes
+    without geometry are listed by node id in the top-level ``missing_geometry``.
+    """
+    h = release.hierarchy
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) \
+            or not 0 <= level < h.n_levels:
+        raise InputError(f"level must be an integer from 0 to {h.n_levels - 1}, got {level!r}")
+    if not isinstance(geojson, dict) or not isinstance(geojson.get("features"), list):
+        raise InputError("geojson must be a FeatureCollection dict with a 'features' list")
+    geometry: dict[str, dict] = {}
+    for feature in geojson["features"]:
+        if isinstance(feature, dict) and feature.get("id") is not None:
+            geometry.setdefault(str(feature["id"]), feature.get("geometry"))
+    sl = h.level_slice(level)
+    codes = np.asarray(h.codes[level]).astype(str)
+    codes_unique = len(set(codes.tolist())) == codes.size
+    node_ids = h.node_ids()[sl]
+    labels = h.labels()[sl]
+    values = release.values[sl]
+    totals = values.sum(axis=1)
+    base = ("node_id", "label", "level_name", "value")
+    cat_keys = []
+    if release.categories is not None:
+        cat_keys = [f"category {c}" if c in base else str(c) for c in release.categories]
+    level_name = h.level_names[level]
+    features, missing = [], []
+    for i, (code, node_id) in enumerate(zip(codes, node_ids, strict=True)):
+        key = code if codes_unique and code in geometry else node_id
+        if key not in geometry:
+            missing.append(str(node_id))
+            continue
+        props = {"node_id": str(node_id), "label": str(labels[i]), "level_name": level_name,
+                 "value": _jsonable(totals[i])}
+        for c, key_name in enumerate(cat_keys):
+            props[key_name] = _jsonable(values[i, c])
+        features.append({"type": "Feature", "id": str(key), "geometry": geometry[key],
+                         "properties": props})
+    return {"type": "FeatureCollection", "features": features,
+            "missing_geometry": missing}

@@ -234,7 +234,8 @@ def error_metrics(
     )
     out = out.astype({"level_name": str, "bin": str})
     out.attrs["categories"] = categories
-    out.attrs["bins"] = list(edges)
+    # JSON-safe (Streamlit serialises attrs): an infinite upper edge is written "inf"
+    out.attrs["bins"] = [float(e) if np.isfinite(e) else "inf" for e in edges]
     return out
 
 

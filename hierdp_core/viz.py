@@ -1,0 +1,544 @@
+"""Figure builders (plotly) for the dashboard and the evaluation report.
+
+Every builder returns a `plotly.graph_objects.Figure` with a title, axis titles with units
+and hover text naming the node and its value. Nothing here needs the internet: maps are
+`go.Choropleth` traces drawn from a GeoJSON given by the caller (no tile server), with the
+base map hidden.
+
+Offline maps need one more thing. plotly.js fetches a world outline file
+(``https://cdn.plot.ly/un/world_110m.json``) for every geo subplot whose trace has a
+``locationmode`` -- and a choropleth with ``geojson=...`` always has one (``geojson-id``) --
+and draws nothing if that fetch fails. `plotly_config()` returns a plotly *config* whose
+``topojsonURL`` points at an empty topology held in a ``data:`` URL, so no request leaves
+the browser; pass it wherever a figure is shown:
+``st.plotly_chart(fig, config=plotly_config())`` or ``fig.to_html(config=plotly_config())``.
+
+Text from the data (node labels, level and category names) is HTML-escaped before it goes
+into titles or hover text, so a label such as ``<b>`` is shown as typed.
+
+Example
+-------
+>>> fig = metric_by_level(pd.DataFrame({"level": [0, 1], "level_name": ["total", "state"],
+...                                     "bin": ["all", "all"], "units": [1, 2],
+...                                     "cells": [1, 2], "mae": [0.5, 1.5]}), "mae")
+>>> fig.layout.yaxis.title.text
+'mean absolute error (count per cell)'
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import urllib.parse
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import hex_to_rgb, qualitative
+
+from hierdp_core.errors import InputError
+from hierdp_core.metrics import ALL_BIN, metric_descriptions
+
+SEQUENTIAL_SCALE = "Viridis"
+DIVERGING_SCALE = "RdBu_r"  # blue = below truth, red = above
+PALETTE = qualitative.Plotly
+_EMPTY_TOPOLOGY = '{"type":"Topology","objects":{},"arcs":[]}'
+
+# metric -> (axis label, unit shown in brackets, is a fraction shown as %)
+METRIC_AXES: dict[str, tuple[str, str, bool]] = {
+    "mae": ("mean absolute error", "count per cell", False),
+    "rmse": ("root mean squared error", "count per cell", False),
+    "mape": ("mean absolute percentage error", "%", False),
+    "malpe": ("mean signed percentage error (bias)", "%", False),
+    "max_abs_error": ("largest absolute error", "count", False),
+    "tvd_accuracy": ("1 - total variation distance", "1 = perfect", False),
+    "share_over_10pct": ("units off by more than 10%", "% of units", True),
+    "false_zero_rate": ("false-zero rate", "% of cells with truth > 0", True),
+    "ghost_rate": ("ghost (false positive) rate", "% of cells with truth 0", True),
+    "consistency_violations": ("parents not equal to the sum of their children", "units",
+                               False),
+}
+
+
+def plotly_config(**extra) -> dict:
+    """A plotly config that lets `choropleth` figures render offline (see module doc).
+
+    ``extra`` keys are merged in (e.g. ``displaylogo=False``)."""
+    url = "data:application/json," + urllib.parse.quote(_EMPTY_TOPOLOGY) + "#"
+    return {"topojsonURL": url, "displaylogo": False, **extra}
+
+
+def metric_axis_title(metric: str) -> str:
+    """Readable axis title with unit, e.g. ``'mean absolute error (count per cell)'``."""
+    label, unit, _ = METRIC_AXES.get(metric, (metric.replace("_", " "), "", False))
+    return f"{label} ({unit})" if unit else label
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def _esc(text) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def _fmt(v: float) -> str:
+    """A number for hover text: thousands separators, integers without decimals."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    v = float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if v.is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    if abs(v) >= 999.5:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _fmt_array(values) -> list[str]:
+    return [_fmt(v) for v in np.asarray(values, dtype=float).ravel()]
+
+
+def _as_1d(name: str, values, n: int | None = None) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric") from exc
+    arr = arr.ravel() if arr.ndim != 1 else arr
+    if n is not None and arr.size != n:
+        raise InputError(f"{name} has {arr.size} values, expected {n}")
+    return arr
+
+
+def _names(names, n: int, default) -> list[str]:
+    if names is None:
+        names = default
+    names = [str(x) for x in np.asarray(names, dtype=object).ravel()]
+    if len(names) != n:
+        raise InputError(f"{len(names)} names given for {n} values")
+    return [_esc(x) for x in names]
+
+
+def _title(text: str, subtitle: str | None = None) -> dict:
+    """Title with an optional smaller second line (works on every plotly >= 5)."""
+    full = text if not subtitle else f"{text}<br><sup>{subtitle}</sup>"
+    return {"text": full, "x": 0.0, "xanchor": "left"}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    r, g, b = hex_to_rgb(colour)
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def _short(v: float) -> str:
+    """Compact tick label: 1, 10, 1k, 10k, 1M."""
+    a = abs(v)
+    sign = "-" if v < 0 else ""
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{sign}{a / div:g}{suffix}"
+    return f"{sign}{a:g}"
+
+
+def _symlog(v: np.ndarray) -> np.ndarray:
+    """sign(v) * log10(1 + |v|): log10(1 + v) for counts, defined for negative values."""
+    return np.sign(v) * np.log10(1 + np.abs(v))
+
+
+def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Tick positions in symlog space from ``lo`` to ``hi`` (also symlog space) with labels
+    in original units: powers of ten, plus 2 and 5 times them over short ranges."""
+    top = 10.0 ** max(abs(lo), abs(hi))  # >= 1 + the largest |value| shown
+    n_dec = int(math.ceil(math.log10(top))) + 1
+    candidates = {0.0}
+    for steps in ((1.0,), (1.0, 2.0, 5.0)):
+        mags = {m * 10.0**d for d in range(n_dec) for m in steps}
+        candidates = {0.0} | mags | {-v for v in mags}
+        inside = [v for v in candidates if lo - 1e-9 <= _symlog(np.array(v)) <= hi + 1e-9]
+        if len(inside) >= 3:
+            break
+    ticks = sorted(inside)
+    return [float(_symlog(np.array(t))) for t in ticks], [_short(t) for t in ticks]
+
+
+# ---- maps ------------------------------------------------------------------------------
+def choropleth(
+    geojson: dict,
+    locations,
+    values,
+    *,
+    title: str,
+    colorbar_title: str,
+    names=None,
+    diverging: bool = False,
+    log_scale: bool = False,
+    value_range: tuple | None = None,
+    height: int = 420,
+    projection: str = "mercator",
+) -> go.Figure:
+    """A map of ``values`` over the GeoJSON features whose ``id`` equals ``locations``.
+
+    ``projection`` is a plotly geo projection type ('albers usa' suits the United States).
+
+    ``diverging``: a diverging scale centred at 0 with a symmetric range (for errors).
+    ``log_scale``: colour by log10(1 + v) (sign-symmetric for negative v), ticks in
+    original units. ``value_range`` (lo, hi) fixes the colour range so several maps
+    share one scale (with ``diverging`` it is widened to be symmetric about 0).
+    NaN values (e.g. an unmeasured level) are left blank and shown as 'n/a' on hover.
+    Render with ``config=plotly_config()`` to work offline.
+    """
+    if not isinstance(geojson, dict):
+        raise InputError("geojson must be a GeoJSON dict (a FeatureCollection)")
+    locs = [str(x) for x in np.asarray(locations, dtype=object).ravel()]
+    v = _as_1d("values", values, len(locs))
+    labels = _names(names, len(locs), locs)
+
+    finite = v[np.isfinite(v)]
+    if value_range is not None:
+        lo, hi = (float(value_range[0]), float(value_range[1]))
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+            raise InputError(f"value_range must be (low, high) with low <= high, got "
+                             f"{value_range!r}")
+    elif finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if diverging:
+        m = max(abs(lo), abs(hi))
+        lo, hi = -(m or 1.0), (m or 1.0)
+    elif lo == hi:
+        hi = lo + 1.0
+
+    z = _symlog(v) if log_scale else v
+    zmin, zmax = (float(_symlog(np.array(lo))), float(_symlog(np.array(hi)))) \
+        if log_scale else (lo, hi)
+    colorbar = {"title": {"text": _esc(colorbar_title) + (" (log scale)" if log_scale else "")}}
+    if log_scale:
+        tickvals, ticktext = _log_ticks(zmin, zmax)
+        colorbar.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+
+    customdata = np.column_stack([labels, _fmt_array(v)])
+    trace = go.Choropleth(
+        geojson=geojson,
+        featureidkey="id",
+        locations=locs,
+        z=z,
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=DIVERGING_SCALE if diverging else SEQUENTIAL_SCALE,
+        colorbar=colorbar,
+        marker_line_width=0.3,
+        marker_line_color="rgba(255,255,255,0.6)",
+        customdata=customdata,
+        hovertemplate="<b>%{customdata[0]}</b><br>" + _esc(colorbar_title)
+        + ": %{customdata[1]}<extra></extra>",
+    )
+    if diverging:
+        trace.update(zmid=0)
+    fig = go.Figure(trace)
+    fig.update_geos(fitbounds="locations", visible=False, projection_type=projection)
+    fig.update_layout(title=_title(_esc(title)), height=height,
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return fig
+
+
+# ---- scatter ---------------------------------------------------------------------------
+def true_vs_released_scatter(truth, released, *, names=None, level_name: str,
+                             title: str | None = None) -> go.Figure:
+    """Released against true counts of one level on log-log axes of value + 1 (so zeros
+    show), with the y = x line. Negative released values are drawn at 0 (noted in the
+    subtitle) but shown as they are on hover."""
+    t = _as_1d("truth", truth)
+    r = _as_1d("released", released, t.size)
+    labels = _names(names, t.size, [f"#{i}" for i in range(t.size)])
+    x = np.maximum(t, 0) + 1
+    y = np.maximum(r, 0) + 1
+    n_neg = int(np.count_nonzero(r < 0))
+    scatter = go.Scattergl if t.size > 20000 else go.Scatter
+    points = scatter(
+        x=x, y=y, mode="markers", name=_esc(level_name),
+        marker={"size": 6, "opacity": 0.6, "color": PALETTE[0]},
+        customdata=np.column_stack([labels, _fmt_array(t), _fmt_array(r)]),
+        hovertemplate="<b>%{customdata[0]}</b><br>true: %{customdata[1]}"
+                      "<br>released: %{customdata[2]}<extra></extra>",
+    )
+    finite = np.concatenate([x[np.isfinite(x)], y[np.isfinite(y)]])
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (1.0, 10.0)
+    line = go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="released = true",
+                      line={"color": "grey", "dash": "dash", "width": 1}, hoverinfo="skip")
+    sub = f"{t.size:,} units; dashed line: released = true"
+    if n_neg:
+        sub += f"; {n_neg:,} negative released value(s) drawn at 0"
+    fig = go.Figure([points, line])
+    fig.update_layout(
+        title=_title(_esc(title) if title else f"True vs released counts: {_esc(level_name)}",
+                     sub),
+        xaxis={"type": "log", "title": {"text": "true count + 1 (log scale)"}},
+        yaxis={"type": "log", "title": {"text": "released count + 1 (log scale)"}},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+# ---- hierarchy -------------------------------------------------------------------------
+def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
+                      max_nodes: int = 5000, labels=None) -> go.Figure:
+    """A treemap of the tree, sized by ``totals`` (one per node, or (n_nodes, k) summed).
+
+    ``labels`` (one per node) replaces the nodes' codes as tile labels.
+    Shows the levels from the root down to the deepest level whose cumulative node count
+    is <= ``max_nodes`` (and <= ``max_depth``). Tile sizes are the shown leaves' totals
+    (negatives at 0) summed upwards, so the tiles nest even for an inconsistent release;
+    hover shows each node's own value.
+    """
+    h = hierarchy
+    t = np.asarray(totals, dtype=float)
+    if t.ndim == 2:
+        t = t.sum(axis=1)
+    if t.shape != (h.n_nodes,):
+        raise InputError(f"totals must have one value per node ({h.n_nodes}), got shape "
+                         f"{np.shape(totals)}")
+    if max_nodes < 1:
+        raise InputError(f"max_nodes must be >= 1, got {max_nodes}")
+    wanted = h.depth if max_depth is None else max(0, min(int(max_depth), h.depth))
+    depth = wanted
+    while depth > 0 and h.level_offsets[depth + 1] > max_nodes:
+        depth -= 1
+    n = int(h.level_offsets[depth + 1])
+
+    sizes = np.zeros(n)
+    sl = h.level_slice(depth)
+    sizes[sl] = np.nan_to_num(np.maximum(t[sl], 0))
+    for level in range(depth, 0, -1):
+        sizes[h.level_slice(level - 1)] = np.add.reduceat(
+            sizes[h.level_slice(level)], h.child_starts(level))
+    level_names = np.asarray(h.level_names, dtype=object)[h.level_of_nodes()[:n]]
+    names = h.labels() if labels is None else np.asarray(labels, dtype=object)
+    labels = [_esc(x) for x in names[:n]]
+    fig = go.Figure(go.Treemap(
+        ids=list(h.node_ids()[:n]),
+        parents=list(h.parent_ids()[:n]),
+        labels=labels,
+        values=sizes,
+        branchvalues="total",
+        customdata=np.column_stack([[_esc(x) for x in level_names], _fmt_array(t[:n])]),
+        hovertemplate="<b>%{label}</b> (%{customdata[0]})<br>count: %{customdata[1]}"
+                      "<br>share of parent: %{percentParent:.1%}<extra></extra>",
+        maxdepth=3,
+    ))
+    shown = " > ".join(_esc(x) for x in h.level_names[:depth + 1])
+    sub = f"levels {shown}; {n:,} nodes; tile area = count"
+    if depth < wanted:
+        nxt = h.level_names[depth + 1]
+        sub += (f"; {_esc(nxt)} not shown ({int(h.level_offsets[depth + 2]):,} nodes "
+                f"would exceed {max_nodes:,})")
+    fig.update_layout(title=_title("Hierarchy (click a tile to zoom)", sub),
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    return fig
+
+
+# ---- metrics ---------------------------------------------------------------------------
+def _metric_column(metrics: pd.DataFrame, metric: str) -> None:
+    if metric not in metrics.columns:
+        raise InputError(f"no metric {metric!r} in the table; it has {list(metrics.columns)}")
+
+
+def _metric_bar(x, y, metric: str, hover_units, x_title: str, title: str) -> go.Figure:
+    label, unit, percent = METRIC_AXES.get(metric, (metric, "", False))
+    desc = metric_descriptions().get(metric, "")
+    y = np.asarray(y, dtype=float)
+    text = [("n/a" if not np.isfinite(v) else (f"{v:.1%}" if percent else _fmt(v)))
+            for v in y]
+    fig = go.Figure(go.Bar(
+        x=[_esc(v) for v in x], y=y, text=text, textposition="auto",
+        marker_color=PALETTE[0],
+        customdata=np.column_stack([text, hover_units]),
+        hovertemplate="<b>%{x}</b><br>" + _esc(label) + ": %{customdata[0]}"
+                      "<br>%{customdata[1]}<extra></extra>",
+    ))
+    fig.update_layout(
+        title=_title(title, _esc(desc)),
+        xaxis={"title": {"text": x_title}, "type": "category"},
+        yaxis={"title": {"text": metric_axis_title(metric)},
+               **({"tickformat": ".0%"} if percent else {})},
+    )
+    return fig
+
+
+def metric_by_level(metrics: pd.DataFrame, metric: str) -> go.Figure:
+    """Bars of one metric per level (the ``bin == 'all'`` rows of `error_metrics`)."""
+    _metric_column(metrics, metric)
+    rows = metrics[metrics["bin"] == ALL_BIN].sort_values("level")
+    units = [f"{u:,} units, {c:,} cells" for u, c in zip(rows["units"], rows["cells"],
+                                                          strict=True)]
+    label = METRIC_AXES.get(metric, (metric,))[0]
+    return _metric_bar(rows["level_name"], rows[metric], metric, units, "geography level",
+                       f"{label.capitalize()} by level")
+
+
+def metric_by_bin(metrics: pd.DataFrame, metric: str, level: int) -> go.Figure:
+    """Bars of one metric per population-size bin (true unit total) for one level."""
+    _metric_column(metrics, metric)
+    rows = metrics[(metrics["level"] == level) & (metrics["bin"] != ALL_BIN)]
+    if rows.empty:
+        raise InputError(f"no size-bin rows for level {level}")
+    name = _esc(rows["level_name"].iloc[0])
+    units = [f"{u:,} units, {c:,} cells" for u, c in zip(rows["units"], rows["cells"],
+                                                          strict=True)]
+    label = METRIC_AXES.get(metric, (metric,))[0]
+    return _metric_bar(rows["bin"], rows[metric], metric, units,
+                       f"true total of the {name} (size class, count)",
+                       f"{label.capitalize()} by size: {name}")
+
+
+def ledger_figure(ledger: pd.DataFrame) -> go.Figure:
+    """A-priori noise per cell by level: expected |error| and the 95% half-width.
+
+    Levels that are not measured (zero share) are labelled 'not measured'."""
+    needed = {"level_name", "expected_abs_error", "ci95_abs_error", "share"}
+    missing = needed - set(ledger.columns)
+    if missing:
+        raise InputError(f"the ledger lacks column(s) {sorted(missing)}")
+    x = [_esc(v) for v in ledger["level_name"]]
+    exp = ledger["expected_abs_error"].to_numpy(float)
+    ci = ledger["ci95_abs_error"].to_numpy(float)
+    unmeasured = ~np.isfinite(exp)
+    if "noise" in ledger.columns:
+        unmeasured |= (ledger["noise"] == "not measured").to_numpy()
+    noise = ledger["noise"].astype(str).tolist() if "noise" in ledger else [""] * len(x)
+    info = [f"share {s:.1%} of the budget; {_esc(n)}" for s, n in
+            zip(ledger["share"].to_numpy(float), noise, strict=True)]
+    fig = go.Figure([
+        go.Bar(x=x, y=np.where(unmeasured, np.nan, exp), name="expected |error|",
+               marker_color=PALETTE[0], customdata=np.column_stack([_fmt_array(exp), info]),
+               text=["" if u else _fmt(v) for u, v in zip(unmeasured, exp, strict=True)],
+               textposition="auto",
+               hovertemplate="<b>%{x}</b><br>expected |error| per cell: %{customdata[0]}"
+                             "<br>%{customdata[1]}<extra></extra>"),
+        go.Bar(x=x, y=np.where(unmeasured, np.nan, ci), name="95% interval half-width",
+               marker_color=PALETTE[1], customdata=np.column_stack([_fmt_array(ci), info]),
+               text=["" if u else _fmt(v) for u, v in zip(unmeasured, ci, strict=True)],
+               textposition="auto",
+               hovertemplate="<b>%{x}</b><br>95% of cells within +/- %{customdata[0]}"
+                             "<br>%{customdata[1]}<extra></extra>"),
+    ])
+    top = np.nanmax(np.concatenate([exp[~unmeasured], ci[~unmeasured], [1.0]]))
+    for name, u in zip(x, unmeasured, strict=True):
+        if u:
+            fig.add_annotation(x=name, y=0.05 * top, text="not measured", showarrow=False,
+                               font={"color": "grey"}, yanchor="bottom")
+    fig.update_layout(
+        barmode="group",
+        title=_title("Noise per measured cell, by level",
+                     "a priori, from the budget split alone (no true data); before "
+                     "consistency post-processing"),
+        xaxis={"title": {"text": "geography level"}, "type": "category"},
+        yaxis={"title": {"text": "absolute error per cell (count)"}, "rangemode": "tozero"},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+# ---- experiments -----------------------------------------------------------------------
+def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
+                 log_y: bool = True, by: str | None = None) -> go.Figure:
+    """Mean of a metric against epsilon (log x) per mechanism (or per split), with a
+    shaded band from ``low`` to ``high`` (input: `experiments.summarise`; ``by`` defaults
+    to its first column). With a single epsilon (e.g. `experiments.compare_splits`) it
+    draws bars with low-high error bars. A log y axis falls back to linear (and says so)
+    when some value is <= 0."""
+    needed = {"epsilon", "level_name", "mean", "low", "high", "trials"}
+    missing = needed - set(summary.columns)
+    if missing:
+        raise InputError(f"the summary lacks column(s) {sorted(missing)}")
+    by = by or summary.columns[0]
+    if by not in summary.columns:
+        raise InputError(f"no column {by!r} in the summary")
+    rows = summary[summary["level_name"] == level_name]
+    if rows.empty:
+        raise InputError(f"no rows for level {level_name!r}; levels: "
+                         f"{list(pd.unique(summary['level_name']))}")
+    q = summary.attrs.get("quantiles", None)
+    band = f"{q[0]:.0%}-{q[1]:.0%} of trials" if q else "low-high quantiles of trials"
+    trials = rows["trials"].to_numpy()
+    n_trials = (f"{int(trials.min())}" if trials.min() == trials.max()
+                else f"{int(trials.min())}-{int(trials.max())}")
+    single_eps = rows["epsilon"].nunique() == 1
+    positive = bool((rows[["mean", "low", "high"]].to_numpy(float) > 0).all())
+    use_log = log_y and positive and not single_eps  # bars are read from 0: linear axis
+    label = METRIC_AXES.get(metric, (metric,))[0]
+    fig = go.Figure()
+    groups = list(pd.unique(rows[by]))
+    for i, g in enumerate(groups):
+        colour = PALETTE[i % len(PALETTE)]
+        part = rows[rows[by] == g].sort_values("epsilon")
+        eps = part["epsilon"].to_numpy(float)
+        mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
+        custom = np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high),
+                                  part["trials"].astype(str)])
+        hover = (f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>mean: %{{customdata[0]}}"
+                 "<br>band: %{customdata[1]} to %{customdata[2]}"
+                 "<br>trials: %{customdata[3]}<extra></extra>")
+        if single_eps:
+            fig.add_trace(go.Bar(
+                x=[_esc(g)], y=mean, name=_esc(g), marker_color=colour,
+                error_y={"type": "data", "symmetric": False, "array": high - mean,
+                         "arrayminus": mean - low},
+                customdata=custom,
+                hovertemplate=hover.replace("epsilon %{x}", f"epsilon {eps[0]:g}")))
+            continue
+        fig.add_trace(go.Scatter(
+            x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
+            mode="lines", fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
+            hoverinfo="skip", showlegend=False, legendgroup=str(g), name=f"{g} band"))
+        fig.add_trace(go.Scatter(
+            x=eps, y=mean, mode="lines+markers", name=_esc(g), legendgroup=str(g),
+            line={"color": colour}, customdata=custom, hovertemplate=hover))
+    sub = f"mean over {n_trials} trials; {'bars' if single_eps else 'band'}: {band}"
+    if log_y and not use_log and not single_eps:
+        sub += "; linear y axis (some values are <= 0)"
+    eps_text = f" at epsilon = {rows['epsilon'].iloc[0]:g}" if single_eps else " vs epsilon"
+    fig.update_layout(
+        title=_title(f"{label.capitalize()}{eps_text}: {_esc(level_name)}", sub),
+        xaxis=({"title": {"text": _esc(by)}, "type": "category"} if single_eps else
+               {"title": {"text": "privacy budget epsilon (log scale)"}, "type": "log"}),
+        yaxis={"title": {"text": metric_axis_title(metric)
+                         + (" (log scale)" if use_log else "")},
+               "type": "log" if use_log else "linear",
+               **({} if use_log else {"rangemode": "tozero"})},
+        legend={"title": {"text": _esc(by)}},
+        hovermode="closest",
+    )
+    return fig
+
+
+# ---- one node --------------------------------------------------------------------------
+def category_bars(categories: Sequence[str], truth, noisy, released, *,
+                  node_label: str) -> go.Figure:
+    """Grouped bars for one node: true, noisy (measured) and released count per category.
+
+    ``truth`` or ``noisy`` may be None (not shown); NaN noisy values mean the node's level
+    was not measured and are noted as such."""
+    cats = [_esc(c) for c in categories]
+    k = len(cats)
+    series = [("true", truth, PALETTE[2]), ("noisy measurement", noisy, PALETTE[1]),
+              ("released", released, PALETTE[0])]
+    fig = go.Figure()
+    notes = []
+    for name, values, colour in series:
+        if values is None:
+            continue
+        v = _as_1d(name, values, k)
+        if name.startswith("noisy") and not np.isfinite(v).any():
+            notes.append("noisy: level not measured")
+            continue
+        fig.add_trace(go.Bar(
+            x=cats, y=v, name=name, marker_color=colour, customdata=_fmt_array(v),
+            hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{customdata}}<extra></extra>"))
+    fig.update_layout(
+        barmode="group",
+        title=_title(f"Counts by category: {_esc(node_label)}", "; ".join(notes) or None),
+        xaxis={"title": {"text": "category"}, "type": "category"},
+        yaxis={"title": {"text": "count"}},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig

@@ -1,0 +1,238 @@
+"""Figure builders: traces, titles, axis titles, colour ranges, log handling, limits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from hierdp_core import viz
+from hierdp_core.data.samples import synthetic_us_like
+from hierdp_core.errors import InputError
+from hierdp_core.experiments import summarise, sweep
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.metrics import error_metrics
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.counts import count_data_from_table
+
+
+def square_geojson(ids) -> dict:
+    """One 1x1 degree square per id, on a grid of 10 columns."""
+    features = []
+    for i, fid in enumerate(ids):
+        x, y = -120 + (i % 10), 30 + i // 10
+        ring = [[x, y], [x, y + 1], [x + 1, y + 1], [x + 1, y], [x, y]]
+        features.append({"type": "Feature", "id": str(fid), "properties": {},
+                         "geometry": {"type": "Polygon", "coordinates": [ring]}})
+    return {"type": "FeatureCollection", "features": features}
+
+
+@pytest.fixture(scope="module")
+def data():
+    table = synthetic_us_like(seed=1, n_states=6, n_counties=60)
+    return count_data_from_table(table, ["state", "county"], count_column="count")
+
+
+@pytest.fixture(scope="module")
+def release(data):
+    return get_mechanism("least-squares").release(data, PrivacyBudget.pure(0.5),
+                                                  split=[0, 1, 1], source=NoiseSource(seed=3))
+
+
+@pytest.fixture(scope="module")
+def metrics(data, release):
+    return error_metrics(data.hierarchy, data.node_counts(), release.values)
+
+
+def _title(fig) -> str:
+    return fig.layout.title.text
+
+
+# ---- choropleth -----------------------------------------------------------------------
+def test_choropleth_basics():
+    ids = ["a", "b", "c"]
+    fig = viz.choropleth(square_geojson(ids), ids, [1, 5, 9], title="True counts",
+                         colorbar_title="persons", names=["A <1>", "B", "C"])
+    assert isinstance(fig, go.Figure)
+    (trace,) = fig.data
+    assert isinstance(trace, go.Choropleth)
+    assert trace.featureidkey == "id" and trace.geojson["type"] == "FeatureCollection"
+    assert list(trace.locations) == ids
+    assert _title(fig) == "True counts"
+    assert trace.colorbar.title.text == "persons"
+    assert fig.layout.geo.visible is False and fig.layout.geo.fitbounds == "locations"
+    assert (trace.zmin, trace.zmax) == (1, 9)
+    # hover: escaped node name and the value
+    assert trace.customdata[0][0] == "A &lt;1&gt;" and trace.customdata[2][1] == "9"
+    assert "%{customdata[0]}" in trace.hovertemplate and "persons" in trace.hovertemplate
+    assert "mapbox" not in fig.to_json()
+
+
+def test_choropleth_diverging_is_symmetric_about_zero():
+    ids = ["a", "b", "c"]
+    fig = viz.choropleth(square_geojson(ids), ids, [-3.0, 1.0, 7.5], title="Error",
+                         colorbar_title="released - true", diverging=True)
+    trace = fig.data[0]
+    assert trace.zmin == -7.5 and trace.zmax == 7.5 and trace.zmid == 0
+    colours = [c for _, c in trace.colorscale]
+    assert colours[0] != colours[-1]  # a two-sided scale (RdBu_r)
+    # an asymmetric shared range is widened to stay centred at 0
+    fig = viz.choropleth(square_geojson(ids), ids, [-3.0, 1.0, 7.5], title="Error",
+                         colorbar_title="e", diverging=True, value_range=(-2, 10))
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (-10, 10)
+
+
+def test_choropleth_value_range_is_honoured():
+    ids = ["a", "b"]
+    fig = viz.choropleth(square_geojson(ids), ids, [10, 20], title="t", colorbar_title="c",
+                         value_range=(0, 100))
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 100)
+    with pytest.raises(InputError):
+        viz.choropleth(square_geojson(ids), ids, [10, 20], title="t", colorbar_title="c",
+                       value_range=(5, 1))
+
+
+def test_choropleth_log_scale_handles_zeros_and_labels_original_units():
+    ids = ["a", "b", "c", "d"]
+    values = [0, 9, 99, 99999]
+    fig = viz.choropleth(square_geojson(ids), ids, values, title="t", colorbar_title="persons",
+                         log_scale=True, value_range=(0, 100_000))
+    trace = fig.data[0]
+    np.testing.assert_allclose(trace.z, np.log10(1 + np.asarray(values)))
+    assert trace.zmin == 0 and trace.zmax == pytest.approx(5)
+    assert list(trace.colorbar.ticktext) == ["0", "1", "10", "100", "1k", "10k", "100k"]
+    np.testing.assert_allclose(trace.colorbar.tickvals,
+                               np.log10(1 + np.array([0, 1, 10, 100, 1e3, 1e4, 1e5])))
+    assert "log scale" in trace.colorbar.title.text
+    assert [row[1] for row in trace.customdata] == ["0", "9", "99", "99,999"]  # hover: originals
+
+
+def test_choropleth_nan_and_bad_input():
+    ids = ["a", "b"]
+    fig = viz.choropleth(square_geojson(ids), ids, [np.nan, 2], title="t", colorbar_title="c")
+    assert fig.data[0].customdata[0][1] == "n/a"
+    with pytest.raises(InputError):
+        viz.choropleth(square_geojson(ids), ids, [1, 2, 3], title="t", colorbar_title="c")
+
+
+def test_plotly_config_serves_topology_offline():
+    config = viz.plotly_config()
+    assert config["topojsonURL"].startswith("data:application/json,")
+    assert "http" not in config["topojsonURL"]
+
+
+# ---- scatter ---------------------------------------------------------------------------
+def test_scatter_plots_value_plus_one_on_log_axes():
+    truth = np.array([0, 10, 1000])
+    released = np.array([2, -3, 990])
+    fig = viz.true_vs_released_scatter(truth, released, names=["x", "y", "z"],
+                                       level_name="county")
+    points, line = fig.data
+    np.testing.assert_array_equal(points.x, [1, 11, 1001])
+    np.testing.assert_array_equal(points.y, [3, 1, 991])  # negatives drawn at 0 (+1)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "+ 1" in fig.layout.xaxis.title.text and "+ 1" in fig.layout.yaxis.title.text
+    assert list(line.x) == list(line.y)  # the y = x reference
+    assert "county" in _title(fig) and "1 negative" in _title(fig)
+    assert points.customdata[1][0] == "y" and points.customdata[1][2] == "-3"
+    fig = viz.true_vs_released_scatter(truth, truth, level_name="c", title="My title")
+    assert _title(fig).startswith("My title")
+
+
+# ---- treemap ---------------------------------------------------------------------------
+def test_treemap_whole_tree(data, release):
+    h = data.hierarchy
+    fig = viz.hierarchy_treemap(h, release.values)
+    (trace,) = fig.data
+    assert isinstance(trace, go.Treemap) and len(trace.ids) == h.n_nodes
+    assert trace.parents[0] == "" and trace.ids[0] == "root"
+    values = np.asarray(trace.values)
+    # tile sizes nest: every parent equals the sum of its children
+    assert h.consistency_violations(values.reshape(-1, 1), tol=1e-6) == 0
+    assert trace.branchvalues == "total"
+    assert _title(fig)
+
+
+def test_treemap_node_limit_and_depth(data, release):
+    h = data.hierarchy
+    n_states = h.level_size(1)
+    fig = viz.hierarchy_treemap(h, release.values, max_nodes=1 + n_states)
+    assert len(fig.data[0].ids) == 1 + n_states
+    assert "county not shown" in _title(fig)
+    fig = viz.hierarchy_treemap(h, release.values, max_nodes=n_states)  # only the root fits
+    assert len(fig.data[0].ids) == 1
+    fig = viz.hierarchy_treemap(h, release.values, max_depth=1)
+    assert len(fig.data[0].ids) == 1 + n_states
+    with pytest.raises(InputError):
+        viz.hierarchy_treemap(h, release.values[:5])
+
+
+# ---- metrics ---------------------------------------------------------------------------
+def test_metric_by_level(metrics):
+    fig = viz.metric_by_level(metrics, "mae")
+    (bar,) = fig.data
+    assert isinstance(bar, go.Bar) and list(bar.x) == ["total", "state", "county"]
+    assert fig.layout.yaxis.title.text == "mean absolute error (count per cell)"
+    assert fig.layout.xaxis.title.text == "geography level"
+    assert "Mean absolute error per cell" in _title(fig)  # description from the metrics module
+    with pytest.raises(InputError):
+        viz.metric_by_level(metrics, "no_such_metric")
+
+
+def test_metric_by_bin(metrics):
+    fig = viz.metric_by_bin(metrics, "share_over_10pct", 2)
+    bins = metrics[(metrics["level"] == 2) & (metrics["bin"] != "all")]["bin"].tolist()
+    assert list(fig.data[0].x) == bins and "all" not in bins
+    assert fig.layout.yaxis.tickformat == ".0%"
+    assert "% of units" in fig.layout.yaxis.title.text
+    assert "county" in fig.layout.xaxis.title.text and "county" in _title(fig)
+    with pytest.raises(InputError):
+        viz.metric_by_bin(metrics, "mae", 7)
+
+
+# ---- ledger ----------------------------------------------------------------------------
+def test_ledger_figure_marks_unmeasured_levels(release):
+    fig = viz.ledger_figure(release.ledger)  # split [0, 1, 1]: the root is not measured
+    expected, ci = fig.data
+    assert list(expected.x) == ["total", "state", "county"]
+    assert math.isnan(expected.y[0]) and expected.y[1] > 0 and ci.y[1] > expected.y[1]
+    assert [a.text for a in fig.layout.annotations] == ["not measured"]
+    assert "count" in fig.layout.yaxis.title.text
+    assert "no true data" in _title(fig)
+
+
+# ---- sweeps ----------------------------------------------------------------------------
+def test_sweep_figure(data):
+    runs = sweep(data, ["topdown", "raw-geometric"], [0.5, 1, 2], 2, seed=1)
+    summary = summarise(runs, "rmse")
+    fig = viz.sweep_figure(summary, metric="rmse", level_name="county")
+    assert len(fig.data) == 4  # a band and a line per mechanism
+    bands = [t for t in fig.data if t.fill == "toself"]
+    lines = [t for t in fig.data if t.fill != "toself"]
+    assert [t.name for t in lines] == ["topdown", "raw-geometric"]
+    assert len(bands) == 2 and len(bands[0].x) == 6
+    assert fig.layout.xaxis.type == "log" and "epsilon" in fig.layout.xaxis.title.text
+    assert fig.layout.yaxis.type == "log"
+    assert "root mean squared error" in fig.layout.yaxis.title.text
+    assert "county" in _title(fig) and "5%-95%" in _title(fig)
+    fig = viz.sweep_figure(summary, metric="rmse", level_name="county", log_y=False)
+    assert fig.layout.yaxis.type == "linear"
+    with pytest.raises(InputError):
+        viz.sweep_figure(summary, metric="rmse", level_name="tract")
+
+
+# ---- one node --------------------------------------------------------------------------
+def test_category_bars():
+    cats = ["F", "M <x>"]
+    fig = viz.category_bars(cats, [10, 20], [11.5, 18.2], [11, 19], node_label="Cook <IL>")
+    assert [t.name for t in fig.data] == ["true", "noisy measurement", "released"]
+    assert list(fig.data[0].x) == ["F", "M &lt;x&gt;"]
+    assert fig.layout.barmode == "group"
+    assert "Cook &lt;IL&gt;" in _title(fig)
+    assert fig.layout.yaxis.title.text == "count" and fig.layout.xaxis.title.text == "category"
+    fig = viz.category_bars(cats, None, [np.nan, np.nan], [11, 19], node_label="x")
+    assert [t.name for t in fig.data] == ["released"]
+    assert "not measured" in _title(fig)
