@@ -1,70 +1,50 @@
 """hierdp dashboard: home page. Layout only; every computation lives in hierdp_core."""
 
-from __future__ import annotations
-
 import pandas as pd
 import streamlit as st
 
 from hierdp_core import __version__
-from hierdp_core.data.samples import SAMPLES, load_sample
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.metrics import error_metrics
-from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core import dashboard as ui
+from hierdp_core.data.samples import SAMPLES
+from hierdp_core.mechanisms.base import list_mechanisms
 
-st.set_page_config(page_title="hierdp", page_icon="🗺️", layout="wide")
-
-
-@st.cache_data(show_spinner=False)
-def sample_counts(name: str):
-    sample = SAMPLES[name]
-    return count_data_from_table(load_sample(name), sample.levels,
-                                 count_column=sample.count_column)
-
-
-st.title("hierdp")
-st.caption(f"Hierarchical counts under differential privacy · version {__version__}")
+ui.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
+                         f"{__version__}")
 st.markdown(
-    "Publish counts at every level of a geography (nation > state > county > ...) so that "
-    "**the tables add up**, **no cell is negative or fractional**, and **no individual can be "
-    "singled out**. Load records or aggregated counts, choose the hierarchy, a mechanism and "
-    "a privacy budget, compare noisy and consistent counts, and export the release with a "
-    "manifest."
+    "Publish counts at every level of a geography (nation › state › county, region › "
+    "province › municipality) so that **the tables add up**, **no cell is negative or "
+    "fractional**, and **no individual can be singled out**. Load records or aggregated "
+    "counts, choose the hierarchy, a mechanism and a privacy budget with its split over "
+    "levels, compare noisy and consistent counts on maps, explore the privacy-utility "
+    "trade-off, and export the release with a manifest."
 )
 
-left, right = st.columns([1, 2])
-with left:
-    st.subheader("Try it on a sample")
-    name = st.selectbox("Sample", list(SAMPLES), format_func=lambda n: SAMPLES[n].title)
-    mechanism = st.selectbox("Mechanism", [i.name for i in list_mechanisms("counts")],
-                             index=[i.name for i in list_mechanisms("counts")].index("topdown"))
-    epsilon = st.select_slider("Privacy budget ε (smaller is more private)",
-                               options=[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
-                               value=1.0)
-    st.caption(SAMPLES[name].description)
-with right:
-    data = sample_counts(name)
-    mech = get_mechanism(mechanism)
-    budget = (PrivacyBudget.zcdp(epsilon**2 / 2) if mech.info.privacy == "zcdp"
-              else PrivacyBudget.pure(epsilon))
-    release = mech.release(data, budget, source=NoiseSource(seed=0))
-    st.subheader(f"{mechanism}: {mech.info.description}")
-    metrics = error_metrics(data.hierarchy, data.node_counts(), release.values)
-    table = metrics[metrics["bin"] == "all"][
-        ["level_name", "units", "mae", "mape", "max_abs_error", "consistency_violations"]]
-    st.markdown("**Error by level** (against the truth: for exploration, not for publication)")
-    st.dataframe(table.rename(columns={"level_name": "level", "mae": "mean |error|",
-                                       "mape": "mean % error", "max_abs_error": "max |error|",
-                                       "consistency_violations": "parents ≠ Σ children"}),
-                 hide_index=True, use_container_width=True)
-    st.markdown("**Budget ledger** (known before running)")
-    st.dataframe(pd.DataFrame(release.ledger)[
-        ["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error"]],
-        hide_index=True, use_container_width=True)
+st.subheader("Start in one click")
+cols = st.columns(len(SAMPLES))
+for col, sample in zip(cols, SAMPLES.values(), strict=True):
+    with col:
+        st.markdown(f"**{sample.title}**  \n{sample.description}")
+        st.caption(f"Levels: {' › '.join(sample.levels)} · licence: {sample.licence}")
+        if st.button("Start with this sample", key=f"start_{sample.name}", type="primary"):
+            ui.load_sample_into_state(sample.name)
+            st.switch_page("pages/4_Results.py")
 
-st.divider()
-st.markdown(
-    "**Mechanisms:** " + ", ".join(f"`{i.name}`" for i in list_mechanisms())
-    + ". The command line `hierdp` does the same from scripts: `hierdp release --help`."
-)
+st.subheader("The steps")
+for path, label, what in [
+    ("pages/1_Data.py", "Data", "pick a sample or upload a file; assign column roles"),
+    ("pages/2_Hierarchy.py", "Hierarchy", "order the levels; units per level"),
+    ("pages/3_Mechanism_and_budget.py", "Mechanism & budget",
+     "mechanism, ε or ρ, split over levels, expected error before running"),
+    ("pages/4_Results.py", "Results", "maps of true, noisy, released and error; metrics"),
+    ("pages/5_Trade-offs.py", "Trade-offs", "error against ε for several mechanisms"),
+    ("pages/6_Export.py", "Export", "release CSV / Parquet / GeoJSON with its manifest"),
+]:
+    ui.next_page(path, f"{label}: {what}")
+
+st.subheader("Mechanisms")
+st.dataframe(pd.DataFrame([{
+    "name": i.name, "description": i.description,
+    "privacy": ", ".join(i.privacy_definitions or (i.privacy,)),
+    "private": "yes" if i.private else "NO (published variant)",
+    "consistent integers": "yes" if i.consistent else "no", "reference": i.reference,
+} for i in list_mechanisms()]), hide_index=True, width="stretch")

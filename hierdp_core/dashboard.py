@@ -1,0 +1,264 @@
+"""Session state and shared widgets of the Streamlit dashboard (the pages stay thin).
+
+Session-state keys (all under ``st.session_state``):
+
+``hd_dataset``   dict: ``name`` (shown), ``sample`` (sample name, or None for an upload),
+                 ``table`` (the loaded DataFrame, confidential), ``version`` (int, bumped on load)
+``hd_roles``     dict: ``levels`` (coarse to fine), ``count_column`` (None = microdata),
+                 ``category_columns``, ``local_codes``
+``hd_settings``  dict: ``mechanism``, ``params`` (dict), ``definition`` ('pure-dp' | 'zcdp'),
+                 ``epsilon``, ``rho``, ``delta``, ``weights`` (one per level, root first)
+``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
+                 settings it was made with
+``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
+
+Everything expensive is cached: the CountData per (dataset version, roles) in session state,
+sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from hierdp_core.data.samples import SAMPLES, load_sample
+from hierdp_core.errors import HierdpError
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.privacy.budget import PrivacyBudget, split_shares
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.counts import CountData, count_data_from_table
+
+DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
+RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
+_DATA_CACHE = "hd_count_data_cache"
+DEFAULT_SAMPLE = next(iter(SAMPLES))
+EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+
+
+# ---- data -------------------------------------------------------------------------------
+@st.cache_data(show_spinner="Loading the sample…", max_entries=4)
+def sample_table(name: str) -> pd.DataFrame:
+    return load_sample(name)
+
+
+def load_sample_into_state(name: str) -> None:
+    sample = SAMPLES[name]
+    set_dataset(sample.title, sample_table(name), sample=name)
+    st.session_state[ROLES] = {
+        "levels": list(sample.levels), "count_column": sample.count_column,
+        "category_columns": list(sample.category_columns), "local_codes": False,
+    }
+
+
+def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> None:
+    version = st.session_state.get(DATASET, {}).get("version", 0) + 1
+    st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
+                                 "version": version}
+    for key in (RELEASE, RELEASE_KEY, SWEEP, _DATA_CACHE):
+        st.session_state.pop(key, None)
+
+
+def ensure_dataset() -> dict:
+    """The current dataset; the default sample is loaded on first use."""
+    if DATASET not in st.session_state:
+        load_sample_into_state(DEFAULT_SAMPLE)
+    return st.session_state[DATASET]
+
+
+def roles() -> dict:
+    ensure_dataset()
+    return st.session_state[ROLES]
+
+
+def set_roles(new_roles: dict) -> None:
+    if new_roles != st.session_state.get(ROLES):
+        st.session_state[ROLES] = new_roles
+        for key in (RELEASE, RELEASE_KEY, SWEEP):
+            st.session_state.pop(key, None)
+        settings = st.session_state.get(SETTINGS)
+        if settings and len(settings.get("weights", [])) != len(new_roles["levels"]) + 1:
+            settings["weights"] = [1.0] * (len(new_roles["levels"]) + 1)
+
+
+def count_data() -> CountData:
+    """The CountData of the current dataset and roles (built once, then cached).
+    Raises HierdpError for bad roles or values."""
+    ds, r = ensure_dataset(), roles()
+    key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
+           r["local_codes"])
+    cache = st.session_state.get(_DATA_CACHE)
+    if cache is None or cache[0] != key:
+        data = count_data_from_table(ds["table"], r["levels"], count_column=r["count_column"],
+                                     category_columns=r["category_columns"],
+                                     local_codes=r["local_codes"])
+        st.session_state[_DATA_CACHE] = cache = (key, data)
+    return cache[1]
+
+
+def require_count_data() -> CountData:
+    """CountData, or a friendly message and stop the page."""
+    try:
+        return count_data()
+    except HierdpError as exc:
+        st.error(f"The data cannot be used as set up: {exc}")
+        next_page("pages/1_Data.py", "Fix the column roles on the Data page")
+        st.stop()
+
+
+def level_names_lookup(level: int) -> dict[str, str]:
+    """code -> readable name for a level, from the sample's name columns (if any)."""
+    ds, r = ensure_dataset(), roles()
+    sample = SAMPLES.get(ds["sample"]) if ds["sample"] else None
+    column_of = getattr(sample, "label_columns", {}) or {}
+    level_col = r["levels"][level - 1] if level >= 1 else None
+    name_col = column_of.get(level_col)
+    table = ds["table"]
+    if not name_col or name_col not in table.columns:
+        return {}
+    pairs = table[[level_col, name_col]].drop_duplicates(level_col)
+    return dict(zip(pairs[level_col].astype(str), pairs[name_col].astype(str), strict=False))
+
+
+def node_display_names(data: CountData, level: int) -> np.ndarray:
+    """Readable name of every node of a level ('code · name' when a name is known)."""
+    codes = np.asarray(data.hierarchy.codes[level]).astype(str)
+    names = level_names_lookup(level)
+    if not names:
+        return codes
+    return np.array([f"{names[c]} ({c})" if c in names else c for c in codes], dtype=object)
+
+
+def level_picker(key: str) -> list[str]:
+    """Multiselect of the geography levels (coarse to fine), written back to the roles."""
+    table = ensure_dataset()["table"]
+    r = roles()
+    r_cols = {r["count_column"], *r["category_columns"]}
+    columns = [str(c) for c in table.columns if c not in r_cols]
+    levels = st.multiselect("Geography levels, coarse to fine (the order you pick is the order "
+                            "of the tree)", columns,
+                            default=[c for c in r["levels"] if c in columns], key=key)
+    set_roles({**r, "levels": levels})
+    return levels
+
+
+# ---- settings and release ---------------------------------------------------------------
+def settings(n_levels: int) -> dict:
+    s = st.session_state.setdefault(SETTINGS, {
+        "mechanism": "topdown", "params": {}, "definition": "pure-dp", "epsilon": 1.0,
+        "rho": 0.5, "delta": 1e-6, "weights": [1.0] * n_levels,
+    })
+    if len(s["weights"]) != n_levels:
+        s["weights"] = [1.0] * n_levels
+    return s
+
+
+def budget_of(s: dict) -> PrivacyBudget:
+    if s["definition"] == "zcdp":
+        return PrivacyBudget.zcdp(s["rho"], s["delta"])
+    return PrivacyBudget.pure(s["epsilon"])
+
+
+def shares_of(s: dict) -> np.ndarray:
+    return split_shares(len(s["weights"]), weights=s["weights"])
+
+
+def settings_key(s: dict) -> tuple:
+    return (s["mechanism"], tuple(sorted(s["params"].items())), s["definition"],
+            s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
+            st.session_state[DATASET]["version"], tuple(sorted(roles().items(), key=str)).__repr__())
+
+
+def run_release(data: CountData, s: dict, seed: int | None):
+    """Run the chosen mechanism; stores and returns the Release."""
+    mechanism = get_mechanism(s["mechanism"])
+    source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
+    release = mechanism.release(data, budget_of(s), split=list(s["weights"]), source=source,
+                                **s["params"])
+    st.session_state[RELEASE] = release
+    st.session_state[RELEASE_KEY] = settings_key(s)
+    return release
+
+
+def current_release():
+    """The latest release if it still matches the current settings, else None."""
+    release = st.session_state.get(RELEASE)
+    s = st.session_state.get(SETTINGS)
+    if release is None or s is None or st.session_state.get(RELEASE_KEY) != settings_key(s):
+        return None
+    return release
+
+
+# ---- chrome -----------------------------------------------------------------------------
+PAGES = (
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Data.py", "Data", ":material/table_view:"),
+    ("pages/2_Hierarchy.py", "Hierarchy", ":material/account_tree:"),
+    ("pages/3_Mechanism_and_budget.py", "Mechanism & budget", ":material/tune:"),
+    ("pages/4_Results.py", "Results", ":material/map:"),
+    ("pages/5_Trade-offs.py", "Trade-offs", ":material/query_stats:"),
+    ("pages/6_Export.py", "Export", ":material/download:"),
+)
+MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
+
+
+def next_page(path: str, text: str) -> None:
+    """A link to the next step."""
+    icon = next(icon for p, _, icon in PAGES if p == path)
+    st.page_link(path, label=text, icon=icon)
+
+
+def page_header(title: str, caption: str) -> None:
+    st.set_page_config(page_title=f"{title} · hierdp", page_icon=":material/map:",
+                       layout="wide")
+    ensure_dataset()
+    with st.sidebar:
+        st.markdown("## hierdp")
+        for path, label, icon in PAGES:
+            st.page_link(path, label=label, icon=icon)
+    st.title(title)
+    st.caption(caption)
+    sidebar_status()
+
+
+def map_projection() -> str:
+    return MAP_PROJECTIONS.get(ensure_dataset()["sample"], "mercator")
+
+
+def all_display_names(data: CountData) -> np.ndarray:
+    """Readable names of every node, root first."""
+    parts = [np.array([data.hierarchy.level_names[0]], dtype=object)]
+    parts += [node_display_names(data, level) for level in range(1, data.hierarchy.n_levels)]
+    return np.concatenate(parts)
+
+
+def sidebar_status() -> None:
+    ds = st.session_state.get(DATASET)
+    with st.sidebar:
+        st.divider()
+        st.markdown("**Current setup**")
+        if ds is None:
+            st.caption("No data loaded yet: the default sample loads on the next page.")
+            return
+        r = st.session_state.get(ROLES, {})
+        st.markdown(f"**Data:** {ds['name']}")
+        if r:
+            st.markdown(f"**Levels:** {' › '.join(r['levels'])}")
+            if r.get("category_columns"):
+                st.markdown(f"**Categories:** {', '.join(r['category_columns'])}")
+        s = st.session_state.get(SETTINGS)
+        if s:
+            budget = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
+                      else f"ρ = {s['rho']:g}")
+            st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
+        st.markdown("**Release:** " + ("ready" if current_release() is not None
+                                       else "not run for these settings"))
+
+
+def friendly_error(exc: Exception) -> None:
+    """Show an error without a traceback."""
+    if isinstance(exc, HierdpError):
+        st.error(str(exc))
+    else:
+        st.error(f"Something went wrong ({type(exc).__name__}): {exc}")

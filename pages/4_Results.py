@@ -1,0 +1,159 @@
+"""Results: run the release; true, noisy, released and error side by side on maps; drill
+down; true vs released; error metrics by level and population size; a searchable table."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core.geo import level_geojson
+from hierdp_core.metrics import error_metrics, metric_descriptions
+from hierdp_core.viz import (
+    choropleth,
+    metric_by_bin,
+    metric_by_level,
+    plotly_config,
+    true_vs_released_scatter,
+)
+
+ui.page_header("Results", "What the release looks like next to the truth (the truth is shown "
+                          "here for evaluation only; it is never exported as a release).")
+data = ui.require_count_data()
+h = data.hierarchy
+s = ui.settings(h.n_levels)
+ds = ui.ensure_dataset()
+
+run_cols = st.columns([2, 2, 1])
+with run_cols[0]:
+    mode = st.radio("Randomness", ["Exploration (seeded, reproducible)",
+                                   "Release (OS entropy, OpenDP samplers)"], key="rand_mode")
+with run_cols[1]:
+    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="seed",
+                           disabled=not mode.startswith("Exploration"))
+with run_cols[2]:
+    st.write("")
+    run = st.button("Run release", type="primary", key="run_release")
+budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp" else f"ρ = {s['rho']:g}")
+st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
+           + ", ".join(f"{h.level_names[i]} {w / sum(s['weights']):.0%}"
+                       for i, w in enumerate(s["weights"]))
+           + ". Change them on the Mechanism & budget page.")
+
+release = ui.current_release()
+if run or release is None:
+    with st.status("Running the release…", expanded=False) as status:
+        started = time.perf_counter()
+        try:
+            release = ui.run_release(data, s, int(seed) if mode.startswith("Exploration")
+                                     else None)
+        except Exception as exc:  # shown as a message, never a traceback
+            status.update(label="The release failed", state="error")
+            ui.friendly_error(exc)
+            st.stop()
+        elapsed = time.perf_counter() - started
+        status.update(label=f"Released {h.n_nodes:,} units in {elapsed:.2f} s", state="complete")
+
+truth = data.node_counts()
+metrics_key = ("metrics", id(release))
+if st.session_state.get("hd_metrics_key") != metrics_key:
+    st.session_state["hd_metrics"] = error_metrics(
+        h, truth, release.values, categories=data.categories if data.has_categories else None)
+    st.session_state["hd_metrics_key"] = metrics_key
+metrics = st.session_state["hd_metrics"]
+
+# ---- what to show -----------------------------------------------------------------------
+pick = st.columns([1, 2, 1])
+with pick[0]:
+    level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
+                         format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
+                         key="res_level")
+names = ui.node_display_names(data, level)
+sl = h.level_slice(level)
+with pick[1]:
+    parent_names = ui.node_display_names(data, level - 1) if level > 1 else np.array(["all"])
+    options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
+    default = 0 if h.level_size(level) <= 4000 or level == 1 else 1
+    within = st.selectbox("Drill down: show the units inside", options, index=default,
+                          format_func=lambda o: f"all of {h.level_names[0]}" if o == "all"
+                          else f"{parent_names[o]}", key="res_within")
+with pick[2]:
+    cat_options = ["total"] + (list(data.categories) if data.has_categories else [])
+    category = st.selectbox("Category", cat_options, key="res_category")
+
+if within == "all":
+    nodes = np.arange(sl.start, sl.stop)
+else:
+    parent = h.level_offsets[level - 1] + within
+    nodes = h.children(parent)
+
+
+def column(values: np.ndarray) -> np.ndarray:
+    v = values[nodes]
+    return v.sum(axis=1) if category == "total" else v[:, data.categories.index(category)]
+
+
+true_v, noisy_v, rel_v = column(truth), column(release.noisy), column(release.values)
+error = rel_v - true_v
+local = nodes - sl.start
+codes = np.asarray(h.codes[level]).astype(str)[local]
+shown_names = names[local]
+
+# ---- maps -------------------------------------------------------------------------------
+geojson = level_geojson(ds["sample"], h.level_names[level]) if ds["sample"] else None
+if geojson is None:
+    st.info("No map for this level (no geometry is bundled for it); see the charts below.")
+else:
+    wanted = set(codes)
+    subset = {"type": "FeatureCollection",
+              "features": [f for f in geojson["features"] if str(f["id"]) in wanted]}
+    finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
+    vrange = (0.0, float(max(finite.max(), 1.0)))
+    maps = [("True", true_v, False), ("Noisy (measured)", noisy_v, False),
+            ("Released", rel_v, False), ("Error (released − true)", error, True)]
+    for row in (maps[:2], maps[2:]):
+        cols = st.columns(2)
+        for col, (title, values, diverging) in zip(cols, row, strict=True):
+            with col:
+                fig = choropleth(subset, codes, values, title=title, names=shown_names,
+                                 colorbar_title="people" if not diverging else "error",
+                                 diverging=diverging, log_scale=not diverging,
+                                 value_range=None if diverging else vrange, height=360,
+                                 projection=ui.map_projection())
+                st.plotly_chart(fig, width="stretch", key=f"map_{title}",
+                                config=plotly_config())
+
+# ---- charts and metrics -----------------------------------------------------------------
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=shown_names,
+                                             level_name=h.level_names[level]),
+                    width="stretch", key="scatter")
+with right:
+    descriptions = metric_descriptions()
+    metric = st.selectbox("Metric", ["mae", "rmse", "mape", "malpe", "max_abs_error",
+                                     "tvd_accuracy", "share_over_10pct", "false_zero_rate",
+                                     "ghost_rate"], format_func=lambda m: f"{m}: "
+                          f"{descriptions.get(m, '')[:60]}", key="res_metric")
+    tab_level, tab_bin = st.tabs(["By level", f"By population size ({h.level_names[level]})"])
+    with tab_level:
+        st.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
+    with tab_bin:
+        st.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
+
+st.subheader("Error metrics by level")
+overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"])
+st.dataframe(overall, hide_index=True, width="stretch")
+
+st.subheader("Every unit")
+query = st.text_input("Search by name or code", key="res_search")
+table = pd.DataFrame({"node_id": h.node_ids()[nodes], "name": shown_names, "true": true_v,
+                      "noisy": noisy_v, "released": rel_v, "error": error})
+if query:
+    mask = (table["name"].astype(str).str.contains(query, case=False, regex=False)
+            | table["node_id"].astype(str).str.contains(query, case=False, regex=False))
+    table = table[mask]
+st.dataframe(table, hide_index=True, width="stretch", height=320)
+st.caption(f"{len(table):,} units. Noisy values are the raw measurements before consistency.")
+ui.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")

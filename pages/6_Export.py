@@ -1,0 +1,77 @@
+"""Export: download the release (CSV, Parquet, GeoJSON) with its manifest, and, separately,
+a confidential evaluation report."""
+
+import json
+
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core.export import manifest_bytes, release_geojson, release_table_bytes
+from hierdp_core.geo import level_geojson
+from hierdp_core.metrics import error_metrics
+from hierdp_core.report import evaluation_report_html
+from hierdp_core.viz import metric_by_level, true_vs_released_scatter
+
+ui.page_header("Export", "Download the released tables and their manifest.")
+data = ui.require_count_data()
+h = data.hierarchy
+release = ui.current_release()
+if release is None:
+    st.info("No release for the current settings yet.")
+    ui.next_page("pages/4_Results.py", "Run it on the Results page")
+    st.stop()
+ds = ui.ensure_dataset()
+r = ui.roles()
+input_spec = {"file": ds["name"], "query": "counts", "levels": r["levels"],
+              "count_column": r["count_column"], "category_columns": r["category_columns"],
+              "local_codes": r["local_codes"]}
+
+st.subheader("The release (safe to publish)")
+st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
+           f"randomness: {release.randomness.get('mode')}"
+           + (" — exploration runs are seeded; make the published release in 'Release' mode."
+              if release.randomness.get("mode") == "exploration" else ""))
+if release.invariants:
+    st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.download_button("Release CSV", release_table_bytes(release, "csv"), "release.csv",
+                       "text/csv", key="dl_csv", type="primary")
+with c2:
+    st.download_button("Release Parquet", release_table_bytes(release, "parquet"),
+                       "release.parquet", "application/octet-stream", key="dl_parquet")
+with c3:
+    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec=input_spec),
+                       "manifest.json", "application/json", key="dl_manifest")
+
+geo_levels = [lv for lv in range(1, h.n_levels)
+              if ds["sample"] and level_geojson(ds["sample"], h.level_names[lv]) is not None]
+if geo_levels:
+    level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
+                         format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
+    collection = release_geojson(release, level_geojson(ds["sample"], h.level_names[level]),
+                                 level)
+    st.download_button(f"Release GeoJSON ({h.level_names[level]})",
+                       json.dumps(collection).encode(), f"release_{h.level_names[level]}.geojson",
+                       "application/geo+json", key="dl_geojson")
+    if collection.get("missing_geometry"):
+        st.caption(f"{len(collection['missing_geometry'])} units have no geometry and are listed "
+                   "under 'missing_geometry' in the file.")
+
+st.divider()
+st.subheader(":material/warning: Evaluation report (CONFIDENTIAL — do not publish)")
+st.caption("Contains error metrics computed against the true data. For internal review only.")
+if st.button("Prepare the evaluation report", key="prep_report"):
+    metrics = error_metrics(h, data.node_counts(), release.values,
+                            categories=data.categories if data.has_categories else None)
+    leaf = h.level_slice(h.depth)
+    figures = {
+        "Mean absolute error by level": metric_by_level(metrics, "mae"),
+        "True vs released (finest level)": true_vs_released_scatter(
+            data.node_counts()[leaf].sum(axis=1), release.values[leaf].sum(axis=1),
+            level_name=h.level_names[h.depth]),
+    }
+    st.session_state["hd_report"] = evaluation_report_html(release, data, metrics, figures)
+if st.session_state.get("hd_report"):
+    st.download_button("Download the CONFIDENTIAL report (HTML)", st.session_state["hd_report"],
+                       "CONFIDENTIAL_evaluation_report.html", "text/html", key="dl_report")
