@@ -76,7 +76,19 @@ def _count_data(args, table):
     return count_data_from_table(
         table, _csv_list(args.levels), count_column=args.count_column,
         category_columns=_csv_list(args.categories), local_codes=args.local_codes,
+        name_columns=_name_columns(getattr(args, "names", None)),
     )
+
+
+def _name_columns(text: str | None) -> dict[str, str]:
+    """'state=state_name,county=county_name' -> {'state': 'state_name', ...}."""
+    pairs = {}
+    for item in _csv_list(text):
+        level, sep, column = item.partition("=")
+        if not sep or not level.strip() or not column.strip():
+            raise InputError(f"--names wants LEVEL=COLUMN pairs, got {item!r}")
+        pairs[level.strip()] = column.strip()
+    return pairs
 
 
 def cmd_release(args) -> int:
@@ -206,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
                                           "per person)")
     p.add_argument("--categories", help="category columns, e.g. sex,age_group")
+    p.add_argument("--names", help="columns of readable unit names, used as release labels: "
+                                   "state=state_name,county=county_name")
     p.add_argument("--local-codes", action="store_true",
                    help="codes are unique only within their parent (e.g. 3-digit counties)")
     p.add_argument("--query", default="counts", choices=("counts",))

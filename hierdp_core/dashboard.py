@@ -18,12 +18,17 @@ sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from hierdp_core.data.samples import SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
+from hierdp_core.geo import level_geojson
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
@@ -92,7 +97,8 @@ def count_data() -> CountData:
     if cache is None or cache[0] != key:
         data = count_data_from_table(ds["table"], r["levels"], count_column=r["count_column"],
                                      category_columns=r["category_columns"],
-                                     local_codes=r["local_codes"])
+                                     local_codes=r["local_codes"],
+                                     name_columns=name_columns(ds, r["levels"]))
         st.session_state[_DATA_CACHE] = cache = (key, data)
     return cache[1]
 
@@ -107,27 +113,24 @@ def require_count_data() -> CountData:
         st.stop()
 
 
-def level_names_lookup(level: int) -> dict[str, str]:
-    """code -> readable name for a level, from the sample's name columns (if any)."""
-    ds, r = ensure_dataset(), roles()
+def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
+    """Columns of readable unit names for the chosen levels: a sample's own, else a column
+    called ``<level>_name`` when the table has one."""
     sample = SAMPLES.get(ds["sample"]) if ds["sample"] else None
-    column_of = getattr(sample, "label_columns", {}) or {}
-    level_col = r["levels"][level - 1] if level >= 1 else None
-    name_col = column_of.get(level_col)
-    table = ds["table"]
-    if not name_col or name_col not in table.columns:
-        return {}
-    pairs = table[[level_col, name_col]].drop_duplicates(level_col)
-    return dict(zip(pairs[level_col].astype(str), pairs[name_col].astype(str), strict=False))
+    known = dict(sample.label_columns) if sample else {}
+    columns = set(map(str, ds["table"].columns))
+    return {level: known.get(level, f"{level}_name") for level in levels
+            if known.get(level, f"{level}_name") in columns}
 
 
 def node_display_names(data: CountData, level: int) -> np.ndarray:
-    """Readable name of every node of a level ('code · name' when a name is known)."""
-    codes = np.asarray(data.hierarchy.codes[level]).astype(str)
-    names = level_names_lookup(level)
-    if not names:
+    """Readable name of every node of a level: 'name (code)' when a name is known."""
+    h = data.hierarchy
+    codes = np.asarray(h.codes[level]).astype(str).astype(object)
+    if level not in h.names:
         return codes
-    return np.array([f"{names[c]} ({c})" if c in names else c for c in codes], dtype=object)
+    names = np.asarray(h.names[level]).astype(object)
+    return np.where(names != codes, names + " (" + codes + ")", codes)
 
 
 def level_picker(key: str) -> list[str]:
@@ -220,6 +223,28 @@ def page_header(title: str, caption: str) -> None:
     st.title(title)
     st.caption(caption)
     sidebar_status()
+
+
+STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
+
+
+def map_geojson(sample: str | None, level: str) -> str | None:
+    """URL of a level's boundaries for Plotly maps (None without geometry).
+
+    The boundaries are written once, uncompressed, to ``static/geo/`` (git-ignored), which
+    Streamlit serves (``server.enableStaticServing``); the browser fetches each file once,
+    so a map figure carries only ids and values instead of megabytes of polygons."""
+    fc = level_geojson(sample, level) if sample else None
+    if fc is None:
+        return None
+    relative = Path("geo") / sample / f"{level}.geojson"
+    path = STATIC_DIR / relative
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_text(json.dumps(fc, separators=(",", ":")), encoding="utf-8")
+        partial.replace(path)
+    return f"app/static/{relative.as_posix()}"
 
 
 def map_projection() -> str:

@@ -18,7 +18,7 @@ Example
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,8 @@ class Hierarchy:
     parent: parent index of every node, -1 at the root.
     child_ptr: children of node ``v`` are ``range(child_ptr[v], child_ptr[v + 1])``.
     codes: for each level, the code (the value in the input column) of each node of that level.
+    names: optional readable names (public metadata, e.g. 'Los Angeles' for '06037'): a
+        mapping level -> one name per node of that level; see `with_names`.
     """
 
     level_names: tuple[str, ...]
@@ -47,6 +49,7 @@ class Hierarchy:
     parent: np.ndarray
     child_ptr: np.ndarray
     codes: tuple[np.ndarray, ...]
+    names: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---- shape -------------------------------------------------------------------------
@@ -128,12 +131,22 @@ class Hierarchy:
 
     # ---- names -------------------------------------------------------------------------
     def labels(self) -> np.ndarray:
-        """The code of every node at its own level (the root's is the root level's name)."""
+        """A label per node: its name where `names` has one, else its code (the root's is the
+        root level's name)."""
         if "labels" not in self._cache:
             parts = [np.array([self.level_names[0]], dtype=object)]
-            parts += [np.asarray(c).astype(str).astype(object) for c in self.codes[1:]]
+            parts += [np.asarray(self.names.get(level, self.codes[level])).astype(str)
+                      .astype(object) for level in range(1, self.n_levels)]
             self._cache["labels"] = np.concatenate(parts)
         return self._cache["labels"]
+
+    def with_names(self, names: dict[int, np.ndarray]) -> Hierarchy:
+        """A copy with readable node names for some levels (level -> one name per node)."""
+        for level, values in names.items():
+            if not 1 <= level < self.n_levels or len(values) != self.level_size(level):
+                raise InputError(f"names for level {level} must have one entry per node "
+                                 f"({self.level_size(level) if 0 < level < self.n_levels else 0})")
+        return replace(self, names={**self.names, **names}, _cache={})
 
     def node_ids(self) -> np.ndarray:
         """Stable ids: the path of codes below the root joined by '/', e.g. ``06/06037``."""

@@ -160,9 +160,23 @@ def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return [float(_symlog(np.array(t))) for t in ticks], [_short(t) for t in ticks]
 
 
+def _log_axis_ticks(values) -> dict:
+    """Plotly axis settings for a log axis over positive ``values``: ticks at 1, 2 and 5
+    times powers of ten (only powers of ten over more than three decades), full labels."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return {}
+    lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    steps = (1.0,) if hi - lo > 3 else (1.0, 2.0, 5.0)
+    ticks = [m * 10.0**d for d in range(lo, hi + 1) for m in steps
+             if v.min() / 1.5 <= m * 10.0**d <= v.max() * 1.5]
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [_short(t) for t in ticks]}
+
+
 # ---- maps ------------------------------------------------------------------------------
 def choropleth(
-    geojson: dict,
+    geojson: dict | str,
     locations,
     values,
     *,
@@ -177,6 +191,9 @@ def choropleth(
 ) -> go.Figure:
     """A map of ``values`` over the GeoJSON features whose ``id`` equals ``locations``.
 
+    ``geojson`` is a FeatureCollection dict, or the URL of one: the browser then fetches it
+    once and caches it, and the figure carries only ids and values (much lighter).
+
     ``projection`` is a plotly geo projection type ('albers usa' suits the United States).
 
     ``diverging``: a diverging scale centred at 0 with a symmetric range (for errors).
@@ -186,8 +203,8 @@ def choropleth(
     NaN values (e.g. an unmeasured level) are left blank and shown as 'n/a' on hover.
     Render with ``config=plotly_config()`` to work offline.
     """
-    if not isinstance(geojson, dict):
-        raise InputError("geojson must be a GeoJSON dict (a FeatureCollection)")
+    if not isinstance(geojson, dict | str):
+        raise InputError("geojson must be a GeoJSON dict (a FeatureCollection) or its URL")
     locs = [str(x) for x in np.asarray(locations, dtype=object).ravel()]
     v = _as_1d("values", values, len(locs))
     labels = _names(names, len(locs), locs)
@@ -272,8 +289,9 @@ def true_vs_released_scatter(truth, released, *, names=None, level_name: str,
     fig.update_layout(
         title=_title(_esc(title) if title else f"True vs released counts: {_esc(level_name)}",
                      sub),
-        xaxis={"type": "log", "title": {"text": "true count + 1 (log scale)"}},
-        yaxis={"type": "log", "title": {"text": "released count + 1 (log scale)"}},
+        xaxis={"type": "log", "dtick": 1, "title": {"text": "true count + 1 (log scale)"}},
+        yaxis={"type": "log", "dtick": 1,
+               "title": {"text": "released count + 1 (log scale)"}},
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -281,12 +299,15 @@ def true_vs_released_scatter(truth, released, *, names=None, level_name: str,
 
 # ---- hierarchy -------------------------------------------------------------------------
 def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
-                      max_nodes: int = 5000, labels=None) -> go.Figure:
+                      max_nodes: int = 5000, max_drawn: int = 1000,
+                      labels=None) -> go.Figure:
     """A treemap of the tree, sized by ``totals`` (one per node, or (n_nodes, k) summed).
 
     ``labels`` (one per node) replaces the nodes' codes as tile labels.
     Shows the levels from the root down to the deepest level whose cumulative node count
-    is <= ``max_nodes`` (and <= ``max_depth``). Tile sizes are the shown leaves' totals
+    is <= ``max_nodes`` (and <= ``max_depth``); at first two levels below the root are
+    drawn, or one when that would exceed ``max_drawn`` tiles (drawing thousands of tiles takes
+    the browser seconds); clicking a tile zooms into it. Tile sizes are the shown leaves' totals
     (negatives at 0) summed upwards, so the tiles nest even for an inconsistent release;
     hover shows each node's own value.
     """
@@ -323,7 +344,7 @@ def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
         customdata=np.column_stack([[_esc(x) for x in level_names], _fmt_array(t[:n])]),
         hovertemplate="<b>%{label}</b> (%{customdata[0]})<br>count: %{customdata[1]}"
                       "<br>share of parent: %{percentParent:.1%}<extra></extra>",
-        maxdepth=3,
+        maxdepth=3 if h.level_offsets[min(depth, 2) + 1] <= max_drawn else 2,
     ))
     shown = " > ".join(_esc(x) for x in h.level_names[:depth + 1])
     sub = f"levels {shown}; {n:,} nodes; tile area = count"
@@ -331,7 +352,7 @@ def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
         nxt = h.level_names[depth + 1]
         sub += (f"; {_esc(nxt)} not shown ({int(h.level_offsets[depth + 2]):,} nodes "
                 f"would exceed {max_nodes:,})")
-    fig.update_layout(title=_title("Hierarchy (click a tile to zoom)", sub),
+    fig.update_layout(title=_title("Hierarchy (click a tile to zoom)", sub), height=560,
                       margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
 
@@ -500,13 +521,50 @@ def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
     fig.update_layout(
         title=_title(f"{label.capitalize()}{eps_text}: {_esc(level_name)}", sub),
         xaxis=({"title": {"text": _esc(by)}, "type": "category"} if single_eps else
-               {"title": {"text": "privacy budget epsilon (log scale)"}, "type": "log"}),
+               {"title": {"text": "privacy budget epsilon (log scale)"}, "type": "log",
+                "tickmode": "array", "tickvals": sorted(rows["epsilon"].unique()),
+                "ticktext": [f"{e:g}" for e in sorted(rows["epsilon"].unique())]}),
         yaxis={"title": {"text": metric_axis_title(metric)
                          + (" (log scale)" if use_log else "")},
                "type": "log" if use_log else "linear",
+               **(_log_axis_ticks(rows[["low", "high", "mean"]].to_numpy()) if use_log
+                  else {}),
                **({} if use_log else {"rangemode": "tozero"})},
         legend={"title": {"text": _esc(by)}},
         hovermode="closest",
+    )
+    return fig
+
+
+def split_comparison_figure(summary: pd.DataFrame, *, metric: str) -> go.Figure:
+    """Grouped bars of a metric per level, one colour per budget split, with low-high error
+    bars (input: `experiments.summarise(compare_splits(...), metric, by="split")`)."""
+    needed = {"split", "level", "level_name", "mean", "low", "high", "trials", "epsilon"}
+    missing = needed - set(summary.columns)
+    if missing:
+        raise InputError(f"the summary lacks column(s) {sorted(missing)}")
+    label = METRIC_AXES.get(metric, (metric,))[0]
+    fig = go.Figure()
+    for i, (split, part) in enumerate(summary.groupby("split", sort=False)):
+        part = part.sort_values("level")
+        mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
+        fig.add_trace(go.Bar(
+            x=[_esc(v) for v in part["level_name"]], y=mean, name=_esc(split),
+            marker_color=PALETTE[i % len(PALETTE)],
+            error_y={"type": "data", "symmetric": False, "array": high - mean,
+                     "arrayminus": mean - low},
+            customdata=np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high)]),
+            hovertemplate=f"<b>{_esc(split)}</b> · %{{x}}<br>mean: %{{customdata[0]}}"
+                          "<br>range: %{customdata[1]} to %{customdata[2]}<extra></extra>"))
+    eps = summary["epsilon"].iloc[0]
+    trials = int(summary["trials"].min())
+    fig.update_layout(
+        barmode="group",
+        title=_title(f"{label.capitalize()} by level for two budget splits (epsilon = {eps:g})",
+                     f"mean over {trials} trials; error bars: 5%-95% of trials"),
+        xaxis={"title": {"text": "geography level"}, "type": "category"},
+        yaxis={"title": {"text": metric_axis_title(metric)}, "rangemode": "tozero"},
+        legend={"title": {"text": "split"}},
     )
     return fig
 

@@ -78,6 +78,11 @@ except HierdpError as exc:
     st.error(f"These roles do not work yet: {exc}")
     st.stop()
 h = data.hierarchy
+named = ui.name_columns(ds, levels)
+st.caption("Unit names (public, used as labels in the release): "
+           + (", ".join(f"{lv} ← {col}" for lv, col in named.items()) if named else
+              "none found; a column called <level>_name (e.g. county_name) is used "
+              "automatically."))
 st.success(
     f"A tree of {h.n_nodes:,} units over {h.n_levels} levels "
     f"({' › '.join(f'{n} ({h.level_size(i):,})' for i, n in enumerate(h.level_names))}), "

@@ -19,19 +19,15 @@ totals = data.leaf_counts.sum(axis=1)
 summary = h.summary(totals).rename(columns={
     "level_name": "level name", "units": "units", "min": "smallest unit",
     "median": "median unit", "max": "largest unit", "empty_units": "empty units"})
-left, right = st.columns([1, 1])
-with left:
-    st.subheader("Units per level")
-    st.dataframe(summary, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="localized")
-                                for c in ("units", "smallest unit", "median unit",
-                                          "largest unit", "empty units")})
-    small = int((h.aggregate(totals)[h.level_slice(h.depth)] < 100).sum())
-    st.caption(f"{small:,} of {h.n_leaves:,} units at the finest level have fewer than 100 "
-               "people: their released counts will carry the largest relative error.")
-with right:
-    st.subheader("The tree (area = population)")
-    st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=ui.all_display_names(data)),
-                    width="stretch",
-                    key="treemap")
+st.subheader("Units per level")
+st.dataframe(summary, hide_index=True, width="stretch",
+             column_config={c: st.column_config.NumberColumn(format="localized")
+                            for c in ("units", "smallest unit", "median unit", "largest unit",
+                                      "empty units")})
+small = int((h.aggregate(totals)[h.level_slice(h.depth)] < 100).sum())
+st.caption(f"{small:,} of {h.n_leaves:,} units at the finest level have fewer than 100 people: "
+           "their released counts will carry the largest relative error.")
+st.subheader("The tree (area = population)")
+st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=ui.all_display_names(data)),
+                width="stretch", key="treemap")
 ui.next_page("pages/3_Mechanism_and_budget.py", "Next: choose a mechanism and a budget")

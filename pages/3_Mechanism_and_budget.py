@@ -33,14 +33,15 @@ with left:
     params = {}
     for p in info.parameters:
         key = f"param_{info.name}_{p.name}"
+        label = p.name.replace("_", " ").capitalize()
         current = s["params"].get(p.name, p.default)
         if p.type == "choice":
-            params[p.name] = st.selectbox(p.name, p.choices, index=list(p.choices).index(current)
+            params[p.name] = st.selectbox(label, p.choices, index=list(p.choices).index(current)
                                           if current in p.choices else 0, help=p.help, key=key)
         elif p.type == "bool":
-            params[p.name] = st.checkbox(p.name, value=bool(current), help=p.help, key=key)
+            params[p.name] = st.checkbox(label, value=bool(current), help=p.help, key=key)
         else:
-            params[p.name] = st.number_input(p.name, value=current, help=p.help, key=key)
+            params[p.name] = st.number_input(label, value=current, help=p.help, key=key)
     s["params"] = params
     if params.get("root_invariant"):
         st.warning("The root total will be published exactly: it is NOT protected by "
@@ -88,7 +89,9 @@ weight_cols = st.columns(h.n_levels)
 weights = []
 for level, col in enumerate(weight_cols):
     with col:
-        weights.append(st.slider(f"{h.level_names[level]} ({h.level_size(level):,} units)",
+        units = h.level_size(level)
+        weights.append(st.slider(f"{h.level_names[level]} ({units:,} unit"
+                                 f"{'s' if units != 1 else ''})",
                                  0.0, 1.0, float(np.round(s["weights"][level], 2)), 0.01,
                                  key=f"weight_{level}"))
 if sum(weights) <= 0:
@@ -106,16 +109,14 @@ try:
 except HierdpError as exc:
     st.error(str(exc))
     st.stop()
-left, right = st.columns([3, 2])
-with left:
-    st.plotly_chart(ledger_figure(ledger), width="stretch", key="ledger_fig")
-with right:
-    show = ledger[["level_name", "share", "budget", "noise", "noise_scale",
-                   "expected_abs_error", "ci95_abs_error"]].rename(columns={
-                       "level_name": "level", "budget": "ε or ρ", "noise_scale": "scale",
-                       "expected_abs_error": "E|error|", "ci95_abs_error": "95% within ±"})
-    st.dataframe(show, hide_index=True, width="stretch",
-                 column_config={"share": st.column_config.NumberColumn(format="percent")})
-    st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it "
-               "at coarse levels.")
+st.plotly_chart(ledger_figure(ledger), width="stretch", key="ledger_fig")
+show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
+               "ci95_abs_error"]].rename(columns={
+                   "level_name": "level", "budget": "ε or ρ", "noise_scale": "noise scale",
+                   "expected_abs_error": "expected |error| per cell",
+                   "ci95_abs_error": "95% of errors within ±"})
+st.dataframe(show, hide_index=True, width="stretch",
+             column_config={"share": st.column_config.NumberColumn(format="percent")})
+st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
+           "coarse levels.")
 ui.next_page("pages/4_Results.py", "Next: run the release and look at the results")

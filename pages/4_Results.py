@@ -8,7 +8,6 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
-from hierdp_core.geo import level_geojson
 from hierdp_core.metrics import error_metrics, metric_descriptions
 from hierdp_core.viz import (
     choropleth,
@@ -101,13 +100,10 @@ codes = np.asarray(h.codes[level]).astype(str)[local]
 shown_names = names[local]
 
 # ---- maps -------------------------------------------------------------------------------
-geojson = level_geojson(ds["sample"], h.level_names[level]) if ds["sample"] else None
+geojson = ui.map_geojson(ds["sample"], h.level_names[level])
 if geojson is None:
     st.info("No map for this level (no geometry is bundled for it); see the charts below.")
 else:
-    wanted = set(codes)
-    subset = {"type": "FeatureCollection",
-              "features": [f for f in geojson["features"] if str(f["id"]) in wanted]}
     finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
     vrange = (0.0, float(max(finite.max(), 1.0)))
     maps = [("True", true_v, False), ("Noisy (measured)", noisy_v, False),
@@ -116,7 +112,7 @@ else:
         cols = st.columns(2)
         for col, (title, values, diverging) in zip(cols, row, strict=True):
             with col:
-                fig = choropleth(subset, codes, values, title=title, names=shown_names,
+                fig = choropleth(geojson, codes, values, title=title, names=shown_names,
                                  colorbar_title="people" if not diverging else "error",
                                  diverging=diverging, log_scale=not diverging,
                                  value_range=None if diverging else vrange, height=360,
@@ -143,8 +139,12 @@ with right:
         st.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
 
 st.subheader("Error metrics by level")
-overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"])
-st.dataframe(overall, hide_index=True, width="stretch")
+overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
+st.dataframe(overall, hide_index=True, width="stretch", column_config={
+    c: st.column_config.Column(help=descriptions[c]) for c in overall.columns
+    if c in descriptions})
+st.caption("Hover a column name for its definition; an empty cell means the metric does not "
+           "apply (e.g. no true zeros for the ghost rate).")
 
 st.subheader("Every unit")
 query = st.text_input("Search by name or code", key="res_search")

@@ -8,7 +8,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metrics import metric_descriptions
-from hierdp_core.viz import sweep_figure
+from hierdp_core.viz import split_comparison_figure, sweep_figure
 
 MAX_RUNS = 300
 METRICS = ["mae", "rmse", "mape", "malpe", "max_abs_error", "tvd_accuracy", "share_over_10pct",
@@ -83,7 +83,9 @@ if st.button("Compare", key="cmp_run"):
         st.error(str(exc))
 cmp = st.session_state.get("hd_compare")
 if cmp is not None and len(cmp):
+    st.plotly_chart(split_comparison_figure(summarise(cmp, metric, by="split"), metric=metric),
+                    width="stretch", key="cmp_fig")
     table = (cmp.groupby(["split", "level_name"], sort=False)[metric].mean().unstack(0)
-             .reindex([n for n in h.level_names]))
+             .reindex(list(h.level_names)))
     st.dataframe(table, width="stretch")
-    st.caption(f"Mean {metric} per level over {trials} trials.")
+    st.caption(f"{descriptions.get(metric, metric)} Mean per level over the trials.")

@@ -8,6 +8,7 @@ import streamlit as st
 from hierdp_core import dashboard as ui
 from hierdp_core.export import manifest_bytes, release_geojson, release_table_bytes
 from hierdp_core.geo import level_geojson
+from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.report import evaluation_report_html
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
@@ -33,6 +34,8 @@ st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
               if release.randomness.get("mode") == "exploration" else ""))
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
+table = release.to_frame()
+manifest = manifest_bytes(release, input_spec=input_spec)
 c1, c2, c3 = st.columns(3)
 with c1:
     st.download_button("Release CSV", release_table_bytes(release, "csv"), "release.csv",
@@ -41,8 +44,18 @@ with c2:
     st.download_button("Release Parquet", release_table_bytes(release, "parquet"),
                        "release.parquet", "application/octet-stream", key="dl_parquet")
 with c3:
-    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec=input_spec),
+    st.download_button("Manifest (JSON)", manifest,
                        "manifest.json", "application/json", key="dl_manifest")
+
+preview, about = st.columns([3, 2])
+with preview:
+    st.dataframe(table.head(500), hide_index=True, width="stretch", height=280)
+    consistent = get_mechanism(release.mechanism).info.consistent
+    st.caption(f"release.csv: {len(table):,} rows (first 500 shown). "
+               + ("Non-negative integers; every parent equals the sum of its children."
+                  if consistent else f"{release.mechanism} does not make the tables add up."))
+with about:
+    st.json(json.loads(manifest), expanded=1)
 
 geo_levels = [lv for lv in range(1, h.n_levels)
               if ds["sample"] and level_geojson(ds["sample"], h.level_names[lv]) is not None]
@@ -71,7 +84,9 @@ if st.button("Prepare the evaluation report", key="prep_report"):
             data.node_counts()[leaf].sum(axis=1), release.values[leaf].sum(axis=1),
             level_name=h.level_names[h.depth]),
     }
-    st.session_state["hd_report"] = evaluation_report_html(release, data, metrics, figures)
-if st.session_state.get("hd_report"):
-    st.download_button("Download the CONFIDENTIAL report (HTML)", st.session_state["hd_report"],
+    st.session_state["hd_report"] = (id(release),
+                                      evaluation_report_html(release, data, metrics, figures))
+report = st.session_state.get("hd_report")
+if report and report[0] == id(release):
+    st.download_button("Download the CONFIDENTIAL report (HTML)", report[1],
                        "CONFIDENTIAL_evaluation_report.html", "text/html", key="dl_report")

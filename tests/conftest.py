@@ -1,4 +1,5 @@
-"""Shared test helpers: a hypothesis strategy for random geographic trees given as tables.
+"""Shared test helpers: a hypothesis strategy for random geographic trees given as tables,
+a small synthetic county dataset (fixture ``small_county_data``) and square map features.
 
 ``tree_tables()`` draws a `TreeTable`: a pandas DataFrame with one column per level
 (coarse to fine, ``levels``), a non-negative integer count column ``n`` and, when asked,
@@ -13,7 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import strategies as st
+
+from hierdp_core.data.samples import synthetic_us_like
+from hierdp_core.queries.counts import count_data_from_table
 
 ALPHABET = "abcxyz019"
 
@@ -78,3 +83,21 @@ def path_ids(table: pd.DataFrame, levels: list[str], depth: int) -> pd.Series:
     if depth == 0:
         return pd.Series(["root"] * len(table), index=table.index)
     return table[levels[:depth]].astype(str).agg("/".join, axis=1)
+
+
+@pytest.fixture(scope="module")
+def small_county_data():
+    """6 synthetic states, 60 counties, counts only (CountData)."""
+    table = synthetic_us_like(seed=1, n_states=6, n_counties=60)
+    return count_data_from_table(table, ["state", "county"], count_column="count")
+
+
+def square_geojson(ids) -> dict:
+    """One 1x1 degree square per id, on a grid of 10 columns."""
+    features = []
+    for i, fid in enumerate(ids):
+        x, y = -120 + (i % 10), 30 + i // 10
+        ring = [[x, y], [x, y + 1], [x + 1, y + 1], [x + 1, y], [x, y]]
+        features.append({"type": "Feature", "id": str(fid), "properties": {},
+                         "geometry": {"type": "Polygon", "coordinates": [ring]}})
+    return {"type": "FeatureCollection", "features": features}

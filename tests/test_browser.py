@@ -4,17 +4,20 @@ that it adds up. Screenshots of every page go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from hierdp_core.data.samples import load_sample
+from hierdp_core.serve import (
+    has_exception,
+    open_page,
+    running_dashboard,
+    select_option,
+    settle,
+)
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,37 +27,13 @@ if CHROMIUM is None:
     pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)",
                 allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+MAP_PATHS = ".js-plotly-plot path.choroplethlocation"
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with running_dashboard() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -77,75 +56,126 @@ def page(browser):
     context.close()
 
 
-def settle(pg) -> None:
-    """Wait until Streamlit has finished running the script."""
-    pg.wait_for_selector("[data-testid='stApp']")
-    time.sleep(0.5)
-    pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                         timeout=120_000)
-    time.sleep(0.5)
-
-
 def shot(pg, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def no_exception(pg) -> None:
-    assert pg.locator("[data-testid='stException']").count() == 0
+    assert not has_exception(pg)
 
 
 def goto(pg, label: str) -> None:
-    """Open a page through the sidebar (a URL would start a new session)."""
-    pg.locator("[data-testid='stSidebar']").get_by_role("link", name=label, exact=True).click()
-    settle(pg)
+    open_page(pg, label)
     no_exception(pg)
 
 
-def test_release_end_to_end(server, page, tmp_path):
+def maps_drawn(pg, n_maps: int = 4) -> list[int]:
+    """Wait until ``n_maps`` choropleths have drawn their areas; the areas drawn per map."""
+    pg.wait_for_function(
+        """n => [...document.querySelectorAll('.js-plotly-plot')].filter(
+               p => p.querySelector('path.choroplethlocation')).length >= n""",
+        arg=n_maps, timeout=120_000)
+    return pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .map(p => p.querySelectorAll('path.choroplethlocation').length).filter(n => n > 0)""")
+
+
+def check_release_csv(path: Path) -> pd.DataFrame:
+    """The downloaded release parses, is non-negative, and every parent equals the sum of its
+    children (per category when there are categories)."""
+    table = pd.read_csv(path, dtype={"node_id": str, "parent_id": str}, keep_default_na=False)
+    assert list(table.columns)[:5] == ["level", "level_name", "node_id", "parent_id", "label"]
+    by_category = "category" in table.columns
+    keys = ["parent_id", "category"] if by_category else ["parent_id"]
+    children = table[table["level"] > 0].groupby(keys)["value"].sum()
+    parents = table.set_index(["node_id", "category"] if by_category else ["node_id"])["value"]
+    parents.index = parents.index.set_names(keys)
+    joined = children.to_frame("c").join(parents.rename("p"))
+    assert len(joined) == len(children) > 0 and (joined["c"] == joined["p"]).all()
+    assert (table["value"] >= 0).all()
+    return table
+
+
+def download_release_csv(pg, folder: Path) -> pd.DataFrame:
+    """Open Export, download release.csv, and check it (see `check_release_csv`)."""
+    goto(pg, "Export")
+    with pg.expect_download() as download:
+        pg.get_by_role("button", name="Release CSV").click()
+    download.value.save_as(folder / "release.csv")
+    return check_release_csv(folder / "release.csv")
+
+
+def test_us_release_end_to_end(server, page, tmp_path):
     page.goto(server)
     settle(page)
+    assert page.get_by_role("button", name="Start with this sample").count() >= 2
     shot(page, "0_home")
     page.get_by_role("button", name="Start with this sample").first.click()
     settle(page)
-    page.wait_for_selector("[data-testid='stPlotlyChart']")
+    assert min(maps_drawn(page)) >= 3000  # all US counties on each of the four maps
     no_exception(page)
-    # choose levels and the mechanism
+
     goto(page, "Data")
     shot(page, "1_data")
     goto(page, "Hierarchy")
+    page.wait_for_selector(".js-plotly-plot .treemaplayer")
     shot(page, "2_hierarchy")
     goto(page, "Mechanism & budget")
-    mech = page.locator("[data-testid='stSelectbox']").filter(has_text="Mechanism").first
-    mech.click()
-    page.get_by_role("option", name="topdown").click()
-    settle(page)
+    select_option(page, "Mechanism", "least-squares")
+    select_option(page, "Mechanism", "topdown")
+    assert page.get_by_text("Noise per measured cell").count() >= 1
     shot(page, "3_mechanism")
+
     goto(page, "Results")
     page.get_by_role("button", name="Run release").click()
     settle(page)
-    page.wait_for_selector(".js-plotly-plot .choroplethlayer path, .js-plotly-plot path.choroplethlocation",
-                           timeout=120_000)
+    assert min(maps_drawn(page)) >= 3000
     no_exception(page)
     shot(page, "4_results")
+    select_option(page, "Level", "state")
+    assert maps_drawn(page) == [51, 51, 51, 51]
+    shot(page, "4b_results_state")
+
     goto(page, "Trade-offs")
+    page.get_by_role("button", name="Run the sweep").click()
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot .scatterlayer")
+    no_exception(page)
+    page.get_by_role("button", name="Compare").click()
+    settle(page)
+    no_exception(page)
     shot(page, "5_tradeoffs")
-    goto(page, "Export")
+
+    table = download_release_csv(page, tmp_path)
+    assert table["level"].max() == 2 and (table["level"] == 2).sum() == 3141 * 4
+    page.get_by_role("button", name="Prepare the evaluation report").click()
+    settle(page)
+    no_exception(page)
     shot(page, "6_export")
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Release CSV").click()
-    path = tmp_path / "release.csv"
-    download.value.save_as(path)
-    table = pd.read_csv(path, dtype={"node_id": str, "parent_id": str}, keep_default_na=False)
-    assert list(table.columns)[:5] == ["level", "level_name", "node_id", "parent_id", "label"]
-    keys = ["parent_id", "category"] if "category" in table.columns else ["parent_id"]
-    children = table[table["level"] > 0].groupby(keys)["value"].sum()
-    parents = table.set_index(["node_id", "category"] if "category" in table.columns
-                              else ["node_id"])["value"]
-    parents.index = parents.index.set_names(keys)
-    joined = children.to_frame("c").join(parents.rename("p"))
-    assert len(joined) > 0 and (joined["c"] == joined["p"]).all()
-    assert (table["value"] >= 0).all()
+
+
+def test_italy_maps_at_every_level(server, page, tmp_path):
+    page.goto(server)
+    settle(page)
+    page.get_by_role("button", name="Start with this sample").nth(1).click()
+    settle(page)
+    maps_drawn(page)
+    for level, units in (("region", 20), ("province", 107)):
+        select_option(page, "Level", level)
+        assert maps_drawn(page) == [units] * 4, level
+        no_exception(page)
+        shot(page, f"8_italy_{level}")
+    select_option(page, "Level", "municipality")
+    select_option(page, "Drill down", "Torino")
+    units = load_sample("italy-municipalities").query("province == '001'")["municipality"]
+    assert maps_drawn(page) == [units.nunique()] * 4  # the municipalities of Turin province
+    shot(page, "8_italy_municipality_torino")
+    select_option(page, "Drill down", "all of")
+    assert min(maps_drawn(page)) >= 7800
+    no_exception(page)
+    shot(page, "8_italy_municipality")
+    table = download_release_csv(page, tmp_path)
+    assert list(table["level_name"].unique()) == ["total", "region", "province", "municipality"]
 
 
 def test_bad_upload_shows_an_error(server, page, tmp_path):

@@ -178,3 +178,24 @@ def test_module_and_console_script_entry_points(tmp_path):
     result = subprocess.run([str(script), "--version"], capture_output=True, text=True,
                             check=True)
     assert result.stdout.startswith("hierdp ")
+
+
+def test_release_labels_come_from_name_columns(capsys, tmp_path):
+    path = tmp_path / "named.csv"
+    pd.DataFrame({"state": ["06", "06", "36"], "state_name": ["California"] * 2 + ["New York"],
+                  "county": ["06001", "06037", "36061"],
+                  "county_name": ["Alameda", "Los Angeles", "New York County"],
+                  "n": [10, 20, 30]}).to_csv(path, index=False)
+    out_dir = tmp_path / "rel"
+    code, _, err = run(capsys, "release", path, "--levels", "state,county", "--count-column",
+                       "n", "--names", "state=state_name,county=county_name", "--mechanism",
+                       "topdown", "--epsilon", "1", "--seed", "0", "--out", out_dir)
+    assert code == 0, err
+    table = pd.read_csv(out_dir / "release.csv", dtype=str, keep_default_na=False)
+    assert table["label"].tolist() == ["total", "California", "New York", "Alameda",
+                                       "Los Angeles", "New York County"]
+    assert table["node_id"].tolist()[-1] == "36/36061"
+    code, _, err = run(capsys, "release", path, "--levels", "state,county", "--count-column",
+                       "n", "--names", "state", "--mechanism", "topdown", "--epsilon", "1",
+                       "--out", out_dir)
+    assert code == 2 and err.startswith("error:") and "LEVEL=COLUMN" in err

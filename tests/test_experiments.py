@@ -6,23 +6,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierdp_core.data.samples import synthetic_us_like
 from hierdp_core.errors import BudgetError, InputError, MechanismError
 from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.queries.counts import count_data_from_table
 
 MECHS = ["topdown", "least-squares", "raw-discrete-gaussian"]
 EPS = [0.5, 1.0, 4.0]
 
 
 @pytest.fixture(scope="module")
-def data():
-    table = synthetic_us_like(seed=1, n_states=6, n_counties=60)
-    return count_data_from_table(table, ["state", "county"], count_column="count")
+def data(small_county_data):
+    return small_county_data
 
 
 @pytest.fixture(scope="module")

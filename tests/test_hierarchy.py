@@ -249,3 +249,24 @@ def test_summary():
     assert s["median"].tolist() == [13, 6.5, 3.5]
     assert s["max"].tolist() == [13, 7, 6]
     assert s["empty_units"].tolist() == [0, 0, 1]
+
+
+def test_unit_names_label_nodes_and_conflicting_names_are_named():
+    from hierdp_core.queries.counts import count_data_from_table
+
+    t = pd.DataFrame({"s": ["B", "A", "A"], "c": ["b1", "a2", "a1"], "n": [1, 2, 3],
+                      "s_name": ["Bee", "Ay", "Ay"], "c_name": ["b one", "a two", "a one"]})
+    data = count_data_from_table(t, ["s", "c"], count_column="n",
+                                 name_columns={"s": "s_name", "c": "c_name"})
+    h = data.hierarchy
+    assert h.labels().tolist() == ["total", "Ay", "Bee", "a one", "a two", "b one"]
+    assert h.node_ids().tolist() == ["root", "A", "B", "A/a1", "A/a2", "B/b1"]  # ids keep codes
+    partly = count_data_from_table(t, ["s", "c"], count_column="n", name_columns={"c": "c_name"})
+    assert partly.hierarchy.labels().tolist() == ["total", "A", "B", "a one", "a two", "b one"]
+    t.loc[2, "s_name"] = "Aye"
+    with pytest.raises(InputError, match=r"\['A'\].*more than one name"):
+        count_data_from_table(t, ["s", "c"], count_column="n", name_columns={"s": "s_name"})
+    with pytest.raises(InputError, match="not levels"):
+        count_data_from_table(t, ["s", "c"], count_column="n", name_columns={"x": "s_name"})
+    with pytest.raises(InputError):
+        h.with_names({1: np.array(["only one"])})

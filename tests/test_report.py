@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import square_geojson
 
 from hierdp_core import viz
 from hierdp_core.data.samples import synthetic_us_like
@@ -29,16 +30,6 @@ from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.report import CONFIDENTIAL_BANNER, evaluation_report_html
 
 EVIL = "<script>alert(1)</script>"
-
-
-def square_geojson(ids) -> dict:
-    features = []
-    for i, fid in enumerate(ids):
-        x, y = -120 + (i % 10), 30 + i // 10
-        ring = [[x, y], [x, y + 1], [x + 1, y + 1], [x + 1, y], [x, y]]
-        features.append({"type": "Feature", "id": str(fid), "properties": {},
-                         "geometry": {"type": "Polygon", "coordinates": [ring]}})
-    return {"type": "FeatureCollection", "features": features}
 
 
 @pytest.fixture(scope="module")

@@ -7,33 +7,20 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from conftest import square_geojson
 
 from hierdp_core import viz
-from hierdp_core.data.samples import synthetic_us_like
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise, sweep
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.queries.counts import count_data_from_table
-
-
-def square_geojson(ids) -> dict:
-    """One 1x1 degree square per id, on a grid of 10 columns."""
-    features = []
-    for i, fid in enumerate(ids):
-        x, y = -120 + (i % 10), 30 + i // 10
-        ring = [[x, y], [x, y + 1], [x + 1, y + 1], [x + 1, y], [x, y]]
-        features.append({"type": "Feature", "id": str(fid), "properties": {},
-                         "geometry": {"type": "Polygon", "coordinates": [ring]}})
-    return {"type": "FeatureCollection", "features": features}
 
 
 @pytest.fixture(scope="module")
-def data():
-    table = synthetic_us_like(seed=1, n_states=6, n_counties=60)
-    return count_data_from_table(table, ["state", "county"], count_column="count")
+def data(small_county_data):
+    return small_county_data
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +157,14 @@ def test_treemap_node_limit_and_depth(data, release):
         viz.hierarchy_treemap(h, release.values[:5])
 
 
+def test_treemap_draws_one_level_when_two_would_be_too_many_tiles(data, release):
+    h = data.hierarchy
+    two_levels = int(h.level_offsets[3])
+    assert viz.hierarchy_treemap(h, release.values, max_drawn=two_levels).data[0].maxdepth == 3
+    assert viz.hierarchy_treemap(h, release.values,
+                                 max_drawn=two_levels - 1).data[0].maxdepth == 2
+
+
 # ---- metrics ---------------------------------------------------------------------------
 def test_metric_by_level(metrics):
     fig = viz.metric_by_level(metrics, "mae")
@@ -216,6 +211,12 @@ def test_sweep_figure(data):
     assert len(bands) == 2 and len(bands[0].x) == 6
     assert fig.layout.xaxis.type == "log" and "epsilon" in fig.layout.xaxis.title.text
     assert fig.layout.yaxis.type == "log"
+    assert list(fig.layout.xaxis.tickvals) == [0.5, 1, 2]
+    ticks = np.asarray(fig.layout.yaxis.tickvals)  # 1-2-5 x powers of ten around the data
+    shown = summary.loc[summary["level_name"] == "county", ["low", "high"]].to_numpy()
+    assert len(ticks) >= 2 and ticks.min() <= shown.max() and ticks.max() >= shown.min()
+    mantissa = ticks / 10.0 ** np.floor(np.log10(ticks))
+    assert np.isin(np.round(mantissa, 6), [1, 2, 5]).all()
     assert "root mean squared error" in fig.layout.yaxis.title.text
     assert "county" in _title(fig) and "5%-95%" in _title(fig)
     fig = viz.sweep_figure(summary, metric="rmse", level_name="county", log_y=False)
@@ -236,3 +237,16 @@ def test_category_bars():
     fig = viz.category_bars(cats, None, [np.nan, np.nan], [11, 19], node_label="x")
     assert [t.name for t in fig.data] == ["released"]
     assert "not measured" in _title(fig)
+
+
+def test_split_comparison_figure(data):
+    from hierdp_core.experiments import compare_splits, summarise
+
+    runs = compare_splits(data, "topdown", 1.0, {"uniform": "uniform", "finer": "finer"},
+                          trials=3)
+    fig = viz.split_comparison_figure(summarise(runs, "mae", by="split"), metric="mae")
+    assert [t.name for t in fig.data] == ["uniform", "finer"]
+    assert all(list(t.x) == list(data.hierarchy.level_names) for t in fig.data)
+    assert fig.layout.barmode == "group" and "epsilon = 1" in _title(fig)
+    with pytest.raises(InputError):
+        viz.split_comparison_figure(summarise(runs, "mae"), metric="mae")  # no split column

@@ -65,10 +65,12 @@ def count_data_from_table(
     category_columns: Sequence[str] = (),
     local_codes: bool = False,
     root_name: str = "total",
+    name_columns: dict[str, str] | None = None,
 ) -> CountData:
     """Per-leaf counts from microdata (one row per person, ``count_column=None``) or
     aggregated rows (``count_column`` holds non-negative integer counts; duplicate rows
-    of the same leaf and category are summed)."""
+    of the same leaf and category are summed). ``name_columns`` maps a level column to a
+    column of readable unit names (public metadata used as release labels)."""
     category_columns = list(category_columns)
     validate_columns(table, list(levels), "geography level")
     validate_columns(table, category_columns, "category")
@@ -93,7 +95,45 @@ def count_data_from_table(
         flat = np.zeros(hierarchy.n_leaves * k, dtype=np.int64)
         np.add.at(flat, cells, weights)
     leaf_counts = flat.reshape(hierarchy.n_leaves, k)
+    if name_columns:
+        hierarchy = hierarchy.with_names(_unit_names(table, hierarchy, leaf, list(levels),
+                                                     name_columns))
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns))
+
+
+def _unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
+                name_columns: dict[str, str]) -> dict[int, np.ndarray]:
+    """One name per node for each level in ``name_columns``; a unit with two different names
+    is an error naming it."""
+    from hierdp_core.errors import InputError
+
+    unknown = set(name_columns) - set(levels)
+    if unknown:
+        raise InputError(f"names given for {sorted(unknown)}, which are not levels {levels}")
+    validate_columns(table, list(name_columns.values()), "name")
+    h = hierarchy
+    node = leaf + h.level_offsets[h.depth]
+    names = {}
+    for level in range(h.depth, 0, -1):
+        column = name_columns.get(levels[level - 1])
+        if column is not None:
+            local = (node - h.level_offsets[level]).astype(np.int64)
+            name_id, uniques = pd.factorize(table[column].astype(str), use_na_sentinel=False)
+            pairs = np.unique(local * len(uniques) + name_id)
+            unit, name = pairs // len(uniques), np.asarray(uniques, dtype=object)[
+                pairs % len(uniques)]
+            clash = np.isin(unit, unit[1:][np.diff(unit) == 0])
+            if clash.any():
+                codes = np.asarray(h.codes[level]).astype(str)[unit[clash]]
+                raise InputError(f"name column {column!r} gives unit(s) "
+                                 f"{sorted(set(codes.tolist()))[:4]} of level "
+                                 f"{levels[level - 1]!r} more than one name: "
+                                 f"{name[clash][:4].tolist()}")
+            out = np.asarray(h.codes[level]).astype(str).astype(object)
+            out[unit] = name
+            names[level] = out
+        node = h.parent[node]
+    return names
 
 
 def _category_index(table: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, tuple]:

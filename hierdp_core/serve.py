@@ -1,0 +1,115 @@
+"""Start the Streamlit dashboard in a child process on a free local port (used by the browser
+tests, the dashboard benchmark and live demos)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
+    """Yield the URL of a freshly started dashboard; stop it on exit.
+    Raises RuntimeError (with the server's last output) if it does not become healthy."""
+    port = free_port()
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=APP.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    output = proc.stdout.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"the dashboard did not start: {output}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ---- driving a Playwright page (the caller owns Playwright; nothing is imported here) -----
+IDLE = "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState" \
+       " === 'notRunning'"
+
+
+def settle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until a page title is shown and Streamlit has finished running the script."""
+    page.wait_for_selector("[data-testid='stApp'] h1", timeout=timeout_ms)
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+    time.sleep(0.3)
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+
+
+def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
+    """Click, then return the seconds until the rerun it triggers has finished and the
+    browser has painted twice (script run + transfer + rendering, as a user waits for it)."""
+    page.evaluate("""() => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        window.__hdStates = [];
+        window.__hdObserver?.disconnect();
+        window.__hdObserver = new MutationObserver(() =>
+            window.__hdStates.push(app.dataset.testScriptState));
+        window.__hdObserver.observe(app, {attributes: true,
+                                          attributeFilter: ['data-test-script-state']});
+    }""")
+    started = time.perf_counter()
+    locator.click()
+    page.wait_for_function("""() => {
+        const s = window.__hdStates;
+        return s.includes('running') && s[s.length - 1] === 'notRunning';
+    }""", timeout=timeout_ms, polling="raf")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    return time.perf_counter() - started
+
+
+def open_page(page, label: str) -> None:
+    """Open a dashboard page through the sidebar (a URL would start a new session) and wait
+    until its title (the sidebar label; 'hierdp' for Home) is shown and the script is done."""
+    title = "hierdp" if label == "Home" else label
+    page.locator("[data-testid='stSidebar']").get_by_role("link", name=label,
+                                                          exact=True).click()
+    page.wait_for_function(
+        "t => [...document.querySelectorAll('h1')].some(h => h.innerText.trim() === t)",
+        arg=title, timeout=120_000)
+    settle(page)
+
+
+def select_option(page, label: str, option: str) -> None:
+    """In the select box whose label contains ``label``, pick the first option whose text
+    starts with ``option``; wait for the rerun."""
+    page.locator("[data-testid='stSelectbox']").filter(has_text=label).first.click()
+    page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first.click()
+    settle(page)
+
+
+def has_exception(page) -> bool:
+    return page.locator("[data-testid='stException']").count() > 0
