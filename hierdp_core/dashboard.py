@@ -212,7 +212,9 @@ def next_page(path: str, text: str) -> None:
     st.page_link(path, label=text, icon=icon)
 
 
-def page_header(title: str, caption: str) -> None:
+def page_header(title: str, caption: str):
+    """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
+    summary slot: pass it to `sidebar_status` to refresh it after the page changed state."""
     st.set_page_config(page_title=f"{title} · hierdp", page_icon=":material/map:",
                        layout="wide")
     ensure_dataset()
@@ -220,9 +222,12 @@ def page_header(title: str, caption: str) -> None:
         st.markdown("## hierdp")
         for path, label, icon in PAGES:
             st.page_link(path, label=label, icon=icon)
+        st.divider()
+        slot = st.empty()
     st.title(title)
     st.caption(caption)
-    sidebar_status()
+    sidebar_status(slot)
+    return slot
 
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -258,10 +263,10 @@ def all_display_names(data: CountData) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def sidebar_status() -> None:
+def sidebar_status(slot) -> None:
+    """The current setup (data, levels, mechanism, release) in the sidebar slot."""
     ds = st.session_state.get(DATASET)
-    with st.sidebar:
-        st.divider()
+    with slot.container():
         st.markdown("**Current setup**")
         if ds is None:
             st.caption("No data loaded yet: the default sample loads on the next page.")

@@ -7,7 +7,7 @@ from hierdp_core.data.loaders import read_table
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.errors import HierdpError
 
-ui.page_header("Data", "Load records or aggregated counts and tell hierdp what each column is.")
+status_slot = ui.page_header("Data", "Load records or aggregated counts and tell hierdp what each column is.")
 ds = ui.ensure_dataset()
 
 source, upload = st.columns([1, 1])
@@ -68,6 +68,7 @@ local = st.checkbox("Codes are unique only within their parent (e.g. 3-digit cou
                     value=r["local_codes"], key="roles_local")
 ui.set_roles({"levels": levels, "count_column": None if count == count_options[0] else count,
               "category_columns": categories, "local_codes": local})
+ui.sidebar_status(status_slot)
 
 if not levels:
     st.warning("Choose at least one geography level.")

@@ -5,10 +5,11 @@ import streamlit as st
 from hierdp_core import dashboard as ui
 from hierdp_core.viz import hierarchy_treemap
 
-ui.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
+status_slot = ui.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
                             "sum of its children.")
 ui.ensure_dataset()
 levels = ui.level_picker("hierarchy_levels")
+ui.sidebar_status(status_slot)
 if not levels:
     st.warning("Choose at least one geography level.")
     st.stop()

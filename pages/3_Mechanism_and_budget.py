@@ -10,7 +10,7 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import rho_to_epsilon, split_shares
 from hierdp_core.viz import ledger_figure
 
-ui.page_header("Mechanism & budget",
+status_slot = ui.page_header("Mechanism & budget",
                "How much privacy to spend, where, and what error it costs — known before "
                "running.")
 data = ui.require_count_data()
@@ -98,6 +98,7 @@ if sum(weights) <= 0:
     st.error("At least one level needs a non-zero weight.")
     st.stop()
 s["weights"] = weights
+ui.sidebar_status(status_slot)
 shares = np.asarray(weights) / sum(weights)
 st.caption("Weights are normalised, so the total budget stays fixed: shares "
            + ", ".join(f"{h.level_names[i]} {shares[i]:.0%}" for i in range(h.n_levels)) + ".")

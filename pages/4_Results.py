@@ -17,7 +17,7 @@ from hierdp_core.viz import (
     true_vs_released_scatter,
 )
 
-ui.page_header("Results", "What the release looks like next to the truth (the truth is shown "
+status_slot = ui.page_header("Results", "What the release looks like next to the truth (the truth is shown "
                           "here for evaluation only; it is never exported as a release).")
 data = ui.require_count_data()
 h = data.hierarchy
@@ -53,6 +53,7 @@ if run or release is None:
             st.stop()
         elapsed = time.perf_counter() - started
         status.update(label=f"Released {h.n_nodes:,} units in {elapsed:.2f} s", state="complete")
+    ui.sidebar_status(status_slot)
 
 truth = data.node_counts()
 metrics_key = ("metrics", id(release))

@@ -58,6 +58,8 @@ def test_results_page_runs_a_consistent_release():
     assert h.consistency_violations(release.values) == 0
     assert (release.values >= 0).all() and release.is_integer
     assert len(at.dataframe) >= 2
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "**Release:** ready" in sidebar  # refreshed after the run on the same page
 
 
 def test_bad_table_shows_a_message_not_a_traceback():
