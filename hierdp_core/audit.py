@@ -306,6 +306,79 @@ def count_adapter(
     return AuditAdapter((d1, d2), run, statistics, budget, description, bool(batch))
 
 
+#: Group-size audit input: group sizes per leaf of the 2 x 2 tree, top-code N = 3; D' adds
+#: one person to the first (size-1) group of leaf a1 (it becomes size 2).
+AUDIT_GROUP_SIZES = ((1, 2), (1,), (2, 3), (1, 1))
+AUDIT_GROUP_MAX_SIZE = 3
+
+
+@register_adapter("group-sizes")
+def group_size_adapter(
+    mechanism: Mechanism,
+    *,
+    epsilon: float,
+    delta: float = DEFAULT_DELTA,
+    params: dict | None = None,
+    split=None,
+    batch: bool | None = None,
+) -> AuditAdapter:
+    """Adapter for group-size mechanisms: one release per trial (sizes are not independent
+    columns). Statistics over the changed cells on the path root -> region -> leaf (size 1
+    loses a group, size 2 gains it), weighted per level by the ledger's epsilon_l per unit:
+    their clipped sum is the exact privacy loss of geometric / Laplace noise on the raw
+    measurements; plus the leaf's two cells."""
+    from hierdp_core.groupsizes.data import GroupSizeData
+    from hierdp_core.hierarchy import build_from_codes
+
+    params = dict(params or {})
+    h, row_leaf = build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
+                                    np.array([c for _, c in AUDIT_LEAVES])],
+                                   ["region", "leaf"])
+    width = AUDIT_GROUP_MAX_SIZE + 1
+    hist = np.zeros((h.n_leaves, width), dtype=np.int64)
+    for row, sizes in zip(row_leaf, AUDIT_GROUP_SIZES, strict=True):
+        np.add.at(hist[row], np.asarray(sizes), 1)
+    hist2 = hist.copy()
+    first = int(row_leaf[0])
+    hist2[first, 1] -= 1
+    hist2[first, 2] += 1
+    sizes = tuple(str(s) for s in range(width))
+
+    def data_of(leaf_hist):
+        return GroupSizeData(h, leaf_hist, sizes, ("size",), max_size=AUDIT_GROUP_MAX_SIZE)
+
+    d1, d2 = data_of(hist), data_of(hist2)
+    budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
+    # the changed cells: (node, size 1) and (node, size 2) on the path root -> region -> a1
+    path = [int(h.level_offsets[h.depth]) + first]
+    while h.parent[path[-1]] >= 0:
+        path.append(int(h.parent[path[-1]]))
+    path = np.asarray(path[::-1])
+    truth = d1.node_counts().astype(float)
+    weights = _level_weights(mechanism.ledger(d1, budget, split, **params), h.n_levels)
+
+    def statistics(out: np.ndarray) -> dict[str, np.ndarray]:
+        cells = out.reshape(len(out), h.n_nodes, width)[:, path]
+        down = truth[path, 1] - cells[:, :, 1]  # size 1 loses a group under D'
+        up = cells[:, :, 2] - truth[path, 2]  # size 2 gains it
+        return {"path-weighted": (down + up) @ weights,
+                "path-clipped": (np.clip(2 * down - 1, -1, 1) + np.clip(2 * up - 1, -1, 1))
+                @ weights,
+                "leaf size 1": cells[:, -1, 1], "leaf size 2": cells[:, -1, 2]}
+
+    def run(data, n: int, source: NoiseSource) -> np.ndarray:
+        out = np.empty((n, h.n_nodes * width))
+        for i in range(n):
+            rel = mechanism.release(data, budget, split=split, source=source, **params)
+            out[i] = np.asarray(rel.values, dtype=float).ravel()
+        return out
+
+    per_leaf = dict(zip(h.node_ids()[h.level_slice(2)], AUDIT_GROUP_SIZES, strict=True))
+    description = (f"D: group sizes per leaf {per_leaf}, N = {AUDIT_GROUP_MAX_SIZE}; D' adds "
+                   "one person to a size-1 group of the first leaf")
+    return AuditAdapter((d1, d2), run, statistics, budget, description, False)
+
+
 def _level_weights(ledger, n_levels: int) -> np.ndarray:
     """Per-level weight of a unit shift in the privacy loss: 1/scale (= epsilon_l) for pure
     noises, 1/scale^2 for Gaussian ones, 0 for unmeasured levels."""

@@ -70,13 +70,42 @@ def cmd_mechanisms(args) -> int:
     return 0
 
 
-def _count_data(args, table):
+def _input_data(args, table):
+    """CountData (``--query counts``) or GroupSizeData (``--query group-sizes``: person
+    records with ``--group-column``, or size histograms with ``--size-column`` and
+    ``--count-column``)."""
+    levels, names = _csv_list(args.levels), _name_columns(getattr(args, "names", None))
+    if getattr(args, "query", "counts") == "group-sizes":
+        from hierdp_core.groupsizes.data import (
+            group_size_data_from_histograms,
+            group_size_data_from_people,
+        )
+
+        if args.max_size is None:
+            raise InputError("group sizes need --max-size N, the public top-code (sizes "
+                             "above N count as N); choose it without looking at the data")
+        if _csv_list(args.categories):
+            raise InputError("--categories does not apply to group sizes (the sizes are the "
+                             "categories)")
+        if bool(args.group_column) == bool(args.size_column):
+            raise InputError("group sizes need either --group-column (one row per person) or "
+                             "--size-column with --count-column (groups per size)")
+        if args.group_column:
+            return group_size_data_from_people(
+                table, levels, args.group_column, max_size=args.max_size,
+                count_column=args.count_column, local_codes=args.local_codes,
+                name_columns=names)
+        if not args.count_column:
+            raise InputError("--size-column needs --count-column (the number of groups)")
+        return group_size_data_from_histograms(
+            table, levels, args.size_column, args.count_column, max_size=args.max_size,
+            local_codes=args.local_codes, name_columns=names)
     from hierdp_core.queries.counts import count_data_from_table
 
     return count_data_from_table(
-        table, _csv_list(args.levels), count_column=args.count_column,
+        table, levels, count_column=args.count_column,
         category_columns=_csv_list(args.categories), local_codes=args.local_codes,
-        name_columns=_name_columns(getattr(args, "names", None)),
+        name_columns=names,
     )
 
 
@@ -95,8 +124,6 @@ def cmd_release(args) -> int:
     from hierdp_core.data.loaders import read_table
     from hierdp_core.export import write_release
 
-    if args.query != "counts":
-        raise InputError(f"query {args.query!r} is not available yet; use counts")
     mechanism = get_mechanism(args.mechanism)
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
@@ -107,13 +134,16 @@ def cmd_release(args) -> int:
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
     path = Path(args.input)
     table = read_table(path)
-    data = _count_data(args, table)
+    data = _input_data(args, table)
     split = _weights(args.split) or args.split_preset
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
     input_spec = {"file": path.name, "query": args.query, "levels": _csv_list(args.levels),
                   "count_column": args.count_column,
                   "category_columns": _csv_list(args.categories),
                   "local_codes": args.local_codes}
+    if args.query == "group-sizes":
+        input_spec.update(group_column=args.group_column, size_column=args.size_column,
+                          max_size=args.max_size)
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
                           input_spec=input_spec, input_bytes=path.read_bytes())
     if not release.privacy.get("invariants"):
@@ -139,11 +169,20 @@ def cmd_evaluate(args) -> int:
     ns = argparse.Namespace(levels=",".join(spec["levels"]),
                             count_column=spec.get("count_column"),
                             categories=",".join(spec.get("category_columns") or []),
-                            local_codes=bool(spec.get("local_codes")))
-    data = _count_data(ns, read_table(Path(args.input)))
+                            local_codes=bool(spec.get("local_codes")),
+                            query=spec.get("query", "counts"),
+                            group_column=spec.get("group_column"),
+                            size_column=spec.get("size_column"),
+                            max_size=spec.get("max_size"))
+    data = _input_data(ns, read_table(Path(args.input)))
     released = align_release(table, data)
-    metrics = error_metrics(data.hierarchy, data.node_counts(), released,
-                            categories=data.categories if data.has_categories else None)
+    if ns.query == "group-sizes":
+        from hierdp_core.groupsizes.data import group_size_metrics
+
+        metrics = group_size_metrics(data, released)
+    else:
+        metrics = error_metrics(data.hierarchy, data.node_counts(), released,
+                                categories=data.categories if data.has_categories else None)
     if args.json:
         print(metrics.to_json(orient="records", indent=2))
     else:
@@ -212,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", choices=("counts", "group-sizes", "flows", "ranges"))
     p.set_defaults(func=cmd_mechanisms)
 
-    p = sub.add_parser("release", help="release counts from a CSV / Parquet / Excel table")
+    p = sub.add_parser("release", help="release counts or group sizes from a CSV / Parquet / "
+                                       "Excel table")
     p.add_argument("input")
     p.add_argument("--levels", required=True, help="level columns, coarse to fine: state,county")
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
@@ -222,7 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "state=state_name,county=county_name")
     p.add_argument("--local-codes", action="store_true",
                    help="codes are unique only within their parent (e.g. 3-digit counties)")
-    p.add_argument("--query", default="counts", choices=("counts",))
+    p.add_argument("--query", default="counts", choices=("counts", "group-sizes"))
+    p.add_argument("--group-column", help="group sizes: the group (household) id of each "
+                                          "person record")
+    p.add_argument("--size-column", help="group sizes: the size column of size histograms "
+                                         "(with --count-column = number of groups)")
+    p.add_argument("--max-size", type=int, help="group sizes: public top-code N (sizes 0..N)")
     p.add_argument("--mechanism", required=True)
     p.add_argument("--epsilon", type=float)
     p.add_argument("--rho", type=float)

@@ -89,8 +89,12 @@ def plan_levels(
     *,
     query: str = "counts",
     root_invariant: bool = False,
+    l1_sensitivity: float = L1_SENSITIVITY_PER_LEVEL,
+    l2_sensitivity: float = L2_SENSITIVITY_PER_LEVEL,
 ) -> list[LevelPlan]:
-    """One plan per level; the accountant refuses any split that would overspend."""
+    """One plan per level, noise calibrated to the per-level sensitivity of the query (L1 for
+    Laplace / geometric noise, L2 for Gaussian ones); the accountant refuses any split that
+    would overspend."""
     noise = choose_noise(noise, budget)
     if noise in ZCDP_NOISES:
         budget = as_zcdp(budget)
@@ -106,9 +110,9 @@ def plan_levels(
             continue
         part = accountant.spend(budget.value * share, level=level, query=query)
         if noise in PURE_NOISES:
-            n = NOISES[noise].for_epsilon(part.value, L1_SENSITIVITY_PER_LEVEL)
+            n = NOISES[noise].for_epsilon(part.value, l1_sensitivity)
         else:
-            n = NOISES[noise].for_zcdp(part.value, L2_SENSITIVITY_PER_LEVEL)
+            n = NOISES[noise].for_zcdp(part.value, l2_sensitivity)
         plans.append(LevelPlan(level, name, query, float(share), part, n))
     return plans
 

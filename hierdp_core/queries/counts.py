@@ -96,12 +96,12 @@ def count_data_from_table(
         np.add.at(flat, cells, weights)
     leaf_counts = flat.reshape(hierarchy.n_leaves, k)
     if name_columns:
-        hierarchy = hierarchy.with_names(_unit_names(table, hierarchy, leaf, list(levels),
+        hierarchy = hierarchy.with_names(unit_names(table, hierarchy, leaf, list(levels),
                                                      name_columns))
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns))
 
 
-def _unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
+def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
                 name_columns: dict[str, str]) -> dict[int, np.ndarray]:
     """One name per node for each level in ``name_columns``; a unit with two different names
     is an error naming it."""

@@ -1,0 +1,1 @@
+"""Group-size release: how many groups (households) of each size in every region."""

@@ -1,0 +1,198 @@
+"""Group-size histograms on a geographic hierarchy (the confidential input of group-size
+mechanisms), and the conversions and metrics every group-size mechanism shares.
+
+Model (Fioretto, Van Hentenryck & Zhu 2021; Kuo et al. 2018). People belong to groups
+(households); every group lies in one leaf region. The set of groups, their regions, hence
+the number of groups ``G_v`` of every region and the total ``G``, are **public**; the sizes
+are not. Sizes are top-coded at a public ``N`` (``max_size``): a group of N or more people
+counts as size N. Bins are sizes ``0..N`` (a public group may have no member in a
+neighbouring dataset, so size 0 is a bin).
+
+Neighbouring datasets: one person is added to, or removed from, an existing group. At
+every level that moves one group of one region by one size (nothing moves at the top code):
+the plain histogram of a level changes by L1 = 2, the per-region cumulative histogram
+``c_s = #groups of size <= s`` by L1 = 1 (one cell). Levels compose sequentially.
+
+Arrays: ``hist`` has shape (n_nodes, N + 1), column s = number of groups of size s;
+``cumulative(hist)`` has the same shape with last column = G_v.
+
+Example
+-------
+>>> import pandas as pd
+>>> people = pd.DataFrame({"state": ["GA"] * 5 + ["NY"] * 6,
+...                        "household": list("AABAC") + list("DEDDFF")})
+>>> d = group_size_data_from_people(people, ["state"], "household", max_size=5)
+>>> d.node_counts().tolist()  # root, GA, NY; sizes 0..5
+[[0, 3, 1, 2, 0, 0], [0, 2, 0, 1, 0, 0], [0, 1, 1, 1, 0, 0]]
+>>> d.groups().tolist()
+[6, 3, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.data.loaders import validate_columns, validate_counts
+from hierdp_core.errors import InputError
+from hierdp_core.hierarchy import build_hierarchy
+from hierdp_core.queries.counts import CountData, unit_names
+
+PLAIN_L1_SENSITIVITY = 2.0  # plain size histogram of a level
+CUMULATIVE_L1_SENSITIVITY = 1.0  # per-region cumulative histogram of a level
+MAX_SIZE_LIMIT = 100_000
+SIZE_COLUMN = "size"
+
+
+@dataclass(frozen=True, eq=False)
+class GroupSizeData(CountData):
+    """Per-leaf group-size histograms (confidential): ``leaf_counts`` has shape
+    (n_leaves, max_size + 1), categories are the sizes ``'0'..'N'``. ``groups()`` (G per
+    node) is public by the model."""
+
+    max_size: int = 0
+    top_coded: int = 0  # groups whose true size exceeded max_size (evaluation only)
+
+    def groups(self) -> np.ndarray:
+        """Number of groups of every node (public), shape (n_nodes,)."""
+        return self.node_totals()
+
+    @property
+    def total_groups(self) -> int:
+        return int(self.leaf_counts.sum())
+
+
+def _check_max_size(max_size) -> int:
+    if isinstance(max_size, bool) or not isinstance(max_size, int | np.integer) \
+            or not 1 <= int(max_size) <= MAX_SIZE_LIMIT:
+        raise InputError(f"max_size (the public top-code N) must be an integer from 1 to "
+                         f"{MAX_SIZE_LIMIT:,}, got {max_size!r}")
+    return int(max_size)
+
+
+def _hierarchy(table, levels, local_codes, name_columns):
+    """The tree, the leaf of every row, and the unit names (if any)."""
+    levels = list(levels)
+    validate_columns(table, levels, "geography level")
+    h, leaf = build_hierarchy(table, levels, local_codes=local_codes)
+    if name_columns:
+        h = h.with_names(unit_names(table, h, leaf, levels, name_columns))
+    return h, leaf
+
+
+def _data(hierarchy, leaf_hist: np.ndarray, max_size: int, top_coded: int) -> GroupSizeData:
+    return GroupSizeData(hierarchy, leaf_hist, tuple(str(s) for s in range(max_size + 1)),
+                         (SIZE_COLUMN,), max_size=max_size, top_coded=top_coded)
+
+
+def group_size_data_from_people(
+    table: pd.DataFrame,
+    levels: Sequence[str],
+    group_column: str,
+    *,
+    max_size: int,
+    count_column: str | None = None,
+    local_codes: bool = False,
+    name_columns: dict[str, str] | None = None,
+) -> GroupSizeData:
+    """Histograms from person records: one row per person (or ``count_column`` persons per
+    row) with the group id in ``group_column``. A group must lie in one leaf region (it is
+    an error naming the group otherwise); sizes above ``max_size`` are top-coded."""
+    max_size = _check_max_size(max_size)
+    validate_columns(table, [group_column], "group")
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns)
+    groups = table[group_column]
+    missing = groups.isna().to_numpy()
+    if missing.any():
+        rows = (np.flatnonzero(missing)[:5] + 1).tolist()
+        raise InputError(f"group column {group_column!r} has {int(missing.sum())} missing "
+                         f"value(s), e.g. in rows {rows}")
+    persons = (np.ones(len(table), dtype=np.int64) if count_column is None
+               else validate_counts(table, count_column))
+    group_id, group_names = pd.factorize(groups.astype(str))
+    first_leaf = np.full(len(group_names), -1, dtype=np.int64)
+    first_leaf[group_id[::-1]] = leaf[::-1]  # leaf of each group's first row
+    split = np.flatnonzero(first_leaf[group_id] != leaf)
+    if split.size:
+        bad = pd.unique(group_names[group_id[split]])[:5].tolist()
+        raise InputError(f"group(s) {bad} have people in more than one leaf region; a group "
+                         f"must lie in one {levels[-1]!r}")
+    sizes = np.bincount(group_id, weights=persons, minlength=len(group_names)).astype(np.int64)
+    top_coded = int(np.count_nonzero(sizes > max_size))
+    cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
+    leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1))
+    return _data(h, leaf_hist.reshape(h.n_leaves, max_size + 1).astype(np.int64), max_size,
+                 top_coded)
+
+
+def group_size_data_from_histograms(
+    table: pd.DataFrame,
+    levels: Sequence[str],
+    size_column: str,
+    count_column: str,
+    *,
+    max_size: int,
+    local_codes: bool = False,
+    name_columns: dict[str, str] | None = None,
+) -> GroupSizeData:
+    """Histograms from rows (leaf geography, size, number of groups of that size); sizes
+    are non-negative integers, top-coded at ``max_size``; duplicate rows are summed."""
+    max_size = _check_max_size(max_size)
+    sizes = validate_counts(table, size_column)
+    counts = validate_counts(table, count_column)
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns)
+    top_coded = int(counts[sizes > max_size].sum())
+    cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
+    leaf_hist = np.bincount(cells, weights=counts, minlength=h.n_leaves * (max_size + 1))
+    return _data(h, np.rint(leaf_hist).astype(np.int64).reshape(h.n_leaves, max_size + 1),
+                 max_size, top_coded)
+
+
+# ---- conversions and metrics -----------------------------------------------------------
+def cumulative(hist: np.ndarray) -> np.ndarray:
+    """``c[..., s] = #groups of size <= s`` (last column = number of groups)."""
+    return np.cumsum(hist, axis=-1)
+
+
+def decumulate(cum: np.ndarray) -> np.ndarray:
+    """Inverse of `cumulative`."""
+    return np.diff(cum, axis=-1, prepend=0)
+
+
+def emd(true_hist: np.ndarray, released_hist: np.ndarray) -> np.ndarray:
+    """Earth mover's distance per row (node) between histograms over the same sizes with
+    the same number of groups: the L1 distance of the cumulative histograms, i.e. how many
+    people must be added or removed to turn one into the other (Kuo et al. 2018)."""
+    a, b = np.asarray(true_hist), np.asarray(released_hist)
+    if a.shape != b.shape:
+        raise InputError(f"histograms must have the same shape, got {a.shape} and {b.shape}")
+    return np.abs(cumulative(a) - cumulative(b)).sum(axis=-1)
+
+
+def group_size_metrics(data: GroupSizeData, released: np.ndarray) -> pd.DataFrame:
+    """Per level: the paper's L1 error (sum over regions and sizes of |n - n_hat|), mean
+    and max earth mover's distance per region, the faithfulness gap |sum - G| and the
+    number of (parent, size) consistency violations. Reads the truth."""
+    h = data.hierarchy
+    truth = data.node_counts()
+    released = np.asarray(released)
+    node_emd = emd(truth, released)
+    rows = []
+    for level in range(h.n_levels):
+        sl = h.level_slice(level)
+        violations = 0
+        if level + 1 < h.n_levels:
+            sums = np.add.reduceat(released[h.level_slice(level + 1)], h.child_starts(level + 1),
+                                   axis=0)
+            violations = int(np.count_nonzero(released[sl] != sums))
+        rows.append({
+            "level": level, "level_name": h.level_names[level], "regions": h.level_size(level),
+            "l1": float(np.abs(released[sl] - truth[sl]).sum()),
+            "emd_mean": float(node_emd[sl].mean()), "emd_max": float(node_emd[sl].max()),
+            "faithfulness_gap": float(abs(released[sl].sum() - data.total_groups)),
+            "consistency_violations": violations,
+        })
+    return pd.DataFrame(rows)

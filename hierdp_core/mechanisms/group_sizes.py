@@ -1,0 +1,155 @@
+"""Group-size release mechanisms: how many groups (households) of each size 0..N in every
+region, consistent over the hierarchy.
+
+Privacy (all entries): neighbouring datasets differ by one person added to or removed from
+an existing group; the groups, their regions, hence the number of groups of every region
+``G_v`` and the total ``G``, are public (`hierdp_core.groupsizes.data`). Sizes are top-coded
+at the public N. Per level, the plain size histograms of all regions have L1 sensitivity 2
+(one group moves from size k to k +- 1) and the per-region cumulative histograms L1
+sensitivity 1. Every level is measured once with geometric (or Laplace) noise calibrated to
+its share epsilon_l of the budget; levels compose sequentially to epsilon = sum epsilon_l;
+everything after measuring is post-processing. The number of groups is published exactly:
+it is public by the model, not protected (listed as an invariant in every release).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hierdp_core.consistency.segments import project_segments, round_segments
+from hierdp_core.consistency.topdown import topdown
+from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.groupsizes.data import (
+    CUMULATIVE_L1_SENSITIVITY,
+    PLAIN_L1_SENSITIVITY,
+    GroupSizeData,
+    cumulative,
+    decumulate,
+)
+from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.measure import ledger_frame, measure, plan_levels
+from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.release import Release
+
+QUERY = "group-sizes"
+NEIGHBOURING = ("add/remove one person in an existing group (groups and their regions "
+                "public); per level L1 sensitivity 2 (plain histograms) or 1 (cumulative); "
+                "sequential composition over levels")
+FIORETTO = ("Fioretto, Van Hentenryck & Zhu (2021), Differential privacy of hierarchical "
+            "census data: an optimization approach, Artificial Intelligence 296")
+KUO = ("Kuo, Chiu, Kifer, Hay & Machanavajjhala (2018), Differentially private hierarchical "
+       "count-of-counts histograms, PVLDB 11(11)")
+TOPDOWN_REF = ("Abowd et al. (2022), The 2020 Census Disclosure Avoidance System TopDown "
+               "Algorithm; as the group-size baseline of " + FIORETTO)
+NOISE_PARAM = Parameter("noise", "choice", "geometric",
+                        "noise distribution: two-sided geometric (exact, integer) or Laplace",
+                        choices=("geometric", "laplace"))
+G_PUBLIC = "number of groups G (public by the model)"
+G_V_PUBLIC = "number of groups of every region (public by the model)"
+
+
+@dataclass
+class GroupSizeMechanism(Mechanism):
+    """Shared machinery: plan the levels, measure plain or cumulative histograms, estimate.
+    Subclasses set ``info``, ``representation`` and implement `estimate`."""
+
+    info: MechanismInfo = field(init=False)
+    representation: str = "plain"  # or "cumulative"
+    invariants: tuple[str, ...] = (G_PUBLIC,)
+
+    @property
+    def sensitivity(self) -> float:
+        return PLAIN_L1_SENSITIVITY if self.representation == "plain" \
+            else CUMULATIVE_L1_SENSITIVITY
+
+    def _plans(self, data, budget: PrivacyBudget, split, p: dict):
+        if budget.definition != PURE_DP:
+            raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
+        return plan_levels(data.hierarchy, budget, p.get("noise", "geometric"), split,
+                           query=QUERY, l1_sensitivity=self.sensitivity)
+
+    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
+        return ledger_frame(self._plans(data, budget, split, self.params(**params)))
+
+    def release(self, data, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params) -> Release:
+        if not isinstance(data, GroupSizeData):
+            raise MechanismError(f"{self.info.name} releases group sizes: load the data as "
+                                 "groups (person records with a group column, or size "
+                                 "histograms), e.g. `--query group-sizes`")
+        p = self.params(**params)
+        source = source or NoiseSource(secure=True)
+        plans = self._plans(data, budget, split, p)
+        if any(plan.noise is None for plan in plans):
+            raise BudgetError(f"{self.info.name} measures every level: give every level a "
+                              "share of the budget")
+        truth = data.node_counts()
+        if self.representation == "plain":
+            noisy, variance = measure(truth, data.hierarchy, plans, source)
+        else:
+            noisy, variance = measure(cumulative(truth), data.hierarchy, plans, source)
+            noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
+        values = np.asarray(self.estimate(data, noisy, variance, p))
+        spent = sum(plan.budget.value for plan in plans)
+        return Release(
+            hierarchy=data.hierarchy, values=values, mechanism=self.info.name, parameters=p,
+            privacy={"definition": PURE_DP, "neighbouring": NEIGHBOURING,
+                     "noise": p.get("noise", "geometric"), "invariants": list(self.invariants),
+                     **PrivacyBudget.pure(spent).as_dict()},
+            ledger=ledger_frame(plans), randomness=source.as_dict(),
+            categories=data.categories, invariants=self.invariants,
+            noisy=noisy if self.representation == "plain" else decumulate(noisy),
+        )
+
+    def estimate(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
+                 p: dict) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _info(name: str, description: str, reference: str, *, consistent: bool,
+          private: bool = True, parameters=(NOISE_PARAM,), warning: str = "") -> MechanismInfo:
+    return MechanismInfo(name=name, description=description, reference=reference,
+                         queries=(QUERY,), privacy=PURE_DP, private=private,
+                         consistent=consistent, parameters=tuple(parameters),
+                         neighbouring=NEIGHBOURING, warning=warning)
+
+
+@dataclass
+class NoisyBaseline(GroupSizeMechanism):
+    """B0: every region's size histogram with noise, rounded and clamped at 0; nothing
+    adds up (the reference the optimisation mechanisms improve on)."""
+
+    invariants: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.info = _info("gs-noisy", "Geometric noise on every region's size histogram at "
+                          "every level, rounded and clamped at 0; no consistency (baseline).",
+                          FIORETTO + " (step 1 of M_H)", consistent=False)
+
+    def estimate(self, data, noisy, variance, p):
+        return np.maximum(np.rint(noisy), 0).astype(np.int64)
+
+
+@dataclass
+class GroupSizeTopDown(GroupSizeMechanism):
+    """TopDown for group sizes: the root's noisy histogram projected onto non-negative
+    values summing to G and rounded keeping the sum; then level by level every parent's
+    children projected onto its released histogram (size by size) and rounded."""
+
+    def __post_init__(self):
+        self.info = _info("gs-topdown", "Census-style TopDown on size histograms: root "
+                          "projected to sum G, then children onto their parent, size by "
+                          "size, with sum-keeping rounding. Consistent integers.",
+                          TOPDOWN_REF, consistent=True)
+
+    def estimate(self, data, noisy, variance, p):
+        g = np.array([data.total_groups])
+        root = round_segments(project_segments(noisy[0], np.array([0]), g), np.array([0]), g)
+        return topdown(data.hierarchy, noisy, root)
+
+
+for _mechanism in (NoisyBaseline(), GroupSizeTopDown()):
+    register(_mechanism)
