@@ -110,3 +110,22 @@ def test_emd_example_and_metrics():
     assert m.loc["total", "consistency_violations"] == 2
     assert m.loc["state", "consistency_violations"] == 0
     assert (m["faithfulness_gap"] == 0).all()
+
+
+def test_us_households_sample_is_deterministic_and_plausible():
+    from hierdp_core.data.samples import us_counties
+    from hierdp_core.groupsizes.samples import us_households
+
+    t = us_households()
+    assert list(t.columns) == ["state", "state_name", "county", "county_name", "size",
+                               "households"]
+    assert t.equals(us_households()) and not t.equals(us_households(seed=1))
+    assert (t["households"] > 0).all() and t["size"].between(1, 1000).all()
+    assert t["county"].nunique() == 3141
+    people = (t["size"] * t["households"]).sum()
+    population = us_counties()["population"].sum()
+    assert abs(people / population - 1) < 0.02  # households carry the real population
+    assert (t["size"] >= 10).sum() >= 51  # group quarters in every state
+    d = group_size_data_from_histograms(t, ["state", "county"], "size", "households",
+                                        max_size=1000)
+    assert d.total_groups == t["households"].sum() and d.leaf_counts.shape == (3141, 1001)
