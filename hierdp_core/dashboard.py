@@ -11,6 +11,8 @@ Session-state keys (all under ``st.session_state``):
 ``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
                  settings it was made with
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
+``hd_gs_release`` group sizes: (settings key, Release, metrics) of the latest release;
+                 ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
@@ -36,6 +38,10 @@ from hierdp_core.queries.counts import CountData, count_data_from_table
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
+GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
+GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
+GS_DEFAULT_MECHANISM = "gs-topdown"
+GS_SWEEP_DEFAULT = ("gs-noisy", "gs-topdown")
 _DATA_CACHE = "hd_count_data_cache"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
@@ -133,6 +139,17 @@ def node_display_names(data: CountData, level: int) -> np.ndarray:
     return np.where(names != codes, names + " (" + codes + ")", codes)
 
 
+@st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
+def group_size_data():
+    """The bundled household sample as GroupSizeData (shared, read-only)."""
+    from hierdp_core.groupsizes.data import group_size_data_from_histograms
+    from hierdp_core.groupsizes.samples import us_households
+
+    return group_size_data_from_histograms(
+        us_households(), ["state", "county"], "size", "households", max_size=1000,
+        name_columns={"state": "state_name", "county": "county_name"})
+
+
 def level_picker(key: str) -> list[str]:
     """Multiselect of the geography levels (coarse to fine), written back to the roles."""
     table = ensure_dataset()["table"]
@@ -202,6 +219,7 @@ PAGES = (
     ("pages/4_Results.py", "Results", ":material/map:"),
     ("pages/5_Trade-offs.py", "Trade-offs", ":material/query_stats:"),
     ("pages/6_Export.py", "Export", ":material/download:"),
+    ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
 )
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
 

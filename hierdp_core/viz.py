@@ -58,6 +58,8 @@ METRIC_AXES: dict[str, tuple[str, str, bool]] = {
     "ghost_rate": ("ghost (false positive) rate", "% of cells with truth 0", True),
     "consistency_violations": ("parents not equal to the sum of their children", "units",
                                False),
+    "l1": ("L1 error (sum over regions and sizes)", "groups", False),
+    "emd_mean": ("mean earth mover's distance per region", "people", False),
 }
 
 

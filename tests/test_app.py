@@ -104,3 +104,22 @@ def test_tradeoff_sweep_runs():
     from hierdp_core import dashboard as ui
 
     assert len(at.session_state[ui.SWEEP]) > 0
+
+
+def test_group_sizes_page_releases_and_sweeps():
+    from hierdp_core import dashboard as ui
+
+    at = page("pages/7_Group_sizes.py").run()
+    assert_clean(at)
+    _, release, metrics = at.session_state[ui.GS_RELEASE]
+    h = release.hierarchy
+    assert release.mechanism == "gs-topdown"
+    assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
+    assert (metrics["faithfulness_gap"] == 0).all()
+    at.selectbox(key="gs_mechanism").select("gs-noisy").run()
+    assert_clean(at)
+    assert at.session_state[ui.GS_RELEASE][1].mechanism == "gs-noisy"
+    at.button(key="gs_sw_run").click().run()
+    assert_clean(at)
+    runs = at.session_state[ui.GS_SWEEP]
+    assert set(runs["mechanism"]) == {"gs-noisy", "gs-topdown"} and len(runs) == 2 * 3 * 2 * 3

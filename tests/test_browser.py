@@ -181,6 +181,18 @@ def test_italy_maps_at_every_level(server, page, tmp_path):
     assert list(table["level_name"].unique()) == ["total", "region", "province", "municipality"]
 
 
+def test_group_sizes_page(server, page):
+    page.goto(server)
+    settle(page)
+    goto(page, "Group sizes")
+    assert min(maps_drawn(page, 1)) >= 3000  # per-county EMD map
+    page.get_by_role("button", name="Run the sweep").click()
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot .scatterlayer")
+    no_exception(page)
+    shot(page, "9_group_sizes")
+
+
 def test_bad_upload_shows_an_error(server, page, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_bytes("state,county,count\nA,x,1\nB,\xe9,2\n".encode("latin-1"))

@@ -1,0 +1,143 @@
+"""Group sizes: how many households of each size in every region, released with the
+group-size mechanisms; histograms of one region, a map of the per-region error, the
+per-level error table and an epsilon sweep."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core.errors import HierdpError
+from hierdp_core.experiments import summarise
+from hierdp_core.groupsizes.data import emd, group_size_metrics
+from hierdp_core.groupsizes.experiments import group_size_sweep
+from hierdp_core.groupsizes.figures import size_histogram_figure
+from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.viz import choropleth, plotly_config, sweep_figure
+
+ui.page_header("Group sizes", "How many households of each size live in every region: size "
+                              "histograms that add up over the hierarchy, with the number "
+                              "of households kept exact.")
+data = ui.group_size_data()
+h = data.hierarchy
+infos = {i.name: i for i in list_mechanisms("group-sizes")}
+st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
+           f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, sizes "
+           f"0..{data.max_size:,}; `hierdp_core.groupsizes.samples`). The number of households "
+           "of every region is public by the model; who lives with whom is what is protected "
+           "(neighbours: one person added to or removed from a household).")
+
+left, right = st.columns([3, 2])
+with left:
+    names = list(infos)
+    name = st.selectbox("Mechanism", names, index=names.index(ui.GS_DEFAULT_MECHANISM)
+                        if ui.GS_DEFAULT_MECHANISM in names else 0,
+                        format_func=lambda n: n + ("" if infos[n].private
+                                                   else " (NOT private as published)"),
+                        key="gs_mechanism")
+    info = infos[name]
+    st.markdown(f"{info.description}  \n*{info.reference}*")
+    if info.warning:
+        st.warning(info.warning)
+with right:
+    epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID), value=1.0,
+                               key="gs_epsilon")
+    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="gs_seed")
+    run = st.button("Run release", type="primary", key="gs_run")
+
+key = (name, epsilon, int(seed))
+state = st.session_state.get(ui.GS_RELEASE)
+if run or state is None or state[0] != key:
+    with st.status("Releasing group sizes…") as status:
+        started = time.perf_counter()
+        try:
+            release = get_mechanism(name).release(data, PrivacyBudget.pure(epsilon),
+                                                  source=NoiseSource(seed=int(seed)))
+        except HierdpError as exc:
+            status.update(label="The release failed", state="error")
+            st.error(str(exc))
+            st.stop()
+        elapsed = time.perf_counter() - started
+        status.update(label=f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes "
+                            f"in {elapsed:.2f} s", state="complete")
+    state = (key, release, group_size_metrics(data, release.values))
+    st.session_state[ui.GS_RELEASE] = state
+_, release, metrics = state
+truth = data.node_counts()
+
+st.subheader("Error by level")
+st.dataframe(metrics.rename(columns={
+    "level_name": "level name", "l1": "L1 (sum |error|)", "emd_mean": "mean EMD per region",
+    "emd_max": "largest EMD", "faithfulness_gap": "|households − G|",
+    "consistency_violations": "parents ≠ Σ children"}), hide_index=True, width="stretch")
+st.caption("L1: sum over regions and sizes of |released − true| households (the measure of "
+           "Fioretto et al.). EMD (earth mover's distance): people that would have to move "
+           "between households to turn the released histogram into the true one (Kuo et al.).")
+
+pick = st.columns([1, 2])
+with pick[0]:
+    level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
+                         format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
+                         key="gs_level")
+sl = h.level_slice(level)
+names_level = ui.node_display_names(data, level)
+with pick[1]:
+    region = st.selectbox("Region", list(range(h.level_size(level))),
+                          format_func=lambda i: names_level[i], key="gs_region")
+
+c1, c2 = st.columns(2)
+with c1:
+    node = sl.start + region
+    st.plotly_chart(size_histogram_figure(truth[node], release.noisy[node], release.values[node],
+                                          region=str(names_level[region])),
+                    width="stretch", key="gs_hist")
+with c2:
+    geojson = ui.map_geojson(ui.GS_SAMPLE_GEOMETRY, h.level_names[level])
+    node_emd = emd(truth[sl], release.values[sl]).astype(float)
+    if geojson is None:
+        st.info("No map for this level.")
+    else:
+        codes = np.asarray(h.codes[level]).astype(str)
+        st.plotly_chart(choropleth(geojson, codes, node_emd, title="Earth mover's distance "
+                                   "per region (released vs true)", colorbar_title="people",
+                                   names=names_level, log_scale=True, height=420,
+                                   projection="albers usa"),
+                        width="stretch", key="gs_map", config=plotly_config())
+
+st.divider()
+st.subheader("Trade-off: error against ε")
+s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
+with s1:
+    chosen = st.multiselect("Mechanisms", names, default=[n for n in ui.GS_SWEEP_DEFAULT
+                                                          if n in names], key="gs_sw_mechs")
+with s2:
+    eps_grid = st.multiselect("ε values", list(ui.EPSILON_GRID), default=[0.1, 0.5, 1.0],
+                              key="gs_sw_eps")
+with s3:
+    trials = st.slider("Trials", 1, 5, 2, key="gs_sw_trials")
+with s4:
+    metric = st.selectbox("Metric", ["l1", "emd_mean"], format_func={
+        "l1": "L1 error", "emd_mean": "mean EMD per region"}.get, key="gs_sw_metric")
+if st.button("Run the sweep", key="gs_sw_run", disabled=not chosen or not eps_grid):
+    bar = st.progress(0.0, text="Sweeping…")
+    try:
+        st.session_state[ui.GS_SWEEP] = group_size_sweep(
+            data, chosen, sorted(eps_grid), trials, max_runs=60,
+            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
+    except HierdpError as exc:
+        st.error(str(exc))
+    bar.empty()
+runs = st.session_state.get(ui.GS_SWEEP)
+if runs is not None and len(runs):
+    sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
+                               key="gs_sw_level")
+    st.plotly_chart(sweep_figure(summarise(runs, metric), metric=metric,
+                                 level_name=sweep_level), width="stretch", key="gs_sweep_fig")
+    seconds = runs.groupby("mechanism", sort=False)["seconds"].mean()
+    st.dataframe(pd.DataFrame({"mechanism": seconds.index,
+                               "seconds per release": seconds.round(3).to_numpy()}),
+                 hide_index=True)
