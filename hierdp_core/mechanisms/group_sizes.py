@@ -86,23 +86,29 @@ class GroupSizeMechanism(Mechanism):
         if any(plan.noise is None for plan in plans):
             raise BudgetError(f"{self.info.name} measures every level: give every level a "
                               "share of the budget")
-        truth = data.node_counts()
-        if self.representation == "plain":
-            noisy, variance = measure(truth, data.hierarchy, plans, source)
-        else:
-            noisy, variance = measure(cumulative(truth), data.hierarchy, plans, source)
-            noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
-        values = np.asarray(self.estimate(data, noisy, variance, p))
+        values, noisy = self.measure_and_estimate(data, plans, p, source)
         spent = sum(plan.budget.value for plan in plans)
         return Release(
-            hierarchy=data.hierarchy, values=values, mechanism=self.info.name, parameters=p,
+            hierarchy=data.hierarchy, values=np.asarray(values), mechanism=self.info.name,
+            parameters=p,
             privacy={"definition": PURE_DP, "neighbouring": NEIGHBOURING,
                      "noise": p.get("noise", "geometric"), "invariants": list(self.invariants),
                      **PrivacyBudget.pure(spent).as_dict()},
             ledger=ledger_frame(plans), randomness=source.as_dict(),
-            categories=data.categories, invariants=self.invariants,
-            noisy=noisy if self.representation == "plain" else decumulate(noisy),
+            categories=data.categories, invariants=self.invariants, noisy=noisy,
         )
+
+    def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
+                             source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+        """(released values, noisy plain histograms for display). The default measures the
+        plain or cumulative histograms of every level and calls `estimate`."""
+        truth = data.node_counts()
+        if self.representation == "plain":
+            noisy, variance = measure(truth, data.hierarchy, plans, source)
+            return self.estimate(data, noisy, variance, p), noisy
+        noisy, variance = measure(cumulative(truth), data.hierarchy, plans, source)
+        noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
+        return self.estimate(data, noisy, variance, p), decumulate(noisy)
 
     def estimate(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
                  p: dict) -> np.ndarray:
@@ -151,5 +157,62 @@ class GroupSizeTopDown(GroupSizeMechanism):
         return topdown(data.hierarchy, noisy, root)
 
 
-for _mechanism in (NoisyBaseline(), GroupSizeTopDown()):
+KUO_METHODS = {"hc": "Hc at every level", "hg": "Hg at every level",
+               "hg-root": "Hg at the root, Hc below"}
+
+
+@dataclass
+class KuoEstimator(GroupSizeMechanism):
+    """Kuo et al.: per region, Hc (noisy cumulative histogram, isotonic regression) or Hg
+    (noisy sorted group sizes, isotonic regression); with ``hierarchical`` the top-down
+    matching and variance-weighted merge of Algorithm 1 and back-substitution make the
+    levels consistent. Every region keeps exactly its (public) number of groups."""
+
+    representation: str = "cumulative"  # Hc and Hg both have L1 sensitivity 1 per level
+    invariants: tuple[str, ...] = (G_V_PUBLIC,)
+    method: str = "hc"  # for the per-region entries
+    hierarchical: bool = False
+
+    def __post_init__(self):
+        loss = Parameter("isotonic_p", "choice", "2", "isotonic regression loss: L2 (PAV) or "
+                         "L1", choices=("2", "1"))
+        if self.hierarchical:
+            self.info = _info(
+                "gs-kuo-hierarchical", "Kuo et al.: Hc or Hg per region at every level, then "
+                "top-down optimal matching of parent and child groups, variance-weighted "
+                "merge and back-substitution. Consistent integers; every region keeps its "
+                "number of groups.", KUO, consistent=True,
+                parameters=(NOISE_PARAM, loss,
+                            Parameter("methods", "choice", "hc", "; ".join(
+                                f"{k}: {v}" for k, v in KUO_METHODS.items()),
+                                choices=tuple(KUO_METHODS)),
+                            Parameter("merge", "choice", "weighted", "merge of matched "
+                                      "estimates: variance-weighted or simple average",
+                                      choices=("weighted", "simple"))))
+        else:
+            what = ("cumulative histogram (sensitivity 1), isotonic regression"
+                    if self.method == "hc" else "sorted group sizes (sensitivity 1), isotonic "
+                    "regression")
+            self.info = _info(f"gs-kuo-{self.method}", f"Kuo et al. {self.method.upper()} per "
+                              f"region: noisy {what}, rounded; levels not made consistent.",
+                              KUO, consistent=False,
+                              parameters=(NOISE_PARAM, loss) if self.method == "hc"
+                              else (NOISE_PARAM,))
+
+    def measure_and_estimate(self, data, plans, p, source):
+        from hierdp_core.groupsizes.kuo import kuo_release
+
+        h = data.hierarchy
+        chosen = p.get("methods", self.method)
+        methods = (["hg"] + ["hc"] * (h.n_levels - 1) if chosen == "hg-root"
+                   else [chosen] * h.n_levels)
+        released, phase1 = kuo_release(
+            h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
+            methods, source, p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
+            noise=p["noise"])
+        return (released if self.hierarchical else phase1), phase1
+
+
+for _mechanism in (NoisyBaseline(), GroupSizeTopDown(), KuoEstimator(method="hc"),
+                   KuoEstimator(method="hg"), KuoEstimator(hierarchical=True)):
     register(_mechanism)
