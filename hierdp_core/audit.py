@@ -306,9 +306,11 @@ def count_adapter(
     return AuditAdapter((d1, d2), run, statistics, budget, description, bool(batch))
 
 
-#: Group-size audit input: group sizes per leaf of the 2 x 2 tree, top-code N = 3; D' adds
-#: one person to the first (size-1) group of leaf a1 (it becomes size 2).
-AUDIT_GROUP_SIZES = ((1, 2), (1,), (2, 3), (1, 1))
+#: Group-size audit input: root > 2 regions > 4 leaves each, ten groups per leaf with sizes
+#: 0..3 (top-code N = 3); D' adds one person to a size-1 group of the first leaf. Eight
+#: leaves make a level-wide (chain) leak eight times larger than a per-region one.
+AUDIT_GROUP_LEAVES = tuple((r, f"{r.lower()}{i}") for r in "AB" for i in range(1, 5))
+AUDIT_GROUP_SIZES = ((0, 1, 1, 1, 2, 2, 2, 3, 3, 1),) * len(AUDIT_GROUP_LEAVES)
 AUDIT_GROUP_MAX_SIZE = 3
 
 
@@ -331,8 +333,8 @@ def group_size_adapter(
     from hierdp_core.hierarchy import build_from_codes
 
     params = dict(params or {})
-    h, row_leaf = build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
-                                    np.array([c for _, c in AUDIT_LEAVES])],
+    h, row_leaf = build_from_codes([np.array([r for r, _ in AUDIT_GROUP_LEAVES]),
+                                    np.array([c for _, c in AUDIT_GROUP_LEAVES])],
                                    ["region", "leaf"])
     width = AUDIT_GROUP_MAX_SIZE + 1
     hist = np.zeros((h.n_leaves, width), dtype=np.int64)
@@ -357,13 +359,25 @@ def group_size_adapter(
     truth = d1.node_counts().astype(float)
     weights = _level_weights(mechanism.ledger(d1, budget, split, **params), h.n_levels)
 
+    node_weight = weights[h.level_of_nodes()]
+
     def statistics(out: np.ndarray) -> dict[str, np.ndarray]:
-        cells = out.reshape(len(out), h.n_nodes, width)[:, path]
+        released = out.reshape(len(out), h.n_nodes, width)
+        cells = released[:, path]
         down = truth[path, 1] - cells[:, :, 1]  # size 1 loses a group under D'
         up = cells[:, :, 2] - truth[path, 2]  # size 2 gains it
+        # level-wide chain counts at size 1 (Fioretto et al.'s chain, size-major order): all
+        # size-0 groups of the level plus the size-1 groups of the regions up to this one;
+        # under D' every one from the changed region onwards drops by one
+        running = np.zeros((len(out), h.n_nodes))
+        for level in range(h.n_levels):
+            sl = h.level_slice(level)
+            running[:, sl] = (released[:, sl, 0].sum(axis=1, keepdims=True)
+                              + np.cumsum(released[:, sl, 1], axis=1))
         return {"path-weighted": (down + up) @ weights,
                 "path-clipped": (np.clip(2 * down - 1, -1, 1) + np.clip(2 * up - 1, -1, 1))
                 @ weights,
+                "chain-weighted": running @ node_weight,
                 "leaf size 1": cells[:, -1, 1], "leaf size 2": cells[:, -1, 2]}
 
     def run(data, n: int, source: NoiseSource) -> np.ndarray:

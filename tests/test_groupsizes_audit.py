@@ -34,11 +34,14 @@ def test_private_group_size_mechanisms_pass(name):
 
 
 def test_half_sensitivity_noise_is_caught():
-    r = audit_mechanism(HalfSensitivityNoisy(), 1.0, trials=TRIALS, seed=SEED)
+    r = audit_mechanism(HalfSensitivityNoisy(), 1.0, trials=2 * TRIALS, seed=SEED)
     assert not r.passed and r.epsilon_lower_bound > 1.0, r.summary()
 
 
 @pytest.mark.parametrize("name", NOT_PRIVATE)
 def test_not_private_variants_fail(name):
-    r = audit_mechanism(name, 1.0, trials=TRIALS, seed=SEED)
-    assert not r.passed, r.summary()
+    """The paper-literal chain mechanism: its post-processing hides part of the leak, so
+    the claim is checked at epsilon = 2 (true epsilon about 2 x 11 / 3 on the audit tree)."""
+    assert NOT_PRIVATE == ["gs-mc-chain-paper"]
+    r = audit_mechanism(name, 2.0, trials=TRIALS, seed=SEED)
+    assert not r.passed and r.epsilon_lower_bound > 2.0, r.summary()
