@@ -122,4 +122,5 @@ def test_group_sizes_page_releases_and_sweeps():
     at.button(key="gs_sw_run").click().run()
     assert_clean(at)
     runs = at.session_state[ui.GS_SWEEP]
-    assert set(runs["mechanism"]) == {"gs-noisy", "gs-topdown"} and len(runs) == 2 * 3 * 2 * 3
+    assert set(runs["mechanism"]) == {"gs-topdown", "gs-kuo-hierarchical"}
+    assert len(runs) == 2 * 3 * 2 * 3  # mechanisms x epsilons x trials x levels
