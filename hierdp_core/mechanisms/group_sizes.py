@@ -210,6 +210,34 @@ class FiorettoDP(GroupSizeMechanism):
 
 
 @dataclass
+class RelaxedQP(GroupSizeMechanism):
+    """The relaxed quadratic programs of Fioretto et al. (M_H^r on plain histograms, M_c^r on
+    cumulative ones): the least-squares hierarchy over non-negative reals, solved with
+    Clarabel (interior point), then every cell rounded to the nearest integer. Rounding
+    breaks consistency and faithfulness (the paper's #CV); it is not repaired."""
+
+    variant: str = "mh"
+
+    def __post_init__(self):
+        if self.variant == "mc":
+            self.representation = "cumulative"
+        model = "Model 2 (cumulative)" if self.variant == "mc" else "Model 1"
+        self.info = _info(f"gs-{self.variant}-relaxed", f"M_{'c' if self.variant == 'mc' else 'H'}"
+                          f"^r: {model} relaxed to a convex QP over non-negative reals "
+                          "(Clarabel), then rounded cell by cell; the rounding breaks "
+                          "consistency (slow; the baseline of the exact programs).",
+                          FIORETTO, consistent=False)
+
+    def estimate(self, data, noisy, variance, p):
+        from hierdp_core.groupsizes import relaxed
+
+        solve = relaxed.mc_relaxed if self.variant == "mc" else relaxed.mh_relaxed
+        values, _ = solve(data.hierarchy, noisy, data.total_groups,
+                          level_weights=_level_weights(variance))
+        return values
+
+
+@dataclass
 class PaperChain(GroupSizeMechanism):
     """M_c^ch exactly as published: noise of scale L/epsilon on the level-wide chain
     cumulative counts. NOT epsilon-DP: a level's chain vector has L1 sensitivity equal to
@@ -292,7 +320,8 @@ class KuoEstimator(GroupSizeMechanism):
         return (released if self.hierarchical else phase1), phase1
 
 
-for _mechanism in (NoisyBaseline(), FiorettoDP(variant="mh"), FiorettoDP(variant="mc"),
+for _mechanism in (NoisyBaseline(), RelaxedQP(variant="mh"), FiorettoDP(variant="mh"),
+                   RelaxedQP(variant="mc"), FiorettoDP(variant="mc"),
                    FiorettoDP(variant="chain"), PaperChain(), GroupSizeTopDown(),
                    KuoEstimator(method="hc"), KuoEstimator(method="hg"),
                    KuoEstimator(hierarchical=True)):
