@@ -129,3 +129,13 @@ def test_us_households_sample_is_deterministic_and_plausible():
     d = group_size_data_from_histograms(t, ["state", "county"], "size", "households",
                                         max_size=1000)
     assert d.total_groups == t["households"].sum() and d.leaf_counts.shape == (3141, 1001)
+
+
+def test_dense_blocks_and_large_group_quarters_variants():
+    from hierdp_core.groupsizes.samples import us_blocks, us_households
+
+    blocks = us_blocks()
+    assert blocks["county"].nunique() == 3141 and (blocks["households"] > 0).all()
+    assert (blocks["size"] == 0).any() and blocks["size"].nunique() > 300  # dense sizes
+    wide = us_households(max_size=10_000, largest_group=10_000)
+    assert wide["size"].max() > 1000 and wide["size"].max() <= 10_000

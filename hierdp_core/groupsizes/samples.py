@@ -33,7 +33,7 @@ DIRICHLET_CONCENTRATION = 400.0
 
 
 @functools.lru_cache(maxsize=4)
-def _us_households(seed: int, max_size: int) -> pd.DataFrame:
+def _us_households(seed: int, max_size: int, largest_group: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     people = us_counties().groupby(["state", "state_name", "county", "county_name"],
                                    as_index=False, sort=True)["population"].sum()
@@ -53,7 +53,7 @@ def _us_households(seed: int, max_size: int) -> pd.DataFrame:
         members = np.flatnonzero(state_codes == state)
         weight = people["population"].to_numpy()[members].astype(float)
         gq_county.append(rng.choice(members, size=GROUP_QUARTERS_PER_STATE, p=weight / weight.sum()))
-        gq_size.append(rng.integers(GROUP_QUARTERS_SIZES[0], GROUP_QUARTERS_SIZES[1] + 1,
+        gq_size.append(rng.integers(GROUP_QUARTERS_SIZES[0], largest_group + 1,
                                     size=GROUP_QUARTERS_PER_STATE))
     county = np.concatenate([county_of_tail, *gq_county])
     size = np.minimum(np.concatenate([tail_sizes, *gq_size]), max_size)
@@ -68,6 +68,30 @@ def _us_households(seed: int, max_size: int) -> pd.DataFrame:
     return out
 
 
-def us_households(seed: int = 2010, max_size: int = 1000) -> pd.DataFrame:
-    """Synthetic households on the real US county populations (see the module docstring)."""
-    return _us_households(int(seed), int(max_size)).copy()
+def us_households(seed: int = 2010, max_size: int = 1000,
+                  largest_group: int = GROUP_QUARTERS_SIZES[1]) -> pd.DataFrame:
+    """Synthetic households on the real US county populations (see the module docstring);
+    ``largest_group`` is the largest group-quarters size (Kuo et al. used 10,000)."""
+    return _us_households(int(seed), int(max_size), int(largest_group)).copy()
+
+
+def us_blocks(seed: int = 2010, people_per_block: int = 80, mean_members: float = 40.0,
+              max_size: int = 3000) -> pd.DataFrame:
+    """A dense count-of-counts on the real US county tree, in the spirit of Kuo et al.'s
+    race data (groups = census blocks, size = residents of one group in the block): every
+    county has population / ``people_per_block`` blocks whose sizes are negative binomial
+    with mean ``mean_members`` (many distinct sizes, zeros included). Synthetic-from-real,
+    same columns as `us_households` (``households`` = number of blocks)."""
+    rng = np.random.default_rng(seed)
+    people = us_counties().groupby(["state", "state_name", "county", "county_name"],
+                                   as_index=False, sort=True)["population"].sum()
+    blocks = np.maximum(1, people["population"].to_numpy() // people_per_block)
+    county = np.repeat(np.arange(len(people)), blocks)
+    sizes = np.minimum(rng.negative_binomial(1, 1 / (1 + mean_members), size=county.size),
+                       max_size)
+    cells = pd.DataFrame({"c": county, "size": sizes}).value_counts().reset_index()
+    out = people.iloc[cells["c"]][["state", "state_name", "county", "county_name"]]
+    out = out.reset_index(drop=True)
+    out["size"] = cells["size"].to_numpy().astype(np.int64)
+    out["households"] = cells["count"].to_numpy().astype(np.int64)
+    return out.sort_values(["county", "size"], ignore_index=True)
