@@ -303,20 +303,26 @@ def build_hierarchy(
     arrays = []
     for col in levels:
         series = table[col]
-        na = series.isna().to_numpy().copy()
-        if series.dtype == object or pd.api.types.is_string_dtype(series):
-            na |= series.astype(str).str.strip().eq("").to_numpy()
+        na = missing_values(series)
         if na.any():
             rows = row_labels[na][:_MAX_LISTED].tolist()
             raise HierarchyError(
                 f"level column {col!r} has {int(na.sum())} missing value(s), e.g. in rows {rows}"
             )
-        arrays.append(_codes_of(series))
+        arrays.append(codes_of(series))
     return build_from_codes(arrays, levels, root_name=root_name, local_codes=local_codes,
                             row_labels=row_labels)
 
 
-def _codes_of(series: pd.Series) -> np.ndarray:
+def missing_values(series: pd.Series) -> np.ndarray:
+    """Mask of missing values: NaN/None, and blank strings in text columns."""
+    na = series.isna().to_numpy().copy()
+    if series.dtype == object or pd.api.types.is_string_dtype(series):
+        na |= series.astype(str).str.strip().eq("").to_numpy()
+    return na
+
+
+def codes_of(series: pd.Series) -> np.ndarray:
     """Level codes as strings, with integral floats (from CSV) shown without '.0'."""
     if pd.api.types.is_float_dtype(series) and np.all(np.mod(series.to_numpy(), 1) == 0):
         series = series.astype(np.int64)

@@ -1,0 +1,4 @@
+"""Origin/destination flows: data model and O/D tree (`data`), per-parent projections
+(`projections`), the top-down loop and leaf aggregation (`tree`), the release (`release`),
+metrics (`metrics`) and the paper's synthetic generator (`synthetic`). Mechanisms are
+registered in `hierdp_core.mechanisms.flows`."""

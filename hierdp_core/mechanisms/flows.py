@@ -1,0 +1,320 @@
+"""Origin/destination flow mechanisms (Boninsegna & Silvestri): InfTDA and its baselines.
+
+Privacy. One trip per user. **Bounded DP** (default): neighbouring datasets substitute one
+user's trip, so the number of trips n is public and released exactly (the root); every level
+of the O/D tree is a histogram of the trips whose L2 sensitivity is sqrt(2) (one cell -1,
+another +1). Level l gets discrete Gaussian noise with sigma_l^2 = 2 / (2 rho_l) = 1/rho_l
+and the levels compose to rho = sum rho_l (zCDP, additive). With a uniform split over the
+T = 2g levels this is the paper's sigma^2 = T / rho. **Unbounded DP** (add or remove one
+trip): sensitivity 1 per level, and the root n is measured too (App. B, Alg. 3), so the
+split runs over T + 1 levels. An (epsilon, delta) budget is turned into the largest rho
+that implies it (`hierdp_core.privacy.budget.epsilon_delta_to_rho`); the release reports
+rho and the (epsilon, delta) it implies. Everything after the noise (the per-parent
+projections, pruning, aggregation) is post-processing.
+
+Baselines: ``vanilla-gauss`` spends all of rho on the leaf cells (every possible pair,
+zeros included) and aggregates; ``stability-histogram`` adds Laplace(2/epsilon) to the
+positive leaf cells only and suppresses those below 1 + 2 ln(2/delta)/epsilon:
+(epsilon, delta)-DP under bounded DP (Bun, Nissim & Stemmer 2019).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.flows import projections
+from hierdp_core.flows.data import FlowData
+from hierdp_core.flows.release import FlowRelease
+from hierdp_core.flows.tree import from_leaves, topdown
+from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.measure import LevelPlan, as_zcdp, ledger_frame, resolve_shares
+from hierdp_core.privacy.budget import APPROX_DP, ZCDP, Accountant, PrivacyBudget
+from hierdp_core.privacy.samplers import DiscreteGaussian, Laplace, Noise, NoiseSource
+
+QUERY = "flows"
+REFERENCE = ("Boninsegna & Silvestri (2025), Differentially private release of hierarchical "
+             "origin/destination data with a TopDown approach")
+NEIGHBOURING = {
+    "bounded": "bounded DP: one user's trip substituted (n public); per tree level L2 "
+               "sensitivity sqrt(2); levels compose additively under zCDP",
+    "unbounded": "unbounded DP: one trip added or removed; per tree level (root included) "
+                 "L2 sensitivity 1; levels compose additively under zCDP",
+}
+SENSITIVITY = {"bounded": math.sqrt(2.0), "unbounded": 1.0}
+SPLITS = ("uniform", "geometric")
+MAX_VANILLA_CELLS = 200_000_000
+VANILLA_CHUNK_CELLS = 4_000_000
+
+NEIGHBOURING_PARAM = Parameter(
+    "neighbouring", "choice", "bounded",
+    "bounded: n public, one trip substituted; unbounded: one trip added or removed, the total "
+    "is noised too", choices=("bounded", "unbounded"))
+AUTHORS_BUDGET_PARAM = Parameter(
+    "authors_budget", "bool", False,
+    "spend half the budget, as the authors' code does (rho split into 2T shares over T "
+    "levels), to reproduce their figures; the release still reports what was spent")
+
+
+def mean_branching(data: FlowData) -> float:
+    """Mean number of children of the geography's internal areas."""
+    h = data.geography
+    internal = h.level_offsets[-2]
+    return (h.n_nodes - 1) / internal
+
+
+def split_shares_flows(data: FlowData, split, measured_root: bool) -> np.ndarray:
+    """Shares of rho over tree levels 0..T (root first). ``"geometric"`` gives level l a
+    weight b^(-(2/3)(T - l)), b the mean branching (the authors' 'smart' split: finer
+    levels, which have more and smaller cells, get more); other values as the core's
+    splits (None = uniform; weights root first). The root gets nothing unless measured."""
+    n = data.depth + 1
+    if isinstance(split, str) and split == "geometric":
+        b = mean_branching(data)
+        split = [b ** (-(2 / 3) * (data.depth - level)) for level in range(n)]
+    return resolve_shares(n, split, skip_root=not measured_root)
+
+
+def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring: str,
+                     authors_budget: bool = False) -> list[LevelPlan]:
+    """Per tree level: its share of rho and its discrete Gaussian noise. The accountant
+    refuses a split that would overspend."""
+    rho = as_zcdp(budget)
+    shares = split_shares_flows(data, split, measured_root=neighbouring == "unbounded")
+    if authors_budget:
+        shares = shares / 2
+    accountant = Accountant(rho)
+    plans = []
+    for level, (share, name) in enumerate(zip(shares, data.level_names, strict=True)):
+        if share <= 0:
+            plans.append(LevelPlan(level, name, QUERY, 0.0, None, None))
+            continue
+        part = accountant.spend(rho.value * share, level=level, query=QUERY)
+        noise = DiscreteGaussian.for_zcdp(part.value, SENSITIVITY[neighbouring])
+        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise))
+    return plans
+
+
+def _check_data(name: str, data) -> FlowData:
+    if not isinstance(data, FlowData):
+        raise MechanismError(f"{name} releases origin/destination flows: load trips or an O/D "
+                             "table as flows (e.g. `--query flows`)")
+    return data
+
+
+def _zcdp_privacy(plans, budget: PrivacyBudget, neighbouring: str, invariants) -> dict:
+    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
+    total = PrivacyBudget.zcdp(spent, budget.delta)
+    return {"definition": ZCDP, "neighbouring": NEIGHBOURING[neighbouring],
+            "noise": "discrete-gaussian", "invariants": list(invariants), **total.as_dict()}
+
+
+@dataclass
+class TopDownFlows(Mechanism):
+    """The top-down loop (`hierdp_core.flows.tree.topdown`) with a per-parent projection
+    ``project(x, starts, c, **option)``; ``option`` is the projection's one tunable
+    parameter, if any."""
+
+    name: str
+    description: str
+    project: Callable
+    option: Parameter | None = None
+    info: MechanismInfo = field(init=False)
+
+    def __post_init__(self):
+        self.info = MechanismInfo(
+            name=self.name, description=self.description, reference=REFERENCE,
+            queries=(QUERY,), privacy=ZCDP, private=True, consistent=True,
+            parameters=(*([self.option] if self.option else []), NEIGHBOURING_PARAM,
+                        AUTHORS_BUDGET_PARAM),
+            privacy_definitions=(ZCDP, APPROX_DP), neighbouring=NEIGHBOURING["bounded"])
+
+    def projection(self, p: dict) -> Callable:
+        if self.option is None:
+            return self.project
+        return functools.partial(self.project, **{self.option.name: p[self.option.name]})
+
+    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
+        p = self.params(**params)
+        return ledger_frame(plan_flow_levels(_check_data(self.info.name, data), budget, split,
+                                             p["neighbouring"], p["authors_budget"]))
+
+    def release(self, data, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params) -> FlowRelease:
+        data = _check_data(self.info.name, data)
+        p = self.params(**params)
+        source = source or NoiseSource(secure=True)
+        plans = plan_flow_levels(data, budget, split, p["neighbouring"], p["authors_budget"])
+        if any(plan.noise is None for plan in plans[1:]):
+            raise BudgetError(f"{self.info.name} measures every level below the root: give "
+                              "each a share of the budget")
+        if p["neighbouring"] == "bounded":
+            root, invariants = data.n, ("number of trips n (public under bounded DP)",)
+        else:
+            root = max(0, data.n + int(plans[0].noise.sample(1, source)[0]))
+            invariants = ()
+        levels, diagnostics = topdown(data, root, [plan.noise for plan in plans[1:]],
+                                      self.projection(p), source)
+        return FlowRelease.of(
+            data, levels, mechanism=self.info.name, parameters=p,
+            privacy=_zcdp_privacy(plans, budget, p["neighbouring"], invariants),
+            ledger=ledger_frame(plans), randomness=source.as_dict(), invariants=invariants,
+            diagnostics=diagnostics)
+
+
+INFTDA = TopDownFlows(
+    "inftda",
+    "InfTDA: top-down over the O/D tree; discrete Gaussian noise on all children of every "
+    "released parent, then IntOpt, the exact integer Chebyshev projection (ascending order "
+    "lowers small, likely spurious cells first: fewer false positives); zero children are "
+    "pruned with their subtrees.",
+    projections.intopt,
+    Parameter("order", "choice", "ascending", "ascending: fewer false positives (the paper); "
+              "descending: fewer false negatives", choices=projections.ORDERS))
+TDA_L2 = TopDownFlows(
+    "tda-l2",
+    "TDA-l2: the same top-down loop with the Euclidean projection onto the scaled simplex "
+    "(closed form), then integer rounding that keeps the sum.",
+    projections.l2_rounded,
+    Parameter("rounding", "choice", "authors",
+              "authors: round half to even, add missing units to the largest values, remove "
+              "excess from the smallest positive ones (the paper's code); largest-remainder: "
+              "Census-style L1-closest rounding", choices=projections.ROUNDINGS))
+TDA_LINF_MILP = TopDownFlows(
+    "tda-linf-milp",
+    "TDA-l-inf (black box): the same top-down loop, each parent's Chebyshev projection solved "
+    "as an integer program by HiGHS (scipy.optimize.milp); optimal, but with the solver's "
+    "choice among optima (no false-positive heuristic).",
+    projections.linf_milp)
+
+
+@dataclass
+class LeafBaseline(Mechanism):
+    """A baseline that spends the whole budget on the leaf cells and sums them up the tree.
+    Subclasses give the leaf noise (`leaf_noise`) and the released leaf cells
+    (`noisy_leaves`)."""
+
+    info: MechanismInfo = field(init=False)
+
+    def leaf_noise(self, budget: PrivacyBudget) -> tuple[PrivacyBudget, Noise]:
+        raise NotImplementedError
+
+    def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, noise: Noise,
+                     source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def privacy(self, plans, budget: PrivacyBudget) -> dict:
+        return _zcdp_privacy(plans, budget, "bounded", ())
+
+    def _plans(self, data: FlowData, budget: PrivacyBudget) -> list[LevelPlan]:
+        total, noise = self.leaf_noise(budget)
+        part = Accountant(total).spend(total.value, level=data.depth, query=QUERY)
+        plans = [LevelPlan(level, name, QUERY, 0.0, None, None)
+                 for level, name in enumerate(data.level_names[:-1])]
+        return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise)]
+
+    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
+        self.params(**params)
+        return ledger_frame(self._plans(_check_data(self.info.name, data), budget))
+
+    def release(self, data, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params) -> FlowRelease:
+        data = _check_data(self.info.name, data)
+        p = self.params(**params)
+        source = source or NoiseSource(secure=True)
+        plans = self._plans(data, budget)
+        levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1].noise, source))
+        return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
+                              privacy=self.privacy(plans, budget), ledger=ledger_frame(plans),
+                              randomness=source.as_dict())
+
+
+@dataclass
+class VanillaGauss(LeafBaseline):
+    """All of rho on the leaf cells, every possible (origin, destination) pair; coarser
+    levels are sums, negatives kept."""
+
+    def __post_init__(self):
+        self.info = MechanismInfo(
+            name="vanilla-gauss",
+            description="Discrete Gaussian noise on every leaf O/D cell (all possible pairs, "
+                        "zeros included), then summed up the tree; negatives kept, so tables "
+                        "add up but are not non-negative (baseline).",
+            reference=REFERENCE + " (baseline)", queries=(QUERY,), privacy=ZCDP,
+            private=True, consistent=False, privacy_definitions=(ZCDP, APPROX_DP),
+            neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
+                         "sqrt(2), all of rho on it")
+
+    def leaf_noise(self, budget):
+        rho = as_zcdp(budget)
+        return rho, DiscreteGaussian.for_zcdp(rho.value, SENSITIVITY["bounded"])
+
+    def noisy_leaves(self, data, budget, noise, source):
+        leaves = data.level_width(data.geo_levels)
+        if leaves * leaves > MAX_VANILLA_CELLS:
+            raise MechanismError(f"vanilla-gauss noises every one of the {leaves}^2 leaf cells; "
+                                 f"more than {MAX_VANILLA_CELLS:,} is refused (use InfTDA)")
+        rows = max(1, VANILLA_CHUNK_CELLS // leaves)
+        keys, true_counts = data.level_table(data.depth)
+        parts = []
+        for first in range(0, leaves, rows):  # a block of origin rows at a time
+            o = np.repeat(np.arange(first, min(first + rows, leaves)), leaves)
+            d = np.tile(np.arange(leaves), o.size // leaves)
+            v = noise.sample(o.size, source)
+            lo, hi = np.searchsorted(keys, [first * leaves, (first + rows) * leaves])
+            v[keys[lo:hi] - first * leaves] += true_counts[lo:hi]
+            nz = v != 0
+            parts.append((o[nz], d[nz], v[nz]))
+        return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+
+
+@dataclass
+class StabilityHistogram(LeafBaseline):
+    """Laplace noise on the positive leaf cells only, suppressed below a threshold."""
+
+    def __post_init__(self):
+        self.info = MechanismInfo(
+            name="stability-histogram",
+            description="Stability-based histogram: Laplace(2/epsilon) on the non-zero leaf "
+                        "cells only, cells below 1 + 2 ln(2/delta)/epsilon suppressed, the rest "
+                        "rounded; coarser levels are sums. No false positives, large errors at "
+                        "coarse levels (baseline; (epsilon, delta)-DP).",
+            reference="Bun, Nissim & Stemmer (2019); as the baseline of " + REFERENCE,
+            queries=(QUERY,), privacy=APPROX_DP, private=True, consistent=True,
+            neighbouring="bounded DP: one trip substituted; leaf histogram L1 sensitivity 2; "
+                         "a cell absent from one dataset passes the threshold with "
+                         "probability <= delta/4")
+
+    @staticmethod
+    def threshold(epsilon: float, delta: float) -> float:
+        return 1 + 2 * math.log(2 / delta) / epsilon
+
+    def leaf_noise(self, budget):
+        if budget.definition != APPROX_DP:
+            raise BudgetError("stability-histogram is (epsilon, delta)-DP: give epsilon and "
+                              "delta")
+        return budget, Laplace.for_epsilon(budget.value, 2.0)
+
+    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
+        frame = super().ledger(data, budget, split, **params)
+        frame["threshold"] = np.nan
+        frame.loc[frame.index[-1], "threshold"] = self.threshold(budget.value, budget.delta)
+        return frame
+
+    def noisy_leaves(self, data, budget, noise, source):
+        noisy = data.counts + noise.sample(data.counts.size, source)
+        kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
+        return data.origin, data.destination, kept.astype(np.int64)
+
+    def privacy(self, plans, budget):
+        return {"definition": APPROX_DP, "neighbouring": self.info.neighbouring,
+                "noise": "laplace", "invariants": [], **budget.as_dict()}
+
+
+for _mechanism in (INFTDA, TDA_L2, TDA_LINF_MILP, VanillaGauss(), StabilityHistogram()):
+    register(_mechanism)

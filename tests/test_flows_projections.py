@@ -1,0 +1,156 @@
+"""The per-parent projections of the O/D mechanisms: IntOpt (batched) against a literal
+transcription of the paper's Alg. 4, brute force and the MILP objective; the spec's test
+vectors; the L2 projection with rounding."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hierdp_core.errors import MechanismError
+from hierdp_core.flows.projections import intopt, l2_rounded, linf_milp
+
+# (x, c, IntOpt ascending, IntOpt descending, TDA-l2 with the authors' rounding): the spec's
+# test vectors (od-flows-topdown.md, section 2.4).
+SPEC_VECTORS = [
+    ((0, -1, 1), 2, (0, 0, 2), (1, 0, 1), (0, 0, 2)),
+    ((5, -3, 2, 0, 10), 10, (2, 0, 0, 0, 8), (2, 0, 1, 0, 7), (2, 0, 0, 0, 8)),
+    ((5, -3, 2, 0, 10), 20, (7, 0, 1, 0, 12), (7, 0, 4, 2, 7), (6, 0, 3, 0, 11)),
+    ((3, 1, 1, 1, 0, -2), 4, (3, 0, 0, 1, 0, 0), (1, 1, 1, 1, 0, 0), (3, 1, 0, 0, 0, 0)),
+    ((100, 2, 1, 1, -1), 90, (90, 0, 0, 0, 0), (90, 0, 0, 0, 0), (90, 0, 0, 0, 0)),
+    ((0, 0, 0, 0), 3, (0, 1, 1, 1), (0, 1, 1, 1), (0, 1, 1, 1)),
+]
+
+
+def alg4(x, c, descending=False):
+    """Alg. 4 of Boninsegna & Silvestri transcribed literally (one vector, Python loop)."""
+    x = [int(v) for v in x]
+    d = len(x)
+    if c == 0:
+        return [0] * d
+    target = c - sum(x)
+    a = -((-target) // d)
+    z = [max(a, -v) for v in x]
+    t = max(abs(v) for v in z)
+    order = sorted(range(d), key=lambda i: (-x[i], i) if descending else (x[i], i))
+    active = [i for i in order if z[i] > -x[i]]
+    j, s = 0, sum(z)
+    while s > target:
+        delta = s - target
+        i = active[j]
+        new = max(z[i] - delta, -x[i], -t)
+        s -= z[i] - new
+        z[i] = new
+        j += 1
+        if j == len(active):
+            active = [i for i in active if z[i] > -x[i]]
+            t += max(1, (s - target) // len(active)) if active else 1
+            j = 0
+    return [v + w for v, w in zip(x, z, strict=True)]
+
+
+def batch(rows):
+    xs = np.concatenate([np.asarray(r[0], dtype=np.int64) for r in rows])
+    starts = np.cumsum([0] + [len(r[0]) for r in rows])[:-1]
+    return xs, starts, np.array([r[1] for r in rows], dtype=np.int64)
+
+
+def split(values, starts):
+    return [v.tolist() for v in np.split(values, starts[1:])]
+
+
+def test_spec_vectors():
+    xs, starts, c = batch(SPEC_VECTORS)
+    assert split(intopt(xs, starts, c), starts) == [list(r[2]) for r in SPEC_VECTORS]
+    assert split(intopt(xs, starts, c, "descending"), starts) == [list(r[3])
+                                                                   for r in SPEC_VECTORS]
+    assert split(l2_rounded(xs, starts, c), starts) == [list(r[4]) for r in SPEC_VECTORS]
+
+
+def test_reference_transcription_gives_the_spec_vectors():
+    for x, c, asc, desc, _ in SPEC_VECTORS:
+        assert alg4(x, c) == list(asc)
+        assert alg4(x, c, descending=True) == list(desc)
+
+
+segments = st.lists(
+    st.tuples(st.lists(st.integers(-60, 200), min_size=1, max_size=12), st.integers(0, 400)),
+    min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(segments, st.booleans())
+def test_batched_intopt_equals_alg4(rows, descending):
+    xs, starts, c = batch(rows)
+    out = intopt(xs, starts, c, "descending" if descending else "ascending")
+    assert split(out, starts) == [alg4(x, ci, descending) for x, ci in rows]
+
+
+def brute_force_linf(x, c):
+    """min ||y - x||_inf over non-negative integer y summing to c (tiny inputs)."""
+    best = None
+    for y in itertools.product(range(c + 1), repeat=len(x)):
+        if sum(y) == c:
+            dist = max(abs(a - b) for a, b in zip(y, x, strict=True))
+            best = dist if best is None else min(best, dist)
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-6, 9), min_size=1, max_size=4), st.integers(0, 9))
+def test_intopt_is_optimal_against_brute_force(x, c):
+    xs, starts, cs = batch([(x, c)])
+    for order in ("ascending", "descending"):
+        y = intopt(xs, starts, cs, order)
+        assert y.min() >= 0 and y.sum() == c
+        assert np.abs(y - xs).max() == brute_force_linf(x, c)
+
+
+def test_intopt_matches_the_milp_objective_on_random_instances():
+    rng = np.random.default_rng(3)
+    rows = [(rng.integers(-30, 300, size=rng.integers(1, 60)), int(rng.integers(0, 3000)))
+            for _ in range(200)]
+    xs, starts, c = batch(rows)
+    y_int, y_milp = intopt(xs, starts, c), linf_milp(xs, starts, c, batch=500)
+    for a, b, x in zip(split(y_int, starts), split(y_milp, starts), split(xs, starts),
+                       strict=True):
+        assert sum(a) == sum(b)
+        assert min(b) >= 0
+        assert np.abs(np.subtract(a, x)).max() == np.abs(np.subtract(b, x)).max()
+
+
+@settings(max_examples=200, deadline=None)
+@given(segments, st.sampled_from(["authors", "largest-remainder"]))
+def test_l2_rounded_is_non_negative_integer_with_exact_sums(rows, rounding):
+    xs, starts, c = batch(rows)
+    y = l2_rounded(xs, starts, c, rounding)
+    assert y.dtype.kind == "i" and y.min() >= 0
+    assert np.add.reduceat(y, starts).tolist() == c.tolist()
+
+
+def test_l2_rounding_modes_differ_as_documented():
+    # the projection of (1, 3) onto sum 3 is (0.5, 2.5); half to even gives (0, 2): the
+    # authors' repair adds the missing unit to the largest value, the largest-remainder
+    # rounding to the first of the (equal) fractional parts
+    xs, starts, c = batch([((1, 3), 3)])
+    assert l2_rounded(xs, starts, c, "authors").tolist() == [0, 3]
+    assert l2_rounded(xs, starts, c, "largest-remainder").tolist() == [1, 2]
+
+
+def test_large_totals_stay_exact():
+    x = np.array([28_805_440 // 3] * 3 + [-5], dtype=np.int64)
+    y = intopt(x, np.array([0]), np.array([28_805_440]))
+    assert y.sum() == 28_805_440 and y.min() >= 0
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(MechanismError, match="order"):
+        intopt([1], [0], [1], order="sideways")
+    with pytest.raises(MechanismError, match="non-negative"):
+        intopt([1], [0], [-1])
+    with pytest.raises(MechanismError, match="one total per segment"):
+        l2_rounded([1, 2], [0, 1], [3])
+    with pytest.raises(MechanismError, match="rounding"):
+        l2_rounded([1], [0], [1], rounding="up")
