@@ -74,8 +74,13 @@ def _input_data(args, table):
     """CountData (``--query counts``) or GroupSizeData (``--query group-sizes``: person
     records with ``--group-column``, or size histograms with ``--size-column`` and
     ``--count-column``)."""
+    query = getattr(args, "query", "counts")
+    if query == "flows":
+        return _flow_data(args, table)
     levels, names = _csv_list(args.levels), _name_columns(getattr(args, "names", None))
-    if getattr(args, "query", "counts") == "group-sizes":
+    if not levels:
+        raise InputError(f"{query} need --levels, the level columns coarse to fine")
+    if query == "group-sizes":
         from hierdp_core.groupsizes.data import (
             group_size_data_from_histograms,
             group_size_data_from_people,
@@ -107,6 +112,22 @@ def _input_data(args, table):
         category_columns=_csv_list(args.categories), local_codes=args.local_codes,
         name_columns=names,
     )
+
+
+def _flow_data(args, table):
+    """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
+    from hierdp_core.flows.data import flow_data_from_table
+
+    origin, destination = _csv_list(args.origin_levels), _csv_list(args.destination_levels)
+    if not origin or not destination:
+        raise InputError("flows need --origin-levels and --destination-levels, e.g. "
+                         "--origin-levels o_state,o_county --destination-levels "
+                         "d_state,d_county")
+    if _csv_list(args.levels) or _csv_list(args.categories):
+        raise InputError("--levels and --categories do not apply to flows: use "
+                         "--origin-levels and --destination-levels")
+    return flow_data_from_table(table, origin, destination, args.count_column,
+                                tree=args.tree or "destination")
 
 
 def _name_columns(text: str | None) -> dict[str, str]:
@@ -144,6 +165,10 @@ def cmd_release(args) -> int:
     if args.query == "group-sizes":
         input_spec.update(group_column=args.group_column, size_column=args.size_column,
                           max_size=args.max_size)
+    if args.query == "flows":
+        input_spec.update(origin_levels=_csv_list(args.origin_levels),
+                          destination_levels=_csv_list(args.destination_levels),
+                          tree=args.tree or "destination")
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
                           input_spec=input_spec, input_bytes=path.read_bytes())
     if not release.privacy.get("invariants"):
@@ -162,7 +187,7 @@ def cmd_evaluate(args) -> int:
 
     table, manifest = read_release(args.release_dir)
     spec = manifest.get("input") or {}
-    if not spec.get("levels"):
+    if spec.get("query") != "flows" and not spec.get("levels"):
         raise InputError("the manifest does not say which level columns the input used")
     print("note: evaluate reads the confidential input; its output is confidential",
           file=sys.stderr)
@@ -173,14 +198,22 @@ def cmd_evaluate(args) -> int:
                             query=spec.get("query", "counts"),
                             group_column=spec.get("group_column"),
                             size_column=spec.get("size_column"),
-                            max_size=spec.get("max_size"))
+                            max_size=spec.get("max_size"),
+                            origin_levels=",".join(spec.get("origin_levels") or []),
+                            destination_levels=",".join(spec.get("destination_levels") or []),
+                            tree=spec.get("tree"))
     data = _input_data(ns, read_table(Path(args.input)))
-    released = align_release(table, data)
-    if ns.query == "group-sizes":
+    if ns.query == "flows":
+        from hierdp_core.flows.metrics import flow_metrics
+        from hierdp_core.flows.release import levels_from_table
+
+        metrics = flow_metrics(data, levels_from_table(data, table))
+    elif ns.query == "group-sizes":
         from hierdp_core.groupsizes.data import group_size_metrics
 
-        metrics = group_size_metrics(data, released)
+        metrics = group_size_metrics(data, align_release(table, data))
     else:
+        released = align_release(table, data)
         metrics = error_metrics(data.hierarchy, data.node_counts(), released,
                                 categories=data.categories if data.has_categories else None)
     if args.json:
@@ -251,10 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", choices=("counts", "group-sizes", "flows", "ranges"))
     p.set_defaults(func=cmd_mechanisms)
 
-    p = sub.add_parser("release", help="release counts or group sizes from a CSV / Parquet / "
-                                       "Excel table")
+    p = sub.add_parser("release", help="release counts, group sizes or O/D flows from a CSV / "
+                                       "Parquet / Excel table")
     p.add_argument("input")
-    p.add_argument("--levels", required=True, help="level columns, coarse to fine: state,county")
+    p.add_argument("--levels", help="level columns, coarse to fine: state,county (counts and "
+                                    "group sizes)")
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
                                           "per person)")
     p.add_argument("--categories", help="category columns, e.g. sex,age_group")
@@ -262,19 +296,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "state=state_name,county=county_name")
     p.add_argument("--local-codes", action="store_true",
                    help="codes are unique only within their parent (e.g. 3-digit counties)")
-    p.add_argument("--query", default="counts", choices=("counts", "group-sizes"))
+    p.add_argument("--query", default="counts", choices=("counts", "group-sizes", "flows"))
     p.add_argument("--group-column", help="group sizes: the group (household) id of each "
                                           "person record")
     p.add_argument("--size-column", help="group sizes: the size column of size histograms "
                                          "(with --count-column = number of groups)")
     p.add_argument("--max-size", type=int, help="group sizes: public top-code N (sizes 0..N)")
+    p.add_argument("--origin-levels", help="flows: origin level columns, coarse to fine: "
+                                           "o_state,o_county")
+    p.add_argument("--destination-levels", help="flows: destination level columns, same "
+                                                "geography: d_state,d_county")
+    p.add_argument("--tree", choices=("destination", "origin"),
+                   help="flows: refine the destination first (default) or the origin")
     p.add_argument("--mechanism", required=True)
     p.add_argument("--epsilon", type=float)
     p.add_argument("--rho", type=float)
     p.add_argument("--delta", type=float)
     p.add_argument("--split", help="one weight per level, root first: 1,2,4")
     p.add_argument("--split-preset", default="uniform",
-                   choices=("uniform", "finer", "coarser", "leaves-only"))
+                   choices=("uniform", "finer", "coarser", "leaves-only", "geometric"),
+                   help="geometric (flows only): more budget to finer O/D levels")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="mechanism parameter, e.g. noise=laplace (repeatable)")
     p.add_argument("--seed", type=int, help="seeded noise, for exploration")

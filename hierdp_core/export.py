@@ -54,7 +54,6 @@ def build_manifest(release: Release, *, input_spec: dict | None = None,
     """The manifest as a dict (JSON-ready). ``input_spec`` records how the input was read
     (level columns, count column, categories): public facts, no values."""
     info = get_mechanism(release.mechanism).info
-    h = release.hierarchy
     ledger = release.ledger.replace({np.nan: None}).to_dict(orient="records")
     manifest = {
         "format": "hierdp-release/1",
@@ -70,11 +69,7 @@ def build_manifest(release: Release, *, input_spec: dict | None = None,
         "split": {row["level_name"]: row["share"] for row in ledger},
         "ledger": ledger,
         "randomness": release.randomness,
-        "hierarchy": {
-            "levels": list(h.level_names),
-            "units_per_level": [h.level_size(level) for level in range(h.n_levels)],
-        },
-        "categories": list(release.categories) if release.categories is not None else None,
+        **release.manifest_structure(),
         "invariants": list(release.invariants),
         "integer_values": release.is_integer,
         "input": {**(input_spec or {}), "fingerprint": input_fingerprint},

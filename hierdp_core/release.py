@@ -41,6 +41,15 @@ class Release:
         """Released total of every node (sum over categories), shape (n_nodes,)."""
         return self.values.sum(axis=1)
 
+    def manifest_structure(self) -> dict:
+        """The public shape of the release, for the manifest: levels, units, categories."""
+        h = self.hierarchy
+        return {
+            "hierarchy": {"levels": list(h.level_names),
+                          "units_per_level": [h.level_size(lv) for lv in range(h.n_levels)]},
+            "categories": list(self.categories) if self.categories is not None else None,
+        }
+
     def to_frame(self) -> pd.DataFrame:
         """The release table: one row per node (x category), columns `RELEASE_COLUMNS`
         (without ``category`` when no categories were released)."""

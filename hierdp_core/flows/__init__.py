@@ -1,4 +1,5 @@
 """Origin/destination flows: data model and O/D tree (`data`), per-parent projections
 (`projections`), the top-down loop and leaf aggregation (`tree`), the release (`release`),
-metrics (`metrics`) and the paper's synthetic generator (`synthetic`). Mechanisms are
+metrics (`metrics`), the paper's synthetic generator (`synthetic`) and the bundled US
+airport flights sample (`samples`). Mechanisms are
 registered in `hierdp_core.mechanisms.flows`."""

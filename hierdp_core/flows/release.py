@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.hierarchy import Hierarchy
@@ -53,6 +54,18 @@ class FlowRelease:
     def total(self) -> int:
         return int(self.levels[0].value.sum())
 
+    def manifest_structure(self) -> dict:
+        """The public shape of the release, for the manifest: geography, tree and its levels,
+        and the number of released (non-zero) nodes per level (private outputs)."""
+        h = self.geography
+        return {
+            "hierarchy": {"levels": list(h.level_names),
+                          "units_per_level": [h.level_size(lv) for lv in range(h.n_levels)]},
+            "tree": {"kind": self.tree, "levels": list(self.level_names),
+                     "released_nodes": [lv.size for lv in self.levels]},
+            "categories": None,
+        }
+
     def level_frame(self, level: int) -> pd.DataFrame:
         """One row per released node of ``level``: origin and destination codes, value."""
         lv, (lo, ld) = self.levels[level], self.pair_levels[level]
@@ -79,7 +92,7 @@ class FlowRelease:
                 "level_name": self.level_names[level],
                 "node_id": node_id,
                 "parent_id": parent_ids if level == 0 else parent_ids[lv.parent],
-                "label": (pd.Series(lab[lv.origin + offs[lo]]).astype(str) + " → "
+                "label": (pd.Series(lab[lv.origin + offs[lo]]).astype(str) + " -> "
                           + pd.Series(lab[lv.destination + offs[ld]]).astype(str)).to_numpy(),
                 "origin_id": f["origin_id"].to_numpy(),
                 "destination_id": f["destination_id"].to_numpy(),
@@ -96,3 +109,32 @@ class FlowRelease:
             sums = np.bincount(nodes.parent, weights=nodes.value, minlength=parents.size)
             bad += int(np.count_nonzero(np.rint(sums).astype(np.int64) != parents.value))
         return bad
+
+
+def levels_from_table(data: FlowData, table: pd.DataFrame) -> FlowRelease:
+    """A release table read back (columns ``level, origin_id, destination_id, value``) as a
+    FlowRelease over ``data``'s geography, for evaluation; rows naming unknown areas or
+    levels are an `InputError`."""
+    missing = {"level", "origin_id", "destination_id", "value"} - set(table.columns)
+    if missing:
+        raise InputError(f"the release table lacks column(s) {sorted(missing)}")
+    levels = []
+    for level in range(data.depth + 1):
+        rows = table[table["level"] == level]
+        lo, ld = data.pair_levels(level)
+        o = _positions(data.area_ids(lo), rows["origin_id"], level)
+        d = _positions(data.area_ids(ld), rows["destination_id"], level)
+        levels.append(TreeLevel(o, d, rows["value"].to_numpy(dtype=np.int64),
+                                np.full(o.size, -1, dtype=np.int64)))
+    if len(table) != sum(lv.size for lv in levels):
+        raise InputError(f"the release has levels beyond 0..{data.depth}: different input?")
+    return FlowRelease.of(data, levels, mechanism="", parameters={}, privacy={},
+                          ledger=pd.DataFrame(), randomness={})
+
+
+def _positions(ids: np.ndarray, wanted: pd.Series, level: int) -> np.ndarray:
+    pos = pd.Index(ids).get_indexer(wanted.astype(str))
+    if (pos < 0).any():
+        raise InputError(f"the release names areas unknown to the input at level {level}, "
+                         f"e.g. {wanted.astype(str)[pos < 0].iloc[0]!r}: different input?")
+    return pos.astype(np.int64)

@@ -1,0 +1,130 @@
+"""The flows contract of the CLI: `hierdp release ... --query flows` on trip records writes
+one row per released node of the O/D tree (`ORIGIN>DESTINATION` ids), consistent with an
+exact root for the top-down mechanisms; evaluate reports the per-level flow metrics; the
+manifest holds no true value; bad input is one error line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hierdp_core.cli import main
+from hierdp_core.mechanisms.base import list_mechanisms
+
+N_TRIPS = 3000
+
+
+@pytest.fixture(scope="module")
+def trips_csv(tmp_path_factory):
+    """3,000 trips between 12 counties in 3 states, concentrated on a few pairs."""
+    rng = np.random.default_rng(6)
+    counties = [f"{s:02d}{c:03d}" for s in range(1, 4) for c in range(1, 5)]
+    weights = rng.pareto(1.5, size=len(counties) ** 2) + 0.01
+    pairs = rng.choice(len(counties) ** 2, size=N_TRIPS, p=weights / weights.sum())
+    o, d = np.divmod(pairs, len(counties))
+    o, d = np.asarray(counties)[o], np.asarray(counties)[d]
+    table = pd.DataFrame({"o_state": [c[:2] for c in o], "o_county": o,
+                          "d_state": [c[:2] for c in d], "d_county": d})
+    path = tmp_path_factory.mktemp("flows") / "trips.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def release(capsys, path, out_dir, mechanism, *extra):
+    return run(capsys, "release", path, "--query", "flows", "--origin-levels",
+               "o_state,o_county", "--destination-levels", "d_state,d_county", "--mechanism",
+               mechanism, "--epsilon", 1, "--delta", 1e-8, "--seed", 4, "--out", out_dir,
+               *extra)
+
+
+def read(out_dir):
+    return pd.read_csv(out_dir / "release.csv", dtype=str, keep_default_na=False).astype(
+        {"level": int, "value": int})
+
+
+CONSISTENT = [i.name for i in list_mechanisms("flows") if i.consistent]
+
+
+@pytest.mark.parametrize("mechanism", CONSISTENT)
+def test_consistent_flow_release(capsys, tmp_path, trips_csv, mechanism):
+    code, out, err = release(capsys, trips_csv, tmp_path, mechanism)
+    assert code == 0, err
+    table = read(tmp_path)
+    assert list(table.columns) == ["level", "level_name", "node_id", "parent_id", "label",
+                                   "origin_id", "destination_id", "value"]
+    assert (table["value"] > 0).all()
+    assert sorted(set(table["level"])) == [0, 1, 2, 3, 4]
+    assert (table["node_id"] == table["origin_id"] + ">" + table["destination_id"]).all()
+    assert table["node_id"].is_unique
+    children = table[table["level"] > 0].groupby("parent_id")["value"].sum()
+    parents = table.set_index("node_id")["value"]
+    assert (parents.loc[children.index].to_numpy() == children.to_numpy()).all()
+    # every parent id names a node one level up
+    level_of = table.set_index("node_id")["level"]
+    below = table[table["level"] > 0]
+    assert (level_of.loc[below["parent_id"]].to_numpy() == below["level"].to_numpy() - 1).all()
+    if mechanism != "stability-histogram":  # the top-down ones keep n exactly
+        assert table.loc[table["level"] == 0, "value"].tolist() == [N_TRIPS]
+        assert table.loc[table["level"] == 0, "node_id"].tolist() == ["total>total"]
+
+
+def test_county_level_ids_and_levels(capsys, tmp_path, trips_csv):
+    assert release(capsys, trips_csv, tmp_path, "inftda")[0] == 0
+    table = read(tmp_path)
+    names = table.groupby("level")["level_name"].first().tolist()
+    assert names == ["total", "total>state", "state>state", "state>county", "county>county"]
+    cross = table[table["level"] == 3].iloc[0]
+    assert len(cross["origin_id"]) == 2 and len(cross["destination_id"]) == 5
+    assert cross["parent_id"] == cross["origin_id"] + ">" + cross["destination_id"][:2]
+
+
+def test_manifest_has_the_privacy_record_and_no_true_values(capsys, tmp_path, trips_csv):
+    assert release(capsys, trips_csv, tmp_path, "inftda", "--split-preset", "geometric")[0] == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["privacy"]["definition"] == "zcdp"
+    assert manifest["privacy"]["epsilon_tight"] <= 1.0 + 1e-6
+    assert manifest["tree"]["kind"] == "destination"
+    assert manifest["input"]["origin_levels"] == ["o_state", "o_county"]
+    shares = list(manifest["split"].values())
+    assert shares[0] == 0 and shares[-1] > shares[1]  # geometric: finer levels get more
+    text = (tmp_path / "manifest.json").read_text()
+    truth = pd.read_csv(trips_csv).groupby(["o_county", "d_county"]).size()
+    assert f'"{truth.max()}"' not in text  # no true count is written as a value
+
+
+def test_evaluate_reports_flow_metrics(capsys, tmp_path, trips_csv):
+    assert release(capsys, trips_csv, tmp_path, "tda-l2")[0] == 0
+    code, out, err = run(capsys, "evaluate", trips_csv, tmp_path, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["level"] for r in rows] == [0, 1, 2, 3, 4]
+    assert rows[0]["max_abs_error"] == 0 and rows[-1]["true_nonzero"] > 0
+    assert {"fdr", "fnr", "mae", "rmse", "cpc"} <= set(rows[0])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--origin-levels", "o_state,o_county"], "--destination-levels"),
+    (["--origin-levels", "o_state", "--destination-levels", "d_state,d_county"],
+     "same number"),
+    (["--origin-levels", "o_state,o_county", "--destination-levels", "d_state,d_cnty"],
+     "d_cnty"),
+])
+def test_bad_flow_arguments_are_one_error_line(capsys, tmp_path, trips_csv, argv, message):
+    code, out, err = run(capsys, "release", trips_csv, "--query", "flows", *argv,
+                         "--mechanism", "inftda", "--epsilon", 1, "--delta", 1e-8,
+                         "--out", tmp_path)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_mechanism_for_another_query_is_refused(capsys, tmp_path, trips_csv):
+    code, out, err = release(capsys, trips_csv, tmp_path, "topdown")
+    assert code == 2 and "does not release flows" in err
