@@ -101,3 +101,12 @@ def square_geojson(ids) -> dict:
         features.append({"type": "Feature", "id": str(fid), "properties": {},
                          "geometry": {"type": "Polygon", "coordinates": [ring]}})
     return {"type": "FeatureCollection", "features": features}
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """Run the `hierdp` command line in-process: (exit code, stdout, stderr)."""
+    from hierdp_core.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

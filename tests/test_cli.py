@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli as run
 
-from hierdp_core.cli import main
 from hierdp_core.data.samples import synthetic_us_like
 
 REQUIRED_KEYS = {"name", "description", "reference", "queries", "privacy", "private",
@@ -26,10 +26,6 @@ def state_county_csv(tmp_path_factory) -> Path:
     return path
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def check_consistent(table: pd.DataFrame, by_category: bool) -> None:

@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli as run
 
-from hierdp_core.cli import main
 from hierdp_core.mechanisms.base import list_mechanisms
 
 N_TRIPS = 3000
@@ -33,10 +33,6 @@ def trips_csv(tmp_path_factory):
     return path
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def release(capsys, path, out_dir, mechanism, *extra):

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli as run
 
-from hierdp_core.cli import main
 from hierdp_core.mechanisms.base import list_mechanisms
 
 MAX_SIZE = 64
@@ -31,10 +31,6 @@ def people_csv(tmp_path_factory):
     return path
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def release(capsys, path, out_dir, mechanism, *extra):
