@@ -22,6 +22,8 @@ Method
 1. Neighbours. An adapter (one per query kind, see `register_adapter`) builds a small pair
    D, D'. For counts: root > 2 regions > 2 leaves with leaf counts (3, 0, 5, 2), and D' adds
    one person to one leaf (the add/remove-one-person relation the count mechanisms declare).
+   For O/D flows: the same geography, five leaf flows, and D' moves one trip to another
+   pair (bounded DP, substitution) or adds one (unbounded), see `flow_adapter`.
 2. Trials. ``trials`` independent releases per side, run in chunks. The registered count
    mechanisms process category columns independently (documented in
    `hierdp_core.mechanisms.counts`), so ``K`` trials are ONE release of a CountData with ``K``
@@ -391,6 +393,107 @@ def group_size_adapter(
     description = (f"D: group sizes per leaf {per_leaf}, N = {AUDIT_GROUP_MAX_SIZE}; D' adds "
                    "one person to a size-1 group of the first leaf")
     return AuditAdapter((d1, d2), run, statistics, budget, description, False)
+
+
+#: Flow audit input: the 2 x 2 audit geography (4 leaf areas, 16 leaf O/D cells) with
+#: these leaf flows under D. Bounded DP: D' moves one trip of the first pair to the second
+#: (a substitution; n unchanged). Unbounded: D' adds one trip to the second pair.
+AUDIT_FLOWS = ((("A", "a1"), ("B", "b1"), 3), (("A", "a1"), ("A", "a1"), 2),
+               (("A", "a2"), ("B", "b2"), 4), (("B", "b1"), ("A", "a1"), 1),
+               (("B", "b2"), ("B", "b2"), 2))
+AUDIT_FLOW_MOVE = (("A", "a1"), ("B", "b1")), (("A", "a1"), ("A", "a2"))
+
+
+@register_adapter("flows")
+def flow_adapter(
+    mechanism: Mechanism,
+    *,
+    epsilon: float,
+    delta: float = DEFAULT_DELTA,
+    params: dict | None = None,
+    split=None,
+    batch: bool | None = None,
+) -> AuditAdapter:
+    """Adapter for O/D flow mechanisms: one release per trial, the released tree as a dense
+    vector over all 31 nodes of the audit O/D tree. Statistics: per tree level, the shift
+    of the pair gaining the trip minus that of the pair losing it (where they differ),
+    weighted by the ledger's 1/sigma_l^2 (the Gaussian privacy loss) or 1/scale; and the
+    two leaf cells."""
+    from hierdp_core.flows.data import flow_data_from_leaves
+    from hierdp_core.flows.tree import from_leaves
+    from hierdp_core.hierarchy import build_from_codes
+
+    params = dict(params or {})
+    unbounded = mechanism.params(**params).get("neighbouring") == "unbounded"
+    h, _ = build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
+                             np.array([c for _, c in AUDIT_LEAVES])], ["region", "leaf"])
+    leaf_index = {code: i for i, code in enumerate(h.codes[h.depth])}
+
+    def cell(pair):
+        return leaf_index[pair[0][1]], leaf_index[pair[1][1]]
+
+    flows1 = {cell((o, d)): c for o, d, c in AUDIT_FLOWS}
+    (lose_o, lose_d), (gain_o, gain_d) = cell(AUDIT_FLOW_MOVE[0]), cell(AUDIT_FLOW_MOVE[1])
+    flows2 = dict(flows1)
+    flows2[(gain_o, gain_d)] = flows2.get((gain_o, gain_d), 0) + 1
+    if not unbounded:
+        flows2[(lose_o, lose_d)] -= 1
+
+    def data_of(flows):
+        pairs = np.array(list(flows), dtype=np.int64)
+        return flow_data_from_leaves(h, pairs[:, 0], pairs[:, 1], list(flows.values()))
+
+    d1, d2 = data_of(flows1), data_of(flows2)
+    budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
+    widths = [d1.level_width(d1.pair_levels(lv)[0]) * d1.level_width(d1.pair_levels(lv)[1])
+              for lv in range(d1.depth + 1)]
+    offsets = np.concatenate([[0], np.cumsum(widths)])
+
+    def dense_index(level, origin_leaf, destination_leaf):
+        lo, ld = d1.pair_levels(level)
+        return int(offsets[level] + d1.ancestors(lo)[origin_leaf] * d1.level_width(ld)
+                   + d1.ancestors(ld)[destination_leaf])
+
+    gain = np.array([dense_index(lv, gain_o, gain_d) for lv in range(d1.depth + 1)])
+    lose = np.array([dense_index(lv, lose_o, lose_d) for lv in range(d1.depth + 1)])
+    if unbounded:
+        lose = np.full_like(gain, -1)
+    truth = _dense_flows(d1, offsets, from_leaves(d1, d1.origin, d1.destination, d1.counts))
+    weights = _level_weights(mechanism.ledger(d1, budget, split, **params), d1.depth + 1)
+    differs = gain != lose
+
+    def statistics(out: np.ndarray) -> dict[str, np.ndarray]:
+        shift = out[:, gain] - truth[gain]
+        if not unbounded:
+            shift = shift - (out[:, lose] - truth[lose])
+        shift = np.where(differs, shift, 0.0)
+        stats = {"path-weighted": shift @ weights,
+                 "path-clipped": np.clip(2 * shift - 1, -1, 1) @ weights,
+                 "gaining leaf": out[:, gain[-1]]}
+        if not unbounded:
+            stats["losing leaf"] = out[:, lose[-1]]
+        return stats
+
+    def run(data, n: int, source: NoiseSource) -> np.ndarray:
+        out = np.empty((n, offsets[-1]))
+        for i in range(n):
+            rel = mechanism.release(data, budget, split=split, source=source, **params)
+            out[i] = _dense_flows(data, offsets, rel.levels)
+        return out
+
+    flows = {f"{o[1]}>{d[1]}": c for o, d, c in AUDIT_FLOWS}
+    change = ("adds one trip a1>a2" if unbounded else "moves one trip from a1>b1 to a1>a2")
+    description = f"D: leaf flows {flows}; D' {change}"
+    return AuditAdapter((d1, d2), run, statistics, budget, description, False)
+
+
+def _dense_flows(data, offsets: np.ndarray, levels) -> np.ndarray:
+    """A released (or true) O/D tree as one dense vector over all pairs of all levels."""
+    out = np.zeros(offsets[-1])
+    for level, lv in enumerate(levels):
+        width = data.level_width(data.pair_levels(level)[1])
+        np.add.at(out, offsets[level] + lv.origin * width + lv.destination, lv.value)
+    return out
 
 
 def _level_weights(ledger, n_levels: int) -> np.ndarray:

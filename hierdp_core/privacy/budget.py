@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -156,8 +157,11 @@ def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
     ``tight=False`` gives the simple bound ``rho + 2*sqrt(rho*ln(1/delta))`` (Bun & Steinke
     2016); ``tight=True`` inverts `zcdp_delta` numerically and is never larger.
     """
-    rho = _check_positive("rho", rho)
-    delta = _check_delta(delta)
+    return _rho_to_epsilon(_check_positive("rho", rho), _check_delta(delta), tight)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rho_to_epsilon(rho: float, delta: float, tight: bool) -> float:
     simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     if not tight:
         return simple
@@ -169,8 +173,11 @@ def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
 
 def epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
     """Largest rho whose rho-zCDP guarantee implies (epsilon, delta)-DP (tight conversion)."""
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    return _epsilon_delta_to_rho(_check_positive("epsilon", epsilon), _check_delta(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
     lo = hi = epsilon
     while rho_to_epsilon(hi, delta) < epsilon:
         hi *= 2
