@@ -1,0 +1,140 @@
+"""O/D flow release (Boninsegna & Silvestri): every registered flow mechanism, timed, with
+the paper's per-level maximum absolute error and false discovery rate (plus FNR and MAE),
+averaged over runs, with min-max bands.
+
+Shapes: the paper's synthetic datasets (``binary-complete``, ``binary-dense``,
+``binary-sparse``: g = 8, branching 2, T = 16; ``random-*``: g = 4, branching 2-10, T = 8),
+``binary6`` (the authors' generator defaults: final level 6, branching 2, zero probability
+0.5, 2,048 non-zero leaf cells; the shape of their runtime figures), and ``us-counties``
+(ACS 2009-2013 county-to-county commuting, state > county, from ``../shared/data/flows/``;
+skipped with a note when absent).
+
+    python benchmarks/bench_flows.py --shape binary6 [--epsilons 0.1,1,10] [--runs 5]
+        [--delta 1e-8] [--mechanisms inftda,...] [--conversion paper|tight]
+
+Budget: with ``--conversion paper`` (default) rho = (sqrt(ln(1/delta) + eps) -
+sqrt(ln(1/delta)))^2, the paper's conversion, so the numbers compare with its figures;
+``tight`` uses the largest rho that implies (eps, delta)-DP. The stability histogram gets
+(eps, delta) directly. Prints one JSON object: ``mechanisms`` maps each name to
+``seconds`` (mean per release), ``max_error_by_level`` and ``fdr_by_level`` (means over runs,
+levels 0..T) at epsilon 1 (or the first epsilon), and ``by_epsilon`` the same, with
+``fnr_by_level``, ``mae_by_level`` and min/max bands, for every epsilon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.flows.data import flow_data_from_table
+from hierdp_core.flows.metrics import flow_metrics
+from hierdp_core.flows.synthetic import SHAPES, synthetic_shape
+from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+
+US_FLOWS = (Path(__file__).resolve().parents[2] / "shared" / "data" / "flows"
+            / "us_county_commuting_acs2009_2013.csv.gz")
+#: One run of the authors' code on binary6 (their paper / README, 8-core Xeon W-2245).
+AUTHORS_SECONDS_BINARY6 = {"tda-l2": 52.0, "tda-linf-milp": 35.0, "inftda": 13.0}
+
+
+def us_counties():
+    table = pd.read_csv(US_FLOWS, dtype={"res_fips": str, "work_fips": str})
+    abroad = table["work_fips"].isna()
+    table = table[~abroad]
+    trips = pd.DataFrame({"o_state": table["res_fips"].str[:2], "o_county": table["res_fips"],
+                          "d_state": table["work_fips"].str[:2],
+                          "d_county": table["work_fips"], "workers": table["workers"]})
+    note = f"{int(abroad.sum())} rows with a workplace abroad left out"
+    return flow_data_from_table(trips, ["o_state", "o_county"], ["d_state", "d_county"],
+                                "workers"), note
+
+
+def paper_rho(epsilon: float, delta: float) -> float:
+    log_inv = math.log(1 / delta)
+    return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+
+
+def budget_for(name: str, epsilon: float, delta: float, conversion: str) -> PrivacyBudget:
+    if name == "stability-histogram" or conversion == "tight":
+        return PrivacyBudget.approx(epsilon, delta)
+    return PrivacyBudget.zcdp(paper_rho(epsilon, delta), delta)
+
+
+def run(data, name: str, budget: PrivacyBudget, runs: int, seed: int) -> dict:
+    mechanism = get_mechanism(name)
+    seconds, tables = [], []
+    for i in range(runs):
+        started = time.perf_counter()
+        release = mechanism.release(data, budget, source=NoiseSource(seed=seed + i))
+        seconds.append(time.perf_counter() - started)
+        tables.append(flow_metrics(data, release))
+
+    def stat(column: str, how) -> list:
+        return np.round(how([t[column].to_numpy() for t in tables], axis=0), 3).tolist()
+
+    return {"seconds": round(float(np.mean(seconds)), 4),
+            "seconds_all": [round(s, 4) for s in seconds],
+            "max_error_by_level": stat("max_abs_error", np.mean),
+            "max_error_min": stat("max_abs_error", np.min),
+            "max_error_max": stat("max_abs_error", np.max),
+            "fdr_by_level": stat("fdr", np.mean), "fnr_by_level": stat("fnr", np.mean),
+            "mae_by_level": stat("mae", np.mean),
+            "released_nonzero_by_level": stat("released_nonzero", np.mean)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="binary6",
+                        choices=sorted(SHAPES) + ["us-counties"])
+    parser.add_argument("--epsilons", default="0.1,1,10")
+    parser.add_argument("--delta", type=float, default=1e-8)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--mechanisms", default="")
+    parser.add_argument("--conversion", default="paper", choices=("paper", "tight"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    names = [n for n in args.mechanisms.split(",") if n] or [
+        i.name for i in list_mechanisms("flows")]
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    out = {"shape": args.shape, "epsilons": epsilons, "delta": args.delta, "runs": args.runs,
+           "conversion": args.conversion, "mechanisms": {},
+           "machine": {"python": platform.python_version(), "numpy": np.__version__,
+                       "cores": 2}}
+    note = ""
+    if args.shape == "us-counties":
+        if not US_FLOWS.exists():
+            out["skipped"] = f"{US_FLOWS} not found"
+            print(json.dumps(out, indent=2))
+            return
+        data, note = us_counties()
+    else:
+        data = synthetic_shape(args.shape, seed=args.seed + 42)
+    g = data.geography
+    out["data"] = {"n": data.n, "nonzero_leaf_pairs": int(data.origin.size),
+                   "leaf_areas": g.level_size(g.depth), "depth_T": data.depth,
+                   "levels": list(data.level_names), "note": note}
+    primary = 1.0 if 1.0 in epsilons else epsilons[0]
+    for name in names:
+        results = {e: run(data, name, budget_for(name, e, args.delta, args.conversion),
+                          args.runs, args.seed) for e in epsilons}
+        entry = {**results[primary], "epsilon": primary,
+                 "by_epsilon": {str(e): r for e, r in results.items()}}
+        if args.shape == "binary6" and name in AUTHORS_SECONDS_BINARY6:
+            entry["authors_seconds"] = AUTHORS_SECONDS_BINARY6[name]
+            entry["speedup_vs_authors"] = round(AUTHORS_SECONDS_BINARY6[name]
+                                                / results[primary]["seconds"], 1)
+        out["mechanisms"][name] = entry
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
