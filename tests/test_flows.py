@@ -14,7 +14,7 @@ import hierdp_core.flows.data as flow_data_module
 import hierdp_core.flows.synthetic as synthetic_module
 from hierdp_core.errors import BudgetError, HierarchyError, InputError, MechanismError
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
-from hierdp_core.flows.metrics import flow_metrics
+from hierdp_core.flows.metrics import flow_metrics, pair_metrics
 from hierdp_core.flows.synthetic import synthetic_flows, synthetic_shape
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.mechanisms.flows import StabilityHistogram, mean_branching
@@ -248,3 +248,20 @@ def test_synthetic_generator_matches_the_paper_settings():
     assert sizes.min() >= 2 and sizes.max() <= 10
     with pytest.raises(InputError, match="unknown synthetic shape"):
         synthetic_shape("hexagonal")
+
+
+def test_pair_metrics_cover_every_pair_of_levels_and_agree_with_tree_levels():
+    d = synthetic_flows(3, 2, 0.5, seed=8)
+    r = get_mechanism("inftda").release(d, RHO, source=NoiseSource(seed=8))
+    pairs = pair_metrics(d, r)
+    assert len(pairs) == 16  # (0..3) x (0..3)
+    tree = flow_metrics(d, r)
+    geo = d.geography.level_names
+    for level in range(d.depth + 1):
+        lo, ld = d.pair_levels(level)
+        row = pairs[(pairs.origin_level == geo[lo]) & (pairs.destination_level == geo[ld])]
+        for column in ("max_abs_error", "mae", "released_nonzero", "true_nonzero"):
+            assert row[column].item() == tree.loc[level, column]
+    # a pair that is not a tree level of the destination tree: fine origin, coarse destination
+    fine_to_coarse = pairs[(pairs.origin_level == geo[3]) & (pairs.destination_level == geo[1])]
+    assert fine_to_coarse["true_nonzero"].item() > 0
