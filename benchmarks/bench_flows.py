@@ -5,9 +5,10 @@ averaged over runs, with min-max bands.
 Shapes: the paper's synthetic datasets (``binary-complete``, ``binary-dense``,
 ``binary-sparse``: g = 8, branching 2, T = 16; ``random-*``: g = 4, branching 2-10, T = 8),
 ``binary6`` (the authors' generator defaults: final level 6, branching 2, zero probability
-0.5, 2,048 non-zero leaf cells; the shape of their runtime figures), and ``us-counties``
-(ACS 2009-2013 county-to-county commuting, state > county, from ``../shared/data/flows/``;
-skipped with a note when absent).
+0.5, 2,048 non-zero leaf cells; the shape of their runtime figures), ``us-counties``
+(ACS 2009-2013 county-to-county commuting, state > county) and ``lodes-tracts`` (LODES 2018
+tract flows within 86 counties of 8 states, state > county > tract), both from
+``../shared/data/flows/`` and skipped with a note when absent.
 
     python benchmarks/bench_flows.py --shape binary6 [--epsilons 0.1,1,10] [--runs 5]
         [--delta 1e-8] [--mechanisms inftda,...] [--conversion paper|tight]
@@ -40,8 +41,10 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 
-US_FLOWS = (Path(__file__).resolve().parents[2] / "shared" / "data" / "flows"
-            / "us_county_commuting_acs2009_2013.csv.gz")
+SHARED_FLOWS = Path(__file__).resolve().parents[2] / "shared" / "data" / "flows"
+US_FLOWS = SHARED_FLOWS / "us_county_commuting_acs2009_2013.csv.gz"
+LODES_FLOWS = SHARED_FLOWS / "tract_od_lodes2018_8states.csv.gz"
+REAL = {"us-counties": US_FLOWS, "lodes-tracts": LODES_FLOWS}
 #: One run of the authors' code on binary6 (their paper / README, 8-core Xeon W-2245).
 AUTHORS_SECONDS_BINARY6 = {"tda-l2": 52.0, "tda-linf-milp": 35.0, "inftda": 13.0}
 
@@ -56,6 +59,17 @@ def us_counties():
     note = f"{int(abroad.sum())} rows with a workplace abroad left out"
     return flow_data_from_table(trips, ["o_state", "o_county"], ["d_state", "d_county"],
                                 "workers"), note
+
+
+def lodes_tracts():
+    table = pd.read_csv(LODES_FLOWS, dtype={"home_tract": str, "work_tract": str})
+    home, work = table["home_tract"], table["work_tract"]
+    trips = pd.DataFrame({"o_state": home.str[:2], "o_county": home.str[:5], "o_tract": home,
+                          "d_state": work.str[:2], "d_county": work.str[:5], "d_tract": work,
+                          "workers": table["workers"]})
+    note = "LODES 2018 tract flows of 86 counties in 8 states (flows within a county only)"
+    return flow_data_from_table(trips, ["o_state", "o_county", "o_tract"],
+                                ["d_state", "d_county", "d_tract"], "workers"), note
 
 
 def paper_rho(epsilon: float, delta: float) -> float:
@@ -94,7 +108,7 @@ def run(data, name: str, budget: PrivacyBudget, runs: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="binary6",
-                        choices=sorted(SHAPES) + ["us-counties"])
+                        choices=sorted(SHAPES) + sorted(REAL))
     parser.add_argument("--epsilons", default="0.1,1,10")
     parser.add_argument("--delta", type=float, default=1e-8)
     parser.add_argument("--runs", type=int, default=5)
@@ -110,12 +124,12 @@ def main() -> None:
            "machine": {"python": platform.python_version(), "numpy": np.__version__,
                        "cores": 2}}
     note = ""
-    if args.shape == "us-counties":
-        if not US_FLOWS.exists():
-            out["skipped"] = f"{US_FLOWS} not found"
+    if args.shape in REAL:
+        if not REAL[args.shape].exists():
+            out["skipped"] = f"{REAL[args.shape]} not found"
             print(json.dumps(out, indent=2))
             return
-        data, note = us_counties()
+        data, note = us_counties() if args.shape == "us-counties" else lodes_tracts()
     else:
         data = synthetic_shape(args.shape, seed=args.seed + 42)
     g = data.geography
