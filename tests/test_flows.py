@@ -13,13 +13,15 @@ from hypothesis import strategies as st
 import hierdp_core.flows.data as flow_data_module
 import hierdp_core.flows.synthetic as synthetic_module
 from hierdp_core.errors import BudgetError, HierarchyError, InputError, MechanismError
+from hierdp_core.flows import projections
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
 from hierdp_core.flows.metrics import flow_metrics, pair_metrics
 from hierdp_core.flows.synthetic import synthetic_flows, synthetic_shape
+from hierdp_core.flows.tree import topdown
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.mechanisms.flows import StabilityHistogram, mean_branching
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.privacy.samplers import DiscreteGaussian, NoiseSource
 
 TOPDOWN = ("inftda", "tda-l2", "tda-linf-milp")
 RHO = PrivacyBudget.zcdp(0.05, 1e-8)
@@ -265,3 +267,14 @@ def test_pair_metrics_cover_every_pair_of_levels_and_agree_with_tree_levels():
     # a pair that is not a tree level of the destination tree: fine origin, coarse destination
     fine_to_coarse = pairs[(pairs.origin_level == geo[3]) & (pairs.destination_level == geo[1])]
     assert fine_to_coarse["true_nonzero"].item() > 0
+
+
+@pytest.mark.parametrize("project", [projections.intopt, projections.l2_rounded,
+                                     projections.linf_milp])
+def test_a_zero_root_releases_an_empty_table(project):
+    # unbounded DP clamps a negative noisy total to 0: nothing below it is released
+    d = synthetic_flows(2, 2, 0.5, seed=1)
+    levels, diagnostics = topdown(d, 0, [DiscreteGaussian(3.0)] * d.depth, project,
+                                  NoiseSource(seed=1))
+    assert [lv.size for lv in levels] == [1, 0, 0, 0, 0]
+    assert diagnostics[-1]["noised"] == 0
