@@ -38,6 +38,8 @@ for path, label, what in [
     ("pages/4_Results.py", "Results", "maps of true, noisy, released and error; metrics"),
     ("pages/5_Trade-offs.py", "Trade-offs", "error against ε for several mechanisms"),
     ("pages/6_Export.py", "Export", "release CSV / Parquet / GeoJSON with its manifest"),
+    ("pages/7_Group_sizes.py", "Group sizes", "households of each size per region"),
+    ("pages/8_Flows.py", "Flows", "origin/destination trips (InfTDA) on US airport flights"),
 ]:
     ui.next_page(path, f"{label}: {what}")
 

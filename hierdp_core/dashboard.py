@@ -13,6 +13,8 @@ Session-state keys (all under ``st.session_state``):
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
 ``hd_gs_release`` group sizes: (settings key, Release, metrics) of the latest release;
                  ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
+``hd_flow_release`` flows: (settings key, FlowRelease, metrics, seconds) of the latest
+                 release; ``hd_flow_sweep`` its epsilon sweep (DataFrame of runs)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
@@ -40,8 +42,12 @@ DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
 GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
 GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
+FLOW_SAMPLE_GEOMETRY = "us-counties"  # state boundaries under the airport flow map
 GS_DEFAULT_MECHANISM = "gs-topdown"
 GS_SWEEP_DEFAULT = ("gs-topdown", "gs-kuo-hierarchical")
+FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
+FLOW_DEFAULT_MECHANISM = "inftda"
+FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
 _DATA_CACHE = "hd_count_data_cache"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
@@ -150,6 +156,21 @@ def group_size_data():
         name_columns={"state": "state_name", "county": "county_name"})
 
 
+@st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
+def flow_data():
+    """The bundled US airport flights as FlowData (nation > state > airport; shared,
+    read-only) and the public coordinates of its areas: airports at their location,
+    states at the mean location of their airports (no flight data involved)."""
+    from hierdp_core.flows.data import flow_data_from_table
+    from hierdp_core.flows.samples import load_airport_flows, load_airports
+
+    data = flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
+                                ["d_state", "d_airport"], "flights")
+    airports = load_airports().set_index("airport")[["state", "latitude", "longitude"]]
+    states = airports.groupby("state")[["latitude", "longitude"]].mean()
+    return data, {"state": states, "airport": airports[["latitude", "longitude"]]}
+
+
 def level_picker(key: str) -> list[str]:
     """Multiselect of the geography levels (coarse to fine), written back to the roles."""
     table = ensure_dataset()["table"]
@@ -220,8 +241,59 @@ PAGES = (
     ("pages/5_Trade-offs.py", "Trade-offs", ":material/query_stats:"),
     ("pages/6_Export.py", "Export", ":material/download:"),
     ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
+    ("pages/8_Flows.py", "Flows", ":material/flight:"),
 )
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
+
+
+def mechanism_picker(infos: dict, default: str, key: str) -> str:
+    """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
+    labelled), with the chosen one's description, reference and warning. Returns the name."""
+    names = list(infos)
+    name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
+                        else 0,
+                        format_func=lambda n: n + ("" if infos[n].private
+                                                   else " (NOT private as published)"),
+                        key=key)
+    info = infos[name]
+    st.markdown(f"{info.description}  \n*{info.reference}*")
+    if info.warning:
+        st.warning(info.warning)
+    return name
+
+
+def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict):
+    """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms, epsilons, trials,
+    metric (``metrics``: column -> label) and the run button. Returns (mechanisms, sorted
+    epsilons, trials, metric, clicked)."""
+    st.subheader("Trade-off: error against ε")
+    s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
+    with s1:
+        chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
+                                key=f"{prefix}_sw_mechs")
+    with s2:
+        eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
+                                  key=f"{prefix}_sw_eps")
+    with s3:
+        trials = st.slider("Trials", 1, 5, 2, key=f"{prefix}_sw_trials")
+    with s4:
+        metric = st.selectbox("Metric", list(metrics), format_func=metrics.get,
+                              key=f"{prefix}_sw_metric")
+    clicked = st.button("Run the sweep", key=f"{prefix}_sw_run",
+                        disabled=not chosen or not eps_grid)
+    return chosen, sorted(eps_grid), trials, metric, clicked
+
+
+def run_sweep(state_key: str, compute) -> None:
+    """Run ``compute(progress)`` under a progress bar and keep its runs in session state
+    under ``state_key``; a HierdpError becomes a message."""
+    bar = st.progress(0.0, text="Sweeping…")
+    try:
+        st.session_state[state_key] = compute(
+            lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
+    except HierdpError as exc:
+        st.error(str(exc))
+    bar.empty()
 
 
 def next_page(path: str, text: str) -> None:

@@ -211,6 +211,43 @@ def compare_splits(
     return _run_configs(data, configs, trials, seed, progress)
 
 
+def repeat_releases(data, mechanisms: Sequence[str], epsilons: Sequence[float], trials: int,
+                    *, budget_of: Callable[[str, float], PrivacyBudget],
+                    evaluate: Callable[[object], pd.DataFrame], seed: int = 0,
+                    max_runs: int = 200,
+                    progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """Release ``data`` with every mechanism at every epsilon ``trials`` times and stack the
+    per-level tables ``evaluate(release)`` (reads the truth: evaluation only), with columns
+    ``mechanism, epsilon, trial`` in front and ``seconds`` (the release time) at the end.
+    Trial t uses seed ``seed + t`` (common random numbers across mechanisms). Refuses more
+    than ``max_runs`` releases."""
+    runs = len(mechanisms) * len(epsilons) * trials
+    if not mechanisms or not epsilons or trials < 1:
+        raise InputError("choose at least one mechanism, one epsilon and one trial")
+    if runs > max_runs:
+        raise InputError(f"{runs} releases requested; at most {max_runs} (fewer trials, "
+                         "epsilons or mechanisms)")
+    rows, done = [], 0
+    for name in mechanisms:
+        mechanism = get_mechanism(name)
+        for epsilon in epsilons:
+            for trial in range(trials):
+                started = time.perf_counter()
+                release = mechanism.release(data, budget_of(name, float(epsilon)),
+                                            source=NoiseSource(seed=seed + trial))
+                seconds = time.perf_counter() - started
+                table = evaluate(release)
+                table.insert(0, "trial", trial)
+                table.insert(0, "epsilon", float(epsilon))
+                table.insert(0, "mechanism", name)
+                table["seconds"] = seconds
+                rows.append(table)
+                done += 1
+                if progress is not None:
+                    progress(done, runs)
+    return pd.concat(rows, ignore_index=True)
+
+
 def summarise(runs: pd.DataFrame, metric: str, *, by: str = "mechanism", low: float = 0.05,
               high: float = 0.95) -> pd.DataFrame:
     """Mean and low/high empirical quantiles of ``metric`` over the trials of each

@@ -33,16 +33,8 @@ st.caption(f"Bundled sample: synthetic households on the real 2005 populations o
 
 left, right = st.columns([3, 2])
 with left:
+    name = ui.mechanism_picker(infos, ui.GS_DEFAULT_MECHANISM, "gs_mechanism")
     names = list(infos)
-    name = st.selectbox("Mechanism", names, index=names.index(ui.GS_DEFAULT_MECHANISM)
-                        if ui.GS_DEFAULT_MECHANISM in names else 0,
-                        format_func=lambda n: n + ("" if infos[n].private
-                                                   else " (NOT private as published)"),
-                        key="gs_mechanism")
-    info = infos[name]
-    st.markdown(f"{info.description}  \n*{info.reference}*")
-    if info.warning:
-        st.warning(info.warning)
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID), value=1.0,
                                key="gs_epsilon")
@@ -109,28 +101,12 @@ with c2:
                         width="stretch", key="gs_map", config=plotly_config())
 
 st.divider()
-st.subheader("Trade-off: error against ε")
-s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
-with s1:
-    chosen = st.multiselect("Mechanisms", names, default=[n for n in ui.GS_SWEEP_DEFAULT
-                                                          if n in names], key="gs_sw_mechs")
-with s2:
-    eps_grid = st.multiselect("ε values", list(ui.EPSILON_GRID), default=[0.1, 0.5, 1.0],
-                              key="gs_sw_eps")
-with s3:
-    trials = st.slider("Trials", 1, 5, 2, key="gs_sw_trials")
-with s4:
-    metric = st.selectbox("Metric", ["l1", "emd_mean"], format_func={
-        "l1": "L1 error", "emd_mean": "mean EMD per region"}.get, key="gs_sw_metric")
-if st.button("Run the sweep", key="gs_sw_run", disabled=not chosen or not eps_grid):
-    bar = st.progress(0.0, text="Sweeping…")
-    try:
-        st.session_state[ui.GS_SWEEP] = group_size_sweep(
-            data, chosen, sorted(eps_grid), trials, max_runs=60,
-            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
-    except HierdpError as exc:
-        st.error(str(exc))
-    bar.empty()
+chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
+    "gs", names, ui.GS_SWEEP_DEFAULT, [0.1, 0.5, 1.0],
+    {"l1": "L1 error", "emd_mean": "mean EMD per region"})
+if clicked:
+    ui.run_sweep(ui.GS_SWEEP, lambda progress: group_size_sweep(
+        data, chosen, eps_grid, trials, max_runs=60, progress=progress))
 runs = st.session_state.get(ui.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,

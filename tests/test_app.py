@@ -124,3 +124,30 @@ def test_group_sizes_page_releases_and_sweeps():
     runs = at.session_state[ui.GS_SWEEP]
     assert set(runs["mechanism"]) == {"gs-topdown", "gs-kuo-hierarchical"}
     assert len(runs) == 2 * 3 * 2 * 3  # mechanisms x epsilons x trials x levels
+
+
+def test_flows_page_releases_maps_and_sweeps():
+    from hierdp_core import dashboard as ui
+
+    at = page("pages/8_Flows.py").run()
+    assert_clean(at)
+    _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    assert release.mechanism == "inftda" and release.consistency_violations() == 0
+    assert len(metrics) == 5 and metrics["max_abs_error"].iloc[0] == 0
+    assert release.total() == ui.flow_data()[0].n
+    assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
+    at.selectbox(key="fl_mechanism").select("tda-l2").run()
+    assert_clean(at)
+    at.select_slider(key="fl_epsilon").set_value(0.1).run()
+    assert_clean(at)
+    _, release, _, _ = at.session_state[ui.FLOW_RELEASE]
+    assert release.mechanism == "tda-l2"
+    at.selectbox(key="fl_map_level").select(4).run()
+    assert_clean(at)
+    at.button(key="fl_sw_run").click().run()
+    assert_clean(at)
+    runs = at.session_state[ui.FLOW_SWEEP]
+    assert set(runs["mechanism"]) == set(ui.FLOW_SWEEP_DEFAULT)
+    assert len(runs) == 3 * 3 * 2 * 5  # mechanisms x epsilons x trials x levels
+    at.selectbox(key="fl_mechanism").select("stability-histogram").run()
+    assert_clean(at)

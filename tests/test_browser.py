@@ -193,6 +193,20 @@ def test_group_sizes_page(server, page):
     shot(page, "9_group_sizes")
 
 
+def test_flows_page(server, page):
+    page.goto(server)
+    settle(page)
+    goto(page, "Flows")
+    page.wait_for_selector(".js-plotly-plot g.trace.scattergeo path.js-line", state="attached")
+    assert page.locator(".js-plotly-plot g.trace.scattergeo path.js-line").count() >= 2
+    assert page.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50  # states
+    assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 3  # O/D matrices
+    page.get_by_role("button", name="Run the sweep").click()
+    settle(page)
+    no_exception(page)
+    shot(page, "10_flows")
+
+
 def test_bad_upload_shows_an_error(server, page, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_bytes("state,county,count\nA,x,1\nB,\xe9,2\n".encode("latin-1"))

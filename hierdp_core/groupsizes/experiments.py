@@ -3,16 +3,14 @@ metrics of every run (reads the truth: evaluation only)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
 
 from hierdp_core.errors import InputError
+from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.data import GroupSizeData, group_size_metrics
-from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
 
 Progress = Callable[[int, int], None]
 
@@ -24,31 +22,11 @@ def group_size_sweep(data: GroupSizeData, mechanisms: Sequence[str],
     ``consistency_violations``, ``faithfulness_gap`` and the release ``seconds``. Trial t of
     every configuration uses seed ``seed + t`` (common random numbers across mechanisms).
     Refuses more than ``max_runs`` releases."""
-    runs = len(mechanisms) * len(epsilons) * trials
-    if not mechanisms or not epsilons or trials < 1:
-        raise InputError("choose at least one mechanism, one epsilon and one trial")
-    if runs > max_runs:
-        raise InputError(f"{runs} releases requested; at most {max_runs} (fewer trials, "
-                         "epsilons or mechanisms)")
-    rows, done = [], 0
-    for name in mechanisms:
-        mechanism = get_mechanism(name)
-        for epsilon in epsilons:
-            for trial in range(trials):
-                started = time.perf_counter()
-                release = mechanism.release(data, PrivacyBudget.pure(float(epsilon)),
-                                            source=NoiseSource(seed=seed + trial))
-                seconds = time.perf_counter() - started
-                table = group_size_metrics(data, release.values)
-                table.insert(0, "trial", trial)
-                table.insert(0, "epsilon", float(epsilon))
-                table.insert(0, "mechanism", name)
-                table["seconds"] = seconds
-                rows.append(table)
-                done += 1
-                if progress is not None:
-                    progress(done, runs)
-    return pd.concat(rows, ignore_index=True)
+    return repeat_releases(
+        data, mechanisms, epsilons, trials,
+        budget_of=lambda name, epsilon: PrivacyBudget.pure(epsilon),
+        evaluate=lambda release: group_size_metrics(data, release.values),
+        seed=seed, max_runs=max_runs, progress=progress)
 
 
 def mean_by_level(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
