@@ -8,7 +8,9 @@ Shapes: the paper's synthetic datasets (``binary-complete``, ``binary-dense``,
 0.5, 2,048 non-zero leaf cells; the shape of their runtime figures), ``us-counties``
 (ACS 2009-2013 county-to-county commuting, state > county) and ``lodes-tracts`` (LODES 2018
 tract flows within 86 counties of 8 states, state > county > tract), both from
-``../shared/data/flows/`` and skipped with a note when absent.
+``../shared/data/flows/`` and skipped with a note when absent; ``italy-gravity``: the
+bundled real Italian geography (region > province > municipality) with synthetic
+gravity-like commuting flows the size of the paper's ISTAT data (its scale test).
 
     python benchmarks/bench_flows.py --shape binary6 [--epsilons 0.1,1,10] [--runs 5]
         [--delta 1e-8] [--mechanisms inftda,...] [--conversion paper|tight]
@@ -72,6 +74,21 @@ def lodes_tracts():
                                 ["d_state", "d_county", "d_tract"], "workers"), note
 
 
+def italy_gravity():
+    from hierdp_core.data.samples import load_sample
+    from hierdp_core.flows.synthetic import gravity_flows
+
+    people = load_sample("italy-municipalities")
+    areas = people.groupby(["region", "province", "municipality"], as_index=False)[
+        "residents"].sum()
+    data = gravity_flows(areas[["region", "province", "municipality"]], areas["residents"],
+                         pairs=1_600_000, trips=28_805_440, seed=1)
+    note = ("synthetic-from-real: the bundled ISTAT geography (20 regions, 107 provinces, "
+            "7,901 municipalities) and residents, gravity-like commuting flows sized like "
+            "the paper's Italy data (28.8 million trips, about 550 thousand pairs)")
+    return data, note
+
+
 def paper_rho(epsilon: float, delta: float) -> float:
     log_inv = math.log(1 / delta)
     return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
@@ -108,7 +125,7 @@ def run(data, name: str, budget: PrivacyBudget, runs: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="binary6",
-                        choices=sorted(SHAPES) + sorted(REAL))
+                        choices=sorted(SHAPES) + sorted(REAL) + ["italy-gravity"])
     parser.add_argument("--epsilons", default="0.1,1,10")
     parser.add_argument("--delta", type=float, default=1e-8)
     parser.add_argument("--runs", type=int, default=5)
@@ -130,6 +147,8 @@ def main() -> None:
             print(json.dumps(out, indent=2))
             return
         data, note = us_counties() if args.shape == "us-counties" else lodes_tracts()
+    elif args.shape == "italy-gravity":
+        data, note = italy_gravity()
     else:
         data = synthetic_shape(args.shape, seed=args.seed + 42)
     g = data.geography

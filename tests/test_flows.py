@@ -16,7 +16,7 @@ from hierdp_core.errors import BudgetError, HierarchyError, InputError, Mechanis
 from hierdp_core.flows import projections
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
 from hierdp_core.flows.metrics import flow_metrics, pair_metrics
-from hierdp_core.flows.synthetic import synthetic_flows, synthetic_shape
+from hierdp_core.flows.synthetic import gravity_flows, synthetic_flows, synthetic_shape
 from hierdp_core.flows.tree import topdown
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.mechanisms.flows import StabilityHistogram, mean_branching
@@ -278,3 +278,17 @@ def test_a_zero_root_releases_an_empty_table(project):
                                   NoiseSource(seed=1))
     assert [lv.size for lv in levels] == [1, 0, 0, 0, 0]
     assert diagnostics[-1]["noised"] == 0
+
+
+def test_gravity_flows_stay_mostly_local_on_a_real_like_geography():
+    areas = pd.DataFrame({"region": ["R1"] * 4 + ["R2"] * 4,
+                          "province": ["P1", "P1", "P2", "P2", "P3", "P3", "P4", "P4"],
+                          "town": [f"t{i}" for i in range(8)]})
+    d = gravity_flows(areas, np.arange(1, 9), pairs=4000, trips=100_000,
+                      local_share=(0.7, 0.2), seed=3)
+    assert abs(d.n - 100_000) < 2_000 and d.counts.min() >= 1
+    same_province = d.ancestors(2)[d.origin] == d.ancestors(2)[d.destination]
+    share = d.counts[same_province].sum() / d.n
+    assert share > 0.6  # 70% drawn within the province, plus chance hits
+    with pytest.raises(InputError, match="positive total"):
+        gravity_flows(areas, np.zeros(8), pairs=10, trips=10)

@@ -1,17 +1,51 @@
-"""Figures of O/D releases (plotly): flow maps between area centroids, O/D matrix heat maps
-and per-level error curves. Builders take arrays and frames, never the mechanism."""
+"""Figures of O/D releases (plotly): flow maps between area centroids, O/D matrix heat maps,
+per-level error curves and the epsilon sweep, plus `level_pairs`, the true and released
+values of one tree level side by side (evaluation only). Builders take arrays and frames,
+never the mechanism."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from hierdp_core.errors import InputError
+from hierdp_core.experiments import summarise
+from hierdp_core.flows.data import FlowData
+from hierdp_core.flows.metrics import aligned_level
+from hierdp_core.flows.release import FlowRelease
+from hierdp_core.viz import (
+    DIVERGING_SCALE,
+    PALETTE,
+    _esc,
+    _fmt,
+    _fmt_array,
+    _log_axis_ticks,
+    _log_ticks,
+    _rgba,
+    _symlog,
+    _title,
+)
 
-WIDTH_CLASSES = (1.0, 2.5, 4.5, 7.0)
+WIDTH_CLASSES = (1.0, 2.2, 3.8, 6.0)  # line width of the value quartiles of the shown flows
+OPACITY_CLASSES = (0.35, 0.45, 0.55, 0.7)
 FLOW_COLOUR = "#1f5fa8"
 FALSE_POSITIVE_COLOUR = "#d62728"
+FALSE_POSITIVE = "false positive (released > 0, true = 0)"
+
+
+def level_pairs(data: FlowData, release: FlowRelease, level: int) -> pd.DataFrame:
+    """The pairs of a tree level that are non-zero in the truth or in the release: columns
+    ``origin_id, destination_id, true, released`` (0 where absent). Reads the truth: for
+    evaluation only, never a DP release."""
+    truth, released, _ = aligned_level(data, release, level)
+    lo, ld = data.pair_levels(level)
+    width = data.level_width(ld)
+    keys = np.union1d(data.level_table(level)[0], release.levels[level].keys(width))
+    o, d = np.divmod(keys, width)
+    return pd.DataFrame({"origin_id": data.area_ids(lo)[o], "destination_id": data.area_ids(ld)[d],
+                         "true": truth, "released": released})
 
 
 def _check_pairs(pairs: pd.DataFrame, coords: pd.DataFrame) -> None:
@@ -24,44 +58,55 @@ def _check_pairs(pairs: pd.DataFrame, coords: pd.DataFrame) -> None:
 
 def _lines(part: pd.DataFrame, coords: pd.DataFrame) -> tuple[list, list]:
     """Longitudes and latitudes of the segments, separated by None (one trace, many lines)."""
-    o = coords.loc[part["origin_id"]]
-    d = coords.loc[part["destination_id"]]
-    n = len(part)
-    lon = np.empty(3 * n, dtype=object)
-    lat = np.empty(3 * n, dtype=object)
-    lon[0::3], lon[1::3], lon[2::3] = o["longitude"].to_numpy(), d["longitude"].to_numpy(), None
-    lat[0::3], lat[1::3], lat[2::3] = o["latitude"].to_numpy(), d["latitude"].to_numpy(), None
-    return lon.tolist(), lat.tolist()
+    ends = [coords.loc[part[col]] for col in ("origin_id", "destination_id")]
+    out = []
+    for axis in ("longitude", "latitude"):
+        flat = np.empty(3 * len(part), dtype=object)
+        flat[0::3], flat[1::3] = ends[0][axis].to_numpy(), ends[1][axis].to_numpy()
+        out.append(flat.tolist())
+    return out[0], out[1]
+
+
+def _class_labels(edges: np.ndarray, unit: str) -> list[str]:
+    """Legend text of the width classes cut at ``edges`` (class i: edges[i-1] <= v < edges[i])."""
+    if edges.size == 0:
+        return [f"all {unit}"]
+    labels = [f"< {_fmt(edges[0])} {unit}"]
+    labels += [f"{_fmt(a)} – {_fmt(b)}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return labels + [f"≥ {_fmt(edges[-1])}"]
 
 
 def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int = 200,
              false_positive: np.ndarray | None = None, base: tuple | None = None,
-             height: int = 520) -> go.Figure:
-    """The ``top`` largest flows between distinct areas as lines between area centroids,
-    line width in 4 classes by value (quartiles of the shown flows), hover on the midpoints.
-    ``false_positive`` (one bool per row of ``pairs``) draws those flows in red.
-    ``coords`` is indexed by area id with latitude and longitude; a flow from an area to
-    itself has no line and is left out. ``base`` = (GeoJSON dict or URL, feature ids) draws
-    those boundaries in grey underneath (render with ``viz.plotly_config()``: no map tiles
-    or topology are fetched)."""
+             unit: str = "flights", height: int = 560) -> go.Figure:
+    """The ``top`` largest flows between distinct areas as lines between area centroids.
+    Line width and opacity grow with the value (4 classes: quartiles of the shown flows,
+    named in the legend); the lines of a class are one trace (segments separated by None);
+    hover on the midpoints. ``false_positive`` (one bool per row of ``pairs``) draws those
+    flows in red. ``coords`` is indexed by area id with latitude, longitude and optionally
+    ``label`` (hover text); flows with an end not in ``coords`` (off the map), from an area
+    to itself, or <= 0 are left out. ``base`` = (GeoJSON dict or URL, feature ids) draws
+    those boundaries in grey underneath (render with ``viz.plotly_config()``)."""
     _check_pairs(pairs, coords)
     known = pairs["origin_id"].isin(coords.index) & pairs["destination_id"].isin(coords.index)
     flagged = (np.zeros(len(pairs), dtype=bool) if false_positive is None
                else np.asarray(false_positive, dtype=bool))
-    shown = pairs.assign(_fp=flagged)[known & (pairs["origin_id"] != pairs["destination_id"])
-                                      & (pairs["value"] > 0)]
-    shown = shown.nlargest(top, "value")
+    drawable = (pairs["origin_id"] != pairs["destination_id"]) & (pairs["value"] > 0)
+    shown = pairs.assign(_fp=flagged)[known & drawable].nlargest(top, "value")
+    off_map = int((drawable & ~known).sum())
     fig = go.Figure()
     if base is not None:
         geojson, ids = base
         fig.add_trace(go.Choropleth(
             geojson=geojson, featureidkey="id", locations=list(ids), z=np.zeros(len(ids)),
-            colorscale=[[0, "#eeeeee"], [1, "#eeeeee"]], showscale=False,
-            marker_line_color="#bbbbbb", marker_line_width=0.6, hoverinfo="skip"))
+            colorscale=[[0, "#f0f0f0"], [1, "#f0f0f0"]], showscale=False,
+            marker_line_color="#c4c4c4", marker_line_width=0.6, hoverinfo="skip"))
     if len(shown):
         edges = np.unique(np.quantile(shown["value"], [0.25, 0.5, 0.75]))
         width_class = np.searchsorted(edges, shown["value"].to_numpy(), side="right")
-        for cls, width in enumerate(WIDTH_CLASSES):
+        labels = _class_labels(edges, unit)
+        fp_in_legend = False
+        for cls in range(edges.size + 1):
             for fp in (False, True):
                 part = shown[(width_class == cls) & (shown["_fp"] == fp)]
                 if part.empty:
@@ -69,30 +114,42 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
                 lon, lat = _lines(part, coords)
                 fig.add_trace(go.Scattergeo(
                     lon=lon, lat=lat, mode="lines", hoverinfo="skip",
-                    line={"width": width, "color": FALSE_POSITIVE_COLOUR if fp else FLOW_COLOUR},
-                    opacity=0.75 if fp else 0.45, showlegend=False))
-        o = coords.loc[shown["origin_id"]]
-        d = coords.loc[shown["destination_id"]]
-        text = [f"{a} → {b}: {v:,.0f}" + (" (false positive: truly 0)" if fp else "")
-                for a, b, v, fp in zip(shown["origin_id"], shown["destination_id"],
-                                       shown["value"], shown["_fp"], strict=True)]
+                    name=FALSE_POSITIVE if fp else labels[cls],
+                    legendgroup="fp" if fp else f"class{cls}",
+                    showlegend=not fp or not fp_in_legend,
+                    line={"width": WIDTH_CLASSES[cls],
+                          "color": FALSE_POSITIVE_COLOUR if fp else FLOW_COLOUR},
+                    opacity=max(OPACITY_CLASSES[cls], 0.6) if fp else OPACITY_CLASSES[cls]))
+                fp_in_legend |= fp
+        ends = [coords.loc[shown[col]] for col in ("origin_id", "destination_id")]
+        names = [ends[i]["label"] if "label" in coords.columns else shown[col]
+                 for i, col in enumerate(("origin_id", "destination_id"))]
+        text = [f"{a} → {b}: {_fmt(v)} {unit}" + (" (false positive: truly 0)" if fp else "")
+                for a, b, v, fp in zip(names[0], names[1], shown["value"], shown["_fp"],
+                                       strict=True)]
         fig.add_trace(go.Scattergeo(
-            lon=(o["longitude"].to_numpy() + d["longitude"].to_numpy()) / 2,
-            lat=(o["latitude"].to_numpy() + d["latitude"].to_numpy()) / 2,
-            mode="markers", marker={"size": 5, "color": np.where(
+            lon=(ends[0]["longitude"].to_numpy() + ends[1]["longitude"].to_numpy()) / 2,
+            lat=(ends[0]["latitude"].to_numpy() + ends[1]["latitude"].to_numpy()) / 2,
+            mode="markers", marker={"size": 5, "opacity": 0.3, "color": np.where(
                 shown["_fp"], FALSE_POSITIVE_COLOUR, FLOW_COLOUR)},
             text=text, hovertemplate="%{text}<extra></extra>", showlegend=False))
-    ends = coords.loc[pd.unique(pd.concat([shown["origin_id"], shown["destination_id"]]))]
-    fig.add_trace(go.Scattergeo(lon=ends["longitude"], lat=ends["latitude"], mode="markers",
-                                marker={"size": 4, "color": "#444"}, text=ends.index,
-                                hovertemplate="%{text}<extra></extra>", showlegend=False))
-    n_fp = int(shown["_fp"].sum())
-    sub = f"{len(shown):,} largest flows; width by value"
+    areas = coords.loc[pd.unique(pd.concat([shown["origin_id"], shown["destination_id"]]))]
+    fig.add_trace(go.Scattergeo(
+        lon=areas["longitude"], lat=areas["latitude"], mode="markers",
+        marker={"size": 4, "color": "#333"}, showlegend=False,
+        text=areas["label"] if "label" in areas.columns else areas.index,
+        hovertemplate="%{text}<extra></extra>"))
+    sub = f"the {len(shown):,} largest flows; width and opacity by {unit}"
     if false_positive is not None:
-        sub += f"; red: {n_fp} false positive{'s' if n_fp != 1 else ''}"
+        n_fp = int(shown["_fp"].sum())
+        sub += f"; red: {n_fp:,} false positive{'' if n_fp == 1 else 's'}"
+    if off_map:
+        sub += f"; {off_map:,} flows to or from areas off the map left out"
     fig.update_layout(
-        title={"text": f"{title}<br><sup>{sub}</sup>"}, height=height,
+        title=_title(_esc(title), sub), height=height,
         margin={"l": 0, "r": 0, "t": 60, "b": 0},
+        legend={"title": {"text": unit}, "x": 0.99, "xanchor": "right", "y": 0.02,
+                "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
         geo={"projection": {"type": "albers usa"}, "visible": False,
              "fitbounds": "locations" if base is not None else False})
     return fig
@@ -110,46 +167,96 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
     ok = rows.notna() & cols.notna()
     np.add.at(matrix, (rows[ok].astype(int), cols[ok].astype(int)),
               pairs.loc[ok, "value"].to_numpy(float))
-    colour = np.sign(matrix) * np.log10(1 + np.abs(matrix))
+    colour = _symlog(matrix)
     top = float(np.abs(colour).max()) or 1.0
-    powers = [0.0] + [10.0 ** k for k in range(int(np.ceil(top)) + 1)
-                      if np.log10(1 + 10.0 ** k) <= top + 1e-9]
-    signs = (-1, 1) if signed else (1,)
-    ticks = sorted({(s * np.log10(1 + v), s * v) for v in powers for s in signs})
-    tickvals = [t for t, _ in ticks]
-    ticktext = [("−" if v < 0 else "") + f"{abs(v):,.0f}" for _, v in ticks]
+    tickvals, ticktext = _log_ticks(-top if signed else 0.0, top)
     fig = go.Figure(go.Heatmap(
         z=colour, x=areas, y=areas, customdata=matrix,
-        colorscale="RdBu_r" if signed else "Blues", zmid=0 if signed else None,
+        colorscale=DIVERGING_SCALE if signed else "Blues", zmid=0 if signed else None,
         zmin=-top if signed else 0, zmax=top,
-        colorbar={"tickvals": tickvals, "ticktext": ticktext,
-                  "title": "error" if signed else "flows"},
+        colorbar={"tickvals": tickvals, "ticktext": ticktext, "thickness": 12,
+                  "title": {"text": "error" if signed else "flights"}},
         hovertemplate="%{y} → %{x}: %{customdata:,.0f}<extra></extra>"))
-    fig.update_layout(title=title, height=height, margin={"l": 40, "r": 10, "t": 50, "b": 40},
+    fig.update_layout(title=_title(_esc(title)), height=height,
+                      margin={"l": 40, "r": 10, "t": 50, "b": 40},
                       xaxis={"title": "destination", "tickfont": {"size": 8}},
-                      yaxis={"title": "origin", "tickfont": {"size": 8}, "autorange": "reversed"})
+                      yaxis={"title": "origin", "tickfont": {"size": 8}, "autorange": "reversed",
+                             "scaleanchor": "x"})
     return fig
 
 
+def _level_label(level: int, name: str) -> str:
+    return f"{level}: " + name.replace(">", " →<br>")
+
+
 def metrics_by_level(metrics: pd.DataFrame) -> go.Figure:
-    """Maximum absolute error (log axis, left) and false discovery rate (right) per tree
-    level (input: `flow_metrics`)."""
-    x = [f"{lv}: {name}" for lv, name in zip(metrics["level"], metrics["level_name"],
-                                              strict=True)]
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=x, y=metrics["max_abs_error"] + 1, name="max |error| (+1)",
-                         marker_color=FLOW_COLOUR,
-                         customdata=metrics["max_abs_error"],
-                         hovertemplate="%{x}<br>max |error| %{customdata:,.0f}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=x, y=metrics["fdr"], name="false discovery rate %",
-                             yaxis="y2", mode="lines+markers",
-                             line={"color": FALSE_POSITIVE_COLOUR},
-                             hovertemplate="%{x}<br>FDR %{y:.1f}%<extra></extra>"))
+    """Line charts of the maximum absolute error and the false discovery rate per tree level
+    (input: `flow_metrics`; evaluation only)."""
+    x = [_level_label(lv, n) for lv, n in zip(metrics["level"], metrics["level_name"],
+                                                strict=True)]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(
+        "largest |released − true|", "false discovery rate (%)"))
+    for col, column, colour, hover in ((1, "max_abs_error", FLOW_COLOUR, "max |error| %{y:,.0f}"),
+                                       (2, "fdr", FALSE_POSITIVE_COLOUR, "FDR %{y:.1f}%")):
+        fig.add_trace(go.Scatter(x=x, y=metrics[column], mode="lines+markers",
+                                 line={"color": colour}, showlegend=False,
+                                 hovertemplate=f"%{{x}}<br>{hover}<extra></extra>"),
+                      row=1, col=col)
+    fig.update_yaxes(title_text="flights", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="% of released pairs > 0 that are truly 0", range=[0, 100],
+                     row=1, col=2)
+    fig.update_xaxes(title_text="tree level (origin → destination)", tickfont={"size": 10})
+    fig.update_layout(title=_title("Error and false discoveries by tree level",
+                                   "evaluation only, not a DP release"),
+                      height=380, margin={"l": 60, "r": 20, "t": 80, "b": 40})
+    return fig
+
+
+SWEEP_PANELS = {"max_abs_error": "largest |released − true| (log scale)",
+                "fdr": "false discovery rate (%)"}
+
+
+def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str) -> go.Figure:
+    """Two panels against epsilon (log x), one colour per mechanism: the largest absolute
+    error (log y) and the false discovery rate of ``level_name``; lines are the means over
+    the trials, bands the 5-95% quantiles (input: `experiments.flow_sweep`)."""
+    if level_name not in set(runs["level_name"]):
+        raise InputError(f"no runs for level {level_name!r}")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=list(SWEEP_PANELS.values()))
+    for col, metric in enumerate(SWEEP_PANELS, start=1):
+        summary = summarise(runs, metric)
+        summary = summary[summary["level_name"] == level_name]
+        for i, (name, part) in enumerate(summary.groupby("mechanism", sort=False)):
+            colour = PALETTE[i % len(PALETTE)]
+            eps = part["epsilon"].to_numpy(float)
+            low, high = part["low"].to_numpy(float), part["high"].to_numpy(float)
+            if metric == "max_abs_error":  # log axis: +1 keeps a zero error drawable
+                low, high = low + 1, high + 1
+            fig.add_trace(go.Scatter(
+                x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
+                fill="toself", fillcolor=_rgba(colour, 0.15), line={"width": 0},
+                mode="lines", hoverinfo="skip", showlegend=False, legendgroup=name), row=1,
+                col=col)
+            mean = part["mean"].to_numpy(float)
+            fig.add_trace(go.Scatter(
+                x=eps, y=mean + 1 if metric == "max_abs_error" else mean, name=_esc(name),
+                mode="lines+markers", line={"color": colour}, legendgroup=name,
+                showlegend=col == 1, customdata=_fmt_array(mean),
+                hovertemplate=f"<b>{_esc(name)}</b><br>ε %{{x}}<br>mean: %{{customdata}}"
+                              "<extra></extra>"), row=1, col=col)
+    eps_values = sorted(runs["epsilon"].unique())
+    fig.update_xaxes(type="log", title_text="total ε (log scale)", tickmode="array",
+                     tickvals=eps_values, ticktext=[f"{e:g}" for e in eps_values])
+    errors = runs.loc[runs["level_name"] == level_name, "max_abs_error"].to_numpy(float) + 1
+    fig.update_yaxes(type="log", title_text="flights (+1)", row=1, col=1,
+                     **_log_axis_ticks(errors))
+    fig.update_yaxes(title_text="% of released pairs > 0", rangemode="tozero", row=1, col=2)
+    trials = int(runs["trial"].nunique())
     fig.update_layout(
-        title="Error and false discoveries by tree level",
-        height=380, margin={"l": 60, "r": 60, "t": 50, "b": 60},
-        yaxis={"title": "max |released − true| + 1", "type": "log"},
-        yaxis2={"title": "FDR %", "overlaying": "y", "side": "right", "range": [0, 100],
-                "dtick": 20},
-        legend={"orientation": "h", "y": -0.25})
+        title=_title(f"Error against ε: {_esc(level_name)}",
+                     f"mean over {trials} trial{'' if trials == 1 else 's'}; band: 5-95% of "
+                     "trials; evaluation only, not a DP release"),
+        height=430, margin={"l": 60, "r": 20, "t": 90, "b": 50},
+        legend={"title": {"text": "mechanism"}, "orientation": "h", "y": -0.22})
     return fig

@@ -7,6 +7,8 @@ replacement; f ~ Lomax(shape 3) (numpy's ``pareto``), scaled to integers in [1, 
 with the largest exactly ``max_flow``. The paper's settings: ``binary`` g = 8, branching 2;
 ``random`` g = 4, branching 2..10; zero probability 0 (complete), 0.5 (dense), 0.99
 (sparse); max_flow 1000. Same distributions as the authors' generator, not the same draws.
+`gravity_flows` puts commuting-like flows (mostly within the same province or region) on a
+real geography, for scale tests of the paper's Italy size without the ISTAT data.
 
 Example
 -------
@@ -84,3 +86,51 @@ def synthetic_shape(name: str, seed: int = 42) -> FlowData:
         raise InputError(f"unknown synthetic shape {name!r}; use one of {sorted(SHAPES)}")
     levels, branching, zero = SHAPES[name]
     return synthetic_flows(levels, branching, zero, seed=seed)
+
+
+def gravity_flows(areas, populations, *, pairs: int, trips: int, local_share=(0.6, 0.3),
+                  seed: int = 0, tree: str = "destination") -> FlowData:
+    """Commuting-like flows on a real geography (synthetic-from-real): ``areas`` is a table
+    of level codes (coarse to fine, one row per leaf area) and ``populations`` one weight per
+    row. Each of ``pairs`` draws picks an origin in proportion to population and a
+    destination in the same area one level up with probability ``local_share[0]``, two
+    levels up with ``local_share[1]``, anywhere otherwise (in proportion to population);
+    the distinct pairs get Pareto-distributed trip counts summing to about ``trips``."""
+    rng = np.random.default_rng(seed)
+    levels = list(areas.columns)
+    codes = [areas[c].astype(str).to_numpy(dtype=object) for c in levels]
+    geography, leaf = build_from_codes(codes, levels)
+    weight = np.zeros(geography.level_size(len(levels)))
+    np.add.at(weight, leaf, np.asarray(populations, dtype=float))
+    if weight.sum() <= 0:
+        raise InputError("populations must have a positive total")
+    prob = weight / weight.sum()
+    origin = rng.choice(prob.size, size=pairs, p=prob)
+    scope = rng.choice(3, size=pairs, p=[*local_share, 1 - sum(local_share)])
+    destination = rng.choice(prob.size, size=pairs, p=prob)  # "anywhere"
+    for up, choice in ((1, 0), (2, 1)):
+        if len(levels) <= up:
+            continue
+        picked = scope == choice
+        destination[picked] = _same_ancestor(geography, origin[picked], up, weight, rng)
+    flows = np.floor(rng.pareto(PARETO_SHAPE - 1.5, size=pairs) * 10 + 1)
+    flows = np.maximum(1, np.rint(flows * trips / flows.sum())).astype(np.int64)
+    return flow_data_from_leaves(geography, origin, destination, flows, tree=tree)
+
+
+def _same_ancestor(geography, leaves: np.ndarray, up: int, weight: np.ndarray,
+                   rng: np.random.Generator) -> np.ndarray:
+    """For every leaf, a random leaf (by weight) under its ancestor ``up`` levels above."""
+    depth = geography.depth
+    ancestor = np.arange(geography.level_size(depth)) + geography.level_offsets[depth]
+    for _ in range(up):
+        ancestor = geography.parent[ancestor]
+    order = np.argsort(ancestor, kind="stable")  # leaves grouped by ancestor
+    grouped = ancestor[order]
+    cum = np.cumsum(weight[order])
+    start = np.searchsorted(grouped, ancestor, side="left")  # each leaf's group
+    end = np.searchsorted(grouped, ancestor, side="right")
+    lo = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0.0)
+    u = lo[leaves] + rng.random(leaves.size) * (cum[end - 1] - lo)[leaves]
+    pos = np.clip(np.searchsorted(cum, u, side="right"), start[leaves], end[leaves] - 1)
+    return order[pos]
