@@ -48,6 +48,7 @@ GS_SWEEP_DEFAULT = ("gs-topdown", "gs-kuo-hierarchical")
 FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
 FLOW_DEFAULT_MECHANISM = "inftda"
 FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
+FLOW_OFF_MAP_STATES = ("PR", "VI")  # no place on the Albers USA projection
 _DATA_CACHE = "hd_count_data_cache"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
@@ -159,16 +160,30 @@ def group_size_data():
 @st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
 def flow_data():
     """The bundled US airport flights as FlowData (nation > state > airport; shared,
-    read-only) and the public coordinates of its areas: airports at their location,
-    states at the mean location of their airports (no flight data involved)."""
+    read-only)."""
     from hierdp_core.flows.data import flow_data_from_table
-    from hierdp_core.flows.samples import load_airport_flows, load_airports
+    from hierdp_core.flows.samples import load_airport_flows
 
-    data = flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
+    return flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
                                 ["d_state", "d_airport"], "flights")
-    airports = load_airports().set_index("airport")[["state", "latitude", "longitude"]]
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def flow_coordinates() -> dict[str, pd.DataFrame]:
+    """Public positions of the flow sample's areas for maps, per geography level (index =
+    area code; latitude, longitude, label): airports where they are, states at the plain
+    mean position of their airports. Only the public airport list is used, no flight
+    count; areas outside the Albers USA projection (Puerto Rico, Virgin Islands) are left
+    out, so their flows are not drawn."""
+    from hierdp_core.flows.samples import load_airports
+
+    airports = load_airports()
+    airports = airports[~airports["state"].isin(FLOW_OFF_MAP_STATES)].set_index("airport")
     states = airports.groupby("state")[["latitude", "longitude"]].mean()
-    return data, {"state": states, "airport": airports[["latitude", "longitude"]]}
+    airports["label"] = (airports.index + " (" + airports["name"].astype(str) + ", "
+                         + airports["city"].astype(str) + ")")
+    return {"state": states.assign(label=states.index),
+            "airport": airports[["latitude", "longitude", "label"]]}
 
 
 def level_picker(key: str) -> list[str]:

@@ -133,21 +133,28 @@ def test_flows_page_releases_maps_and_sweeps():
     assert_clean(at)
     _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
     assert release.mechanism == "inftda" and release.consistency_violations() == 0
-    assert len(metrics) == 5 and metrics["max_abs_error"].iloc[0] == 0
-    assert release.total() == ui.flow_data()[0].n
+    assert release.total() == ui.flow_data().n
+    [shown] = [d.value for d in at.dataframe if "max |error|" in d.value.columns]
+    assert len(shown) == 5 and shown["max |error|"].iloc[0] == 0
     assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
     at.selectbox(key="fl_mechanism").select("tda-l2").run()
     assert_clean(at)
     at.select_slider(key="fl_epsilon").set_value(0.1).run()
     assert_clean(at)
-    _, release, _, _ = at.session_state[ui.FLOW_RELEASE]
-    assert release.mechanism == "tda-l2"
-    at.selectbox(key="fl_map_level").select(4).run()
-    assert_clean(at)
+    key, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    assert release.mechanism == "tda-l2" and key[1] == 0.1
+    assert release.privacy["epsilon_tight"] == pytest.approx(0.1)
+    for level, show in [(4, "false positives"), (2, "true")]:
+        at.selectbox(key="fl_map_level").select(level).run()
+        at.radio(key="fl_map_show").set_value(show).run()
+        assert_clean(at)
+    charts = len(at.get("plotly_chart"))
     at.button(key="fl_sw_run").click().run()
     assert_clean(at)
     runs = at.session_state[ui.FLOW_SWEEP]
     assert set(runs["mechanism"]) == set(ui.FLOW_SWEEP_DEFAULT)
     assert len(runs) == 3 * 3 * 2 * 5  # mechanisms x epsilons x trials x levels
+    assert at.selectbox(key="fl_sw_level").value == "airport>airport"
+    assert len(at.get("plotly_chart")) == charts + 1  # the sweep
     at.selectbox(key="fl_mechanism").select("stability-histogram").run()
     assert_clean(at)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import hierdp_core.flows.data as flow_data_module
 import hierdp_core.flows.synthetic as synthetic_module
+import hierdp_core.flows.tree as tree_module
 from hierdp_core.errors import BudgetError, HierarchyError, InputError, MechanismError
 from hierdp_core.flows import projections
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
@@ -292,3 +293,14 @@ def test_gravity_flows_stay_mostly_local_on_a_real_like_geography():
     assert share > 0.6  # 70% drawn within the province, plus chance hits
     with pytest.raises(InputError, match="positive total"):
         gravity_flows(areas, np.zeros(8), pairs=10, trips=10)
+
+
+def test_both_ways_of_summing_by_key_agree():
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 5000, size=3000)
+    values = rng.integers(-5, 6, size=3000)
+    dense = tree_module._sum_by_key(keys, values, 5000)  # counting
+    sparse = tree_module._sum_by_key(keys, values, 10**9)  # sorting (same keys, huge space)
+    np.testing.assert_array_equal(dense[0], sparse[0])
+    np.testing.assert_array_equal(dense[1], sparse[1])
+    assert set(dense[0].tolist()) == set(keys.tolist())  # zero sums are kept

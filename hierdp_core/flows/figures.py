@@ -33,6 +33,7 @@ OPACITY_CLASSES = (0.35, 0.45, 0.55, 0.7)
 FLOW_COLOUR = "#1f5fa8"
 FALSE_POSITIVE_COLOUR = "#d62728"
 FALSE_POSITIVE = "false positive (released > 0, true = 0)"
+EVALUATION = "evaluation only, not a DP release"
 
 
 def level_pairs(data: FlowData, release: FlowRelease, level: int) -> pd.DataFrame:
@@ -67,11 +68,9 @@ def _lines(part: pd.DataFrame, coords: pd.DataFrame) -> tuple[list, list]:
     return out[0], out[1]
 
 
-def _class_labels(edges: np.ndarray, unit: str) -> list[str]:
+def _class_labels(edges: np.ndarray) -> list[str]:
     """Legend text of the width classes cut at ``edges`` (class i: edges[i-1] <= v < edges[i])."""
-    if edges.size == 0:
-        return [f"all {unit}"]
-    labels = [f"< {_fmt(edges[0])} {unit}"]
+    labels = [f"< {_fmt(edges[0])}"]
     labels += [f"{_fmt(a)} – {_fmt(b)}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
     return labels + [f"≥ {_fmt(edges[-1])}"]
 
@@ -104,7 +103,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
     if len(shown):
         edges = np.unique(np.quantile(shown["value"], [0.25, 0.5, 0.75]))
         width_class = np.searchsorted(edges, shown["value"].to_numpy(), side="right")
-        labels = _class_labels(edges, unit)
+        labels = _class_labels(edges)
         fp_in_legend = False
         for cls in range(edges.size + 1):
             for fp in (False, True):
@@ -203,60 +202,63 @@ def metrics_by_level(metrics: pd.DataFrame) -> go.Figure:
                                  hovertemplate=f"%{{x}}<br>{hover}<extra></extra>"),
                       row=1, col=col)
     fig.update_yaxes(title_text="flights", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="% of released pairs > 0 that are truly 0", range=[0, 100],
+    fig.update_yaxes(title_text="% of released pairs > 0", range=[0, 100],
                      row=1, col=2)
     fig.update_xaxes(title_text="tree level (origin → destination)", tickfont={"size": 10})
     fig.update_layout(title=_title("Error and false discoveries by tree level",
-                                   "evaluation only, not a DP release"),
+                                   EVALUATION),
                       height=380, margin={"l": 60, "r": 20, "t": 80, "b": 40})
     return fig
 
 
-SWEEP_PANELS = {"max_abs_error": "largest |released − true| (log scale)",
-                "fdr": "false discovery rate (%)"}
+SWEEP_ERRORS = {"max_abs_error": "largest |released − true|", "rmse": "RMSE over all pairs",
+                "mae": "MAE over all pairs"}
 
 
-def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str) -> go.Figure:
-    """Two panels against epsilon (log x), one colour per mechanism: the largest absolute
-    error (log y) and the false discovery rate of ``level_name``; lines are the means over
-    the trials, bands the 5-95% quantiles (input: `experiments.flow_sweep`)."""
+def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str,
+                      metric: str = "max_abs_error") -> go.Figure:
+    """Two panels against epsilon (log x), one colour per mechanism, at ``level_name``: an
+    error ``metric`` (`SWEEP_ERRORS`; log y, plotted + 1 so that 0 stays drawable) and the
+    false discovery rate. Lines are the means over the trials, bands the 5-95% quantiles
+    (input: `experiments.flow_sweep`; evaluation only)."""
+    if metric not in SWEEP_ERRORS:
+        raise InputError(f"metric must be one of {list(SWEEP_ERRORS)}, got {metric!r}")
     if level_name not in set(runs["level_name"]):
         raise InputError(f"no runs for level {level_name!r}")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=list(SWEEP_PANELS.values()))
-    for col, metric in enumerate(SWEEP_PANELS, start=1):
-        summary = summarise(runs, metric)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+        SWEEP_ERRORS[metric] + " (log scale)", "false discovery rate (%)"))
+    for col, column in enumerate((metric, "fdr"), start=1):
+        shift = 1.0 if col == 1 else 0.0
+        summary = summarise(runs, column)
         summary = summary[summary["level_name"] == level_name]
         for i, (name, part) in enumerate(summary.groupby("mechanism", sort=False)):
             colour = PALETTE[i % len(PALETTE)]
             eps = part["epsilon"].to_numpy(float)
-            low, high = part["low"].to_numpy(float), part["high"].to_numpy(float)
-            if metric == "max_abs_error":  # log axis: +1 keeps a zero error drawable
-                low, high = low + 1, high + 1
             fig.add_trace(go.Scatter(
-                x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
+                x=np.concatenate([eps, eps[::-1]]), y=np.concatenate(
+                    [part["high"].to_numpy(float), part["low"].to_numpy(float)[::-1]]) + shift,
                 fill="toself", fillcolor=_rgba(colour, 0.15), line={"width": 0},
                 mode="lines", hoverinfo="skip", showlegend=False, legendgroup=name), row=1,
                 col=col)
             mean = part["mean"].to_numpy(float)
             fig.add_trace(go.Scatter(
-                x=eps, y=mean + 1 if metric == "max_abs_error" else mean, name=_esc(name),
-                mode="lines+markers", line={"color": colour}, legendgroup=name,
-                showlegend=col == 1, customdata=_fmt_array(mean),
+                x=eps, y=mean + shift, name=_esc(name), mode="lines+markers",
+                line={"color": colour}, legendgroup=name, showlegend=col == 1,
+                customdata=_fmt_array(mean),
                 hovertemplate=f"<b>{_esc(name)}</b><br>ε %{{x}}<br>mean: %{{customdata}}"
                               "<extra></extra>"), row=1, col=col)
     eps_values = sorted(runs["epsilon"].unique())
     fig.update_xaxes(type="log", title_text="total ε (log scale)", tickmode="array",
                      tickvals=eps_values, ticktext=[f"{e:g}" for e in eps_values])
-    errors = runs.loc[runs["level_name"] == level_name, "max_abs_error"].to_numpy(float) + 1
+    errors = runs.loc[runs["level_name"] == level_name, metric].to_numpy(float) + 1
     fig.update_yaxes(type="log", title_text="flights (+1)", row=1, col=1,
                      **_log_axis_ticks(errors))
     fig.update_yaxes(title_text="% of released pairs > 0", rangemode="tozero", row=1, col=2)
     trials = int(runs["trial"].nunique())
     fig.update_layout(
-        title=_title(f"Error against ε: {_esc(level_name)}",
+        title=_title(f"Error against ε: {_esc(level_name.replace('>', ' → '))}",
                      f"mean over {trials} trial{'' if trials == 1 else 's'}; band: 5-95% of "
-                     "trials; evaluation only, not a DP release"),
-        height=430, margin={"l": 60, "r": 20, "t": 90, "b": 50},
+                     f"trials; {EVALUATION}"),
+        height=440, margin={"l": 60, "r": 20, "t": 90, "b": 50},
         legend={"title": {"text": "mechanism"}, "orientation": "h", "y": -0.22})
     return fig

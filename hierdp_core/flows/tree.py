@@ -81,8 +81,7 @@ def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,
         lo, ld = data.pair_levels(level)
         width = data.level_width(ld)
         keys = data.ancestors(lo)[o] * width + data.ancestors(ld)[d]
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        total = np.bincount(inverse, weights=v, minlength=uniq.size)
+        uniq, total = _sum_by_key(keys, v, data.level_width(lo) * width)
         uo, ud = np.divmod(uniq, width)
         levels.append(TreeLevel(uo, ud, np.rint(total).astype(np.int64),
                                 np.full(uo.size, -1, dtype=np.int64)))
@@ -91,6 +90,16 @@ def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,
         levels[0] = root_level(0)
     return [levels[0]] + [_with_parents(data, level, levels[level - 1], levels[level])
                           for level in range(1, data.depth + 1)]
+
+
+def _sum_by_key(keys: np.ndarray, values: np.ndarray, space: int):
+    """(distinct keys ascending, sum of values per key): by counting over the whole key
+    space when it is small next to the number of keys (linear time), else by sorting."""
+    if space <= max(4 * keys.size, 1 << 20):
+        present = np.flatnonzero(np.bincount(keys, minlength=space))
+        return present, np.bincount(keys, weights=values, minlength=space)[present]
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inverse, weights=values, minlength=uniq.size)
 
 
 def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLevel) -> TreeLevel:
