@@ -1,61 +1,74 @@
 """Flows: origin/destination counts released at every level of the geography with InfTDA
-and its baselines; a flow map, O/D matrices, the error and false discoveries by level, an
-epsilon sweep and the export."""
+and its baselines; the budget and noise per tree level, the error and false discoveries by
+level, a flow map, O/D matrices, an epsilon sweep and the export."""
 
 import time
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core.errors import HierdpError
-from hierdp_core.experiments import summarise
 from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.flows.experiments import flow_sweep
-from hierdp_core.flows.figures import flow_map, metrics_by_level, od_matrix
-from hierdp_core.flows.metrics import aligned_level, flow_metrics
+from hierdp_core.flows.figures import (
+    EVALUATION,
+    flow_map,
+    flow_sweep_figure,
+    level_pairs,
+    metrics_by_level,
+    od_matrix,
+)
+from hierdp_core.flows.metrics import flow_metrics
 from hierdp_core.geo import level_geojson
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.viz import plotly_config, sweep_figure
+from hierdp_core.viz import plotly_config
 
 DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+SPLITS = {"uniform": "uniform", "geometric": "geometric (finer levels get more)"}
+
+
+def _shown(values, fmt: str) -> list[str]:
+    """Numbers as text for a table, a dash for a missing one."""
+    return ["–" if pd.isna(v) else format(v, fmt) for v in values]
+
 
 ui.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                         "of the geography: state to state, state to airport, airport to "
                         "airport, all adding up, with the number of trips kept exact.")
-data, coords = ui.flow_data()
+data = ui.flow_data()
 geo = data.geography
 infos = {i.name: i for i in list_mechanisms("flows")}
 st.caption(f"Bundled sample: {data.n:,} US domestic flights of 2008 between "
-           f"{geo.level_size(2):,} airports in {geo.level_size(1)} states "
-           f"({data.origin.size:,} airport pairs; npm `vega-datasets`, Bureau of "
-           "Transportation Statistics). One flight = one record; neighbours: one record "
-           "changed (bounded DP, the total is public) unless chosen otherwise.")
+           f"{geo.level_size(2):,} airports in {geo.level_size(1)} states and territories "
+           f"({data.origin.size:,} airport pairs; npm `vega-datasets` 3.2.1, Bureau of "
+           "Transportation Statistics, US government work). One flight = one record; the "
+           "O/D tree has levels total, total → state, state → state, state → airport, "
+           "airport → airport (Boninsegna & Silvestri's InfTDA).")
 
 left, right = st.columns([3, 2])
 with left:
     name = ui.mechanism_picker(infos, ui.FLOW_DEFAULT_MECHANISM, "fl_mechanism")
     names = list(infos)
-    info = infos[name]
-    st.markdown(f"Privacy: {info.neighbouring}.")
-    params = {}
-    for p in info.parameters:
-        if p.type == "choice":
-            params[p.name] = st.radio(p.name.replace("_", " ").capitalize(), p.choices,
-                                      horizontal=True, help=p.help, key=f"fl_{name}_{p.name}")
+    params = {p.name: st.radio(p.name.replace("_", " ").capitalize(), p.choices,
+                               index=p.choices.index(p.default), horizontal=True, help=p.help,
+                               key=f"fl_{name}_{p.name}")
+              for p in infos[name].parameters if p.type == "choice"}
+    if name == "tda-linf-milp":
+        st.caption("Solves one integer program per released parent: 10-20 s on this sample.")
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
                                value=1.0, key="fl_epsilon")
-    delta = st.select_slider("δ", options=list(DELTAS), value=1e-8, key="fl_delta",
-                             format_func=lambda d: f"{d:.0e}")
-    topdown = "neighbouring" in params
-    split = st.radio("Budget over tree levels", ["uniform", "geometric"], horizontal=True,
-                     key="fl_split", disabled=not topdown,
-                     help="geometric: finer levels (more, smaller cells) get more budget, "
-                          "rho_l proportional to b^(-2/3 (T - l))")
+    delta = st.selectbox("δ", DELTAS, index=DELTAS.index(1e-8), key="fl_delta",
+                         format_func=lambda d: f"{d:.0e}")
+    topdown = "neighbouring" in params  # the top-down mechanisms spend a budget per level
+    split = st.radio("Budget over tree levels", list(SPLITS), format_func=SPLITS.get,
+                     horizontal=True, key="fl_split", disabled=not topdown,
+                     help="Top-down mechanisms only. geometric: level l gets a share "
+                          "proportional to b^(-2/3 (T - l)), b the mean branching (the "
+                          "authors' split).")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="fl_seed")
     run = st.button("Run release", type="primary", key="fl_run")
 
@@ -63,111 +76,127 @@ key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.ite
        int(seed))
 state = st.session_state.get(ui.FLOW_RELEASE)
 if run or state is None or state[0] != key:
-    started = time.perf_counter()
-    try:
-        release = get_mechanism(name).release(
-            data, PrivacyBudget.approx(epsilon, delta), split=split if topdown else None,
-            source=NoiseSource(seed=int(seed)), **params)
-    except HierdpError as exc:
-        st.error(f"The release failed: {exc}")
-        st.stop()
-    state = (key, release, flow_metrics(data, release), time.perf_counter() - started)
+    with st.spinner(f"Releasing with {name}…"):
+        started = time.perf_counter()
+        try:
+            release = get_mechanism(name).release(
+                data, PrivacyBudget.approx(epsilon, delta), split=split if topdown else None,
+                source=NoiseSource(seed=int(seed)), **params)
+        except HierdpError as exc:
+            st.error(f"The release failed: {exc}")
+            st.stop()
+        seconds = time.perf_counter() - started
+    state = (key, release, flow_metrics(data, release), seconds)
     st.session_state[ui.FLOW_RELEASE] = state
 _, release, metrics, seconds = state
 
+# ---- privacy: what was spent, the noise per level, the invariants ------------------------
 privacy = release.privacy
-summary = (f"Released {sum(lv.size for lv in release.levels):,} non-zero O/D pairs over "
-           f"{data.depth + 1} tree levels in {seconds:.2f} s. ")
 if privacy.get("definition") == "zcdp":
-    summary += (f"ρ = {privacy['rho']:.5g} (zCDP), i.e. (ε = "
-                f"{privacy['epsilon_tight']:.3g}, δ = {delta:.0e})-DP. ")
+    spent = (f"**ρ = {privacy['rho']:.4g}** (zCDP), which implies (ε = "
+             f"{privacy['epsilon_tight']:.3g}, δ = {delta:.0e})-DP")
 else:
-    summary += f"(ε = {privacy['epsilon']:g}, δ = {delta:.0e})-DP. "
-if release.invariants:
-    summary += "Published exactly: " + ", ".join(release.invariants) + "."
-st.success(summary)
-with st.expander("Budget and noise per tree level (a-priori, no data)"):
-    ledger = release.ledger[["level", "level_name", "share", "budget", "noise", "noise_sd"]]
-    st.dataframe(ledger.rename(columns={"level_name": "level name", "budget": "rho or ε",
-                                        "noise_sd": "noise sd"}),
-                 hide_index=True, width="stretch")
+    spent = f"**(ε = {privacy['epsilon']:g}, δ = {delta:.0e})-DP**"
+exact = ("Published exactly: " + ", ".join(release.invariants) + "."
+         if release.invariants else "No count is published exactly.")
+st.success(f"Released {sum(lv.size for lv in release.levels):,} non-zero O/D pairs over "
+           f"{data.depth + 1} tree levels in {seconds:.2f} s with {spent}. {exact}  \n"
+           f"Neighbouring datasets: {privacy['neighbouring']}.")
+ledger = release.ledger
+unit = "ρ" if privacy.get("definition") == "zcdp" else "ε"
+b1, b2 = st.columns([3, 2])
+with b1:
+    st.dataframe(pd.DataFrame({
+        "level": ledger["level"], "origin → destination": ledger["level_name"],
+        "share": _shown(ledger["share"], ".3f"), unit: _shown(ledger["budget"], ".4g"),
+        "σ (noise sd)": _shown(ledger["noise_sd"], ",.2f"),
+        "mean |noise|": _shown(ledger["expected_abs_error"], ",.2f")}),
+        hide_index=True, width="stretch")
+    noises = sorted(set(ledger["noise"]) - {"not measured"})
+    st.caption(f"Budget and noise per tree level, a priori (no data involved): "
+               f"{' and '.join(noises)} noise; the levels compose to the total {unit}; "
+               "share 0 = not measured.")
+with b2:
     if release.diagnostics:
         st.dataframe(pd.DataFrame(release.diagnostics).rename(columns={
-            "parents": "released parents", "noised": "children noised",
-            "released": "children released non-zero"}), hide_index=True, width="stretch")
-        st.caption("Only the children of released non-zero parents are noised; a child "
+            "parents": "parents > 0", "noised": "children noised",
+            "released": "released > 0"}), hide_index=True, width="stretch")
+        st.caption("Only the children of parents released non-zero are noised; a pair "
                    "released as 0 is pruned with its whole subtree.")
 
+# ---- error by tree level (reads the truth) -----------------------------------------------
 st.subheader("Error by tree level")
-st.caption("Evaluation only (uses the true flows; not a DP release). Level 0 is the total; "
-           "odd levels are cross-level tables (origin state → destination airport).")
-c1, c2 = st.columns([3, 2])
-with c1:
-    st.dataframe(metrics.rename(columns={
-        "level_name": "origin>destination", "max_abs_error": "max |error|", "mae": "MAE",
-        "rmse": "RMSE", "fdr": "FDR %", "fnr": "FNR %", "cpc": "CPC",
-        "released_nonzero": "released > 0", "true_nonzero": "true > 0"}).round(3),
-        hide_index=True, width="stretch")
-    st.caption("MAE and RMSE are over all possible pairs of the level. FDR: share of released "
-               "non-zero pairs that are truly 0 (false positives); FNR: share of true "
-               "non-zero pairs released as 0. CPC: common part of commuters (1 = perfect).")
-with c2:
-    st.plotly_chart(metrics_by_level(metrics), width="stretch", key="fl_levels")
+st.caption(f"True values: {EVALUATION}. MAE and RMSE are over all possible pairs of the "
+           "level. FDR: % of pairs released > 0 that are truly 0 (false positives); FNR: % "
+           "of truly non-zero pairs released as 0; CPC: common part of commuters (1 = "
+           "perfect).")
+st.dataframe(metrics.rename(columns={
+    "level_name": "origin → destination", "max_abs_error": "max |error|", "mae": "MAE",
+    "rmse": "RMSE", "fdr": "FDR %", "fnr": "FNR %", "cpc": "CPC",
+    "released_nonzero": "released > 0", "true_nonzero": "true > 0"}).round(3),
+    hide_index=True, width="stretch")
+st.plotly_chart(metrics_by_level(metrics), width="stretch", key="fl_levels")
 
+# ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
-m1, m2, m3 = st.columns([2, 2, 3])
+m1, m2, m3 = st.columns([2, 3, 3])
 with m1:
-    map_level = st.selectbox("Level", [2, 4], format_func=lambda lv: data.level_names[lv],
-                             key="fl_map_level")
+    map_level = st.selectbox("Level", [2, data.depth], key="fl_map_level", format_func=lambda lv:
+                             f"{data.level_names[lv]} ({geo.level_size(lv // 2):,} areas)")
 with m2:
-    shown = st.radio("Show", ["released", "true (evaluation only)"], horizontal=True,
-                     key="fl_map_show")
+    shown = st.radio("Show", ["released", "true", "false positives"], horizontal=True,
+                     key="fl_map_show", help="true and false positives read the true flows: "
+                                             + EVALUATION)
 with m3:
     top = st.slider("Largest flows shown", 20, 1000, 200, step=20, key="fl_map_top")
-geo_level = data.pair_levels(map_level)[0]
-area_coords = coords[geo.level_names[geo_level]]
-if shown == "released":
-    pairs = release.level_frame(map_level)
-    lo, ld = data.pair_levels(map_level)
-    true_keys = data.level_table(map_level)[0]
-    lv = release.levels[map_level]
-    false_positive = ~np.isin(lv.keys(data.level_width(ld)), true_keys)
-    title = f"Released flows, {data.level_names[map_level]} (ε = {epsilon:g})"
+pairs = level_pairs(data, release, map_level)
+false_positive = (pairs["released"] > 0) & (pairs["true"] == 0)
+level_text = data.level_names[map_level].replace(">", " → ")
+if shown == "true":
+    pairs, false_positive = pairs.assign(value=pairs["true"]), None
+    title = f"True flights, {level_text} ({EVALUATION})"
 else:
-    keys, counts = data.level_table(map_level)
-    o, d = np.divmod(keys, data.level_width(data.pair_levels(map_level)[1]))
-    pairs = pd.DataFrame({"origin_id": data.area_ids(geo_level)[o],
-                          "destination_id": data.area_ids(geo_level)[d], "value": counts})
-    false_positive = None
-    title = f"True flows, {data.level_names[map_level]} (evaluation only)"
+    if shown == "false positives":
+        pairs, false_positive = pairs[false_positive], false_positive[false_positive]
+    pairs = pairs.assign(value=pairs["released"])
+    title = f"Released flights, {level_text} ({name}, ε = {epsilon:g})"
+    if shown == "false positives":
+        title = f"False positives: released > 0, truly 0 ({name}; {EVALUATION})"
 states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
 base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
         [f["id"] for f in states_fc["features"]]) if states_fc else None
-st.plotly_chart(flow_map(pairs, area_coords, title=title, top=top,
-                         false_positive=false_positive, base=base),
-                width="stretch", key="fl_map", config=plotly_config())
+coords = ui.flow_coordinates()[geo.level_names[map_level // 2]]
+st.plotly_chart(flow_map(pairs, coords, title=title, top=top, false_positive=false_positive,
+                         base=base), width="stretch", key="fl_map", config=plotly_config())
+st.caption("Lines join area positions from the public airport list (a state at the mean "
+           "position of its airports), hover a line's middle for its value. Flows within an "
+           "area and those of Puerto Rico and the Virgin Islands (off the Albers USA "
+           "projection) are not drawn; a line to Alaska or Hawaii leaves the mainland towards "
+           "its true position and reappears in the inset.")
 
+# ---- O/D matrices ------------------------------------------------------------------------
 st.subheader("State-to-state O/D matrices")
 states = sorted(data.area_ids(1))
-truth, released, _ = aligned_level(data, release, 2)
-keys = np.union1d(data.level_table(2)[0], release.levels[2].keys(data.level_width(1)))
-o, d = np.divmod(keys, data.level_width(1))
-ids = data.area_ids(1)
-frame = pd.DataFrame({"origin_id": ids[o], "destination_id": ids[d]})
+matrix = level_pairs(data, release, 2)
 h1, h2, h3 = st.columns(3)
 for col, values, title, signed, k in [
-        (h1, truth, "True (evaluation only)", False, "fl_true"),
-        (h2, released, f"Released ({name})", False, "fl_rel"),
-        (h3, released - truth, "Error: released − true", True, "fl_err")]:
+        (h1, matrix["true"], f"True ({EVALUATION})", False, "fl_true"),
+        (h2, matrix["released"], f"Released ({name}, ε = {epsilon:g})", False, "fl_rel"),
+        (h3, matrix["released"] - matrix["true"], "Error: released − true", True, "fl_err")]:
     with col:
-        st.plotly_chart(od_matrix(frame.assign(value=values), states, title=title,
-                                  signed=signed, height=460), width="stretch", key=k)
+        st.plotly_chart(od_matrix(matrix.assign(value=values), states, title=title,
+                                  signed=signed, height=470), width="stretch", key=k)
+st.caption("Rows: origin state, columns: destination state, sorted by code; colours on a "
+           "log scale, hover for the number of flights.")
 
+# ---- epsilon sweep -----------------------------------------------------------------------
 st.divider()
 chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
     "fl", names, ui.FLOW_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
-    {"max_abs_error": "max |error|", "fdr": "false discovery rate %",
-     "fnr": "false negative rate %", "mae": "MAE"})
+    {"max_abs_error": "max |error|", "rmse": "RMSE", "mae": "MAE"})
+st.caption(f"Each mechanism with its default options and the uniform split, at (ε, δ = "
+           f"{delta:.0e}); trial t uses seed t for every mechanism. Right panel: false "
+           "discovery rate.")
 if clicked:
     ui.run_sweep(ui.FLOW_SWEEP, lambda progress: flow_sweep(
         data, chosen, eps_grid, trials, delta=delta, max_runs=90, progress=progress))
@@ -175,10 +204,13 @@ runs = st.session_state.get(ui.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
                                key="fl_sw_level")
-    st.plotly_chart(sweep_figure(summarise(runs, metric), metric=metric,
-                                 level_name=sweep_level, log_y=metric != "fdr"),
+    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric),
                     width="stretch", key="fl_sweep_fig")
+    seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
+    st.caption("Seconds per release: " + ", ".join(f"{m} {s:.2f}"
+                                                   for m, s in seconds_per.items()) + ".")
 
+# ---- export ------------------------------------------------------------------------------
 st.divider()
 st.subheader("Export")
 e1, e2 = st.columns(2)
@@ -191,4 +223,5 @@ with e2:
         "destination_levels": ["d_state", "d_airport"], "count_column": "flights"}),
         file_name="manifest.json", mime="application/json", key="fl_dl_manifest")
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
-           "parent_id, origin_id, destination_id, value. Pairs not listed are 0.")
+           "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
+           "manifest holds no true value.")

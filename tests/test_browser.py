@@ -194,16 +194,23 @@ def test_group_sizes_page(server, page):
 
 
 def test_flows_page(server, page):
+    page.set_viewport_size({"width": 1440, "height": 4500})  # the whole page in the shot
     page.goto(server)
     settle(page)
     goto(page, "Flows")
-    page.wait_for_selector(".js-plotly-plot g.trace.scattergeo path.js-line", state="attached")
-    assert page.locator(".js-plotly-plot g.trace.scattergeo path.js-line").count() >= 2
+    lines = ".js-plotly-plot g.trace.scattergeo path.js-line"
+    page.wait_for_selector(lines, state="attached")
+    assert page.locator(lines).count() >= 4  # the width classes of the flow map
     assert page.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50  # states
     assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 3  # O/D matrices
+    assert page.get_by_text("evaluation only, not a DP release").count() >= 1
+    charts = page.locator(".js-plotly-plot").count()
     page.get_by_role("button", name="Run the sweep").click()
     settle(page)
+    page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n",
+                           arg=charts)
     no_exception(page)
+    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(page, "10_flows")
 
 

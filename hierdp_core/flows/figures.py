@@ -104,22 +104,20 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
         edges = np.unique(np.quantile(shown["value"], [0.25, 0.5, 0.75]))
         width_class = np.searchsorted(edges, shown["value"].to_numpy(), side="right")
         labels = _class_labels(edges)
-        fp_in_legend = False
-        for cls in range(edges.size + 1):
-            for fp in (False, True):
+        for fp in (False, True):  # every width class in the legend, then the false positives
+            for cls in range(edges.size + 1):
                 part = shown[(width_class == cls) & (shown["_fp"] == fp)]
-                if part.empty:
+                if fp and part.empty:
                     continue
                 lon, lat = _lines(part, coords)
                 fig.add_trace(go.Scattergeo(
                     lon=lon, lat=lat, mode="lines", hoverinfo="skip",
                     name=FALSE_POSITIVE if fp else labels[cls],
                     legendgroup="fp" if fp else f"class{cls}",
-                    showlegend=not fp or not fp_in_legend,
+                    showlegend=not fp or not any(t.legendgroup == "fp" for t in fig.data),
                     line={"width": WIDTH_CLASSES[cls],
                           "color": FALSE_POSITIVE_COLOUR if fp else FLOW_COLOUR},
                     opacity=max(OPACITY_CLASSES[cls], 0.6) if fp else OPACITY_CLASSES[cls]))
-                fp_in_legend |= fp
         ends = [coords.loc[shown[col]] for col in ("origin_id", "destination_id")]
         names = [ends[i]["label"] if "label" in coords.columns else shown[col]
                  for i, col in enumerate(("origin_id", "destination_id"))]
@@ -129,8 +127,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
         fig.add_trace(go.Scattergeo(
             lon=(ends[0]["longitude"].to_numpy() + ends[1]["longitude"].to_numpy()) / 2,
             lat=(ends[0]["latitude"].to_numpy() + ends[1]["latitude"].to_numpy()) / 2,
-            mode="markers", marker={"size": 5, "opacity": 0.3, "color": np.where(
-                shown["_fp"], FALSE_POSITIVE_COLOUR, FLOW_COLOUR)},
+            mode="markers", marker={"size": 9, "opacity": 0},  # invisible, for hover
             text=text, hovertemplate="%{text}<extra></extra>", showlegend=False))
     areas = coords.loc[pd.unique(pd.concat([shown["origin_id"], shown["destination_id"]]))]
     fig.add_trace(go.Scattergeo(
@@ -169,18 +166,23 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
     colour = _symlog(matrix)
     top = float(np.abs(colour).max()) or 1.0
     tickvals, ticktext = _log_ticks(-top if signed else 0.0, top)
+    if top > 2:  # 1 and 0 would overlap: keep 0 and the powers from 10 on
+        keep = [i for i, v in enumerate(tickvals) if v == 0 or abs(v) > 0.5]
+        tickvals, ticktext = [tickvals[i] for i in keep], [ticktext[i] for i in keep]
     fig = go.Figure(go.Heatmap(
         z=colour, x=areas, y=areas, customdata=matrix,
         colorscale=DIVERGING_SCALE if signed else "Blues", zmid=0 if signed else None,
         zmin=-top if signed else 0, zmax=top,
-        colorbar={"tickvals": tickvals, "ticktext": ticktext, "thickness": 12,
-                  "title": {"text": "error" if signed else "flights"}},
+        colorbar={"tickvals": tickvals, "ticktext": ticktext, "orientation": "h",
+                  "thickness": 12, "y": -0.16, "yanchor": "top", "title": {
+                      "text": "error (flights)" if signed else "flights", "side": "top"}},
         hovertemplate="%{y} → %{x}: %{customdata:,.0f}<extra></extra>"))
     fig.update_layout(title=_title(_esc(title)), height=height,
-                      margin={"l": 40, "r": 10, "t": 50, "b": 40},
-                      xaxis={"title": "destination", "tickfont": {"size": 8}},
-                      yaxis={"title": "origin", "tickfont": {"size": 8}, "autorange": "reversed",
-                             "scaleanchor": "x"})
+                      margin={"l": 40, "r": 10, "t": 40, "b": 110},
+                      xaxis={"title": {"text": "destination", "standoff": 4},
+                             "tickfont": {"size": 8}},
+                      yaxis={"title": {"text": "origin", "standoff": 4}, "tickfont": {"size": 8},
+                             "autorange": "reversed"})
     return fig
 
 
