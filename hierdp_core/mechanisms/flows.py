@@ -42,9 +42,11 @@ REFERENCE = ("Boninsegna & Silvestri (2025), Differentially private release of h
              "origin/destination data with a TopDown approach")
 NEIGHBOURING = {
     "bounded": "bounded DP: one user's trip substituted (n public); per tree level L2 "
-               "sensitivity sqrt(2); levels compose additively under zCDP",
+               "sensitivity sqrt(2), discrete Gaussian noise of variance 1/rho_l on level l, "
+               "so the release is (rho_1 + ... + rho_T)-zCDP",
     "unbounded": "unbounded DP: one trip added or removed; per tree level (root included) "
-                 "L2 sensitivity 1; levels compose additively under zCDP",
+                 "L2 sensitivity 1, discrete Gaussian noise of variance 1/(2 rho_l), so the "
+                 "release is (rho_0 + ... + rho_T)-zCDP",
 }
 SENSITIVITY = {"bounded": math.sqrt(2.0), "unbounded": 1.0}
 SPLITS = ("uniform", "geometric")
