@@ -157,6 +157,7 @@ def test_budget_split_and_noise_per_level():
     assert math.isclose(ratio, b ** (2 / 3)) and math.isclose(geo["budget"].sum(), RHO.value)
     unb = get_mechanism("inftda").ledger(d, RHO, neighbouring="unbounded")
     assert unb["budget"].iloc[0] > 0 and math.isclose(unb["budget"].sum(), RHO.value)
+    np.testing.assert_allclose(unb["noise_sd"] ** 2, 1 / (2 * unb["budget"]), rtol=1e-3)
 
 
 def test_epsilon_delta_budget_is_converted_and_overspending_refused():
