@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hierdp_core.flows.data as flow_data_module
+import hierdp_core.flows.metrics as metrics_module
 import hierdp_core.flows.synthetic as synthetic_module
 import hierdp_core.flows.tree as tree_module
 from hierdp_core.errors import BudgetError, HierarchyError, InputError, MechanismError
@@ -305,3 +306,15 @@ def test_both_ways_of_summing_by_key_agree():
     np.testing.assert_array_equal(dense[0], sparse[0])
     np.testing.assert_array_equal(dense[1], sparse[1])
     assert set(dense[0].tolist()) == set(keys.tolist())  # zero sums are kept
+
+
+def test_both_ways_of_aligning_releases_agree():
+    rng = np.random.default_rng(1)
+    a_keys = np.unique(rng.integers(0, 4000, size=500))
+    b_keys = np.unique(rng.integers(0, 4000, size=700))
+    a_vals, b_vals = rng.integers(1, 9, a_keys.size) * 1.0, rng.integers(-3, 9, b_keys.size) * 1.0
+    dense = metrics_module._union(a_keys, a_vals, b_keys, b_vals, 4000)
+    sparse = metrics_module._union(a_keys, a_vals, b_keys, b_vals, 10**9)
+    keep = (sparse[0] != 0) | (sparse[1] != 0)  # sorting keeps released zeros too
+    np.testing.assert_array_equal(dense[0], sparse[0][keep])
+    np.testing.assert_array_equal(dense[1], sparse[1][keep])

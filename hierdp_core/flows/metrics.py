@@ -28,18 +28,30 @@ FLOW_METRICS = ("max_abs_error", "mae", "rmse", "fdr", "fnr", "cpc", "released_n
 
 def aligned_level(data: FlowData, release: FlowRelease, level: int):
     """(true, released) values on the union of the level's non-zero pairs, and the number
-    of possible pairs of the level."""
+    of possible pairs of the level (pairs zero in both count for nothing in any metric)."""
     lo, ld = data.pair_levels(level)
     width = data.level_width(ld)
     true_keys, true_counts = data.level_table(level)
     rel = release.levels[level]
-    rel_keys = rel.keys(width)
-    keys = np.union1d(true_keys, rel_keys)
-    truth = np.zeros(keys.size, dtype=np.float64)
-    truth[np.searchsorted(keys, true_keys)] = true_counts
-    released = np.zeros(keys.size, dtype=np.float64)
-    np.add.at(released, np.searchsorted(keys, rel_keys), rel.value)
+    truth, released = _union(true_keys, true_counts.astype(float), rel.keys(width),
+                              rel.value.astype(float), data.level_width(lo) * width)
     return truth, released, data.level_width(lo) * width
+
+
+def _union(keys_a, values_a, keys_b, values_b, space: int):
+    """Two sparse vectors (keys, values) over ``space`` cells as aligned dense values on the
+    cells where either is non-zero: by counting when the space is small next to the keys,
+    else by sorting."""
+    if space <= max(4 * (keys_a.size + keys_b.size), 1 << 20):
+        a = np.bincount(keys_a, weights=values_a, minlength=space)
+        b = np.bincount(keys_b, weights=values_b, minlength=space)
+        keep = (a != 0) | (b != 0)
+        return a[keep], b[keep]
+    keys = np.union1d(keys_a, keys_b)
+    a, b = np.zeros(keys.size), np.zeros(keys.size)
+    np.add.at(a, np.searchsorted(keys, keys_a), values_a)
+    np.add.at(b, np.searchsorted(keys, keys_b), values_b)
+    return a, b
 
 
 def flow_metrics(data: FlowData, release: FlowRelease) -> pd.DataFrame:
@@ -67,11 +79,8 @@ def pair_metrics(data: FlowData, release: FlowRelease) -> pd.DataFrame:
                 data.destination]
             rel_keys = data.ancestors(lo)[leaves.origin] * width + data.ancestors(ld)[
                 leaves.destination]
-            keys = np.union1d(true_keys, rel_keys)
-            truth = np.zeros(keys.size)
-            np.add.at(truth, np.searchsorted(keys, true_keys), data.counts)
-            released = np.zeros(keys.size)
-            np.add.at(released, np.searchsorted(keys, rel_keys), leaves.value)
+            truth, released = _union(true_keys, data.counts.astype(float), rel_keys,
+                                     leaves.value.astype(float), data.level_width(lo) * width)
             rows.append({"origin_level": geo[lo], "destination_level": geo[ld],
                          **_metrics(truth, released, data.level_width(lo) * width)})
     return pd.DataFrame(rows)
