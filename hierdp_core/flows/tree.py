@@ -114,7 +114,12 @@ def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLev
         pd_ = data.geography.parent[nodes.destination + data.geography.level_offsets[ld + 1]]
         pd_ = pd_ - data.geography.level_offsets[ld]
     width = data.level_width(ld)
-    parent_keys = parents.keys(width)
-    order = np.argsort(parent_keys)
-    pos = order[np.searchsorted(parent_keys, po * width + pd_, sorter=order)]
-    return TreeLevel(nodes.origin, nodes.destination, nodes.value, pos)
+    parent_keys = parents.keys(width)  # ascending: the levels come from _sum_by_key
+    wanted = po * width + pd_
+    space = data.level_width(lo) * width
+    if space <= max(4 * wanted.size, 1 << 20):  # a direct look-up table
+        index = np.full(space, -1, dtype=np.int64)
+        index[parent_keys] = np.arange(parent_keys.size)
+        return TreeLevel(nodes.origin, nodes.destination, nodes.value, index[wanted])
+    return TreeLevel(nodes.origin, nodes.destination, nodes.value,
+                     np.searchsorted(parent_keys, wanted))
