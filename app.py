@@ -40,6 +40,7 @@ for path, label, what in [
     ("pages/6_Export.py", "Export", "release CSV / Parquet / GeoJSON with its manifest"),
     ("pages/7_Group_sizes.py", "Group sizes", "households of each size per region"),
     ("pages/8_Flows.py", "Flows", "origin/destination trips (InfTDA) on US airport flights"),
+    ("pages/9_Ranges.py", "Range queries", "age ranges by region and province (DAWA)"),
 ]:
     ui.next_page(path, f"{label}: {what}")
 

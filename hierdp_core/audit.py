@@ -243,6 +243,23 @@ def claimed_budget(mechanism: Mechanism, data, epsilon: float, delta: float, spl
     return PrivacyBudget.approx(epsilon, delta) if ZCDP in definitions else pure
 
 
+def _audit_tree():
+    """The 2 x 2 audit geography (root > regions A, B > leaves) and the leaf of each entry
+    of `AUDIT_LEAVES`."""
+    from hierdp_core.hierarchy import build_from_codes
+
+    return build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
+                             np.array([c for _, c in AUDIT_LEAVES])], ["region", "leaf"])
+
+
+def _path_from_root(h, node: int) -> np.ndarray:
+    """Node ids from the root down to ``node``."""
+    path = [node]
+    while h.parent[path[-1]] >= 0:
+        path.append(int(h.parent[path[-1]]))
+    return np.asarray(path[::-1])
+
+
 @register_adapter("counts")
 def count_adapter(
     mechanism: Mechanism,
@@ -256,13 +273,10 @@ def count_adapter(
     changed_leaf: int = AUDIT_CHANGED_LEAF,
 ) -> AuditAdapter:
     """Adapter for count mechanisms on the 2 x 2 audit tree (see the module docstring)."""
-    from hierdp_core.hierarchy import build_from_codes
     from hierdp_core.queries.counts import CountData
 
     params = dict(params or {})
-    h, row_leaf = build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
-                                    np.array([c for _, c in AUDIT_LEAVES])],
-                                   ["region", "leaf"])
+    h, row_leaf = _audit_tree()
     counts = np.zeros((h.n_leaves, 1), dtype=np.int64)
     counts[row_leaf, 0] = np.asarray(leaf_counts, dtype=np.int64)
     leaf = int(row_leaf[changed_leaf])
@@ -275,10 +289,7 @@ def count_adapter(
 
     # the path root -> ... -> changed leaf, and a privacy-loss weight per level
     node = int(h.level_offsets[h.depth]) + leaf
-    path = [node]
-    while h.parent[path[-1]] >= 0:
-        path.append(int(h.parent[path[-1]]))
-    path = np.asarray(path[::-1])
+    path = _path_from_root(h, node)
     x = d1.node_counts()[path, 0].astype(float)
     weights = _level_weights(mechanism.ledger(d1, budget, split, **params), h.n_levels)
 
@@ -354,10 +365,7 @@ def group_size_adapter(
     d1, d2 = data_of(hist), data_of(hist2)
     budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
     # the changed cells: (node, size 1) and (node, size 2) on the path root -> region -> a1
-    path = [int(h.level_offsets[h.depth]) + first]
-    while h.parent[path[-1]] >= 0:
-        path.append(int(h.parent[path[-1]]))
-    path = np.asarray(path[::-1])
+    path = _path_from_root(h, int(h.level_offsets[h.depth]) + first)
     truth = d1.node_counts().astype(float)
     weights = _level_weights(mechanism.ledger(d1, budget, split, **params), h.n_levels)
 
@@ -421,12 +429,10 @@ def flow_adapter(
     two leaf cells."""
     from hierdp_core.flows.data import flow_data_from_leaves
     from hierdp_core.flows.tree import from_leaves
-    from hierdp_core.hierarchy import build_from_codes
 
     params = dict(params or {})
     unbounded = mechanism.params(**params).get("neighbouring") == "unbounded"
-    h, _ = build_from_codes([np.array([r for r, _ in AUDIT_LEAVES]),
-                             np.array([c for _, c in AUDIT_LEAVES])], ["region", "leaf"])
+    h, _ = _audit_tree()
     leaf_index = {code: i for i, code in enumerate(h.codes[h.depth])}
 
     def cell(pair):
@@ -484,6 +490,72 @@ def flow_adapter(
     flows = {f"{o[1]}>{d[1]}": c for o, d, c in AUDIT_FLOWS}
     change = ("adds one trip a1>a2" if unbounded else "moves one trip from a1>b1 to a1>a2")
     description = f"D: leaf flows {flows}; D' {change}"
+    return AuditAdapter((d1, d2), run, statistics, budget, description, False)
+
+
+#: Range audit input: the 2 x 2 tree, histograms over 8 ordered values; the changed leaf a1
+#: is empty under D and D' adds one person at value 1 (the spec's case where the reference
+#: Stage 1 shows a partition about 21 times likelier under D').
+AUDIT_RANGE_HISTOGRAMS = ((0,) * 8, (3, 1, 0, 0, 2, 2, 2, 2), (0, 0, 5, 5, 5, 0, 0, 1),
+                          (1,) * 8)
+AUDIT_RANGE_CHANGE = (0, 1)  # (leaf, value)
+
+
+@register_adapter("ranges")
+def range_adapter(
+    mechanism: Mechanism,
+    *,
+    epsilon: float,
+    delta: float = DEFAULT_DELTA,
+    params: dict | None = None,
+    split=None,
+    batch: bool | None = None,
+) -> AuditAdapter:
+    """Adapter for range mechanisms: one release per trial; output = the released histograms
+    of all nodes, then the changed leaf's bucket partition encoded as a bit mask of its inner
+    edges (-1 without a partition). Statistics: the released value of the changed cell at
+    every level, the changed leaf's prefix sum up to it, and one indicator per partition of
+    the changed leaf (what a leaky Stage 1 gives away)."""
+    from hierdp_core.queries.ranges import RangeData
+    from hierdp_core.ranges.workloads import prefix_ranges
+
+    params = dict(params or {})
+    h, row_leaf = _audit_tree()
+    n = len(AUDIT_RANGE_HISTOGRAMS[0])
+    counts = np.zeros((h.n_leaves, n), dtype=np.int64)
+    counts[row_leaf] = np.asarray(AUDIT_RANGE_HISTOGRAMS, dtype=np.int64)
+    leaf, value = int(row_leaf[AUDIT_RANGE_CHANGE[0]]), AUDIT_RANGE_CHANGE[1]
+    counts2 = counts.copy()
+    counts2[leaf, value] += 1
+    values = tuple(str(v) for v in range(n))
+    d1, d2 = (RangeData(h, c, values, "value", prefix_ranges(n)) for c in (counts, counts2))
+    budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
+    node = int(h.level_offsets[h.depth]) + leaf
+    cells = _path_from_root(h, node)[::-1] * n + value
+    leaf_cells = node * n + np.arange(value + 1)
+    bits = 2 ** np.arange(n - 1)
+    partitioned = "rho" in mechanism.params(**params)  # a private Stage 1 to watch
+
+    def statistics(out: np.ndarray) -> dict[str, np.ndarray]:
+        stats = {f"cell at level {h.depth - i}": out[:, c] for i, c in enumerate(cells)}
+        stats["leaf prefix"] = out[:, leaf_cells].sum(axis=1)
+        if partitioned:
+            for code in range(2 ** (n - 1)):
+                stats[f"leaf partition {code}"] = (out[:, -1] == code).astype(float)
+        return stats
+
+    def run(data, trials: int, source: NoiseSource) -> np.ndarray:
+        out = np.empty((trials, h.n_nodes * n + 1))
+        for i in range(trials):
+            rel = mechanism.release(data, budget, split=split, source=source, **params)
+            out[i, :-1] = np.asarray(rel.values, dtype=float).ravel()
+            edges = None if rel.edges is None else rel.edges[node]
+            out[i, -1] = -1 if edges is None else bits[edges[1:-1] - 1].sum()
+        return out
+
+    leaves = dict(zip(h.node_ids()[h.level_slice(h.depth)], map(list, counts), strict=True))
+    description = (f"D: leaf histograms over values 0..{n - 1} {leaves}; "
+                   f"D' adds one person with value {value} to {h.node_ids()[node]}")
     return AuditAdapter((d1, d2), run, statistics, budget, description, False)
 
 

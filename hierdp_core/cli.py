@@ -80,6 +80,8 @@ def _input_data(args, table):
     levels, names = _csv_list(args.levels), _name_columns(getattr(args, "names", None))
     if not levels:
         raise InputError(f"{query} need --levels, the level columns coarse to fine")
+    if query == "ranges":
+        return _range_data(args, table, levels, names)
     if query == "group-sizes":
         from hierdp_core.groupsizes.data import (
             group_size_data_from_histograms,
@@ -130,6 +132,41 @@ def _flow_data(args, table):
                                 tree=args.tree or "destination")
 
 
+def _range_data(args, table, levels, names):
+    """RangeData over ``--attribute`` with the ``--workload`` ranges."""
+    from hierdp_core.queries.ranges import range_data_from_table
+    from hierdp_core.ranges.workloads import (
+        WORKLOAD_KINDS,
+        bands,
+        named_workload,
+        read_workload_file,
+    )
+
+    if not args.attribute:
+        raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")
+    if _csv_list(args.categories):
+        raise InputError("--categories does not apply to ranges (the attribute's values are "
+                         "the categories)")
+    domain = None
+    if args.domain:
+        lo, sep, hi = str(args.domain).partition("-")
+        try:
+            domain = (int(lo), int(hi))
+        except ValueError:
+            raise InputError(f"--domain wants LO-HI integers, got {args.domain!r}") from None
+    data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
+                                 domain=domain, name_columns=names)
+    spec = args.workload or "prefix"
+    n = len(data.values)
+    if spec in WORKLOAD_KINDS:
+        workload = named_workload(spec, n)
+    elif Path(spec).suffix.lower() in (".csv", ".txt"):
+        workload = read_workload_file(data.values, spec)
+    else:
+        workload = bands(data.values, spec)
+    return data.with_workload(workload)
+
+
 def _name_columns(text: str | None) -> dict[str, str]:
     """'state=state_name,county=county_name' -> {'state': 'state_name', ...}."""
     pairs = {}
@@ -165,6 +202,8 @@ def cmd_release(args) -> int:
     if args.query == "group-sizes":
         input_spec.update(group_column=args.group_column, size_column=args.size_column,
                           max_size=args.max_size)
+    if args.query == "ranges":
+        input_spec.update(attribute=args.attribute, workload=args.workload, domain=args.domain)
     if args.query == "flows":
         input_spec.update(origin_levels=_csv_list(args.origin_levels),
                           destination_levels=_csv_list(args.destination_levels),
@@ -201,13 +240,19 @@ def cmd_evaluate(args) -> int:
                             max_size=spec.get("max_size"),
                             origin_levels=",".join(spec.get("origin_levels") or []),
                             destination_levels=",".join(spec.get("destination_levels") or []),
-                            tree=spec.get("tree"))
+                            tree=spec.get("tree"), attribute=spec.get("attribute"),
+                            workload=spec.get("workload"), domain=spec.get("domain"),
+                            names=None)
     data = _input_data(ns, read_table(Path(args.input)))
     if ns.query == "flows":
         from hierdp_core.flows.metrics import flow_metrics
         from hierdp_core.flows.release import levels_from_table
 
         metrics = flow_metrics(data, levels_from_table(data, table))
+    elif ns.query == "ranges":
+        from hierdp_core.ranges.evaluation import range_metrics
+
+        metrics = range_metrics(data, align_release(table, data))
     elif ns.query == "group-sizes":
         from hierdp_core.groupsizes.data import group_size_metrics
 
@@ -296,7 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "state=state_name,county=county_name")
     p.add_argument("--local-codes", action="store_true",
                    help="codes are unique only within their parent (e.g. 3-digit counties)")
-    p.add_argument("--query", default="counts", choices=("counts", "group-sizes", "flows"))
+    p.add_argument("--query", default="counts",
+                   choices=("counts", "group-sizes", "flows", "ranges"))
+    p.add_argument("--attribute", help="ranges: the ordered attribute column, e.g. age")
+    p.add_argument("--workload", default="prefix",
+                   help="ranges: the public ranges to answer: prefix, all, random, identity, "
+                        "bands like 0-17,18-64,65-100, or a CSV file with columns lo,hi")
+    p.add_argument("--domain", help="ranges: the public integer domain LO-HI (default: from "
+                                    "the smallest to the largest value in the data)")
     p.add_argument("--group-column", help="group sizes: the group (household) id of each "
                                           "person record")
     p.add_argument("--size-column", help="group sizes: the size column of size histograms "

@@ -15,6 +15,9 @@ Session-state keys (all under ``st.session_state``):
                  ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
 ``hd_flow_release`` flows: (settings key, FlowRelease, metrics, seconds) of the latest
                  release; ``hd_flow_sweep`` its epsilon sweep (DataFrame of runs)
+``hd_rg_release`` range queries: (settings key, RangeRelease, metrics, seconds) of the latest
+                 release; ``hd_rg_compare`` (settings key, runs) of the comparison with the
+                 baselines; ``hd_rg_sweep`` its epsilon sweep (DataFrame of runs)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
@@ -49,6 +52,11 @@ FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
 FLOW_DEFAULT_MECHANISM = "inftda"
 FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
 FLOW_OFF_MAP_STATES = ("PR", "VI")  # no place on the Albers USA projection
+RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "hd_rg_sweep"
+RANGE_SAMPLE = "italy-municipalities"
+RANGE_DEFAULT_MECHANISM = "dawa"
+RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
+RANGE_SWEEP_DEFAULT = ("dawa", "greedy-h", "identity")
 _DATA_CACHE = "hd_count_data_cache"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
@@ -168,6 +176,19 @@ def flow_data():
                                 ["d_state", "d_airport"], "flights")
 
 
+@st.cache_resource(show_spinner="Building the age histograms…", max_entries=2)
+def range_data(levels: tuple[str, ...]):
+    """The Italian residents by single year of age (0..100) as RangeData over ``levels`` (a
+    prefix of region, province, municipality), with the prefix workload (shared, read-only;
+    swap the workload with ``with_workload``)."""
+    from hierdp_core.queries.ranges import range_data_from_table
+
+    names = dict(SAMPLES[RANGE_SAMPLE].label_columns)
+    return range_data_from_table(sample_table(RANGE_SAMPLE), list(levels), "age",
+                                 count_column="residents",
+                                 name_columns={lv: names[lv] for lv in levels if lv in names})
+
+
 @st.cache_data(show_spinner=False, max_entries=1)
 def flow_coordinates() -> dict[str, pd.DataFrame]:
     """Public positions of the flow sample's areas for maps, per geography level (index =
@@ -257,35 +278,43 @@ PAGES = (
     ("pages/6_Export.py", "Export", ":material/download:"),
     ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
     ("pages/8_Flows.py", "Flows", ":material/flight:"),
+    ("pages/9_Ranges.py", "Range queries", ":material/bar_chart:"),
 )
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
 
 
-def mechanism_picker(infos: dict, default: str, key: str) -> str:
+def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
+    """A ``format_func`` for pickers of the mechanisms in ``infos``: the name, with
+    ``(not_private)`` after those that are not private."""
+    return lambda n: n + ("" if infos[n].private else f" ({not_private})")
+
+
+def mechanism_picker(infos: dict, default: str, key: str, *,
+                     not_private: str = "NOT private as published",
+                     error_if_not_private: bool = False) -> str:
     """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
-    labelled), with the chosen one's description, reference and warning. Returns the name."""
+    labelled ``not_private``), with the chosen one's description, reference and warning (an
+    error box for a non-private one with ``error_if_not_private``). Returns the name."""
     names = list(infos)
     name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
-                        else 0,
-                        format_func=lambda n: n + ("" if infos[n].private
-                                                   else " (NOT private as published)"),
-                        key=key)
+                        else 0, format_func=mechanism_label(infos, not_private), key=key)
     info = infos[name]
     st.markdown(f"{info.description}  \n*{info.reference}*")
     if info.warning:
-        st.warning(info.warning)
+        (st.error if error_if_not_private and not info.private else st.warning)(info.warning)
     return name
 
 
-def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict):
-    """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms, epsilons, trials,
-    metric (``metrics``: column -> label) and the run button. Returns (mechanisms, sorted
-    epsilons, trials, metric, clicked)."""
+def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
+                   format_func=str):
+    """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms (shown with
+    ``format_func``), epsilons, trials, metric (``metrics``: column -> label) and the run
+    button. Returns (mechanisms, sorted epsilons, trials, metric, clicked)."""
     st.subheader("Trade-off: error against ε")
     s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
     with s1:
         chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
-                                key=f"{prefix}_sw_mechs")
+                                format_func=format_func, key=f"{prefix}_sw_mechs")
     with s2:
         eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
                                   key=f"{prefix}_sw_eps")

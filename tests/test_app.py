@@ -158,3 +158,45 @@ def test_flows_page_releases_maps_and_sweeps():
     assert len(at.get("plotly_chart")) == charts + 1  # the sweep
     at.selectbox(key="fl_mechanism").select("stability-histogram").run()
     assert_clean(at)
+
+
+def test_ranges_page_releases_compares_and_sweeps():
+    from hierdp_core import dashboard as ui
+
+    at = page("pages/9_Ranges.py").run()
+    assert_clean(at)
+    key, release, metrics, seconds = at.session_state[ui.RANGE_RELEASE]
+    data = ui.range_data(("region", "province"))
+    h = data.hierarchy
+    assert release.mechanism == "dawa" and key[0] == ("region", "province")
+    assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
+    assert release.values.shape == (h.n_nodes, 101) and release.edges is not None
+    assert list(metrics["level_name"]) == ["total", "region", "province"]
+    unit = at.selectbox(key="rg_unit_2").value  # the largest released province: Rome
+    assert ui.node_display_names(data, 2)[unit] == "Roma (058)"
+    assert len(at.get("plotly_chart")) == 2  # histogram with buckets, cumulative curves
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "buckets" in fig and '"type":"rect"' in fig.replace(" ", "")
+    at.radio(key="rg_workload").set_value("bands").run()
+    assert_clean(at)
+    assert at.session_state[ui.RANGE_RELEASE][0][4] == "bands"
+    at.selectbox(key="rg_mechanism").select("greedy-h").run()
+    assert_clean(at)
+    assert at.session_state[ui.RANGE_RELEASE][1].mechanism == "greedy-h"
+    assert "no partition" in at.get("plotly_chart")[0].proto.spec
+    at.multiselect(key="rg_cmp_mechs").set_value(["identity", "privelet", "h2"])
+    at.button(key="rg_cmp_run").click().run()
+    assert_clean(at)
+    _, runs = at.session_state[ui.RANGE_COMPARE]
+    assert list(pd.unique(runs["mechanism"])) == ["greedy-h (this release)", "identity",
+                                                  "privelet", "h2"]
+    assert len(at.get("plotly_chart")) == 3
+    at.multiselect(key="rg_sw_mechs").set_value(["greedy-h", "identity"])
+    at.multiselect(key="rg_sw_eps").set_value([0.1, 1.0])
+    at.button(key="rg_sw_run").click().run()
+    assert_clean(at)
+    assert len(at.session_state[ui.RANGE_SWEEP]) == 2 * 2 * 2 * 3  # mechs x eps x trials x levels
+    assert at.selectbox(key="rg_sw_level").value == "province"
+    at.selectbox(key="rg_mechanism").select("dawa-reference").run()
+    assert not at.exception
+    assert any("privacy not established" in e.value for e in at.error)

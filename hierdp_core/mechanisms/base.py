@@ -150,4 +150,4 @@ def list_mechanisms(query: str | None = None) -> list[MechanismInfo]:
 
 def _load_all() -> None:
     """Import every mechanism module so that their entries are registered."""
-    from hierdp_core.mechanisms import counts, flows, group_sizes  # noqa: F401
+    from hierdp_core.mechanisms import counts, flows, group_sizes, ranges  # noqa: F401

@@ -29,6 +29,7 @@ of the tree strategies is too big, and Stage 2 falls back to ``laplace`` (record
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from hierdp_core.ranges.workloads import Workload
 STAGE2 = ("greedy", "uniform", "geometric", "laplace")
 PARTITIONS = ("privtree", "least-cost", "least-cost-reference")
 MAX_TREE_BUCKETS = 4096
+CACHED_BUCKETS = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,15 +69,31 @@ def expand(bucket_values: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def column_groups(w_hat: np.ndarray) -> np.ndarray:
-    """Labels of the columns of W-hat, equal exactly when the columns are equal."""
-    return np.unique(w_hat.T, axis=0, return_inverse=True)[1].ravel()
+    """Labels of runs of adjacent, exactly equal columns of W-hat. A tree node covers adjacent
+    buckets, so it may collapse exactly when all its buckets carry one label."""
+    changes = (w_hat[:, 1:] != w_hat[:, :-1]).any(axis=0)
+    return np.concatenate([[0], np.cumsum(changes)])
 
 
 def stage2_strategy(workload: Workload, edges: np.ndarray, kind: str, branching: int):
-    """The Stage-2 strategy over the buckets of ``edges`` (None means: Laplace per bucket)."""
+    """The Stage-2 strategy over the buckets of ``edges`` (None means: Laplace per bucket).
+    Strategies over few buckets are cached (per workload object), since many units share
+    partitions and every audit trial asks for the same ones."""
     k = edges.size - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
         return None
+    if k <= CACHED_BUCKETS:
+        return _cached_strategy(workload, edges.tobytes(), kind, branching)
+    return _strategy(workload, edges, kind, branching)
+
+
+@lru_cache(maxsize=4096)
+def _cached_strategy(workload: Workload, edges: bytes, kind: str, branching: int):
+    return _strategy(workload, np.frombuffer(edges, dtype=np.int64), kind, branching)
+
+
+def _strategy(workload: Workload, edges: np.ndarray, kind: str, branching: int):
+    k = edges.size - 1
     if kind == "uniform":
         return uniform_strategy(k, branching)
     if kind == "geometric":
@@ -134,7 +152,7 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
         values[rows] = expand(estimate, row_edges)
         for row in rows:
             used[row] = stage2 if strategy is not None else "laplace"
-    return RangeEstimate(values, edges, tuple(used))
+    return RangeEstimate(values, edges if rho > 0 else None, tuple(used))
 
 
 def _group_rows(edges: list[np.ndarray]):

