@@ -17,6 +17,7 @@ shared by every method and epsilon) x ``--runs`` noise draws each. Every method 
 
     python benchmarks/bench_dawa.py [--datasets ADULT,HEPTH,...] [--methods dawa,...]
         [--epsilons 0.01,0.05,0.1,0.5] [--workloads 5] [--runs 5] [--queries 2000] [--two-d]
+    python benchmarks/bench_dawa.py --datasets "" --two-d     # the 2-D sets only
 
 Prints one JSON object: ``seconds`` maps each method to its mean seconds per run at n = 4,096
 (over all runs), ``errors`` maps dataset -> method -> epsilon -> mean error per query (with
@@ -112,7 +113,7 @@ def main() -> None:
                      "workload": "random ranges, two uniform end points, sorted"},
            "seconds": {}, "errors": {}, "buckets": {}}
     seconds: dict[str, list] = {}
-    for name in args.datasets.split(","):
+    for name in [d for d in args.datasets.split(",") if d]:
         x = load_1d(name)
         workloads = [random_ranges(x.size, args.queries, seed=args.seed + i)
                      for i in range(args.workloads)]
