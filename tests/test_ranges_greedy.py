@@ -144,7 +144,8 @@ def test_refinement_matches_scipy_and_never_worsens_the_grid():
     quad = rng.uniform(0.9, 1, n) * error_sum * kappa  # S K >= B, as in any real node
 
     def value(lam):
-        return _objective(lam, error_sum, quad, kappa)
+        tail = (None,) * (np.ndim(lam) - 1)
+        return _objective(lam, error_sum[(..., *tail)], quad[(..., *tail)], kappa[(..., *tail)])
 
     grid = np.arange(100) / 100
     start = grid[np.argmin(_objective(grid, error_sum[:, None], quad[:, None],

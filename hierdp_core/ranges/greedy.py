@@ -68,8 +68,8 @@ from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
 
 OBJECTIVES = ("paper", "reference")
-_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
-_GOLDEN_STEPS = 20  # shrinks the refinement bracket (2 grid steps) by 0.618^20, about 7e-5
+_REFINE_POINTS = 41  # a local grid of 41 points around the best, ...
+_REFINE_ROUNDS = 4   # ... shrunk 20-fold per round: spacing (2 grid steps) / 40 / 20^3
 
 
 @dataclass(frozen=True, eq=False)
@@ -367,15 +367,16 @@ def _strategy(tree: _Tree, gram, choose: _Chooser, name: str, groups=None) -> St
 # --- choosing lambda -------------------------------------------------------------------------
 
 def _refine(objective, lam: np.ndarray, step: float, upper: float) -> np.ndarray:
-    """Golden-section search of ``objective`` (vectorised over nodes) on [lam - step,
-    lam + step] within [0, upper]; a node keeps lam unless the search finds a lower value."""
-    a, b = np.maximum(lam - step, 0.0), np.minimum(lam + step, upper)
-    for _ in range(_GOLDEN_STEPS):
-        c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-        left = objective(c) < objective(d)
-        a, b = np.where(left, a, c), np.where(left, d, b)
-    middle = (a + b) / 2
-    return np.where(objective(middle) < objective(lam), middle, lam)
+    """Search of ``objective`` (called with candidates of shape (nodes, c)) on [lam - step,
+    lam + step] within [0, upper] by ever finer local grids, all nodes at once; a node keeps
+    lam unless the search finds a lower value."""
+    best = lam
+    offsets = np.linspace(-1.0, 1.0, _REFINE_POINTS)
+    for _ in range(_REFINE_ROUNDS):
+        candidates = np.clip(best[:, None] + step * offsets[None, :], 0.0, upper)
+        best = candidates[np.arange(lam.size), np.argmin(objective(candidates), axis=1)]
+        step *= 2.0 / (_REFINE_POINTS - 1)
+    return np.where(objective(best[:, None])[:, 0] < objective(lam[:, None])[:, 0], best, lam)
 
 
 def _greedy_chooser(tree: _Tree, grid: int, objective: str) -> _Chooser:
@@ -391,7 +392,10 @@ def _greedy_chooser(tree: _Tree, grid: int, objective: str) -> _Chooser:
         nu = mu if reference else 1.0
 
         def value(lam):
-            return _objective(lam, parents.error_sum, blend, parents.kappa, nu)
+            """The objective at lam of shape (nodes,) or (nodes, c)."""
+            tail = (None,) * (np.ndim(lam) - 1)
+            return _objective(lam, parents.error_sum[(..., *tail)], blend[(..., *tail)],
+                              parents.kappa[(..., *tail)], nu)
 
         table = _objective(candidates, parents.error_sum[:, None], blend[:, None],
                            parents.kappa[:, None], nu)
