@@ -6,6 +6,7 @@ private buckets, a comparison of methods, an epsilon sweep and the export."""
 import time
 from functools import partial
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -159,6 +160,14 @@ st.caption("Budget per level, fixed before any data is read: an equal share per 
            "on a private partition of the ages into near-uniform buckets (Stage 1) and the "
            "rest on range queries over the buckets adapted to the workload (Stage 2). Then, "
            "from the top down, every unit is made to add up to its parent (post-processing).")
+if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges are released
+    kept = float(np.mean([e.size - 1 for e in release.edges]))
+    if kept >= 0.5 * len(data.values):
+        st.info(f"DAWA's private partition kept on average {kept:.0f} of the "
+                f"{len(data.values)} ages as buckets of their own: these histograms are far "
+                "from uniform at this ε, so the partition merges little for the ρ share of ε "
+                "it spends. `greedy-h` (Stage 2 alone, the whole ε on the queries) or a "
+                "smaller ρ may be more accurate: compare them below.")
 
 # ---- error by level (reads the truth) -----------------------------------------------------
 st.subheader("Workload error by level")
@@ -269,14 +278,18 @@ st.divider()
 st.subheader("Export")
 e1, e2 = st.columns(2)
 with e1:
-    st.download_button("Release table (CSV)", partial(release_table_bytes, release, "csv"),
-                       file_name="ranges_release.csv", mime="text/csv", key="rg_dl_csv")
+    # 43 MB with the municipalities: made on click then; small tables are made right away
+    # (Streamlit's deferred download occasionally never starts in headless Chromium)
+    table = (partial(release_table_bytes, release, "csv") if municipalities
+             else release_table_bytes(release, "csv"))
+    st.download_button("Release table (CSV)", table, file_name="ranges_release.csv",
+                       mime="text/csv", key="rg_dl_csv")
 with e2:
     st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec={
         "query": "ranges", "sample": ui.RANGE_SAMPLE, "levels": list(levels),
         "attribute": "age", "count_column": "residents", "workload": data.workload.name}),
         file_name="manifest.json", mime="application/json", key="rg_dl_manifest")
 st.caption("One row per unit and single year of age: level, level_name, node_id, parent_id, "
-           "label, category (the age), value; made when you click (43 MB with the "
-           "municipalities). Sum the ages a to b of a unit to answer a range query. The "
+           "label, category (the age), value (43 MB with the municipalities, made when you "
+           "click). Sum the ages a to b of a unit to answer a range query. The "
            "manifest holds no true value.")

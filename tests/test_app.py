@@ -177,6 +177,9 @@ def test_ranges_page_releases_compares_and_sweeps():
     assert len(at.get("plotly_chart")) == 2  # histogram with buckets, cumulative curves
     fig = at.get("plotly_chart")[0].proto.spec
     assert "buckets" in fig and '"type":"rect"' in fig.replace(" ", "")
+    kept = sum(e.size - 1 for e in release.edges) / len(release.edges)  # ages at epsilon 1
+    hint = [i.value for i in at.info if "buckets of their own" in i.value]
+    assert kept > 60 and len(hint) == 1 and f"kept on average {kept:.0f} of the 101" in hint[0]
     at.radio(key="rg_workload").set_value("bands").run()
     assert_clean(at)
     assert at.session_state[ui.RANGE_RELEASE][0][4] == "bands"
@@ -184,6 +187,7 @@ def test_ranges_page_releases_compares_and_sweeps():
     assert_clean(at)
     assert at.session_state[ui.RANGE_RELEASE][1].mechanism == "greedy-h"
     assert "no partition" in at.get("plotly_chart")[0].proto.spec
+    assert not [i for i in at.info if "buckets of their own" in i.value]
     at.multiselect(key="rg_cmp_mechs").set_value(["identity", "privelet", "h2"])
     at.button(key="rg_cmp_run").click().run()
     assert_clean(at)
