@@ -22,11 +22,12 @@ from hierdp_core.ranges.greedy import (
     _woodbury_regular,
     _woodbury_single,
     geometric_strategy,
+    greedy_strategies,
     greedy_strategy,
     laplace_strategy,
     uniform_strategy,
 )
-from hierdp_core.ranges.workloads import random_ranges
+from hierdp_core.ranges.workloads import prefix_ranges, random_ranges
 
 SIZES = (1, 2, 3, 5, 8, 13)
 BRANCHINGS = (2, 3, 4)
@@ -408,6 +409,55 @@ def test_invalid_arguments():
         strategy.measure(np.ones(4), 0.0, NoiseSource(seed=0))
     with pytest.raises(BudgetError):
         strategy.expected_squared_errors(np.ones((1, 4)), -1.0)
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+def small_integer_w_hats(r: int, m: int, k: int, seed: int) -> np.ndarray:
+    """r small-integer W-hats (r, m, k), adjacent columns often equal (collapsed nodes)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((r, m, k))
+    for i in range(r):
+        distinct = rng.integers(0, 3, size=(m, int(rng.integers(1, k + 1))))
+        out[i] = distinct[:, np.sort(rng.integers(0, distinct.shape[1], size=k))]
+    return out
+
+
+@pytest.mark.parametrize("k, branching, objective", [(1, 2, "paper"), (7, 2, "paper"),
+                                                     (13, 3, "paper"), (9, 2, "reference")])
+def test_a_batch_equals_its_strategies_one_by_one(k, branching, objective):
+    w_hats = small_integer_w_hats(6, 5, k, seed=k)
+    grams = np.matmul(w_hats.transpose(0, 2, 1), w_hats)
+    groups = np.stack([exact_groups(w) for w in w_hats])
+    batch = greedy_strategies(grams, branching, groups=groups, objective=objective)
+    for i in range(6):
+        one = greedy_strategy(grams[i], branching, groups=groups[i], objective=objective)
+        unit = batch.unit(i)
+        assert np.array_equal(unit.lo, one.lo) and np.array_equal(unit.hi, one.hi)
+        assert relative_gap(unit.weights, one.weights) < 1e-12
+        assert relative_gap(unit.inverse, one.inverse) < 1e-12
+
+
+def test_batch_release_is_unbiased_with_each_strategys_covariance():
+    """Rows measured with different strategies of one batch (prefixes: a tree; identity:
+    the cells, twice the variance per bucket): the mean is the truth and the variance of every
+    bucket estimate is (2/epsilon^2) inverse_ii of the row's own strategy."""
+    k, epsilon, draws = 32, 0.5, 20_000
+    prefixes = prefix_ranges(k).bucket_matrix(np.arange(k + 1))
+    batch = greedy_strategies(np.stack([prefixes.T @ prefixes, np.eye(k)]))
+    assert np.diag(batch.inverse[0]).max() > 1.5 * np.diag(batch.inverse[1]).max()
+    truth = np.random.default_rng(2).integers(0, 50, k).astype(float)
+    which = np.arange(2 * draws) % 2
+    estimates = batch.release(np.tile(truth, (2 * draws, 1)), which, epsilon,
+                              NoiseSource(seed=4), max_cells=500 * k * k)  # in chunks
+    for i in range(2):
+        rows = estimates[which == i]
+        variance = 2 / epsilon**2 * np.diag(batch.inverse[i])
+        assert (np.abs(rows.mean(axis=0) - truth) < 5 * np.sqrt(variance / draws)).all()
+        # sd of a sample variance: sigma^2 sqrt((kurtosis - 1) / n), kurtosis <= 6 (Laplace)
+        assert (np.abs(rows.var(axis=0) - variance) < 5 * variance * np.sqrt(5 / draws)).all()
+    exact = batch.release(np.tile(truth, (2, 1)), np.arange(2), 1e12, NoiseSource(seed=0))
+    assert np.allclose(exact, truth, atol=1e-6)
 
 
 # --- property test ---------------------------------------------------------------------------

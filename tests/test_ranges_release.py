@@ -22,7 +22,7 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.ranges.dawa import dawa
-from hierdp_core.ranges.workloads import identity
+from hierdp_core.ranges.workloads import identity, prefix_ranges
 
 NAMES = [i.name for i in list_mechanisms("ranges")]
 
@@ -80,6 +80,47 @@ def test_identity_workload_makes_dawa_partition_laplace():
     a = dawa(x, w, 1.0, NoiseSource(seed=9)).values
     b = dawa(x, w, 1.0, NoiseSource(seed=9), stage2="laplace").values
     assert np.allclose(a, b, atol=1e-9)
+
+
+@pytest.mark.parametrize("stage2", ["greedy", "uniform", "geometric", "laplace"])
+def test_rows_with_different_partitions_get_their_own_buckets(stage2):
+    """Many rows, partitions of many sizes (some shared): with negligible noise every row's
+    estimate is its own true bucket totals spread evenly over its own buckets."""
+    rng = np.random.default_rng(3)
+    steps = [np.sort(rng.choice(np.arange(1, 32), rng.integers(0, 6), replace=False))
+             for _ in range(30)]
+    x = np.stack([np.repeat(rng.integers(0, 90, s.size + 1), np.diff(np.r_[0, s, 32]))
+                  for s in steps]).astype(float)
+    x[20:] = x[0]  # ten rows share their data, hence (mostly) their partition
+    est = dawa(x, prefix_ranges(32), 1e9, NoiseSource(seed=2), stage2=stage2, rho=1e-7)
+    assert len({e.size for e in est.edges}) > 3 and est.stage2 == (stage2,) * 30
+    for i, edges in enumerate(est.edges):
+        totals = np.add.reduceat(x[i], edges[:-1])
+        expected = np.repeat(totals / np.diff(edges), np.diff(edges))
+        assert np.allclose(est.values[i], expected, atol=1e-3)
+
+
+def test_stage2_batches_route_every_row_to_its_own_partitions_strategy(monkeypatch):
+    """Distinct partitions solved in several batches: each row is released with the strategy
+    made for its own partition (a stub strategy answers with the partition it was made for)."""
+    from hierdp_core.ranges import dawa as module
+
+    class Stub:
+        def __init__(self, bounds):
+            self.bounds = bounds
+
+        def release(self, counts, which, epsilon, source):
+            return self.bounds[which, 1:].astype(float)
+
+    monkeypatch.setattr(module, "stage2_strategies", lambda w, bounds, kind, b: Stub(bounds))
+    monkeypatch.setattr(module, "BATCH_CELLS", 3 * 4 * 16)  # three partitions per batch
+    rng = np.random.default_rng(0)
+    bounds = np.stack([np.r_[0, np.sort(rng.choice(np.arange(1, 16), 3, replace=False)), 16]
+                       for _ in range(25)])
+    bounds = bounds[rng.integers(0, 25, 60)]  # 60 rows, shared partitions in any order
+    estimate, used = module._stage2(prefix_ranges(16), bounds, np.zeros((60, 4)), "greedy", 2,
+                                    1.0, NoiseSource(seed=0))
+    assert used == "greedy" and np.array_equal(estimate, bounds[:, 1:])
 
 
 def test_budget_rules():

@@ -4,7 +4,8 @@
 partition into near-uniform buckets with ``epsilon1 = rho * epsilon``; Stage 2,
 the bucket counts measured through a workload-adapted strategy with ``epsilon2 = (1 - rho) *
 epsilon`` and combined by least squares (`greedy`); Stage 3, each bucket spread evenly over its
-cells. Rows whose partitions coincide share one Stage-2 strategy.
+cells. Stage 2 is numpy batched: the rows with the same number of buckets are
+released together, their distinct partitions' strategies solved as one batch (`greedy`).
 
 Stage 1 (``partition``): ``privtree`` (default; provably private bisection that follows the
 data, `privtree`), ``least-cost`` (the paper's Alg. 1 with the noise its proof needs, provably
@@ -35,7 +36,12 @@ import numpy as np
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
-from hierdp_core.ranges.greedy import geometric_strategy, greedy_strategy, uniform_strategy
+from hierdp_core.ranges.greedy import (
+    StrategyBatch,
+    geometric_batch,
+    greedy_strategies,
+    uniform_batch,
+)
 from hierdp_core.ranges.partition import private_partition
 from hierdp_core.ranges.privtree import privtree_partition
 from hierdp_core.ranges.workloads import Workload
@@ -44,6 +50,7 @@ STAGE2 = ("greedy", "uniform", "geometric", "laplace")
 PARTITIONS = ("privtree", "least-cost", "least-cost-reference")
 MAX_TREE_BUCKETS = 4096
 CACHED_BUCKETS = 256
+BATCH_CELLS = 1 << 22
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,49 +64,66 @@ class RangeEstimate:
 
 
 def bucket_sums(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """True bucket counts B(x), (r, n) -> (r, k)."""
+    """True bucket counts B(x): (r, n) with edges (k + 1,) shared or (r, k + 1) per row ->
+    (r, k)."""
     cum = np.concatenate([np.zeros((x.shape[0], 1)), np.cumsum(x, axis=1)], axis=1)
-    return np.diff(cum[:, edges], axis=1)
+    bounds = np.broadcast_to(edges, (x.shape[0], np.shape(edges)[-1]))
+    return np.diff(np.take_along_axis(cum, bounds, axis=1), axis=1)
 
 
 def expand(bucket_values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Uniform expansion: each bucket's value spread evenly over its cells, (r, k) -> (r, n)."""
-    lengths = np.diff(edges)
-    return np.repeat(bucket_values / lengths, lengths, axis=1)
+    """Uniform expansion: each bucket's value spread evenly over its cells, (r, k) with
+    edges (k + 1,) shared or (r, k + 1) per row -> (r, n)."""
+    bounds = np.broadcast_to(edges, (bucket_values.shape[0], np.shape(edges)[-1]))
+    n = int(bounds[0, -1])
+    starts = np.zeros((bounds.shape[0], n), dtype=np.int64)
+    np.put_along_axis(starts, bounds[:, 1:-1], 1, axis=1)
+    bucket_of_cell = np.cumsum(starts, axis=1)
+    per_cell = bucket_values / np.diff(bounds, axis=1)
+    return np.take_along_axis(per_cell, bucket_of_cell, axis=1)
 
 
 def column_groups(w_hat: np.ndarray) -> np.ndarray:
-    """Labels of runs of adjacent, exactly equal columns of W-hat. A tree node covers adjacent
-    buckets, so it may collapse exactly when all its buckets carry one label."""
-    changes = (w_hat[:, 1:] != w_hat[:, :-1]).any(axis=0)
-    return np.concatenate([[0], np.cumsum(changes)])
+    """Labels of runs of adjacent, exactly equal columns of W-hat, (..., m, k) -> (..., k). A
+    tree node covers adjacent buckets, so it may collapse exactly when all its buckets carry
+    one label."""
+    changes = (w_hat[..., 1:] != w_hat[..., :-1]).any(axis=-2)
+    zeros = np.zeros(changes.shape[:-1] + (1,), dtype=np.int64)
+    return np.concatenate([zeros, np.cumsum(changes, axis=-1)], axis=-1)
 
 
-def stage2_strategy(workload: Workload, edges: np.ndarray, kind: str, branching: int):
-    """The Stage-2 strategy over the buckets of ``edges`` (None means: Laplace per bucket).
-    Strategies over few buckets are cached (per workload object), since many units share
-    partitions and every audit trial asks for the same ones."""
-    k = edges.size - 1
+def stage2_strategies(workload: Workload, bounds: np.ndarray, kind: str,
+                      branching: int) -> StrategyBatch | None:
+    """Stage-2 strategies for the distinct partitions ``bounds`` (U, k + 1), all into k
+    buckets: a batch of U (greedy) or one shared strategy (uniform, geometric); None means
+    Laplace per bucket. A single partition into few buckets is cached (per workload object),
+    since every audit trial and many small units ask for the same ones."""
+    k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
         return None
-    if k <= CACHED_BUCKETS:
-        return _cached_strategy(workload, edges.tobytes(), kind, branching)
-    return _strategy(workload, edges, kind, branching)
+    if kind != "greedy" or (bounds.shape[0] == 1 and k <= CACHED_BUCKETS):
+        key = bounds[0].tobytes() if kind == "greedy" else np.int64(k).tobytes()
+        return _cached_strategies(workload, key, kind, branching)
+    return _strategies(workload, bounds, kind, branching)
 
 
 @lru_cache(maxsize=4096)
-def _cached_strategy(workload: Workload, edges: bytes, kind: str, branching: int):
-    return _strategy(workload, np.frombuffer(edges, dtype=np.int64), kind, branching)
+def _cached_strategies(workload: Workload, key: bytes, kind: str, branching: int):
+    values = np.frombuffer(key, dtype=np.int64)
+    if kind != "greedy":
+        return _strategies(workload, np.arange(int(values[0]) + 1)[None], kind, branching)
+    return _strategies(workload, values[None], kind, branching)
 
 
-def _strategy(workload: Workload, edges: np.ndarray, kind: str, branching: int):
-    k = edges.size - 1
+def _strategies(workload: Workload, bounds: np.ndarray, kind: str, branching: int):
+    k = bounds.shape[1] - 1
     if kind == "uniform":
-        return uniform_strategy(k, branching)
+        return uniform_batch(k, branching)
     if kind == "geometric":
-        return geometric_strategy(k, branching)
-    w_hat = workload.bucket_matrix(edges)
-    return greedy_strategy(w_hat.T @ w_hat, branching, groups=column_groups(w_hat))
+        return geometric_batch(k, branching)
+    w_hat = workload.bucket_matrices(bounds)
+    grams = np.matmul(w_hat.transpose(0, 2, 1), w_hat)
+    return greedy_strategies(grams, branching, groups=column_groups(w_hat))
 
 
 def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty):
@@ -140,24 +164,38 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
     else:
         edges = [np.arange(n + 1)] * r
     values = np.empty_like(x)
-    used = [""] * r
-    for rows, row_edges in _group_rows(edges):
-        strategy = stage2_strategy(workload, row_edges, stage2, branching)
-        counts = bucket_sums(x[rows], row_edges)
-        if strategy is None:
-            noise = Laplace.for_epsilon(epsilon2, 1.0).sample(counts.shape, source)
-            estimate = counts + noise
-        else:
-            estimate = strategy.release(counts, epsilon2, source)
-        values[rows] = expand(estimate, row_edges)
-        for row in rows:
-            used[row] = stage2 if strategy is not None else "laplace"
+    used = np.empty(r, dtype=object)
+    sizes = np.array([e.size - 1 for e in edges])
+    for k in np.unique(sizes):  # one batch per number of buckets
+        rows = np.flatnonzero(sizes == k)
+        bounds = np.stack([edges[i] for i in rows])
+        estimate, used[rows] = _stage2(workload, bounds, bucket_sums(x[rows], bounds), stage2,
+                                       branching, epsilon2, source)
+        values[rows] = expand(estimate, bounds)
     return RangeEstimate(values, edges if rho > 0 else None, tuple(used))
 
 
-def _group_rows(edges: list[np.ndarray]):
-    groups: dict[bytes, list[int]] = {}
-    for row, e in enumerate(edges):
-        groups.setdefault(e.tobytes(), []).append(row)
-    for rows in groups.values():
-        yield np.asarray(rows), edges[rows[0]]
+def _stage2(workload, bounds, counts, kind, branching, epsilon2, source):
+    """Stage 2 for rows that all have k buckets (bounds (R, k + 1), counts (R, k)): the
+    estimated bucket counts and the strategy used. Distinct partitions are solved in batches
+    of at most about ``BATCH_CELLS`` numbers per array."""
+    k = bounds.shape[1] - 1
+    if kind == "laplace" or k > MAX_TREE_BUCKETS:
+        noise = Laplace.for_epsilon(epsilon2, 1.0).sample(counts.shape, source)
+        return counts + noise, "laplace"
+    if kind != "greedy":
+        strategy = stage2_strategies(workload, bounds[:1], kind, branching)
+        return strategy.release(counts, np.zeros(len(counts), dtype=np.int64), epsilon2,
+                                source), kind
+    if bounds.shape[0] == 1:
+        distinct, which = bounds, np.zeros(1, dtype=np.int64)
+    else:
+        distinct, which = np.unique(bounds, axis=0, return_inverse=True)
+        which = which.ravel()
+    step = max(1, BATCH_CELLS // (k * max(k, workload.m)))
+    estimate = np.empty_like(counts)
+    for first in range(0, distinct.shape[0], step):
+        batch = stage2_strategies(workload, distinct[first:first + step], kind, branching)
+        rows = np.flatnonzero((which >= first) & (which < first + step))
+        estimate[rows] = batch.release(counts[rows], which[rows] - first, epsilon2, source)
+    return estimate, kind

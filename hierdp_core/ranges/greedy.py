@@ -38,6 +38,11 @@ inverted. The nodes of a level that have equal sizes are processed together with
 numpy (one batch, plus the smaller last node), so time and memory are O(k^2), the size of the
 dense root inverse (plus G @ G, O(k^3), in the ``reference`` objective).
 
+`greedy_strategies` runs the recursion for r Gram matrices over the same k buckets at once
+(every array gets a leading axis r; `StrategyBatch`), so that the many small partitions of
+the units of one geographic level cost one pass of numpy work per tree level, not one per
+unit.
+
 Tree shape
 ----------
 The paper's bottom-up tree: level 0 holds the k single buckets; level l+1 groups t consecutive
@@ -73,12 +78,8 @@ _REFINE_ROUNDS = 4   # ... shrunk 20-fold per round: spacing (2 grid steps) / 40
 
 
 @dataclass(frozen=True, eq=False)
-class Strategy:
-    """Weighted interval queries over k buckets: tree node q covers buckets lo[q]..hi[q]-1
-    (hi exclusive) with weight weights[q] > 0 (rows with weight 0 are dropped); every bucket's
-    weights sum to 1 (L1 column norm 1 = sensitivity 1 under add/remove one record).
-    ``inverse`` = (Y^T D^2 Y)^-1 (or the pseudo-inverse where collapsed nodes are used),
-    shape (k, k)."""
+class _Intervals:
+    """Weighted interval queries lo..hi-1 over k buckets and the least-squares inverse."""
 
     k: int
     lo: np.ndarray
@@ -87,14 +88,18 @@ class Strategy:
     inverse: np.ndarray
     name: str
 
+
+@dataclass(frozen=True, eq=False)
+class Strategy(_Intervals):
+    """Weighted interval queries over k buckets: tree node q covers buckets lo[q]..hi[q]-1
+    (hi exclusive) with weight weights[q] > 0 (rows with weight 0 are dropped); every bucket's
+    weights sum to 1 (L1 column norm 1 = sensitivity 1 under add/remove one record).
+    ``inverse`` = (Y^T D^2 Y)^-1 (or the pseudo-inverse where collapsed nodes are used),
+    shape (k, k)."""
+
     def matrix(self) -> sparse.csr_matrix:
         """The weighted query matrix D Y, sparse (q, k)."""
-        lengths = self.hi - self.lo
-        rows = np.repeat(np.arange(self.lo.size), lengths)
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        cols = np.arange(lengths.sum()) - starts + np.repeat(self.lo, lengths)
-        values = np.repeat(self.weights, lengths)
-        return sparse.csr_matrix((values, (rows, cols)), shape=(self.lo.size, self.k))
+        return sparse.diags(self.weights) @ _interval_matrix(self.lo, self.hi, self.k)
 
     def column_sums(self) -> np.ndarray:
         """Every bucket's total weight (k,): 1.0 up to float error."""
@@ -128,6 +133,15 @@ class Strategy:
 
 
 
+def _interval_matrix(lo: np.ndarray, hi: np.ndarray, k: int) -> sparse.csr_matrix:
+    """Y: row q is 1 on buckets lo[q]..hi[q]-1, sparse (q, k)."""
+    lengths = hi - lo
+    rows = np.repeat(np.arange(lo.size), lengths)
+    cols = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    cols += np.repeat(lo, lengths)
+    return sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(lo.size, k))
+
+
 def _rows_of(values, size: int, what: str) -> np.ndarray:
     """``values`` as floats of shape (size,) or (r, size)."""
     values = np.asarray(values, dtype=float)
@@ -149,31 +163,34 @@ def _objective(lam, error_sum, quad, kappa, nu=1.0):
 
 def _woodbury_factors(lam, kappa):
     """(1-lam)^-2 and lam^2 / ((1-lam)^2 + lam^2 K): M_q = first * (blockdiag - second v v^T)."""
+    lam, kappa = np.asarray(lam, dtype=float), np.asarray(kappa, dtype=float)
     return (1 - lam) ** -2.0, lam**2 / ((1 - lam) ** 2 + lam**2 * kappa)
 
 
 def _woodbury_regular(children: np.ndarray, v: np.ndarray, lam, kappa) -> np.ndarray:
-    """M_q of n parents with t equal children each: children (n, t, s, s), v (n, t*s)."""
-    n, t, s, _ = children.shape
+    """M_q of parents with t equal children each: children (..., t, s, s), v (..., t*s),
+    lam and kappa (...), for any leading batch shape."""
+    t, s = children.shape[-3], children.shape[-1]
     scale, coef = _woodbury_factors(lam, kappa)
-    out = (-coef)[:, None, None] * v[:, :, None] * v[:, None, :]
-    blocks = out.reshape(n, t, s, t, s)
+    out = (-coef)[..., None, None] * v[..., :, None] * v[..., None, :]
+    blocks = out.reshape(*out.shape[:-2], t, s, t, s)
     for i in range(t):
-        blocks[:, i, :, i, :] += children[:, i]
-    out *= scale[:, None, None]
+        blocks[..., i, :, i, :] += children[..., i, :, :]
+    out *= scale[..., None, None]
     return out
 
 
 def _woodbury_single(children: list[np.ndarray], v: np.ndarray, lam, kappa) -> np.ndarray:
-    """M_q of one parent whose children (square blocks) may differ in size: v (sum of sizes,)."""
+    """M_q of a parent whose children (square blocks (..., s_i, s_i)) may differ in size:
+    v (..., sum of sizes), lam and kappa (...)."""
     scale, coef = _woodbury_factors(lam, kappa)
-    out = -coef * np.outer(v, v)
+    out = -coef[..., None, None] * v[..., :, None] * v[..., None, :]
     start = 0
     for block in children:
-        stop = start + block.shape[0]
-        out[start:stop, start:stop] += block
+        stop = start + block.shape[-1]
+        out[..., start:stop, start:stop] += block
         start = stop
-    out *= scale
+    out *= scale[..., None, None]
     return out
 
 
@@ -214,24 +231,27 @@ def _build_tree(k: int, branching: int) -> _Tree:
     return _Tree(branching, tuple(edges), tuple(made), tuple(top))
 
 
-def _collapsed_nodes(tree: _Tree, groups: np.ndarray | None) -> list[np.ndarray]:
-    """Per level: the nodes all of whose buckets share one group label."""
+def _collapsed_nodes(tree: _Tree, groups: np.ndarray | None, r: int) -> list[np.ndarray]:
+    """Per level, (r, nodes): the nodes all of whose buckets share one group label."""
     if groups is None:
-        return [np.zeros(e.size - 1, dtype=bool) for e in tree.edges]
+        return [np.zeros((r, e.size - 1), dtype=bool) for e in tree.edges]
     k = tree.edges[0][-1]
-    run_ends = np.append(np.flatnonzero(np.diff(groups) != 0) + 1, k)
-    run_end = run_ends[np.searchsorted(run_ends, np.arange(k), side="right")]
-    return [run_end[e[:-1]] >= e[1:] for e in tree.edges]
+    # run_end[u, i]: the first j > i where a new label starts (k if none)
+    starts = np.where(groups[:, 1:] != groups[:, :-1], np.arange(1, k), k)
+    run_end = np.minimum.accumulate(np.concatenate([starts, np.full((r, 1), k)], axis=1)[:, ::-1],
+                                    axis=1)[:, ::-1]
+    return [run_end[:, e[:-1]] >= e[1:] for e in tree.edges]
 
 
-# --- one level of the recursion --------------------------------------------------------------
+# --- one level of the recursion, for r strategies at once -------------------------------------
 
 @dataclass
 class _Level:
-    """The nodes of one level: their M blocks (the nodes of full size ``size`` stacked, the
-    smaller last node apart in ``tail``), v = M 1 (all nodes concatenated, (k,)), and per node
-    K = 1^T M 1, the error passed up, m = v^T G v, and the node's own weight fraction
-    (lambda; 1 for leaves and collapsed nodes; 0 for a node moved up unchanged)."""
+    """The nodes of one level, for every strategy of the batch (leading axis r): their M
+    blocks (the nodes of full size ``size`` stacked, (r, n, size, size); the smaller last node
+    apart in ``tail``), v = M 1 (all nodes concatenated, (r, k)), and per node (r, n) K = 1^T M
+    1, the error passed up, m = v^T G v, and the node's own weight fraction (lambda; 1 for
+    leaves and collapsed nodes; 0 for a node moved up unchanged)."""
 
     size: int
     blocks: np.ndarray
@@ -245,7 +265,7 @@ class _Level:
 
 @dataclass
 class _Parents:
-    """What the closed form needs of a batch of parents (arrays over the parents)."""
+    """What the closed form needs of a batch of parents (arrays (r, parents))."""
 
     error_sum: np.ndarray
     kappa: np.ndarray
@@ -256,127 +276,175 @@ class _Parents:
 _Chooser = Callable[[_Parents, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def _leaves(gram: np.ndarray | None, k: int) -> _Level:
-    diag = np.zeros(k) if gram is None else np.diag(gram).astype(float)
-    return _Level(1, np.ones((k, 1, 1)), None, np.ones(k), np.ones(k), diag.copy(), diag.copy(),
-                  np.ones(k))
+def _leaves(diag: np.ndarray | None, r: int, k: int) -> _Level:
+    ones = np.ones((r, k))
+    values = np.zeros((r, k)) if diag is None else diag
+    return _Level(1, np.ones((r, k, 1, 1)), None, ones.copy(), ones.copy(), values.copy(),
+                  values.copy(), ones)
 
 
 def _block_quads(gram: np.ndarray | None, v: np.ndarray, start: int) -> np.ndarray:
-    """v_i^T G_ii v_i for the n consecutive diagonal blocks of G from ``start`` on, v (n, S)."""
-    n, size = v.shape
+    """v_i^T G_ii v_i for the n consecutive diagonal blocks of G from ``start`` on: gram
+    (r, k, k), v (r, n, S) -> (r, n)."""
+    r, n, size = v.shape
     if gram is None or n == 0:
-        return np.zeros(n)
+        return np.zeros((r, n))
     stop = start + n * size
-    diagonal = np.einsum("iaib->iab", gram[start:stop, start:stop].reshape(n, size, n, size))
-    return np.einsum("ia,ia->i", np.einsum("iab,ib->ia", diagonal, v), v)
+    blocks = gram[:, start:stop, start:stop].reshape(r, n, size, n, size)
+    diagonal = np.einsum("riaib->riab", blocks)  # a view: the (S, S) blocks on the diagonal
+    return np.einsum("ria,ria->ri", np.einsum("riab,rib->ria", diagonal, v), v)
 
 
 def _parents(below: _Level, first: int, stop: int, per_parent: int, m_full) -> _Parents:
     """Statistics of the parents of nodes first..stop-1 of ``below``, ``per_parent`` each."""
     def summed(values):
-        return values[first:stop].reshape(-1, per_parent).sum(axis=1)
+        return values[:, first:stop].reshape(values.shape[0], -1, per_parent).sum(axis=2)
     return _Parents(summed(below.error), summed(below.kappa), m_full, summed(below.quad))
 
 
 def _made(parents: _Parents, lam: np.ndarray, error: np.ndarray, v: np.ndarray):
-    """v, K, error, m and own fraction of new parents (v (n, S) of their children): with
+    """v, K, error, m and own fraction of new parents (v (r, n, S) of their children): with
     d = (1-lam)^2 + lam^2 K, M_q 1 = v / d, 1^T M_q 1 = K / d and v_q^T G v_q = m_full / d^2."""
     d = (1 - lam) ** 2 + lam**2 * parents.kappa
-    return (v / d[:, None]).ravel(), parents.kappa / d, error, parents.m_full / d**2, lam
+    return ((v / d[..., None]).reshape(v.shape[0], -1), parents.kappa / d, error,
+            parents.m_full / d**2, lam)
 
 
 def _next_level(below: _Level, gram, tree: _Tree, level: int, choose: _Chooser) -> _Level:
     """The nodes of ``level`` (>= 1) from those of the level below."""
     t, s = tree.branching, below.size
-    n_regular = below.blocks.shape[0] // t
+    r, n_blocks = below.blocks.shape[:2]
+    n_regular = n_blocks // t
     cut, width = n_regular * t, n_regular * t * s
     # parents of t full-size children, all at once
-    v_regular = below.v[:width].reshape(n_regular, t * s)
+    v_regular = below.v[:, :width].reshape(r, n_regular, t * s)
     parents = _parents(below, 0, cut, t, _block_quads(gram, v_regular, 0))
     lam, error = choose(parents, level, tree.top[level][:n_regular])
-    blocks = _woodbury_regular(below.blocks[:cut].reshape(n_regular, t, s, s), v_regular, lam,
-                               parents.kappa)
+    blocks = _woodbury_regular(below.blocks[:, :cut].reshape(r, n_regular, t, s, s), v_regular,
+                               lam, parents.kappa)
     columns = [_made(parents, lam, error, v_regular)]
     # the last parent, of the remaining (fewer or smaller) children
-    rest = list(below.blocks[cut:]) + ([] if below.tail is None else [below.tail])
+    rest = [below.blocks[:, i] for i in range(cut, n_blocks)]
+    rest += [] if below.tail is None else [below.tail]
     tail = rest[0] if len(rest) == 1 else None
     if len(rest) == 1:  # a single node moves up unchanged, not asked again
-        columns.append((below.v[width:], below.kappa[-1:], below.error[-1:], below.quad[-1:],
-                        np.zeros(1)))
+        columns.append((below.v[:, width:], below.kappa[:, -1:], below.error[:, -1:],
+                        below.quad[:, -1:], np.zeros((r, 1))))
     elif rest:
-        v_last = below.v[width:][None]
-        parents = _parents(below, cut, below.kappa.size, len(rest),
+        v_last = below.v[:, None, width:]
+        parents = _parents(below, cut, below.kappa.shape[1], len(rest),
                            _block_quads(gram, v_last, width))
         lam, error = choose(parents, level, tree.top[level][-1:])
-        tail = _woodbury_single(rest, v_last[0], lam[0], parents.kappa[0])
+        tail = _woodbury_single(rest, v_last[:, 0], lam[:, 0], parents.kappa[:, 0])
         columns.append(_made(parents, lam, error, v_last))
-    v, kappa, errors, quads, own = (np.concatenate(c) for c in zip(*columns, strict=True))
+    v, kappa, errors, quads, own = (np.concatenate(c, axis=1)
+                                    for c in zip(*columns, strict=True))
     return _Level(t * s, blocks, tail, v, kappa, errors, quads, own)
 
 
 def _collapse(nodes: _Level, edges: np.ndarray, collapsed: np.ndarray, diag) -> None:
-    """Turn the collapsed nodes into single queries of weight 1: M = 1 1^T / s^2 (the
-    pseudo-inverse), v = 1/s, K = 1, error = m = G_ii (all their W-hat columns are equal)."""
+    """Turn the collapsed nodes ((r, n) mask) into single queries of weight 1: M = 1 1^T / s^2
+    (the pseudo-inverse), v = 1/s, K = 1, error = m = G_ii (their W-hat columns are equal)."""
+    if not collapsed.any():
+        return
     lo, sizes = edges[:-1], np.diff(edges)
-    regular = collapsed[: nodes.blocks.shape[0]]
-    nodes.blocks[regular] = 1.0 / nodes.size**2
-    if nodes.tail is not None and collapsed[-1]:
-        nodes.tail = np.full_like(nodes.tail, 1.0 / sizes[-1] ** 2)
-    spread = np.repeat(collapsed, sizes)
-    nodes.v[spread] = np.repeat(1.0 / sizes, sizes)[spread]
+    nodes.blocks[collapsed[:, : nodes.blocks.shape[1]]] = 1.0 / nodes.size**2
+    if nodes.tail is not None:
+        nodes.tail[collapsed[:, -1]] = 1.0 / sizes[-1] ** 2
+    spread = np.repeat(collapsed, sizes, axis=1)
+    nodes.v[spread] = np.broadcast_to(np.repeat(1.0 / sizes, sizes), spread.shape)[spread]
     nodes.kappa[collapsed] = 1.0
-    value = np.zeros(lo.size) if diag is None else diag[lo]
+    value = np.zeros(collapsed.shape) if diag is None else diag[:, lo]
     nodes.error[collapsed] = value[collapsed]
     nodes.quad[collapsed] = value[collapsed]
     nodes.own[collapsed] = 1.0
 
 
-def _solve_tree(tree: _Tree, gram, choose: _Chooser, groups=None):
-    """Run the recursion: each level's own weight fractions, and M of the root."""
-    collapsed = _collapsed_nodes(tree, groups)
-    diag = None if gram is None else np.diag(gram)
-    nodes = _leaves(gram, tree.edges[0][-1])
+def _solve_tree(tree: _Tree, gram, choose: _Chooser, groups, r: int):
+    """Run the recursion for r strategies: each level's own weight fractions (r, n), and M
+    of the root (r, k, k)."""
+    collapsed = _collapsed_nodes(tree, groups, r)
+    diag = None if gram is None else np.einsum("rii->ri", gram)
+    nodes = _leaves(diag, r, tree.edges[0][-1])
     own = [nodes.own]
     for level in range(1, tree.height + 1):
         nodes = _next_level(nodes, gram, tree, level, choose)
         _collapse(nodes, tree.edges[level], collapsed[level] & tree.made[level], diag)
         own.append(nodes.own)
-    root = nodes.blocks[0] if nodes.blocks.shape[0] else nodes.tail
+    root = nodes.blocks[:, 0] if nodes.blocks.shape[1] else nodes.tail
     return own, root
 
 
 def _row_weights(tree: _Tree, own: list[np.ndarray]):
-    """Final weights c_q = own_q * prod over the ancestors a of (1 - own_a); zero rows dropped."""
-    remaining = np.ones(tree.edges[0][-1])
+    """Final weights c_q = own_q * prod over the ancestors a of (1 - own_a), (r, q), for the
+    tree nodes lo..hi (q,) from the root down; zero rows kept."""
+    remaining = np.ones((own[0].shape[0], tree.edges[0][-1]))
     rows = []
     for edges, fraction in zip(reversed(tree.edges), reversed(own), strict=True):
-        rows.append((edges[:-1], edges[1:], fraction * remaining[edges[:-1]]))
-        remaining *= np.repeat(1.0 - fraction, np.diff(edges))
-    lo, hi, weights = (np.concatenate(column) for column in zip(*rows, strict=True))
-    keep = weights > 0
-    return lo[keep].astype(np.int64), hi[keep].astype(np.int64), weights[keep]
+        rows.append((edges[:-1], edges[1:], fraction * remaining[:, edges[:-1]]))
+        remaining *= np.repeat(1.0 - fraction, np.diff(edges), axis=1)
+    lo, hi, weights = zip(*rows, strict=True)
+    return (np.concatenate(lo).astype(np.int64), np.concatenate(hi).astype(np.int64),
+            np.concatenate(weights, axis=1))
 
 
-def _strategy(tree: _Tree, gram, choose: _Chooser, name: str, groups=None) -> Strategy:
-    own, inverse = _solve_tree(tree, gram, choose, groups)
+@dataclass(frozen=True, eq=False)
+class StrategyBatch(_Intervals):
+    """r strategies over the same k buckets and the same tree of intervals lo..hi (q,), with
+    their own weights (r, q) (zero = not asked) and least-squares inverses (r, k, k)."""
+
+    def unit(self, i: int) -> Strategy:
+        """Strategy i, its zero-weight rows dropped."""
+        keep = self.weights[i] > 0
+        return Strategy(self.k, self.lo[keep], self.hi[keep], self.weights[i, keep],
+                        self.inverse[i], self.name)
+
+    def release(self, bucket_counts: np.ndarray, which: np.ndarray, epsilon: float,
+                source: NoiseSource, max_cells: int = 1 << 22) -> np.ndarray:
+        """Estimated bucket counts (R, k) of histograms (R, k), row j measured and estimated
+        with strategy ``which[j]``: weight times range sum plus Laplace(1/epsilon) per asked
+        query (epsilon-DP per row, as `Strategy.measure`), then least squares."""
+        counts = _rows_of(bucket_counts, self.k, "bucket counts")
+        cum = np.concatenate([np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1)
+        weights = self.weights[which]
+        asked = weights > 0
+        answers = weights * (cum[:, self.hi] - cum[:, self.lo])
+        noise = Laplace.for_epsilon(epsilon, l1_sensitivity=1.0)
+        answers[asked] += noise.sample(int(asked.sum()), source)
+        # (D Y)^T y: every bucket collects the weighted answers of the intervals covering it
+        normal = (_interval_matrix(self.lo, self.hi, self.k).T @ (weights * answers).T).T
+        if self.inverse.shape[0] == 1:
+            return normal @ self.inverse[0].T
+        out = np.empty_like(normal)
+        step = max(1, max_cells // self.k**2)
+        for start in range(0, out.shape[0], step):
+            rows = slice(start, start + step)
+            out[rows] = np.einsum("rkl,rl->rk", self.inverse[which[rows]], normal[rows])
+        return out
+
+
+def _strategies(tree: _Tree, gram, choose: _Chooser, name: str, groups=None,
+                r: int = 1) -> StrategyBatch:
+    own, inverse = _solve_tree(tree, gram, choose, groups, r)
     lo, hi, weights = _row_weights(tree, own)
-    return Strategy(int(tree.edges[0][-1]), lo, hi, weights, inverse, name)
+    return StrategyBatch(int(tree.edges[0][-1]), lo, hi, weights, inverse, name)
 
 
 # --- choosing lambda -------------------------------------------------------------------------
 
 def _refine(objective, lam: np.ndarray, step: float, upper: float) -> np.ndarray:
-    """Search of ``objective`` (called with candidates of shape (nodes, c)) on [lam - step,
+    """Search of ``objective`` (called with candidates of shape (..., c)) on [lam - step,
     lam + step] within [0, upper] by ever finer local grids, all nodes at once; a node keeps
     lam unless the search finds a lower value."""
     best = lam
     offsets = np.linspace(-1.0, 1.0, _REFINE_POINTS)
     for _ in range(_REFINE_ROUNDS):
-        candidates = np.clip(best[:, None] + step * offsets[None, :], 0.0, upper)
-        best = candidates[np.arange(lam.size), np.argmin(objective(candidates), axis=1)]
+        candidates = np.clip(best[..., None] + step * offsets, 0.0, upper)
+        pick = np.argmin(objective(candidates), axis=-1)[..., None]
+        best = np.take_along_axis(candidates, pick, axis=-1)[..., 0]
         step *= 2.0 / (_REFINE_POINTS - 1)
-    return np.where(objective(best[:, None])[:, 0] < objective(lam[:, None])[:, 0], best, lam)
+    return np.where(objective(best[..., None])[..., 0] < objective(lam[..., None])[..., 0],
+                    best, lam)
 
 
 def _greedy_chooser(tree: _Tree, grid: int, objective: str) -> _Chooser:
@@ -392,16 +460,13 @@ def _greedy_chooser(tree: _Tree, grid: int, objective: str) -> _Chooser:
         nu = mu if reference else 1.0
 
         def value(lam):
-            """The objective at lam of shape (nodes,) or (nodes, c)."""
-            tail = (None,) * (np.ndim(lam) - 1)
-            return _objective(lam, parents.error_sum[(..., *tail)], blend[(..., *tail)],
-                              parents.kappa[(..., *tail)], nu)
+            """The objective at lam of shape (r, n, c)."""
+            return _objective(lam, parents.error_sum[..., None], blend[..., None],
+                              parents.kappa[..., None], nu)
 
-        table = _objective(candidates, parents.error_sum[:, None], blend[:, None],
-                           parents.kappa[:, None], nu)
-        lam = candidates[np.argmin(table, axis=1)]
+        lam = candidates[np.argmin(value(candidates), axis=-1)]
         if reference:
-            return lam, value(lam)
+            return lam, value(lam[..., None])[..., 0]
         lam = _refine(value, lam, 1.0 / grid, candidates[-1])
         return lam, _objective(lam, parents.error_sum, parents.m_full, parents.kappa)
 
@@ -415,6 +480,7 @@ def _fixed_chooser(level_weights: np.ndarray) -> _Chooser:
 
     def choose(parents: _Parents, level: int, top: np.ndarray):
         lam = (cumulative[top + 1] - cumulative[level]) / cumulative[top + 1]
+        lam = np.broadcast_to(lam, parents.kappa.shape).copy()
         return lam, np.zeros_like(lam)
 
     return choose
@@ -429,21 +495,36 @@ def _check_shape(k: int, branching: int) -> None:
         raise InputError(f"branching must be an integer >= 2, got {branching}")
 
 
-def _check_greedy_arguments(gram, groups, grid, objective):
-    gram = np.ascontiguousarray(gram, dtype=float)
-    if gram.ndim != 2 or gram.shape[0] != gram.shape[1] or gram.shape[0] < 1:
-        raise InputError(f"the workload Gram matrix must be square (k, k), got {gram.shape}")
-    if not np.isfinite(gram).all():
+def _check_greedy_arguments(grams, groups, grid, objective):
+    grams = np.ascontiguousarray(grams, dtype=float)
+    if grams.ndim != 3 or grams.shape[1] != grams.shape[2] or grams.shape[1] < 1:
+        raise InputError("the workload Gram matrix must be square (k, k), got "
+                         f"{grams.shape[1:]}")
+    if not np.isfinite(grams).all():
         raise InputError("the workload Gram matrix has non-finite entries")
     if groups is not None:
         groups = np.asarray(groups)
-        if groups.shape != (gram.shape[0],):
-            raise InputError(f"groups must have shape ({gram.shape[0]},), got {groups.shape}")
+        if groups.shape != grams.shape[:2]:
+            raise InputError(f"groups must have shape {grams.shape[:2]}, got {groups.shape}")
     if int(grid) != grid or grid < 1:
         raise InputError(f"grid must be a positive integer, got {grid}")
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r}; use one of {list(OBJECTIVES)}")
-    return gram, groups
+    return grams, groups
+
+
+def greedy_strategies(grams: np.ndarray, branching: int = 2, *,
+                      groups: np.ndarray | None = None, grid: int = 100,
+                      objective: str = "paper") -> StrategyBatch:
+    """`greedy_strategy` for r workload Gram matrices over the same number of buckets at
+    once, grams (r, k, k) and groups (r, k): the same tree, numpy batched over r."""
+    grams, groups = _check_greedy_arguments(grams, groups, grid, objective)
+    r, k = grams.shape[:2]
+    _check_shape(k, branching)
+    tree = _build_tree(k, int(branching))
+    effective = grams @ grams if objective == "reference" else grams
+    choose = _greedy_chooser(tree, int(grid), objective)
+    return _strategies(tree, effective, choose, f"greedy-{objective}", groups, r)
 
 
 def greedy_strategy(gram: np.ndarray, branching: int = 2, *, groups: np.ndarray | None = None,
@@ -457,24 +538,27 @@ def greedy_strategy(gram: np.ndarray, branching: int = 2, *, groups: np.ndarray 
     errors passed up, lambda refined between grid points); 'reference' = the authors' code
     objective (spec 2.3.4 items 1-3: G passed as W so it optimises for G^2, decay applied
     twice, decayed objectives passed up, grid only) for reproduction only."""
-    gram, groups = _check_greedy_arguments(gram, groups, grid, objective)
-    k = gram.shape[0]
-    _check_shape(k, branching)
-    tree = _build_tree(k, int(branching))
-    effective = gram @ gram if objective == "reference" else gram
-    choose = _greedy_chooser(tree, int(grid), objective)
-    return _strategy(tree, effective, choose, f"greedy-{objective}", groups)
+    gram = np.asarray(gram, dtype=float)
+    if gram.ndim != 2:
+        raise InputError(f"the workload Gram matrix must be square (k, k), got {gram.shape}")
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != gram.shape[:1]:
+            raise InputError(f"groups must have shape ({gram.shape[0]},), got {groups.shape}")
+        groups = groups[None]
+    return greedy_strategies(gram[None], branching, groups=groups, grid=grid,
+                             objective=objective).unit(0)
 
 
-def uniform_strategy(k: int, branching: int = 2) -> Strategy:
+def uniform_batch(k: int, branching: int = 2) -> StrategyBatch:
     """Every tree level the same weight 1/h (h levels; a node spanning several levels gets
     their sum): Partition+Uniform, also H_t on single cells."""
     _check_shape(k, branching)
     tree = _build_tree(k, int(branching))
-    return _strategy(tree, None, _fixed_chooser(np.ones(tree.height + 1)), "uniform")
+    return _strategies(tree, None, _fixed_chooser(np.ones(tree.height + 1)), "uniform")
 
 
-def geometric_strategy(k: int, branching: int = 2, ratio: float = 2 ** (1 / 3)) -> Strategy:
+def geometric_batch(k: int, branching: int = 2, ratio: float = 2 ** (1 / 3)) -> StrategyBatch:
     """Level weights falling by ``ratio`` per level from the leaves to the root, normalised so
     that every column sums to 1 (Partition+Geometric)."""
     _check_shape(k, branching)
@@ -482,7 +566,17 @@ def geometric_strategy(k: int, branching: int = 2, ratio: float = 2 ** (1 / 3)) 
         raise InputError(f"the geometric ratio must be positive, got {ratio}")
     tree = _build_tree(k, int(branching))
     level_weights = float(ratio) ** -np.arange(tree.height + 1.0)
-    return _strategy(tree, None, _fixed_chooser(level_weights), "geometric")
+    return _strategies(tree, None, _fixed_chooser(level_weights), "geometric")
+
+
+def uniform_strategy(k: int, branching: int = 2) -> Strategy:
+    """`uniform_batch` as one `Strategy`."""
+    return uniform_batch(k, branching).unit(0)
+
+
+def geometric_strategy(k: int, branching: int = 2, ratio: float = 2 ** (1 / 3)) -> Strategy:
+    """`geometric_batch` as one `Strategy`."""
+    return geometric_batch(k, branching, ratio).unit(0)
 
 
 def laplace_strategy(k: int) -> Strategy:

@@ -96,16 +96,26 @@ class Workload:
         query q's weights over bucket j divided by the bucket's length, so that
         ``W @ expand(s) == W-hat @ s``. ``bounds`` are the k + 1 bucket edges (0, ..., n)."""
         bounds = np.asarray(bounds, dtype=np.int64)
-        lengths = np.diff(bounds).astype(float)
         if self.is_ranges:
-            start, end = bounds[:-1][None, :], bounds[1:][None, :] - 1
-            overlap = np.minimum(self.hi[:, None], end) - np.maximum(self.lo[:, None], start) + 1
-            return np.clip(overlap, 0, None) / lengths
+            return self.bucket_matrices(bounds[None])[0]
+        lengths = np.diff(bounds).astype(float)
         bucket_of_cell = np.repeat(np.arange(lengths.size), np.diff(bounds))
         spread = sparse.csr_matrix((1.0 / lengths[bucket_of_cell],
                                     (np.arange(self.n), bucket_of_cell)),
                                    shape=(self.n, lengths.size))
         return (self.matrix @ spread).toarray()
+
+    def bucket_matrices(self, bounds: np.ndarray) -> np.ndarray:
+        """`bucket_matrix` of r partitions into k buckets at once: bounds (r, k + 1) ->
+        (r, m, k); numpy batched for ranges."""
+        bounds = np.asarray(bounds, dtype=np.int64)
+        if not self.is_ranges:
+            return np.stack([self.bucket_matrix(b) for b in bounds])
+        lengths = np.diff(bounds, axis=1).astype(float)[:, None, :]
+        start, end = bounds[:, None, :-1], bounds[:, None, 1:] - 1
+        overlap = (np.minimum(self.hi[None, :, None], end)
+                   - np.maximum(self.lo[None, :, None], start) + 1)
+        return np.clip(overlap, 0, None) / lengths
 
     def bucket_gram(self, bounds: np.ndarray) -> np.ndarray:
         """G = W-hat^T W-hat (k, k): all that DAWA's Stage 2 needs of the workload."""
