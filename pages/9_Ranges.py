@@ -87,8 +87,9 @@ with left:
             params.update({p.name: param_widget(name, p) for p in options})
 with middle:
     municipalities = st.checkbox("Add municipalities (7,901 units)", key="rg_municipalities")
-    st.caption("Slower: a DAWA release then takes 10-90 s (longer at larger ε), so it runs "
-               "only when you press Run release." if municipalities else
+    st.caption("Slower: a DAWA release then takes 1-3 s (the reference mode up to 10 s) "
+               "and 43 MB of tables, so it runs only when you press Run release."
+               if municipalities else
                "Levels: Italy › 20 regions › 107 provinces.")
     epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
                                value=1.0, key="rg_epsilon")
@@ -256,8 +257,8 @@ chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
     "rg", names, ui.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
     {k: v[0] for k, v in RANGE_METRICS.items()}, format_func=label)
 st.caption(f"Each method with its default options and the uniform split on the workload "
-           f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes a few "
-           "seconds per release.")
+           f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes up to a "
+           "second per release (1-3 s with the municipalities).")
 if clicked:
     ui.run_sweep(ui.RANGE_SWEEP, lambda progress: method_runs(data, chosen, eps_grid, trials,
                                                               int(seed), progress))
