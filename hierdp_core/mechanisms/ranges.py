@@ -208,8 +208,8 @@ register(RangeMechanism(
                parameters=(RHO, PARTITION, CANDIDATES, PENALTY)),
     estimator=_dawa_with(stage2="laplace")))
 
-for _key, (_function, _display, _statement) in BASELINES.items():
+for _key, (_function, _display, _summary, _statement) in BASELINES.items():
     register(RangeMechanism(
-        info=_info(_key, f"{_display}: a data-independent baseline.", REFERENCES[_key],
+        info=_info(_key, f"{_display} (data-independent): {_summary}", REFERENCES[_key],
                    _statement),
         estimator=_baseline(_function)))

@@ -43,7 +43,7 @@ units, sequential for nested levels) is the caller's accounting.
   for "change one tuple"; spec section 8 item 30 asks for add/remove throughout. The
   coefficients are inverted without least squares.
 
-`BASELINES` maps each key to (estimator, display name, privacy statement); `REFERENCES`
+`BASELINES` maps each key to (estimator, display name, summary, privacy statement); `REFERENCES`
 maps it to the paper.
 
 Example
@@ -300,22 +300,28 @@ def privelet_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
 _NEIGHBOURS = "add/remove one record: one cell of one histogram changes by 1"
 BASELINES = {
     "identity": (identity_estimate, "Identity",
+                 "Laplace noise on every cell; range answers add the noisy cells.",
                  f"{_NEIGHBOURS}; every cell has L1 sensitivity 1 and gets Laplace(1/epsilon); "
                  "epsilon-DP per histogram"),
     "uniform": (uniform_estimate, "Uniform",
+                "one noisy total spread evenly over the cells (accurate only on flat data).",
                 f"{_NEIGHBOURS}; the total has L1 sensitivity 1 and gets Laplace(1/epsilon); "
                 "spreading it evenly is post-processing; epsilon-DP per histogram"),
     "h2": (h2_estimate, "H2",
+           "noisy counts on a binary tree of ranges, made consistent by least squares.",
            f"{_NEIGHBOURS}; a record is in one node per level of the binary tree, so each of "
            "the h + 1 levels has L1 sensitivity 1 and gets epsilon/(h + 1) with Laplace noise; "
            "sequential composition over the levels gives epsilon per histogram; least squares "
            "is post-processing"),
     "hb": (hb_estimate, "HB",
+           "noisy counts on a tree of ranges whose branching is chosen from the domain size, "
+           "then least squares.",
            f"{_NEIGHBOURS}; branching b from the public domain size only; a record is in one "
            "node per level, so each of the h levels below the (unmeasured) root has L1 "
            "sensitivity 1 and gets epsilon/h with Laplace noise; sequential composition gives "
            "epsilon per histogram; least squares is post-processing"),
     "privelet": (privelet_estimate, "Privelet",
+                 "noisy Haar wavelet coefficients, then the inverse transform.",
                  f"{_NEIGHBOURS}; one record moves the weighted Haar coefficients by at most "
                  "1 + log2 N in L1, their generalised sensitivity (N = n padded to a power of "
                  "2; weight N for the base, s for a node over s cells); Laplace((1 + log2 N)/"
