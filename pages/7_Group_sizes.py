@@ -62,7 +62,7 @@ _, release, metrics = state
 truth = data.node_counts()
 
 st.subheader("Error by level")
-st.dataframe(metrics.rename(columns={
+st.dataframe(metrics.round({"emd_mean": 1}).rename(columns={
     "level_name": "level name", "l1": "L1 (sum |error|)", "emd_mean": "mean EMD per region",
     "emd_max": "largest EMD", "faithfulness_gap": "|households − G|",
     "consistency_violations": "parents ≠ Σ children"}), hide_index=True, width="stretch")
