@@ -398,10 +398,11 @@ def all_display_names(data: CountData) -> np.ndarray:
 
 
 def sidebar_status(slot) -> None:
-    """The current setup (data, levels, mechanism, release) in the sidebar slot."""
+    """The count release's setup (data, levels, mechanism, release) in the sidebar slot; the
+    group-size, flow and range pages keep their own data and settings."""
     ds = st.session_state.get(DATASET)
     with slot.container():
-        st.markdown("**Current setup**")
+        st.markdown("**Count release** (pages Data to Export)")
         if ds is None:
             st.caption("No data loaded yet: the default sample loads on the next page.")
             return
