@@ -11,6 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hierdp_core.data import loaders
 from hierdp_core.data.loaders import read_table, validate_columns, validate_counts
@@ -76,6 +78,47 @@ def test_na_tokens_are_missing_in_numeric_columns_but_codes_elsewhere(tmp_path):
     assert t["country"].tolist() == ["NA", "US", "FR"]
     assert t["n"].iloc[0] == 1
     assert t["n"].iloc[1:].isna().all()
+
+
+_CELLS = st.sampled_from(["1", "2", " 3 ", "40", "2.5", "-7", "1e3", "0", "01", "0.5", "NA",
+                           "null", "-", "", "x", "Torino", None])
+
+
+def _typed_row_by_row(cells: list) -> pd.Series | None:
+    """The typing rule cell by cell, written out: None if the column stays text."""
+    present = [c.strip() for c in cells if c is not None]
+    if not present or any(len(c) > 1 and c[0] == "0" and c[1].isdigit() for c in present):
+        return None
+    numbers = []
+    for c in (c.strip() if c is not None else None for c in cells):
+        if c is None or c in loaders._NA_TOKENS or c == "":
+            numbers.append(None)
+            continue
+        try:
+            numbers.append(float(c))
+        except ValueError:
+            return None
+    if all(n is None for n in numbers):
+        return None
+    return pd.Series([np.nan if n is None else n for n in numbers], dtype=float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_CELLS, min_size=1, max_size=30))
+def test_column_typing_matches_the_rule_cell_by_cell(cells):
+    """Numbers, NA tokens, leading-zero codes, text and missing cells in any mix."""
+    series = pd.Series(cells, dtype=object)
+    typed = loaders._maybe_numeric(series)
+    expected = _typed_row_by_row(cells)
+    if expected is None:
+        assert typed is series
+    else:
+        assert pd.api.types.is_numeric_dtype(typed) and len(typed) == len(cells)
+        assert np.allclose(typed.astype(float), expected, equal_nan=True)
+        integral = all(c is None or c.strip() in loaders._NA_TOKENS or c.strip() == ""
+                       or c.strip().lstrip("-").isdigit() for c in cells)
+        if integral and expected.notna().all():
+            assert pd.api.types.is_integer_dtype(typed)
 
 
 def test_semicolon_delimiter(tmp_path):

@@ -392,16 +392,23 @@ def _infer_types(table: pd.DataFrame, force_str: Sequence[str], name: str) -> pd
 
 
 def _maybe_numeric(series: pd.Series) -> pd.Series:
-    """The column as numbers if every non-missing value is a number or an NA token."""
-    present = series.dropna().str.strip()
+    """The column as numbers if every non-missing value is a number or an NA token.
+
+    The tests and conversions run on the distinct values only (geography codes, names and
+    categories repeat over millions of rows), then map back through the factor codes.
+    """
+    codes, distinct = pd.factorize(series)  # missing -> code -1
+    present = pd.Series(distinct, dtype=object).str.strip()
     if present.empty or present.str.match(_LEADING_ZERO).any():
         return series
     is_na_token = present.isin(_NA_TOKENS) | present.eq("")
     numbers = pd.to_numeric(present[~is_na_token], errors="coerce")
     if numbers.empty or numbers.isna().any():
         return series
-    stripped = series.str.strip()
-    return pd.to_numeric(stripped.mask(stripped.isin(_NA_TOKENS) | stripped.eq("")))
+    values = pd.to_numeric(present.mask(is_na_token)).to_numpy()
+    if (codes < 0).any():
+        values = np.append(values.astype(float), np.nan)  # code -1 takes the trailing NaN
+    return pd.Series(values[codes], index=series.index, name=series.name)
 
 
 def _force_strings(table: pd.DataFrame, force_str: Sequence[str], name: str) -> pd.DataFrame:
