@@ -22,13 +22,12 @@ import argparse
 import gc
 import json
 import math
-import os
-import platform
 import resource
 import sys
 import time
 
 import numpy as np
+from machine import machine_info
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
@@ -273,8 +272,7 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     if targets:
         met = {k: bool(out[k] <= v) for k, v in targets.items()}
         out["targets"] = {"limits": targets, "met": met, "all_met": all(met.values())}
-    out["machine"] = {"python": platform.python_version(), "numpy": np.__version__,
-                      "cpus": os.cpu_count(), "platform": platform.platform()}
+    out["machine"] = machine_info()
     return out
 
 

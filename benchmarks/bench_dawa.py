@@ -38,11 +38,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from machine import machine_info
 
 from hierdp_core.data.samples import load_sample
 from hierdp_core.mechanisms.base import get_mechanism
@@ -122,7 +122,7 @@ def main() -> None:
     epsilons = [float(e) for e in args.epsilons.split(",")]
     methods = [m for m in args.methods.split(",") if m]
     out = {"setup": {"epsilons": epsilons, "workloads": args.workloads, "runs": args.runs,
-                     "queries": args.queries, "machine": platform.processor() or "unknown",
+                     "queries": args.queries, "machine": machine_info(),
                      "workload": "random ranges, two uniform end points, sorted"},
            "seconds": {}, "errors": {}, "buckets": {}}
     seconds: dict[str, list] = {}

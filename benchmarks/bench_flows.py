@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from machine import machine_info
 
 from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.flows.metrics import flow_metrics
@@ -138,8 +138,7 @@ def main() -> None:
     epsilons = [float(e) for e in args.epsilons.split(",")]
     out = {"shape": args.shape, "epsilons": epsilons, "delta": args.delta, "runs": args.runs,
            "conversion": args.conversion, "mechanisms": {},
-           "machine": {"python": platform.python_version(), "numpy": np.__version__,
-                       "cores": 2}}
+           "machine": machine_info()}
     note = ""
     if args.shape in REAL:
         if not REAL[args.shape].exists():

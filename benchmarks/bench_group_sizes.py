@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 
 import numpy as np
+from machine import machine_info
 
 from hierdp_core.groupsizes.data import group_size_data_from_histograms, group_size_metrics
 from hierdp_core.groupsizes.samples import us_households
@@ -74,7 +74,7 @@ def main() -> None:
                     "sizes": args.max_size + 1, "groups": data.total_groups,
                     "build_seconds": round(build, 3)},
            "epsilons": epsilons, "trials": args.trials, "mechanisms": {},
-           "machine": {"python": platform.python_version(), "numpy": np.__version__}}
+           "machine": machine_info()}
     for name in names:
         results = {e: run(data, name, e, args.trials, args.seed) for e in epsilons}
         first = results[epsilons[0]]
