@@ -287,17 +287,26 @@ def align_release(table: pd.DataFrame, data) -> np.ndarray:
 
 
 def cmd_sample(args) -> int:
-    from hierdp_core.data.samples import SAMPLES, load_sample
+    from hierdp_core.data.sample_files import SAMPLE_FILES
 
     if args.name is None:
-        for sample in SAMPLES.values():
+        for sample in SAMPLE_FILES.values():
             print(f"{sample.name}: {sample.description}")
         return 0
-    table = load_sample(args.name)
-    table.to_csv(args.out, index=False)
-    sample = SAMPLES[args.name]
-    print(f"wrote {args.out} ({len(table)} rows; levels {','.join(sample.levels)}; count "
-          f"column {sample.count_column}; categories {','.join(sample.category_columns)})")
+    try:
+        sample = SAMPLE_FILES[args.name]
+    except KeyError:
+        raise InputError(f"unknown sample {args.name!r}; available: "
+                         f"{', '.join(SAMPLE_FILES)}") from None
+    table = sample.loader()
+    try:
+        table.to_csv(args.out, index=False)
+    except OSError as exc:
+        raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
+    print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
+    print("release it with, e.g.:")
+    for example in sample.release_examples:
+        print(f"  hierdp release {args.out} {example}")
     return 0
 
 
@@ -384,7 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file")
+    p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file (and "
+                                      "print commands that release it)")
     p.add_argument("name", nargs="?")
     p.add_argument("--out", default="sample.csv")
     p.set_defaults(func=cmd_sample)

@@ -1,0 +1,68 @@
+"""`hierdp sample`: every bundled sample can be written, and the release commands it prints
+run as printed (on a subset of the large samples, with a seed so the test is fast)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+import pandas as pd
+import pytest
+from conftest import run_cli as run
+
+from hierdp_core.data.sample_files import SAMPLE_FILES
+
+#: first-level column of each sample: the tests keep its first two units (a smaller file that
+#: still nests) so that the printed commands run in seconds
+FIRST_LEVEL = {"us-counties": "state", "italy-municipalities": "region",
+               "synthetic-us-like": "state", "us-households": "state", "us-flights": "o_state"}
+
+
+def test_every_sample_is_listed(capsys):
+    code, out, _ = run(capsys, "sample")
+    assert code == 0
+    listed = [line.split(":")[0] for line in out.splitlines()]
+    assert listed == list(SAMPLE_FILES)
+    assert {"us-households", "us-flights", "italy-municipalities"} <= set(listed)
+    assert set(FIRST_LEVEL) == set(SAMPLE_FILES)
+
+
+def _small(sample):
+    column = FIRST_LEVEL[sample.name]
+
+    def load():
+        table = sample.loader()
+        keep = table[column].drop_duplicates().iloc[:2]
+        if sample.name == "us-flights":  # both ends within the kept states
+            return table[table["o_state"].isin(keep) & table["d_state"].isin(keep)]
+        return table[table[column].isin(keep)]
+    return dataclasses.replace(sample, loader=load)
+
+
+@pytest.mark.parametrize("name", list(SAMPLE_FILES))
+def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
+    monkeypatch.setitem(SAMPLE_FILES, name, _small(SAMPLE_FILES[name]))
+    path = tmp_path / f"{name}.csv"
+    code, out, err = run(capsys, "sample", name, "--out", path)
+    assert code == 0, err
+    written = pd.read_csv(path)
+    assert f"wrote {path} ({len(written):,} rows" in out
+    commands = [line.strip() for line in out.splitlines() if line.startswith("  hierdp release")]
+    assert len(commands) == len(SAMPLE_FILES[name].release_examples) >= 1
+    for i, command in enumerate(commands):
+        argv = shlex.split(command)[1:]
+        assert argv[:2] == ["release", str(path)] and "--seed" not in argv
+        out_dir = tmp_path / f"release{i}"
+        argv[argv.index("--out") + 1] = str(out_dir)
+        extra = ["--max-size", "30"] if "group-sizes" in argv else []  # a smaller table
+        code, _, err = run(capsys, *argv, *extra, "--seed", "1")
+        assert code == 0, (command, err)
+        release = pd.read_csv(out_dir / "release.csv")
+        assert len(release) > 0 and release["value"].ge(0).all()
+
+
+def test_unknown_sample_and_unwritable_path(capsys, tmp_path):
+    code, _, err = run(capsys, "sample", "us-household")
+    assert code == 2 and "unknown sample 'us-household'" in err and "us-households" in err
+    code, _, err = run(capsys, "sample", "us-flights", "--out", tmp_path / "no" / "x.csv")
+    assert code == 2 and "cannot write" in err
