@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
@@ -19,17 +20,32 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
 
+GS_DATA_KEY = "hd_gs_data_key"
+
 ui.page_header("Group sizes", "How many households of each size live in every region: size "
                               "histograms that add up over the hierarchy, with the number "
                               "of households kept exact.")
-data = ui.group_size_data()
-h = data.hierarchy
+MODEL = ("The number of households of every region is public by the model; who lives with "
+         "whom is what is protected (neighbours: one person added to or removed from a "
+         "household).")
+upload = sources.choose_source("gs", "bundled households (US counties)")
+if upload is None:
+    data, data_key, geometry = ui.group_size_data(), "sample", ui.GS_SAMPLE_GEOMETRY
+    h = data.hierarchy
+    st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
+               f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, "
+               f"sizes 0..{data.max_size:,}; `hierdp_core.groupsizes.samples`). " + MODEL)
+else:
+    data, data_key = sources.group_sizes_from_upload(upload)
+    geometry, h = None, data.hierarchy
+    st.caption(f"{upload['name']}: {data.total_groups:,} households in "
+               f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
+               f"households counted as {data.max_size:,}). " + MODEL)
+if st.session_state.get(GS_DATA_KEY) != data_key:  # new data: drop the old release and sweep
+    for stale in (ui.GS_RELEASE, ui.GS_SWEEP):
+        st.session_state.pop(stale, None)
+    st.session_state[GS_DATA_KEY] = data_key
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
-st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
-           f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, sizes "
-           f"0..{data.max_size:,}; `hierdp_core.groupsizes.samples`). The number of households "
-           "of every region is public by the model; who lives with whom is what is protected "
-           "(neighbours: one person added to or removed from a household).")
 
 left, right = st.columns([3, 2])
 with left:
@@ -88,10 +104,11 @@ with c1:
                                           region=str(names_level[region])),
                     width="stretch", key="gs_hist")
 with c2:
-    geojson = ui.map_geojson(ui.GS_SAMPLE_GEOMETRY, h.level_names[level])
+    geojson = ui.map_geojson(geometry, h.level_names[level]) if geometry else None
     node_emd = emd(truth[sl], release.values[sl]).astype(float)
     if geojson is None:
-        st.info("No map for this level.")
+        st.info("No map for this level." if geometry else
+                "No map: the boundaries of your table's regions are not known to hierdp.")
     else:
         codes = np.asarray(h.codes[level]).astype(str)
         st.plotly_chart(choropleth(geojson, codes, node_emd, title="Earth mover's distance "

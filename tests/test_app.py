@@ -204,3 +204,51 @@ def test_ranges_page_releases_compares_and_sweeps():
     at.selectbox(key="rg_mechanism").select("dawa-reference").run()
     assert not at.exception
     assert any("privacy not established" in e.value for e in at.error)
+
+
+def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str]) -> AppTest:
+    """``at`` with ``table`` as the table uploaded on the Data page."""
+    from hierdp_core import dashboard as ui
+
+    at.session_state[ui.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+                                     "version": 1}
+    at.session_state[ui.ROLES] = {"levels": levels, "count_column": None,
+                                   "category_columns": [], "local_codes": False}
+    return at
+
+
+def test_query_pages_without_an_upload_say_where_to_get_one():
+    for path, prefix in [("pages/7_Group_sizes.py", "gs")]:
+        at = page(path).run()
+        at.radio(key=f"{prefix}_source").set_value("upload").run()
+        assert_clean(at)
+        assert any("Upload your table on the Data page" in i.value for i in at.info)
+
+
+def test_group_sizes_page_on_an_uploaded_table():
+    from hierdp_core import dashboard as ui
+
+    people = pd.DataFrame({"state": ["A"] * 7 + ["B"] * 5,
+                           "county": ["A1", "A1", "A1", "A2", "A2", "A2", "A2"] + ["B1"] * 5,
+                           "household": ["h1", "h1", "h2", "h3", "h3", "h3", "h4",
+                                         "h5", "h5", "h6", "h7", "h7"]})
+    at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]).run()
+    at.radio(key="gs_source").set_value("upload").run()
+    assert_clean(at)
+    _, release, metrics = at.session_state[ui.GS_RELEASE]
+    assert release.hierarchy.level_size(2) == 3
+    assert release.values[0].sum() == 7 and (release.values >= 0).all()
+    assert release.hierarchy.consistency_violations(release.values) == 0
+    assert any("No map" in i.value for i in at.info)
+    at.number_input(key="gs_up_max").set_value(3).run()  # a new top-code: a new release
+    assert_clean(at)
+    assert at.session_state[ui.GS_RELEASE][1].values.shape[1] == 4
+    at.radio(key="gs_up_rows").set_value("size").run()  # wrong roles: a message, no crash
+    assert not at.exception
+    assert any("cannot be used for group sizes" in e.value for e in at.error)
+
+    split = people.assign(county=people["county"].where(people.index != 1, "A2"))
+    at = uploaded(page("pages/7_Group_sizes.py"), split, ["state", "county"]).run()
+    at.radio(key="gs_source").set_value("upload").run()
+    assert not at.exception
+    assert any("['h1']" in e.value and "more than one" in e.value for e in at.error)

@@ -1,0 +1,121 @@
+"""Where the group-size, flow and range pages take their data from: their bundled sample, or
+the user's own table uploaded on the Data page, with the column roles of that query.
+
+Each ``*_from_upload`` function draws the role pickers, builds the query's data with the
+same functions as the CLI (so the same checks and messages), caches it in session state per
+(upload version, roles), and stops the page with a friendly message when the table cannot be
+used. Session-state keys: ``hd_src_cache`` (prefix -> (key, data)).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core.errors import HierdpError
+
+_CACHE = "hd_src_cache"
+SAMPLE, UPLOAD = "sample", "upload"
+
+
+def uploaded_dataset() -> dict | None:
+    """The table uploaded on the Data page (the session's dataset when it is not a bundled
+    sample), or None."""
+    ds = st.session_state.get(ui.DATASET)
+    return ds if ds is not None and ds["sample"] is None else None
+
+
+def choose_source(prefix: str, sample_label: str) -> dict | None:
+    """A "Data" radio: the page's bundled sample (returns None) or the uploaded table
+    (returns its dataset dict). Without an upload, choosing it shows how to get one and
+    stops the page."""
+    ds = uploaded_dataset()
+    labels = {SAMPLE: sample_label,
+              UPLOAD: f"your table: {ds['name']}" if ds else "your table (upload it first)"}
+    choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True,
+                      key=f"{prefix}_source")
+    if choice == SAMPLE:
+        return None
+    if ds is None:
+        st.info("Upload your table on the Data page first (CSV, TSV, Parquet, Excel or "
+                "Feather); it stays in this browser session only.")
+        ui.next_page("pages/1_Data.py", "Upload a table on the Data page")
+        st.stop()
+    return ds
+
+
+def _columns(ds: dict) -> list[str]:
+    return [str(c) for c in ds["table"].columns]
+
+
+def _pick(label: str, columns: list[str], preferred: tuple[str, ...], key: str, **kwargs):
+    """A column selectbox defaulting to the first preferred name the table has."""
+    index = next((columns.index(p) for p in preferred if p in columns), 0)
+    return st.selectbox(label, columns, index=index, key=key, **kwargs)
+
+
+def _levels(ds: dict, key: str, label: str = "Geography levels, coarse to fine",
+            default: list[str] | None = None) -> list[str]:
+    columns = _columns(ds)
+    if default is None:
+        default = st.session_state.get(ui.ROLES, {}).get("levels", [])
+    return st.multiselect(label, columns, default=[c for c in default if c in columns],
+                          key=key)
+
+
+def _build(prefix: str, key: tuple, what: str, build):
+    """``build()`` once per key (cached in session state); a HierdpError becomes a message
+    naming what is wrong, and the page stops."""
+    cache = st.session_state.setdefault(_CACHE, {})
+    if prefix in cache and cache[prefix][0] == key:
+        return cache[prefix][1]
+    try:
+        data = build()
+    except HierdpError as exc:
+        st.error(f"Your table cannot be used for {what}: {exc}")
+        st.stop()
+    cache[prefix] = (key, data)
+    return data
+
+
+def group_sizes_from_upload(ds: dict):
+    """GroupSizeData from the uploaded table: person records with a group id, or numbers of
+    groups per size; levels, columns and the public top-code N chosen here."""
+    from hierdp_core.groupsizes.data import (
+        group_size_data_from_histograms,
+        group_size_data_from_people,
+    )
+
+    columns = _columns(ds)
+    left, middle, right = st.columns(3)
+    with left:
+        levels = _levels(ds, "gs_up_levels")
+    with middle:
+        layout = st.radio("One row per", ["person", "size"], horizontal=True, key="gs_up_rows",
+                          format_func={"person": "person (household id)",
+                                       "size": "region and size"}.get)
+        if layout == "person":
+            roles = (_pick("Household id column", columns, ("household", "household_id",
+                                                            "group"), "gs_up_group"),)
+        else:
+            roles = (_pick("Size column", columns, ("size",), "gs_up_size"),
+                     _pick("Number of households column", columns,
+                           ("households", "count", "groups"), "gs_up_count"))
+    with right:
+        max_size = st.number_input("Largest size N (public)", min_value=1, max_value=100_000,
+                                   value=64, step=1, key="gs_up_max",
+                                   help="Sizes above N count as N. Choose N without looking "
+                                        "at the data: it is part of the public model.")
+    if not levels:
+        st.info("Choose the geography level columns of your table, coarse to fine.")
+        st.stop()
+    names = ui.name_columns(ds, levels)
+
+    def build():
+        if layout == "person":
+            return group_size_data_from_people(ds["table"], levels, roles[0],
+                                               max_size=int(max_size), name_columns=names)
+        return group_size_data_from_histograms(ds["table"], levels, roles[0], roles[1],
+                                               max_size=int(max_size), name_columns=names)
+    key = (ds["version"], tuple(levels), layout, roles, int(max_size))
+    return _build("gs", key, "group sizes", build), key
