@@ -119,3 +119,37 @@ def group_sizes_from_upload(ds: dict):
                                                max_size=int(max_size), name_columns=names)
     key = (ds["version"], tuple(levels), layout, roles, int(max_size))
     return _build("gs", key, "group sizes", build), key
+
+
+TRIP_ROWS = "(none: one row per trip)"
+FLOW_COUNT_NAMES = ("count", "trips", "flows", "flights", "workers", "commuters", "n")
+
+
+def flows_from_upload(ds: dict):
+    """FlowData from the uploaded table: trips (one row each) or an O/D table with a count
+    column; origin and destination level columns chosen here. Returns (data, key, the input
+    description for the manifest)."""
+    from hierdp_core.flows.data import flow_data_from_table
+
+    columns = _columns(ds)
+    left, middle, right = st.columns(3)
+    with left:
+        origin = _levels(ds, "fl_up_origin", "Origin levels, coarse to fine",
+                         default=[c for c in columns if c.lower().startswith("o_")])
+    with middle:
+        destination = _levels(ds, "fl_up_destination", "Destination levels (same geography)",
+                              default=[c for c in columns if c.lower().startswith("d_")])
+    with right:
+        count = _pick("Count column", [TRIP_ROWS, *columns], FLOW_COUNT_NAMES, "fl_up_count",
+                      help="The number of trips of each row, or none when every row is one "
+                           "trip.")
+    if not origin or not destination:
+        st.info("Choose the origin and destination level columns of your table, coarse to "
+                "fine (e.g. o_state, o_county and d_state, d_county).")
+        st.stop()
+    count_column = None if count == TRIP_ROWS else count
+    key = (ds["version"], tuple(origin), tuple(destination), count_column)
+    data = _build("fl", key, "flows", lambda: flow_data_from_table(
+        ds["table"], origin, destination, count_column))
+    return data, key, {"query": "flows", "origin_levels": origin,
+                       "destination_levels": destination, "count_column": count_column}

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.flows.experiments import flow_sweep
@@ -28,6 +29,10 @@ from hierdp_core.viz import plotly_config
 
 DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 SPLITS = {"uniform": "uniform", "geometric": "geometric (finer levels get more)"}
+FLOW_DATA_KEY = "hd_flow_data_key"
+MATRIX_MAX_AREAS = 300  # larger O/D heat maps are unreadable and slow
+SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
+               "destination_levels": ["d_state", "d_airport"], "count_column": "flights"}
 
 
 def _shown(values, fmt: str) -> list[str]:
@@ -38,15 +43,27 @@ def _shown(values, fmt: str) -> list[str]:
 ui.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                         "of the geography: state to state, state to airport, airport to "
                         "airport, all adding up, with the number of trips kept exact.")
-data = ui.flow_data()
-geo = data.geography
+upload = sources.choose_source("fl", "bundled US flights (airports)")
+if upload is None:
+    data, data_key, spec, unit = ui.flow_data(), "sample", SAMPLE_SPEC, "flights"
+    geo = data.geography
+    st.caption(f"Bundled sample: {data.n:,} US domestic flights of 2008 between "
+               f"{geo.level_size(2):,} airports in {geo.level_size(1)} states and territories "
+               f"({data.origin.size:,} airport pairs; npm `vega-datasets` 3.2.1, Bureau of "
+               "Transportation Statistics, US government work). One flight = one record; the "
+               "O/D tree has levels total, total → state, state → state, state → airport, "
+               "airport → airport (Boninsegna & Silvestri's InfTDA).")
+else:
+    data, data_key, spec = sources.flows_from_upload(upload)
+    geo, unit = data.geography, "trips"
+    st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
+               f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
+               + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
+if st.session_state.get(FLOW_DATA_KEY) != data_key:  # new data: drop the old release and sweep
+    for stale in (ui.FLOW_RELEASE, ui.FLOW_SWEEP):
+        st.session_state.pop(stale, None)
+    st.session_state[FLOW_DATA_KEY] = data_key
 infos = {i.name: i for i in list_mechanisms("flows")}
-st.caption(f"Bundled sample: {data.n:,} US domestic flights of 2008 between "
-           f"{geo.level_size(2):,} airports in {geo.level_size(1)} states and territories "
-           f"({data.origin.size:,} airport pairs; npm `vega-datasets` 3.2.1, Bureau of "
-           "Transportation Statistics, US government work). One flight = one record; the "
-           "O/D tree has levels total, total → state, state → state, state → airport, "
-           "airport → airport (Boninsegna & Silvestri's InfTDA).")
 
 left, right = st.columns([3, 2])
 with left:
@@ -135,59 +152,71 @@ st.dataframe(metrics.rename(columns={
     "rmse": "RMSE", "fdr": "FDR %", "fnr": "FNR %", "cpc": "CPC",
     "released_nonzero": "released > 0", "true_nonzero": "true > 0"}).round(3),
     hide_index=True, width="stretch")
-st.plotly_chart(metrics_by_level(metrics), width="stretch", key="fl_levels")
+st.plotly_chart(metrics_by_level(metrics, unit), width="stretch", key="fl_levels")
 
 # ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
-m1, m2, m3 = st.columns([2, 3, 3])
-with m1:
-    map_level = st.selectbox("Level", [2, data.depth], key="fl_map_level", format_func=lambda lv:
-                             f"{data.level_names[lv]} ({geo.level_size(lv // 2):,} areas)")
-with m2:
-    shown = st.radio("Show", ["released", "true", "false positives"], horizontal=True,
-                     key="fl_map_show", help="true and false positives read the true flows: "
-                                             + EVALUATION)
-with m3:
-    top = st.slider("Largest flows shown", 20, 1000, 200, step=20, key="fl_map_top")
-pairs = level_pairs(data, release, map_level)
-false_positive = (pairs["released"] > 0) & (pairs["true"] == 0)
-level_text = data.level_names[map_level].replace(">", " → ")
-if shown == "true":
-    pairs, false_positive = pairs.assign(value=pairs["true"]), None
-    title = f"True flights, {level_text} ({EVALUATION})"
+if upload is not None:
+    st.info("No flow map: the positions of your table's areas are not known to hierdp.")
 else:
-    if shown == "false positives":
-        pairs, false_positive = pairs[false_positive], false_positive[false_positive]
-    pairs = pairs.assign(value=pairs["released"])
-    title = f"Released flights, {level_text} ({name}, ε = {epsilon:g})"
-    if shown == "false positives":
-        title = f"False positives: released > 0, truly 0 ({name}; {EVALUATION})"
-states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
-base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
-        [f["id"] for f in states_fc["features"]]) if states_fc else None
-coords = ui.flow_coordinates()[geo.level_names[map_level // 2]]
-st.plotly_chart(flow_map(pairs, coords, title=title, top=top, false_positive=false_positive,
-                         base=base), width="stretch", key="fl_map", config=plotly_config())
-st.caption("Lines join area positions from the public airport list (a state at the mean "
-           "position of its airports), hover a line's middle for its value. Flows within an "
-           "area and those of Puerto Rico and the Virgin Islands (off the Albers USA "
-           "projection) are not drawn; a line to Alaska or Hawaii leaves the mainland towards "
-           "its true position and reappears in the inset.")
+    m1, m2, m3 = st.columns([2, 3, 3])
+    with m1:
+        map_level = st.selectbox(
+            "Level", [2, data.depth], key="fl_map_level",
+            format_func=lambda lv: f"{data.level_names[lv]} ({geo.level_size(lv // 2):,} areas)")
+    with m2:
+        shown = st.radio("Show", ["released", "true", "false positives"], horizontal=True,
+                         key="fl_map_show",
+                         help="true and false positives read the true flows: " + EVALUATION)
+    with m3:
+        top = st.slider("Largest flows shown", 20, 1000, 200, step=20, key="fl_map_top")
+    pairs = level_pairs(data, release, map_level)
+    false_positive = (pairs["released"] > 0) & (pairs["true"] == 0)
+    level_text = data.level_names[map_level].replace(">", " → ")
+    if shown == "true":
+        pairs, false_positive = pairs.assign(value=pairs["true"]), None
+        title = f"True flights, {level_text} ({EVALUATION})"
+    else:
+        if shown == "false positives":
+            pairs, false_positive = pairs[false_positive], false_positive[false_positive]
+        pairs = pairs.assign(value=pairs["released"])
+        title = f"Released flights, {level_text} ({name}, ε = {epsilon:g})"
+        if shown == "false positives":
+            title = f"False positives: released > 0, truly 0 ({name}; {EVALUATION})"
+    states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
+    base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
+            [f["id"] for f in states_fc["features"]]) if states_fc else None
+    coords = ui.flow_coordinates()[geo.level_names[map_level // 2]]
+    st.plotly_chart(flow_map(pairs, coords, title=title, top=top,
+                             false_positive=false_positive, base=base),
+                    width="stretch", key="fl_map", config=plotly_config())
+    st.caption("Lines join area positions from the public airport list (a state at the mean "
+               "position of its airports), hover a line's middle for its value. Flows within "
+               "an area and those of Puerto Rico and the Virgin Islands (off the Albers USA "
+               "projection) are not drawn; a line to Alaska or Hawaii leaves the mainland "
+               "towards its true position and reappears in the inset.")
 
 # ---- O/D matrices ------------------------------------------------------------------------
-st.subheader("State-to-state O/D matrices")
+first = data.level_names[2].split(">")[0]
+st.subheader(f"O/D matrices, {first} → {first}")
 states = sorted(data.area_ids(1))
-matrix = level_pairs(data, release, 2)
-h1, h2, h3 = st.columns(3)
-for col, values, title, signed, k in [
-        (h1, matrix["true"], f"True ({EVALUATION})", False, "fl_true"),
-        (h2, matrix["released"], f"Released ({name}, ε = {epsilon:g})", False, "fl_rel"),
-        (h3, matrix["released"] - matrix["true"], "Error: released − true", True, "fl_err")]:
-    with col:
-        st.plotly_chart(od_matrix(matrix.assign(value=values), states, title=title,
-                                  signed=signed, height=470), width="stretch", key=k)
-st.caption("Rows: origin state, columns: destination state, sorted by code; colours on a "
-           "log scale, hover for the number of flights.")
+if len(states) > MATRIX_MAX_AREAS:
+    st.info(f"{len(states):,} areas at the first level: too many for a readable matrix "
+            f"(at most {MATRIX_MAX_AREAS}).")
+else:
+    matrix = level_pairs(data, release, 2)
+    h1, h2, h3 = st.columns(3)
+    for col, values, title, signed, k in [
+            (h1, matrix["true"], f"True ({EVALUATION})", False, "fl_true"),
+            (h2, matrix["released"], f"Released ({name}, ε = {epsilon:g})", False, "fl_rel"),
+            (h3, matrix["released"] - matrix["true"], "Error: released − true", True,
+             "fl_err")]:
+        with col:
+            st.plotly_chart(od_matrix(matrix.assign(value=values), states, title=title,
+                                      signed=signed, height=470, unit=unit), width="stretch",
+                            key=k)
+    st.caption(f"Rows: origin {first}, columns: destination {first}, sorted by code; colours "
+               f"on a log scale, hover for the number of {unit}.")
 
 # ---- epsilon sweep -----------------------------------------------------------------------
 st.divider()
@@ -204,7 +233,7 @@ runs = st.session_state.get(ui.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
                                key="fl_sw_level")
-    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric),
+    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric, unit=unit),
                     width="stretch", key="fl_sweep_fig")
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption("Seconds per release: " + ", ".join(f"{m} {s:.2f}"
@@ -218,10 +247,8 @@ with e1:
     st.download_button("Release table (CSV)", release_table_bytes(release, "csv"),
                        file_name="flows_release.csv", mime="text/csv", key="fl_dl_csv")
 with e2:
-    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec={
-        "query": "flows", "origin_levels": ["o_state", "o_airport"],
-        "destination_levels": ["d_state", "d_airport"], "count_column": "flights"}),
-        file_name="manifest.json", mime="application/json", key="fl_dl_manifest")
+    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec=spec),
+                       file_name="manifest.json", mime="application/json", key="fl_dl_manifest")
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
            "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
            "manifest holds no true value.")

@@ -218,7 +218,7 @@ def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str]) -> AppTest:
 
 
 def test_query_pages_without_an_upload_say_where_to_get_one():
-    for path, prefix in [("pages/7_Group_sizes.py", "gs")]:
+    for path, prefix in [("pages/7_Group_sizes.py", "gs"), ("pages/8_Flows.py", "fl")]:
         at = page(path).run()
         at.radio(key=f"{prefix}_source").set_value("upload").run()
         assert_clean(at)
@@ -252,3 +252,32 @@ def test_group_sizes_page_on_an_uploaded_table():
     at.radio(key="gs_source").set_value("upload").run()
     assert not at.exception
     assert any("['h1']" in e.value and "more than one" in e.value for e in at.error)
+
+
+def test_flows_page_on_an_uploaded_table():
+    from hierdp_core import dashboard as ui
+
+    trips = pd.DataFrame({"o_state": ["01", "01", "01", "02", "02", "01"],
+                          "o_county": ["01001", "01001", "01003", "02010", "02010", "01003"],
+                          "d_state": ["01", "02", "01", "02", "01", "01"],
+                          "d_county": ["01003", "02010", "01003", "02010", "01001", "01001"]})
+    at = uploaded(page("pages/8_Flows.py"), trips, []).run()
+    at.radio(key="fl_source").set_value("upload").run()
+    assert_clean(at)
+    assert at.multiselect(key="fl_up_origin").value == ["o_state", "o_county"]
+    _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    assert release.total() == 6 and release.consistency_violations() == 0
+    assert list(metrics["level_name"]) == ["total", "total>state", "state>state",
+                                           "state>county", "county>county"]
+    assert any("No flow map" in i.value for i in at.info)
+    assert any("O/D matrices, state → state" in h.value for h in at.subheader)
+    counted = trips.drop_duplicates().assign(n=[3, 1, 1, 2, 1, 1])
+    at = uploaded(page("pages/8_Flows.py"), counted, []).run()
+    at.radio(key="fl_source").set_value("upload").run()
+    assert_clean(at)
+    assert at.selectbox(key="fl_up_count").value == "n"
+    assert at.session_state[ui.FLOW_RELEASE][1].total() == 9
+    at.multiselect(key="fl_up_destination").set_value(["d_state"]).run()  # 2 vs 1 levels
+    assert not at.exception
+    assert any("cannot be used for flows" in e.value and "same number" in e.value
+               for e in at.error)

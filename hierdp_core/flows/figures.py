@@ -152,7 +152,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
 
 
 def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
-              signed: bool = False, height: int = 520) -> go.Figure:
+              signed: bool = False, height: int = 520, unit: str = "flights") -> go.Figure:
     """A heat map of the O/D matrix over ``areas`` (rows = origins, columns = destinations);
     colours on log10(1 + |value|) with the sign kept when ``signed`` (errors), hover shows
     the value."""
@@ -175,7 +175,7 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
         zmin=-top if signed else 0, zmax=top,
         colorbar={"tickvals": tickvals, "ticktext": ticktext, "orientation": "h",
                   "thickness": 12, "y": -0.16, "yanchor": "top", "title": {
-                      "text": "error (flights)" if signed else "flights", "side": "top"}},
+                      "text": f"error ({unit})" if signed else unit, "side": "top"}},
         hovertemplate="%{y} → %{x}: %{customdata:,.0f}<extra></extra>"))
     fig.update_layout(title=_title(_esc(title)), height=height,
                       margin={"l": 40, "r": 10, "t": 40, "b": 110},
@@ -190,7 +190,7 @@ def _level_label(level: int, name: str) -> str:
     return f"{level}: " + name.replace(">", " →<br>")
 
 
-def metrics_by_level(metrics: pd.DataFrame) -> go.Figure:
+def metrics_by_level(metrics: pd.DataFrame, unit: str = "flights") -> go.Figure:
     """Line charts of the maximum absolute error and the false discovery rate per tree level
     (input: `flow_metrics`; evaluation only)."""
     x = [_level_label(lv, n) for lv, n in zip(metrics["level"], metrics["level_name"],
@@ -203,7 +203,7 @@ def metrics_by_level(metrics: pd.DataFrame) -> go.Figure:
                                  line={"color": colour}, showlegend=False,
                                  hovertemplate=f"%{{x}}<br>{hover}<extra></extra>"),
                       row=1, col=col)
-    fig.update_yaxes(title_text="flights", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="% of released pairs > 0", range=[0, 100],
                      row=1, col=2)
     fig.update_xaxes(title_text="tree level (origin → destination)", tickfont={"size": 10})
@@ -218,7 +218,7 @@ SWEEP_ERRORS = {"max_abs_error": "largest |released − true|", "rmse": "RMSE ov
 
 
 def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str,
-                      metric: str = "max_abs_error") -> go.Figure:
+                      metric: str = "max_abs_error", unit: str = "flights") -> go.Figure:
     """Two panels against epsilon (log x), one colour per mechanism, at ``level_name``: an
     error ``metric`` (`SWEEP_ERRORS`; log y, plotted + 1 so that 0 stays drawable) and the
     false discovery rate. Lines are the means over the trials, bands the 5-95% quantiles
@@ -253,7 +253,7 @@ def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str,
     fig.update_xaxes(type="log", title_text="total ε (log scale)", tickmode="array",
                      tickvals=eps_values, ticktext=[f"{e:g}" for e in eps_values])
     errors = runs.loc[runs["level_name"] == level_name, metric].to_numpy(float) + 1
-    fig.update_yaxes(type="log", title_text="flights (+1)", row=1, col=1,
+    fig.update_yaxes(type="log", title_text=f"{unit} (+1)", row=1, col=1,
                      **_log_axis_ticks(errors))
     fig.update_yaxes(title_text="% of released pairs > 0", rangemode="tozero", row=1, col=2)
     trials = int(runs["trial"].nunique())
