@@ -63,6 +63,12 @@ def _levels(ds: dict, key: str, label: str = "Geography levels, coarse to fine",
                           key=key)
 
 
+def _count_names(usual: tuple[str, ...]) -> tuple[str, ...]:
+    """Likely count column names: the one chosen on the Data page first."""
+    chosen = st.session_state.get(ui.ROLES, {}).get("count_column")
+    return ((chosen,) if chosen else ()) + usual
+
+
 def _build(prefix: str, key: tuple, what: str, build):
     """``build()`` once per key (cached in session state); a HierdpError becomes a message
     naming what is wrong, and the page stops."""
@@ -140,7 +146,8 @@ def flows_from_upload(ds: dict):
         destination = _levels(ds, "fl_up_destination", "Destination levels (same geography)",
                               default=[c for c in columns if c.lower().startswith("d_")])
     with right:
-        count = _pick("Count column", [TRIP_ROWS, *columns], FLOW_COUNT_NAMES, "fl_up_count",
+        count = _pick("Count column", [TRIP_ROWS, *columns], _count_names(FLOW_COUNT_NAMES),
+                      "fl_up_count",
                       help="The number of trips of each row, or none when every row is one "
                            "trip.")
     if not origin or not destination:
@@ -153,3 +160,63 @@ def flows_from_upload(ds: dict):
         ds["table"], origin, destination, count_column))
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
+
+
+PERSON_ROWS = "(none: one row per person)"
+RANGE_COUNT_NAMES = ("count", "residents", "population", "people", "n")
+
+
+def _domain(text: str) -> tuple[int, int] | None:
+    """'LO-HI' as integers (negative bounds allowed: '-5-5'); empty = None."""
+    text = text.strip()
+    if not text:
+        return None
+    lo, sep, hi = text[1:].partition("-") if text.startswith("-") else text.partition("-")
+    try:
+        return (int(("-" if text.startswith("-") else "") + lo), int(hi)) if sep else None
+    except ValueError:
+        return None
+
+
+def ranges_from_upload(ds: dict):
+    """RangeData (prefix workload) from the uploaded table: levels, the ordered attribute,
+    the count column and the public domain chosen here. Returns (data, key, the input
+    description for the manifest)."""
+    from hierdp_core.errors import InputError
+    from hierdp_core.queries.ranges import range_data_from_table
+
+    columns = _columns(ds)
+    left, middle, right = st.columns(3)
+    with left:
+        levels = _levels(ds, "rg_up_levels")
+    with middle:
+        attribute = _pick("Ordered attribute", columns, ("age", "income", "travel_time"),
+                          "rg_up_attribute", help="Its values are the histogram's cells, in "
+                          "order (integers: every value from the lowest to the highest).")
+        count = _pick("Count column", [PERSON_ROWS, *columns],
+                      _count_names(RANGE_COUNT_NAMES), "rg_up_count",
+                      help="The number of people of each row, or none when every row is one "
+                           "person.")
+    with right:
+        domain_text = st.text_input("Domain LO-HI (public)", "", key="rg_up_domain",
+                                    placeholder="e.g. 0-100; empty: the values in the table",
+                                    help="Integer attributes: the range of values the "
+                                         "histograms cover, chosen without looking at the "
+                                         "data. Empty uses the lowest and highest value in "
+                                         "the table, which is not private.")
+    if not levels:
+        st.info("Choose the geography level columns of your table, coarse to fine.")
+        st.stop()
+    count_column = None if count == PERSON_ROWS else count
+    domain = _domain(domain_text)
+
+    def build():
+        if domain_text.strip() and domain is None:
+            raise InputError(f"the domain wants LO-HI integers, e.g. 0-100; got "
+                             f"{domain_text!r}")
+        return range_data_from_table(ds["table"], levels, attribute, count_column=count_column,
+                                     domain=domain, name_columns=ui.name_columns(ds, levels))
+    key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip())
+    data = _build("rg", key, "range queries", build)
+    return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
+                       "count_column": count_column, "domain": domain}

