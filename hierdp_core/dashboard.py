@@ -19,6 +19,10 @@ Session-state keys (all under ``st.session_state``):
                  release; ``hd_rg_compare`` (settings key, runs) of the comparison with the
                  baselines; ``hd_rg_sweep`` its epsilon sweep (DataFrame of runs)
 
+``hd_gs_data_key``, ``hd_flow_data_key``, ``hd_rg_data_key`` the data the latest group-size,
+                 flow and range results were made on (new data drops them);
+                 ``hd_src_cache`` the query data built from an upload (`dashboard_sources`)
+
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
 """
@@ -142,6 +146,13 @@ def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     columns = set(map(str, ds["table"].columns))
     return {level: known.get(level, f"{level}_name") for level in levels
             if known.get(level, f"{level}_name") in columns}
+
+
+def plural(noun: str) -> str:
+    """English plural of a level name: county -> counties, state -> states."""
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 def node_display_names(data: CountData, level: int) -> np.ndarray:

@@ -220,3 +220,9 @@ def ranges_from_upload(ds: dict):
     data = _build("rg", key, "range queries", build)
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
                        "count_column": count_column, "domain": domain}
+
+
+def widget_suffix(upload: dict | None, data_key: tuple) -> str:
+    """Suffix for the keys of widgets that pick units of the data: empty for the bundled
+    sample, one per uploaded-data setup otherwise (a pick made on other data is dropped)."""
+    return "" if upload is None else f"_up{abs(hash(data_key)) % 10**8}"

@@ -45,6 +45,7 @@ if st.session_state.get(GS_DATA_KEY) != data_key:  # new data: drop the old rele
     for stale in (ui.GS_RELEASE, ui.GS_SWEEP):
         st.session_state.pop(stale, None)
     st.session_state[GS_DATA_KEY] = data_key
+view = sources.widget_suffix(upload, data_key)
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
@@ -90,12 +91,12 @@ pick = st.columns([1, 2])
 with pick[0]:
     level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key="gs_level")
+                         key=f"gs_level{view}")
 sl = h.level_slice(level)
 names_level = ui.node_display_names(data, level)
 with pick[1]:
     region = st.selectbox("Region", list(range(h.level_size(level))),
-                          format_func=lambda i: names_level[i], key="gs_region")
+                          format_func=lambda i: names_level[i], key=f"gs_region{view}")
 
 c1, c2 = st.columns(2)
 with c1:

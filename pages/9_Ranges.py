@@ -111,7 +111,9 @@ with middle:
                                value=1.0, key="rg_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="rg_seed")
 with right:
-    kind = st.radio("Workload (public)", list(WORKLOADS), format_func=WORKLOADS.get,
+    workload_names = WORKLOADS if upload is None else {
+        **WORKLOADS, "prefix": "prefixes (lowest value to a)", "bands": "bands"}
+    kind = st.radio("Workload (public)", list(WORKLOADS), format_func=workload_names.get,
                     key="rg_workload", help="The ranges the release should answer well, "
                     "chosen without looking at the data: DAWA adapts its measurements to "
                     "them. The errors below are averaged over these queries.")
@@ -139,7 +141,9 @@ if st.session_state.get(RANGE_DATA_KEY) != data_key:  # new data: drop old resul
     for stale in (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP):
         st.session_state.pop(stale, None)
     st.session_state[RANGE_DATA_KEY] = data_key
-path = " › ".join(f"{h.level_size(lv):,} {h.level_names[lv]}s" for lv in range(1, h.n_levels))
+view = sources.widget_suffix(upload, data_key)
+path = " › ".join(f"{h.level_size(lv):,} {ui.plural(h.level_names[lv])}"
+                  for lv in range(1, h.n_levels))
 workload_text = (f"the workload of this release: **{data.workload.name}, "
                  f"{data.workload.m:,} queries** per unit. Neighbours: one person added or "
                  "removed.")
@@ -193,7 +197,7 @@ st.dataframe(pd.DataFrame({
 st.caption("Budget per level, fixed before any data is read: an equal share per level "
            "(uniform split). The units of a level hold different people (parallel "
            "composition), so the levels add up to the total ε. DAWA spends ρ of a level's ε "
-           "on a private partition of the ages into near-uniform buckets (Stage 1) and the "
+           f"on a private partition of the {cells} into near-uniform buckets (Stage 1) and the "
            "rest on range queries over the buckets adapted to the workload (Stage 2). Then, "
            "from the top down, every unit is made to add up to its parent (post-processing).")
 if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges are released
@@ -224,13 +228,14 @@ pick = st.columns([1, 2, 2])
 with pick[0]:
     level = st.selectbox("Level", list(range(h.n_levels)), index=min(2, h.n_levels - 1),
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key="rg_level")
+                         key=f"rg_level{view}")
 sl = h.level_slice(level)
 shown = ui.node_display_names(base, level) if level else [root_name]
 largest = int(release.values[sl].sum(axis=1).argmax())  # by released totals: no leak
 with pick[1]:
     unit = st.selectbox("Unit (default: the largest released)", range(h.level_size(level)),
-                        index=largest, format_func=lambda i: shown[i], key=f"rg_unit_{level}")
+                        index=largest, format_func=lambda i: shown[i],
+                        key=f"rg_unit{view}_{level}")
 node = sl.start + unit
 partitioned = release.edges is not None and "rho" in params  # DAWA's Stage 1 ran
 edges = release.edges[node] if partitioned else None

@@ -317,3 +317,10 @@ def test_ranges_page_on_an_uploaded_table():
     assert not at.exception
     assert any("cannot be used for range queries" in e.value and "outside the domain" in e.value
                for e in at.error)
+
+
+def test_level_names_in_the_plural():
+    from hierdp_core.dashboard import plural
+
+    assert [plural(w) for w in ("county", "municipality", "region", "day", "class")] == [
+        "counties", "municipalities", "regions", "days", "classes"]

@@ -289,3 +289,36 @@ def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
     assert table.loc[table["level"] == 0, "value"].tolist() == [400]
     page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(page, "12_flows_upload")
+
+
+def test_group_sizes_and_ranges_pages_on_an_uploaded_table(server, page, tmp_path):
+    """One person file (state, county, household, age) uploaded on the Data page, released
+    as group sizes and as age histograms on their pages."""
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 6, 120)
+    people = pd.DataFrame({
+        "state": np.repeat([f"S{i % 3}" for i in range(120)], sizes),
+        "household": np.repeat([f"h{i}" for i in range(120)], sizes),
+        "age": rng.integers(0, 90, int(sizes.sum()))})
+    people.insert(1, "county", people["state"] + "-" + (people.index % 2).astype(str))
+    people["county"] = people.groupby("household")["county"].transform("first")
+    people.to_csv(tmp_path / "people.csv", index=False)
+    page.set_viewport_size({"width": 1440, "height": 2400})
+    page.goto(server)
+    settle(page)
+    goto(page, "Data")
+    page.locator("input[type='file']").set_input_files(str(tmp_path / "people.csv"))
+    press(page, "Use this file")
+    for label, text, drawn, name in [
+            ("Group sizes", f"{len(sizes)} households in", ".scatterlayer path.js-line",
+             "13_group_sizes_upload"),
+            ("Range queries", "by age (0..", ".barlayer .point", "14_ranges_upload")]:
+        goto(page, label)
+        page.get_by_text("your table: people.csv").click()
+        settle(page)
+        no_exception(page)
+        page.get_by_text(text).wait_for()
+        page.wait_for_selector(f".js-plotly-plot {drawn}", state="attached")
+        page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')"
+                      "?.scrollTo(0, 0)")
+        shot(page, name)
