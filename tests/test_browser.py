@@ -257,6 +257,16 @@ def test_ranges_page(server, page, tmp_path):
     assert (table["level"] == 2).sum() == 107 * 101  # provinces x single years of age
 
 
+def upload_on_data_page(pg, server: str, table: pd.DataFrame, path: Path) -> None:
+    """Write ``table`` to ``path`` and use it as the session's data on the Data page."""
+    table.to_csv(path, index=False)
+    pg.goto(server)
+    settle(pg)
+    goto(pg, "Data")
+    pg.locator("input[type='file']").set_input_files(str(path))
+    press(pg, "Use this file")
+
+
 def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
     """A user's own trips file, uploaded on the Data page, released on the Flows page; the
     downloaded release adds up."""
@@ -267,13 +277,8 @@ def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
                           "o_county": [areas[i][1] for i in o],
                           "d_state": [areas[i][0] for i in d],
                           "d_county": [areas[i][1] for i in d]})
-    trips.to_csv(tmp_path / "trips.csv", index=False)
     page.set_viewport_size({"width": 1440, "height": 3200})
-    page.goto(server)
-    settle(page)
-    goto(page, "Data")
-    page.locator("input[type='file']").set_input_files(str(tmp_path / "trips.csv"))
-    press(page, "Use this file")
+    upload_on_data_page(page, server, trips, tmp_path / "trips.csv")
     goto(page, "Flows")
     page.get_by_text("your table: trips.csv").click()
     settle(page)
@@ -302,13 +307,8 @@ def test_group_sizes_and_ranges_pages_on_an_uploaded_table(server, page, tmp_pat
         "age": rng.integers(0, 90, int(sizes.sum()))})
     people.insert(1, "county", people["state"] + "-" + (people.index % 2).astype(str))
     people["county"] = people.groupby("household")["county"].transform("first")
-    people.to_csv(tmp_path / "people.csv", index=False)
     page.set_viewport_size({"width": 1440, "height": 2400})
-    page.goto(server)
-    settle(page)
-    goto(page, "Data")
-    page.locator("input[type='file']").set_input_files(str(tmp_path / "people.csv"))
-    press(page, "Use this file")
+    upload_on_data_page(page, server, people, tmp_path / "people.csv")
     for label, text, drawn, name in [
             ("Group sizes", f"{len(sizes)} households in", ".scatterlayer path.js-line",
              "13_group_sizes_upload"),
