@@ -432,6 +432,34 @@ def sidebar_status(slot) -> None:
                                        else "not run for these settings"))
 
 
+EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
+
+
+def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int) -> None:
+    """Download buttons for the release table (CSV and Parquet, ``rows`` rows) and its
+    manifest, under an "Export" heading. Tables above `EAGER_EXPORT_ROWS` rows are made on
+    click (small ones right away: Streamlit's deferred download occasionally never starts in
+    headless Chromium)."""
+    from functools import partial
+
+    from hierdp_core.export import manifest_bytes, release_table_bytes
+
+    on_click = rows > EAGER_EXPORT_ROWS
+    st.divider()
+    st.subheader("Export")
+    columns = st.columns(3)
+    for column, fmt, mime in zip(columns, ("csv", "parquet"),
+                                 ("text/csv", "application/octet-stream"), strict=False):
+        data = (partial(release_table_bytes, release, fmt) if on_click
+                else release_table_bytes(release, fmt))
+        column.download_button(f"Release table ({fmt.upper() if fmt == 'csv' else 'Parquet'})",
+                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
+                               key=f"{prefix}_dl_{fmt}")
+    columns[2].download_button("Manifest (JSON)", manifest_bytes(release, input_spec=input_spec),
+                               file_name="manifest.json", mime="application/json",
+                               key=f"{prefix}_dl_manifest")
+
+
 def friendly_error(exc: Exception) -> None:
     """Show an error without a traceback."""
     if isinstance(exc, HierdpError):

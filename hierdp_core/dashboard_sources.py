@@ -86,7 +86,8 @@ def _build(prefix: str, key: tuple, what: str, build):
 
 def group_sizes_from_upload(ds: dict):
     """GroupSizeData from the uploaded table: person records with a group id, or numbers of
-    groups per size; levels, columns and the public top-code N chosen here."""
+    groups per size; levels, columns and the public top-code N chosen here. Returns (data,
+    key, the input description for the manifest)."""
     from hierdp_core.groupsizes.data import (
         group_size_data_from_histograms,
         group_size_data_from_people,
@@ -124,7 +125,10 @@ def group_sizes_from_upload(ds: dict):
         return group_size_data_from_histograms(ds["table"], levels, roles[0], roles[1],
                                                max_size=int(max_size), name_columns=names)
     key = (ds["version"], tuple(levels), layout, roles, int(max_size))
-    return _build("gs", key, "group sizes", build), key
+    spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size),
+            **({"group_column": roles[0]} if layout == "person" else
+               {"size_column": roles[0], "count_column": roles[1]})}
+    return _build("gs", key, "group sizes", build), key, spec
 
 
 TRIP_ROWS = "(none: one row per trip)"

@@ -31,12 +31,14 @@ MODEL = ("The number of households of every region is public by the model; who l
 upload = sources.choose_source("gs", "bundled households (US counties)")
 if upload is None:
     data, data_key, geometry = ui.group_size_data(), "sample", ui.GS_SAMPLE_GEOMETRY
+    spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],
+            "size_column": "size", "count_column": "households", "max_size": data.max_size}
     h = data.hierarchy
     st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
                f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, "
                f"sizes 0..{data.max_size:,}; `hierdp_core.groupsizes.samples`). " + MODEL)
 else:
-    data, data_key = sources.group_sizes_from_upload(upload)
+    data, data_key, spec = sources.group_sizes_from_upload(upload)
     geometry, h = None, data.hierarchy
     st.caption(f"{upload['name']}: {data.total_groups:,} households in "
                f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
@@ -135,3 +137,11 @@ if runs is not None and len(runs):
     st.dataframe(pd.DataFrame({"mechanism": seconds.index,
                                "seconds per release": seconds.round(3).to_numpy()}),
                  hide_index=True)
+
+# ---- export -------------------------------------------------------------------------------
+rows = h.n_nodes * len(data.categories)
+ui.release_downloads(release, "gs", "group_sizes", spec, rows)
+st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
+           "parent_id, label, category (the size), value (the number of households)"
+           + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")
+           + ". The manifest holds no true value.")

@@ -10,7 +10,6 @@ import streamlit as st
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
-from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.flows.experiments import flow_sweep
 from hierdp_core.flows.figures import (
     EVALUATION,
@@ -242,15 +241,7 @@ if runs is not None and len(runs):
                                                    for m, s in seconds_per.items()) + ".")
 
 # ---- export ------------------------------------------------------------------------------
-st.divider()
-st.subheader("Export")
-e1, e2 = st.columns(2)
-with e1:
-    st.download_button("Release table (CSV)", release_table_bytes(release, "csv"),
-                       file_name="flows_release.csv", mime="text/csv", key="fl_dl_csv")
-with e2:
-    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec=spec),
-                       file_name="manifest.json", mime="application/json", key="fl_dl_manifest")
+ui.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels))
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
            "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
            "manifest holds no true value.")

@@ -4,7 +4,6 @@ be summed; the budget per level, the workload error by level, one unit's histogr
 private buckets, a comparison of methods, an epsilon sweep and the export."""
 
 import time
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,6 @@ from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
-from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -316,22 +314,10 @@ if runs is not None and len(runs):
                + ", ".join(f"{m} {s:.2f}" for m, s in seconds_per.items()) + ".")
 
 # ---- export -------------------------------------------------------------------------------
-st.divider()
-st.subheader("Export")
-e1, e2 = st.columns(2)
-with e1:
-    # 43 MB with the municipalities: made on click then; small tables are made right away
-    # (Streamlit's deferred download occasionally never starts in headless Chromium)
-    table = (partial(release_table_bytes, release, "csv") if municipalities
-             else release_table_bytes(release, "csv"))
-    st.download_button("Release table (CSV)", table, file_name="ranges_release.csv",
-                       mime="text/csv", key="rg_dl_csv")
-with e2:
-    st.download_button("Manifest (JSON)", manifest_bytes(release, input_spec={
-        **spec, "workload": data.workload.name}),
-        file_name="manifest.json", mime="application/json", key="rg_dl_manifest")
-st.caption(f"One row per unit and {cell}: level, level_name, node_id, parent_id, label, "
-           f"category (the {cell}), value" + (" (43 MB with the municipalities, made when "
-                                              "you click)" if municipalities else "")
+rows = h.n_nodes * len(data.values)
+ui.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows)
+st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
+           f"parent_id, label, category (the {cell}), value"
+           + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")
            + f". Sum the {cells} a to b of a unit to answer a range query. The manifest "
            "holds no true value.")

@@ -243,6 +243,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     assert release.values[0].sum() == 7 and (release.values >= 0).all()
     assert release.hierarchy.consistency_violations(release.values) == 0
     assert any("No map" in i.value for i in at.info)
+    assert len(at.get("download_button")) == 3  # CSV, Parquet, manifest
     at.number_input(key="gs_up_max").set_value(3).run()  # a new top-code: a new release
     assert_clean(at)
     assert at.session_state[ui.GS_RELEASE][1].values.shape[1] == 4

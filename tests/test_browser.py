@@ -319,6 +319,10 @@ def test_group_sizes_and_ranges_pages_on_an_uploaded_table(server, page, tmp_pat
         no_exception(page)
         page.get_by_text(text).wait_for()
         page.wait_for_selector(f".js-plotly-plot {drawn}", state="attached")
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Release table (CSV)").click()
+        download.value.save_as(tmp_path / f"{name}.csv")
+        check_release_csv(tmp_path / f"{name}.csv")  # adds up, non-negative
         page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')"
                       "?.scrollTo(0, 0)")
         shot(page, name)
