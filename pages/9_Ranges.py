@@ -195,11 +195,12 @@ st.dataframe(pd.DataFrame({
 st.caption("Budget per level, fixed before any data is read: an equal share per level "
            "(uniform split). The units of a level hold different people (parallel "
            "composition), so the levels add up to the total ε. DAWA spends ρ of a level's ε "
-           f"on a private partition of the {cells} into near-uniform buckets (Stage 1) and the "
-           "rest on range queries over the buckets adapted to the workload (Stage 2). Then, "
-           "from the top down, every unit is made to add up to its parent (post-processing).")
+           f"on a private partition of the {cells} into near-uniform buckets (Stage 1; by "
+           "default at the finest level only, see More options) and the rest on range "
+           "queries over the buckets adapted to the workload (Stage 2). Then, from the top "
+           "down, every unit is made to add up to its parent (post-processing).")
 if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges are released
-    kept = float(np.mean([e.size - 1 for e in release.edges]))
+    kept = float(np.mean([e.size - 1 for e in release.edges if e is not None]))
     if kept >= 0.5 * len(data.values):
         st.info(f"DAWA's private partition kept on average {kept:.0f} of the "
                 f"{len(data.values)} {cells} as buckets of their own: these histograms are far "

@@ -133,6 +133,8 @@ def test_budget_rules():
         mech.release(data, PrivacyBudget.zcdp(0.5), source=NoiseSource(seed=1))
     ledger = mech.ledger(data, PrivacyBudget.pure(1.5))
     assert ledger["budget"].sum() == pytest.approx(1.5)
+    assert np.allclose(ledger["epsilon_stage1"], [0, 0, 0.125])  # the finest level only
+    ledger = mech.ledger(data, PrivacyBudget.pure(1.5), partition_from=0)
     assert np.allclose(ledger["epsilon_stage1"], 0.25 * ledger["budget"])
     rel = mech.release(data, PrivacyBudget.pure(1.5), split=[0, 1, 1], source=NoiseSource(seed=1))
     check_consistent(data, rel.values)
@@ -207,3 +209,26 @@ AUDIT_TRIALS = 1500
 def test_private_range_mechanisms_pass_the_audit(name):
     r = audit_mechanism(name, 1.0, trials=AUDIT_TRIALS, seed=4)
     assert r.passed and r.epsilon_lower_bound <= 1.0, r.summary()
+
+
+@pytest.mark.parametrize("partition_from, partitioned", [(-1, [2]), (0, [0, 1, 2]), (1, [1, 2]),
+                                                          (-2, [1, 2]), (3, [])])
+def test_partition_levels(partition_from, partitioned):
+    """Stage 1 runs at the chosen levels only (negative: counted from the finest); the other
+    levels give their whole epsilon to Stage 2, so their estimates are greedy-h's."""
+    data = range_data_from_table(age_table(2), ["region", "province"], "age",
+                                 count_column="residents")
+    h = data.hierarchy
+    rel = get_mechanism("dawa").release(data, PrivacyBudget.pure(3.0), source=NoiseSource(seed=4),
+                                        partition_from=partition_from)
+    check_consistent(data, rel.values)
+    ledger = rel.ledger
+    assert [lv for lv in range(h.n_levels) if ledger["epsilon_stage1"][lv] > 0] == partitioned
+    has_edges = [lv for lv in range(h.n_levels) if rel.edges is not None
+                 and all(rel.edges[i] is not None for i in range(h.level_slice(lv).start,
+                                                                 h.level_slice(lv).stop))]
+    assert has_edges == partitioned
+    greedy = get_mechanism("greedy-h").release(data, PrivacyBudget.pure(3.0),
+                                               source=NoiseSource(seed=4))
+    if not partitioned:  # no Stage 1 anywhere: the same draws as greedy-h
+        assert np.array_equal(rel.values, greedy.values)

@@ -82,13 +82,31 @@ class RangeMechanism(Mechanism):
         return [accountant.spend(budget.value * s, level=lv, query="ranges") if s > 0 else None
                 for lv, s in enumerate(shares)], shares
 
+    @staticmethod
+    def _level_params(p: dict, level: int, n_levels: int) -> dict:
+        """The 1-D method's parameters at ``level`` of ``n_levels``: above ``partition_from``
+        (negative: counted from the finest level, -1 = the finest) DAWA makes no partition
+        (rho = 0, the whole epsilon_l on Stage 2). A public choice: privacy is unchanged."""
+        level_params = {k: v for k, v in p.items() if k != "partition_from"}
+        first = p.get("partition_from", 0)
+        if level < (first if first >= 0 else n_levels + first):
+            level_params["rho"] = 0.0
+        return level_params
+
+    def histogram_estimator(self, **params) -> Callable[..., RangeEstimate]:
+        """The 1-D method alone, as applied to a one-level release: a function of
+        (histograms (r, n), workload, epsilon, source)."""
+        level_params = self._level_params(self.params(**params), 0, 1)
+        return lambda x, workload, epsilon, source: self.estimator(x, workload, epsilon,
+                                                                   source, **level_params)
+
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
         parts, shares = self._level_budgets(data, budget, split)
         rows = []
         for level, (part, share) in enumerate(zip(parts, shares, strict=True)):
             eps = 0.0 if part is None else part.value
-            stage1 = eps * p.get("rho", 0.0)
+            stage1 = eps * self._level_params(p, level, len(parts)).get("rho", 0.0)
             rows.append({"level": level, "level_name": data.hierarchy.level_names[level],
                          "query": "ranges", "share": float(share),
                          "definition": PURE_DP if part is not None else None,
@@ -111,7 +129,8 @@ class RangeMechanism(Mechanism):
             if part is None:
                 continue
             sl = h.level_slice(level)
-            est = self.estimator(truth[sl], data.workload, part.value, source, **p)
+            est = self.estimator(truth[sl], data.workload, part.value, source,
+                                 **self._level_params(p, level, h.n_levels))
             estimates[sl] = est.values
             if est.edges is not None:
                 edges[sl] = est.edges
@@ -148,6 +167,13 @@ CANDIDATES = Parameter("candidates", "choice", "pow2", "least-cost candidates: l
 PENALTY = Parameter("penalty", "float", 0.0, "least-cost only: extra cost per bucket, in units "
                     "of its Stage-1 noise scale (data-independent, so still private; fewer "
                     "buckets)", minimum=0.0, maximum=20.0)
+PARTITION_FROM = Parameter("partition_from", "int", -1, "levels whose histograms get a "
+                           "partition (Stage 1): -1 = the finest level only (default), 0 = "
+                           "every level (the paper's DAWA per level), k = level k and below, "
+                           "-k = the k finest. Coarser levels, where every value holds many "
+                           "people and a partition merges little, give their whole epsilon to "
+                           "the workload-aware queries. Public, chosen without the data",
+                           minimum=-20, maximum=20)
 STAGE2_PARAM = Parameter("stage2", "choice", "greedy", "Stage-2 strategy over buckets: DAWA's "
                          "workload-aware greedy weights, equal weights per tree level, "
                          "geometric weights, or Laplace on each bucket",
@@ -184,9 +210,11 @@ STAGE2_PRIVACY = ("Stage 2 epsilon2 = (1 - rho) epsilon_l: weighted queries with
 register(RangeMechanism(
     info=_info("dawa", "DAWA: a private partition into near-uniform buckets, then "
                "workload-aware weighted range queries over the buckets and least squares. "
-               "Stage 1 is a provably private PrivTree-style bisection by default.", DAWA_REF,
+               "Stage 1 is a provably private PrivTree-style bisection, by default at the "
+               "finest level only (coarser levels: queries alone).", DAWA_REF,
                STAGE1_PRIVACY + "; " + STAGE2_PRIVACY,
-               parameters=(RHO, BRANCHING, PARTITION, CANDIDATES, PENALTY, STAGE2_PARAM)),
+               parameters=(RHO, PARTITION_FROM, BRANCHING, PARTITION, CANDIDATES, PENALTY,
+                           STAGE2_PARAM)),
     estimator=_dawa_with()))
 register(RangeMechanism(
     info=_info("dawa-reference", "DAWA with the Stage 1 of the authors' released code "
