@@ -39,7 +39,7 @@ import streamlit as st
 
 from hierdp_core.data.samples import SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
-from hierdp_core.geo import level_geojson
+from hierdp_core.geo import level_geojson, matching_geometry
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
@@ -216,6 +216,30 @@ def flow_coordinates() -> dict[str, pd.DataFrame]:
                          + airports["city"].astype(str) + ")")
     return {"state": states.assign(label=states.index),
             "airport": airports[["latitude", "longitude", "label"]]}
+
+
+def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]]:
+    """For O/D data on a user's geography ``geo`` whose codes match bundled boundaries
+    (`map_source`): per geography level, the area positions (bundled centroids: index = area
+    code; latitude, longitude, label), the top level's boundaries as a base map (URL, ids)
+    and the projection, for `flows.figures.flow_map`. Levels without a match are left out."""
+    from hierdp_core.geo import centroids
+
+    top = map_source(None, geo, 1)
+    base = None
+    if top is not None:
+        fc = level_geojson(*top)
+        base = (map_geojson(*top), [f["id"] for f in fc["features"]])
+    layers = {}
+    for level in range(1, geo.n_levels):
+        source = map_source(None, geo, level)
+        if source is None:
+            continue
+        points = centroids(*source).set_index("id")
+        coords = pd.DataFrame({"latitude": points["lat"], "longitude": points["lon"],
+                               "label": points.index}, index=points.index)
+        layers[level] = (coords, base, map_projection(source[0]))
+    return layers
 
 
 def level_picker(key: str) -> list[str]:
@@ -397,8 +421,22 @@ def map_geojson(sample: str | None, level: str) -> str | None:
     return f"app/static/{relative.as_posix()}"
 
 
-def map_projection() -> str:
-    return MAP_PROJECTIONS.get(ensure_dataset()["sample"], "mercator")
+def map_source(sample: str | None, h, level: int) -> tuple[str, str] | None:
+    """(bundled sample, bundled level) whose boundaries draw ``level`` of the hierarchy
+    ``h``: a bundled sample's own level, or for other data (``sample`` None) the bundled
+    level its codes match (`geo.matching_geometry` over all its levels); None without one."""
+    name = h.level_names[level]
+    if sample is not None:
+        return (sample, name) if level_geojson(sample, name) is not None else None
+    match = matching_geometry({h.level_names[lv]: [str(c) for c in h.codes[lv]]
+                               for lv in range(1, h.n_levels)})
+    if match is None or name not in match[1]:
+        return None
+    return match[0], match[1][name]
+
+
+def map_projection(sample: str | None) -> str:
+    return MAP_PROJECTIONS.get(sample, "mercator")
 
 
 def all_display_names(data: CountData) -> np.ndarray:

@@ -125,3 +125,43 @@ def bounds(sample_name: str, level: str) -> tuple[float, float, float, float] | 
 def missing_units(sample_name: str, level: str) -> tuple[str, ...]:
     """Units of the sample table that have no polygon at this level (documented, tested)."""
     return MISSING_UNITS.get((sample_name, level), ())
+
+
+@functools.lru_cache(maxsize=1)
+def _ids_by_level() -> dict[str, dict[str, frozenset]]:
+    """sample -> level -> the ids of its units (with a centroid, or documented as missing)."""
+    out: dict[str, dict[str, frozenset]] = {}
+    for (sample, level), ids in _centroids().groupby(["sample", "level"])["id"]:
+        extra = MISSING_UNITS.get((sample, level), ())
+        out.setdefault(str(sample), {})[str(level)] = frozenset(map(str, ids)) | set(extra)
+    return out
+
+
+MATCH_COVERAGE = 0.95  # share of a level's codes that must be bundled feature ids
+
+
+def matching_geometry(level_codes: dict[str, list[str]]) -> tuple[str, dict[str, str]] | None:
+    """The bundled geometry that fits a user's geography, judged by its codes alone: for each
+    level (name -> its unit codes, as strings), the bundled level whose feature ids include at
+    least `MATCH_COVERAGE` of them. Returns (sample, {level name: bundled level}) for the
+    bundled sample that matches the most levels (ties: the higher coverage), or None.
+
+    >>> matching_geometry({"st": ["06", "36"], "fips": ["06037", "36061"]})
+    ('us-counties', {'st': 'state', 'fips': 'county'})
+    >>> matching_geometry({"zone": ["A", "B"]}) is None
+    True
+    """
+    best, best_score = None, (0, 0.0)
+    for sample, known_levels in _ids_by_level().items():
+        levels, coverage = {}, 0.0
+        for name, codes in level_codes.items():
+            wanted = {str(c) for c in codes}
+            if not wanted:
+                continue
+            share, level = max((len(wanted & known) / len(wanted), level)
+                               for level, known in known_levels.items())
+            if share >= MATCH_COVERAGE:
+                levels[name], coverage = level, coverage + share
+        if (len(levels), coverage) > best_score:
+            best, best_score = (str(sample), levels), (len(levels), coverage)
+    return best

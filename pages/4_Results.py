@@ -101,10 +101,14 @@ codes = np.asarray(h.codes[level]).astype(str)[local]
 shown_names = names[local]
 
 # ---- maps -------------------------------------------------------------------------------
-geojson = ui.map_geojson(ds["sample"], h.level_names[level])
+source = ui.map_source(ds["sample"], h, level)
+geojson = ui.map_geojson(*source) if source else None
 if geojson is None:
-    st.info("No map for this level (no geometry is bundled for it); see the charts below.")
+    st.info("No map for this level (no bundled boundaries match its codes); see the charts "
+            "below.")
 else:
+    if ds["sample"] is None:
+        st.caption(f"Boundaries: the bundled {source[0]} {source[1]} level, matched by codes.")
     finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
     vrange = (0.0, float(max(finite.max(), 1.0)))
     maps = [("True", true_v, False), ("Noisy (measured)", noisy_v, False),
@@ -117,7 +121,7 @@ else:
                                  colorbar_title="people" if not diverging else "error",
                                  diverging=diverging, log_scale=not diverging,
                                  value_range=None if diverging else vrange, height=360,
-                                 projection=ui.map_projection())
+                                 projection=ui.map_projection(source[0]))
                 st.plotly_chart(fig, width="stretch", key=f"map_{title}",
                                 config=plotly_config())
 

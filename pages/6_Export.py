@@ -57,13 +57,12 @@ with preview:
 with about:
     st.json(json.loads(manifest), expanded=1)
 
-geo_levels = [lv for lv in range(1, h.n_levels)
-              if ds["sample"] and level_geojson(ds["sample"], h.level_names[lv]) is not None]
+sources = {lv: ui.map_source(ds["sample"], h, lv) for lv in range(1, h.n_levels)}
+geo_levels = [lv for lv, source in sources.items() if source is not None]
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
                          format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
-    collection = release_geojson(release, level_geojson(ds["sample"], h.level_names[level]),
-                                 level)
+    collection = release_geojson(release, level_geojson(*sources[level]), level)
     st.download_button(f"Release GeoJSON ({h.level_names[level]})",
                        json.dumps(collection).encode(), f"release_{h.level_names[level]}.geojson",
                        "application/geo+json", key="dl_geojson")

@@ -107,17 +107,18 @@ with c1:
                                           region=str(names_level[region])),
                     width="stretch", key="gs_hist")
 with c2:
-    geojson = ui.map_geojson(geometry, h.level_names[level]) if geometry else None
+    source = ui.map_source(geometry, h, level)
+    geojson = ui.map_geojson(*source) if source else None
     node_emd = emd(truth[sl], release.values[sl]).astype(float)
     if geojson is None:
         st.info("No map for this level." if geometry else
-                "No map: the boundaries of your table's regions are not known to hierdp.")
+                "No map: no bundled boundaries match the codes of this level.")
     else:
         codes = np.asarray(h.codes[level]).astype(str)
         st.plotly_chart(choropleth(geojson, codes, node_emd, title="Earth mover's distance "
                                    "per region (released vs true)", colorbar_title="people",
                                    names=names_level, log_scale=True, height=420,
-                                   projection="albers usa"),
+                                   projection=ui.map_projection(source[0])),
                         width="stretch", key="gs_map", config=plotly_config())
 
 st.divider()

@@ -62,6 +62,7 @@ if st.session_state.get(FLOW_DATA_KEY) != data_key:  # new data: drop the old re
     for stale in (ui.FLOW_RELEASE, ui.FLOW_SWEEP):
         st.session_state.pop(stale, None)
     st.session_state[FLOW_DATA_KEY] = data_key
+view = sources.widget_suffix(upload, data_key)
 infos = {i.name: i for i in list_mechanisms("flows")}
 
 left, right = st.columns([3, 2])
@@ -155,13 +156,23 @@ st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_lev
 
 # ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
-if upload is not None:
-    st.info("No flow map: the positions of your table's areas are not known to hierdp.")
+if upload is None:  # the airports' public positions, states drawn underneath
+    states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
+    base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
+            [f["id"] for f in states_fc["features"]]) if states_fc else None
+    layers = {lv: (coords, base, "albers usa")
+              for lv, coords in ((1, ui.flow_coordinates()["state"]),
+                                 (geo.depth, ui.flow_coordinates()["airport"]))}
+else:  # bundled centroids, when the table's codes match bundled boundaries
+    layers = ui.matched_flow_layers(geo)
+if not layers:
+    st.info("No flow map: no bundled boundaries match the codes of your table's areas, so "
+            "their positions are not known.")
 else:
     m1, m2, m3 = st.columns([2, 3, 3])
     with m1:
         map_level = st.selectbox(
-            "Level", [2, data.depth], key="fl_map_level",
+            "Level", [2 * lv for lv in layers], key=f"fl_map_level{view}",
             format_func=lambda lv: f"{data.level_names[lv]} ({geo.level_size(lv // 2):,} areas)")
     with m2:
         shown = st.radio("Show", ["released", "true", "false positives"], horizontal=True,
@@ -174,26 +185,26 @@ else:
     level_text = data.level_names[map_level].replace(">", " → ")
     if shown == "true":
         pairs, false_positive = pairs.assign(value=pairs["true"]), None
-        title = f"True flights, {level_text} ({EVALUATION})"
+        title = f"True {counted}, {level_text} ({EVALUATION})"
     else:
         if shown == "false positives":
             pairs, false_positive = pairs[false_positive], false_positive[false_positive]
         pairs = pairs.assign(value=pairs["released"])
-        title = f"Released flights, {level_text} ({name}, ε = {epsilon:g})"
+        title = f"Released {counted}, {level_text} ({name}, ε = {epsilon:g})"
         if shown == "false positives":
             title = f"False positives: released > 0, truly 0 ({name}; {EVALUATION})"
-    states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
-    base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
-            [f["id"] for f in states_fc["features"]]) if states_fc else None
-    coords = ui.flow_coordinates()[geo.level_names[map_level // 2]]
+    coords, base, projection = layers[map_level // 2]
     st.plotly_chart(flow_map(pairs, coords, title=title, top=top,
-                             false_positive=false_positive, base=base),
+                             false_positive=false_positive, base=base, unit=counted,
+                             projection=projection),
                     width="stretch", key="fl_map", config=plotly_config())
     st.caption("Lines join area positions from the public airport list (a state at the mean "
                "position of its airports), hover a line's middle for its value. Flows within "
                "an area and those of Puerto Rico and the Virgin Islands (off the Albers USA "
                "projection) are not drawn; a line to Alaska or Hawaii leaves the mainland "
-               "towards its true position and reappears in the inset.")
+               "towards its true position and reappears in the inset." if upload is None else
+               "Lines join the centroids of the bundled boundaries your codes match, hover a "
+               "line's middle for its value. Flows within an area are not drawn.")
 
 # ---- O/D matrices ------------------------------------------------------------------------
 first = data.level_names[2].split(">")[0]

@@ -210,13 +210,14 @@ def test_ranges_page_releases_compares_and_sweeps():
     assert any("privacy not established" in e.value for e in at.error)
 
 
-def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str]) -> AppTest:
+def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str],
+             count_column: str | None = None) -> AppTest:
     """``at`` with ``table`` as the table uploaded on the Data page."""
     from hierdp_core import dashboard as ui
 
     at.session_state[ui.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
                                      "version": 1}
-    at.session_state[ui.ROLES] = {"levels": levels, "count_column": None,
+    at.session_state[ui.ROLES] = {"levels": levels, "count_column": count_column,
                                    "category_columns": [], "local_codes": False}
     return at
 
@@ -263,10 +264,10 @@ def test_group_sizes_page_on_an_uploaded_table():
 def test_flows_page_on_an_uploaded_table():
     from hierdp_core import dashboard as ui
 
-    trips = pd.DataFrame({"o_state": ["01", "01", "01", "02", "02", "01"],
-                          "o_county": ["01001", "01001", "01003", "02010", "02010", "01003"],
-                          "d_state": ["01", "02", "01", "02", "01", "01"],
-                          "d_county": ["01003", "02010", "01003", "02010", "01001", "01001"]})
+    trips = pd.DataFrame({"o_state": ["A", "A", "A", "B", "B", "A"],
+                          "o_county": ["A1", "A1", "A3", "B10", "B10", "A3"],
+                          "d_state": ["A", "B", "A", "B", "A", "A"],
+                          "d_county": ["A3", "B10", "A3", "B10", "A1", "A1"]})
     at = uploaded(page("pages/8_Flows.py"), trips, []).run()
     at.radio(key="fl_source").set_value("upload").run()
     assert_clean(at)
@@ -275,7 +276,7 @@ def test_flows_page_on_an_uploaded_table():
     assert release.total() == 6 and release.consistency_violations() == 0
     assert list(metrics["level_name"]) == ["total", "total>state", "state>state",
                                            "state>county", "county>county"]
-    assert any("No flow map" in i.value for i in at.info)
+    assert any("No flow map" in i.value for i in at.info)  # codes unknown to hierdp
     assert any("O/D matrices, state → state" in h.value for h in at.subheader)
     specs = [chart.proto.spec for chart in at.get("plotly_chart")]
     assert any('"text":"trips"' in spec.replace(" ", "") for spec in specs)  # the data's unit
@@ -327,3 +328,28 @@ def test_level_names_in_the_plural():
 
     assert [plural(w) for w in ("county", "municipality", "region", "day", "class")] == [
         "counties", "municipalities", "regions", "days", "classes"]
+
+
+def test_uploaded_us_codes_get_the_bundled_maps():
+    """A user's table with US state and county FIPS codes (here the US sample, uploaded)
+    is drawn on the bundled boundaries on the Results page, the Export page and, as
+    households, on the Group sizes page; a table with unknown codes gets no map."""
+    table = SAMPLES["us-counties"].loader().rename(columns={"county": "fips"})
+    at = uploaded(page("pages/4_Results.py"), table, ["state", "fips"], "population").run()
+    assert_clean(at)
+    assert any("us-counties county level, matched by codes" in c.value for c in at.caption)
+    assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 4
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
+
+    households = pd.DataFrame({"state": ["06", "06", "36"], "county": ["06037", "06073", "36061"],
+                               "household": ["a", "b", "c"]})
+    at = uploaded(page("pages/7_Group_sizes.py"), households, ["state", "county"]).run()
+    at.radio(key="gs_source").set_value("upload").run()
+    assert_clean(at)
+    assert any("choropleth" in c.proto.spec for c in at.get("plotly_chart"))
+    at = uploaded(page("pages/4_Results.py"), table.assign(fips="X" + table["fips"]),
+                  ["state", "fips"], "population").run()
+    assert_clean(at)
+    assert any("no bundled boundaries match" in i.value for i in at.info)

@@ -160,3 +160,29 @@ def test_files_are_small():
         assert path.stat().st_size < 1_600_000, path
     total = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     assert total < 5_000_000, total
+
+
+def _level_codes(sample: str) -> dict[str, list[str]]:
+    table = load_sample(sample)
+    return {level: table[level].astype(str).unique().tolist() for level in SAMPLES[sample].levels}
+
+
+@pytest.mark.parametrize("sample", ["us-counties", "italy-municipalities"])
+def test_a_sample_geography_matches_its_own_boundaries(sample):
+    codes = _level_codes(sample)
+    assert geo.matching_geometry(codes) == (sample, {lv: lv for lv in codes})
+    renamed = {f"my_{lv}": c for lv, c in codes.items()}  # the column names do not matter
+    assert geo.matching_geometry(renamed) == (sample, {f"my_{lv}": lv for lv in codes})
+
+
+def test_matching_needs_most_codes_and_prefers_more_levels():
+    codes = _level_codes("us-counties")
+    counties = sorted(codes["county"])
+    some = counties[: int(0.96 * len(counties))]
+    assert geo.matching_geometry({"c": some}) == ("us-counties", {"c": "county"})
+    unknown = [f"X{i}" for i in range(int(0.1 * len(counties)))]
+    assert geo.matching_geometry({"c": some[:len(counties) - len(unknown)] + unknown}) is None
+    assert geo.matching_geometry({"zone": ["north", "south"]}) is None
+    # '01'..'05' are both US states and Italian regions: the finer level decides
+    both = {"top": ["01", "02", "04", "05"], "fine": ["01001", "02013", "04001", "05001"]}
+    assert geo.matching_geometry(both) == ("us-counties", {"top": "state", "fine": "county"})

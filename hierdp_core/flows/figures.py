@@ -77,7 +77,8 @@ def _class_labels(edges: np.ndarray) -> list[str]:
 
 def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int = 200,
              false_positive: np.ndarray | None = None, base: tuple | None = None,
-             unit: str = "flights", height: int = 560) -> go.Figure:
+             unit: str = "flights", height: int = 560,
+             projection: str = "albers usa") -> go.Figure:
     """The ``top`` largest flows between distinct areas as lines between area centroids.
     Line width and opacity grow with the value (4 classes: quartiles of the shown flows,
     named in the legend); the lines of a class are one trace (segments separated by None);
@@ -146,7 +147,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
         margin={"l": 0, "r": 0, "t": 60, "b": 0},
         legend={"title": {"text": unit}, "x": 0.99, "xanchor": "right", "y": 0.02,
                 "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
-        geo={"projection": {"type": "albers usa"}, "visible": False,
+        geo={"projection": {"type": projection}, "visible": False,
              "fitbounds": "locations" if base is not None else False})
     return fig
 
