@@ -220,21 +220,18 @@ def flow_coordinates() -> dict[str, pd.DataFrame]:
 
 def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]]:
     """For O/D data on a user's geography ``geo`` whose codes match bundled boundaries
-    (`map_source`): per geography level, the area positions (bundled centroids: index = area
+    (`map_sources`): per geography level, the area positions (bundled centroids: index = area
     code; latitude, longitude, label), the top level's boundaries as a base map (URL, ids)
     and the projection, for `flows.figures.flow_map`. Levels without a match are left out."""
     from hierdp_core.geo import centroids
 
-    top = map_source(None, geo, 1)
+    sources = map_sources(None, geo)
     base = None
-    if top is not None:
-        fc = level_geojson(*top)
-        base = (map_geojson(*top), [f["id"] for f in fc["features"]])
+    if 1 in sources:
+        fc = level_geojson(*sources[1])
+        base = (map_geojson(*sources[1]), [f["id"] for f in fc["features"]])
     layers = {}
-    for level in range(1, geo.n_levels):
-        source = map_source(None, geo, level)
-        if source is None:
-            continue
+    for level, source in sources.items():
         points = centroids(*source).set_index("id")
         coords = pd.DataFrame({"latitude": points["lat"], "longitude": points["lon"],
                                "label": points.index}, index=points.index)
@@ -421,18 +418,21 @@ def map_geojson(sample: str | None, level: str) -> str | None:
     return f"app/static/{relative.as_posix()}"
 
 
-def map_source(sample: str | None, h, level: int) -> tuple[str, str] | None:
-    """(bundled sample, bundled level) whose boundaries draw ``level`` of the hierarchy
-    ``h``: a bundled sample's own level, or for other data (``sample`` None) the bundled
-    level its codes match (`geo.matching_geometry` over all its levels); None without one."""
-    name = h.level_names[level]
+def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
+    """Level index -> (bundled sample, bundled level) whose boundaries draw that level of the
+    hierarchy ``h``: a bundled sample's own levels, or for other data (``sample`` None) the
+    bundled levels its codes match (one `geo.matching_geometry` over all its levels).
+    Levels without boundaries are left out."""
+    names = {lv: h.level_names[lv] for lv in range(1, h.n_levels)}
     if sample is not None:
-        return (sample, name) if level_geojson(sample, name) is not None else None
-    match = matching_geometry({h.level_names[lv]: [str(c) for c in h.codes[lv]]
-                               for lv in range(1, h.n_levels)})
-    if match is None or name not in match[1]:
-        return None
-    return match[0], match[1][name]
+        return {lv: (sample, name) for lv, name in names.items()
+                if level_geojson(sample, name) is not None}
+    match = matching_geometry({name: [str(c) for c in h.codes[lv]]
+                               for lv, name in names.items()})
+    if match is None:
+        return {}
+    matched, levels = match
+    return {lv: (matched, levels[name]) for lv, name in names.items() if name in levels}
 
 
 def map_projection(sample: str | None) -> str:

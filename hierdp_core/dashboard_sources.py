@@ -226,7 +226,13 @@ def ranges_from_upload(ds: dict):
                        "count_column": count_column, "domain": domain}
 
 
-def widget_suffix(upload: dict | None, data_key: tuple) -> str:
-    """Suffix for the keys of widgets that pick units of the data: empty for the bundled
-    sample, one per uploaded-data setup otherwise (a pick made on other data is dropped)."""
+def on_data(page_key: str, upload: dict | None, data_key, stale: tuple[str, ...]) -> str:
+    """Record the data a page now works on: when it changed (``data_key`` differs from the
+    one stored under ``page_key``), drop the results in ``stale``. Returns the suffix for
+    the keys of widgets that pick units of the data: empty for the bundled sample, one per
+    uploaded-data setup otherwise (a pick made on other data is not carried over)."""
+    if st.session_state.get(page_key) != data_key:
+        for key in stale:
+            st.session_state.pop(key, None)
+        st.session_state[page_key] = data_key
     return "" if upload is None else f"_up{abs(hash(data_key)) % 10**8}"

@@ -101,7 +101,7 @@ codes = np.asarray(h.codes[level]).astype(str)[local]
 shown_names = names[local]
 
 # ---- maps -------------------------------------------------------------------------------
-source = ui.map_source(ds["sample"], h, level)
+source = ui.map_sources(ds["sample"], h).get(level)
 geojson = ui.map_geojson(*source) if source else None
 if geojson is None:
     st.info("No map for this level (no bundled boundaries match its codes); see the charts "

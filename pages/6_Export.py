@@ -57,8 +57,8 @@ with preview:
 with about:
     st.json(json.loads(manifest), expanded=1)
 
-sources = {lv: ui.map_source(ds["sample"], h, lv) for lv in range(1, h.n_levels)}
-geo_levels = [lv for lv, source in sources.items() if source is not None]
+sources = ui.map_sources(ds["sample"], h)
+geo_levels = list(sources)
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
                          format_func=lambda lv: h.level_names[lv], key="dl_geo_level")

@@ -43,11 +43,7 @@ else:
     st.caption(f"{upload['name']}: {data.total_groups:,} households in "
                f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
                f"households counted as {data.max_size:,}). " + MODEL)
-if st.session_state.get(GS_DATA_KEY) != data_key:  # new data: drop the old release and sweep
-    for stale in (ui.GS_RELEASE, ui.GS_SWEEP):
-        st.session_state.pop(stale, None)
-    st.session_state[GS_DATA_KEY] = data_key
-view = sources.widget_suffix(upload, data_key)
+view = sources.on_data(GS_DATA_KEY, upload, data_key, (ui.GS_RELEASE, ui.GS_SWEEP))
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
@@ -107,7 +103,7 @@ with c1:
                                           region=str(names_level[region])),
                     width="stretch", key="gs_hist")
 with c2:
-    source = ui.map_source(geometry, h, level)
+    source = ui.map_sources(geometry, h).get(level)
     geojson = ui.map_geojson(*source) if source else None
     node_emd = emd(truth[sl], release.values[sl]).astype(float)
     if geojson is None:

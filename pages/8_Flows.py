@@ -58,11 +58,7 @@ else:
     st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
-if st.session_state.get(FLOW_DATA_KEY) != data_key:  # new data: drop the old release and sweep
-    for stale in (ui.FLOW_RELEASE, ui.FLOW_SWEEP):
-        st.session_state.pop(stale, None)
-    st.session_state[FLOW_DATA_KEY] = data_key
-view = sources.widget_suffix(upload, data_key)
+view = sources.on_data(FLOW_DATA_KEY, upload, data_key, (ui.FLOW_RELEASE, ui.FLOW_SWEEP))
 infos = {i.name: i for i in list_mechanisms("flows")}
 
 left, right = st.columns([3, 2])
@@ -160,9 +156,9 @@ if upload is None:  # the airports' public positions, states drawn underneath
     states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
     base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
             [f["id"] for f in states_fc["features"]]) if states_fc else None
-    layers = {lv: (coords, base, "albers usa")
-              for lv, coords in ((1, ui.flow_coordinates()["state"]),
-                                 (geo.depth, ui.flow_coordinates()["airport"]))}
+    positions = ui.flow_coordinates()
+    layers = {1: (positions["state"], base, "albers usa"),
+              geo.depth: (positions["airport"], base, "albers usa")}
 else:  # bundled centroids, when the table's codes match bundled boundaries
     layers = ui.matched_flow_layers(geo)
 if not layers:

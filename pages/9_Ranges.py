@@ -135,11 +135,8 @@ try:
 except HierdpError as exc:
     ui.friendly_error(exc)
     st.stop()
-if st.session_state.get(RANGE_DATA_KEY) != data_key:  # new data: drop old results
-    for stale in (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP):
-        st.session_state.pop(stale, None)
-    st.session_state[RANGE_DATA_KEY] = data_key
-view = sources.widget_suffix(upload, data_key)
+view = sources.on_data(RANGE_DATA_KEY, upload, data_key,
+                      (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP))
 path = " › ".join(f"{h.level_size(lv):,} {ui.plural(h.level_names[lv])}"
                   for lv in range(1, h.n_levels))
 workload_text = (f"the workload of this release: **{data.workload.name}, "
