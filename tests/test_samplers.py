@@ -268,7 +268,8 @@ SECURE_CASES = [("laplace", 1.0), ("gaussian", 2.0), ("geometric", 0.3), ("geome
                          ids=[f"{n}-{s:g}" for n, s in SECURE_CASES])
 def test_secure_fits_exact_distribution(name, scale, monkeypatch):
     monkeypatch.setattr(samplers, "_OPENDP_CHUNK", 6000)  # 4 chunks on parallel threads
-    x = NOISES[name](scale).sample(N_SECURE, NoiseSource(secure=True))
+    zeros = np.zeros(N_SECURE, dtype=np.int64 if NOISES[name].integer else float)
+    x = NOISES[name](scale).apply(zeros, NoiseSource(secure=True))
     assert x.dtype == (np.int64 if NOISES[name].integer else np.float64)
     assert fit_pvalue(x, name, scale) >= ALPHA
     if not NOISES[name].integer:
@@ -280,7 +281,42 @@ def test_secure_fits_exact_distribution(name, scale, monkeypatch):
 def test_secure_dtype_and_shape(name):
     src = NoiseSource(secure=True)
     dtype = np.int64 if NOISES[name].integer else np.float64
-    for size, shape in [(5, (5,)), ((2, 3), (2, 3)), ((), ()), (0, (0,))]:
-        x = NOISES[name](1.5).sample(size, src)
+    for shape in [(5,), (2, 3), (), (0,)]:
+        x = NOISES[name](1.5).apply(np.zeros(shape, dtype=np.int64), src)
         assert x.shape == shape
         assert x.dtype == dtype
+
+
+def test_secure_noise_is_never_drawn_alone():
+    with pytest.raises(BudgetError, match="applied to the true values"):
+        Laplace(1.0).sample(3, NoiseSource(secure=True))
+
+
+@pytest.mark.parametrize(("name", "sensitivity", "budget"),
+                         [("laplace", 2.0, 0.5), ("geometric", 1.0, 0.25),
+                          ("gaussian", 1.0, 0.3), ("discrete-gaussian", 2 ** 0.5, 0.2)])
+def test_secure_apply_logs_opendp_privacy_map(name, sensitivity, budget):
+    cls = NOISES[name]
+    noise = (cls.for_epsilon(budget, sensitivity) if cls in (Laplace, Geometric)
+             else cls.for_zcdp(budget, sensitivity))
+    src = NoiseSource(secure=True)
+    values = np.arange(10, dtype=np.int64)
+    for _ in range(2):  # two batches of one measurement: one log entry
+        noise.apply(values, src, sensitivity=sensitivity, budget=budget, label="level 1")
+    (entry,) = src.as_dict()["measurements"]
+    assert entry["cells"] == 20 and entry["measurement"] == "level 1"
+    assert entry["opendp_privacy_loss"] == pytest.approx(budget, rel=1e-6)
+    assert entry["opendp_privacy_loss"] <= budget * (1 + 1e-9)
+
+
+def test_secure_apply_refuses_a_map_above_the_share():
+    noise = Laplace.for_epsilon(1.0, 1.0)
+    with pytest.raises(BudgetError, match="more than its share"):
+        noise.apply(np.zeros(4), NoiseSource(secure=True), sensitivity=2.0, budget=1.0)
+
+
+def test_exploration_apply_adds_a_seeded_draw():
+    values = np.array([5, 7, 9])
+    a = Geometric(2.0).apply(values, NoiseSource(seed=3))
+    b = values + Geometric(2.0).sample(3, NoiseSource(seed=3))
+    assert a.dtype == np.int64 and np.array_equal(a, b)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hierdp_core.flows.data import FlowData
-from hierdp_core.privacy.samplers import Noise, NoiseSource
+from hierdp_core.privacy.samplers import NoiseSource
 
 Projection = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -42,12 +42,13 @@ def root_level(value: int) -> TreeLevel:
                      np.array([-1], dtype=np.int64))
 
 
-def topdown(data: FlowData, root_value: int, noises: list[Noise], project: Projection,
+def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
             source: NoiseSource) -> tuple[list[TreeLevel], list[dict]]:
     """The top-down loop (Boninsegna & Silvestri, Alg. 1), one batch per level.
 
     For every released parent with a positive value, all its children (from the public
-    geography, zeros included) get independent noise from ``noises[l - 1]``; ``project``
+    geography, zeros included) get independent noise from ``noises[l - 1]`` (a `Noise` or a
+    level plan: anything whose ``apply(values, source)`` returns the noisy values); ``project``
     maps each parent's noisy children to non-negative integers summing to the parent's
     value; children released as 0 are dropped with their subtrees. Returns the levels and,
     per level, how many children were noised and released (both private outputs).
@@ -57,8 +58,7 @@ def topdown(data: FlowData, root_value: int, noises: list[Noise], project: Proje
     for level in range(1, data.depth + 1):
         prev = levels[-1]
         origin, destination, n_children = data.children(level, prev.origin, prev.destination)
-        noisy = data.lookup(level, origin, destination) + noises[level - 1].sample(
-            origin.size, source)
+        noisy = noises[level - 1].apply(data.lookup(level, origin, destination), source)
         starts = np.cumsum(n_children) - n_children
         value = project(noisy, starts, prev.value)
         keep = value > 0

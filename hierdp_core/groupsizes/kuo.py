@@ -413,7 +413,8 @@ def hc_level(
     if size:
         cum = cumulative(hist)
         for a, b in _chunks(np.full(n, size), CHUNK):
-            noisy = cum[a:b, :size] + gen.sample((b - a, size), source)
+            noisy = gen.apply(cum[a:b, :size], source, sensitivity=HC_SENSITIVITY,
+                              budget=epsilon_level, label="group sizes: Hc cumulative counts")
             starts = np.arange(b - a, dtype=np.int64) * size
             fit = _isotonic_box(noisy.ravel(), starts, groups[a:b], p)
             est_cum[a:b, :size] = _round_half_up(fit).reshape(b - a, size)
@@ -459,7 +460,7 @@ def hg_level(
         if nodes.size == 0:
             continue
         g = groups[nodes]
-        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk)
+        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level)
         starts = np.concatenate([[0], np.cumsum(g[:-1])])
         if p == 2:
             bstart, bval = pava_blocks(y, starts)
@@ -487,7 +488,7 @@ def hg_level(
 
 
 def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,
-                        chunk: int) -> np.ndarray:
+                        chunk: int, epsilon_level: float) -> np.ndarray:
     """The nodes' ascending size lists, concatenated, plus one noise draw per entry.
 
     Integer noise is stored as int32 when the scale is small enough that a noisy value
@@ -502,7 +503,8 @@ def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,
     step = max(int(chunk), 1)
     for i in range(0, y.size, step):
         j = min(i + step, y.size)
-        noisy = sizes[i:j] + gen.sample(j - i, source)
+        noisy = gen.apply(sizes[i:j], source, sensitivity=HG_SENSITIVITY,
+                          budget=epsilon_level, label="group sizes: Hg sorted sizes")
         if small:
             np.clip(noisy, -(2**30), 2**30, out=noisy)
         y[i:j] = noisy
@@ -526,7 +528,8 @@ def naive_level(
     hist, groups = _check_level(hist_level, groups_level)
     n, width = hist.shape
     gen = _noise(noise, epsilon_level, NAIVE_SENSITIVITY)
-    noisy = (hist + gen.sample(hist.shape, source)).astype(np.float64)
+    noisy = gen.apply(hist, source, sensitivity=NAIVE_SENSITIVITY, budget=epsilon_level,
+                      label="group sizes: size histograms").astype(np.float64)
     starts = np.arange(n, dtype=np.int64) * width
     proj = project_segments(noisy.ravel(), starts, groups.astype(np.float64))
     return largest_remainder_rows(proj.reshape(n, width), groups)

@@ -98,7 +98,8 @@ def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring:
             continue
         part = accountant.spend(rho.value * share, level=level, query=QUERY)
         noise = DiscreteGaussian.for_zcdp(part.value, SENSITIVITY[neighbouring])
-        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise))
+        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise,
+                               SENSITIVITY[neighbouring]))
     return plans
 
 
@@ -158,10 +159,9 @@ class TopDownFlows(Mechanism):
         if p["neighbouring"] == "bounded":
             root, invariants = data.n, ("number of trips n (public under bounded DP)",)
         else:
-            root = max(0, data.n + int(plans[0].noise.sample(1, source)[0]))
+            root = max(0, int(plans[0].apply(np.array([data.n]), source)[0]))
             invariants = ()
-        levels, diagnostics = topdown(data, root, [plan.noise for plan in plans[1:]],
-                                      self.projection(p), source)
+        levels, diagnostics = topdown(data, root, plans[1:], self.projection(p), source)
         return FlowRelease.of(
             data, levels, mechanism=self.info.name, parameters=p,
             privacy=_zcdp_privacy(plans, budget, p["neighbouring"], invariants),
@@ -202,12 +202,14 @@ class LeafBaseline(Mechanism):
     (`noisy_leaves`)."""
 
     info: MechanismInfo = field(init=False)
+    leaf_sensitivity = 1.0  # of the leaf histogram, in the leaf noise's norm
 
     def leaf_noise(self, budget: PrivacyBudget) -> tuple[PrivacyBudget, Noise]:
         raise NotImplementedError
 
-    def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, noise: Noise,
+    def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
                      source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The released leaf cells (origin, destination, value), measured with ``plan``."""
         raise NotImplementedError
 
     def privacy(self, plans, budget: PrivacyBudget) -> dict:
@@ -218,7 +220,8 @@ class LeafBaseline(Mechanism):
         part = Accountant(total).spend(total.value, level=data.depth, query=QUERY)
         plans = [LevelPlan(level, name, QUERY, 0.0, None, None)
                  for level, name in enumerate(data.level_names[:-1])]
-        return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise)]
+        return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise,
+                                  self.leaf_sensitivity)]
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         self.params(**params)
@@ -230,7 +233,7 @@ class LeafBaseline(Mechanism):
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
         plans = self._plans(data, budget)
-        levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1].noise, source))
+        levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
         return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
                               privacy=self.privacy(plans, budget), ledger=ledger_frame(plans),
                               randomness=source.as_dict())
@@ -240,6 +243,8 @@ class LeafBaseline(Mechanism):
 class VanillaGauss(LeafBaseline):
     """All of rho on the leaf cells, every possible (origin, destination) pair; coarser
     levels are sums, negatives kept."""
+
+    leaf_sensitivity = SENSITIVITY["bounded"]
 
     def __post_init__(self):
         self.info = MechanismInfo(
@@ -256,7 +261,7 @@ class VanillaGauss(LeafBaseline):
         rho = as_zcdp(budget)
         return rho, DiscreteGaussian.for_zcdp(rho.value, SENSITIVITY["bounded"])
 
-    def noisy_leaves(self, data, budget, noise, source):
+    def noisy_leaves(self, data, budget, plan, source):
         leaves = data.level_width(data.geo_levels)
         if leaves * leaves > MAX_VANILLA_CELLS:
             raise MechanismError(f"vanilla-gauss noises every one of the {leaves}^2 leaf cells; "
@@ -267,9 +272,10 @@ class VanillaGauss(LeafBaseline):
         for first in range(0, leaves, rows):  # a block of origin rows at a time
             o = np.repeat(np.arange(first, min(first + rows, leaves)), leaves)
             d = np.tile(np.arange(leaves), o.size // leaves)
-            v = noise.sample(o.size, source)
+            true_block = np.zeros(o.size, dtype=np.int64)
             lo, hi = np.searchsorted(keys, [first * leaves, (first + rows) * leaves])
-            v[keys[lo:hi] - first * leaves] += true_counts[lo:hi]
+            true_block[keys[lo:hi] - first * leaves] = true_counts[lo:hi]
+            v = plan.apply(true_block, source)
             nz = v != 0
             parts.append((o[nz], d[nz], v[nz]))
         return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
@@ -278,6 +284,8 @@ class VanillaGauss(LeafBaseline):
 @dataclass
 class StabilityHistogram(LeafBaseline):
     """Laplace noise on the positive leaf cells only, suppressed below a threshold."""
+
+    leaf_sensitivity = 2.0
 
     def __post_init__(self):
         self.info = MechanismInfo(
@@ -308,8 +316,8 @@ class StabilityHistogram(LeafBaseline):
         frame.loc[frame.index[-1], "threshold"] = self.threshold(budget.value, budget.delta)
         return frame
 
-    def noisy_leaves(self, data, budget, noise, source):
-        noisy = data.counts + noise.sample(data.counts.size, source)
+    def noisy_leaves(self, data, budget, plan, source):
+        noisy = plan.apply(data.counts, source)
         kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 

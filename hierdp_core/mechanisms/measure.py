@@ -1,4 +1,4 @@
-"""Level-wise measurement: split the budget over levels, calibrate noise per level, add it.
+"""Level-wise measurement: split the budget over levels, calibrate noise per level, apply it.
 
 Each level's count vector has L1 = L2 sensitivity 1 under add/remove-one-person (see
 `hierdp_core.queries.counts`), so level l gets noise calibrated to its share of the budget,
@@ -41,6 +41,14 @@ class LevelPlan:
     share: float
     budget: PrivacyBudget | None
     noise: Noise | None
+    sensitivity: float | None = None  # of the level's vector, in the noise's norm
+
+    def apply(self, values: np.ndarray, source: NoiseSource) -> np.ndarray:
+        """The level's noise applied to (some of) its true values; in secure mode OpenDP's
+        privacy map of it is logged and checked against the level's share."""
+        return self.noise.apply(values, source, sensitivity=self.sensitivity,
+                                budget=self.budget.value,
+                                label=f"{self.query}: level {self.level} ({self.level_name})")
 
 
 def choose_noise(noise: str, budget: PrivacyBudget) -> str:
@@ -110,10 +118,12 @@ def plan_levels(
             continue
         part = accountant.spend(budget.value * share, level=level, query=query)
         if noise in PURE_NOISES:
-            n = NOISES[noise].for_epsilon(part.value, l1_sensitivity)
+            sensitivity = l1_sensitivity
+            n = NOISES[noise].for_epsilon(part.value, sensitivity)
         else:
-            n = NOISES[noise].for_zcdp(part.value, l2_sensitivity)
-        plans.append(LevelPlan(level, name, query, float(share), part, n))
+            sensitivity = l2_sensitivity
+            n = NOISES[noise].for_zcdp(part.value, sensitivity)
+        plans.append(LevelPlan(level, name, query, float(share), part, n, sensitivity))
     return plans
 
 
@@ -148,7 +158,6 @@ def measure(true_node_counts: np.ndarray, hierarchy: Hierarchy, plans: list[Leve
         if p.noise is None:
             continue
         sl = hierarchy.level_slice(p.level)
-        block = true_node_counts[sl]
-        noisy[sl] = block + p.noise.sample(block.shape, source)
+        noisy[sl] = p.apply(true_node_counts[sl], source)
         variance[p.level] = p.noise.variance
     return noisy, variance

@@ -1,11 +1,12 @@
 """Noise distributions and vectorised samplers.
 
 Each distribution knows its calibration (scale from a sensitivity and a budget), its exact
-variance and expected absolute value, and samples an array at once. Randomness comes from a
-`NoiseSource`: a seeded numpy generator for reproducible exploration, or a secure source that
-draws from OS entropy through OpenDP's samplers (exact for the integer distributions, which are
-immune to floating-point attacks; the continuous ones are OpenDP's lattice samplers rounded to
-float64). Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95%
+variance and expected absolute value, and applies itself to an array of values at once
+(`Noise.apply`). Randomness comes from a `NoiseSource`: a seeded numpy generator for
+reproducible exploration (values + a numpy draw), or a secure source for which OpenDP's
+measurement is applied to the true values (exact integer samplers; for continuous noise the
+input is rounded onto OpenDP's lattice and lattice noise added, so no float sum made in numpy
+can leak through the low-order bits, Mironov 2012). Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95%
 interval for one cell's noise.
 
 Example
@@ -32,14 +33,16 @@ from hierdp_core.errors import BudgetError, MechanismError
 
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 _OPENDP_CHUNK = 1 << 16  # draws per OpenDP call; chunks run on parallel threads
-_FLOAT_GRANULARITY_BITS = 64  # float noise lies on a grid of 2^-64 * scale (see _opendp_noise)
+_FLOAT_GRANULARITY_BITS = 64  # float noise lies on a grid of 2^-64 * scale (see _opendp_measurement)
 
 
 class NoiseSource:
     """Where randomness comes from.
 
     ``NoiseSource(seed=s)`` (or no seed): numpy's PCG64, reproducible, for exploration.
-    ``NoiseSource(secure=True)``: OS entropy through OpenDP's exact samplers, for releases.
+    ``NoiseSource(secure=True)``: OS entropy through OpenDP's measurements, applied to the
+    true values, for releases. A secure source keeps the log of its measurements, each with
+    the privacy loss OpenDP's own privacy map reports (`measurements`).
     """
 
     def __init__(self, seed: int | None = None, secure: bool = False):
@@ -48,16 +51,43 @@ class NoiseSource:
         self.seed = seed
         self.secure = secure
         self.rng = np.random.default_rng(seed)
+        self._log: dict[tuple, dict] = {}
 
     def describe(self) -> str:
         if self.secure:
-            return "os-entropy (opendp samplers)"
+            return "os-entropy (opendp measurements)"
         return f"seed {self.seed}" if self.seed is not None else "unseeded numpy PCG64"
 
     def as_dict(self) -> dict:
+        """How the noise was made, for the manifest; a secure source lists its measurements
+        with OpenDP's privacy map of each (a seed is listed only for exploration)."""
         if self.secure:
-            return {"mode": "secure", "source": "os-entropy", "sampler": "opendp"}
+            return {"mode": "secure", "source": "os-entropy", "sampler": "opendp",
+                    "measurements": self.measurements}
         return {"mode": "exploration", "source": "numpy-pcg64", "seed": self.seed}
+
+    def record(self, label: str, noise: Noise, cells: int, sensitivity: float | None,
+               loss: float | None, budget: float | None) -> None:
+        """Log one measurement; measurements of the same label, noise and sensitivity
+        (e.g. batches of one level) are one entry with their cells added up."""
+        key = (label, noise.name, noise.scale, sensitivity, budget)
+        entry = self._log.get(key)
+        if entry is None:
+            self._log[key] = {
+                "measurement": label, "noise": noise.name, "scale": noise.scale,
+                "cells": int(cells), "sensitivity": sensitivity,
+                "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
+                else "epsilon",
+                "opendp_privacy_loss": loss, "budget_share": budget}
+        else:
+            entry["cells"] += int(cells)
+            if loss is not None:
+                entry["opendp_privacy_loss"] = max(entry["opendp_privacy_loss"], loss)
+
+    @property
+    def measurements(self) -> list[dict]:
+        """Every measurement made by OpenDP so far (secure sources only)."""
+        return [dict(e) for e in self._log.values()]
 
 
 def _opendp():
@@ -69,30 +99,35 @@ def _opendp():
     return dp
 
 
-def _opendp_chunk(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
+def _opendp_measurement(kind: str, scale: float, integer: bool, size: int):
+    """OpenDP's Laplace (``kind`` "laplace", max-divergence) or Gaussian ("gaussian", zCDP)
+    measurement over int64 or float64 vectors of ``size`` entries. Floats use the lattice
+    2^k with k = floor(log2 scale) - 64: finer than float64 resolution at the noise scale,
+    and about 3x faster than OpenDP's default (k = -1074, big-integer arithmetic)."""
     dp = _opendp()
     if integer:
         t, atom, k = "i64", dp.atom_domain(T="i64"), None
     else:
         t, atom = "f64", dp.atom_domain(T="f64", nan=False)
         k = math.floor(math.log2(scale)) - _FLOAT_GRANULARITY_BITS
-    domain = dp.vector_domain(atom, size=len(values))
+    domain = dp.vector_domain(atom, size=size)
     if kind == "laplace":
-        meas = dp.m.make_laplace(domain, dp.l1_distance(T=t), scale, k=k)
-    else:
-        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=t), scale, k=k)
+        return dp.m.make_laplace(domain, dp.l1_distance(T=t), scale, k=k)
+    return dp.m.make_gaussian(domain, dp.l2_distance(T=t), scale, k=k)
+
+
+def _opendp_chunk(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
+    meas = _opendp_measurement(kind, scale, integer, len(values))
     return np.asarray(meas(values), dtype=np.int64 if integer else float)
 
 
-def _opendp_noise(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
-    """Add OpenDP noise (``kind`` "laplace" or "gaussian") to a flat array.
-
-    Integers (int64) get OpenDP's exact discrete Laplace / discrete Gaussian. Floats get OpenDP's
-    exact lattice sampler on the grid 2^k with k = floor(log2 scale) - 64: finer than float64
-    resolution at the noise scale, and about 3x faster than OpenDP's default (k = -1074, which
-    needs big-integer arithmetic). The array is cut into chunks drawn on parallel threads
-    (OpenDP releases the GIL); every draw still comes from OpenDP's sampler and OS entropy.
-    """
+def _opendp_apply(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
+    """OpenDP's measurement applied to the true ``values`` (a flat array): the noisy values
+    come out of OpenDP, which rounds float inputs onto its lattice before adding lattice
+    noise, so no float sum in numpy can leak low-order bits (Mironov 2012). The array is cut
+    into chunks measured on parallel threads (OpenDP releases the GIL); every chunk is the
+    same measurement on a disjoint part of the vector, so the privacy map of the whole is
+    that of one measurement over all of it (`opendp_privacy_loss`)."""
     values = np.ascontiguousarray(values, dtype=np.int64 if integer else float)
     if values.size == 0:
         return values.copy()
@@ -103,6 +138,18 @@ def _opendp_noise(values: np.ndarray, kind: str, scale: float, integer: bool) ->
     with ThreadPoolExecutor(max_workers=workers) as pool:
         parts = list(pool.map(lambda c: _opendp_chunk(c, kind, scale, integer), chunks))
     return np.concatenate(parts)
+
+
+def opendp_privacy_loss(kind: str, scale: float, integer: bool, sensitivity: float,
+                        size: int) -> float:
+    """The privacy loss OpenDP's own privacy map reports for its measurement on vectors of
+    ``size`` entries whose neighbours differ by ``sensitivity`` (L1 for Laplace: epsilon;
+    L2 for Gaussian: rho). An integer measurement with a fractional sensitivity is mapped
+    through the float measurement of the same scale, whose bound covers the integer one."""
+    integral = float(sensitivity).is_integer()
+    meas = _opendp_measurement(kind, scale, integer and integral, max(int(size), 1))
+    d_in = int(sensitivity) if integer and integral else float(sensitivity)
+    return float(meas.map(d_in))
 
 
 def _shape(size) -> tuple[int, ...]:
@@ -147,16 +194,40 @@ class Noise(ABC):
     @abstractmethod
     def _sample_numpy(self, size, rng: np.random.Generator) -> np.ndarray: ...
 
-    def _sample_secure(self, size) -> np.ndarray:
-        shape = _shape(size)
-        zeros = np.zeros(math.prod(shape), dtype=np.int64 if self.integer else float)
-        return _opendp_noise(zeros, self._opendp_kind, self.scale, self.integer).reshape(shape)
-
     def sample(self, size, source: NoiseSource) -> np.ndarray:
-        """An array of ``size`` independent draws."""
+        """An array of ``size`` independent draws, for exploration only: a secure release
+        applies the noise to the true values with `apply`, never adds a float sample."""
         if source.secure:
-            return self._sample_secure(size)
+            raise BudgetError("secure noise is applied to the true values (Noise.apply), "
+                              "never drawn alone and added")
         return self._sample_numpy(size, source.rng)
+
+    def apply(self, values, source: NoiseSource, *, sensitivity: float | None = None,
+              budget: float | None = None, label: str = "measurement") -> np.ndarray:
+        """``values`` plus independent noise, same shape.
+
+        Exploration: a numpy draw added to the values. Secure: OpenDP's measurement applied to
+        the values (integer noise needs integer values); with ``sensitivity`` (L1 for
+        Laplace / geometric, L2 for the Gaussians) OpenDP's privacy map of it is logged on the
+        source and must not exceed ``budget`` (the measurement's share: epsilon or rho).
+        """
+        values = np.asarray(values)
+        if not source.secure:
+            return values + self._sample_numpy(values.shape, source.rng)
+        if self.integer and values.dtype.kind not in "iub":
+            if not np.all(np.mod(values, 1) == 0):
+                raise MechanismError(f"{self.name} noise needs integer values")
+        flat = values.reshape(-1)
+        noisy = _opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
+        loss = None
+        if sensitivity is not None:
+            loss = opendp_privacy_loss(self._opendp_kind, self.scale, self.integer,
+                                       sensitivity, flat.size)
+            if budget is not None and loss > budget * (1 + 1e-9):
+                raise BudgetError(f"{label}: OpenDP's privacy map gives {loss:.6g}, more than "
+                                  f"its share of the budget {budget:.6g}")
+        source.record(label, self, flat.size, sensitivity, loss, budget)
+        return noisy.reshape(values.shape)
 
     def describe(self) -> dict:
         return {"distribution": self.name, "scale": self.scale, "variance": self.variance,

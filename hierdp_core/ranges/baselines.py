@@ -95,8 +95,12 @@ def _check_branching(branching: int) -> None:
         raise MechanismError(f"the branching factor must be an integer >= 2, got {branching!r}")
 
 
-def _laplace(shape, scale: float, source: NoiseSource) -> np.ndarray:
-    return Laplace(scale=scale).sample(shape, source)
+def _laplace(values: np.ndarray, scale: float, source: NoiseSource, label: str, *,
+             budget: float | None = None) -> np.ndarray:
+    """Laplace(scale) applied to ``values``; with ``budget`` (an epsilon) the values are a
+    vector of L1 sensitivity 1 whose OpenDP privacy map is checked against it."""
+    return Laplace(scale=scale).apply(values, source, sensitivity=None if budget is None
+                                      else 1.0, budget=budget, label=label)
 
 
 # ---- Identity and Uniform --------------------------------------------------------------------
@@ -106,7 +110,8 @@ def identity_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
     """Laplace(1/epsilon) on every cell."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
-    return _shaped_like_input(rows + _laplace(rows.shape, 1.0 / epsilon, source), single)
+    return _shaped_like_input(_laplace(rows, 1.0 / epsilon, source, "ranges: identity cells",
+                                       budget=epsilon), single)
 
 
 def uniform_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
@@ -114,7 +119,8 @@ def uniform_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape
-    noisy_total = rows.sum(axis=1) + _laplace(r, 1.0 / epsilon, source)
+    noisy_total = _laplace(rows.sum(axis=1), 1.0 / epsilon, source, "ranges: uniform totals",
+                           budget=epsilon)
     return _shaped_like_input(np.repeat((noisy_total / n)[:, None], n, axis=1), single)
 
 
@@ -169,7 +175,9 @@ def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons,
         nodes = tree.level_slice(level)
         if level_epsilon > 0:
             noise = Laplace.for_epsilon(level_epsilon, l1_sensitivity=1.0)
-            noisy[nodes] += noise.sample(noisy[nodes].shape, source)
+            noisy[nodes] = noise.apply(noisy[nodes], source, sensitivity=1.0,
+                                       budget=level_epsilon,
+                                       label=f"ranges: tree level {level}")
             variance[level] = noise.variance
         else:
             noisy[nodes] = 0.0
@@ -290,7 +298,7 @@ def privelet_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
     padded = np.zeros((r, 2**height))
     padded[:, :n] = rows
     lam = (1 + height) / epsilon
-    noisy = [c + _laplace(c.shape, lam / w, source)
+    noisy = [_laplace(c, lam / w, source, "ranges: privelet Haar coefficients")
              for c, w in zip(haar_coefficients(padded), privelet_weights(height), strict=True)]
     return _shaped_like_input(haar_cells(noisy)[:, :n], single)
 

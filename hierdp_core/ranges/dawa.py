@@ -181,8 +181,9 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source):
     of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
-        noise = Laplace.for_epsilon(epsilon2, 1.0).sample(counts.shape, source)
-        return counts + noise, "laplace"
+        noise = Laplace.for_epsilon(epsilon2, 1.0)
+        return noise.apply(counts, source, sensitivity=1.0, budget=epsilon2,
+                           label="ranges: DAWA bucket counts"), "laplace"
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
         return strategy.release(counts, np.zeros(len(counts), dtype=np.int64), epsilon2,

@@ -112,7 +112,8 @@ class Strategy(_Intervals):
         counts = _rows_of(bucket_counts, self.k, "bucket counts")
         exact = (self.matrix() @ counts.T).T
         noise = Laplace.for_epsilon(epsilon, l1_sensitivity=1.0)
-        return exact + noise.sample(exact.shape, source)
+        return noise.apply(exact, source, sensitivity=1.0, budget=epsilon,
+                           label=f"ranges: {self.name} strategy answers")
 
     def estimate(self, answers: np.ndarray) -> np.ndarray:
         """Least squares s = inverse @ (D Y)^T y: (q,) -> (k,), batched (r, q) -> (r, k)."""
@@ -410,7 +411,8 @@ class StrategyBatch(_Intervals):
         asked = weights > 0
         answers = weights * (cum[:, self.hi] - cum[:, self.lo])
         noise = Laplace.for_epsilon(epsilon, l1_sensitivity=1.0)
-        answers[asked] += noise.sample(int(asked.sum()), source)
+        answers[asked] = noise.apply(answers[asked], source, sensitivity=1.0, budget=epsilon,
+                                     label="ranges: workload-aware strategy answers")
         # (D Y)^T y: every bucket collects the weighted answers of the intervals covering it
         normal = (_interval_matrix(self.lo, self.hi, self.k).T @ (weights * answers).T).T
         if self.inverse.shape[0] == 1:

@@ -202,8 +202,12 @@ def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: N
     cands = Candidates.make(x.shape[1], candidates)
     costs = bucket_costs(x, cands, epsilon2)
     scales = noise_scales(cands, epsilon1, mode)
-    noise = Laplace(scale=1.0).sample(costs.shape, source) * scales[None, :, None]
-    noisy = costs + noise + penalty * scales[None, :, None]
+    noisy = costs.copy()
+    for scale in np.unique(scales[scales > 0]):  # one measurement per candidate noise scale
+        cols = scales == scale
+        noisy[:, cols] = Laplace(scale=float(scale)).apply(
+            costs[:, cols], source, label="ranges: DAWA Stage 1 bucket costs")
+    noisy += penalty * scales[None, :, None]
     if mode == "reference":
         noisy = np.maximum(noisy, 1.0 / epsilon2)
     return least_cost_edges_batch(noisy, cands)

@@ -84,7 +84,7 @@ def privtree_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: 
     while active.any():
         score = median_deviations(x, lo, hi)
         biased = np.maximum(score - depth * bias_step, theta - bias_step)
-        noisy = biased + Laplace(scale=lam).sample(biased.shape, source)
+        noisy = Laplace(scale=lam).apply(biased, source, label="ranges: DAWA Stage 1 scores")
         split = active & (noisy > theta) & ((hi - lo) > 1)[None, :]
         mid = (lo + hi) // 2
         rows, nodes = np.nonzero(split)
