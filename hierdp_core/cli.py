@@ -18,6 +18,8 @@ from hierdp_core.errors import HierdpError, InputError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.verdict import describe as describe_verdict
+from hierdp_core.verdict import not_private_reason, release_verdict
 
 EXIT_BAD_INPUT = 2
 
@@ -186,6 +188,7 @@ def cmd_release(args) -> int:
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
                          f"supports {list(mechanism.info.queries)}")
+    refuse_nonprivate(mechanism.info, args.allow_nonprivate)
     budget = budget_from_args(args)
     if args.seed is not None and args.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
@@ -208,15 +211,31 @@ def cmd_release(args) -> int:
         input_spec.update(origin_levels=_csv_list(args.origin_levels),
                           destination_levels=_csv_list(args.destination_levels),
                           tree=args.tree or "destination")
+    structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
-                          input_spec=input_spec, input_bytes=path.read_bytes())
+                          structure_declared=structure_declared, input_spec=input_spec,
+                          input_bytes=path.read_bytes(), key_file=args.key_file)
     if not release.privacy.get("invariants"):
         note = ""
     else:
         note = f" (published exactly, not private: {', '.join(release.invariants)})"
     print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
-    print(f"keep {paths['key']} private: it keys the input fingerprint")
+    print(describe_verdict(release_verdict(release, structure_declared=structure_declared)))
+    print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     return 0
+
+
+def refuse_nonprivate(info, allowed: bool) -> None:
+    """A mechanism that is not differentially private as published is refused unless the
+    user allows it explicitly (and the release then says it is not publishable)."""
+    if info.private:
+        return
+    if not allowed:
+        raise InputError(f"{not_private_reason(info.name, info.warning)}; use a private "
+                         "mechanism, or --allow-nonprivate to run it anyway (the release "
+                         "will say it is not publishable)")
+    print(f"warning: {not_private_reason(info.name)}; the release is not publishable",
+          file=sys.stderr)
 
 
 def cmd_evaluate(args) -> int:
@@ -383,6 +402,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--secure", action="store_true",
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
+    p.add_argument("--allow-nonprivate", action="store_true",
+                   help="run a mechanism that is not differentially private as published "
+                        "(for comparison; the release says it is not publishable)")
+    p.add_argument("--key-file", help="the publisher's secret key for the input fingerprint "
+                                      "(default ~/.config/hierdp/fingerprint.key, created "
+                                      "if absent); never inside the release folder")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_release)
 

@@ -473,7 +473,8 @@ def sidebar_status(slot) -> None:
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
 
 
-def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int) -> None:
+def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
+                      structure_declared: bool) -> None:
     """Download buttons for the release table (CSV and Parquet, ``rows`` rows) and its
     manifest, under an "Export" heading. Tables above `EAGER_EXPORT_ROWS` rows are made on
     click (small ones right away: Streamlit's deferred download occasionally never starts in
@@ -493,7 +494,9 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
         column.download_button(f"Release table ({fmt.upper() if fmt == 'csv' else 'Parquet'})",
                                data, file_name=f"{stem}_release.{fmt}", mime=mime,
                                key=f"{prefix}_dl_{fmt}")
-    columns[2].download_button("Manifest (JSON)", manifest_bytes(release, input_spec=input_spec),
+    manifest = manifest_bytes(release, structure_declared=structure_declared,
+                              input_spec=input_spec)
+    columns[2].download_button("Manifest (JSON)", manifest,
                                file_name="manifest.json", mime="application/json",
                                key=f"{prefix}_dl_manifest")
 

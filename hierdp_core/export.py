@@ -1,10 +1,13 @@
 """Write a Release to disk: the release table (CSV and/or Parquet) and ``manifest.json``.
 
 The manifest says how the release was made (mechanism, parameters, privacy definition and
-budget, split and ledger, randomness, hierdp version, input fingerprint, timestamp) and holds
-no true value. The input fingerprint is an HMAC-SHA256 keyed by a secret that stays with the
-publisher (``private/fingerprint.key``, never to be published): a plain hash of the input
-would let someone who knows all records but one test guesses about the last one.
+budget, split and ledger, randomness with OpenDP's privacy map of every secure measurement,
+hierdp version, input fingerprint, timestamp), whether it is publishable and why not
+(`hierdp_core.verdict`), and holds no true value. The input fingerprint is an HMAC-SHA256
+keyed by a secret that stays with the publisher, outside the release folder (by default
+``$XDG_CONFIG_HOME/hierdp/fingerprint.key``, i.e. ``~/.config/hierdp/fingerprint.key``): a
+plain hash of the input would let someone who knows all records but one test guesses about
+the last one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 import hmac
 import io
 import json
+import os
 import secrets
 from pathlib import Path
 
@@ -24,12 +28,46 @@ from hierdp_core import __version__
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.release import Release
+from hierdp_core.verdict import release_verdict
 
 MANIFEST = "manifest.json"
 RELEASE_CSV = "release.csv"
 RELEASE_PARQUET = "release.parquet"
-PRIVATE_DIR = "private"
 KEY_FILE = "fingerprint.key"
+
+
+def default_key_file() -> Path:
+    """The publisher's fingerprint key: ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``
+    (``~/.config/hierdp/fingerprint.key`` when XDG_CONFIG_HOME is unset)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "hierdp" / KEY_FILE
+
+
+def publisher_key(key_file: str | Path | None, out_dir: Path) -> tuple[bytes, Path]:
+    """The fingerprint key read from ``key_file`` (default `default_key_file`), created
+    (32 random bytes, mode 0600) when it does not exist; a key inside the release folder
+    is refused, since everything in that folder may be published."""
+    path = Path(key_file) if key_file else default_key_file()
+    if path.resolve().is_relative_to(out_dir.resolve()):
+        raise InputError(f"the key file {str(path)!r} lies inside the release folder "
+                         f"{str(out_dir)!r}; keep it elsewhere (--key-file)")
+    try:
+        if path.exists():
+            key = bytes.fromhex(path.read_text().strip())
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            key = secrets.token_bytes(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(key.hex() + "\n")
+    except ValueError:
+        raise InputError(f"the key file {str(path)!r} does not hold a hex key") from None
+    except OSError as exc:
+        raise InputError(f"cannot use the key file {str(path)!r}: "
+                         f"{exc.strerror or exc}") from None
+    if len(key) < 16:
+        raise InputError(f"the key in {str(path)!r} is shorter than 16 bytes")
+    return key, path
 
 
 def keyed_fingerprint(content: bytes, key: bytes) -> str:
@@ -49,14 +87,19 @@ def _jsonable(value):
     return value
 
 
-def build_manifest(release: Release, *, input_spec: dict | None = None,
-                   input_fingerprint: dict | None = None, files: dict | None = None) -> dict:
+def build_manifest(release: Release, *, structure_declared: bool,
+                   input_spec: dict | None = None, input_fingerprint: dict | None = None,
+                   files: dict | None = None) -> dict:
     """The manifest as a dict (JSON-ready). ``input_spec`` records how the input was read
-    (level columns, count column, categories): public facts, no values."""
+    (level columns, count column, categories): public facts, no values.
+    ``structure_declared``: the release's shape came from public declarations, not from the
+    data (one of the conditions of the publishable verdict)."""
     info = get_mechanism(release.mechanism).info
     ledger = release.ledger.replace({np.nan: None}).to_dict(orient="records")
     manifest = {
         "format": "hierdp-release/1",
+        **release_verdict(release, structure_declared=structure_declared),
+        "structure": "declared" if structure_declared else "from-data",
         "hierdp_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "mechanism": {
@@ -83,45 +126,45 @@ def write_release(
     out_dir: str | Path,
     *,
     formats: tuple[str, ...] = ("csv",),
+    structure_declared: bool,
     input_spec: dict | None = None,
     input_bytes: bytes | None = None,
+    key_file: str | Path | None = None,
 ) -> dict[str, Path]:
     """Write the release files and the manifest into ``out_dir``; return their paths.
 
-    With ``input_bytes`` a fresh secret key is written to ``out_dir/private/fingerprint.key``
-    and the manifest carries the keyed fingerprint of the input.
+    With ``input_bytes`` the manifest carries the input's fingerprint keyed by the
+    publisher's key (``key_file``, see `publisher_key`; its path is returned as ``"key"``;
+    it never lies in ``out_dir``).
     """
     out = Path(out_dir)
+    unknown = set(formats) - {"csv", "parquet"}
+    if unknown or not formats:
+        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv or parquet")
+    paths: dict[str, Path] = {}
+    fingerprint = None
+    if input_bytes is not None:  # the key first: a refused key leaves nothing written
+        key, paths["key"] = publisher_key(key_file, out)
+        fingerprint = {
+            "method": "hmac-sha256",
+            "value": keyed_fingerprint(input_bytes, key),
+            "key": "kept by the publisher outside the release folder; never published",
+        }
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
-    unknown = set(formats) - {"csv", "parquet"}
-    if unknown:
-        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv or parquet")
     table = release.to_frame()
-    paths: dict[str, Path] = {}
     if "csv" in formats:
         paths["csv"] = out / RELEASE_CSV
         table.to_csv(paths["csv"], index=False)
     if "parquet" in formats:
         paths["parquet"] = out / RELEASE_PARQUET
         table.to_parquet(paths["parquet"], index=False)
-    fingerprint = None
-    if input_bytes is not None:
-        key = secrets.token_bytes(32)
-        (out / PRIVATE_DIR).mkdir(exist_ok=True)
-        paths["key"] = out / PRIVATE_DIR / KEY_FILE
-        paths["key"].write_text(key.hex() + "\n")
-        fingerprint = {
-            "method": "hmac-sha256",
-            "value": keyed_fingerprint(input_bytes, key),
-            "key": f"kept by the publisher in {PRIVATE_DIR}/{KEY_FILE}; do not publish it",
-        }
     files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
              for kind, p in paths.items() if kind != "key"}
-    manifest = build_manifest(release, input_spec=input_spec, input_fingerprint=fingerprint,
-                              files=files)
+    manifest = build_manifest(release, structure_declared=structure_declared,
+                              input_spec=input_spec, input_fingerprint=fingerprint, files=files)
     paths["manifest"] = out / MANIFEST
     paths["manifest"].write_text(json.dumps(manifest, indent=2))
     return paths
@@ -162,10 +205,13 @@ def release_table_bytes(release: Release, fmt: str) -> bytes:
     raise InputError(f"unknown export format {fmt!r}; use csv or parquet")
 
 
-def manifest_bytes(release: Release, *, input_spec: dict | None = None) -> bytes:
+def manifest_bytes(release: Release, *, structure_declared: bool,
+                   input_spec: dict | None = None) -> bytes:
     """`build_manifest` as JSON bytes, formatted as `write_release` writes it (without
     the input fingerprint and file hashes, which need the files)."""
-    return json.dumps(build_manifest(release, input_spec=input_spec), indent=2).encode("utf-8")
+    manifest = build_manifest(release, structure_declared=structure_declared,
+                              input_spec=input_spec)
+    return json.dumps(manifest, indent=2).encode("utf-8")
 
 
 def release_geojson(release: Release, geojson: dict, level: int) -> dict:

@@ -35,7 +35,8 @@ st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
 table = release.to_frame()
-manifest = manifest_bytes(release, input_spec=input_spec)
+manifest = manifest_bytes(release, structure_declared=data.declared_structure,
+                          input_spec=input_spec)
 c1, c2, c3 = st.columns(3)
 with c1:
     st.download_button("Release CSV", release_table_bytes(release, "csv"), "release.csv",

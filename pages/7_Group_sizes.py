@@ -137,7 +137,8 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
-ui.release_downloads(release, "gs", "group_sizes", spec, rows)
+ui.release_downloads(release, "gs", "group_sizes", spec, rows,
+                     structure_declared=data.declared_structure)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households)"
            + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")

@@ -248,7 +248,8 @@ if runs is not None and len(runs):
                                                    for m, s in seconds_per.items()) + ".")
 
 # ---- export ------------------------------------------------------------------------------
-ui.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels))
+ui.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
+                     structure_declared=data.declared_structure)
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
            "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
            "manifest holds no true value.")

@@ -313,7 +313,8 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.values)
-ui.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows)
+ui.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
+                     structure_declared=data.declared_structure)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value"
            + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")

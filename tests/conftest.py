@@ -23,6 +23,22 @@ from hierdp_core.queries.counts import count_data_from_table
 ALPHABET = "abcxyz019"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _publisher_key_in_a_temporary_config(tmp_path_factory):
+    """Releases made by the tests key their fingerprints with a key in a temporary config
+    folder (XDG_CONFIG_HOME, inherited by the CLI and dashboard subprocesses), never the
+    developer's own ~/.config/hierdp/fingerprint.key."""
+    import os
+
+    previous = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = previous
+
+
 @dataclass
 class TreeTable:
     table: pd.DataFrame

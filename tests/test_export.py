@@ -37,14 +37,15 @@ def test_no_true_value_reaches_release_files(tmp_path, monkeypatch, canary_data,
     """Noise is forced to a known non-zero offset, so every released value is a function of
     noisy measurements; neither a true node count nor its digits may appear in any file."""
 
-    def offset_noise(self, size, source):
-        return np.full(size, 1000 if self.integer else 1000.5)
+    def offset_noise(self, values, source, **measurement):
+        return np.asarray(values) + (1000 if self.integer else 1000.5)
 
-    monkeypatch.setattr(samplers.Noise, "sample", offset_noise)
+    monkeypatch.setattr(samplers.Noise, "apply", offset_noise)
     release = get_mechanism(info.name).release(canary_data, _budget_for(info),
                                                source=NoiseSource(seed=0))
     paths = write_release(release, tmp_path, formats=("csv", "parquet"),
-                          input_spec={"levels": ["region", "town"]}, input_bytes=b"secret")
+                          structure_declared=True, input_spec={"levels": ["region", "town"]},
+                          input_bytes=b"secret")
     truth = canary_data.node_counts().ravel()
     table = pd.read_parquet(paths["parquet"])
     assert not np.any(table["value"].to_numpy() == truth), "a node was released exactly"
@@ -65,7 +66,8 @@ def test_release_object_holds_no_truth(canary_data):
 def test_manifest_fields(canary_data, tmp_path):
     release = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(0.5),
                                                split=[0, 1, 3], source=NoiseSource(seed=2))
-    manifest = build_manifest(release, input_spec={"levels": ["region", "town"]})
+    manifest = build_manifest(release, structure_declared=True,
+                              input_spec={"levels": ["region", "town"]})
     assert manifest["mechanism"]["name"] == "topdown"
     assert manifest["privacy"]["epsilon"] == pytest.approx(0.5)
     assert manifest["privacy"]["neighbouring"].startswith("add/remove one person")
@@ -80,16 +82,73 @@ def test_manifest_fields(canary_data, tmp_path):
 def test_secure_mode_is_recorded(canary_data, tmp_path):
     release = get_mechanism("raw-geometric").release(canary_data, PrivacyBudget.pure(1.0),
                                                      source=NoiseSource(secure=True))
-    write_release(release, tmp_path)
+    write_release(release, tmp_path, structure_declared=True)
     table, manifest = read_release(tmp_path)
-    assert manifest["randomness"] == {"mode": "secure", "source": "os-entropy",
-                                      "sampler": "opendp"}
+    randomness = manifest["randomness"]
+    assert {k: randomness[k] for k in ("mode", "source", "sampler")} == {
+        "mode": "secure", "source": "os-entropy", "sampler": "opendp"}
+    assert "seed" not in randomness
+    measured = randomness["measurements"]
+    assert [m["cells"] for m in measured] == [1, 2, 5]  # root, regions, towns
+    for m, row in zip(measured, manifest["ledger"], strict=True):
+        assert m["opendp_privacy_loss"] == pytest.approx(row["budget"], rel=1e-9)
+    assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
     assert len(table) == canary_data.hierarchy.n_nodes
 
 
 def test_root_invariant_is_declared(canary_data):
     release = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(1.0),
                                                source=NoiseSource(seed=3), root_invariant=True)
-    manifest = build_manifest(release)
+    manifest = build_manifest(release, structure_declared=True)
     assert manifest["invariants"] == ["root total"]
     assert release.values[0, 0] == canary_data.node_counts()[0, 0]
+
+
+# ---- the publishable verdict and the fingerprint key ------------------------------------------
+def test_verdict_lists_every_reason(canary_data):
+    seeded = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(1.0),
+                                              source=NoiseSource(seed=4))
+    manifest = build_manifest(seeded, structure_declared=False)
+    assert manifest["publishable"] is False and manifest["structure"] == "from-data"
+    reasons = " | ".join(manifest["not_publishable_because"])
+    assert "seeded generator" in reasons and "structure from data" in reasons
+    assert len(manifest["not_publishable_because"]) == 2
+
+
+def test_nonprivate_mechanism_is_never_publishable():
+    from hierdp_core.verdict import verdict
+
+    result = verdict(randomness={"mode": "secure"}, mechanism_private=False,
+                     mechanism_name="dawa-reference", structure_declared=True,
+                     mechanism_warning="use dawa")
+    assert result == {"publishable": False, "not_publishable_because": [
+        "mechanism 'dawa-reference' is not differentially private as published (use dawa)"]}
+
+
+def test_key_stays_outside_the_release_folder(canary_data, tmp_path):
+    release = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(1.0),
+                                               source=NoiseSource(secure=True))
+    key_file = tmp_path / "keys" / "publisher.key"
+    out = tmp_path / "release"
+    paths = write_release(release, out, structure_declared=True, input_bytes=b"input",
+                          key_file=key_file)
+    assert paths["key"] == key_file and key_file.stat().st_mode & 0o077 == 0
+    assert sorted(p.name for p in out.rglob("*")) == ["manifest.json", "release.csv"]
+    key = bytes.fromhex(key_file.read_text().strip())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert key.hex() not in json.dumps(manifest)
+    again = write_release(release, tmp_path / "again", structure_declared=True,
+                          input_bytes=b"input", key_file=key_file)  # the same key is reused
+    second = json.loads(again["manifest"].read_text())
+    assert second["input"]["fingerprint"]["value"] == manifest["input"]["fingerprint"]["value"]
+
+
+def test_key_inside_the_release_folder_is_refused(canary_data, tmp_path):
+    from hierdp_core.errors import InputError
+
+    release = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(1.0),
+                                               source=NoiseSource(seed=1))
+    with pytest.raises(InputError, match="inside the release folder"):
+        write_release(release, tmp_path / "out", structure_declared=True, input_bytes=b"x",
+                      key_file=tmp_path / "out" / "private" / "k.key")
+    assert not (tmp_path / "out").exists()

@@ -252,8 +252,9 @@ class PaperChain(GroupSizeMechanism):
             "sensitivity 1 on level-wide chain counts whose sensitivity is the number of "
             "regions of the level. For reproducing the paper only.", FIORETTO,
             consistent=True, private=False,
-            warning="Not differentially private as published: the real epsilon is about "
-                    "epsilon x (regions summed over levels) / levels. Use gs-mc-chain.")
+            warning="noise calibrated to sensitivity 1 where it is the number of regions: "
+                    "the real epsilon is about epsilon x (regions summed over levels) / "
+                    "levels; use gs-mc-chain, the corrected private version")
 
     def measure_and_estimate(self, data, plans, p, source):
         from hierdp_core.groupsizes import fioretto

@@ -40,7 +40,8 @@ DAWA_REF = ("Li, Hay, Miklau & Wang (2014), A data- and workload-aware algorithm
             "queries under differential privacy, PVLDB 7(5)")
 NOT_PRIVATE = ("privacy not established: the authors' code's Stage 1 (half the noise, none on "
                "single cells, costs clamped at 1/epsilon2) exceeds its epsilon in this "
-               "project's audit; for reproducing published numbers only")
+               "project's audit; for reproducing published numbers only; use dawa, whose "
+               "Stage 1 is provably private")
 
 Estimator = Callable[..., RangeEstimate]
 
