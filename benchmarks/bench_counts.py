@@ -35,7 +35,7 @@ from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.measure import measure, plan_levels
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.privacy.samplers import NoiseSource, _opendp_apply
 from hierdp_core.queries.counts import CountData
 
 GEO_NAMES = ("state", "county", "tract", "block_group", "block")
@@ -184,8 +184,26 @@ def _ok(c: dict) -> bool:
 
 
 # ---- the benchmark -------------------------------------------------------------------------
+SECURE_KEYS = ("opendp_sampling", "secure_release")
+
+
+def time_secure(mech, data: CountData, budget: PrivacyBudget) -> dict[str, list[float]]:
+    """Seconds of OpenDP's sampler alone for the draws a secure TopDown release makes (one
+    per measured node, through the same chunked parallel calls the release uses) and of the
+    secure release itself; once each (OpenDP draws from OS entropy: slow and unseeded)."""
+    plans = plan_levels(data.hierarchy, budget, "geometric")
+    draws = sum(data.hierarchy.level_size(p.level) for p in plans if p.noise is not None)
+    scales = {p.noise.scale for p in plans if p.noise is not None}
+    zeros = np.zeros(draws, dtype=np.int64)
+    _, sampling = timed(lambda: _opendp_apply(zeros, "laplace", scales.pop(), True), 1)
+    _, release = timed(lambda: mech.release(data, budget, source=NoiseSource(secure=True),
+                                            noise="geometric"), 1)
+    return {"opendp_sampling": sampling, "secure_release": release}
+
+
 def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
-        shuffle_rows: bool, targets: dict | None, preset: str | None) -> dict:
+        shuffle_rows: bool, targets: dict | None, preset: str | None,
+        secure: bool = True) -> dict:
     t_start = time.perf_counter()
     get_mechanism("topdown")  # import every mechanism before timing anything
     rng = np.random.default_rng(seed)
@@ -238,6 +256,10 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     release_checks = check_release(h, rel.values)
     release_checks["root_total_released"] = int(rel.values[0, 0])
     release_checks["matches_step_pipeline"] = bool(np.array_equal(rel.values, steps_values))
+    rel = None
+    if secure:
+        secure_timings = time_secure(mech, data, budget)
+        timings.update(secure_timings)
 
     step_keys = ("build", "aggregate", "measure", "least_squares", "topdown")
     out = {
@@ -256,8 +278,11 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
         "repeat": repeat,
         "generate_seconds": round(generate_seconds, 4),
     }
-    for key in step_keys + ("release",):
+    for key in step_keys + ("release",) + (SECURE_KEYS if secure else ()):
         out[f"{key}_seconds"] = round(min(timings[key]), 4)
+    if secure:
+        out["secure_over_opendp_sampling"] = round(
+            min(timings["secure_release"]) / min(timings["opendp_sampling"]), 3)
     out["pipeline_seconds"] = round(sum(min(timings[k]) for k in step_keys), 4)
     if repeat > 1:
         out["all_seconds"] = {k: [round(t, 4) for t in v] for k, v in timings.items()}
@@ -293,6 +318,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=None,
                     help="time every step this many times and report the fastest "
                          "(default 1; 7 for the county preset)")
+    ap.add_argument("--no-secure", action="store_true",
+                    help="skip the secure release (OpenDP noise from OS entropy) and the "
+                         "timing of OpenDP's sampler alone for the same draws")
     ap.add_argument("--shuffle-rows", action="store_true",
                     help="shuffle the leaf rows before building (default: rows in geography order)")
     args = ap.parse_args(argv)
@@ -313,7 +341,7 @@ def main(argv=None) -> int:
     targets = (preset["targets"]
                if (leaves, depth) == (preset["leaves"], preset["depth"]) else None)
     result = run(leaves, depth, args.seed, args.epsilon, repeat, args.shuffle_rows, targets,
-                 name if targets else None)
+                 name if targets else None, secure=not args.no_secure)
     print(json.dumps(result))
     return 0 if result["ok"] else 1
 
