@@ -79,6 +79,10 @@ class NoiseSource:
                 "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
                 else "epsilon",
                 "opendp_privacy_loss": loss, "budget_share": budget}
+            if sensitivity is None:  # e.g. DAWA's Stage-1 scores, Privelet's coefficients
+                self._log[key]["privacy_argument"] = (
+                    "the mechanism's analysis of its stage (noisy scores for a selection, or "
+                    "weighted coefficients), not one OpenDP map")
         else:
             entry["cells"] += int(cells)
             if loss is not None:
