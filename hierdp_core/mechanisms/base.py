@@ -15,6 +15,13 @@ import pandas as pd
 
 from hierdp_core.errors import MechanismError
 from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.plan import (
+    ADD_REMOVE_PERSON,
+    DEFAULT_RELATIONS,
+    UNBOUNDED_RELATIONS,
+    PrivacyPlan,
+    Stage,
+)
 from hierdp_core.privacy.samplers import NoiseSource
 
 QUERY_KINDS = ("counts", "group-sizes", "flows", "ranges")
@@ -76,6 +83,10 @@ class MechanismInfo:
     privacy_definitions: tuple[str, ...] = ()
     neighbouring: str = ""
     warning: str = ""
+    #: category columns are processed independently, so one release with K identical
+    #: columns is K independent trials (the audit batches them); declare only after checking
+    #: that the mechanism never mixes categories
+    independent_columns: bool = False
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -109,6 +120,20 @@ class Mechanism(ABC):
         out = {name: p.default for name, p in known.items()}
         out.update({name: known[name].validate(v) for name, v in overrides.items()})
         return out
+
+    def privacy_plan(self, **params) -> PrivacyPlan:
+        """The privacy claim as data (`hierdp_core.privacy.plan`). By default one stage: the
+        whole mechanism at the whole budget, under its query kind's relation (the add/remove
+        one for a ``neighbouring`` parameter set to ``unbounded``). Composite mechanisms
+        override this with one stage per measurement."""
+        p = self.params(**params)
+        kind = self.info.queries[0] if self.info.queries else ""
+        relation = DEFAULT_RELATIONS.get(kind, ADD_REMOVE_PERSON)
+        if p.get("neighbouring") == "unbounded":
+            relation = UNBOUNDED_RELATIONS.get(kind, relation)
+        stage = Stage("release", relation, None, str(p.get("noise", "")), 1.0,
+                      note=self.info.neighbouring)
+        return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
     @abstractmethod
     def ledger(self, data, budget: PrivacyBudget, split=None, **params) -> pd.DataFrame: ...

@@ -132,6 +132,7 @@ class RawCounts(_CountMechanism):
             parameters=(Parameter("round_clamp", "bool", False,
                                   "round noisy values and clamp them at 0"),),
             neighbouring=NEIGHBOURING,
+            independent_columns=True,
         )
 
     def estimate(self, data, noisy, variance, root, p):
@@ -160,6 +161,7 @@ class LeastSquares(_CountMechanism):
             parameters=(NOISE_PARAM, ROOT_PARAM),
             privacy_definitions=(PURE_DP, ZCDP),
             neighbouring=NEIGHBOURING,
+            independent_columns=True,
         )
 
     def estimate(self, data, noisy, variance, root, p):
@@ -195,6 +197,7 @@ class TopDown(_CountMechanism):
             ),
             privacy_definitions=(PURE_DP, ZCDP),
             neighbouring=NEIGHBOURING,
+            independent_columns=True,
         )
 
     def estimate(self, data, noisy, variance, root, p):
