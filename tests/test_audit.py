@@ -38,7 +38,8 @@ class HalfNoise(Mechanism):
 
     def __post_init__(self):
         self.base = get_mechanism(self.base_name)
-        self.info = replace(self.base.info, name=f"broken-half-noise-{self.base_name}")
+        self.info = replace(self.base.info, name=f"broken-half-noise-{self.base_name}",
+                            independent_columns=False)
 
     def ledger(self, data, budget, split=None, **params):
         return self.base.ledger(data, budget, split, **params)
@@ -60,7 +61,7 @@ def test_count_mechanism_passes_audit(name):
     assert r.passed, r.summary() + "; " + r.event
     assert 0.0 <= r.epsilon_lower_bound <= 1.0
     assert r.trials == 20_000 and r.claimed_epsilon == 1.0
-    assert r.batched == (name in audit_module.BATCHED_COUNT_MECHANISMS)
+    assert r.batched == get_mechanism(name).info.independent_columns
 
 
 @pytest.mark.parametrize("name", ["raw-laplace", "raw-geometric"])
@@ -90,7 +91,7 @@ def test_broken_topdown_is_caught():
     assert not r.passed and r.epsilon_lower_bound > 1.0, r.summary()
 
 
-def test_unregistered_mechanism_runs_one_release_per_trial():
+def test_mechanism_without_independent_columns_runs_one_release_per_trial():
     r = audit_mechanism(HalfNoise("raw-geometric"), 1.0, seed=SEED, trials=200)
     assert not r.batched and r.trials == 200
 

@@ -1,0 +1,127 @@
+"""What the per-kind adapters share: the adapter record and registry, the budget a claim
+means, the per-level privacy-loss weights from a ledger, one release per trial, and the
+path statistics (the privacy loss of a unit shift along the changed nodes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hierdp_core.audit.estimators import Statistics
+from hierdp_core.errors import BudgetError
+from hierdp_core.mechanisms.base import Mechanism
+from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+
+DEFAULT_DELTA = 1e-6
+_PURE_NOISES = ("laplace", "geometric")
+
+Runner = Callable[[Any, int, NoiseSource], np.ndarray]
+
+
+@dataclass
+class AuditAdapter:
+    """How to audit one mechanism: a neighbouring pair, a way to run ``n`` trials on one side
+    (returning an array (n, d) of outputs, one row per trial), and the scalar statistics of
+    outputs on which threshold events are tried (None: fitted on an independent pilot run).
+    ``budget`` is the budget the mechanism runs with (None for custom callables)."""
+
+    neighbours: tuple[Any, Any]
+    run: Runner
+    statistics: Statistics | None = None
+    budget: PrivacyBudget | None = None
+    description: str = ""
+    batched: bool = False
+
+
+AdapterFactory = Callable[..., AuditAdapter]
+ADAPTERS: dict[str, AdapterFactory] = {}
+
+
+def register_adapter(query_kind: str) -> Callable[[AdapterFactory], AdapterFactory]:
+    """Register the adapter factory for one query kind. The factory is called as
+    ``factory(mechanism, epsilon=..., delta=..., params=..., split=..., batch=...,
+    relation=...)`` and returns an `AuditAdapter` (choosing the budget with
+    `claimed_budget`)."""
+
+    def deco(factory: AdapterFactory) -> AdapterFactory:
+        ADAPTERS[query_kind] = factory
+        return factory
+
+    return deco
+
+
+def claimed_budget(mechanism: Mechanism, data, epsilon: float, delta: float, split,
+                   params: dict) -> PrivacyBudget:
+    """The budget a claim of ``epsilon`` means for this mechanism and parameters: pure
+    epsilon-DP if the mechanism accepts it and spends it as pure DP; otherwise (zCDP noise)
+    ``PrivacyBudget.approx(epsilon, delta)``, which the mechanism converts to rho."""
+    pure = PrivacyBudget.pure(epsilon)
+    try:
+        ledger = mechanism.ledger(data, pure, split, **params)
+    except BudgetError:
+        return PrivacyBudget.approx(epsilon, delta)
+    definitions = set(ledger["definition"].dropna()) if "definition" in ledger else set()
+    return PrivacyBudget.approx(epsilon, delta) if ZCDP in definitions else pure
+
+
+def level_weights(ledger, n_levels: int) -> np.ndarray:
+    """Per-level weight of a unit shift in the privacy loss: 1/scale (= epsilon_l) for pure
+    noises, 1/scale^2 for Gaussian ones, 0 for unmeasured levels."""
+    w = np.zeros(n_levels)
+    if "noise_scale" not in ledger or "noise" not in ledger:
+        return np.ones(n_levels)
+    for i, (noise, scale) in enumerate(zip(ledger["noise"], ledger["noise_scale"], strict=True)):
+        if i >= n_levels or not np.isfinite(scale) or scale <= 0:
+            continue
+        w[i] = 1.0 / scale if noise in _PURE_NOISES else 1.0 / scale**2
+    return w if w.any() else np.ones(n_levels)
+
+
+@dataclass
+class Setup:
+    """A registered mechanism ready to audit on a pair: its validated parameters, the budget
+    a claim means, and the ledger's per-level weights."""
+
+    mechanism: Mechanism
+    params: dict
+    split: Any
+    budget: PrivacyBudget
+    weights: np.ndarray
+
+    @classmethod
+    def make(cls, mechanism: Mechanism, d1, n_levels: int, *, epsilon: float, delta: float,
+             params: dict | None, split) -> Setup:
+        params = dict(params or {})
+        budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
+        weights = level_weights(mechanism.ledger(d1, budget, split, **params), n_levels)
+        return cls(mechanism, params, split, budget, weights)
+
+    def release(self, data, source: NoiseSource):
+        return self.mechanism.release(data, self.budget, split=self.split, source=source,
+                                      **self.params)
+
+    def per_trial(self, width: int, vector: Callable[[Any, Any], np.ndarray]) -> Runner:
+        """A runner making one release per trial, each turned into a row of ``width``
+        numbers by ``vector(data, release)``."""
+
+        def run(data, n: int, source: NoiseSource) -> np.ndarray:
+            out = np.empty((n, width))
+            for i in range(n):
+                out[i] = vector(data, self.release(data, source))
+            return out
+
+        return run
+
+
+def path_statistics(shifts: list[np.ndarray], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Each of ``shifts`` is (trials, levels): per level, the released change of one changed
+    cell in the direction D' moves it (released minus true under D, sign-adjusted).
+    ``path-weighted`` sums them with the per-level weights (the privacy loss of Gaussian
+    noise); ``path-clipped`` clips each, centred at 1/2, to [-1, 1] first (the exact privacy
+    loss of Laplace / geometric noise on the raw measurements)."""
+    return {"path-weighted": sum(shifts) @ weights,
+            "path-clipped": sum(np.clip(2 * s - 1, -1, 1) for s in shifts) @ weights}
