@@ -214,7 +214,8 @@ def cmd_release(args) -> int:
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
                           structure_declared=structure_declared, input_spec=input_spec,
-                          input_bytes=path.read_bytes(), key_file=args.key_file)
+                          input_bytes=path.read_bytes(), key_file=args.key_file,
+                          overwrite=args.overwrite)
     if not release.privacy.get("invariants"):
         note = ""
     else:
@@ -415,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(default ~/.config/hierdp/fingerprint.key, created "
                                       "if absent); never inside the release folder")
     p.add_argument("--out", required=True)
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing release in --out whole (written beside it, "
+                        "then swapped in one step)")
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("evaluate", help="error metrics of a release against the true input "

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core import __version__
+from hierdp_core.atomic import staged_folder
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.release import Release
@@ -130,8 +131,11 @@ def write_release(
     input_spec: dict | None = None,
     input_bytes: bytes | None = None,
     key_file: str | Path | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Path]:
-    """Write the release files and the manifest into ``out_dir``; return their paths.
+    """Write the release files and the manifest (with every file's sha256) into ``out_dir``
+    whole or not at all (`hierdp_core.atomic.staged_folder`): an existing release there is
+    replaced whole with ``overwrite``, refused without; return the files' paths.
 
     With ``input_bytes`` the manifest carries the input's fingerprint keyed by the
     publisher's key (``key_file``, see `publisher_key`; its path is returned as ``"key"``;
@@ -150,28 +154,56 @@ def write_release(
             "value": keyed_fingerprint(input_bytes, key),
             "key": "kept by the publisher outside the release folder; never published",
         }
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
     table = release.to_frame()
-    if "csv" in formats:
-        paths["csv"] = out / RELEASE_CSV
-        table.to_csv(paths["csv"], index=False)
-    if "parquet" in formats:
-        paths["parquet"] = out / RELEASE_PARQUET
-        table.to_parquet(paths["parquet"], index=False)
-    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-             for kind, p in paths.items() if kind != "key"}
-    manifest = build_manifest(release, structure_declared=structure_declared,
-                              input_spec=input_spec, input_fingerprint=fingerprint, files=files)
+    names = {"csv": RELEASE_CSV, "parquet": RELEASE_PARQUET}
+    with staged_folder(out, overwrite=overwrite, marker=MANIFEST) as stage:
+        if "csv" in formats:
+            table.to_csv(stage / RELEASE_CSV, index=False)
+        if "parquet" in formats:
+            table.to_parquet(stage / RELEASE_PARQUET, index=False)
+        files = {names[f]: file_sha256(stage / names[f]) for f in ("csv", "parquet")
+                 if f in formats}
+        manifest = build_manifest(release, structure_declared=structure_declared,
+                                  input_spec=input_spec, input_fingerprint=fingerprint,
+                                  files=files)
+        (stage / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    paths.update({f: out / names[f] for f in ("csv", "parquet") if f in formats})
     paths["manifest"] = out / MANIFEST
-    paths["manifest"].write_text(json.dumps(manifest, indent=2))
     return paths
 
 
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_release_files(folder: Path, manifest: dict) -> None:
+    """Every file the manifest lists exists with its recorded sha256, and no release table
+    lies in the folder unlisted; otherwise an `InputError` naming the file."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise InputError(f"the manifest in {str(folder)!r} lists no file hashes: the release "
+                         "cannot be checked")
+    for name, expected in files.items():
+        path = folder / name
+        if Path(name).name != name or not path.is_file():
+            raise InputError(f"{name!r}, listed in the manifest, is missing from "
+                             f"{str(folder)!r}")
+        if file_sha256(path) != expected:
+            raise InputError(f"{str(path)!r} does not match the sha256 in the manifest: the "
+                             "file was changed or truncated after the release was written")
+    for name in (RELEASE_CSV, RELEASE_PARQUET):
+        if (folder / name).exists() and name not in files:
+            raise InputError(f"{name!r} in {str(folder)!r} is not listed in the manifest")
+
+
 def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The release table and manifest of a release folder."""
+    """The release table and manifest of a release folder, every file checked against the
+    sha256 the manifest records (`verify_release_files`)."""
     d = Path(release_dir)
     manifest_path = d / MANIFEST
     if not manifest_path.exists():
@@ -180,6 +212,9 @@ def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
         manifest = json.loads(manifest_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{manifest_path} is not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{manifest_path} is not a hierdp manifest")
+    verify_release_files(d, manifest)
     if (d / RELEASE_PARQUET).exists() and not (d / RELEASE_CSV).exists():
         table = pd.read_parquet(d / RELEASE_PARQUET)
     elif (d / RELEASE_CSV).exists():
