@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +24,17 @@ from hierdp_core.verdict import describe as describe_verdict
 from hierdp_core.verdict import not_private_reason, release_verdict
 
 EXIT_BAD_INPUT = 2
+
+
+def _seed(text: str) -> int:
+    """A non-negative integer seed (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value}")
+    return value
 
 
 def _csv_list(text: str | None) -> list[str]:
@@ -48,14 +61,36 @@ def _params(pairs: list[str]) -> dict:
 
 
 def budget_from_args(args) -> PrivacyBudget:
-    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP."""
+    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP.
+    Implausible values (epsilon below 0.01 or above 20, delta above 1e-3) get a warning."""
     if (args.epsilon is None) == (args.rho is None):
         raise InputError("give exactly one of --epsilon or --rho")
     if args.rho is not None:
-        return PrivacyBudget.zcdp(args.rho, args.delta)
-    if args.delta is not None:
-        return PrivacyBudget.approx(args.epsilon, args.delta)
-    return PrivacyBudget.pure(args.epsilon)
+        budget = PrivacyBudget.zcdp(args.rho, args.delta)
+    elif args.delta is not None:
+        budget = PrivacyBudget.approx(args.epsilon, args.delta)
+    else:
+        budget = PrivacyBudget.pure(args.epsilon)
+    for text in budget_warnings(args.epsilon, args.rho, args.delta):
+        print(f"warning: {text}", file=sys.stderr)
+    return budget
+
+
+def budget_warnings(epsilon: float | None, rho: float | None,
+                    delta: float | None) -> list[str]:
+    """Plain-word warnings for budgets that are valid but implausible."""
+    out = []
+    eps = epsilon if epsilon is not None else (rho * 2 if rho is not None else None)
+    if eps is not None and eps < 0.01:
+        out.append(f"a budget this small ({'epsilon' if epsilon is not None else 'rho'} = "
+                   f"{epsilon if epsilon is not None else rho:g}) drowns every count in noise")
+    if epsilon is not None and epsilon > 20:
+        out.append(f"epsilon = {epsilon:g} gives almost no protection (e^epsilon = "
+                   f"{math.exp(min(epsilon, 700)):.3g})")
+    if delta is not None and delta > 1e-3:
+        out.append(f"delta = {delta:g} is large: it should be well below 1/n, the inverse "
+                   "of the number of people")
+    return out
 
 
 # ---- commands ---------------------------------------------------------------------------
@@ -350,8 +385,16 @@ def cmd_audit(args) -> int:
 
 
 # ---- parser -----------------------------------------------------------------------------
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error:`` line and exit status 2."""
+
+    def error(self, message: str):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="hierdp",
         description="Hierarchical counts under differential privacy: consistent, non-negative "
                     "integer releases at every level of a geography.")
@@ -405,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="geometric (flows only): more budget to finer O/D levels")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="mechanism parameter, e.g. noise=laplace (repeatable)")
-    p.add_argument("--seed", type=int, help="seeded noise, for exploration")
+    p.add_argument("--seed", type=_seed, help="seeded noise, for exploration (an integer "
+                                               ">= 0; the release is then not publishable)")
     p.add_argument("--secure", action="store_true",
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
@@ -450,7 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (one line, 2), --help and --version (0)
+        return int(exc.code or 0)
     try:
         return args.func(args)
     except HierdpError as exc:
@@ -461,6 +508,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `hierdp mechanisms | head`: the reader left; stay quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:  # an unexpected failure: one line, details with --debug
         if args.debug:
             raise

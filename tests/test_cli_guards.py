@@ -1,0 +1,47 @@
+"""Command-line guards: usage errors as one line with exit 2, quiet broken pipes, and
+warnings for valid but implausible budgets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import run_cli as run
+
+from hierdp_core.cli import budget_warnings
+
+
+@pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
+def test_bad_seed_is_one_line_exit_2(capsys, seed):
+    code, _, err = run(capsys, "release", "x.csv", "--mechanism", "topdown", "--seed", seed,
+                       "--out", "out")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: argument --seed")
+
+
+def test_unknown_command_is_one_line_exit_2(capsys):
+    code, _, err = run(capsys, "publish")
+    assert code == 2 and err.count("\n") == 1 and "invalid choice" in err
+
+
+def test_broken_pipe_is_quiet():
+    reader = "import sys; sys.stdin.readline()"  # reads one line, then leaves
+    cli = subprocess.Popen([sys.executable, "-m", "hierdp_core", "mechanisms"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = subprocess.run([sys.executable, "-c", reader], stdin=cli.stdout, check=True)
+    cli.stdout.close()
+    err = cli.stderr.read().decode()
+    assert cli.wait() == 0 and head.returncode == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+@pytest.mark.parametrize(("epsilon", "rho", "delta", "words"), [
+    (1e-9, None, None, "drowns"), (50.0, None, None, "almost no protection"),
+    (None, 1e-4, None, "drowns"), (1.0, None, 0.01, "delta")])
+def test_implausible_budgets_are_warned(epsilon, rho, delta, words):
+    (text,) = budget_warnings(epsilon, rho, delta)
+    assert words in text
+
+
+def test_plausible_budget_has_no_warning():
+    assert budget_warnings(1.0, None, 1e-6) == [] and budget_warnings(None, 0.5, None) == []
