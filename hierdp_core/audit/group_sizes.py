@@ -6,7 +6,8 @@ on the path root -> region -> leaf (one size loses a group under D', another gai
 weighted per level by the ledger's epsilon_l per unit: ``path-weighted`` / ``path-clipped``
 (`adapter.path_statistics`); ``chain-weighted``, the level-wide chain counts (Fioretto et
 al.'s size-major order) at the size that loses (or, for a new group, gains) it, whose leak
-grows with the number of regions of a level; and the leaf's two changed cells.
+grows with the number of regions of a level; the leaf's changed cells; and, when D' creates a
+group, the number of groups of every node on the path.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def group_size_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = D
         if lose is not None:
             stats[f"leaf size {lose}"] = cells[:, -1, lose]
         stats[f"leaf size {gain}"] = cells[:, -1, gain]
+        if lose is None:  # a group created: the number of groups on the path changes
+            for level, node_cells in enumerate(np.moveaxis(cells, 1, 0)):
+                stats[f"groups at level {level}"] = node_cells.sum(axis=1)
         return stats
 
     run = setup.per_trial(h.n_nodes * width,
