@@ -10,6 +10,11 @@ class InputError(HierdpError, ValueError):
     """A table or file is unusable: missing columns, bad values, wrong encoding, empty."""
 
 
+class StructureError(InputError):
+    """The declared public structure is unusable (a geography that does not nest, duplicate
+    or missing codes, malformed declarations) or a data row lies outside it."""
+
+
 class HierarchyError(HierdpError, ValueError):
     """The geography columns do not form a tree (a child with two parents, missing values)."""
 

@@ -1,9 +1,12 @@
 """Origin/destination flows on a geographic hierarchy, and the destination tree over them.
 
 Input: trips (one row per trip, an origin and a destination leaf area) or an aggregated O/D
-table (one row per pair with a count). One geography is used for both ends: its areas are
-the union of the areas seen as origin or destination, and the set of areas is **public**
-(as the Boninsegna-Silvestri paper assumes, and as the counts query assumes of its units).
+table (one row per pair with a count). One geography is used for both ends, and the set of
+areas is **public** (as the Boninsegna-Silvestri paper assumes, and as the counts query
+assumes of its units): a declared `hierdp_core.structure.Geography` (every area of it is an
+origin and a destination, with or without trips; a trip outside it is an error), or, for
+exploration only (``declared_structure=False``), the union of the areas seen as origin or
+destination in the data.
 
 The **destination tree** (depth ``T = 2g`` for ``g`` geography levels) has at level ``2k``
 the intra-level pairs (origin at geo level k, destination at k) and at level ``2k + 1`` the
@@ -38,6 +41,7 @@ import pandas as pd
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, missing_values
+from hierdp_core.structure import Geography
 
 TREES = ("destination", "origin")
 PAIR_SEPARATOR = ">"
@@ -57,6 +61,8 @@ class FlowData:
     destination: np.ndarray
     counts: np.ndarray
     tree: str = "destination"
+    #: True when the areas came from a declared geography, not from the data
+    declared_structure: bool = False
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -189,6 +195,7 @@ def flow_data_from_table(
     *,
     tree: str = "destination",
     root_name: str = "total",
+    geography: Geography | None = None,
 ) -> FlowData:
     """Flow data from trips (``count_column`` None: one row per trip) or an aggregated O/D
     table (one row per pair, possibly repeated, with a non-negative integer count).
@@ -196,6 +203,8 @@ def flow_data_from_table(
     Origin and destination level columns are given coarse to fine, the same number of each;
     the k-th origin and destination columns use the same codes (one geography). Raises
     `InputError` / `HierarchyError` naming the column, rows or values at fault.
+    ``geography``: the declared areas of both ends (`geography_for_flows` reads one), one
+    level per pair of origin and destination columns; ``declared_structure`` then.
     """
     origin_levels, destination_levels = list(origin_levels), list(destination_levels)
     if not origin_levels or len(origin_levels) != len(destination_levels):
@@ -211,6 +220,14 @@ def flow_data_from_table(
     _check_present(table, origin_levels + destination_levels)
     counts = (np.ones(len(table), dtype=np.int64) if count_column is None
               else validate_counts(table, count_column))
+    if geography is not None:
+        if len(geography.levels) != len(origin_levels):
+            raise InputError(f"the geography has {len(geography.levels)} level(s) "
+                             f"{list(geography.levels)}; the flows have {len(origin_levels)}")
+        origin = geography.leaf_of_rows(table, origin_levels)
+        destination = geography.leaf_of_rows(table, destination_levels)
+        return flow_data_from_leaves(geography.hierarchy, origin, destination, counts,
+                                     tree=tree, declared_structure=True)
     n_rows = len(table)
     labels = np.concatenate([np.arange(1, n_rows + 1).astype(str).astype(object) + " (origin)",
                              np.arange(1, n_rows + 1).astype(str).astype(object)
@@ -227,8 +244,31 @@ def flow_data_from_trips(table, origin_levels, destination_levels, **kwargs) -> 
     return flow_data_from_table(table, origin_levels, destination_levels, None, **kwargs)
 
 
+def geography_levels(origin_levels: Sequence[str], destination_levels: Sequence[str],
+                     ) -> tuple[list[str], ...]:
+    """The level columns a flow geography may have: the origin levels, the destination
+    levels, or the common names (``state`` for ``o_state``/``d_state``)."""
+    common = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
+    candidates = [list(origin_levels), list(destination_levels)]
+    return tuple(candidates + ([common] if common not in candidates else []))
+
+
+def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: Sequence[str],
+                        *, root_name: str = "total") -> Geography:
+    """The declared geography of both ends, from a file whose level columns are named as
+    the origin levels, the destination levels or their common names (`geography_levels`);
+    its levels are named by the common names (``state>state`` in the O/D tree)."""
+    from hierdp_core.structure import read_geography
+
+    first, *others = geography_levels(origin_levels, destination_levels)
+    names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
+    return read_geography(path, first, alternatives=others, root_name=root_name,
+                          level_names=names)
+
+
 def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination: np.ndarray,
-                          counts: np.ndarray, *, tree: str = "destination") -> FlowData:
+                          counts: np.ndarray, *, tree: str = "destination",
+                          declared_structure: bool = False) -> FlowData:
     """Aggregate (origin leaf, destination leaf, count) rows into unique non-zero pairs."""
     n_leaves = geography.level_size(geography.depth)
     origin = np.asarray(origin, dtype=np.int64)
@@ -248,5 +288,6 @@ def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination:
     if not keep.any():
         raise InputError("the flows are all zero: there is nothing to release")
     o, d = np.divmod(uniq[keep], n_leaves)
-    return FlowData(geography, o, d, total[keep], tree=tree)
+    return FlowData(geography, o, d, total[keep], tree=tree,
+                    declared_structure=declared_structure)
 

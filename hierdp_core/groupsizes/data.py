@@ -40,6 +40,7 @@ from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import build_hierarchy
 from hierdp_core.queries.counts import CountData, unit_names
+from hierdp_core.structure import Geography
 
 PLAIN_L1_SENSITIVITY = 2.0  # plain size histogram of a level
 CUMULATIVE_L1_SENSITIVITY = 1.0  # per-region cumulative histogram of a level
@@ -73,19 +74,27 @@ def _check_max_size(max_size) -> int:
     return int(max_size)
 
 
-def _hierarchy(table, levels, local_codes, name_columns):
-    """The tree, the leaf of every row, and the unit names (if any)."""
+def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | None):
+    """The tree (the declared geography's, or read from the data), the leaf of every row,
+    and the unit names (if any)."""
     levels = list(levels)
     validate_columns(table, levels, "geography level")
+    if geography is not None:
+        if name_columns:
+            raise InputError("with a geography, unit names come from the geography's name "
+                             "columns")
+        return geography.hierarchy, geography.leaf_of_rows(table, levels)
     h, leaf = build_hierarchy(table, levels, local_codes=local_codes)
     if name_columns:
         h = h.with_names(unit_names(table, h, leaf, levels, name_columns))
     return h, leaf
 
 
-def _data(hierarchy, leaf_hist: np.ndarray, max_size: int, top_coded: int) -> GroupSizeData:
+def _data(hierarchy, leaf_hist: np.ndarray, max_size: int, top_coded: int,
+          declared: bool) -> GroupSizeData:
     return GroupSizeData(hierarchy, leaf_hist, tuple(str(s) for s in range(max_size + 1)),
-                         (SIZE_COLUMN,), max_size=max_size, top_coded=top_coded)
+                         (SIZE_COLUMN,), declared_structure=declared, max_size=max_size,
+                         top_coded=top_coded)
 
 
 def group_size_data_from_people(
@@ -97,13 +106,18 @@ def group_size_data_from_people(
     count_column: str | None = None,
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
+    geography: Geography | None = None,
 ) -> GroupSizeData:
     """Histograms from person records: one row per person (or ``count_column`` persons per
     row) with the group id in ``group_column``. A group must lie in one leaf region (it is
-    an error naming the group otherwise); sizes above ``max_size`` are top-coded."""
+    an error naming the group otherwise); sizes above ``max_size`` are top-coded.
+
+    ``geography``: the declared regions (a region with no group gets an all-zero
+    histogram; a row outside the geography is an error); with it and the public
+    ``max_size`` the shape is declared (``declared_structure``)."""
     max_size = _check_max_size(max_size)
     validate_columns(table, [group_column], "group")
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns)
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
     groups = table[group_column]
     missing = groups.isna().to_numpy()
     if missing.any():
@@ -125,7 +139,7 @@ def group_size_data_from_people(
     cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
     leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1))
     return _data(h, leaf_hist.reshape(h.n_leaves, max_size + 1).astype(np.int64), max_size,
-                 top_coded)
+                 top_coded, geography is not None)
 
 
 def group_size_data_from_histograms(
@@ -137,18 +151,20 @@ def group_size_data_from_histograms(
     max_size: int,
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
+    geography: Geography | None = None,
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
-    are non-negative integers, top-coded at ``max_size``; duplicate rows are summed."""
+    are non-negative integers, top-coded at ``max_size``; duplicate rows are summed.
+    ``geography`` as in `group_size_data_from_people`."""
     max_size = _check_max_size(max_size)
     sizes = validate_counts(table, size_column)
     counts = validate_counts(table, count_column)
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns)
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
     top_coded = int(counts[sizes > max_size].sum())
     cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
     leaf_hist = np.bincount(cells, weights=counts, minlength=h.n_leaves * (max_size + 1))
     return _data(h, np.rint(leaf_hist).astype(np.int64).reshape(h.n_leaves, max_size + 1),
-                 max_size, top_coded)
+                 max_size, top_coded, geography is not None)
 
 
 # ---- conversions and metrics -----------------------------------------------------------

@@ -6,8 +6,13 @@ whole level the count vector (all nodes x categories) changes in one cell by 1:
 L1 sensitivity = L2 sensitivity = 1 per level. Measuring every level composes sequentially
 over levels (epsilons or rhos add up).
 
-The category domain is taken from the distinct values of the category columns (the full
-cartesian product of each column's values); treat those values as public knowledge.
+The shape is public (DESIGN principle 7). With a declared `hierdp_core.structure.Geography`
+the units are the geography's (a unit with no rows is a leaf of count 0) and with declared
+``category_values`` the categories are those values, in the declared order; a row outside
+either is an error. Without them (``geography=None``: exploration) the units are those that
+appear in the data and the categories the distinct values of the category columns (the full
+cartesian product of each column's values); the data object then says
+``declared_structure=False``.
 
 Example
 -------
@@ -21,7 +26,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +34,7 @@ import pandas as pd
 
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
+from hierdp_core.structure import Geography, category_index, distinct_codes
 
 TOTAL = "total"
 L1_SENSITIVITY_PER_LEVEL = 1.0
@@ -43,6 +49,8 @@ class CountData:
     leaf_counts: np.ndarray
     categories: tuple[str, ...] = (TOTAL,)
     category_columns: tuple[str, ...] = ()
+    #: True when the units and categories came from public declarations, not the data
+    declared_structure: bool = False
 
     @property
     def has_categories(self) -> bool:
@@ -66,24 +74,46 @@ def count_data_from_table(
     local_codes: bool = False,
     root_name: str = "total",
     name_columns: dict[str, str] | None = None,
+    geography: Geography | None = None,
+    category_values: Mapping[str, Sequence[str]] | None = None,
 ) -> CountData:
     """Per-leaf counts from microdata (one row per person, ``count_column=None``) or
     aggregated rows (``count_column`` holds non-negative integer counts; duplicate rows
     of the same leaf and category are summed). ``name_columns`` maps a level column to a
-    column of readable unit names (public metadata used as release labels)."""
+    column of readable unit names (public metadata used as release labels).
+
+    ``geography``: the declared units (``levels`` are the data's level columns, matched to
+    the geography's levels in order; its names and codes rule, so ``local_codes``,
+    ``root_name`` and ``name_columns`` do not apply). ``category_values``: the declared
+    values of some or all category columns. ``declared_structure`` is True when the
+    geography and the values of every category column were declared."""
+    from hierdp_core.errors import InputError
+
     category_columns = list(category_columns)
+    declared = dict(category_values or {})
     validate_columns(table, list(levels), "geography level")
     validate_columns(table, category_columns, "category")
     overlap = set(levels) & set(category_columns)
     if overlap:
-        from hierdp_core.errors import InputError
-
         raise InputError(f"column(s) {sorted(overlap)} cannot be both a level and a category")
-    hierarchy, leaf = build_hierarchy(table, levels, root_name=root_name, local_codes=local_codes)
+    unknown = sorted(set(declared) - set(category_columns))
+    if unknown:
+        raise InputError(f"values declared for {unknown}, which are not category columns "
+                         f"{category_columns}")
+    if geography is not None:
+        if name_columns:
+            raise InputError("with a geography, unit names come from the geography's name "
+                             "columns")
+        hierarchy, leaf = geography.hierarchy, geography.leaf_of_rows(table, levels)
+    else:
+        hierarchy, leaf = build_hierarchy(table, levels, root_name=root_name,
+                                          local_codes=local_codes)
     weights = (np.ones(len(table), dtype=np.int64) if count_column is None
                else validate_counts(table, count_column))
-    if category_columns:
-        cat_index, categories = _category_index(table, category_columns)
+    if category_columns and set(category_columns) <= set(declared):
+        cat_index, categories = category_index(table, category_columns, declared)
+    elif category_columns:
+        cat_index, categories = _category_index(table, category_columns, declared)
     else:
         cat_index, categories = np.zeros(len(table), dtype=np.int64), (TOTAL,)
     k = len(categories)
@@ -98,7 +128,9 @@ def count_data_from_table(
     if name_columns:
         hierarchy = hierarchy.with_names(unit_names(table, hierarchy, leaf, list(levels),
                                                      name_columns))
-    return CountData(hierarchy, leaf_counts, categories, tuple(category_columns))
+    declared_structure = geography is not None and set(category_columns) <= set(declared)
+    return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),
+                     declared_structure)
 
 
 def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
@@ -136,26 +168,13 @@ def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[st
     return names
 
 
-def _category_index(table: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, tuple]:
-    """Index of every row in the cartesian product of the category columns' values."""
-    from hierdp_core.errors import InputError
-
-    index = np.zeros(len(table), dtype=np.int64)
-    value_lists = []
+def _category_index(table: pd.DataFrame, columns: list[str],
+                    declared: Mapping[str, Sequence[str]] | None = None,
+                    ) -> tuple[np.ndarray, tuple]:
+    """Index of every row in the cartesian product of the category columns' values: the
+    declared ones where given, else the distinct values of the data (sorted)."""
+    values = dict(declared or {})
     for col in columns:
-        series = table[col]
-        if series.isna().any():
-            rows = (np.flatnonzero(series.isna().to_numpy()) + 1)[:5].tolist()
-            raise InputError(f"category column {col!r} has missing values, e.g. in rows {rows}")
-        codes, uniques = pd.factorize(series.astype(str).str.strip(), sort=True)
-        index = index * len(uniques) + codes
-        value_lists.append([str(u) for u in uniques])
-    labels = [" / ".join(p) for p in _product(value_lists)]
-    return index, tuple(labels)
-
-
-def _product(value_lists: list[list[str]]) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = [()]
-    for values in value_lists:
-        out = [p + (v,) for p in out for v in values]
-    return out
+        if col not in values:
+            values[col] = distinct_codes(table[col], col)
+    return category_index(table, columns, values)

@@ -6,10 +6,12 @@ attribute value, so a level's histograms (units x values) change in one cell by 
 a level hold disjoint populations (parallel composition: a level costs its own epsilon once,
 whatever its number of units), and the levels compose sequentially.
 
-The ordered domain is public. Integer attributes get every integer from the smallest to the
-largest value in the data (gaps filled with zero counts); treat those two end points as public
-knowledge, or give the domain explicitly (``domain=(0, 100)``). Other numeric attributes are
-ordered numerically, text values alphabetically.
+The ordered domain is public (DESIGN principle 7): give it (``domain=(0, 100)``: every
+integer from 0 to 100, a value outside is an error); a declared geography
+(``geography=...``) needs it, and with both the data object says ``declared_structure``.
+Without a domain (exploration) integer attributes get every integer from the smallest to the
+largest value in the data (gaps filled with zero counts), other numeric attributes their
+observed values ordered numerically, text values alphabetically: read from the data.
 
 Example
 -------
@@ -24,7 +26,7 @@ Example
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -33,6 +35,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.ranges.workloads import Workload, prefix_ranges
+from hierdp_core.structure import Geography, domain_values
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +48,8 @@ class RangeData:
     values: tuple[str, ...]
     attribute: str
     workload: Workload
+    #: True when the units (a geography) and the domain were declared, not read from the data
+    declared_structure: bool = False
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -58,17 +63,30 @@ class RangeData:
         if workload.n != len(self.values):
             raise InputError(f"the workload covers {workload.n} values; {self.attribute!r} "
                              f"has {len(self.values)}")
-        return RangeData(self.hierarchy, self.leaf_counts, self.values, self.attribute,
-                         workload)
+        return replace(self, workload=workload)
 
 
 def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute: str, *,
                           count_column: str | None = None,
                           domain: tuple[int, int] | None = None,
                           name_columns: dict[str, str] | None = None,
-                          workload: Workload | None = None) -> RangeData:
+                          workload: Workload | None = None,
+                          geography: Geography | None = None) -> RangeData:
     """Histograms over ``attribute`` per leaf, from microdata (one row per person) or
-    aggregated rows (``count_column``); the workload defaults to all prefixes."""
+    aggregated rows (``count_column``); the workload defaults to all prefixes.
+    ``geography``: the declared units (then ``domain`` is required)."""
+    if domain is not None:
+        values = domain_values(domain)
+        data = count_data_from_table(
+            table, levels, count_column=count_column, category_columns=[attribute],
+            name_columns=name_columns, geography=geography,
+            category_values={attribute: values})
+        return RangeData(data.hierarchy, data.leaf_counts, values, attribute,
+                         workload or prefix_ranges(len(values)),
+                         declared_structure=data.declared_structure)
+    if geography is not None:
+        raise InputError(f"ranges over a declared geography need the public domain of "
+                         f"{attribute!r} (e.g. domain=(0, 100)), not one read from the data")
     data = count_data_from_table(table, levels, count_column=count_column,
                                  category_columns=[attribute], name_columns=name_columns)
     observed = list(data.categories)

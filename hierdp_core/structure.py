@@ -1,0 +1,354 @@
+"""The declared public structure of a release: its units, category values and domain.
+
+DESIGN principle 7: which units, categories and values a release has is public, and must
+come from the publisher's declarations, never from the confidential data (a unit missing
+because nobody lives in it, or a domain ending at the data's maximum, tells the reader
+something). This module reads the declarations and checks the data against them:
+
+* a **geography**: a table (CSV, Parquet, ...) with the level columns, coarse to fine, one
+  row per leaf unit, and optional columns of readable names. `Geography` holds the
+  `Hierarchy` built from it alone, and `Geography.leaf_of_rows` maps every data row to its
+  leaf by the *tuple* of its level codes, level by level with sorted integer keys (no joined
+  strings, no Python loop per row). A row outside the geography is a `StructureError`
+  naming up to five offending values, their level and the number of rows;
+* **category values** (``COL=V1|V2|...``): `parse_category_values`, `category_index`;
+* an integer **domain** (``LO-HI``): `parse_domain`, `domain_values`.
+
+Codes follow `hierdp_core.hierarchy.codes_of` (strings, integral floats without '.0',
+surrounding spaces stripped), in the geography and in the data alike.
+
+Example
+-------
+>>> geo = geography_from_table(pd.DataFrame({"state": ["A", "A", "B", "C"],
+...                                          "county": ["a1", "a2", "b1", "c1"]}),
+...                            ["state", "county"])
+>>> geo.hierarchy.node_ids().tolist()
+['root', 'A', 'B', 'C', 'A/a1', 'A/a2', 'B/b1', 'C/c1']
+>>> geo.leaf_of_rows(pd.DataFrame({"state": ["B", "A"], "county": ["b1", "a2"]})).tolist()
+[2, 1]
+>>> geo.leaf_of_rows(pd.DataFrame({"state": ["B", "A"], "county": ["b7", "b1"]}))
+Traceback (most recent call last):
+...
+hierdp_core.errors.StructureError: 2 data row(s) lie outside the declared geography: county 'b7' (not in the geography); county 'b1' under state 'A' (the geography has no such county there)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.errors import HierarchyError, InputError, StructureError
+from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, missing_values
+
+MAX_LISTED = 5
+VALUE_SEPARATOR = "|"
+DENSE_LOOKUP_LIMIT = 8_000_000  # (parents x codes) of a level: a dense table below this
+
+
+# ---- geography -------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Geography:
+    """A public geography: the `Hierarchy` of its units (built from the declaration alone)
+    and what is needed to place data rows in it.
+
+    ``levels``: the geography's level columns, coarse to fine; ``source`` and ``sha256``:
+    the file it was read from (empty for a table given in memory)."""
+
+    hierarchy: Hierarchy
+    levels: tuple[str, ...]
+    source: str = ""
+    sha256: str = ""
+    _keys: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def n_leaves(self) -> int:
+        return self.hierarchy.n_leaves
+
+    def _level_keys(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For geography level ``level`` (1-based): its sorted distinct codes, the sorted
+        keys ``parent * n_codes + code`` of its nodes, and the node (within the level) of
+        each sorted key."""
+        if not self._keys:
+            h = self.hierarchy
+            for lv in range(1, h.n_levels):
+                codes = np.asarray(h.codes[lv]).astype(str).astype(object)
+                distinct = np.unique(codes)
+                keys = (h.segment_of_level(lv).astype(np.int64) * distinct.size
+                        + np.searchsorted(distinct, codes))
+                order = np.argsort(keys, kind="stable")
+                self._keys.append((distinct, keys[order], order))
+        return self._keys[level - 1]
+
+    def leaf_of_rows(self, table: pd.DataFrame, columns: Sequence[str] | None = None,
+                     ) -> np.ndarray:
+        """The leaf (index within the leaf level) of every row of ``table``, whose level
+        columns are ``columns`` (default: the geography's own names), coarse to fine.
+
+        Matches the tuple of a row's codes, level by level: a code the level does not have,
+        or a code under a parent the geography does not put it under, is a `StructureError`
+        naming up to five such values (with their level) and the number of rows at fault."""
+        columns = list(self.levels if columns is None else columns)
+        if len(columns) != len(self.levels):
+            raise StructureError(f"the geography has {len(self.levels)} level(s) "
+                                 f"{list(self.levels)}; got {len(columns)}: {columns}")
+        _check_columns(table, columns, "geography level")
+        n_rows = len(table)
+        node = np.zeros(n_rows, dtype=np.int64)  # node within the previous level (root = 0)
+        outside = np.zeros(n_rows, dtype=bool)
+        listed: list[str] = []
+        h = self.hierarchy
+        for level, column in enumerate(columns, start=1):
+            row_unique, uniques = _factor_codes(table[column], column)
+            distinct, keys, order = self._level_keys(level)
+            pos = np.minimum(np.searchsorted(distinct, uniques), max(distinct.size - 1, 0))
+            known = (distinct[pos] == uniques) if distinct.size else np.zeros(0, dtype=bool)
+            unique_code = np.where(known, pos, -1)
+            code = unique_code[row_unique]
+            key = node * distinct.size + code
+            n_keys = h.level_size(level - 1) * distinct.size
+            if n_keys <= DENSE_LOOKUP_LIMIT:  # one gather per row instead of a binary search
+                dense = np.full(n_keys + 1, -1, dtype=np.int64)
+                dense[keys] = order
+                found = dense[np.where(code >= 0, key, n_keys)]
+                hit = (found >= 0) & ~outside
+                order_at = found
+            else:
+                at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+                hit = (keys[at] == key) & (code >= 0) & ~outside
+                order_at = order[at]
+            new = ~hit & ~outside
+            if new.any():
+                listed += _describe_outside(h, level, column, columns, node[new],
+                                            row_unique[new], uniques, code[new],
+                                            MAX_LISTED - len(listed))
+                outside |= new
+            node = np.where(hit, order_at, 0)
+        if outside.any():
+            raise StructureError(
+                f"{int(outside.sum()):,} data row(s) lie outside the declared geography"
+                f"{_from(self.source)}: " + "; ".join(listed)
+                + ("; ..." if len(listed) >= MAX_LISTED else ""))
+        return node
+
+
+def _from(source: str) -> str:
+    return f" ({source})" if source else ""
+
+
+def _describe_outside(h: Hierarchy, level: int, column: str, columns: list[str],
+                      parent: np.ndarray, row_unique: np.ndarray, uniques: np.ndarray,
+                      code: np.ndarray, limit: int) -> list[str]:
+    """Up to ``limit`` offending values of one level, in order of first appearance."""
+    if limit <= 0:
+        return []
+    pair = parent * max(uniques.size, 1) + row_unique
+    _, first = np.unique(pair, return_index=True)
+    out = []
+    for i in np.sort(first)[:limit]:
+        value = str(uniques[row_unique[i]])
+        if code[i] < 0:
+            out.append(f"{column} {value!r} (not in the geography)")
+        else:
+            above = str(h.codes[level - 1][parent[i]])
+            out.append(f"{column} {value!r} under {columns[level - 2]} {above!r} (the "
+                       f"geography has no such {column} there)")
+    return out
+
+
+def _factor_codes(series: pd.Series, column: str, role: str = "level",
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(index into ``uniques`` of every row, the distinct codes as strings); codes follow
+    `codes_of`, computed on the distinct values only. Missing or blank codes are an error."""
+    row_unique, raw = pd.factorize(series)
+    text = np.asarray(codes_of(pd.Series(np.asarray(raw))), dtype=object)
+    blank = np.append(text == "", True)  # code -1 (missing) takes the trailing True
+    missing = blank[row_unique]
+    if missing.any():
+        rows = (np.flatnonzero(missing)[:MAX_LISTED] + 1).tolist()
+        raise StructureError(f"{role} column {column!r} has {int(missing.sum()):,} missing "
+                             f"value(s), e.g. in rows {rows}")
+    return row_unique.astype(np.int64), text
+
+
+def distinct_codes(series: pd.Series, column: str) -> list[str]:
+    """The sorted distinct codes of a column (`codes_of` semantics): the structure read from
+    the data, for exploration only."""
+    return sorted(set(_factor_codes(series, column, "category")[1].tolist()))
+
+
+def _check_columns(table: pd.DataFrame, columns: Sequence[str], role: str,
+                   source: str = "") -> None:
+    from hierdp_core.data.loaders import validate_columns
+
+    try:
+        validate_columns(table, list(columns), role)
+    except InputError as exc:
+        if source:  # say it is about the geography
+            raise StructureError(f"geography {source}: {exc}") from None
+        raise
+
+
+def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
+                         name_columns: Mapping[str, str] | None = None,
+                         local_codes: bool = False, root_name: str = "total",
+                         level_names: Sequence[str] | None = None, source: str = "",
+                         sha256: str = "") -> Geography:
+    """A `Geography` from a table with one row per leaf unit.
+
+    ``levels``: its level columns, coarse to fine; ``name_columns``: level -> column of
+    readable names; ``local_codes``: codes unique only within their parent;
+    ``level_names``: names of the levels in the hierarchy (default ``levels``). Raises
+    `StructureError` for missing columns or codes, duplicate leaves and levels that do not
+    nest, naming the values and rows (1-based) at fault."""
+    levels = list(levels)
+    where = f"geography {source}: " if source else "geography: "
+    if not levels or len(set(levels)) != len(levels):
+        raise StructureError(f"{where}give distinct level columns, coarse to fine; got {levels}")
+    _check_columns(table, levels, "geography level", source)
+    if len(table) == 0:
+        raise StructureError(f"{where}it lists no units")
+    arrays = []
+    for column in levels:
+        na = missing_values(table[column])
+        if na.any():
+            rows = (np.flatnonzero(na)[:MAX_LISTED] + 1).tolist()
+            raise StructureError(f"{where}level column {column!r} has {int(na.sum()):,} "
+                                 f"missing code(s), e.g. in rows {rows}")
+        arrays.append(codes_of(table[column]))
+    names = list(level_names) if level_names is not None else levels
+    try:
+        h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,
+                                   row_labels=np.arange(1, len(table) + 1))
+    except HierarchyError as exc:
+        raise StructureError(f"{where}{exc}") from None
+    repeats = np.bincount(leaf, minlength=h.n_leaves)
+    if (repeats > 1).any():
+        dup = np.flatnonzero(repeats[leaf] > 1)
+        shown = []
+        for r in dup[np.unique(leaf[dup], return_index=True)[1]][:MAX_LISTED]:
+            rows = (np.flatnonzero(leaf == leaf[r]) + 1)[:3].tolist()
+            shown.append(f"{tuple(str(a[r]) for a in arrays)} (rows {rows})")
+        raise StructureError(f"{where}{int((repeats > 1).sum()):,} unit(s) are listed more "
+                             f"than once (one row per leaf unit): " + "; ".join(shown))
+    if name_columns:
+        from hierdp_core.queries.counts import unit_names
+
+        _check_columns(table, list(name_columns.values()), "name", source)
+        try:
+            h = h.with_names(unit_names(table, h, leaf, levels, dict(name_columns)))
+        except InputError as exc:
+            raise StructureError(f"{where}{exc}") from None
+    return Geography(h, tuple(levels), source, sha256)
+
+
+def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequence[str]] = (),
+                   name_columns: Mapping[str, str] | None = None, local_codes: bool = False,
+                   root_name: str = "total", level_names: Sequence[str] | None = None,
+                   ) -> Geography:
+    """Read a geography file (any format of `hierdp_core.data.loaders.read_table`) whose
+    level columns are ``levels``, or else the first of ``alternatives`` it has; records the
+    file's name and sha256. See `geography_from_table`."""
+    from hierdp_core.data.loaders import read_table
+
+    path = Path(path)
+    table = read_table(path)
+    candidates = [list(levels), *[list(a) for a in alternatives]]
+    chosen = next((c for c in candidates if all(col in table.columns for col in c)), None)
+    if chosen is None:
+        wanted = " or ".join(",".join(c) for c in candidates)
+        raise StructureError(f"geography {path.name}: it needs the level columns {wanted}; "
+                             f"it has {list(map(str, table.columns))}")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return geography_from_table(table, chosen, name_columns=name_columns,
+                                local_codes=local_codes,
+                                root_name=root_name, level_names=level_names,
+                                source=path.name, sha256=digest)
+
+
+# ---- category values -------------------------------------------------------------------
+def parse_category_values(specs: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
+    """``["sex=F|M", "age=0-17|18-64|65+"]`` -> ``{"sex": ("F", "M"), ...}`` (values in the
+    declared order, which is the release's)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs or []:
+        column, sep, text = str(spec).partition("=")
+        column = column.strip()
+        values = tuple(v.strip() for v in text.split(VALUE_SEPARATOR))
+        if not sep or not column or not text.strip() or "" in values:
+            raise StructureError(f"--category-values wants COLUMN=V1|V2|..., got {spec!r}")
+        if column in out:
+            raise StructureError(f"category values of {column!r} are declared twice")
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise StructureError(f"category values of {column!r} repeat {repeated}")
+        out[column] = values
+    return out
+
+
+def category_index(table: pd.DataFrame, columns: Sequence[str],
+                   declared: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Index of every row in the cartesian product of the declared values of ``columns``
+    (first column slowest), and the labels ``'v1 / v2'`` of the product. A value not
+    declared is a `StructureError` naming up to five values and the number of rows; a
+    declared value absent from the data is simply a category with no rows."""
+    index = np.zeros(len(table), dtype=np.int64)
+    value_lists = []
+    for column in columns:
+        values = np.asarray([str(v).strip() for v in declared[column]], dtype=object)
+        row_unique, uniques = _factor_codes(table[column], column, "category")
+        lookup = pd.Index(values).get_indexer(uniques)
+        code = lookup[row_unique]
+        bad = code < 0
+        if bad.any():
+            shown = pd.unique(uniques[row_unique[bad]])[:MAX_LISTED].tolist()
+            raise StructureError(f"{int(bad.sum()):,} row(s) have {column!r} value(s) outside "
+                                 f"{_describe_values(values.tolist())}: "
+                                 + ", ".join(repr(v) for v in shown))
+        index = index * values.size + code
+        value_lists.append(values.tolist())
+    labels: list[tuple[str, ...]] = [()]
+    for values in value_lists:
+        labels = [p + (v,) for p in labels for v in values]
+    return index, tuple(" / ".join(p) for p in labels)
+
+
+def _describe_values(values: list[str]) -> str:
+    """'the domain 0..100' for consecutive integers, else 'the declared values (a|b|...)'."""
+    try:
+        numbers = [int(v) for v in values]
+    except ValueError:
+        numbers = []
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[0] + len(numbers))) \
+            and [str(n) for n in numbers] == values:
+        return f"the domain {numbers[0]}..{numbers[-1]}"
+    more = VALUE_SEPARATOR + "..." if len(values) > 8 else ""
+    return f"the declared values ({VALUE_SEPARATOR.join(values[:8])}{more})"
+
+
+# ---- domains ---------------------------------------------------------------------------
+_DOMAIN = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+def parse_domain(text: str) -> tuple[int, int]:
+    """``'0-100'`` -> ``(0, 100)`` (negative ends allowed: ``'-5-5'``)."""
+    match = _DOMAIN.match(str(text))
+    if not match:
+        raise StructureError(f"--domain wants LO-HI integers, got {text!r}")
+    lo, hi = int(match.group(1)), int(match.group(2))
+    if lo > hi:
+        raise StructureError(f"domain {lo}..{hi} runs backwards")
+    return lo, hi
+
+
+def domain_values(domain: tuple[int, int]) -> tuple[str, ...]:
+    """Every integer of the domain, as strings (the categories of a range release)."""
+    lo, hi = (int(v) for v in domain)
+    if lo > hi:
+        raise StructureError(f"domain {lo}..{hi} runs backwards")
+    return tuple(str(v) for v in range(lo, hi + 1))
