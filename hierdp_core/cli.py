@@ -24,6 +24,8 @@ from hierdp_core.verdict import describe as describe_verdict
 from hierdp_core.verdict import not_private_reason, release_verdict
 
 EXIT_BAD_INPUT = 2
+#: quantities a release may publish exactly, when declared with --invariant
+INVARIANTS = ("total", "groups")
 
 
 def _seed(text: str) -> int:
@@ -108,9 +110,11 @@ def cmd_mechanisms(args) -> int:
 
 
 def _input_data(args, table):
-    """CountData (``--query counts``) or GroupSizeData (``--query group-sizes``: person
-    records with ``--group-column``, or size histograms with ``--size-column`` and
-    ``--count-column``)."""
+    """The data object of ``--query``: CountData (counts), GroupSizeData (person records
+    with ``--group-column``, or size histograms with ``--size-column`` and
+    ``--count-column``), FlowData or RangeData, shaped by the declared structure
+    (``--geography``, ``--category-values``, ``--domain``) or, with
+    ``--structure-from-data``, by the data (exploration)."""
     query = getattr(args, "query", "counts")
     if query == "flows":
         return _flow_data(args, table)
@@ -128,29 +132,81 @@ def _input_data(args, table):
         if args.max_size is None:
             raise InputError("group sizes need --max-size N, the public top-code (sizes "
                              "above N count as N); choose it without looking at the data")
-        if _csv_list(args.categories):
-            raise InputError("--categories does not apply to group sizes (the sizes are the "
-                             "categories)")
+        if _csv_list(args.categories) or getattr(args, "category_values", None):
+            raise InputError("--categories and --category-values do not apply to group sizes "
+                             "(the sizes 0..--max-size are the categories)")
         if bool(args.group_column) == bool(args.size_column):
             raise InputError("group sizes need either --group-column (one row per person) or "
                              "--size-column with --count-column (groups per size)")
+        geography = _geography(args, levels, names, query)
+        shape = ({"geography": geography} if geography is not None
+                 else {"local_codes": args.local_codes, "name_columns": names})
         if args.group_column:
             return group_size_data_from_people(
                 table, levels, args.group_column, max_size=args.max_size,
-                count_column=args.count_column, local_codes=args.local_codes,
-                name_columns=names)
+                count_column=args.count_column, **shape)
         if not args.count_column:
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
             table, levels, args.size_column, args.count_column, max_size=args.max_size,
-            local_codes=args.local_codes, name_columns=names)
+            **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
-    return count_data_from_table(
-        table, levels, count_column=args.count_column,
-        category_columns=_csv_list(args.categories), local_codes=args.local_codes,
-        name_columns=names,
-    )
+    categories, declared = _categories(args)
+    geography = _geography(args, levels, names, query,
+                           undeclared=[c for c in categories if c not in declared])
+    shape = ({"geography": geography} if geography is not None
+             else {"local_codes": args.local_codes, "name_columns": names})
+    return count_data_from_table(table, levels, count_column=args.count_column,
+                                 category_columns=categories, category_values=declared,
+                                 **shape)
+
+
+def _categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """The category columns (``--categories``, else the columns of ``--category-values``)
+    and their declared values."""
+    from hierdp_core.structure import parse_category_values
+
+    declared = parse_category_values(getattr(args, "category_values", None))
+    categories = _csv_list(args.categories) or list(declared)
+    extra = [c for c in declared if c not in categories]
+    if extra:
+        raise InputError(f"--category-values declares {extra}, which are not in --categories "
+                         f"{categories}")
+    return categories, declared
+
+
+def _geography(args, levels, names, query: str, *, undeclared=(), flows=None):
+    """The declared geography (``--geography``), or None with ``--structure-from-data``;
+    without either, an error naming the flags. ``undeclared``: category columns without
+    declared values (an error with a geography); ``flows``: (origin, destination) levels."""
+    path = getattr(args, "geography", None)
+    from_data = bool(getattr(args, "structure_from_data", False))
+    needs = {"counts": "--geography FILE (the public units; with --category-values "
+                       "COL=V1|V2|... for each category column)",
+             "ranges": "--geography FILE (the public units) and --domain LO-HI",
+             "group-sizes": "--geography FILE (the public regions)",
+             "flows": "--geography FILE (the public areas of both ends)"}[query]
+    if path and from_data:
+        raise InputError("give --geography (a declared structure) or --structure-from-data "
+                         "(exploration), not both")
+    if from_data:
+        return None
+    if not path:
+        raise InputError(f"a {query} release needs a declared public structure: {needs}; or "
+                         "--structure-from-data to read it from the confidential data "
+                         "(exploration only: the release is not publishable)")
+    if undeclared:
+        raise InputError(f"declare the values of the category column(s) {list(undeclared)} "
+                         f"with --category-values COL=V1|V2|... (or use --structure-from-data "
+                         "for exploration)")
+    if flows is not None:
+        from hierdp_core.flows.data import read_flow_geography
+
+        return read_flow_geography(path, *flows)
+    from hierdp_core.structure import read_geography
+
+    return read_geography(path, levels, name_columns=names, local_codes=args.local_codes)
 
 
 def _flow_data(args, table):
@@ -162,11 +218,16 @@ def _flow_data(args, table):
         raise InputError("flows need --origin-levels and --destination-levels, e.g. "
                          "--origin-levels o_state,o_county --destination-levels "
                          "d_state,d_county")
-    if _csv_list(args.levels) or _csv_list(args.categories):
+    if _csv_list(args.levels) or _csv_list(args.categories) \
+            or getattr(args, "category_values", None):
         raise InputError("--levels and --categories do not apply to flows: use "
                          "--origin-levels and --destination-levels")
+    if len(origin) != len(destination):
+        raise InputError("give the same number (at least one) of origin and destination "
+                         f"levels, coarse to fine; got {origin} and {destination}")
+    geography = _geography(args, origin, {}, "flows", flows=(origin, destination))
     return flow_data_from_table(table, origin, destination, args.count_column,
-                                tree=args.tree or "destination")
+                                tree=args.tree or "destination", geography=geography)
 
 
 def _range_data(args, table, levels, names):
@@ -178,21 +239,22 @@ def _range_data(args, table, levels, names):
         named_workload,
         read_workload_file,
     )
+    from hierdp_core.structure import parse_domain
 
     if not args.attribute:
         raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")
-    if _csv_list(args.categories):
-        raise InputError("--categories does not apply to ranges (the attribute's values are "
-                         "the categories)")
-    domain = None
-    if args.domain:
-        lo, sep, hi = str(args.domain).partition("-")
-        try:
-            domain = (int(lo), int(hi))
-        except ValueError:
-            raise InputError(f"--domain wants LO-HI integers, got {args.domain!r}") from None
+    if _csv_list(args.categories) or getattr(args, "category_values", None):
+        raise InputError("--categories and --category-values do not apply to ranges (the "
+                         "attribute's values in --domain are the categories)")
+    domain = parse_domain(args.domain) if args.domain else None
+    geography = _geography(args, levels, names, "ranges")
+    if geography is not None and domain is None:
+        raise InputError("a ranges release over a declared --geography needs --domain LO-HI, "
+                         "the public range of the attribute (or --structure-from-data for "
+                         "exploration)")
+    shape = {"geography": geography} if geography is not None else {"name_columns": names}
     data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
-                                 domain=domain, name_columns=names)
+                                 domain=domain, **shape)
     spec = args.workload or "prefix"
     n = len(data.values)
     if spec in WORKLOAD_KINDS:
@@ -224,6 +286,7 @@ def cmd_release(args) -> int:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
                          f"supports {list(mechanism.info.queries)}")
     refuse_nonprivate(mechanism.info, args.allow_nonprivate)
+    check_invariants(args, mechanism)
     budget = budget_from_args(args)
     if args.seed is not None and args.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
@@ -246,6 +309,7 @@ def cmd_release(args) -> int:
         input_spec.update(origin_levels=_csv_list(args.origin_levels),
                           destination_levels=_csv_list(args.destination_levels),
                           tree=args.tree or "destination")
+    input_spec.update(structure_spec(args, data))
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
                           structure_declared=structure_declared, input_spec=input_spec,
@@ -259,6 +323,83 @@ def cmd_release(args) -> int:
     print(describe_verdict(release_verdict(release, structure_declared=structure_declared)))
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     return 0
+
+
+def check_invariants(args, mechanism) -> list[str]:
+    """The declared ``--invariant`` names, checked against what the mechanism would publish
+    exactly (DESIGN principle 7: nothing exact unless declared, nothing declared that is not
+    exact). For counts, ``--invariant total`` sets the ``root_invariant`` parameter (added
+    to ``args.param``), and ``--param root_invariant=true`` without it is refused."""
+    declared = list(dict.fromkeys(args.invariant or []))
+    name, query = mechanism.info.name, args.query
+    if query == "counts" and "total" in declared:
+        if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
+            raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
+                             "or use least-squares or topdown")
+        if "root_invariant" not in _params(args.param):
+            args.param = [*(args.param or []), "root_invariant=true"]
+    params = mechanism.params(**_params(args.param))
+    exact = exact_quantities(mechanism, query, params)
+    if query == "counts" and params.get("root_invariant") and "total" not in declared:
+        raise InputError("--param root_invariant=true publishes the total exactly: declare "
+                         "it with --invariant total")
+    missing = [q for q in exact if q not in declared]
+    if missing:
+        what = {"total": "the total (" + {"flows": "number of trips, under bounded "
+                                          "neighbours", "group-sizes": "number of groups G"}
+                .get(query, "root count") + ")",
+                "groups": "every region's number of groups"}
+        hint = {"flows": "; or --param neighbouring=unbounded to noise it too",
+                "group-sizes": "; gs-noisy keeps nothing exact, gs-mh-dp and gs-topdown only "
+                               "the total"}.get(query, "")
+        raise InputError(f"{name} publishes {' and '.join(what[q] for q in missing)} exactly "
+                         f"(not protected): declare it with "
+                         f"{' '.join('--invariant ' + q for q in missing)}{hint}")
+    extra = [q for q in declared if q not in exact]
+    if extra:
+        raise InputError(f"{name} does not publish {', '.join(extra)} exactly here; drop "
+                         f"{' '.join('--invariant ' + q for q in extra)}")
+    return declared
+
+
+def exact_quantities(mechanism, query: str, params: dict) -> list[str]:
+    """Which `INVARIANTS` a mechanism publishes exactly with these parameters: counts the
+    total with ``root_invariant``; flows the number of trips under bounded neighbours;
+    group sizes what the mechanism treats as public (every region's number of groups for
+    the cumulative-histogram and Kuo mechanisms, the total G for the others but gs-noisy)."""
+    if query == "counts":
+        return ["total"] if params.get("root_invariant") else []
+    if query == "flows":
+        return ["total"] if params.get("neighbouring") == "bounded" else []
+    if query == "group-sizes":
+        from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
+
+        kept = set(getattr(mechanism, "invariants", ()))
+        return ["groups"] if G_V_PUBLIC in kept else ["total"] if G_PUBLIC in kept else []
+    return []
+
+
+def structure_spec(args, data) -> dict:
+    """The declarations of a release, for its manifest's ``input`` (so that `cmd_evaluate`
+    can rebuild the data): ``structure`` ('declared' or 'from-data'), the geography file's
+    name and sha256, the declared category values and the invariants."""
+    import hashlib
+
+    from hierdp_core.structure import parse_category_values
+
+    spec = {"structure": "declared" if getattr(data, "declared_structure", False)
+            else "from-data",
+            "invariants": list(dict.fromkeys(args.invariant or []))}
+    if getattr(args, "geography", None):
+        path = Path(args.geography)
+        spec["geography"] = {"file": path.name,
+                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    values = parse_category_values(getattr(args, "category_values", None))
+    if values:
+        spec["category_values"] = {column: list(v) for column, v in values.items()}
+    if getattr(args, "names", None):
+        spec["names"] = args.names
+    return spec
 
 
 def refuse_nonprivate(info, allowed: bool) -> None:
@@ -297,7 +438,7 @@ def cmd_evaluate(args) -> int:
                             destination_levels=",".join(spec.get("destination_levels") or []),
                             tree=spec.get("tree"), attribute=spec.get("attribute"),
                             workload=spec.get("workload"), domain=spec.get("domain"),
-                            names=None)
+                            names=None, **_evaluate_structure(args, spec))
     data = _input_data(ns, read_table(Path(args.input)))
     if ns.query == "flows":
         from hierdp_core.flows.metrics import flow_metrics
@@ -321,6 +462,33 @@ def cmd_evaluate(args) -> int:
     else:
         print(metrics.to_string(index=False))
     return 0
+
+
+def _evaluate_structure(args, spec: dict) -> dict:
+    """The structure arguments that rebuild a release's data: its declarations from the
+    manifest, and the geography file (``--geography``, else the manifest's file name beside
+    the input or in the current folder), checked against the recorded sha256."""
+    import hashlib
+
+    if spec.get("structure", "from-data") != "declared" and not spec.get("geography"):
+        return {"structure_from_data": True, "geography": None, "category_values": None,
+                "invariant": None}
+    recorded = spec.get("geography") or {}
+    path = Path(args.geography) if args.geography else None
+    if path is None and recorded.get("file"):
+        near = [Path(args.input).parent / recorded["file"], Path(recorded["file"])]
+        path = next((p for p in near if p.is_file()), None)
+    if path is None or not path.is_file():
+        raise InputError(f"the release was made over the geography {recorded.get('file')!r}; "
+                         "give its path with --geography FILE")
+    if recorded.get("sha256") and \
+            hashlib.sha256(path.read_bytes()).hexdigest() != recorded["sha256"]:
+        raise InputError(f"{path} is not the geography of this release (its sha256 differs "
+                         "from the manifest's)")
+    values = spec.get("category_values") or {}
+    return {"structure_from_data": False, "geography": str(path),
+            "category_values": [f"{c}={'|'.join(v)}" for c, v in values.items()],
+            "invariant": spec.get("invariants")}
 
 
 def align_release(table: pd.DataFrame, data) -> np.ndarray:
@@ -353,15 +521,24 @@ def cmd_sample(args) -> int:
     except KeyError:
         raise InputError(f"unknown sample {args.name!r}; available: "
                          f"{', '.join(SAMPLE_FILES)}") from None
+    import shlex
+
     table = sample.loader()
+    out = Path(args.out)
+    geography_path = out.with_name(f"{out.stem}-geography.csv")
+    geography = sample.geography()
     try:
-        table.to_csv(args.out, index=False)
+        table.to_csv(out, index=False)
+        geography.to_csv(geography_path, index=False)
     except OSError as exc:
         raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
+    print(f"wrote {geography_path} (the public geography: {len(geography):,} units; columns "
+          f"{', '.join(map(str, geography.columns))})")
     print("release it with, e.g.:")
     for example in sample.release_examples:
-        print(f"  hierdp release {args.out} {example}")
+        example = example.replace("{geography}", shlex.quote(str(geography_path)))
+        print(f"  hierdp release {shlex.quote(str(args.out))} {example}")
     return 0
 
 
@@ -425,8 +602,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", default="prefix",
                    help="ranges: the public ranges to answer: prefix, all, random, identity, "
                         "bands like 0-17,18-64,65-100, or a CSV file with columns lo,hi")
-    p.add_argument("--domain", help="ranges: the public integer domain LO-HI (default: from "
-                                    "the smallest to the largest value in the data)")
+    p.add_argument("--geography", metavar="FILE",
+                   help="the public geography: a CSV/Parquet file with the level columns, "
+                        "one row per leaf unit (optional name columns, see --names); every "
+                        "unit is released, with or without records (flows: the areas of both "
+                        "ends, columns named as the origin or destination levels)")
+    p.add_argument("--category-values", action="append", metavar="COL=V1|V2|...",
+                   help="the public values of a category column, in release order "
+                        "(repeatable; quote it in a shell: 'sex=F|M')")
+    p.add_argument("--structure-from-data", action="store_true",
+                   help="read the units, categories and domain from the confidential data "
+                        "(exploration only: the release is not publishable)")
+    p.add_argument("--invariant", action="append", choices=INVARIANTS, metavar="NAME",
+                   help="a quantity published exactly (NOT protected), repeatable: total (the "
+                        "root count; counts: the root_invariant parameter; flows: the number "
+                        "of trips under bounded neighbours; group sizes: the number of "
+                        "groups), groups (group sizes: every region's number of groups)")
+    p.add_argument("--domain", help="ranges: the public integer domain LO-HI of the "
+                                    "attribute, e.g. 0-100 (required with --geography)")
     p.add_argument("--group-column", help="group sizes: the group (household) id of each "
                                           "person record")
     p.add_argument("--size-column", help="group sizes: the size column of size histograms "
@@ -469,6 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(reads confidential data)")
     p.add_argument("input")
     p.add_argument("release_dir")
+    p.add_argument("--geography", metavar="FILE",
+                   help="the release's geography file (default: the file named in the "
+                        "manifest, beside the input or in the current folder)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

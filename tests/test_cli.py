@@ -19,10 +19,19 @@ REQUIRED_KEYS = {"name", "description", "reference", "queries", "privacy", "priv
                  "consistent", "parameters"}
 
 
+SEX_AGE = ["--category-values", "sex=F|M", "--category-values", "age_group=0-17|18-64|65+"]
+
+
 @pytest.fixture(scope="module")
 def state_county_csv(tmp_path_factory) -> Path:
+    """Synthetic counties, and beside them (``geography.csv``) the public list of counties
+    with one more state (99, county 99001) that has nobody in the data."""
     path = tmp_path_factory.mktemp("input") / "counties.csv"
-    synthetic_us_like(seed=5, n_states=12, n_counties=300).to_csv(path, index=False)
+    table = synthetic_us_like(seed=5, n_states=12, n_counties=300)
+    table.to_csv(path, index=False)
+    units = table[["state", "county"]].drop_duplicates()
+    extra = pd.DataFrame({"state": ["99"], "county": ["99001"]})
+    pd.concat([units, extra]).to_csv(path.parent / "geography.csv", index=False)
     return path
 
 
@@ -62,10 +71,12 @@ def test_mechanisms_table(capsys):
 @pytest.mark.parametrize("categories", [None, "sex,age_group"])
 def test_topdown_release_adds_up(capsys, tmp_path, state_county_csv, categories):
     out_dir = tmp_path / "rel"
+    geography = state_county_csv.parent / "geography.csv"
     args = ["release", state_county_csv, "--levels", "state,county", "--count-column", "count",
-            "--mechanism", "topdown", "--epsilon", "1", "--seed", "3", "--out", out_dir]
+            "--mechanism", "topdown", "--epsilon", "1", "--seed", "3", "--out", out_dir,
+            "--geography", geography]
     if categories:
-        args += ["--categories", categories]
+        args += ["--categories", categories, *SEX_AGE]
     code, out, err = run(capsys, *args)
     assert code == 0, err
     table = pd.read_csv(out_dir / "release.csv", dtype={"node_id": str, "parent_id": str},
@@ -88,7 +99,16 @@ def test_topdown_release_adds_up(capsys, tmp_path, state_county_csv, categories)
     assert manifest["hierdp_version"] and manifest["created_utc"]
     assert manifest["input"]["fingerprint"]["method"] == "hmac-sha256"
     assert manifest["input"]["levels"] == ["state", "county"]
-    assert (out_dir / "private" / "fingerprint.key").exists()
+    assert manifest["input"]["structure"] == "declared"
+    assert manifest["input"]["geography"]["file"] == "geography.csv"
+    assert len(manifest["input"]["geography"]["sha256"]) == 64
+    if categories:
+        assert manifest["input"]["category_values"] == {"sex": ["F", "M"],
+                                                        "age_group": ["0-17", "18-64", "65+"]}
+        assert list(table["category"].iloc[:6]) == ["F / 0-17", "F / 18-64", "F / 65+",
+                                                    "M / 0-17", "M / 18-64", "M / 65+"]
+    # the declared state 99 has nobody in the data and is released like any other
+    assert {"99", "99/99001"} <= set(table["node_id"])
 
 
 def test_release_with_rho_split_and_parquet(capsys, tmp_path, state_county_csv):
@@ -96,7 +116,7 @@ def test_release_with_rho_split_and_parquet(capsys, tmp_path, state_county_csv):
     code, _, err = run(capsys, "release", state_county_csv, "--levels", "state,county",
                        "--count-column", "count", "--mechanism", "topdown", "--rho", "0.5",
                        "--split", "0,1,3", "--seed", "1", "--format", "csv,parquet",
-                       "--out", out_dir)
+                       "--structure-from-data", "--out", out_dir)
     assert code == 0, err
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["privacy"]["definition"] == "zcdp"
@@ -113,7 +133,10 @@ def test_evaluate_reports_metrics_by_level(capsys, tmp_path, state_county_csv):
     out_dir = tmp_path / "rel"
     assert run(capsys, "release", state_county_csv, "--levels", "state,county",
                "--count-column", "count", "--categories", "sex", "--mechanism",
-               "least-squares", "--epsilon", "2", "--seed", "0", "--out", out_dir)[0] == 0
+               "least-squares", "--epsilon", "2", "--seed", "0", "--out", out_dir,
+               "--geography", state_county_csv.parent / "geography.csv",
+               "--category-values", "sex=F|M")[0] == 0
+    # the geography named in the manifest is found beside the input
     code, out, err = run(capsys, "evaluate", state_county_csv, out_dir, "--json")
     assert code == 0, err
     assert "confidential" in err
@@ -138,7 +161,8 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("extra, needle", BAD_INPUTS)
 def test_bad_input_gives_one_clear_line(capsys, tmp_path, state_county_csv, extra, needle):
-    args = ["release", state_county_csv, "--out", tmp_path / "o"] + extra
+    args = ["release", state_county_csv, "--out", tmp_path / "o", "--structure-from-data"]
+    args += extra
     if "--mechanism" not in extra:
         args += ["--mechanism", "topdown"]
     if "--epsilon" not in extra:
@@ -161,7 +185,7 @@ def test_bad_tables_name_the_problem(capsys, tmp_path):
         path.write_text(text)
         code, _, err = run(capsys, "release", path, "--levels", "state,county",
                            "--count-column", "count", "--mechanism", "topdown",
-                           "--epsilon", "1", "--out", tmp_path / "o")
+                           "--epsilon", "1", "--structure-from-data", "--out", tmp_path / "o")
         assert code == 2, name
         assert needle in err.lower(), (name, err)
 
@@ -185,7 +209,8 @@ def test_release_labels_come_from_name_columns(capsys, tmp_path):
     out_dir = tmp_path / "rel"
     code, _, err = run(capsys, "release", path, "--levels", "state,county", "--count-column",
                        "n", "--names", "state=state_name,county=county_name", "--mechanism",
-                       "topdown", "--epsilon", "1", "--seed", "0", "--out", out_dir)
+                       "topdown", "--epsilon", "1", "--seed", "0", "--structure-from-data",
+                       "--out", out_dir)
     assert code == 0, err
     table = pd.read_csv(out_dir / "release.csv", dtype=str, keep_default_na=False)
     assert table["label"].tolist() == ["total", "California", "New York", "Alameda",
@@ -193,5 +218,5 @@ def test_release_labels_come_from_name_columns(capsys, tmp_path):
     assert table["node_id"].tolist()[-1] == "36/36061"
     code, _, err = run(capsys, "release", path, "--levels", "state,county", "--count-column",
                        "n", "--names", "state", "--mechanism", "topdown", "--epsilon", "1",
-                       "--out", out_dir)
+                       "--structure-from-data", "--out", out_dir)
     assert code == 2 and err.startswith("error:") and "LEVEL=COLUMN" in err

@@ -4,6 +4,7 @@ run as printed (on a subset of the large samples, with a seed so the test is fas
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 
 import pandas as pd
@@ -28,15 +29,20 @@ def test_every_sample_is_listed(capsys):
 
 
 def _small(sample):
+    """The sample and its geography restricted to two first-level units."""
     column = FIRST_LEVEL[sample.name]
+    keep = sample.loader()[column].drop_duplicates().iloc[:2]
 
     def load():
         table = sample.loader()
-        keep = table[column].drop_duplicates().iloc[:2]
         if sample.name == "us-flights":  # both ends within the kept states
             return table[table["o_state"].isin(keep) & table["d_state"].isin(keep)]
         return table[table[column].isin(keep)]
-    return dataclasses.replace(sample, loader=load)
+
+    def geography():
+        units = sample.geography()
+        return units[units[column.removeprefix("o_")].isin(keep)]
+    return dataclasses.replace(sample, loader=load, geography=geography)
 
 
 @pytest.mark.parametrize("name", list(SAMPLE_FILES))
@@ -47,11 +53,15 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
     assert code == 0, err
     written = pd.read_csv(path)
     assert f"wrote {path} ({len(written):,} rows" in out
+    geography = tmp_path / f"{name}-geography.csv"
+    assert f"wrote {geography} (the public geography" in out and geography.is_file()
     commands = [line.strip() for line in out.splitlines() if line.startswith("  hierdp release")]
     assert len(commands) == len(SAMPLE_FILES[name].release_examples) >= 1
     for i, command in enumerate(commands):
         argv = shlex.split(command)[1:]
         assert argv[:2] == ["release", str(path)] and "--seed" not in argv
+        assert argv[argv.index("--geography") + 1] == str(geography)
+        assert "--structure-from-data" not in argv
         out_dir = tmp_path / f"release{i}"
         argv[argv.index("--out") + 1] = str(out_dir)
         extra = ["--max-size", "30"] if "group-sizes" in argv else []  # a smaller table
@@ -59,6 +69,23 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
         assert code == 0, (command, err)
         release = pd.read_csv(out_dir / "release.csv")
         assert len(release) > 0 and release["value"].ge(0).all()
+        manifest = json.loads((out_dir / "manifest.json").read_text())
+        assert manifest["input"]["structure"] == "declared"
+
+
+def test_sample_geographies_are_every_unit_of_the_source():
+    """A unit with nobody in a sample is still in its geography: the geography is the list
+    the source enumerates, never the units seen in the data."""
+    from hierdp_core.structure import geography_from_table
+
+    sizes = {"us-counties": 3141, "italy-municipalities": 7901, "synthetic-us-like": 3100,
+             "us-households": 3141}
+    for name, sample in SAMPLE_FILES.items():
+        units = sample.geography()
+        levels = ["state", "airport"] if name == "us-flights" else [
+            c for c in units.columns if not c.endswith("_name")]
+        geo = geography_from_table(units, levels)
+        assert geo.n_leaves == sizes.get(name, len(units)) == len(units), name
 
 
 def test_unknown_sample_and_unwritable_path(capsys, tmp_path):

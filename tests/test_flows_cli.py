@@ -30,16 +30,24 @@ def trips_csv(tmp_path_factory):
                           "d_state": [c[:2] for c in d], "d_county": d})
     path = tmp_path_factory.mktemp("flows") / "trips.csv"
     table.to_csv(path, index=False)
+    # the public geography (columns named by the common level names): the 12 counties and
+    # a fourth state whose one county has no trip
+    units = pd.DataFrame({"county": counties + ["04001"]})
+    units.insert(0, "state", units["county"].str[:2])
+    units.to_csv(path.parent / "geography.csv", index=False)
     return path
 
 
+#: the top-down mechanisms keep the number of trips exactly under bounded neighbours
+KEEPS_TOTAL = {"inftda", "tda-l2", "tda-linf-milp"}
 
 
 def release(capsys, path, out_dir, mechanism, *extra):
+    invariant = ("--invariant", "total") if mechanism in KEEPS_TOTAL else ()
     return run(capsys, "release", path, "--query", "flows", "--origin-levels",
                "o_state,o_county", "--destination-levels", "d_state,d_county", "--mechanism",
                mechanism, "--epsilon", 1, "--delta", 1e-8, "--seed", 4, "--out", out_dir,
-               *extra)
+               "--geography", path.parent / "geography.csv", *invariant, *extra)
 
 
 def read(out_dir):
@@ -71,6 +79,11 @@ def test_consistent_flow_release(capsys, tmp_path, trips_csv, mechanism):
     if mechanism != "stability-histogram":  # the top-down ones keep n exactly
         assert table.loc[table["level"] == 0, "value"].tolist() == [N_TRIPS]
         assert table.loc[table["level"] == 0, "node_id"].tolist() == ["total>total"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    # the declared state 04 and its county, without trips, are areas of the release
+    assert manifest["hierarchy"]["units_per_level"] == [1, 4, 13]
+    assert manifest["input"]["structure"] == "declared"
+    assert manifest["input"]["invariants"] == (["total"] if mechanism in KEEPS_TOTAL else [])
 
 
 def test_county_level_ids_and_levels(capsys, tmp_path, trips_csv):
@@ -117,8 +130,51 @@ def test_evaluate_reports_flow_metrics(capsys, tmp_path, trips_csv):
 def test_bad_flow_arguments_are_one_error_line(capsys, tmp_path, trips_csv, argv, message):
     code, out, err = run(capsys, "release", trips_csv, "--query", "flows", *argv,
                          "--mechanism", "inftda", "--epsilon", 1, "--delta", 1e-8,
-                         "--out", tmp_path)
+                         "--invariant", "total", "--structure-from-data", "--out", tmp_path)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_flow_geography_columns_and_exact_total(capsys, tmp_path, trips_csv):
+    geography = pd.read_csv(trips_csv.parent / "geography.csv", dtype=str)
+    named_as_origins = tmp_path / "origins.csv"
+    geography.rename(columns={"state": "o_state", "county": "o_county"}).to_csv(
+        named_as_origins, index=False)
+    code, _, err = release(capsys, trips_csv, tmp_path / "a", "inftda", "--geography",
+                           named_as_origins)
+    assert code == 0, err
+    wrong = tmp_path / "wrong.csv"
+    geography.rename(columns={"county": "area"}).to_csv(wrong, index=False)
+    code, _, err = release(capsys, trips_csv, tmp_path / "b", "inftda", "--geography", wrong)
+    assert code == 2 and "o_state,o_county or d_state,d_county or state,county" in err
+    # bounded neighbours keep n exactly: declared, or noised with unbounded neighbours
+    argv = ["release", trips_csv, "--query", "flows", "--origin-levels", "o_state,o_county",
+            "--destination-levels", "d_state,d_county", "--mechanism", "inftda", "--rho",
+            0.5, "--seed", 1, "--geography", trips_csv.parent / "geography.csv"]
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "c")
+    assert code == 2 and "--invariant total" in err and "neighbouring=unbounded" in err
+    code, _, err = run(capsys, *argv, "--param", "neighbouring=unbounded", "--out",
+                       tmp_path / "d")
+    assert code == 0, err
+    assert json.loads((tmp_path / "d" / "manifest.json").read_text())["invariants"] == []
+
+
+def test_trips_outside_the_geography_are_refused(capsys, tmp_path, trips_csv):
+    trips = pd.read_csv(trips_csv, dtype=str)
+    trips.loc[[5, 9], "d_county"] = "01999"
+    trips.loc[7, "o_state"] = "02"  # a county of another state under state 02
+    assert trips.loc[7, "o_county"][:2] != "02"
+    path = tmp_path / "trips.csv"
+    trips.to_csv(path, index=False)
+    code, _, err = release(capsys, path, tmp_path / "out", "inftda", "--geography",
+                           trips_csv.parent / "geography.csv")
+    assert code == 2 and err.count("\n") == 1
+    assert f"1 data row(s) lie outside the declared geography (geography.csv): o_county " \
+        f"'{trips.loc[7, 'o_county']}' under o_state '02'" in err
+    trips.loc[7, "o_state"] = trips.loc[7, "o_county"][:2]
+    trips.to_csv(path, index=False)
+    code, _, err = release(capsys, path, tmp_path / "out", "inftda", "--geography",
+                           trips_csv.parent / "geography.csv")
+    assert code == 2 and "2 data row(s)" in err and "d_county '01999'" in err
 
 
 def test_mechanism_for_another_query_is_refused(capsys, tmp_path, trips_csv):

@@ -28,18 +28,42 @@ def people_csv(tmp_path_factory):
         rows += [(f"{state:02d}", county, f"h{h}")] * int(size)
     path = tmp_path_factory.mktemp("gs") / "people.csv"
     pd.DataFrame(rows, columns=["state", "county", "household"]).to_csv(path, index=False)
+    # the public geography: 4 counties per state (county 003 of each is empty) and a state 03
+    # with no household
+    units = [(f"{s:02d}", f"{s:02d}{c:03d}") for s in range(3) for c in range(4)]
+    pd.DataFrame(units + [("03", "03000")], columns=["state", "county"]).to_csv(
+        path.parent / "geography.csv", index=False)
     return path
 
 
+#: what each group-size mechanism publishes exactly (its --invariant): every region's number
+#: of groups where the noisy cumulative histograms are pinned to G_v (gs-mc-*, Kuo), the
+#: total G where only the root is (gs-mh-*, gs-topdown, the paper chain), nothing (gs-noisy)
+EXACT = {"gs-noisy": None, "gs-mh-relaxed": "total", "gs-mh-dp": "total",
+         "gs-mc-relaxed": "groups", "gs-mc-dp": "groups", "gs-mc-chain": "groups",
+         "gs-mc-chain-paper": "total", "gs-topdown": "total", "gs-kuo-hc": "groups",
+         "gs-kuo-hg": "groups", "gs-kuo-hierarchical": "groups"}
 
 
 def release(capsys, path, out_dir, mechanism, *extra):
+    invariant = ("--invariant", EXACT[mechanism]) if EXACT.get(mechanism) else ()
     return run(capsys, "release", path, "--levels", "state,county", "--query", "group-sizes",
                "--group-column", "household", "--max-size", MAX_SIZE, "--mechanism",
-               mechanism, "--epsilon", 1, "--seed", 2, "--out", out_dir, *extra)
+               mechanism, "--epsilon", 1, "--seed", 2, "--out", out_dir,
+               "--geography", path.parent / "geography.csv", *invariant, *extra)
 
 
 CONSISTENT = [i.name for i in list_mechanisms("group-sizes") if i.consistent and i.private]
+
+
+def test_every_group_size_mechanism_says_what_it_keeps_exactly():
+    from hierdp_core.cli import exact_quantities
+    from hierdp_core.mechanisms.base import get_mechanism
+
+    assert set(EXACT) == {i.name for i in list_mechanisms("group-sizes")}
+    for name, exact in EXACT.items():
+        assert exact_quantities(get_mechanism(name), "group-sizes", {}) == (
+            [exact] if exact else []), name
 
 
 @pytest.mark.parametrize("mechanism", CONSISTENT)
@@ -59,11 +83,17 @@ def test_consistent_group_size_release(capsys, tmp_path, people_csv, mechanism):
     parents = table.set_index(["node_id", "category"])["value"]
     parents.index = parents.index.set_names(["parent_id", "category"])
     joined = children.to_frame("c").join(parents.rename("p"))
-    assert len(joined) == 4 * (MAX_SIZE + 1) and (joined["c"] == joined["p"]).all()
+    assert len(joined) == 5 * (MAX_SIZE + 1) and (joined["c"] == joined["p"]).all()
+    # declared regions without any household are released (every level sums to G: they
+    # hold no group)
+    assert {"03", "03/03000", "00/00003", "02/02003"} <= set(table["node_id"])
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["mechanism"]["name"] == mechanism
     assert manifest["input"]["query"] == "group-sizes" and manifest["input"]["max_size"] == 64
-    assert "number of groups" in " ".join(manifest["invariants"])
+    assert manifest["input"]["structure"] == "declared"
+    assert manifest["input"]["invariants"] == [EXACT[mechanism]]
+    kept = " ".join(manifest["invariants"])
+    assert ("every region" in kept) == (EXACT[mechanism] == "groups") and "groups" in kept
 
     code, out, err = run(capsys, "evaluate", people_csv, tmp_path, "--json")
     assert code == 0, err
@@ -87,11 +117,30 @@ def test_bad_group_size_arguments(capsys, tmp_path, people_csv, extra, message):
     if message is None:  # no --max-size at all
         code, _, err = run(capsys, "release", people_csv, "--levels", "state,county",
                            "--query", "group-sizes", "--group-column", "household",
-                           "--mechanism", "gs-topdown", "--epsilon", 1, "--out", tmp_path)
+                           "--mechanism", "gs-topdown", "--invariant", "total",
+                           "--structure-from-data", "--epsilon", 1, "--out", tmp_path)
         assert code == 2 and "--max-size" in err
         return
     code, _, err = release(capsys, people_csv, tmp_path, "gs-topdown", *extra)
     assert code == 2 and err.startswith("error:") and message in err
+
+
+def test_exact_group_counts_must_be_declared(capsys, tmp_path, people_csv):
+    geography = people_csv.parent / "geography.csv"
+    argv = ["release", people_csv, "--levels", "state,county", "--query", "group-sizes",
+            "--group-column", "household", "--max-size", 8, "--epsilon", 1, "--seed", 2,
+            "--geography", geography, "--out", tmp_path / "out"]
+    code, _, err = run(capsys, *argv, "--mechanism", "gs-mc-dp")
+    assert code == 2 and err.count("\n") == 1
+    assert "every region's number of groups" in err and "--invariant groups" in err
+    code, _, err = run(capsys, *argv, "--mechanism", "gs-topdown", "--invariant", "groups")
+    assert code == 2 and "--invariant total" in err and "drop --invariant groups" not in err
+    code, _, err = run(capsys, *argv, "--mechanism", "gs-noisy", "--invariant", "total")
+    assert code == 2 and "drop --invariant total" in err
+    code, _, err = run(capsys, *argv, "--mechanism", "gs-noisy")
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["invariants"] == [] and manifest["input"]["invariants"] == []
 
 
 def test_count_mechanism_refuses_group_sizes_and_back(capsys, tmp_path, people_csv):

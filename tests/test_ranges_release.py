@@ -159,13 +159,18 @@ def test_domain_and_bad_input():
 def ages_csv(tmp_path_factory):
     path = tmp_path_factory.mktemp("ranges") / "ages.csv"
     age_table(7).to_csv(path, index=False)
+    # the public geography: the six provinces and R1P3, where nobody lives
+    provinces = [f"R{r}P{p}" for r in range(2) for p in range(3)] + ["R1P3"]
+    pd.DataFrame({"region": [p[:2] for p in provinces], "province": provinces}).to_csv(
+        path.parent / "geography.csv", index=False)
     return path
 
 
 def contract(capsys, path, out_dir, mechanism="dawa", *extra):
     return run(capsys, "release", path, "--levels", "region,province", "--count-column",
                "residents", "--query", "ranges", "--attribute", "age", "--mechanism", mechanism,
-               "--epsilon", 1, "--seed", 5, "--out", out_dir, *extra)
+               "--epsilon", 1, "--seed", 5, "--out", out_dir, "--geography",
+               path.parent / "geography.csv", "--domain", "0-19", *extra)
 
 
 @pytest.mark.parametrize("mechanism", ["dawa", "privelet"])
@@ -175,7 +180,8 @@ def test_cli_contract(capsys, tmp_path, ages_csv, mechanism):
     table = pd.read_csv(tmp_path / "release.csv", dtype={"node_id": str, "parent_id": str,
                                                           "category": str})
     assert {"level", "node_id", "parent_id", "category", "value"} <= set(table.columns)
-    assert len(table) == (1 + 2 + 6) * 20  # one row per node x age 0..19
+    assert len(table) == (1 + 2 + 7) * 20  # one row per node x age 0..19
+    assert "R1/R1P3" in set(table["node_id"])  # declared, nobody there, released
     assert (table["value"] >= 0).all() and table["value"].dtype.kind == "i"
     children = table[table["level"] > 0].groupby(["parent_id", "category"])["value"].sum()
     parents = table.set_index(["node_id", "category"])["value"]
@@ -183,6 +189,7 @@ def test_cli_contract(capsys, tmp_path, ages_csv, mechanism):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["attribute"] == "age" and manifest["workload"]["name"] == "prefix"
     assert manifest["categories"] == [str(a) for a in range(20)]
+    assert manifest["input"]["domain"] == "0-19" and manifest["input"]["structure"] == "declared"
     assert manifest["mechanism"]["private"] is (mechanism != "dawa-reference")
     code, out, err = run(capsys, "evaluate", ages_csv, tmp_path)
     assert code == 0, err
@@ -200,6 +207,14 @@ def test_cli_workloads_and_errors(capsys, tmp_path, ages_csv):
     assert code == 2 and "--attribute" in err
     code, _, err = contract(capsys, ages_csv, tmp_path / "d", "dawa", "--epsilon", 0)
     assert code == 2 and "epsilon" in err
+    code, _, err = contract(capsys, ages_csv, tmp_path / "e", "dawa", "--domain", "0-9")
+    assert code == 2 and err.count("\n") == 1
+    assert "row(s) have 'age' value(s) outside the domain 0..9: '10', '11'" in err
+    code, _, err = run(capsys, "release", ages_csv, "--levels", "region,province",
+                       "--count-column", "residents", "--query", "ranges", "--attribute", "age",
+                       "--mechanism", "dawa", "--epsilon", 1, "--geography",
+                       ages_csv.parent / "geography.csv", "--out", tmp_path / "f")
+    assert code == 2 and "--domain LO-HI" in err and "--structure-from-data" in err
 
 
 AUDIT_TRIALS = 1500

@@ -1,5 +1,7 @@
 """Bundled samples as files for the command line: ``hierdp sample NAME --out FILE`` writes
-one, and says which ``hierdp release`` commands release it.
+one and, beside it, its public geography (``FILE``'s stem + ``-geography.csv``: every unit
+the sample's source enumerates, with their names), and says which ``hierdp release``
+commands release it over that declared structure.
 
 Besides the count samples of `hierdp_core.data.samples` (the dashboard's), two samples serve
 the other queries: ``us-households`` (group sizes: synthetic-from-real households per US
@@ -8,30 +10,79 @@ county and size) and ``us-flights`` (O/D flows: 2008 flights between US airports
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
-from hierdp_core.data.samples import SAMPLES, Sample
+from hierdp_core.data.samples import AGE_GROUPS, ITALY_AGE_GROUPS, ITALY_MAX_AGE, SAMPLES, Sample
+
+GEOGRAPHY = "{geography}"  # stands for the geography file's path in release_examples
 
 
 @dataclass(frozen=True)
 class SampleFile:
-    """A sample the CLI can write, and example release arguments (each line of
-    ``release_examples`` follows ``hierdp release FILE``)."""
+    """A sample the CLI can write, its public geography (one row per leaf unit, level
+    columns and names) and example release arguments (each line of ``release_examples``
+    follows ``hierdp release FILE``; ``{geography}`` stands for the geography's path)."""
 
     name: str
     description: str
     loader: Callable[[], pd.DataFrame]
     release_examples: tuple[str, ...]
+    geography: Callable[[], pd.DataFrame]
+
+
+#: the public category values of the count samples (their sources' code lists)
+CATEGORY_VALUES = {
+    "us-counties": {"age_group": ("0-18", "19-64", "65-84", "85+")},
+    "italy-municipalities": {"sex": ("F", "M"),
+                             "age_group": tuple(label for _, _, label in ITALY_AGE_GROUPS)},
+    "synthetic-us-like": {"sex": ("F", "M"), "age_group": AGE_GROUPS},
+}
 
 
 def _counts_example(sample: Sample) -> str:
-    categories = (f" --categories {','.join(sample.category_columns)}"
-                  if sample.category_columns else "")
+    categories = ""
+    if sample.category_columns:
+        declared = CATEGORY_VALUES[sample.name]
+        categories = f" --categories {','.join(sample.category_columns)}" + "".join(
+            " --category-values " + shlex.quote(f"{c}={'|'.join(declared[c])}")
+            for c in sample.category_columns)
     return (f"--levels {','.join(sample.levels)} --count-column {sample.count_column}"
-            f"{categories} --mechanism topdown --epsilon 1 --out release-counts")
+            f"{categories} --geography {GEOGRAPHY} --mechanism topdown --epsilon 1 "
+            "--out release-counts")
+
+
+def _units(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return table[columns].drop_duplicates().reset_index(drop=True)
+
+
+def _us_counties_geography() -> pd.DataFrame:
+    from hierdp_core.data.samples import us_counties
+    return _units(us_counties(), ["state", "state_name", "county", "county_name"])
+
+
+def _italy_geography() -> pd.DataFrame:
+    from hierdp_core.data.samples import sample_file
+    return pd.read_parquet(sample_file("italy_municipalities_units.parquet"))
+
+
+def _synthetic_geography() -> pd.DataFrame:
+    from hierdp_core.data.samples import synthetic_us_like
+    return _units(synthetic_us_like(), ["state", "county"])
+
+
+def _airports_geography() -> pd.DataFrame:
+    from hierdp_core.flows.samples import load_airports
+    airports = load_airports().rename(columns={"name": "airport_name"})
+    return airports[["state", "airport", "airport_name"]]
+
+
+GEOGRAPHIES = {"us-counties": _us_counties_geography,
+               "italy-municipalities": _italy_geography,
+               "synthetic-us-like": _synthetic_geography}
 
 
 def _households() -> pd.DataFrame:
@@ -45,13 +96,14 @@ def _flights() -> pd.DataFrame:
 
 
 AGES_EXAMPLE = ("--levels region,province,municipality --count-column residents --query ranges "
-                "--attribute age --workload 0-17,18-64,65-100 --mechanism dawa --epsilon 1 "
-                "--out release-ages")
+                f"--attribute age --domain 0-{ITALY_MAX_AGE} --workload 0-17,18-64,65-100 "
+                f"--geography {GEOGRAPHY} --mechanism dawa --epsilon 1 --out release-ages")
 
 SAMPLE_FILES: dict[str, SampleFile] = {
     **{name: SampleFile(name, sample.description, sample.loader,
                         (_counts_example(sample),)
-                        + ((AGES_EXAMPLE,) if name == "italy-municipalities" else ()))
+                        + ((AGES_EXAMPLE,) if name == "italy-municipalities" else ()),
+                        GEOGRAPHIES[name])
        for name, sample in SAMPLES.items()},
     "us-households": SampleFile(
         "us-households",
@@ -60,7 +112,9 @@ SAMPLE_FILES: dict[str, SampleFile] = {
         "per county and size with the number of households (hierdp_core.groupsizes.samples).",
         _households,
         ("--levels state,county --query group-sizes --size-column size --count-column "
-         "households --max-size 1000 --mechanism gs-mc-dp --epsilon 1 --out release-sizes",)),
+         f"households --max-size 1000 --geography {GEOGRAPHY} --mechanism gs-mc-dp "
+         "--invariant groups --epsilon 1 --out release-sizes",),
+        _us_counties_geography),
     "us-flights": SampleFile(
         "us-flights",
         "O/D flows: flights between US airports in 2008, state > airport at both ends; one "
@@ -68,6 +122,7 @@ SAMPLE_FILES: dict[str, SampleFile] = {
         "BSD-3-Clause; US Bureau of Transportation Statistics).",
         _flights,
         ("--query flows --origin-levels o_state,o_airport --destination-levels "
-         "d_state,d_airport --count-column flights --mechanism inftda --epsilon 1 "
-         "--delta 1e-8 --out release-flows",)),
+         f"d_state,d_airport --count-column flights --geography {GEOGRAPHY} --mechanism "
+         "inftda --invariant total --epsilon 1 --delta 1e-8 --out release-flows",),
+        _airports_geography),
 }

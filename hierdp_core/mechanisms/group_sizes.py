@@ -8,8 +8,11 @@ at the public N. Per level, the plain size histograms of all regions have L1 sen
 (one group moves from size k to k +- 1) and the per-region cumulative histograms L1
 sensitivity 1. Every level is measured once with geometric (or Laplace) noise calibrated to
 its share epsilon_l of the budget; levels compose sequentially to epsilon = sum epsilon_l;
-everything after measuring is post-processing. The number of groups is published exactly:
-it is public by the model, not protected (listed as an invariant in every release).
+everything after measuring is post-processing. Numbers of groups are published exactly:
+public by the model, not protected, and listed as invariants of the release (``invariants``:
+the total G, or every region's G_v for the cumulative-histogram and Kuo mechanisms, whose
+last cumulative cell is G_v; none for gs-noisy). The CLI has them declared (``--invariant
+total`` / ``groups``).
 """
 
 from __future__ import annotations
@@ -186,12 +189,14 @@ class FiorettoDP(GroupSizeMechanism):
                               FIORETTO, consistent=True)
         elif self.variant == "mc":
             self.representation = "cumulative"
+            self.invariants = (G_V_PUBLIC,)  # the last cumulative cell of a region is G_v
             self.info = _info("gs-mc-dp", "M_c^dp: noisy cumulative histograms per region "
                               "(sensitivity 1), isotonic regression, then the exact integer "
                               "hierarchy of M_H^dp. Consistent integers summing to G.",
                               FIORETTO, consistent=True)
         else:
             self.representation = "cumulative"
+            self.invariants = (G_V_PUBLIC,)
             self.info = _info("gs-mc-chain", "M_c^ch made private (variant S1): noisy "
                               "cumulative histograms per region, level-wide chain values "
                               "derived from them, then the exact chain program. Consistent "
@@ -221,6 +226,7 @@ class RelaxedQP(GroupSizeMechanism):
     def __post_init__(self):
         if self.variant == "mc":
             self.representation = "cumulative"
+            self.invariants = (G_V_PUBLIC,)
         model = "Model 2 (cumulative)" if self.variant == "mc" else "Model 1"
         self.info = _info(f"gs-{self.variant}-relaxed", f"M_{'c' if self.variant == 'mc' else 'H'}"
                           f"^r: {model} relaxed to a convex QP over non-negative reals "
