@@ -148,5 +148,5 @@ def test_a_stage_that_cannot_run_alone_brings_in_the_whole_mechanism():
     r = audit_mechanism(m, 1.0, trials=200, seed=SEED)
     labels = [s.stage for s in r.stages]
     assert labels[:2] == ["partition (pair 1)", "partition (pair 2)"]
-    assert r.stages[-1].stage == "" and r.stages[-1].claimed_epsilon == 1.0
+    assert r.stages[-1].stage == "whole mechanism" and r.stages[-1].claimed_epsilon == 1.0
     assert r.passed, r.summary()

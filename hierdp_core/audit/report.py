@@ -141,7 +141,7 @@ def audit_mechanism(
                    for job in jobs]
         if add_whole:
             results += _whole(mechanism, kind, plan.relations(), epsilon, delta, level, split,
-                              batch, params, options, parameters)
+                              batch, params, options, parameters, label="whole mechanism")
         return combine_stages(info.name, epsilon, results, parameters,
                               time.perf_counter() - start, alpha)
     relations = plan.relations()
@@ -154,8 +154,9 @@ def audit_mechanism(
 
 
 def _whole(mechanism, kind, relations, epsilon, delta, alpha, split, batch, params, options,
-           parameters) -> list[AuditResult]:
-    """The whole mechanism against ``epsilon``, once per relation of its plan."""
+           parameters, label: str = "") -> list[AuditResult]:
+    """The whole mechanism against ``epsilon``, once per relation of its plan (``label``
+    names it among stage results)."""
     results = []
     for relation in relations:
         adapter = ADAPTERS[kind](mechanism, epsilon=epsilon, delta=delta, params=params,
@@ -165,7 +166,8 @@ def _whole(mechanism, kind, relations, epsilon, delta, alpha, split, batch, para
             adapter, name=mechanism.info.name, claimed_epsilon=float(epsilon),
             delta=0.0 if pure else float(delta), alpha=alpha,
             privacy=PURE_DP if pure else f"{ZCDP} as (epsilon, delta)-DP",
-            parameters=parameters, stage="" if len(relations) == 1 else f"whole ({relation})",
+            parameters=parameters,
+            stage=label if len(relations) == 1 else f"{label or 'whole'} ({relation})",
             **options))
     return results
 
