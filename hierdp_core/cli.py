@@ -677,8 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="empirical lower bound on a mechanism's epsilon")
     p.add_argument("--mechanism", required=True)
     p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--trials", type=int, default=20000,
-                   help="trials per side (stages run on their own get 5 times as many)")
+    p.add_argument("--trials", type=int,
+                   help="trials per side (default 20,000, fewer for a mechanism that declares "
+                        "a slow release; stages run on their own get 5 times as many)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--whole", action="store_true",
                    help="composite mechanisms: audit the whole mechanism against the whole "

@@ -95,7 +95,7 @@ def audit_mechanism(
     name: str | Mechanism,
     epsilon: float,
     *,
-    trials: int = DEFAULT_TRIALS,
+    trials: int | None = None,
     seed: int | None = 0,
     alpha: float = DEFAULT_ALPHA,
     delta: float = DEFAULT_DELTA,
@@ -114,7 +114,9 @@ def audit_mechanism(
     OpenDP's samplers (then ``seed`` is ignored). A composite mechanism (several stages in
     its `privacy_plan`) is audited stage by stage, each against its share of ``epsilon``
     (`stages.stage_audits`); ``whole=True`` adds the whole mechanism against ``epsilon``
-    (default: only if some stage cannot run on its own)."""
+    (default: only if some stage cannot run on its own). ``trials`` per side: by default
+    `DEFAULT_TRIALS`, or fewer if the mechanism declares a slow release
+    (``MechanismInfo.audit_trials``)."""
     from hierdp_core.audit.stages import STAGE_TRIAL_FACTOR, stage_audits
 
     mechanism = get_mechanism(name) if isinstance(name, str) else name
@@ -125,6 +127,8 @@ def audit_mechanism(
                              f"{list(info.queries)}); adapters exist for {sorted(ADAPTERS)}")
     p = mechanism.params(**params)
     plan = mechanism.privacy_plan(**params)
+    if trials is None:
+        trials = min(DEFAULT_TRIALS, info.audit_trials or DEFAULT_TRIALS)
     options = dict(trials=trials, seed=seed, chunk=chunk, secure=secure)
     parameters = {**p, "split": split, "secure": secure}
     runnable = [s for s in plan.stages if s.run is not None]

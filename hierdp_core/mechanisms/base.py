@@ -87,6 +87,9 @@ class MechanismInfo:
     #: columns is K independent trials (the audit batches them); declare only after checking
     #: that the mechanism never mixes categories
     independent_columns: bool = False
+    #: the audit's default number of trials per side when one release is slow (None: the
+    #: audit's own default); an explicit number of trials overrides it
+    audit_trials: int | None = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
