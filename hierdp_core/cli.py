@@ -383,8 +383,7 @@ def structure_spec(args, data) -> dict:
     """The declarations of a release, for its manifest's ``input`` (so that `cmd_evaluate`
     can rebuild the data): ``structure`` ('declared' or 'from-data'), the geography file's
     name and sha256, the declared category values and the invariants."""
-    import hashlib
-
+    from hierdp_core.export import file_sha256
     from hierdp_core.structure import parse_category_values
 
     spec = {"structure": "declared" if getattr(data, "declared_structure", False)
@@ -392,8 +391,7 @@ def structure_spec(args, data) -> dict:
             "invariants": list(dict.fromkeys(args.invariant or []))}
     if getattr(args, "geography", None):
         path = Path(args.geography)
-        spec["geography"] = {"file": path.name,
-                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        spec["geography"] = {"file": path.name, "sha256": file_sha256(path)}
     values = parse_category_values(getattr(args, "category_values", None))
     if values:
         spec["category_values"] = {column: list(v) for column, v in values.items()}
@@ -468,7 +466,7 @@ def _evaluate_structure(args, spec: dict) -> dict:
     """The structure arguments that rebuild a release's data: its declarations from the
     manifest, and the geography file (``--geography``, else the manifest's file name beside
     the input or in the current folder), checked against the recorded sha256."""
-    import hashlib
+    from hierdp_core.export import file_sha256
 
     if spec.get("structure", "from-data") != "declared" and not spec.get("geography"):
         return {"structure_from_data": True, "geography": None, "category_values": None,
@@ -481,8 +479,7 @@ def _evaluate_structure(args, spec: dict) -> dict:
     if path is None or not path.is_file():
         raise InputError(f"the release was made over the geography {recorded.get('file')!r}; "
                          "give its path with --geography FILE")
-    if recorded.get("sha256") and \
-            hashlib.sha256(path.read_bytes()).hexdigest() != recorded["sha256"]:
+    if recorded.get("sha256") and file_sha256(path) != recorded["sha256"]:
         raise InputError(f"{path} is not the geography of this release (its sha256 differs "
                          "from the manifest's)")
     values = spec.get("category_values") or {}

