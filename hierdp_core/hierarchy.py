@@ -199,7 +199,8 @@ def build_from_codes(
 ) -> tuple[Hierarchy, np.ndarray]:
     """Build a Hierarchy from one code array per level (coarse to fine), one entry per row.
 
-    Codes are any sortable values (ints or strings, no missing values). With
+    Codes are any sortable values (ints or strings, no missing values), or a
+    ``pd.Categorical`` whose categories are sorted (see `level_codes`). With
     ``local_codes=False`` a code names the same unit wherever it appears in its level, so a
     code under two different parents is a `HierarchyError`; with ``local_codes=True`` a code
     is only unique within its parent (e.g. 3-digit county codes within a state).
@@ -217,7 +218,8 @@ def build_from_codes(
     parents = [np.array([-1], dtype=np.int64)]
     codes_per_level = [np.array([root_name], dtype=object)]
     for li, raw in enumerate(level_codes):
-        codes, uniques = pd.factorize(np.asarray(raw), sort=True)
+        codes, uniques = pd.factorize(raw if isinstance(raw, pd.Categorical)
+                                      else np.asarray(raw), sort=True)
         codes = codes.astype(np.int64)
         n_parent = offsets[-1] - offsets[-2]
         key = codes * n_parent + row_node
@@ -309,7 +311,7 @@ def build_hierarchy(
             raise HierarchyError(
                 f"level column {col!r} has {int(na.sum())} missing value(s), e.g. in rows {rows}"
             )
-        arrays.append(codes_of(series))
+        arrays.append(level_codes(series))
     return build_from_codes(arrays, levels, root_name=root_name, local_codes=local_codes,
                             row_labels=row_labels)
 
@@ -317,6 +319,9 @@ def build_hierarchy(
 def missing_values(series: pd.Series) -> np.ndarray:
     """Mask of missing values: NaN/None, and blank strings in text columns."""
     na = series.isna().to_numpy().copy()
+    if isinstance(series.dtype, pd.CategoricalDtype):  # test the categories, not the rows
+        blank = missing_values(pd.Series(np.asarray(series.cat.categories)))
+        return na | np.append(blank, False)[series.cat.codes.to_numpy()]
     if series.dtype == object or pd.api.types.is_string_dtype(series):
         na |= series.astype(str).str.strip().eq("").to_numpy()
     return na
@@ -324,6 +329,21 @@ def missing_values(series: pd.Series) -> np.ndarray:
 
 def codes_of(series: pd.Series) -> np.ndarray:
     """Level codes as strings, with integral floats (from CSV) shown without '.0'."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return np.asarray(level_codes(series)).astype(object)
     if pd.api.types.is_float_dtype(series) and np.all(np.mod(series.to_numpy(), 1) == 0):
         series = series.astype(np.int64)
     return series.astype(str).str.strip().to_numpy(dtype=object)
+
+
+def level_codes(series: pd.Series) -> np.ndarray | pd.Categorical:
+    """`codes_of` for `build_from_codes`: a Categorical column (e.g. read by pyarrow) gives
+    a Categorical of its codes with sorted categories, made from its distinct values only
+    (no Python string per row); any other column gives `codes_of`."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        return codes_of(series)
+    rows = series.cat.codes.to_numpy()
+    text = codes_of(pd.Series(np.asarray(series.cat.categories)))
+    distinct, code = np.unique(text.astype(str), return_inverse=True)
+    code = np.append(code, -1)[rows]  # a missing value stays missing
+    return pd.Categorical.from_codes(code, categories=pd.Index(distinct, dtype=object))

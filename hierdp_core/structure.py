@@ -165,7 +165,10 @@ def _factor_codes(series: pd.Series, column: str, role: str = "level",
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(index into ``uniques`` of every row, the distinct codes as strings); codes follow
     `codes_of`, computed on the distinct values only. Missing or blank codes are an error."""
-    row_unique, raw = pd.factorize(series)
+    if isinstance(series.dtype, pd.CategoricalDtype):  # e.g. read by pyarrow: no hashing
+        row_unique, raw = series.cat.codes.to_numpy(), series.cat.categories
+    else:
+        row_unique, raw = pd.factorize(series)
     text = np.asarray(codes_of(pd.Series(np.asarray(raw))), dtype=object)
     blank = np.append(text == "", True)  # code -1 (missing) takes the trailing True
     missing = blank[row_unique]

@@ -166,6 +166,7 @@ def read_table(
     encoding: str | None = None,
     max_bytes: int = 2_000_000_000,
     dtype_str_columns: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read a table from a path or a binary file-like object (e.g. Streamlit's UploadedFile).
 
@@ -179,10 +180,40 @@ def read_table(
     size on disk or of the upload (compressed size for .gz). Columns are typed by the module's rule
     (leading-zero codes and ``dtype_str_columns`` stay strings).
     Raises `InputError`, naming the file, for anything that makes the file unusable.
+
+    ``columns``: read only these (for large inputs; the CLI passes the columns a release
+    uses). CSV, Parquet and Feather are then read by pyarrow (`hierdp_core.data.arrow_io`)
+    and text columns come back as pandas Categoricals (no Python string per row), with the
+    same values and types otherwise; when a column is not in the file, the whole table is
+    returned, so that the caller's check names the columns the file has.
     """
     src = _resolve_source(source, name, max_bytes)
     kind = _kind_of(src.name)
     force_str = list(dtype_str_columns or [])
+    if columns is not None:
+        return _read_selected(src, kind, list(columns), encoding, force_str)
+    return _read_all(src, kind, encoding, force_str)
+
+
+def _read_selected(src: _Source, kind: str, columns: list[str], encoding: str | None,
+                   force_str: list[str]) -> pd.DataFrame:
+    """``columns`` of the file, through pyarrow when it can, else the full read's."""
+    from hierdp_core.data.arrow_io import read_columns
+
+    wanted = columns + [c for c in force_str if c not in columns]
+    table = read_columns(src, kind, wanted, encoding)
+    if table is None:
+        table = _read_all(src, kind, encoding, force_str)
+        if set(wanted) <= set(table.columns):
+            table = table[[c for c in table.columns if c in wanted]]
+        return table
+    if kind.startswith("text"):
+        return _infer_types(table, force_str, src.name)
+    return _force_strings(table, force_str, src.name)
+
+
+def _read_all(src: _Source, kind: str, encoding: str | None,
+              force_str: list[str]) -> pd.DataFrame:
     if kind.startswith("text"):
         raw = _read_text(src, encoding, gz=kind.endswith(".gz"))
         table = _infer_types(_with_header_row(raw, src.name), force_str, src.name)
@@ -397,7 +428,10 @@ def _maybe_numeric(series: pd.Series) -> pd.Series:
     The tests and conversions run on the distinct values only (geography codes, names and
     categories repeat over millions of rows), then map back through the factor codes.
     """
-    codes, distinct = pd.factorize(series)  # missing -> code -1
+    if isinstance(series.dtype, pd.CategoricalDtype):  # e.g. from pyarrow: no hashing
+        codes, distinct = series.cat.codes.to_numpy(), series.cat.categories
+    else:
+        codes, distinct = pd.factorize(series)  # missing -> code -1
     present = pd.Series(distinct, dtype=object).str.strip()
     if present.empty or present.str.match(_LEADING_ZERO).any():
         return series

@@ -1,0 +1,222 @@
+"""pyarrow reading of the columns a release needs, and pyarrow writing of release tables.
+
+Reading (`read_columns`): a large table is read by pyarrow, only the wanted columns, each
+as a dictionary (a pandas ``Categorical``: one small array of distinct values and one
+int32 code per row, no Python string per row). The module's type rule of
+`hierdp_core.data.loaders` is then applied to the distinct values only, so the result
+holds the same values as the full read: a column of numbers becomes numbers, a column of
+codes stays text (as a Categorical), leading zeros kept. Parquet is read by columns with
+its string columns as dictionaries; Feather by columns. Anything unusual (a ragged row, an
+undecodable byte, a blank or repeated header name, a wanted column that is not there, an
+empty table, trailing empty rows) returns None: the caller then reads the file the slow way,
+which gives the same table or the same error message as before.
+
+Writing (`release_csv_bytes` / `write_release_csv`): the CSV of a release table made by
+pyarrow, byte-identical to pandas' ``to_csv(index=False)`` (comma, ``\\n``, quotes only
+where needed, floats as numpy prints them, missing values empty). pyarrow's own quoting
+styles quote every string (``needed``) or refuse structural characters (``none``); the
+table is therefore written unquoted, and pandas writes it when some text holds a comma, a
+quote or a line break.
+
+Example
+-------
+>>> import io, pandas as pd
+>>> from hierdp_core.data.loaders import read_table
+>>> buf = io.BytesIO(b"state,county,n,note\\n06,06037,12,x\\n06,06059,3,y\\n")
+>>> t = read_table(buf, name="t.csv", columns=["county", "n"])
+>>> t["county"].tolist(), t["n"].tolist(), str(t["county"].dtype)
+(['06037', '06059'], [12, 3], 'category')
+>>> frame = pd.DataFrame({"node_id": ["root", "a,b"], "value": [1, 2]})
+>>> release_csv_bytes(table_from_frame(frame)) == frame.to_csv(index=False).encode()
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import mmap
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.feather as feather
+import pyarrow.parquet as pq
+
+__all__ = ["read_columns", "release_csv_bytes", "table_from_frame", "write_release_csv"]
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_STRUCTURAL = r'[,"\r\n]'
+
+
+# ---- reading ---------------------------------------------------------------------------
+def read_columns(src, kind: str, columns: Sequence[str], encoding: str | None,
+                 ) -> pd.DataFrame | None:
+    """The ``columns`` of the file ``src`` (a loaders ``_Source``) of reader ``kind``, in
+    the file's order, or None when the careful reader must do it (see the module doc).
+    Text columns come back as Categoricals, typed by the loaders' rule afterwards."""
+    wanted = list(dict.fromkeys(columns))
+    if not wanted:
+        return None
+    try:
+        if kind.startswith("text"):
+            return _read_text_columns(src, wanted, encoding, gz=kind.endswith(".gz"))
+        if kind == "parquet":
+            return _read_parquet_columns(src, wanted)
+        if kind == "feather":
+            return _read_feather_columns(src, wanted)
+    except (pa.ArrowException, OSError, UnicodeError, ValueError, csv.Error):
+        return None  # the careful reader says what is wrong
+    return None
+
+
+def _arrow_source(src, gz: bool = False):
+    stream = pa.OSFile(str(src.path)) if src.path is not None else pa.BufferReader(src.data)
+    return pa.CompressedInputStream(stream, "gzip") if gz else stream
+
+
+def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool,
+                       ) -> pd.DataFrame | None:
+    from hierdp_core.data.loaders import _choose_encoding, _head_bytes, _sniff_delimiter
+
+    head = _head_bytes(src, gz)
+    enc = _choose_encoding(src.name, head, encoding)
+    text = head.decode(enc, errors="replace")
+    sep = _sniff_delimiter(text, prefer="\t" if ".tsv" in src.name.lower() else ",")
+    if "\n" not in text and "\r" not in text:
+        return None  # the header is longer than the sample, or there is no data row
+    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    names = [h.strip() for h in header]
+    if (not names or any(not n or "\n" in n or "\r" in n for n in names)
+            or len(set(names)) != len(names) or not set(wanted) <= set(names)):
+        return None
+    raw = [f"c{i}" for i in range(len(names))]
+    keep = [raw[i] for i, n in enumerate(names) if n in wanted]
+    quoted = gz or _has_quote(src)
+    arrow_enc = "utf8" if enc in ("utf-8", "utf-8-sig") else enc
+    table = pacsv.read_csv(
+        _arrow_source(src, gz),
+        read_options=pacsv.ReadOptions(skip_rows=1, column_names=raw, encoding=arrow_enc,
+                                       block_size=8 << 20),
+        parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=keep, column_types=dict.fromkeys(keep, _DICT),
+            strings_can_be_null=True, quoted_strings_can_be_null=True, null_values=[""]),
+    )
+    if table.num_rows == 0:
+        return None
+    last = table.slice(table.num_rows - 1)
+    if all(last.column(c).null_count == 1 for c in keep):
+        return None  # trailing empty rows: the careful reader drops them
+    by_raw = dict(zip(raw, names, strict=True))
+    return pd.DataFrame({by_raw[c]: table.column(c).to_pandas() for c in keep})
+
+
+def _has_quote(src) -> bool:
+    """Whether the (uncompressed) content holds a double quote: without one no value can
+    hold a line break, and pyarrow may split the file into blocks at any line break."""
+    if src.data is not None:
+        return b'"' in src.data
+    with open(src.path, "rb") as handle, \
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return view.find(b'"') >= 0
+
+
+def _read_parquet_columns(src, wanted: list[str]) -> pd.DataFrame | None:
+    def source():
+        return str(src.path) if src.path is not None else pa.BufferReader(src.data)
+
+    schema = pq.read_schema(source())
+    if len(set(schema.names)) != len(schema.names) or not set(wanted) <= set(schema.names):
+        return None
+    keep = [n for n in schema.names if n in wanted]
+    strings = [n for n in keep if pa.types.is_string(schema.field(n).type)
+               or pa.types.is_large_string(schema.field(n).type)]
+    table = pq.read_table(source(), columns=keep, read_dictionary=strings)
+    return _frame(table)
+
+
+def _read_feather_columns(src, wanted: list[str]) -> pd.DataFrame | None:
+    def source():
+        return str(src.path) if src.path is not None else pa.BufferReader(src.data)
+
+    names = pa.ipc.open_file(source()).schema.names
+    if len(set(names)) != len(names) or not set(wanted) <= set(names):
+        return None
+    return _frame(feather.read_table(source(), columns=[n for n in names if n in wanted]))
+
+
+def _frame(table: pa.Table) -> pd.DataFrame | None:
+    return table.to_pandas() if table.num_rows else None
+
+
+# ---- writing ---------------------------------------------------------------------------
+def table_from_frame(frame: pd.DataFrame) -> pa.Table:
+    """A small pandas frame as a pyarrow Table (for tests and examples)."""
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def _csv_ready(table: pa.Table) -> pa.Table | None:
+    """The table with every column as pandas writes it, or None when some text needs
+    quotes (pandas writes it then)."""
+    columns = []
+    for column in table.columns:
+        kind = column.type
+        if pa.types.is_dictionary(kind):
+            values = column.combine_chunks().dictionary
+            kind = kind.value_type
+        else:
+            values = column
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            if pc.any(pc.match_substring_regex(values, _STRUCTURAL)).as_py():
+                return None
+            columns.append(column)
+        elif pa.types.is_floating(kind):
+            columns.append(_float_text(column.to_numpy()))
+        elif pa.types.is_integer(kind):
+            if column.null_count:
+                return None
+            columns.append(column)
+        else:
+            return None
+    return pa.table(columns, names=table.column_names)
+
+
+def _float_text(values: np.ndarray) -> pa.Array:
+    """Floats as pandas' CSV writer prints them (numpy's repr; NaN empty)."""
+    text = values.astype(str).astype(object)
+    text[np.isnan(values)] = ""
+    return pa.array(text, pa.string())
+
+
+def release_csv_bytes(table: pa.Table) -> bytes:
+    """The table as CSV bytes identical to pandas' ``to_csv(index=False)``."""
+    sink = io.BytesIO()
+    _write_csv(table, sink)
+    return sink.getvalue()
+
+
+def write_release_csv(table: pa.Table, path: Path) -> None:
+    """Write the table to ``path`` as `release_csv_bytes` would give it."""
+    with open(path, "wb") as handle:
+        _write_csv(table, handle)
+
+
+def _write_csv(table: pa.Table, sink) -> None:
+    ready = _csv_ready(table) if table.num_columns > 1 else None
+    if ready is None:
+        sink.write(table.to_pandas().to_csv(index=False).encode("utf-8"))
+        return
+    sink.write(_header(table.column_names))
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    pacsv.write_csv(ready, sink, write_options=options)
+
+
+def _header(names: list[str]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(names)
+    return out.getvalue().encode("utf-8")
