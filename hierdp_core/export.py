@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from hierdp_core import __version__
 from hierdp_core.atomic import staged_folder
+from hierdp_core.data.arrow_io import release_csv_bytes, write_release_csv
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.release import Release
@@ -154,13 +156,13 @@ def write_release(
             "value": keyed_fingerprint(input_bytes, key),
             "key": "kept by the publisher outside the release folder; never published",
         }
-    table = release.to_frame()
+    table = release.to_arrow()
     names = {"csv": RELEASE_CSV, "parquet": RELEASE_PARQUET}
     with staged_folder(out, overwrite=overwrite, marker=MANIFEST) as stage:
         if "csv" in formats:
-            table.to_csv(stage / RELEASE_CSV, index=False)
+            write_release_csv(table, stage / RELEASE_CSV)
         if "parquet" in formats:
-            table.to_parquet(stage / RELEASE_PARQUET, index=False)
+            pq.write_table(table, stage / RELEASE_PARQUET)
         files = {names[f]: file_sha256(stage / names[f]) for f in ("csv", "parquet")
                  if f in formats}
         manifest = build_manifest(release, structure_declared=structure_declared,
@@ -230,12 +232,12 @@ def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
 def release_table_bytes(release: Release, fmt: str) -> bytes:
     """The release table as a file's bytes: ``fmt`` "csv" or "parquet", the same table
     `write_release` writes (the CSV bytes are identical to ``release.csv``)."""
-    table = release.to_frame()
+    table = release.to_arrow()
     if fmt == "csv":
-        return table.to_csv(index=False).encode("utf-8")
+        return release_csv_bytes(table)
     if fmt == "parquet":
         buffer = io.BytesIO()
-        table.to_parquet(buffer, index=False)
+        pq.write_table(table, buffer)
         return buffer.getvalue()
     raise InputError(f"unknown export format {fmt!r}; use csv or parquet")
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from hierdp_core.hierarchy import Hierarchy
 
@@ -53,18 +54,29 @@ class Release:
     def to_frame(self) -> pd.DataFrame:
         """The release table: one row per node (x category), columns `RELEASE_COLUMNS`
         (without ``category`` when no categories were released)."""
+        return self.to_arrow().to_pandas()
+
+    def to_arrow(self) -> pa.Table:
+        """`to_frame`'s table as a pyarrow Table, built from one string per node (and per
+        category) repeated by pyarrow, without a Python string per row."""
         h = self.hierarchy
         k = self.values.shape[1]
-        levels = h.level_of_nodes()
-        names = np.asarray(h.level_names, dtype=object)[levels]
+        levels = h.level_of_nodes().astype(np.int64)
+        node_rows = pa.array(np.repeat(np.arange(h.n_nodes, dtype=np.int64), k))
+
+        def per_node(values) -> pa.Array:
+            return pa.array(np.asarray(values, dtype=object), pa.string()).take(node_rows)
+
         cols = {
-            "level": np.repeat(levels.astype(np.int64), k),
-            "level_name": np.repeat(names, k),
-            "node_id": np.repeat(h.node_ids(), k),
-            "parent_id": np.repeat(h.parent_ids(), k),
-            "label": np.repeat(h.labels(), k),
+            "level": pa.array(np.repeat(levels, k)),
+            "level_name": pa.array(list(h.level_names), pa.string()).take(
+                pa.array(np.repeat(levels, k))),
+            "node_id": per_node(h.node_ids()),
+            "parent_id": per_node(h.parent_ids()),
+            "label": per_node(h.labels()),
         }
         if self.categories is not None:
-            cols["category"] = np.tile(np.asarray(self.categories, dtype=object), h.n_nodes)
-        cols["value"] = self.values.ravel()
-        return pd.DataFrame(cols)
+            cols["category"] = pa.array(list(self.categories), pa.string()).take(
+                pa.array(np.tile(np.arange(k, dtype=np.int64), h.n_nodes)))
+        cols["value"] = pa.array(self.values.ravel())
+        return pa.table(cols)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
@@ -100,6 +101,10 @@ class FlowRelease:
             }))
             parent_ids = node_id
         return pd.concat(frames, ignore_index=True)[list(FLOW_RELEASE_COLUMNS)]
+
+    def to_arrow(self) -> pa.Table:
+        """`to_frame` as a pyarrow Table (what `hierdp_core.export` writes)."""
+        return pa.Table.from_pandas(self.to_frame(), preserve_index=False)
 
     def consistency_violations(self) -> int:
         """Number of released parents whose value differs from the sum of their children."""
