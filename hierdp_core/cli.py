@@ -266,6 +266,21 @@ def _range_data(args, table, levels, names):
     return data.with_workload(workload)
 
 
+def input_columns(args) -> list[str]:
+    """The input columns a release reads (level, count, category, name, attribute, group,
+    size and O/D level columns), so that a large file is read by those columns only."""
+    columns = [*_csv_list(getattr(args, "levels", None)),
+               *_csv_list(getattr(args, "origin_levels", None)),
+               *_csv_list(getattr(args, "destination_levels", None)),
+               *_csv_list(getattr(args, "categories", None)),
+               *_name_columns(getattr(args, "names", None)).values()]
+    columns += [str(spec).partition("=")[0].strip()
+                for spec in getattr(args, "category_values", None) or []]
+    columns += [getattr(args, key, None) for key in
+                ("count_column", "attribute", "group_column", "size_column")]
+    return list(dict.fromkeys(c for c in columns if c))
+
+
 def _name_columns(text: str | None) -> dict[str, str]:
     """'state=state_name,county=county_name' -> {'state': 'state_name', ...}."""
     pairs = {}
@@ -292,7 +307,7 @@ def cmd_release(args) -> int:
         raise InputError("give --seed (exploration) or --secure (release), not both")
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
     path = Path(args.input)
-    table = read_table(path)
+    table = read_table(path, columns=input_columns(args))
     data = _input_data(args, table)
     split = _weights(args.split) or args.split_preset
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
