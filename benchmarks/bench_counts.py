@@ -191,7 +191,8 @@ def time_secure(mech, data: CountData, budget: PrivacyBudget) -> dict[str, list[
     """Seconds of OpenDP's sampler alone for the draws a secure TopDown release makes (one
     per measured node, through the same chunked parallel calls the release uses) and of the
     secure release itself; once each (OpenDP draws from OS entropy: slow and unseeded)."""
-    plans = plan_levels(data.hierarchy, budget, "geometric")
+    sensitivity = mech.privacy_plan(noise="geometric").stages[0].sensitivity
+    plans = plan_levels(data.hierarchy, budget, "geometric", sensitivity=sensitivity)
     draws = sum(data.hierarchy.level_size(p.level) for p in plans if p.noise is not None)
     scales = {p.noise.scale for p in plans if p.noise is not None}
     zeros = np.zeros(draws, dtype=np.int64)
@@ -227,8 +228,10 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
 
     truth, timings["aggregate"] = timed(data.node_counts, repeat)
 
+    sensitivity = get_mechanism("topdown").privacy_plan().stages[0].sensitivity
+
     def do_measure():
-        plans = plan_levels(h, budget, "geometric")
+        plans = plan_levels(h, budget, "geometric", sensitivity=sensitivity)
         return measure(truth, h, plans, NoiseSource(seed=seed))
 
     (noisy, variance), timings["measure"] = timed(do_measure, repeat)

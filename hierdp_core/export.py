@@ -1,9 +1,10 @@
 """Write a Release to disk: the release table (CSV and/or Parquet) and ``manifest.json``.
 
 The manifest says how the release was made (mechanism, parameters, privacy definition and
-budget, split and ledger, randomness with OpenDP's privacy map of every secure measurement,
-hierdp version, input fingerprint, timestamp), whether it is publishable and why not
-(`hierdp_core.verdict`), and holds no true value. The input fingerprint is an HMAC-SHA256
+budget, the mechanism's privacy plan (`hierdp_core.privacy.plan`), split and ledger,
+randomness with OpenDP's privacy map of every secure measurement, hierdp version, input
+fingerprint, timestamp), whether it is publishable and why not (`hierdp_core.verdict`), and
+holds no true value. The input fingerprint is an HMAC-SHA256
 keyed by a secret that stays with the publisher, outside the release folder (by default
 ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``, i.e. ``~/.config/hierdp/fingerprint.key``): a
 plain hash of the input would let someone who knows all records but one test guesses about
@@ -97,7 +98,8 @@ def build_manifest(release: Release, *, structure_declared: bool,
     (level columns, count column, categories): public facts, no values.
     ``structure_declared``: the release's shape came from public declarations, not from the
     data (one of the conditions of the publishable verdict)."""
-    info = get_mechanism(release.mechanism).info
+    mechanism = get_mechanism(release.mechanism)
+    info = mechanism.info
     ledger = release.ledger.replace({np.nan: None}).to_dict(orient="records")
     manifest = {
         "format": "hierdp-release/1",
@@ -112,6 +114,7 @@ def build_manifest(release: Release, *, structure_declared: bool,
         },
         "parameters": release.parameters,
         "privacy": release.privacy,
+        "privacy_plan": mechanism.privacy_plan(**release.parameters).as_dict(),
         "split": {row["level_name"]: row["share"] for row in ledger},
         "ledger": ledger,
         "randomness": release.randomness,

@@ -12,6 +12,7 @@ from hierdp_core.export import build_manifest, read_release, write_release
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy import samplers
 from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
 
@@ -70,7 +71,7 @@ def test_manifest_fields(canary_data, tmp_path):
                               input_spec={"levels": ["region", "town"]})
     assert manifest["mechanism"]["name"] == "topdown"
     assert manifest["privacy"]["epsilon"] == pytest.approx(0.5)
-    assert manifest["privacy"]["neighbouring"].startswith("add/remove one person")
+    assert manifest["privacy"]["neighbouring"] == RELATIONS[ADD_REMOVE_PERSON]
     assert manifest["split"] == pytest.approx({"total": 0.0, "region": 0.25, "town": 0.75})
     assert manifest["ledger"][0]["noise"] == "not measured"
     assert manifest["ledger"][2]["noise_scale"] == pytest.approx(1 / (0.5 * 0.75))

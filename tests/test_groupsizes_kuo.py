@@ -6,6 +6,7 @@ fixed seeds (tolerances derived in the test docstrings)."""
 from __future__ import annotations
 
 import doctest
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -22,6 +23,15 @@ from hierdp_core.groupsizes import kuo
 from hierdp_core.groupsizes.data import cumulative, emd
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
 from hierdp_core.privacy.samplers import Geometric, NoiseSource
+
+# The per-level L1 sensitivities (the mechanisms read them from their privacy plan): Hc and
+# Hg 1 (Lemma 4; Hay et al.), Naive 2 (Lemma 3).
+HC_SENSITIVITY = HG_SENSITIVITY = 1.0
+NAIVE_SENSITIVITY = 2.0
+hc_level = functools.partial(kuo.hc_level, sensitivity=HC_SENSITIVITY)
+hg_level = functools.partial(kuo.hg_level, sensitivity=HG_SENSITIVITY)
+naive_level = functools.partial(kuo.naive_level, sensitivity=NAIVE_SENSITIVITY)
+kuo_release = functools.partial(kuo.kuo_release, sensitivity=HC_SENSITIVITY)
 
 HUGE_EPS = 1e9  # noise scale 1e-9: the geometric draws are exactly 0, Laplace ones ~1e-9
 
@@ -179,14 +189,14 @@ def test_appendix_emd():
 def test_appendix_variances():
     # Hg: eps_l = 0.5, a PAV block of 8 groups: 2 / (8 * 0.25) = 1.0
     blocks = kuo.Runs(np.array([0]), np.array([4.0]), np.array([np.nan]), np.array([8]), 1)
-    info = kuo.Phase1Info("hg", 0.5, "geometric", 2, blocks)
+    info = kuo.Phase1Info("hg", 0.5, "geometric", 2, 1.0, blocks)
     est = np.zeros((1, 6), np.int64)
     est[0, 4] = 8
     assert kuo.estimate_variances(est, info, hg_count="blocks").var.tolist() == [1.0]
     assert kuo.estimate_variances(est, info).var.tolist() == [1.0]  # "equal": 8 at size 4
     # Hc: eps_l = 0.5, a group of size 3 with H_hat[3] = 40: 4 / (0.25 * 40) = 0.4
     est = np.array([[2, 0, 0, 40, 5]])
-    info = kuo.Phase1Info("hc", 0.5, "geometric", 2)
+    info = kuo.Phase1Info("hc", 0.5, "geometric", 2, 1.0)
     runs = kuo.estimate_variances(est, info)
     assert dict(zip(runs.value.tolist(), runs.var.tolist(), strict=True))[3.0] == \
         pytest.approx(0.4)
@@ -194,10 +204,10 @@ def test_appendix_variances():
     assert runs.var[runs.value == 3].tolist() == [pytest.approx(4 / (0.25 * 1600))]
     assert np.array_equal(runs.to_hist(4), est)
     # pitfall 14: the exact geometric variance is smaller (0.36 vs 0.5 at eps = 2)
-    info = kuo.Phase1Info("hc", 2.0, "geometric", 2)
+    info = kuo.Phase1Info("hc", 2.0, "geometric", 2, 1.0)
     assert info.noise_variance() == pytest.approx(0.5)
     assert info.noise_variance("exact") == pytest.approx(0.362, abs=1e-3)
-    assert kuo.Phase1Info("hc", 2.0, "laplace", 2).noise_variance("exact") == 0.5
+    assert kuo.Phase1Info("hc", 2.0, "laplace", 2, 1.0).noise_variance("exact") == 0.5
 
 
 # ---- isotonic regression ---------------------------------------------------------------
@@ -266,7 +276,7 @@ def test_hc_level_matches_per_row_reference():
     rng = np.random.default_rng(21)
     hist = rng.multinomial(rng.integers(0, 60, 40), np.full(9, 1 / 9))
     groups = hist.sum(axis=1)
-    est, info = kuo.hc_level(hist, groups, 0.7, NoiseSource(seed=5))
+    est, info = hc_level(hist, groups, 0.7, NoiseSource(seed=5))
     noise = Geometric.for_epsilon(0.7).sample((40, 8), NoiseSource(seed=5))
     noisy = cumulative(hist)[:, :8] + noise
     for v in range(40):
@@ -281,7 +291,7 @@ def test_hg_level_matches_per_node_reference():
     rng = np.random.default_rng(22)
     hist = rng.multinomial(rng.integers(0, 50, 30), np.full(7, 1 / 7))
     groups = hist.sum(axis=1)
-    est, info = kuo.hg_level(hist, groups, 0.5, NoiseSource(seed=6))
+    est, info = hg_level(hist, groups, 0.5, NoiseSource(seed=6))
     noise = Geometric.for_epsilon(0.5).sample(int(groups.sum()), NoiseSource(seed=6))
     offsets = np.r_[0, np.cumsum(groups)]
     for v in range(30):
@@ -304,10 +314,10 @@ def test_phase1_without_noise_returns_the_truth(p, noise):
     hist = rng.multinomial(rng.integers(0, 30, 12), np.full(6, 1 / 6))
     groups = hist.sum(axis=1)
     src = NoiseSource(seed=1)
-    assert np.array_equal(kuo.hc_level(hist, groups, HUGE_EPS, src, p=p, noise=noise)[0], hist)
-    assert np.array_equal(kuo.hg_level(hist, groups, HUGE_EPS, src, p=p, noise=noise,
+    assert np.array_equal(hc_level(hist, groups, HUGE_EPS, src, p=p, noise=noise)[0], hist)
+    assert np.array_equal(hg_level(hist, groups, HUGE_EPS, src, p=p, noise=noise,
                                        chunk=7)[0], hist)
-    assert np.array_equal(kuo.naive_level(hist, groups, HUGE_EPS, src, noise=noise), hist)
+    assert np.array_equal(naive_level(hist, groups, HUGE_EPS, src, noise=noise), hist)
 
 
 @pytest.mark.parametrize("p", [1, 2])
@@ -316,9 +326,9 @@ def test_phase1_outputs_are_valid_histograms(p):
     hist = rng.multinomial(rng.integers(0, 40, 25), rng.dirichlet(np.ones(11)))
     groups = hist.sum(axis=1)
     for eps in (0.05, 1.0):
-        for est in (kuo.hc_level(hist, groups, eps, NoiseSource(seed=2), p=p)[0],
-                    kuo.hg_level(hist, groups, eps, NoiseSource(seed=2), p=p, chunk=50)[0],
-                    kuo.naive_level(hist, groups, eps, NoiseSource(seed=2))):
+        for est in (hc_level(hist, groups, eps, NoiseSource(seed=2), p=p)[0],
+                    hg_level(hist, groups, eps, NoiseSource(seed=2), p=p, chunk=50)[0],
+                    naive_level(hist, groups, eps, NoiseSource(seed=2))):
             assert est.dtype == np.int64 and est.shape == hist.shape
             assert est.min() >= 0 and np.array_equal(est.sum(axis=1), groups)
 
@@ -326,7 +336,7 @@ def test_phase1_outputs_are_valid_histograms(p):
 def test_hg_chunking_keeps_whole_nodes():
     hist = np.array([[0, 40, 0], [0, 0, 0], [3, 0, 90], [1, 1, 1]])
     groups = hist.sum(axis=1)
-    est, info = kuo.hg_level(hist, groups, 2.0, NoiseSource(seed=3), chunk=5)
+    est, info = hg_level(hist, groups, 2.0, NoiseSource(seed=3), chunk=5)
     assert np.array_equal(est.sum(axis=1), groups)
     assert np.array_equal(info.blocks.groups(), groups)
     weights = np.array([3, 0, 4, 9, 1, 2, 2, 2])
@@ -348,13 +358,13 @@ def test_largest_remainder_rows_is_exact():
 def test_input_validation():
     hist = np.array([[1, 2], [0, 3]])
     with pytest.raises(InputError, match="sum to the public"):
-        kuo.hc_level(hist, [3, 4], 1.0, NoiseSource(seed=0))
+        hc_level(hist, [3, 4], 1.0, NoiseSource(seed=0))
     with pytest.raises(InputError, match="non-negative"):
-        kuo.hg_level(np.array([[-1, 2]]), [1], 1.0, NoiseSource(seed=0))
+        hg_level(np.array([[-1, 2]]), [1], 1.0, NoiseSource(seed=0))
     with pytest.raises(MechanismError, match="p must be"):
-        kuo.hc_level(hist, [3, 3], 1.0, NoiseSource(seed=0), p=3)
+        hc_level(hist, [3, 3], 1.0, NoiseSource(seed=0), p=3)
     with pytest.raises(MechanismError, match="noise"):
-        kuo.hc_level(hist, [3, 3], 1.0, NoiseSource(seed=0), noise="gaussian")
+        hc_level(hist, [3, 3], 1.0, NoiseSource(seed=0), noise="gaussian")
 
 
 # ---- matching ---------------------------------------------------------------------------
@@ -439,7 +449,7 @@ OPTIONS = st.fixed_dictionaries({
 def test_release_satisfies_the_constraints(tt, seed, max_size, methods, eps, options):
     h, _ = build_hierarchy(tt.table, tt.levels)
     hist, groups = random_tree_hist(h, seed, max_size)
-    out, phase1 = kuo.kuo_release(h, hist, groups, [eps] * h.n_levels, methods[:h.n_levels],
+    out, phase1 = kuo_release(h, hist, groups, [eps] * h.n_levels, methods[:h.n_levels],
                                   NoiseSource(seed=seed), **options)
     for est in (out, phase1):
         assert est.dtype == np.int64 and est.shape == hist.shape
@@ -454,7 +464,7 @@ def test_release_satisfies_the_constraints(tt, seed, max_size, methods, eps, opt
 def test_release_without_noise_returns_the_truth(tt, seed, max_size, methods, options):
     h, _ = build_hierarchy(tt.table, tt.levels)
     hist, groups = random_tree_hist(h, seed, max_size)
-    out, phase1 = kuo.kuo_release(h, hist, groups, [HUGE_EPS] * h.n_levels,
+    out, phase1 = kuo_release(h, hist, groups, [HUGE_EPS] * h.n_levels,
                                   methods[:h.n_levels], NoiseSource(seed=seed), **options)
     assert np.array_equal(phase1, hist)
     assert np.array_equal(out, hist)
@@ -524,7 +534,7 @@ def test_hierarchical_equals_a_per_group_reference(tt, seed, max_size, methods, 
     estimates, runs = [], []
     for level in range(h.n_levels):
         sl = h.level_slice(level)
-        fn = kuo.hc_level if methods[level] == "hc" else kuo.hg_level
+        fn = hc_level if methods[level] == "hc" else hg_level
         est, info = fn(hist[sl], groups[sl], 0.3, src)
         estimates.append(est)
         runs.append(kuo.estimate_variances(est, info, hg_count=hg_count))
@@ -536,13 +546,13 @@ def test_release_accepts_leaf_histograms_and_checks_inputs():
     h, _ = two_level_tree(3)
     leaves = np.array([[0, 2, 1], [1, 0, 4], [0, 0, 0]])
     hist = h.aggregate(leaves)
-    a, _ = kuo.kuo_release(h, leaves, hist.sum(1), [1.0, 1.0], ["hc", "hg"], NoiseSource(seed=4))
-    b, _ = kuo.kuo_release(h, hist, hist.sum(1), [1.0, 1.0], ["hc", "hg"], NoiseSource(seed=4))
+    a, _ = kuo_release(h, leaves, hist.sum(1), [1.0, 1.0], ["hc", "hg"], NoiseSource(seed=4))
+    b, _ = kuo_release(h, hist, hist.sum(1), [1.0, 1.0], ["hc", "hg"], NoiseSource(seed=4))
     assert np.array_equal(a, b)
     with pytest.raises(MechanismError, match="one epsilon"):
-        kuo.kuo_release(h, hist, hist.sum(1), [1.0], ["hc", "hg"], NoiseSource(seed=4))
+        kuo_release(h, hist, hist.sum(1), [1.0], ["hc", "hg"], NoiseSource(seed=4))
     with pytest.raises(MechanismError, match="method"):
-        kuo.kuo_release(h, hist, hist.sum(1), [1.0, 1.0], ["hc", "naive"], NoiseSource(seed=4))
+        kuo_release(h, hist, hist.sum(1), [1.0, 1.0], ["hc", "naive"], NoiseSource(seed=4))
     est = [hist[h.level_slice(lv)] for lv in range(2)]
     runs = [kuo.Runs.from_hist(e, np.ones(e.shape)) for e in est]
     bad = hist.sum(1).copy()
@@ -589,7 +599,7 @@ def test_hc_error_on_dense_data_is_exactly_the_noise():
     hist, g = _dense(), _dense().sum(axis=1)
     errors = []
     for seed in range(10):
-        est, _ = kuo.hc_level(hist, g, 1.0, NoiseSource(seed=seed))
+        est, _ = hc_level(hist, g, 1.0, NoiseSource(seed=seed))
         noise = Geometric.for_epsilon(1.0).sample((1, 200), NoiseSource(seed=seed))
         assert emd(hist, est)[0] == np.abs(noise).sum()
         errors.append(emd(hist, est)[0])
@@ -603,7 +613,7 @@ def test_hc_beats_hg_on_dense_data():
     sizeable fraction of the 10,050 groups round to a neighbouring size: order 0.1 G = 1000.
     Asserted with a 2x margin on Hc's exact expectation."""
     mean_abs, _ = _abs_moments(1.0)
-    hc, hg = _mean_emd(kuo.hc_level, _dense()), _mean_emd(kuo.hg_level, _dense())
+    hc, hg = _mean_emd(hc_level, _dense()), _mean_emd(hg_level, _dense())
     assert hc < 2 * 200 * mean_abs < hg
 
 
@@ -614,9 +624,9 @@ def test_hg_beats_hc_on_sparse_gappy_data():
     the 100 unit steps of the cumulative histogram sits in a flat stretch and is located
     only to within ~sigma^2 = 1.8 cells (the step is smaller than the noise): >= 180, the
     flat cells rounding exactly in between. Asserted: Hg < 150 < Hc (p = 2 and p = 1)."""
-    hg = _mean_emd(kuo.hg_level, _sparse())
-    assert hg < 150 < _mean_emd(kuo.hc_level, _sparse())
-    assert hg < 150 < _mean_emd(kuo.hc_level, _sparse(), p=1)
+    hg = _mean_emd(hg_level, _sparse())
+    assert hg < 150 < _mean_emd(hc_level, _sparse())
+    assert hg < 150 < _mean_emd(hc_level, _sparse(), p=1)
 
 
 def test_naive_is_orders_of_magnitude_worse():
@@ -625,9 +635,9 @@ def test_naive_is_orders_of_magnitude_worse():
     above the threshold tau, so tens of phantom groups land at sizes spread over 60..4000,
     each costing ~N/2 = 2000 in emd: order 1e4-1e5 against Hg's ~100 (previous test).
     Asserted: Naive > 100 x Hg and > 10 x Hc on the same data and seeds."""
-    naive = _mean_emd(kuo.naive_level, _sparse())
-    assert naive > 100 * _mean_emd(kuo.hg_level, _sparse())
-    assert naive > 10 * _mean_emd(kuo.hc_level, _sparse())
+    naive = _mean_emd(naive_level, _sparse())
+    assert naive > 100 * _mean_emd(hg_level, _sparse())
+    assert naive > 10 * _mean_emd(hc_level, _sparse())
 
 
 def test_weighted_merge_beats_simple_average_at_the_top():
@@ -642,7 +652,7 @@ def test_weighted_merge_beats_simple_average_at_the_top():
     hist = h.aggregate(leaves)
     top = {}
     for merge in kuo.MERGES:
-        top[merge] = np.mean([emd(hist, kuo.kuo_release(
+        top[merge] = np.mean([emd(hist, kuo_release(
             h, hist, hist.sum(1), [1.0, 1.0], ("hc", "hc"), NoiseSource(seed=s),
             merge=merge)[0])[0] for s in range(10)])
     assert 1.5 * top["weighted"] < top["simple"]

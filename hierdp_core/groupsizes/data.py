@@ -42,8 +42,6 @@ from hierdp_core.hierarchy import build_hierarchy
 from hierdp_core.queries.counts import CountData, unit_names
 from hierdp_core.structure import Geography
 
-PLAIN_L1_SENSITIVITY = 2.0  # plain size histogram of a level
-CUMULATIVE_L1_SENSITIVITY = 1.0  # per-region cumulative histogram of a level
 MAX_SIZE_LIMIT = 100_000
 SIZE_COLUMN = "size"
 

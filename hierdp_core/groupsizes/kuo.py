@@ -15,7 +15,9 @@ Privacy (spec 1.3-1.5; the caller does the accounting):
   protection is given. (A "move one person" neighbour doubles every sensitivity.)
 * One person changes one node per level. Per level (parallel composition over its disjoint
   nodes) the L1 sensitivity is 1 for Hc (one cell of one cumulative histogram) and for Hg
-  (one rank of one sorted size list), 2 for Naive (two cells of a plain histogram).
+  (one rank of one sorted size list), 2 for Naive (two cells of a plain histogram). The
+  caller gives it (``sensitivity``): the registered mechanisms read it from their privacy
+  plan (`hierdp_core.mechanisms.group_sizes`), and the noise is calibrated to it.
 * The levels compose sequentially: a release with ``epsilon_per_level`` costs
   ``sum(epsilon_per_level)``. Everything after the noise (isotonic regression, rounding,
   variance estimates, matching, merging, back-substitution) is post-processing.
@@ -36,7 +38,7 @@ Example
 >>> leaves = np.array([[0, 5, 3, 1], [2, 0, 4, 0]])
 >>> hist = h.aggregate(leaves)
 >>> out, phase1 = kuo_release(h, hist, hist.sum(1), [1e9, 1e9], ("hg", "hc"),
-...                           NoiseSource(seed=0))
+...                           NoiseSource(seed=0), sensitivity=1.0)
 >>> out.tolist()  # no noise at this budget: the truth comes back
 [[2, 5, 7, 1], [0, 5, 3, 1], [2, 0, 4, 0]]
 """
@@ -54,9 +56,6 @@ from hierdp_core.groupsizes.data import cumulative, decumulate
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.samplers import Geometric, Laplace, Noise, NoiseSource
 
-HC_SENSITIVITY = 1.0  # cumulative histogram of a level (Lemma 4)
-HG_SENSITIVITY = 1.0  # sorted group sizes of a level (Hay et al. 2010)
-NAIVE_SENSITIVITY = 2.0  # plain histogram of a level (Lemma 3)
 NOISES = ("geometric", "laplace")
 METHODS = ("hc", "hg")
 MERGES = ("weighted", "simple")
@@ -150,16 +149,17 @@ class Phase1Info:
     epsilon: float  # the level's budget epsilon_l
     noise: str  # "geometric" or "laplace"
     p: int  # isotonic loss
+    sensitivity: float  # L1, per level: the noise's scale is sensitivity / epsilon
     blocks: Runs | None = None
 
     def noise_variance(self, kind: str = "laplace") -> float:
-        """Variance of one noise draw: ``"laplace"`` = 2 / eps^2, the paper's approximation
-        (spec 1.5, pitfall 14, the default); ``"exact"`` = the variance of the distribution
-        actually used (smaller for the geometric at large eps)."""
+        """Variance of one noise draw: ``"laplace"`` = 2 (sensitivity / eps)^2, the paper's
+        approximation (spec 1.5, pitfall 14, the default); ``"exact"`` = the variance of the
+        distribution actually used (smaller for the geometric at large eps)."""
         _check_choice("noise_variance", kind, NOISE_VARIANCES)
         if kind == "laplace":
-            return 2.0 / self.epsilon**2
-        return _noise(self.noise, self.epsilon, 1.0).variance
+            return 2.0 * (self.sensitivity / self.epsilon) ** 2
+        return _noise(self.noise, self.epsilon, self.sensitivity).variance
 
 
 def _check_choice(name: str, value, allowed: Sequence[str]) -> str:
@@ -387,11 +387,13 @@ def hc_level(
     *,
     p: int = 2,
     noise: str = "geometric",
+    sensitivity: float,
 ) -> tuple[np.ndarray, Phase1Info]:
     """Hc (spec 2.3): every node's cumulative histogram, noised, made monotone, rounded.
 
     Per node v of the level: ``Hc = cumsum(H)`` over sizes 0..N; cells 0..N-1 get
-    independent noise of scale 1/eps_l (L1 sensitivity 1 per level, Lemma 4); the last
+    independent noise of scale sensitivity/eps_l (the L1 sensitivity per level is 1,
+    Lemma 4, as the mechanism's privacy plan states); the last
     cell is the public G_v and is pinned, not noised (pitfall 4). Then the isotonic
     regression subject to 0 <= x_0 <= ... <= x_{N-1} <= G_v (p = 2: PAV then clip, exact;
     p = 1: the exact L1 fit of `isotonic_l1_segments`, which returns integers for integer
@@ -407,18 +409,19 @@ def hc_level(
         raise MechanismError(f"the isotonic loss p must be 1 or 2, got {p!r}")
     n, width = hist.shape
     size = width - 1
-    gen = _noise(noise, epsilon_level, HC_SENSITIVITY)
+    gen = _noise(noise, epsilon_level, sensitivity)
     est_cum = np.empty((n, width), dtype=np.int64)
     est_cum[:, -1] = groups
     if size:
         cum = cumulative(hist)
         for a, b in _chunks(np.full(n, size), CHUNK):
-            noisy = gen.apply(cum[a:b, :size], source, sensitivity=HC_SENSITIVITY,
+            noisy = gen.apply(cum[a:b, :size], source, sensitivity=sensitivity,
                               budget=epsilon_level, label="group sizes: Hc cumulative counts")
             starts = np.arange(b - a, dtype=np.int64) * size
             fit = _isotonic_box(noisy.ravel(), starts, groups[a:b], p)
             est_cum[a:b, :size] = _round_half_up(fit).reshape(b - a, size)
-    return decumulate(est_cum), Phase1Info("hc", float(epsilon_level), noise, p)
+    return decumulate(est_cum), Phase1Info("hc", float(epsilon_level), noise, p,
+                                           float(sensitivity))
 
 
 def hg_level(
@@ -430,12 +433,13 @@ def hg_level(
     noise: str = "geometric",
     p: int = 2,
     chunk: int = CHUNK,
+    sensitivity: float,
 ) -> tuple[np.ndarray, Phase1Info]:
     """Hg (spec 2.2): every node's sorted list of group sizes, noised per group, made
     monotone, rounded, counted back into a histogram.
 
     Per node v: the ascending sizes of its G_v groups (size-0 groups included), noise of
-    scale 1/eps_l on each entry (L1 sensitivity 1 per level), the isotonic regression with
+    scale sensitivity/eps_l on each entry (L1 sensitivity 1 per level), the isotonic regression with
     0 <= x_0 <= ... (p = 2, the paper's choice: PAV via scipy, then clip; p = 1: exact L1
     fit, slower), round half up, bincount. **Output sizes are clipped at the public N**
     (the paper's Hg has no cap; clipping to the input's size domain is post-processing and
@@ -452,7 +456,7 @@ def hg_level(
         raise MechanismError(f"the isotonic loss p must be 1 or 2, got {p!r}")
     n, width = hist.shape
     size = width - 1
-    gen = _noise(noise, epsilon_level, HG_SENSITIVITY)
+    gen = _noise(noise, epsilon_level, sensitivity)
     est = np.zeros((n, width), dtype=np.int64)
     parts = []
     for a, b in _chunks(groups, chunk):
@@ -460,7 +464,7 @@ def hg_level(
         if nodes.size == 0:
             continue
         g = groups[nodes]
-        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level)
+        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level, sensitivity)
         starts = np.concatenate([[0], np.cumsum(g[:-1])])
         if p == 2:
             bstart, bval = pava_blocks(y, starts)
@@ -484,11 +488,11 @@ def hg_level(
                       count.astype(np.int64), n)
     else:
         blocks = _empty_runs(n)
-    return est, Phase1Info("hg", float(epsilon_level), noise, p, blocks)
+    return est, Phase1Info("hg", float(epsilon_level), noise, p, float(sensitivity), blocks)
 
 
 def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,
-                        chunk: int, epsilon_level: float) -> np.ndarray:
+                        chunk: int, epsilon_level: float, sensitivity: float) -> np.ndarray:
     """The nodes' ascending size lists, concatenated, plus one noise draw per entry.
 
     Integer noise is stored as int32 when the scale is small enough that a noisy value
@@ -503,7 +507,7 @@ def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,
     step = max(int(chunk), 1)
     for i in range(0, y.size, step):
         j = min(i + step, y.size)
-        noisy = gen.apply(sizes[i:j], source, sensitivity=HG_SENSITIVITY,
+        noisy = gen.apply(sizes[i:j], source, sensitivity=sensitivity,
                           budget=epsilon_level, label="group sizes: Hg sorted sizes")
         if small:
             np.clip(noisy, -(2**30), 2**30, out=noisy)
@@ -518,17 +522,19 @@ def naive_level(
     source: NoiseSource,
     *,
     noise: str = "geometric",
+    sensitivity: float,
 ) -> np.ndarray:
     """Naive (spec 2.1, the baseline that fails): the plain histogram over sizes 0..N with
-    noise of scale 2/eps_l on every cell (L1 sensitivity 2 per level, Lemma 3; pitfall 7),
+    noise of scale sensitivity/eps_l on every cell (the L1 sensitivity per level is 2,
+    Lemma 3; pitfall 7),
     the Euclidean projection onto {x >= 0, sum x = G_v} (exact, by sorting), then
     largest-remainder rounding (ties to the smaller size). Returns (n, N + 1) int64, >= 0,
     rows summing to G_v. Noise on empty cells creates phantom groups at large sizes, so the
     emd grows with N (spec 4.3). No variance estimate: not used in the hierarchy."""
     hist, groups = _check_level(hist_level, groups_level)
     n, width = hist.shape
-    gen = _noise(noise, epsilon_level, NAIVE_SENSITIVITY)
-    noisy = gen.apply(hist, source, sensitivity=NAIVE_SENSITIVITY, budget=epsilon_level,
+    gen = _noise(noise, epsilon_level, sensitivity)
+    noisy = gen.apply(hist, source, sensitivity=sensitivity, budget=epsilon_level,
                       label="group sizes: size histograms").astype(np.float64)
     starts = np.arange(n, dtype=np.int64) * width
     proj = project_segments(noisy.ravel(), starts, groups.astype(np.float64))
@@ -859,6 +865,7 @@ def kuo_release(
     hc_divisor: str = "count",
     noise_variance: str = "laplace",
     tie_split: str = "proportional",
+    sensitivity: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 end to end: Phase 1 per level, variances, top-down match and merge.
 
@@ -871,7 +878,8 @@ def kuo_release(
     `estimate_variances` and `kuo_hierarchical`.
 
     Privacy: level l is eps_l-DP for the add/remove-one-person neighbour with public G_v
-    (L1 sensitivity 1 for Hc and Hg, parallel within the level); the release is
+    (L1 sensitivity 1 for Hc and Hg, parallel within the level: ``sensitivity``, from the
+    mechanism's privacy plan, calibrates the noise of both); the release is
     sum(epsilon_per_level)-DP by sequential composition. The caller accounts for it.
 
     Returns ``(released, phase1)``: the consistent release (see `kuo_hierarchical`), and
@@ -895,10 +903,10 @@ def kuo_release(
         sl = h.level_slice(level)
         if methods[level] == "hc":
             est, info = hc_level(hist[sl], np.asarray(groups)[sl], eps[level], source, p=p,
-                                 noise=noise)
+                                 noise=noise, sensitivity=sensitivity)
         else:
             est, info = hg_level(hist[sl], np.asarray(groups)[sl], eps[level], source,
-                                 p=hg_p, noise=noise)
+                                 p=hg_p, noise=noise, sensitivity=sensitivity)
         phase1[sl] = est
         estimates.append(est)
         variances.append(estimate_variances(est, info, hg_count=hg_count,

@@ -8,6 +8,9 @@ sequentially, so the release is epsilon-DP with epsilon = sum epsilon_l (or rho-
 rho = sum rho_l). Everything after measuring is post-processing. An invariant root (off by
 default) is published exactly and is NOT protected.
 
+The claim is data: `_CountMechanism.privacy_plan` (one stage, "levels"), from which the noise
+is calibrated (`plan_levels`), and which the manifest and the audit read.
+
 Categories are processed independently column by column (`MechanismInfo` of these entries
 says so), which the privacy audit uses to run many trials at once.
 """
@@ -29,12 +32,16 @@ from hierdp_core.mechanisms.measure import (
     plan_levels,
 )
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
 from hierdp_core.queries.counts import CountData
 from hierdp_core.release import Release
 
-NEIGHBOURING = ("add/remove one person; per level L1 = L2 sensitivity 1; sequential "
-                "composition over levels")
+#: the count vector of one level (nodes x categories) under add/remove one person
+LEVEL_SENSITIVITY = 1.0
+LEVELS_NOTE = ("per level L1 = L2 sensitivity 1 (one cell changes by 1); every measured level "
+               "spends its share of the budget; the levels compose sequentially")
+NEIGHBOURING = "add/remove one person; " + LEVELS_NOTE
 HAY = ("Hay, Rastogi, Miklau & Suciu (2010), Boosting the accuracy of differentially private "
        "histograms through consistency, PVLDB 3(1)")
 TOPDOWN_REF = ("Abowd et al. (2022), The 2020 Census Disclosure Avoidance System TopDown "
@@ -47,10 +54,15 @@ ROOT_PARAM = Parameter("root_invariant", "bool", False,
                        "publish the root total exactly (NOT private; as the Census does)")
 
 
-def _privacy_record(plans, budget: PrivacyBudget, noise: str, invariants) -> dict:
+def _privacy_record(plans, budget: PrivacyBudget, noise: str, invariants,
+                    privacy_plan: PrivacyPlan) -> dict:
+    """The summary for the manifest: definition, totals spent, invariants; the relation is
+    the plan's."""
     spent = sum(p.budget.value for p in plans if p.budget is not None)
     definition = plans_definition(plans, budget)
-    record = {"definition": definition, "neighbouring": NEIGHBOURING, "noise": noise,
+    relation = privacy_plan.stages[0].relation
+    record = {"definition": definition, "relation": relation,
+              "neighbouring": RELATIONS[relation], "noise": noise,
               "invariants": list(invariants)}
     total = PrivacyBudget(definition, spent, budget.delta)
     record.update(total.as_dict())
@@ -71,11 +83,24 @@ class _CountMechanism(Mechanism):
     info: MechanismInfo = field(init=False)
     fixed_noise: str | None = None
 
+    def privacy_plan(self, **params) -> PrivacyPlan:
+        """One stage: every level measured once with sensitivity 1 (L1 = L2, so whatever the
+        noise), the levels composing sequentially; an invariant root is not measured."""
+        p = self.params(**params)
+        noise = self.fixed_noise or p.get("noise", "auto")
+        note = LEVELS_NOTE
+        if p.get("root_invariant"):
+            note += "; the root total is published exactly (NOT protected)"
+        stage = Stage("levels", ADD_REMOVE_PERSON, LEVEL_SENSITIVITY, noise, 1.0, note=note)
+        return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
+
     def _plans(self, data: CountData, budget: PrivacyBudget, split, p: dict):
         noise = self.fixed_noise or p.get("noise", "auto")
         noise = choose_noise(noise, budget)
+        stage = self.privacy_plan(**p).stages[0]
         return noise, plan_levels(data.hierarchy, budget, noise, split,
-                                  root_invariant=p.get("root_invariant", False))
+                                  root_invariant=p.get("root_invariant", False),
+                                  sensitivity=stage.sensitivity)
 
     def ledger(self, data: CountData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
@@ -96,7 +121,7 @@ class _CountMechanism(Mechanism):
             values=values,
             mechanism=self.info.name,
             parameters=p,
-            privacy=_privacy_record(plans, budget, noise, invariants),
+            privacy=_privacy_record(plans, budget, noise, invariants, self.privacy_plan(**p)),
             ledger=ledger_frame(plans),
             randomness=source.as_dict(),
             categories=data.categories if data.has_categories else None,

@@ -13,6 +13,10 @@ public by the model, not protected, and listed as invariants of the release (``i
 the total G, or every region's G_v for the cumulative-histogram and Kuo mechanisms, whose
 last cumulative cell is G_v; none for gs-noisy). The CLI has them declared (``--invariant
 total`` / ``groups``).
+
+The claim is data: `GroupSizeMechanism.privacy_plan` (one stage, "levels", its sensitivity
+from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Kuo's
+`kuo_release`), and which the manifest and the audit read.
 """
 
 from __future__ import annotations
@@ -24,20 +28,21 @@ import numpy as np
 from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import BudgetError, MechanismError
-from hierdp_core.groupsizes.data import (
-    CUMULATIVE_L1_SENSITIVITY,
-    PLAIN_L1_SENSITIVITY,
-    GroupSizeData,
-    cumulative,
-    decumulate,
-)
+from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, measure, plan_levels
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
+from hierdp_core.privacy.plan import PERSON_IN_GROUP, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import Release
 
 QUERY = "group-sizes"
+#: L1 sensitivity per level of what a level measures, by representation, under one person
+#: added to or removed from an existing group: the plain size histograms of all regions 2
+#: (one group moves from size k to k +- 1), the per-region cumulative histograms 1 (one
+#: cell of one region); Kuo's Hg (sorted sizes of every region) is 1 too (one rank)
+LEVEL_SENSITIVITY = {"plain": 2.0, "cumulative": 1.0}
+LEVELS_NOTE = ("every level measured once; the levels compose sequentially")
 NEIGHBOURING = ("add/remove one person in an existing group (groups and their regions "
                 "public); per level L1 sensitivity 2 (plain histograms) or 1 (cumulative); "
                 "sequential composition over levels")
@@ -63,16 +68,26 @@ class GroupSizeMechanism(Mechanism):
     representation: str = "plain"  # or "cumulative"
     invariants: tuple[str, ...] = (G_PUBLIC,)
 
-    @property
-    def sensitivity(self) -> float:
-        return PLAIN_L1_SENSITIVITY if self.representation == "plain" \
-            else CUMULATIVE_L1_SENSITIVITY
+    #: what the plan's note adds to the per-level sensitivity
+    measured: str = ""
+
+    def privacy_plan(self, **params) -> PrivacyPlan:
+        """One stage: every level measured once, L1 sensitivity per level by representation
+        (`LEVEL_SENSITIVITY`), the levels composing sequentially."""
+        p = self.params(**params)
+        sensitivity = LEVEL_SENSITIVITY[self.representation]
+        what = self.measured or f"{self.representation} size histograms of every region"
+        note = f"{what}: L1 sensitivity {sensitivity:g} per level; {LEVELS_NOTE}"
+        stage = Stage("levels", PERSON_IN_GROUP, sensitivity, p.get("noise", "geometric"),
+                      1.0, note=note)
+        return PrivacyPlan(self.info.name, PURE_DP, (stage,))
 
     def _plans(self, data, budget: PrivacyBudget, split, p: dict):
         if budget.definition != PURE_DP:
             raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
+        stage = self.privacy_plan(**p).stages[0]
         return plan_levels(data.hierarchy, budget, p.get("noise", "geometric"), split,
-                           query=QUERY, l1_sensitivity=self.sensitivity)
+                           query=QUERY, sensitivity=stage.sensitivity)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         return ledger_frame(self._plans(data, budget, split, self.params(**params)))
@@ -91,10 +106,12 @@ class GroupSizeMechanism(Mechanism):
                               "share of the budget")
         values, noisy = self.measure_and_estimate(data, plans, p, source)
         spent = sum(plan.budget.value for plan in plans)
+        relation = self.privacy_plan(**p).stages[0].relation
         return Release(
             hierarchy=data.hierarchy, values=np.asarray(values), mechanism=self.info.name,
             parameters=p,
-            privacy={"definition": PURE_DP, "neighbouring": NEIGHBOURING,
+            privacy={"definition": PURE_DP, "relation": relation,
+                     "neighbouring": RELATIONS[relation],
                      "noise": p.get("noise", "geometric"), "invariants": list(self.invariants),
                      **PrivacyBudget.pure(spent).as_dict()},
             ledger=ledger_frame(plans), randomness=source.as_dict(),
@@ -253,6 +270,8 @@ class PaperChain(GroupSizeMechanism):
     representation: str = "cumulative"
 
     def __post_init__(self):
+        self.measured = ("level-wide chain cumulative counts, noise as published (the claim "
+                         "is wrong: their L1 sensitivity per level is the number of regions)")
         self.info = _info(
             "gs-mc-chain-paper", "M_c^ch as published (NOT private): noise calibrated to "
             "sensitivity 1 on level-wide chain counts whose sensitivity is the number of "
@@ -288,6 +307,10 @@ class KuoEstimator(GroupSizeMechanism):
     hierarchical: bool = False
 
     def __post_init__(self):
+        self.measured = {"hc": "Hc: cumulative histograms of every region",
+                         "hg": "Hg: sorted group sizes of every region"}.get(
+            self.method if not self.hierarchical else "",
+            "Hc (cumulative histograms) or Hg (sorted group sizes) of every region")
         loss = Parameter("isotonic_p", "choice", "2", "isotonic regression loss: L2 (PAV) or "
                          "L1", choices=("2", "1"))
         if self.hierarchical:
@@ -323,7 +346,7 @@ class KuoEstimator(GroupSizeMechanism):
         released, phase1 = kuo_release(
             h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
             methods, source, p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
-            noise=p["noise"])
+            noise=p["noise"], sensitivity=plans[0].sensitivity)
         return (released if self.hierarchical else phase1), phase1
 
 

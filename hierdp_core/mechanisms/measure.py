@@ -1,8 +1,9 @@
 """Level-wise measurement: split the budget over levels, calibrate noise per level, apply it.
 
-Each level's count vector has L1 = L2 sensitivity 1 under add/remove-one-person (see
-`hierdp_core.queries.counts`), so level l gets noise calibrated to its share of the budget,
-and the shares compose sequentially to the total. An `Accountant` checks the total.
+The caller gives the per-level sensitivity of what is measured, read from its mechanism's
+privacy plan (`hierdp_core.privacy.plan`; e.g. 1 for the count vector of a level under
+add/remove-one-person), so level l gets noise calibrated to its share of the budget, and the
+shares compose sequentially to the total. An `Accountant` checks the total.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from hierdp_core.privacy.budget import (
     split_shares,
 )
 from hierdp_core.privacy.samplers import NOISES, Noise, NoiseSource
-from hierdp_core.queries.counts import L1_SENSITIVITY_PER_LEVEL, L2_SENSITIVITY_PER_LEVEL
 
 PURE_NOISES = ("laplace", "geometric")
 ZCDP_NOISES = ("gaussian", "discrete-gaussian")
@@ -97,12 +97,12 @@ def plan_levels(
     *,
     query: str = "counts",
     root_invariant: bool = False,
-    l1_sensitivity: float = L1_SENSITIVITY_PER_LEVEL,
-    l2_sensitivity: float = L2_SENSITIVITY_PER_LEVEL,
+    sensitivity: float,
 ) -> list[LevelPlan]:
-    """One plan per level, noise calibrated to the per-level sensitivity of the query (L1 for
-    Laplace / geometric noise, L2 for Gaussian ones); the accountant refuses any split that
-    would overspend."""
+    """One plan per level, noise calibrated to ``sensitivity``, the per-level sensitivity of
+    the query in the noise's norm (L1 for Laplace / geometric noise, L2 for Gaussian ones) as
+    the mechanism's privacy plan states it; the accountant refuses any split that would
+    overspend."""
     noise = choose_noise(noise, budget)
     if noise in ZCDP_NOISES:
         budget = as_zcdp(budget)
@@ -118,10 +118,8 @@ def plan_levels(
             continue
         part = accountant.spend(budget.value * share, level=level, query=query)
         if noise in PURE_NOISES:
-            sensitivity = l1_sensitivity
             n = NOISES[noise].for_epsilon(part.value, sensitivity)
         else:
-            sensitivity = l2_sensitivity
             n = NOISES[noise].for_zcdp(part.value, sensitivity)
         plans.append(LevelPlan(level, name, query, float(share), part, n, sensitivity))
     return plans

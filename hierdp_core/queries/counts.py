@@ -3,7 +3,8 @@
 Neighbouring relation: add/remove one person (one row of microdata, or one unit of one
 aggregated row). A person lies in exactly one node per level and in one category, so for a
 whole level the count vector (all nodes x categories) changes in one cell by 1:
-L1 sensitivity = L2 sensitivity = 1 per level. Measuring every level composes sequentially
+L1 sensitivity = L2 sensitivity = 1 per level (stated once, in the privacy plan of the count
+mechanisms, `hierdp_core.mechanisms.counts`). Measuring every level composes sequentially
 over levels (epsilons or rhos add up).
 
 The shape is public (DESIGN principle 7). With a declared `hierdp_core.structure.Geography`
@@ -37,8 +38,6 @@ from hierdp_core.hierarchy import Hierarchy, build_hierarchy
 from hierdp_core.structure import Geography, category_index, distinct_codes
 
 TOTAL = "total"
-L1_SENSITIVITY_PER_LEVEL = 1.0
-L2_SENSITIVITY_PER_LEVEL = 1.0
 
 
 @dataclass(frozen=True, eq=False)
