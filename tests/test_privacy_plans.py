@@ -20,7 +20,7 @@ from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
 
 #: the query kinds whose mechanisms calibrate their noise from their plan
-CONVERTED = ("counts", "group-sizes")
+CONVERTED = ("counts", "group-sizes", "flows")
 
 
 def _data(kind: str):

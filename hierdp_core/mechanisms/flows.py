@@ -16,6 +16,11 @@ Baselines: ``vanilla-gauss`` spends all of rho on the leaf cells (every possible
 zeros included) and aggregates; ``stability-histogram`` adds Laplace(2/epsilon) to the
 positive leaf cells only and suppresses those below 1 + 2 ln(2/delta)/epsilon:
 (epsilon, delta)-DP under bounded DP (Bun, Nissim & Stemmer 2019).
+
+The claim is data: each mechanism's `privacy_plan` (one stage, with the sensitivity of
+`SENSITIVITY` or the stability histogram's `STABILITY_SENSITIVITY`), from which the noise is
+calibrated (`plan_flow_levels`, `LeafBaseline.leaf_noise`), and which the manifest and the
+audit read.
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import LevelPlan, as_zcdp, ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, Accountant, PrivacyBudget
+from hierdp_core.privacy.plan import (
+    ADD_REMOVE_TRIP,
+    RELATIONS,
+    SUBSTITUTE_TRIP,
+    PrivacyPlan,
+    Stage,
+)
 from hierdp_core.privacy.samplers import DiscreteGaussian, Laplace, Noise, NoiseSource
 
 QUERY = "flows"
@@ -48,7 +60,11 @@ NEIGHBOURING = {
                  "L2 sensitivity 1, discrete Gaussian noise of variance 1/(2 rho_l), so the "
                  "release is (rho_0 + ... + rho_T)-zCDP",
 }
+#: L2 sensitivity of one level's (or the leaves') O/D histogram, by neighbouring relation
 SENSITIVITY = {"bounded": math.sqrt(2.0), "unbounded": 1.0}
+#: L1 sensitivity of the leaf histogram under bounded DP (one cell -1, another +1)
+STABILITY_SENSITIVITY = 2.0
+RELATION = {"bounded": SUBSTITUTE_TRIP, "unbounded": ADD_REMOVE_TRIP}
 SPLITS = ("uniform", "geometric")
 MAX_VANILLA_CELLS = 200_000_000
 VANILLA_CHUNK_CELLS = 4_000_000
@@ -83,8 +99,9 @@ def split_shares_flows(data: FlowData, split, measured_root: bool) -> np.ndarray
 
 
 def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring: str,
-                     authors_budget: bool = False) -> list[LevelPlan]:
-    """Per tree level: its share of rho and its discrete Gaussian noise. The accountant
+                     authors_budget: bool = False, *, sensitivity: float) -> list[LevelPlan]:
+    """Per tree level: its share of rho and its discrete Gaussian noise, calibrated to
+    ``sensitivity`` (L2, per level; the mechanism's privacy plan states it). The accountant
     refuses a split that would overspend."""
     rho = as_zcdp(budget)
     shares = split_shares_flows(data, split, measured_root=neighbouring == "unbounded")
@@ -97,9 +114,8 @@ def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring:
             plans.append(LevelPlan(level, name, QUERY, 0.0, None, None))
             continue
         part = accountant.spend(rho.value * share, level=level, query=QUERY)
-        noise = DiscreteGaussian.for_zcdp(part.value, SENSITIVITY[neighbouring])
-        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise,
-                               SENSITIVITY[neighbouring]))
+        noise = DiscreteGaussian.for_zcdp(part.value, sensitivity)
+        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise, sensitivity))
     return plans
 
 
@@ -110,10 +126,13 @@ def _check_data(name: str, data) -> FlowData:
     return data
 
 
-def _zcdp_privacy(plans, budget: PrivacyBudget, neighbouring: str, invariants) -> dict:
+def _zcdp_privacy(plans, budget: PrivacyBudget, plan: PrivacyPlan, invariants) -> dict:
+    """The summary for the manifest: definition, totals spent, invariants; the relation is
+    the plan's."""
     spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
     total = PrivacyBudget.zcdp(spent, budget.delta)
-    return {"definition": ZCDP, "neighbouring": NEIGHBOURING[neighbouring],
+    relation = plan.stages[0].relation
+    return {"definition": ZCDP, "relation": relation, "neighbouring": RELATIONS[relation],
             "noise": "discrete-gaussian", "invariants": list(invariants), **total.as_dict()}
 
 
@@ -140,6 +159,24 @@ class TopDownFlows(Mechanism):
             # under 5 minutes on 2 cores
             audit_trials=4000 if self.project is projections.linf_milp else None)
 
+    def privacy_plan(self, **params) -> PrivacyPlan:
+        """One stage: every level of the O/D tree below the root (the root too under
+        unbounded DP) measured once with discrete Gaussian noise, L2 sensitivity sqrt(2)
+        (bounded) or 1 (unbounded) per level, the levels composing (rho adds up). With
+        ``authors_budget`` half the budget is spent."""
+        p = self.params(**params)
+        neighbouring = p["neighbouring"]
+        stage = Stage("levels", RELATION[neighbouring], SENSITIVITY[neighbouring],
+                      "discrete-gaussian", 0.5 if p["authors_budget"] else 1.0,
+                      note=NEIGHBOURING[neighbouring])
+        return PrivacyPlan(self.info.name, ZCDP, (stage,))
+
+    def _plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
+        plan = self.privacy_plan(**p)
+        return plan, plan_flow_levels(data, budget, split, p["neighbouring"],
+                                      p["authors_budget"],
+                                      sensitivity=plan.stages[0].sensitivity)
+
     def projection(self, p: dict) -> Callable:
         if self.option is None:
             return self.project
@@ -147,15 +184,15 @@ class TopDownFlows(Mechanism):
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
-        return ledger_frame(plan_flow_levels(_check_data(self.info.name, data), budget, split,
-                                             p["neighbouring"], p["authors_budget"]))
+        return ledger_frame(self._plans(_check_data(self.info.name, data), budget, split,
+                                        p)[1])
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> FlowRelease:
         data = _check_data(self.info.name, data)
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
-        plans = plan_flow_levels(data, budget, split, p["neighbouring"], p["authors_budget"])
+        plan, plans = self._plans(data, budget, split, p)
         if any(plan.noise is None for plan in plans[1:]):
             raise BudgetError(f"{self.info.name} measures every level below the root: give "
                               "each a share of the budget")
@@ -167,7 +204,7 @@ class TopDownFlows(Mechanism):
         levels, diagnostics = topdown(data, root, plans[1:], self.projection(p), source)
         return FlowRelease.of(
             data, levels, mechanism=self.info.name, parameters=p,
-            privacy=_zcdp_privacy(plans, budget, p["neighbouring"], invariants),
+            privacy=_zcdp_privacy(plans, budget, plan, invariants),
             ledger=ledger_frame(plans), randomness=source.as_dict(), invariants=invariants,
             diagnostics=diagnostics)
 
@@ -205,9 +242,23 @@ class LeafBaseline(Mechanism):
     (`noisy_leaves`)."""
 
     info: MechanismInfo = field(init=False)
-    leaf_sensitivity = 1.0  # of the leaf histogram, in the leaf noise's norm
+    noise_name = ""
 
-    def leaf_noise(self, budget: PrivacyBudget) -> tuple[PrivacyBudget, Noise]:
+    def leaf_sensitivity(self) -> float:
+        """Of the leaf histogram, in the leaf noise's norm (read through the plan)."""
+        raise NotImplementedError
+
+    def privacy_plan(self, **params) -> PrivacyPlan:
+        """One stage: the leaf histogram measured once with the whole budget, under bounded
+        DP (one trip substituted)."""
+        self.params(**params)
+        stage = Stage("leaves", SUBSTITUTE_TRIP, self.leaf_sensitivity(), self.noise_name,
+                      1.0, note=self.info.neighbouring)
+        return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
+
+    def leaf_noise(self, budget: PrivacyBudget,
+                   sensitivity: float) -> tuple[PrivacyBudget, Noise]:
+        """The budget spent and the leaf noise, calibrated to ``sensitivity``."""
         raise NotImplementedError
 
     def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
@@ -215,30 +266,34 @@ class LeafBaseline(Mechanism):
         """The released leaf cells (origin, destination, value), measured with ``plan``."""
         raise NotImplementedError
 
-    def privacy(self, plans, budget: PrivacyBudget) -> dict:
-        return _zcdp_privacy(plans, budget, "bounded", ())
+    def privacy(self, plans, budget: PrivacyBudget, plan: PrivacyPlan) -> dict:
+        return _zcdp_privacy(plans, budget, plan, ())
 
-    def _plans(self, data: FlowData, budget: PrivacyBudget) -> list[LevelPlan]:
-        total, noise = self.leaf_noise(budget)
+    def _plans(self, data: FlowData, budget: PrivacyBudget,
+               plan: PrivacyPlan) -> list[LevelPlan]:
+        sensitivity = plan.stages[0].sensitivity
+        total, noise = self.leaf_noise(budget, sensitivity)
         part = Accountant(total).spend(total.value, level=data.depth, query=QUERY)
         plans = [LevelPlan(level, name, QUERY, 0.0, None, None)
                  for level, name in enumerate(data.level_names[:-1])]
         return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise,
-                                  self.leaf_sensitivity)]
+                                  sensitivity)]
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
-        self.params(**params)
-        return ledger_frame(self._plans(_check_data(self.info.name, data), budget))
+        plan = self.privacy_plan(**params)
+        return ledger_frame(self._plans(_check_data(self.info.name, data), budget, plan))
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> FlowRelease:
         data = _check_data(self.info.name, data)
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
-        plans = self._plans(data, budget)
+        plan = self.privacy_plan(**p)
+        plans = self._plans(data, budget, plan)
         levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
         return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
-                              privacy=self.privacy(plans, budget), ledger=ledger_frame(plans),
+                              privacy=self.privacy(plans, budget, plan),
+                              ledger=ledger_frame(plans),
                               randomness=source.as_dict())
 
 
@@ -247,7 +302,10 @@ class VanillaGauss(LeafBaseline):
     """All of rho on the leaf cells, every possible (origin, destination) pair; coarser
     levels are sums, negatives kept."""
 
-    leaf_sensitivity = SENSITIVITY["bounded"]
+    noise_name = "discrete-gaussian"
+
+    def leaf_sensitivity(self) -> float:
+        return SENSITIVITY["bounded"]  # L2
 
     def __post_init__(self):
         self.info = MechanismInfo(
@@ -260,9 +318,9 @@ class VanillaGauss(LeafBaseline):
             neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
                          "sqrt(2), all of rho on it")
 
-    def leaf_noise(self, budget):
+    def leaf_noise(self, budget, sensitivity):
         rho = as_zcdp(budget)
-        return rho, DiscreteGaussian.for_zcdp(rho.value, SENSITIVITY["bounded"])
+        return rho, DiscreteGaussian.for_zcdp(rho.value, sensitivity)
 
     def noisy_leaves(self, data, budget, plan, source):
         leaves = data.level_width(data.geo_levels)
@@ -288,7 +346,10 @@ class VanillaGauss(LeafBaseline):
 class StabilityHistogram(LeafBaseline):
     """Laplace noise on the positive leaf cells only, suppressed below a threshold."""
 
-    leaf_sensitivity = 2.0
+    noise_name = "laplace"
+
+    def leaf_sensitivity(self) -> float:
+        return STABILITY_SENSITIVITY  # L1
 
     def __post_init__(self):
         self.info = MechanismInfo(
@@ -307,11 +368,11 @@ class StabilityHistogram(LeafBaseline):
     def threshold(epsilon: float, delta: float) -> float:
         return 1 + 2 * math.log(2 / delta) / epsilon
 
-    def leaf_noise(self, budget):
+    def leaf_noise(self, budget, sensitivity):
         if budget.definition != APPROX_DP:
             raise BudgetError("stability-histogram is (epsilon, delta)-DP: give epsilon and "
                               "delta")
-        return budget, Laplace.for_epsilon(budget.value, 2.0)
+        return budget, Laplace.for_epsilon(budget.value, sensitivity)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         frame = super().ledger(data, budget, split, **params)
@@ -324,8 +385,10 @@ class StabilityHistogram(LeafBaseline):
         kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 
-    def privacy(self, plans, budget):
-        return {"definition": APPROX_DP, "neighbouring": self.info.neighbouring,
+    def privacy(self, plans, budget, plan):
+        relation = plan.stages[0].relation
+        return {"definition": APPROX_DP, "relation": relation,
+                "neighbouring": RELATIONS[relation], "note": plan.stages[0].note,
                 "noise": "laplace", "invariants": [], **budget.as_dict()}
 
 
