@@ -1,0 +1,176 @@
+"""Large-input benchmark: the whole ``hierdp release`` of a 10.8M-row, 330 MB CSV.
+
+Generates, in a temporary folder, survey-style person records over a 3-level geography
+(52 states > 3,200 counties > 80,000 tracts, GEOID-style codes with leading zeros) with a
+sex and an age-group category and a count column ``n`` (1..4, the persons a record
+stands for; rows in random order), plus the public geography file (one row per tract).
+Then, in the same run:
+
+* ``read_csv_seconds``: ``pandas.read_csv`` of the file (default options), in this process;
+* ``seconds``: the CLI release as a subprocess, reading and writing included
+  (``python -m hierdp_core release ... --mechanism topdown`` with secure noise, no seed,
+  over the declared geography and category values), and its peak RSS (``/usr/bin/time``).
+
+The acceptance target of issue 16: ``seconds <= 2 x read_csv_seconds`` and peak memory
+under 2 GB. ``fixed_seconds`` is the same release of the file's first 1,000 rows (start-up,
+imports, the geography, secure noise on every released cell, writing): what does not grow
+with the input; ``input_seconds`` the rest. Prints ONE JSON object to stdout. See
+benchmarks/README.md.
+
+Examples::
+
+    python benchmarks/bench_large_input.py                  # 10,800,000 rows
+    python benchmarks/bench_large_input.py --rows 1000000   # a quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from machine import machine_info
+
+N_STATES, N_COUNTIES, N_TRACTS = 52, 3_200, 80_000
+SEXES = ("F", "M")
+AGE_GROUPS = ("0-17", "18-64", "65+")
+TARGET_RATIO, TARGET_RSS_MB = 2.0, 2048.0
+
+
+def _spread(n_children: int, n_parents: int, rng: np.random.Generator) -> np.ndarray:
+    """The parent (sorted) of each of ``n_children`` nodes, every parent at least one."""
+    weights = rng.lognormal(0.0, 0.9, n_parents)
+    extra = rng.multinomial(n_children - n_parents, weights / weights.sum())
+    return np.repeat(np.arange(n_parents), extra + 1)
+
+
+def make_input(folder: Path, rows: int, seed: int) -> tuple[Path, Path]:
+    """Write ``people.csv`` (rows records) and ``geography.csv`` (one row per tract)."""
+    rng = np.random.default_rng(seed)
+    county_state = _spread(N_COUNTIES, N_STATES, rng)
+    tract_county = _spread(N_TRACTS, N_COUNTIES, rng)
+    state_code = np.char.zfill(np.arange(1, N_STATES + 1).astype(str), 2)
+    county_code = np.char.add(state_code[county_state],
+                              np.char.zfill((np.arange(N_COUNTIES) % 997 + 1).astype(str), 3))
+    tract_code = np.char.add(county_code[tract_county],
+                             np.char.zfill((np.arange(N_TRACTS) * 7 % 999_999).astype(str), 6))
+    tract_state = county_state[tract_county]
+    geography = pa.table({"state": state_code[tract_state], "county": county_code[tract_county],
+                          "tract": tract_code})
+    geo_path = folder / "geography.csv"
+    options = pacsv.WriteOptions(quoting_style="none")  # codes hold no delimiter or quote
+    pacsv.write_csv(geography, geo_path, write_options=options)
+
+    popularity = rng.lognormal(0.0, 1.0, N_TRACTS)
+    tract = rng.choice(N_TRACTS, size=rows, p=popularity / popularity.sum()).astype(np.int32)
+
+    def column(index: np.ndarray, values) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(pa.array(index), pa.array(values)).cast(pa.string())
+
+    table = pa.table({
+        "state": column(tract_state[tract], state_code),
+        "county": column(tract_county[tract], county_code),
+        "tract": column(tract, tract_code),
+        "sex": column(rng.integers(0, len(SEXES), rows, dtype=np.int8), SEXES),
+        "age_group": column(rng.choice(len(AGE_GROUPS), rows, p=(0.22, 0.61, 0.17))
+                            .astype(np.int8), AGE_GROUPS),
+        "n": rng.integers(1, 5, rows, dtype=np.int64),
+    })
+    path = folder / "people.csv"
+    pacsv.write_csv(table, path, write_options=options)
+    return path, geo_path
+
+
+def release_command(path: Path, geo_path: Path, out: Path, key: Path) -> list[str]:
+    return [sys.executable, "-m", "hierdp_core", "release", str(path),
+            "--levels", "state,county,tract", "--count-column", "n",
+            "--categories", "sex,age_group",
+            "--category-values", "sex=" + "|".join(SEXES),
+            "--category-values", "age_group=" + "|".join(AGE_GROUPS),
+            "--geography", str(geo_path), "--mechanism", "topdown", "--epsilon", "1",
+            "--format", "csv", "--key-file", str(key), "--out", str(out)]
+
+
+def run_release(command: list[str], folder: Path) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of the CLI subprocess, measured by /usr/bin/time: this
+    process's own children counters would include the pages a forked child holds before
+    it execs, i.e. this process's memory (the generated table, pandas' frame)."""
+    report = folder / "time.txt"
+    timed = ["/usr/bin/time", "-f", "%M", "-o", str(report), *command]
+    start = time.perf_counter()
+    proc = subprocess.run(timed, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"the release failed ({proc.returncode}): {proc.stderr.strip()}")
+    kilobytes = int(report.read_text().split()[-1])
+    return seconds, round(kilobytes / 1024, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_800_000)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the synthetic data only")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the input and the release into DIR and keep them")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="hierdp-large-") as tmp:
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        path, geo_path = make_input(folder, args.rows, args.seed)
+        generate_seconds = time.perf_counter() - start
+        input_mb = path.stat().st_size / 1e6
+        gc.collect()
+
+        start = time.perf_counter()
+        frame = pd.read_csv(path)
+        read_csv_seconds = time.perf_counter() - start
+        n_rows = len(frame)
+        del frame
+        gc.collect()
+
+        out = folder / "release"
+        command = release_command(path, geo_path, out, folder / "fingerprint.key")
+        seconds, peak_mb = run_release(command, folder)
+        release_rows = sum(1 for _ in open(out / "release.csv", "rb")) - 1
+
+        head = folder / "head.csv"  # the same release of 1,000 rows: the fixed cost
+        with open(path, "rb") as source, open(head, "wb") as sink:
+            sink.writelines(itertools.islice(source, 1001))
+        fixed_seconds, _ = run_release(release_command(head, geo_path, folder / "release-head",
+                                                       folder / "fingerprint.key"), folder)
+
+    ratio = seconds / read_csv_seconds
+    print(json.dumps({
+        "benchmark": "large_input",
+        "rows": n_rows,
+        "input_mb": round(input_mb, 1),
+        "release_rows": release_rows,
+        "seconds": round(seconds, 2),
+        "read_csv_seconds": round(read_csv_seconds, 2),
+        "ratio": round(ratio, 2),
+        "peak_rss_mb": peak_mb,
+        "fixed_seconds": round(fixed_seconds, 2),
+        "input_seconds": round(seconds - fixed_seconds, 2),
+        "generate_seconds": round(generate_seconds, 2),
+        "targets": {"ratio": TARGET_RATIO, "peak_rss_mb": TARGET_RSS_MB},
+        "meets_targets": bool(ratio <= TARGET_RATIO and peak_mb < TARGET_RSS_MB),
+        "command": " ".join(command[1:]),
+        "machine": machine_info(),
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
