@@ -27,7 +27,7 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import resolve_shares
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, Accountant, PrivacyBudget
-from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
@@ -178,7 +178,9 @@ class RangeMechanism(Mechanism):
             root = estimates[0]
         values = topdown(h, np.nan_to_num(estimates), np.maximum(np.rint(root), 0))
         spent = sum(part.value for part in parts if part is not None)
-        privacy = {"definition": PURE_DP, "epsilon": spent, "neighbouring": NEIGHBOURING,
+        relation = self.privacy_plan(**p).stages[0].relation
+        privacy = {"definition": PURE_DP, "epsilon": spent, "relation": relation,
+                   "neighbouring": RELATIONS[relation], "note": NEIGHBOURING,
                    "noise": "laplace", "invariants": [], "private": self.info.private}
         return RangeRelease(
             hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
