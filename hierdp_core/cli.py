@@ -328,7 +328,7 @@ def cmd_release(args) -> int:
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(_csv_list(args.format)),
                           structure_declared=structure_declared, input_spec=input_spec,
-                          input_bytes=path.read_bytes(), key_file=args.key_file,
+                          input_content=path, key_file=args.key_file,
                           overwrite=args.overwrite)
     if not release.privacy.get("invariants"):
         note = ""

@@ -74,9 +74,17 @@ def publisher_key(key_file: str | Path | None, out_dir: Path) -> tuple[bytes, Pa
     return key, path
 
 
-def keyed_fingerprint(content: bytes, key: bytes) -> str:
-    """HMAC-SHA256 of the input bytes under a secret key (hex)."""
-    return hmac.new(key, content, hashlib.sha256).hexdigest()
+def keyed_fingerprint(content: bytes | str | Path, key: bytes) -> str:
+    """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path
+    (read in blocks, never whole into memory)."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    if isinstance(content, bytes):
+        mac.update(content)
+    else:
+        with open(content, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                mac.update(block)
+    return mac.hexdigest()
 
 
 def _jsonable(value):
@@ -134,7 +142,7 @@ def write_release(
     formats: tuple[str, ...] = ("csv",),
     structure_declared: bool,
     input_spec: dict | None = None,
-    input_bytes: bytes | None = None,
+    input_content: bytes | str | Path | None = None,
     key_file: str | Path | None = None,
     overwrite: bool = False,
 ) -> dict[str, Path]:
@@ -142,9 +150,9 @@ def write_release(
     whole or not at all (`hierdp_core.atomic.staged_folder`): an existing release there is
     replaced whole with ``overwrite``, refused without; return the files' paths.
 
-    With ``input_bytes`` the manifest carries the input's fingerprint keyed by the
-    publisher's key (``key_file``, see `publisher_key`; its path is returned as ``"key"``;
-    it never lies in ``out_dir``).
+    With ``input_content`` (the input's bytes, or its path) the manifest carries the input's
+    fingerprint keyed by the publisher's key (``key_file``, see `publisher_key`; its path is
+    returned as ``"key"``; it never lies in ``out_dir``).
     """
     out = Path(out_dir)
     unknown = set(formats) - {"csv", "parquet"}
@@ -152,11 +160,11 @@ def write_release(
         raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv or parquet")
     paths: dict[str, Path] = {}
     fingerprint = None
-    if input_bytes is not None:  # the key first: a refused key leaves nothing written
+    if input_content is not None:  # the key first: a refused key leaves nothing written
         key, paths["key"] = publisher_key(key_file, out)
         fingerprint = {
             "method": "hmac-sha256",
-            "value": keyed_fingerprint(input_bytes, key),
+            "value": keyed_fingerprint(input_content, key),
             "key": "kept by the publisher outside the release folder; never published",
         }
     table = release.to_arrow()

@@ -46,7 +46,7 @@ def test_no_true_value_reaches_release_files(tmp_path, monkeypatch, canary_data,
                                                source=NoiseSource(seed=0))
     paths = write_release(release, tmp_path, formats=("csv", "parquet"),
                           structure_declared=True, input_spec={"levels": ["region", "town"]},
-                          input_bytes=b"secret")
+                          input_content=b"secret")
     truth = canary_data.node_counts().ravel()
     table = pd.read_parquet(paths["parquet"])
     assert not np.any(table["value"].to_numpy() == truth), "a node was released exactly"
@@ -131,7 +131,7 @@ def test_key_stays_outside_the_release_folder(canary_data, tmp_path):
                                                source=NoiseSource(secure=True))
     key_file = tmp_path / "keys" / "publisher.key"
     out = tmp_path / "release"
-    paths = write_release(release, out, structure_declared=True, input_bytes=b"input",
+    paths = write_release(release, out, structure_declared=True, input_content=b"input",
                           key_file=key_file)
     assert paths["key"] == key_file and key_file.stat().st_mode & 0o077 == 0
     assert sorted(p.name for p in out.rglob("*")) == ["manifest.json", "release.csv"]
@@ -139,7 +139,7 @@ def test_key_stays_outside_the_release_folder(canary_data, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert key.hex() not in json.dumps(manifest)
     again = write_release(release, tmp_path / "again", structure_declared=True,
-                          input_bytes=b"input", key_file=key_file)  # the same key is reused
+                          input_content=b"input", key_file=key_file)  # the same key is reused
     second = json.loads(again["manifest"].read_text())
     assert second["input"]["fingerprint"]["value"] == manifest["input"]["fingerprint"]["value"]
 
@@ -150,6 +150,14 @@ def test_key_inside_the_release_folder_is_refused(canary_data, tmp_path):
     release = get_mechanism("topdown").release(canary_data, PrivacyBudget.pure(1.0),
                                                source=NoiseSource(seed=1))
     with pytest.raises(InputError, match="inside the release folder"):
-        write_release(release, tmp_path / "out", structure_declared=True, input_bytes=b"x",
+        write_release(release, tmp_path / "out", structure_declared=True, input_content=b"x",
                       key_file=tmp_path / "out" / "private" / "k.key")
     assert not (tmp_path / "out").exists()
+
+
+def test_fingerprint_of_a_path_equals_that_of_its_bytes(tmp_path):
+    from hierdp_core.export import keyed_fingerprint
+
+    path = tmp_path / "input.csv"
+    path.write_bytes(b"a,b\n" * 700_000)  # larger than one block
+    assert keyed_fingerprint(path, b"k" * 32) == keyed_fingerprint(path.read_bytes(), b"k" * 32)
