@@ -37,13 +37,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.data.samples import SAMPLES, load_sample
+from hierdp_core.data.sample_files import sample_category_values
+from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
 from hierdp_core.geo import level_geojson, matching_geometry
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData, count_data_from_table
+from hierdp_core.verdict import not_private_reason
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
@@ -120,12 +122,27 @@ def count_data() -> CountData:
            r["local_codes"])
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
+        if ds["sample"]:  # a bundled sample: its public geography and category values
+            declared = {"geography": sample_geography(ds["sample"], tuple(r["levels"])),
+                        "category_values": sample_category_values(ds["sample"],
+                                                                  r["category_columns"])}
+        else:  # an upload: the structure is read from the table (exploration only)
+            declared = {"local_codes": r["local_codes"],
+                        "name_columns": name_columns(ds, r["levels"])}
         data = count_data_from_table(ds["table"], r["levels"], count_column=r["count_column"],
-                                     category_columns=r["category_columns"],
-                                     local_codes=r["local_codes"],
-                                     name_columns=name_columns(ds, r["levels"]))
+                                     category_columns=r["category_columns"], **declared)
         st.session_state[_DATA_CACHE] = cache = (key, data)
     return cache[1]
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def sample_geography(sample: str, levels: tuple[str, ...]):
+    """The declared public geography of a bundled sample over ``levels`` (shared,
+    read-only), with the unit names its geography has (``<level>_name`` columns)."""
+    from hierdp_core.data import sample_files
+
+    return sample_files.sample_geography(sample, levels,
+                                         {level: f"{level}_name" for level in levels})
 
 
 def require_count_data() -> CountData:
@@ -167,13 +184,14 @@ def node_display_names(data: CountData, level: int) -> np.ndarray:
 
 @st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
 def group_size_data():
-    """The bundled household sample as GroupSizeData (shared, read-only)."""
+    """The bundled household sample as GroupSizeData over its declared public geography
+    (the US counties) and top-code (shared, read-only)."""
     from hierdp_core.groupsizes.data import group_size_data_from_histograms
     from hierdp_core.groupsizes.samples import us_households
 
     return group_size_data_from_histograms(
         us_households(), ["state", "county"], "size", "households", max_size=1000,
-        name_columns={"state": "state_name", "county": "county_name"})
+        geography=sample_geography("us-households", ("state", "county")))
 
 
 @st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
@@ -184,7 +202,8 @@ def flow_data():
     from hierdp_core.flows.samples import load_airport_flows
 
     return flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
-                                ["d_state", "d_airport"], "flights")
+                                ["d_state", "d_airport"], "flights",
+                                geography=sample_geography("us-flights", ("state", "airport")))
 
 
 @st.cache_resource(show_spinner="Building the age histograms…", max_entries=2)
@@ -194,10 +213,9 @@ def range_data(levels: tuple[str, ...]):
     swap the workload with ``with_workload``)."""
     from hierdp_core.queries.ranges import range_data_from_table
 
-    names = dict(SAMPLES[RANGE_SAMPLE].label_columns)
     return range_data_from_table(sample_table(RANGE_SAMPLE), list(levels), "age",
-                                 count_column="residents",
-                                 name_columns={lv: names[lv] for lv in levels if lv in names})
+                                 count_column="residents", domain=(0, ITALY_MAX_AGE),
+                                 geography=sample_geography(RANGE_SAMPLE, tuple(levels)))
 
 
 @st.cache_data(show_spinner=False, max_entries=1)
@@ -279,12 +297,16 @@ def settings_key(s: dict) -> tuple:
             st.session_state[DATASET]["version"], tuple(sorted(roles().items(), key=str)).__repr__())
 
 
+def release_for(data: CountData, s: dict, source: NoiseSource):
+    """The release of ``data`` with the settings ``s`` and noise from ``source``."""
+    return get_mechanism(s["mechanism"]).release(data, budget_of(s), split=list(s["weights"]),
+                                                 source=source, **s["params"])
+
+
 def run_release(data: CountData, s: dict, seed: int | None):
     """Run the chosen mechanism; stores and returns the Release."""
-    mechanism = get_mechanism(s["mechanism"])
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
-    release = mechanism.release(data, budget_of(s), split=list(s["weights"]), source=source,
-                                **s["params"])
+    release = release_for(data, s, source)
     st.session_state[RELEASE] = release
     st.session_state[RELEASE_KEY] = settings_key(s)
     return release
@@ -322,19 +344,30 @@ def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
 
 
 def mechanism_picker(infos: dict, default: str, key: str, *,
-                     not_private: str = "NOT private as published",
-                     error_if_not_private: bool = False) -> str:
+                     not_private: str = "NOT private as published") -> str:
     """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
     labelled ``not_private``), with the chosen one's description, reference and warning (an
-    error box for a non-private one with ``error_if_not_private``). Returns the name."""
+    red box naming the flaw and the private alternative for a non-private one). Returns the
+    name."""
     names = list(infos)
     name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
                         else 0, format_func=mechanism_label(infos, not_private), key=key)
     info = infos[name]
     st.markdown(f"{info.description}  \n*{info.reference}*")
-    if info.warning:
-        (st.error if error_if_not_private and not info.private else st.warning)(info.warning)
+    warn_nonprivate(info)
+    if info.warning and info.private:
+        st.warning(info.warning)
     return name
+
+
+def warn_nonprivate(info) -> None:
+    """A red box for a mechanism that is not differentially private as published: the flaw
+    and the private alternative (its registry warning); its releases are never
+    publishable."""
+    if not info.private:
+        st.error(f"**{not_private_reason(info.name, info.warning)}.** Its releases are never "
+                 "publishable; use it only to compare with the published numbers.",
+                 icon=":material/gpp_bad:")
 
 
 def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
@@ -468,37 +501,6 @@ def sidebar_status(slot) -> None:
             st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
         st.markdown("**Release:** " + ("ready" if current_release() is not None
                                        else "not run for these settings"))
-
-
-EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
-
-
-def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
-                      structure_declared: bool) -> None:
-    """Download buttons for the release table (CSV and Parquet, ``rows`` rows) and its
-    manifest, under an "Export" heading. Tables above `EAGER_EXPORT_ROWS` rows are made on
-    click (small ones right away: Streamlit's deferred download occasionally never starts in
-    headless Chromium)."""
-    from functools import partial
-
-    from hierdp_core.export import manifest_bytes, release_table_bytes
-
-    on_click = rows > EAGER_EXPORT_ROWS
-    st.divider()
-    st.subheader("Export")
-    columns = st.columns(3)
-    for column, fmt, mime in zip(columns, ("csv", "parquet"),
-                                 ("text/csv", "application/octet-stream"), strict=False):
-        data = (partial(release_table_bytes, release, fmt) if on_click
-                else release_table_bytes(release, fmt))
-        column.download_button(f"Release table ({fmt.upper() if fmt == 'csv' else 'Parquet'})",
-                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
-                               key=f"{prefix}_dl_{fmt}")
-    manifest = manifest_bytes(release, structure_declared=structure_declared,
-                              input_spec=input_spec)
-    columns[2].download_button("Manifest (JSON)", manifest,
-                               file_name="manifest.json", mime="application/json",
-                               key=f"{prefix}_dl_manifest")
 
 
 def friendly_error(exc: Exception) -> None:

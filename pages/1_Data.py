@@ -3,6 +3,7 @@
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_release as rel
 from hierdp_core.data.loaders import read_table
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.errors import HierdpError
@@ -90,4 +91,5 @@ st.success(
     f"{len(data.categories)} categor{'y' if len(data.categories) == 1 else 'ies'}, "
     f"{int(data.leaf_counts.sum()):,} people in total."
 )
+rel.structure_note(data.declared_structure)
 ui.next_page("pages/2_Hierarchy.py", "Next: look at the hierarchy")

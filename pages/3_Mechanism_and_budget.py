@@ -25,6 +25,7 @@ with left:
     s["mechanism"] = st.selectbox("Mechanism", names, index=names.index(s["mechanism"])
                                   if s["mechanism"] in names else 0, key="mech_name")
     info = infos[s["mechanism"]]
+    ui.warn_nonprivate(info)
     st.markdown(f"{info.description}  \n*{info.reference}*")
     badges = [("private" if info.private else "NOT private as published"),
               ("consistent non-negative integers" if info.consistent

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_release as rel
 from hierdp_core.metrics import error_metrics, metric_descriptions
 from hierdp_core.viz import (
     choropleth,
@@ -54,6 +55,7 @@ if run or release is None:
         elapsed = time.perf_counter() - started
         status.update(label=f"Released {h.n_nodes:,} units in {elapsed:.2f} s", state="complete")
     ui.sidebar_status(status_slot)
+rel.verdict_box(release, data.declared_structure)
 
 truth = data.node_counts()
 metrics_key = ("metrics", id(release))

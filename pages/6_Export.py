@@ -6,10 +6,12 @@ import json
 import streamlit as st
 
 from hierdp_core import dashboard as ui
-from hierdp_core.export import manifest_bytes, release_geojson, release_table_bytes
+from hierdp_core import dashboard_release as rel
+from hierdp_core.export import manifest_bytes, release_geojson
 from hierdp_core.geo import level_geojson
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
+from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
@@ -27,26 +29,18 @@ input_spec = {"file": ds["name"], "query": "counts", "levels": r["levels"],
               "count_column": r["count_column"], "category_columns": r["category_columns"],
               "local_codes": r["local_codes"]}
 
-st.subheader("The release (safe to publish)")
+st.subheader("The release")
 st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
-           f"randomness: {release.randomness.get('mode')}"
-           + (" — exploration runs are seeded; make the published release in 'Release' mode."
-              if release.randomness.get("mode") == "exploration" else ""))
+           f"randomness: {release.randomness.get('mode')}")
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
 table = release.to_frame()
+rel.release_downloads(release, "ex", "counts", input_spec, len(table),
+                      structure_declared=data.declared_structure,
+                      redraw=lambda: ui.release_for(data, ui.settings(h.n_levels),
+                                                    NoiseSource(secure=True)))
 manifest = manifest_bytes(release, structure_declared=data.declared_structure,
                           input_spec=input_spec)
-c1, c2, c3 = st.columns(3)
-with c1:
-    st.download_button("Release CSV", release_table_bytes(release, "csv"), "release.csv",
-                       "text/csv", key="dl_csv", type="primary")
-with c2:
-    st.download_button("Release Parquet", release_table_bytes(release, "parquet"),
-                       "release.parquet", "application/octet-stream", key="dl_parquet")
-with c3:
-    st.download_button("Manifest (JSON)", manifest,
-                       "manifest.json", "application/json", key="dl_manifest")
 
 preview, about = st.columns([3, 2])
 with preview:

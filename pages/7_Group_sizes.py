@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import summarise
@@ -44,6 +45,7 @@ else:
                f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
                f"households counted as {data.max_size:,}). " + MODEL)
 view = sources.on_data(GS_DATA_KEY, upload, data_key, (ui.GS_RELEASE, ui.GS_SWEEP))
+rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
@@ -58,12 +60,18 @@ with right:
 
 key = (name, epsilon, int(seed))
 state = st.session_state.get(ui.GS_RELEASE)
+
+
+def release_with(source: NoiseSource):
+    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source)
+
+
+
 if run or state is None or state[0] != key:
     with st.status("Releasing group sizes…") as status:
         started = time.perf_counter()
         try:
-            release = get_mechanism(name).release(data, PrivacyBudget.pure(epsilon),
-                                                  source=NoiseSource(seed=int(seed)))
+            release = release_with(NoiseSource(seed=int(seed)))
         except HierdpError as exc:
             status.update(label="The release failed", state="error")
             st.error(str(exc))
@@ -137,9 +145,10 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
-ui.release_downloads(release, "gs", "group_sizes", spec, rows,
-                     structure_declared=data.declared_structure)
+rel.release_downloads(release, "gs", "group_sizes", spec, rows,
+                      structure_declared=data.declared_structure,
+                      redraw=lambda: release_with(NoiseSource(secure=True)))
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households)"
-           + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")
+           + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")
            + ". The manifest holds no true value.")

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.flows.experiments import flow_sweep
@@ -59,6 +60,7 @@ else:
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
 view = sources.on_data(FLOW_DATA_KEY, upload, data_key, (ui.FLOW_RELEASE, ui.FLOW_SWEEP))
+rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("flows")}
 
 left, right = st.columns([3, 2])
@@ -88,13 +90,19 @@ with right:
 key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.items())),
        int(seed))
 state = st.session_state.get(ui.FLOW_RELEASE)
+
+
+def release_with(source: NoiseSource):
+    return get_mechanism(name).release(data, PrivacyBudget.approx(epsilon, delta),
+                                       split=split if topdown else None, source=source,
+                                       **params)
+
+
 if run or state is None or state[0] != key:
     with st.spinner(f"Releasing with {name}…"):
         started = time.perf_counter()
         try:
-            release = get_mechanism(name).release(
-                data, PrivacyBudget.approx(epsilon, delta), split=split if topdown else None,
-                source=NoiseSource(seed=int(seed)), **params)
+            release = release_with(NoiseSource(seed=int(seed)))
         except HierdpError as exc:
             st.error(f"The release failed: {exc}")
             st.stop()
@@ -248,8 +256,10 @@ if runs is not None and len(runs):
                                                    for m, s in seconds_per.items()) + ".")
 
 # ---- export ------------------------------------------------------------------------------
-ui.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
-                     structure_declared=data.declared_structure)
+rel.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
+                      structure_declared=data.declared_structure,
+                      redraw=lambda: release_with(NoiseSource(secure=True)),
+                      rows_of=lambda r: sum(lv.size for lv in r.levels))
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
            "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
            "manifest holds no true value.")

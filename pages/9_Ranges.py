@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
@@ -91,7 +92,7 @@ label = ui.mechanism_label(infos, NOT_ESTABLISHED)
 left, middle, right = st.columns([5, 3, 3])
 with left:
     name = ui.mechanism_picker(infos, ui.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
-                               not_private=NOT_ESTABLISHED, error_if_not_private=True)
+                               not_private=NOT_ESTABLISHED)
     options = [p for p in infos[name].parameters if p.name != "rho"]
     params = {p.name: param_widget(name, p) for p in infos[name].parameters
               if p.name == "rho"}
@@ -137,6 +138,7 @@ except HierdpError as exc:
     st.stop()
 view = sources.on_data(RANGE_DATA_KEY, upload, data_key,
                       (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP))
+rel.structure_note(data.declared_structure)
 path = " › ".join(f"{h.level_size(lv):,} {ui.plural(h.level_names[lv])}"
                   for lv in range(1, h.n_levels))
 workload_text = (f"the workload of this release: **{data.workload.name}, "
@@ -156,6 +158,13 @@ else:
 key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
        text if kind == "bands" else None, int(seed))
 state = st.session_state.get(ui.RANGE_RELEASE)
+
+
+def release_with(source: NoiseSource):
+    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
+                                       **params)
+
+
 if run or state is None or state[0] != key:
     if municipalities and not run:
         st.info("Press **Run release** to release down to the municipalities.")
@@ -163,8 +172,7 @@ if run or state is None or state[0] != key:
     with st.spinner(f"Releasing with {name}…"):
         started = time.perf_counter()
         try:
-            release = get_mechanism(name).release(data, PrivacyBudget.pure(epsilon),
-                                                  source=NoiseSource(seed=int(seed)), **params)
+            release = release_with(NoiseSource(seed=int(seed)))
         except HierdpError as exc:
             ui.friendly_error(exc)
             st.stop()
@@ -313,10 +321,11 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.values)
-ui.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
-                     structure_declared=data.declared_structure)
+rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
+                      structure_declared=data.declared_structure,
+                      redraw=lambda: release_with(NoiseSource(secure=True)))
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value"
-           + (", made when you click" if rows > ui.EAGER_EXPORT_ROWS else "")
+           + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")
            + f". Sum the {cells} a to b of a unit to answer a range query. The manifest "
            "holds no true value.")

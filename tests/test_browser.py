@@ -4,6 +4,7 @@ that it adds up. Screenshots of every page go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -111,7 +112,7 @@ def download_release_csv(pg, folder: Path) -> pd.DataFrame:
     """Open Export, download release.csv, and check it (see `check_release_csv`)."""
     goto(pg, "Export")
     with pg.expect_download() as download:
-        pg.get_by_role("button", name="Release CSV").click()
+        pg.get_by_role("button", name="Release table (CSV)").first.click()
     download.value.save_as(folder / "release.csv")
     return check_release_csv(folder / "release.csv")
 
@@ -159,6 +160,16 @@ def test_us_release_end_to_end(server, page, tmp_path):
     settle(page)
     no_exception(page)
     shot(page, "6_export")
+    assert page.get_by_text("Not publishable as it is").count() >= 1  # seeded exploration
+    press(page, "Draw the publishable release (secure noise)")
+    page.get_by_text("Publishable as it is").first.wait_for(timeout=60_000)
+    shot(page, "6b_export_publishable")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Manifest (JSON)").nth(1).click()
+    manifest = json.loads(Path(download.value.path()).read_text())
+    assert manifest["publishable"] is True and manifest["structure"] == "declared"
+    assert manifest["randomness"]["mode"] == "secure" and "seed" not in manifest["randomness"]
+    assert "NOT-PUBLISHABLE" not in download.value.suggested_filename
 
 
 def test_italy_maps_at_every_level(server, page, tmp_path):

@@ -11,12 +11,13 @@ county and size) and ``us-flights`` (O/D flows: 2008 flights between US airports
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from hierdp_core.data.samples import AGE_GROUPS, ITALY_AGE_GROUPS, ITALY_MAX_AGE, SAMPLES, Sample
+from hierdp_core.structure import Geography, geography_from_table
 
 GEOGRAPHY = "{geography}"  # stands for the geography file's path in release_examples
 
@@ -126,3 +127,24 @@ SAMPLE_FILES: dict[str, SampleFile] = {
          "inftda --invariant total --epsilon 1 --delta 1e-8 --out release-flows",),
         _airports_geography),
 }
+
+
+def sample_geography(name: str, levels: Sequence[str],
+                     name_columns: Mapping[str, str] | None = None) -> Geography:
+    """The declared public geography of the bundled sample ``name`` (a key of
+    `SAMPLE_FILES`) over ``levels`` (columns of its geography, coarse to fine), with the
+    unit names of ``name_columns`` (level -> column) that the geography has."""
+    table = SAMPLE_FILES[name].geography()
+    levels = list(levels)
+    names = {lv: col for lv, col in (name_columns or {}).items()
+             if lv in levels and col in table.columns}
+    units = table[levels + list(names.values())].drop_duplicates(subset=levels)
+    return geography_from_table(units, levels, name_columns=names,
+                                source=f"bundled sample {name}")
+
+
+def sample_category_values(name: str, columns: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The public values of those ``columns`` of a bundled count sample that its source's
+    code lists declare (`CATEGORY_VALUES`)."""
+    declared = CATEGORY_VALUES.get(name, {})
+    return {c: declared[c] for c in columns if c in declared}

@@ -1,0 +1,145 @@
+"""The dashboard's release widgets: the publishable verdict, downloads named after it, and
+the publishable release (the same configuration drawn again with secure noise).
+
+Session-state key: ``hd_publishable`` maps a page's prefix to (token of the exploration
+release it redraws, the secure release): a new exploration release (new data, settings or
+seed) has a new token, so a stale secure release is never offered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+import streamlit as st
+
+from hierdp_core.errors import HierdpError
+from hierdp_core.export import manifest_bytes, release_table_bytes
+from hierdp_core.verdict import release_verdict, short_reason_tag
+
+PUBLISHABLE = "hd_publishable"
+EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
+WHAT_MAKES_IT_PUBLISHABLE = (
+    "A release can be published as it is only when all three hold:\n\n"
+    "1. **Secure noise**: drawn from the operating system's entropy by OpenDP and applied to "
+    "the true values. Exploration runs use a seed so that figures can be redrawn, and "
+    "anyone who knows the seed can subtract the noise.\n"
+    "2. **A private mechanism**: mechanisms that are not differentially private as "
+    "published (marked in the pickers) never are.\n"
+    "3. **A declared structure**: the units, categories and domain come from a public "
+    "declaration (the bundled samples' unit lists and code lists), not from the "
+    "confidential table; an uploaded table's own units would tell the reader who is in it.")
+
+
+def verdict_box(release, structure_declared: bool) -> dict:
+    """A green box for a publishable release, an orange one listing the reasons otherwise;
+    returns the verdict."""
+    verdict = release_verdict(release, structure_declared=structure_declared)
+    if verdict["publishable"]:
+        st.success("**Publishable as it is**: secure noise from OpenDP, a private mechanism, "
+                   "a declared structure.", icon=":material/verified:")
+    else:
+        st.warning("**Not publishable as it is**:\n" + "\n".join(
+            f"- {reason}" for reason in verdict["not_publishable_because"]),
+            icon=":material/block:")
+    return verdict
+
+
+def release_token(release) -> str:
+    """A content key of a release: its mechanism, parameters, privacy record, randomness
+    and values (the values of every level for an O/D release)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(json.dumps([release.mechanism, release.parameters, release.privacy,
+                              release.randomness], sort_keys=True, default=str).encode())
+    arrays = ([release.values] if hasattr(release, "values")
+              else [a for lv in release.levels for a in (lv.origin, lv.destination, lv.value)])
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
+                     structure_declared: bool, verdict: dict) -> None:
+    """CSV, Parquet and manifest downloads; a release that is not publishable carries the
+    reason in its file names (`short_reason_tag`). Tables above `EAGER_EXPORT_ROWS` rows are
+    made on click (small ones right away: Streamlit's deferred download occasionally never
+    starts in headless Chromium)."""
+    tag = short_reason_tag(verdict)
+    stem = f"{stem}_{tag}" if tag else stem
+    on_click = rows > EAGER_EXPORT_ROWS
+    columns = st.columns(3)
+    for column, fmt, mime in zip(columns, ("csv", "parquet"),
+                                 ("text/csv", "application/octet-stream"), strict=False):
+        data = (partial(release_table_bytes, release, fmt) if on_click
+                else release_table_bytes(release, fmt))
+        column.download_button(f"Release table ({fmt.upper() if fmt == 'csv' else 'Parquet'})",
+                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
+                               key=f"{prefix}_dl_{fmt}")
+    manifest = manifest_bytes(release, structure_declared=structure_declared,
+                              input_spec=input_spec)
+    columns[2].download_button("Manifest (JSON)", manifest, file_name=f"{stem}_manifest.json",
+                               mime="application/json", key=f"{prefix}_dl_manifest")
+
+
+def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
+                      structure_declared: bool, redraw: Callable[[], object] | None = None,
+                      rows_of: Callable[[object], int] | None = None) -> None:
+    """The "Export" section of a query page: the verdict, the downloads, and for an
+    exploration release the publishable one (`publishable_release`, with ``redraw``: the
+    same configuration with secure noise; ``rows_of`` counts a release's table rows)."""
+    st.divider()
+    st.subheader("Export")
+    verdict = verdict_box(release, structure_declared)
+    download_buttons(release, prefix, stem, input_spec, rows,
+                     structure_declared=structure_declared, verdict=verdict)
+    if redraw is not None and release.randomness.get("mode") != "secure":
+        secure = publishable_release(release, prefix, redraw)
+        if secure is not None:
+            verdict = verdict_box(secure, structure_declared)
+            download_buttons(secure, f"{prefix}_pub", stem, input_spec,
+                             rows_of(secure) if rows_of else rows,
+                             structure_declared=structure_declared, verdict=verdict)
+    with st.expander("What makes a release publishable?"):
+        st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
+
+
+def publishable_release(release, prefix: str, redraw: Callable[[], object]):
+    """A button that draws the configuration of the exploration ``release`` again with
+    secure noise; returns that secure release once drawn (kept in session state for this
+    exploration release only), else None."""
+    st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
+                "drawn again with secure noise (no seed).")
+    token = release_token(release)
+    drawn = st.session_state.setdefault(PUBLISHABLE, {})
+    if st.button("Draw the publishable release (secure noise)", key=f"{prefix}_secure",
+                 icon=":material/lock:"):
+        started = time.perf_counter()
+        try:
+            with st.spinner("Drawing secure noise through OpenDP…"):
+                drawn[prefix] = (token, redraw())
+        except HierdpError as exc:
+            st.error(f"The secure release failed: {exc}")
+            return None
+        st.caption(f"Drawn with secure noise in {time.perf_counter() - started:.1f} s.")
+    stored = drawn.get(prefix)
+    return stored[1] if stored is not None and stored[0] == token else None
+
+
+def structure_note(declared: bool) -> None:
+    """Where the release's shape comes from: a declared public structure, or (an uploaded
+    table) the confidential data itself, which is for exploration only."""
+    if declared:
+        st.caption(":material/verified: **Structure: declared public.** The units and "
+                   "category values come from the sample's public unit and code lists; a "
+                   "unit with nobody in it is released with noise like any other.")
+    else:
+        st.warning("**Structure: read from this table (exploration only, not "
+                   "publishable).** Its units, categories and domain come from the "
+                   "confidential data, so a release's shape could tell who is in it. To "
+                   "publish, declare them: `hierdp release --geography FILE "
+                   "--category-values COL=V1|V2 ...` (or `--domain LO-HI`).",
+                   icon=":material/visibility:")
