@@ -63,9 +63,10 @@ def release_token(release) -> str:
 
 
 def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
-                     structure_declared: bool, verdict: dict) -> None:
+                     structure_declared: bool, verdict: dict, label: str = "") -> None:
     """CSV, Parquet and manifest downloads; a release that is not publishable carries the
-    reason in its file names (`short_reason_tag`). Tables above `EAGER_EXPORT_ROWS` rows are
+    reason in its file names (`short_reason_tag`); ``label`` starts the buttons' labels.
+    Tables above `EAGER_EXPORT_ROWS` rows are
     made on click (small ones right away: Streamlit's deferred download occasionally never
     starts in headless Chromium)."""
     tag = short_reason_tag(verdict)
@@ -76,12 +77,14 @@ def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: in
                                  ("text/csv", "application/octet-stream"), strict=False):
         data = (partial(release_table_bytes, release, fmt) if on_click
                 else release_table_bytes(release, fmt))
-        column.download_button(f"Release table ({fmt.upper() if fmt == 'csv' else 'Parquet'})",
+        column.download_button(f"{label}Release table "
+                               f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
                                data, file_name=f"{stem}_release.{fmt}", mime=mime,
                                key=f"{prefix}_dl_{fmt}")
     manifest = manifest_bytes(release, structure_declared=structure_declared,
                               input_spec=input_spec)
-    columns[2].download_button("Manifest (JSON)", manifest, file_name=f"{stem}_manifest.json",
+    columns[2].download_button(f"{label}Manifest (JSON)", manifest,
+                               file_name=f"{stem}_manifest.json",
                                mime="application/json", key=f"{prefix}_dl_manifest")
 
 
@@ -102,7 +105,8 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
             verdict = verdict_box(secure, structure_declared)
             download_buttons(secure, f"{prefix}_pub", stem, input_spec,
                              rows_of(secure) if rows_of else rows,
-                             structure_declared=structure_declared, verdict=verdict)
+                             structure_declared=structure_declared, verdict=verdict,
+                             label="Secure: ")
     with st.expander("What makes a release publishable?"):
         st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
 

@@ -165,7 +165,7 @@ def test_us_release_end_to_end(server, page, tmp_path):
     page.get_by_text("Publishable as it is").first.wait_for(timeout=60_000)
     shot(page, "6b_export_publishable")
     with page.expect_download() as download:
-        page.get_by_role("button", name="Manifest (JSON)").nth(1).click()
+        page.get_by_role("button", name="Secure: Manifest (JSON)").click()
     manifest = json.loads(Path(download.value.path()).read_text())
     assert manifest["publishable"] is True and manifest["structure"] == "declared"
     assert manifest["randomness"]["mode"] == "secure" and "seed" not in manifest["randomness"]
