@@ -22,6 +22,10 @@ Session-state keys (all under ``st.session_state``):
 ``hd_gs_data_key``, ``hd_flow_data_key``, ``hd_rg_data_key`` the data the latest group-size,
                  flow and range results were made on (new data drops them);
                  ``hd_src_cache`` the query data built from an upload (`dashboard_sources`)
+``hd_structure`` an upload's declared public structure (geography file, category values) or
+                 the choice to read it from the table (`dashboard_structure`)
+``hd_publishable`` the publishable (secure) releases, per page, of the exploration release
+                 they redraw (`dashboard_release`)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
@@ -37,6 +41,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
@@ -90,6 +95,7 @@ def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> No
                                  "version": version}
     for key in (RELEASE, RELEASE_KEY, SWEEP, _DATA_CACHE):
         st.session_state.pop(key, None)
+    structure.reset()
 
 
 def ensure_dataset() -> dict:
@@ -119,13 +125,18 @@ def count_data() -> CountData:
     Raises HierdpError for bad roles or values."""
     ds, r = ensure_dataset(), roles()
     key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
-           r["local_codes"])
+           r["local_codes"], None if ds["sample"] else structure.key())
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
         if ds["sample"]:  # a bundled sample: its public geography and category values
             declared = {"geography": sample_geography(ds["sample"], tuple(r["levels"])),
                         "category_values": sample_category_values(ds["sample"],
                                                                   r["category_columns"])}
+        elif structure.state()["declared"]:  # an upload with its declared structure
+            values = structure.state()["category_values"]
+            declared = {"geography": structure.declared_geography(r["levels"]),
+                        "category_values": {c: values[c] for c in r["category_columns"]
+                                            if c in values}}
         else:  # an upload: the structure is read from the table (exploration only)
             declared = {"local_codes": r["local_codes"],
                         "name_columns": name_columns(ds, r["levels"])}
@@ -294,7 +305,8 @@ def shares_of(s: dict) -> np.ndarray:
 def settings_key(s: dict) -> tuple:
     return (s["mechanism"], tuple(sorted(s["params"].items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
-            st.session_state[DATASET]["version"], tuple(sorted(roles().items(), key=str)).__repr__())
+            st.session_state[DATASET]["version"], tuple(sorted(roles().items(), key=str)).__repr__(),
+            structure.key())
 
 
 def release_for(data: CountData, s: dict, source: NoiseSource):

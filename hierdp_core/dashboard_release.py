@@ -138,12 +138,15 @@ def structure_note(declared: bool) -> None:
     table) the confidential data itself, which is for exploration only."""
     if declared:
         st.caption(":material/verified: **Structure: declared public.** The units and "
-                   "category values come from the sample's public unit and code lists; a "
-                   "unit with nobody in it is released with noise like any other.")
+                   "category values come from public unit and code lists (a bundled "
+                   "sample's own, or the geography file and values declared on the Data "
+                   "page); a unit with nobody in it is released with noise like any other.")
     else:
         st.warning("**Structure: read from this table (exploration only, not "
                    "publishable).** Its units, categories and domain come from the "
                    "confidential data, so a release's shape could tell who is in it. To "
-                   "publish, declare them: `hierdp release --geography FILE "
-                   "--category-values COL=V1|V2 ...` (or `--domain LO-HI`).",
+                   "publish, declare them: on the Data page, a public geography file and "
+                   "the values of each category column (and here the public domain or "
+                   "largest size), or on the command line `hierdp release --geography FILE "
+                   "--category-values COL=V1|V2 ...`.",
                    icon=":material/visibility:")

@@ -3,8 +3,11 @@ the user's own table uploaded on the Data page, with the column roles of that qu
 
 Each ``*_from_upload`` function draws the role pickers, builds the query's data with the
 same functions as the CLI (so the same checks and messages), caches it in session state per
-(upload version, roles), and stops the page with a friendly message when the table cannot be
-used. Session-state keys: ``hd_src_cache`` (prefix -> (key, data)).
+(upload version, roles, declared structure), and stops the page with a friendly message when
+the table cannot be used. The units come from the geography file declared on the Data page
+when the user chose the declared structure there (`dashboard_structure`), else from the
+table (exploration only; the "your table" choice says which). Session-state keys:
+``hd_src_cache`` (prefix -> (key, data)).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_structure as structure
 from hierdp_core.errors import HierdpError
 
 _CACHE = "hd_src_cache"
@@ -31,7 +35,8 @@ def choose_source(prefix: str, sample_label: str) -> dict | None:
     stops the page."""
     ds = uploaded_dataset()
     labels = {SAMPLE: sample_label,
-              UPLOAD: f"your table: {ds['name']}" if ds else "your table (upload it first)"}
+              UPLOAD: f"your table: {ds['name']} ({structure.describe()})" if ds
+              else "your table (upload it first)"}
     choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True,
                       key=f"{prefix}_source")
     if choice == SAMPLE:
@@ -116,15 +121,17 @@ def group_sizes_from_upload(ds: dict):
     if not levels:
         st.info("Choose the geography level columns of your table, coarse to fine.")
         st.stop()
-    names = ui.name_columns(ds, levels)
 
     def build():
+        geography = structure.declared_geography(levels)
+        units = ({"geography": geography} if geography is not None
+                 else {"name_columns": ui.name_columns(ds, levels)})
         if layout == "person":
             return group_size_data_from_people(ds["table"], levels, roles[0],
-                                               max_size=int(max_size), name_columns=names)
+                                               max_size=int(max_size), **units)
         return group_size_data_from_histograms(ds["table"], levels, roles[0], roles[1],
-                                               max_size=int(max_size), name_columns=names)
-    key = (ds["version"], tuple(levels), layout, roles, int(max_size))
+                                               max_size=int(max_size), **units)
+    key = (ds["version"], tuple(levels), layout, roles, int(max_size), structure.key())
     spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size),
             **({"group_column": roles[0]} if layout == "person" else
                {"size_column": roles[0], "count_column": roles[1]})}
@@ -139,7 +146,7 @@ def flows_from_upload(ds: dict):
     """FlowData from the uploaded table: trips (one row each) or an O/D table with a count
     column; origin and destination level columns chosen here. Returns (data, key, the input
     description for the manifest)."""
-    from hierdp_core.flows.data import flow_data_from_table
+    from hierdp_core.flows.data import flow_data_from_table, geography_levels
 
     columns = _columns(ds)
     left, middle, right = st.columns(3)
@@ -159,9 +166,17 @@ def flows_from_upload(ds: dict):
                 "fine (e.g. o_state, o_county and d_state, d_county).")
         st.stop()
     count_column = None if count == TRIP_ROWS else count
-    key = (ds["version"], tuple(origin), tuple(destination), count_column)
-    data = _build("fl", key, "flows", lambda: flow_data_from_table(
-        ds["table"], origin, destination, count_column))
+    key = (ds["version"], tuple(origin), tuple(destination), count_column, structure.key())
+
+    def build():
+        if len(origin) != len(destination):  # the builder's message
+            return flow_data_from_table(ds["table"], origin, destination, count_column)
+        candidates = geography_levels(origin, destination)  # the common names come last
+        geography = structure.declared_geography(candidates[0], alternatives=candidates[1:],
+                                                 level_names=candidates[-1])
+        return flow_data_from_table(ds["table"], origin, destination, count_column,
+                                    geography=geography)
+    data = _build("fl", key, "flows", build)
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
 
@@ -218,9 +233,13 @@ def ranges_from_upload(ds: dict):
         if domain_text.strip() and domain is None:
             raise InputError(f"the domain wants LO-HI integers, e.g. 0-100; got "
                              f"{domain_text!r}")
+        geography = structure.declared_geography(levels)
+        units = ({"geography": geography} if geography is not None
+                 else {"name_columns": ui.name_columns(ds, levels)})
         return range_data_from_table(ds["table"], levels, attribute, count_column=count_column,
-                                     domain=domain, name_columns=ui.name_columns(ds, levels))
-    key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip())
+                                     domain=domain, **units)
+    key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
+           structure.key())
     data = _build("rg", key, "range queries", build)
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
                        "count_column": count_column, "domain": domain}

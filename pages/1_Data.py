@@ -4,6 +4,7 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
+from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.loaders import read_table
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.errors import HierdpError
@@ -69,6 +70,9 @@ local = st.checkbox("Codes are unique only within their parent (e.g. 3-digit cou
                     value=r["local_codes"], key="roles_local")
 ui.set_roles({"levels": levels, "count_column": None if count == count_options[0] else count,
               "category_columns": categories, "local_codes": local})
+if ds["sample"] is None:
+    st.subheader("Structure of the release")
+    structure.choose(categories)
 ui.sidebar_status(status_slot)
 
 if not levels:

@@ -80,3 +80,67 @@ def test_uploaded_table_is_labelled_as_structure_from_data():
     assert "read from this table" in warnings_text(at)
     at.switch_page("pages/4_Results.py").run()
     assert "structure from data" in warnings_text(at)
+
+
+def declared(at, geography: pd.DataFrame, values: dict | None = None):
+    """``at`` with the declared structure chosen on the Data page: ``geography`` as the
+    uploaded public geography file (AppTest cannot upload a file) and category values."""
+    from hierdp_core import dashboard_structure as structure
+
+    at.session_state[structure.STRUCTURE] = {
+        "declared": True, "category_values": dict(values or {}), "built": {},
+        "geography": {"name": "units.csv", "sha256": "0" * 64, "table": geography}}
+    return at
+
+
+GEOGRAPHY = pd.DataFrame({"state": ["A", "A", "B", "C"], "county": ["a1", "a2", "b1", "c1"],
+                          "county_name": ["Alpha", "Aleph", "Beta", "Gamma"]})
+
+
+def test_uploaded_table_over_a_declared_geography_is_publishable():
+    table = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["a1", "a2", "b1", "b1"],
+                          "sex": ["F", "M", "F", "M"], "n": [3, 4, 5, 6]})
+    at = declared(uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n"),
+                  GEOGRAPHY)
+    at.session_state[ui.ROLES] = {**at.session_state[ui.ROLES], "category_columns": ["sex"]}
+    at.run()
+    assert_clean(at)
+    assert at.radio(key="structure_choice").value == "declared"
+    assert "Values not declared for sex" in warnings_text(at)
+    at.text_input(key="structure_values_sex").input("F|M|X").run()
+    assert_clean(at)
+    assert "Structure: declared public" in " ".join(c.value for c in at.caption)
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    release = at.session_state[ui.RELEASE]
+    assert "C/c1" in release.hierarchy.node_ids().tolist()  # a declared unit with nobody
+    assert len(release.categories) == 3  # F, M and the declared X
+    at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    assert any("Publishable as it is" in s.value for s in at.success)
+    secure = at.session_state[rel.PUBLISHABLE]["ex"][1]
+    assert build_manifest(secure, structure_declared=True)["publishable"] is True
+
+
+def test_query_pages_use_the_declared_geography_of_an_upload():
+    people = pd.DataFrame({"state": ["A"] * 4 + ["B"] * 3, "county": ["a1"] * 4 + ["b1"] * 3,
+                           "household": [1, 1, 2, 3, 4, 4, 4]})
+    at = declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
+                  GEOGRAPHY).run()
+    at.radio(key="gs_source").set_value("upload").run()
+    assert_clean(at)
+    assert "units declared by units.csv" in at.radio(key="gs_source").options[1]
+    data = at.session_state["hd_src_cache"]["gs"][1]
+    assert data.declared_structure and data.hierarchy.n_leaves == 4
+    assert "Structure: declared public" in " ".join(c.value for c in at.caption)
+    trips = pd.DataFrame({"o_state": ["A", "A", "B"], "o_county": ["a1", "a2", "b1"],
+                          "d_state": ["B", "A", "A"], "d_county": ["b1", "a1", "a2"],
+                          "count": [5, 2, 7]})
+    at = declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
+                  GEOGRAPHY).run()
+    at.radio(key="fl_source").set_value("upload").run()
+    assert_clean(at)
+    data = at.session_state["hd_src_cache"]["fl"][1]
+    assert data.declared_structure and data.geography.n_leaves == 4
+    assert data.geography.level_names[1:] == ("state", "county")

@@ -1,0 +1,163 @@
+"""Where an uploaded table's release takes its shape from (DESIGN principle 7): a declared
+public structure (a geography file listing every unit, and the values of every category
+column), or the table itself (exploration only, never publishable). Bundled samples always
+use their own public geography and code lists (`dashboard.count_data`).
+
+Session-state key ``hd_structure`` (dict), reset when a new table is loaded:
+
+``declared``          True when the user chose the declared structure for their table
+``geography``         None, or the uploaded public geography file: ``name``, ``sha256`` of
+                      its bytes, ``table`` (DataFrame, public: one row per leaf unit)
+``category_values``   category column -> tuple of its declared values, in release order
+
+The Geography for a set of level columns is built once per (file, levels) and kept in the
+same dict under ``built``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from hierdp_core.errors import InputError, StructureError
+from hierdp_core.structure import Geography, geography_from_table, parse_category_values
+
+STRUCTURE = "hd_structure"
+FROM_DATA, DECLARED = "from-data", "declared"
+CHOICES = {
+    FROM_DATA: "Units, categories and domain: read from this table (exploration only, "
+               "not publishable)",
+    DECLARED: "Units and categories: declared (a public geography file listing every unit, "
+              "and the values of each category column)",
+}
+
+
+def state() -> dict:
+    """The structure declaration of the current upload (see the module docstring)."""
+    return st.session_state.setdefault(STRUCTURE, {"declared": False, "geography": None,
+                                                   "category_values": {}, "built": {}})
+
+
+def reset() -> None:
+    """Forget the declaration (a new table was loaded)."""
+    st.session_state.pop(STRUCTURE, None)
+
+
+def key() -> tuple:
+    """What the data built from an upload depends on in the declaration."""
+    s = state()
+    geo = s["geography"]
+    return (s["declared"], geo["sha256"] if geo else None,
+            tuple(sorted(s["category_values"].items())))
+
+
+def set_geography_file(uploaded) -> None:
+    """Read an uploaded geography file (any format `read_table` reads) into the
+    declaration; raises `InputError` naming the file when it cannot be read."""
+    from hierdp_core.data.loaders import read_table
+
+    raw = uploaded.getvalue()
+    table = read_table(uploaded, name=uploaded.name)
+    s = state()
+    s["geography"] = {"name": uploaded.name, "sha256": hashlib.sha256(raw).hexdigest(),
+                      "table": table}
+    s["built"] = {}
+
+
+def set_category_values(texts: dict[str, str]) -> None:
+    """The declared values of category columns from ``column -> 'V1|V2|...'`` (empty text:
+    not declared); raises `StructureError` for a malformed list."""
+    values = {}
+    for column, text in texts.items():
+        if text.strip():
+            try:
+                values |= parse_category_values([f"{column}={text.strip()}"])
+            except StructureError:
+                raise StructureError(f"the values of {column} want V1|V2|... with no empty "
+                                     f"or repeated value; got {text.strip()!r}") from None
+    state()["category_values"] = values
+
+
+def declared_geography(levels, *, alternatives=(), level_names=None) -> Geography | None:
+    """The uploaded public geography over ``levels`` (its level columns, coarse to fine;
+    else the first of ``alternatives`` it has), with ``<level>_name`` columns as unit
+    names; None unless the declared structure is chosen. Raises `StructureError` when no
+    file was uploaded or it does not fit."""
+    s = state()
+    if not s["declared"]:
+        return None
+    geo = s["geography"]
+    if geo is None:
+        raise StructureError("upload the public geography file (one row per unit, with the "
+                             "level columns), or choose to read the structure from this "
+                             "table for exploration")
+    table = geo["table"]
+    candidates = [list(levels), *[list(a) for a in alternatives]]
+    chosen = next((c for c in candidates if all(col in table.columns for col in c)), None)
+    if chosen is None:
+        wanted = " or ".join(", ".join(c) for c in candidates)
+        raise StructureError(f"geography {geo['name']}: it needs the level columns {wanted}; "
+                             f"it has {', '.join(map(str, table.columns))}")
+    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()))
+    if cache_key not in s["built"]:
+        names = {lv: f"{lv}_name" for lv in chosen if f"{lv}_name" in table.columns}
+        s["built"][cache_key] = geography_from_table(
+            table[chosen + list(names.values())], chosen, name_columns=names,
+            level_names=level_names, source=geo["name"], sha256=geo["sha256"])
+    return s["built"][cache_key]
+
+
+def describe() -> str:
+    """One line for a "your table" choice: where its structure comes from."""
+    s = state()
+    if s["declared"] and s["geography"] is not None:
+        return f"units declared by {s['geography']['name']}"
+    if s["declared"]:
+        return "declared structure chosen: upload the geography file on the Data page"
+    return "structure read from this table: exploration only, not publishable"
+
+
+def choose(category_columns: list[str]) -> None:
+    """The Data page's labelled choice for an uploaded table: read the structure from the
+    table (exploration), or declare it: upload the public geography file and give the
+    values of each category column. Messages for files that cannot be read."""
+    s = state()
+    choice = st.radio("Where the release's units and categories come from", list(CHOICES),
+                      index=1 if s["declared"] else 0, format_func=CHOICES.get,
+                      key="structure_choice")
+    s["declared"] = choice == DECLARED
+    if not s["declared"]:
+        return
+    geo_file = st.file_uploader(
+        "Public geography file: one row per unit of the finest level, with the same level "
+        "columns as your table (and optional <level>_name columns for unit names); a unit "
+        "with nobody in it is released with noise like any other",
+        type=["csv", "tsv", "txt", "gz", "parquet", "xlsx", "xls", "feather"],
+        key="structure_geography")
+    if geo_file is not None and (s["geography"] is None
+                                 or s["geography"]["name"] != geo_file.name
+                                 or s["geography"]["sha256"]
+                                 != hashlib.sha256(geo_file.getvalue()).hexdigest()):
+        try:
+            set_geography_file(geo_file)
+        except InputError as exc:
+            st.error(f"This geography file cannot be read: {exc}")
+    if s["geography"] is not None:
+        st.caption(f"Declared geography: {s['geography']['name']} "
+                   f"({len(s['geography']['table']):,} rows).")
+    texts = {}
+    for column in category_columns:
+        current = "|".join(s["category_values"].get(column, ()))
+        texts[column] = st.text_input(
+            f"Values of {column} (public), separated by |", current,
+            key=f"structure_values_{column}",
+            placeholder="e.g. F|M; empty: read from the table (not publishable)")
+    try:
+        set_category_values(texts)
+    except StructureError as exc:
+        st.error(str(exc))
+    missing = [c for c in category_columns if c not in s["category_values"]]
+    if missing:
+        st.warning(f"Values not declared for {', '.join(missing)}: they are read from the "
+                   "table, so the release stays exploration only.")
