@@ -3,7 +3,8 @@
 For each bundled sample: start from the home page, then press "Run release" on the Results
 page repeatedly (each press = new noise, metrics, four maps, charts and tables) and time from
 the click until the rerun has finished and the browser has painted. Also times opening each
-page. Prints one JSON object. Needs Debian's chromium and Playwright (requirements-dev.txt).
+page, and on the Export page the publishable release (the same configuration drawn again
+with secure noise through OpenDP, its verdict and downloads painted). Prints one JSON object. Needs Debian's chromium and Playwright (requirements-dev.txt).
 
     python benchmarks/bench_dashboard.py [--repeats 5] [--samples us-counties,italy-municipalities]
 """
@@ -18,13 +19,16 @@ import statistics
 from playwright.sync_api import sync_playwright
 
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.serve import running_dashboard, select_option, settle, timed_click
+from hierdp_core.serve import open_page, running_dashboard, select_option, settle, timed_click
 
 PAGES = ("Data", "Hierarchy", "Mechanism & budget", "Trade-offs", "Export", "Results")
 
 
 def time_runs(page, repeats: int) -> dict:
-    button = page.get_by_role("button", name="Run release")
+    return time_clicks(page, page.get_by_role("button", name="Run release"), repeats)
+
+
+def time_clicks(page, button, repeats: int) -> dict:
     times = [timed_click(page, button) for _ in range(repeats)]
     return {"median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
             "all_s": [round(t, 3) for t in times]}
@@ -48,6 +52,9 @@ def bench_sample(browser, url: str, index: int, name: str, repeats: int) -> dict
                                                                      exact=True)
         result["open_page_s"][label] = round(timed_click(page, link), 3)
         settle(page)
+    open_page(page, "Export")
+    secure = page.get_by_role("button", name="Draw the publishable release (secure noise)")
+    result["publishable_release"] = time_clicks(page, secure, max(2, repeats // 2))
     page.close()
     return result
 

@@ -11,6 +11,8 @@ Session-state keys (all under ``st.session_state``):
 ``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
                  settings it was made with
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
+``hd_report``    (content token of the release, HTML) of the latest confidential evaluation
+                 report (Export page)
 ``hd_gs_release`` group sizes: (settings key, Release, metrics) of the latest release;
                  ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
 ``hd_flow_release`` flows: (settings key, FlowRelease, metrics, seconds) of the latest
@@ -54,6 +56,7 @@ from hierdp_core.verdict import not_private_reason
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
+REPORT = "hd_report"
 GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
 GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
 FLOW_SAMPLE_GEOMETRY = "us-counties"  # state boundaries under the airport flow map

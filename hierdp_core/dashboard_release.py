@@ -19,7 +19,7 @@ import streamlit as st
 
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes, release_table_bytes
-from hierdp_core.verdict import release_verdict, short_reason_tag
+from hierdp_core.verdict import SEEDED, release_verdict, short_reason_tag
 
 PUBLISHABLE = "hd_publishable"
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
@@ -62,15 +62,22 @@ def release_token(release) -> str:
     return digest.hexdigest()
 
 
+def tagged(stem: str, verdict: dict) -> str:
+    """A file-name stem carrying the reason a release is not publishable
+    (`short_reason_tag`); unchanged for a publishable one."""
+    tag = short_reason_tag(verdict)
+    return f"{stem}_{tag}" if tag else stem
+
+
 def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                      structure_declared: bool, verdict: dict, label: str = "") -> None:
     """CSV, Parquet and manifest downloads; a release that is not publishable carries the
-    reason in its file names (`short_reason_tag`); ``label`` starts the buttons' labels.
-    Tables above `EAGER_EXPORT_ROWS` rows are
+    reason in its file names (`tagged`); ``label`` starts the buttons' labels, which are
+    primary for a publishable release. Tables above `EAGER_EXPORT_ROWS` rows are
     made on click (small ones right away: Streamlit's deferred download occasionally never
     starts in headless Chromium)."""
-    tag = short_reason_tag(verdict)
-    stem = f"{stem}_{tag}" if tag else stem
+    stem = tagged(stem, verdict)
+    kind = "primary" if verdict["publishable"] else "secondary"
     on_click = rows > EAGER_EXPORT_ROWS
     columns = st.columns(3)
     for column, fmt, mime in zip(columns, ("csv", "parquet"),
@@ -80,27 +87,31 @@ def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: in
         column.download_button(f"{label}Release table "
                                f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
                                data, file_name=f"{stem}_release.{fmt}", mime=mime,
-                               key=f"{prefix}_dl_{fmt}")
+                               key=f"{prefix}_dl_{fmt}", type=kind)
     manifest = manifest_bytes(release, structure_declared=structure_declared,
                               input_spec=input_spec)
     columns[2].download_button(f"{label}Manifest (JSON)", manifest,
                                file_name=f"{stem}_manifest.json",
-                               mime="application/json", key=f"{prefix}_dl_manifest")
+                               mime="application/json", key=f"{prefix}_dl_manifest", type=kind)
 
 
 def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
-                      rows_of: Callable[[object], int] | None = None) -> None:
-    """The "Export" section of a query page: the verdict, the downloads, and for an
-    exploration release the publishable one (`publishable_release`, with ``redraw``: the
-    same configuration with secure noise; ``rows_of`` counts a release's table rows)."""
-    st.divider()
-    st.subheader("Export")
+                      rows_of: Callable[[object], int] | None = None, heading: bool = True):
+    """The "Export" section of a query page (its heading unless ``heading`` is False): the
+    verdict, the downloads, and for an exploration release the publishable one
+    (`publishable_release`, with ``redraw``: the same configuration with secure noise;
+    ``rows_of`` counts a release's table rows). Returns that secure release once drawn,
+    else None."""
+    if heading:
+        st.divider()
+        st.subheader("Export")
     verdict = verdict_box(release, structure_declared)
+    secure = None
     download_buttons(release, prefix, stem, input_spec, rows,
                      structure_declared=structure_declared, verdict=verdict)
     if redraw is not None and release.randomness.get("mode") != "secure":
-        secure = publishable_release(release, prefix, redraw)
+        secure = publishable_release(release, prefix, redraw, verdict)
         if secure is not None:
             verdict = verdict_box(secure, structure_declared)
             download_buttons(secure, f"{prefix}_pub", stem, input_spec,
@@ -109,14 +120,21 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                              label="Secure: ")
     with st.expander("What makes a release publishable?"):
         st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
+    return secure
 
 
-def publishable_release(release, prefix: str, redraw: Callable[[], object]):
+def publishable_release(release, prefix: str, redraw: Callable[[], object],
+                        verdict: dict | None = None):
     """A button that draws the configuration of the exploration ``release`` again with
     secure noise; returns that secure release once drawn (kept in session state for this
-    exploration release only), else None."""
+    exploration release only), else None. ``verdict``: the exploration release's, to say
+    what secure noise alone does not fix."""
     st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
                 "drawn again with secure noise (no seed).")
+    others = [r for r in (verdict or {}).get("not_publishable_because", []) if r != SEEDED]
+    if others:
+        st.caption(":material/info: Secure noise alone will not make this one publishable: "
+                   + "; ".join(others) + ".")
     token = release_token(release)
     drawn = st.session_state.setdefault(PUBLISHABLE, {})
     if st.button("Draw the publishable release (secure noise)", key=f"{prefix}_secure",

@@ -58,7 +58,7 @@ if run or release is None:
 rel.verdict_box(release, data.declared_structure)
 
 truth = data.node_counts()
-metrics_key = ("metrics", id(release))
+metrics_key = ("metrics", rel.release_token(release))
 if st.session_state.get("hd_metrics_key") != metrics_key:
     st.session_state["hd_metrics"] = error_metrics(
         h, truth, release.values, categories=data.categories if data.has_categories else None)

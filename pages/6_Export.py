@@ -13,6 +13,7 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
+from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
 ui.page_header("Export", "Download the released tables and their manifest.")
@@ -34,21 +35,24 @@ st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
            f"randomness: {release.randomness.get('mode')}")
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
-table = release.to_frame()
-rel.release_downloads(release, "ex", "counts", input_spec, len(table),
-                      structure_declared=data.declared_structure,
-                      redraw=lambda: ui.release_for(data, ui.settings(h.n_levels),
-                                                    NoiseSource(secure=True)))
-manifest = manifest_bytes(release, structure_declared=data.declared_structure,
+secure = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
+                               structure_declared=data.declared_structure, heading=False,
+                               redraw=lambda: ui.release_for(data, ui.settings(h.n_levels),
+                                                             NoiseSource(secure=True)))
+shown = secure if secure is not None else release
+table = shown.to_frame()
+manifest = manifest_bytes(shown, structure_declared=data.declared_structure,
                           input_spec=input_spec)
 
+st.markdown(f"**{'The publishable release' if secure is not None else 'The release'}: "
+            "its table and manifest**")
 preview, about = st.columns([3, 2])
 with preview:
     st.dataframe(table.head(500), hide_index=True, width="stretch", height=280)
-    consistent = get_mechanism(release.mechanism).info.consistent
-    st.caption(f"release.csv: {len(table):,} rows (first 500 shown). "
+    consistent = get_mechanism(shown.mechanism).info.consistent
+    st.caption(f"{len(table):,} rows (first 500 shown). "
                + ("Non-negative integers; every parent equals the sum of its children."
-                  if consistent else f"{release.mechanism} does not make the tables add up."))
+                  if consistent else f"{shown.mechanism} does not make the tables add up."))
 with about:
     st.json(json.loads(manifest), expanded=1)
 
@@ -57,10 +61,16 @@ geo_levels = list(sources)
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
                          format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
-    collection = release_geojson(release, level_geojson(*sources[level]), level)
-    st.download_button(f"Release GeoJSON ({h.level_names[level]})",
-                       json.dumps(collection).encode(), f"release_{h.level_names[level]}.geojson",
-                       "application/geo+json", key="dl_geojson")
+    for label, key, one in (("", "dl_geojson", release), ("Secure: ", "dl_geojson_pub", secure)):
+        if one is None:
+            continue
+        collection = release_geojson(one, level_geojson(*sources[level]), level)
+        stem = rel.tagged(f"counts_{h.level_names[level]}",
+                          release_verdict(one, structure_declared=data.declared_structure))
+        st.download_button(f"{label}Release GeoJSON ({h.level_names[level]})",
+                           json.dumps(collection).encode(), f"{stem}_release.geojson",
+                           "application/geo+json", key=key,
+                           type="primary" if one is secure else "secondary")
     if collection.get("missing_geometry"):
         st.caption(f"{len(collection['missing_geometry'])} units have no geometry and are listed "
                    "under 'missing_geometry' in the file.")
@@ -78,9 +88,9 @@ if st.button("Prepare the evaluation report", key="prep_report"):
             data.node_counts()[leaf].sum(axis=1), release.values[leaf].sum(axis=1),
             level_name=h.level_names[h.depth]),
     }
-    st.session_state["hd_report"] = (id(release),
-                                      evaluation_report_html(release, data, metrics, figures))
-report = st.session_state.get("hd_report")
-if report and report[0] == id(release):
+    st.session_state[ui.REPORT] = (rel.release_token(release),
+                                   evaluation_report_html(release, data, metrics, figures))
+report = st.session_state.get(ui.REPORT)
+if report and report[0] == rel.release_token(release):
     st.download_button("Download the CONFIDENTIAL report (HTML)", report[1],
                        "CONFIDENTIAL_evaluation_report.html", "text/html", key="dl_report")

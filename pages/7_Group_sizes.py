@@ -82,6 +82,7 @@ if run or state is None or state[0] != key:
     state = (key, release, group_size_metrics(data, release.values))
     st.session_state[ui.GS_RELEASE] = state
 _, release, metrics = state
+rel.verdict_box(release, data.declared_structure)
 truth = data.node_counts()
 
 st.subheader("Error by level")

@@ -110,6 +110,7 @@ if run or state is None or state[0] != key:
     state = (key, release, flow_metrics(data, release), seconds)
     st.session_state[ui.FLOW_RELEASE] = state
 _, release, metrics, seconds = state
+rel.verdict_box(release, data.declared_structure)
 
 # ---- privacy: what was spent, the noise per level, the invariants ------------------------
 privacy = release.privacy

@@ -185,11 +185,12 @@ _, release, metrics, seconds = state
 done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} {cells} over {h.n_levels} "
         f"levels in {seconds:.2f} s")
 if infos[name].private:
-    st.success(f"{done} with **ε = {release.privacy['epsilon']:g}** (pure ε-DP, Laplace "
+    st.info(f"{done} with **ε = {release.privacy['epsilon']:g}** (pure ε-DP, Laplace "
                "noise). Every parent's histogram equals the sum of its children's, every "
                "count is a non-negative integer.")
 else:
     st.error(f"{done} with {name}: **{NOT_ESTABLISHED}**; do not publish.")
+rel.verdict_box(release, data.declared_structure)
 ledger = release.ledger
 st.dataframe(pd.DataFrame({
     "level": ledger["level"], "level name": ledger["level_name"], "units": ledger["units"],

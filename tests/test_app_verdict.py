@@ -4,6 +4,8 @@ warnings for non-private mechanisms, and where the structure of a release comes 
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 from test_app import assert_clean, page, uploaded
 
@@ -31,7 +33,9 @@ def test_seeded_release_is_not_publishable_on_results_and_export():
     assert "Structure: declared public" in " ".join(c.value for c in at.caption)
 
 
-def test_export_draws_the_publishable_release_with_secure_noise():
+def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
+    contents = {}
+    file_names(monkeypatch, contents)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
     at.button(key="ex_secure").click().run()
@@ -43,20 +47,50 @@ def test_export_draws_the_publishable_release_with_secure_noise():
     assert secure.randomness["mode"] == "secure" and exploration.randomness["seed"] == 0
     assert secure.mechanism == exploration.mechanism
     assert secure.parameters == exploration.parameters
-    manifest = build_manifest(secure, structure_declared=True)
-    assert manifest["publishable"] is True
+    manifest = json.loads(contents["ex_pub_dl_manifest"])  # the manifest offered
+    assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
+    assert manifest["randomness"]["mode"] == "secure" and "seed" not in manifest["randomness"]
+    assert json.loads(contents["ex_dl_manifest"])["publishable"] is False
     assert secure.hierarchy.consistency_violations(secure.values) == 0
     assert len(at.get("download_button")) >= 6  # exploration and publishable downloads
 
 
-def test_exploration_file_names_carry_the_reason():
-    release = page("pages/4_Results.py", SAMPLE).run().session_state[ui.RELEASE]
-    from hierdp_core.verdict import release_verdict, short_reason_tag
+def file_names(monkeypatch, contents: dict | None = None) -> dict:
+    """Record the file name (and in ``contents`` the data) of every download button drawn,
+    by key (AppTest does not keep them)."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
 
-    tag = short_reason_tag(release_verdict(release, structure_declared=True))
-    assert tag == "NOT-PUBLISHABLE_seeded"
-    tag = short_reason_tag(release_verdict(release, structure_declared=False))
-    assert tag == "NOT-PUBLISHABLE_seeded_structure-from-data"
+    names, original = {}, DeltaGenerator.download_button
+
+    def recording(self, label, data, file_name=None, *args, **kwargs):
+        names[kwargs.get("key") or label] = file_name
+        if contents is not None:
+            contents[kwargs.get("key") or label] = data
+        return original(self, label, data, file_name, *args, **kwargs)
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    monkeypatch.setattr(st, "download_button",
+                        lambda *args, **kwargs: recording(st._main, *args, **kwargs))
+    return names
+
+
+def test_exploration_file_names_carry_the_reason(monkeypatch):
+    names = file_names(monkeypatch)
+    at = page("pages/4_Results.py", SAMPLE).run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    for key in ("ex_dl_csv", "ex_dl_parquet", "ex_dl_manifest", "dl_geojson"):
+        assert names[key].startswith("counts_") and "_NOT-PUBLISHABLE_seeded_" in names[key]
+    at.button(key="ex_secure").click().run()
+    for key in ("ex_pub_dl_csv", "ex_pub_dl_manifest", "dl_geojson_pub"):
+        assert "NOT-PUBLISHABLE" not in names[key]
+    assert names["ex_pub_dl_manifest"] == "counts_manifest.json"
+    names.clear()
+    at = page("pages/9_Ranges.py").run()
+    assert_clean(at)
+    assert names["rg_dl_manifest"] == "ranges_NOT-PUBLISHABLE_seeded_manifest.json"
+    at.selectbox(key="rg_mechanism").select("dawa-reference").run()
+    assert names["rg_dl_csv"] == "ranges_NOT-PUBLISHABLE_seeded_not-private_release.csv"
 
 
 def test_nonprivate_mechanisms_get_a_red_warning_naming_the_private_one():
@@ -66,6 +100,8 @@ def test_nonprivate_mechanisms_get_a_red_warning_naming_the_private_one():
     errors = " | ".join(e.value for e in at.error)
     assert "not differentially private" in errors and "gs-mc-chain," in errors
     assert "not differentially private" in warnings_text(at)  # the verdict says why too
+    assert any("Secure noise alone will not make this one publishable" in c.value
+               for c in at.caption)
     at = page("pages/9_Ranges.py").run()
     at.selectbox(key="rg_mechanism").select("dawa-reference").run()
     errors = " | ".join(e.value for e in at.error)
