@@ -108,6 +108,15 @@ def declared_geography(levels, *, alternatives=(), level_names=None) -> Geograph
     return s["built"][cache_key]
 
 
+def geography_name_columns(levels) -> dict[str, str]:
+    """The ``<level>_name`` columns of the uploaded geography for ``levels`` (its unit
+    names); empty when no geography is declared."""
+    s = state()
+    geo = s["geography"] if s["declared"] else None
+    columns = set(map(str, geo["table"].columns)) if geo else set()
+    return {lv: f"{lv}_name" for lv in levels if f"{lv}_name" in columns}
+
+
 def describe() -> str:
     """One line for a "your table" choice: where its structure comes from."""
     s = state()

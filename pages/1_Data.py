@@ -84,8 +84,10 @@ except HierdpError as exc:
     st.error(f"These roles do not work yet: {exc}")
     st.stop()
 h = data.hierarchy
-named = ui.name_columns(ds, levels)
-st.caption("Unit names (public, used as labels in the release): "
+declared = ds["sample"] is None and structure.state()["declared"]
+named = structure.geography_name_columns(levels) if declared else ui.name_columns(ds, levels)
+where = ", from the geography file" if declared else ""
+st.caption(f"Unit names (public, used as labels in the release{where}): "
            + (", ".join(f"{lv} ← {col}" for lv, col in named.items()) if named else
               "none found; a column called <level>_name (e.g. county_name) is used "
               "automatically."))
