@@ -163,8 +163,8 @@ def structure_note(declared: bool) -> None:
         st.warning("**Structure: read from this table (exploration only, not "
                    "publishable).** Its units, categories and domain come from the "
                    "confidential data, so a release's shape could tell who is in it. To "
-                   "publish, declare them: on the Data page, a public geography file and "
-                   "the values of each category column (and here the public domain or "
-                   "largest size), or on the command line `hierdp release --geography FILE "
-                   "--category-values COL=V1|V2 ...`.",
+                   "publish, declare them: a public geography file and the values of each "
+                   "category column on the Data page (and the public largest size or domain "
+                   "on the group-size and range pages), or on the command line with "
+                   "`--geography FILE` and `--category-values COL=V1|V2`",
                    icon=":material/visibility:")
