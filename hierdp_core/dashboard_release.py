@@ -1,9 +1,10 @@
 """The dashboard's release widgets: the publishable verdict, downloads named after it, and
 the publishable release (the same configuration drawn again with secure noise).
 
-Session-state key: ``hd_publishable`` maps a page's prefix to (token of the exploration
+Session-state keys: ``hd_publishable`` maps a page's prefix to (token of the exploration
 release it redraws, the secure release): a new exploration release (new data, settings or
-seed) has a new token, so a stale secure release is never offered.
+seed) has a new token, so a stale secure release is never offered. ``hd_geojson_cache``
+holds the GeoJSON bytes of the latest releases per (token, level).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.verdict import SEEDED, release_verdict, short_reason_tag
 
 PUBLISHABLE = "hd_publishable"
+GEOJSON_CACHE = "hd_geojson_cache"
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
 WHAT_MAKES_IT_PUBLISHABLE = (
     "A release can be published as it is only when all three hold:\n\n"
@@ -149,6 +151,21 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
         st.caption(f"Drawn with secure noise in {time.perf_counter() - started:.1f} s.")
     stored = drawn.get(prefix)
     return stored[1] if stored is not None and stored[0] == token else None
+
+
+def geojson_bytes(release, geometry: dict, level: int) -> tuple[bytes, list]:
+    """The release's values at ``level`` on the features of ``geometry`` as GeoJSON bytes,
+    and the units without geometry; kept per (content token, level) for the last four."""
+    from hierdp_core.export import release_geojson
+
+    cache = st.session_state.setdefault(GEOJSON_CACHE, {})
+    key = (release_token(release), level)
+    if key not in cache:
+        collection = release_geojson(release, geometry, level)
+        while len(cache) >= 4:
+            cache.pop(next(iter(cache)))
+        cache[key] = (json.dumps(collection).encode(), collection.get("missing_geometry", []))
+    return cache[key]
 
 
 def structure_note(declared: bool) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
-from hierdp_core.export import manifest_bytes, release_geojson
+from hierdp_core.export import manifest_bytes
 from hierdp_core.geo import level_geojson
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
@@ -64,16 +64,16 @@ if geo_levels:
     for label, key, one in (("", "dl_geojson", release), ("Secure: ", "dl_geojson_pub", secure)):
         if one is None:
             continue
-        collection = release_geojson(one, level_geojson(*sources[level]), level)
+        geojson, missing = rel.geojson_bytes(one, level_geojson(*sources[level]), level)
         stem = rel.tagged(f"counts_{h.level_names[level]}",
                           release_verdict(one, structure_declared=data.declared_structure))
         st.download_button(f"{label}Release GeoJSON ({h.level_names[level]})",
-                           json.dumps(collection).encode(), f"{stem}_release.geojson",
+                           geojson, f"{stem}_release.geojson",
                            "application/geo+json", key=key,
                            type="primary" if one is secure else "secondary")
-    if collection.get("missing_geometry"):
-        st.caption(f"{len(collection['missing_geometry'])} units have no geometry and are listed "
-                   "under 'missing_geometry' in the file.")
+    if missing:
+        st.caption(f"{len(missing)} units have no geometry and are listed under "
+                   "'missing_geometry' in the file.")
 
 st.divider()
 st.subheader(":material/warning: Evaluation report (CONFIDENTIAL — do not publish)")
