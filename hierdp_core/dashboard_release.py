@@ -33,8 +33,11 @@ WHAT_MAKES_IT_PUBLISHABLE = (
     "2. **A private mechanism**: mechanisms that are not differentially private as "
     "published (marked in the pickers) never are.\n"
     "3. **A declared structure**: the units, categories and domain come from a public "
-    "declaration (the bundled samples' unit lists and code lists), not from the "
-    "confidential table; an uploaded table's own units would tell the reader who is in it.")
+    "declaration (a bundled sample's unit and code lists, or for your own table the "
+    "geography file and category values declared on the Data page, with the public "
+    "largest size or domain), not from the confidential table: a table's own units and "
+    "values would tell the reader who is in it (a unit with nobody in it would be "
+    "missing).")
 
 
 def verdict_box(release, structure_declared: bool) -> dict:
