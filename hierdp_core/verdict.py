@@ -22,8 +22,8 @@ from __future__ import annotations
 SEEDED = ("the noise comes from a seeded generator (exploration): anyone who knows the seed "
           "can subtract it; release again with secure noise (without a seed)")
 FROM_DATA = ("the release's units, categories or domain were read from the confidential data "
-             "(structure from data), so its shape can reveal who is in it; declare them "
-             "(--geography, --category-values, --domain)")
+             "(structure from data), so its shape can reveal who is in it; declare them: a "
+             "public geography listing every unit, and the category values or domain")
 
 
 def not_private_reason(name: str, warning: str = "") -> str:
