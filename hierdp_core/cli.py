@@ -115,10 +115,17 @@ def _input_data(args, table):
     ``--count-column``), FlowData or RangeData, shaped by the declared structure
     (``--geography``, ``--category-values``, ``--domain``) or, with
     ``--structure-from-data``, by the data (exploration)."""
+    from hierdp_core.data.loaders import check_column_roles
+
     query = getattr(args, "query", "counts")
     if query == "flows":
         return _flow_data(args, table)
     levels, names = _csv_list(args.levels), _name_columns(getattr(args, "names", None))
+    check_column_roles(args.count_column, levels=levels,
+                       categories=_csv_list(getattr(args, "categories", None)),
+                       attributes=getattr(args, "attribute", None),
+                       group_columns=getattr(args, "group_column", None),
+                       size_columns=getattr(args, "size_column", None))
     if not levels:
         raise InputError(f"{query} need --levels, the level columns coarse to fine")
     if query == "ranges":
@@ -159,7 +166,26 @@ def _input_data(args, table):
              else {"local_codes": args.local_codes, "name_columns": names})
     return count_data_from_table(table, levels, count_column=args.count_column,
                                  category_columns=categories, category_values=declared,
-                                 **shape)
+                                 duplicates=getattr(args, "duplicates", None) or "sum",
+                                 max_cells=_max_cells(args), **shape)
+
+
+def _max_cells(args) -> int:
+    """``--max-cells``, else the default sized to this machine's memory."""
+    from hierdp_core.data.loaders import default_max_cells
+
+    value = getattr(args, "max_cells", None)
+    return int(value) if value is not None else default_max_cells()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants a whole number > 0, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"wants a whole number > 0, got {value}")
+    return value
 
 
 def _categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
@@ -211,9 +237,11 @@ def _geography(args, levels, names, query: str, *, undeclared=(), flows=None):
 
 def _flow_data(args, table):
     """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
+    from hierdp_core.data.loaders import check_column_roles
     from hierdp_core.flows.data import flow_data_from_table
 
     origin, destination = _csv_list(args.origin_levels), _csv_list(args.destination_levels)
+    check_column_roles(args.count_column, origin_levels=origin, destination_levels=destination)
     if not origin or not destination:
         raise InputError("flows need --origin-levels and --destination-levels, e.g. "
                          "--origin-levels o_state,o_county --destination-levels "
@@ -246,8 +274,20 @@ def _range_data(args, table, levels, names):
     if _csv_list(args.categories) or getattr(args, "category_values", None):
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
+    from hierdp_core.data.loaders import check_cells
+
     domain = parse_domain(args.domain) if args.domain else None
+    max_cells = _max_cells(args)
+    if domain is not None:  # before the domain's values are made: the domain alone, ...
+        size = domain[1] - domain[0] + 1
+        check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
     geography = _geography(args, levels, names, "ranges")
+    if domain is not None:  # ... then with the units (declared, or the data's leaves)
+        leaves = (geography.hierarchy.n_leaves if geography is not None
+                  else len(table[levels].drop_duplicates()) if set(levels) <= set(table)
+                  else 1)
+        check_cells(leaves * size, max_cells,
+                    f"{leaves:,} units x a domain of {size:,} values")
     if geography is not None and domain is None:
         raise InputError("a ranges release over a declared --geography needs --domain LO-HI, "
                          "the public range of the attribute (or --structure-from-data for "
@@ -308,6 +348,7 @@ def cmd_release(args) -> int:
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
     path = Path(args.input)
     table = read_table(path, columns=input_columns(args))
+    _warn_lookalike_codes(args, table)
     data = _input_data(args, table)
     split = _weights(args.split) or args.split_preset
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
@@ -330,6 +371,10 @@ def cmd_release(args) -> int:
                           structure_declared=structure_declared, input_spec=input_spec,
                           input_content=path, key_file=args.key_file,
                           overwrite=args.overwrite)
+    merged = int(getattr(data, "merged_rows", 0) or 0)
+    if merged:  # said once the release is written, so that an error stays the only line
+        print(f"note: {merged:,} duplicate rows of the same unit and category were summed",
+              file=sys.stderr)
     if not release.privacy.get("invariants"):
         note = ""
     else:
@@ -338,6 +383,21 @@ def cmd_release(args) -> int:
     print(describe_verdict(release_verdict(release, structure_declared=structure_declared)))
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     return 0
+
+
+def _warn_lookalike_codes(args, table) -> None:
+    """One warning line naming up to five pairs of codes of the same level that differ only
+    by leading zeros or surrounding whitespace (they stay distinct strings)."""
+    from hierdp_core.data.loaders import lookalike_codes
+
+    columns = [*_csv_list(getattr(args, "levels", None)),
+               *_csv_list(getattr(args, "origin_levels", None)),
+               *_csv_list(getattr(args, "destination_levels", None))]
+    pairs = lookalike_codes(table, list(dict.fromkeys(columns)))
+    if pairs:
+        shown = ", ".join(f"{col} {a!r} and {b!r}" for col, a, b in pairs)
+        print(f"warning: codes that differ only by leading zeros or whitespace: {shown} "
+              "(codes are text: leading zeros make different units; check these are meant)", file=sys.stderr)
 
 
 def check_invariants(args, mechanism) -> list[str]:
@@ -664,6 +724,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key-file", help="the publisher's secret key for the input fingerprint "
                                       "(default ~/.config/hierdp/fingerprint.key, created "
                                       "if absent); never inside the release folder")
+    p.add_argument("--duplicates", choices=("sum", "error"), default="sum",
+                   help="aggregated rows of the same unit and category: sum them (a note "
+                        "says how many) or refuse the input")
+    p.add_argument("--max-cells", type=_positive_int, metavar="N",
+                   help="refuse a release of more than N cells (units x categories, or "
+                        "units x domain values); default: total memory / 64 bytes")
     p.add_argument("--out", required=True)
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing release in --out whole (written beside it, "

@@ -25,3 +25,18 @@ class BudgetError(HierdpError, ValueError):
 
 class MechanismError(HierdpError, ValueError):
     """Unknown mechanism, unsupported query, or parameter out of its bounds."""
+
+
+class ColumnRoleError(InputError):
+    """One column given two roles that exclude each other (e.g. a level that is also the
+    count column); the message names the column."""
+
+
+class DuplicateRowsError(InputError):
+    """Aggregated input with several rows of the same unit and category, refused on request
+    (``duplicates="error"``); the message gives how many and an example."""
+
+
+class SizeLimitError(InputError):
+    """A release would need more cells than allowed (``max_cells``); refused before
+    allocating, the message gives the figure."""

@@ -536,3 +536,83 @@ def _show(value) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return "(empty)"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+# ---- column roles, look-alike codes and size guards -----------------------------------------
+
+#: bytes of memory counted per cell of a release when sizing the default ``max_cells``
+BYTES_PER_CELL = 64
+
+
+_ROLE_NOUNS = {"levels": "level", "categories": "category", "attributes": "attribute",
+               "group_columns": "group", "size_columns": "size",
+               "origin_levels": "origin level", "destination_levels": "destination level"}
+
+
+def check_column_roles(count_column: str | None, **roles: Sequence[str] | str | None) -> None:
+    """`ColumnRoleError` when the count column is also given another role (``levels=...``,
+    ``categories=...``, ``attribute=...``), naming the column and both roles."""
+    from hierdp_core.errors import ColumnRoleError
+
+    if not count_column:
+        return
+    for role, columns in roles.items():
+        wanted = [columns] if isinstance(columns, str) else list(columns or ())
+        if count_column in wanted:
+            noun = _ROLE_NOUNS.get(role, role.replace("_", " "))
+            raise ColumnRoleError(f"column {count_column!r} is given both as the count column "
+                                  f"and as a {noun} column; a column has one role")
+
+
+def _code_key(code: str) -> str:
+    stripped = code.strip()
+    trimmed = stripped.lstrip("0")
+    return trimmed if trimmed or not stripped else "0"
+
+
+def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
+                    limit: int = 5) -> list[tuple[str, str, str]]:
+    """Pairs of distinct codes of the same column that differ only by leading zeros or
+    surrounding whitespace (``'1'`` and ``'01'``, ``'06 '`` and ``'06'``), as
+    ``(column, code, code)``, at most ``limit``. Codes are left as they are (two units); the
+    caller may warn."""
+    pairs: list[tuple[str, str, str]] = []
+    for column in columns:
+        if column not in table.columns:
+            continue
+        values = pd.unique(table[column].dropna())
+        seen: dict[str, str] = {}
+        for value in sorted({str(v) for v in values}):
+            key = _code_key(value)
+            if key in seen:
+                pairs.append((column, seen[key], value))
+                if len(pairs) >= limit:
+                    return pairs
+            else:
+                seen[key] = value
+    return pairs
+
+
+def default_max_cells() -> int:
+    """The default cap on the cells of a release: total memory / `BYTES_PER_CELL`."""
+    try:
+        import psutil
+
+        total = int(psutil.virtual_memory().total)
+    except Exception:  # psutil missing or unsupported: ask the OS
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = 8 * 2**30
+    return max(1, total // BYTES_PER_CELL)
+
+
+def check_cells(cells: int, max_cells: int | None, what: str) -> None:
+    """`SizeLimitError` when ``cells`` exceeds ``max_cells`` (None: no limit), with the
+    figure and what it is made of."""
+    from hierdp_core.errors import SizeLimitError
+
+    if max_cells is not None and cells > max_cells:
+        raise SizeLimitError(f"the release would have {cells:,} cells ({what}), above the "
+                             f"limit of {max_cells:,} (--max-cells); use a smaller domain, "
+                             "fewer categories or a coarser geography, or raise --max-cells")

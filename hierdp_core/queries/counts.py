@@ -50,6 +50,8 @@ class CountData:
     category_columns: tuple[str, ...] = ()
     #: True when the units and categories came from public declarations, not the data
     declared_structure: bool = False
+    #: aggregated rows merged into another row of the same unit and category (summed)
+    merged_rows: int = 0
 
     @property
     def has_categories(self) -> bool:
@@ -75,6 +77,8 @@ def count_data_from_table(
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
     category_values: Mapping[str, Sequence[str]] | None = None,
+    duplicates: str = "sum",
+    max_cells: int | None = None,
 ) -> CountData:
     """Per-leaf counts from microdata (one row per person, ``count_column=None``) or
     aggregated rows (``count_column`` holds non-negative integer counts; duplicate rows
@@ -85,8 +89,19 @@ def count_data_from_table(
     the geography's levels in order; its names and codes rule, so ``local_codes``,
     ``root_name`` and ``name_columns`` do not apply). ``category_values``: the declared
     values of some or all category columns. ``declared_structure`` is True when the
-    geography and the values of every category column were declared."""
-    from hierdp_core.errors import InputError
+    geography and the values of every category column were declared.
+
+    ``duplicates``: ``"sum"`` (aggregated rows of the same unit and category are summed;
+    how many were merged is ``merged_rows`` of the result) or ``"error"``
+    (`DuplicateRowsError`). ``max_cells``: refuse (`SizeLimitError`) a release of more
+    cells (units x categories) before allocating it; None: no limit. A count column that
+    is also a level or category column is a `ColumnRoleError`."""
+    from hierdp_core.data.loaders import check_cells, check_column_roles
+    from hierdp_core.errors import DuplicateRowsError, InputError
+
+    if duplicates not in ("sum", "error"):
+        raise InputError(f"duplicates must be 'sum' or 'error', got {duplicates!r}")
+    check_column_roles(count_column, levels=levels, categories=category_columns)
 
     category_columns = list(category_columns)
     declared = dict(category_values or {})
@@ -109,6 +124,13 @@ def count_data_from_table(
                                           local_codes=local_codes)
     weights = (np.ones(len(table), dtype=np.int64) if count_column is None
                else validate_counts(table, count_column))
+    if max_cells is not None:
+        k_estimate = 1
+        for col in category_columns:
+            k_estimate *= (len(declared[col]) if col in declared
+                           else int(table[col].nunique(dropna=False)))
+        check_cells(hierarchy.n_leaves * k_estimate, max_cells,
+                    f"{hierarchy.n_leaves:,} units x {k_estimate:,} categories")
     if category_columns and set(category_columns) <= set(declared):
         cat_index, categories = category_index(table, category_columns, declared)
     elif category_columns:
@@ -117,6 +139,16 @@ def count_data_from_table(
         cat_index, categories = np.zeros(len(table), dtype=np.int64), (TOTAL,)
     k = len(categories)
     cells = leaf * k + cat_index
+    merged = 0
+    if count_column is not None and len(cells):
+        merged = len(cells) - int(np.count_nonzero(np.bincount(cells)))
+        if merged and duplicates == "error":
+            order = np.argsort(cells, kind="stable")
+            same = np.flatnonzero(np.diff(cells[order]) == 0)
+            first, second = sorted((int(order[same[0]]) + 1, int(order[same[0] + 1]) + 1))
+            raise DuplicateRowsError(f"{merged:,} row(s) repeat the unit and category of an "
+                                     f"earlier row (e.g. rows {first} and {second}); sum them "
+                                     "first, or use --duplicates sum")
     if int(weights.sum()) < 2**53:  # float64 sums of integers are exact below 2^53
         flat = np.bincount(cells, weights=weights, minlength=hierarchy.n_leaves * k)
         flat = np.rint(flat).astype(np.int64)
@@ -129,7 +161,7 @@ def count_data_from_table(
                                                      name_columns))
     declared_structure = geography is not None and set(category_columns) <= set(declared)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),
-                     declared_structure)
+                     declared_structure, merged)
 
 
 def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],

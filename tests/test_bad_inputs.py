@@ -1,0 +1,167 @@
+"""Bad inputs of issue 16: a count column given another role, duplicate aggregated rows,
+look-alike codes, releases too large for memory and malformed domains. Each is a typed error
+in the core and, on the command line, one line on stderr with exit status 2 (or one
+warning / note line), nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli as run
+
+from hierdp_core.data.loaders import check_cells, default_max_cells, lookalike_codes
+from hierdp_core.errors import (
+    ColumnRoleError,
+    DuplicateRowsError,
+    SizeLimitError,
+    StructureError,
+)
+from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core.structure import parse_domain
+
+ROWS = pd.DataFrame({"state": ["A", "A", "A", "B"], "county": ["a1", "a1", "a2", "b1"],
+                     "sex": ["F", "F", "M", "F"], "age": [3, 3, 40, 7], "n": [2, 5, 1, 4]})
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    path = tmp_path / "rows.csv"
+    ROWS.to_csv(path, index=False)
+    return path
+
+
+def release(capsys, data, out, *extra):
+    return run(capsys, "release", data, "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+               "--structure-from-data", "--out", out, *extra)
+
+
+def one_error(code, err, *words):
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+
+
+# ---- 1. the count column given another role ---------------------------------------------
+
+@pytest.mark.parametrize("role", ["levels", "categories"])
+def test_core_refuses_count_column_as_level_or_category(role):
+    kwargs = ({"category_columns": ["n"]} if role == "categories" else {})
+    levels = ["state", "n"] if role == "levels" else ["state", "county"]
+    with pytest.raises(ColumnRoleError, match="'n'"):
+        count_data_from_table(ROWS, levels, count_column="n", **kwargs)
+
+
+@pytest.mark.parametrize(("flags", "noun"), [
+    (["--levels", "state,n"], "level"),
+    (["--levels", "state,county", "--categories", "n"], "category")])
+def test_cli_refuses_count_column_as_level_or_category(capsys, data, tmp_path, flags, noun):
+    out = tmp_path / "out"
+    code, _, err = release(capsys, data, out, "--count-column", "n", *flags)
+    one_error(code, err, "'n'", "count column", noun)
+    assert not out.exists()
+
+
+def test_cli_refuses_count_column_as_flow_level(capsys, data, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "release", data, "--query", "flows", "--origin-levels", "n",
+                       "--destination-levels", "county", "--count-column", "n",
+                       "--mechanism", "stability-histogram", "--epsilon", 1, "--delta", 1e-6,
+                       "--seed", 1, "--structure-from-data", "--out", out)
+    one_error(code, err, "'n'", "origin level")
+    assert not out.exists()
+
+
+# ---- 2. duplicate rows of aggregated input ------------------------------------------------
+
+def test_core_sums_duplicates_and_counts_them():
+    d = count_data_from_table(ROWS, ["state", "county"], count_column="n",
+                              category_columns=["sex"])
+    assert d.merged_rows == 1 and int(d.leaf_counts.sum()) == 12
+    with pytest.raises(DuplicateRowsError, match="rows 1 and 2"):
+        count_data_from_table(ROWS, ["state", "county"], count_column="n",
+                              category_columns=["sex"], duplicates="error")
+    people = count_data_from_table(ROWS, ["state", "county"])  # microdata: rows are people
+    assert people.merged_rows == 0
+
+
+def test_cli_notes_summed_duplicates_or_refuses_them(capsys, data, tmp_path):
+    flags = ["--levels", "state,county", "--categories", "sex", "--count-column", "n"]
+    code, _, err = release(capsys, data, tmp_path / "a", *flags)
+    assert code == 0
+    assert "note: 1 duplicate rows of the same unit and category were summed\n" in err
+    out = tmp_path / "b"
+    code, _, err = release(capsys, data, out, *flags, "--duplicates", "error")
+    one_error(code, err, "1 row(s)", "rows 1 and 2")
+    assert not out.exists()
+
+
+# ---- 3. codes that differ only by leading zeros or whitespace -----------------------------
+
+def test_lookalike_codes_are_named_not_merged(capsys, tmp_path):
+    table = pd.DataFrame({"state": ["1", "01", "2", "2"], "county": ["06 ", "06", "7", "8"],
+                          "n": [1, 2, 3, 4]})
+    pairs = lookalike_codes(table, ["state", "county"])
+    assert ("state", "01", "1") in pairs and ("county", "06", "06 ") in pairs
+    assert lookalike_codes(table, ["state"], limit=1) == [("state", "01", "1")]
+    path = tmp_path / "codes.csv"
+    table.to_csv(path, index=False)
+    code, _, err = release(capsys, path, tmp_path / "out", "--levels", "state",
+                           "--count-column", "n")
+    warnings = [line for line in err.splitlines() if line.startswith("warning: codes")]
+    assert code == 0 and len(warnings) == 1 and "'01' and '1'" in warnings[0]
+    many = pd.DataFrame({"state": [f"{i}" for i in range(1, 9)] + [f"0{i}" for i in range(1, 9)]})
+    assert len(lookalike_codes(many, ["state"])) == 5
+
+
+# ---- 4. size guards and domains -----------------------------------------------------------
+
+def test_check_cells_and_default():
+    check_cells(10, 10, "x")
+    with pytest.raises(SizeLimitError, match="11 cells"):
+        check_cells(11, 10, "x")
+    assert default_max_cells() > 1000
+
+
+def test_core_refuses_too_many_cells():
+    with pytest.raises(SizeLimitError, match="3 units x 2 categories"):
+        count_data_from_table(ROWS, ["state", "county"], category_columns=["sex"], max_cells=5)
+
+
+@pytest.mark.parametrize("domain", ["0-100000000", "0-1000000000000"])
+def test_cli_refuses_a_huge_domain_before_allocating(capsys, data, tmp_path, domain):
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "release", data, "--query", "ranges", "--levels", "state",
+                       "--attribute", "age", "--domain", domain, "--mechanism", "dawa",
+                       "--epsilon", 1, "--seed", 1, "--structure-from-data",
+                       "--max-cells", 1_000_000, "--out", out)
+    one_error(code, err, "cells", "--max-cells", "domain of")
+    assert not out.exists()
+
+
+def test_cli_refuses_too_many_count_cells(capsys, data, tmp_path):
+    code, _, err = release(capsys, data, tmp_path / "out", "--levels", "state,county",
+                           "--categories", "sex", "--max-cells", 5)
+    one_error(code, err, "6 cells", "3 units x 2 categories")
+
+
+@pytest.mark.parametrize("text", ["0-1e8", "0-1.5", "a-b", "100"])
+def test_domain_wants_integers(capsys, data, tmp_path, text):
+    with pytest.raises(StructureError, match="LO-HI integers"):
+        parse_domain(text)
+    code, _, err = run(capsys, "release", data, "--query", "ranges", "--levels", "state",
+                       "--attribute", "age", "--domain", text, "--mechanism", "dawa",
+                       "--epsilon", 1, "--seed", 1, "--structure-from-data",
+                       "--out", tmp_path / "out")
+    one_error(code, err, "LO-HI integers", repr(text))
+
+
+def test_dashboard_domain_uses_the_shared_parser():
+    from hierdp_core.dashboard_sources import _domain
+
+    assert _domain("") is None and _domain("  ") is None
+    assert _domain(" -5 - 5 ") == (-5, 5) == parse_domain("-5-5")
+    with pytest.raises(StructureError, match="LO-HI integers"):
+        _domain("0-1e8")
