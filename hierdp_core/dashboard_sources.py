@@ -186,22 +186,18 @@ RANGE_COUNT_NAMES = ("count", "residents", "population", "people", "n")
 
 
 def _domain(text: str) -> tuple[int, int] | None:
-    """'LO-HI' as integers (negative bounds allowed: '-5-5'); empty = None."""
+    """'LO-HI' as integers (negative bounds allowed: '-5-5'), by `structure.parse_domain`,
+    the parser of the command line; empty = None; anything else a `StructureError`."""
+    from hierdp_core.structure import parse_domain
+
     text = text.strip()
-    if not text:
-        return None
-    lo, sep, hi = text[1:].partition("-") if text.startswith("-") else text.partition("-")
-    try:
-        return (int(("-" if text.startswith("-") else "") + lo), int(hi)) if sep else None
-    except ValueError:
-        return None
+    return parse_domain(text) if text else None
 
 
 def ranges_from_upload(ds: dict):
     """RangeData (prefix workload) from the uploaded table: levels, the ordered attribute,
     the count column and the public domain chosen here. Returns (data, key, the input
     description for the manifest)."""
-    from hierdp_core.errors import InputError
     from hierdp_core.queries.ranges import range_data_from_table
 
     columns = _columns(ds)
@@ -227,12 +223,9 @@ def ranges_from_upload(ds: dict):
         st.info("Choose the geography level columns of your table, coarse to fine.")
         st.stop()
     count_column = None if count == PERSON_ROWS else count
-    domain = _domain(domain_text)
 
     def build():
-        if domain_text.strip() and domain is None:
-            raise InputError(f"the domain wants LO-HI integers, e.g. 0-100; got "
-                             f"{domain_text!r}")
+        domain = _domain(domain_text)
         geography = structure.declared_geography(levels)
         units = ({"geography": geography} if geography is not None
                  else {"name_columns": ui.name_columns(ds, levels)})
@@ -241,6 +234,7 @@ def ranges_from_upload(ds: dict):
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
            structure.key())
     data = _build("rg", key, "range queries", build)
+    domain = _domain(domain_text)  # parsed without error: build() succeeded
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
                        "count_column": count_column, "domain": domain}
 
