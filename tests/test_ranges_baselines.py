@@ -11,6 +11,7 @@ independently of the module. The calibration numbers are the spec's section 4.5.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -46,18 +47,25 @@ def geometric_weights(height: int) -> np.ndarray:
     return 2.0 ** (np.arange(height + 1) / 3)
 
 
+def estimator(key):
+    """The baseline's estimator with the L1 sensitivity its mechanism's plan states (1);
+    Privelet calibrates its own (weighted coefficients)."""
+    function = BASELINES[key][0]
+    return function if key == "privelet" else partial(function, sensitivity=1.0)
+
+
 def tree_with(branching, weights_of_height):
     def estimate(x, epsilon, source):
         height = tree_height(np.shape(x)[-1], branching)
         return tree_estimate(x, epsilon, source, branching=branching,
-                             level_weights=weights_of_height(height))
+                             level_weights=weights_of_height(height), sensitivity=1.0)
     return estimate
 
 
 UNBIASED = {
-    "identity": identity_estimate,
+    "identity": partial(identity_estimate, sensitivity=1.0),
     "privelet": privelet_estimate,
-    "hb": hb_estimate,
+    "hb": partial(hb_estimate, sensitivity=1.0),
     "tree b=2 uniform": tree_with(2, lambda h: None),
     "tree b=3 uniform": tree_with(3, lambda h: None),
     "tree b=2 geometric": tree_with(2, geometric_weights),
@@ -145,7 +153,8 @@ def test_unbiased(name):
 
 def test_uniform_is_unbiased_for_the_total_and_flat():
     r, epsilon = 4000, 0.5
-    estimates = uniform_estimate(np.tile(HISTOGRAM, (r, 1)), epsilon, NoiseSource(seed=12))
+    estimates = uniform_estimate(np.tile(HISTOGRAM, (r, 1)), epsilon, NoiseSource(seed=12),
+                                 sensitivity=1.0)
     assert np.allclose(estimates, estimates[:, :1])
     totals = estimates.sum(axis=1)
     standard_error = math.sqrt(2 / epsilon**2 / r)
@@ -159,7 +168,7 @@ def test_identity_cell_variance():
     """Per-cell variance 2/epsilon^2 over m = 100,000 Laplace draws; Var(e^2) = 24 b^4 - 4 b^4."""
     epsilon, b = 0.5, 2.0
     x = np.tile(HISTOGRAM, (8000, 1))
-    errors = (identity_estimate(x, epsilon, NoiseSource(seed=13)) - x).reshape(-1, 1)
+    errors = (identity_estimate(x, epsilon, NoiseSource(seed=13), sensitivity=1.0) - x).reshape(-1, 1)
     assert_second_moment(errors, np.array([2 * b**2]), np.array([12 * b**4]))
 
 
@@ -199,7 +208,7 @@ def test_tree_range_variance_matches_the_gls_covariance(n, branching, weights):
     variance = (loadings**2 * 2 * b**2).sum(axis=1)
     fourth_cumulant = (loadings**4 * 12 * b**4).sum(axis=1)
     estimates = tree_estimate(np.zeros((r, n)), epsilon, NoiseSource(seed=15),
-                              branching=branching, level_weights=w)
+                              branching=branching, level_weights=w, sensitivity=1.0)
     assert_second_moment(estimates @ queries.T, variance, fourth_cumulant)
 
 
@@ -225,10 +234,10 @@ def test_tree_least_squares_equals_explicit_gls(n, branching, weights):
     # the estimator on the same noise draw (same seed), 3 histograms at once
     x = np.random.default_rng(17).poisson(20, size=(3, n)).astype(float)
     noisy, variance = measure_tree(tree, x, epsilon * level_shares(height, w),
-                                   NoiseSource(seed=18))
+                                   NoiseSource(seed=18), sensitivity=1.0)
     assert np.allclose(variance, level_variance)
     assert np.allclose(tree_estimate(x, epsilon, NoiseSource(seed=18), branching=branching,
-                                     level_weights=w),
+                                     level_weights=w, sensitivity=1.0),
                        explicit_gls(matrix, levels, noisy, level_variance).T)
 
 
@@ -240,7 +249,7 @@ def test_measured_nodes_are_the_tree_counts():
     x = HISTOGRAM[:n][None, :]
     shares = hb_level_shares(int(levels.max()))
     noisy, variance = measure_tree(b_ary_tree(n, branching), x, 1e12 * shares,
-                                   NoiseSource(seed=19))
+                                   NoiseSource(seed=19), sensitivity=1.0)
     expected = matrix @ x[0]
     expected[levels == 0] = 0.0
     assert np.allclose(noisy[:, 0], expected, atol=1e-6)
@@ -339,7 +348,7 @@ def test_calibration_average_absolute_error_n4096_eps01():
 @pytest.mark.parametrize("key", list(BASELINES))
 @pytest.mark.parametrize("n", [1, 2, 101])
 def test_shapes(key, n):
-    estimate = BASELINES[key][0]
+    estimate = estimator(key)
     x = np.arange(n, dtype=float)
     single = estimate(x, 1.0, NoiseSource(seed=21))
     batch = estimate(np.tile(x, (5, 1)), 1.0, NoiseSource(seed=21))
@@ -353,23 +362,25 @@ def test_shapes(key, n):
 @pytest.mark.parametrize("n", [1, 13, 101])
 def test_exact_without_noise(key, n):
     x = np.random.default_rng(22).poisson(30, size=(2, n)).astype(float)
-    assert np.allclose(BASELINES[key][0](x, 1e12, NoiseSource(seed=23)), x, atol=1e-6)
+    assert np.allclose(estimator(key)(x, 1e12, NoiseSource(seed=23)), x, atol=1e-6)
 
 
 @pytest.mark.parametrize("key", list(BASELINES))
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, float("nan"), float("inf")])
 def test_bad_epsilon(key, epsilon):
     with pytest.raises(BudgetError):
-        BASELINES[key][0](HISTOGRAM, epsilon, NoiseSource(seed=24))
+        estimator(key)(HISTOGRAM, epsilon, NoiseSource(seed=24))
 
 
 def test_bad_tree_parameters():
     with pytest.raises(MechanismError):
-        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), branching=1)
+        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), branching=1, sensitivity=1.0)
     with pytest.raises(BudgetError):  # height 4 needs 5 weights
-        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1])
+        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1],
+                      sensitivity=1.0)
     with pytest.raises(BudgetError):  # unmeasured leaves
-        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1, 1, 0])
+        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1, 1, 0],
+                      sensitivity=1.0)
 
 
 def test_registry():

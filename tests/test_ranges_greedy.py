@@ -317,8 +317,9 @@ def test_identity_workload_gives_the_laplace_mechanism():
         assert greedy.weights.tolist() == laplace.weights.tolist()
         assert np.array_equal(greedy.inverse, np.eye(k))
         counts = np.arange(k, dtype=float)
-        assert np.array_equal(greedy.release(counts, 0.5, NoiseSource(seed=4)),
-                              laplace.release(counts, 0.5, NoiseSource(seed=4)))
+        assert np.array_equal(
+            greedy.release(counts, 0.5, NoiseSource(seed=4), sensitivity=1.0),
+            laplace.release(counts, 0.5, NoiseSource(seed=4), sensitivity=1.0))
 
 
 def test_greedy_beats_the_uniform_tree_and_laplace_on_random_ranges():
@@ -365,7 +366,8 @@ def test_estimate_is_unbiased_with_the_predicted_covariance():
     w_hat = ranges_w_hat(k, m=30, seed=5)
     strategy = greedy_strategy(w_hat.T @ w_hat)
     truth = np.array([3.0, 0.0, 10.0, 7.0, 1.0, 4.0])
-    estimates = strategy.release(np.tile(truth, (draws, 1)), epsilon, NoiseSource(seed=11))
+    estimates = strategy.release(np.tile(truth, (draws, 1)), epsilon, NoiseSource(seed=11),
+                                 sensitivity=1.0)
     covariance = 2 / epsilon**2 * strategy.inverse
     sd = np.sqrt(np.diag(covariance))
     assert (np.abs(estimates.mean(axis=0) - truth) < 5 * sd / np.sqrt(draws)).all()
@@ -381,10 +383,11 @@ def test_estimate_is_unbiased_with_the_predicted_covariance():
 def test_shapes_and_laplace_errors():
     strategy = greedy_strategy(random_gram(5, 0))
     source = NoiseSource(seed=0)
-    assert strategy.measure(np.ones(5), 1.0, source).shape == (strategy.lo.size,)
-    assert strategy.measure(np.ones((3, 5)), 1.0, source).shape == (3, strategy.lo.size)
-    assert strategy.release(np.ones(5), 1.0, source).shape == (5,)
-    assert strategy.release(np.ones((3, 5)), 1.0, source).shape == (3, 5)
+    q = strategy.lo.size
+    assert strategy.measure(np.ones(5), 1.0, source, sensitivity=1.0).shape == (q,)
+    assert strategy.measure(np.ones((3, 5)), 1.0, source, sensitivity=1.0).shape == (3, q)
+    assert strategy.release(np.ones(5), 1.0, source, sensitivity=1.0).shape == (5,)
+    assert strategy.release(np.ones((3, 5)), 1.0, source, sensitivity=1.0).shape == (3, 5)
     ranges = np.triu(np.ones((4, 4)))  # [i, 4) for i = 0..3
     assert np.allclose(laplace_strategy(4).expected_squared_errors(ranges, 0.5),
                        2 / 0.25 * np.array([4, 3, 2, 1]))
@@ -402,11 +405,11 @@ def test_invalid_arguments():
         uniform_strategy(0)
     strategy = greedy_strategy(gram)
     with pytest.raises(InputError):
-        strategy.measure(np.ones(3), 1.0, NoiseSource(seed=0))
+        strategy.measure(np.ones(3), 1.0, NoiseSource(seed=0), sensitivity=1.0)
     with pytest.raises(InputError):
         strategy.estimate(np.ones(strategy.lo.size + 1))
     with pytest.raises(BudgetError):
-        strategy.measure(np.ones(4), 0.0, NoiseSource(seed=0))
+        strategy.measure(np.ones(4), 0.0, NoiseSource(seed=0), sensitivity=1.0)
     with pytest.raises(BudgetError):
         strategy.expected_squared_errors(np.ones((1, 4)), -1.0)
 
@@ -449,14 +452,16 @@ def test_batch_release_is_unbiased_with_each_strategys_covariance():
     truth = np.random.default_rng(2).integers(0, 50, k).astype(float)
     which = np.arange(2 * draws) % 2
     estimates = batch.release(np.tile(truth, (2 * draws, 1)), which, epsilon,
-                              NoiseSource(seed=4), max_cells=500 * k * k)  # in chunks
+                              NoiseSource(seed=4), max_cells=500 * k * k,  # in chunks
+                              sensitivity=1.0)
     for i in range(2):
         rows = estimates[which == i]
         variance = 2 / epsilon**2 * np.diag(batch.inverse[i])
         assert (np.abs(rows.mean(axis=0) - truth) < 5 * np.sqrt(variance / draws)).all()
         # sd of a sample variance: sigma^2 sqrt((kurtosis - 1) / n), kurtosis <= 6 (Laplace)
         assert (np.abs(rows.var(axis=0) - variance) < 5 * variance * np.sqrt(5 / draws)).all()
-    exact = batch.release(np.tile(truth, (2, 1)), np.arange(2), 1e12, NoiseSource(seed=0))
+    exact = batch.release(np.tile(truth, (2, 1)), np.arange(2), 1e12, NoiseSource(seed=0),
+                          sensitivity=1.0)
     assert np.allclose(exact, truth, atol=1e-6)
 
 

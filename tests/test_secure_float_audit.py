@@ -68,9 +68,9 @@ PATHS = {
     "least-squares-gaussian": lambda fill: counts_release("least-squares", fill,
                                                           noise="gaussian"),
     "ranges-identity": lambda fill: baselines.identity_estimate(
-        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True)),
+        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True), sensitivity=1.0),
     "ranges-h2": lambda fill: baselines.h2_estimate(
-        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True)),
+        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True), sensitivity=1.0),
     "ranges-privelet": lambda fill: baselines.privelet_estimate(
         np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True)),
 }

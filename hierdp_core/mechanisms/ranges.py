@@ -46,6 +46,19 @@ NOT_PRIVATE = ("privacy not established: the authors' code's Stage 1 (half the n
 
 Estimator = Callable[..., RangeEstimate]
 
+#: L1 sensitivity, under add/remove one person, of what the range mechanisms measure: one
+#: histogram (one cell changes by 1), its total, each level of a tree over it, or strategy
+#: answers whose columns have L1 norm 1. Stated once here, in the plans; the noise reads it.
+MEASUREMENT_SENSITIVITY = 1.0
+PRIVELET_SENSITIVITY = ("no single sensitivity in the plan: Privelet's Haar coefficients are "
+                        "weighted, their generalised L1 sensitivity 1 + log2 N depends on the "
+                        "(public) padded domain size N, which the plan does not see; the "
+                        "estimator calibrates Laplace((1 + log2 N)/(epsilon W)) itself")
+STAGE1_SELECTION = ("no single sensitivity: Stage 1 selects a partition from noisy scores "
+                    "(PrivTree's scores have sensitivity 1, the least-cost candidates' costs "
+                    "Delta + Delta_b), its privacy is the selection's argument, not a vector "
+                    "measured once")
+
 
 @dataclass(frozen=True, eq=False)
 class RangeRelease(Release):
@@ -69,6 +82,10 @@ class RangeMechanism(Mechanism):
 
     info: MechanismInfo
     estimator: Estimator = field(repr=False)
+    #: the measurement stage's L1 sensitivity (None: the estimator calibrates its own, with
+    #: ``sensitivity_note`` saying why)
+    sensitivity: float | None = MEASUREMENT_SENSITIVITY
+    sensitivity_note: str = ""
 
     def _level_budgets(self, data: RangeData, budget: PrivacyBudget, split):
         if budget.definition == APPROX_DP:
@@ -99,8 +116,14 @@ class RangeMechanism(Mechanism):
         """The 1-D method alone, as applied to a one-level release: a function of
         (histograms (r, n), workload, epsilon, source)."""
         level_params = self._level_params(self.params(**params), 0, 1)
-        return lambda x, workload, epsilon, source: self.estimator(x, workload, epsilon,
-                                                                   source, **level_params)
+        sensitivity = self.measurement_sensitivity(**params)
+        return lambda x, workload, epsilon, source: self.estimator(
+            x, workload, epsilon, source, sensitivity=sensitivity, **level_params)
+
+    def measurement_sensitivity(self, **params) -> float | None:
+        """The L1 sensitivity the measurement's noise is calibrated with: the plan's last
+        stage (the measurement; DAWA's Stage 1 is a selection with its own calibration)."""
+        return self.privacy_plan(**params).stages[-1].sensitivity
 
     def privacy_plan(self, **params) -> PrivacyPlan:
         """DAWA-style methods with a partition (rho > 0): Stage 1, the partition, with share
@@ -108,14 +131,22 @@ class RangeMechanism(Mechanism):
         buckets, with the rest; each runnable on its own on many histograms (one unit of a
         level each, ``run(x, workload, epsilon_l, source)``) for the audit. Stage 2 runs on
         the public partition into single cells: its claim holds for every partition fixed
-        before it. Methods without a partition: one stage (the default plan)."""
+        before it. Methods without a partition: one stage, the measurement. Every measurement
+        states its L1 sensitivity (``sensitivity``, 1), from which the release calibrates its
+        noise (`measurement_sensitivity`); Privelet's and DAWA Stage 1's are None, with the
+        reason in their note."""
         options = getattr(self.estimator, "options", None)
         p = {"partition": "privtree", "candidates": "pow2", "penalty": 0.0,
              "stage2": "greedy", "branching": 2,
              **self._level_params(self.params(**params), 0, 1), **(options or {})}
         rho = float(p.get("rho", 0.0))
         if options is None or rho <= 0:
-            return super().privacy_plan(**params)
+            note = self.info.neighbouring
+            if self.sensitivity_note:
+                note += "; " + self.sensitivity_note
+            stage = Stage("release", ADD_REMOVE_PERSON, self.sensitivity, "laplace", 1.0,
+                          note=note)
+            return PrivacyPlan(self.info.name, PURE_DP, (stage,))
 
         def partition(x, workload, epsilon, source):
             edges = stage1_partition(np.asarray(x, dtype=float), rho * epsilon,
@@ -128,14 +159,16 @@ class RangeMechanism(Mechanism):
 
         def measurement(x, workload, epsilon, source):
             return dawa(x, workload, (1 - rho) * epsilon, source, rho=0.0,
-                        stage2=p["stage2"], branching=p["branching"]).values
+                        stage2=p["stage2"], branching=p["branching"],
+                        sensitivity=stage2.sensitivity).values
 
         provable = p["partition"] != "least-cost-reference"
-        stage1 = Stage("partition", ADD_REMOVE_PERSON, 1.0 if p["partition"] == "privtree"
-                       else 2.0, "laplace", rho, output="partition", run=partition,
-                       note=STAGE1_PRIVACY if provable else REFERENCE_STAGE1)
-        stage2 = Stage("measurement", ADD_REMOVE_PERSON, 1.0, "laplace", 1.0 - rho,
-                       note=STAGE2_PRIVACY, run=measurement)
+        stage1 = Stage("partition", ADD_REMOVE_PERSON, None, "laplace", rho,
+                       output="partition", run=partition,
+                       note=(STAGE1_PRIVACY if provable else REFERENCE_STAGE1) + "; "
+                       + STAGE1_SELECTION)
+        stage2 = Stage("measurement", ADD_REMOVE_PERSON, self.sensitivity, "laplace",
+                       1.0 - rho, note=STAGE2_PRIVACY, run=measurement)
         return PrivacyPlan(self.info.name, PURE_DP, (stage1, stage2))
 
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
@@ -159,6 +192,7 @@ class RangeMechanism(Mechanism):
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
         parts, _ = self._level_budgets(data, budget, split)
+        sensitivity = self.measurement_sensitivity(**p)
         h = data.hierarchy
         truth = data.node_counts()
         estimates = np.full(truth.shape, np.nan)
@@ -168,6 +202,7 @@ class RangeMechanism(Mechanism):
                 continue
             sl = h.level_slice(level)
             est = self.estimator(truth[sl], data.workload, part.value, source,
+                                 sensitivity=sensitivity,
                                  **self._level_params(p, level, h.n_levels))
             estimates[sl] = est.values
             if est.edges is not None:
@@ -221,15 +256,18 @@ STAGE2_PARAM = Parameter("stage2", "choice", "greedy", "Stage-2 strategy over bu
 
 
 def _dawa_with(**fixed) -> Estimator:
-    def estimate(x, workload, epsilon, source, **params):
-        return dawa(x, workload, epsilon, source, **{**params, **fixed})
+    def estimate(x, workload, epsilon, source, *, sensitivity, **params):
+        return dawa(x, workload, epsilon, source, sensitivity=sensitivity,
+                    **{**params, **fixed})
     estimate.options = fixed  # what the privacy plan reads
     return estimate
 
 
 def _baseline(function) -> Estimator:
-    def estimate(x, workload, epsilon, source, **params):
-        return RangeEstimate(function(x, epsilon, source, **params))
+    def estimate(x, workload, epsilon, source, *, sensitivity, **params):
+        if sensitivity is None:  # Privelet: calibrated from the public domain size
+            return RangeEstimate(function(x, epsilon, source, **params))
+        return RangeEstimate(function(x, epsilon, source, sensitivity=sensitivity, **params))
     return estimate
 
 
@@ -284,4 +322,6 @@ for _key, (_function, _display, _summary, _statement) in BASELINES.items():
     register(RangeMechanism(
         info=_info(_key, f"{_display} (data-independent): {_summary}", REFERENCES[_key],
                    _statement),
-        estimator=_baseline(_function)))
+        estimator=_baseline(_function),
+        sensitivity=None if _key == "privelet" else MEASUREMENT_SENSITIVITY,
+        sensitivity_note=PRIVELET_SENSITIVITY if _key == "privelet" else ""))

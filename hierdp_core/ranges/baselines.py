@@ -3,7 +3,9 @@
 Every estimator takes histograms ``x`` of shape (n,) or (r, n) (r independent histograms, e.g.
 the age histograms of all municipalities of one level) and returns real-valued estimates of
 the same shape: they may be negative, and nothing is rounded. Their error does not depend on
-the data.
+the data. All but Privelet take ``sensitivity`` (keyword, no default): the L1 sensitivity of
+one histogram under the neighbouring relation, read from the mechanism's privacy plan
+(`hierdp_core.mechanisms.ranges`); the noise is calibrated and OpenDP-mapped with it.
 
 Privacy. Neighbouring inputs differ by adding or removing one record, so one cell of one
 histogram changes by 1 (spec section 3). Every method is pure epsilon-DP for each histogram,
@@ -50,7 +52,8 @@ Example
 -------
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> x = np.array([[3.0, 0.0, 5.0, 1.0, 2.0]])
->>> est = tree_estimate(x, 1e9, NoiseSource(seed=1), branching=3)  # almost no noise
+>>> est = tree_estimate(x, 1e9, NoiseSource(seed=1), branching=3,
+...                     sensitivity=1.0)  # almost no noise
 >>> est.shape, bool(np.allclose(est, x))
 ((1, 5), True)
 >>> hb_branching(101), hb_branching(4096)
@@ -96,31 +99,37 @@ def _check_branching(branching: int) -> None:
 
 
 def _laplace(values: np.ndarray, scale: float, source: NoiseSource, label: str, *,
-             budget: float | None = None) -> np.ndarray:
-    """Laplace(scale) applied to ``values``; with ``budget`` (an epsilon) the values are a
-    vector of L1 sensitivity 1 whose OpenDP privacy map is checked against it."""
-    return Laplace(scale=scale).apply(values, source, sensitivity=None if budget is None
-                                      else 1.0, budget=budget, label=label)
+             sensitivity: float | None = None, budget: float | None = None) -> np.ndarray:
+    """Laplace(scale) applied to ``values``; with ``sensitivity`` and ``budget`` (an epsilon)
+    the values are a vector of that L1 sensitivity whose OpenDP privacy map is checked
+    against the budget."""
+    return Laplace(scale=scale).apply(values, source, sensitivity=sensitivity, budget=budget,
+                                      label=label)
 
 
 # ---- Identity and Uniform --------------------------------------------------------------------
 
 
-def identity_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
-    """Laplace(1/epsilon) on every cell."""
+def identity_estimate(x, epsilon: float, source: NoiseSource, *,
+                      sensitivity: float) -> np.ndarray:
+    """Laplace(sensitivity/epsilon) on every cell (``sensitivity``: the histogram's L1
+    sensitivity, from the mechanism's privacy plan; 1 under add/remove one record)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
-    return _shaped_like_input(_laplace(rows, 1.0 / epsilon, source, "ranges: identity cells",
+    return _shaped_like_input(_laplace(rows, sensitivity / epsilon, source,
+                                       "ranges: identity cells", sensitivity=sensitivity,
                                        budget=epsilon), single)
 
 
-def uniform_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
-    """The total with Laplace(1/epsilon), spread evenly over the cells."""
+def uniform_estimate(x, epsilon: float, source: NoiseSource, *,
+                     sensitivity: float) -> np.ndarray:
+    """The total with Laplace(sensitivity/epsilon), spread evenly over the cells (the total's
+    L1 sensitivity is the histogram's, from the mechanism's privacy plan)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape
-    noisy_total = _laplace(rows.sum(axis=1), 1.0 / epsilon, source, "ranges: uniform totals",
-                           budget=epsilon)
+    noisy_total = _laplace(rows.sum(axis=1), sensitivity / epsilon, source,
+                           "ranges: uniform totals", sensitivity=sensitivity, budget=epsilon)
     return _shaped_like_input(np.repeat((noisy_total / n)[:, None], n, axis=1), single)
 
 
@@ -164,18 +173,19 @@ def level_shares(height: int, level_weights=None) -> np.ndarray:
     return weights / weights.sum()
 
 
-def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons,
-                 source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
-    """Laplace(1/epsilon_l) on every node count of level l. Histograms are columns. Returns
-    the noisy node counts (n_nodes, r) and each level's noise variance. A level with
+def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons, source: NoiseSource, *,
+                 sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace(sensitivity/epsilon_l) on every node count of level l (a record is in one node
+    per level, so each level has the histogram's L1 sensitivity). Histograms are columns.
+    Returns the noisy node counts (n_nodes, r) and each level's noise variance. A level with
     epsilon_l = 0 is not measured: its variance is inf and its entries are 0."""
     noisy = tree.aggregate(rows.T)
     variance = np.full(tree.n_levels, np.inf)
     for level, level_epsilon in enumerate(level_epsilons):
         nodes = tree.level_slice(level)
         if level_epsilon > 0:
-            noise = Laplace.for_epsilon(level_epsilon, l1_sensitivity=1.0)
-            noisy[nodes] = noise.apply(noisy[nodes], source, sensitivity=1.0,
+            noise = Laplace.for_epsilon(level_epsilon, l1_sensitivity=sensitivity)
+            noisy[nodes] = noise.apply(noisy[nodes], source, sensitivity=sensitivity,
                                        budget=level_epsilon,
                                        label=f"ranges: tree level {level}")
             variance[level] = noise.variance
@@ -193,25 +203,27 @@ def tree_least_squares_leaves(tree: Hierarchy, noisy: np.ndarray,
 
 
 def tree_estimate(x, epsilon: float, source: NoiseSource, branching: int = 2,
-                  level_weights=None) -> np.ndarray:
+                  level_weights=None, *, sensitivity: float) -> np.ndarray:
     """H_b: noisy counts of every node of the b-ary tree over the cells (level l with
-    Laplace(1/(w_l epsilon))), then generalised least squares; returns the cells.
-    ``level_weights``: one relative weight per level, root first (see `level_shares`)."""
+    Laplace(sensitivity/(w_l epsilon))), then generalised least squares; returns the cells.
+    ``level_weights``: one relative weight per level, root first (see `level_shares`).
+    ``sensitivity``: the histogram's L1 sensitivity, from the mechanism's privacy plan."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     _check_branching(branching)
     n = rows.shape[1]
     shares = level_shares(tree_height(n, branching), level_weights)
     if n == 1:  # the single cell is root and leaf at once
-        return identity_estimate(x, epsilon, source)
+        return identity_estimate(x, epsilon, source, sensitivity=sensitivity)
     tree = b_ary_tree(n, branching)
-    noisy, variance = measure_tree(tree, rows, epsilon * shares, source)
+    noisy, variance = measure_tree(tree, rows, epsilon * shares, source,
+                                   sensitivity=sensitivity)
     return _shaped_like_input(tree_least_squares_leaves(tree, noisy, variance), single)
 
 
-def h2_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
+def h2_estimate(x, epsilon: float, source: NoiseSource, *, sensitivity: float) -> np.ndarray:
     """H2: the binary tree with epsilon split evenly over its levels, root included."""
-    return tree_estimate(x, epsilon, source, branching=2)
+    return tree_estimate(x, epsilon, source, branching=2, sensitivity=sensitivity)
 
 
 def hb_variance_bound(n: int, branching: int) -> float:
@@ -250,12 +262,13 @@ def hb_level_shares(height: int) -> np.ndarray:
     return np.concatenate([[0.0], np.full(height, 1.0 / height)])
 
 
-def hb_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
+def hb_estimate(x, epsilon: float, source: NoiseSource, *, sensitivity: float) -> np.ndarray:
     """HB: the tree with Qardaji et al.'s branching for the domain size, root not measured."""
     n = _as_rows(x)[0].shape[1]
     branching = hb_branching(n)
     return tree_estimate(x, epsilon, source, branching=branching,
-                         level_weights=hb_level_shares(tree_height(n, branching)))
+                         level_weights=hb_level_shares(tree_height(n, branching)),
+                         sensitivity=sensitivity)
 
 
 # ---- Privelet --------------------------------------------------------------------------------
@@ -290,7 +303,10 @@ def privelet_weights(height: int) -> np.ndarray:
 
 def privelet_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
     """Privelet: Laplace(lambda / W) on every Haar coefficient of the zero-padded histogram,
-    lambda = (1 + log2 N) / epsilon, then the inverse transform."""
+    lambda = (1 + log2 N) / epsilon, then the inverse transform. The weighted coefficients'
+    generalised sensitivity 1 + log2 N depends on the (public) domain size, so it is computed
+    here rather than taken from the privacy plan, whose stage leaves it None with that note;
+    no single vector sensitivity is mapped by OpenDP."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape

@@ -1,6 +1,6 @@
 """DAWA (Li, Hay, Miklau & Wang, PVLDB 7(5) 2014) for many histograms at once.
 
-``dawa(x, workload, epsilon, source)`` runs, for every row of x (r, n): Stage 1, a private
+``dawa(x, workload, epsilon, source, sensitivity=...)`` runs, for every row of x (r, n): Stage 1, a private
 partition into near-uniform buckets with ``epsilon1 = rho * epsilon``; Stage 2,
 the bucket counts measured through a workload-adapted strategy with ``epsilon2 = (1 - rho) *
 epsilon`` and combined by least squares (`greedy`); Stage 3, each bucket spread evenly over its
@@ -148,10 +148,12 @@ def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: st
 
 
 def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource, *,
-         rho: float = 0.25, branching: int = 2, partition: str = "privtree",
+         sensitivity: float, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
          candidates: str = "pow2", penalty: float = 0.0,
          stage2: str = "greedy") -> RangeEstimate:
     """DAWA on every row of x (r, n) or (n,), answering ``workload`` (see the module).
+    ``sensitivity``: the L1 sensitivity of the Stage-2 measurement, from the mechanism's
+    privacy plan (no default: 1 under add/remove one record, the strategies' column L1 norm).
     ``candidates`` and ``penalty`` apply to the least-cost partitions only."""
     check_stage_arguments(epsilon, rho, stage2, partition)
     x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -170,24 +172,24 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
         rows = np.flatnonzero(sizes == k)
         bounds = np.stack([edges[i] for i in rows])
         estimate, used[rows] = _stage2(workload, bounds, bucket_sums(x[rows], bounds), stage2,
-                                       branching, epsilon2, source)
+                                       branching, epsilon2, source, sensitivity)
         values[rows] = expand(estimate, bounds)
     return RangeEstimate(values, edges if rho > 0 else None, tuple(used))
 
 
-def _stage2(workload, bounds, counts, kind, branching, epsilon2, source):
+def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, sensitivity):
     """Stage 2 for rows that all have k buckets (bounds (R, k + 1), counts (R, k)): the
     estimated bucket counts and the strategy used. Distinct partitions are solved in batches
     of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
-        noise = Laplace.for_epsilon(epsilon2, 1.0)
-        return noise.apply(counts, source, sensitivity=1.0, budget=epsilon2,
+        noise = Laplace.for_epsilon(epsilon2, sensitivity)
+        return noise.apply(counts, source, sensitivity=sensitivity, budget=epsilon2,
                            label="ranges: DAWA bucket counts"), "laplace"
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
         return strategy.release(counts, np.zeros(len(counts), dtype=np.int64), epsilon2,
-                                source), kind
+                                source, sensitivity=sensitivity), kind
     if bounds.shape[0] == 1:
         distinct, which = bounds, np.zeros(1, dtype=np.int64)
     else:
@@ -198,5 +200,6 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source):
     for first in range(0, distinct.shape[0], step):
         batch = stage2_strategies(workload, distinct[first:first + step], kind, branching)
         rows = np.flatnonzero((which >= first) & (which < first + step))
-        estimate[rows] = batch.release(counts[rows], which[rows] - first, epsilon2, source)
+        estimate[rows] = batch.release(counts[rows], which[rows] - first, epsilon2, source,
+                                       sensitivity=sensitivity)
     return estimate, kind

@@ -105,14 +105,16 @@ class Strategy(_Intervals):
         """Every bucket's total weight (k,): 1.0 up to float error."""
         return np.asarray(self.matrix().sum(axis=0)).ravel()
 
-    def measure(self, bucket_counts: np.ndarray, epsilon: float,
-                source: NoiseSource) -> np.ndarray:
+    def measure(self, bucket_counts: np.ndarray, epsilon: float, source: NoiseSource, *,
+                sensitivity: float) -> np.ndarray:
         """Noisy answers, (q,) for bucket counts (k,) or (r, q) for (r, k): weight times range
-        sum plus independent Laplace(1/epsilon) per row and query (epsilon-DP per row)."""
+        sum plus independent Laplace(sensitivity/epsilon) per row and query (epsilon-DP per
+        row). ``sensitivity``: the L1 sensitivity of the answers, from the mechanism's privacy
+        plan (1 under add/remove one record, the column L1 norm)."""
         counts = _rows_of(bucket_counts, self.k, "bucket counts")
         exact = (self.matrix() @ counts.T).T
-        noise = Laplace.for_epsilon(epsilon, l1_sensitivity=1.0)
-        return noise.apply(exact, source, sensitivity=1.0, budget=epsilon,
+        noise = Laplace.for_epsilon(epsilon, l1_sensitivity=sensitivity)
+        return noise.apply(exact, source, sensitivity=sensitivity, budget=epsilon,
                            label=f"ranges: {self.name} strategy answers")
 
     def estimate(self, answers: np.ndarray) -> np.ndarray:
@@ -120,10 +122,11 @@ class Strategy(_Intervals):
         answers = _rows_of(answers, self.lo.size, "answers")
         return (self.inverse @ (self.matrix().T @ answers.T)).T
 
-    def release(self, bucket_counts: np.ndarray, epsilon: float,
-                source: NoiseSource) -> np.ndarray:
+    def release(self, bucket_counts: np.ndarray, epsilon: float, source: NoiseSource, *,
+                sensitivity: float) -> np.ndarray:
         """Estimated bucket counts, same shape as ``bucket_counts``: estimate(measure(...))."""
-        return self.estimate(self.measure(bucket_counts, epsilon, source))
+        return self.estimate(self.measure(bucket_counts, epsilon, source,
+                                          sensitivity=sensitivity))
 
     def expected_squared_errors(self, w_hat: np.ndarray, epsilon: float) -> np.ndarray:
         """Per query (rows of w_hat (m, k)): (2/epsilon^2) w^T inverse w (data-independent)."""
@@ -401,17 +404,19 @@ class StrategyBatch(_Intervals):
                         self.inverse[i], self.name)
 
     def release(self, bucket_counts: np.ndarray, which: np.ndarray, epsilon: float,
-                source: NoiseSource, max_cells: int = 1 << 22) -> np.ndarray:
+                source: NoiseSource, max_cells: int = 1 << 22, *,
+                sensitivity: float) -> np.ndarray:
         """Estimated bucket counts (R, k) of histograms (R, k), row j measured and estimated
-        with strategy ``which[j]``: weight times range sum plus Laplace(1/epsilon) per asked
-        query (epsilon-DP per row, as `Strategy.measure`), then least squares."""
+        with strategy ``which[j]``: weight times range sum plus Laplace(sensitivity/epsilon)
+        per asked query (epsilon-DP per row, as `Strategy.measure`), then least squares."""
         counts = _rows_of(bucket_counts, self.k, "bucket counts")
         cum = np.concatenate([np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1)
         weights = self.weights[which]
         asked = weights > 0
         answers = weights * (cum[:, self.hi] - cum[:, self.lo])
-        noise = Laplace.for_epsilon(epsilon, l1_sensitivity=1.0)
-        answers[asked] = noise.apply(answers[asked], source, sensitivity=1.0, budget=epsilon,
+        noise = Laplace.for_epsilon(epsilon, l1_sensitivity=sensitivity)
+        answers[asked] = noise.apply(answers[asked], source, sensitivity=sensitivity,
+                                     budget=epsilon,
                                      label="ranges: workload-aware strategy answers")
         # (D Y)^T y: every bucket collects the weighted answers of the intervals covering it
         normal = (_interval_matrix(self.lo, self.hi, self.k).T @ (weights * answers).T).T
