@@ -4,6 +4,7 @@ release was calibrated (and mapped by OpenDP) with the plan's sensitivity."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -79,3 +80,55 @@ def test_secure_noise_is_mapped_with_the_plan_sensitivity(info):
     assert measurements
     assert all(m["sensitivity"] == stage.sensitivity for m in measurements)
     assert release.privacy["relation"] == stage.relation
+
+
+RANGES = list_mechanisms("ranges")
+
+
+@pytest.mark.parametrize("info", RANGES, ids=lambda i: i.name)
+def test_range_plans_state_their_stage_sensitivities(info):
+    """The measurement (the last stage) has L1 sensitivity 1, except Privelet, whose weighted
+    coefficients' sensitivity depends on the domain; DAWA's Stage 1 is a selection from noisy
+    scores, with no single sensitivity. Both say so in their note."""
+    mechanism = get_mechanism(info.name)
+    *first, measurement = mechanism.privacy_plan().stages
+    if info.name == "privelet":
+        assert measurement.sensitivity is None and "1 + log2 N" in measurement.note
+    else:
+        assert measurement.sensitivity == 1.0
+    for stage in first:
+        assert stage.name == "partition" and stage.sensitivity is None
+        assert "no single sensitivity" in stage.note
+    assert mechanism.measurement_sensitivity() == measurement.sensitivity
+
+
+@pytest.mark.parametrize("info", RANGES, ids=lambda i: i.name)
+def test_secure_range_noise_is_mapped_with_the_plan_sensitivity(info):
+    mechanism = get_mechanism(info.name)
+    release = mechanism.release(_data("ranges"), _budget(info), source=NoiseSource(secure=True))
+    stages = mechanism.privacy_plan(**release.parameters).stages
+    mapped = [m for m in release.randomness["measurements"] if m["sensitivity"] is not None]
+    assert all(m["sensitivity"] == stages[-1].sensitivity for m in mapped)
+    assert bool(mapped) == (stages[-1].sensitivity is not None)
+    assert release.privacy["relation"] == stages[0].relation
+
+
+@pytest.mark.parametrize("name", ["identity", "h2", "greedy-h", "dawa"])
+def test_range_noise_is_calibrated_from_the_plan(name):
+    """A plan stating another sensitivity scales every measurement's noise with it (the
+    estimators take no default)."""
+    base = get_mechanism(name)
+    doubled = dataclasses.replace(base, sensitivity=2.0)
+    assert doubled.privacy_plan().stages[-1].sensitivity == 2.0
+    runs = [m.release(_data("ranges"), PrivacyBudget.pure(1.0), source=NoiseSource(secure=True))
+            for m in (base, doubled)]
+    one, two = ([m for m in r.randomness["measurements"] if m["sensitivity"] is not None]
+                for r in runs)
+    assert one and len(one) == len(two)
+    if name == "dawa":  # the partition is data-dependent: compare per measured budget
+        one, two = ({m["budget_share"]: m["scale"] for m in ms} for ms in (one, two))
+        assert one.keys() == two.keys()
+        assert all(math.isclose(two[k], 2 * one[k]) for k in one)
+    else:
+        assert all(b["sensitivity"] == 2.0 and math.isclose(b["scale"], 2 * a["scale"])
+                   for a, b in zip(one, two, strict=True))
