@@ -179,7 +179,7 @@ def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons, source: Nois
     per level, so each level has the histogram's L1 sensitivity). Histograms are columns.
     Returns the noisy node counts (n_nodes, r) and each level's noise variance. A level with
     epsilon_l = 0 is not measured: its variance is inf and its entries are 0."""
-    noisy = tree.aggregate(rows.T)
+    noisy = tree.aggregate(rows.T).astype(float)  # noise is continuous: never truncated
     variance = np.full(tree.n_levels, np.inf)
     for level, level_epsilon in enumerate(level_epsilons):
         nodes = tree.level_slice(level)
