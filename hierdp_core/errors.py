@@ -40,3 +40,23 @@ class DuplicateRowsError(InputError):
 class SizeLimitError(InputError):
     """A release would need more cells than allowed (``max_cells``); refused before
     allocating, the message gives the figure."""
+
+
+class ReshapeError(InputError):
+    """A wide table that cannot be melted into long form: no column matches, a wide column
+    with another role, or a melted column whose name is taken; the message names them."""
+
+
+class MissingCellsError(InputError):
+    """Count cells left empty, refused (``missing="error"``); the message names the
+    columns, how many cells and the first rows. ``cells``: how many are missing."""
+
+    def __init__(self, message: str, cells: int = 0):
+        super().__init__(message)
+        self.cells = cells
+
+
+class RaggedLevelError(StructureError):
+    """A level code left empty where no unit may skip the level (without the ragged rule,
+    or at the first level), or a unit passing through a level whose code is already a real
+    unit there; the message names the column, rows and codes."""

@@ -47,7 +47,7 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
-__all__ = ["read_columns", "release_csv_bytes", "table_from_frame", "write_release_csv"]
+__all__ = ["column_names", "read_columns", "release_csv_bytes", "table_from_frame", "write_release_csv"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _STRUCTURAL = r'[,"\r\n]'
@@ -79,8 +79,32 @@ def _arrow_source(src, gz: bool = False):
     return pa.CompressedInputStream(stream, "gzip") if gz else stream
 
 
-def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool,
-                       ) -> pd.DataFrame | None:
+def column_names(src, kind: str, encoding: str | None) -> list[str] | None:
+    """The column names of the file ``src`` (a loaders ``_Source``) from its header or
+    schema alone, or None when only the careful reader can tell (Excel, odd headers)."""
+    try:
+        if kind.startswith("text"):
+            header = _text_header(src, encoding, gz=kind.endswith(".gz"))
+            return header[0] if header else None
+        if kind == "parquet":
+            names = pq.read_schema(_columnar_source(src)).names
+        elif kind == "feather":
+            names = pa.ipc.open_file(_columnar_source(src)).schema.names
+        else:
+            return None
+    except (pa.ArrowException, OSError, UnicodeError, ValueError, csv.Error):
+        return None
+    return names if len(set(names)) == len(names) else None
+
+
+def _columnar_source(src):
+    return str(src.path) if src.path is not None else pa.BufferReader(src.data)
+
+
+def _text_header(src, encoding: str | None, *, gz: bool,
+                 ) -> tuple[list[str], str, str] | None:
+    """(column names, delimiter, encoding) of a delimited text file, or None when its
+    header is unusual (longer than the sample, blank or repeated names)."""
     from hierdp_core.data.loaders import _choose_encoding, _head_bytes, _sniff_delimiter
 
     head = _head_bytes(src, gz)
@@ -92,8 +116,17 @@ def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool
     header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
     names = [h.strip() for h in header]
     if (not names or any(not n or "\n" in n or "\r" in n for n in names)
-            or len(set(names)) != len(names) or not set(wanted) <= set(names)):
+            or len(set(names)) != len(names)):
         return None
+    return names, sep, enc
+
+
+def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool,
+                       ) -> pd.DataFrame | None:
+    header = _text_header(src, encoding, gz=gz)
+    if header is None or not set(wanted) <= set(header[0]):
+        return None
+    names, sep, enc = header
     raw = [f"c{i}" for i in range(len(names))]
     keep = [raw[i] for i, n in enumerate(names) if n in wanted]
     quoted = gz or _has_quote(src)
@@ -127,27 +160,22 @@ def _has_quote(src) -> bool:
 
 
 def _read_parquet_columns(src, wanted: list[str]) -> pd.DataFrame | None:
-    def source():
-        return str(src.path) if src.path is not None else pa.BufferReader(src.data)
-
-    schema = pq.read_schema(source())
+    schema = pq.read_schema(_columnar_source(src))
     if len(set(schema.names)) != len(schema.names) or not set(wanted) <= set(schema.names):
         return None
     keep = [n for n in schema.names if n in wanted]
     strings = [n for n in keep if pa.types.is_string(schema.field(n).type)
                or pa.types.is_large_string(schema.field(n).type)]
-    table = pq.read_table(source(), columns=keep, read_dictionary=strings)
+    table = pq.read_table(_columnar_source(src), columns=keep, read_dictionary=strings)
     return _frame(table)
 
 
 def _read_feather_columns(src, wanted: list[str]) -> pd.DataFrame | None:
-    def source():
-        return str(src.path) if src.path is not None else pa.BufferReader(src.data)
-
-    names = pa.ipc.open_file(source()).schema.names
+    names = pa.ipc.open_file(_columnar_source(src)).schema.names
     if len(set(names)) != len(names) or not set(wanted) <= set(names):
         return None
-    return _frame(feather.read_table(source(), columns=[n for n in names if n in wanted]))
+    keep = [n for n in names if n in wanted]
+    return _frame(feather.read_table(_columnar_source(src), columns=keep))
 
 
 def _frame(table: pa.Table) -> pd.DataFrame | None:

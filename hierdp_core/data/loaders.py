@@ -45,7 +45,7 @@ import pandas as pd
 
 from hierdp_core.errors import InputError
 
-__all__ = ["SUPPORTED_FORMATS", "read_table", "validate_columns", "validate_counts"]
+__all__ = ["SUPPORTED_FORMATS", "read_header", "read_table", "validate_columns", "validate_counts"]
 
 #: Extension (lower case) -> reader kind. Longest match wins (".csv.gz" before ".gz").
 _KIND_BY_EXT = {
@@ -193,6 +193,18 @@ def read_table(
     if columns is not None:
         return _read_selected(src, kind, list(columns), encoding, force_str)
     return _read_all(src, kind, encoding, force_str)
+
+
+def read_header(source, *, name: str | None = None, encoding: str | None = None,
+                max_bytes: int = 2_000_000_000) -> list[str] | None:
+    """The column names of a table file from its header (text) or schema (Parquet,
+    Feather) alone, without reading its rows; None when only a full `read_table` can tell
+    (Excel, an unusual header). Raises `InputError` as `read_table` does for a missing,
+    empty or unsupported file."""
+    from hierdp_core.data.arrow_io import column_names
+
+    src = _resolve_source(source, name, max_bytes)
+    return column_names(src, _kind_of(src.name), encoding)
 
 
 def _read_selected(src: _Source, kind: str, columns: list[str], encoding: str | None,

@@ -1,0 +1,247 @@
+"""Reshape an input table before its query's data is built: wide to long, missing count
+cells, units that skip a level.
+
+* **Wide tables** (`melt_wide`): one column per category (age bands, sex, household
+  sizes), as most census tables are published. The columns named by a spec (a comma list
+  of names or `fnmatch` patterns such as ``age_*``, mixed freely) are melted into long
+  form: one row per unit and wide column, the column's name as the category value and its
+  cell as the count. Vectorised: one repeat of the kept columns, one reshape of the cells.
+* **Missing count cells** (`apply_missing`): ``error`` (default) names the columns, the
+  number of cells and the first rows; ``zero`` counts them as 0; ``drop`` leaves their
+  rows out.
+* **Ragged hierarchies** (`fill_ragged`): an empty code at a level means the unit skips
+  that level, and the nearest coarser unit passes through it as its own child: the empty
+  code takes the code of the nearest non-empty coarser level of the row. A county with no
+  tracts is its own tract; a city outside any county sits in a pseudo-county that is its
+  state passing through; Bamako, a district with no cercle, is its own cercle. The
+  hierarchy labels a node whose code equals its parent's as that parent passing through.
+
+Rows in messages are 1-based data rows (header excluded), as in `hierdp_core.data.loaders`.
+
+Example
+-------
+>>> wide = pd.DataFrame({"state": ["A", "B"], "age_0_17": [3, 1], "age_18_": [5, 2]})
+>>> melt_wide(wide, "age_*", id_columns=["state"]).to_dict("list")
+{'state': ['A', 'A', 'B', 'B'], 'category': ['age_0_17', 'age_18_', 'age_0_17', 'age_18_'], 'count': [3, 5, 1, 2]}
+>>> t = pd.DataFrame({"state": ["06", "06", "11"], "county": ["06001", "", ""],
+...                   "city": ["x", "y", "DC"]})
+>>> filled, counts = fill_ragged(t, ["state", "county", "city"])
+>>> filled["county"].tolist(), counts
+(['06001', '06', '11'], {'county': 2})
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
+from hierdp_core.hierarchy import missing_values
+
+__all__ = ["MISSING_POLICIES", "apply_missing", "fill_ragged", "last_integers", "melt_wide",
+           "wide_columns"]
+
+MISSING_POLICIES = ("error", "zero", "drop")
+_MAX_LISTED = 5
+_GLOB = re.compile(r"[*?\[]")
+_LAST_INTEGER = re.compile(r"(\d+)\D*$")
+
+
+# ---- wide to long ----------------------------------------------------------------------
+def wide_columns(spec: str | Sequence[str], columns: Sequence[str]) -> list[str]:
+    """The columns of ``columns`` named by ``spec`` (a comma list, or a list, of names and
+    `fnmatch` patterns), in table order. A part that matches nothing is a `ReshapeError`
+    naming it and listing the columns."""
+    parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec)]
+    parts = [p for p in parts if p]
+    columns = [str(c) for c in columns]
+    if not parts:
+        raise ReshapeError("--wide wants column names or a pattern such as age_*")
+    chosen: set[str] = set()
+    for part in parts:
+        found = fnmatch.filter(columns, part) if _GLOB.search(part) else \
+            [part] if part in columns else []
+        if not found:
+            raise ReshapeError(f"no column matches {part!r} (--wide); the table has {columns}")
+        chosen.update(found)
+    return [c for c in columns if c in chosen]
+
+
+def last_integers(columns: Sequence[str]) -> np.ndarray:
+    """The last integer in each column name (``hh7`` -> 7, ``age_85_plus`` -> 85), as the
+    values of an ordered attribute or a size; a name without one, or two names with the
+    same one, is a `ReshapeError`."""
+    found = [_LAST_INTEGER.search(str(c)) for c in columns]
+    bad = [c for c, m in zip(columns, found, strict=True) if m is None]
+    if bad:
+        raise ReshapeError(f"wide column(s) {bad[:_MAX_LISTED]} have no number in their name; "
+                           "sizes and attribute values are read from the last number in "
+                           "each name (hh1, age_85)")
+    values = np.array([int(m.group(1)) for m in found], dtype=np.int64)
+    distinct, first, counts = np.unique(values, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        value = distinct[counts > 1][0]
+        same = [str(c) for c, v in zip(columns, values, strict=True) if v == value]
+        raise ReshapeError(f"wide columns {same} all give the value {value} (the last number "
+                           "in each name): one column per value")
+    return values
+
+
+def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
+              id_columns: Sequence[str] | None = None, name: str = "category",
+              value_name: str = "count", integer_names: bool = False) -> pd.DataFrame:
+    """The long form of ``table``: one row per row of ``table`` and column named by
+    ``spec`` (see `wide_columns`), in that order, with the ``id_columns`` (default: every
+    other column) repeated, the column's name in ``name`` and its cell in ``value_name``.
+
+    ``integer_names``: ``name`` holds the last integer of each column name (`last_integers`:
+    sizes, ages) instead of the name (a Categorical whose categories are the wide columns in
+    table order). A wide column that is also an id column, or a ``name`` / ``value_name``
+    the table already has, is a `ReshapeError`."""
+    columns = wide_columns(spec, table.columns)
+    ids = ([str(c) for c in table.columns if c not in columns] if id_columns is None
+           else list(dict.fromkeys(id_columns)))
+    both = [c for c in columns if c in ids]
+    if both:
+        raise ReshapeError(f"column {both[0]!r} is one of the wide columns and also a level, "
+                           "category or name column; a column has one role")
+    for column, flag in ((name, "--wide-name"), (value_name, "--count-column")):
+        if column in table.columns:
+            raise ReshapeError(f"the melted table needs a column {column!r}, which the table "
+                               f"already has; name another with {flag}")
+    if name == value_name:
+        raise ReshapeError(f"the category and count columns of the melted table are both "
+                           f"named {name!r}")
+    n, k = len(table), len(columns)
+    out = table[ids].take(np.repeat(np.arange(n), k)).reset_index(drop=True)
+    position = np.tile(np.arange(k), n)
+    out[name] = (last_integers(columns)[position] if integer_names
+                 else pd.Categorical.from_codes(position, categories=columns))
+    out[value_name] = table[columns].to_numpy().reshape(-1)
+    return out
+
+
+# ---- missing count cells ---------------------------------------------------------------
+def apply_missing(table: pd.DataFrame, columns: Sequence[str], policy: str = "error",
+                  ) -> tuple[pd.DataFrame, int]:
+    """The table with the empty cells of the count ``columns`` handled by ``policy``, and
+    how many cells were set to 0 (``zero``) or rows left out (``drop``); ``error`` raises
+    `MissingCellsError` naming the columns, the number of cells and the first rows."""
+    if policy not in MISSING_POLICIES:
+        raise ReshapeError(f"--missing wants one of {', '.join(MISSING_POLICIES)}, "
+                           f"got {policy!r}")
+    columns = [c for c in dict.fromkeys(columns) if c in table.columns]
+    if not columns or len(table) == 0:
+        return table, 0
+    masks = np.column_stack([missing_values(table[c]) for c in columns])
+    per_column = masks.sum(axis=0)
+    if not per_column.any():
+        return table, 0
+    if policy == "zero":
+        filled = {c: table[c].mask(masks[:, i], 0) for i, c in enumerate(columns)
+                  if per_column[i]}
+        return table.assign(**filled), int(per_column.sum())
+    rows = masks.any(axis=1)
+    if policy == "drop":
+        if rows.all():
+            raise MissingCellsError(f"every row has an empty count cell in {columns}: "
+                                    "nothing is left to release", int(per_column.sum()))
+        return table[~rows].reset_index(drop=True), int(rows.sum())
+    where = ", ".join(f"{c!r} ({int(m):,})" for c, m in zip(columns, per_column, strict=True)
+                      if m)
+    first = (np.flatnonzero(rows)[:_MAX_LISTED] + 1).tolist()
+    total = int(per_column.sum())
+    raise MissingCellsError(f"{total:,} empty count cell(s) in column(s) {where}, e.g. in "
+                            f"rows {first}; use --missing zero to count them as 0 or "
+                            "--missing drop to leave their rows out", total)
+
+
+# ---- ragged hierarchies ----------------------------------------------------------------
+def _code_categorical(series: pd.Series, missing: np.ndarray) -> pd.Categorical:
+    """The level codes of a column (`hierdp_core.hierarchy.codes_of` of its distinct
+    values: strings, integral floats without '.0'), missing rows as NaN."""
+    from hierdp_core.hierarchy import codes_of
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        rows, raw = series.cat.codes.to_numpy(), series.cat.categories
+    else:
+        rows, raw = pd.factorize(series)
+    text = np.asarray(codes_of(pd.Series(np.asarray(raw))), dtype=str)
+    distinct, code = np.unique(text, return_inverse=True)
+    rows = np.append(code, -1)[rows]
+    rows[missing] = -1
+    return pd.Categorical.from_codes(rows, categories=pd.Index(distinct, dtype=object))
+
+
+def check_levels(table: pd.DataFrame, levels: Sequence[str]) -> None:
+    """`RaggedLevelError` for the first level column with empty codes (1-based rows);
+    below the first level the message says the ragged rule lets units skip it."""
+    for i, column in enumerate(levels):
+        if column not in table.columns:
+            continue
+        missing = missing_values(table[column])
+        if missing.any():
+            rows = (np.flatnonzero(missing)[:_MAX_LISTED] + 1).tolist()
+            hint = ("; if these units skip that level (e.g. a city outside any county), "
+                    "--ragged makes each pass through it as its own child" if i else "")
+            raise RaggedLevelError(f"level column {column!r} has {int(missing.sum()):,} "
+                                   f"missing value(s), e.g. in rows {rows}{hint}")
+
+
+def fill_ragged(table: pd.DataFrame, levels: Sequence[str],
+                ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The table with every empty code of the ``levels`` columns (coarse to fine) replaced
+    by the code of the nearest non-empty coarser level of its row, and the number of codes
+    filled per level (levels with none left out). Filled columns hold text codes
+    (Categoricals); the others are untouched.
+
+    `RaggedLevelError`: an empty code at the first level (nothing coarser to pass through),
+    or a filled code equal to a real unit of that level under the same parent (naming
+    both rows)."""
+    levels = list(levels)
+    masks = [missing_values(table[column]) for column in levels]
+    if masks and masks[0].any():
+        check_levels(table, levels[:1])
+    ragged = [i for i, missing in enumerate(masks) if missing.any()]
+    out, filled = table, {}
+    codes = None  # the filled codes of the previous level
+    path = np.zeros(len(table), dtype=np.int64)  # the unit of the previous level, per row
+    for column, missing in list(zip(levels, masks, strict=True))[:ragged[-1] + 1 if ragged
+                                                                  else 0]:
+        current = _code_categorical(table[column], missing)
+        if missing.any():
+            categories = np.union1d(current.categories, codes.categories)
+            own = np.searchsorted(categories, current.categories)
+            above = np.searchsorted(categories, codes.categories)
+            merged = np.where(missing, above[codes.codes], np.append(own, -1)[current.codes])
+            current = pd.Categorical.from_codes(merged, categories=pd.Index(categories,
+                                                                            dtype=object))
+            _check_collisions(path * len(categories) + merged, missing, column,
+                              levels[levels.index(column) - 1], current)
+            if out is table:
+                out = table.copy(deep=False)
+            out[column] = current
+            filled[column] = int(missing.sum())
+        path = pd.factorize(path * max(len(current.categories), 1) + current.codes)[0]
+        codes = current
+    return out, filled
+
+
+def _check_collisions(key: np.ndarray, missing: np.ndarray, column: str, above: str,
+                      codes: pd.Categorical) -> None:
+    """A filled (unit, code) pair that is also a real one is a `RaggedLevelError`."""
+    real = np.unique(key[~missing])
+    clash = missing & np.isin(key, real)
+    if not clash.any():
+        return
+    row = int(np.flatnonzero(clash)[0])
+    other = int(np.flatnonzero(~missing & (key == key[row]))[0])
+    code = codes[row]
+    raise RaggedLevelError(
+        f"row {row + 1} has no {column}, so its {above} {code!r} would pass through as "
+        f"{column} {code!r}, but row {other + 1} has a real {column} {code!r} there "
+        f"({int(clash.sum()):,} row(s) like this); give the real unit another code")
