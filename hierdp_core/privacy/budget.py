@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import brentq
 
 from hierdp_core.errors import BudgetError
 
@@ -147,7 +146,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         hi *= 2
     while lo > 1 + 1e-12 and slope(lo) > 0:
         lo = 1 + (lo - 1) / 2
-    a_best = brentq(slope, lo, hi, xtol=1e-12, rtol=1e-14) if slope(lo) < 0 else lo
+    a_best = _brentq(slope, lo, hi, xtol=1e-12, rtol=1e-14) if slope(lo) < 0 else lo
     return float(min(1.0, math.exp(min(log_delta(a_best), 0.0))))
 
 
@@ -160,6 +159,14 @@ def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
     return _rho_to_epsilon(_check_positive("rho", rho), _check_delta(delta), tight)
 
 
+def _brentq(f, lo: float, hi: float, **tolerances) -> float:
+    """SciPy's ``brentq`` root of ``f`` in [lo, hi], imported on first use (importing
+    ``scipy.optimize`` takes about 0.4 s of every command's start-up)."""
+    from scipy.optimize import brentq
+
+    return brentq(f, lo, hi, **tolerances)
+
+
 @functools.lru_cache(maxsize=4096)
 def _rho_to_epsilon(rho: float, delta: float, tight: bool) -> float:
     simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
@@ -167,7 +174,7 @@ def _rho_to_epsilon(rho: float, delta: float, tight: bool) -> float:
         return simple
     if zcdp_delta(rho, 0.0) <= delta:
         return 0.0
-    return float(brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple,
+    return float(_brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple,
                         xtol=1e-15, rtol=1e-13))
 
 
@@ -185,7 +192,7 @@ def _epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
         lo /= 2
     if lo == hi:
         return float(lo)
-    return float(brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, lo, hi,
+    return float(_brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, lo, hi,
                         xtol=1e-300, rtol=1e-13))
 
 
