@@ -13,6 +13,12 @@ Example
 [12.0, 7.0, 5.0, 3.0, 4.0, 5.0]
 >>> h.node_ids().tolist()
 ['root', 'A', 'B', 'A/a1', 'A/a2', 'B/b1']
+
+Node ids escape the characters that separate them (`escape_codes`), so any code is allowed:
+
+>>> h, _ = build_hierarchy(pd.DataFrame({"a": ["A/B", "A"], "b": ["x", "B/x"]}), ["a", "b"])
+>>> h.node_ids().tolist()
+['root', 'A', 'A%2FB', 'A/B%2Fx', 'A%2FB/x']
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError
+from hierdp_core.ids import PATH_SEPARATOR, ROOT_ID, escape_codes
 
-ROOT_ID = "root"
 _MAX_LISTED = 5
 
 
@@ -78,9 +84,9 @@ class Hierarchy:
         return int(self.level_offsets[level + 1] - self.level_offsets[level])
 
     def level_of_nodes(self) -> np.ndarray:
-        """Level of every node (int8 array of length n_nodes)."""
+        """Level of every node (int32 array of length n_nodes)."""
         sizes = np.diff(self.level_offsets)
-        return np.repeat(np.arange(self.n_levels, dtype=np.int8), sizes)
+        return np.repeat(np.arange(self.n_levels, dtype=np.int32), sizes)
 
     def child_starts(self, level: int) -> np.ndarray:
         """For level >= 1: offsets, within that level, where each parent's run of children starts.
@@ -129,14 +135,36 @@ class Hierarchy:
             count += int(np.count_nonzero(np.abs(values[self.level_slice(level - 1)] - sums) > tol))
         return count
 
-    # ---- names -------------------------------------------------------------------------
+    # ---- names ----------------------------------------------------------------------------
+    def pass_through(self) -> np.ndarray:
+        """Mask of the nodes that are their parent passing through their level (a ragged
+        hierarchy: the unit has no subdivision at that level, so its code there repeats its
+        parent's code); False at the root and level 1."""
+        if "pass_through" not in self._cache:
+            parts = [np.zeros(int(self.level_offsets[min(2, self.n_levels)]), dtype=bool)]
+            for level in range(2, self.n_levels):
+                codes = np.asarray(self.codes[level]).astype(str)
+                parents = np.asarray(self.codes[level - 1]).astype(str)
+                parts.append(codes == parents[self.segment_of_level(level)])
+            self._cache["pass_through"] = np.concatenate(parts)
+        return self._cache["pass_through"]
+
     def labels(self) -> np.ndarray:
         """A label per node: its name where `names` has one, else its code (the root's is the
-        root level's name)."""
+        root level's name); a node passing its parent through its level (`pass_through`) is
+        labelled ``"<parent label> (no <level name>)"``, e.g. ``06 (no county)``."""
         if "labels" not in self._cache:
+            through = self.pass_through()
             parts = [np.array([self.level_names[0]], dtype=object)]
-            parts += [np.asarray(self.names.get(level, self.codes[level])).astype(str)
-                      .astype(object) for level in range(1, self.n_levels)]
+            for level in range(1, self.n_levels):
+                label = pd.Series(np.asarray(self.names.get(level, self.codes[level]))
+                                  .astype(str), dtype=object)
+                mask = through[self.level_slice(level)]
+                if mask.any():
+                    parent = pd.Series(parts[-1][self.segment_of_level(level)[mask]],
+                                       dtype=object)
+                    label[mask] = (parent + f" (no {self.level_names[level]})").to_numpy()
+                parts.append(label.to_numpy(dtype=object))
             self._cache["labels"] = np.concatenate(parts)
         return self._cache["labels"]
 
@@ -148,17 +176,26 @@ class Hierarchy:
                                  f"({self.level_size(level) if 0 < level < self.n_levels else 0})")
         return replace(self, names={**self.names, **names}, _cache={})
 
+    def id_codes(self, level: int) -> np.ndarray:
+        """The codes of a level as written in ids (`escape_codes`)."""
+        key = ("id_codes", level)
+        if key not in self._cache:
+            self._cache[key] = escape_codes(self.codes[level]).to_numpy(dtype=object)
+        return self._cache[key]
+
     def node_ids(self) -> np.ndarray:
-        """Stable ids: the path of codes below the root joined by '/', e.g. ``06/06037``."""
+        """Stable ids: the path of escaped codes (`escape_codes`) below the root joined by
+        '/', e.g. ``06/06037``; `split_node_id` gives the codes back."""
         if "ids" not in self._cache:
             ids = [pd.Series([ROOT_ID])]
             prev = None
             for level in range(1, self.n_levels):
-                code = pd.Series(np.asarray(self.codes[level]).astype(str))
+                code = pd.Series(self.id_codes(level))
                 if prev is None:
                     cur = code
                 else:
-                    cur = prev.iloc[self.segment_of_level(level)].reset_index(drop=True) + "/" + code
+                    cur = (prev.iloc[self.segment_of_level(level)].reset_index(drop=True)
+                           + PATH_SEPARATOR + code)
                 ids.append(cur)
                 prev = cur
             self._cache["ids"] = pd.concat(ids, ignore_index=True).to_numpy(dtype=object)

@@ -18,6 +18,7 @@ from hierdp_core.errors import (
     SizeLimitError,
     StructureError,
 )
+from hierdp_core.ids import unescape_code
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.structure import parse_domain
 
@@ -165,3 +166,47 @@ def test_dashboard_domain_uses_the_shared_parser():
     assert _domain(" -5 - 5 ") == (-5, 5) == parse_domain("-5-5")
     with pytest.raises(StructureError, match="LO-HI integers"):
         _domain("0-1e8")
+
+
+# ---- 5. codes containing the id separators ------------------------------------------------
+
+@pytest.mark.parametrize("query", ["counts", "ranges"])
+def test_codes_with_slashes_release_and_evaluate(capsys, tmp_path, query):
+    """'A/B' > 'x' and 'A' > 'B/x' once had the same node id 'A/B/x', and evaluate crashed."""
+    from hierdp_core.export import read_release
+
+    path = tmp_path / "slashes.csv"
+    pd.DataFrame({"a": ["A/B", "A", "C%", "root"], "b": ["x", "B/x", "y>z", "r"],
+                  "age": [1, 2, 3, 4], "n": [3, 4, 5, 6]}).to_csv(path, index=False)
+    out = tmp_path / "R"
+    extra = ["--query", "ranges", "--attribute", "age", "--mechanism", "dawa"] \
+        if query == "ranges" else []
+    code, _, err = release(capsys, path, out, "--levels", "a,b", "--count-column", "n", *extra)
+    assert code == 0, err
+    table, _ = read_release(out)
+    per_cell = table.groupby(["node_id"] + (["category"] if query == "ranges" else [])).size()
+    assert per_cell.max() == 1 and table["node_id"].nunique() == 9
+    assert {"A%2FB/x", "A/B%2Fx", "C%25/y%3Ez", "%72oot/r"} <= set(table["node_id"])
+    code, printed, err = run(capsys, "evaluate", path, out, "--json")
+    assert code == 0, err
+    assert "Traceback" not in err and '"level"' in printed
+
+
+def test_flow_codes_with_separators_release_and_evaluate(capsys, tmp_path):
+    from hierdp_core.export import read_release
+
+    path = tmp_path / "trips.csv"
+    pd.DataFrame({"o": ["a>b", "a", "a/b", "a"], "d": ["a", "a>b", "a", "a/b"],
+                  "n": [5, 6, 7, 8]}).to_csv(path, index=False)
+    out = tmp_path / "R"
+    code, _, err = run(capsys, "release", path, "--query", "flows", "--origin-levels", "o",
+                       "--destination-levels", "d", "--count-column", "n",
+                       "--mechanism", "tda-l2", "--invariant", "total", "--epsilon", 1,
+                       "--delta", 1e-6, "--seed", 1, "--structure-from-data", "--out", out)
+    assert code == 0, err
+    table, _ = read_release(out)
+    assert table.groupby("level")["node_id"].apply(lambda s: s.is_unique).all()
+    pairs = [tuple(unescape_code(p) for p in i.split(">")) for i in table["node_id"]]
+    assert pairs == list(zip(table["origin_id"], table["destination_id"], strict=True))
+    code, _, err = run(capsys, "evaluate", path, out)
+    assert code == 0, err

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import hierdp_core.hierarchy as hierarchy_module
 from hierdp_core.errors import HierarchyError, InputError
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
+from hierdp_core.ids import escape_codes, split_node_id, unescape_code
 
 SMALL = pd.DataFrame({
     "state": ["B", "A", "A", "B", "A"],
@@ -75,9 +76,10 @@ def _check_structure(h, table, levels):
         # ids are the parent's id + '/' + the code (the parent of level 1 is the root)
         expected = set(path_ids(table, levels, level))
         assert set(ids[sl]) == expected
+        codes = h.codes[level].astype(str)
         for v in nodes:
-            want = h.labels()[v] if level == 1 else f"{ids[h.parent[v]]}/{h.labels()[v]}"
-            assert ids[v] == want
+            code = codes[v - sl.start]
+            assert ids[v] == (code if level == 1 else f"{ids[h.parent[v]]}/{code}")
             assert h.parent_ids()[v] == ids[h.parent[v]]
 
 
@@ -270,3 +272,114 @@ def test_unit_names_label_nodes_and_conflicting_names_are_named():
         count_data_from_table(t, ["s", "c"], count_column="n", name_columns={"x": "s_name"})
     with pytest.raises(InputError):
         h.with_names({1: np.array(["only one"])})
+
+
+# ---- ids of any code (issue 16) ----------------------------------------------------------
+ODD_CHARS = "ab/%>é 0"
+
+
+def test_codes_with_separators_give_distinct_ids():
+    t = pd.DataFrame({"a": ["A/B", "A", "50%", "root", "x>y"],
+                      "b": ["x", "B/x", "x", "r", "z"]})
+    h, _ = build_hierarchy(t, ["a", "b"], local_codes=True)
+    ids = h.node_ids().tolist()
+    assert len(set(ids)) == h.n_nodes
+    assert ids[:6] == ["root", "50%25", "A", "A%2FB", "%72oot", "x%3Ey"]
+    assert set(ids[6:]) == {"50%25/x", "A/B%2Fx", "A%2FB/x", "%72oot/r", "x%3Ey/z"}
+    assert h.labels().tolist()[1:6] == ["50%", "A", "A/B", "root", "x>y"]  # codes as they are
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.text(ODD_CHARS, min_size=1, max_size=4),
+                          st.text(ODD_CHARS, min_size=1, max_size=4)), min_size=1, max_size=8))
+def test_ids_are_unique_and_split_back_to_the_codes(rows):
+    t = pd.DataFrame(rows, columns=["a", "b"])
+    t = t[t["a"].str.strip().ne("") & t["b"].str.strip().ne("")]
+    if t.empty:
+        return
+    h, _ = build_hierarchy(t, ["a", "b"], local_codes=True)
+    ids = h.node_ids()
+    assert len(set(ids.tolist())) == h.n_nodes
+    for level in range(1, h.n_levels):  # the path of codes of every node comes back
+        sl = h.level_slice(level)
+        nodes = np.arange(sl.start, sl.stop)
+        paths = [[] for _ in nodes]
+        node = nodes
+        for up in range(level, 0, -1):
+            codes = h.codes[up].astype(str)[node - h.level_offsets[up]]
+            paths = [[c, *p] for c, p in zip(codes, paths, strict=True)]
+            node = h.parent[node]
+        assert [split_node_id(i) for i in ids[sl]] == paths
+    assert split_node_id("root") == []
+
+
+def test_escape_codes_leaves_plain_codes_alone_and_unescape_inverts():
+    codes = ["06", "06037", "a b", "é", "%", "/", ">", "%2F", "root", "roots"]
+    escaped = escape_codes(codes).tolist()
+    assert escaped[:4] == codes[:4] and escaped[-1] == "roots"
+    assert escaped[4:9] == ["%25", "%2F", "%3E", "%252F", "%72oot"]
+    assert [unescape_code(e) for e in escaped] == codes
+    assert escape_codes(np.array([6, 36])).tolist() == ["6", "36"]
+
+
+def test_flow_node_ids_escape_codes():
+    from hierdp_core.flows.data import flow_data_from_trips
+    from hierdp_core.flows.release import FlowRelease
+    from hierdp_core.flows.tree import TreeLevel
+
+    trips = pd.DataFrame({"o": ["a>b", "a"], "d": ["a", "a>b"]})
+    data = flow_data_from_trips(trips, ["o"], ["d"])
+    levels = []
+    for level in range(data.depth + 1):
+        keys, counts = data.level_table(level)
+        width = data.level_width(data.pair_levels(level)[1])
+        parent = np.zeros(keys.size, dtype=np.int64)
+        levels.append(TreeLevel(keys // width, keys % width, counts, parent))
+    frame = FlowRelease.of(data, levels, mechanism="", parameters={}, privacy={},
+                           ledger=pd.DataFrame(), randomness={}).to_frame()
+    leaf = frame[frame["level"] == 2]
+    assert sorted(leaf["node_id"]) == ["a%3Eb>a", "a>a%3Eb"]
+    assert sorted(leaf["origin_id"]) == ["a", "a>b"]  # the code columns stay as they are
+
+
+# ---- pass-through units (ragged hierarchies) ------------------------------------------------
+def test_pass_through_units_are_labelled_as_their_parent():
+    t = pd.DataFrame({"region": ["Bamako", "Kayes", "Kayes", "06"],
+                      "cercle": ["Bamako", "Kita", "Nioro", "06"],
+                      "commune": ["Bamako", "K1", "N1", "06001"]})
+    h, _ = build_hierarchy(t, ["region", "cercle", "commune"])
+    through = h.pass_through()
+    assert through.dtype == bool and through.shape == (h.n_nodes,)
+    by_id = dict(zip(h.node_ids().tolist(), h.labels().tolist(), strict=True))
+    flags = dict(zip(h.node_ids().tolist(), through.tolist(), strict=True))
+    assert by_id["Bamako/Bamako"] == "Bamako (no cercle)"
+    assert by_id["Bamako/Bamako/Bamako"] == "Bamako (no cercle) (no commune)"
+    assert by_id["06/06"] == "06 (no cercle)" and by_id["06/06/06001"] == "06001"
+    assert by_id["Kayes/Kita"] == "Kita" and by_id["Kayes"] == "Kayes"
+    assert [i for i, f in flags.items() if f] == ["06/06", "Bamako/Bamako",
+                                                   "Bamako/Bamako/Bamako"]
+
+
+def test_pass_through_uses_the_parent_name():
+    h, _ = build_hierarchy(pd.DataFrame({"state": ["06", "11"], "county": ["06037", "11"]}),
+                           ["state", "county"])
+    named = h.with_names({1: np.array(["California", "District of Columbia"], dtype=object),
+                          2: np.array(["Los Angeles", "Washington"], dtype=object)})
+    assert named.labels().tolist() == ["total", "California", "District of Columbia",
+                                       "Los Angeles", "District of Columbia (no county)"]
+    assert h.labels().tolist()[-1] == "11 (no county)"
+    assert h.pass_through().tolist() == [False, False, False, False, True]
+    one, _ = build_hierarchy(pd.DataFrame({"g": ["a", "a"]}), ["g"])
+    assert one.pass_through().tolist() == [False, False]
+
+
+# ---- deep trees --------------------------------------------------------------------------
+def test_more_than_127_levels():
+    depth = 200
+    t = pd.DataFrame({f"l{i}": [f"a{i}", f"b{i}" if i > 150 else f"a{i}"] for i in range(depth)})
+    h, leaf = build_hierarchy(t, list(t.columns))
+    levels = h.level_of_nodes()
+    assert h.n_levels == depth + 1 and levels.max() == depth and levels.min() == 0
+    assert np.all(np.diff(levels) >= 0) and levels[-1] == depth
+    totals = h.aggregate(np.array([3, 4]))
+    assert totals[0] == 7 and totals[-2:].tolist() == [3, 4]

@@ -79,15 +79,18 @@ class FlowRelease:
 
     def to_frame(self) -> pd.DataFrame:
         """The release table (`FLOW_RELEASE_COLUMNS`): ``node_id`` is
-        ``ORIGIN>DESTINATION`` (area codes; the root is ``total>total``), ``parent_id`` the
-        parent pair ('' at the root), ``label`` the pair with readable names."""
+        ``ORIGIN>DESTINATION`` (area codes escaped as in `hierdp_core.ids`; the root is
+        ``total>total``), unique within its level, ``parent_id`` the parent pair ('' at the
+        root), ``label`` the pair with readable names, ``origin_id`` and
+        ``destination_id`` the area codes as they are."""
         frames, parent_ids = [], np.array([""], dtype=object)
+        geo = self.geography
+        lab, offs = geo.labels(), geo.level_offsets
         for level in range(self.depth + 1):
             lv, (lo, ld) = self.levels[level], self.pair_levels[level]
-            lab = self.geography.labels()
-            offs = self.geography.level_offsets
             f = self.level_frame(level)
-            node_id = (f["origin_id"] + PAIR_SEPARATOR + f["destination_id"]).to_numpy(object)
+            node_id = (pd.Series(geo.id_codes(lo)[lv.origin]) + PAIR_SEPARATOR
+                       + pd.Series(geo.id_codes(ld)[lv.destination])).to_numpy(object)
             frames.append(pd.DataFrame({
                 "level": level,
                 "level_name": self.level_names[level],
