@@ -368,8 +368,10 @@ def codes_of(series: pd.Series) -> np.ndarray:
     """Level codes as strings, with integral floats (from CSV) shown without '.0'."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         return np.asarray(level_codes(series)).astype(object)
-    if pd.api.types.is_float_dtype(series) and np.all(np.mod(series.to_numpy(), 1) == 0):
-        series = series.astype(np.int64)
+    if pd.api.types.is_float_dtype(series):
+        values = series.to_numpy()
+        if np.all(np.abs(values) < 2.0**63) and np.all(np.mod(values, 1) == 0):
+            series = series.astype(np.int64)
     return series.astype(str).str.strip().to_numpy(dtype=object)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli as run
@@ -210,3 +211,88 @@ def test_flow_codes_with_separators_release_and_evaluate(capsys, tmp_path):
     assert pairs == list(zip(table["origin_id"], table["destination_id"], strict=True))
     code, _, err = run(capsys, "evaluate", path, out)
     assert code == 0, err
+
+
+# ---- 6. counts whose sums would wrap 64 bits ------------------------------------------------
+
+BIG = 2**62
+HUGE = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"],
+                     "o": ["a1", "a2", "b1"], "d": ["b1", "a1", "b1"], "size": [1, 2, 3],
+                     "age": [1, 2, 3], "n": [BIG, BIG, 1]})
+
+
+def test_exact_sums_above_2_53():
+    from hierdp_core.data.integers import exact_total, sum_by_cell
+
+    values = np.array([2**53 + 1, 2**60 + 3, 5], dtype=np.int64)
+    assert exact_total(values) == 2**53 + 2**60 + 9
+    assert sum_by_cell(np.array([1, 1, 0]), values, 3).tolist() == [5, 2**53 + 2**60 + 4, 0]
+    assert exact_total(np.full(3, 2**63 - 1)) == 3 * (2**63 - 1)
+
+
+def test_validate_counts_is_exact_and_refuses_a_wrapping_total():
+    from hierdp_core.data.loaders import validate_counts
+    from hierdp_core.errors import InputError
+
+    exact = pd.DataFrame({"n": [2**60 + 1, 3], "t": [str(2**60 + 1), "3"]})
+    assert validate_counts(exact, "n").tolist() == [2**60 + 1, 3]
+    assert validate_counts(exact, "t").tolist() == [2**60 + 1, 3]
+    assert validate_counts(pd.DataFrame({"n": pd.array([2**62], dtype="uint64")}),
+                           "n").tolist() == [2**62]
+    with pytest.raises(InputError, match=r"too large for a 64-bit count: row 1"):
+        validate_counts(pd.DataFrame({"n": pd.array([2**64 - 1], dtype="uint64")}), "n")
+    with pytest.raises(InputError, match=r"'n' sums to 9,223,372,036,854,775,809, more than "
+                                         r"2\^63 - 1"):
+        validate_counts(HUGE, "n")
+    with pytest.raises(InputError, match=r"^f.csv: count column 'n' sums to"):
+        validate_counts(HUGE, "n", file_name="f.csv")
+
+
+def test_every_query_refuses_counts_that_would_wrap():
+    from hierdp_core.errors import InputError
+    from hierdp_core.flows.data import flow_data_from_leaves, flow_data_from_table
+    from hierdp_core.groupsizes.data import group_size_data_from_histograms
+    from hierdp_core.queries.ranges import range_data_from_table
+
+    calls = [
+        lambda: count_data_from_table(HUGE, ["state", "county"], count_column="n"),
+        lambda: group_size_data_from_histograms(HUGE, ["state", "county"], "size", "n",
+                                                max_size=4),
+        lambda: flow_data_from_table(HUGE, ["o"], ["d"], "n"),
+        lambda: range_data_from_table(HUGE, ["state"], "age", count_column="n"),
+    ]
+    for call in calls:
+        with pytest.raises(InputError, match="more than 2\\^63 - 1"):
+            call()
+    geo = flow_data_from_table(HUGE.iloc[:1], ["o"], ["d"], "n").geography
+    with pytest.raises(InputError, match="flow counts sums to"):
+        flow_data_from_leaves(geo, np.array([0, 0, 0]), np.array([1, 1, 1]),
+                              np.array([BIG, BIG, BIG]))
+
+
+def test_every_query_keeps_large_counts_exact():
+    from hierdp_core.flows.data import flow_data_from_table
+    from hierdp_core.groupsizes.data import group_size_data_from_histograms
+
+    table = HUGE.assign(n=[2**60 + 1, 2**60 + 3, 7])
+    counts = count_data_from_table(table, ["state", "county"], count_column="n")
+    assert counts.node_totals().tolist()[:3] == [2**61 + 11, 2**61 + 4, 7]
+    sizes = group_size_data_from_histograms(table.assign(size=1), ["state", "county"], "size",
+                                            "n", max_size=2)
+    assert sizes.leaf_counts[:, 1].tolist() == [2**60 + 1, 2**60 + 3, 7]
+    flows = flow_data_from_table(table, ["o"], ["d"], "n")
+    assert flows.n == 2**61 + 11 and sorted(flows.level_table(2)[1].tolist()) == [
+        7, 2**60 + 1, 2**60 + 3]
+
+
+def test_a_huge_attribute_range_in_the_data_is_refused_before_allocating():
+    from hierdp_core.queries.ranges import range_data_from_table
+
+    wide = ROWS.assign(age=[0, 1, 2, 10**15])
+    with pytest.raises(SizeLimitError, match="'age' from 0 to 1,000,000,000,000,000"):
+        range_data_from_table(wide, ["state"], "age", count_column="n")
+    with pytest.raises(SizeLimitError, match="76 cells \\(2 units x 'age' from 3 to 40"):
+        range_data_from_table(ROWS, ["state"], "age", count_column="n", max_cells=50)
+    odd = range_data_from_table(ROWS.assign(age=[0.5, np.inf, 2.5, -1.5]), ["state"], "age",
+                                count_column="n")
+    assert odd.values == ("-1.5", "0.5", "2.5", "inf")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.integers import check_total, sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, missing_values
@@ -128,8 +129,7 @@ class FlowData:
             keys = (self.ancestors(lo)[self.origin] * self.level_width(ld)
                     + self.ancestors(ld)[self.destination])
             uniq, inverse = np.unique(keys, return_inverse=True)
-            self._cache[key] = (uniq, np.bincount(inverse, weights=self.counts,
-                                                  minlength=uniq.size).astype(np.int64))
+            self._cache[key] = (uniq, sum_by_cell(inverse, self.counts, uniq.size))
         return self._cache[key]
 
     def lookup(self, level: int, origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
@@ -281,9 +281,10 @@ def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination:
         raise InputError(f"leaf indices must lie in 0..{n_leaves - 1}")
     if np.any(counts < 0):
         raise InputError("flow counts must be >= 0")
+    check_total(counts, "the flow counts")
     keys = origin * n_leaves + destination
     uniq, inverse = np.unique(keys, return_inverse=True)
-    total = np.bincount(inverse, weights=counts, minlength=uniq.size).astype(np.int64)
+    total = sum_by_cell(inverse, counts, uniq.size)
     keep = total > 0
     if not keep.any():
         raise InputError("the flows are all zero: there is nothing to release")

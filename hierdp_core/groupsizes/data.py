@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import build_hierarchy
@@ -132,7 +133,7 @@ def group_size_data_from_people(
         bad = pd.unique(group_names[group_id[split]])[:5].tolist()
         raise InputError(f"group(s) {bad} have people in more than one leaf region; a group "
                          f"must lie in one {levels[-1]!r}")
-    sizes = np.bincount(group_id, weights=persons, minlength=len(group_names)).astype(np.int64)
+    sizes = sum_by_cell(group_id, persons, len(group_names))
     top_coded = int(np.count_nonzero(sizes > max_size))
     cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
     leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1))
@@ -160,9 +161,9 @@ def group_size_data_from_histograms(
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
     top_coded = int(counts[sizes > max_size].sum())
     cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
-    leaf_hist = np.bincount(cells, weights=counts, minlength=h.n_leaves * (max_size + 1))
-    return _data(h, np.rint(leaf_hist).astype(np.int64).reshape(h.n_leaves, max_size + 1),
-                 max_size, top_coded, geography is not None)
+    leaf_hist = sum_by_cell(cells, counts, h.n_leaves * (max_size + 1))
+    return _data(h, leaf_hist.reshape(h.n_leaves, max_size + 1), max_size, top_coded,
+                 geography is not None)
 
 
 # ---- conversions and metrics -----------------------------------------------------------

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
 from hierdp_core.structure import Geography, category_index, distinct_codes
@@ -149,13 +150,8 @@ def count_data_from_table(
             raise DuplicateRowsError(f"{merged:,} row(s) repeat the unit and category of an "
                                      f"earlier row (e.g. rows {first} and {second}); sum them "
                                      "first, or use --duplicates sum")
-    if int(weights.sum()) < 2**53:  # float64 sums of integers are exact below 2^53
-        flat = np.bincount(cells, weights=weights, minlength=hierarchy.n_leaves * k)
-        flat = np.rint(flat).astype(np.int64)
-    else:
-        flat = np.zeros(hierarchy.n_leaves * k, dtype=np.int64)
-        np.add.at(flat, cells, weights)
-    leaf_counts = flat.reshape(hierarchy.n_leaves, k)
+    leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
+        hierarchy.n_leaves, k)
     if name_columns:
         hierarchy = hierarchy.with_names(unit_names(table, hierarchy, leaf, list(levels),
                                                      name_columns))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.loaders import check_cells, default_max_cells
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.queries.counts import count_data_from_table
@@ -71,16 +72,23 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
                           domain: tuple[int, int] | None = None,
                           name_columns: dict[str, str] | None = None,
                           workload: Workload | None = None,
-                          geography: Geography | None = None) -> RangeData:
+                          geography: Geography | None = None,
+                          max_cells: int | None = None) -> RangeData:
     """Histograms over ``attribute`` per leaf, from microdata (one row per person) or
     aggregated rows (``count_column``); the workload defaults to all prefixes.
-    ``geography``: the declared units (then ``domain`` is required)."""
+    ``geography``: the declared units (then ``domain`` is required). ``max_cells``: refuse
+    (`SizeLimitError`) more cells (units x values) before allocating them; None: the
+    default sized to this machine's memory (a domain read from the data can be anything)."""
+    if max_cells is None:
+        max_cells = default_max_cells()
     if domain is not None:
+        check_cells(domain[1] - domain[0] + 1, max_cells,
+                    f"at least 1 unit x a domain of {domain[1] - domain[0] + 1:,} values")
         values = domain_values(domain)
         data = count_data_from_table(
             table, levels, count_column=count_column, category_columns=[attribute],
             name_columns=name_columns, geography=geography,
-            category_values={attribute: values})
+            category_values={attribute: values}, max_cells=max_cells)
         return RangeData(data.hierarchy, data.leaf_counts, values, attribute,
                          workload or prefix_ranges(len(values)),
                          declared_structure=data.declared_structure)
@@ -88,32 +96,30 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
         raise InputError(f"ranges over a declared geography need the public domain of "
                          f"{attribute!r} (e.g. domain=(0, 100)), not one read from the data")
     data = count_data_from_table(table, levels, count_column=count_column,
-                                 category_columns=[attribute], name_columns=name_columns)
-    observed = list(data.categories)
-    values, keys = _ordered_domain(observed, attribute, domain)
-    position = {key: i for i, key in enumerate(values)}
-    outside = [v for v, key in zip(observed, keys, strict=True) if key not in position]
-    if outside:
-        raise InputError(f"attribute {attribute!r} has value(s) {outside[:5]} outside the "
-                         f"domain {values[0]}..{values[-1]}")
+                                 category_columns=[attribute], name_columns=name_columns,
+                                 max_cells=max_cells)
+    values, positions = _ordered_domain(list(data.categories), attribute,
+                                        data.hierarchy.n_leaves, max_cells)
     counts = np.zeros((data.leaf_counts.shape[0], len(values)), dtype=np.int64)
-    counts[:, [position[key] for key in keys]] = data.leaf_counts
+    counts[:, positions] = data.leaf_counts
     return RangeData(data.hierarchy, counts, tuple(values), attribute,
                      workload or prefix_ranges(len(values)))
 
 
-def _ordered_domain(observed: list[str], attribute: str, domain):
-    """The ordered domain, and the domain entry of every observed value."""
+def _ordered_domain(observed: list[str], attribute: str, n_leaves: int, max_cells: int):
+    """The ordered domain read from the data, and the position in it of every observed
+    value: integers span the smallest to the largest (refused beyond ``max_cells`` cells),
+    other numbers are ordered numerically, text alphabetically."""
     numbers = pd.to_numeric(pd.Series(observed), errors="coerce")
-    integral = bool(numbers.notna().all() and (numbers == np.round(numbers)).all())
-    if integral:
-        keys = [str(int(v)) for v in numbers]
-        lo, hi = (int(numbers.min()), int(numbers.max())) if domain is None else domain
-        if lo > hi:
-            raise InputError(f"domain {lo}..{hi} runs backwards")
-        return [str(v) for v in range(int(lo), int(hi) + 1)], keys
-    if domain is not None:
-        raise InputError(f"an explicit domain needs integer values of {attribute!r}")
-    if numbers.notna().all():
-        return [observed[i] for i in np.argsort(numbers.to_numpy(), kind="stable")], observed
-    return sorted(observed), observed
+    if numbers.notna().all() and np.isfinite(numbers).all() \
+            and (numbers == np.round(numbers)).all():
+        ints = [int(v) for v in numbers]  # one per distinct value; may exceed 64 bits
+        lo, hi = min(ints), max(ints)
+        check_cells(n_leaves * (hi - lo + 1), max_cells,
+                    f"{n_leaves:,} units x {attribute!r} from {lo:,} to {hi:,} in the data")
+        return [str(v) for v in range(lo, hi + 1)], [v - lo for v in ints]
+    keys = numbers.to_numpy() if numbers.notna().all() else np.asarray(observed, dtype=str)
+    order = np.argsort(keys, kind="stable")
+    positions = np.empty(order.size, dtype=np.int64)
+    positions[order] = np.arange(order.size)
+    return [observed[i] for i in order], positions
