@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierdp_core.errors import HierarchyError, InputError, StructureError
-from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, missing_values
+from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
+from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of
 
 MAX_LISTED = 5
 VALUE_SEPARATOR = "|"
@@ -201,12 +201,14 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
                          name_columns: Mapping[str, str] | None = None,
                          local_codes: bool = False, root_name: str = "total",
                          level_names: Sequence[str] | None = None, source: str = "",
-                         sha256: str = "") -> Geography:
+                         sha256: str = "", ragged: bool = False) -> Geography:
     """A `Geography` from a table with one row per leaf unit.
 
     ``levels``: its level columns, coarse to fine; ``name_columns``: level -> column of
     readable names; ``local_codes``: codes unique only within their parent;
-    ``level_names``: names of the levels in the hierarchy (default ``levels``). Raises
+    ``level_names``: names of the levels in the hierarchy (default ``levels``);
+    ``ragged``: a unit with an empty code at a level passes through it as its own child
+    (`hierdp_core.data.reshape.fill_ragged`), else an empty code is an error. Raises
     `StructureError` for missing columns or codes, duplicate leaves and levels that do not
     nest, naming the values and rows (1-based) at fault."""
     levels = list(levels)
@@ -216,14 +218,16 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     _check_columns(table, levels, "geography level", source)
     if len(table) == 0:
         raise StructureError(f"{where}it lists no units")
-    arrays = []
-    for column in levels:
-        na = missing_values(table[column])
-        if na.any():
-            rows = (np.flatnonzero(na)[:MAX_LISTED] + 1).tolist()
-            raise StructureError(f"{where}level column {column!r} has {int(na.sum()):,} "
-                                 f"missing code(s), e.g. in rows {rows}")
-        arrays.append(codes_of(table[column]))
+    from hierdp_core.data.reshape import check_levels, fill_ragged
+
+    try:
+        if ragged:
+            table, _ = fill_ragged(table, levels, names=name_columns)
+        else:
+            check_levels(table, levels, "code")
+    except RaggedLevelError as exc:
+        raise RaggedLevelError(f"{where}{exc}") from None
+    arrays = [codes_of(table[column]) for column in levels]
     names = list(level_names) if level_names is not None else levels
     try:
         h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,
@@ -253,7 +257,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
 def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequence[str]] = (),
                    name_columns: Mapping[str, str] | None = None, local_codes: bool = False,
                    root_name: str = "total", level_names: Sequence[str] | None = None,
-                   ) -> Geography:
+                   ragged: bool = False) -> Geography:
     """Read a geography file (any format of `hierdp_core.data.loaders.read_table`) whose
     level columns are ``levels``, or else the first of ``alternatives`` it has; records the
     file's name and sha256. See `geography_from_table`."""
@@ -271,7 +275,7 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
     return geography_from_table(table, chosen, name_columns=name_columns,
                                 local_codes=local_codes,
                                 root_name=root_name, level_names=level_names,
-                                source=path.name, sha256=digest)
+                                source=path.name, sha256=digest, ragged=ragged)
 
 
 # ---- category values -------------------------------------------------------------------

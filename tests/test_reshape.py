@@ -260,3 +260,32 @@ def test_read_header_reads_the_column_names_only(tmp_path):
     census().to_parquet(path)
     assert read_header(path) == ["state", "county", *AGES]
     assert read_header(io.BytesIO(b"x"), name="t.xlsx") is None
+
+
+def test_a_unit_passing_through_takes_the_name_of_the_unit_above():
+    table = pd.DataFrame({"state": ["06", "11"], "state_name": ["California", "DC"],
+                          "county": ["06001", ""], "county_name": ["Alameda", None],
+                          "city": ["Oakland", "Washington"]})
+    filled, _ = fill_ragged(table, ["state", "county", "city"],
+                            names={"county": "county_name", "state": "state_name",
+                                   "city": "absent"})
+    assert filled["county_name"].tolist() == ["Alameda", "DC"]
+    filled, _ = fill_ragged(table, ["state", "county", "city"],
+                            names={"county": "county_name"})
+    assert filled["county_name"].tolist() == ["Alameda", "11"]
+
+
+def test_a_declared_geography_may_be_ragged():
+    from hierdp_core.structure import geography_from_table
+
+    table = pd.DataFrame({"region": ["ML-1", "ML-1", "ML-BKO"],
+                          "cercle": ["Kayes", "Kita", ""],
+                          "commune": ["k1", "k2", "Commune I"]})
+    with pytest.raises(RaggedLevelError, match="geography g.csv: level column 'cercle'.*"
+                                               "--ragged"):
+        geography_from_table(table, ["region", "cercle", "commune"], source="g.csv")
+    geo = geography_from_table(table, ["region", "cercle", "commune"], ragged=True)
+    rows = pd.DataFrame({"region": ["ML-BKO"], "cercle": [None], "commune": ["Commune I"]})
+    filled, _ = fill_ragged(rows, ["region", "cercle", "commune"])
+    assert geo.hierarchy.codes[3][geo.leaf_of_rows(filled, ["region", "cercle", "commune"])
+                                  ].tolist() == ["Commune I"]

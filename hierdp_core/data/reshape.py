@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -63,8 +63,8 @@ def wide_columns(spec: str | Sequence[str], columns: Sequence[str]) -> list[str]
         raise ReshapeError("--wide wants column names or a pattern such as age_*")
     chosen: set[str] = set()
     for part in parts:
-        found = fnmatch.filter(columns, part) if _GLOB.search(part) else \
-            [part] if part in columns else []
+        found = [part] if part in columns else \
+            [c for c in columns if fnmatch.fnmatchcase(c, part)] if _GLOB.search(part) else []
         if not found:
             raise ReshapeError(f"no column matches {part!r} (--wide); the table has {columns}")
         chosen.update(found)
@@ -177,7 +177,7 @@ def _code_categorical(series: pd.Series, missing: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(rows, categories=pd.Index(distinct, dtype=object))
 
 
-def check_levels(table: pd.DataFrame, levels: Sequence[str]) -> None:
+def check_levels(table: pd.DataFrame, levels: Sequence[str], noun: str = "value") -> None:
     """`RaggedLevelError` for the first level column with empty codes (1-based rows);
     below the first level the message says the ragged rule lets units skip it."""
     for i, column in enumerate(levels):
@@ -189,15 +189,18 @@ def check_levels(table: pd.DataFrame, levels: Sequence[str]) -> None:
             hint = ("; if these units skip that level (e.g. a city outside any county), "
                     "--ragged makes each pass through it as its own child" if i else "")
             raise RaggedLevelError(f"level column {column!r} has {int(missing.sum()):,} "
-                                   f"missing value(s), e.g. in rows {rows}{hint}")
+                                   f"missing {noun}(s), e.g. in rows {rows}{hint}")
 
 
-def fill_ragged(table: pd.DataFrame, levels: Sequence[str],
+def fill_ragged(table: pd.DataFrame, levels: Sequence[str], *,
+                names: Mapping[str, str] | None = None,
                 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """The table with every empty code of the ``levels`` columns (coarse to fine) replaced
     by the code of the nearest non-empty coarser level of its row, and the number of codes
     filled per level (levels with none left out). Filled columns hold text codes
-    (Categoricals); the others are untouched.
+    (Categoricals); the others are untouched. ``names`` (level -> column of unit names):
+    an empty name of a filled unit takes the name of the unit passing through (its code
+    when the level above has no names).
 
     `RaggedLevelError`: an empty code at the first level (nothing coarser to pass through),
     or a filled code equal to a real unit of that level under the same parent (naming
@@ -226,9 +229,24 @@ def fill_ragged(table: pd.DataFrame, levels: Sequence[str],
                 out = table.copy(deep=False)
             out[column] = current
             filled[column] = int(missing.sum())
+            named = {lv: c for lv, c in (names or {}).items() if c in out.columns}
+            if column in named:
+                out[named[column]] = _pass_names(out, named[column], missing,
+                                                 named.get(levels[levels.index(column) - 1]),
+                                                 codes)
         path = pd.factorize(path * max(len(current.categories), 1) + current.codes)[0]
         codes = current
     return out, filled
+
+
+def _pass_names(table: pd.DataFrame, column: str, filled: np.ndarray, above: str | None,
+                above_codes: pd.Categorical) -> np.ndarray:
+    """The name column with the empty names of ``filled`` rows taken from the level above
+    (its name column ``above``, else its codes)."""
+    own = np.asarray(table[column], dtype=object)
+    source = np.asarray(table[above] if above else above_codes, dtype=object)
+    take = filled & missing_values(table[column])
+    return np.where(take, source, own)
 
 
 def _check_collisions(key: np.ndarray, missing: np.ndarray, column: str, above: str,

@@ -1,0 +1,221 @@
+"""How the command line turns a prepared input table (`hierdp_core.cli_table`) into the
+data object of its query (counts, group sizes, flows, ranges), shaped by the declared
+structure (``--geography``, ``--category-values``, ``--domain``) or by the data.
+
+Bad input is a `hierdp_core.errors.HierdpError` whose message the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hierdp_core.errors import InputError
+
+
+def csv_list(text: str | None) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else []
+
+
+def input_data(args, table):
+    """The data object of ``--query``: CountData (counts), GroupSizeData (person records
+    with ``--group-column``, or size histograms with ``--size-column`` and
+    ``--count-column``), FlowData or RangeData, shaped by the declared structure
+    (``--geography``, ``--category-values``, ``--domain``) or, with
+    ``--structure-from-data``, by the data (exploration)."""
+    from hierdp_core.data.loaders import check_column_roles
+
+    query = getattr(args, "query", "counts")
+    if query == "flows":
+        return _flow_data(args, table)
+    levels, names = csv_list(args.levels), name_columns(getattr(args, "names", None))
+    check_column_roles(args.count_column, levels=levels,
+                       categories=csv_list(getattr(args, "categories", None)),
+                       attributes=getattr(args, "attribute", None),
+                       group_columns=getattr(args, "group_column", None),
+                       size_columns=getattr(args, "size_column", None))
+    if not levels:
+        raise InputError(f"{query} need --levels, the level columns coarse to fine")
+    if query == "ranges":
+        return _range_data(args, table, levels, names)
+    if query == "group-sizes":
+        from hierdp_core.groupsizes.data import (
+            group_size_data_from_histograms,
+            group_size_data_from_people,
+        )
+
+        if args.max_size is None:
+            raise InputError("group sizes need --max-size N, the public top-code (sizes "
+                             "above N count as N); choose it without looking at the data")
+        if csv_list(args.categories) or getattr(args, "category_values", None):
+            raise InputError("--categories and --category-values do not apply to group sizes "
+                             "(the sizes 0..--max-size are the categories)")
+        if bool(args.group_column) == bool(args.size_column):
+            raise InputError("group sizes need either --group-column (one row per person) or "
+                             "--size-column with --count-column (groups per size)")
+        geography = _geography(args, levels, names, query)
+        shape = ({"geography": geography} if geography is not None
+                 else {"local_codes": args.local_codes, "name_columns": names})
+        if args.group_column:
+            return group_size_data_from_people(
+                table, levels, args.group_column, max_size=args.max_size,
+                count_column=args.count_column, **shape)
+        if not args.count_column:
+            raise InputError("--size-column needs --count-column (the number of groups)")
+        return group_size_data_from_histograms(
+            table, levels, args.size_column, args.count_column, max_size=args.max_size,
+            **shape)
+    from hierdp_core.queries.counts import count_data_from_table
+
+    categories, declared = _categories(args)
+    geography = _geography(args, levels, names, query,
+                           undeclared=[c for c in categories if c not in declared])
+    shape = ({"geography": geography} if geography is not None
+             else {"local_codes": args.local_codes, "name_columns": names})
+    return count_data_from_table(table, levels, count_column=args.count_column,
+                                 category_columns=categories, category_values=declared,
+                                 duplicates=getattr(args, "duplicates", None) or "sum",
+                                 max_cells=cell_limit(args), **shape)
+
+
+def cell_limit(args) -> int:
+    """``--max-cells``, else the default sized to this machine's memory."""
+    from hierdp_core.data.loaders import default_max_cells
+
+    value = getattr(args, "max_cells", None)
+    return int(value) if value is not None else default_max_cells()
+
+
+def _categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """The category columns (``--categories``, else the columns of ``--category-values``)
+    and their declared values."""
+    from hierdp_core.structure import parse_category_values
+
+    declared = parse_category_values(getattr(args, "category_values", None))
+    categories = csv_list(args.categories) or list(declared)
+    extra = [c for c in declared if c not in categories]
+    if extra:
+        raise InputError(f"--category-values declares {extra}, which are not in --categories "
+                         f"{categories}")
+    return categories, declared
+
+
+def _geography(args, levels, names, query: str, *, undeclared=(), flows=None):
+    """The declared geography (``--geography``), or None with ``--structure-from-data``;
+    without either, an error naming the flags. ``undeclared``: category columns without
+    declared values (an error with a geography); ``flows``: (origin, destination) levels."""
+    path = getattr(args, "geography", None)
+    from_data = bool(getattr(args, "structure_from_data", False))
+    needs = {"counts": "--geography FILE (the public units; with --category-values "
+                       "COL=V1|V2|... for each category column)",
+             "ranges": "--geography FILE (the public units) and --domain LO-HI",
+             "group-sizes": "--geography FILE (the public regions)",
+             "flows": "--geography FILE (the public areas of both ends)"}[query]
+    if path and from_data:
+        raise InputError("give --geography (a declared structure) or --structure-from-data "
+                         "(exploration), not both")
+    if from_data:
+        return None
+    if not path:
+        raise InputError(f"a {query} release needs a declared public structure: {needs}; or "
+                         "--structure-from-data to read it from the confidential data "
+                         "(exploration only: the release is not publishable)")
+    if undeclared:
+        raise InputError(f"declare the values of the category column(s) {list(undeclared)} "
+                         f"with --category-values COL=V1|V2|... (or use --structure-from-data "
+                         "for exploration)")
+    from hierdp_core.structure import read_geography
+
+    ragged = bool(getattr(args, "ragged", False))
+    if flows is not None:  # columns named as either end or by the common names (last)
+        from hierdp_core.flows.data import geography_levels
+
+        first, *others = geography_levels(*flows)
+        return read_geography(path, first, alternatives=others, level_names=others[-1],
+                              ragged=ragged)
+    return read_geography(path, levels, name_columns=names, local_codes=args.local_codes,
+                          ragged=ragged)
+
+
+def _flow_data(args, table):
+    """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
+    from hierdp_core.data.loaders import check_column_roles
+    from hierdp_core.flows.data import flow_data_from_table
+
+    origin, destination = csv_list(args.origin_levels), csv_list(args.destination_levels)
+    check_column_roles(args.count_column, origin_levels=origin, destination_levels=destination)
+    if not origin or not destination:
+        raise InputError("flows need --origin-levels and --destination-levels, e.g. "
+                         "--origin-levels o_state,o_county --destination-levels "
+                         "d_state,d_county")
+    if csv_list(args.levels) or csv_list(args.categories) \
+            or getattr(args, "category_values", None):
+        raise InputError("--levels and --categories do not apply to flows: use "
+                         "--origin-levels and --destination-levels")
+    if len(origin) != len(destination):
+        raise InputError("give the same number (at least one) of origin and destination "
+                         f"levels, coarse to fine; got {origin} and {destination}")
+    geography = _geography(args, origin, {}, "flows", flows=(origin, destination))
+    return flow_data_from_table(table, origin, destination, args.count_column,
+                                tree=args.tree or "destination", geography=geography)
+
+
+def _range_data(args, table, levels, names):
+    """RangeData over ``--attribute`` with the ``--workload`` ranges."""
+    from hierdp_core.queries.ranges import range_data_from_table
+    from hierdp_core.ranges.workloads import (
+        WORKLOAD_KINDS,
+        bands,
+        named_workload,
+        read_workload_file,
+    )
+    from hierdp_core.structure import parse_domain
+
+    if not args.attribute:
+        raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")
+    if csv_list(args.categories) or getattr(args, "category_values", None):
+        raise InputError("--categories and --category-values do not apply to ranges (the "
+                         "attribute's values in --domain are the categories)")
+    from hierdp_core.data.loaders import check_cells
+
+    domain = parse_domain(args.domain) if args.domain else None
+    max_cells = cell_limit(args)
+    if domain is not None:  # before the domain's values are made: the domain alone, ...
+        size = domain[1] - domain[0] + 1
+        check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
+    geography = _geography(args, levels, names, "ranges")
+    if domain is not None:  # ... then with the units (declared, or the data's leaves)
+        leaves = (geography.hierarchy.n_leaves if geography is not None
+                  else len(table[levels].drop_duplicates()) if set(levels) <= set(table)
+                  else 1)
+        check_cells(leaves * size, max_cells,
+                    f"{leaves:,} units x a domain of {size:,} values")
+    if geography is not None and domain is None:
+        raise InputError("a ranges release over a declared --geography needs --domain LO-HI, "
+                         "the public range of the attribute (or --structure-from-data for "
+                         "exploration)")
+    shape = {"geography": geography} if geography is not None else {"name_columns": names}
+    data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
+                                 domain=domain, **shape)
+    spec = args.workload or "prefix"
+    n = len(data.values)
+    if spec in WORKLOAD_KINDS:
+        workload = named_workload(spec, n)
+    elif Path(spec).suffix.lower() in (".csv", ".txt"):
+        workload = read_workload_file(data.values, spec)
+    else:
+        workload = bands(data.values, spec)
+    return data.with_workload(workload)
+
+
+def name_columns(text: str | None) -> dict[str, str]:
+    """'state=state_name,county=county_name' -> {'state': 'state_name', ...}."""
+    pairs = {}
+    for item in csv_list(text):
+        level, sep, column = item.partition("=")
+        if not sep or not level.strip() or not column.strip():
+            raise InputError(f"--names wants LEVEL=COLUMN pairs, got {item!r}")
+        pairs[level.strip()] = column.strip()
+    return pairs
+
+
+# ---- preparing the table ---------------------------------------------------------------

@@ -1,0 +1,181 @@
+"""The ``hierdp`` argument parser: its commands and options. Usage errors are one
+``error:`` line and exit status 2 (`OneLineErrors`); `hierdp_core.cli` runs the command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hierdp_core import __version__
+from hierdp_core.data.reshape import MISSING_POLICIES
+
+EXIT_BAD_INPUT = 2
+#: quantities a release may publish exactly, when declared with --invariant
+INVARIANTS = ("total", "groups")
+
+
+def _seed(text: str) -> int:
+    """A non-negative integer seed (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants a whole number > 0, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"wants a whole number > 0, got {value}")
+    return value
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error:`` line and exit status 2."""
+
+    def error(self, message: str):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrors(
+        prog="hierdp",
+        description="Hierarchical counts under differential privacy: consistent, non-negative "
+                    "integer releases at every level of a geography.")
+    parser.add_argument("--version", action="version", version=f"hierdp {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("mechanisms", help="list the registered mechanisms")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--query", choices=("counts", "group-sizes", "flows", "ranges"))
+
+    p = sub.add_parser("release", help="release counts, group sizes or O/D flows from a CSV / "
+                                       "Parquet / Excel table")
+    p.add_argument("input")
+    p.add_argument("--levels", help="level columns, coarse to fine: state,county (counts and "
+                                    "group sizes)")
+    p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
+                                          "per person)")
+    p.add_argument("--categories", help="category columns, e.g. sex,age_group")
+    p.add_argument("--names", help="columns of readable unit names, used as release labels: "
+                                   "state=state_name,county=county_name")
+    p.add_argument("--local-codes", action="store_true",
+                   help="codes are unique only within their parent (e.g. 3-digit counties)")
+    p.add_argument("--query", default="counts",
+                   choices=("counts", "group-sizes", "flows", "ranges"))
+    p.add_argument("--attribute", help="ranges: the ordered attribute column, e.g. age")
+    p.add_argument("--workload", default="prefix",
+                   help="ranges: the public ranges to answer: prefix, all, random, identity, "
+                        "bands like 0-17,18-64,65-100, or a CSV file with columns lo,hi")
+    p.add_argument("--geography", metavar="FILE",
+                   help="the public geography: a CSV/Parquet file with the level columns, "
+                        "one row per leaf unit (optional name columns, see --names); every "
+                        "unit is released, with or without records (flows: the areas of both "
+                        "ends, columns named as the origin or destination levels)")
+    p.add_argument("--category-values", action="append", metavar="COL=V1|V2|...",
+                   help="the public values of a category column, in release order "
+                        "(repeatable; quote it in a shell: 'sex=F|M')")
+    p.add_argument("--structure-from-data", action="store_true",
+                   help="read the units, categories and domain from the confidential data "
+                        "(exploration only: the release is not publishable)")
+    p.add_argument("--invariant", action="append", choices=INVARIANTS, metavar="NAME",
+                   help="a quantity published exactly (NOT protected), repeatable: total (the "
+                        "root count; counts: the root_invariant parameter; flows: the number "
+                        "of trips under bounded neighbours; group sizes: the number of "
+                        "groups), groups (group sizes: every region's number of groups)")
+    p.add_argument("--domain", help="ranges: the public integer domain LO-HI of the "
+                                    "attribute, e.g. 0-100 (required with --geography)")
+    p.add_argument("--group-column", help="group sizes: the group (household) id of each "
+                                          "person record")
+    p.add_argument("--size-column", help="group sizes: the size column of size histograms "
+                                         "(with --count-column = number of groups)")
+    p.add_argument("--max-size", type=int, help="group sizes: public top-code N (sizes 0..N)")
+    p.add_argument("--origin-levels", help="flows: origin level columns, coarse to fine: "
+                                           "o_state,o_county")
+    p.add_argument("--destination-levels", help="flows: destination level columns, same "
+                                                "geography: d_state,d_county")
+    p.add_argument("--tree", choices=("destination", "origin"),
+                   help="flows: refine the destination first (default) or the origin")
+    p.add_argument("--mechanism", required=True)
+    p.add_argument("--epsilon", type=float)
+    p.add_argument("--rho", type=float)
+    p.add_argument("--delta", type=float)
+    p.add_argument("--split", help="one weight per level, root first: 1,2,4")
+    p.add_argument("--split-preset", default="uniform",
+                   choices=("uniform", "finer", "coarser", "leaves-only", "geometric"),
+                   help="geometric (flows only): more budget to finer O/D levels")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="mechanism parameter, e.g. noise=laplace (repeatable)")
+    p.add_argument("--seed", type=_seed, help="seeded noise, for exploration (an integer "
+                                               ">= 0; the release is then not publishable)")
+    p.add_argument("--secure", action="store_true",
+                   help="noise from OS entropy through OpenDP (the default without --seed)")
+    p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
+    p.add_argument("--allow-nonprivate", action="store_true",
+                   help="run a mechanism that is not differentially private as published "
+                        "(for comparison; the release says it is not publishable)")
+    p.add_argument("--key-file", help="the publisher's secret key for the input fingerprint "
+                                      "(default ~/.config/hierdp/fingerprint.key, created "
+                                      "if absent); never inside the release folder")
+    p.add_argument("--duplicates", choices=("sum", "error"), default="sum",
+                   help="aggregated rows of the same unit and category: sum them (a note "
+                        "says how many) or refuse the input")
+    p.add_argument("--wide", metavar="COLS",
+                   help="a wide table: its columns COLS (names or patterns such as age_*, "
+                        "comma-separated) hold the counts of one category each; they are "
+                        "melted into long form, the column names as the category values "
+                        "(group sizes and ranges: the last number in each name, e.g. hh1.."
+                        "hh7, age_0..age_100)")
+    p.add_argument("--wide-name", metavar="NAME", default="category",
+                   help="the column of the --wide columns' names (default category; group "
+                        "sizes and ranges: --size-column or --attribute when given); counts: "
+                        "its declared values are the columns, in table order, unless "
+                        "--category-values NAME=... declares them")
+    p.add_argument("--missing", choices=MISSING_POLICIES, default="error",
+                   help="empty count cells: refuse the input naming them (error, the "
+                        "default), count them as 0 (zero) or leave their rows out (drop)")
+    p.add_argument("--ragged", action="store_true",
+                   help="units may skip a level: an empty level code means the unit above "
+                        "passes through that level as its own child (a city outside any "
+                        "county sits in its state, passing through the county level)")
+    p.add_argument("--max-cells", type=_positive_int, metavar="N",
+                   help="refuse a release of more than N cells (units x categories, or "
+                        "units x domain values); default: total memory / 64 bytes")
+    p.add_argument("--out", required=True)
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing release in --out whole (written beside it, "
+                        "then swapped in one step)")
+
+    p = sub.add_parser("evaluate", help="error metrics of a release against the true input "
+                                        "(reads confidential data)")
+    p.add_argument("input")
+    p.add_argument("release_dir")
+    p.add_argument("--geography", metavar="FILE",
+                   help="the release's geography file (default: the file named in the "
+                        "manifest, beside the input or in the current folder)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file (and "
+                                      "print commands that release it)")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--out", default="sample.csv")
+
+    p = sub.add_parser("audit", help="empirical lower bound on a mechanism's epsilon")
+    p.add_argument("--mechanism", required=True)
+    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--trials", type=int,
+                   help="trials per side (default 20,000, fewer for a mechanism that declares "
+                        "a slow release; stages run on their own get 5 times as many)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--whole", action="store_true",
+                   help="composite mechanisms: audit the whole mechanism against the whole "
+                        "epsilon too, besides each stage against its share")
+    p.add_argument("--json", action="store_true")
+    return parser

@@ -1,0 +1,268 @@
+"""What a release reads and how: the input columns (a large file is read by those only),
+the table's preparation before its data is built (``--wide`` melted into long form, empty
+count cells by ``--missing``, units that skip a level by ``--ragged``; see
+`hierdp_core.data.reshape`), and the manifest's record of it all, from which ``hierdp
+evaluate`` rebuilds the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from hierdp_core.cli_input import csv_list, name_columns
+from hierdp_core.errors import InputError
+
+
+# ---- the columns read ------------------------------------------------------------------
+def input_columns(args, header: list[str] | None = None) -> list[str] | None:
+    """The input columns a release reads (level, count, category, name, attribute, group,
+    size and O/D level columns, the ``--wide`` columns), so that a large file is read by
+    those columns only. ``header``: the file's column names, to resolve ``--wide``
+    patterns; None (read every column) for a pattern without them."""
+    columns = _role_columns(args)
+    spec = getattr(args, "wide", None)
+    if spec:
+        from hierdp_core.data.reshape import wide_columns
+
+        if header is not None:
+            columns += wide_columns(spec, header)
+        elif any(ch in part for part in _parts(spec) for ch in "*?["):
+            return None
+        else:
+            columns += _parts(spec)
+    return list(dict.fromkeys(c for c in columns if c))
+
+
+def _role_columns(args) -> list[str]:
+    """The columns of the table given a role (levels, categories, names, count, attribute,
+    group, size), without the columns ``--wide`` makes."""
+    columns = [*csv_list(getattr(args, "levels", None)),
+               *csv_list(getattr(args, "origin_levels", None)),
+               *csv_list(getattr(args, "destination_levels", None)),
+               *csv_list(getattr(args, "categories", None)),
+               *name_columns(getattr(args, "names", None)).values()]
+    columns += [str(spec).partition("=")[0].strip()
+                for spec in getattr(args, "category_values", None) or []]
+    columns += [getattr(args, key, None) for key in
+                ("count_column", "attribute", "group_column", "size_column")]
+    melted = set(_melted_columns(args)) if getattr(args, "wide", None) else set()
+    return list(dict.fromkeys(c for c in columns if c and c not in melted))
+
+
+def _parts(spec: str | list[str]) -> list[str]:
+    """The names and patterns of ``--wide`` (a comma list; a list in a manifest)."""
+    return csv_list(spec) if isinstance(spec, str) else list(spec)
+
+
+def read_input(args, path: Path) -> pd.DataFrame:
+    """The input table, read by the columns the release uses (`input_columns`; a
+    ``--wide`` pattern is resolved against the file's header alone)."""
+    from hierdp_core.data.loaders import read_header, read_table
+
+    header = read_header(path) if getattr(args, "wide", None) else None
+    return read_table(path, columns=input_columns(args, header))
+
+
+def warn_lookalike_codes(args, table) -> None:
+    """One warning line naming up to five pairs of codes of the same level that differ only
+    by leading zeros or surrounding whitespace (they stay distinct strings)."""
+    from hierdp_core.data.loaders import lookalike_codes
+
+    columns = [*csv_list(getattr(args, "levels", None)),
+               *csv_list(getattr(args, "origin_levels", None)),
+               *csv_list(getattr(args, "destination_levels", None))]
+    pairs = lookalike_codes(table, list(dict.fromkeys(columns)))
+    if pairs:
+        shown = ", ".join(f"{col} {a!r} and {b!r}" for col, a, b in pairs)
+        print(f"warning: codes that differ only by leading zeros or whitespace: {shown} "
+              "(codes are text: leading zeros make different units; check these are meant)", file=sys.stderr)
+
+
+# ---- preparing the table ---------------------------------------------------------------
+def _melted_columns(args) -> tuple[str, str]:
+    """(the column of the wide columns' names, the column of their cells) of ``--wide``:
+    the size column (group sizes), the attribute (ranges), else ``--wide-name``; the count
+    column (``--count-column``, else ``count``)."""
+    query = getattr(args, "query", "counts")
+    named = {"group-sizes": getattr(args, "size_column", None),
+             "ranges": getattr(args, "attribute", None)}.get(query)
+    return (named or getattr(args, "wide_name", None) or "category",
+            args.count_column or "count")
+
+
+def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
+    """A copy of ``args`` whose roles name the melted columns of ``--wide`` (the wide
+    ``columns``): the count column, and the category column with the wide columns, in table
+    order, as its declared values (public: the schema the user named, not data) unless
+    ``--category-values`` declares it; the size column (group sizes) or the attribute
+    (ranges), whose values are the last integer in each column name."""
+    query = getattr(args, "query", "counts")
+    if query == "flows":
+        raise InputError("--wide does not apply to flows: give one row per origin and "
+                         "destination pair (long form)")
+    if query == "group-sizes" and getattr(args, "group_column", None):
+        raise InputError("--wide gives the number of groups per size (one column per size); "
+                         "it does not go with --group-column (one row per person)")
+    name, value = _melted_columns(args)
+    out = argparse.Namespace(**vars(args))
+    out.count_column, out.wide_columns = value, list(columns)
+    if query == "group-sizes":
+        out.size_column = name
+    elif query == "ranges":
+        out.attribute = name
+    else:
+        out.categories = ",".join(dict.fromkeys([*csv_list(args.categories), name]))
+        declared = [str(v).partition("=")[0].strip() for v in args.category_values or []]
+        if name not in declared:
+            unusable = [c for c in columns if "|" in c]
+            if unusable:
+                raise InputError(f"wide column names become category values and cannot "
+                                 f"hold '|': {unusable[:5]}")
+            out.category_values = [*(args.category_values or []),
+                                   f"{name}={'|'.join(columns)}"]
+    return out
+
+
+def prepare_input(args, table: pd.DataFrame,
+                  ) -> tuple[argparse.Namespace, pd.DataFrame, str]:
+    """The table a release is built from, the arguments naming its columns, and one note
+    for after the release ('' when nothing happened): ``--wide`` melted into long form
+    (`with_wide_roles`), empty count cells handled by ``--missing``, and with ``--ragged``
+    units that skip a level passed through it (else an empty level code is an error)."""
+    from hierdp_core.data.reshape import apply_missing, check_levels, fill_ragged, melt_wide
+    from hierdp_core.data.reshape import wide_columns as resolve
+
+    policy = getattr(args, "missing", None) or "error"
+    wide = resolve(args.wide, table.columns) if getattr(args, "wide", None) else []
+    if wide:
+        ids = [c for c in _role_columns(args) if c in table.columns]
+        args = with_wide_roles(args, wide)
+        if policy == "error":  # named by the wide columns and rows of the table
+            apply_missing(table, wide, policy)
+        name, value = _melted_columns(args)
+        table = melt_wide(table, wide, id_columns=ids, name=name, value_name=value,
+                          integer_names=args.query in ("group-sizes", "ranges"))
+    table, handled = apply_missing(table, [args.count_column] if args.count_column else [],
+                                   policy)
+    level_sets = ([csv_list(args.origin_levels), csv_list(args.destination_levels)]
+                  if args.query == "flows" else [csv_list(args.levels)])
+    passed: dict[str, int] = {}
+    for levels in level_sets:
+        levels = [c for c in levels if c in table.columns]
+        if getattr(args, "ragged", False):
+            table, filled = fill_ragged(table, levels, names=name_columns(
+                getattr(args, "names", None)))
+            passed.update(filled)
+        else:
+            check_levels(table, levels)
+    notes = []
+    if handled:
+        notes.append(f"{handled:,} empty count cell(s) "
+                     + ("counted as 0" if policy == "zero" else "left out")
+                     + f" (--missing {policy})")
+    if passed:
+        notes.append(f"{sum(passed.values()):,} empty level code(s) filled: each unit passes "
+                     "through that level as its own child (" + ", ".join(
+                         f"{level}: {n:,}" for level, n in passed.items()) + ")")
+    return args, table, "; ".join(notes)
+
+
+# ---- the manifest's record --------------------------------------------------------------
+def input_spec(args, data, path: Path) -> dict:
+    """The manifest's ``input``: the file name, the query and the roles of its columns,
+    how the table was prepared (the ``--wide`` columns, the ``--missing`` policy, whether
+    units may skip a level; never how many cells or codes that touched) and the
+    declarations (`structure_spec`)."""
+    spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
+            "count_column": args.count_column,
+            "category_columns": csv_list(args.categories), "local_codes": args.local_codes,
+            "missing": getattr(args, "missing", None) or "error",
+            "ragged": bool(getattr(args, "ragged", False))}
+    if getattr(args, "wide_columns", None):
+        spec.update(wide=list(args.wide_columns), wide_name=_melted_columns(args)[0])
+    if args.query == "group-sizes":
+        spec.update(group_column=args.group_column, size_column=args.size_column,
+                    max_size=args.max_size)
+    if args.query == "ranges":
+        spec.update(attribute=args.attribute, workload=args.workload, domain=args.domain)
+    if args.query == "flows":
+        spec.update(origin_levels=csv_list(args.origin_levels),
+                    destination_levels=csv_list(args.destination_levels),
+                    tree=args.tree or "destination")
+    spec.update(structure_spec(args, data))
+    return spec
+
+
+def structure_spec(args, data) -> dict:
+    """The declarations of a release, for its manifest's ``input`` (so that `cmd_evaluate`
+    can rebuild the data): ``structure`` ('declared' or 'from-data'), the geography file's
+    name and sha256, the declared category values and the invariants."""
+    from hierdp_core.export import file_sha256
+    from hierdp_core.structure import parse_category_values
+
+    spec = {"structure": "declared" if getattr(data, "declared_structure", False)
+            else "from-data",
+            "invariants": list(dict.fromkeys(args.invariant or []))}
+    if getattr(args, "geography", None):
+        path = Path(args.geography)
+        spec["geography"] = {"file": path.name, "sha256": file_sha256(path)}
+    values = parse_category_values(getattr(args, "category_values", None))
+    if values:
+        spec["category_values"] = {column: list(v) for column, v in values.items()}
+    if getattr(args, "names", None):
+        spec["names"] = args.names
+    return spec
+
+
+def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
+    """The arguments and the true input table that rebuild a release's data from its
+    manifest's ``input`` (``spec``) for ``hierdp evaluate``."""
+    from hierdp_core.data.loaders import read_table
+
+    ns = argparse.Namespace(levels=",".join(spec["levels"]),
+                            count_column=spec.get("count_column"),
+                            categories=",".join(spec.get("category_columns") or []),
+                            local_codes=bool(spec.get("local_codes")),
+                            query=spec.get("query", "counts"),
+                            group_column=spec.get("group_column"),
+                            size_column=spec.get("size_column"),
+                            max_size=spec.get("max_size"),
+                            origin_levels=",".join(spec.get("origin_levels") or []),
+                            destination_levels=",".join(spec.get("destination_levels") or []),
+                            tree=spec.get("tree"), attribute=spec.get("attribute"),
+                            workload=spec.get("workload"), domain=spec.get("domain"),
+                            wide=",".join(spec.get("wide") or []) or None,
+                            wide_name=spec.get("wide_name"),
+                            missing=spec.get("missing"), ragged=bool(spec.get("ragged")),
+                            names=None, **evaluate_structure(args, spec))
+    return ns, read_table(Path(args.input))
+
+
+def evaluate_structure(args, spec: dict) -> dict:
+    """The structure arguments that rebuild a release's data: its declarations from the
+    manifest, and the geography file (``--geography``, else the manifest's file name beside
+    the input or in the current folder), checked against the recorded sha256."""
+    from hierdp_core.export import file_sha256
+
+    if spec.get("structure", "from-data") != "declared" and not spec.get("geography"):
+        return {"structure_from_data": True, "geography": None, "category_values": None,
+                "invariant": None}
+    recorded = spec.get("geography") or {}
+    path = Path(args.geography) if args.geography else None
+    if path is None and recorded.get("file"):
+        near = [Path(args.input).parent / recorded["file"], Path(recorded["file"])]
+        path = next((p for p in near if p.is_file()), None)
+    if path is None or not path.is_file():
+        raise InputError(f"the release was made over the geography {recorded.get('file')!r}; "
+                         "give its path with --geography FILE")
+    if recorded.get("sha256") and file_sha256(path) != recorded["sha256"]:
+        raise InputError(f"{path} is not the geography of this release (its sha256 differs "
+                         "from the manifest's)")
+    values = spec.get("category_values") or {}
+    return {"structure_from_data": False, "geography": str(path),
+            "category_values": [f"{c}={'|'.join(v)}" for c, v in values.items()],
+            "invariant": spec.get("invariants")}
