@@ -133,7 +133,7 @@ def prepare_input(args, table: pd.DataFrame,
     for after the release ('' when nothing happened): ``--wide`` melted into long form
     (`with_wide_roles`), empty count cells handled by ``--missing``, and with ``--ragged``
     units that skip a level passed through it (else an empty level code is an error)."""
-    from hierdp_core.data.reshape import apply_missing, check_levels, fill_ragged, melt_wide
+    from hierdp_core.data.reshape import apply_missing, melt_wide, preparation_note, prepare
     from hierdp_core.data.reshape import wide_columns as resolve
 
     policy = getattr(args, "missing", None) or "error"
@@ -146,29 +146,12 @@ def prepare_input(args, table: pd.DataFrame,
         name, value = _melted_columns(args)
         table = melt_wide(table, wide, id_columns=ids, name=name, value_name=value,
                           integer_names=args.query in ("group-sizes", "ranges"))
-    table, handled = apply_missing(table, [args.count_column] if args.count_column else [],
-                                   policy)
     level_sets = ([csv_list(args.origin_levels), csv_list(args.destination_levels)]
                   if args.query == "flows" else [csv_list(args.levels)])
-    passed: dict[str, int] = {}
-    for levels in level_sets:
-        levels = [c for c in levels if c in table.columns]
-        if getattr(args, "ragged", False):
-            table, filled = fill_ragged(table, levels, names=name_columns(
-                getattr(args, "names", None)))
-            passed.update(filled)
-        else:
-            check_levels(table, levels)
-    notes = []
-    if handled:
-        notes.append(f"{handled:,} empty count cell(s) "
-                     + ("counted as 0" if policy == "zero" else "left out")
-                     + f" (--missing {policy})")
-    if passed:
-        notes.append(f"{sum(passed.values()):,} empty level code(s) filled: each unit passes "
-                     "through that level as its own child (" + ", ".join(
-                         f"{level}: {n:,}" for level, n in passed.items()) + ")")
-    return args, table, "; ".join(notes)
+    table, handled, passed = prepare(table, level_sets, args.count_column, missing=policy,
+                                     ragged=bool(getattr(args, "ragged", False)),
+                                     names=name_columns(getattr(args, "names", None)))
+    return args, table, preparation_note(policy, handled, passed)
 
 
 # ---- the manifest's record --------------------------------------------------------------

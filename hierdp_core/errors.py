@@ -49,14 +49,21 @@ class ReshapeError(InputError):
 
 class MissingCellsError(InputError):
     """Count cells left empty, refused (``missing="error"``); the message names the
-    columns, how many cells and the first rows. ``cells``: how many are missing."""
+    columns, how many cells and the first rows, and the command-line options; ``detail``
+    is the message without them (for the dashboard's own words)."""
 
-    def __init__(self, message: str, cells: int = 0):
+    def __init__(self, message: str, detail: str = ""):
         super().__init__(message)
-        self.cells = cells
+        self.detail = detail or message
 
 
 class RaggedLevelError(StructureError):
     """A level code left empty where no unit may skip the level (without the ragged rule,
     or at the first level), or a unit passing through a level whose code is already a real
-    unit there; the message names the column, rows and codes."""
+    unit there; the message names the column, rows and codes. ``detail``: the message
+    without the command-line hint; ``skippable``: the ragged rule would accept the input."""
+
+    def __init__(self, message: str, detail: str = "", skippable: bool = False):
+        super().__init__(message)
+        self.detail = detail or message
+        self.skippable = skippable

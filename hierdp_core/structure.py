@@ -226,7 +226,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
         else:
             check_levels(table, levels, "code")
     except RaggedLevelError as exc:
-        raise RaggedLevelError(f"{where}{exc}") from None
+        raise RaggedLevelError(f"{where}{exc}", f"{where}{exc.detail}", exc.skippable) from None
     arrays = [codes_of(table[column]) for column in levels]
     names = list(level_names) if level_names is not None else levels
     try:

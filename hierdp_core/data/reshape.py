@@ -42,8 +42,8 @@ import pandas as pd
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.hierarchy import missing_values
 
-__all__ = ["MISSING_POLICIES", "apply_missing", "fill_ragged", "last_integers", "melt_wide",
-           "wide_columns"]
+__all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "detect_wide", "fill_ragged",
+           "last_integers", "melt_wide", "prepare", "preparation_note", "wide_columns"]
 
 MISSING_POLICIES = ("error", "zero", "drop")
 _MAX_LISTED = 5
@@ -125,6 +125,23 @@ def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
     return out
 
 
+def detect_wide(table: pd.DataFrame, exclude: Sequence[str] = (), least: int = 3,
+                ) -> list[str]:
+    """The columns that make ``table`` look wide: its numeric columns outside ``exclude``
+    (levels and other roles), when there are at least ``least`` of them; else []."""
+    numeric = [str(c) for c in table.columns
+               if c not in exclude and table[c].dtype.kind in "iuf"]
+    return numeric if len(numeric) >= least else []
+
+
+def describe_shape(columns: Sequence[str]) -> str:
+    """'long', or 'wide: 21 columns age_0_4 … age_100'."""
+    if not columns:
+        return "long"
+    ends = f"{columns[0]} … {columns[-1]}" if len(columns) > 2 else ", ".join(columns)
+    return f"wide: {len(columns)} column{'s' if len(columns) > 1 else ''} {ends}"
+
+
 # ---- missing count cells ---------------------------------------------------------------
 def apply_missing(table: pd.DataFrame, columns: Sequence[str], policy: str = "error",
                   ) -> tuple[pd.DataFrame, int]:
@@ -149,15 +166,15 @@ def apply_missing(table: pd.DataFrame, columns: Sequence[str], policy: str = "er
     if policy == "drop":
         if rows.all():
             raise MissingCellsError(f"every row has an empty count cell in {columns}: "
-                                    "nothing is left to release", int(per_column.sum()))
+                                    "nothing is left to release")
         return table[~rows].reset_index(drop=True), int(rows.sum())
     where = ", ".join(f"{c!r} ({int(m):,})" for c, m in zip(columns, per_column, strict=True)
                       if m)
     first = (np.flatnonzero(rows)[:_MAX_LISTED] + 1).tolist()
-    total = int(per_column.sum())
-    raise MissingCellsError(f"{total:,} empty count cell(s) in column(s) {where}, e.g. in "
-                            f"rows {first}; use --missing zero to count them as 0 or "
-                            "--missing drop to leave their rows out", total)
+    detail = (f"{int(per_column.sum()):,} empty count cell(s) in column(s) {where}, e.g. in "
+              f"rows {first}")
+    raise MissingCellsError(f"{detail}; use --missing zero to count them as 0 or --missing "
+                            "drop to leave their rows out", detail)
 
 
 # ---- ragged hierarchies ----------------------------------------------------------------
@@ -186,10 +203,11 @@ def check_levels(table: pd.DataFrame, levels: Sequence[str], noun: str = "value"
         missing = missing_values(table[column])
         if missing.any():
             rows = (np.flatnonzero(missing)[:_MAX_LISTED] + 1).tolist()
+            detail = (f"level column {column!r} has {int(missing.sum()):,} missing {noun}(s), "
+                      f"e.g. in rows {rows}")
             hint = ("; if these units skip that level (e.g. a city outside any county), "
                     "--ragged makes each pass through it as its own child" if i else "")
-            raise RaggedLevelError(f"level column {column!r} has {int(missing.sum()):,} "
-                                   f"missing {noun}(s), e.g. in rows {rows}{hint}")
+            raise RaggedLevelError(detail + hint, detail, skippable=i > 0)
 
 
 def fill_ragged(table: pd.DataFrame, levels: Sequence[str], *,
@@ -263,3 +281,42 @@ def _check_collisions(key: np.ndarray, missing: np.ndarray, column: str, above: 
         f"row {row + 1} has no {column}, so its {above} {code!r} would pass through as "
         f"{column} {code!r}, but row {other + 1} has a real {column} {code!r} there "
         f"({int(clash.sum()):,} row(s) like this); give the real unit another code")
+
+
+# ---- both, as a release needs them -----------------------------------------------------
+def prepare(table: pd.DataFrame, level_sets: Sequence[Sequence[str]], count_column: str | None,
+            *, missing: str = "error", ragged: bool = False,
+            names: Mapping[str, str] | None = None,
+            ) -> tuple[pd.DataFrame, int, dict[str, int]]:
+    """The (long) table with its empty count cells handled by ``missing`` (`apply_missing`)
+    and, with ``ragged``, the units that skip a level of each of the ``level_sets`` (one
+    per hierarchy: the levels, or the origin and the destination levels) passed through it
+    (`fill_ragged`); without, an empty level code is an error (`check_levels`). Returns the
+    table, the cells or rows the policy touched and the codes filled per level."""
+    table, handled = apply_missing(table, [count_column] if count_column else [], missing)
+    passed: dict[str, int] = {}
+    for levels in level_sets:
+        levels = [c for c in levels if c in table.columns]
+        if ragged:
+            table, filled = fill_ragged(table, levels, names=names)
+            passed.update(filled)
+        else:
+            check_levels(table, levels)
+    return table, handled, passed
+
+
+def preparation_note(missing: str, handled: int, passed: Mapping[str, int],
+                     flags: bool = True) -> str:
+    """One sentence on what `prepare` did ('' for nothing), naming the command-line option
+    unless ``flags`` is False. The figures come from the confidential data: for the
+    publisher's eyes, never for a release."""
+    notes = []
+    if handled:
+        notes.append(f"{handled:,} empty count cell(s) "
+                     + ("counted as 0" if missing == "zero" else "left out")
+                     + (f" (--missing {missing})" if flags else ""))
+    if passed:
+        notes.append(f"{sum(passed.values()):,} empty level code(s) filled: each unit passes "
+                     "through that level as its own child ("
+                     + ", ".join(f"{level}: {n:,}" for level, n in passed.items()) + ")")
+    return "; ".join(notes)
