@@ -5,7 +5,12 @@ Session-state keys (all under ``st.session_state``):
 ``hd_dataset``   dict: ``name`` (shown), ``sample`` (sample name, or None for an upload),
                  ``table`` (the loaded DataFrame, confidential), ``version`` (int, bumped on load)
 ``hd_roles``     dict: ``levels`` (coarse to fine), ``count_column`` (None = microdata),
-                 ``category_columns``, ``local_codes``
+                 ``category_columns``, ``local_codes``; for an upload also ``missing``
+                 (empty count cells: 'error' | 'zero' | 'drop') and ``ragged`` (units may
+                 skip a level)
+``hd_input``     an upload's shape (`dashboard_input`): ``wide`` (the columns melted into
+                 long form; empty = long as uploaded) and ``name`` (their category column);
+                 the upload as read is then ``hd_dataset['raw']``
 ``hd_settings``  dict: ``mechanism``, ``params`` (dict), ``definition`` ('pure-dp' | 'zcdp'),
                  ``epsilon``, ``rho``, ``delta``, ``weights`` (one per level, root first)
 ``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
@@ -44,6 +49,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard_structure as structure
+from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
@@ -72,6 +78,7 @@ RANGE_DEFAULT_MECHANISM = "dawa"
 RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
 RANGE_SWEEP_DEFAULT = ("dawa", "greedy-h", "identity")
 _DATA_CACHE = "hd_count_data_cache"
+INPUT = "hd_input"  # an upload's shape (`dashboard_input`)
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -93,12 +100,27 @@ def load_sample_into_state(name: str) -> None:
 
 
 def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> None:
+    from hierdp_core import dashboard_input
+
     version = st.session_state.get(DATASET, {}).get("version", 0) + 1
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
                                  "version": version}
+    _drop_results()
+    structure.reset()
+    dashboard_input.reset()
+
+
+def replace_table(table: pd.DataFrame) -> None:
+    """Make ``table`` the dataset's table (a reshape of the same upload): a new version,
+    results made on the old one dropped, the declared structure kept."""
+    ds = ensure_dataset()
+    ds["table"], ds["version"] = table, ds["version"] + 1
+    _drop_results()
+
+
+def _drop_results() -> None:
     for key in (RELEASE, RELEASE_KEY, SWEEP, _DATA_CACHE):
         st.session_state.pop(key, None)
-    structure.reset()
 
 
 def ensure_dataset() -> dict:
@@ -127,26 +149,41 @@ def count_data() -> CountData:
     """The CountData of the current dataset and roles (built once, then cached).
     Raises HierdpError for bad roles or values."""
     ds, r = ensure_dataset(), roles()
+    missing, ragged = r.get("missing", "error"), bool(r.get("ragged", False))
     key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
-           r["local_codes"], None if ds["sample"] else structure.key())
+           r["local_codes"], missing, ragged, None if ds["sample"] else structure.key())
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
+        names = name_columns(ds, r["levels"])
         if ds["sample"]:  # a bundled sample: its public geography and category values
             declared = {"geography": sample_geography(ds["sample"], tuple(r["levels"])),
                         "category_values": sample_category_values(ds["sample"],
                                                                   r["category_columns"])}
         elif structure.state()["declared"]:  # an upload with its declared structure
             values = structure.state()["category_values"]
-            declared = {"geography": structure.declared_geography(r["levels"]),
+            declared = {"geography": structure.declared_geography(r["levels"], ragged=ragged),
                         "category_values": {c: values[c] for c in r["category_columns"]
                                             if c in values}}
-        else:  # an upload: the structure is read from the table (exploration only)
-            declared = {"local_codes": r["local_codes"],
-                        "name_columns": name_columns(ds, r["levels"])}
-        data = count_data_from_table(ds["table"], r["levels"], count_column=r["count_column"],
+        else:  # an upload: the structure is read from the table (exploration only) but
+            shape = st.session_state.get(INPUT) or {}  # the wide columns' order is kept
+            wide = ({shape["name"]: tuple(shape["wide"])} if shape.get("wide")
+                    and shape["name"] in r["category_columns"] else {})
+            declared = {"local_codes": r["local_codes"], "name_columns": names,
+                        "category_values": wide}
+        table, handled, passed = prepare(ds["table"], [r["levels"]], r["count_column"],
+                                         missing=missing, ragged=ragged, names=names)
+        data = count_data_from_table(table, r["levels"], count_column=r["count_column"],
                                      category_columns=r["category_columns"], **declared)
-        st.session_state[_DATA_CACHE] = cache = (key, data)
+        note = preparation_note(missing, handled, passed, flags=False)
+        st.session_state[_DATA_CACHE] = cache = (key, data, note)
     return cache[1]
+
+
+def count_data_note() -> str:
+    """What preparing the table did for the current `count_data` (empty cells counted as 0
+    or left out, units passing through a level), in one sentence; '' for nothing."""
+    cache = st.session_state.get(_DATA_CACHE)
+    return cache[2] if cache else ""
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

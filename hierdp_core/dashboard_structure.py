@@ -79,11 +79,13 @@ def set_category_values(texts: dict[str, str]) -> None:
     state()["category_values"] = values
 
 
-def declared_geography(levels, *, alternatives=(), level_names=None) -> Geography | None:
+def declared_geography(levels, *, alternatives=(), level_names=None,
+                       ragged: bool = False) -> Geography | None:
     """The uploaded public geography over ``levels`` (its level columns, coarse to fine;
     else the first of ``alternatives`` it has), with ``<level>_name`` columns as unit
-    names; None unless the declared structure is chosen. Raises `StructureError` when no
-    file was uploaded or it does not fit."""
+    names; None unless the declared structure is chosen. ``ragged``: units may skip a
+    level (`geography_from_table`). Raises `StructureError` when no file was uploaded or
+    it does not fit."""
     s = state()
     if not s["declared"]:
         return None
@@ -99,12 +101,12 @@ def declared_geography(levels, *, alternatives=(), level_names=None) -> Geograph
         wanted = " or ".join(", ".join(c) for c in candidates)
         raise StructureError(f"geography {geo['name']}: it needs the level columns {wanted}; "
                              f"it has {', '.join(map(str, table.columns))}")
-    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()))
+    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged)
     if cache_key not in s["built"]:
         names = {lv: f"{lv}_name" for lv in chosen if f"{lv}_name" in table.columns}
         s["built"][cache_key] = geography_from_table(
             table[chosen + list(names.values())], chosen, name_columns=names,
-            level_names=level_names, source=geo["name"], sha256=geo["sha256"])
+            level_names=level_names, source=geo["name"], sha256=geo["sha256"], ragged=ragged)
     return s["built"][cache_key]
 
 

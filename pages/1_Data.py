@@ -3,9 +3,11 @@
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_input as inp
 from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.loaders import read_table
+from hierdp_core.data.reshape import describe_shape, detect_wide
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.errors import HierdpError
 
@@ -46,12 +48,41 @@ with upload:
             st.rerun()
 
 ds = ui.ensure_dataset()
-table = ds["table"]
+raw = inp.raw_table()
 st.subheader(f"Preview: {ds['name']}")
-st.caption(f"{len(table):,} rows × {len(table.columns)} columns (first 200 rows shown). "
+st.caption(f"{len(raw):,} rows × {len(raw.columns)} columns (first 200 rows shown). "
            "This is the confidential input: it never leaves this page in a release.")
-st.dataframe(table.head(200), hide_index=True, width="stretch", height=260)
+st.dataframe(raw.head(200), hide_index=True, width="stretch", height=260)
 
+if ds["sample"] is None:
+    st.subheader("Shape of the table")
+    current = inp.shape()
+    suggested = detect_wide(raw, ui.roles()["levels"])
+    st.caption(f"Detected: **{describe_shape(suggested)}**. A wide table has one column per "
+               "category (one per age band, sex or household size, as most census tables "
+               "are); it is melted into one row per unit and category, the column names "
+               "becoming the category's values.")
+    wide, name = [], current["name"]
+    if st.checkbox("One column per category (a wide table)", value=bool(suggested),
+                   key="shape_wide"):
+        left, right = st.columns([3, 1])
+        wide = left.multiselect("The columns holding the counts, one per category",
+                                [str(c) for c in raw.columns],
+                                default=current["wide"] or suggested, key="shape_columns")
+        name = right.text_input("Name of the category they make", current["name"],
+                                key="shape_name").strip() or "category"
+    try:
+        inp.set_shape(wide, name)
+    except HierdpError as exc:
+        st.error(f"These columns cannot be melted: {exc}")
+    if inp.shape()["wide"]:
+        long = ui.ensure_dataset()["table"]
+        st.caption(f"The long table the release is made from: {len(long):,} rows "
+                   f"({describe_shape(inp.shape()['wide'])} into {name!r} and "
+                   f"{inp.COUNT!r}; first rows shown).")
+        st.dataframe(long.head(12), hide_index=True, width="stretch", height=250)
+
+table = ui.ensure_dataset()["table"]
 st.subheader("Column roles")
 r = ui.roles()
 columns = [str(c) for c in table.columns]
@@ -68,8 +99,19 @@ categories = st.multiselect("Category columns (counts are released per combinati
                             key="roles_categories")
 local = st.checkbox("Codes are unique only within their parent (e.g. 3-digit county codes)",
                     value=r["local_codes"], key="roles_local")
+missing, ragged = "error", False
+if ds["sample"] is None:
+    policies = list(inp.MISSING_LABELS)
+    missing = st.radio("Empty count cells", policies, format_func=inp.MISSING_LABELS.get,
+                       index=policies.index(r.get("missing", "error")), horizontal=True,
+                       key="roles_missing")
+    ragged = st.checkbox("Units may skip a level: an empty code means the unit above passes "
+                         "through that level as its own child (a city outside any county "
+                         "sits in its state, shown as '06 (no county)')",
+                         value=bool(r.get("ragged", False)), key="roles_ragged")
 ui.set_roles({"levels": levels, "count_column": None if count == count_options[0] else count,
-              "category_columns": categories, "local_codes": local})
+              "category_columns": categories, "local_codes": local, "missing": missing,
+              "ragged": ragged})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
     structure.choose(categories)
@@ -81,8 +123,10 @@ if not levels:
 try:
     data = ui.count_data()
 except HierdpError as exc:
-    st.error(f"These roles do not work yet: {exc}")
+    st.error(f"These roles do not work yet: {inp.friendly(exc)}")
     st.stop()
+if ui.count_data_note():
+    st.info(f"Prepared: {ui.count_data_note()}.")
 h = data.hierarchy
 declared = ds["sample"] is None and structure.state()["declared"]
 named = structure.geography_name_columns(levels) if declared else ui.name_columns(ds, levels)

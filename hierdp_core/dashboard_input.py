@@ -1,0 +1,84 @@
+"""The Data page's input model for an uploaded table (`hierdp_core.data.reshape`): its
+shape (long, or wide: one column per category, melted into one row per unit and category
+before anything else), what empty count cells mean, and whether units may skip a level.
+
+Session state: ``hd_input`` (`SHAPE`) holds the upload's shape, ``wide`` (the melted
+columns, in table order; empty: long as uploaded) and ``name`` (their category column);
+once melted, the upload as read is kept in ``hd_dataset['raw']`` and ``hd_dataset['table']``
+is the long table every page uses. Empty cells and skipped levels are roles (``missing``,
+``ragged`` in ``hd_roles``), applied where the count data is built (`dashboard.count_data`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_structure as structure
+from hierdp_core.data.reshape import melt_wide
+from hierdp_core.errors import MissingCellsError, RaggedLevelError
+
+SHAPE = ui.INPUT
+COUNT = "count"  # the count column of a melted table
+#: the widgets whose values follow the table's columns (dropped when the columns change)
+ROLE_WIDGETS = ("roles_levels", "roles_count", "roles_categories")
+SHAPE_WIDGETS = ("shape_wide", "shape_columns", "shape_name")
+MISSING_LABELS = {"error": "stop and show them", "zero": "count them as 0",
+                  "drop": "leave their rows out"}
+
+
+def shape() -> dict:
+    """The upload's shape (see the module docstring)."""
+    return st.session_state.setdefault(SHAPE, {"wide": [], "name": "category"})
+
+
+def reset() -> None:
+    """Forget the shape (a new table was loaded)."""
+    for key in (SHAPE, *SHAPE_WIDGETS, "roles_missing", "roles_ragged"):
+        st.session_state.pop(key, None)
+
+
+def raw_table() -> pd.DataFrame:
+    """The upload as read (before any melt)."""
+    ds = ui.ensure_dataset()
+    return ds.get("raw", ds["table"])
+
+
+def set_shape(wide: list[str], name: str) -> None:
+    """Melt the upload by its ``wide`` columns (none: long, as uploaded) into the dataset's
+    table. The roles follow: the count column `COUNT` and the category ``name``, declared
+    with the wide columns as its values (public: the schema the user named, not data)
+    unless already declared. Raises `ReshapeError` and leaves the table as it was when the
+    columns cannot be melted."""
+    current = shape()
+    if (list(wide), name) == (current["wide"], current["name"]):
+        return
+    ds = ui.ensure_dataset()
+    raw = ds.setdefault("raw", ds["table"])
+    table = melt_wide(raw, wide, name=name, value_name=COUNT) if wide else raw
+    ui.replace_table(table)
+    current.update(wide=list(wide), name=name)
+    r, columns = ui.roles(), set(map(str, table.columns))
+    categories = [c for c in r["category_columns"] if c in columns]
+    count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
+    ui.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
+                  "count_column": count,
+                  "category_columns": [*categories, name] if wide and name not in categories
+                  else categories})
+    if wide:
+        structure.state()["category_values"].setdefault(name, tuple(wide))
+    for key in ROLE_WIDGETS:  # redrawn from the new roles
+        st.session_state.pop(key, None)
+
+
+def friendly(exc: Exception) -> str:
+    """The message of a table that does not work yet, in the Data page's words."""
+    if isinstance(exc, MissingCellsError):
+        return (f"{exc.detail}. Choose what they mean under \"Empty count cells\": count "
+                "them as 0, or leave their rows out.")
+    if isinstance(exc, RaggedLevelError) and exc.skippable:
+        return (f"{exc.detail}. If these units skip that level (a city outside any county), "
+                "tick \"Units may skip a level\": each then passes through it as its own "
+                "child.")
+    return str(exc)

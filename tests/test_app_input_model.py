@@ -1,0 +1,107 @@
+"""The Data page's input model (issue 16) in Streamlit AppTest: a wide census-style table
+(units x age bands) is detected, melted with a preview and released, publishable over a
+declared geography; empty count cells and units that skip a level get a friendly message
+and a choice. AppTest cannot upload files: the upload is set in session state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from test_app import assert_clean, page, uploaded
+from test_app_verdict import declared
+
+from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_input as inp
+from hierdp_core import dashboard_release as rel
+
+BANDS = [f"age_{lo}_{lo + 4}" for lo in range(0, 100, 5)] + ["age_100"]
+UNITS = pd.DataFrame({"state": ["06", "06", "06", "11", "11"],
+                      "county": ["06001", "06003", "06005", "11001", "11003"]})
+
+
+def census() -> pd.DataFrame:
+    counts = np.random.default_rng(0).integers(0, 400, (len(UNITS), len(BANDS)))
+    return pd.concat([UNITS, pd.DataFrame(counts, columns=BANDS)], axis=1)
+
+
+def text(at) -> str:
+    return " ".join(str(e.value) for kind in (at.caption, at.markdown, at.success, at.info,
+                                              at.error, at.warning) for e in kind)
+
+
+def test_a_wide_table_is_detected_melted_previewed_and_released():
+    at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
+    assert_clean(at)
+    assert "wide: 21 columns age_0_4 … age_100" in text(at)
+    assert at.checkbox(key="shape_wide").value is True
+    assert at.multiselect(key="shape_columns").value == BANDS
+    long = at.session_state[ui.DATASET]["table"]
+    assert len(long) == 5 * 21 and list(long.columns) == ["state", "county", "category",
+                                                          "count"]
+    assert "The long table the release is made from: 105 rows" in text(at)
+    assert at.session_state[ui.ROLES]["count_column"] == "count"
+    assert at.session_state[ui.ROLES]["category_columns"] == ["category"]
+    assert "21 categories" in text(at)
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    release = at.session_state[ui.RELEASE]
+    assert list(release.categories) == BANDS
+
+
+def test_a_wide_table_over_a_declared_geography_is_publishable():
+    geography = pd.concat([UNITS, pd.DataFrame({"state": ["11"], "county": ["11009"]})])
+    at = declared(uploaded(page("pages/1_Data.py"), census(), ["state", "county"]),
+                  geography).run()
+    assert_clean(at)
+    assert at.text_input(key="structure_values_category").value == "|".join(BANDS)
+    assert "Values not declared" not in text(at)
+    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    assert any("Publishable as it is" in s.value for s in at.success)
+    secure = at.session_state[rel.PUBLISHABLE]["ex"][1]
+    assert list(secure.categories) == BANDS
+
+
+def test_choosing_the_columns_and_going_back_to_long():
+    at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
+    at.multiselect(key="shape_columns").set_value(BANDS[:3]).run()
+    at.text_input(key="shape_name").input("age").run()
+    assert_clean(at)
+    assert at.session_state[inp.SHAPE] == {"wide": BANDS[:3], "name": "age"}
+    assert len(at.session_state[ui.DATASET]["table"]) == 15
+    assert at.session_state[ui.ROLES]["category_columns"] == ["age"]
+    at.checkbox(key="shape_wide").uncheck().run()
+    assert at.session_state[ui.DATASET]["table"].shape == census().shape
+    assert at.session_state[ui.ROLES]["category_columns"] == []
+
+
+def test_empty_count_cells_get_a_friendly_message_and_a_choice():
+    table = UNITS.assign(n=[3.0, np.nan, 4.0, 5.0, np.nan])
+    at = uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n").run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "2 empty count cell(s) in column(s) 'n' (2), e.g. in rows [2, 5]" in errors
+    assert "Empty count cells" in errors and "--missing" not in errors
+    at.radio(key="roles_missing").set_value("zero").run()
+    assert_clean(at)
+    assert "Prepared: 2 empty count cell(s) counted as 0." in text(at)
+    at.radio(key="roles_missing").set_value("drop").run()
+    assert_clean(at)
+    assert "2 empty count cell(s) left out" in text(at)
+
+
+def test_units_that_skip_a_level_are_offered_the_ragged_rule():
+    table = pd.DataFrame({"state": ["06", "06", "11"], "county": ["06001", "", ""],
+                          "n": [3, 4, 5]})
+    at = uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n").run()
+    errors = " ".join(e.value for e in at.error)
+    assert "'county' has 2 missing value(s)" in errors and "Units may skip a level" in errors
+    at.checkbox(key="roles_ragged").check().run()
+    assert_clean(at)
+    assert "2 empty level code(s) filled" in text(at)
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    labels = at.session_state[ui.RELEASE].hierarchy.labels().tolist()
+    assert "06 (no county)" in labels and "11 (no county)" in labels
