@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, isotonic_regression, linprog, minimize
 
 from hierdp_core.errors import InputError, MechanismError
-from hierdp_core.groupsizes import kuo
+from hierdp_core.groupsizes import (
+    isotonic,
+    kuo,
+    kuo_estimators,
+    kuo_matching,
+    kuo_runs,
+    kuo_variance,
+)
 from hierdp_core.groupsizes.data import cumulative, emd
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
 from hierdp_core.privacy.samplers import Geometric, NoiseSource
@@ -28,9 +35,9 @@ from hierdp_core.privacy.samplers import Geometric, NoiseSource
 # Hg 1 (Lemma 4; Hay et al.), Naive 2 (Lemma 3).
 HC_SENSITIVITY = HG_SENSITIVITY = 1.0
 NAIVE_SENSITIVITY = 2.0
-hc_level = functools.partial(kuo.hc_level, sensitivity=HC_SENSITIVITY)
-hg_level = functools.partial(kuo.hg_level, sensitivity=HG_SENSITIVITY)
-naive_level = functools.partial(kuo.naive_level, sensitivity=NAIVE_SENSITIVITY)
+hc_level = functools.partial(kuo_estimators.hc_level, sensitivity=HC_SENSITIVITY)
+hg_level = functools.partial(kuo_estimators.hg_level, sensitivity=HG_SENSITIVITY)
+naive_level = functools.partial(kuo_estimators.naive_level, sensitivity=NAIVE_SENSITIVITY)
 kuo_release = functools.partial(kuo.kuo_release, sensitivity=HC_SENSITIVITY)
 
 HUGE_EPS = 1e9  # noise scale 1e-9: the geometric draws are exactly 0, Laplace ones ~1e-9
@@ -123,7 +130,7 @@ def two_level_tree(n_children: int):
 # ---- appendix test vectors -------------------------------------------------------------
 def test_appendix_match_example():
     parent, kids = [1, 1, 1, 2, 2, 5], [[1, 1, 2], [1, 3, 6]]
-    matched = kuo.match_groups(parent, kids)
+    matched = kuo_matching.match_groups(parent, kids)
     # three parent 1s <-> C1's two 1s and C2's 1; a 2 <-> C1's 2, a 2 <-> C2's 3, 5 <-> 6
     assert [m.tolist() for m in matched] == [[1, 1, 2], [1, 2, 5]]
     assert match_cost(kids, matched) == 2
@@ -131,23 +138,23 @@ def test_appendix_match_example():
 
 def test_appendix_proportional_split():
     parent, kids = [1, 1, 1, 2, 2, 2], [[1, 1, 1, 1], [1, 1]]
-    matched = kuo.match_groups(parent, kids)
+    matched = kuo_matching.match_groups(parent, kids)
     # |A| = 3 < |B| = 6: C1 gets 3*4/6 = 2, C2 3*2/6 = 1; the 2s take the leftovers
     assert [m.tolist() for m in matched] == [[1, 1, 2, 2], [1, 2]]
     assert match_cost(kids, matched) == 3
-    first = kuo.match_groups(parent, kids, tie_split="first_child")
+    first = kuo_matching.match_groups(parent, kids, tie_split="first_child")
     assert [m.tolist() for m in first] == [[1, 1, 1, 2], [2, 2]]  # biased, same cost
     assert match_cost(kids, first) == 3
 
 
 def test_paper_prose_split_examples():
     kids = [[1] * 200, [1] * 100, [1] * 100]
-    matched = kuo.match_groups([1] * 300 + [2] * 100, kids)
+    matched = kuo_matching.match_groups([1] * 300 + [2] * 100, kids)
     assert [int((m == 1).sum()) for m in matched] == [150, 75, 75]
     assert [int((m == 2).sum()) for m in matched] == [50, 25, 25]
     # only 200 child 1s: all matched to parent 1s, the other 100 parent 1s go to the 2s
     kids = [[1] * 100 + [2] * 150, [1] * 100 + [2] * 50]
-    matched = kuo.match_groups([1] * 300 + [2] * 100, kids)
+    matched = kuo_matching.match_groups([1] * 300 + [2] * 100, kids)
     c1, c2 = (np.asarray(k) for k in kids)
     assert np.all(matched[0][c1 == 1] == 1) and np.all(matched[1][c2 == 1] == 1)
     assert int((matched[0][c1 == 2] == 1).sum()) == 75  # 100 * 150 / 200
@@ -155,19 +162,19 @@ def test_paper_prose_split_examples():
 
 
 def test_appendix_merge():
-    value, var = kuo.merge_estimates(10, 1, 14, 3)
+    value, var = kuo_matching.merge_estimates(10, 1, 14, 3)
     assert value == pytest.approx(11.0) and var == pytest.approx(0.75)
-    value, var = kuo.merge_estimates(10, 1, 14, 3, "simple")
+    value, var = kuo_matching.merge_estimates(10, 1, 14, 3, "simple")
     assert value == 12 and var == pytest.approx(1.0)
-    parent = kuo.Runs(np.array([0]), np.array([10.0]), np.array([1.0]), np.array([5]), 1)
-    child = kuo.Runs(np.array([0]), np.array([14.0]), np.array([3.0]), np.array([5]), 1)
-    pairs = kuo.match_level(parent, child, np.array([0]))
-    merged = kuo.merge_level(parent, child, pairs)
+    parent = kuo_runs.Runs(np.array([0]), np.array([10.0]), np.array([1.0]), np.array([5]), 1)
+    child = kuo_runs.Runs(np.array([0]), np.array([14.0]), np.array([3.0]), np.array([5]), 1)
+    pairs = kuo_matching.match_level(parent, child, np.array([0]))
+    merged = kuo_matching.merge_level(parent, child, pairs)
     assert merged.value.tolist() == [11.0] and merged.var.tolist() == [0.75]
     assert merged.count.tolist() == [5]
     # rounding after the merge is half up: (10 + 15) / 2 = 12.5 -> 13
-    child = kuo.Runs(np.array([0]), np.array([15.0]), np.array([1.0]), np.array([5]), 1)
-    merged = kuo.merge_level(parent, child, kuo.match_level(parent, child, np.array([0])))
+    child = kuo_runs.Runs(np.array([0]), np.array([15.0]), np.array([1.0]), np.array([5]), 1)
+    merged = kuo_matching.merge_level(parent, child, kuo_matching.match_level(parent, child, np.array([0])))
     assert merged.value.tolist() == [13.0]
 
 
@@ -188,26 +195,26 @@ def test_appendix_emd():
 
 def test_appendix_variances():
     # Hg: eps_l = 0.5, a PAV block of 8 groups: 2 / (8 * 0.25) = 1.0
-    blocks = kuo.Runs(np.array([0]), np.array([4.0]), np.array([np.nan]), np.array([8]), 1)
-    info = kuo.Phase1Info("hg", 0.5, "geometric", 2, 1.0, blocks)
+    blocks = kuo_runs.Runs(np.array([0]), np.array([4.0]), np.array([np.nan]), np.array([8]), 1)
+    info = kuo_estimators.Phase1Info("hg", 0.5, "geometric", 2, 1.0, blocks)
     est = np.zeros((1, 6), np.int64)
     est[0, 4] = 8
-    assert kuo.estimate_variances(est, info, hg_count="blocks").var.tolist() == [1.0]
-    assert kuo.estimate_variances(est, info).var.tolist() == [1.0]  # "equal": 8 at size 4
+    assert kuo_variance.estimate_variances(est, info, hg_count="blocks").var.tolist() == [1.0]
+    assert kuo_variance.estimate_variances(est, info).var.tolist() == [1.0]  # "equal": 8 at size 4
     # Hc: eps_l = 0.5, a group of size 3 with H_hat[3] = 40: 4 / (0.25 * 40) = 0.4
     est = np.array([[2, 0, 0, 40, 5]])
-    info = kuo.Phase1Info("hc", 0.5, "geometric", 2, 1.0)
-    runs = kuo.estimate_variances(est, info)
+    info = kuo_estimators.Phase1Info("hc", 0.5, "geometric", 2, 1.0)
+    runs = kuo_variance.estimate_variances(est, info)
     assert dict(zip(runs.value.tolist(), runs.var.tolist(), strict=True))[3.0] == \
         pytest.approx(0.4)
-    runs = kuo.estimate_variances(est, info, hc_divisor="count_squared")
+    runs = kuo_variance.estimate_variances(est, info, hc_divisor="count_squared")
     assert runs.var[runs.value == 3].tolist() == [pytest.approx(4 / (0.25 * 1600))]
     assert np.array_equal(runs.to_hist(4), est)
     # pitfall 14: the exact geometric variance is smaller (0.36 vs 0.5 at eps = 2)
-    info = kuo.Phase1Info("hc", 2.0, "geometric", 2, 1.0)
+    info = kuo_estimators.Phase1Info("hc", 2.0, "geometric", 2, 1.0)
     assert info.noise_variance() == pytest.approx(0.5)
     assert info.noise_variance("exact") == pytest.approx(0.362, abs=1e-3)
-    assert kuo.Phase1Info("hc", 2.0, "laplace", 2, 1.0).noise_variance("exact") == 0.5
+    assert kuo_estimators.Phase1Info("hc", 2.0, "laplace", 2, 1.0).noise_variance("exact") == 0.5
 
 
 # ---- isotonic regression ---------------------------------------------------------------
@@ -216,9 +223,9 @@ def test_l2_isotonic_matches_scipy_per_segment(integer):
     rng = np.random.default_rng(11)
     for _ in range(150):
         y, starts, lens = random_segments(rng, integer)
-        blocks, means = kuo.pava_blocks(y, starts)
+        blocks, means = isotonic.pava_blocks(y, starts)
         assert set(starts.tolist()) <= set(blocks.tolist())  # no block straddles segments
-        x = kuo.isotonic_l2_segments(y, starts)
+        x = isotonic.isotonic_l2_segments(y, starts)
         for s, n in zip(starts, lens, strict=True):
             assert np.allclose(x[s:s + n], isotonic_regression(y[s:s + n].astype(float)).x)
 
@@ -232,7 +239,7 @@ def test_l1_isotonic_matches_lp(kind):
         y, starts, lens = random_segments(rng, kind != "float")
         if kind == "sparse-integer":
             y = y * 1000 + rng.integers(0, 3, y.size)
-        x = kuo.isotonic_l1_segments(y, starts)
+        x = isotonic.isotonic_l1_segments(y, starts)
         for s, n in zip(starts, lens, strict=True):
             xs, ys = x[s:s + n], y[s:s + n]
             assert np.all(np.diff(xs) >= 0)
@@ -247,7 +254,7 @@ def test_l1_isotonic_brute_force_tiny():
         for y in itertools.product(range(4), repeat=n):
             y = np.array(y)
             best = min(np.abs(v - y).sum() for v in monotone)
-            assert np.abs(kuo.isotonic_l1_segments(y, np.array([0])) - y).sum() == best
+            assert np.abs(isotonic.isotonic_l1_segments(y, np.array([0])) - y).sum() == best
 
 
 def test_box_constrained_isotonic_is_exact():
@@ -256,13 +263,13 @@ def test_box_constrained_isotonic_is_exact():
     for _ in range(25):
         n, upper = int(rng.integers(1, 9)), int(rng.integers(0, 8))
         y = rng.integers(-4, 12, n)
-        x1 = kuo._isotonic_box(y, np.array([0]), np.array([upper]), 1)
+        x1 = isotonic.isotonic_box(y, np.array([0]), np.array([upper]), 1)
         assert np.all((x1 >= 0) & (x1 <= upper)) and np.all(np.diff(x1) >= 0)
         assert np.abs(x1 - y).sum() == pytest.approx(lp_l1_isotonic(y, upper), abs=1e-7)
     for _ in range(6):
         n, upper = int(rng.integers(2, 7)), 5.0
         y = rng.normal(2, 4, n)
-        x2 = kuo._isotonic_box(y, np.array([0]), np.array([upper]), 2)
+        x2 = isotonic.isotonic_box(y, np.array([0]), np.array([upper]), 2)
         cons = LinearConstraint(np.eye(n, k=1)[:-1] - np.eye(n)[:-1], 0, np.inf)
         ref = minimize(lambda x, y=y: ((x - y) ** 2).sum(), np.full(n, upper / 2),
                        jac=lambda x, y=y: 2 * (x - y), bounds=[(0, upper)] * n,
@@ -340,7 +347,7 @@ def test_hg_chunking_keeps_whole_nodes():
     assert np.array_equal(est.sum(axis=1), groups)
     assert np.array_equal(info.blocks.groups(), groups)
     weights = np.array([3, 0, 4, 9, 1, 2, 2, 2])
-    ranges = kuo._chunks(weights, 5)
+    ranges = kuo_estimators._chunks(weights, 5)
     assert [a for a, _ in ranges] == [0] + [b for _, b in ranges[:-1]] and ranges[-1][1] == 8
     assert all(weights[a:b - 1].sum() < 5 for a, b in ranges)
 
@@ -350,7 +357,7 @@ def test_largest_remainder_rows_is_exact():
     x = rng.dirichlet(np.ones(7), 50) * rng.integers(0, 30, 50)[:, None]
     totals = np.rint(x.sum(axis=1)).astype(int)
     x *= np.where(x.sum(axis=1) > 0, totals / np.maximum(x.sum(axis=1), 1e-300), 0)[:, None]
-    out = kuo.largest_remainder_rows(x, totals)
+    out = kuo_estimators.largest_remainder_rows(x, totals)
     assert np.array_equal(out.sum(axis=1), totals) and out.min() >= 0
     assert np.all(np.abs(out - x) < 1)
 
@@ -377,7 +384,7 @@ def random_family(rng, max_groups: int, max_value: int = 4):
     return parent, kids
 
 
-@pytest.mark.parametrize("tie_split", kuo.TIE_SPLITS)
+@pytest.mark.parametrize("tie_split", kuo_matching.TIE_SPLITS)
 def test_matching_is_optimal_against_brute_force(tie_split):
     rng = np.random.default_rng(31)
     for _ in range(80):
@@ -387,7 +394,7 @@ def test_matching_is_optimal_against_brute_force(tie_split):
         bottom = np.array(sum(kids, []), dtype=float)
         best = min(np.abs(np.array(perm, float) - bottom).sum()
                    for perm in set(itertools.permutations(parent)))
-        matched = kuo.match_groups(parent, kids, tie_split=tie_split)
+        matched = kuo_matching.match_groups(parent, kids, tie_split=tie_split)
         assert match_cost(kids, matched) == best
         # a perfect matching: every parent group used once
         assert sorted(np.concatenate(matched).tolist()) == sorted(map(float, parent))
@@ -399,7 +406,7 @@ def test_matching_equals_the_literal_algorithm():
         parent, kids = random_family(rng, 25, max_value=6)
         if not parent:
             continue
-        ours = kuo.match_groups(parent, kids)
+        ours = kuo_matching.match_groups(parent, kids)
         ref = literal_match(parent, kids)
         assert all(np.array_equal(a, b) for a, b in zip(ours, ref, strict=True))
 
@@ -407,11 +414,11 @@ def test_matching_equals_the_literal_algorithm():
 def test_match_level_on_runs_with_equal_values():
     """Parent runs sharing a value (different variances) and two parents at once: a perfect,
     monotone matching, run counts respected on both sides."""
-    parent = kuo.Runs(np.array([0, 0, 0, 1, 1]), np.array([1.0, 1.0, 3.0, 0.0, 2.0]),
+    parent = kuo_runs.Runs(np.array([0, 0, 0, 1, 1]), np.array([1.0, 1.0, 3.0, 0.0, 2.0]),
                       np.array([0.5, 2.0, 1.0, 1.0, 1.0]), np.array([4, 6, 5, 3, 3]), 2)
-    children = kuo.Runs(np.array([0, 0, 1, 1, 2, 3]), np.array([1.0, 2.0, 1.0, 4.0, 0.0, 2.0]),
+    children = kuo_runs.Runs(np.array([0, 0, 1, 1, 2, 3]), np.array([1.0, 2.0, 1.0, 4.0, 0.0, 2.0]),
                         np.ones(6), np.array([5, 3, 4, 3, 2, 4]), 4)
-    pairs = kuo.match_level(parent, children, np.array([0, 0, 1, 1]))
+    pairs = kuo_matching.match_level(parent, children, np.array([0, 0, 1, 1]))
     assert np.array_equal(np.bincount(pairs.parent_run, pairs.count, 5), parent.count)
     assert np.array_equal(np.bincount(pairs.child_run, pairs.count, 6), children.count)
     cost = (np.abs(parent.value[pairs.parent_run] - children.value[pairs.child_run])
@@ -426,25 +433,25 @@ def test_match_level_on_runs_with_equal_values():
 
 
 def test_match_level_rejects_unequal_totals():
-    parent = kuo.Runs(np.array([0]), np.array([1.0]), np.array([1.0]), np.array([3]), 1)
-    child = kuo.Runs(np.array([0]), np.array([1.0]), np.array([1.0]), np.array([2]), 1)
+    parent = kuo_runs.Runs(np.array([0]), np.array([1.0]), np.array([1.0]), np.array([3]), 1)
+    child = kuo_runs.Runs(np.array([0]), np.array([1.0]), np.array([1.0]), np.array([2]), 1)
     with pytest.raises(InputError, match="as many groups"):
-        kuo.match_level(parent, child, np.array([0]))
+        kuo_matching.match_level(parent, child, np.array([0]))
 
 
 # ---- Algorithm 1 on random trees --------------------------------------------------------
 OPTIONS = st.fixed_dictionaries({
     "p": st.sampled_from([1, 2]), "hg_p": st.sampled_from([1, 2]),
-    "merge": st.sampled_from(kuo.MERGES), "noise": st.sampled_from(kuo.NOISES),
-    "hg_count": st.sampled_from(kuo.HG_COUNTS), "hc_divisor": st.sampled_from(kuo.HC_DIVISORS),
-    "noise_variance": st.sampled_from(kuo.NOISE_VARIANCES),
-    "tie_split": st.sampled_from(kuo.TIE_SPLITS),
+    "merge": st.sampled_from(kuo_matching.MERGES), "noise": st.sampled_from(kuo_estimators.NOISES),
+    "hg_count": st.sampled_from(kuo_variance.HG_COUNTS), "hc_divisor": st.sampled_from(kuo_variance.HC_DIVISORS),
+    "noise_variance": st.sampled_from(kuo_estimators.NOISE_VARIANCES),
+    "tie_split": st.sampled_from(kuo_matching.TIE_SPLITS),
 })
 
 
 @settings(max_examples=60, deadline=None)
 @given(tree_tables(max_depth=3, max_children=3), st.integers(0, 2**32 - 1),
-       st.integers(1, 6), st.lists(st.sampled_from(kuo.METHODS), min_size=4, max_size=4),
+       st.integers(1, 6), st.lists(st.sampled_from(kuo_estimators.METHODS), min_size=4, max_size=4),
        st.sampled_from([0.05, 0.5, 3.0]), OPTIONS)
 def test_release_satisfies_the_constraints(tt, seed, max_size, methods, eps, options):
     h, _ = build_hierarchy(tt.table, tt.levels)
@@ -459,7 +466,7 @@ def test_release_satisfies_the_constraints(tt, seed, max_size, methods, eps, opt
 
 @settings(max_examples=40, deadline=None)
 @given(tree_tables(max_depth=3, max_children=3), st.integers(0, 2**32 - 1),
-       st.integers(1, 6), st.lists(st.sampled_from(kuo.METHODS), min_size=4, max_size=4),
+       st.integers(1, 6), st.lists(st.sampled_from(kuo_estimators.METHODS), min_size=4, max_size=4),
        OPTIONS)
 def test_release_without_noise_returns_the_truth(tt, seed, max_size, methods, options):
     h, _ = build_hierarchy(tt.table, tt.levels)
@@ -507,7 +514,7 @@ def literal_hierarchical(h, runs_per_level, max_size, merge):
                 for j, c in enumerate(kids):
                     for _ in range(take[j]):
                         b_val, var_b = rest[c].pop(0)
-                        value, var = kuo.merge_estimates(a, var_a, b_val, var_b, merge)
+                        value, var = kuo_matching.merge_estimates(a, var_a, b_val, var_b, merge)
                         out[c].append((math.floor(float(value) + 0.5), float(var)))
                 i += sum(take)
             for c in kids:
@@ -522,8 +529,8 @@ def literal_hierarchical(h, runs_per_level, max_size, merge):
 
 @settings(max_examples=40, deadline=None)
 @given(tree_tables(max_depth=3, max_children=3), st.integers(0, 2**32 - 1),
-       st.integers(1, 5), st.lists(st.sampled_from(kuo.METHODS), min_size=4, max_size=4),
-       st.sampled_from(kuo.MERGES), st.sampled_from(kuo.HG_COUNTS))
+       st.integers(1, 5), st.lists(st.sampled_from(kuo_estimators.METHODS), min_size=4, max_size=4),
+       st.sampled_from(kuo_matching.MERGES), st.sampled_from(kuo_variance.HG_COUNTS))
 def test_hierarchical_equals_a_per_group_reference(tt, seed, max_size, methods, merge,
                                                    hg_count):
     """The run-length, level-at-once implementation against `literal_hierarchical`, on
@@ -537,7 +544,7 @@ def test_hierarchical_equals_a_per_group_reference(tt, seed, max_size, methods, 
         fn = hc_level if methods[level] == "hc" else hg_level
         est, info = fn(hist[sl], groups[sl], 0.3, src)
         estimates.append(est)
-        runs.append(kuo.estimate_variances(est, info, hg_count=hg_count))
+        runs.append(kuo_variance.estimate_variances(est, info, hg_count=hg_count))
     ours = kuo.kuo_hierarchical(h, estimates, runs, groups, merge=merge)
     assert np.array_equal(ours, literal_hierarchical(h, runs, max_size, merge))
 
@@ -554,7 +561,7 @@ def test_release_accepts_leaf_histograms_and_checks_inputs():
     with pytest.raises(MechanismError, match="method"):
         kuo_release(h, hist, hist.sum(1), [1.0, 1.0], ["hc", "naive"], NoiseSource(seed=4))
     est = [hist[h.level_slice(lv)] for lv in range(2)]
-    runs = [kuo.Runs.from_hist(e, np.ones(e.shape)) for e in est]
+    runs = [kuo_runs.Runs.from_hist(e, np.ones(e.shape)) for e in est]
     bad = hist.sum(1).copy()
     bad[0] += 1
     with pytest.raises(InputError, match="G_v"):
@@ -651,7 +658,7 @@ def test_weighted_merge_beats_simple_average_at_the_top():
     leaves = np.random.default_rng(0).multinomial(np.full(8, 3000), np.full(201, 1 / 201))
     hist = h.aggregate(leaves)
     top = {}
-    for merge in kuo.MERGES:
+    for merge in kuo_matching.MERGES:
         top[merge] = np.mean([emd(hist, kuo_release(
             h, hist, hist.sum(1), [1.0, 1.0], ("hc", "hc"), NoiseSource(seed=s),
             merge=merge)[0])[0] for s in range(10)])
