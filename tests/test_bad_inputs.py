@@ -213,42 +213,39 @@ def test_flow_codes_with_separators_release_and_evaluate(capsys, tmp_path):
     assert code == 0, err
 
 
-# ---- 6. counts whose sums would wrap 64 bits ------------------------------------------------
+# ---- 6. counts whose sums would wrap 64 bits or lose their noise in float64 ------------------
 
-BIG = 2**62
+BIG = 2**52
 HUGE = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"],
                      "o": ["a1", "a2", "b1"], "d": ["b1", "a1", "b1"], "size": [1, 2, 3],
                      "age": [1, 2, 3], "n": [BIG, BIG, 1]})
 
 
-def test_exact_sums_above_2_53():
+def test_exact_total_does_not_wrap():
     from hierdp_core.data.integers import exact_total, sum_by_cell
 
-    values = np.array([2**53 + 1, 2**60 + 3, 5], dtype=np.int64)
-    assert exact_total(values) == 2**53 + 2**60 + 9
-    assert sum_by_cell(np.array([1, 1, 0]), values, 3).tolist() == [5, 2**53 + 2**60 + 4, 0]
+    assert exact_total(np.array([2**53 + 1, 2**60 + 3, 5])) == 2**53 + 2**60 + 9
     assert exact_total(np.full(3, 2**63 - 1)) == 3 * (2**63 - 1)
+    assert sum_by_cell(np.array([1, 1, 0]), np.array([2**52 + 1, 2**51, 5]), 3).tolist() == [
+        5, 2**52 + 2**51 + 1, 0]
 
 
-def test_validate_counts_is_exact_and_refuses_a_wrapping_total():
+@pytest.mark.parametrize("column", [[2**62, 2**62], [2**62 - 1, 2**62 - 1, 2],
+                                    [str(2**52), str(2**52)], [2**53, 0]])
+def test_validate_counts_refuses_a_total_above_2_53(column):
     from hierdp_core.data.loaders import validate_counts
     from hierdp_core.errors import InputError
 
-    exact = pd.DataFrame({"n": [2**60 + 1, 3], "t": [str(2**60 + 1), "3"]})
-    assert validate_counts(exact, "n").tolist() == [2**60 + 1, 3]
-    assert validate_counts(exact, "t").tolist() == [2**60 + 1, 3]
-    assert validate_counts(pd.DataFrame({"n": pd.array([2**62], dtype="uint64")}),
-                           "n").tolist() == [2**62]
+    with pytest.raises(InputError, match=r"count column 'n' sums to [\d,]+, more than 2\^53"):
+        validate_counts(pd.DataFrame({"n": column}), "n")
+    with pytest.raises(InputError, match=r"^f.csv: count column 'n' sums to"):
+        validate_counts(pd.DataFrame({"n": column}), "n", file_name="f.csv")
+    assert validate_counts(pd.DataFrame({"n": [2**53 - 2, 1]}), "n").tolist() == [2**53 - 2, 1]
     with pytest.raises(InputError, match=r"too large for a 64-bit count: row 1"):
         validate_counts(pd.DataFrame({"n": pd.array([2**64 - 1], dtype="uint64")}), "n")
-    with pytest.raises(InputError, match=r"'n' sums to 9,223,372,036,854,775,809, more than "
-                                         r"2\^63 - 1"):
-        validate_counts(HUGE, "n")
-    with pytest.raises(InputError, match=r"^f.csv: count column 'n' sums to"):
-        validate_counts(HUGE, "n", file_name="f.csv")
 
 
-def test_every_query_refuses_counts_that_would_wrap():
+def test_every_query_refuses_a_total_above_2_53():
     from hierdp_core.errors import InputError
     from hierdp_core.flows.data import flow_data_from_leaves, flow_data_from_table
     from hierdp_core.groupsizes.data import group_size_data_from_histograms
@@ -262,27 +259,36 @@ def test_every_query_refuses_counts_that_would_wrap():
         lambda: range_data_from_table(HUGE, ["state"], "age", count_column="n"),
     ]
     for call in calls:
-        with pytest.raises(InputError, match="more than 2\\^63 - 1"):
+        with pytest.raises(InputError, match="more than 2\\^53 - 1"):
             call()
     geo = flow_data_from_table(HUGE.iloc[:1], ["o"], ["d"], "n").geography
-    with pytest.raises(InputError, match="flow counts sums to"):
+    with pytest.raises(InputError, match="flow counts sums to"):  # leaves not from a table
         flow_data_from_leaves(geo, np.array([0, 0, 0]), np.array([1, 1, 1]),
-                              np.array([BIG, BIG, BIG]))
+                              np.array([2**62, 2**62, 2**62]))
 
 
 def test_every_query_keeps_large_counts_exact():
     from hierdp_core.flows.data import flow_data_from_table
     from hierdp_core.groupsizes.data import group_size_data_from_histograms
 
-    table = HUGE.assign(n=[2**60 + 1, 2**60 + 3, 7])
+    table = HUGE.assign(n=[2**51 + 1, 2**51 + 3, 7])
     counts = count_data_from_table(table, ["state", "county"], count_column="n")
-    assert counts.node_totals().tolist()[:3] == [2**61 + 11, 2**61 + 4, 7]
+    assert counts.node_totals().tolist()[:3] == [2**52 + 11, 2**52 + 4, 7]
     sizes = group_size_data_from_histograms(table.assign(size=1), ["state", "county"], "size",
                                             "n", max_size=2)
-    assert sizes.leaf_counts[:, 1].tolist() == [2**60 + 1, 2**60 + 3, 7]
+    assert sizes.leaf_counts[:, 1].tolist() == [2**51 + 1, 2**51 + 3, 7]
     flows = flow_data_from_table(table, ["o"], ["d"], "n")
-    assert flows.n == 2**61 + 11 and sorted(flows.level_table(2)[1].tolist()) == [
-        7, 2**60 + 1, 2**60 + 3]
+    assert flows.n == 2**52 + 11 and sorted(flows.level_table(2)[1].tolist()) == [
+        7, 2**51 + 1, 2**51 + 3]
+
+
+def test_cli_refuses_counts_whose_noise_would_round_away(capsys, tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text(f"a,b,n\nA,x,{2**62}\nA,y,{2**62 - 1}\n")
+    out = tmp_path / "out"
+    code, _, err = release(capsys, path, out, "--levels", "a,b", "--count-column", "n")
+    one_error(code, err, "count column 'n' sums to 9,223,372,036,854,775,807", "2^53 - 1")
+    assert not out.exists()
 
 
 def test_a_huge_attribute_range_in_the_data_is_refused_before_allocating():

@@ -43,7 +43,7 @@ from typing import BinaryIO
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.integers import INT64_MAX, check_total
+from hierdp_core.data.integers import check_total
 from hierdp_core.errors import InputError
 
 __all__ = ["SUPPORTED_FORMATS", "read_header", "read_table", "validate_columns", "validate_counts"]
@@ -502,9 +502,9 @@ def validate_counts(table: pd.DataFrame, column: str, *,
     """The count column as an int64 array, or `InputError`.
 
     The column must exist and hold non-missing, finite, non-negative, integral numbers
-    (``3.0`` is fine, ``1.5`` is not) summing to at most 2^63 - 1 (a larger total would wrap
-    64 bits); numeric strings such as ``"12"`` are accepted. Integer columns are checked
-    exactly (not through float64, which rounds above 2^53).
+    (``3.0`` is fine, ``1.5`` is not) summing to at most 2^53 - 1
+    (`hierdp_core.data.integers.check_total`); numeric strings such as ``"12"`` are
+    accepted.
     Messages name up to 5 offending rows (1-based data rows, header excluded) and values.
     """
     def fail(message: str) -> InputError:
@@ -516,32 +516,28 @@ def validate_counts(table: pd.DataFrame, column: str, *,
     if pd.api.types.is_bool_dtype(series):
         raise fail(f"{label} holds true/false values, not counts")
     original = series.to_numpy(dtype=object)
-    numbers = series
-    if not pd.api.types.is_numeric_dtype(series):
+    if pd.api.types.is_numeric_dtype(series):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
         text = series.astype("str").str.strip()
-        numbers = pd.to_numeric(text, errors="coerce")
-        bad = numbers.isna().to_numpy() & series.notna().to_numpy() & text.ne("").to_numpy()
+        values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.isnan(values) & series.notna().to_numpy() & text.ne("").to_numpy()
         if bad.any():
             raise fail(f"{label} has non-numeric values: {_rows(bad, original)}")
-    if pd.api.types.is_integer_dtype(numbers) and not numbers.isna().any():
-        values = numbers.to_numpy()  # checked exactly: float64 rounds above 2^53
-        checks = [(values < 0, "negative value(s) (counts must be >= 0)"),
-                  (values > INT64_MAX, "value(s) too large for a 64-bit count")]
-    else:
-        values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
-        nan, inf = np.isnan(values), np.isinf(values)
-        finite = np.where(nan | inf, 0.0, values)
-        checks = [
-            (nan, "missing value(s)"),
-            (inf, "infinite value(s)"),
-            (finite < 0, "negative value(s) (counts must be >= 0)"),
-            (np.mod(finite, 1) != 0, "non-integer value(s) (counts must be whole numbers)"),
-            (finite >= 2.0**63, "value(s) too large for a 64-bit count"),
-        ]
+    nan, inf = np.isnan(values), np.isinf(values)
+    finite = np.where(nan | inf, 0.0, values)
+    checks = [
+        (nan, "missing value(s)"),
+        (inf, "infinite value(s)"),
+        (finite < 0, "negative value(s) (counts must be >= 0)"),
+        (np.mod(finite, 1) != 0, "non-integer value(s) (counts must be whole numbers)"),
+        (finite >= 2.0**63, "value(s) too large for a 64-bit count"),
+    ]
     for mask, problem in checks:
         if mask.any():
             raise fail(f"{label} has {int(mask.sum())} {problem}: {_rows(mask, original)}")
-    values = values.astype(np.int64)
+    # an integer column as it is (float64 rounds above 2^53, e.g. in the total's message)
+    values = series.to_numpy(np.int64) if series.dtype.kind == "i" else values.astype(np.int64)
     check_total(values, f"{file_name}: {label}" if file_name else label)
     return values
 
