@@ -26,7 +26,6 @@ PATH_SEPARATOR = "/"
 #: characters of a code written as %XX in ids: the escape itself, the path separator and
 #: the O/D pair separator (`hierdp_core.flows.data.PAIR_SEPARATOR`)
 _ESCAPES = (("%", "%25"), ("/", "%2F"), (">", "%3E"))
-_SPECIAL = "[%/>]"
 #: a code spelled like the root's id, written with its first letter escaped
 _ROOT_CODE = "%72oot"
 
@@ -35,8 +34,11 @@ def escape_codes(codes) -> pd.Series:
     """Codes as written in node ids: ``%`` -> ``%25``, ``/`` -> ``%2F``, ``>`` -> ``%3E``,
     and a code that is exactly ``root`` (the root's id) -> ``%72oot``; every other code is
     unchanged. Works on the distinct special codes only (no Python loop per node)."""
-    text = pd.Series(np.asarray(codes).astype(str), dtype=object)
-    special = (text.str.contains(_SPECIAL, regex=True) | text.eq(ROOT_ID)).to_numpy()
+    fixed = np.asarray(codes).astype(str)
+    special = fixed == ROOT_ID
+    for char, _ in _ESCAPES:
+        special |= np.strings.find(fixed, char) >= 0
+    text = pd.Series(fixed, dtype=object)
     if not special.any():
         return text
     position, distinct = pd.factorize(text[special])
