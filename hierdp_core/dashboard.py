@@ -3,7 +3,8 @@
 Session-state keys (all under ``st.session_state``):
 
 ``hd_dataset``   dict: ``name`` (shown), ``sample`` (sample name, or None for an upload),
-                 ``table`` (the loaded DataFrame, confidential), ``version`` (int, bumped on load)
+                 ``table`` (the loaded DataFrame, confidential), ``version`` (int, bumped on
+                 load and reshape), ``loaded`` (the version it was loaded as)
 ``hd_roles``     dict: ``levels`` (coarse to fine), ``count_column`` (None = microdata),
                  ``category_columns``, ``local_codes``; for an upload also ``missing``
                  (empty count cells: 'error' | 'zero' | 'drop') and ``ragged`` (units may
@@ -104,7 +105,7 @@ def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> No
 
     version = st.session_state.get(DATASET, {}).get("version", 0) + 1
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
-                                 "version": version}
+                                 "version": version, "loaded": version}
     _drop_results()
     structure.reset()
     dashboard_input.reset()

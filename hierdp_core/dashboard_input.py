@@ -21,9 +21,7 @@ from hierdp_core.errors import MissingCellsError, RaggedLevelError
 
 SHAPE = ui.INPUT
 COUNT = "count"  # the count column of a melted table
-#: the widgets whose values follow the table's columns (dropped when the columns change)
-ROLE_WIDGETS = ("roles_levels", "roles_count", "roles_categories")
-SHAPE_WIDGETS = ("shape_wide", "shape_columns", "shape_name")
+NO_COUNT = "(none: one row per person)"
 MISSING_LABELS = {"error": "stop and show them", "zero": "count them as 0",
                   "drop": "leave their rows out"}
 
@@ -35,8 +33,20 @@ def shape() -> dict:
 
 def reset() -> None:
     """Forget the shape (a new table was loaded)."""
-    for key in (SHAPE, *SHAPE_WIDGETS, "roles_missing", "roles_ragged"):
-        st.session_state.pop(key, None)
+    st.session_state.pop(SHAPE, None)
+
+
+def upload_key(name: str) -> str:
+    """A widget key of one upload (its shape, empty cells, skipped levels): a new upload
+    gets new widgets, drawn from their defaults (a key dropped from the session state would
+    leave the browser showing the old value)."""
+    return f"{name}_{ui.ensure_dataset().get('loaded', 0)}"
+
+
+def table_key(name: str) -> str:
+    """A widget key of the current table's columns (levels, count, categories): new
+    widgets, drawn from the roles, whenever the table changes (a new upload or shape)."""
+    return f"{name}_{ui.ensure_dataset()['version']}"
 
 
 def raw_table() -> pd.DataFrame:
@@ -68,17 +78,15 @@ def set_shape(wide: list[str], name: str) -> None:
                   else categories})
     if wide:
         structure.state()["category_values"].setdefault(name, tuple(wide))
-    for key in ROLE_WIDGETS:  # redrawn from the new roles
-        st.session_state.pop(key, None)
 
 
 def friendly(exc: Exception) -> str:
     """The message of a table that does not work yet, in the Data page's words."""
     if isinstance(exc, MissingCellsError):
-        return (f"{exc.detail}. Choose what they mean under \"Empty count cells\": count "
-                "them as 0, or leave their rows out.")
+        return (f"{exc.detail}. Choose what they mean under \"Empty count cells\" on the "
+                "Data page: count them as 0, or leave their rows out.")
     if isinstance(exc, RaggedLevelError) and exc.skippable:
         return (f"{exc.detail}. If these units skip that level (a city outside any county), "
-                "tick \"Units may skip a level\": each then passes through it as its own "
-                "child.")
+                "tick \"Units may skip a level\" on the Data page: each then passes through "
+                "it as its own child.")
     return str(exc)

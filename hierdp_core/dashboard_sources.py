@@ -16,6 +16,8 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_structure as structure
+from hierdp_core.dashboard_input import friendly
+from hierdp_core.data.reshape import prepare
 from hierdp_core.errors import HierdpError
 
 _CACHE = "hd_src_cache"
@@ -83,10 +85,23 @@ def _build(prefix: str, key: tuple, what: str, build):
     try:
         data = build()
     except HierdpError as exc:
-        st.error(f"Your table cannot be used for {what}: {exc}")
+        st.error(f"Your table cannot be used for {what}: {friendly(exc)}")
         st.stop()
     cache[prefix] = (key, data)
     return data
+
+
+def _choices() -> tuple[str, bool]:
+    """The Data page's choices for the upload: what empty count cells mean, and whether
+    units may skip a level."""
+    r = st.session_state.get(ui.ROLES, {})
+    return r.get("missing", "error"), bool(r.get("ragged", False))
+
+
+def _prepared(ds: dict, level_sets: list[list[str]], count_column: str | None):
+    """The uploaded table with the Data page's choices applied (`reshape.prepare`)."""
+    missing, ragged = _choices()
+    return prepare(ds["table"], level_sets, count_column, missing=missing, ragged=ragged)[0]
 
 
 def group_sizes_from_upload(ds: dict):
@@ -123,15 +138,17 @@ def group_sizes_from_upload(ds: dict):
         st.stop()
 
     def build():
-        geography = structure.declared_geography(levels)
+        geography = structure.declared_geography(levels, ragged=_choices()[1])
         units = ({"geography": geography} if geography is not None
                  else {"name_columns": ui.name_columns(ds, levels)})
+        table = _prepared(ds, [levels], None if layout == "person" else roles[1])
         if layout == "person":
-            return group_size_data_from_people(ds["table"], levels, roles[0],
+            return group_size_data_from_people(table, levels, roles[0],
                                                max_size=int(max_size), **units)
-        return group_size_data_from_histograms(ds["table"], levels, roles[0], roles[1],
+        return group_size_data_from_histograms(table, levels, roles[0], roles[1],
                                                max_size=int(max_size), **units)
-    key = (ds["version"], tuple(levels), layout, roles, int(max_size), structure.key())
+    key = (ds["version"], tuple(levels), layout, roles, int(max_size), structure.key(),
+           _choices())
     spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size),
             **({"group_column": roles[0]} if layout == "person" else
                {"size_column": roles[0], "count_column": roles[1]})}
@@ -166,16 +183,18 @@ def flows_from_upload(ds: dict):
                 "fine (e.g. o_state, o_county and d_state, d_county).")
         st.stop()
     count_column = None if count == TRIP_ROWS else count
-    key = (ds["version"], tuple(origin), tuple(destination), count_column, structure.key())
+    key = (ds["version"], tuple(origin), tuple(destination), count_column, structure.key(),
+           _choices())
 
     def build():
         if len(origin) != len(destination):  # the builder's message
             return flow_data_from_table(ds["table"], origin, destination, count_column)
         candidates = geography_levels(origin, destination)  # the common names come last
         geography = structure.declared_geography(candidates[0], alternatives=candidates[1:],
-                                                 level_names=candidates[-1])
-        return flow_data_from_table(ds["table"], origin, destination, count_column,
-                                    geography=geography)
+                                                 level_names=candidates[-1],
+                                                 ragged=_choices()[1])
+        return flow_data_from_table(_prepared(ds, [origin, destination], count_column),
+                                    origin, destination, count_column, geography=geography)
     data = _build("fl", key, "flows", build)
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
@@ -226,13 +245,13 @@ def ranges_from_upload(ds: dict):
 
     def build():
         domain = _domain(domain_text)
-        geography = structure.declared_geography(levels)
+        geography = structure.declared_geography(levels, ragged=_choices()[1])
         units = ({"geography": geography} if geography is not None
                  else {"name_columns": ui.name_columns(ds, levels)})
-        return range_data_from_table(ds["table"], levels, attribute, count_column=count_column,
-                                     domain=domain, **units)
+        return range_data_from_table(_prepared(ds, [levels], count_column), levels, attribute,
+                                     count_column=count_column, domain=domain, **units)
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
-           structure.key())
+           structure.key(), _choices())
     data = _build("rg", key, "range queries", build)
     domain = _domain(domain_text)  # parsed without error: build() succeeded
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,

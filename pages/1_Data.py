@@ -64,13 +64,14 @@ if ds["sample"] is None:
                "becoming the category's values.")
     wide, name = [], current["name"]
     if st.checkbox("One column per category (a wide table)", value=bool(suggested),
-                   key="shape_wide"):
+                   key=inp.upload_key("shape_wide")):
         left, right = st.columns([3, 1])
         wide = left.multiselect("The columns holding the counts, one per category",
                                 [str(c) for c in raw.columns],
-                                default=current["wide"] or suggested, key="shape_columns")
+                                default=current["wide"] or suggested,
+                                key=inp.upload_key("shape_columns"))
         name = right.text_input("Name of the category they make", current["name"],
-                                key="shape_name").strip() or "category"
+                                key=inp.upload_key("shape_name")).strip() or "category"
     try:
         inp.set_shape(wide, name)
     except HierdpError as exc:
@@ -87,16 +88,16 @@ st.subheader("Column roles")
 r = ui.roles()
 columns = [str(c) for c in table.columns]
 numeric = [c for c in columns if table[c].dtype.kind in "iuf"]
-levels = ui.level_picker("roles_levels")
+levels = ui.level_picker(inp.table_key("roles_levels"))
 r = ui.roles()
-count_options = ["(none: one row per person)"] + numeric
+count_options = [inp.NO_COUNT] + numeric
 count_default = r["count_column"] if r["count_column"] in numeric else count_options[0]
 count = st.selectbox("Count column", count_options, index=count_options.index(count_default),
-                     key="roles_count")
+                     key=inp.table_key("roles_count"))
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
                             default=[c for c in r["category_columns"] if c in others],
-                            key="roles_categories")
+                            key=inp.table_key("roles_categories"))
 local = st.checkbox("Codes are unique only within their parent (e.g. 3-digit county codes)",
                     value=r["local_codes"], key="roles_local")
 missing, ragged = "error", False
@@ -104,11 +105,12 @@ if ds["sample"] is None:
     policies = list(inp.MISSING_LABELS)
     missing = st.radio("Empty count cells", policies, format_func=inp.MISSING_LABELS.get,
                        index=policies.index(r.get("missing", "error")), horizontal=True,
-                       key="roles_missing")
+                       key=inp.upload_key("roles_missing"))
     ragged = st.checkbox("Units may skip a level: an empty code means the unit above passes "
                          "through that level as its own child (a city outside any county "
                          "sits in its state, shown as '06 (no county)')",
-                         value=bool(r.get("ragged", False)), key="roles_ragged")
+                         value=bool(r.get("ragged", False)),
+                         key=inp.upload_key("roles_ragged"))
 ui.set_roles({"levels": levels, "count_column": None if count == count_options[0] else count,
               "category_columns": categories, "local_codes": local, "missing": missing,
               "ragged": ragged})

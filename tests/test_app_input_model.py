@@ -1,7 +1,8 @@
 """The Data page's input model (issue 16) in Streamlit AppTest: a wide census-style table
 (units x age bands) is detected, melted with a preview and released, publishable over a
 declared geography; empty count cells and units that skip a level get a friendly message
-and a choice. AppTest cannot upload files: the upload is set in session state."""
+and a choice. AppTest cannot upload files: the upload is set in session state (loaded as
+version 0, hence the widget keys ``*_0`` of `dashboard_input.upload_key`)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def test_a_wide_table_is_detected_melted_previewed_and_released():
     at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
     assert_clean(at)
     assert "wide: 21 columns age_0_4 … age_100" in text(at)
-    assert at.checkbox(key="shape_wide").value is True
-    assert at.multiselect(key="shape_columns").value == BANDS
+    assert at.checkbox(key="shape_wide_0").value is True
+    assert at.multiselect(key="shape_columns_0").value == BANDS
     long = at.session_state[ui.DATASET]["table"]
     assert len(long) == 5 * 21 and list(long.columns) == ["state", "county", "category",
                                                           "count"]
@@ -66,13 +67,13 @@ def test_a_wide_table_over_a_declared_geography_is_publishable():
 
 def test_choosing_the_columns_and_going_back_to_long():
     at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
-    at.multiselect(key="shape_columns").set_value(BANDS[:3]).run()
-    at.text_input(key="shape_name").input("age").run()
+    at.multiselect(key="shape_columns_0").set_value(BANDS[:3]).run()
+    at.text_input(key="shape_name_0").input("age").run()
     assert_clean(at)
     assert at.session_state[inp.SHAPE] == {"wide": BANDS[:3], "name": "age"}
     assert len(at.session_state[ui.DATASET]["table"]) == 15
     assert at.session_state[ui.ROLES]["category_columns"] == ["age"]
-    at.checkbox(key="shape_wide").uncheck().run()
+    at.checkbox(key="shape_wide_0").uncheck().run()
     assert at.session_state[ui.DATASET]["table"].shape == census().shape
     assert at.session_state[ui.ROLES]["category_columns"] == []
 
@@ -84,10 +85,10 @@ def test_empty_count_cells_get_a_friendly_message_and_a_choice():
     errors = " ".join(e.value for e in at.error)
     assert "2 empty count cell(s) in column(s) 'n' (2), e.g. in rows [2, 5]" in errors
     assert "Empty count cells" in errors and "--missing" not in errors
-    at.radio(key="roles_missing").set_value("zero").run()
+    at.radio(key="roles_missing_0").set_value("zero").run()
     assert_clean(at)
     assert "Prepared: 2 empty count cell(s) counted as 0." in text(at)
-    at.radio(key="roles_missing").set_value("drop").run()
+    at.radio(key="roles_missing_0").set_value("drop").run()
     assert_clean(at)
     assert "2 empty count cell(s) left out" in text(at)
 
@@ -98,10 +99,26 @@ def test_units_that_skip_a_level_are_offered_the_ragged_rule():
     at = uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n").run()
     errors = " ".join(e.value for e in at.error)
     assert "'county' has 2 missing value(s)" in errors and "Units may skip a level" in errors
-    at.checkbox(key="roles_ragged").check().run()
+    at.checkbox(key="roles_ragged_0").check().run()
     assert_clean(at)
     assert "2 empty level code(s) filled" in text(at)
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
     labels = at.session_state[ui.RELEASE].hierarchy.labels().tolist()
     assert "06 (no county)" in labels and "11 (no county)" in labels
+
+
+def test_the_query_pages_apply_the_data_pages_choices():
+    people = pd.DataFrame({"state": ["A"] * 5 + ["B"] * 3,
+                           "county": ["A1", "A1", "A2", "A2", "A2", "", "", ""],
+                           "household": ["h1", "h1", "h2", "h3", "h3", "h4", "h4", "h5"]})
+    at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"])
+    at.run()
+    at.radio(key="gs_source").set_value("upload").run()
+    errors = " ".join(e.value for e in at.error)
+    assert "Units may skip a level" in errors and "--ragged" not in errors
+    at.session_state[ui.ROLES] = {**at.session_state[ui.ROLES], "ragged": True}
+    at.run()
+    assert_clean(at)
+    _, data = at.session_state["hd_src_cache"]["gs"]
+    assert "B (no county)" in data.hierarchy.labels().tolist()
