@@ -20,9 +20,9 @@ from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this 
     evaluate_args,
     input_columns,
     input_spec,
+    lookalike_warning,
     prepare_input,
     read_input,
-    warn_lookalike_codes,
 )
 from hierdp_core.errors import HierdpError, InputError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
@@ -53,7 +53,7 @@ def _params(pairs: list[str]) -> dict:
 
 def budget_from_args(args) -> PrivacyBudget:
     """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP.
-    Implausible values (epsilon below 0.01 or above 20, delta above 1e-3) get a warning."""
+    Implausible values get a warning from `budget_warnings`, said after the release."""
     if (args.epsilon is None) == (args.rho is None):
         raise InputError("give exactly one of --epsilon or --rho")
     if args.rho is not None:
@@ -62,8 +62,6 @@ def budget_from_args(args) -> PrivacyBudget:
         budget = PrivacyBudget.approx(args.epsilon, args.delta)
     else:
         budget = PrivacyBudget.pure(args.epsilon)
-    for text in budget_warnings(args.epsilon, args.rho, args.delta):
-        print(f"warning: {text}", file=sys.stderr)
     return budget
 
 
@@ -113,7 +111,6 @@ def cmd_release(args) -> int:
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
     path = Path(args.input)
     args, table, prepared = prepare_input(args, read_input(args, path))
-    warn_lookalike_codes(args, table)
     data = input_data(args, table)
     split = _weights(args.split) or args.split_preset
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
@@ -123,12 +120,16 @@ def cmd_release(args) -> int:
                           input_spec=input_spec(args, data, path),
                           input_content=path, key_file=args.key_file,
                           overwrite=args.overwrite)
+    # warnings and notes are said once the release is written: an error stays the only line
+    said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
+    said += [f"warning: {text}" for text in [lookalike_warning(args, table)] if text]
     merged = int(getattr(data, "merged_rows", 0) or 0)
-    if merged:  # said once the release is written, so that an error stays the only line
-        print(f"note: {merged:,} duplicate rows of the same unit and category were summed",
-              file=sys.stderr)
+    if merged:
+        said.append(f"note: {merged:,} duplicate rows of the same unit and category were summed")
     if prepared:
-        print(f"note: {prepared}", file=sys.stderr)
+        said.append(f"note: {prepared}")
+    for line in said:
+        print(line, file=sys.stderr)
     if not release.privacy.get("invariants"):
         note = ""
     else:

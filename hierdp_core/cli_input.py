@@ -195,7 +195,7 @@ def _range_data(args, table, levels, names):
                          "exploration)")
     shape = {"geography": geography} if geography is not None else {"name_columns": names}
     data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
-                                 domain=domain, **shape)
+                                 domain=domain, max_cells=max_cells, **shape)
     spec = args.workload or "prefix"
     n = len(data.values)
     if spec in WORKLOAD_KINDS:

@@ -8,7 +8,6 @@ evaluate`` rebuilds the data.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -67,19 +66,20 @@ def read_input(args, path: Path) -> pd.DataFrame:
     return read_table(path, columns=input_columns(args, header))
 
 
-def warn_lookalike_codes(args, table) -> None:
-    """One warning line naming up to five pairs of codes of the same level that differ only
-    by leading zeros or surrounding whitespace (they stay distinct strings)."""
+def lookalike_warning(args, table) -> str | None:
+    """A warning naming up to five pairs of codes of the same level that differ only by
+    leading zeros or surrounding whitespace (they stay distinct strings), or None."""
     from hierdp_core.data.loaders import lookalike_codes
 
     columns = [*csv_list(getattr(args, "levels", None)),
                *csv_list(getattr(args, "origin_levels", None)),
                *csv_list(getattr(args, "destination_levels", None))]
     pairs = lookalike_codes(table, list(dict.fromkeys(columns)))
-    if pairs:
-        shown = ", ".join(f"{col} {a!r} and {b!r}" for col, a, b in pairs)
-        print(f"warning: codes that differ only by leading zeros or whitespace: {shown} "
-              "(codes are text: leading zeros make different units; check these are meant)", file=sys.stderr)
+    if not pairs:
+        return None
+    shown = ", ".join(f"{col} {a!r} and {b!r}" for col, a, b in pairs)
+    return (f"codes that differ only by leading zeros or whitespace: {shown} (codes are "
+            "text: leading zeros make different units; check these are meant)")
 
 
 # ---- preparing the table ---------------------------------------------------------------
