@@ -19,20 +19,17 @@ from scipy.optimize import isotonic_regression
 
 import hierdp_core.groupsizes.fioretto as fio
 from hierdp_core.errors import InputError
+from hierdp_core.groupsizes import fioretto_dp, fioretto_tables
 from hierdp_core.groupsizes.data import cumulative
-from hierdp_core.groupsizes.fioretto import (
+from hierdp_core.groupsizes.fioretto import isotonic_rows, mc_dp, mh_dp, model1_objective
+from hierdp_core.groupsizes.fioretto_chain import (
     chain_cost_tables,
     chain_cumulative,
     chain_dp,
     chain_from_region_cumulative,
     chain_order,
-    isotonic_rows,
-    leaf_cost_table,
-    mc_dp,
-    merge_cost_tables,
-    mh_dp,
-    model1_objective,
 )
+from hierdp_core.groupsizes.fioretto_tables import leaf_cost_table, merge_cost_tables
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
 
 
@@ -192,13 +189,13 @@ def test_running_example_plain_cost_tables():
 
 def test_running_example_production_tables_match():
     """The closed-form leaf path used at scale gives the same table as TableMerge."""
-    leaves = fio._Leaves(np.array([3.0, 0.0]), 1.0, np.array([0]), np.zeros(2, np.int64),
+    leaves = fioretto_tables._Leaves(np.array([3.0, 0.0]), 1.0, np.array([0]), np.zeros(2, np.int64),
                          np.array([0, 1]))
-    tab = fio._leaf_parent_tables(leaves, np.array([2.0]), 1.0, np.array([0]), np.array([4]))
+    tab = fioretto_tables._leaf_parent_tables(leaves, np.array([2.0]), 1.0, np.array([0]), np.array([4]))
     assert tab.lo.tolist() == [0]
     assert tab.slopes.tolist() == np.diff([13, 5, 1, 1, 5]).tolist()
     # the same table one level up, through the explicit merge, with a parent term 0
-    up = fio._explicit_parent_tables(tab, np.array([0]), np.array([0.0]), 0.0,
+    up = fioretto_tables._explicit_parent_tables(tab, np.array([0]), np.array([0.0]), 0.0,
                                      np.array([0]), np.array([4]))
     assert up.slopes.tolist() == np.diff([13, 5, 1, 1, 5]).tolist()
 
@@ -289,7 +286,7 @@ def solve_from_bad_windows(h, noisy, G, weights=None, seed=0, expect_widening=Tr
     so only the certification loop can reach the optimum."""
     rng = np.random.default_rng(seed)
     w = np.ones(h.n_levels) if weights is None else np.asarray(weights, dtype=float)
-    solver = fio._MHSolver(h, np.asarray(noisy, dtype=float), G, w, np.ones(h.n_levels))
+    solver = fioretto_dp._MHSolver(h, np.asarray(noisy, dtype=float), G, w, np.ones(h.n_levels))
     for lo, hi in zip(solver.own_lo, solver.own_hi, strict=True):
         lo[...] = rng.integers(0, G + 1, lo.shape)
         hi[...] = np.minimum(G, lo + rng.integers(0, 3, lo.shape))
@@ -321,8 +318,9 @@ def test_mh_dp_certifies_far_optimum():
 def test_leaf_step_bracket_survives_inexact_water_levels(monkeypatch, shift):
     """Water levels off by a few units (as floating point could make them, by less) are
     repaired: the leaf steps still bracket every window and the result stays optimal."""
-    water = fio._water
-    monkeypatch.setattr(fio, "_water", lambda *a, **k: water(*a, **k) + shift)
+    water = fioretto_tables._water
+    for module in (fioretto_tables, fioretto_dp):  # the leaf steps and the window centres
+        monkeypatch.setattr(module, "_water", lambda *a, **k: water(*a, **k) + shift)
     rng = np.random.default_rng(4)
     for _ in range(8):
         h = random_tree(rng, depth=2, max_children=3)

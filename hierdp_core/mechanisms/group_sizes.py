@@ -222,13 +222,14 @@ class FiorettoDP(GroupSizeMechanism):
 
     def estimate(self, data, noisy, variance, p):
         from hierdp_core.groupsizes import fioretto
+        from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
 
         h, g = data.hierarchy, data.total_groups
         if self.variant == "mh":
             return fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
         if self.variant == "mc":
             return fioretto.mc_dp(h, noisy, g, level_weights=_level_weights(variance))
-        return fioretto.chain_dp(h, fioretto.chain_from_region_cumulative(h, noisy), g)
+        return chain_dp(h, chain_from_region_cumulative(h, noisy), g)
 
 
 @dataclass
@@ -282,11 +283,11 @@ class PaperChain(GroupSizeMechanism):
                     "levels; use gs-mc-chain, the corrected private version")
 
     def measure_and_estimate(self, data, plans, p, source):
-        from hierdp_core.groupsizes import fioretto
+        from hierdp_core.groupsizes.fioretto_chain import chain_cumulative, chain_dp
 
         h = data.hierarchy
-        chain, _ = measure(fioretto.chain_cumulative(h, data.node_counts()), h, plans, source)
-        values = fioretto.chain_dp(h, chain, data.total_groups)
+        chain, _ = measure(chain_cumulative(h, data.node_counts()), h, plans, source)
+        values = chain_dp(h, chain, data.total_groups)
         return values, np.full(values.shape, np.nan)
 
 
