@@ -125,7 +125,8 @@ def cmd_release(args) -> int:
     said += [f"warning: {text}" for text in [lookalike_warning(args, table)] if text]
     merged = int(getattr(data, "merged_rows", 0) or 0)
     if merged:
-        said.append(f"note: {merged:,} duplicate rows of the same unit and category were summed")
+        said.append(f"note: {merged:,} row(s) repeating the cell of an earlier row (the same unit "
+                    "and category, size, value or O/D pair) were summed")
     if prepared:
         said.append(f"note: {prepared}")
     for line in said:

@@ -63,7 +63,7 @@ def input_data(args, table):
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
             table, levels, args.size_column, args.count_column, max_size=args.max_size,
-            **shape)
+            duplicates=_duplicates(args), **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
     categories, declared = _categories(args)
@@ -73,8 +73,13 @@ def input_data(args, table):
              else {"local_codes": args.local_codes, "name_columns": names})
     return count_data_from_table(table, levels, count_column=args.count_column,
                                  category_columns=categories, category_values=declared,
-                                 duplicates=getattr(args, "duplicates", None) or "sum",
-                                 max_cells=cell_limit(args), **shape)
+                                 duplicates=_duplicates(args), max_cells=cell_limit(args),
+                                 **shape)
+
+
+def _duplicates(args) -> str:
+    """``--duplicates``: rows repeating a cell are summed ("sum", the default) or refused."""
+    return getattr(args, "duplicates", None) or "sum"
 
 
 def cell_limit(args) -> int:
@@ -156,7 +161,8 @@ def _flow_data(args, table):
                          f"levels, coarse to fine; got {origin} and {destination}")
     geography = _geography(args, origin, {}, "flows", flows=(origin, destination))
     return flow_data_from_table(table, origin, destination, args.count_column,
-                                tree=args.tree or "destination", geography=geography)
+                                tree=args.tree or "destination", geography=geography,
+                                duplicates=_duplicates(args))
 
 
 def _range_data(args, table, levels, names):
@@ -195,7 +201,8 @@ def _range_data(args, table, levels, names):
                          "exploration)")
     shape = {"geography": geography} if geography is not None else {"name_columns": names}
     data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
-                                 domain=domain, max_cells=max_cells, **shape)
+                                 domain=domain, max_cells=max_cells,
+                                 duplicates=_duplicates(args), **shape)
     spec = args.workload or "prefix"
     n = len(data.values)
     if spec in WORKLOAD_KINDS:

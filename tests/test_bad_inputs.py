@@ -19,8 +19,11 @@ from hierdp_core.errors import (
     SizeLimitError,
     StructureError,
 )
+from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
+from hierdp_core.groupsizes.data import group_size_data_from_histograms
 from hierdp_core.ids import unescape_code
 from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.structure import parse_domain
 
 ROWS = pd.DataFrame({"state": ["A", "A", "A", "B"], "county": ["a1", "a1", "a2", "b1"],
@@ -93,11 +96,33 @@ def test_cli_notes_summed_duplicates_or_refuses_them(capsys, data, tmp_path):
     flags = ["--levels", "state,county", "--categories", "sex", "--count-column", "n"]
     code, _, err = release(capsys, data, tmp_path / "a", *flags)
     assert code == 0
-    assert "note: 1 duplicate rows of the same unit and category were summed\n" in err
+    assert "note: 1 row(s) repeating the cell of an earlier row" in err
     out = tmp_path / "b"
     code, _, err = release(capsys, data, out, *flags, "--duplicates", "error")
     one_error(code, err, "1 row(s)", "rows 1 and 2")
     assert not out.exists()
+
+
+def test_flows_ranges_and_group_sizes_count_or_refuse_repeated_cells():
+    od = pd.DataFrame({"o": ["A", "A", "B"], "d": ["B", "B", "A"], "n": [3, 4, 2]})
+    flows = flow_data_from_table(od, ["o"], ["d"], "n")
+    assert flows.merged_rows == 1 and int(flows.counts.sum()) == 9
+    assert flow_data_from_trips(od, ["o"], ["d"]).merged_rows == 0  # trips repeat by nature
+    with pytest.raises(DuplicateRowsError, match="origin and destination .* rows 1 and 2"):
+        flow_data_from_table(od, ["o"], ["d"], "n", duplicates="error")
+    ages = pd.DataFrame({"st": ["A", "B", "A"], "age": [3, 4, 3], "n": [2, 1, 5]})
+    ranges = range_data_from_table(ages, ["st"], "age", count_column="n", domain=(0, 9))
+    assert ranges.merged_rows == 1 and int(ranges.leaf_counts.sum()) == 8
+    with pytest.raises(DuplicateRowsError, match="'age' value .* rows 1 and 3"):
+        range_data_from_table(ages, ["st"], "age", count_column="n", duplicates="error")
+    sizes = ages.rename(columns={"age": "size"})
+    groups = group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3)
+    assert groups.merged_rows == 1
+    top = sizes.assign(size=[3, 4, 9])  # 4 and 9 are one size above the top-code 3
+    assert group_size_data_from_histograms(top, ["st"], "size", "n", max_size=3).merged_rows == 1
+    with pytest.raises(DuplicateRowsError, match="unit and size .* rows 1 and 3"):
+        group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3,
+                                        duplicates="error")
 
 
 # ---- 3. codes that differ only by leading zeros or whitespace -----------------------------

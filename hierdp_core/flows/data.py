@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.duplicates import check_policy, repeated_rows
 from hierdp_core.data.integers import check_total, sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
@@ -64,6 +65,8 @@ class FlowData:
     tree: str = "destination"
     #: True when the areas came from a declared geography, not from the data
     declared_structure: bool = False
+    #: aggregated rows merged into another row of the same O/D pair (summed)
+    merged_rows: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -196,6 +199,7 @@ def flow_data_from_table(
     tree: str = "destination",
     root_name: str = "total",
     geography: Geography | None = None,
+    duplicates: str = "sum",
 ) -> FlowData:
     """Flow data from trips (``count_column`` None: one row per trip) or an aggregated O/D
     table (one row per pair, possibly repeated, with a non-negative integer count).
@@ -205,7 +209,11 @@ def flow_data_from_table(
     `InputError` / `HierarchyError` naming the column, rows or values at fault.
     ``geography``: the declared areas of both ends (`geography_for_flows` reads one), one
     level per pair of origin and destination columns; ``declared_structure`` then.
+    ``duplicates``: rows of an O/D table that repeat a pair are summed (``"sum"``, counted
+    in ``merged_rows``) or refused (``"error"``); trips are never duplicates.
     """
+    check_policy(duplicates)
+    repeats = None if count_column is None else duplicates
     origin_levels, destination_levels = list(origin_levels), list(destination_levels)
     if not origin_levels or len(origin_levels) != len(destination_levels):
         raise InputError("give the same number (at least one) of origin and destination "
@@ -227,7 +235,7 @@ def flow_data_from_table(
         origin = geography.leaf_of_rows(table, origin_levels)
         destination = geography.leaf_of_rows(table, destination_levels)
         return flow_data_from_leaves(geography.hierarchy, origin, destination, counts,
-                                     tree=tree, declared_structure=True)
+                                     tree=tree, declared_structure=True, duplicates=repeats)
     n_rows = len(table)
     labels = np.concatenate([np.arange(1, n_rows + 1).astype(str).astype(object) + " (origin)",
                              np.arange(1, n_rows + 1).astype(str).astype(object)
@@ -236,7 +244,8 @@ def flow_data_from_table(
              for o, d in zip(origin_levels, destination_levels, strict=True)]
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
     geography, leaf = build_from_codes(codes, names, root_name=root_name, row_labels=labels)
-    return flow_data_from_leaves(geography, leaf[:n_rows], leaf[n_rows:], counts, tree=tree)
+    return flow_data_from_leaves(geography, leaf[:n_rows], leaf[n_rows:], counts, tree=tree,
+                                 duplicates=repeats)
 
 
 def flow_data_from_trips(table, origin_levels, destination_levels, **kwargs) -> FlowData:
@@ -268,8 +277,11 @@ def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: 
 
 def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination: np.ndarray,
                           counts: np.ndarray, *, tree: str = "destination",
-                          declared_structure: bool = False) -> FlowData:
-    """Aggregate (origin leaf, destination leaf, count) rows into unique non-zero pairs."""
+                          declared_structure: bool = False,
+                          duplicates: str | None = None) -> FlowData:
+    """Aggregate (origin leaf, destination leaf, count) rows into unique non-zero pairs.
+    ``duplicates`` ("sum" or "error", see `repeated_rows`): the rows are an O/D table whose
+    repeated pairs are counted or refused; None: trips, which repeat pairs by nature."""
     n_leaves = geography.level_size(geography.depth)
     origin = np.asarray(origin, dtype=np.int64)
     destination = np.asarray(destination, dtype=np.int64)
@@ -284,11 +296,13 @@ def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination:
     check_total(counts, "the flow counts")
     keys = origin * n_leaves + destination
     uniq, inverse = np.unique(keys, return_inverse=True)
+    merged = (0 if duplicates is None else
+              repeated_rows(keys, duplicates, "origin and destination", n_distinct=uniq.size))
     total = sum_by_cell(inverse, counts, uniq.size)
     keep = total > 0
     if not keep.any():
         raise InputError("the flows are all zero: there is nothing to release")
     o, d = np.divmod(uniq[keep], n_leaves)
     return FlowData(geography, o, d, total[keep], tree=tree,
-                    declared_structure=declared_structure)
+                    declared_structure=declared_structure, merged_rows=merged)
 

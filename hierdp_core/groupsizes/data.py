@@ -31,11 +31,12 @@ Example
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.duplicates import repeated_rows
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
@@ -151,19 +152,23 @@ def group_size_data_from_histograms(
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
+    duplicates: str = "sum",
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
-    are non-negative integers, top-coded at ``max_size``; duplicate rows are summed.
-    ``geography`` as in `group_size_data_from_people`."""
+    are non-negative integers, top-coded at ``max_size``. Rows repeating a unit and size
+    are summed (``duplicates="sum"``, counted in ``merged_rows``; sizes above ``max_size``
+    are one size) or refused (``"error"``). ``geography`` as in
+    `group_size_data_from_people`."""
     max_size = _check_max_size(max_size)
     sizes = validate_counts(table, size_column)
     counts = validate_counts(table, count_column)
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
     top_coded = int(counts[sizes > max_size].sum())
     cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
+    merged = repeated_rows(cells, duplicates, "unit and size")
     leaf_hist = sum_by_cell(cells, counts, h.n_leaves * (max_size + 1))
-    return _data(h, leaf_hist.reshape(h.n_leaves, max_size + 1), max_size, top_coded,
-                 geography is not None)
+    return replace(_data(h, leaf_hist.reshape(h.n_leaves, max_size + 1), max_size, top_coded,
+                         geography is not None), merged_rows=merged)
 
 
 # ---- conversions and metrics -----------------------------------------------------------

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.duplicates import check_policy, repeated_rows
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
@@ -79,6 +80,7 @@ def count_data_from_table(
     geography: Geography | None = None,
     category_values: Mapping[str, Sequence[str]] | None = None,
     duplicates: str = "sum",
+    duplicate_cell: str = "unit and category",
     max_cells: int | None = None,
 ) -> CountData:
     """Per-leaf counts from microdata (one row per person, ``count_column=None``) or
@@ -94,14 +96,13 @@ def count_data_from_table(
 
     ``duplicates``: ``"sum"`` (aggregated rows of the same unit and category are summed;
     how many were merged is ``merged_rows`` of the result) or ``"error"``
-    (`DuplicateRowsError`). ``max_cells``: refuse (`SizeLimitError`) a release of more
+    (`DuplicateRowsError` naming the ``duplicate_cell``). ``max_cells``: refuse (`SizeLimitError`) a release of more
     cells (units x categories) before allocating it; None: no limit. A count column that
     is also a level or category column is a `ColumnRoleError`."""
     from hierdp_core.data.loaders import check_cells, check_column_roles
-    from hierdp_core.errors import DuplicateRowsError, InputError
+    from hierdp_core.errors import InputError
 
-    if duplicates not in ("sum", "error"):
-        raise InputError(f"duplicates must be 'sum' or 'error', got {duplicates!r}")
+    check_policy(duplicates)
     check_column_roles(count_column, levels=levels, categories=category_columns)
 
     category_columns = list(category_columns)
@@ -140,16 +141,8 @@ def count_data_from_table(
         cat_index, categories = np.zeros(len(table), dtype=np.int64), (TOTAL,)
     k = len(categories)
     cells = leaf * k + cat_index
-    merged = 0
-    if count_column is not None and len(cells):
-        merged = len(cells) - int(np.count_nonzero(np.bincount(cells)))
-        if merged and duplicates == "error":
-            order = np.argsort(cells, kind="stable")
-            same = np.flatnonzero(np.diff(cells[order]) == 0)
-            first, second = sorted((int(order[same[0]]) + 1, int(order[same[0] + 1]) + 1))
-            raise DuplicateRowsError(f"{merged:,} row(s) repeat the unit and category of an "
-                                     f"earlier row (e.g. rows {first} and {second}); sum them "
-                                     "first, or use --duplicates sum")
+    merged = (0 if count_column is None
+              else repeated_rows(cells, duplicates, duplicate_cell))
     leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
         hierarchy.n_leaves, k)
     if name_columns:

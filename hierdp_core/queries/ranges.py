@@ -51,6 +51,8 @@ class RangeData:
     workload: Workload
     #: True when the units (a geography) and the domain were declared, not read from the data
     declared_structure: bool = False
+    #: aggregated rows merged into another row of the same unit and value (summed)
+    merged_rows: int = 0
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -73,7 +75,8 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
                           name_columns: dict[str, str] | None = None,
                           workload: Workload | None = None,
                           geography: Geography | None = None,
-                          max_cells: int | None = None) -> RangeData:
+                          max_cells: int | None = None,
+                          duplicates: str = "sum") -> RangeData:
     """Histograms over ``attribute`` per leaf, from microdata (one row per person) or
     aggregated rows (``count_column``); the workload defaults to all prefixes.
     ``geography``: the declared units (then ``domain`` is required). ``max_cells``: refuse
@@ -81,6 +84,7 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
     default sized to this machine's memory (a domain read from the data can be anything)."""
     if max_cells is None:
         max_cells = default_max_cells()
+    repeats = {"duplicates": duplicates, "duplicate_cell": f"unit and {attribute!r} value"}
     if domain is not None:
         check_cells(domain[1] - domain[0] + 1, max_cells,
                     f"at least 1 unit x a domain of {domain[1] - domain[0] + 1:,} values")
@@ -88,22 +92,23 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
         data = count_data_from_table(
             table, levels, count_column=count_column, category_columns=[attribute],
             name_columns=name_columns, geography=geography,
-            category_values={attribute: values}, max_cells=max_cells)
+            category_values={attribute: values}, max_cells=max_cells, **repeats)
         return RangeData(data.hierarchy, data.leaf_counts, values, attribute,
                          workload or prefix_ranges(len(values)),
-                         declared_structure=data.declared_structure)
+                         declared_structure=data.declared_structure,
+                         merged_rows=data.merged_rows)
     if geography is not None:
         raise InputError(f"ranges over a declared geography need the public domain of "
                          f"{attribute!r} (e.g. domain=(0, 100)), not one read from the data")
     data = count_data_from_table(table, levels, count_column=count_column,
                                  category_columns=[attribute], name_columns=name_columns,
-                                 max_cells=max_cells)
+                                 max_cells=max_cells, **repeats)
     values, positions = _ordered_domain(list(data.categories), attribute,
                                         data.hierarchy.n_leaves, max_cells)
     counts = np.zeros((data.leaf_counts.shape[0], len(values)), dtype=np.int64)
     counts[:, positions] = data.leaf_counts
     return RangeData(data.hierarchy, counts, tuple(values), attribute,
-                     workload or prefix_ranges(len(values)))
+                     workload or prefix_ranges(len(values)), merged_rows=data.merged_rows)
 
 
 def _ordered_domain(observed: list[str], attribute: str, n_leaves: int, max_cells: int):
