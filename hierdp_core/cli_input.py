@@ -58,12 +58,12 @@ def input_data(args, table):
         if args.group_column:
             return group_size_data_from_people(
                 table, levels, args.group_column, max_size=args.max_size,
-                count_column=args.count_column, **shape)
+                count_column=args.count_column, max_cells=cell_limit(args), **shape)
         if not args.count_column:
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
             table, levels, args.size_column, args.count_column, max_size=args.max_size,
-            duplicates=_duplicates(args), **shape)
+            duplicates=_duplicates(args), max_cells=cell_limit(args), **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
     categories, declared = _categories(args)

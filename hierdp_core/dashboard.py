@@ -50,6 +50,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import dashboard_structure as structure
+from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
@@ -174,7 +175,8 @@ def count_data() -> CountData:
         table, handled, passed = prepare(ds["table"], [r["levels"]], r["count_column"],
                                          missing=missing, ragged=ragged, names=names)
         data = count_data_from_table(table, r["levels"], count_column=r["count_column"],
-                                     category_columns=r["category_columns"], **declared)
+                                     category_columns=r["category_columns"],
+                                     max_cells=default_max_cells(), **declared)
         note = preparation_note(missing, handled, passed, flags=False)
         st.session_state[_DATA_CACHE] = cache = (key, data, note)
     return cache[1]

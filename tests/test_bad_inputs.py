@@ -20,7 +20,10 @@ from hierdp_core.errors import (
     StructureError,
 )
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
-from hierdp_core.groupsizes.data import group_size_data_from_histograms
+from hierdp_core.groupsizes.data import (
+    group_size_data_from_histograms,
+    group_size_data_from_people,
+)
 from hierdp_core.ids import unescape_code
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
@@ -123,6 +126,14 @@ def test_flows_ranges_and_group_sizes_count_or_refuse_repeated_cells():
     with pytest.raises(DuplicateRowsError, match="unit and size .* rows 1 and 3"):
         group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3,
                                         duplicates="error")
+
+
+def test_group_sizes_are_sized_before_allocating():
+    people = pd.DataFrame({"st": ["A", "B"], "hh": [1, 2]})
+    with pytest.raises(SizeLimitError, match="2 units x sizes 0..9"):
+        group_size_data_from_people(people, ["st"], "hh", max_size=9, max_cells=19)
+    assert group_size_data_from_people(people, ["st"], "hh", max_size=9,
+                                       max_cells=20).leaf_counts.shape == (2, 10)
 
 
 # ---- 3. codes that differ only by leading zeros or whitespace -----------------------------
@@ -272,9 +283,7 @@ def test_validate_counts_refuses_a_total_above_2_53(column):
 
 def test_every_query_refuses_a_total_above_2_53():
     from hierdp_core.errors import InputError
-    from hierdp_core.flows.data import flow_data_from_leaves, flow_data_from_table
-    from hierdp_core.groupsizes.data import group_size_data_from_histograms
-    from hierdp_core.queries.ranges import range_data_from_table
+    from hierdp_core.flows.data import flow_data_from_leaves
 
     calls = [
         lambda: count_data_from_table(HUGE, ["state", "county"], count_column="n"),
@@ -293,8 +302,6 @@ def test_every_query_refuses_a_total_above_2_53():
 
 
 def test_every_query_keeps_large_counts_exact():
-    from hierdp_core.flows.data import flow_data_from_table
-    from hierdp_core.groupsizes.data import group_size_data_from_histograms
 
     table = HUGE.assign(n=[2**51 + 1, 2**51 + 3, 7])
     counts = count_data_from_table(table, ["state", "county"], count_column="n")
@@ -317,7 +324,6 @@ def test_cli_refuses_counts_whose_noise_would_round_away(capsys, tmp_path):
 
 
 def test_a_huge_attribute_range_in_the_data_is_refused_before_allocating():
-    from hierdp_core.queries.ranges import range_data_from_table
 
     wide = ROWS.assign(age=[0, 1, 2, 10**15])
     with pytest.raises(SizeLimitError, match="'age' from 0 to 1,000,000,000,000,000"):

@@ -38,7 +38,12 @@ import pandas as pd
 
 from hierdp_core.data.duplicates import repeated_rows
 from hierdp_core.data.integers import sum_by_cell
-from hierdp_core.data.loaders import validate_columns, validate_counts
+from hierdp_core.data.loaders import (
+    check_cells,
+    default_max_cells,
+    validate_columns,
+    validate_counts,
+)
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import build_hierarchy
 from hierdp_core.queries.counts import CountData, unit_names
@@ -74,18 +79,24 @@ def _check_max_size(max_size) -> int:
     return int(max_size)
 
 
-def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | None):
+def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | None,
+               max_size: int, max_cells: int | None):
     """The tree (the declared geography's, or read from the data), the leaf of every row,
-    and the unit names (if any)."""
+    and the unit names (if any); `SizeLimitError` before the histograms are allocated when
+    units x sizes 0..``max_size`` exceed ``max_cells`` (None: this machine's default)."""
     levels = list(levels)
     validate_columns(table, levels, "geography level")
     if geography is not None:
         if name_columns:
             raise InputError("with a geography, unit names come from the geography's name "
                              "columns")
-        return geography.hierarchy, geography.leaf_of_rows(table, levels)
-    h, leaf = build_hierarchy(table, levels, local_codes=local_codes)
-    if name_columns:
+        h, leaf = geography.hierarchy, geography.leaf_of_rows(table, levels)
+    else:
+        h, leaf = build_hierarchy(table, levels, local_codes=local_codes)
+    check_cells(h.n_leaves * (max_size + 1),
+                default_max_cells() if max_cells is None else max_cells,
+                f"{h.n_leaves:,} units x sizes 0..{max_size:,}")
+    if name_columns and geography is None:
         h = h.with_names(unit_names(table, h, leaf, levels, name_columns))
     return h, leaf
 
@@ -107,6 +118,7 @@ def group_size_data_from_people(
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
+    max_cells: int | None = None,
 ) -> GroupSizeData:
     """Histograms from person records: one row per person (or ``count_column`` persons per
     row) with the group id in ``group_column``. A group must lie in one leaf region (it is
@@ -114,10 +126,12 @@ def group_size_data_from_people(
 
     ``geography``: the declared regions (a region with no group gets an all-zero
     histogram; a row outside the geography is an error); with it and the public
-    ``max_size`` the shape is declared (``declared_structure``)."""
+    ``max_size`` the shape is declared (``declared_structure``). ``max_cells``: the cap on
+    units x sizes (`SizeLimitError`; None: sized to this machine's memory)."""
     max_size = _check_max_size(max_size)
     validate_columns(table, [group_column], "group")
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,
+                         max_cells)
     groups = table[group_column]
     missing = groups.isna().to_numpy()
     if missing.any():
@@ -153,16 +167,18 @@ def group_size_data_from_histograms(
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
     duplicates: str = "sum",
+    max_cells: int | None = None,
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
     are non-negative integers, top-coded at ``max_size``. Rows repeating a unit and size
     are summed (``duplicates="sum"``, counted in ``merged_rows``; sizes above ``max_size``
-    are one size) or refused (``"error"``). ``geography`` as in
+    are one size) or refused (``"error"``). ``geography`` and ``max_cells`` as in
     `group_size_data_from_people`."""
     max_size = _check_max_size(max_size)
     sizes = validate_counts(table, size_column)
     counts = validate_counts(table, count_column)
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography)
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,
+                         max_cells)
     top_coded = int(counts[sizes > max_size].sum())
     cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
     merged = repeated_rows(cells, duplicates, "unit and size")
