@@ -16,6 +16,7 @@ import pandas as pd
 
 from hierdp_core.cli_input import csv_list, input_data
 from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
+from hierdp_core.cli_split import describe_choice, goal_split
 from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this module's API)
     evaluate_args,
     input_columns,
@@ -112,7 +113,10 @@ def cmd_release(args) -> int:
     path = Path(args.input)
     args, table, prepared = prepare_input(args, read_input(args, path))
     data = input_data(args, table)
-    split = _weights(args.split) or args.split_preset
+    choice = goal_split(args, mechanism.info.name, data, budget,
+                        mechanism.params(**_params(args.param)))
+    split = (choice.shares if choice is not None
+             else _weights(args.split) or args.split_preset)
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(csv_list(args.format)),
@@ -129,6 +133,8 @@ def cmd_release(args) -> int:
                     "and category, size, value or O/D pair) were summed")
     if prepared:
         said.append(f"note: {prepared}")
+    if choice is not None:
+        said.append(f"note: {describe_choice(choice)}")
     for line in said:
         print(line, file=sys.stderr)
     if not release.privacy.get("invariants"):

@@ -111,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split-preset", default="uniform",
                    choices=("uniform", "finer", "coarser", "leaves-only", "geometric"),
                    help="geometric (flows only): more budget to finer O/D levels")
+    p.add_argument("--split-goal", metavar="GOAL",
+                   help="counts: choose the split that minimises GOAL a priori, from the "
+                        "tree's shape and the budget only: mse or mae (mean error per cell, "
+                        "summed over levels; mse:W0,W1,... weights them, root first) or "
+                        "relative:P0,P1,... (the worst level's mean |error| / a public "
+                        "population per level, '-' leaves one out)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="mechanism parameter, e.g. noise=laplace (repeatable)")
     p.add_argument("--seed", type=_seed, help="seeded noise, for exploration (an integer "

@@ -165,6 +165,8 @@ def input_spec(args, data, path: Path) -> dict:
             "category_columns": csv_list(args.categories), "local_codes": args.local_codes,
             "missing": getattr(args, "missing", None) or "error",
             "ragged": bool(getattr(args, "ragged", False))}
+    if getattr(args, "split_goal", None):
+        spec["split_goal"] = args.split_goal  # public: chosen from the tree's shape only
     if getattr(args, "wide_columns", None):
         spec.update(wide=list(args.wide_columns), wide_name=_melted_columns(args)[0])
     if args.query == "group-sizes":
