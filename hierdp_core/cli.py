@@ -26,6 +26,7 @@ from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this 
     read_input,
 )
 from hierdp_core.errors import HierdpError, InputError
+from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -118,6 +119,8 @@ def cmd_release(args) -> int:
     split = (choice.shares if choice is not None
              else _weights(args.split) or args.split_preset)
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    if args.query == "counts" and args.interval is not None:
+        release = with_intervals(release, args.interval)
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(csv_list(args.format)),
                           structure_declared=structure_declared,

@@ -8,6 +8,7 @@ import sys
 
 from hierdp_core import __version__
 from hierdp_core.data.reshape import MISSING_POLICIES
+from hierdp_core.intervals import DEFAULT_LEVEL
 
 EXIT_BAD_INPUT = 2
 #: quantities a release may publish exactly, when declared with --invariant
@@ -22,6 +23,20 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value}")
+    return value
+
+
+def _interval_level(text: str) -> float | None:
+    """``--interval``: a confidence level strictly between 0 and 1, or none."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"wants a level between 0 and 1 (e.g. 0.9) or none, "
+                                         f"got {text!r}")
     return value
 
 
@@ -124,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--secure", action="store_true",
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
+    p.add_argument("--interval", type=_interval_level, default=DEFAULT_LEVEL, metavar="LEVEL",
+                   help="counts: add columns lower and upper, an interval at this confidence "
+                        f"level for every released value (default {DEFAULT_LEVEL}), computed "
+                        "from the released values and public parameters only; none omits them")
     p.add_argument("--allow-nonprivate", action="store_true",
                    help="run a mechanism that is not differentially private as published "
                         "(for comparison; the release says it is not publishable)")

@@ -3,7 +3,8 @@
 The manifest says how the release was made (mechanism, parameters, privacy definition and
 budget, the mechanism's privacy plan (`hierdp_core.privacy.plan`), split and ledger,
 randomness with OpenDP's privacy map of every secure measurement, hierdp version, input
-fingerprint, timestamp), whether it is publishable and why not (`hierdp_core.verdict`), and
+fingerprint, timestamp, and how the cells' ``lower``/``upper`` intervals were computed when
+the release has them), whether it is publishable and why not (`hierdp_core.verdict`), and
 holds no true value. The input fingerprint is an HMAC-SHA256
 keyed by a secret that stays with the publisher, outside the release folder (by default
 ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``, i.e. ``~/.config/hierdp/fingerprint.key``): a
@@ -129,10 +130,18 @@ def build_manifest(release: Release, *, structure_declared: bool,
         **release.manifest_structure(),
         "invariants": list(release.invariants),
         "integer_values": release.is_integer,
+        **intervals_record(release),
         "input": {**(input_spec or {}), "fingerprint": input_fingerprint},
         "files": files or {},
     }
     return _jsonable(manifest)
+
+
+def intervals_record(release) -> dict:
+    """``{"intervals": record}`` for a release with cell intervals, else ``{}`` (a flow
+    release has none)."""
+    intervals = getattr(release, "intervals", None)
+    return {} if intervals is None else {"intervals": intervals.record}
 
 
 def write_release(

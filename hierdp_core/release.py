@@ -1,6 +1,8 @@
 """The Release: what a mechanism publishes. It holds privatised values only (and, for
 display, the noisy measurements they came from, which are private too); evaluation against
-the truth is a separate step (`hierdp_core.metrics`)."""
+the truth is a separate step (`hierdp_core.metrics`). A counts release may carry an
+interval for every cell (`CellIntervals`, made by `hierdp_core.intervals` from the release
+alone)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,20 @@ import pandas as pd
 import pyarrow as pa
 
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.privacy.samplers import NOISES, Noise
 
-RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "category", "value")
+RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "category", "value",
+                   "lower", "upper")
+
+
+@dataclass(frozen=True, eq=False)
+class CellIntervals:
+    """An interval per released cell, arrays shaped like the release's ``values``, at a
+    confidence level; ``record`` says how they were made (for the manifest)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    record: dict
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +47,7 @@ class Release:
     categories: tuple[str, ...] | None = None
     invariants: tuple[str, ...] = ()
     noisy: np.ndarray | None = field(default=None, repr=False)
+    intervals: CellIntervals | None = field(default=None, repr=False)
 
     @property
     def is_integer(self) -> bool:
@@ -41,6 +56,14 @@ class Release:
     def totals(self) -> np.ndarray:
         """Released total of every node (sum over categories), shape (n_nodes,)."""
         return self.values.sum(axis=1)
+
+    def level_noises(self) -> list[Noise | None]:
+        """Each level's noise as the ledger records it (distribution and scale; None where
+        the level was not measured), root first. Counts releases only (one ledger row per
+        level): public parameters, from which `hierdp_core.intervals` works."""
+        return [NOISES[name](float(scale)) if name in NOISES else None
+                for name, scale in zip(self.ledger["noise"], self.ledger["noise_scale"],
+                                       strict=True)]
 
     def manifest_structure(self) -> dict:
         """The public shape of the release, for the manifest: levels, units, categories."""
@@ -53,7 +76,8 @@ class Release:
 
     def to_frame(self) -> pd.DataFrame:
         """The release table: one row per node (x category), columns `RELEASE_COLUMNS`
-        (without ``category`` when no categories were released)."""
+        (without ``category`` when no categories were released, without ``lower`` and
+        ``upper`` when the release has no intervals)."""
         return self.to_arrow().to_pandas()
 
     def to_arrow(self) -> pa.Table:
@@ -79,4 +103,7 @@ class Release:
             cols["category"] = pa.array(list(self.categories), pa.string()).take(
                 pa.array(np.tile(np.arange(k, dtype=np.int64), h.n_nodes)))
         cols["value"] = pa.array(self.values.ravel())
+        if self.intervals is not None:
+            cols["lower"] = pa.array(self.intervals.lower.ravel())
+            cols["upper"] = pa.array(self.intervals.upper.ravel())
         return pa.table(cols)

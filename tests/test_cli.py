@@ -83,7 +83,7 @@ def test_topdown_release_adds_up(capsys, tmp_path, state_county_csv, categories)
                         keep_default_na=False)
     expected = ["level", "level_name", "node_id", "parent_id", "label"]
     expected += ["category", "value"] if categories else ["value"]
-    assert list(table.columns) == expected
+    assert list(table.columns) == expected + ["lower", "upper"]  # --interval 0.9 by default
     assert table["value"].dtype.kind == "i" and (table["value"] >= 0).all()
     assert set(table["level"]) == {0, 1, 2}
     assert table.loc[table["level"] == 0, "parent_id"].eq("").all()

@@ -1,0 +1,215 @@
+"""Intervals for every released count (issue 17): per cell a (lower, upper) at a confidence
+level, computed from the release alone: its released values and public parameters (the
+mechanism and its parameters, the tree, each level's noise as the ledger records it). No
+true value and no noisy measurement enters, so this is post-processing: the seeded numpy
+noise drawn here (public seed `SEED`) costs no privacy.
+
+Methods, by mechanism (the level's method is recorded in the manifest):
+
+* ``raw-*`` (``exact``): value -/+ a_l, a_l the level's noise ``abs_quantile(level)``; with
+  ``round_clamp`` the quantile of the rounded noise (truth is an integer).
+* ``least-squares``: value -/+ c_l sqrt(P_v), P_v the exact variance of the node's GLS
+  estimate (`gls_variances`). Gaussian noise (``normal``): c_l = z. Laplace or geometric
+  noise (``simulated``): the estimator is linear, so its error does not depend on the
+  truth; noise alone is drawn (``replicates`` times), passed through the estimator, and
+  c_l is the level's quantile of |error_v| / sqrt(P_v) pooled over its nodes.
+* ``topdown`` (non-negative, integral: not linear): parametric bootstrap. The released
+  table is the plug-in truth; the mechanism's measuring and estimation are re-run
+  ``replicates`` times on it, the replicates stacked as extra category columns of a few
+  calls (the count mechanisms treat categories independently). Per cell, d_c is the
+  level-quantile (an order statistic) of |redraw - plug-in| and the interval is
+  value -/+ d_c. The symmetric form is chosen because clipping at 0 makes the redraws of a
+  small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
+  [0, 0] and covered only about 2 in 3 cells of counts below 5 in our tests.
+
+Every interval is then intersected with [0, inf) (counts are non-negative; an interval
+wholly below 0 becomes [0, 0]). An invariant root gets [value, value].
+
+Example
+-------
+>>> import pandas as pd
+>>> from hierdp_core.mechanisms.base import get_mechanism
+>>> from hierdp_core.privacy.budget import PrivacyBudget
+>>> from hierdp_core.privacy.samplers import NoiseSource
+>>> from hierdp_core.queries.counts import count_data_from_table
+>>> t = pd.DataFrame({"s": ["A", "A", "B"], "c": ["a", "b", "c"], "n": [30, 40, 50]})
+>>> d = count_data_from_table(t, ["s", "c"], count_column="n")
+>>> r = get_mechanism("raw-geometric").release(d, PrivacyBudget.pure(1.0),
+...                                            source=NoiseSource(seed=1))
+>>> iv = count_intervals(r, 0.9)
+>>> bool((iv.lower <= r.values).all() and (r.values <= iv.upper).all())
+True
+>>> iv.record["method"]
+{'total': 'exact', 's': 'exact', 'c': 'exact'}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
+from hierdp_core.privacy.split_optimiser import gls_variances
+from hierdp_core.queries.counts import CountData
+from hierdp_core.release import CellIntervals, Release
+
+DEFAULT_LEVEL = 0.9
+SEED = 17  # public: the intervals' simulations draw noise only, around released values
+#: least-squares simulation draws (noise only, one float column each: cheap)
+LS_REPLICATES = 1000
+#: TopDown bootstrap replicates: about 1 s for the 3,141 US counties x 4 age groups
+TOPDOWN_REPLICATES = 200
+_CHUNK_CELLS = 1 << 17  # bootstrap cells per call of the estimator (cache-sized: fastest)
+_MAX_DRAWS = 1 << 25  # bootstrap |redraw - plug-in| values held at once (256 MB)
+MIN_REPLICATES = 20  # the bootstrap's least, for trees too large for the replicates asked
+INPUTS = "released values and public parameters only"
+RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
+GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
+
+
+def with_intervals(release: Release, level: float = DEFAULT_LEVEL,
+                   replicates: int | None = None) -> Release:
+    """The release carrying `count_intervals` (its table gains ``lower`` and ``upper``)."""
+    return dataclasses.replace(release, intervals=count_intervals(release, level, replicates))
+
+
+def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
+                    replicates: int | None = None) -> CellIntervals:
+    """Per-cell intervals at confidence ``level`` (0 < level < 1) of a counts release, from
+    its released values and public parameters only (module doc). ``replicates``: draws of
+    the simulation or bootstrap (default `LS_REPLICATES` / `TOPDOWN_REPLICATES`)."""
+    level = float(level)
+    if not 0 < level < 1:
+        raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
+    if replicates is not None and replicates < 2:
+        raise InputError(f"intervals need at least 2 replicates, got {replicates}")
+    noises = release.level_noises()
+    name = release.mechanism
+    if name in RAW:
+        methods, draws = ["exact"] * len(noises), None
+        half = _per_node(release, _raw_half_widths(
+            noises, level, release.parameters.get("round_clamp", False)))
+        lower, upper = release.values - half, release.values + half
+    elif name == "least-squares":
+        lower, upper, methods, draws = _least_squares(release, noises, level,
+                                                      replicates or LS_REPLICATES)
+    elif name == "topdown":
+        half, draws = _bootstrap(release, noises, level, replicates or TOPDOWN_REPLICATES)
+        lower, upper = release.values - half, release.values + half
+        methods = ["parametric bootstrap"] * len(noises)
+    else:
+        raise InputError(f"intervals are computed for counts releases ({', '.join(RAW)}, "
+                         f"least-squares, topdown), not for {name!r}")
+    if release.invariants:  # the root, published exactly
+        methods[0] = "exact (invariant)"
+        lower[0] = upper[0] = release.values[0]
+    record = {"level": level, "method": dict(zip(release.hierarchy.level_names, methods,
+                                                 strict=True)),
+              "replicates": draws, "seed": SEED if draws else None, "inputs": INPUTS,
+              "privacy_cost": "none: post-processing of the release",
+              "clipped_at_zero": True, "columns": ["lower", "upper"]}
+    return CellIntervals(np.maximum(lower, 0), np.maximum(upper, 0), record)
+
+
+def _raw_half_widths(noises: list[Noise | None], level: float, rounded: bool) -> np.ndarray:
+    """a_l per level for the raw mechanisms: the noise's
+    ``abs_quantile``; rounded continuous noise e has P(|rint e| <= k) = P(|e| < k + 1/2)."""
+    half = np.array([n.abs_quantile(level) for n in noises])
+    if rounded and not noises[-1].integer:
+        half = np.maximum(np.ceil(half - 0.5), 0).astype(np.int64)
+    return half
+
+
+def _per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
+    """A per-level array (n_levels,) spread over the nodes, as a column (n_nodes, 1)."""
+    return per_level[release.hierarchy.level_of_nodes()][:, None]
+
+
+def _least_squares(release: Release, noises: list[Noise | None], level: float,
+                   replicates: int):
+    h = release.hierarchy
+    variance = _variances(noises)
+    root_invariant = bool(release.parameters.get("root_invariant"))
+    sd = np.sqrt(np.concatenate(gls_variances(h, variance, root_invariant)))
+    measured = [n for n in noises if n is not None]
+    if all(n.name in GAUSSIAN_NOISES for n in measured):
+        c = np.full(h.n_levels, Gaussian(1.0).abs_quantile(level))
+        methods, draws = ["normal"] * h.n_levels, None
+    else:
+        errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.abs(errors) / sd[:, None]
+        c = np.array([_order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
+                                       level)
+                      for lv in range(h.n_levels)])
+        methods, draws = ["simulated"] * h.n_levels, replicates
+    half = _per_node(release, c) * sd[:, None]
+    return release.values - half, release.values + half, methods, draws
+
+
+def _rank(level: float, m: int) -> int:
+    """The 0-based rank of the ceil(level (m + 1))-th smallest of m draws (the largest when
+    beyond m): a new draw falls at or below it with probability at least ``level``."""
+    return min(math.ceil(level * (m + 1)), m) - 1
+
+
+def _order_statistic(sample: np.ndarray, level: float) -> float:
+    """`_rank`'s order statistic of a flat sample."""
+    rank = _rank(level, sample.size)
+    return float(np.partition(sample, rank)[rank])
+
+
+def _variances(noises: list[Noise | None]) -> np.ndarray:
+    return np.array([np.inf if n is None else n.variance for n in noises])
+
+
+def _redraw(release: Release, noises: list[Noise | None], base: np.ndarray,
+            variance: np.ndarray, source: NoiseSource | None = None) -> np.ndarray:
+    """The mechanism's estimate from fresh noisy measurements of ``base`` (n_nodes, m):
+    each level's noise drawn from ``source`` (default seeded by `SEED`), NaN where not
+    measured, estimated column by column; an invariant root keeps ``base``'s."""
+    h = release.hierarchy
+    source = source or NoiseSource(seed=SEED)
+    noisy = np.full(base.shape, np.nan)
+    for lv, noise in enumerate(noises):
+        if noise is not None:
+            sl = h.level_slice(lv)
+            noisy[sl] = base[sl] + noise.sample(base[sl].shape, source)
+    root = base[0] if release.invariants else None
+    data = CountData(h, base[h.level_slice(h.depth)])
+    return get_mechanism(release.mechanism).estimate(data, noisy, variance, root,
+                                                     release.parameters)
+
+
+def _bootstrap(release: Release, noises: list[Noise | None], level: float,
+               replicates: int) -> tuple[np.ndarray, int]:
+    """Per cell, `_rank`'s order statistic of |redraw - plug-in| over the replicates of the
+    parametric bootstrap (module doc), shaped like the values, and the number of
+    replicates: fewer than asked when a single category's would hold more than
+    `_MAX_DRAWS` values. Categories run in blocks of that many values, the replicates of a
+    block in chunks of columns of about `_CHUNK_CELLS` cells per call of the estimator."""
+    values = release.values
+    n, k = values.shape
+    replicates = min(replicates, max(_MAX_DRAWS // n, MIN_REPLICATES))
+    variance = _variances(noises)
+    source = NoiseSource(seed=SEED)
+    rank = _rank(level, replicates)
+    half = np.empty_like(values)
+    block = max(1, _MAX_DRAWS // (n * replicates))
+    for first in range(0, k, block):
+        cols = values[:, first:first + block]
+        width = cols.shape[1]
+        per_chunk = max(1, min(replicates, _CHUNK_CELLS // (n * width)))
+        dist = np.empty((n, width, replicates), dtype=values.dtype)
+        for start in range(0, replicates, per_chunk):
+            m = min(per_chunk, replicates - start)
+            base = np.tile(cols, m)  # column j: replicate j // width, category j % width
+            redraw = _redraw(release, noises, base, variance, source)
+            dist[:, :, start:start + m] = np.abs(redraw - base).reshape(
+                n, m, width).transpose(0, 2, 1)
+        half[:, first:first + block] = np.partition(dist, rank, axis=2)[:, :, rank]
+    return half, replicates
