@@ -15,8 +15,9 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   c_l is the level's quantile of |error_v| / sqrt(P_v) pooled over its nodes.
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap. The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
-  ``replicates`` times on it, the replicates stacked as extra category columns of a few
-  calls (the count mechanisms treat categories independently). Per cell, d_c is the
+  ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`), the
+  replicates stacked as extra category columns of a few calls (the count mechanisms treat
+  categories independently). Per cell, d_c is the
   level-quantile (an order statistic) of |redraw - plug-in| and the interval is
   value -/+ d_c. The symmetric form is chosen because clipping at 0 makes the redraws of a
   small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
@@ -66,11 +67,14 @@ DEFAULT_LEVEL = 0.9
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
 #: least-squares simulation draws (noise only, one float column each: cheap)
 LS_REPLICATES = 1000
-#: TopDown bootstrap replicates: about 1 s for the 3,141 US counties x 4 age groups
+#: TopDown bootstrap replicates at most, and the cells x replicates that decide fewer for
+#: larger releases (`bootstrap_replicates`): 200 for the 3,141 US counties x 4 age groups
+#: (about 0.9 s of CPU), 20 at the least
 TOPDOWN_REPLICATES = 200
+BOOTSTRAP_CELL_DRAWS = 3_000_000
 _CHUNK_CELLS = 1 << 17  # bootstrap cells per call of the estimator (cache-sized: fastest)
 _MAX_DRAWS = 1 << 24  # bootstrap redraws held at once (128 MB, twice that at peak)
-MIN_REPLICATES = 20  # the bootstrap's least, for trees too large for the replicates asked
+MIN_REPLICATES = 20
 INPUTS = "released values and public parameters only"
 RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
@@ -86,7 +90,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
                     replicates: int | None = None) -> CellIntervals:
     """Per-cell intervals at confidence ``level`` (0 < level < 1) of a counts release, from
     its released values and public parameters only (module doc). ``replicates``: draws of
-    the simulation or bootstrap (default `LS_REPLICATES` / `TOPDOWN_REPLICATES`)."""
+    the simulation or bootstrap (default `LS_REPLICATES` / `bootstrap_replicates`)."""
     level = float(level)
     if not 0 < level < 1:
         raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
@@ -103,8 +107,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         lower, upper, methods, draws = _least_squares(release, noises, level,
                                                       replicates or LS_REPLICATES)
     elif name == "topdown":
-        below, above, draws = _bootstrap(release, noises, level,
-                                         replicates or TOPDOWN_REPLICATES)
+        below, above, draws = _bootstrap(release, noises, level, replicates
+                                         or bootstrap_replicates(release.values.size))
         lower, upper = release.values - below, release.values + above
         methods = ["parametric bootstrap"] * len(noises)
     else:
@@ -119,6 +123,14 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
               "privacy_cost": "none: post-processing of the release",
               "clipped_at_zero": True, "columns": ["lower", "upper"]}
     return CellIntervals(np.maximum(lower, 0), np.maximum(upper, 0), record)
+
+
+def bootstrap_replicates(cells: int) -> int:
+    """TopDown's default replicates for a release of ``cells`` cells, chosen by time:
+    `TOPDOWN_REPLICATES`, fewer when cells x replicates would pass `BOOTSTRAP_CELL_DRAWS`
+    (the bootstrap's cost), never below `MIN_REPLICATES`."""
+    return int(np.clip(BOOTSTRAP_CELL_DRAWS // max(cells, 1), MIN_REPLICATES,
+                       TOPDOWN_REPLICATES))
 
 
 def _raw_half_widths(noises: list[Noise | None], level: float,

@@ -15,7 +15,7 @@ import pytest
 from hierdp_core.cli import main
 from hierdp_core.errors import InputError
 from hierdp_core.export import read_release, write_release
-from hierdp_core.intervals import INPUTS, count_intervals, with_intervals
+from hierdp_core.intervals import INPUTS, bootstrap_replicates, count_intervals, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -182,3 +182,5 @@ def test_large_trees_bound_the_bootstrap(monkeypatch):
     record = count_intervals(release).record
     assert record["replicates"] == 30
     assert record["method"]["county"] == "parametric bootstrap"
+    # by default chosen by time: 200 for the US counties x 4 age groups, fewer beyond
+    assert [bootstrap_replicates(c) for c in (3193 * 4, 8029 * 12, 500_000)] == [200, 31, 20]
