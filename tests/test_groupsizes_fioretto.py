@@ -30,6 +30,7 @@ from hierdp_core.groupsizes.fioretto_chain import (
     chain_order,
 )
 from hierdp_core.groupsizes.fioretto_tables import leaf_cost_table, merge_cost_tables
+from hierdp_core.groupsizes.group_counts import rescale_rows
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
 
 
@@ -501,16 +502,19 @@ def test_isotonic_rows_matches_row_by_row_scipy():
 
 @settings(max_examples=60, deadline=None)
 @given(instances(max_cells=8))
-def test_mc_dp_is_mh_dp_of_the_rounded_isotonic_fit(inst):
-    """Integer data, so pooled means like 2.5 are exact and round the same way."""
+def test_mc_dp_is_mh_dp_of_the_rounded_isotonic_fit_anchored_at_the_root(inst):
+    """Integer data, so pooled means like 2.5 are exact and round the same way. Below the
+    root the program's histograms rank the groups and give the group counts; the root is
+    its own fit."""
     h, noisy, G = inst
     noisy_cum = np.cumsum(np.rint(noisy), axis=1)
     x = mc_dp(h, noisy_cum, G)
     check_release(h, x, G)
     monotone = np.rint(np.clip([isotonic_regression(r).x for r in noisy_cum], 0, G))
     assert np.all(np.diff(monotone, axis=1) >= 0)
-    expected = mh_dp(h, np.diff(monotone, axis=1, prepend=0), G)
-    assert x.tolist() == expected.tolist()
+    program = mh_dp(h, np.diff(monotone, axis=1, prepend=0), G)
+    assert x.sum(axis=1).tolist() == program.sum(axis=1).tolist()
+    assert x[0].tolist() == rescale_rows(np.diff(monotone[:1], prepend=0), [G])[0].tolist()
 
 
 def test_mc_dp_random_properties_and_zero_noise():

@@ -13,7 +13,8 @@ and **faithful** (the root sums to G, hence every level does).
   the paper's truncated domains D (sec. 3 "optimality caveat"): windows are a speed device
   only and are widened until the optimum is certified (see `mh_dp`).
 * `mc_dp` -- M_c^dp (sec. 2.6): per-region isotonic regression of noisy cumulative
-  histograms, clip to [0, G], round, decumulate, then `mh_dp` on the result.
+  histograms, clip to [0, G_v], round, decumulate, `mh_dp` on the result, then the levels
+  reconciled top down from the root's own fit (fixing the paper's size-0 bias).
 * `fioretto_chain.chain_dp` -- M_c^ch post-processing (sec. 2.7): the exact integer
   optimum of Model 3 with the "<= otherwise" fix, with the chain and its values
   (`hierdp_core.groupsizes.fioretto_chain`).
@@ -54,6 +55,7 @@ from scipy.optimize import isotonic_regression
 
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.fioretto_dp import _default_half_widths, _MHSolver
+from hierdp_core.groupsizes.group_counts import keep_group_counts
 from hierdp_core.hierarchy import Hierarchy
 
 
@@ -161,19 +163,35 @@ def isotonic_rows(values: np.ndarray) -> np.ndarray:
     return x - off[:, None] + lo[:, None]
 
 
-def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, level_weights=None, delta=None,
-          stats: dict | None = None) -> np.ndarray:
-    """M_c^dp (spec sec. 2.6, the CP'19 mechanism's post-processing).
+def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, groups=None, level_weights=None,
+          delta=None, stats: dict | None = None) -> np.ndarray:
+    """M_c^dp (spec sec. 2.6, the CP'19 mechanism's post-processing), anchored at the root.
 
     ``noisy_cum``: (n_nodes, N + 1) noisy per-region cumulative histograms
     (``c_s = #groups of size <= s`` plus noise). For every region: isotonic regression
-    (exactly ``argmin ||c - noisy||^2`` with c non-decreasing and ``0 <= c <= G`` after the
-    clip), rounding (monotone, so the decumulated histogram is >= 0), decumulation; then
-    `mh_dp` on those histograms with ``level_weights`` and ``delta``. Consistent, valid and
-    faithful; **not** the optimum of Model 2 (monotonicity is restored region by region).
+    (exactly ``argmin ||c - noisy||^2`` with c non-decreasing and ``0 <= c <= G_v`` after the
+    clip; ``G`` when ``groups`` is None), rounding (monotone, so the decumulated histogram is
+    >= 0), decumulation; then `mh_dp` on those histograms with ``level_weights`` and
+    ``delta``; then the levels are reconciled top down from **the root's own fit**
+    (`group_counts.keep_group_counts`): every region gets its public number of groups
+    ``groups`` (G_v, the last cumulative cell, kept exactly) or, with ``groups=None``, the
+    number `mh_dp` gives it (noisy, consistent).
+
+    Why the root's own fit: the spec's step 4 feeds per-region fits that are one-sided at
+    zero cells (clipped at 0; the size-0 cell is 0 in most regions) to a least-squares
+    program that adds only non-negative cells; summed over hundreds of leaves they outweigh
+    the root, and the program invents groups of size 0 in the national histogram (about
+    lambda * log(leaves), lambda = L / epsilon), while the root's own fit has the bias of
+    one region (alpha / (1 - alpha^2), alpha = exp(-1 / lambda)). Consistent, valid and
+    faithful; **not** the optimum of Model 2.
     """
     c = _values(h, noisy_cum, "noisy_cum")
     G = _total(total_groups)
-    monotone = np.rint(np.clip(isotonic_rows(c), 0, G))
-    hist = np.diff(monotone, axis=1, prepend=0.0)
-    return mh_dp(h, hist, G, level_weights=level_weights, delta=delta, stats=stats)
+    upper = G if groups is None else np.asarray(groups, dtype=np.float64)[:, None]
+    fit = np.rint(np.clip(isotonic_rows(c), 0, upper))
+    if groups is not None:
+        fit[:, -1] = groups  # the public last cell, never pooled with a noisy one
+    hist = np.diff(fit, axis=1, prepend=0.0)
+    program = mh_dp(h, hist, G, level_weights=level_weights, delta=delta, stats=stats)
+    anchored = np.vstack([hist[:1], program[1:]])
+    return keep_group_counts(h, anchored, program.sum(axis=1) if groups is None else groups)

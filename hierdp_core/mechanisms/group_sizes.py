@@ -228,7 +228,8 @@ class FiorettoDP(GroupSizeMechanism):
         if self.variant == "mh":
             return fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
         if self.variant == "mc":
-            return fioretto.mc_dp(h, noisy, g, level_weights=_level_weights(variance))
+            return fioretto.mc_dp(h, noisy, g, groups=data.groups(),
+                                  level_weights=_level_weights(variance))
         return chain_dp(h, chain_from_region_cumulative(h, noisy), g)
 
 
