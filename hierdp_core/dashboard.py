@@ -34,6 +34,8 @@ Session-state keys (all under ``st.session_state``):
                  the choice to read it from the table (`dashboard_structure`)
 ``hd_publishable`` the publishable (secure) releases, per page, of the exploration release
                  they redraw (`dashboard_release`)
+``hd_split_held`` the exact weights of the split last set by a preset or the split
+                 optimiser, used while the sliders show them (`dashboard_split`)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.

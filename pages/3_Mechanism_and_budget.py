@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import rho_to_epsilon, split_shares
@@ -82,10 +83,8 @@ with cols[0]:
 with cols[1]:
     st.write("")
     if st.button("Apply preset", key="apply_preset"):
-        s["weights"] = [float(w) for w in split_shares(h.n_levels, preset)]
-        for level in range(h.n_levels):
-            st.session_state.pop(f"weight_{level}", None)
-        st.rerun()
+        split_ui.set_split(s, split_shares(h.n_levels, preset))
+split_ui.init_sliders(s)
 weight_cols = st.columns(h.n_levels)
 weights = []
 for level, col in enumerate(weight_cols):
@@ -93,16 +92,19 @@ for level, col in enumerate(weight_cols):
         units = h.level_size(level)
         weights.append(st.slider(f"{h.level_names[level]} ({units:,} unit"
                                  f"{'s' if units != 1 else ''})",
-                                 0.0, 1.0, float(np.round(s["weights"][level], 2)), 0.01,
-                                 key=f"weight_{level}"))
+                                 0.0, 1.0, step=0.01, key=split_ui.slider_key(level)))
 if sum(weights) <= 0:
     st.error("At least one level needs a non-zero weight.")
     st.stop()
-s["weights"] = weights
+s["weights"] = weights = split_ui.held_weights(weights)
 ui.sidebar_status(status_slot)
-shares = np.asarray(weights) / sum(weights)
 st.caption("Weights are normalised, so the total budget stays fixed: shares "
-           + ", ".join(f"{h.level_names[i]} {shares[i]:.0%}" for i in range(h.n_levels)) + ".")
+           + split_ui.describe_shares(h, np.asarray(weights) / sum(weights)) + ".")
+with st.expander("Optimise the split", icon=":material/tune:", key=split_ui.OPEN,
+                 on_change="rerun") as optimiser:
+    if optimiser.open:  # computed only when opened
+        split_ui.optimiser_section(h, s, ui.budget_of(s), sample=ui.ensure_dataset()["sample"],
+                                   declared=data.declared_structure)
 
 st.subheader("Before running: noise and expected error per cell")
 try:
