@@ -121,3 +121,13 @@ def test_population_placeholders_are_round_figures_from_the_tree(small_county_da
 def test_percent_keeps_small_shares():
     assert [split_ui.percent(x) for x in (0, 0.0003, 0.0196, 0.5)] == \
         ["0%", "0.03%", "2%", "50%"]
+
+
+def test_a_preset_sets_the_sliders_and_its_exact_shares():
+    at = page(PATH, SAMPLE).run()
+    at.selectbox(key="split_preset").set_value("finer").run()
+    at.button(key="apply_preset").click().run()
+    assert_clean(at)
+    weights = np.asarray(at.session_state[ui.SETTINGS]["weights"])
+    np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])
+    assert [s.value for s in at.slider if s.key.startswith("weight_")] == [0.33, 0.67, 1.0]
