@@ -9,6 +9,7 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
+from hierdp_core import dashboard_split as split_ui
 from hierdp_core.metrics import error_metrics, metric_descriptions
 from hierdp_core.viz import (
     choropleth,
@@ -37,8 +38,7 @@ with run_cols[2]:
     run = st.button("Run release", type="primary", key="run_release")
 budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp" else f"ρ = {s['rho']:g}")
 st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
-           + ", ".join(f"{h.level_names[i]} {w / sum(s['weights']):.0%}"
-                       for i, w in enumerate(s["weights"]))
+           + split_ui.describe_shares(h, ui.shares_of(s))
            + ". Change them on the Mechanism & budget page.")
 
 release = ui.current_release()

@@ -71,6 +71,7 @@ def test_a_goal_shows_both_splits_and_use_this_split_sets_the_release_split():
 
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
+    assert "split total 0%, state 0%, county 100%" in " ".join(c.value for c in at.caption)
     release = at.session_state[ui.RELEASE]
     np.testing.assert_allclose(release.ledger["share"], np.asarray(weights) / sum(weights))
 
