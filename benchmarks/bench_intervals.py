@@ -1,0 +1,196 @@
+"""Intervals on released counts (issue 17, item 1): their coverage per level and per
+population bin, and the seconds one interval computation takes.
+
+For every data set (the bundled count samples; with ``/work/shared/data`` present, also US
+counties by sex x non-Hispanic-White-alone (2012 estimates) and the tracts of 8 states by sex
+(ACS 2011-2015), skipped when absent) and every counts mechanism configuration, ``--runs``
+seeded releases are made at once (copies of the table as category columns, which the count
+mechanisms treat independently, as the privacy audit does) and `count_intervals` computed on
+them. Coverage is the share of cells whose true count lies in [lower, upper], per level and,
+below the root, per quartile bin of the level's true counts (public bins would do: they only
+group the cells). ``seconds`` times `count_intervals` on one release (not batched).
+
+Prints ONE JSON object. Example::
+
+    python benchmarks/bench_intervals.py --runs 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from machine import machine_info
+
+from hierdp_core.data.samples import SAMPLES
+from hierdp_core.intervals import bootstrap_replicates, count_intervals
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.counts import CountData, count_data_from_table
+
+SHARED = Path("/work/shared/data/counts")
+TARGET = 0.03  # points of coverage from nominal
+#: name -> (mechanism, parameters, budget kind)
+CONFIGS = {
+    "raw-laplace": ("raw-laplace", {}, "epsilon"),
+    "raw-geometric": ("raw-geometric", {}, "epsilon"),
+    "raw-discrete-gaussian": ("raw-discrete-gaussian", {}, "rho"),
+    "least-squares geometric": ("least-squares", {}, "epsilon"),
+    "least-squares gaussian": ("least-squares", {"noise": "gaussian"}, "rho"),
+    "topdown geometric": ("topdown", {}, "epsilon"),
+    "topdown discrete-gaussian": ("topdown", {}, "rho"),
+}
+
+
+def sample_data(name: str) -> CountData:
+    s = SAMPLES[name]
+    return count_data_from_table(s.loader(), list(s.levels), count_column=s.count_column,
+                                 category_columns=s.category_columns)
+
+
+def census_counties() -> CountData:
+    """State > county, sex x (non-Hispanic White alone, other), 2012 estimates."""
+    t = pd.read_csv(SHARED / "county_pop_sex_race_2012_plotly_minoritymajority.csv",
+                    dtype={"FIPS": str})
+    cells = {("M", "nhwa"): t["NHWA_MALE"], ("F", "nhwa"): t["NHWA_FEMALE"],
+             ("M", "other"): t["TOT_MALE"] - t["NHWA_MALE"],
+             ("F", "other"): t["TOT_FEMALE"] - t["NHWA_FEMALE"]}
+    long = pd.concat([pd.DataFrame({"state": t["FIPS"].str[:2], "county": t["FIPS"],
+                                    "sex": sex, "race": race, "n": n})
+                      for (sex, race), n in cells.items()])
+    return count_data_from_table(long, ["state", "county"], count_column="n",
+                                 category_columns=["sex", "race"])
+
+
+def census_tracts() -> CountData:
+    """State > county > tract of 8 states, by sex (ACS 2011-2015)."""
+    t = pd.read_csv(SHARED / "tract_acs_8states.csv.gz", dtype={"GEOID": str},
+                    usecols=["GEOID", "Male Population", "Female Population"])
+    long = pd.concat([pd.DataFrame({"state": t["GEOID"].str[:2], "county": t["GEOID"].str[:5],
+                                    "tract": t["GEOID"], "sex": sex, "n": t[col]})
+                      for sex, col in (("M", "Male Population"), ("F", "Female Population"))])
+    return count_data_from_table(long, ["state", "county", "tract"], count_column="n",
+                                 category_columns=["sex"])
+
+
+def datasets(names: list[str]) -> dict[str, CountData]:
+    out = {name: sample_data(name) for name in names}
+    if SHARED.is_dir():
+        out["census-counties-sex-race"] = census_counties()
+        out["census-tracts-8-states"] = census_tracts()
+    else:
+        print(f"{SHARED} absent: real data skipped", file=sys.stderr)
+    return out
+
+
+def batched(data: CountData, runs: int) -> CountData:
+    k = data.leaf_counts.shape[1] * runs
+    return CountData(data.hierarchy, np.tile(data.leaf_counts, runs),
+                     categories=tuple(map(str, range(k))), category_columns=("run x category",))
+
+
+def entry(hit: np.ndarray, level: float) -> dict:
+    """Coverage of a set of cells, its count and binomial standard error, and a verdict:
+    ``within`` `TARGET` of nominal, ``outside`` (by more than 2 standard errors beyond it),
+    or ``unresolved`` (outside, but within the sampling error of too few cells)."""
+    cov = float(hit.mean())
+    se = math.sqrt(level * (1 - level) / hit.size)
+    off = abs(cov - level)
+    verdict = "within" if off <= TARGET else "outside" if off > TARGET + 2 * se \
+        else "unresolved"
+    return {"coverage": round(cov, 4), "cells": int(hit.size), "se": round(se, 4),
+            "verdict": verdict}
+
+
+def coverage(data: CountData, name: str, budgets: dict, runs: int, level: float,
+             seed: int) -> dict:
+    mechanism, params, kind = CONFIGS[name]
+    h = data.hierarchy
+    k = data.leaf_counts.shape[1]
+    batch = batched(data, runs)
+    release = get_mechanism(mechanism).release(batch, budgets[kind], source=NoiseSource(seed),
+                                               **params)
+    # the replicates one release of the table would get (the batch has more cells)
+    draws = bootstrap_replicates(h.n_nodes * k)
+    iv = count_intervals(release, level, draws if mechanism == "topdown" else None)
+    truth = batch.node_counts()
+    hit = (iv.lower <= truth) & (truth <= iv.upper)
+    single = get_mechanism(mechanism).release(data, budgets[kind], source=NoiseSource(seed),
+                                              **params)
+    t = time.perf_counter()
+    count_intervals(single, level)
+    out = {"seconds": round(time.perf_counter() - t, 3), "method": iv.record["method"],
+           "replicates": iv.record["replicates"], "levels": {}, "bins": {}}
+    for lv in range(h.n_levels):
+        sl = h.level_slice(lv)
+        name_lv = h.level_names[lv]
+        out["levels"][name_lv] = entry(hit[sl], level)
+        if lv == 0:
+            continue
+        own = truth[sl][:, :k]  # one copy of the level's true counts
+        edges = np.quantile(own, [0.25, 0.5, 0.75])
+        bins = np.searchsorted(edges, truth[sl], side="right")
+        lows = np.concatenate([[own.min()], edges])
+        highs = np.concatenate([edges, [own.max()]])
+        out["bins"][name_lv] = [{"bin": f"{lows[b]:.0f}-{highs[b]:.0f}",
+                                 **entry(hit[sl][bins == b], level)}
+                                for b in range(4) if (bins == b).any()]
+    return out
+
+
+def verdicts(results: dict, verdict: str) -> list[str]:
+    """Every level or bin of that ``verdict``, as a line."""
+    out = []
+    for ds, per in results.items():
+        for config, r in per["mechanisms"].items():
+            groups = list(r["levels"].items())
+            groups += [(f"{lv} bin {b['bin']}", b) for lv, bins in r["bins"].items()
+                       for b in bins]
+            out += [f"{ds} {config} {where}: {e['coverage']} ({e['cells']} cells)"
+                    for where, e in groups if e["verdict"] == verdict]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--samples", default=",".join(SAMPLES))
+    p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--rho", type=float, default=0.5)
+    p.add_argument("--level", type=float, default=0.9)
+    p.add_argument("--cells", type=int, default=60_000,
+                   help="about this many cells per configuration (runs = cells / table)")
+    p.add_argument("--seed", type=int, default=0, help="the first case's; then +1 per case")
+    args = p.parse_args(argv)
+    budgets = {"epsilon": PrivacyBudget.pure(args.epsilon), "rho": PrivacyBudget.zcdp(args.rho)}
+    start = time.perf_counter()
+    results = {}
+    seeds = iter(range(args.seed, args.seed + 10_000))  # a noise stream per case
+    for ds, data in datasets(args.samples.split(",")).items():
+        cells = data.hierarchy.n_nodes * data.leaf_counts.shape[1]
+        runs = max(2, math.ceil(args.cells / cells))
+        results[ds] = {"nodes": data.hierarchy.n_nodes, "categories": data.leaf_counts.shape[1],
+                       "runs": runs, "mechanisms": {}}
+        for name in args.configs.split(","):
+            results[ds]["mechanisms"][name] = coverage(data, name, budgets, runs, args.level,
+                                                       next(seeds))
+            print(f"{ds} {name}: {results[ds]['mechanisms'][name]['levels']}", file=sys.stderr)
+    print(json.dumps({
+        "benchmark": "intervals", "level": args.level, "epsilon": args.epsilon,
+        "rho": args.rho, "seed": args.seed, "results": results,
+        "outside_3_points": verdicts(results, "outside"),
+        "unresolved": verdicts(results, "unresolved"),
+        "seconds": round(time.perf_counter() - start, 1), "machine": machine_info(),
+    }, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
