@@ -65,16 +65,18 @@ from hierdp_core.release import CellIntervals, Release
 
 DEFAULT_LEVEL = 0.9
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
-#: least-squares simulation draws (noise only, one float column each: cheap)
+#: least-squares simulation draws at most (noise only, one float column each), fewer when
+#: nodes x draws would pass `SIMULATION_DRAWS`: 1,000 for the 3,193 US nodes (0.2 s)
 LS_REPLICATES = 1000
-#: TopDown bootstrap replicates at most, and the cells x replicates that decide fewer for
-#: larger releases (`bootstrap_replicates`): 200 for the 3,141 US counties x 4 age groups
-#: (about 0.9 s of CPU), 20 at the least
+SIMULATION_DRAWS = 4_000_000
+#: TopDown bootstrap replicates at most, fewer when cells x replicates would pass
+#: `BOOTSTRAP_CELL_DRAWS` (`bootstrap_replicates`): 200 for the 3,141 US counties x 4 age
+#: groups (about 0.9 s of CPU)
 TOPDOWN_REPLICATES = 200
 BOOTSTRAP_CELL_DRAWS = 3_000_000
 _CHUNK_CELLS = 1 << 17  # bootstrap cells per call of the estimator (cache-sized: fastest)
 _MAX_DRAWS = 1 << 24  # bootstrap redraws held at once (128 MB, twice that at peak)
-MIN_REPLICATES = 20
+MIN_REPLICATES = 20  # the least either gets by default
 INPUTS = "released values and public parameters only"
 RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
@@ -90,7 +92,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
                     replicates: int | None = None) -> CellIntervals:
     """Per-cell intervals at confidence ``level`` (0 < level < 1) of a counts release, from
     its released values and public parameters only (module doc). ``replicates``: draws of
-    the simulation or bootstrap (default `LS_REPLICATES` / `bootstrap_replicates`)."""
+    the simulation or bootstrap (default chosen by time, see the constants)."""
     level = float(level)
     if not 0 < level < 1:
         raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
@@ -104,8 +106,9 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
             noises, level, release.parameters.get("round_clamp", False)))
         lower, upper = release.values - below, release.values + above
     elif name == "least-squares":
-        lower, upper, methods, draws = _least_squares(release, noises, level,
-                                                      replicates or LS_REPLICATES)
+        draws = replicates or _by_time(release.hierarchy.n_nodes, LS_REPLICATES,
+                                       SIMULATION_DRAWS)
+        lower, upper, methods, draws = _least_squares(release, noises, level, draws)
     elif name == "topdown":
         below, above, draws = _bootstrap(release, noises, level, replicates
                                          or bootstrap_replicates(release.values.size))
@@ -129,8 +132,13 @@ def bootstrap_replicates(cells: int) -> int:
     """TopDown's default replicates for a release of ``cells`` cells, chosen by time:
     `TOPDOWN_REPLICATES`, fewer when cells x replicates would pass `BOOTSTRAP_CELL_DRAWS`
     (the bootstrap's cost), never below `MIN_REPLICATES`."""
-    return int(np.clip(BOOTSTRAP_CELL_DRAWS // max(cells, 1), MIN_REPLICATES,
-                       TOPDOWN_REPLICATES))
+    return _by_time(cells, TOPDOWN_REPLICATES, BOOTSTRAP_CELL_DRAWS)
+
+
+def _by_time(size: int, most: int, draws: int) -> int:
+    """``most`` replicates of ``size`` values each, fewer when that passes ``draws``
+    values, never below `MIN_REPLICATES`."""
+    return int(np.clip(draws // max(size, 1), MIN_REPLICATES, most))
 
 
 def _raw_half_widths(noises: list[Noise | None], level: float,
@@ -157,6 +165,8 @@ def _per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
 
 def _least_squares(release: Release, noises: list[Noise | None], level: float,
                    replicates: int):
+    """Least squares' (lower, upper), methods per level and draws (None for normal): value
+    -/+ c_l sqrt(P_v) (module doc)."""
     h = release.hierarchy
     variance = _variances(noises)
     root_invariant = bool(release.parameters.get("root_invariant"))

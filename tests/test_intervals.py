@@ -184,3 +184,7 @@ def test_large_trees_bound_the_bootstrap(monkeypatch):
     assert record["method"]["county"] == "parametric bootstrap"
     # by default chosen by time: 200 for the US counties x 4 age groups, fewer beyond
     assert [bootstrap_replicates(c) for c in (3193 * 4, 8029 * 12, 500_000)] == [200, 31, 20]
+    monkeypatch.setattr(intervals, "SIMULATION_DRAWS", n * 25)
+    least_squares = get_mechanism("least-squares").release(tree(), PURE,
+                                                           source=NoiseSource(seed=1))
+    assert count_intervals(least_squares).record["replicates"] == 25
