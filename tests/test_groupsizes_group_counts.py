@@ -116,3 +116,111 @@ def test_mc_dp_invents_no_national_groups_of_size_0(name):
     size0 = national_size0(data, range(20))
     mean, sd = positive_part_moments(3.0)
     assert size0.mean() <= mean + 4 * sd / np.sqrt(size0.size)
+
+
+# ---- the groups option: declared per-region group counts kept exactly ----------------------
+OPTIONED = ("gs-mh-dp", "gs-topdown", "gs-mc-dp")
+
+
+@st.composite
+def group_data(draw) -> GroupSizeData:
+    """A small random tree (1-3 levels below the root) with random histograms over sizes
+    0..N, size-0 groups included."""
+    tree = draw(tree_tables(max_depth=3, max_children=3, max_repeat=1))
+    h, _ = build_hierarchy(tree.table, tree.levels)
+    max_size = draw(st.integers(1, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    leaves = rng.poisson(rng.uniform(0, 6), (h.n_leaves, max_size + 1))
+    return GroupSizeData(h, leaves, tuple(str(s) for s in range(max_size + 1)), ("size",),
+                         max_size=max_size)
+
+
+@settings(max_examples=25, deadline=None)
+@given(group_data(), st.integers(0, 1000), st.sampled_from(OPTIONED))
+def test_groups_exact_keeps_every_region_count_on_random_trees(data, seed, name):
+    mechanism = get_mechanism(name)
+    for groups, kept in (("exact", data.groups()), ("noisy", None)):
+        release = mechanism.release(data, PrivacyBudget.pure(0.5), source=NoiseSource(seed=seed),
+                                    groups=groups)
+        values = np.asarray(release.values)
+        assert values.min() >= 0 and data.hierarchy.consistency_violations(values) == 0
+        assert values[0].sum() == data.total_groups
+        if kept is not None:
+            assert values.sum(axis=1).tolist() == kept.tolist()
+
+
+@pytest.mark.parametrize("name", OPTIONED)
+def test_groups_option_says_what_is_exact(name):
+    from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
+
+    mechanism = get_mechanism(name)
+    data = synthetic(2, 3)
+    for groups, kept in (("exact", G_V_PUBLIC), ("noisy", G_PUBLIC)):
+        assert mechanism.kept_invariants(groups=groups) == (kept,)
+        assert kept in mechanism.privacy_plan(groups=groups).stages[0].note
+        release = mechanism.release(data, PrivacyBudget.pure(1.0), source=NoiseSource(seed=1),
+                                    groups=groups)
+        assert release.invariants == (kept,) and release.privacy["invariants"] == [kept]
+    assert mechanism.kept_invariants() == mechanism.invariants  # what the CLI reads today
+
+
+def test_every_consistent_mechanism_keeping_counts_keeps_them():
+    """Every consistent private mechanism that declares every region's number of groups
+    (with its default parameters or ``groups="exact"``) keeps it at every region, and its
+    national size-0 count (none is true) is the positive part of one region's noise: mean
+    over seeds within 4 standard errors (scale = sensitivity x levels / epsilon)."""
+    from hierdp_core.mechanisms.base import list_mechanisms
+    from hierdp_core.mechanisms.group_sizes import G_V_PUBLIC, LEVEL_SENSITIVITY
+
+    data = synthetic(3, 4, max_size=8, seed=3)
+    seeds = range(12)
+    for info in list_mechanisms("group-sizes"):
+        if not (info.consistent and info.private):
+            continue
+        mechanism = get_mechanism(info.name)
+        params = {"groups": "exact"} if "groups" in mechanism.params() else {}
+        if G_V_PUBLIC not in mechanism.kept_invariants(**params):
+            continue
+        size0 = []
+        for seed in seeds:
+            values = np.asarray(mechanism.release(data, PrivacyBudget.pure(1.0),
+                                                  source=NoiseSource(seed=seed), **params).values)
+            assert values.sum(axis=1).tolist() == data.groups().tolist(), info.name
+            size0.append(values[0, 0])
+        scale = LEVEL_SENSITIVITY[mechanism.representation] * data.hierarchy.n_levels
+        mean, sd = positive_part_moments(scale)
+        assert np.mean(size0) <= mean + 4 * sd / np.sqrt(len(seeds)), (info.name, size0)
+
+
+# ---- groups of size 0: representable and kept ------------------------------------------------
+def test_size_0_groups_from_aggregated_rows_and_declared_counts_are_kept():
+    from hierdp_core.groupsizes.data import group_size_data_from_people
+
+    rows = pd.DataFrame({"state": list("aabbc"), "county": ["a1", "a1", "b1", "b2", "c1"],
+                         "size": [0, 2, 1, 0, 3], "n": [4, 10, 12, 3, 7]})
+    data = group_size_data_from_histograms(rows, ["state", "county"], "size", "n", max_size=4)
+    assert data.node_counts()[:, 0].tolist()[0] == 7 and data.groups()[0] == 36
+    people = pd.DataFrame({"state": ["GA"] * 5 + ["NY"] * 6,
+                           "household": list("AABAC") + list("DEDDFF")})
+    declared = group_size_data_from_people(people, ["state"], "household", max_size=5,
+                                           group_counts={"GA": 5, "NY": 3})
+    assert declared.node_counts()[:, 0].tolist() == [2, 2, 0]
+    assert declared.groups().tolist() == [8, 5, 3]
+    for d in (data, declared):
+        for name in OPTIONED:
+            values = np.asarray(get_mechanism(name).release(
+                d, PrivacyBudget.pure(1.0), source=NoiseSource(seed=3), groups="exact").values)
+            assert values.sum(axis=1).tolist() == d.groups().tolist()
+            assert d.hierarchy.consistency_violations(values) == 0
+
+
+@pytest.mark.parametrize(("counts", "message"), [({"XX": 3}, "unknown leaf"),
+                                                  ({"GA": 2}, "fewer groups"),
+                                                  ({"GA": -1}, "group_counts.*negative")])
+def test_bad_declared_group_counts_are_refused(counts, message):
+    from hierdp_core.groupsizes.data import group_size_data_from_people
+
+    people = pd.DataFrame({"state": ["GA"] * 5, "household": list("AABAC")})
+    with pytest.raises(InputError, match=message):
+        group_size_data_from_people(people, ["state"], "household", max_size=5,
+                                    group_counts=counts)

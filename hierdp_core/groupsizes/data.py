@@ -119,10 +119,16 @@ def group_size_data_from_people(
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
     max_cells: int | None = None,
+    group_counts=None,
 ) -> GroupSizeData:
     """Histograms from person records: one row per person (or ``count_column`` persons per
     row) with the group id in ``group_column``. A group must lie in one leaf region (it is
     an error naming the group otherwise); sizes above ``max_size`` are top-coded.
+
+    ``group_counts``: the declared number of groups of leaf regions (a mapping or Series
+    from the leaf code to a count; leaves not named have the groups of their records).
+    Person records only show groups with members: a leaf declared with more groups has
+    the others as groups of size 0 (an error if it is declared with fewer).
 
     ``geography``: the declared regions (a region with no group gets an all-zero
     histogram; a row outside the geography is an error); with it and the public
@@ -151,9 +157,31 @@ def group_size_data_from_people(
     sizes = sum_by_cell(group_id, persons, len(group_names))
     top_coded = int(np.count_nonzero(sizes > max_size))
     cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
-    leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1))
-    return _data(h, leaf_hist.reshape(h.n_leaves, max_size + 1).astype(np.int64), max_size,
-                 top_coded, geography is not None)
+    leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1)).reshape(
+        h.n_leaves, max_size + 1).astype(np.int64)
+    if group_counts is not None:
+        leaf_hist[:, 0] += _empty_groups(h, leaf_hist.sum(axis=1), group_counts)
+    return _data(h, leaf_hist, max_size, top_coded, geography is not None)
+
+
+def _empty_groups(h, observed: np.ndarray, group_counts) -> np.ndarray:
+    """Groups of size 0 per leaf: the declared number of groups minus those with members."""
+    declared = pd.Series(group_counts, dtype=object)
+    leaf_of = pd.Series(np.arange(h.n_leaves), index=np.asarray(h.codes[h.depth]).astype(str))
+    codes = declared.index.astype(str)
+    unknown = codes[~codes.isin(leaf_of.index)]
+    if unknown.size:
+        raise InputError(f"group counts name unknown leaf region(s) {unknown[:5].tolist()}")
+    counts = validate_counts(pd.DataFrame({"group_counts": declared.to_numpy()}),
+                             "group_counts")
+    total = observed.copy()
+    total[leaf_of[codes].to_numpy()] = counts
+    short = np.flatnonzero(total < observed)
+    if short.size:
+        bad = np.asarray(h.codes[h.depth])[short][:5].tolist()
+        raise InputError(f"leaf region(s) {bad} are declared with fewer groups than their "
+                         "person records show")
+    return total - observed
 
 
 def group_size_data_from_histograms(

@@ -163,6 +163,17 @@ def isotonic_rows(values: np.ndarray) -> np.ndarray:
     return x - off[:, None] + lo[:, None]
 
 
+def region_fits(noisy_cum: np.ndarray, total_groups: int, groups=None) -> np.ndarray:
+    """Every row's histogram from its noisy cumulative one (spec 2.6 steps 2-3): isotonic
+    regression clipped to ``[0, G_v]`` (``groups``; ``[0, G]`` when None) and rounded, the
+    last cell set to the public G_v (never pooled with a noisy cell), decumulated."""
+    upper = total_groups if groups is None else np.asarray(groups, dtype=np.float64)[:, None]
+    fit = np.rint(np.clip(isotonic_rows(noisy_cum), 0, upper))
+    if groups is not None:
+        fit[:, -1] = groups
+    return np.diff(fit, axis=1, prepend=0.0)
+
+
 def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, groups=None, level_weights=None,
           delta=None, stats: dict | None = None) -> np.ndarray:
     """M_c^dp (spec sec. 2.6, the CP'19 mechanism's post-processing), anchored at the root.
@@ -187,11 +198,7 @@ def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, groups=None, level_weights=N
     """
     c = _values(h, noisy_cum, "noisy_cum")
     G = _total(total_groups)
-    upper = G if groups is None else np.asarray(groups, dtype=np.float64)[:, None]
-    fit = np.rint(np.clip(isotonic_rows(c), 0, upper))
-    if groups is not None:
-        fit[:, -1] = groups  # the public last cell, never pooled with a noisy one
-    hist = np.diff(fit, axis=1, prepend=0.0)
+    hist = region_fits(c, G, groups)
     program = mh_dp(h, hist, G, level_weights=level_weights, delta=delta, stats=stats)
     anchored = np.vstack([hist[:1], program[1:]])
     return keep_group_counts(h, anchored, program.sum(axis=1) if groups is None else groups)

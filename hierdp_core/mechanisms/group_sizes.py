@@ -8,11 +8,11 @@ at the public N. Per level, the plain size histograms of all regions have L1 sen
 (one group moves from size k to k +- 1) and the per-region cumulative histograms L1
 sensitivity 1. Every level is measured once with geometric (or Laplace) noise calibrated to
 its share epsilon_l of the budget; levels compose sequentially to epsilon = sum epsilon_l;
-everything after measuring is post-processing. Numbers of groups are published exactly:
-public by the model, not protected, and listed as invariants of the release (``invariants``:
-the total G, or every region's G_v for the cumulative-histogram and Kuo mechanisms, whose
-last cumulative cell is G_v; none for gs-noisy). The CLI has them declared (``--invariant
-total`` / ``groups``).
+everything after measuring is post-processing. Numbers of groups published exactly (public
+by the model, not protected) are the release's invariants (`kept_invariants`): the total G,
+or every region's G_v (kept by `group_counts.keep_group_counts` with ``groups="exact"``;
+``"noisy"``: estimated, consistent); none for gs-noisy. The CLI has them declared
+(``--invariant total`` / ``groups``).
 
 The claim is data: `GroupSizeMechanism.privacy_plan` (one stage, "levels", its sensitivity
 from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Kuo's
@@ -29,6 +29,7 @@ from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
+from hierdp_core.groupsizes.group_counts import keep_group_counts
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, measure, plan_levels
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
@@ -57,6 +58,13 @@ NOISE_PARAM = Parameter("noise", "choice", "geometric",
                         choices=("geometric", "laplace"))
 G_PUBLIC = "number of groups G (public by the model)"
 G_V_PUBLIC = "number of groups of every region (public by the model)"
+GROUP_COUNTS = ("noisy", "exact")
+
+
+def groups_parameter(default: str) -> Parameter:
+    return Parameter("groups", "choice", default, "every region's number of groups: exact "
+                     "(public G_v kept; --invariant groups) or noisy (estimated, consistent; "
+                     "the total G exact, --invariant total)", choices=GROUP_COUNTS)
 
 
 @dataclass
@@ -71,13 +79,24 @@ class GroupSizeMechanism(Mechanism):
     #: what the plan's note adds to the per-level sensitivity
     measured: str = ""
 
+    def kept_invariants(self, **params) -> tuple[str, ...]:
+        """What a release with these parameters publishes exactly: every region's G_v with
+        ``groups="exact"``, the total G with ``groups="noisy"``; ``invariants`` (those of
+        the default parameters) for a mechanism without the option."""
+        p = self.params(**params)
+        if "groups" not in p:
+            return self.invariants
+        return (G_V_PUBLIC,) if p["groups"] == "exact" else (G_PUBLIC,)
+
     def privacy_plan(self, **params) -> PrivacyPlan:
         """One stage: every level measured once, L1 sensitivity per level by representation
         (`LEVEL_SENSITIVITY`), the levels composing sequentially."""
         p = self.params(**params)
         sensitivity = LEVEL_SENSITIVITY[self.representation]
         what = self.measured or f"{self.representation} size histograms of every region"
-        note = f"{what}: L1 sensitivity {sensitivity:g} per level; {LEVELS_NOTE}"
+        exact = "; ".join(self.kept_invariants(**p)) or "nothing"
+        note = (f"{what}: L1 sensitivity {sensitivity:g} per level; {LEVELS_NOTE}; published "
+                f"exactly (declared invariants, not protected): {exact}")
         stage = Stage("levels", PERSON_IN_GROUP, sensitivity, p.get("noise", "geometric"),
                       1.0, note=note)
         return PrivacyPlan(self.info.name, PURE_DP, (stage,))
@@ -107,15 +126,16 @@ class GroupSizeMechanism(Mechanism):
         values, noisy = self.measure_and_estimate(data, plans, p, source)
         spent = sum(plan.budget.value for plan in plans)
         relation = self.privacy_plan(**p).stages[0].relation
+        invariants = self.kept_invariants(**p)
         return Release(
             hierarchy=data.hierarchy, values=np.asarray(values), mechanism=self.info.name,
             parameters=p,
             privacy={"definition": PURE_DP, "relation": relation,
                      "neighbouring": RELATIONS[relation],
-                     "noise": p.get("noise", "geometric"), "invariants": list(self.invariants),
+                     "noise": p.get("noise", "geometric"), "invariants": list(invariants),
                      **PrivacyBudget.pure(spent).as_dict()},
             ledger=ledger_frame(plans), randomness=source.as_dict(),
-            categories=data.categories, invariants=self.invariants, noisy=noisy,
+            categories=data.categories, invariants=invariants, noisy=noisy,
         )
 
     def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
@@ -127,7 +147,8 @@ class GroupSizeMechanism(Mechanism):
             noisy, variance = measure(truth, data.hierarchy, plans, source)
             return self.estimate(data, noisy, variance, p), noisy
         noisy, variance = measure(cumulative(truth), data.hierarchy, plans, source)
-        noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
+        if G_V_PUBLIC in self.kept_invariants(**p):
+            noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
         return self.estimate(data, noisy, variance, p), decumulate(noisy)
 
     def estimate(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
@@ -169,12 +190,30 @@ class GroupSizeTopDown(GroupSizeMechanism):
         self.info = _info("gs-topdown", "Census-style TopDown on size histograms: root "
                           "projected to sum G, then children onto their parent, size by "
                           "size, with sum-keeping rounding. Consistent integers.",
-                          TOPDOWN_REF, consistent=True)
+                          TOPDOWN_REF, consistent=True,
+                          parameters=(NOISE_PARAM, groups_parameter("noisy")))
 
     def estimate(self, data, noisy, variance, p):
-        g = np.array([data.total_groups])
-        root = round_segments(project_segments(noisy[0], np.array([0]), g), np.array([0]), g)
-        return topdown(data.hierarchy, noisy, root)
+        root = _root_on_simplex(data, noisy)
+        return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
+
+
+def _root_on_simplex(data: GroupSizeData, noisy: np.ndarray) -> np.ndarray:
+    """The root's noisy plain histogram projected onto non-negative values summing to G,
+    rounded keeping the sum."""
+    g, start = np.array([data.total_groups]), np.array([0])
+    return round_segments(project_segments(noisy[0], start, g), start, g)
+
+
+def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
+                 p: dict) -> np.ndarray:
+    """``released`` (consistent) as it is, or with ``groups="exact"`` reconciled top down
+    from the national histogram ``root`` keeping every region's public number of groups
+    (`group_counts.keep_group_counts`; ``released`` ranks the groups below the root)."""
+    if p.get("groups") != "exact":
+        return released
+    return keep_group_counts(data.hierarchy, np.vstack([root[None, :], released[1:]]),
+                             data.groups())
 
 
 def _level_weights(variance: np.ndarray) -> np.ndarray:
@@ -203,14 +242,17 @@ class FiorettoDP(GroupSizeMechanism):
             self.info = _info("gs-mh-dp", "M_H^dp: noisy size histograms at every level, then "
                               "the exact integer least-squares hierarchy (cost tables merged "
                               "by sorted slopes). Consistent integers summing to G.",
-                              FIORETTO, consistent=True)
+                              FIORETTO, consistent=True,
+                              parameters=(NOISE_PARAM, groups_parameter("noisy")))
         elif self.variant == "mc":
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)  # the last cumulative cell of a region is G_v
             self.info = _info("gs-mc-dp", "M_c^dp: noisy cumulative histograms per region "
-                              "(sensitivity 1), isotonic regression, then the exact integer "
-                              "hierarchy of M_H^dp. Consistent integers summing to G.",
-                              FIORETTO, consistent=True)
+                              "(sensitivity 1), isotonic regression, the exact integer "
+                              "hierarchy of M_H^dp, reconciled top down from the root's own "
+                              "fit. Consistent integers summing to G.", FIORETTO,
+                              consistent=True,
+                              parameters=(NOISE_PARAM, groups_parameter("exact")))
         else:
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)
@@ -226,11 +268,15 @@ class FiorettoDP(GroupSizeMechanism):
 
         h, g = data.hierarchy, data.total_groups
         if self.variant == "mh":
-            return fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
+            released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
+            return _groups_kept(data, released, _root_on_simplex(data, noisy), p)
         if self.variant == "mc":
-            return fioretto.mc_dp(h, noisy, g, groups=data.groups(),
+            groups = data.groups() if p["groups"] == "exact" else None
+            return fioretto.mc_dp(h, noisy, g, groups=groups,
                                   level_weights=_level_weights(variance))
-        return chain_dp(h, chain_from_region_cumulative(h, noisy), g)
+        root = fioretto.region_fits(noisy[:1], g, data.groups()[:1])  # the root's own fit
+        released = chain_dp(h, chain_from_region_cumulative(h, noisy), g)
+        return keep_group_counts(h, np.vstack([root, released[1:]]), data.groups())
 
 
 @dataclass
