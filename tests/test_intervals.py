@@ -87,6 +87,7 @@ def test_raw_coverage_is_exact(name, budget):
     ("least-squares", ZCDP, {"noise": "gaussian"}),  # normal
     ("least-squares", PURE, {"root_invariant": True}),
     ("topdown", PURE, {}),
+    ("topdown", PURE, {"root_invariant": True}),
     ("topdown", PURE, {"noise": "laplace", "estimate": "noisy"}),
     ("topdown", ZCDP, {}),
     ("raw-laplace", PURE, {"round_clamp": True}),
