@@ -113,7 +113,7 @@ def test_group_sizes_page_releases_and_sweeps():
     assert_clean(at)
     _, release, metrics = at.session_state[ui.GS_RELEASE]
     h = release.hierarchy
-    assert release.mechanism == "gs-topdown"
+    assert release.mechanism == ui.GS_DEFAULT_MECHANISM == "gs-kuo-hierarchical"
     assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
     assert (metrics["faithfulness_gap"] == 0).all()
     at.selectbox(key="gs_mechanism").select("gs-noisy").run()
