@@ -26,7 +26,7 @@ from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this 
     read_input,
 )
 from hierdp_core.errors import HierdpError, InputError
-from hierdp_core.intervals import with_intervals
+from hierdp_core.intervals import DEFAULT_LEVEL, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -108,6 +108,9 @@ def cmd_release(args) -> int:
     refuse_nonprivate(mechanism.info, args.allow_nonprivate)
     check_invariants(args, mechanism)
     budget = budget_from_args(args)
+    if args.query != "counts" and args.interval:
+        raise InputError("--interval: intervals are computed for counts releases only so far "
+                         f"({args.query} are released without lower and upper); drop it")
     if args.seed is not None and args.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
@@ -119,8 +122,8 @@ def cmd_release(args) -> int:
     split = (choice.shares if choice is not None
              else _weights(args.split) or args.split_preset)
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
-    if args.query == "counts" and args.interval is not None:
-        release = with_intervals(release, args.interval)
+    if args.query == "counts" and args.interval != 0.0:
+        release = with_intervals(release, args.interval or DEFAULT_LEVEL)
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(csv_list(args.format)),
                           structure_declared=structure_declared,

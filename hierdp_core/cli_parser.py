@@ -26,10 +26,10 @@ def _seed(text: str) -> int:
     return value
 
 
-def _interval_level(text: str) -> float | None:
-    """``--interval``: a confidence level strictly between 0 and 1, or none."""
+def _interval_level(text: str) -> float:
+    """``--interval``: a confidence level strictly between 0 and 1, or 0.0 for none."""
     if text.strip().lower() == "none":
-        return None
+        return 0.0
     try:
         value = float(text)
     except ValueError:
@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--secure", action="store_true",
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
-    p.add_argument("--interval", type=_interval_level, default=DEFAULT_LEVEL, metavar="LEVEL",
+    p.add_argument("--interval", type=_interval_level, metavar="LEVEL",
                    help="counts: add columns lower and upper, an interval at this confidence "
                         f"level for every released value (default {DEFAULT_LEVEL}), computed "
                         "from the released values and public parameters only; none omits them")
