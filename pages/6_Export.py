@@ -9,6 +9,7 @@ from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
 from hierdp_core.export import manifest_bytes
 from hierdp_core.geo import level_geojson
+from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
@@ -37,8 +38,8 @@ if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
 secure = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
                                structure_declared=data.declared_structure, heading=False,
-                               redraw=lambda: ui.release_for(data, ui.settings(h.n_levels),
-                                                             NoiseSource(secure=True)))
+                               redraw=lambda: with_intervals(ui.release_for(
+                                   data, ui.settings(h.n_levels), NoiseSource(secure=True))))
 shown = secure if secure is not None else release
 table = shown.to_frame()
 manifest = manifest_bytes(shown, structure_declared=data.declared_structure,

@@ -52,6 +52,9 @@ def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
     assert manifest["randomness"]["mode"] == "secure" and "seed" not in manifest["randomness"]
     assert json.loads(contents["ex_dl_manifest"])["publishable"] is False
     assert secure.hierarchy.consistency_violations(secure.values) == 0
+    assert manifest["intervals"]["level"] == 0.9  # the publishable file has lower, upper
+    header = contents["ex_pub_dl_csv"].splitlines()[0]
+    assert header.endswith(b"value,lower,upper"), header
     assert len(at.get("download_button")) >= 6  # exploration and publishable downloads
 
 
