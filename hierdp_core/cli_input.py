@@ -131,12 +131,10 @@ def _geography(args, levels, names, query: str, *, undeclared=(), flows=None):
     from hierdp_core.structure import read_geography
 
     ragged = bool(getattr(args, "ragged", False))
-    if flows is not None:  # columns named as either end or by the common names (last)
-        from hierdp_core.flows.data import geography_levels
+    if flows is not None:  # columns named as either end or by their common names
+        from hierdp_core.flows.data import read_flow_geography
 
-        first, *others = geography_levels(*flows)
-        return read_geography(path, first, alternatives=others, level_names=others[-1],
-                              ragged=ragged)
+        return read_flow_geography(path, *flows, ragged=ragged)
     return read_geography(path, levels, name_columns=names, local_codes=args.local_codes,
                           ragged=ragged)
 

@@ -263,16 +263,17 @@ def geography_levels(origin_levels: Sequence[str], destination_levels: Sequence[
 
 
 def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: Sequence[str],
-                        *, root_name: str = "total") -> Geography:
+                        *, root_name: str = "total", ragged: bool = False) -> Geography:
     """The declared geography of both ends, from a file whose level columns are named as
     the origin levels, the destination levels or their common names (`geography_levels`);
-    its levels are named by the common names (``state>state`` in the O/D tree)."""
+    its levels are named by the common names (``state>state`` in the O/D tree). ``ragged``:
+    an empty code passes the unit above through that level (`structure.read_geography`)."""
     from hierdp_core.structure import read_geography
 
     first, *others = geography_levels(origin_levels, destination_levels)
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
     return read_geography(path, first, alternatives=others, root_name=root_name,
-                          level_names=names)
+                          level_names=names, ragged=ragged)
 
 
 def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination: np.ndarray,
