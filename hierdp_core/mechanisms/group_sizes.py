@@ -80,9 +80,8 @@ class GroupSizeMechanism(Mechanism):
     measured: str = ""
 
     def kept_invariants(self, **params) -> tuple[str, ...]:
-        """What a release with these parameters publishes exactly: every region's G_v with
-        ``groups="exact"``, the total G with ``groups="noisy"``; ``invariants`` (those of
-        the default parameters) for a mechanism without the option."""
+        """What a release with these parameters publishes exactly: G_v with ``groups="exact"``,
+        G with ``"noisy"``; ``invariants`` for a mechanism without the option."""
         p = self.params(**params)
         if "groups" not in p:
             return self.invariants
@@ -199,17 +198,15 @@ class GroupSizeTopDown(GroupSizeMechanism):
 
 
 def _root_on_simplex(data: GroupSizeData, noisy: np.ndarray) -> np.ndarray:
-    """The root's noisy plain histogram projected onto non-negative values summing to G,
-    rounded keeping the sum."""
+    """The root's noisy histogram projected onto non-negative values summing to G, rounded."""
     g, start = np.array([data.total_groups]), np.array([0])
     return round_segments(project_segments(noisy[0], start, g), start, g)
 
 
 def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
                  p: dict) -> np.ndarray:
-    """``released`` (consistent) as it is, or with ``groups="exact"`` reconciled top down
-    from the national histogram ``root`` keeping every region's public number of groups
-    (`group_counts.keep_group_counts`; ``released`` ranks the groups below the root)."""
+    """``released`` (consistent), or with ``groups="exact"`` handed down from ``root`` keeping
+    every region's G_v (`group_counts.keep_group_counts`; ``released`` ranks the groups)."""
     if p.get("groups") != "exact":
         return released
     return keep_group_counts(data.hierarchy, np.vstack([root[None, :], released[1:]]),
@@ -228,11 +225,15 @@ class FiorettoDP(GroupSizeMechanism):
 
     * ``mh``: M_H^dp, the exact integer optimum of Model 1 (weighted least squares to the
       noisy plain histograms of every level, consistent, non-negative, root summing to G);
-    * ``mc``: M_c^dp, per-region isotonic regression of noisy cumulative histograms, then the
-      same exact program;
+    * ``mc``: M_c^dp, per-region isotonic regression of noisy cumulative histograms, the
+      same exact program, reconciled top down from the root's own fit (no invented size-0
+      groups; `fioretto.mc_dp`);
     * ``chain``: M_c^ch with the private variant S1 (noise on per-region cumulative
       histograms, sensitivity 1; the level-wide chain values derived from them by
-      post-processing), then the exact chain program (Model 3 with the missing "<=" links).
+      post-processing), then the exact chain program (Model 3 with the missing "<=" links),
+      reconciled the same way keeping every G_v.
+
+    ``groups="exact"`` (``mh``, ``mc``) keeps every region's G_v (`_groups_kept`).
     """
 
     variant: str = "mh"
