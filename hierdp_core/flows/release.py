@@ -14,6 +14,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.release import CellIntervals
 
 FLOW_RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "origin_id",
                         "destination_id", "value")
@@ -37,6 +38,8 @@ class FlowRelease:
     randomness: dict
     invariants: tuple[str, ...] = ()
     diagnostics: list[dict] = field(default_factory=list)
+    #: per released row (in `to_frame`'s order), made by `hierdp_core.intervals`
+    intervals: CellIntervals | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, data: FlowData, levels: list[TreeLevel], **kwargs) -> FlowRelease:
@@ -82,7 +85,8 @@ class FlowRelease:
         ``ORIGIN>DESTINATION`` (area codes escaped as in `hierdp_core.ids`; the root is
         ``total>total``), unique within its level, ``parent_id`` the parent pair ('' at the
         root), ``label`` the pair with readable names, ``origin_id`` and
-        ``destination_id`` the area codes as they are."""
+        ``destination_id`` the area codes as they are; ``lower`` and ``upper`` when the release
+        carries intervals."""
         frames, parent_ids = [], np.array([""], dtype=object)
         geo = self.geography
         lab, offs = geo.labels(), geo.level_offsets
@@ -103,7 +107,10 @@ class FlowRelease:
                 "value": lv.value,
             }))
             parent_ids = node_id
-        return pd.concat(frames, ignore_index=True)[list(FLOW_RELEASE_COLUMNS)]
+        table = pd.concat(frames, ignore_index=True)[list(FLOW_RELEASE_COLUMNS)]
+        if self.intervals is not None:
+            table["lower"], table["upper"] = self.intervals.lower, self.intervals.upper
+        return table
 
     def to_arrow(self) -> pa.Table:
         """`to_frame` as a pyarrow Table (what `hierdp_core.export` writes)."""
