@@ -67,3 +67,28 @@ class RaggedLevelError(StructureError):
         super().__init__(message)
         self.detail = detail or message
         self.skippable = skippable
+
+
+class GeometryError(InputError):
+    """A boundary file (GeoJSON, zipped Shapefile, GeoPackage) that cannot be used; the
+    subclasses say why, the message names the file and what to fix."""
+
+
+class GeometryFileError(GeometryError):
+    """Not a readable boundary file: malformed, empty, unknown format, no polygons."""
+
+
+class GeometryTooLargeError(GeometryError):
+    """A boundary file over the size or feature limit; the message gives the figures."""
+
+
+class GeometryCRSError(GeometryError):
+    """Coordinates in an unknown or unusable reference system (no CRS and not lon/lat)."""
+
+
+class GeometryPropertyError(GeometryError):
+    """A property chosen to hold a level's codes is missing or empty in the file."""
+
+
+class InvalidGeometryError(GeometryError):
+    """Geometries that are empty or stay invalid after repair; the message counts them."""
