@@ -14,9 +14,10 @@ l: every released cell counts once) and ``worst-relative`` (max over levels of t
 divided by a public population bin of a typical unit at the level, round figures stated
 below, not read from the data).
 
-Prints ONE JSON object. Example::
+Prints ONE JSON object, or with ``--markdown`` the rows of the README table. Example::
 
     python benchmarks/bench_split_optimiser.py --runs 30
+    python benchmarks/bench_split_optimiser.py --samples us-counties --families raw --markdown
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 
 import numpy as np
 from machine import machine_info
+from markdown import table
 
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.mechanisms.base import get_mechanism
@@ -73,13 +75,14 @@ def measured_errors(data: CountData, mechanism: str, params: dict, budget: Priva
             "mae": np.array([np.abs(e).mean() for e in levels])}
 
 
-def run(sample: str, budgets: dict[str, PrivacyBudget], runs: int, seed: int) -> list[dict]:
+def run(sample: str, budgets: dict[str, PrivacyBudget], runs: int, seed: int,
+        families: tuple[str, ...] = FAMILIES) -> list[dict]:
     s = SAMPLES[sample]
     data = count_data_from_table(s.loader(), list(s.levels), count_column=s.count_column,
                                  category_columns=s.category_columns)
     h = data.hierarchy
     rows = []
-    for family in FAMILIES:
+    for family in families:
         for definition, budget in budgets.items():
             mechanism, params = MECHANISMS[(family, definition)]
             noise = params.get("noise", mechanism.removeprefix("raw-"))
@@ -117,6 +120,19 @@ def run(sample: str, budgets: dict[str, PrivacyBudget], runs: int, seed: int) ->
     return rows
 
 
+def markdown(rows: list[dict]) -> str:
+    """The README table: values uniform -> optimised (ratio), 4 significant digits."""
+    label = {"us-counties": "US", "italy-municipalities": "Italy"}
+
+    def pair(d: dict) -> str:
+        return f"{d['uniform']:.4g} → {d['optimised']:.4g} ({d['ratio']})"
+    return table(["sample", "family", "definition", "goal", "optimised split (root first)",
+                  "a priori", "measured"],
+                 [[label[r["sample"]], r["family"], r["definition"], r["goal"],
+                   ", ".join(f"{x:.3g}" for x in r["split"]), pair(r["a_priori"]),
+                   pair(r["measured"])] for r in rows])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--samples", default="us-counties,italy-municipalities")
@@ -124,11 +140,17 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--rho", type=float, default=0.5)
+    p.add_argument("--families", default=",".join(FAMILIES))
+    p.add_argument("--markdown", action="store_true", help="print the README table instead")
     args = p.parse_args(argv)
+    families = tuple(args.families.split(","))
     budgets = {"pure-dp": PrivacyBudget.pure(args.epsilon), "zcdp": PrivacyBudget.zcdp(args.rho)}
     t = time.perf_counter()
-    rows = [r for name in args.samples.split(",") for r in run(name, budgets, args.runs,
-                                                                 args.seed)]
+    rows = [r for name in args.samples.split(",")
+            for r in run(name, budgets, args.runs, args.seed, families)]
+    if args.markdown:
+        print(markdown(rows))
+        return 0
     out = {
         "benchmark": "split_optimiser", "runs": args.runs, "seed": args.seed,
         "epsilon": args.epsilon, "rho": args.rho, "population_bins": POPULATION_BINS,
