@@ -51,11 +51,86 @@ def _positive_int(text: str) -> int:
 
 
 class OneLineErrors(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one ``error:`` line and exit status 2."""
+    """An argument parser whose usage errors are one ``error:`` line and exit status 2.
+    ``release`` takes its options from ``--config FILE`` where the command line does not
+    give them (`release_with_config`)."""
 
     def error(self, message: str):
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        if getattr(parsed, "command", None) != "release":
+            return parsed
+        if parsed.config:
+            from hierdp_core.errors import HierdpError
+
+            try:
+                release_with_config(parsed, self._given(args))
+            except HierdpError as exc:
+                self.error(f"--config: {exc}")
+        if parsed.input is None:
+            self.error("release needs the input table (or 'data' in --config)")
+        if parsed.mechanism is None:
+            self.error("release needs --mechanism (or 'mechanism' in --config)")
+        return parsed
+
+    def _given(self, argv) -> set[str]:
+        """The destinations of the release options given on the command line."""
+        probe = build_parser()
+        release = next(a for a in probe._actions
+                       if isinstance(a, argparse._SubParsersAction)).choices["release"]
+        for action in release._actions:
+            action.default = argparse.SUPPRESS
+        return set(vars(argparse.ArgumentParser.parse_args(probe, argv)))
+
+
+def release_with_config(args, given: set[str]) -> None:
+    """Fill ``args`` (a parsed ``release``) from its ``--config`` file where the command
+    line (``given``: the options it gave) is silent. Raises `ConfigError`."""
+    from hierdp_core.config import ConfigError, load_config
+
+    cfg = load_config(args.config)
+    data = cfg.data
+    if "input" not in given:
+        if "sample" in data and "file" not in data:
+            raise ConfigError(f"the configuration's data is the bundled sample "
+                              f"{data['sample']!r}: write it with `hierdp sample "
+                              f"{data['sample']} --out FILE` and give FILE")
+        args.input = data.get("file")
+    fill = {"query": cfg.query, "levels": ",".join(cfg.levels) or None,
+            "count_column": cfg.count_column,
+            "categories": ",".join(cfg.category_columns) or None,
+            "mechanism": cfg.mechanism}
+    if "geography" not in given and "structure_from_data" not in given:
+        if cfg.structure == "from-data":
+            fill["structure_from_data"] = True
+        elif "geography" in data:
+            fill["geography"] = data["geography"]
+        elif "sample" in data and args.input:  # the geography `hierdp sample` writes
+            from pathlib import Path
+
+            fill["geography"] = str(Path(args.input).with_name(
+                f"{Path(args.input).stem}-geography.csv"))
+    if cfg.category_values:
+        fill["category_values"] = [f"{c}={'|'.join(v)}" for c, v in cfg.category_values.items()]
+    if not given & {"epsilon", "rho"}:
+        fill.update(epsilon=cfg.epsilon, rho=cfg.rho)
+    fill["delta"] = cfg.delta
+    if isinstance(cfg.split, tuple) and not given & {"split", "split_preset", "split_goal"}:
+        args.split = ",".join(f"{w:g}" for w in cfg.split)
+    elif isinstance(cfg.split, str):
+        fill["split_preset"] = cfg.split
+    if not given & {"seed", "secure"}:
+        fill["seed"] = cfg.seed
+    for dest, value in fill.items():
+        if dest not in given and value is not None:
+            setattr(args, dest, value)
+    named = {pair.split("=", 1)[0].strip() for pair in args.param or []}
+    args.param = [*(args.param or []), *(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+        for k, v in cfg.params.items() if k not in named)]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("release", help="release counts, group sizes or O/D flows from a CSV / "
                                        "Parquet / Excel table")
-    p.add_argument("input")
+    p.add_argument("input", nargs="?", help="the input table (or the configuration's data)")
+    p.add_argument("--config", metavar="FILE",
+                   help="a saved configuration (JSON, hierdp-config/1, as the dashboard "
+                        "saves it): data, levels, query, mechanism, parameters, budget, split "
+                        "and seed; options given on the command line override it")
     p.add_argument("--levels", help="level columns, coarse to fine: state,county (counts and "
                                     "group sizes)")
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
@@ -118,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "geography: d_state,d_county")
     p.add_argument("--tree", choices=("destination", "origin"),
                    help="flows: refine the destination first (default) or the origin")
-    p.add_argument("--mechanism", required=True)
+    p.add_argument("--mechanism")
     p.add_argument("--epsilon", type=float)
     p.add_argument("--rho", type=float)
     p.add_argument("--delta", type=float)
