@@ -390,6 +390,7 @@ PAGES = (
     ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
     ("pages/8_Flows.py", "Flows", ":material/flight:"),
     ("pages/9_Ranges.py", "Range queries", ":material/bar_chart:"),
+    ("pages/10_Compare.py", "Compare", ":material/compare:"),
 )
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
 
