@@ -1,0 +1,98 @@
+"""Compare: two configurations (mechanism, ε, split, seed) released side by side on the same
+data: maps on one colour scale, the difference map, and the error by level."""
+
+import streamlit as st
+
+from hierdp_core import compare as cmp
+from hierdp_core import dashboard as ui
+from hierdp_core.errors import HierdpError
+from hierdp_core.mechanisms.base import list_mechanisms
+from hierdp_core.metrics import metric_descriptions
+from hierdp_core.privacy.budget import SPLIT_PRESETS
+from hierdp_core.viz import plotly_config
+
+STATE = "hd_compare_ab"  # (the sides, the data's settings key, Comparison)
+CURRENT = "current"
+METRICS = ["mae", "rmse", "mape", "max_abs_error", "tvd_accuracy", "share_over_10pct"]
+
+ui.page_header("Compare", "Two configurations released on the same data, side by side "
+                          "(seeded exploration noise; the truth is shown for evaluation only).")
+data = ui.require_count_data()
+h = data.hierarchy
+s = ui.settings(h.n_levels)
+infos = {i.name: i for i in list_mechanisms("counts")}
+names = list(infos)
+splits = [CURRENT, *SPLIT_PRESETS]
+split_labels = {CURRENT: "as on Mechanism & budget", "uniform": "uniform",
+                "finer": "more to finer levels", "coarser": "more to coarser levels",
+                "leaves-only": "all on the finest level"}
+
+same_seed = st.checkbox("Same seed for both (the difference is then the mechanisms', "
+                        "not the noise draw's)", value=True, key="cmp_same_seed")
+defaults = {"A": s["mechanism"], "B": "raw-geometric" if s["mechanism"] != "raw-geometric"
+            else "least-squares"}
+sides = {}
+for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
+    with column:
+        st.subheader(f"Configuration {side}")
+        name = ui.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
+        eps = st.select_slider("Total ε", list(ui.EPSILON_GRID), key=f"cmp_eps_{side}",
+                               value=s["epsilon"] if s["epsilon"] in ui.EPSILON_GRID else 1.0)
+        split = st.selectbox("Split over levels", splits, format_func=split_labels.get,
+                             key=f"cmp_split_{side}")
+        seed = st.number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}",
+                               disabled=same_seed and side == "B")
+        sides[side] = cmp.Side(
+            name, float(eps), tuple(s["weights"]) if split == CURRENT else split,
+            seed=int(sides["A"].seed if same_seed and side == "B" else seed),
+            params={k: v for k, v in s["params"].items()
+                    if k in {p.name for p in infos[name].parameters}})
+
+key = (sides["A"], sides["B"], ui.settings_key(s))
+stored = st.session_state.get(STATE)
+if st.button("Compare", type="primary", key="cmp_run") or stored is None:
+    try:
+        with st.spinner("Releasing both configurations…"):
+            stored = (key, cmp.compare(data, sides["A"], sides["B"]))
+    except HierdpError as exc:
+        ui.friendly_error(exc)
+        st.stop()
+    st.session_state[STATE] = stored
+comparison = stored[1]
+if stored[0] != key:
+    st.info("The configurations changed: press **Compare** to release them again.")
+labels = comparison.labels()
+
+# ---- maps -------------------------------------------------------------------------------
+pick = st.columns(2)
+with pick[0]:
+    level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
+                         format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
+                         key="cmp_level")
+with pick[1]:
+    category = st.selectbox("Category", ["total", *(data.categories if data.has_categories
+                                                    else [])], key="cmp_category")
+view = cmp.level_view(comparison, data, level, category)
+source = ui.map_sources(ui.ensure_dataset()["sample"], h).get(level)
+if source is None:
+    st.info("No map for this level (no bundled boundaries match its codes).")
+else:
+    names_shown = ui.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
+    figures = cmp.comparison_maps(ui.map_geojson(*source), view, labels, names=names_shown,
+                                  projection=ui.map_projection(source[0]))
+    for column, fig, name in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
+        column.plotly_chart(fig, width="stretch", key=f"cmp_map_{name}",
+                            config=plotly_config())
+    st.caption("A and B share one colour scale; the difference map is centred at 0 (red: "
+               "B released more than A).")
+
+# ---- error by level ---------------------------------------------------------------------
+st.subheader("Error by level")
+descriptions = metric_descriptions()
+metric = st.selectbox("Metric", METRICS, key="cmp_metric",
+                      format_func=lambda m: f"{m}: {descriptions.get(m, '')[:60]}")
+left, right = st.columns([3, 2])
+left.plotly_chart(cmp.error_by_level_figure(comparison, metric), width="stretch",
+                  key="cmp_by_level")
+right.dataframe(cmp.by_level_table(comparison, metric), hide_index=True, width="stretch")
+right.caption(descriptions.get(metric, ""))
