@@ -42,13 +42,14 @@ from hierdp_core.viz import plotly_config
 CONFIDENTIAL_BANNER = ("CONFIDENTIAL \u2014 contains numbers derived from the true data; "
                        "do not publish.")
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #1f2933; line-height: 1.45; }
 main { max-width: 1200px; margin: 0 auto; padding: 0 1.5rem 3rem; }
 .banner { background: #b00020; color: #fff; font-weight: 700; font-size: 1.15rem;
           padding: 0.9rem 1.5rem; text-align: center; letter-spacing: 0.02em; }
 .banner.top { position: sticky; top: 0; z-index: 10; }
+.banner.public { background: #1b6e3a; }
 h1 { margin-top: 1.5rem; }
 h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 0.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }
@@ -65,7 +66,8 @@ footer { color: #5f6b7a; font-size: 0.8rem; margin-top: 2rem; }
 """
 
 
-def _e(text) -> str:
+def escape(text) -> str:
+    """HTML-escaped text (quotes too)."""
     return html.escape(str(text), quote=True)
 
 
@@ -81,12 +83,13 @@ def _value(v) -> str:
     return str(v)
 
 
-def _kv_table(d: dict) -> str:
-    rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_value(v))}</td></tr>" for k, v in d.items())
+def kv_table(d: dict) -> str:
+    """A two-column table of keys and values (escaped)."""
+    rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(_value(v))}</td></tr>" for k, v in d.items())
     return f'<table class="kv"><tbody>{rows}</tbody></table>'
 
 
-def _frame_table(df: pd.DataFrame) -> str:
+def frame_table(df: pd.DataFrame) -> str:
     """An escaped HTML table; floats with 4 significant digits, NaN as a dash."""
     def fmt(x):
         return f"{x:,.4g}" if abs(x) < 1e6 else f"{x:,.0f}"
@@ -96,14 +99,17 @@ def _frame_table(df: pd.DataFrame) -> str:
     return f'<div class="scroll">{table}</div>'
 
 
-def _budget_summary(privacy: dict) -> dict:
+def budget_summary(privacy: dict) -> dict:
+    """The privacy record, its main keys first."""
     keys = ("definition", "epsilon", "rho", "delta", "epsilon_tight", "epsilon_simple",
             "noise", "neighbouring", "invariants")
     return {k: privacy[k] for k in keys if k in privacy} | {
         k: v for k, v in privacy.items() if k not in keys}
 
 
-def _figures_html(figures) -> str:
+def figures_html(figures) -> str:
+    """The figures (a list, or a dict giving each a heading) as HTML sections, with
+    plotly.js inlined once (in the first) and the offline config of `plotly_config`."""
     if isinstance(figures, dict):
         items = [(str(k), f) for k, f in figures.items()]
     else:
@@ -116,7 +122,7 @@ def _figures_html(figures) -> str:
                              "Figure")
         body = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config=config,
                            div_id=f"hierdp-figure-{i}")
-        heading = f"<h3>{_e(name)}</h3>" if name is not None else ""
+        heading = f"<h3>{escape(name)}</h3>" if name is not None else ""
         parts.append(f'<section class="figure">{heading}{body}</section>')
     return "\n".join(parts)
 
@@ -142,72 +148,95 @@ def evaluation_report_html(
         raise InputError(f"the release has {h.n_nodes} nodes but the data has "
                          f"{data.hierarchy.n_nodes}: they do not describe the same tree")
     created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    mechanism = {"name": release.mechanism}
-    try:
-        info = get_mechanism(release.mechanism).info
-        mechanism.update(description=info.description, reference=info.reference,
-                         privacy=info.privacy, consistent=info.consistent)
-        if info.warning:
-            mechanism["warning"] = info.warning
-    except MechanismError:  # an unregistered name still gets a report
-        pass
     hierarchy = h.summary()[["level", "level_name", "units"]]
     categories = list(data.categories) if data.has_categories else ["(totals only)"]
-    used = [c for c in metrics.columns if c in metric_descriptions()]
-    glossary = "".join(f"<dt>{_e(c)}</dt><dd>{_e(metric_descriptions()[c])}</dd>"
-                       for c in used)
-    invariants = ""
-    if release.invariants:
-        invariants = (f'<p class="warning">Published exactly (NOT protected by differential '
-                      f'privacy): {_e(", ".join(release.invariants))}.</p>')
+    body = f"""<p>Created {escape(created)} with hierdp {escape(__version__)}. This report compares
+a release with the true data; the error metrics and figures below are computed from the truth
+and must not be published. Only the release files and manifest are meant for publication.</p>
 
-    page = f"""<!DOCTYPE html>
+<h2>Mechanism</h2>
+{kv_table(mechanism_summary(release.mechanism))}
+<h3>Parameters</h3>
+{kv_table(release.parameters) if release.parameters else "<p>none</p>"}
+
+<h2>Privacy budget</h2>
+{kv_table(budget_summary(release.privacy))}
+{invariants_html(release)}
+<h3>Randomness</h3>
+{kv_table(release.randomness)}
+
+<h2>Data</h2>
+<p>Categories: {escape(", ".join(map(str, categories)))}.
+Values released as {"integers" if release.is_integer else "real numbers"}.</p>
+{frame_table(hierarchy)}
+
+<h2>Budget ledger (a priori, no true data)</h2>
+{frame_table(release.ledger)}
+
+<h2>Error against the truth</h2>
+{frame_table(metrics)}
+{glossary_html(metrics.columns)}
+
+<h2>Figures</h2>
+{figures_html(figures) or "<p>No figures.</p>"}"""
+    return document(title, body, created, banner=CONFIDENTIAL_BANNER)
+
+
+def mechanism_summary(name: str) -> dict:
+    """The registry's facts about a mechanism (only its name for an unregistered one)."""
+    summary = {"name": name}
+    try:
+        info = get_mechanism(name).info
+    except MechanismError:  # an unregistered name still gets a report
+        return summary
+    summary.update(description=info.description, reference=info.reference,
+                   privacy=info.privacy, consistent=info.consistent)
+    if info.warning:
+        summary["warning"] = info.warning
+    return summary
+
+
+def invariants_html(release) -> str:
+    """A warning naming what the release publishes exactly ('' when nothing)."""
+    if not release.invariants:
+        return ""
+    return (f'<p class="warning">Published exactly (NOT protected by differential '
+            f'privacy): {escape(", ".join(release.invariants))}.</p>')
+
+
+def glossary_html(columns) -> str:
+    """Definitions of the metric columns among ``columns``."""
+    descriptions = metric_descriptions()
+    items = "".join(f"<dt>{escape(c)}</dt><dd>{escape(descriptions[c])}</dd>"
+                    for c in columns if c in descriptions)
+    return f'<dl class="metrics">{items}</dl>'
+
+
+def document(title: str, body: str, created: str, *, banner: str | None,
+             banner_class: str = "") -> str:
+    """A whole HTML page around ``body`` (HTML): the title, the ``banner`` (text) at the
+    top and the bottom when given (confidential: red; ``banner_class`` "public": green)."""
+    bar = (f'<div class="banner {banner_class}" role="alert">{escape(banner)}</div>'
+           if banner else "")
+    top = bar.replace('class="banner', 'class="banner top', 1)
+    prefix = "CONFIDENTIAL: " if banner == CONFIDENTIAL_BANNER else ""
+    return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
-<title>CONFIDENTIAL: {_e(title)}</title>
-<style>{_STYLE}</style>
+<title>{escape(prefix + title)}</title>
+<style>{STYLE}</style>
 </head>
 <body>
-<div class="banner top" role="alert">{_e(CONFIDENTIAL_BANNER)}</div>
+{top}
 <main>
-<h1>{_e(title)}</h1>
-<p>Created {_e(created)} with hierdp {_e(__version__)}. This report compares a release with
-the true data; the error metrics and figures below are computed from the truth and must not
-be published. Only the release files and manifest are meant for publication.</p>
-
-<h2>Mechanism</h2>
-{_kv_table(mechanism)}
-<h3>Parameters</h3>
-{_kv_table(release.parameters) if release.parameters else "<p>none</p>"}
-
-<h2>Privacy budget</h2>
-{_kv_table(_budget_summary(release.privacy))}
-{invariants}
-<h3>Randomness</h3>
-{_kv_table(release.randomness)}
-
-<h2>Data</h2>
-<p>Categories: {_e(", ".join(map(str, categories)))}.
-Values released as {"integers" if release.is_integer else "real numbers"}.</p>
-{_frame_table(hierarchy)}
-
-<h2>Budget ledger (a priori, no true data)</h2>
-{_frame_table(release.ledger)}
-
-<h2>Error against the truth</h2>
-{_frame_table(metrics)}
-<dl class="metrics">{glossary}</dl>
-
-<h2>Figures</h2>
-{_figures_html(figures) or "<p>No figures.</p>"}
-
-<footer>hierdp {_e(__version__)}; {_e(created)}</footer>
+<h1>{escape(title)}</h1>
+{body}
+<footer>hierdp {escape(__version__)}; {escape(created)}</footer>
 </main>
-<div class="banner" role="alert">{_e(CONFIDENTIAL_BANNER)}</div>
+{bar}
 </body>
 </html>
 """
-    return page
