@@ -57,7 +57,7 @@ from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
 from hierdp_core.errors import HierdpError
-from hierdp_core.geo import level_geojson, matching_geometry
+from hierdp_core.geo import level_geojson
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
@@ -155,7 +155,8 @@ def count_data() -> CountData:
     ds, r = ensure_dataset(), roles()
     missing, ragged = r.get("missing", "error"), bool(r.get("ragged", False))
     key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
-           r["local_codes"], missing, ragged, None if ds["sample"] else structure.key())
+           r["local_codes"], missing, ragged, None if ds["sample"] else structure.key(),
+           tuple(sorted(name_columns(ds, r["levels"]).items())))
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
         names = name_columns(ds, r["levels"])
@@ -212,11 +213,15 @@ def require_count_data() -> CountData:
 
 
 def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
-    """Columns of readable unit names for the chosen levels: a sample's own, else a column
-    called ``<level>_name`` when the table has one."""
+    """Columns of readable unit names for the chosen levels: a sample's own, else those
+    chosen on the Data page (roles ``name_columns``), else a column called ``<level>_name``
+    when the table has one."""
     sample = SAMPLES.get(ds["sample"]) if ds["sample"] else None
     known = dict(sample.label_columns) if sample else {}
     columns = set(map(str, ds["table"].columns))
+    chosen = None if sample else st.session_state.get(ROLES, {}).get("name_columns")
+    if chosen is not None:
+        return {lv: c for lv, c in chosen.items() if lv in levels and c in columns}
     return {level: known.get(level, f"{level}_name") for level in levels
             if known.get(level, f"{level}_name") in columns}
 
@@ -512,18 +517,15 @@ def map_geojson(sample: str | None, level: str) -> str | None:
 def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
     """Level index -> (bundled sample, bundled level) whose boundaries draw that level of the
     hierarchy ``h``: a bundled sample's own levels, or for other data (``sample`` None) the
-    bundled levels its codes match (one `geo.matching_geometry` over all its levels).
+    boundaries chosen on the Data page (`dashboard_geo`: bundled ones only when the codes
+    and parents of every level match).
     Levels without boundaries are left out."""
-    names = {lv: h.level_names[lv] for lv in range(1, h.n_levels)}
-    if sample is not None:
-        return {lv: (sample, name) for lv, name in names.items()
-                if level_geojson(sample, name) is not None}
-    match = matching_geometry({name: [str(c) for c in h.codes[lv]]
-                               for lv, name in names.items()})
-    if match is None:
-        return {}
-    matched, levels = match
-    return {lv: (matched, levels[name]) for lv, name in names.items() if name in levels}
+    if sample is None:
+        from hierdp_core import dashboard_geo
+
+        return dashboard_geo.map_sources(h)
+    return {lv: (sample, name) for lv, name in enumerate(h.level_names) if lv
+            and level_geojson(sample, name) is not None}
 
 
 def map_projection(sample: str | None) -> str:

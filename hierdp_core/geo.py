@@ -1,4 +1,6 @@
-"""Boundaries and centroids of the bundled real samples, for maps.
+"""Boundaries and centroids for maps: the bundled real samples', and boundaries a user
+uploaded (`register`, built by `geo_upload`), all read through the same functions by a
+*source* name (a sample name, or ``upload-<content hash>``).
 
 The files live in ``sample_data/geo/`` (derived by ``scripts/derive_sample_data.py``; sources
 and licences in ``sample_data/README.md``):
@@ -40,6 +42,7 @@ from pathlib import Path
 import pandas as pd
 
 from hierdp_core.errors import InputError
+from hierdp_core.geo_match import GeoMatch, Reference, Units, match_units
 
 GEO_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "geo"
 
@@ -64,9 +67,30 @@ def _index() -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+USER_PREFIX = "upload-"
+_USER: dict[str, dict] = {}  # source -> {"layers": {level: FeatureCollection}, "centroids"}
+_USER_KEEP = 8  # uploaded geometries kept in this process (oldest dropped first)
+
+
+def register(source: str, layers: dict[str, dict], points: pd.DataFrame) -> str:
+    """Make uploaded boundaries readable as ``source`` (which must start with
+    `USER_PREFIX`): ``layers`` level -> FeatureCollection (coarse to fine, ids = codes),
+    ``points`` columns level, id, lon, lat. Returns ``source``."""
+    if not source.startswith(USER_PREFIX):
+        raise InputError(f"an uploaded geometry's name must start with {USER_PREFIX!r}")
+    _USER.pop(source, None)
+    _USER[source] = {"layers": dict(layers), "centroids": points}
+    while len(_USER) > _USER_KEEP:
+        _USER.pop(next(iter(_USER)))
+    return source
+
+
 def available_levels(sample_name: str) -> list[str]:
     """Levels of a sample that have boundaries, coarse to fine ([] when none)."""
     from hierdp_core.data.samples import SAMPLES
+
+    if sample_name in _USER:
+        return list(_USER[sample_name]["layers"])
 
     levels = _index().get(sample_name, {})
     sample = SAMPLES.get(sample_name)
@@ -93,7 +117,8 @@ def level_geojson(sample_name: str, level: str, *, copy_result: bool = False) ->
     ``copy_result=True`` for a private deep copy. Use it directly with Plotly
     (``geojson=fc, featureidkey="id", locations=<level codes>``) or pydeck.
     """
-    fc = _load(sample_name, level)
+    fc = (_USER[sample_name]["layers"].get(level) if sample_name in _USER
+          else _load(sample_name, level))
     if fc is None or not copy_result:
         return fc
     return copy.deepcopy(fc)
@@ -109,8 +134,12 @@ def _centroids() -> pd.DataFrame:
 
 def centroids(sample_name: str, level: str) -> pd.DataFrame:
     """Columns id, lon, lat for the units of a level (empty frame if the level has none)."""
-    table = _centroids()
-    rows = table[(table["sample"] == sample_name) & (table["level"] == level)]
+    if sample_name in _USER:
+        table = _USER[sample_name]["centroids"]
+        rows = table[table["level"] == level]
+    else:
+        table = _centroids()
+        rows = table[(table["sample"] == sample_name) & (table["level"] == level)]
     return rows[["id", "lon", "lat"]].reset_index(drop=True)
 
 
@@ -127,41 +156,38 @@ def missing_units(sample_name: str, level: str) -> tuple[str, ...]:
     return MISSING_UNITS.get((sample_name, level), ())
 
 
-@functools.lru_cache(maxsize=1)
-def _ids_by_level() -> dict[str, dict[str, frozenset]]:
-    """sample -> level -> the ids of its units (with a centroid, or documented as missing)."""
-    out: dict[str, dict[str, frozenset]] = {}
-    for (sample, level), ids in _centroids().groupby(["sample", "level"])["id"]:
-        extra = MISSING_UNITS.get((sample, level), ())
-        out.setdefault(str(sample), {})[str(level)] = frozenset(map(str, ids)) | set(extra)
+@functools.lru_cache(maxsize=4)
+def bundled_reference(sample_name: str) -> Reference:
+    """The units of a bundled geometry for `geo_match`: per level with boundaries (coarse to
+    fine) the unit codes, each with its parent's code (from the sample's public geography
+    table)."""
+    from hierdp_core.data.sample_files import SAMPLE_FILES
+
+    levels = available_levels(sample_name)
+    table = SAMPLE_FILES[sample_name].geography()[levels].astype(str).drop_duplicates()
+    out: Reference = {levels[0]: pd.Series(None, index=table[levels[0]].unique(),
+                                           dtype=object)}
+    for parent, level in zip(levels, levels[1:], strict=False):
+        pairs = table[[parent, level]].drop_duplicates(subset=level)
+        out[level] = pd.Series(pairs[parent].to_numpy(object),
+                               index=pairs[level].to_numpy(object))
     return out
 
 
-MATCH_COVERAGE = 0.95  # share of a level's codes that must be bundled feature ids
+def match_bundled(units: Units) -> list[GeoMatch]:
+    """The table's ``units`` (`geo_match.hierarchy_units`) against every bundled geometry,
+    usable matches first, then by rate.
 
-
-def matching_geometry(level_codes: dict[str, list[str]]) -> tuple[str, dict[str, str]] | None:
-    """The bundled geometry that fits a user's geography, judged by its codes alone: for each
-    level (name -> its unit codes, as strings), the bundled level whose feature ids include at
-    least `MATCH_COVERAGE` of them. Returns (sample, {level name: bundled level}) for the
-    bundled sample that matches the most levels (ties: the higher coverage), or None.
-
-    >>> matching_geometry({"st": ["06", "36"], "fips": ["06037", "36061"]})
-    ('us-counties', {'st': 'state', 'fips': 'county'})
-    >>> matching_geometry({"zone": ["A", "B"]}) is None
-    True
+    >>> from hierdp_core.geo_match import best_match
+    >>> import numpy as np
+    >>> units = {"st": (np.array(["06", "36"]), None),
+    ...          "fips": (np.array(["06037", "36061"]), np.array(["06", "36"]))}
+    >>> m = match_bundled(units)[0]
+    >>> m.ok, m.source, m.targets()
+    (True, 'us-counties', {'st': 'state', 'fips': 'county'})
+    >>> wrong = {**units, "fips": (units["fips"][0], np.array(["36", "06"]))}
+    >>> match_bundled(wrong)[0].ok
+    False
     """
-    best, best_score = None, (0, 0.0)
-    for sample, known_levels in _ids_by_level().items():
-        levels, coverage = {}, 0.0
-        for name, codes in level_codes.items():
-            wanted = {str(c) for c in codes}
-            if not wanted:
-                continue
-            share, level = max((len(wanted & known) / len(wanted), level)
-                               for level, known in known_levels.items())
-            if share >= MATCH_COVERAGE:
-                levels[name], coverage = level, coverage + share
-        if (len(levels), coverage) > best_score:
-            best, best_score = (str(sample), levels), (len(levels), coverage)
-    return best
+    matches = [match_units(units, bundled_reference(s), s) for s in _index()]
+    return sorted(matches, key=lambda m: (not m.ok, -m.rate))

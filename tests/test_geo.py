@@ -162,27 +162,48 @@ def test_files_are_small():
     assert total < 5_000_000, total
 
 
-def _level_codes(sample: str) -> dict[str, list[str]]:
+def _table_units(sample: str) -> dict:
+    """A sample table's units for `geo_match`: level -> (codes, parent codes)."""
     table = load_sample(sample)
-    return {level: table[level].astype(str).unique().tolist() for level in SAMPLES[sample].levels}
+    levels = list(SAMPLES[sample].levels)
+    out = {}
+    for i, level in enumerate(levels):
+        pairs = table[levels[max(i - 1, 0):i + 1]].astype(str).drop_duplicates(level)
+        out[level] = (pairs[level].to_numpy(), pairs[levels[i - 1]].to_numpy() if i else None)
+    return out
 
 
 @pytest.mark.parametrize("sample", ["us-counties", "italy-municipalities"])
 def test_a_sample_geography_matches_its_own_boundaries(sample):
-    codes = _level_codes(sample)
-    assert geo.matching_geometry(codes) == (sample, {lv: lv for lv in codes})
-    renamed = {f"my_{lv}": c for lv, c in codes.items()}  # the column names do not matter
-    assert geo.matching_geometry(renamed) == (sample, {f"my_{lv}": lv for lv in codes})
+    units = _table_units(sample)
+    best = geo.match_bundled(units)[0]
+    assert best.ok and best.source == sample and best.rate == 1.0
+    assert best.targets() == {lv: lv for lv in units}
+    renamed = {f"my_{lv}": c for lv, c in units.items()}  # the column names do not matter
+    assert geo.match_bundled(renamed)[0].targets() == {f"my_{lv}": lv for lv in units}
+    others = [m for m in geo.match_bundled(units) if m.source != sample]
+    assert others and not any(m.ok for m in others)
 
 
-def test_matching_needs_most_codes_and_prefers_more_levels():
-    codes = _level_codes("us-counties")
-    counties = sorted(codes["county"])
-    some = counties[: int(0.96 * len(counties))]
-    assert geo.matching_geometry({"c": some}) == ("us-counties", {"c": "county"})
-    unknown = [f"X{i}" for i in range(int(0.1 * len(counties)))]
-    assert geo.matching_geometry({"c": some[:len(counties) - len(unknown)] + unknown}) is None
-    assert geo.matching_geometry({"zone": ["north", "south"]}) is None
+def test_matching_needs_most_codes_at_every_level_and_their_parents():
+    units = _table_units("us-counties")
+    counties, states = units["county"]
+    keep = int(0.96 * len(counties))
+    assert geo.match_bundled({"c": (counties[:keep], None)})[0].ok
+    unknown = np.array([f"X{i}" for i in range(int(0.1 * len(counties)))])
+    mixed = np.concatenate([counties[:len(counties) - len(unknown)], unknown])
+    best = geo.match_bundled({"c": (mixed, None)})[0]
+    assert not best.ok and set(unknown) <= set(best.levels[0].unmatched_codes)
+    assert not geo.match_bundled({"zone": (np.array(["north", "south"]), None)})[0].ok
     # '01'..'05' are both US states and Italian regions: the finer level decides
-    both = {"top": ["01", "02", "04", "05"], "fine": ["01001", "02013", "04001", "05001"]}
-    assert geo.matching_geometry(both) == ("us-counties", {"top": "state", "fine": "county"})
+    both = {"top": (np.array(["01", "02", "04", "05"]), None),
+            "fine": (np.array(["01001", "02013", "04001", "05001"]),
+                     np.array(["01", "02", "04", "05"]))}
+    best = geo.match_bundled(both)[0]
+    assert best.ok and best.targets() == {"top": "state", "fine": "county"}
+    # the codes of every level exist but the parents do not agree: no match
+    shuffled = {**both, "fine": (both["fine"][0], np.array(["02", "01", "05", "04"]))}
+    assert not any(m.ok for m in geo.match_bundled(shuffled))
+    # only the top level matches: not enough
+    partly = {**both, "fine": (np.array(["a1", "a2", "b1", "b2"]), both["fine"][1])}
+    assert not any(m.ok for m in geo.match_bundled(partly))

@@ -1,0 +1,183 @@
+"""Which boundaries draw the maps of an uploaded table: a bundled geometry whose codes AND
+parents match every level (`geo.match_bundled`), the user's own boundary file
+(`geo_upload`), or none; the Data page shows the match and lets the user change it.
+
+Session state ``hd_geo``: ``choice`` ('auto', 'none' or a source name), ``boundaries``
+(the validated file, `geo_upload.Boundaries`), ``geometry`` (`geo_upload.UserGeometry`
+built from it) and ``matches`` ((key, list of `GeoMatch`) for the count table).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from hierdp_core import geo
+from hierdp_core.errors import HierdpError
+from hierdp_core.geo_match import GeoMatch, hierarchy_units, match_units
+
+GEO = "hd_geo"
+AUTO, NONE = "auto", "none"
+DISSOLVE = "(build by merging the level below)"
+NO_PROPERTY = "(no boundaries for this level)"
+SHOWN_CODES = 12  # unmatched codes listed per level and side
+
+
+def state() -> dict:
+    return st.session_state.setdefault(GEO, {"choice": AUTO})
+
+
+def user_geometry():
+    """The user's boundaries, registered for `geo` readers (the registry is per process and
+    bounded, so they are registered again on every use), or None."""
+    g = state().get("geometry")
+    if g is not None:
+        from hierdp_core.geo_upload import register_geometry
+
+        register_geometry(g)
+    return g
+
+
+def matches(h) -> list[GeoMatch]:
+    """The hierarchy ``h`` against every geometry: the user's first, then the bundled ones
+    (usable first, then by rate)."""
+    units = hierarchy_units(h)
+    g = user_geometry()
+    own = [match_units(units, g.reference, g.source)] if g is not None else []
+    return own + geo.match_bundled(units)
+
+
+def chosen_match(h) -> GeoMatch | None:
+    """The match that draws ``h``'s maps: the chosen source's (any rate: the user asked for
+    it), or in 'auto' the user's boundaries when they fit, else the best usable bundled one."""
+    choice = state()["choice"]
+    if choice == NONE:
+        return None
+    found = matches(h)
+    if choice != AUTO:
+        return next((m for m in found if m.source == choice), None)
+    return next((m for m in found if m.ok), None)
+
+
+def map_sources(h) -> dict[int, tuple[str, str]]:
+    """Level index -> (source, level of the source) drawing that level of ``h``."""
+    m = chosen_match(h)
+    if m is None:
+        return {}
+    index = {name: lv for lv, name in enumerate(h.level_names)}
+    return {index[lm.level]: (m.source, lm.target) for lm in m.levels
+            if lm.target is not None and lm.coverage > 0}
+
+
+def label(source: str) -> str:
+    """A source's name for people."""
+    if source.startswith(geo.USER_PREFIX):
+        g = state().get("boundaries")
+        return f"your boundaries ({g.name})" if g is not None else "your boundaries"
+    from hierdp_core.data.samples import SAMPLES
+
+    sample = SAMPLES.get(source)
+    return f"bundled: {sample.title}" if sample else f"bundled: {source}"
+
+
+def unmatched_table(m: GeoMatch) -> pd.DataFrame:
+    """Per level: rates, and the first unmatched codes of each side."""
+    def first(codes):
+        more = f" … (+{len(codes) - SHOWN_CODES:,})" if len(codes) > SHOWN_CODES else ""
+        return ", ".join(codes[:SHOWN_CODES]) + more
+    return pd.DataFrame({
+        "level": [lm.level for lm in m.levels],
+        "boundaries level": [lm.target or "—" for lm in m.levels],
+        "your codes found": [f"{lm.coverage:.0%}" for lm in m.levels],
+        "parents agree": [f"{lm.parents_agree:.0%}" for lm in m.levels],
+        "boundaries used": [f"{lm.feature_coverage:.0%}" for lm in m.levels],
+        "your codes without a boundary": [first(lm.unmatched_codes) for lm in m.levels],
+        "boundaries without a unit": [first(lm.unmatched_features) for lm in m.levels]})
+
+
+def _upload_panel(h) -> None:
+    """Upload a boundary file and pick the property holding each level's codes."""
+    from hierdp_core.geo_upload import build_geometry, read_boundaries
+
+    s = state()
+    upload = st.file_uploader("GeoJSON, zipped Shapefile (.zip) or GeoPackage (.gpkg)",
+                              type=["geojson", "json", "zip", "gpkg"], key="geo_upload")
+    if upload is not None and st.button("Use these boundaries", key="geo_use"):
+        try:
+            s["boundaries"] = read_boundaries(upload.getvalue(), upload.name)
+        except HierdpError as exc:
+            st.error(f"These boundaries cannot be used: {exc}")
+        s.pop("geometry", None)
+    b = s.get("boundaries")
+    if b is None:
+        return
+    st.caption(f"{b.name}: {len(b.frame):,} areas, properties {', '.join(b.properties)}"
+               + (f". {'; '.join(b.notes)}." if b.notes else "."))
+    levels = list(h.level_names[1:])
+    cols = st.columns(len(levels))
+    chosen = {}
+    for i, (col, level) in enumerate(zip(cols, levels, strict=True)):
+        options = [NO_PROPERTY] + ([DISSOLVE] if i < len(levels) - 1 else []) + b.properties
+        guess = next((p for p in b.properties if p.lower() == level.lower()), None)
+        pick = col.selectbox(f"Codes of {level}", options,
+                             index=options.index(guess) if guess else 0,
+                             key=f"geo_prop_{b.digest}_{level}")
+        chosen[level] = pick
+    properties = {lv: p for lv, p in chosen.items() if p not in (NO_PROPERTY, DISSOLVE)}
+    units = _ancestors(h) if DISSOLVE in chosen.values() else None
+    try:
+        g = build_geometry(b, levels, properties, units) if properties else None
+    except HierdpError as exc:
+        st.error(f"These boundaries cannot be used: {exc}")
+        g = None
+    if g is not None and (s.get("geometry") is None or s["geometry"].source != g.source):
+        s["geometry"] = g
+        s["choice"] = g.source
+    if g is None:
+        st.info("Choose the property holding the codes of at least one level.")
+
+
+def _ancestors(h) -> pd.DataFrame:
+    """The table's units, one column per level (codes as text), one row per leaf."""
+    units = hierarchy_units(h)
+    names = list(units)
+    frame = pd.DataFrame({names[-1]: units[names[-1]][0]})
+    for i in range(len(names) - 1, 0, -1):
+        codes, parents = units[names[i]]
+        frame[names[i - 1]] = frame[names[i]].map(dict(zip(codes, parents, strict=True)))
+    return frame
+
+
+def panel(h) -> None:
+    """The Data page's "Maps" section for an uploaded table."""
+    st.subheader("Maps")
+    with st.expander("Your own boundaries", expanded=state().get("boundaries") is not None):
+        _upload_panel(h)
+    found = matches(h)
+    sources = [m.source for m in found]
+    options = [AUTO, *sources, NONE]
+    if state()["choice"] not in options:
+        state()["choice"] = AUTO
+    auto = next((m for m in found if m.ok), None)
+    names = {AUTO: "automatic: " + (label(auto.source) if auto else "no map (nothing fits)"),
+             NONE: "no maps", **{m.source: f"{label(m.source)} ({m.rate:.0%} matched)"
+                                 for m in found}}
+    choice = st.selectbox("Boundaries for the maps", options, format_func=names.get,
+                          index=options.index(state()["choice"]), key="geo_choice",
+                          help="A geometry is matched automatically only when the codes of "
+                               "every level are in it AND each unit's parent code is its "
+                               "parent there, so a table from another country is not drawn "
+                               "on the bundled ones.")
+    state()["choice"] = choice
+    m = chosen_match(h)
+    if m is None:
+        best = found[0] if found else None
+        st.info("No maps: " + ("you chose none." if choice == NONE else
+                               "no boundaries match every level of your table"
+                               + (f" (closest: {label(best.source)}, {best.rate:.0%})"
+                                  if best else "") + ". Upload your own boundaries above."))
+        return
+    (st.success if m.ok else st.warning)(
+        f"Maps drawn on {label(m.source)}: {m.describe()}"
+        + ("" if m.ok else ". Not every level matches: some units have no area on the map."))
+    st.dataframe(unmatched_table(m), hide_index=True, width="stretch")
