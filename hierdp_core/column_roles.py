@@ -1,0 +1,149 @@
+"""Sensible, validated defaults for the column roles of an uploaded table.
+
+A table's columns play roles: geography levels (codes, coarse to fine), unit names, a count
+of people, a group id, a group size, an ordered attribute, origin / destination levels.
+This module judges which columns CAN play a numeric role (by dtype and values, never by
+name alone) and ranks the candidates by name hints; the dashboard offers only valid
+columns and says so when there is none. Nothing here looks at more than the table's
+schema and per-column summaries (no per-row loop).
+
+>>> t = pd.DataFrame({"region_code": [1, 1, 2], "region_name": ["A", "A", "B"],
+...                   "commune": ["x", "y", "z"], "size": [1, 3, 2], "n": [5.0, 2.0, 1.0]})
+>>> count_candidates(t, exclude=["region_code", "commune"])
+['n', 'size']
+>>> size_candidates(t, exclude=["region_code", "commune"])
+['size', 'n']
+>>> guess_levels(t)
+['region_code', 'commune']
+>>> guess_name_columns(t, ["region_code", "commune"])
+{'region_code': 'region_name'}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+SIZE_HINTS = ("size", "persons", "people", "members", "household_size", "hh_size")
+COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "households",
+               "groups", "trips", "flows", "flights", "workers", "commuters", "total",
+               "freq", "weight")
+GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family")
+CODE_WORDS = ("code", "id", "fips", "geoid", "istat", "zip", "key")
+NAME_WORDS = ("name", "nom", "label", "nome", "libelle")
+
+
+def _words(column: str) -> list[str]:
+    return [w for w in re.split(r"[^a-z0-9]+", str(column).lower()) if w]
+
+
+def _hinted(column: str, hints: Iterable[str]) -> bool:
+    name = str(column).lower()
+    return name in hints or any(w in hints for w in _words(column))
+
+
+def looks_like_code(column: str) -> bool:
+    """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``)."""
+    return any(w in CODE_WORDS for w in _words(column))
+
+
+def integer_valued(series: pd.Series) -> bool:
+    """Numeric dtype (not boolean) whose non-missing values are all whole numbers >= 0."""
+    if series.dtype.kind not in "iuf":
+        return False
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    values = values[np.isfinite(values)]
+    return values.size > 0 and bool(np.all(values >= 0) and np.all(values == np.floor(values)))
+
+
+def _ranked(table: pd.DataFrame, exclude: Iterable[str], hints: tuple[str, ...]) -> list[str]:
+    """Integer-valued, non-code columns not in ``exclude``: hinted names first (in hint
+    order), then the rest in table order."""
+    skip = set(map(str, exclude))
+    valid = [str(c) for c in table.columns if str(c) not in skip and not looks_like_code(c)
+             and integer_valued(table[c])]
+
+    def rank(column: str) -> int:
+        return next((i for i, h in enumerate(hints) if _hinted(column, (h,))), len(hints))
+    return sorted(valid, key=rank)
+
+
+def count_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
+    """Columns that can hold a count of people or trips, the most likely first."""
+    return _ranked(table, exclude, COUNT_HINTS)
+
+
+def size_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
+    """Columns that can hold a group size, the most likely first."""
+    return _ranked(table, exclude, SIZE_HINTS + COUNT_HINTS)
+
+
+def attribute_candidates(table: pd.DataFrame, exclude: Iterable[str] = (),
+                         hints: tuple[str, ...] = ("age", "income", "travel_time")) -> list[str]:
+    """Columns that can be an ordered integer attribute (signed allowed), hinted first."""
+    skip = set(map(str, exclude))
+    valid = [str(c) for c in table.columns if str(c) not in skip and not looks_like_code(c)
+             and table[c].dtype.kind in "iu"]
+    return sorted(valid, key=lambda c: (not _hinted(c, hints), valid.index(c)))
+
+
+def group_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
+    """Columns that can identify a group (any non-float column), hinted names first."""
+    skip = set(map(str, exclude))
+    valid = [str(c) for c in table.columns if str(c) not in skip and table[c].dtype.kind != "f"]
+    return sorted(valid, key=lambda c: (not _hinted(c, GROUP_HINTS), valid.index(c)))
+
+
+def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
+    """Every value of ``fine`` sits in one value of ``coarse``."""
+    return bool((table.groupby(fine, sort=False)[coarse].nunique(dropna=False) <= 1).all())
+
+
+def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: int = 4,
+                 sample_rows: int = 200_000) -> list[str]:
+    """Geography level columns, coarse to fine: non-float, non-name columns that are not
+    count-like or a group / person id, ordered by their number of distinct values, each nested in the one before
+    (every finer code sits in one coarser code). Of two columns in one-to-one
+    correspondence (a code and its name) the code-like one is kept. [] when none fits.
+    Judged on at most ``sample_rows`` rows."""
+    part = table.head(sample_rows)
+    skip = set(map(str, exclude)) | set(count_candidates(part))
+    pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
+            and not any(w in NAME_WORDS for w in _words(c))
+            and not _hinted(c, GROUP_HINTS + ("person", "person_id", "pid"))]
+    distinct = {c: int(part[c].nunique()) for c in pool}
+    pool = [c for c in pool if distinct[c] > 1]
+    pool.sort(key=lambda c: (distinct[c], not looks_like_code(c)))
+    chain: list[str] = []
+    for column in pool:
+        if chain and distinct[column] == distinct[chain[-1]]:
+            continue  # one-to-one with the level before: a name or an alias
+        if not chain or _determines(part, column, chain[-1]):
+            chain.append(column)
+        if len(chain) == max_levels:
+            break
+    return chain
+
+
+def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]:
+    """Level -> a text column naming its units: ``<level>_name`` if present, else a text
+    column with a name-like word in one-to-one correspondence with the level's codes."""
+    columns = [str(c) for c in table.columns]
+    texts = [c for c in columns if c not in levels and table[c].dtype.kind in "OSU"]
+    out: dict[str, str] = {}
+    for level in levels:
+        stem = re.sub(r"(_?(code|id|cod|codice))$", "", level, flags=re.I)
+        for c in [f"{level}_name", f"{stem}_name"] + [
+                c for c in texts if any(w in NAME_WORDS for w in _words(c))]:
+            if c in texts and c not in out.values() and _names_level(table, level, c):
+                out[level] = c
+                break
+    return out
+
+
+def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:
+    return (int(table[column].nunique()) == int(table[level].nunique())
+            and _determines(table, level, column))
