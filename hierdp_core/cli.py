@@ -108,9 +108,6 @@ def cmd_release(args) -> int:
     refuse_nonprivate(mechanism.info, args.allow_nonprivate)
     check_invariants(args, mechanism)
     budget = budget_from_args(args)
-    if args.query != "counts" and args.interval:
-        raise InputError("--interval: intervals are computed for counts releases only so far "
-                         f"({args.query} are released without lower and upper); drop it")
     if args.seed is not None and args.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
@@ -122,8 +119,9 @@ def cmd_release(args) -> int:
     split = (choice.shares if choice is not None
              else _weights(args.split) or args.split_preset)
     release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
-    if args.query == "counts" and args.interval != 0.0:
-        release = with_intervals(release, args.interval or DEFAULT_LEVEL)
+    if args.interval != 0.0:  # every query kind; --interval none gives none
+        release = with_intervals(release, args.interval or DEFAULT_LEVEL,
+                                 workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
     paths = write_release(release, args.out, formats=tuple(csv_list(args.format)),
                           structure_declared=structure_declared,

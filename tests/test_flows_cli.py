@@ -64,7 +64,7 @@ def test_consistent_flow_release(capsys, tmp_path, trips_csv, mechanism):
     assert code == 0, err
     table = read(tmp_path)
     assert list(table.columns) == ["level", "level_name", "node_id", "parent_id", "label",
-                                   "origin_id", "destination_id", "value"]
+                                   "origin_id", "destination_id", "value", "lower", "upper"]  # --interval 0.9 by default
     assert (table["value"] > 0).all()
     assert sorted(set(table["level"])) == [0, 1, 2, 3, 4]
     assert (table["node_id"] == table["origin_id"] + ">" + table["destination_id"]).all()

@@ -74,7 +74,7 @@ def test_consistent_group_size_release(capsys, tmp_path, people_csv, mechanism):
                                                          "category": str},
                         keep_default_na=False)
     assert list(table.columns) == ["level", "level_name", "node_id", "parent_id", "label",
-                                   "category", "value"]
+                                   "category", "value", "lower", "upper"]  # --interval 0.9 by default
     assert sorted(set(table["category"]), key=int) == [str(s) for s in range(MAX_SIZE + 1)]
     assert table["value"].dtype.kind == "i" and (table["value"] >= 0).all()
     per_level = table.groupby("level")["value"].sum()

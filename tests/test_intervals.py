@@ -174,25 +174,10 @@ def test_cli_interval_option(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_cli_refuses_an_interval_it_cannot_give(tmp_path, capsys):
-    ages = pd.DataFrame({"st": ["A", "B"], "age": [3, 4]})
-    ages.to_csv(tmp_path / "ages.csv", index=False)
-    base = ["release", str(tmp_path / "ages.csv"), "--query", "ranges", "--levels", "st",
-            "--attribute", "age", "--structure-from-data", "--mechanism", "identity",
-            "--epsilon", "1", "--seed", "1", "--key-file", str(tmp_path / "key")]
-    assert main([*base, "--out", str(tmp_path / "r"), "--interval", "0.9"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: --interval: intervals are computed for counts") and \
-        err.count("\n") == 1
-    assert not (tmp_path / "r").exists()
-    assert main([*base, "--out", str(tmp_path / "s")]) == 0  # no intervals asked for
-    assert main([*base, "--out", str(tmp_path / "t"), "--interval", "none"]) == 0
-
-
 def test_large_trees_bound_the_bootstrap(monkeypatch):
     """Categories run in blocks and a tree too large for the replicates gets fewer (said in
     the record), so the bootstrap's memory stays bounded."""
-    import hierdp_core.intervals as intervals
+    import hierdp_core.intervals.counts as intervals
 
     release = get_mechanism("topdown").release(batched(tree(), 3), PURE,
                                                source=NoiseSource(seed=1))

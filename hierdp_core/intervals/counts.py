@@ -1,4 +1,4 @@
-"""Intervals for every released count (issue 17): per cell a (lower, upper) at a confidence
+"""Intervals on counts releases (issue 17): per cell a (lower, upper) at a confidence
 level, computed from the release alone: its released values and public parameters (the
 mechanism and its parameters, the tree, each level's noise as the ledger records it). No
 true value and no noisy measurement enters, so this is post-processing: the seeded numpy
@@ -51,20 +51,27 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import math
-
 import numpy as np
 
 from hierdp_core.errors import InputError
+from hierdp_core.intervals.bootstrap import (
+    DEFAULT_LEVEL,
+    MIN_REPLICATES,
+    SEED,
+    by_time,
+    check_level,
+    feasible,
+    interval_record,
+    order_statistic,
+    rank,
+    symmetric_half_widths,
+)
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
 from hierdp_core.queries.counts import CountData
 from hierdp_core.release import CellIntervals, Release
 
-DEFAULT_LEVEL = 0.9
-SEED = 17  # public: the intervals' simulations draw noise only, around released values
 #: least-squares simulation draws at most (noise only, one float column each), fewer when
 #: nodes x draws would pass `SIMULATION_DRAWS`: 1,000 for the 3,193 US nodes (0.2 s)
 LS_REPLICATES = 1000
@@ -76,16 +83,8 @@ TOPDOWN_REPLICATES = 200
 BOOTSTRAP_CELL_DRAWS = 3_000_000
 _CHUNK_CELLS = 1 << 17  # bootstrap cells per call of the estimator (cache-sized: fastest)
 _MAX_DRAWS = 1 << 24  # bootstrap redraws held at once (128 MB, twice that at peak)
-MIN_REPLICATES = 20  # the least either gets by default
-INPUTS = "released values and public parameters only"
 RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
-
-
-def with_intervals(release: Release, level: float = DEFAULT_LEVEL,
-                   replicates: int | None = None) -> Release:
-    """The release carrying `count_intervals` (its table gains ``lower`` and ``upper``)."""
-    return dataclasses.replace(release, intervals=count_intervals(release, level, replicates))
 
 
 def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
@@ -93,20 +92,16 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     """Per-cell intervals at confidence ``level`` (0 < level < 1) of a counts release, from
     its released values and public parameters only (module doc). ``replicates``: draws of
     the simulation or bootstrap (default chosen by time, see the constants)."""
-    level = float(level)
-    if not 0 < level < 1:
-        raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
-    if replicates is not None and replicates < 2:
-        raise InputError(f"intervals need at least 2 replicates, got {replicates}")
+    level = check_level(level, replicates)
     noises = release.level_noises()
     name = release.mechanism
     if name in RAW:
         methods, draws = ["exact"] * len(noises), None
-        below, above = (_per_node(release, h) for h in _raw_half_widths(
+        below, above = (per_node(release, h) for h in raw_half_widths(
             noises, level, release.parameters.get("round_clamp", False)))
         lower, upper = release.values - below, release.values + above
     elif name == "least-squares":
-        draws = replicates or _by_time(release.hierarchy.n_nodes, LS_REPLICATES,
+        draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
         lower, upper, methods, draws = _least_squares(release, noises, level, draws)
     elif name == "topdown":
@@ -120,28 +115,19 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     if release.invariants:  # the root, published exactly
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
-    record = {"level": level, "method": dict(zip(release.hierarchy.level_names, methods,
-                                                 strict=True)),
-              "replicates": draws, "seed": SEED if draws else None, "inputs": INPUTS,
-              "privacy_cost": "none: post-processing of the release",
-              "clipped_at_zero": True, "columns": ["lower", "upper"]}
-    return CellIntervals(np.maximum(lower, 0), np.maximum(upper, 0), record)
+    record = interval_record(level, dict(zip(release.hierarchy.level_names, methods,
+                                             strict=True)), draws)
+    return feasible(lower, upper, record)
 
 
 def bootstrap_replicates(cells: int) -> int:
     """TopDown's default replicates for a release of ``cells`` cells, chosen by time:
     `TOPDOWN_REPLICATES`, fewer when cells x replicates would pass `BOOTSTRAP_CELL_DRAWS`
     (the bootstrap's cost), never below `MIN_REPLICATES`."""
-    return _by_time(cells, TOPDOWN_REPLICATES, BOOTSTRAP_CELL_DRAWS)
+    return by_time(cells, TOPDOWN_REPLICATES, BOOTSTRAP_CELL_DRAWS)
 
 
-def _by_time(size: int, most: int, draws: int) -> int:
-    """``most`` replicates of ``size`` values each, fewer when that passes ``draws``
-    values, never below `MIN_REPLICATES`."""
-    return int(np.clip(draws // max(size, 1), MIN_REPLICATES, most))
-
-
-def _raw_half_widths(noises: list[Noise | None], level: float,
+def raw_half_widths(noises: list[Noise | None], level: float,
                      rounded: bool) -> tuple[np.ndarray, np.ndarray]:
     """The half-widths below and above the value per level for the raw mechanisms: a_l,
     the noise's ``abs_quantile`` (rounded continuous noise e has P(|rint e| <= k) =
@@ -158,7 +144,7 @@ def _raw_half_widths(noises: list[Noise | None], level: float,
     return below, above
 
 
-def _per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
+def per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
     """A per-level array (n_levels,) spread over the nodes, as a column (n_nodes, 1)."""
     return per_level[release.hierarchy.level_of_nodes()][:, None]
 
@@ -179,24 +165,12 @@ def _least_squares(release: Release, noises: list[Noise | None], level: float,
         errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.abs(errors) / sd[:, None]
-        c = np.array([_order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
+        c = np.array([order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
                                        level)
                       for lv in range(h.n_levels)])
         methods, draws = ["simulated"] * h.n_levels, replicates
-    half = _per_node(release, c) * sd[:, None]
+    half = per_node(release, c) * sd[:, None]
     return release.values - half, release.values + half, methods, draws
-
-
-def _rank(level: float, m: int) -> int:
-    """The 0-based rank of the ceil(level (m + 1))-th smallest of m draws (the largest when
-    beyond m): a new draw falls at or below it with probability at least ``level``."""
-    return min(math.ceil(level * (m + 1)), m) - 1
-
-
-def _order_statistic(sample: np.ndarray, level: float) -> float:
-    """`_rank`'s order statistic of a flat sample."""
-    rank = _rank(level, sample.size)
-    return float(np.partition(sample, rank)[rank])
 
 
 def _variances(noises: list[Noise | None]) -> np.ndarray:
@@ -233,7 +207,7 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
     replicates = min(replicates, max(_MAX_DRAWS // n, MIN_REPLICATES))
     variance = _variances(noises)
     source = NoiseSource(seed=SEED)
-    rank = _rank(level, replicates)
+    r = rank(level, replicates)
     above = np.empty_like(values)
     below = np.empty_like(values)
     block = max(1, _MAX_DRAWS // (n * replicates))
@@ -247,10 +221,6 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
             base = np.tile(cols, m)  # column j: replicate j // width, category j % width
             redraw = _redraw(release, noises, base, variance, source)
             d[:, :, start:start + m] = (redraw - base).reshape(n, m, width).transpose(0, 2, 1)
-        a = np.partition(np.abs(d), rank, axis=2)[:, :, rank]
-        above[:, first:first + block] = a
-        if release.is_integer:  # a - 1 below when [-a, a - 1] still holds rank + 1 draws
-            inside = ((d >= -a[:, :, None]) & (d < a[:, :, None])).sum(axis=2)
-            a = a - ((a > 0) & (inside > rank))
-        below[:, first:first + block] = a
+        below[:, first:first + block], above[:, first:first + block] = \
+            symmetric_half_widths(d, r, release.is_integer)
     return below, above, replicates

@@ -1,0 +1,52 @@
+"""Intervals on every released value (issue 17, item 1): per released cell a (lower, upper)
+at a confidence level, computed from the release alone (its released values and public
+parameters: the mechanism and its parameters, the tree or geography, the budget, split and
+noise the ledger records, the public workload). No true value and no noisy measurement
+enters, so this is post-processing: the seeded numpy noise drawn here (public seed
+`SEED`) costs no privacy. The manifest's ``intervals`` record says how, per level.
+
+One module per query kind: `counts` (closed form for raw and least squares, a stacked
+bootstrap for TopDown), `group_sizes`, `flows` and `ranges` (closed form for the raw
+baselines, otherwise a parametric bootstrap re-running the mechanism on the released table
+as plug-in truth, `bootstrap`). `with_intervals` picks the right one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hierdp_core.flows.release import FlowRelease
+from hierdp_core.intervals.bootstrap import DEFAULT_LEVEL, INPUTS, SEED
+from hierdp_core.intervals.counts import bootstrap_replicates, count_intervals
+from hierdp_core.intervals.flows import flow_intervals
+from hierdp_core.intervals.group_sizes import group_size_intervals
+from hierdp_core.intervals.ranges import range_intervals
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.ranges.workloads import Workload
+from hierdp_core.release import CellIntervals, Release
+
+__all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "count_intervals",
+           "flow_intervals", "group_size_intervals", "intervals_for", "range_intervals",
+           "with_intervals"]
+
+
+def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
+                  replicates: int | None = None, *,
+                  workload: Workload | None = None) -> CellIntervals:
+    """The intervals of any release, by its query kind (``workload``: a range release's
+    public workload, see `range_intervals`)."""
+    if isinstance(release, FlowRelease):
+        return flow_intervals(release, level, replicates)
+    queries = get_mechanism(release.mechanism).info.queries
+    if "ranges" in queries:
+        return range_intervals(release, level, replicates, workload=workload)
+    if "group-sizes" in queries:
+        return group_size_intervals(release, level, replicates)
+    return count_intervals(release, level, replicates)
+
+
+def with_intervals(release, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,
+                   workload: Workload | None = None):
+    """The release carrying `intervals_for` (its table gains ``lower`` and ``upper``)."""
+    return dataclasses.replace(release, intervals=intervals_for(
+        release, level, replicates, workload=workload))

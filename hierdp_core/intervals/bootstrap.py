@@ -1,0 +1,143 @@
+"""What the intervals of every query kind share (`hierdp_core.intervals`): the level check,
+the manifest record, order statistics, the symmetric half-widths of bootstrap errors, and
+the parametric bootstrap that re-runs a mechanism's public release API on a plug-in truth
+made from the released values.
+
+Contract: only released values and public parameters (the mechanism, its parameters, the
+budget and split the ledger records, public workloads and geographies) enter; the numpy
+noise of the re-runs comes from the public seed `SEED`, so computing an interval is
+post-processing and costs no privacy. Private data-dependent stages of a mechanism (DAWA's
+partition) are re-run on the plug-in too, with that seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from hierdp_core.errors import InputError
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.release import CellIntervals
+
+DEFAULT_LEVEL = 0.9
+SEED = 17  # public: the intervals' simulations draw noise only, around released values
+INPUTS = "released values and public parameters only"
+MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default
+#: re-run bootstraps (group sizes, flows, ranges): at most this many replicates, as many as
+#: fit in `RERUN_SECONDS` of the first re-run's time, never below `MIN_REPLICATES`
+RERUN_REPLICATES = 200
+RERUN_SECONDS = 5.0
+MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
+#: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
+LEDGER_CHECKED = ("noise_scale", "budget")
+
+
+def check_level(level: float, replicates: int | None) -> float:
+    """``level`` as a float strictly between 0 and 1 and at least 2 ``replicates`` (None:
+    chosen by time), else an `InputError`."""
+    level = float(level)
+    if not 0 < level < 1:
+        raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
+    if replicates is not None and replicates < 2:
+        raise InputError(f"intervals need at least 2 replicates, got {replicates}")
+    return level
+
+
+def by_time(size: int, most: int, draws: int) -> int:
+    """``most`` replicates of ``size`` values each, fewer when that passes ``draws``
+    values, never below `MIN_REPLICATES`."""
+    return int(np.clip(draws // max(size, 1), MIN_REPLICATES, most))
+
+
+def rank(level: float, m: int) -> int:
+    """The 0-based rank of the ceil(level (m + 1))-th smallest of m draws (the largest when
+    beyond m): a new draw falls at or below it with probability at least ``level``."""
+    return min(math.ceil(level * (m + 1)), m) - 1
+
+
+def order_statistic(sample: np.ndarray, level: float) -> float:
+    """`rank`'s order statistic of a flat sample."""
+    r = rank(level, sample.size)
+    return float(np.partition(sample, r)[r])
+
+
+def symmetric_half_widths(d: np.ndarray, r: int,
+                          integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, from its bootstrap errors ``d`` (replicates on the last axis), the
+    half-widths (below, above): a, the rank-``r`` order statistic of |d|; with ``integer``
+    errors a - 1 below when [-a, a - 1] still holds r + 1 draws (the smallest interval
+    holding the level). The symmetric form keeps covering small counts, whose clipped
+    redraws are one-sided."""
+    a = np.partition(np.abs(d), r, axis=-1)[..., r]
+    if not integer:
+        return a, a
+    inside = ((d >= -a[..., None]) & (d < a[..., None])).sum(axis=-1)
+    return a - ((a > 0) & (inside > r)), a
+
+
+def interval_record(level: float, methods: dict, draws: int | None, **extra) -> dict:
+    """The manifest's ``intervals`` record (the same format for every query kind)."""
+    return {"level": level, "method": methods, "replicates": draws,
+            "seed": SEED if draws else None, "inputs": INPUTS,
+            "privacy_cost": "none: post-processing of the release",
+            "clipped_at_zero": True, "columns": ["lower", "upper"], **extra}
+
+
+def feasible(lower: np.ndarray, upper: np.ndarray, record: dict) -> CellIntervals:
+    """The intervals intersected with the feasible set [0, inf) (an interval wholly below 0
+    becomes [0, 0])."""
+    return CellIntervals(np.maximum(lower, 0), np.maximum(upper, 0), record)
+
+
+def release_budget(privacy: dict) -> PrivacyBudget:
+    """The budget a release spent, as its privacy record states it (public)."""
+    definition = privacy.get("definition")
+    if definition == ZCDP:
+        return PrivacyBudget.zcdp(privacy["rho"], privacy.get("delta"))
+    if definition == APPROX_DP:
+        return PrivacyBudget.approx(privacy["epsilon"], privacy["delta"])
+    if definition == PURE_DP:
+        return PrivacyBudget.pure(privacy["epsilon"])
+    raise InputError(f"the release's privacy record names no budget ({definition!r}): "
+                     "its intervals cannot be re-run")
+
+
+def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[object],
+                    np.ndarray], plugin: np.ndarray, ledger, level: float,
+                    replicates: int | None, integer: bool):
+    """Parametric bootstrap by re-running a mechanism: ``rerun(source)`` releases the
+    plug-in truth once (public budget, split and parameters), ``cells(release)`` its values
+    aligned with ``plugin`` (flat). The first re-run is timed: without ``replicates``, as
+    many as fit in `RERUN_SECONDS` (`RERUN_REPLICATES` at most, `MIN_REPLICATES` at least),
+    fewer when `MAX_DRAWS` errors would not fit. The first re-run's ledger must reproduce
+    ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's.
+    Returns the half-widths (below, above) per cell and the replicates drawn."""
+    source = NoiseSource(seed=SEED)
+    start = time.perf_counter()
+    first = rerun(source)
+    took = time.perf_counter() - start
+    _check_ledger(ledger, first.ledger)
+    if replicates is None:
+        replicates = int(np.clip(RERUN_SECONDS / max(took, 1e-6), MIN_REPLICATES,
+                                 RERUN_REPLICATES))
+    replicates = min(replicates, max(MAX_DRAWS // max(plugin.size, 1), MIN_REPLICATES))
+    d = np.empty((plugin.size, replicates), dtype=np.float32)
+    d[:, 0] = cells(first) - plugin
+    for j in range(1, replicates):  # one vectorised release per replicate
+        d[:, j] = cells(rerun(source)) - plugin
+    below, above = symmetric_half_widths(d, rank(level, replicates), integer)
+    return below.astype(np.float64), above.astype(np.float64), replicates
+
+
+def _check_ledger(original, rerun) -> None:
+    for column in LEDGER_CHECKED:
+        if column in original and column in rerun:
+            a = original[column].to_numpy(dtype=float)
+            b = rerun[column].to_numpy(dtype=float)
+            if a.shape != b.shape or not np.allclose(a, b, equal_nan=True):
+                raise InputError(f"the intervals' re-run does not reproduce the release's "
+                                 f"{column} per level ({list(a)} vs {list(b)}): not computed")
