@@ -1,12 +1,16 @@
-"""Export: download the release (CSV, Parquet, GeoJSON) with its manifest, and, separately,
-a confidential evaluation report."""
+"""Export: save or load the configuration; download the release (CSV, Parquet, GeoJSON)
+with its manifest, the release report for stakeholders, and, separately, a confidential
+evaluation report."""
 
 import json
 
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_config as config_ui
 from hierdp_core import dashboard_release as rel
+from hierdp_core.config import config_from_dict, config_json
+from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
 from hierdp_core.geo import level_geojson
 from hierdp_core.intervals import with_intervals
@@ -14,13 +18,45 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
+from hierdp_core.report_stakeholder import report_html
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
+
+LOADED, STAKEHOLDER = "hd_config_loaded", "hd_stakeholder_report"
+
+
+def load_config() -> None:
+    """Apply the uploaded configuration (on upload, before the page is drawn)."""
+    uploaded = st.session_state.get("cfg_upload")
+    if uploaded is None:
+        return
+    try:
+        notes = config_ui.apply_config(config_from_dict(json.loads(uploaded.getvalue())))
+    except (HierdpError, ValueError) as exc:
+        st.session_state[LOADED] = (False, f"The configuration cannot be loaded: {exc}")
+    else:
+        st.session_state[LOADED] = (True, "Loaded " + uploaded.name + ". " + " ".join(
+            f"Note: {n}." for n in notes))
+
 
 ui.page_header("Export", "Download the released tables and their manifest.")
 data = ui.require_count_data()
 h = data.hierarchy
 release = ui.current_release()
+with st.expander("Configuration: save it, or load a saved one", icon=":material/settings:",
+                 expanded=release is None):
+    st.download_button("Save the configuration (JSON)",
+                       config_json(config_ui.current_config(release)),
+                       "hierdp_config.json", "application/json", key="cfg_save")
+    st.file_uploader("Load a configuration (JSON)", type=["json"], key="cfg_upload",
+                     on_change=load_config)
+    st.caption("Data, levels, mechanism, parameters, budget, split and seed; the same file "
+               "works on the command line: `hierdp release --config hierdp_config.json`.")
+    loaded = st.session_state.pop(LOADED, None)
+    if loaded:
+        (st.success if loaded[0] else st.error)(loaded[1])
+        if loaded[0]:
+            ui.next_page("pages/4_Results.py", "See the release on the Results page")
 if release is None:
     st.info("No release for the current settings yet.")
     ui.next_page("pages/4_Results.py", "Run it on the Results page")
@@ -75,6 +111,27 @@ if geo_levels:
     if missing:
         st.caption(f"{len(missing)} units have no geometry and are listed under "
                    "'missing_geometry' in the file.")
+
+st.divider()
+st.subheader("Release report for stakeholders (HTML)")
+st.caption("One self-contained file that opens offline: the configuration, the verdict, the "
+           "budget ledger, maps, expected errors, the trade-off against ε and an explanation "
+           "in plain words.")
+evaluate = st.checkbox("Add the error against the true data (the report is then "
+                       "CONFIDENTIAL)", key="report_truth")
+if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
+    with st.spinner("Writing the report…"):
+        st.session_state[STAKEHOLDER] = ((rel.release_token(release), evaluate), report_html(
+            release, data, config_ui.current_config(release).to_dict(),
+            structure_declared=data.declared_structure, evaluation=evaluate,
+            geometries={lv: (level_geojson(*src), ui.map_projection(src[0]))
+                        for lv, src in sources.items()},
+            sweep=st.session_state.get(ui.SWEEP) if evaluate else None))
+prepared = st.session_state.get(STAKEHOLDER)
+if prepared and prepared[0] == (rel.release_token(release), evaluate):
+    st.download_button("Download the report (HTML)", prepared[1],
+                       ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report.html",
+                       "text/html", key="dl_stakeholder")
 
 st.divider()
 st.subheader(":material/warning: Evaluation report (CONFIDENTIAL — do not publish)")

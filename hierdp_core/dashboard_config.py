@@ -1,0 +1,104 @@
+"""The dashboard's configuration as a `hierdp_core.config.ReleaseConfig`: saved from the
+session (data, column roles, mechanism, budget, split, the Results page's seed) and loaded
+back into it, so the Results page redraws the same release.
+
+Session keys written on load: ``hd_dataset`` / ``hd_roles`` (a bundled sample is loaded),
+``hd_settings``, the split sliders (`dashboard_split.set_split`), and the Results page's
+randomness widgets ``rand_mode`` and ``seed``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_split as split_ui
+from hierdp_core import dashboard_structure as structure
+from hierdp_core.config import ConfigError, ReleaseConfig
+from hierdp_core.data.sample_files import sample_category_values
+from hierdp_core.privacy.budget import split_shares
+
+MODE, SEED = "rand_mode", "seed"  # the Results page's randomness widgets
+EXPLORATION = "Exploration (seeded, reproducible)"
+SECURE = "Release (OS entropy, OpenDP samplers)"
+
+
+def current_config(release=None) -> ReleaseConfig:
+    """The configuration of the count release as the session holds it; the seed is
+    ``release``'s when given (None for secure noise), else the Results page's."""
+    ds, r = ui.ensure_dataset(), ui.roles()
+    data = ui.count_data()
+    s = ui.settings(data.hierarchy.n_levels)
+    declared = structure.state()
+    if ds["sample"]:
+        source = {"sample": ds["sample"]}
+    else:
+        geography = declared.get("geography") if declared.get("declared") else None
+        source = {"file": ds["name"], **({"geography": geography["name"]} if geography
+                                         else {})}
+    if not data.declared_structure:  # the table's own values are not public: not saved
+        values = {}
+    elif ds["sample"]:
+        values = sample_category_values(ds["sample"], r["category_columns"])
+    else:
+        values = {c: declared["category_values"][c] for c in r["category_columns"]}
+    zcdp = s["definition"] == "zcdp"
+    if release is not None:
+        seed = release.randomness.get("seed")
+    elif st.session_state.get(MODE, EXPLORATION) == EXPLORATION:
+        seed = int(st.session_state.get(SEED, 0))
+    else:
+        seed = None
+    return ReleaseConfig(
+        mechanism=s["mechanism"], epsilon=None if zcdp else float(s["epsilon"]),
+        rho=float(s["rho"]) if zcdp else None, delta=float(s["delta"]) if zcdp else None,
+        data=source, levels=tuple(r["levels"]), count_column=r["count_column"],
+        category_columns=tuple(r["category_columns"]), category_values=values,
+        structure="declared" if data.declared_structure else "from-data",
+        params=dict(s["params"]), split=tuple(float(w) for w in s["weights"]),
+        seed=None if seed is None else int(seed))
+
+
+def apply_config(cfg: ReleaseConfig) -> list[str]:
+    """Make ``cfg`` the session's configuration (a bundled sample is loaded; an upload must
+    be the one loaded now). Returns notes on what the dashboard cannot show exactly.
+    Raises `ConfigError` for a configuration the dashboard cannot take."""
+    if cfg.query != "counts":
+        raise ConfigError(f"the dashboard loads counts configurations; this one is for "
+                          f"{cfg.query} (use it with hierdp release --config)")
+    ds = ui.ensure_dataset()
+    if "sample" in cfg.data:
+        if cfg.data["sample"] not in ui.SAMPLES:
+            raise ConfigError(f"unknown sample {cfg.data['sample']!r}; the dashboard has "
+                              f"{list(ui.SAMPLES)}")
+        if ds["sample"] != cfg.data["sample"]:
+            ui.load_sample_into_state(cfg.data["sample"])
+    elif ds["sample"] or ds["name"] != cfg.data.get("file"):
+        raise ConfigError(f"the configuration is for the file {cfg.data.get('file')!r}: "
+                          "upload it on the Data page first, then load the configuration")
+    roles = ui.roles()
+    if cfg.levels:
+        ui.set_roles({**roles, "levels": list(cfg.levels), "count_column": cfg.count_column,
+                      "category_columns": list(cfg.category_columns)})
+    n_levels = len(ui.roles()["levels"]) + 1
+    s = ui.settings(n_levels)
+    notes = []
+    s.update(mechanism=cfg.mechanism, params=dict(cfg.params))
+    if cfg.rho is not None:
+        s.update(definition="zcdp", rho=cfg.rho, delta=cfg.delta or s["delta"])
+    else:
+        s.update(definition="pure-dp", epsilon=cfg.epsilon)
+        if cfg.delta is not None:
+            notes.append(f"δ = {cfg.delta:g} is not used: the dashboard runs pure ε-DP")
+        if cfg.epsilon not in ui.EPSILON_GRID:
+            notes.append(f"ε = {cfg.epsilon:g} is used, but the Mechanism & budget page's "
+                         "slider has no such step: moving it there changes ε")
+    weights = (split_shares(n_levels, cfg.split) if isinstance(cfg.split, str)
+               else cfg.split or [1.0] * n_levels)
+    if len(weights) != n_levels:
+        raise ConfigError(f"the split has {len(weights)} weights for {n_levels} levels "
+                          "(one per level, root first)")
+    split_ui.set_split(s, list(weights))
+    st.session_state[MODE] = SECURE if cfg.seed is None else EXPLORATION
+    st.session_state[SEED] = int(cfg.seed or 0)
+    return notes

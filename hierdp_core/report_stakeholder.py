@@ -1,0 +1,221 @@
+"""The one-click report of a counts release for stakeholders: one self-contained HTML file
+(plotly.js inlined once, maps drawn from GeoJSON embedded in the figures, the offline plotly
+config of `hierdp_core.viz`), readable without a network.
+
+Sections: a plain-language explanation, the configuration (as saved by
+`hierdp_core.config`), the publishable verdict, the budget ledger, maps of the released
+values, the a priori error per level and its trade-off against epsilon. All of these come
+from the release and public parameters only, and the report says so in a green banner.
+With ``evaluation=True`` it also holds the error against the TRUE data (tables, a true vs
+released plot, and the Trade-offs page's sweep when given): it then carries the red
+CONFIDENTIAL banner of `hierdp_core.report`.
+
+Example
+-------
+>>> from hierdp_core.data.samples import synthetic_us_like
+>>> from hierdp_core.queries.counts import count_data_from_table
+>>> from hierdp_core.compare import Side, release_side
+>>> data = count_data_from_table(synthetic_us_like(seed=1, n_states=2, n_counties=4),
+...                              ["state", "county"], count_column="count")
+>>> rel = release_side(data, Side("topdown", 1.0, seed=0))
+>>> page = report_html(rel, data, {"mechanism": "topdown"}, structure_declared=False)
+>>> PUBLIC_BANNER in page, CONFIDENTIAL_BANNER in page
+(True, False)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from hierdp_core import __version__
+from hierdp_core.experiments import budget_for, summarise
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.metrics import ALL_BIN, error_metrics
+from hierdp_core.privacy.budget import rho_to_epsilon
+from hierdp_core.report import (
+    CONFIDENTIAL_BANNER,
+    budget_summary,
+    document,
+    escape,
+    figures_html,
+    frame_table,
+    glossary_html,
+    invariants_html,
+    kv_table,
+    mechanism_summary,
+)
+from hierdp_core.verdict import release_verdict
+from hierdp_core.viz import (
+    PALETTE,
+    choropleth,
+    ledger_figure,
+    sweep_figure,
+    true_vs_released_scatter,
+)
+
+PUBLIC_BANNER = ("Released values and public parameters only: no true count is in this "
+                 "report.")
+TRADEOFF_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+MAX_MAP_UNITS = 4000  # levels with more units are left off the maps (the file stays small)
+ERROR_COLUMNS = ["level_name", "units", "cells", "mae", "rmse", "mape", "max_abs_error",
+                 "tvd_accuracy", "share_over_10pct"]
+
+
+def a_priori_tradeoff(data, mechanism: str, params: dict, split,
+                      epsilons=TRADEOFF_EPSILONS) -> pd.DataFrame:
+    """The ledger's expected |error| per measured cell of every level at each epsilon (the
+    tree's shape and the budget only; no count is read): columns epsilon, level_name,
+    expected_abs_error."""
+    m = get_mechanism(mechanism)
+    rows = [m.ledger(data, budget_for(mechanism, eps, params), split=split, **params)
+            .assign(epsilon=eps) for eps in epsilons]
+    return pd.concat(rows, ignore_index=True)[["epsilon", "level_name",
+                                               "expected_abs_error"]]
+
+
+def tradeoff_figure(table: pd.DataFrame, chosen: float | None = None) -> go.Figure:
+    """Lines of the a priori expected |error| per cell against epsilon, one per level
+    (log axes), with the chosen epsilon marked."""
+    fig = go.Figure()
+    for i, (level, part) in enumerate(table.groupby("level_name", sort=False)):
+        fig.add_trace(go.Scatter(x=part["epsilon"], y=part["expected_abs_error"],
+                                 mode="lines+markers", name=escape(level),
+                                 line={"color": PALETTE[i % len(PALETTE)]}))
+    if chosen is not None:
+        fig.add_vline(x=chosen, line_dash="dash", line_color="grey",
+                      annotation_text=f"chosen ε = {chosen:g}")
+    fig.update_layout(
+        title={"text": "Expected error per cell against ε (a priori, before consistency)",
+               "x": 0.0},
+        xaxis={"title": {"text": "privacy budget ε (log scale)"}, "type": "log"},
+        yaxis={"title": {"text": "expected |error| per cell (count, log scale)"},
+               "type": "log"},
+        legend={"title": {"text": "level"}})
+    return fig
+
+
+def release_maps(release, geometries: dict) -> dict[str, go.Figure]:
+    """Maps of the released totals, one per level in ``geometries`` (level -> (GeoJSON
+    FeatureCollection dict, plotly projection)) with at most `MAX_MAP_UNITS` units."""
+    h = release.hierarchy
+    totals, labels = release.totals(), h.labels()
+    maps = {}
+    for level, (geojson, projection) in sorted(geometries.items()):
+        if h.level_size(level) > MAX_MAP_UNITS:
+            continue
+        sl = h.level_slice(level)
+        name = h.level_names[level]
+        maps[f"Released counts by {name}"] = choropleth(
+            geojson, np.asarray(h.codes[level]).astype(str), totals[sl],
+            title=f"Released: {name}", colorbar_title="count", names=labels[sl],
+            log_scale=True, projection=projection, height=520)
+    return maps
+
+
+def explanation_html(release, verdict: dict) -> str:
+    """What the release protects, what epsilon means, the typical error and the verdict, in
+    plain words (public parameters only)."""
+    privacy = release.privacy
+    eps = privacy.get("epsilon")
+    if eps is None and privacy.get("rho") is not None:
+        eps = rho_to_epsilon(privacy["rho"], privacy.get("delta") or 1e-6)
+    ratio = math.exp(min(float(eps), 700.0))
+    ledger = release.ledger[np.isfinite(release.ledger["expected_abs_error"].astype(float))]
+    errors = ", ".join(f"{row.level_name} about ±{row.expected_abs_error:.3g}"
+                       for row in ledger.itertuples())
+    publishable = ("It can be published as it is." if verdict["publishable"] else
+                   "It cannot be published as it is: "
+                   + "; ".join(verdict["not_publishable_because"]) + ".")
+    return f"""<div class="explain">
+<p><b>Who is protected.</b> {escape(privacy.get("neighbouring", "one record"))}. The
+release must look almost the same whether or not any one person is in the data.</p>
+<p><b>What ε = {eps:.3g} means.</b> Any published table is at most {ratio:,.3g} times more
+(or less) likely with one person's record than without it; smaller ε means stronger
+protection and more noise.</p>
+<p><b>How large the error is.</b> Noise added per count before the tables are made
+consistent (a priori, from the budget alone): {escape(errors) or "not measured"}.
+Small units suffer most: ±5 on a unit of 50 people is 10%.</p>
+<p><b>Can it be published?</b> A release is publishable only with secure noise, a private
+mechanism and a declared public structure. {escape(publishable)}</p>
+</div>"""
+
+
+def _evaluation(release, data, sweep: pd.DataFrame | None) -> tuple[str, dict]:
+    """The error against the truth (HTML) and its figures."""
+    h = release.hierarchy
+    metrics = error_metrics(h, data.node_counts(), release.values,
+                            categories=data.categories if data.has_categories else None)
+    overall = metrics[metrics["bin"] == ALL_BIN]
+    leaf = h.level_slice(h.depth)
+    figures = {"True vs released (finest level)": true_vs_released_scatter(
+        data.node_counts()[leaf].sum(axis=1), release.totals()[leaf],
+        level_name=h.level_names[h.depth])}
+    if sweep is not None and len(sweep):
+        figures["Trade-off over repeated releases (Trade-offs page)"] = sweep_figure(
+            summarise(sweep, "mae"), metric="mae", level_name=h.level_names[h.depth])
+    html = (f"<h2>Error against the true data (CONFIDENTIAL)</h2>"
+            f"{frame_table(overall[[c for c in ERROR_COLUMNS if c in overall]])}"
+            f"{glossary_html(ERROR_COLUMNS)}")
+    return html, figures
+
+
+def report_html(release, data, config: dict, *, structure_declared: bool,
+                geometries: dict | None = None, evaluation: bool = False,
+                sweep: pd.DataFrame | None = None,
+                title: str = "hierdp release report") -> str:
+    """The report as one HTML string (see the module doc). ``config``: the configuration
+    as saved (`ReleaseConfig.to_dict`); ``geometries``: level -> (GeoJSON dict, projection)
+    for the maps; ``evaluation``: add the error against the truth of ``data`` (and the
+    ``sweep`` runs of `experiments.sweep`), making the report CONFIDENTIAL."""
+    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    verdict = release_verdict(release, structure_declared=structure_declared)
+    split = release.ledger["share"].to_numpy(float).tolist()
+    tradeoff = a_priori_tradeoff(data, release.mechanism, release.parameters, split)
+    eps = release.privacy.get("epsilon")
+    figures = {"Noise per measured cell, by level": ledger_figure(release.ledger),
+               "Trade-off: error against ε": tradeoff_figure(tradeoff, eps),
+               **release_maps(release, geometries or {})}
+    evaluation_html, truth_figures = ("", {})
+    if evaluation:
+        evaluation_html, truth_figures = _evaluation(release, data, sweep)
+    box = "ok" if verdict["publishable"] else "warning"
+    reasons = "".join(f"<li>{escape(r)}</li>" for r in verdict["not_publishable_because"])
+    expected = tradeoff.pivot(index="level_name", columns="epsilon",
+                              values="expected_abs_error").reindex(
+                                  list(release.hierarchy.level_names)).reset_index()
+    expected.columns = ["level"] + [f"ε = {e:g}" for e in expected.columns[1:]]
+    body = f"""<p>Created {escape(created)} with hierdp {escape(__version__)}.
+{"This report also compares the release with the true data: do not publish it." if evaluation
+ else "Everything in this report may be shown to anyone the release may be shown to."}</p>
+<h2>In plain words</h2>
+{explanation_html(release, verdict)}
+<h2>Verdict</h2>
+<p class="{box}"><b>{"Publishable as it is" if verdict["publishable"]
+                     else "Not publishable as it is"}</b></p>
+{f"<ul>{reasons}</ul>" if reasons else ""}
+<h2>Configuration</h2>
+{kv_table({k: v for k, v in config.items() if v not in (None, [], {})})}
+<details><summary>As JSON (load it on the Export page, or
+<code>hierdp release --config FILE</code>)</summary>
+<pre>{escape(json.dumps(config, indent=2))}</pre></details>
+<h3>Mechanism</h3>
+{kv_table(mechanism_summary(release.mechanism))}
+<h3>Privacy budget</h3>
+{kv_table(budget_summary(release.privacy))}
+{invariants_html(release)}
+<h2>Budget ledger (a priori, no true data)</h2>
+{frame_table(release.ledger)}
+<h2>Expected error per cell by level and ε (a priori)</h2>
+{frame_table(expected)}
+{evaluation_html}
+<h2>Figures</h2>
+{figures_html({**figures, **truth_figures})}"""
+    return document(title, body, created,
+                    banner=CONFIDENTIAL_BANNER if evaluation else PUBLIC_BANNER,
+                    banner_class="" if evaluation else "public")
