@@ -9,6 +9,10 @@ Session-state keys:
                    a preset or "Use this split": the sliders have a 0.01 step, so the exact
                    weights are used until a slider is moved (a 0.03% share is not 0)
 
+The settings' ``preset`` is the preset the split was last set from (``custom`` once a
+slider moves or the optimiser sets it): the preset picker shows it, also after the page was
+left (Streamlit drops a widget's state when its page is not shown).
+
 Widget keys (``split_goal*``; ``split_goal_open``: the section is open, and only then
 computed) carry the tree's size, so another dataset starts from its own
 placeholders. The optimum is cached per (tree, family, budget, noise, invariant root, goal).
@@ -28,7 +32,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.measure import resolve_shares
-from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.split_optimiser import (
     WEIGHTED,
     WORST_RELATIVE,
@@ -65,18 +69,68 @@ def slider_key(level: int) -> str:
     return f"weight_{level}"
 
 
+PRESET_KEY = "split_preset"  # the preset picker
+CUSTOM = "custom"
+PRESETS = {CUSTOM: "Custom (as the sliders show)", "uniform": "Uniform",
+           "finer": "More to finer levels", "coarser": "More to coarser levels",
+           "leaves-only": "All on the finest level"}
+
+
+def preset_of(s: dict) -> str:
+    """The preset whose shares the split's weights have: the settings' ``preset`` (the one
+    last chosen) first, then any; custom when none has them (e.g. the number of levels
+    changed since the preset was chosen)."""
+    weights = np.asarray(s["weights"], dtype=float)
+    if weights.sum() <= 0:
+        return CUSTOM
+    shares = weights / weights.sum()
+    for name in dict.fromkeys([s.get("preset", CUSTOM), *PRESETS]):
+        if name != CUSTOM and np.allclose(split_shares(len(shares), name), shares):
+            return name
+    return CUSTOM
+
+
+def _preset_chosen(s: dict, n_levels: int) -> None:
+    preset = st.session_state[PRESET_KEY]
+    if preset == CUSTOM:
+        s["preset"] = CUSTOM
+    else:
+        set_split(s, split_shares(n_levels, preset), preset)
+
+
+def _slider_moved(s: dict) -> None:
+    s["preset"] = st.session_state[PRESET_KEY] = CUSTOM
+
+
+def preset_picker(s: dict, n_levels: int) -> str:
+    """The preset select box: choosing a preset sets the split at once, and it stays shown
+    until a slider moves (then "custom"). Draw it before the sliders. Returns the preset."""
+    st.session_state.setdefault(PRESET_KEY, preset_of(s))
+    return st.selectbox("Preset (then adjust the weights below)", list(PRESETS),
+                        format_func=PRESETS.get, key=PRESET_KEY, on_change=_preset_chosen,
+                        args=(s, n_levels))
+
+
+def weight_slider(s: dict, level: int, label: str) -> float:
+    """The weight slider of ``level`` (0 to 1, step 0.01); moving it makes the split
+    custom."""
+    return st.slider(label, 0.0, 1.0, step=0.01, key=slider_key(level),
+                     on_change=_slider_moved, args=(s,))
+
+
 def init_sliders(s: dict) -> None:
     """Give the weight sliders the split's weights where they have no value yet."""
     for level, weight in enumerate(s["weights"]):
         st.session_state.setdefault(slider_key(level), slider_value(weight))
 
 
-def set_split(s: dict, weights) -> None:
-    """Make ``weights`` (one per level, root first) the split: scaled so the largest is 1,
-    held exactly (see ``hd_split_held``), and shown by the sliders. Call it before the
-    sliders are drawn (e.g. in a button's ``on_click``)."""
+def set_split(s: dict, weights, preset: str = CUSTOM) -> None:
+    """Make ``weights`` (one per level, root first) the split, set from ``preset``: scaled
+    so the largest is 1, held exactly (see ``hd_split_held``), and shown by the sliders and
+    the preset picker. Call it before they are drawn (e.g. in a button's ``on_click``)."""
     weights = np.asarray(weights, dtype=float)
     s["weights"] = [float(w) for w in weights / weights.max()]
+    s["preset"] = st.session_state[PRESET_KEY] = preset
     st.session_state[HELD] = (tuple(s["weights"]), tuple(map(slider_value, s["weights"])))
     for level, weight in enumerate(s["weights"]):
         st.session_state[slider_key(level)] = slider_value(weight)

@@ -69,6 +69,7 @@ import pandas as pd
 
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.metric_names import definition
 
 DEFAULT_BINS: tuple[float, ...] = (0, 10, 100, 1000, 10000, 100000, math.inf)
 ALL_BIN = "all"
@@ -86,29 +87,11 @@ METRICS: tuple[str, ...] = (
 )
 COLUMNS: tuple[str, ...] = ("level", "level_name", "bin", "units", "cells", *METRICS)
 
-_DESCRIPTIONS = {
-    "level": "Depth in the geography (0 = root).",
-    "level_name": "Name of the geography level.",
-    "bin": "Size class of the units by their true total ('all' = every unit of the level).",
-    "units": "Number of geographic units (nodes) in the row.",
-    "cells": "Number of unit x category cells in the row.",
-    "mae": "Mean absolute error per cell: mean |released - truth|.",
-    "rmse": "Root mean squared error per cell: sqrt(mean (released - truth)^2).",
-    "mape": "Mean absolute percentage error over cells with truth > 0: mean |error| / truth, in %.",
-    "malpe": "Mean signed percentage error over cells with truth > 0, in %; > 0 means overstated.",
-    "max_abs_error": "Largest absolute error of any cell.",
-    "tvd_accuracy": "1 - total variation distance: 1 - sum |error| / (2 * sum truth); 1 is perfect.",
-    "share_over_10pct": "Share of units with truth > 0 whose total is off by more than 10%.",
-    "false_zero_rate": "Share of cells with truth > 0 that were released as 0.",
-    "ghost_rate": "Share of cells with truth 0 that were released as positive (false positives).",
-    "consistency_violations": "Units of the level whose value differs from the sum of their "
-    "children (per level; 0 for the finest level).",
-}
-
 
 def metric_descriptions() -> dict[str, str]:
-    """One-line explanation of every column of `error_metrics` (e.g. for tooltips)."""
-    return dict(_DESCRIPTIONS)
+    """The exact definition of every column of `error_metrics` (e.g. for tooltips), from
+    the registry of friendly names (`hierdp_core.metric_names`)."""
+    return {column: definition(column) for column in COLUMNS}
 
 
 def bin_labels(edges: Sequence[float]) -> list[str]:

@@ -7,8 +7,10 @@ import streamlit as st
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
+from hierdp_core.explain import explain
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.privacy.budget import rho_to_epsilon, split_shares
+from hierdp_core.metric_names import friendly_table, name
+from hierdp_core.privacy.budget import rho_to_epsilon
 from hierdp_core.viz import ledger_figure
 
 status_slot = ui.page_header("Mechanism & budget",
@@ -74,25 +76,15 @@ with right:
                    f"δ = {s['delta']:.0e})-DP.")
 
 st.subheader("Split over levels")
-presets = {"uniform": "Uniform", "finer": "More to finer levels", "coarser":
-           "More to coarser levels", "leaves-only": "All on the finest level"}
-cols = st.columns([2, 1])
-with cols[0]:
-    preset = st.selectbox("Preset (then adjust the weights below)", list(presets),
-                          format_func=presets.get, key="split_preset")
-with cols[1]:
-    st.write("")
-    if st.button("Apply preset", key="apply_preset"):
-        split_ui.set_split(s, split_shares(h.n_levels, preset))
+split_ui.preset_picker(s, h.n_levels)
 split_ui.init_sliders(s)
 weight_cols = st.columns(h.n_levels)
 weights = []
 for level, col in enumerate(weight_cols):
     with col:
         units = h.level_size(level)
-        weights.append(st.slider(f"{h.level_names[level]} ({units:,} unit"
-                                 f"{'s' if units != 1 else ''})",
-                                 0.0, 1.0, step=0.01, key=split_ui.slider_key(level)))
+        weights.append(split_ui.weight_slider(s, level, f"{h.level_names[level]} ({units:,} "
+                                              f"unit{'s' if units != 1 else ''})"))
 if sum(weights) <= 0:
     st.error("At least one level needs a non-zero weight.")
     st.stop()
@@ -115,12 +107,16 @@ except HierdpError as exc:
     st.stop()
 st.plotly_chart(ledger_figure(ledger), width="stretch", key="ledger_fig")
 show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
-               "ci95_abs_error"]].rename(columns={
-                   "level_name": "level", "budget": "ε or ρ", "noise_scale": "noise scale",
-                   "expected_abs_error": "expected |error| per cell",
-                   "ci95_abs_error": "95% of errors within ±"})
-st.dataframe(show, hide_index=True, width="stretch",
-             column_config={"share": st.column_config.NumberColumn(format="percent")})
+               "ci95_abs_error"]]
+table = friendly_table(show)
+table["column_config"][name("share")]["format"] = "percent"
+st.dataframe(**table, width="stretch")
 st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
            "coarse levels.")
+
+with st.container(border=True, key="explain_panel"):
+    st.subheader("In plain words", anchor="in-plain-words")
+    explanation = explain(data, s["mechanism"], ui.budget_of(s), weights, **s["params"])
+    st.markdown(explanation.markdown())
+    st.dataframe(**friendly_table(explanation.errors.round(2)), width="stretch")
 ui.next_page("pages/4_Results.py", "Next: run the release and look at the results")

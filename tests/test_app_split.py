@@ -126,8 +126,7 @@ def test_percent_keeps_small_shares():
 
 def test_a_preset_sets_the_sliders_and_its_exact_shares():
     at = page(PATH, SAMPLE).run()
-    at.selectbox(key="split_preset").set_value("finer").run()
-    at.button(key="apply_preset").click().run()
+    at.selectbox(key="split_preset").set_value("finer").run()  # applies at once
     assert_clean(at)
     weights = np.asarray(at.session_state[ui.SETTINGS]["weights"])
     np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])

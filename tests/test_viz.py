@@ -172,7 +172,7 @@ def test_metric_by_level(metrics):
     assert isinstance(bar, go.Bar) and list(bar.x) == ["total", "state", "county"]
     assert fig.layout.yaxis.title.text == "mean absolute error (count per cell)"
     assert fig.layout.xaxis.title.text == "geography level"
-    assert "Mean absolute error per cell" in _title(fig)  # description from the metrics module
+    assert "cells of |released − true|" in _title(fig)  # definition from metric_names
     with pytest.raises(InputError):
         viz.metric_by_level(metrics, "no_such_metric")
 

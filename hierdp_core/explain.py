@@ -1,0 +1,202 @@
+"""Plain-language explanation of a counts release's configuration, before anything runs:
+what a neighbour is, what the budget guarantees, the a priori error per level and what the
+publishable verdict depends on. Public parameters only (the mechanism, its declared privacy
+plan, the budget and split, the tree's shape and whether the structure was declared), never
+a count, so it may be shown beside a release or put in a report.
+
+Every number comes from the core: the neighbouring relation from the mechanism's privacy
+plan (`privacy.plan`), zCDP as (epsilon, delta) from `privacy.budget.rho_to_epsilon`, the
+errors from the split optimiser's a priori model (`privacy.split_optimiser.expected_errors`;
+for a mechanism it does not model, the ledger's raw measurement noise per cell), the verdict
+from `verdict.verdict`.
+
+Example
+-------
+>>> from hierdp_core.data.samples import synthetic_us_like
+>>> from hierdp_core.queries.counts import count_data_from_table
+>>> data = count_data_from_table(synthetic_us_like(seed=1, n_states=3, n_counties=9),
+...                              ["state", "county"], count_column="count")
+>>> e = explain(data, "topdown", PrivacyBudget.pure(1.0))
+>>> e.neighbour, round(e.likelihood_ratio, 2), list(e.errors["level_name"])
+('one person', 2.72, ['total', 'state', 'county'])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from hierdp_core.cli_split import FAMILY
+from hierdp_core.errors import BudgetError
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.measure import resolve_shares
+from hierdp_core.privacy.budget import ZCDP, PrivacyBudget, rho_to_epsilon
+from hierdp_core.privacy.plan import (
+    ADD_REMOVE_PERSON,
+    ADD_REMOVE_TRIP,
+    PERSON_IN_GROUP,
+    RELATIONS,
+    SUBSTITUTE_TRIP,
+    WHOLE_GROUP,
+)
+from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
+from hierdp_core.verdict import verdict
+
+#: relation key -> (who is protected, what the counts count, what a neighbour changes)
+NEIGHBOURS = {
+    ADD_REMOVE_PERSON: ("one person", "people", "one person's record is added or removed "
+                        "(one row of a table of people, or 1 on one count)"),
+    PERSON_IN_GROUP: ("one person in a household", "households", "one person joins or leaves "
+                      "an existing household, which then has one member more or fewer"),
+    WHOLE_GROUP: ("one household", "households", "a household of one person is created or "
+                  "removed"),
+    SUBSTITUTE_TRIP: ("one trip", "trips", "one trip is changed to another origin or "
+                      "destination (the number of trips stays the same)"),
+    ADD_REMOVE_TRIP: ("one trip", "trips", "one trip is added or removed"),
+}
+SECURE_NOISE = ("secure noise: drawn from the operating system's entropy through OpenDP (the "
+                "Results page's 'Release' mode, or the publishable release drawn on the "
+                "Export page); a seeded exploration release never is publishable")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The four parts of the explanation, as text (``*_text``, Markdown) and numbers:
+    ``likelihood_ratio`` = e^epsilon (epsilon for zCDP from the conversion at ``delta``),
+    ``errors`` one row per level (level_name, units, mae, rmse: a priori, in ``unit``),
+    ``conditions`` (condition, met: True/False, or None when decided at release time)."""
+
+    neighbour: str
+    unit: str
+    neighbour_text: str
+    epsilon: float
+    delta: float | None
+    likelihood_ratio: float
+    guarantee_text: str
+    errors: pd.DataFrame
+    error_text: str
+    conditions: tuple[tuple[str, bool | None], ...]
+    verdict_text: str
+
+    def markdown(self) -> str:
+        """All four parts as Markdown, one heading each (for a panel or a report)."""
+        marks = {True: "✅", False: "❌", None: "⏳"}
+        conditions = "\n".join(f"- {marks[met]} {text}" for text, met in self.conditions)
+        return (f"**Who is protected.** {self.neighbour_text}\n\n"
+                f"**What ε guarantees.** {self.guarantee_text}\n\n"
+                f"**Expected error.** {self.error_text}\n\n"
+                f"**When it is publishable.** A release is publishable only when all three "
+                f"hold:\n{conditions}\n\n{self.verdict_text}")
+
+
+def ratio_text(ratio: float) -> str:
+    """e^epsilon readable: 2.72, 148, 22,026, 4.85e+08."""
+    if ratio < 1000:
+        return f"{ratio:.3g}"
+    return f"{ratio:,.0f}" if ratio < 1e6 else f"{ratio:.3g}"
+
+
+def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | None, str]:
+    """(epsilon, delta, sentence) of ``budget``: e^epsilon as the bound on how much more
+    likely any output becomes with ``neighbour``'s data in it."""
+    if budget.definition == ZCDP:
+        if budget.delta is None:
+            return math.nan, None, (f"ρ = {budget.value:g} (zero-concentrated DP); give a δ "
+                                    "to express it as a bound on the odds.")
+        eps = rho_to_epsilon(budget.value, budget.delta)
+        head = (f"ρ = {budget.value:g} (zero-concentrated DP) implies ε = {eps:.3g} at "
+                f"δ = {budget.delta:.0e}. ")
+        tail = f", except with a probability of at most δ = {budget.delta:.0e}."
+    else:
+        eps = budget.value
+        head = f"ε = {eps:g}. "
+        tail = (f", except with a probability of at most δ = {budget.delta:.0e}."
+                if budget.delta else ".")
+    bound = math.exp(eps)
+    return eps, budget.delta, (
+        f"{head}Whatever the release shows, it is at most e^ε ≈ {ratio_text(bound)} times as "
+        f"likely with {neighbour}'s data in the table as without it (and the other way "
+        f"round), whoever that is and whatever else is known{tail} Smaller ε: a smaller "
+        "factor, more privacy, more noise.")
+
+
+def _errors(data, name: str, budget: PrivacyBudget, split, params: dict
+            ) -> tuple[pd.DataFrame, str]:
+    """A priori error per level: the split optimiser's model of the released values when it
+    models ``name``, else the ledger's raw measurement noise per cell."""
+    h = data.hierarchy
+    mechanism = get_mechanism(name)
+    p = mechanism.params(**params)
+    units = [h.level_size(level) for level in range(h.n_levels)]
+    family = FAMILY.get(name)
+    if family is not None:
+        invariant = bool(p.get("root_invariant", False))
+        shares = resolve_shares(h.n_levels, split, skip_root=invariant)
+        noise = getattr(mechanism, "fixed_noise", None) or str(p.get("noise", "auto"))
+        try:
+            frame = expected_errors(h, family, NoiseModel.of(budget, noise), shares, invariant)
+        except BudgetError:  # a split the model does not cover (raw with an unmeasured level)
+            pass
+        else:
+            table = frame[["level_name", "mae", "rmse"]].assign(units=units)
+            return table[["level_name", "units", "mae", "rmse"]], \
+                "the released values, from the tree's shape and the budget alone"
+    ledger = mechanism.ledger(data, budget, split=split, **params)
+    table = pd.DataFrame({"level_name": ledger["level_name"], "units": units,
+                          "mae": ledger["expected_abs_error"], "rmse": math.nan})
+    return table, "the raw measurement noise per cell (before any consistency step)"
+
+
+def _error_text(table: pd.DataFrame, unit: str, basis: str, per: str) -> str:
+    parts = [f"{row.level_name} ±{row.mae:,.1f}" if math.isfinite(row.mae)
+             else f"{row.level_name}: not measured" for row in table.itertuples()]
+    return (f"A released count is typically off by (mean |error| per {per}, in {unit}): "
+            + ", ".join(parts) + f". A priori: {basis}; no count is read. A unit of 50 "
+            f"{unit} with an error of ±5 is off by 10%, so small units suffer most.")
+
+
+def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
+            ) -> Explanation:
+    """The explanation of releasing ``data`` (a CountData: only its tree's shape, whether it
+    has categories and whether its structure was declared are read) with ``mechanism`` at
+    ``budget`` split over levels by ``split`` (weights or None, as for
+    ``Mechanism.ledger``) with ``params``. Raises what the ledger raises for bad settings
+    (a `HierdpError`)."""
+    m = get_mechanism(mechanism)
+    plan = m.privacy_plan(**params)
+    relation = plan.relations()[0]
+    neighbour, unit, change = NEIGHBOURS.get(relation, ("one record", "records",
+                                                        RELATIONS[relation]))
+    neighbour_text = (f"The guarantee protects {neighbour}. Two versions of the data are "
+                      f"*neighbours* when {change}. The release must look almost the same "
+                      "for any two neighbours, so it cannot tell whether any one is in it.")
+    if m.params(**params).get("root_invariant"):
+        neighbour_text += " The root total is published exactly: it is NOT protected."
+    eps, delta, guarantee = _guarantee(budget, neighbour)
+    errors, basis = _errors(data, mechanism, budget, split, params)
+    per = "cell (unit × category)" if data.has_categories else "unit"
+    declared = bool(data.declared_structure)
+    info = m.info
+    conditions = (
+        (SECURE_NOISE, None),
+        (f"a private mechanism: {info.name} "
+         + ("is differentially private" if info.private
+            else "is NOT differentially private as published"), info.private),
+        ("a declared structure: " + ("the units and categories come from a declared public "
+                                     "geography and code lists" if declared else
+                                     "the units were read from your table (exploration "
+                                     "only); declare the geography on the Data page"),
+         declared),
+    )
+    secure = verdict(randomness={"mode": "secure"}, mechanism_private=info.private,
+                     mechanism_name=info.name, structure_declared=declared,
+                     mechanism_warning=info.warning)
+    verdict_text = ("Released with secure noise, this configuration is publishable."
+                    if secure["publishable"] else
+                    "Even with secure noise this configuration is not publishable: "
+                    + "; ".join(secure["not_publishable_because"]) + ".")
+    return Explanation(neighbour, unit, neighbour_text, eps, delta,
+                       math.exp(eps) if math.isfinite(eps) else math.nan, guarantee, errors,
+                       _error_text(errors, unit, basis, per), conditions, verdict_text)

@@ -1,0 +1,89 @@
+"""The Mechanism & budget page (AppTest): the plain-language panel follows the settings,
+tables show friendly metric names with their definitions, and a chosen budget-split
+preset applies at once and stays chosen (issue 18: it was silently undone)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from test_app import assert_clean, page
+
+from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_split as split_ui
+from hierdp_core.metric_names import definition, name
+
+PATH = "pages/3_Mechanism_and_budget.py"
+SAMPLE = "us-counties"
+
+
+def panel_text(at) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def weights_shown(at) -> list[float]:
+    return [s.value for s in at.slider if s.key.startswith("weight_")]
+
+
+def test_the_panel_states_the_neighbour_the_odds_and_the_errors():
+    at = page(PATH, SAMPLE).run()
+    assert_clean(at)
+    text = panel_text(at)
+    assert "protects one person" in text
+    assert f"e^ε ≈ {math.e:.3g} times" in text  # epsilon 1 by default
+    assert "✅ a private mechanism: topdown" in text
+    assert "Released with secure noise, this configuration is publishable." in text
+    errors = next(d.value for d in at.dataframe if name("mae") in d.value.columns)
+    assert list(errors[name("level_name")]) == ["total", "state", "county"]
+
+    at.select_slider(key="epsilon").set_value(0.1).run()
+    assert_clean(at)
+    assert f"e^ε ≈ {math.exp(0.1):.3g} times" in panel_text(at)
+    smaller = next(d.value for d in at.dataframe if name("mae") in d.value.columns)
+    assert (smaller[name("mae")].to_numpy() > 5 * errors[name("mae")].to_numpy()).all()
+
+
+def test_the_panel_converts_rho_with_the_core():
+    at = page(PATH, SAMPLE).run()
+    at.radio(key="definition").set_value("zcdp").run()
+    assert_clean(at)
+    assert "ρ = 0.5 (zero-concentrated DP) implies ε = " in panel_text(at)
+
+
+def test_the_ledger_table_has_friendly_names_and_definitions_on_hover():
+    at = page(PATH, SAMPLE).run()
+    ledger = at.dataframe[0]
+    assert name("expected_abs_error") in ledger.value.columns
+    assert not [c for c in ledger.value.columns if "_" in c]  # no snake_case header left
+    assert definition("expected_abs_error") in ledger.proto.columns
+
+
+def test_a_chosen_preset_applies_at_once_and_stays_chosen():
+    at = page(PATH, SAMPLE).run()
+    assert at.selectbox(key=split_ui.PRESET_KEY).value == "uniform"
+    at.selectbox(key=split_ui.PRESET_KEY).set_value("finer").run()  # no second click
+    assert_clean(at)
+    assert weights_shown(at) == [0.33, 0.67, 1.0]
+    weights = np.asarray(at.session_state[ui.SETTINGS]["weights"])
+    np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])
+
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    assert "split total 17%, state 33%, county 50%" in " ".join(c.value for c in at.caption)
+    at.switch_page(PATH).run()  # back: still the preset, not "uniform" over its weights
+    assert at.selectbox(key=split_ui.PRESET_KEY).value == "finer"
+    assert weights_shown(at) == [0.33, 0.67, 1.0]
+
+    at.slider(key="weight_0").set_value(0.5).run()  # a slider moved: the split is custom
+    assert_clean(at)
+    assert at.selectbox(key=split_ui.PRESET_KEY).value == split_ui.CUSTOM
+    assert at.session_state[ui.SETTINGS]["weights"] == [0.5, 0.67, 1.0]
+    at.selectbox(key=split_ui.PRESET_KEY).set_value("leaves-only").run()
+    assert weights_shown(at) == [0.0, 0.0, 1.0]
+
+
+def test_a_preset_whose_shares_no_longer_fit_shows_custom():
+    s = {"weights": [1.0, 2.0, 3.0], "preset": "uniform"}  # e.g. levels changed since
+    assert split_ui.preset_of(s) == "finer"
+    assert split_ui.preset_of({"weights": [0.2, 0.9, 0.1]}) == split_ui.CUSTOM
+    assert split_ui.preset_of({"weights": [1.0, 1.0]}) == "uniform"

@@ -1,0 +1,99 @@
+"""hierdp_core.explain: the plain-language explanation reads the neighbouring relation from
+the mechanism's privacy plan, e^epsilon (zCDP through the core's conversion), the a priori
+errors from the split optimiser's model, and the verdict's conditions."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from hierdp_core import cli_split
+from hierdp_core.explain import NEIGHBOURS, explain, ratio_text
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
+from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
+
+
+def test_pure_epsilon_is_a_bound_on_the_odds(small_county_data):
+    e = explain(small_county_data, "topdown", PrivacyBudget.pure(0.5))
+    assert e.epsilon == 0.5 and e.delta is None
+    assert e.likelihood_ratio == pytest.approx(math.exp(0.5))
+    assert "e^ε ≈ 1.65 times as likely with one person's data" in e.guarantee_text
+    assert "except with a probability" not in e.guarantee_text
+
+
+def test_zcdp_goes_through_the_core_conversion(small_county_data):
+    budget = PrivacyBudget.zcdp(0.1, 1e-8)
+    e = explain(small_county_data, "least-squares", budget)
+    eps = rho_to_epsilon(0.1, 1e-8)
+    assert e.epsilon == eps and e.likelihood_ratio == pytest.approx(math.exp(eps))
+    assert f"implies ε = {eps:.3g} at δ = 1e-08" in e.guarantee_text
+    assert "except with a probability of at most δ = 1e-08" in e.guarantee_text
+    no_delta = explain(small_county_data, "least-squares", PrivacyBudget.zcdp(0.1))
+    assert math.isnan(no_delta.epsilon) and "give a δ" in no_delta.guarantee_text
+
+
+def test_the_neighbour_comes_from_the_declared_plan(small_county_data, monkeypatch):
+    e = explain(small_county_data, "raw-laplace", PrivacyBudget.pure(1.0))
+    assert e.neighbour == NEIGHBOURS[ADD_REMOVE_PERSON][0] == "one person"
+    assert e.unit == "people" and "in people" in e.error_text
+    mechanism = get_mechanism("raw-laplace")  # a plan declaring another relation is followed
+    household = PrivacyPlan("raw-laplace", "pure-dp",
+                            (Stage("release", "add-remove-group", 1.0, "laplace", 1.0),))
+    monkeypatch.setattr(type(mechanism), "privacy_plan", lambda self, **p: household)
+    e = explain(small_county_data, "raw-laplace", PrivacyBudget.pure(1.0))
+    assert e.neighbour == "one household" and "in households" in e.error_text
+
+
+@pytest.mark.parametrize("mechanism", ["raw-geometric", "least-squares", "topdown"])
+def test_errors_are_the_split_optimisers(small_county_data, mechanism):
+    h = small_county_data.hierarchy
+    budget, split = PrivacyBudget.pure(1.0), [1.0, 2.0, 4.0]
+    e = explain(small_county_data, mechanism, budget, split)
+    model = NoiseModel.of(budget, "geometric" if mechanism == "raw-geometric" else "auto")
+    expected = expected_errors(h, cli_split.FAMILY[mechanism], model,
+                               np.array(split) / sum(split))
+    np.testing.assert_allclose(e.errors["mae"], expected["mae"])
+    np.testing.assert_allclose(e.errors["rmse"], expected["rmse"])
+    assert list(e.errors["units"]) == [1, 6, 60]
+    assert f"county ±{expected['mae'].iloc[2]:,.1f}" in e.error_text
+
+
+def test_a_mechanism_the_model_lacks_gets_its_ledger_noise(small_county_data, monkeypatch):
+    monkeypatch.delitem(cli_split.FAMILY, "raw-laplace")
+    e = explain(small_county_data, "raw-laplace", PrivacyBudget.pure(2.0))
+    ledger = get_mechanism("raw-laplace").ledger(small_county_data, PrivacyBudget.pure(2.0))
+    np.testing.assert_allclose(e.errors["mae"], ledger["expected_abs_error"])
+    assert e.errors["rmse"].isna().all() and "raw measurement noise" in e.error_text
+
+
+def test_an_unmeasured_raw_level_falls_back_to_the_ledger(small_county_data):
+    e = explain(small_county_data, "raw-laplace", PrivacyBudget.pure(1.0), [0.0, 1.0, 1.0])
+    assert math.isnan(e.errors["mae"].iloc[0]) and "total: not measured" in e.error_text
+
+
+def test_root_invariant_is_said_unprotected_and_not_measured(small_county_data):
+    e = explain(small_county_data, "topdown", PrivacyBudget.pure(1.0), root_invariant=True)
+    assert "NOT protected" in e.neighbour_text
+    assert e.errors["mae"].iloc[0] == 0.0  # published exactly
+
+
+def test_the_verdict_conditions(small_county_data):
+    e = explain(small_county_data, "topdown", PrivacyBudget.pure(1.0))
+    met = [m for _, m in e.conditions]
+    assert met == [None, True, False]  # noise decided at release; structure read from data
+    assert e.verdict_text.startswith("Even with secure noise")
+    declared = replace(small_county_data, declared_structure=True)
+    e = explain(declared, "topdown", PrivacyBudget.pure(1.0))
+    assert [m for _, m in e.conditions] == [None, True, True]
+    assert e.verdict_text == "Released with secure noise, this configuration is publishable."
+    assert "**When it is publishable.**" in e.markdown() and "✅" in e.markdown()
+
+
+def test_ratio_text():
+    assert [ratio_text(x) for x in (math.e, 148.41, 22026.47, 4.85e8)] == \
+        ["2.72", "148", "22,026", "4.85e+08"]
