@@ -9,6 +9,7 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
+from hierdp_core.dashboard_geo import label as geometry_label
 from hierdp_core import dashboard_split as split_ui
 from hierdp_core.metrics import error_metrics, metric_descriptions
 from hierdp_core.viz import (
@@ -110,7 +111,8 @@ if geojson is None:
             "below.")
 else:
     if ds["sample"] is None:
-        st.caption(f"Boundaries: the bundled {source[0]} {source[1]} level, matched by codes.")
+        st.caption(f"Boundaries: {geometry_label(source[0])}, level {source[1]} (chosen on the Data "
+                   "page).")
     finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
     vrange = (0.0, float(max(finite.max(), 1.0)))
     maps = [("True", true_v, False), ("Noisy (measured)", noisy_v, False),
@@ -123,7 +125,8 @@ else:
                                  colorbar_title="people" if not diverging else "error",
                                  diverging=diverging, log_scale=not diverging,
                                  value_range=None if diverging else vrange, height=360,
-                                 projection=ui.map_projection(source[0]))
+                                 projection=ui.map_projection(source[0]) if within == "all"
+                                 else "mercator")  # albers usa cannot zoom to a unit
                 st.plotly_chart(fig, width="stretch", key=f"map_{title}",
                                 config=plotly_config())
 
