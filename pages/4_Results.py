@@ -9,8 +9,8 @@ import streamlit as st
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
-from hierdp_core.dashboard_geo import label as geometry_label
 from hierdp_core import dashboard_split as split_ui
+from hierdp_core.dashboard_geo import label as geometry_label
 from hierdp_core.metrics import error_metrics, metric_descriptions
 from hierdp_core.viz import (
     choropleth,
