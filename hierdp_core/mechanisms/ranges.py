@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import resolve_shares
@@ -31,7 +30,8 @@ from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, 
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
-from hierdp_core.ranges.dawa import RangeEstimate, dawa, stage1_partition
+from hierdp_core.ranges.consistency import atom_topdown
+from hierdp_core.ranges.dawa import RangeEstimate, dawa, partition_can_pay, stage1_partition
 from hierdp_core.release import Release
 
 NEIGHBOURING = ("add/remove one person; per level one cell of one unit's histogram changes "
@@ -102,13 +102,19 @@ class RangeMechanism(Mechanism):
                 for lv, s in enumerate(shares)], shares
 
     @staticmethod
-    def _level_params(p: dict, level: int, n_levels: int) -> dict:
+    def _level_params(p: dict, level: int, n_levels: int, workload=None) -> dict:
         """The 1-D method's parameters at ``level`` of ``n_levels``: above ``partition_from``
         (negative: counted from the finest level, -1 = the finest) DAWA makes no partition
-        (rho = 0, the whole epsilon_l on Stage 2). A public choice: privacy is unchanged."""
+        (rho = 0, the whole epsilon_l on Stage 2), nor where ``partition_if="it-can-pay"``
+        and the public ``workload`` fails `partition_can_pay`. Public choices: privacy is
+        unchanged."""
         level_params = {k: v for k, v in p.items() if k != "partition_from"}
         first = p.get("partition_from", 0)
         if level < (first if first >= 0 else n_levels + first):
+            level_params["rho"] = 0.0
+        rho = level_params.get("rho", 0.0)
+        if (workload is not None and rho > 0 and p.get("partition_if") == "it-can-pay"
+                and not partition_can_pay(workload, rho, p.get("branching", 2))):
             level_params["rho"] = 0.0
         return level_params
 
@@ -177,7 +183,8 @@ class RangeMechanism(Mechanism):
         rows = []
         for level, (part, share) in enumerate(zip(parts, shares, strict=True)):
             eps = 0.0 if part is None else part.value
-            stage1 = eps * self._level_params(p, level, len(parts)).get("rho", 0.0)
+            stage1 = eps * self._level_params(p, level, len(parts),
+                                              data.workload).get("rho", 0.0)
             rows.append({"level": level, "level_name": data.hierarchy.level_names[level],
                          "query": "ranges", "share": float(share),
                          "definition": PURE_DP if part is not None else None,
@@ -203,7 +210,7 @@ class RangeMechanism(Mechanism):
             sl = h.level_slice(level)
             est = self.estimator(truth[sl], data.workload, part.value, source,
                                  sensitivity=sensitivity,
-                                 **self._level_params(p, level, h.n_levels))
+                                 **self._level_params(p, level, h.n_levels, data.workload))
             estimates[sl] = est.values
             if est.edges is not None:
                 edges[sl] = est.edges
@@ -211,7 +218,7 @@ class RangeMechanism(Mechanism):
             root = estimates[h.level_slice(1)].sum(axis=0)
         else:
             root = estimates[0]
-        values = topdown(h, np.nan_to_num(estimates), np.maximum(np.rint(root), 0))
+        values = atom_topdown(h, np.nan_to_num(estimates), root, data.workload.atom_starts())
         spent = sum(part.value for part in parts if part is not None)
         relation = self.privacy_plan(**p).stages[0].relation
         privacy = {"definition": PURE_DP, "epsilon": spent, "relation": relation,
@@ -249,6 +256,11 @@ PARTITION_FROM = Parameter("partition_from", "int", -1, "levels whose histograms
                            "people and a partition merges little, give their whole epsilon to "
                            "the workload-aware queries. Public, chosen without the data",
                            minimum=-20, maximum=20)
+PARTITION_IF = Parameter("partition_if", "choice", "it-can-pay", "it-can-pay: skip Stage 1 "
+                         "at every level (the whole epsilon_l to Stage 2) when the public "
+                         "workload leaves a partition nothing to gain (a priori, from the "
+                         "workload and rho alone: e.g. disjoint age bands, each measured "
+                         "once); always: the paper's DAWA", choices=("it-can-pay", "always"))
 STAGE2_PARAM = Parameter("stage2", "choice", "greedy", "Stage-2 strategy over buckets: DAWA's "
                          "workload-aware greedy weights, equal weights per tree level, "
                          "geometric weights, or Laplace on each bucket",
@@ -295,8 +307,8 @@ register(RangeMechanism(
                "Stage 1 is a provably private PrivTree-style bisection, by default at the "
                "finest level only (coarser levels: queries alone).", DAWA_REF,
                STAGE1_PRIVACY + "; " + STAGE2_PRIVACY,
-               parameters=(RHO, PARTITION_FROM, BRANCHING, PARTITION, CANDIDATES, PENALTY,
-                           STAGE2_PARAM)),
+               parameters=(RHO, PARTITION_FROM, PARTITION_IF, BRANCHING, PARTITION,
+                           CANDIDATES, PENALTY, STAGE2_PARAM)),
     estimator=_dawa_with()))
 register(RangeMechanism(
     info=_info("dawa-reference", "DAWA with the Stage 1 of the authors' released code "

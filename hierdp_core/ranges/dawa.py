@@ -48,6 +48,7 @@ from hierdp_core.ranges.workloads import Workload
 
 STAGE2 = ("greedy", "uniform", "geometric", "laplace")
 PARTITIONS = ("privtree", "least-cost", "least-cost-reference")
+PARTITION_IF = ("it-can-pay", "always")
 MAX_TREE_BUCKETS = 4096
 CACHED_BUCKETS = 256
 BATCH_CELLS = 1 << 22
@@ -135,7 +136,33 @@ def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penal
                              penalty=penalty)
 
 
-def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: str) -> None:
+def atom_edges(workload: Workload) -> np.ndarray:
+    """The workload's atoms as bucket edges (k + 1,): without a partition Stage 2 runs over
+    them, since no query tells the cells of an atom apart (one bucket per cell for
+    prefixes; three for the age bands 0-17, 18-64, 65-100, each then measurable by itself)."""
+    return np.append(workload.atom_starts(), workload.n)
+
+
+@lru_cache(maxsize=256)
+def partition_can_pay(workload: Workload, rho: float, branching: int = 2) -> bool:
+    """The a priori test of Stage 1, from public quantities only (the workload, rho, the
+    branching; epsilon cancels): a partition can only lower Stage 2's noise by merging the
+    workload's atoms, and it costs Stage 2 the share rho of epsilon. If the data-independent
+    Stage 2 over the atoms (`greedy`, the whole epsilon) already answers a query with at most
+    the variance of one Laplace draw at (1 - rho) epsilon, ``mean_q w_q^T (A^T A)^-1 w_q <=
+    1 / (1 - rho)^2`` in units of 2/epsilon^2, nothing is left to gain and the partition is
+    skipped (e.g. disjoint age bands: 1; prefixes over 101 ages: about 27)."""
+    bounds = atom_edges(workload)
+    strategy = stage2_strategies(workload, bounds[None], "greedy", branching)
+    if strategy is None:
+        return True
+    w_hat = workload.bucket_matrix(bounds)
+    variance = strategy.unit(0).expected_squared_errors(w_hat, 1.0).mean() / 2.0
+    return bool(variance > 1.0 / (1.0 - rho) ** 2)
+
+
+def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: str,
+                          partition_if: str = "always") -> None:
     if not epsilon > 0:
         raise BudgetError(f"epsilon must be > 0, got {epsilon}")
     if not 0 <= rho < 1:
@@ -143,6 +170,9 @@ def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: st
     if partition not in PARTITIONS:
         raise InputError(f"unknown Stage-1 partition {partition!r}; use one of "
                          f"{list(PARTITIONS)}")
+    if partition_if not in PARTITION_IF:
+        raise InputError(f"unknown partition_if {partition_if!r}; use one of "
+                         f"{list(PARTITION_IF)}")
     if stage2 not in STAGE2:
         raise InputError(f"unknown Stage-2 strategy {stage2!r}; use one of {list(STAGE2)}")
 
@@ -150,21 +180,26 @@ def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: st
 def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource, *,
          sensitivity: float, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
          candidates: str = "pow2", penalty: float = 0.0,
-         stage2: str = "greedy") -> RangeEstimate:
+         stage2: str = "greedy", partition_if: str = "always") -> RangeEstimate:
     """DAWA on every row of x (r, n) or (n,), answering ``workload`` (see the module).
+    ``partition_if="it-can-pay"`` skips Stage 1 (the whole epsilon to Stage 2) when
+    `partition_can_pay` says no, from the public workload alone.
     ``sensitivity``: the L1 sensitivity of the Stage-2 measurement, from the mechanism's
     privacy plan (no default: 1 under add/remove one record, the strategies' column L1 norm).
     ``candidates`` and ``penalty`` apply to the least-cost partitions only."""
-    check_stage_arguments(epsilon, rho, stage2, partition)
+    check_stage_arguments(epsilon, rho, stage2, partition, partition_if)
     x = np.atleast_2d(np.asarray(x, dtype=float))
     r, n = x.shape
     if workload.n != n:
         raise InputError(f"the workload covers {workload.n} cells, the histograms {n}")
+    if rho > 0 and partition_if == "it-can-pay" and not partition_can_pay(workload, rho,
+                                                                            branching):
+        rho = 0.0
     epsilon1, epsilon2 = rho * epsilon, (1.0 - rho) * epsilon
     if rho > 0:
         edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty)
     else:
-        edges = [np.arange(n + 1)] * r
+        edges = [atom_edges(workload)] * r
     values = np.empty_like(x)
     used = np.empty(r, dtype=object)
     sizes = np.array([e.size - 1 for e in edges])

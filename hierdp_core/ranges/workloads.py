@@ -70,6 +70,18 @@ class Workload:
     def m(self) -> int:
         return int(self.lo.size) if self.is_ranges else int(self.matrix.shape[0])
 
+    def atom_starts(self) -> np.ndarray:
+        """First cell of every atom, the runs of adjacent cells no query tells apart (sorted,
+        from 0): a new atom starts at every range's first cell and after its last; for a
+        matrix workload, wherever two adjacent columns differ. Age bands 0-17, 18-64, 65-100
+        over ages 0..100 have three atoms; prefixes one per cell."""
+        if self.is_ranges:
+            cuts = np.concatenate([[0], self.lo, self.hi + 1])
+            return np.unique(cuts[cuts < self.n])
+        w = self.matrix.tocsc()
+        differs = np.asarray((abs(w[:, 1:] - w[:, :-1]) > 0).sum(axis=0)).ravel() > 0
+        return np.concatenate([[0], np.flatnonzero(differs) + 1])
+
     def to_matrix(self) -> sparse.csr_matrix:
         """The (m, n) query matrix."""
         if not self.is_ranges:

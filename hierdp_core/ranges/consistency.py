@@ -1,0 +1,62 @@
+"""Consistency of range releases over the workload's atoms, then the cells.
+
+The atoms of a public workload are the runs of adjacent cells that no query tells apart (for
+ranges: the cells between consecutive end points; for age bands 0-17, 18-64, 65-100 three
+atoms). A workload-aware Stage 2 measures only the atoms' totals and spreads each one evenly
+(or by the unit's private buckets) over its cells, so the estimates carry no information on
+the shape of a unit's histogram inside an atom, and that arbitrary shape differs between a
+parent and its children. TopDown cell by cell then meets, in every cell, a mismatch of the
+size of the parent's flat-versus-curved error, shares it evenly among all children and clips
+the small ones at zero: where the children's sum is short the villages gain, where it is over
+they cannot lose, and the largest child pays (on the bundled Italian ages with the bands
+0-17, 18-64, 65-100, Rome released about 70,000 too low and villages of 160 people as about
+3,000).
+
+`atom_topdown` makes the release consistent where the information is: (1) TopDown on the
+atom totals (non-negative integers, every parent's atom total the sum of its children's);
+(2) inside every atom, from the root down, each child's atom total is spread over the cells
+in the proportions of its parent's (the root: of its own non-negative estimates), in real
+numbers; (3) every leaf's cells are rounded by their cumulative sums, which keeps its atom
+totals exactly, and every other node is the sum of its leaves. Every atom total is then the
+one of step 1, and every parent histogram the sum of its children's. With one atom per cell
+(prefixes, all ranges) it is exactly the core's TopDown. Post-processing of the estimates
+and public parameters only.
+
+Example
+-------
+>>> import pandas as pd
+>>> from hierdp_core.hierarchy import build_hierarchy
+>>> h, _ = build_hierarchy(pd.DataFrame({"r": ["N", "N"], "m": ["a", "b"]}), ["r", "m"])
+>>> est = np.array([[12.0, 8.0, 1.0, 1.0], [12.0, 8.0, 1.0, 1.0], [5.0, 5.0, 0.0, 0.0],
+...                 [-1.0, 9.0, 1.0, 1.0]])  # root, N, a, b; atoms: cells 0-1 and 2-3
+>>> atom_topdown(h, est, est[0], np.array([0, 2])).tolist()  # a: 11 in atom 0, b: 9
+[[12, 8, 1, 1], [12, 8, 1, 1], [7, 4, 0, 0], [5, 4, 1, 1]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hierdp_core.consistency.segments import project_segments
+from hierdp_core.consistency.topdown import topdown
+from hierdp_core.hierarchy import Hierarchy
+
+
+def atom_topdown(hierarchy: Hierarchy, estimates: np.ndarray, root_estimate: np.ndarray,
+                 starts: np.ndarray) -> np.ndarray:
+    """Consistent non-negative integer histograms (n_nodes, n) from real estimates (n_nodes,
+    n) and the root's estimate (n,), over the atoms beginning at ``starts`` (module doc)."""
+    h, n = hierarchy, estimates.shape[1]
+    root_atoms = np.maximum(np.rint(np.add.reduceat(root_estimate, starts)), 0)
+    if starts.size == n:
+        return topdown(h, estimates, root_atoms)
+    totals = topdown(h, np.add.reduceat(estimates, starts, axis=1), root_atoms)
+    atom_of_cell = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
+    shaped = project_segments(np.maximum(root_estimate, 0), starts, root_atoms)
+    for level in range(1, h.n_levels):
+        above = totals[h.level_slice(level - 1)][:, atom_of_cell]
+        share = np.divide(shaped, above, out=np.zeros(above.shape), where=above > 0)
+        shaped = totals[h.level_slice(level)][:, atom_of_cell] * share[h.segment_of_level(level)]
+    cumulative = np.rint(np.cumsum(shaped, axis=1))
+    leaves = np.diff(cumulative, axis=1, prepend=0).astype(np.int64)
+    return h.aggregate(leaves)
