@@ -40,7 +40,8 @@ def _words(column: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", str(column).lower()) if w]
 
 
-def _hinted(column: str, hints: Iterable[str]) -> bool:
+def hinted(column: str, hints: Iterable[str]) -> bool:
+    """The column's name, or one of its words, is one of ``hints``."""
     name = str(column).lower()
     return name in hints or any(w in hints for w in _words(column))
 
@@ -67,7 +68,7 @@ def _ranked(table: pd.DataFrame, exclude: Iterable[str], hints: tuple[str, ...])
              and integer_valued(table[c])]
 
     def rank(column: str) -> int:
-        return next((i for i, h in enumerate(hints) if _hinted(column, (h,))), len(hints))
+        return next((i for i, h in enumerate(hints) if hinted(column, (h,))), len(hints))
     return sorted(valid, key=rank)
 
 
@@ -87,14 +88,14 @@ def attribute_candidates(table: pd.DataFrame, exclude: Iterable[str] = (),
     skip = set(map(str, exclude))
     valid = [str(c) for c in table.columns if str(c) not in skip and not looks_like_code(c)
              and table[c].dtype.kind in "iu"]
-    return sorted(valid, key=lambda c: (not _hinted(c, hints), valid.index(c)))
+    return sorted(valid, key=lambda c: (not hinted(c, hints), valid.index(c)))
 
 
 def group_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
     """Columns that can identify a group (any non-float column), hinted names first."""
     skip = set(map(str, exclude))
     valid = [str(c) for c in table.columns if str(c) not in skip and table[c].dtype.kind != "f"]
-    return sorted(valid, key=lambda c: (not _hinted(c, GROUP_HINTS), valid.index(c)))
+    return sorted(valid, key=lambda c: (not hinted(c, GROUP_HINTS), valid.index(c)))
 
 
 def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
@@ -113,7 +114,7 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
             and not any(w in NAME_WORDS for w in _words(c))
-            and not _hinted(c, GROUP_HINTS + ("person", "person_id", "pid"))]
+            and not hinted(c, GROUP_HINTS + ("person", "person_id", "pid"))]
     distinct = {c: int(part[c].nunique()) for c in pool}
     pool = [c for c in pool if distinct[c] > 1]
     pool.sort(key=lambda c: (distinct[c], not looks_like_code(c)))

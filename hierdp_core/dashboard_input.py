@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from hierdp_core import column_roles
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.reshape import melt_wide
@@ -22,6 +23,7 @@ from hierdp_core.errors import MissingCellsError, RaggedLevelError
 SHAPE = ui.INPUT
 COUNT = "count"  # the count column of a melted table
 NO_COUNT = "(none: one row per person)"
+NO_NAME = "(no names)"
 MISSING_LABELS = {"error": "stop and show them", "zero": "count them as 0",
                   "drop": "leave their rows out"}
 
@@ -90,3 +92,44 @@ def friendly(exc: Exception) -> str:
                 "tick \"Units may skip a level\" on the Data page: each then passes through "
                 "it as its own child.")
     return str(exc)
+
+
+def default_roles(table: pd.DataFrame) -> dict:
+    """Roles of a new upload (`column_roles`): the nested code columns as levels (else the
+    first column), a count column only when one is named like a count, names per level."""
+    levels = column_roles.guess_levels(table) or [str(table.columns[0])]
+    counts = [c for c in column_roles.count_candidates(table, levels)
+              if column_roles.hinted(c, column_roles.COUNT_HINTS)]
+    return {"levels": levels, "count_column": counts[0] if counts else None,
+            "category_columns": [], "local_codes": False,
+            "name_columns": column_roles.guess_name_columns(table, levels)}
+
+
+def count_picker(table: pd.DataFrame, levels: list[str], current: str | None) -> str | None:
+    """The count column: only columns of whole numbers >= 0 that are not levels or codes
+    (`column_roles.count_candidates`); None: one row per person."""
+    options = [NO_COUNT] + column_roles.count_candidates(table, levels)
+    count = st.selectbox("Count column", options,
+                         index=options.index(current) if current in options else 0,
+                         key=table_key("roles_count"),
+                         help="Only columns of whole numbers (0 or more) that are not a level "
+                              "or a code are offered.")
+    return None if count == NO_COUNT else count
+
+
+def name_pickers(table: pd.DataFrame, levels: list[str], taken: list[str]) -> dict[str, str]:
+    """One "names of <level>" picker per level (any column not otherwise used; default
+    the roles' choice, else a guess): level -> name column."""
+    chosen = ui.roles().get("name_columns")
+    if chosen is None:
+        chosen = column_roles.guess_name_columns(table, levels)
+    others = [str(c) for c in table.columns if str(c) not in {*levels, *taken}]
+    out = {}
+    for col, level in zip(st.columns(max(len(levels), 1)), levels, strict=False):
+        options = [NO_NAME, *others]
+        pick = col.selectbox(f"Names of {level}", options,
+                             index=options.index(chosen[level]) if chosen.get(level) in options
+                             else 0, key=table_key(f"roles_names_{level}"))
+        if pick != NO_NAME:
+            out[level] = pick
+    return out

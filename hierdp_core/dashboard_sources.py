@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from hierdp_core import column_roles
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_structure as structure
 from hierdp_core.dashboard_input import friendly
@@ -59,6 +60,17 @@ def _pick(label: str, columns: list[str], preferred: tuple[str, ...], key: str, 
     """A column selectbox defaulting to the first preferred name the table has."""
     index = next((columns.index(p) for p in preferred if p in columns), 0)
     return st.selectbox(label, columns, index=index, key=key, **kwargs)
+
+
+def _valid(label: str, candidates: list[str], what: str, needs: str):
+    """``candidates`` (valid columns for a role, `column_roles`), or a friendly message
+    naming what the role ``needs`` and the page stops."""
+    if not candidates:
+        st.error(f"Your table cannot be used for {what}: no column can be the {label} "
+                 f"({needs}). Check the level columns, or the table's shape on the Data "
+                 "page.")
+        st.stop()
+    return candidates
 
 
 def _levels(ds: dict, key: str, label: str = "Geography levels, coarse to fine",
@@ -113,7 +125,6 @@ def group_sizes_from_upload(ds: dict):
         group_size_data_from_people,
     )
 
-    columns = _columns(ds)
     left, middle, right = st.columns(3)
     with left:
         levels = _levels(ds, "gs_up_levels")
@@ -121,13 +132,19 @@ def group_sizes_from_upload(ds: dict):
         layout = st.radio("One row per", ["person", "size"], horizontal=True, key="gs_up_rows",
                           format_func={"person": "person (household id)",
                                        "size": "region and size"}.get)
+        table, what = ds["table"], "group sizes"
         if layout == "person":
-            roles = (_pick("Household id column", columns, ("household", "household_id",
-                                                            "group"), "gs_up_group"),)
+            groups = _valid("household id", column_roles.group_candidates(table, levels),
+                            what, "any column other than the levels")
+            roles = (_pick("Household id column", groups, (), "gs_up_group"),)
         else:
-            roles = (_pick("Size column", columns, ("size",), "gs_up_size"),
-                     _pick("Number of households column", columns,
-                           ("households", "count", "groups"), "gs_up_count"))
+            sizes = _valid("size column", column_roles.size_candidates(table, levels), what,
+                           "whole numbers of 1 or more, not a level or a code column")
+            size = _pick("Size column", sizes, (), "gs_up_size")
+            counts = _valid("number of households", column_roles.count_candidates(
+                table, [*levels, size]), what, "whole numbers, not a level, code or the size")
+            roles = (size, _pick("Number of households column", counts,
+                                 ("households", "count", "groups"), "gs_up_count"))
     with right:
         max_size = st.number_input("Largest size N (public)", min_value=1, max_value=100_000,
                                    value=64, step=1, key="gs_up_max",
@@ -174,7 +191,8 @@ def flows_from_upload(ds: dict):
         destination = _levels(ds, "fl_up_destination", "Destination levels (same geography)",
                               default=[c for c in columns if c.lower().startswith("d_")])
     with right:
-        count = _pick("Count column", [TRIP_ROWS, *columns], _count_names(FLOW_COUNT_NAMES),
+        counts = column_roles.count_candidates(ds["table"], [*origin, *destination])
+        count = _pick("Count column", [TRIP_ROWS, *counts], _count_names(FLOW_COUNT_NAMES),
                       "fl_up_count",
                       help="The number of trips of each row, or none when every row is one "
                            "trip.")
@@ -219,15 +237,16 @@ def ranges_from_upload(ds: dict):
     description for the manifest)."""
     from hierdp_core.queries.ranges import range_data_from_table
 
-    columns = _columns(ds)
     left, middle, right = st.columns(3)
     with left:
         levels = _levels(ds, "rg_up_levels")
     with middle:
-        attribute = _pick("Ordered attribute", columns, ("age", "income", "travel_time"),
-                          "rg_up_attribute", help="Its values are the histogram's cells, in "
+        attribute = _pick("Ordered attribute", _valid(
+            "ordered attribute", column_roles.attribute_candidates(ds["table"], levels),
+            "range queries", "integers, not a level or a code column"), (), "rg_up_attribute", help="Its values are the histogram's cells, in "
                           "order (integers: every value from the lowest to the highest).")
-        count = _pick("Count column", [PERSON_ROWS, *columns],
+        counts = column_roles.count_candidates(ds["table"], [*levels, attribute])
+        count = _pick("Count column", [PERSON_ROWS, *counts],
                       _count_names(RANGE_COUNT_NAMES), "rg_up_count",
                       help="The number of people of each row, or none when every row is one "
                            "person.")

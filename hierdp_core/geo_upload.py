@@ -122,23 +122,32 @@ def _polygons(frame, name: str, notes: list[str]):
     return frame.set_geometry(geoms, crs=frame.crs)
 
 
+def _lonlat(bounds) -> bool:
+    minx, miny, maxx, maxy = bounds
+    return bool(-180.5 <= minx and maxx <= 360 and -90.5 <= miny and maxy <= 90.5)
+
+
 def _to_lonlat(frame, name: str, notes: list[str]):
     minx, miny, maxx, maxy = frame.total_bounds
     if frame.crs is None:
-        if -180.5 <= minx and maxx <= 360 and -90.5 <= miny and maxy <= 90.5:
+        if _lonlat(frame.total_bounds):
             notes.append("no coordinate reference system given: read as lon/lat (EPSG:4326)")
             return frame.set_crs(4326)
         raise GeometryCRSError(f"{name} has no coordinate reference system and its "
                                f"coordinates ({minx:.0f}, {miny:.0f}) are not lon/lat: save "
                                "it with its CRS (a .prj file inside the zip)")
     if frame.crs.to_epsg() == 4326:
+        if not _lonlat(frame.total_bounds):
+            raise GeometryCRSError(f"{name} says lon/lat (as GeoJSON must) but its coordinates "
+                                   f"({minx:.0f}, {miny:.0f}) are not: convert it to "
+                                   "EPSG:4326, or upload a Shapefile or GeoPackage with its CRS")
         return frame
     try:
         out = frame.to_crs(4326)
     except Exception as exc:  # noqa: BLE001 - pyproj errors
         raise GeometryCRSError(f"{name}: its coordinates cannot be converted to lon/lat "
                                f"({exc})") from None
-    if not np.isfinite(out.total_bounds).all():
+    if not np.isfinite(out.total_bounds).all() or not _lonlat(out.total_bounds):
         raise GeometryCRSError(f"{name}: its coordinates fall outside the Earth once "
                                "converted to lon/lat; check its CRS")
     notes.append(f"reprojected from {frame.crs.to_string()} to lon/lat (EPSG:4326)")

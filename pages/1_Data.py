@@ -3,6 +3,7 @@
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_geo as geo_ui
 from hierdp_core import dashboard_input as inp
 from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_structure as structure
@@ -42,9 +43,8 @@ with upload:
             st.error(f"This file cannot be read: {exc}")
         else:
             ui.set_dataset(uploaded.name, table)
-            columns = list(table.columns)
-            st.session_state[ui.ROLES] = {"levels": columns[:1], "count_column": None,
-                                          "category_columns": [], "local_codes": False}
+            st.session_state[ui.ROLES] = inp.default_roles(table)
+            st.session_state.pop(geo_ui.GEO, None)
             st.rerun()
 
 ds = ui.ensure_dataset()
@@ -87,13 +87,9 @@ table = ui.ensure_dataset()["table"]
 st.subheader("Column roles")
 r = ui.roles()
 columns = [str(c) for c in table.columns]
-numeric = [c for c in columns if table[c].dtype.kind in "iuf"]
 levels = ui.level_picker(inp.table_key("roles_levels"))
 r = ui.roles()
-count_options = [inp.NO_COUNT] + numeric
-count_default = r["count_column"] if r["count_column"] in numeric else count_options[0]
-count = st.selectbox("Count column", count_options, index=count_options.index(count_default),
-                     key=inp.table_key("roles_count"))
+count = inp.count_picker(table, levels, r["count_column"])
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
                             default=[c for c in r["category_columns"] if c in others],
@@ -111,9 +107,10 @@ if ds["sample"] is None:
                          "sits in its state, shown as '06 (no county)')",
                          value=bool(r.get("ragged", False)),
                          key=inp.upload_key("roles_ragged"))
-ui.set_roles({"levels": levels, "count_column": None if count == count_options[0] else count,
-              "category_columns": categories, "local_codes": local, "missing": missing,
-              "ragged": ragged})
+names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
+ui.set_roles({"levels": levels, "count_column": count, "category_columns": categories,
+              "local_codes": local, "missing": missing, "ragged": ragged,
+              **({"name_columns": names} if names is not None else {})})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
     structure.choose(categories)
@@ -135,8 +132,7 @@ named = structure.geography_name_columns(levels) if declared else ui.name_column
 where = ", from the geography file" if declared else ""
 st.caption(f"Unit names (public, used as labels in the release{where}): "
            + (", ".join(f"{lv} ← {col}" for lv, col in named.items()) if named else
-              "none found; a column called <level>_name (e.g. county_name) is used "
-              "automatically."))
+              "none (choose a name column per level above)."))
 st.success(
     f"A tree of {h.n_nodes:,} units over {h.n_levels} levels "
     f"({' › '.join(f'{n} ({h.level_size(i):,})' for i, n in enumerate(h.level_names))}), "
@@ -144,4 +140,6 @@ st.success(
     f"{int(data.leaf_counts.sum()):,} people in total."
 )
 rel.structure_note(data.declared_structure)
+if ds["sample"] is None:
+    geo_ui.panel(h)
 ui.next_page("pages/2_Hierarchy.py", "Next: look at the hierarchy")

@@ -3,12 +3,13 @@
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_input as inp
 from hierdp_core.viz import hierarchy_treemap
 
 status_slot = ui.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
                             "sum of its children.")
 ui.ensure_dataset()
-levels = ui.level_picker("hierarchy_levels")
+levels = ui.level_picker(inp.table_key("hierarchy_levels"))  # new widget per table
 ui.sidebar_status(status_slot)
 if not levels:
     st.warning("Choose at least one geography level.")

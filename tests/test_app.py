@@ -337,7 +337,8 @@ def test_uploaded_us_codes_get_the_bundled_maps():
     table = SAMPLES["us-counties"].loader().rename(columns={"county": "fips"})
     at = uploaded(page("pages/4_Results.py"), table, ["state", "fips"], "population").run()
     assert_clean(at)
-    assert any("us-counties county level, matched by codes" in c.value for c in at.caption)
+    assert any("Boundaries: bundled: " in c.value and "level county" in c.value
+               for c in at.caption)
     assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 4
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)

@@ -1,0 +1,106 @@
+"""Maps of an uploaded table on the dashboard (Streamlit AppTest; AppTest cannot upload
+files, so the table and the boundaries are put in session state as the Data page would):
+a table from another country whose codes collide with the bundled ones gets no bundled map,
+a table of bundled units gets it, the user's own boundaries draw the maps, and the column
+roles get valid defaults."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import ROOT, TIMEOUT, assert_clean
+from tests.test_geo_upload import squares_geojson
+
+
+def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTest:
+    from hierdp_core import dashboard as ui
+    from hierdp_core import dashboard_geo as geo_ui
+    from hierdp_core import dashboard_input as inp
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.switch_page(path)
+    at.session_state[ui.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+                                     "version": 1, "loaded": 1}
+    at.session_state[ui.ROLES] = inp.default_roles(table)
+    if geo_state is not None:
+        at.session_state[geo_ui.GEO] = geo_state
+    return at.run()
+
+
+def colliding_table() -> pd.DataFrame:
+    """Codes that are Italian region, province and municipality codes, nested differently
+    (province 004 Cuneo under region '02', not Piemonte's '01'): another country's table."""
+    rows = [(f"{r:02d}", f"{p:03d}", f"{p:03d}{c:03d}", 10 + c)
+            for r, provinces in ((1, (1, 2)), (2, (3, 4)), (3, (5, 6)))
+            for p in provinces for c in (1, 2, 3)]
+    return pd.DataFrame(rows, columns=["region_code", "province_code", "commune_code", "count"])
+
+
+def test_a_table_from_another_country_gets_no_bundled_map():
+    at = _app("pages/1_Data.py", colliding_table())
+    assert_clean(at)
+    assert at.multiselect(key="roles_levels_1").value == ["region_code", "province_code",
+                                                          "commune_code"]
+    assert at.selectbox(key="roles_count_1").value == "count"
+    assert any("No maps" in i.value for i in at.info)
+    assert "no map (nothing fits)" in at.selectbox(key="geo_choice").format_func("auto")
+    res = _app("pages/4_Results.py", colliding_table())
+    assert not res.exception
+    assert any("No map for this level" in i.value for i in res.info)
+    assert not any("geo/italy" in c.proto.spec for c in res.get("plotly_chart"))
+
+
+def test_a_table_of_bundled_units_gets_their_map_and_can_refuse_it():
+    rows = [("01", "001", "001001", 5), ("01", "001", "001002", 7), ("01", "002", "002004", 3)]
+    table = pd.DataFrame(rows, columns=["region", "province", "municipality", "n"])
+    at = _app("pages/1_Data.py", table)
+    assert_clean(at)
+    assert any("Maps drawn on bundled" in s.value and "100% matched" in s.value
+               for s in at.success)
+    at.selectbox(key="geo_choice").set_value("none").run()
+    assert not at.exception and any("you chose none" in i.value for i in at.info)
+
+
+def test_own_boundaries_draw_the_maps(tmp_path):
+    from hierdp_core.geo_upload import build_geometry, read_boundaries
+
+    table = pd.DataFrame({"zone": ["A", "A", "B", "B"], "tract": ["a1", "a2", "b1", "b2"],
+                          "tract_name": ["North", "East", "South", "West"],
+                          "people": [5, 8, 13, 21]})
+    b = read_boundaries(squares_geojson(["a1", "a2", "b1", "b2"]), "tracts.geojson")
+    units = table[["zone", "tract"]]
+    g = build_geometry(b, ["zone", "tract"], {"tract": "code"}, units)
+    at = _app("pages/1_Data.py", table, {"choice": "auto", "boundaries": b, "geometry": g})
+    assert_clean(at)
+    assert any("your boundaries (tracts.geojson)" in s.value for s in at.success)
+    assert at.selectbox(key="roles_names_tract_1").value == "tract_name"
+    res = _app("pages/4_Results.py", table, {"choice": "auto", "boundaries": b,
+                                             "geometry": g})
+    assert not res.exception
+    specs = [c.proto.spec.replace("\\u002f", "/") for c in res.get("plotly_chart")]
+    assert sum(f"geo/{g.source}/tract.geojson" in spec for spec in specs) == 4
+    assert (ROOT / "static" / "geo" / g.source / "tract.geojson").is_file()
+
+
+def test_group_sizes_never_pick_a_code_column_as_the_size():
+    from hierdp_core import column_roles
+
+    table = pd.DataFrame({"region_code": np.repeat([1, 2], 4), "commune": list("abcdefgh"),
+                          "hh_size": [1, 2, 3, 4] * 2, "households": [9, 8, 7, 6] * 2})
+    assert column_roles.size_candidates(table, ["region_code", "commune"])[0] == "hh_size"
+    assert "region_code" not in column_roles.count_candidates(table)
+    at = _app("pages/7_Group_sizes.py", table)
+    at.radio(key="gs_source").set_value("upload").run()
+    at.radio(key="gs_up_rows").set_value("size").run()
+    assert not at.exception
+    assert at.selectbox(key="gs_up_size").value == "hh_size"
+    assert at.selectbox(key="gs_up_count").value == "households"
+    assert "region_code" not in at.selectbox(key="gs_up_size").options
+    text = table.assign(hh_size=table["hh_size"].astype(str) + " persons")
+    at = _app("pages/7_Group_sizes.py", text.drop(columns="households"))
+    at.radio(key="gs_source").set_value("upload").run()
+    at.radio(key="gs_up_rows").set_value("size").run()
+    assert not at.exception
+    assert any("no column can be the size column" in e.value for e in at.error)
