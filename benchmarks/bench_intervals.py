@@ -29,7 +29,7 @@ import pandas as pd
 from machine import machine_info
 
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.intervals import bootstrap_replicates, count_intervals
+from hierdp_core.intervals import bootstrap_replicates, count_intervals, intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -126,23 +126,127 @@ def coverage(data: CountData, name: str, budgets: dict, runs: int, level: float,
                                               **params)
     t = time.perf_counter()
     count_intervals(single, level)
-    out = {"seconds": round(time.perf_counter() - t, 3), "method": iv.record["method"],
-           "replicates": iv.record["replicates"], "levels": {}, "bins": {}}
-    for lv in range(h.n_levels):
-        sl = h.level_slice(lv)
-        name_lv = h.level_names[lv]
-        out["levels"][name_lv] = entry(hit[sl], level)
+    rows = np.repeat(h.level_of_nodes(), batch.leaf_counts.shape[1])
+    own = np.tile(np.arange(batch.leaf_counts.shape[1]) < k, h.n_nodes)  # one copy's bins
+    return {"seconds": round(time.perf_counter() - t, 3), "method": iv.record["method"],
+            "replicates": iv.record["replicates"],
+            **summary(hit.ravel(), truth.ravel(), rows, h.level_names, level, own)}
+
+
+def summary(hit: np.ndarray, truth: np.ndarray, rows: np.ndarray, names, level: float,
+            own: np.ndarray | None = None) -> dict:
+    """Coverage per level (``rows``: each cell's level) and, below the root, per quartile
+    bin of the level's true values (the bins' edges from the ``own`` cells)."""
+    out = {"levels": {}, "bins": {}}
+    for lv, name_lv in enumerate(names):
+        at = rows == lv
+        if not at.any():
+            continue
+        out["levels"][name_lv] = entry(hit[at], level)
         if lv == 0:
             continue
-        own = truth[sl][:, :k]  # one copy of the level's true counts
-        edges = np.quantile(own, [0.25, 0.5, 0.75])
-        bins = np.searchsorted(edges, truth[sl], side="right")
-        lows = np.concatenate([[own.min()], edges])
-        highs = np.concatenate([edges, [own.max()]])
+        t = truth[at]
+        edges = np.quantile(t[own[at]] if own is not None else t, [0.25, 0.5, 0.75])
+        bins = np.searchsorted(edges, t, side="right")
+        lows = np.concatenate([[t.min()], edges])
+        highs = np.concatenate([edges, [t.max()]])
         out["bins"][name_lv] = [{"bin": f"{lows[b]:.0f}-{highs[b]:.0f}",
-                                 **entry(hit[sl][bins == b], level)}
+                                 **entry(hit[at][bins == b], level)}
                                 for b in range(4) if (bins == b).any()]
     return out
+
+
+# ---- group sizes, flows, ranges: every release re-run by the bootstrap ------------------
+#: kind -> name -> (mechanism, parameters, budget kind)
+RERUN_CONFIGS = {
+    "group-sizes": {m: (m, {}, "epsilon") for m in (
+        "gs-noisy", "gs-topdown", "gs-mh-dp", "gs-mc-dp", "gs-kuo-hierarchical")},
+    "flows": {"vanilla-gauss": ("vanilla-gauss", {}, "rho"), "inftda": ("inftda", {}, "rho"),
+              "tda-l2": ("tda-l2", {}, "rho"),
+              "stability-histogram": ("stability-histogram", {}, "epsilon-delta")},
+    "ranges": {m: (m, {}, "epsilon") for m in (
+        "identity", "h2", "hb", "privelet", "greedy-h", "dawa", "partition-laplace")},
+}
+NEW_ENGLAND = ("09", "23", "25", "33", "44", "50")  # 67 counties
+UMBRIA = "10"  # 2 provinces, 92 municipalities
+
+
+def rerun_datasets(kind: str) -> dict:
+    """The bundled data of a kind (cut to what a bootstrap per release can afford), and
+    the shared real data when present."""
+    from hierdp_core.data.sample_files import SAMPLE_FILES
+    from hierdp_core.flows.data import flow_data_from_table
+    from hierdp_core.groupsizes.data import group_size_data_from_histograms
+    from hierdp_core.queries.ranges import range_data_from_table
+    from hierdp_core.ranges.workloads import bands
+
+    out = {}
+    shared = SHARED.parent
+    if kind == "group-sizes":
+        t = SAMPLE_FILES["us-households"].loader()
+        out["us-households new england, sizes 0-7+"] = group_size_data_from_histograms(
+            t[t["state"].isin(NEW_ENGLAND)], ["state", "county"], "size", "households",
+            max_size=7)
+        path = shared / "households" / "calm_oregon_taz_household_controls.csv"
+        if path.exists():
+            t = pd.read_csv(path)
+            long = pd.concat([pd.DataFrame({"county": t["COUNTYFP"].astype(str),
+                                            "tract": t["TRACTGEOID"].astype(str),
+                                            "taz": t["TAZ"].astype(str), "size": k,
+                                            "n": t[f"HHSIZE{k}"]}) for k in range(1, 5)])
+            out["oregon taz households, sizes 0-4+"] = group_size_data_from_histograms(
+                long, ["county", "tract", "taz"], "size", "n", max_size=4)
+    elif kind == "flows":
+        t = SAMPLE_FILES["us-flights"].loader()
+        out["us-flights"] = flow_data_from_table(t, ["o_state", "o_airport"],
+                                                 ["d_state", "d_airport"], "flights")
+        path = shared / "flows" / "ny_county_commuting_flows_2011.csv"
+        if path.exists():
+            t = pd.read_csv(path, dtype={"origin": str, "destination": str})
+            t = t.assign(o_state=t["origin"].str[:2], d_state=t["destination"].str[:2])
+            out["ny county commuting 2011"] = flow_data_from_table(
+                t, ["o_state", "origin"], ["d_state", "destination"], "flow")
+    else:
+        t = SAMPLES["italy-municipalities"].loader()
+        d = range_data_from_table(t[t["region"] == UMBRIA], ["region", "province",
+                                                              "municipality"], "age",
+                                  count_column="residents", domain=(0, 100))
+        out["italy umbria ages 0-100, bands 0-17,18-64,65-100"] = d.with_workload(
+            bands(d.values, "0-17,18-64,65-100"))
+    return out
+
+
+def truth_rows(data, release) -> tuple[np.ndarray, np.ndarray]:
+    """The true value of every released row, and its level."""
+    if hasattr(release, "levels"):  # flows: the released nodes
+        truth = [data.lookup(t, lv.origin, lv.destination)
+                 for t, lv in enumerate(release.levels)]
+        return (np.concatenate(truth),
+                np.concatenate([np.full(x.size, t) for t, x in enumerate(truth)]))
+    k = release.values.shape[1]
+    return data.node_counts().ravel(), np.repeat(release.hierarchy.level_of_nodes(), k)
+
+
+def rerun_coverage(data, config: tuple, budgets: dict, runs: int, level: float,
+                   seed: int) -> dict:
+    """``runs`` seeded releases, each with its intervals (replicates by time)."""
+    mechanism, params, kind = config
+    hits, truths, rows, seconds = [], [], [], []
+    for run in range(runs):
+        release = get_mechanism(mechanism).release(data, budgets[kind],
+                                                   source=NoiseSource(seed + run), **params)
+        t = time.perf_counter()
+        iv = intervals_for(release, level, workload=getattr(data, "workload", None))
+        seconds.append(time.perf_counter() - t)
+        truth, row = truth_rows(data, release)
+        hits.append((iv.lower.ravel() <= truth) & (truth <= iv.upper.ravel()))
+        truths.append(truth)
+        rows.append(row)
+    names = getattr(release, "level_names", None) or release.hierarchy.level_names
+    return {"seconds": round(float(np.mean(seconds)), 2), "method": iv.record["method"],
+            "replicates": iv.record["replicates"], "runs": runs,
+            **summary(np.concatenate(hits), np.concatenate(truths), np.concatenate(rows),
+                      names, level)}
 
 
 def verdicts(results: dict, verdict: str) -> list[str]:
@@ -168,23 +272,38 @@ def main(argv=None) -> int:
     p.add_argument("--cells", type=int, default=60_000,
                    help="about this many cells per configuration (runs = cells / table)")
     p.add_argument("--seed", type=int, default=0, help="the first case's; then +1 per case")
+    p.add_argument("--kinds", default="counts," + ",".join(RERUN_CONFIGS))
+    p.add_argument("--runs", type=int, default=10,
+                   help="group sizes, flows, ranges: releases per configuration")
+    p.add_argument("--delta", type=float, default=1e-6, help="stability-histogram's")
     args = p.parse_args(argv)
-    budgets = {"epsilon": PrivacyBudget.pure(args.epsilon), "rho": PrivacyBudget.zcdp(args.rho)}
+    budgets = {"epsilon": PrivacyBudget.pure(args.epsilon), "rho": PrivacyBudget.zcdp(args.rho),
+               "epsilon-delta": PrivacyBudget.approx(args.epsilon, args.delta)}
     start = time.perf_counter()
     results = {}
     seeds = iter(range(args.seed, args.seed + 10_000))  # a noise stream per case
-    for ds, data in datasets(args.samples.split(",")).items():
+    kinds = args.kinds.split(",")
+    for kind in (k for k in kinds if k in RERUN_CONFIGS):
+        for ds, data in rerun_datasets(kind).items():
+            results[ds] = {"kind": kind, "runs": args.runs, "mechanisms": {}}
+            for name, config in RERUN_CONFIGS[kind].items():
+                results[ds]["mechanisms"][name] = rerun_coverage(
+                    data, config, budgets, args.runs, args.level, next(seeds) * 1000)
+                print(f"{ds} {name}: {results[ds]['mechanisms'][name]['levels']}",
+                      file=sys.stderr)
+    for ds, data in (datasets(args.samples.split(",")) if "counts" in kinds else {}).items():
         cells = data.hierarchy.n_nodes * data.leaf_counts.shape[1]
         runs = max(2, math.ceil(args.cells / cells))
-        results[ds] = {"nodes": data.hierarchy.n_nodes, "categories": data.leaf_counts.shape[1],
-                       "runs": runs, "mechanisms": {}}
+        results[ds] = {"kind": "counts", "nodes": data.hierarchy.n_nodes,
+                       "categories": data.leaf_counts.shape[1], "runs": runs,
+                       "mechanisms": {}}
         for name in args.configs.split(","):
             results[ds]["mechanisms"][name] = coverage(data, name, budgets, runs, args.level,
                                                        next(seeds))
             print(f"{ds} {name}: {results[ds]['mechanisms'][name]['levels']}", file=sys.stderr)
     print(json.dumps({
         "benchmark": "intervals", "level": args.level, "epsilon": args.epsilon,
-        "rho": args.rho, "seed": args.seed, "results": results,
+        "rho": args.rho, "delta": args.delta, "seed": args.seed, "results": results,
         "outside_3_points": verdicts(results, "outside"),
         "unresolved": verdicts(results, "unresolved"),
         "seconds": round(time.perf_counter() - start, 1), "machine": machine_info(),

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import CellIntervals
@@ -131,6 +132,31 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         d[:, j] = cells(rerun(source)) - plugin
     below, above = symmetric_half_widths(d, rank(level, replicates), integer)
     return below.astype(np.float64), above.astype(np.float64), replicates
+
+
+def released_leaves(release) -> np.ndarray:
+    """A table release's leaf rows as a plug-in truth: rounded, clipped at 0, int64."""
+    h = release.hierarchy
+    return np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0).astype(np.int64)
+
+
+def table_bootstrap(release, plugin, level: float, replicates: int | None):
+    """`rerun_bootstrap` of a table release (values (n_nodes, k)) whose mechanism re-runs
+    on ``plugin`` (data over the same tree) with the release's budget, split (the ledger's
+    shares) and parameters: half-widths (below, above) shaped like the values, and the
+    replicates drawn."""
+    mechanism = get_mechanism(release.mechanism)
+    budget, split = release_budget(release.privacy), list(release.ledger["share"])
+
+    def rerun(source):
+        return mechanism.release(plugin, budget, split=split, source=source,
+                                 **release.parameters)
+
+    below, above, draws = rerun_bootstrap(
+        rerun, lambda r: r.values.ravel(), plugin.node_counts().ravel(), release.ledger,
+        level, replicates, release.is_integer)
+    shape = release.values.shape
+    return below.reshape(shape), above.reshape(shape), draws
 
 
 def _check_ledger(original, rerun) -> None:

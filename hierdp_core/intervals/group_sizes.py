@@ -19,8 +19,7 @@ Example
 -------
 >>> import pandas as pd
 >>> from hierdp_core.groupsizes.data import group_size_data_from_histograms
->>> from hierdp_core.mechanisms.base import get_mechanism
->>> from hierdp_core.privacy.budget import PrivacyBudget
+>>> >>> from hierdp_core.privacy.budget import PrivacyBudget
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> t = pd.DataFrame({"s": ["A", "A", "B"], "size": [1, 2, 1], "n": [30, 40, 50]})
 >>> d = group_size_data_from_histograms(t, ["s"], "size", "n", max_size=3)
@@ -35,18 +34,15 @@ True
 
 from __future__ import annotations
 
-import numpy as np
-
 from hierdp_core.groupsizes.data import SIZE_COLUMN, GroupSizeData
 from hierdp_core.intervals.bootstrap import (
     check_level,
     feasible,
     interval_record,
-    release_budget,
-    rerun_bootstrap,
+    released_leaves,
+    table_bootstrap,
 )
 from hierdp_core.intervals.counts import per_node, raw_half_widths
-from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.release import CellIntervals, Release
 
 CLOSED_FORM = ("gs-noisy",)
@@ -63,20 +59,9 @@ def group_size_intervals(release: Release, level: float,
             release.level_noises(), level, rounded=True))
         method, draws = "exact", None
     else:
-        leaves = np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0)
-        plugin = GroupSizeData(h, leaves.astype(np.int64), release.categories,
+        plugin = GroupSizeData(h, released_leaves(release), release.categories,
                                (SIZE_COLUMN,), max_size=len(release.categories) - 1)
-        mechanism = get_mechanism(release.mechanism)
-        budget, split = release_budget(release.privacy), list(release.ledger["share"])
-
-        def rerun(source):
-            return mechanism.release(plugin, budget, split=split, source=source,
-                                     **release.parameters)
-
-        below, above, draws = rerun_bootstrap(
-            rerun, lambda r: r.values.ravel(), plugin.node_counts().ravel(),
-            release.ledger, level, replicates, release.is_integer)
-        below, above = below.reshape(release.values.shape), above.reshape(release.values.shape)
+        below, above, draws = table_bootstrap(release, plugin, level, replicates)
         method = "parametric bootstrap"
     methods = dict.fromkeys(h.level_names, method)
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"

@@ -16,17 +16,14 @@ rebuilt from the name when it is one of the named kinds (prefix, identity, ...).
 
 from __future__ import annotations
 
-import numpy as np
-
 from hierdp_core.errors import InputError
 from hierdp_core.intervals.bootstrap import (
     check_level,
     feasible,
     interval_record,
-    release_budget,
-    rerun_bootstrap,
+    released_leaves,
+    table_bootstrap,
 )
-from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
 from hierdp_core.release import CellIntervals, Release
@@ -40,24 +37,13 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
     level = check_level(level, replicates)
     h = release.hierarchy
     workload = workload or _named(release)
-    leaves = np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0).astype(np.int64)
-    plugin = RangeData(h, leaves, release.categories, release.attribute, workload)
-    mechanism = get_mechanism(release.mechanism)
-    budget, split = release_budget(release.privacy), list(release.ledger["share"])
-
-    def rerun(source):
-        return mechanism.release(plugin, budget, split=split, source=source,
-                                 **release.parameters)
-
-    below, above, draws = rerun_bootstrap(
-        rerun, lambda r: r.values.ravel(), plugin.node_counts().ravel(), release.ledger,
-        level, replicates, release.is_integer)
-    shape = release.values.shape
+    plugin = RangeData(h, released_leaves(release), release.categories, release.attribute,
+                       workload)
+    below, above, draws = table_bootstrap(release, plugin, level, replicates)
     record = interval_record(level, dict.fromkeys(h.level_names, "parametric bootstrap"),
                              draws, plug_in="the released leaf histograms",
                              workload=workload.name)
-    return feasible(release.values - below.reshape(shape), release.values
-                    + above.reshape(shape), record)
+    return feasible(release.values - below, release.values + above, record)
 
 
 def _named(release: Release) -> Workload:

@@ -1,0 +1,66 @@
+"""`hierdp release` writes ``lower`` and ``upper`` for every query kind (default 90%, or
+``--interval LEVEL``; ``--interval none`` gives none), in CSV and Parquet, with the
+manifest's ``intervals`` record saying how they were made."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from conftest import run_cli as run
+from test_intervals_kinds import UNITS, ages, flows, group_sizes
+
+from hierdp_core.export import read_release
+from hierdp_core.intervals import INPUTS
+
+
+def _csv(tmp_path, query: str):
+    """A small input of the query kind, written as CSV, and its command-line options."""
+    path = tmp_path / f"{query}.csv"
+    if query == "group-sizes":
+        d = group_sizes(scale=5)
+        rows = UNITS.loc[UNITS.index.repeat(5)].assign(
+            size=list(range(5)) * len(UNITS), n=d.leaf_counts.ravel())
+        rows.to_csv(path, index=False)
+        return path, ["--levels", "s,c", "--query", "group-sizes", "--size-column", "size",
+                      "--count-column", "n", "--max-size", "4", "--mechanism",
+                      "gs-topdown", "--invariant", "total", "--epsilon", "1"]
+    if query == "flows":
+        d = flows(scale=5)
+        codes = UNITS["c"].to_numpy()
+        states = UNITS["s"].to_numpy()
+        pd.DataFrame({"os": states[d.origin], "oc": codes[d.origin],
+                      "ds": states[d.destination], "dc": codes[d.destination],
+                      "n": d.counts}).to_csv(path, index=False)
+        return path, ["--query", "flows", "--origin-levels", "os,oc",
+                      "--destination-levels", "ds,dc", "--count-column", "n",
+                      "--mechanism", "inftda", "--invariant", "total", "--rho", "0.5"]
+    d = ages(scale=5)
+    rows = UNITS.loc[UNITS.index.repeat(8)].assign(age=list(range(8)) * len(UNITS),
+                                                   n=d.leaf_counts.ravel())
+    rows.to_csv(path, index=False)
+    return path, ["--levels", "s,c", "--query", "ranges", "--attribute", "age",
+                  "--count-column", "n", "--mechanism", "dawa", "--epsilon", "1"]
+
+
+@pytest.mark.parametrize("query", ["group-sizes", "flows", "ranges"])
+def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
+    path, options = _csv(tmp_path, query)
+    base = ["release", path, *options, "--structure-from-data", "--seed", 3]
+    code, _, err = run(capsys, *base, "--out", tmp_path / "a", "--format", "csv,parquet",
+                       "--interval", "0.8")
+    assert code == 0, err
+    table, manifest = read_release(tmp_path / "a")
+    assert {"lower", "upper"} <= set(table.columns)
+    assert (table["lower"] <= table["value"]).all() and (table["value"] <= table["upper"]).all()
+    record = manifest["intervals"]
+    assert record["level"] == 0.8 and record["inputs"] == INPUTS
+    assert set(table["level_name"]) <= set(record["method"])
+    assert "parametric bootstrap" in record["method"].values()
+    assert record["replicates"] >= 20 and record["seed"] is not None
+    code, _, err = run(capsys, *base, "--out", tmp_path / "b")  # the default level
+    assert code == 0, err
+    assert read_release(tmp_path / "b")[1]["intervals"]["level"] == 0.9
+    code, _, err = run(capsys, *base, "--out", tmp_path / "c", "--interval", "none")
+    assert code == 0, err
+    table, manifest = read_release(tmp_path / "c")
+    assert "lower" not in table.columns and "intervals" not in manifest
