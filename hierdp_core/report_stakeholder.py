@@ -91,7 +91,8 @@ def tradeoff_figure(table: pd.DataFrame, chosen: float | None = None) -> go.Figu
         fig.add_vline(x=chosen, line_dash="dash", line_color="grey",
                       annotation_text=f"chosen ε = {chosen:g}")
     fig.update_layout(
-        title={"text": "Expected error per cell against ε (a priori, before consistency)",
+        title={"text": "Expected error per cell against ε (a priori, before consistency)"
+                       "<br><sup>levels with equal budget shares have one line</sup>",
                "x": 0.0},
         xaxis={"title": {"text": "privacy budget ε (log scale)"}, "type": "log"},
         yaxis={"title": {"text": "expected |error| per cell (count, log scale)"},
@@ -129,12 +130,12 @@ def explanation_html(release, verdict: dict) -> str:
     ledger = release.ledger[np.isfinite(release.ledger["expected_abs_error"].astype(float))]
     errors = ", ".join(f"{row.level_name} about ±{row.expected_abs_error:.3g}"
                        for row in ledger.itertuples())
+    neighbour = str(privacy.get("neighbouring") or "one record added or removed")
     publishable = ("It can be published as it is." if verdict["publishable"] else
                    "It cannot be published as it is: "
                    + "; ".join(verdict["not_publishable_because"]) + ".")
     return f"""<div class="explain">
-<p><b>Who is protected.</b> {escape(privacy.get("neighbouring", "one record"))}. The
-release must look almost the same whether or not any one person is in the data.</p>
+<p><b>Who is protected.</b> Neighbouring data: {escape(neighbour)}. The release must look almost the same whether or not any one person is in the data.</p>
 <p><b>What ε = {eps:.3g} means.</b> Any published table is at most {ratio:,.3g} times more
 (or less) likely with one person's record than without it; smaller ε means stronger
 protection and more noise.</p>

@@ -1,0 +1,140 @@
+"""The release report and saved configurations in a real headless Chromium (Debian's, driven
+by Playwright), on the US counties:
+
+* the report prepared on the Export page, downloaded, and opened from disk in a context with
+  every network request blocked: its figures (maps included) draw, no request leaves it.
+  Screenshot: test-artifacts/screenshots/report_offline.png.
+* a configuration saved on the Export page (seed 5), loaded in a new session: the Results
+  page's release is the same; ``hierdp release --config`` on the sample file gives the
+  same values too. Screenshot: config_loaded.png.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_browser import (  # noqa: F401  (fixtures)
+    browser,
+    download_release_csv,
+    goto,
+    maps_drawn,
+    no_exception,
+    page,
+    press,
+    server,
+    shot,
+)
+
+from hierdp_core.serve import settle
+
+pytestmark = pytest.mark.browser
+FIGURES = ".js-plotly-plot"
+
+
+def start_us(pg, server_url: str) -> None:  # noqa: F811
+    pg.goto(server_url)
+    settle(pg)
+    pg.get_by_role("button", name="Start with this sample").first.click()
+    settle(pg)
+    maps_drawn(pg)
+
+
+def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):  # noqa: F811
+    start_us(page, server)
+    goto(page, "Export")
+    press(page, "Prepare the report")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the report (HTML)").click()
+    path = tmp_path / download.value.suggested_filename
+    download.value.save_as(path)
+    assert path.name == "hierdp_release_report.html"
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    requests = []
+
+    def block(route):
+        if not route.request.url.startswith(("file:", "data:")):
+            requests.append(route.request.url)
+            return route.abort()
+        return route.continue_()
+
+    context.route("**/*", block)
+    offline = context.new_page()
+    offline.goto(path.as_uri())
+    offline.wait_for_function(
+        "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
+        timeout=120_000)
+    offline.wait_for_function(  # the state and county maps drew their areas
+        f"""() => [...document.querySelectorAll('{FIGURES}')].filter(
+                p => p.querySelector('path.choroplethlocation')).length >= 2""",
+        timeout=120_000)
+    counties = offline.evaluate(f"""() => Math.max(...[...document.querySelectorAll(
+        '{FIGURES}')].map(p => p.querySelectorAll('path.choroplethlocation').length))""")
+    assert counties >= 3000
+    assert offline.locator(f"{FIGURES} .barlayer").count() >= 1  # the ledger
+    assert offline.locator(f"{FIGURES} .scatterlayer .trace").count() >= 3  # trade-off
+    assert offline.get_by_text("Not publishable as it is").count() == 1
+    assert requests == []
+    offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
+    context.close()
+
+
+def shot_path(name: str) -> Path:
+    from test_browser import SHOTS
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS / f"{name}.png"
+
+
+def values(table: pd.DataFrame) -> pd.Series:
+    return table.set_index(["node_id", "category"])["value"].sort_index()
+
+
+def test_saved_configuration_reproduces_the_release(server, page, browser,  # noqa: F811
+                                                    tmp_path):
+    start_us(page, server)
+    page.get_by_label("Seed", exact=True).fill("5")
+    page.get_by_label("Seed", exact=True).press("Enter")
+    settle(page)
+    press(page, "Run release")
+    first = download_release_csv(page, tmp_path)
+    page.get_by_text("Configuration: save it, or load a saved one").click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Save the configuration (JSON)").click()
+    saved = tmp_path / "hierdp_config.json"
+    download.value.save_as(saved)
+    config = json.loads(saved.read_text())
+    assert config["seed"] == 5 and config["data"] == {"sample": "us-counties"}
+
+    context = browser.new_context(viewport={"width": 1440, "height": 2600},
+                                  accept_downloads=True)
+    other = context.new_page()
+    other.set_default_timeout(90_000)
+    other.goto(server)
+    settle(other)
+    goto(other, "Export")  # no release yet: the configuration section is open
+    other.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
+        str(saved))
+    other.get_by_text("Loaded hierdp_config.json").wait_for()
+    settle(other)
+    no_exception(other)
+    shot(other, "config_loaded")
+    goto(other, "Results")
+    maps_drawn(other)
+    assert other.get_by_label("Seed", exact=True).input_value() == "5"
+    (tmp_path / "again").mkdir()
+    again = download_release_csv(other, tmp_path / "again")
+    context.close()
+    pd.testing.assert_series_equal(values(first), values(again))
+
+    from hierdp_core.cli import main
+
+    assert main(["sample", "us-counties", "--out", str(tmp_path / "s.csv")]) == 0
+    assert main(["release", str(tmp_path / "s.csv"), "--config", str(saved), "--out",
+                 str(tmp_path / "cli")]) == 0
+    cli = pd.read_csv(tmp_path / "cli" / "release.csv", dtype={"node_id": str},
+                      keep_default_na=False)
+    pd.testing.assert_series_equal(values(first), values(cli), check_dtype=False)
