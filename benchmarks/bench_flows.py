@@ -13,7 +13,8 @@ bundled real Italian geography (region > province > municipality) with synthetic
 gravity-like commuting flows the size of the paper's ISTAT data (its scale test).
 
     python benchmarks/bench_flows.py --shape binary6 [--epsilons 0.1,1,10] [--runs 5]
-        [--delta 1e-8] [--mechanisms inftda,...] [--conversion paper|tight]
+        [--delta 1e-8] [--mechanisms inftda,...] [--conversion paper|tight] [--seed 0]
+        [--markdown]
 
 Budget: with ``--conversion paper`` (default) rho = (sqrt(ln(1/delta) + eps) -
 sqrt(ln(1/delta)))^2, the paper's conversion, so the numbers compare with its figures;
@@ -21,7 +22,8 @@ sqrt(ln(1/delta)))^2, the paper's conversion, so the numbers compare with its fi
 (eps, delta) directly. Prints one JSON object: ``mechanisms`` maps each name to
 ``seconds`` (mean per release), ``max_error_by_level`` and ``fdr_by_level`` (means over runs,
 levels 0..T) at epsilon 1 (or the first epsilon), and ``by_epsilon`` the same, with
-``fnr_by_level``, ``mae_by_level`` and min/max bands, for every epsilon.
+``fnr_by_level``, ``mae_by_level`` and min/max bands, for every epsilon. ``--markdown``
+prints the README table instead (seconds are timings; every other number is seeded).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from machine import machine_info
+from markdown import grouped, table
 
 from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.flows.metrics import flow_metrics
@@ -122,6 +125,30 @@ def run(data, name: str, budget: PrivacyBudget, runs: int, seed: int) -> dict:
             "released_nonzero_by_level": stat("released_nonzero", np.mean)}
 
 
+def error(x: float) -> str:
+    """A maximum error as the README writes it: 1 decimal below 100, else a whole number."""
+    return f"{x:.1f}" if x < 99.95 else grouped(x)
+
+
+def markdown(out: dict) -> str:
+    """The README heading line and table of one shape: per mechanism and epsilon, seconds,
+    max error at levels 1, T/2 and T, FDR at T/2 and T, FNR at T."""
+    d = out["data"]
+    t = d["depth_T"]
+    levels = (1, t // 2, t)
+    head = (f"**`{out['shape']}`**: n = {d['n']:,}, {d['nonzero_leaf_pairs']:,} non-zero leaf "
+            f"pairs, {d['leaf_areas']:,} leaf areas, T = {t}."
+            + (f" {d['note']}." if d["note"] else ""))
+    rows = [[f"`{name}`", f"{float(eps):g}", out["runs"], f"{r['seconds']:.3f}",
+             *(error(r["max_error_by_level"][lv]) for lv in levels),
+             *(f"{r['fdr_by_level'][lv]:.1f}" for lv in levels[1:]),
+             f"{r['fnr_by_level'][t]:.1f}"]
+            for name, m in out["mechanisms"].items() for eps, r in m["by_epsilon"].items()]
+    header = ["mechanism", "ε", "runs", "s / run", *(f"max err L{lv}" for lv in levels),
+              *(f"FDR L{lv} %" for lv in levels[1:]), f"FNR L{t} %"]
+    return head + "\n\n" + table(header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="binary6",
@@ -132,6 +159,7 @@ def main() -> None:
     parser.add_argument("--mechanisms", default="")
     parser.add_argument("--conversion", default="paper", choices=("paper", "tight"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--markdown", action="store_true", help="print the README table instead")
     args = parser.parse_args()
     names = [n for n in args.mechanisms.split(",") if n] or [
         i.name for i in list_mechanisms("flows")]
@@ -165,7 +193,7 @@ def main() -> None:
             entry["speedup_vs_authors"] = round(AUTHORS_SECONDS_BINARY6[name]
                                                 / results[primary]["seconds"], 1)
         out["mechanisms"][name] = entry
-    print(json.dumps(out, indent=2))
+    print(markdown(out) if args.markdown else json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ Data: the bundled synthetic-from-real US households (nation > 51 states > 3,141 
 about 116 million households, sizes top-coded at N = 1000; `hierdp_core.groupsizes.samples`).
 
     python benchmarks/bench_group_sizes.py [--epsilons 0.1,0.5,1] [--trials 3]
-        [--mechanisms gs-topdown,...] [--max-size 1000]
+        [--mechanisms gs-topdown,...] [--max-size 1000] [--seed 0] [--markdown]
 
 Prints one JSON object: ``mechanisms`` maps each name to ``seconds`` (mean per release),
 ``l1_by_level``, ``emd_by_level``, ``violations`` (mean number of (parent, size) cells that
 differ from the sum of their children) at the first epsilon, and ``by_epsilon`` with the
-same for every epsilon.
+same for every epsilon. ``--markdown`` prints the README table instead (L1 in thousands of
+households; seconds are timings, every other number is seeded).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 
 import numpy as np
 from machine import machine_info
+from markdown import table
 
 from hierdp_core.groupsizes.data import group_size_data_from_histograms, group_size_metrics
 from hierdp_core.groupsizes.samples import us_households
@@ -52,6 +54,16 @@ def run(data, name: str, epsilon: float, trials: int, seed: int) -> dict:
             "faithfulness_gap": mean("faithfulness_gap")}
 
 
+def markdown(out: dict) -> str:
+    """The README table: per mechanism and epsilon, seconds, L1 per level / 1,000, #CV."""
+    rows = [[f"`{name}`", eps, out["trials"], f"{r['seconds']:.2f}",
+             *(f"{v / 1000:.1f}" for v in r["l1_by_level"].values()), f"{r['violations']:g}"]
+            for name, m in out["mechanisms"].items() for eps, r in m["by_epsilon"].items()]
+    levels = next(iter(out["mechanisms"].values()))["l1_by_level"]
+    return table(["mechanism", "epsilon", "trials", "s / release",
+                  *(f"L1 {lv}" for lv in levels), "#CV"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", default="0.1,0.5,1")
@@ -59,6 +71,7 @@ def main() -> None:
     parser.add_argument("--mechanisms", default="")
     parser.add_argument("--max-size", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--markdown", action="store_true", help="print the README table instead")
     args = parser.parse_args()
     names = [n for n in args.mechanisms.split(",") if n] or [
         i.name for i in list_mechanisms("group-sizes")]
@@ -80,7 +93,7 @@ def main() -> None:
         first = results[epsilons[0]]
         out["mechanisms"][name] = {**first, "epsilon": epsilons[0],
                                    "by_epsilon": {str(e): r for e, r in results.items()}}
-    print(json.dumps(out, indent=2))
+    print(markdown(out) if args.markdown else json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":
