@@ -17,6 +17,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.geo_match import GeoMatch, hierarchy_units, match_units
 
 GEO = "hd_geo"
+CHOICE = "geo_choice"  # the widget's key
 AUTO, NONE = "auto", "none"
 DISSOLVE = "(build by merging the level below)"
 NO_PROPERTY = "(no boundaries for this level)"
@@ -132,7 +133,7 @@ def _upload_panel(h) -> None:
         g = None
     if g is not None and (s.get("geometry") is None or s["geometry"].source != g.source):
         s["geometry"] = g
-        s["choice"] = g.source
+        s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
     if g is None:
         st.info("Choose the property holding the codes of at least one level.")
 
@@ -158,12 +159,14 @@ def panel(h) -> None:
     options = [AUTO, *sources, NONE]
     if state()["choice"] not in options:
         state()["choice"] = AUTO
+    if st.session_state.get(CHOICE, AUTO) not in options:  # a source of another table
+        st.session_state[CHOICE] = state()["choice"]
     auto = next((m for m in found if m.ok), None)
     names = {AUTO: "automatic: " + (label(auto.source) if auto else "no map (nothing fits)"),
              NONE: "no maps", **{m.source: f"{label(m.source)} ({m.rate:.0%} matched)"
                                  for m in found}}
     choice = st.selectbox("Boundaries for the maps", options, format_func=names.get,
-                          index=options.index(state()["choice"]), key="geo_choice",
+                          index=options.index(state()["choice"]), key=CHOICE,
                           help="A geometry is matched automatically only when the codes of "
                                "every level are in it AND each unit's parent code is its "
                                "parent there, so a table from another country is not drawn "

@@ -35,10 +35,11 @@ def test_a_wide_table_on_the_data_page(server, page, tmp_path):  # noqa: F811
     page.get_by_text("wide: 21 columns age_0_4 … age_100").first.wait_for()
     page.get_by_text("The long table the release is made from: 147 rows").wait_for()
     levels = page.locator("[data-testid='stMultiSelect']").filter(has_text="Geography levels")
-    levels.first.click()
-    page.get_by_role("option").filter(has_text=re.compile("^county$")).first.click()
-    page.keyboard.press("Escape")  # close the list of options
-    settle(page)
+    if "county" not in levels.first.inner_text():  # the nested code columns are preselected
+        levels.first.click()
+        page.get_by_role("option").filter(has_text=re.compile("^county$")).first.click()
+        page.keyboard.press("Escape")  # close the list of options
+        settle(page)
     page.get_by_text("A tree of 10 units over 3 levels").wait_for()
     page.get_by_text("21 categories").wait_for()
     no_exception(page)

@@ -1,0 +1,68 @@
+"""Maps of an uploaded table in a real headless Chromium: a table with its own codes and its
+own boundary file (a GeoJSON of tiny squares made here) gets maps drawn from that file; a
+table from another country whose codes collide with the bundled Italian ones (different
+parents) gets no bundled map. Screenshots: test-artifacts/screenshots/geo_*.png."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_browser import (  # noqa: F401  (fixtures)
+    MAP_PATHS,
+    browser,
+    goto,
+    no_exception,
+    page,
+    press,
+    server,
+    shot,
+    upload_on_data_page,
+)
+from test_geo_dashboard import colliding_table
+from test_geo_upload import squares_geojson
+
+from hierdp_core.serve import settle
+
+pytestmark = pytest.mark.browser
+TRACTS = ["t01", "t02", "t03", "t04", "t05", "t06"]
+
+
+def test_own_boundaries_draw_the_maps(server, page, tmp_path):  # noqa: F811
+    table = pd.DataFrame({"district": ["D1"] * 3 + ["D2"] * 3, "tract": TRACTS,
+                          "tract_label": [f"Tract {i}" for i in range(1, 7)],
+                          "residents": [120, 340, 560, 780, 910, 150]})
+    page.set_viewport_size({"width": 1440, "height": 3000})
+    upload_on_data_page(page, server, table, tmp_path / "tracts.csv")
+    page.get_by_text("A tree of 9 units over 3 levels").wait_for()
+    page.get_by_text("No maps: no boundaries match every level").wait_for()
+    (tmp_path / "tracts.geojson").write_bytes(squares_geojson(TRACTS, tract=TRACTS))
+    page.get_by_text("Your own boundaries", exact=True).click()
+    uploader = page.locator("[data-testid='stFileUploader']").filter(has_text="GeoJSON")
+    uploader.locator("input[type='file']").set_input_files(str(tmp_path / "tracts.geojson"))
+    settle(page)
+    press(page, "Use these boundaries")
+    page.get_by_text("tracts.geojson: 6 areas").wait_for()
+    selects = page.locator("[data-testid='stSelectbox']").filter(has_text="Codes of district")
+    selects.first.click()  # the district level: merge the tracts along the table's tree
+    page.get_by_role("option").filter(has_text="build by merging").first.click()
+    settle(page)
+    no_exception(page)
+    page.get_by_text("Maps drawn on your boundaries (tracts.geojson): 100% matched").wait_for()
+    shot(page, "geo_own_boundaries_data")
+    goto(page, "Results")
+    page.get_by_text("Boundaries: your boundaries (tracts.geojson), level tract").wait_for()
+    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length >= 24")
+    no_exception(page)
+    shot(page, "geo_own_boundaries_results")
+
+
+def test_a_table_from_another_country_gets_no_bundled_map(server, page, tmp_path):  # noqa: F811
+    upload_on_data_page(page, server, colliding_table(), tmp_path / "communes.csv")
+    page.get_by_text("A tree of").first.wait_for()
+    page.get_by_text("No maps: no boundaries match every level").wait_for()
+    no_exception(page)
+    shot(page, "geo_other_country_data")
+    goto(page, "Results")
+    page.get_by_text("No map for this level").wait_for()
+    assert page.locator(MAP_PATHS).count() == 0
+    shot(page, "geo_other_country_results")
