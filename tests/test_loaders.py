@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.data import loaders
+from hierdp_core.data import loaders, sources, validate
 from hierdp_core.data.loaders import read_table, validate_columns, validate_counts
 from hierdp_core.errors import HierdpError, InputError
 
@@ -37,9 +37,10 @@ def raises(match_parts, fn, *args, **kwargs) -> str:
 
 
 # ---- doctest -------------------------------------------------------------------------
-def test_module_doctest_passes():
-    result = doctest.testmod(loaders, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 3
+@pytest.mark.parametrize("module", [loaders, sources, validate], ids=lambda m: m.__name__)
+def test_module_doctest_passes(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 2
     assert result.failed == 0
 
 
@@ -341,7 +342,7 @@ def test_latin1_without_encoding_gives_offset_line_and_hint(tmp_path):
 
 def test_decode_error_found_beyond_first_chunk(tmp_path):
     """Offsets and lines stay exact across scan chunks, even with a character split by one."""
-    chunk = loaders._SCAN_CHUNK
+    chunk = sources.SCAN_CHUNK
     head = "code,n\n" + "".join(f"{i:07d},{i}\n" for i in range(150_000))
     head = head.encode()[: 2 * chunk - 1]
     head = head[: head.rindex(b"\n") + 1]
@@ -529,3 +530,25 @@ def test_validate_columns_passes_when_present():
     t = pd.DataFrame({"state": ["06"], "n": [1]})
     assert validate_columns(t, "state", "geography level") is None
     assert validate_columns(t, ["state", "n"], "geography level") is None
+
+
+def test_integer_count_column_is_checked_without_floats():
+    """An int64 column is checked as integers: a negative count is named by row, and the
+    exact values come back (no float64 round trip)."""
+    big = 2**53 - 5
+    assert validate_counts(pd.DataFrame({"n": [big, 3]}), "n").tolist() == [big, 3]
+    with pytest.raises(InputError, match=r"1 negative value\(s\).*row 2: -4"):
+        validate_counts(pd.DataFrame({"n": np.array([1, -4, 2], dtype=np.int64)}), "n")
+    unsigned = pd.DataFrame({"n": np.array([1, 2**63], dtype=np.uint64)})
+    with pytest.raises(InputError, match="too large for a 64-bit count"):
+        validate_counts(unsigned, "n")
+
+
+def test_lookalike_codes_of_a_categorical_ignore_unused_categories():
+    """Codes read by pyarrow are Categoricals: only the values some row holds are compared."""
+    from hierdp_core.data.loaders import lookalike_codes
+
+    codes = pd.Categorical(["1", "01", "2", None], categories=["1", "01", "2", "02", "002"])
+    assert lookalike_codes(pd.DataFrame({"c": codes}), ["c"]) == [("c", "01", "1")]
+    assert lookalike_codes(pd.DataFrame({"c": codes.astype(object)}), ["c"]) == [
+        ("c", "01", "1")]

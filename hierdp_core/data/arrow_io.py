@@ -56,7 +56,7 @@ _STRUCTURAL = r'[,"\r\n]'
 # ---- reading ---------------------------------------------------------------------------
 def read_columns(src, kind: str, columns: Sequence[str], encoding: str | None,
                  ) -> pd.DataFrame | None:
-    """The ``columns`` of the file ``src`` (a loaders ``_Source``) of reader ``kind``, in
+    """The ``columns`` of the file ``src`` (a `hierdp_core.data.sources.Source`) of reader ``kind``, in
     the file's order, or None when the careful reader must do it (see the module doc).
     Text columns come back as Categoricals, typed by the loaders' rule afterwards."""
     wanted = list(dict.fromkeys(columns))
@@ -80,7 +80,7 @@ def _arrow_source(src, gz: bool = False):
 
 
 def column_names(src, kind: str, encoding: str | None) -> list[str] | None:
-    """The column names of the file ``src`` (a loaders ``_Source``) from its header or
+    """The column names of the file ``src`` (a `hierdp_core.data.sources.Source`) from its header or
     schema alone, or None when only the careful reader can tell (Excel, odd headers)."""
     try:
         if kind.startswith("text"):
@@ -105,12 +105,12 @@ def _text_header(src, encoding: str | None, *, gz: bool,
                  ) -> tuple[list[str], str, str] | None:
     """(column names, delimiter, encoding) of a delimited text file, or None when its
     header is unusual (longer than the sample, blank or repeated names)."""
-    from hierdp_core.data.loaders import _choose_encoding, _head_bytes, _sniff_delimiter
+    from hierdp_core.data.sources import choose_encoding, head_bytes, sniff_delimiter
 
-    head = _head_bytes(src, gz)
-    enc = _choose_encoding(src.name, head, encoding)
+    head = head_bytes(src, gz)
+    enc = choose_encoding(src.name, head, encoding)
     text = head.decode(enc, errors="replace")
-    sep = _sniff_delimiter(text, prefer="\t" if ".tsv" in src.name.lower() else ",")
+    sep = sniff_delimiter(text, prefer="\t" if ".tsv" in src.name.lower() else ",")
     if "\n" not in text and "\r" not in text:
         return None  # the header is longer than the sample, or there is no data row
     header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
@@ -134,7 +134,7 @@ def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool
     table = pacsv.read_csv(
         _arrow_source(src, gz),
         read_options=pacsv.ReadOptions(skip_rows=1, column_names=raw, encoding=arrow_enc,
-                                       block_size=8 << 20),
+                                       block_size=32 << 20),
         parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
         convert_options=pacsv.ConvertOptions(
             include_columns=keep, column_types=dict.fromkeys(keep, _DICT),
