@@ -95,12 +95,14 @@ class NoiseSource:
 
 
 def _opendp():
+    """OpenDP's domains, metrics and measurements modules, "contrib" enabled (not
+    ``opendp.prelude``, which also imports OpenDP's numpy and scikit-learn extras)."""
     try:
-        import opendp.prelude as dp
+        from opendp import domains, measurements, metrics, mod
     except ImportError as exc:  # pragma: no cover - opendp is a declared dependency
         raise BudgetError("secure mode needs the 'opendp' package (pip install opendp)") from exc
-    dp.enable_features("contrib")
-    return dp
+    mod.enable_features("contrib")
+    return domains, metrics, measurements
 
 
 def _opendp_measurement(kind: str, scale: float, integer: bool, size: int):
@@ -108,16 +110,16 @@ def _opendp_measurement(kind: str, scale: float, integer: bool, size: int):
     measurement over int64 or float64 vectors of ``size`` entries. Floats use the lattice
     2^k with k = floor(log2 scale) - 64: finer than float64 resolution at the noise scale,
     and about 3x faster than OpenDP's default (k = -1074, big-integer arithmetic)."""
-    dp = _opendp()
+    domains, metrics, measurements = _opendp()
     if integer:
-        t, atom, k = "i64", dp.atom_domain(T="i64"), None
+        t, atom, k = "i64", domains.atom_domain(T="i64"), None
     else:
-        t, atom = "f64", dp.atom_domain(T="f64", nan=False)
+        t, atom = "f64", domains.atom_domain(T="f64", nan=False)
         k = math.floor(math.log2(scale)) - _FLOAT_GRANULARITY_BITS
-    domain = dp.vector_domain(atom, size=size)
+    domain = domains.vector_domain(atom, size=size)
     if kind == "laplace":
-        return dp.m.make_laplace(domain, dp.l1_distance(T=t), scale, k=k)
-    return dp.m.make_gaussian(domain, dp.l2_distance(T=t), scale, k=k)
+        return measurements.make_laplace(domain, metrics.l1_distance(T=t), scale, k=k)
+    return measurements.make_gaussian(domain, metrics.l2_distance(T=t), scale, k=k)
 
 
 def _opendp_chunk(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
