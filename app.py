@@ -41,6 +41,7 @@ for path, label, what in [
     ("pages/7_Group_sizes.py", "Group sizes", "households of each size per region"),
     ("pages/8_Flows.py", "Flows", "origin/destination trips (InfTDA) on US airport flights"),
     ("pages/9_Ranges.py", "Range queries", "age ranges by region and province (DAWA)"),
+    ("pages/10_Compare.py", "Compare", "two configurations side by side on the same data"),
 ]:
     ui.next_page(path, f"{label}: {what}")
 
