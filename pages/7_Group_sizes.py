@@ -16,6 +16,7 @@ from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
+from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -148,7 +149,7 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.categories)
 rel.release_downloads(release, "gs", "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)))
+                      redraw=lambda: with_intervals(release_with(NoiseSource(secure=True))))
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households)"
            + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")

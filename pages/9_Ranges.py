@@ -15,6 +15,7 @@ from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.experiments import mean_by_level
+from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -324,7 +325,8 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.values)
 rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)))
+                      redraw=lambda: with_intervals(release_with(NoiseSource(secure=True)),
+                                                    workload=data.workload))
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value"
            + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")
