@@ -96,3 +96,11 @@ def test_page_compares_two_configurations():
     assert_clean(at)
     comparison = at.session_state["hd_compare_ab"][1]
     assert [r.randomness["seed"] for r in comparison.releases] == [4, 9]
+
+
+@pytest.mark.parametrize("sample", ["us-counties", "italy-municipalities"])
+def test_page_renders_on_the_other_samples(sample):
+    at = page(PATH, sample).run()
+    assert_clean(at)
+    comparison = at.session_state["hd_compare_ab"][1]
+    assert len(comparison.metrics[0]) == comparison.releases[0].hierarchy.n_levels

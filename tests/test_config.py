@@ -143,3 +143,42 @@ def test_without_config_input_and_mechanism_are_still_required(capsys, tmp_path)
     assert code == 2 and "--mechanism" in err and err.count("\n") == 1
     code, _, err = run_cli(capsys, "release", "--mechanism", "topdown", "--out", tmp_path)
     assert code == 2 and "input" in err and err.count("\n") == 1
+
+
+# ---- the dashboard (AppTest) ------------------------------------------------------------------
+def _load_into_dashboard(raw: dict):
+    """Load ``raw`` as the Export page does; the notes, or the error's message."""
+    import streamlit as st
+
+    from hierdp_core import dashboard_config
+    from hierdp_core.config import config_from_dict
+    from hierdp_core.errors import HierdpError
+
+    try:
+        st.session_state["out"] = dashboard_config.apply_config(config_from_dict(raw))
+    except HierdpError as exc:
+        st.session_state["out"] = str(exc)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ({**BASE, "data": {"sample": "synthetic-us-like"}, "epsilon": 0.7, "seed": 3,
+      "split": [0, 1, 1]}, ["is used, but the Mechanism & budget page"]),
+    ({**BASE, "data": {"file": "elsewhere.csv"}}, "upload it on the Data page first"),
+    ({**BASE, "data": {"sample": "atlantis"}}, "unknown sample 'atlantis'"),
+    ({**BASE, "data": {"sample": "us-counties"}, "split": [1, 1]}, "2 weights for 3 levels"),
+    ({**BASE, "query": "flows"}, "use it with hierdp release --config"),
+])
+def test_loading_into_the_dashboard(raw, expected):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_load_into_dashboard, args=(raw,), default_timeout=60).run()
+    assert not at.exception, [e.message for e in at.exception]
+    out = at.session_state["out"]
+    if isinstance(expected, list):
+        assert len(out) == 1 and expected[0] in out[0]
+        settings = at.session_state["hd_settings"]
+        assert settings["epsilon"] == 0.7 and settings["weights"] == [0.0, 1.0, 1.0]
+        assert at.session_state["seed"] == 3 and at.session_state["hd_dataset"]["sample"] == \
+            "synthetic-us-like"
+    else:
+        assert expected in out
