@@ -4,11 +4,12 @@ parents match every level (`geo.match_bundled`), the user's own boundary file
 
 Session state ``hd_geo``: ``choice`` ('auto', 'none' or a source name), ``boundaries``
 (the validated file, `geo_upload.Boundaries`), ``geometry`` (`geo_upload.UserGeometry`
-built from it) and ``matches`` ((key, list of `GeoMatch`) for the count table).
+built from it) and ``matches`` (content key -> list of `GeoMatch`, `matches`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -22,6 +23,7 @@ AUTO, NONE = "auto", "none"
 DISSOLVE = "(build by merging the level below)"
 NO_PROPERTY = "(no boundaries for this level)"
 SHOWN_CODES = 12  # unmatched codes listed per level and side
+KEEP_MATCHES = 4  # hierarchies whose matches are kept (count, group-size, flow, range data)
 
 
 def state() -> dict:
@@ -39,13 +41,28 @@ def user_geometry():
     return g
 
 
+def _content_key(h, g) -> tuple:
+    """What the matches of ``h`` depend on: its levels' names and codes (hashed), and the
+    user's geometry."""
+    codes = np.concatenate([np.asarray(c).astype(str) for c in h.codes[1:]] or [[]])
+    return (tuple(h.level_names), tuple(int(n) for n in h.level_offsets),
+            int(pd.util.hash_array(codes.astype(object)).sum()) if codes.size else 0,
+            None if g is None else g.source)
+
+
 def matches(h) -> list[GeoMatch]:
     """The hierarchy ``h`` against every geometry: the user's first, then the bundled ones
-    (usable first, then by rate)."""
-    units = hierarchy_units(h)
+    (usable first, then by rate). Kept per content (`_content_key`): the last few."""
     g = user_geometry()
-    own = [match_units(units, g.reference, g.source)] if g is not None else []
-    return own + geo.match_bundled(units)
+    key = _content_key(h, g)
+    cache = state().setdefault("matches", {})
+    if key not in cache:
+        units = hierarchy_units(h)
+        own = [match_units(units, g.reference, g.source)] if g is not None else []
+        cache[key] = own + geo.match_bundled(units)
+        while len(cache) > KEEP_MATCHES:
+            cache.pop(next(iter(cache)))
+    return cache[key]
 
 
 def chosen_match(h) -> GeoMatch | None:

@@ -21,7 +21,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 from test_geo_dashboard import colliding_table
 from test_geo_upload import squares_geojson
 
-from hierdp_core.serve import settle
+from hierdp_core.serve import select_option, settle
 
 pytestmark = pytest.mark.browser
 TRACTS = ["t01", "t02", "t03", "t04", "t05", "t06"]
@@ -66,3 +66,14 @@ def test_a_table_from_another_country_gets_no_bundled_map(server, page, tmp_path
     page.get_by_text("No map for this level").wait_for()
     assert page.locator(MAP_PATHS).count() == 0
     shot(page, "geo_other_country_results")
+
+
+def test_us_drill_down_zooms_to_the_state(server, page):  # noqa: F811
+    page.goto(server)
+    settle(page)
+    goto(page, "Results")
+    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length > 1000")
+    select_option(page, "Drill down", "California")
+    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 4 * 58")
+    no_exception(page)
+    shot(page, "geo_us_drill_down")

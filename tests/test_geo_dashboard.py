@@ -104,3 +104,46 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
     at.radio(key="gs_up_rows").set_value("size").run()
     assert not at.exception
     assert any("no column can be the size column" in e.value for e in at.error)
+
+
+def _own_geometry(codes: list[str], zones: list[str]):
+    from hierdp_core.geo_upload import build_geometry, read_boundaries
+
+    b = read_boundaries(squares_geojson(codes), "tracts.geojson")
+    units = pd.DataFrame({"zone": zones, "tract": codes})
+    return {"choice": "auto", "boundaries": b,
+            "geometry": build_geometry(b, ["zone", "tract"], {"tract": "code"}, units)}
+
+
+def test_own_boundaries_give_flow_maps_and_a_geojson_export():
+    codes, zones = ["a1", "a2", "b1", "b2"], ["A", "A", "B", "B"]
+    own = _own_geometry(codes, zones)
+    rng = np.random.default_rng(7)
+    o, d = rng.integers(0, 4, 200), rng.integers(0, 4, 200)
+    trips = pd.DataFrame({"o_zone": np.array(zones)[o], "o_tract": np.array(codes)[o],
+                          "d_zone": np.array(zones)[d], "d_tract": np.array(codes)[d]})
+    at = _app("pages/8_Flows.py", trips, own)
+    at.radio(key="fl_source").set_value("upload").run()
+    assert_clean(at)
+    assert not any("No flow map" in i.value for i in at.info)
+    assert any("scattergeo" in c.proto.spec for c in at.get("plotly_chart"))
+
+    table = pd.DataFrame({"zone": zones, "tract": codes, "people": [5, 8, 13, 21]})
+    at = _app("pages/4_Results.py", table, own)
+    assert not at.exception
+    at.switch_page("pages/6_Export.py").run()
+    assert not at.exception
+    assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
+
+
+def test_us_drill_down_zooms_to_the_unit():
+    from tests.test_app import page
+
+    at = page("pages/4_Results.py", "us-counties").run()
+    assert not at.exception
+    specs = [c.proto.spec for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]
+    assert specs and all('"albers usa"' in s for s in specs)
+    at.selectbox(key="res_within").set_value(4).run()  # the counties of California
+    assert not at.exception
+    specs = [c.proto.spec for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]
+    assert specs and all('"mercator"' in s and '"fitbounds":"locations"' in s for s in specs)
