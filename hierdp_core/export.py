@@ -138,8 +138,8 @@ def build_manifest(release: Release, *, structure_declared: bool,
 
 
 def intervals_record(release) -> dict:
-    """``{"intervals": record}`` for a release with cell intervals, else ``{}`` (a flow
-    release has none)."""
+    """``{"intervals": record}`` for a release with intervals (any query kind, see
+    `hierdp_core.intervals`), else ``{}`` (``--interval none``)."""
     intervals = getattr(release, "intervals", None)
     return {} if intervals is None else {"intervals": intervals.record}
 

@@ -130,8 +130,13 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     d[:, 0] = cells(first) - plugin
     for j in range(1, replicates):  # one vectorised release per replicate
         d[:, j] = cells(rerun(source)) - plugin
-    below, above = symmetric_half_widths(d, rank(level, replicates), integer)
-    return below.astype(np.float64), above.astype(np.float64), replicates
+    below, above = np.empty(plugin.size), np.empty(plugin.size)
+    block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
+    for first in range(0, plugin.size, block):
+        rows = slice(first, first + block)
+        below[rows], above[rows] = symmetric_half_widths(d[rows], rank(level, replicates),
+                                                         integer)
+    return below, above, replicates
 
 
 def released_leaves(release) -> np.ndarray:
