@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
     p.add_argument("--interval", type=_interval_level, metavar="LEVEL",
-                   help="counts: add columns lower and upper, an interval at this confidence "
+                   help="add columns lower and upper (every query), an interval at this confidence "
                         f"level for every released value (default {DEFAULT_LEVEL}), computed "
                         "from the released values and public parameters only; none omits them")
     p.add_argument("--allow-nonprivate", action="store_true",
