@@ -219,11 +219,9 @@ def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     sample = SAMPLES.get(ds["sample"]) if ds["sample"] else None
     known = dict(sample.label_columns) if sample else {}
     columns = set(map(str, ds["table"].columns))
-    chosen = None if sample else st.session_state.get(ROLES, {}).get("name_columns")
-    if chosen is not None:
-        return {lv: c for lv, c in chosen.items() if lv in levels and c in columns}
-    return {level: known.get(level, f"{level}_name") for level in levels
-            if known.get(level, f"{level}_name") in columns}
+    chosen = {} if sample else st.session_state.get(ROLES, {}).get("name_columns") or {}
+    named = {lv: chosen.get(lv, known.get(lv, f"{lv}_name")) for lv in levels}
+    return {lv: c for lv, c in named.items() if c in columns}
 
 
 def plural(noun: str) -> str:

@@ -125,6 +125,8 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
     goto(other, "Results")
     maps_drawn(other)
     assert other.get_by_label("Seed", exact=True).input_value() == "5"
+    assert other.get_by_text("set via the Session State API").count() == 0
+    shot(other, "config_loaded_results")
     (tmp_path / "again").mkdir()
     again = download_release_csv(other, tmp_path / "again")
     context.close()
