@@ -117,19 +117,17 @@ def count_picker(table: pd.DataFrame, levels: list[str], current: str | None) ->
     return None if count == NO_COUNT else count
 
 
-def name_pickers(table: pd.DataFrame, levels: list[str], taken: list[str]) -> dict[str, str]:
-    """One "names of <level>" picker per level (any column not otherwise used; default
-    the roles' choice, else a guess): level -> name column."""
-    chosen = ui.roles().get("name_columns")
-    if chosen is None:
-        chosen = column_roles.guess_name_columns(table, levels)
-    others = [str(c) for c in table.columns if str(c) not in {*levels, *taken}]
+def name_pickers(table: pd.DataFrame, levels: list[str],
+                 taken: list[str]) -> dict[str, str | None]:
+    """One "names of <level>" picker per level (any column not otherwise used; default the
+    roles' choice, else a guess): level -> name column, None where the user chose none."""
+    chosen = {**column_roles.guess_name_columns(table, levels),
+              **(ui.roles().get("name_columns") or {})}
+    options = [NO_NAME, *(str(c) for c in table.columns if str(c) not in {*levels, *taken})]
     out = {}
     for col, level in zip(st.columns(max(len(levels), 1)), levels, strict=False):
-        options = [NO_NAME, *others]
         pick = col.selectbox(f"Names of {level}", options,
                              index=options.index(chosen[level]) if chosen.get(level) in options
                              else 0, key=table_key(f"roles_names_{level}"))
-        if pick != NO_NAME:
-            out[level] = pick
+        out[level] = None if pick == NO_NAME else pick
     return out

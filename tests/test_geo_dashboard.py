@@ -147,3 +147,20 @@ def test_us_drill_down_zooms_to_the_unit():
     assert not at.exception
     specs = [c.proto.spec for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]
     assert specs and all('"mercator"' in s and '"fitbounds":"locations"' in s for s in specs)
+
+
+def test_level_picker_and_names_after_an_upload():
+    from hierdp_core import dashboard as ui
+
+    table = pd.DataFrame({"prov": ["P1", "P1", "P2"], "town": ["t1", "t2", "t3"],
+                          "town_label": ["Alba", "Bra", "Cuneo"], "n": [4, 5, 6]})
+    at = _app("pages/2_Hierarchy.py", table)
+    assert_clean(at)
+    assert at.multiselect(key="hierarchy_levels_1").value == ["prov", "town"]
+    at = _app("pages/1_Data.py", table)
+    assert at.selectbox(key="roles_names_town_1").value == "town_label"
+    assert any("town ← town_label" in c.value for c in at.caption)
+    at.selectbox(key="roles_names_town_1").set_value("(no names)").run()
+    assert_clean(at)
+    assert at.session_state[ui.ROLES]["name_columns"] == {"prov": None, "town": None}
+    assert at.selectbox(key="roles_names_town_1").value == "(no names)"  # not guessed again
