@@ -58,6 +58,7 @@ th { background: #f3f5f7; }
 td.text, th.text { text-align: left; }
 .kv td:first-child { font-weight: 600; text-align: left; }
 .kv td { text-align: left; }
+.met { color: #1b6e3a; } .unmet { color: #b00020; }
 .ok { background: #e6f4ea; border-left: 4px solid #1b6e3a; padding: 0.5rem 0.8rem; }
 .warning { background: #fff4e5; border-left: 4px solid #e67700; padding: 0.5rem 0.8rem; }
 .scroll { overflow-x: auto; }

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -35,9 +35,10 @@ import plotly.graph_objects as go
 
 from hierdp_core import __version__
 from hierdp_core.experiments import budget_for, summarise
+from hierdp_core.explain import explain
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
-from hierdp_core.privacy.budget import rho_to_epsilon
+from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
 from hierdp_core.report import (
     CONFIDENTIAL_BANNER,
     budget_summary,
@@ -119,31 +120,40 @@ def release_maps(release, geometries: dict) -> dict[str, go.Figure]:
     return maps
 
 
-def explanation_html(release, verdict: dict) -> str:
-    """What the release protects, what epsilon means, the typical error and the verdict, in
-    plain words (public parameters only)."""
+def _inline(text: str) -> str:
+    """Escaped text with the explanation's inline Markdown (**bold**, *italic*) as HTML."""
+    text = escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
+
+
+def release_budget(release) -> PrivacyBudget:
+    """The budget a release was made with, from its privacy record."""
     privacy = release.privacy
-    eps = privacy.get("epsilon")
-    if eps is None and privacy.get("rho") is not None:
-        eps = rho_to_epsilon(privacy["rho"], privacy.get("delta") or 1e-6)
-    ratio = math.exp(min(float(eps), 700.0))
-    ledger = release.ledger[np.isfinite(release.ledger["expected_abs_error"].astype(float))]
-    errors = ", ".join(f"{row.level_name} about ±{row.expected_abs_error:.3g}"
-                       for row in ledger.itertuples())
-    neighbour = str(privacy.get("neighbouring") or "one record added or removed")
-    publishable = ("It can be published as it is." if verdict["publishable"] else
-                   "It cannot be published as it is: "
-                   + "; ".join(verdict["not_publishable_because"]) + ".")
+    if privacy.get("definition") == ZCDP:
+        return PrivacyBudget.zcdp(privacy["rho"], privacy.get("delta"))
+    if privacy.get("delta"):
+        return PrivacyBudget.approx(privacy["epsilon"], privacy["delta"])
+    return PrivacyBudget.pure(privacy["epsilon"])
+
+
+def explanation_html(release, data) -> str:
+    """`hierdp_core.explain`'s plain-language explanation of the release's configuration
+    (public parameters and the tree's shape only), with the release's own noise marked."""
+    split = release.ledger["share"].to_numpy(float).tolist()
+    e = explain(data, release.mechanism, release_budget(release), split, **release.parameters)
+    secure = release.randomness.get("mode") == "secure"
+    marks = {True: '<b class="met">met</b>', False: '<b class="unmet">not met</b>'}
+    items = "".join(f"<li>{marks[secure if met is None else met]}: {_inline(text)}</li>"
+                    for text, met in e.conditions)
     return f"""<div class="explain">
-<p><b>Who is protected.</b> Neighbouring data: {escape(neighbour)}. The release must look almost the same whether or not any one person is in the data.</p>
-<p><b>What ε = {eps:.3g} means.</b> Any published table is at most {ratio:,.3g} times more
-(or less) likely with one person's record than without it; smaller ε means stronger
-protection and more noise.</p>
-<p><b>How large the error is.</b> Noise added per count before the tables are made
-consistent (a priori, from the budget alone): {escape(errors) or "not measured"}.
-Small units suffer most: ±5 on a unit of 50 people is 10%.</p>
-<p><b>Can it be published?</b> A release is publishable only with secure noise, a private
-mechanism and a declared public structure. {escape(publishable)}</p>
+<p><b>Who is protected.</b> {_inline(e.neighbour_text)}</p>
+<p><b>What ε guarantees.</b> {_inline(e.guarantee_text)}</p>
+<p><b>Expected error.</b> {_inline(e.error_text)}</p>
+{frame_table(e.errors.rename(columns={"level_name": "level", "mae": "mean |error|",
+                                      "rmse": "RMSE"}))}
+<p><b>When it is publishable.</b> A release is publishable only when all three hold:</p>
+<ul>{items}</ul>
 </div>"""
 
 
@@ -195,7 +205,7 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
 {"This report also compares the release with the true data: do not publish it." if evaluation
  else "Everything in this report may be shown to anyone the release may be shown to."}</p>
 <h2>In plain words</h2>
-{explanation_html(release, verdict)}
+{explanation_html(release, data)}
 <h2>Verdict</h2>
 <p class="{box}"><b>{"Publishable as it is" if verdict["publishable"]
                      else "Not publishable as it is"}</b></p>

@@ -54,7 +54,9 @@ def test_public_report_sections(public_page):
     assert "Error against the true data" not in public_page
     assert "Released counts by county" in public_page  # the map
     assert "Trade-off: error against" in public_page
-    assert "at most 2.72 times more" in public_page  # e^1
+    assert '"unmet">not met</b>: secure noise' in public_page  # a seeded release: the condition is not met
+    assert "<i>neighbours</i>" in public_page and "**" not in public_page.split("<h2>Verdict")[0]
+    assert "at most e^ε ≈ 2.72 times" in public_page  # e^1, from hierdp_core.explain
 
 
 def test_self_contained_and_escaped(public_page):
