@@ -18,6 +18,7 @@ shared by every method and epsilon) x ``--runs`` noise draws each. Every method 
     python benchmarks/bench_dawa.py [--datasets ADULT,HEPTH,...] [--methods dawa,...]
         [--epsilons 0.01,0.05,0.1,0.5] [--workloads 5] [--runs 5] [--queries 2000] [--two-d]
     python benchmarks/bench_dawa.py --datasets "" --two-d     # the 2-D sets only
+    python benchmarks/bench_dawa.py --methods "" --optimum    # Table 1's noiseless buckets
     python benchmarks/bench_dawa.py --datasets "" --hierarchy --methods dawa,greedy-h \
         --epsilons 0.1,1,10                                   # releases inside the geography
 
@@ -30,7 +31,8 @@ only (its default) and ``dawa-every-level`` every level, as the paper's DAWA per
 Prints one JSON object: ``seconds`` maps each method to its mean seconds per run at n = 4,096
 (over all runs), ``errors`` maps dataset -> method -> epsilon -> mean error per query (with
 ``error_sd`` the standard deviation over runs), ``buckets`` the mean number of DAWA buckets,
-``two_d`` the same for the 2-D sets, ``hierarchy`` levels -> method -> epsilon -> seconds
+``optimum_buckets`` (``--optimum``) the buckets of the noiseless all-intervals optimum at
+epsilon2 = 0.05 (the paper's Table 1), ``two_d`` the same for the 2-D sets, ``hierarchy`` levels -> method -> epsilon -> seconds
 and error per level.
 """
 
@@ -52,6 +54,7 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.ranges.evaluation import range_metrics, workload_errors
 from hierdp_core.ranges.hilbert import rectangles, to_hilbert
+from hierdp_core.ranges.partition import Candidates, bucket_costs, least_cost_edges_batch
 from hierdp_core.ranges.workloads import random_ranges
 
 DPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench"
@@ -120,6 +123,8 @@ def main() -> None:
     parser.add_argument("--two-d", action="store_true", help="also the 2-D sets")
     parser.add_argument("--hierarchy", action="store_true",
                         help="also releases of the bundled Italian ages inside the geography")
+    parser.add_argument("--optimum", action="store_true",
+                        help="also the noiseless least-cost optimum's number of buckets")
     args = parser.parse_args()
     epsilons = [float(e) for e in args.epsilons.split(",")]
     methods = [m for m in args.methods.split(",") if m]
@@ -139,11 +144,23 @@ def main() -> None:
             out["buckets"][name][method] = result["buckets"]
             seconds.setdefault(method, []).append(result["seconds"])
     out["seconds"] = {m: float(np.mean(s)) for m, s in seconds.items()}
+    if args.optimum:
+        out["optimum_buckets"] = {name: optimum_buckets(load_1d(name))
+                                  for name in args.datasets.split(",") if name}
     if args.two_d:
         out["two_d"] = two_d(epsilons, args)
     if args.hierarchy:
         out["hierarchy"] = hierarchy(methods, epsilons, args.seed)
     print(json.dumps(out, indent=1))
+
+
+def optimum_buckets(x: np.ndarray, epsilon2: float = 0.05) -> int:
+    """Buckets of the noiseless optimum of the paper's Problem 1 over all intervals (as its
+    Table 1; NOT private, DPBench's public histograms only): O(n^2) costs, about 30 s and
+    0.2 GB at n = 4,096."""
+    every_length = Candidates(x.size, np.arange(x.size, 0, -1, dtype=np.int64))
+    costs = bucket_costs(x[None], every_length, epsilon2)
+    return int(least_cost_edges_batch(costs, every_length)[0].size - 1)
 
 
 def two_d(epsilons, args) -> dict:

@@ -6,6 +6,7 @@ cannot pay."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hierdp_core.consistency.topdown import topdown
@@ -106,3 +107,22 @@ def test_the_ledger_says_when_stage_1_is_skipped(lazio):
     assert finest["epsilon_stage1"] == pytest.approx(0.25 * finest["budget"])
     always = mech.ledger(lazio, PrivacyBudget.pure(1.0), partition_if="always").iloc[-1]
     assert always["epsilon_stage1"] > 0
+
+
+def test_children_are_partitioned_only_where_the_parents_release_says_it_pays():
+    """Plug-in test on the released parent level: dense units (thousands per cell, noise
+    about 5) keep every cell and give Stage 1's share to Stage 2 (then exactly greedy-h's
+    draws); sparse ones (a few people over many cells) are partitioned."""
+    rng = np.random.default_rng(7)
+    rows = [("D", f"d{u}", a, int(rng.poisson(3000))) for u in range(4) for a in range(30)]
+    rows += [("S", f"s{u}", a, int(rng.poisson(0.3))) for u in range(4) for a in range(30)]
+    table = pd.DataFrame(rows, columns=["region", "unit", "age", "people"])
+    data = range_data_from_table(table, ["region", "unit"], "age", count_column="people")
+    rel = get_mechanism("dawa").release(data, PrivacyBudget.pure(1.0),
+                                        source=NoiseSource(seed=7))
+    h = data.hierarchy
+    leaves = range(h.level_slice(2).start, h.level_slice(2).stop)
+    dense = [i for i in leaves if h.node_ids()[i].startswith("D/")]
+    sparse_ = [i for i in leaves if h.node_ids()[i].startswith("S/")]
+    assert all(rel.edges[i] is None for i in dense)
+    assert all(rel.edges[i] is not None and rel.edges[i].size < 31 for i in sparse_)

@@ -237,7 +237,7 @@ def test_partition_levels(partition_from, partitioned):
                                  count_column="residents")
     h = data.hierarchy
     rel = get_mechanism("dawa").release(data, PrivacyBudget.pure(3.0), source=NoiseSource(seed=4),
-                                        partition_from=partition_from)
+                                        partition_from=partition_from, partition_if="always")
     check_consistent(data, rel.values)
     ledger = rel.ledger
     assert [lv for lv in range(h.n_levels) if ledger["epsilon_stage1"][lv] > 0] == partitioned

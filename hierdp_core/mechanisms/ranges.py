@@ -32,6 +32,7 @@ from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
 from hierdp_core.ranges.consistency import atom_topdown
 from hierdp_core.ranges.dawa import RangeEstimate, dawa, partition_can_pay, stage1_partition
+from hierdp_core.ranges.plugin import partition_pays_below
 from hierdp_core.release import Release
 
 NEIGHBOURING = ("add/remove one person; per level one cell of one unit's histogram changes "
@@ -177,6 +178,23 @@ class RangeMechanism(Mechanism):
                        1.0 - rho, note=STAGE2_PRIVACY, run=measurement)
         return PrivacyPlan(self.info.name, PURE_DP, (stage1, stage2))
 
+    @staticmethod
+    def _partitioned_units(data: RangeData, estimates: np.ndarray, level: int,
+                           epsilon: float, level_params: dict, sensitivity) -> np.ndarray:
+        """Which units of ``level`` DAWA partitions (bool per unit): all of them where the
+        level has a partition, except, with ``partition_if="it-can-pay"``, the children of
+        parents whose released estimates say it does not pay (`partition_pays_below`)."""
+        h = data.hierarchy
+        units = np.full(h.level_size(level), level_params.get("rho", 0.0) > 0)
+        above = estimates[h.level_slice(level - 1)] if level > 0 else None
+        if (not units.any() or level_params.get("partition_if") != "it-can-pay"
+                or above is None or np.isnan(above).any()):
+            return units
+        children = np.diff(np.append(h.child_starts(level), h.level_size(level)))
+        pays = partition_pays_below(above, children, data.workload, epsilon, level_params,
+                                    sensitivity=sensitivity)
+        return pays[h.segment_of_level(level)]
+
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
         parts, shares = self._level_budgets(data, budget, split)
@@ -208,12 +226,19 @@ class RangeMechanism(Mechanism):
             if part is None:
                 continue
             sl = h.level_slice(level)
-            est = self.estimator(truth[sl], data.workload, part.value, source,
-                                 sensitivity=sensitivity,
-                                 **self._level_params(p, level, h.n_levels, data.workload))
-            estimates[sl] = est.values
-            if est.edges is not None:
-                edges[sl] = est.edges
+            level_params = self._level_params(p, level, h.n_levels, data.workload)
+            partitioned = self._partitioned_units(data, estimates, level, part.value,
+                                                  level_params, sensitivity)
+            for rows, rho in ((partitioned, None), (~partitioned, 0.0)):
+                if not rows.any():
+                    continue
+                rho_param = {"rho": rho} if rho is not None and "rho" in level_params else {}
+                est = self.estimator(truth[sl][rows], data.workload, part.value, source,
+                                     sensitivity=sensitivity, **{**level_params, **rho_param})
+                estimates[np.flatnonzero(rows) + sl.start] = est.values
+                if est.edges is not None:
+                    for i, e in zip(np.flatnonzero(rows) + sl.start, est.edges, strict=True):
+                        edges[i] = e
         if parts[0] is None:
             root = estimates[h.level_slice(1)].sum(axis=0)
         else:
