@@ -2,9 +2,19 @@
 
 For every level of the hierarchy, every unit's histogram over the ordered attribute is released
 by a 1-D method with that level's share epsilon_l of the budget; then, from the root down, the
-children's histograms are projected onto non-negative values summing to their parent's and
-rounded keeping the sums (the core's TopDown, value by value), so that every parent histogram
-equals the sum of its children's and every cell is a non-negative integer.
+children's totals over each atom of the workload (the runs of cells no query tells apart: one
+per value for prefixes, one per band for age bands) are projected onto non-negative values
+summing to their parent's and rounded keeping the sums (the core's TopDown), and spread over
+the atom's cells in their parent's proportions (`hierdp_core.ranges.consistency`), so that
+every parent histogram equals the sum of its children's and every cell is a non-negative
+integer.
+
+DAWA's Stage 1 runs only where it can pay, by public or released information: at the levels
+``partition_from`` chooses, not when the public workload leaves nothing to merge
+(`hierdp_core.ranges.dawa.partition_can_pay`), and, below a released level, only for the
+children of parents whose release says so (`hierdp_core.ranges.plugin`). A unit without a
+partition gives the whole epsilon_l to Stage 2; the ledger's ``epsilon_stage1`` is the
+level's Stage-1 share for the units that are partitioned.
 
 Privacy: add/remove one person changes one cell of one unit's histogram per level. Within a
 level the units are disjoint (parallel composition) and each 1-D method is epsilon_l-DP on one
