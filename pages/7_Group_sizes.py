@@ -18,6 +18,7 @@ from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
 from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
@@ -87,10 +88,7 @@ rel.verdict_box(release, data.declared_structure)
 truth = data.node_counts()
 
 st.subheader("Error by level")
-st.dataframe(metrics.round({"emd_mean": 1}).rename(columns={
-    "level_name": "level name", "l1": "L1 (sum |error|)", "emd_mean": "mean EMD per region",
-    "emd_max": "largest EMD", "faithfulness_gap": "|households − G|",
-    "consistency_violations": "parents ≠ Σ children"}), hide_index=True, width="stretch")
+st.dataframe(**friendly_table(metrics.round({"emd_mean": 1})), width="stretch")
 st.caption("L1: sum over regions and sizes of |released − true| households (the measure of "
            "Fioretto et al.). EMD (earth mover's distance): people that would have to move "
            "between households to turn the released histogram into the true one (Kuo et al.).")

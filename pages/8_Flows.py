@@ -24,6 +24,7 @@ from hierdp_core.flows.metrics import flow_metrics
 from hierdp_core.geo import level_geojson
 from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.viz import plotly_config
@@ -153,11 +154,8 @@ st.caption(f"True values: {EVALUATION}. MAE and RMSE are over all possible pairs
            "level. FDR: % of pairs released > 0 that are truly 0 (false positives); FNR: % "
            "of truly non-zero pairs released as 0; CPC: common part of commuters (1 = "
            "perfect).")
-st.dataframe(metrics.rename(columns={
-    "level_name": "origin → destination", "max_abs_error": "max |error|", "mae": "MAE",
-    "rmse": "RMSE", "fdr": "FDR %", "fnr": "FNR %", "cpc": "CPC",
-    "released_nonzero": "released > 0", "true_nonzero": "true > 0"}).round(3),
-    hide_index=True, width="stretch")
+st.dataframe(**friendly_table(metrics.round(3), level_name="origin → destination"),
+             width="stretch")
 st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_levels")
 
 # ---- flow map ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.evaluation import range_metrics, workload_errors
@@ -217,11 +218,8 @@ if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges a
 
 # ---- error by level (reads the truth) -----------------------------------------------------
 st.subheader("Workload error by level")
-st.dataframe(metrics.drop(columns=["level", "workload"]).rename(columns={
-    "level_name": "level", "queries": "queries per unit",
-    "mean_query_error": "mean error per query", "max_unit_query_error": "worst unit's mean",
-    "max_query_error": "largest query error", "cell_mae": f"MAE per {cell}"}).round(2),
-    hide_index=True, width="stretch")
+st.dataframe(**friendly_table(metrics.drop(columns=["level", "workload"]).round(2),
+                             cell_mae=f"MAE per {cell}"), width="stretch")
 st.caption(f"{EVALUATED}. Error of a query: |released − true| people with {attribute} a "
            "to b in a unit; mean error per query: the average over the workload's queries "
            f"and the level's units (the DAWA paper's measure); MAE per {cell}: mean |error| "

@@ -134,8 +134,8 @@ def test_flows_page_releases_maps_and_sweeps():
     _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
     assert release.mechanism == "inftda" and release.consistency_violations() == 0
     assert release.total() == ui.flow_data().n
-    [shown] = [d.value for d in at.dataframe if "max |error|" in d.value.columns]
-    assert len(shown) == 5 and shown["max |error|"].iloc[0] == 0
+    [shown] = [d.value for d in at.dataframe if "Largest absolute error" in d.value.columns]
+    assert len(shown) == 5 and shown["Largest absolute error"].iloc[0] == 0
     assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
     specs = [chart.proto.spec.replace(" ", "") for chart in at.get("plotly_chart")]
     assert sum('"text":"flights"' in spec for spec in specs) >= 3  # levels, two matrices
