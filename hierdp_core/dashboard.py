@@ -36,6 +36,7 @@ Session-state keys (all under ``st.session_state``):
                  they redraw (`dashboard_release`)
 ``hd_split_held`` the exact weights of the split last set by a preset or the split
                  optimiser, used while the sliders show them (`dashboard_split`)
+``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
@@ -45,13 +46,16 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
+from PIL import Image
 
 from hierdp_core import dashboard_structure as structure
+from hierdp_core import palette
 from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
@@ -83,6 +87,7 @@ RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
 RANGE_SWEEP_DEFAULT = ("dawa", "greedy-h", "identity")
 _DATA_CACHE = "hd_count_data_cache"
 INPUT = "hd_input"  # an upload's shape (`dashboard_input`)
+PALETTE_CHOICE = "hd_palette"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -472,11 +477,24 @@ def next_page(path: str, text: str) -> None:
     st.page_link(path, label=text, icon=icon)
 
 
+@lru_cache(maxsize=1)
+def page_icon():
+    """The browser tab's icon, drawn here (served by the dashboard itself: a
+    ``:material/...:`` or emoji icon is fetched from Google's or a CDN's servers, which
+    fails offline): three bars splitting into 1, 2 and 4 parts, a tree of levels."""
+    icon = np.zeros((32, 32, 4), dtype=np.uint8)
+    icon[1:31, 1:31] = (47, 93, 138, 255)  # the theme's primary colour
+    for row, parts in ((6, 1), (14, 2), (22, 4)):
+        width = 22 // parts
+        for k in range(parts):
+            icon[row:row + 5, 5 + k * width + (k > 0):5 + (k + 1) * width - (parts > 1)] = 255
+    return Image.fromarray(icon)
+
+
 def page_header(title: str, caption: str):
     """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
     summary slot: pass it to `sidebar_status` to refresh it after the page changed state."""
-    st.set_page_config(page_title=f"{title} · hierdp", page_icon=":material/map:",
-                       layout="wide")
+    st.set_page_config(page_title=f"{title} · hierdp", page_icon=page_icon(), layout="wide")
     ensure_dataset()
     with st.sidebar:
         st.markdown("## hierdp")
@@ -484,10 +502,33 @@ def page_header(title: str, caption: str):
             st.page_link(path, label=label, icon=icon)
         st.divider()
         slot = st.empty()
+        st.divider()
+        palette_picker()
     st.title(title)
     st.caption(caption)
     sidebar_status(slot)
     return slot
+
+
+def _palette_chosen() -> None:
+    st.session_state[PALETTE_CHOICE] = st.session_state["palette_pick"]
+
+
+def palette_picker() -> None:
+    """The colour choice in the sidebar (kept across pages in ``hd_palette``), made the
+    palette of this run's figures with the browser's light or dark theme
+    (`hierdp_core.palette.use`): maps and charts follow both."""
+    # the widget is another one on every page: it shows the choice kept across them
+    st.session_state["palette_pick"] = st.session_state.setdefault(PALETTE_CHOICE,
+                                                                   palette.DEFAULT)
+    choice = st.selectbox("Colours", list(palette.PALETTES), key="palette_pick",
+                          format_func=lambda name: palette.PALETTES[name].label,
+                          on_change=_palette_chosen,
+                          help="Colour-blind safe choices keep categories, map shades and "
+                               "errors above or below the truth apart in every common form "
+                               "of colour blindness. The light or dark theme is the "
+                               "browser's (or the ⋮ menu's Settings).")
+    palette.use(choice, dark=getattr(st.context.theme, "type", None) == "dark")
 
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"

@@ -35,32 +35,33 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.colors import hex_to_rgb, qualitative
+from plotly.colors import hex_to_rgb
 
+from hierdp_core import palette
 from hierdp_core.errors import InputError
+from hierdp_core.metric_names import REGISTRY, axis_title, definition
 from hierdp_core.metrics import ALL_BIN, metric_descriptions
 
-SEQUENTIAL_SCALE = "Viridis"
+SEQUENTIAL_SCALE = "Viridis"  # the standard palette's; figures read `palette.active()`
 DIVERGING_SCALE = "RdBu_r"  # blue = below truth, red = above
-PALETTE = qualitative.Plotly
+
+
+class _ActiveColours(Sequence):
+    """The active palette's category colours (`hierdp_core.palette`), read when indexed."""
+
+    def __getitem__(self, i):
+        return palette.active().categorical[i]
+
+    def __len__(self) -> int:
+        return len(palette.active().categorical)
+
+
+PALETTE = _ActiveColours()
 _EMPTY_TOPOLOGY = '{"type":"Topology","objects":{},"arcs":[]}'
 
-# metric -> (axis label, unit shown in brackets, is a fraction shown as %)
+# metric -> (axis label, unit shown in brackets, is a fraction shown as %): the registry's
 METRIC_AXES: dict[str, tuple[str, str, bool]] = {
-    "mae": ("mean absolute error", "count per cell", False),
-    "rmse": ("root mean squared error", "count per cell", False),
-    "mape": ("mean absolute percentage error", "%", False),
-    "malpe": ("mean signed percentage error (bias)", "%", False),
-    "max_abs_error": ("largest absolute error", "count", False),
-    "tvd_accuracy": ("1 - total variation distance", "1 = perfect", False),
-    "share_over_10pct": ("units off by more than 10%", "% of units", True),
-    "false_zero_rate": ("false-zero rate", "% of cells with truth > 0", True),
-    "ghost_rate": ("ghost (false positive) rate", "% of cells with truth 0", True),
-    "consistency_violations": ("parents not equal to the sum of their children", "units",
-                               False),
-    "l1": ("L1 error (sum over regions and sizes)", "groups", False),
-    "emd_mean": ("mean earth mover's distance per region", "people", False),
-}
+    key: (entry.name, entry.unit, entry.percent) for key, entry in REGISTRY.items()}
 
 
 def plotly_config(**extra) -> dict:
@@ -72,9 +73,8 @@ def plotly_config(**extra) -> dict:
 
 
 def metric_axis_title(metric: str) -> str:
-    """Readable axis title with unit, e.g. ``'mean absolute error (count per cell)'``."""
-    label, unit, _ = METRIC_AXES.get(metric, (metric.replace("_", " "), "", False))
-    return f"{label} ({unit})" if unit else label
+    """Readable axis title with unit, e.g. ``'Mean absolute error (count per cell)'``."""
+    return axis_title(metric)
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -236,6 +236,7 @@ def choropleth(
         colorbar.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
 
     customdata = np.column_stack([labels, _fmt_array(v)])
+    colours, look = palette.active(), palette.figure_look()
     trace = go.Choropleth(
         geojson=geojson,
         featureidkey="id",
@@ -243,10 +244,10 @@ def choropleth(
         z=z,
         zmin=zmin,
         zmax=zmax,
-        colorscale=DIVERGING_SCALE if diverging else SEQUENTIAL_SCALE,
+        colorscale=colours.diverging if diverging else colours.sequential,
         colorbar=colorbar,
         marker_line_width=0.3,
-        marker_line_color="rgba(255,255,255,0.6)",
+        marker_line_color=look["line"],
         customdata=customdata,
         hovertemplate="<b>%{customdata[0]}</b><br>" + _esc(colorbar_title)
         + ": %{customdata[1]}<extra></extra>",
@@ -254,7 +255,8 @@ def choropleth(
     if diverging:
         trace.update(zmid=0)
     fig = go.Figure(trace)
-    fig.update_geos(fitbounds="locations", visible=False, projection_type=projection)
+    fig.update_geos(fitbounds="locations", visible=False, projection_type=projection,
+                    bgcolor=look["bgcolor"])
     fig.update_layout(title=_title(_esc(title)), height=height,
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig
@@ -376,7 +378,7 @@ def _metric_bar(x, y, metric: str, hover_units, x_title: str, title: str) -> go.
         marker_color=PALETTE[0],
         customdata=np.column_stack([text, hover_units]),
         hovertemplate="<b>%{x}</b><br>" + _esc(label) + ": %{customdata[0]}"
-                      "<br>%{customdata[1]}<extra></extra>",
+                      "<br>%{customdata[1]}<br><i>" + _esc(desc) + "</i><extra></extra>",
     ))
     fig.update_layout(
         title=_title(title, _esc(desc)),
@@ -498,9 +500,10 @@ def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
         mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
         custom = np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high),
                                   part["trials"].astype(str)])
-        hover = (f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>mean: %{{customdata[0]}}"
-                 "<br>band: %{customdata[1]} to %{customdata[2]}"
-                 "<br>trials: %{customdata[3]}<extra></extra>")
+        hover = (f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>{_esc(label)}, mean: "
+                 "%{customdata[0]}<br>band: %{customdata[1]} to %{customdata[2]}"
+                 f"<br>trials: %{{customdata[3]}}<br><i>{_esc(definition(metric))}</i>"
+                 "<extra></extra>")
         if single_eps:
             fig.add_trace(go.Bar(
                 x=[_esc(g)], y=mean, name=_esc(g), marker_color=colour,

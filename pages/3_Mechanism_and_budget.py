@@ -9,7 +9,7 @@ from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.explain import explain
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.metric_names import friendly_table, name
+from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
 from hierdp_core.viz import ledger_figure
 
@@ -109,7 +109,8 @@ st.plotly_chart(ledger_figure(ledger), width="stretch", key="ledger_fig")
 show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
                "ci95_abs_error"]]
 table = friendly_table(show)
-table["column_config"][name("share")]["format"] = "percent"
+table["column_config"][name("share")] = st.column_config.NumberColumn(
+    format="percent", help=definition("share"))
 st.dataframe(**table, width="stretch")
 st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
            "coarse levels.")

@@ -11,7 +11,8 @@ from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_release as rel
 from hierdp_core import dashboard_split as split_ui
 from hierdp_core.dashboard_geo import label as geometry_label
-from hierdp_core.metrics import error_metrics, metric_descriptions
+from hierdp_core.metric_names import friendly_table, label, name
+from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.viz import (
     choropleth,
     metric_by_bin,
@@ -137,11 +138,9 @@ with left:
                                              level_name=h.level_names[level]),
                     width="stretch", key="scatter")
 with right:
-    descriptions = metric_descriptions()
-    metric = st.selectbox("Metric", ["mae", "rmse", "mape", "malpe", "max_abs_error",
-                                     "tvd_accuracy", "share_over_10pct", "false_zero_rate",
-                                     "ghost_rate"], format_func=lambda m: f"{m}: "
-                          f"{descriptions.get(m, '')[:60]}", key="res_metric")
+    metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
+                          format_func=name, key="res_metric")
+    st.caption(label(metric))
     tab_level, tab_bin = st.tabs(["By level", f"By population size ({h.level_names[level]})"])
     with tab_level:
         st.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
@@ -150,9 +149,7 @@ with right:
 
 st.subheader("Error metrics by level")
 overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
-st.dataframe(overall, hide_index=True, width="stretch", column_config={
-    c: st.column_config.Column(help=descriptions[c]) for c in overall.columns
-    if c in descriptions})
+st.dataframe(**friendly_table(overall), width="stretch")
 st.caption("Hover a column name for its definition; an empty cell means the metric does not "
            "apply (e.g. no true zeros for the ghost rate).")
 

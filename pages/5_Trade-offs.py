@@ -7,18 +7,17 @@ from hierdp_core import dashboard as ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import list_mechanisms
-from hierdp_core.metrics import metric_descriptions
+from hierdp_core.metric_names import label, name
+from hierdp_core.metrics import METRICS as ALL_METRICS
 from hierdp_core.viz import split_comparison_figure, sweep_figure
 
 MAX_RUNS = 300
-METRICS = ["mae", "rmse", "mape", "malpe", "max_abs_error", "tvd_accuracy", "share_over_10pct",
-           "false_zero_rate", "ghost_rate"]
+METRICS = [m for m in ALL_METRICS if m != "consistency_violations"]
 
 ui.page_header("Trade-offs", "How error falls as the budget grows, for several mechanisms, "
                              "with the spread over repeated runs.")
 data = ui.require_count_data()
 h = data.hierarchy
-descriptions = metric_descriptions()
 
 names = [i.name for i in list_mechanisms("counts")]
 c1, c2, c3 = st.columns([2, 2, 1])
@@ -32,8 +31,9 @@ with c3:
     trials = st.slider("Trials each", 1, 20, 5, key="sw_trials")
 c4, c5 = st.columns(2)
 with c4:
-    metric = st.selectbox("Metric", METRICS, format_func=lambda m: f"{m}: "
-                          f"{descriptions.get(m, '')[:60]}", key="sw_metric")
+    metric = st.selectbox("Metric", METRICS, format_func=name, key="sw_metric",
+                          help="Hover a chart's points for the exact definition.")
+    st.caption(label(metric))
 with c5:
     level = st.selectbox("Level", list(range(h.n_levels)), index=h.n_levels - 1,
                          format_func=lambda lv: h.level_names[lv], key="sw_level")
@@ -87,5 +87,5 @@ if cmp is not None and len(cmp):
                     width="stretch", key="cmp_fig")
     table = (cmp.groupby(["split", "level_name"], sort=False)[metric].mean().unstack(0)
              .reindex(list(h.level_names)))
-    st.dataframe(table, width="stretch")
-    st.caption(f"{descriptions.get(metric, metric)} Mean per level over the trials.")
+    st.dataframe(table.rename_axis(name("level_name")), width="stretch")
+    st.caption(f"{label(metric)}. Mean per level over the trials.")

@@ -11,6 +11,7 @@ from test_app import assert_clean, page
 
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_split as split_ui
+from hierdp_core import palette
 from hierdp_core.metric_names import definition, name
 
 PATH = "pages/3_Mechanism_and_budget.py"
@@ -87,3 +88,21 @@ def test_a_preset_whose_shares_no_longer_fit_shows_custom():
     assert split_ui.preset_of(s) == "finer"
     assert split_ui.preset_of({"weights": [0.2, 0.9, 0.1]}) == split_ui.CUSTOM
     assert split_ui.preset_of({"weights": [1.0, 1.0]}) == "uniform"
+
+
+def test_the_colour_choice_in_the_sidebar_reaches_the_maps_on_every_page():
+    from plotly.colors import get_colorscale
+
+    at = page(PATH, SAMPLE).run()
+    at.sidebar.selectbox(key="palette_pick").set_value("colour-blind").run()
+    assert_clean(at)
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key="palette_pick").value == "colour-blind"
+    maps = [c.proto.spec for c in at.get("plotly_chart") if '"choropleth"' in c.proto.spec]
+    safe = palette.get("colour-blind")
+    sequential, diverging, viridis = (get_colorscale(n)[0][1] for n in (
+        safe.sequential, safe.diverging, "Viridis"))
+    assert len(maps) == 4 and not [m for m in maps if viridis in m]
+    assert [sequential in m for m in maps] == [True, True, True, False]  # true, noisy, released
+    assert diverging in maps[3]  # the error map

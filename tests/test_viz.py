@@ -170,7 +170,7 @@ def test_metric_by_level(metrics):
     fig = viz.metric_by_level(metrics, "mae")
     (bar,) = fig.data
     assert isinstance(bar, go.Bar) and list(bar.x) == ["total", "state", "county"]
-    assert fig.layout.yaxis.title.text == "mean absolute error (count per cell)"
+    assert fig.layout.yaxis.title.text == "Mean absolute error (count per cell)"
     assert fig.layout.xaxis.title.text == "geography level"
     assert "cells of |released − true|" in _title(fig)  # definition from metric_names
     with pytest.raises(InputError):
@@ -217,7 +217,7 @@ def test_sweep_figure(data):
     assert len(ticks) >= 2 and ticks.min() <= shown.max() and ticks.max() >= shown.min()
     mantissa = ticks / 10.0 ** np.floor(np.log10(ticks))
     assert np.isin(np.round(mantissa, 6), [1, 2, 5]).all()
-    assert "root mean squared error" in fig.layout.yaxis.title.text
+    assert "Root mean squared error" in fig.layout.yaxis.title.text
     assert "county" in _title(fig) and "5%-95%" in _title(fig)
     fig = viz.sweep_figure(summary, metric="rmse", level_name="county", log_y=False)
     assert fig.layout.yaxis.type == "linear"

@@ -1,0 +1,94 @@
+"""Colour palettes and the light/dark look of the figures.
+
+A `Palette` names a sequential colour scale (maps of counts), a diverging one (maps of
+errors, centred at 0) and a list of category colours (bars and lines). `PALETTES` holds the
+choices the dashboard offers; every one is readable by people with the common forms of
+colour blindness except ``standard`` (plotly's category colours mix red and green).
+
+The active palette and theme are per script run (a context variable: the dashboard sets them
+at the top of every page with `use`, so two browser sessions never see each other's choice);
+the figure builders in `hierdp_core.viz` read them with `active` and `figure_look`. Outside
+the dashboard they are the defaults (``standard``, light).
+
+Example
+-------
+>>> use("colour-blind", dark=True)
+>>> active().sequential, figure_look()["template"]
+('Cividis', 'plotly_dark')
+>>> use(DEFAULT)
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from plotly.colors import qualitative
+
+from hierdp_core.errors import InputError
+
+
+@dataclass(frozen=True)
+class Palette:
+    """A choice of colours: ``label`` (shown), plotly colour scale names ``sequential`` and
+    ``diverging`` (low = below the truth), and category colours ``categorical``."""
+
+    label: str
+    sequential: str
+    diverging: str
+    categorical: tuple[str, ...]
+
+
+#: Okabe & Ito (2008), "Color Universal Design": eight colours distinguishable under
+#: protanopia, deuteranopia and tritanopia (black left out: it is the text colour)
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+
+PALETTES: dict[str, Palette] = {
+    "standard": Palette("Standard (viridis; red-blue errors)", "Viridis", "RdBu_r",
+                        tuple(qualitative.Plotly)),
+    "colour-blind": Palette("Colour-blind safe (cividis; purple-orange errors)", "Cividis",
+                            "PuOr_r", OKABE_ITO),
+    "viridis-safe": Palette("Colour-blind safe (viridis; purple-orange errors)", "Viridis",
+                            "PuOr_r", OKABE_ITO),
+}
+DEFAULT = "standard"
+#: map colours per theme: background, land outside the data, unit borders
+_LOOKS = {
+    False: {"template": "plotly_white", "bgcolor": "rgba(0,0,0,0)", "line": "rgba(255,255,255,0.6)",
+            "font": "#31333F"},
+    True: {"template": "plotly_dark", "bgcolor": "rgba(0,0,0,0)", "line": "rgba(14,17,23,0.7)",
+           "font": "#FAFAFA"},
+}
+
+_ACTIVE: ContextVar[tuple[str, bool]] = ContextVar("hierdp_palette", default=(DEFAULT, False))
+
+
+def get(name: str) -> Palette:
+    """The palette called ``name``; an `InputError` naming the choices otherwise."""
+    try:
+        return PALETTES[name]
+    except KeyError:
+        raise InputError(f"unknown palette {name!r}; use one of {', '.join(PALETTES)}") \
+            from None
+
+
+def use(name: str, dark: bool = False) -> None:
+    """Make ``name`` the palette, and the light or ``dark`` look, of the figures built from
+    now on in this context (a dashboard script run)."""
+    get(name)
+    _ACTIVE.set((name, bool(dark)))
+
+
+def active() -> Palette:
+    """The palette figures are drawn with now."""
+    return PALETTES[_ACTIVE.get()[0]]
+
+
+def is_dark() -> bool:
+    return _ACTIVE.get()[1]
+
+
+def figure_look() -> dict:
+    """The plotly ``template`` and map colours (``bgcolor``, unit border ``line``, ``font``)
+    of the current theme."""
+    return dict(_LOOKS[is_dark()])

@@ -1,0 +1,92 @@
+"""hierdp_core.palette: the colour-blind safe palettes stay distinguishable under simulated
+protanopia and deuteranopia (Viénot, Brettel & Mollon 1999), the active palette and theme
+are per context, and viz's figures follow them."""
+
+from __future__ import annotations
+
+import contextvars
+
+import numpy as np
+import pytest
+from plotly.colors import convert_colors_to_same_type, get_colorscale, hex_to_rgb
+
+from hierdp_core import palette, viz
+from hierdp_core.errors import InputError
+
+#: linear-RGB simulation matrices of Viénot, Brettel & Mollon (1999)
+DICHROMATS = {
+    "protanopia": np.array([[0.11238, 0.88762, 0], [0.11238, 0.88762, 0],
+                            [0.00401, -0.00401, 1]]),
+    "deuteranopia": np.array([[0.29275, 0.70725, 0], [0.29275, 0.70725, 0],
+                              [-0.02234, 0.02234, 1]]),
+}
+SAFE = [name for name in palette.PALETTES if name != "standard"]
+
+
+def linear(rgb255):
+    c = np.asarray(rgb255, dtype=float) / 255
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def seen(rgb255, matrix):
+    """The sRGB colour (0-255) a dichromat sees."""
+    c = np.clip(linear(rgb255) @ matrix.T, 0, 1)
+    return 255 * np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+def closest_pair(colours, matrix) -> float:
+    s = seen(colours, matrix)
+    d = np.linalg.norm(s[:, None] - s[None], axis=2)
+    return float(d[~np.eye(len(s), dtype=bool)].min())
+
+
+def scale_rgb(name: str) -> np.ndarray:
+    colours = [c for _, c in get_colorscale(name)]
+    return 255 * np.array(convert_colors_to_same_type(colours, colortype="tuple")[0])
+
+
+@pytest.mark.parametrize("matrix", DICHROMATS.values(), ids=DICHROMATS)
+def test_safe_category_colours_stay_apart(matrix):
+    for name in SAFE:
+        colours = [hex_to_rgb(c) for c in palette.get(name).categorical]
+        assert closest_pair(colours, matrix) > 30, name
+    plotly = [hex_to_rgb(c) for c in palette.get("standard").categorical[:7]]
+    assert closest_pair(plotly, matrix) < 20  # why the standard one is not offered as safe
+
+
+@pytest.mark.parametrize("name", SAFE)
+def test_safe_scales(name):
+    p = palette.get(name)
+    luminance = linear(scale_rgb(p.sequential)) @ [0.2126, 0.7152, 0.0722]
+    assert (np.diff(luminance) > 0).all()  # ordered by lightness: readable in any vision
+    ends = scale_rgb(p.diverging)[[0, -1]]
+    for matrix in DICHROMATS.values():  # below and above the truth stay apart
+        assert np.linalg.norm(seen(ends[0], matrix) - seen(ends[1], matrix)) > 80
+
+
+def test_the_choice_is_per_context_and_checked():
+    def choose():
+        palette.use("colour-blind", dark=True)
+        return palette.active().sequential, palette.is_dark()
+
+    assert contextvars.copy_context().run(choose) == ("Cividis", True)
+    assert palette.active() is palette.get(palette.DEFAULT) and not palette.is_dark()
+    with pytest.raises(InputError, match="unknown palette"):
+        palette.use("rainbow")
+
+
+def test_viz_follows_the_active_palette_and_theme():
+    def figures():
+        palette.use("colour-blind", dark=True)
+        fig = viz.choropleth("geo.json", ["a", "b"], [1.0, -2.0], title="t",
+                             colorbar_title="error", diverging=True)
+        return fig, viz.PALETTE[0], len(viz.PALETTE)
+
+    fig, first, n = contextvars.copy_context().run(figures)
+    trace = fig.data[0]
+    assert trace.colorscale == tuple(tuple(x) for x in get_colorscale("PuOr_r")) or \
+        [c for _, c in trace.colorscale] == [c for _, c in get_colorscale("PuOr_r")]
+    assert trace.marker.line.color == palette._LOOKS[True]["line"]
+    assert fig.layout.geo.bgcolor == "rgba(0,0,0,0)"
+    assert (first, n) == (palette.OKABE_ITO[0], len(palette.OKABE_ITO))
+    assert viz.PALETTE[0] == palette.get("standard").categorical[0]  # here: the default
