@@ -31,10 +31,11 @@ import plotly.graph_objects as go
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import budget_for
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.metrics import ALL_BIN, error_metrics, metric_descriptions
+from hierdp_core.metric_names import axis_title, name
+from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import Release
-from hierdp_core.viz import PALETTE, choropleth, metric_axis_title
+from hierdp_core.viz import PALETTE, choropleth
 
 SIDES = ("A", "B")
 
@@ -138,7 +139,7 @@ def by_level_table(comparison: Comparison, metric: str) -> pd.DataFrame:
     """One row per level: the metric for A, for B, and B - A."""
     a, b = comparison.metrics
     if metric not in a.columns:
-        raise InputError(f"no metric {metric!r}; choose one of {list(metric_descriptions())}")
+        raise InputError(f"no metric {metric!r}; the table has {list(a.columns)}")
     label_a, label_b = comparison.labels()
     table = pd.DataFrame({"level": a["level_name"], label_a: a[metric].to_numpy(float),
                           label_b: b[metric].to_numpy(float)})
@@ -156,9 +157,8 @@ def error_by_level_figure(comparison: Comparison, metric: str) -> go.Figure:
                              hovertemplate=f"<b>%{{x}}</b><br>{label}: %{{y:.4g}}"
                                            "<extra></extra>"))
     fig.update_layout(
-        barmode="group", title={"text": f"{metric_axis_title(metric).capitalize()} by level",
-                                "x": 0.0},
+        barmode="group", title={"text": f"{name(metric)} by level", "x": 0.0},
         xaxis={"title": {"text": "geography level"}, "type": "category"},
-        yaxis={"title": {"text": metric_axis_title(metric)}, "rangemode": "tozero"},
+        yaxis={"title": {"text": axis_title(metric)}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25})
     return fig

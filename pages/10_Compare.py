@@ -7,7 +7,7 @@ from hierdp_core import compare as cmp
 from hierdp_core import dashboard as ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import list_mechanisms
-from hierdp_core.metrics import metric_descriptions
+from hierdp_core.metric_names import label, name
 from hierdp_core.privacy.budget import SPLIT_PRESETS
 from hierdp_core.viz import plotly_config
 
@@ -35,18 +35,20 @@ sides = {}
 for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
     with column:
         st.subheader(f"Configuration {side}")
-        name = ui.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
+        mechanism = ui.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
         eps = st.select_slider("Total ε", list(ui.EPSILON_GRID), key=f"cmp_eps_{side}",
                                value=s["epsilon"] if s["epsilon"] in ui.EPSILON_GRID else 1.0)
         split = st.selectbox("Split over levels", splits, format_func=split_labels.get,
                              key=f"cmp_split_{side}")
-        seed = st.number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}",
-                               disabled=same_seed and side == "B")
+        if same_seed and side == "B":
+            seed = sides["A"].seed
+            st.caption(f"Seed {seed}: the same as A's.")
+        else:
+            seed = st.number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}")
         sides[side] = cmp.Side(
-            name, float(eps), tuple(s["weights"]) if split == CURRENT else split,
-            seed=int(sides["A"].seed if same_seed and side == "B" else seed),
-            params={k: v for k, v in s["params"].items()
-                    if k in {p.name for p in infos[name].parameters}})
+            mechanism, float(eps), tuple(s["weights"]) if split == CURRENT else split,
+            seed=int(seed), params={k: v for k, v in s["params"].items()
+                                    if k in {p.name for p in infos[mechanism].parameters}})
 
 key = (sides["A"], sides["B"], ui.settings_key(s))
 stored = st.session_state.get(STATE)
@@ -80,19 +82,17 @@ else:
     names_shown = ui.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
     figures = cmp.comparison_maps(ui.map_geojson(*source), view, labels, names=names_shown,
                                   projection=ui.map_projection(source[0]))
-    for column, fig, name in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
-        column.plotly_chart(fig, width="stretch", key=f"cmp_map_{name}",
+    for column, fig, tag in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
+        column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",
                             config=plotly_config())
     st.caption("A and B share one colour scale; the difference map is centred at 0 (red: "
                "B released more than A).")
 
 # ---- error by level ---------------------------------------------------------------------
 st.subheader("Error by level")
-descriptions = metric_descriptions()
-metric = st.selectbox("Metric", METRICS, key="cmp_metric",
-                      format_func=lambda m: f"{m}: {descriptions.get(m, '')[:60]}")
+metric = st.selectbox("Metric", METRICS, key="cmp_metric", format_func=name)
 left, right = st.columns([3, 2])
 left.plotly_chart(cmp.error_by_level_figure(comparison, metric), width="stretch",
                   key="cmp_by_level")
 right.dataframe(cmp.by_level_table(comparison, metric), hide_index=True, width="stretch")
-right.caption(descriptions.get(metric, ""))
+right.caption(label(metric))
