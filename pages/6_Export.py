@@ -18,11 +18,12 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
+from hierdp_core.report_pdf import chromium_path, report_pdf
 from hierdp_core.report_stakeholder import report_html
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
-LOADED, STAKEHOLDER = "hd_config_loaded", "hd_stakeholder_report"
+LOADED, STAKEHOLDER, PDF = "hd_config_loaded", "hd_stakeholder_report", "hd_report_pdf"
 
 
 def load_config() -> None:
@@ -129,9 +130,22 @@ if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
             sweep=st.session_state.get(ui.SWEEP) if evaluate else None))
 prepared = st.session_state.get(STAKEHOLDER)
 if prepared and prepared[0] == (rel.release_token(release), evaluate):
-    st.download_button("Download the report (HTML)", prepared[1],
-                       ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report.html",
-                       "text/html", key="dl_stakeholder")
+    stem = ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report"
+    html_col, pdf_col = st.columns(2)
+    html_col.download_button("Download the report (HTML)", prepared[1], f"{stem}.html",
+                             "text/html", key="dl_stakeholder")
+    if chromium_path() is None:
+        pdf_col.caption("A PDF needs Chromium on this server; print the HTML from a browser.")
+    elif pdf_col.button("Make a PDF of it", key="prep_pdf"):
+        try:
+            with st.spinner("Printing the report with Chromium…"):
+                st.session_state[PDF] = (prepared[0], report_pdf(prepared[1]))
+        except HierdpError as exc:
+            pdf_col.error(str(exc))
+    pdf = st.session_state.get(PDF)
+    if pdf and pdf[0] == prepared[0]:
+        pdf_col.download_button("Download the report (PDF)", pdf[1], f"{stem}.pdf",
+                                "application/pdf", key="dl_stakeholder_pdf")
 
 st.divider()
 st.subheader(":material/warning: Evaluation report (CONFIDENTIAL — do not publish)")
