@@ -1,0 +1,57 @@
+"""Column-role candidates of an uploaded table (`hierdp_core.column_roles`): a size or a
+count is only ever a column of whole numbers >= 0 that is not a level or a code; levels
+are the nested code columns, coarse to fine; names are one-to-one text columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.pandas import column, data_frames
+
+from hierdp_core import column_roles as roles
+
+
+def test_moroccan_style_table():
+    table = pd.DataFrame({
+        "region_code": np.repeat([1, 2], 4), "region_name": np.repeat(["Oriental", "Souss"], 4),
+        "commune_code": np.arange(101, 109), "commune": [f"c{i}" for i in range(8)],
+        "population": [900, 450, 300, 120, 80, 77, 60, 30], "share": np.linspace(0, 1, 8)})
+    levels = roles.guess_levels(table)
+    assert levels == ["region_code", "commune_code"]
+    assert roles.guess_name_columns(table, levels) == {"region_code": "region_name"}
+    assert roles.count_candidates(table, levels) == ["population"]
+    assert roles.size_candidates(table, levels) == ["population"]
+    assert roles.attribute_candidates(table, levels) == ["population"]
+    assert roles.group_candidates(table, levels)[0] == "region_name"
+
+
+def test_microdata_levels_skip_the_household_id_and_the_age():
+    table = pd.DataFrame({"state": list("AAAABB"), "county": list("xxyyzz"),
+                          "household": ["h1", "h1", "h2", "h3", "h4", "h4"],
+                          "age": [30, 5, 41, 77, 18, 19]})
+    assert roles.guess_levels(table) == ["state", "county"]
+    assert roles.group_candidates(table, ["state", "county"])[0] == "household"
+    assert roles.attribute_candidates(table, ["state", "county"]) == ["age"]
+
+
+def test_no_valid_column_gives_no_candidate():
+    table = pd.DataFrame({"zone": ["a", "b"], "size": ["1 person", "2 persons"],
+                          "weight": [0.5, 1.5], "zone_id": [1, 2], "neg": [-1, 2]})
+    assert roles.size_candidates(table, ["zone"]) == []
+    assert roles.count_candidates(table, ["zone"]) == []
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(data_frames([column("region_code", dtype=int), column("size", dtype=float),
+                    column("n", elements=st.text(max_size=3)), column("people", dtype=int),
+                    column("flag", dtype=bool)]))
+def test_candidates_are_always_whole_numbers_and_never_codes(table):
+    for found in (roles.size_candidates(table, ["n"]), roles.count_candidates(table, ["n"])):
+        assert "region_code" not in found and "n" not in found and "flag" not in found
+        for c in found:
+            v = table[c].dropna().to_numpy(float)
+            assert v.size and (v >= 0).all() and (v == np.floor(v)).all()
+    levels = roles.guess_levels(table)
+    assert not set(levels) & set(roles.count_candidates(table)) and "size" not in levels
