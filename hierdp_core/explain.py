@@ -61,12 +61,18 @@ SECURE_NOISE = ("secure noise: drawn from the operating system's entropy through
                 "Export page); a seeded exploration release never is publishable")
 
 
+#: column names of `Explanation.errors` in a table: expectations, not measured errors
+ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE"}
+
+
 @dataclass(frozen=True)
 class Explanation:
     """The four parts of the explanation, as text (``*_text``, Markdown) and numbers:
     ``likelihood_ratio`` = e^epsilon (epsilon for zCDP from the conversion at ``delta``),
     ``errors`` one row per level (level_name, units, mae, rmse: a priori, in ``unit``),
-    ``conditions`` (condition, met: True/False, or None when decided at release time)."""
+    ``conditions`` (condition, met: True/False, or None when decided at release time).
+    ``ERROR_NAMES`` name the columns of ``errors`` for a table (`metric_names.friendly_table`).
+    """
 
     neighbour: str
     unit: str
@@ -82,7 +88,7 @@ class Explanation:
 
     def markdown(self) -> str:
         """All four parts as Markdown, one heading each (for a panel or a report)."""
-        marks = {True: "✅", False: "❌", None: "⏳"}
+        marks = {True: "✓", False: "✗", None: "○"}  # in every common font (no emoji)
         conditions = "\n".join(f"- {marks[met]} {text}" for text, met in self.conditions)
         return (f"**Who is protected.** {self.neighbour_text}\n\n"
                 f"**What ε guarantees.** {self.guarantee_text}\n\n"

@@ -13,8 +13,8 @@ the dashboard they are the defaults (``standard``, light).
 Example
 -------
 >>> use("colour-blind", dark=True)
->>> active().sequential, figure_look()["template"]
-('Cividis', 'plotly_dark')
+>>> active().sequential, figure_look()["line"]
+('Cividis', 'rgba(14,17,23,0.7)')
 >>> use(DEFAULT)
 """
 
@@ -44,21 +44,15 @@ class Palette:
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 
 PALETTES: dict[str, Palette] = {
-    "standard": Palette("Standard (viridis; red-blue errors)", "Viridis", "RdBu_r",
-                        tuple(qualitative.Plotly)),
-    "colour-blind": Palette("Colour-blind safe (cividis; purple-orange errors)", "Cividis",
-                            "PuOr_r", OKABE_ITO),
-    "viridis-safe": Palette("Colour-blind safe (viridis; purple-orange errors)", "Viridis",
-                            "PuOr_r", OKABE_ITO),
+    "standard": Palette("Standard", "Viridis", "RdBu_r", tuple(qualitative.Plotly)),
+    "colour-blind": Palette("Colour-blind safe: cividis", "Cividis", "PuOr_r", OKABE_ITO),
+    "viridis-safe": Palette("Colour-blind safe: viridis", "Viridis", "PuOr_r", OKABE_ITO),
 }
 DEFAULT = "standard"
-#: map colours per theme: background, land outside the data, unit borders
-_LOOKS = {
-    False: {"template": "plotly_white", "bgcolor": "rgba(0,0,0,0)", "line": "rgba(255,255,255,0.6)",
-            "font": "#31333F"},
-    True: {"template": "plotly_dark", "bgcolor": "rgba(0,0,0,0)", "line": "rgba(14,17,23,0.7)",
-           "font": "#FAFAFA"},
-}
+#: map colours per theme: the background around the map (transparent: the page's) and the
+#: borders between units (light on the light theme, dark on the dark one)
+_LOOKS = {False: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(255,255,255,0.6)"},
+          True: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(14,17,23,0.7)"}}
 
 _ACTIVE: ContextVar[tuple[str, bool]] = ContextVar("hierdp_palette", default=(DEFAULT, False))
 
@@ -89,6 +83,5 @@ def is_dark() -> bool:
 
 
 def figure_look() -> dict:
-    """The plotly ``template`` and map colours (``bgcolor``, unit border ``line``, ``font``)
-    of the current theme."""
+    """The map colours of the current theme: ``bgcolor`` and the unit border ``line``."""
     return dict(_LOOKS[is_dark()])

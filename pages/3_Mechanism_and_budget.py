@@ -7,7 +7,7 @@ import streamlit as st
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
-from hierdp_core.explain import explain
+from hierdp_core.explain import ERROR_NAMES, explain
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
@@ -119,5 +119,5 @@ with st.container(border=True, key="explain_panel"):
     st.subheader("In plain words", anchor="in-plain-words")
     explanation = explain(data, s["mechanism"], ui.budget_of(s), weights, **s["params"])
     st.markdown(explanation.markdown())
-    st.dataframe(**friendly_table(explanation.errors.round(2)), width="stretch")
+    st.dataframe(**friendly_table(explanation.errors.round(2), **ERROR_NAMES), width="stretch")
 ui.next_page("pages/4_Results.py", "Next: run the release and look at the results")

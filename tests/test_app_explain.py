@@ -12,6 +12,7 @@ from test_app import assert_clean, page
 from hierdp_core import dashboard as ui
 from hierdp_core import dashboard_split as split_ui
 from hierdp_core import palette
+from hierdp_core.explain import ERROR_NAMES
 from hierdp_core.metric_names import definition, name
 
 PATH = "pages/3_Mechanism_and_budget.py"
@@ -32,16 +33,17 @@ def test_the_panel_states_the_neighbour_the_odds_and_the_errors():
     text = panel_text(at)
     assert "protects one person" in text
     assert f"e^ε ≈ {math.e:.3g} times" in text  # epsilon 1 by default
-    assert "✅ a private mechanism: topdown" in text
+    assert "✓ a private mechanism: topdown" in text
     assert "Released with secure noise, this configuration is publishable." in text
-    errors = next(d.value for d in at.dataframe if name("mae") in d.value.columns)
+    expected = ERROR_NAMES["mae"]
+    errors = next(d.value for d in at.dataframe if expected in d.value.columns)
     assert list(errors[name("level_name")]) == ["total", "state", "county"]
 
     at.select_slider(key="epsilon").set_value(0.1).run()
     assert_clean(at)
     assert f"e^ε ≈ {math.exp(0.1):.3g} times" in panel_text(at)
-    smaller = next(d.value for d in at.dataframe if name("mae") in d.value.columns)
-    assert (smaller[name("mae")].to_numpy() > 5 * errors[name("mae")].to_numpy()).all()
+    smaller = next(d.value for d in at.dataframe if expected in d.value.columns)
+    assert (smaller[expected].to_numpy() > 5 * errors[expected].to_numpy()).all()
 
 
 def test_the_panel_converts_rho_with_the_core():

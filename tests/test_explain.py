@@ -91,7 +91,7 @@ def test_the_verdict_conditions(small_county_data):
     e = explain(declared, "topdown", PrivacyBudget.pure(1.0))
     assert [m for _, m in e.conditions] == [None, True, True]
     assert e.verdict_text == "Released with secure noise, this configuration is publishable."
-    assert "**When it is publishable.**" in e.markdown() and "✅" in e.markdown()
+    assert "**When it is publishable.**" in e.markdown() and "- ✓ a private mechanism" in e.markdown()
 
 
 def test_ratio_text():
