@@ -4,7 +4,7 @@ parents match every level (`geo.match_bundled`), the user's own boundary file
 
 Session state ``hd_geo``: ``choice`` ('auto', 'none' or a source name), ``boundaries``
 (the validated file, `geo_upload.Boundaries`), ``geometry`` (`geo_upload.UserGeometry`
-built from it) and ``matches`` (content key -> list of `GeoMatch`, `matches`).
+built from it, ``built`` the file and choices it was built with) and ``matches`` (content key -> list of `GeoMatch`, `matches`).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def unmatched_table(m: GeoMatch) -> pd.DataFrame:
 
 def _upload_panel(h) -> None:
     """Upload a boundary file and pick the property holding each level's codes."""
-    from hierdp_core.geo_upload import build_geometry, read_boundaries
+    from hierdp_core.geo_upload import build_geometry, read_boundaries, suggest_properties
 
     s = state()
     upload = st.file_uploader("GeoJSON, zipped Shapefile (.zip) or GeoPackage (.gpkg)",
@@ -125,34 +125,39 @@ def _upload_panel(h) -> None:
             s["boundaries"] = read_boundaries(upload.getvalue(), upload.name)
         except HierdpError as exc:
             st.error(f"These boundaries cannot be used: {exc}")
-        s.pop("geometry", None)
+        for stale in ("geometry", "built"):
+            s.pop(stale, None)
     b = s.get("boundaries")
     if b is None:
         return
     st.caption(f"{b.name}: {len(b.frame):,} areas, properties {', '.join(b.properties)}"
                + (f". {'; '.join(b.notes)}." if b.notes else "."))
     levels = list(h.level_names[1:])
-    cols = st.columns(len(levels))
+    guess = suggest_properties(b, hierarchy_units(h))
     chosen = {}
-    for i, (col, level) in enumerate(zip(cols, levels, strict=True)):
+    for i, (col, level) in enumerate(zip(st.columns(len(levels)), levels, strict=True)):
         options = [NO_PROPERTY] + ([DISSOLVE] if i < len(levels) - 1 else []) + b.properties
-        guess = next((p for p in b.properties if p.lower() == level.lower()), None)
-        pick = col.selectbox(f"Codes of {level}", options,
-                             index=options.index(guess) if guess else 0,
-                             key=f"geo_prop_{b.digest}_{level}")
-        chosen[level] = pick
+        default = guess.get(level) or (DISSOLVE if guess and i < len(levels) - 1 else None)
+        chosen[level] = col.selectbox(f"Codes of {level}", options,
+                                      index=options.index(default) if default else 0,
+                                      key=f"geo_prop_{b.digest}_{level}",
+                                      help="The property holding this level's codes (the "
+                                           "one holding most of them is preselected), or "
+                                           "merge the areas of the level below.")
     properties = {lv: p for lv, p in chosen.items() if p not in (NO_PROPERTY, DISSOLVE)}
-    units = _ancestors(h) if DISSOLVE in chosen.values() else None
-    try:
-        g = build_geometry(b, levels, properties, units) if properties else None
-    except HierdpError as exc:
-        st.error(f"These boundaries cannot be used: {exc}")
-        g = None
-    if g is not None and (s.get("geometry") is None or s["geometry"].source != g.source):
-        s["geometry"] = g
-        s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
-    if g is None:
+    key = (b.digest, tuple(levels), tuple(chosen.items()),
+           _content_key(h, None) if DISSOLVE in chosen.values() else None)
+    if not properties:
         st.info("Choose the property holding the codes of at least one level.")
+    elif s.get("built") != key:  # built once per file and choice
+        try:
+            g = build_geometry(b, levels, properties,
+                               _ancestors(h) if DISSOLVE in chosen.values() else None)
+        except HierdpError as exc:
+            st.error(f"These boundaries cannot be used: {exc}")
+            return
+        s["built"], s["geometry"] = key, g
+        s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
 
 
 def _ancestors(h) -> pd.DataFrame:

@@ -183,3 +183,14 @@ def test_malformed_uploads_raise_a_geometry_error_only(data, name):
     except GeometryError:
         return
     assert len(b.frame) > 0 and b.frame.crs.to_epsg() == 4326
+
+
+def test_the_property_holding_most_codes_is_suggested():
+    from hierdp_core.geo_upload import suggest_properties
+
+    b = read_boundaries(squares_geojson(["a1", "a2", "b1"], zone=["A", "A", "B"],
+                                        other=["a1", "x", "y"]), "t.geojson")
+    units = {"zone": (np.array(["A", "B"]), None),
+             "tract": (np.array(["a1", "a2", "b1"]), np.array(["A", "A", "B"])),
+             "block": (np.array(["k1", "k2"]), np.array(["a1", "a2"]))}
+    assert suggest_properties(b, units) == {"zone": "zone", "tract": "code"}
