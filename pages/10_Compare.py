@@ -52,6 +52,8 @@ for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
 
 key = (sides["A"], sides["B"], ui.settings_key(s))
 stored = st.session_state.get(STATE)
+if stored is not None and stored[1].releases[0].hierarchy is not h:  # other data: redo
+    stored = None
 if st.button("Compare", type="primary", key="cmp_run") or stored is None:
     try:
         with st.spinner("Releasing both configurations…"):

@@ -104,3 +104,16 @@ def test_page_renders_on_the_other_samples(sample):
     assert_clean(at)
     comparison = at.session_state["hd_compare_ab"][1]
     assert len(comparison.metrics[0]) == comparison.releases[0].hierarchy.n_levels
+
+
+def test_new_data_compares_again():
+    at = page(PATH, "synthetic-us-like").run()
+    from hierdp_core import dashboard as ui
+
+    at.switch_page("app.py").run()
+    at.button(key="start_us-counties").click().run()  # another sample: the Results page
+    at.switch_page(PATH).run()
+    assert_clean(at)
+    comparison = at.session_state["hd_compare_ab"][1]
+    assert comparison.releases[0].hierarchy.level_size(2) == 3141
+    assert at.session_state[ui.DATASET]["sample"] == "us-counties"
