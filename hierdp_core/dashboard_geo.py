@@ -15,7 +15,7 @@ import streamlit as st
 
 from hierdp_core import geo
 from hierdp_core.errors import HierdpError
-from hierdp_core.geo_match import GeoMatch, hierarchy_units, match_units
+from hierdp_core.geo_match import GeoMatch, hierarchy_units, match_units, percent
 
 GEO = "hd_geo"
 CHOICE = "geo_choice"  # the widget's key
@@ -106,9 +106,9 @@ def unmatched_table(m: GeoMatch) -> pd.DataFrame:
     return pd.DataFrame({
         "level": [lm.level for lm in m.levels],
         "boundaries level": [lm.target or "—" for lm in m.levels],
-        "your codes found": [f"{lm.coverage:.0%}" for lm in m.levels],
-        "parents agree": [f"{lm.parents_agree:.0%}" for lm in m.levels],
-        "boundaries used": [f"{lm.feature_coverage:.0%}" for lm in m.levels],
+        "your codes found": [percent(lm.coverage) for lm in m.levels],
+        "parents agree": [percent(lm.parents_agree) for lm in m.levels],
+        "boundaries used": [percent(lm.feature_coverage) for lm in m.levels],
         "your codes without a boundary": [first(lm.unmatched_codes) for lm in m.levels],
         "boundaries without a unit": [first(lm.unmatched_features) for lm in m.levels]})
 
@@ -185,7 +185,7 @@ def panel(h) -> None:
         st.session_state[CHOICE] = state()["choice"]
     auto = next((m for m in found if m.ok), None)
     names = {AUTO: "automatic: " + (label(auto.source) if auto else "no map (nothing fits)"),
-             NONE: "no maps", **{m.source: f"{label(m.source)} ({m.rate:.0%} matched)"
+             NONE: "no maps", **{m.source: f"{label(m.source)} ({percent(m.rate)} matched)"
                                  for m in found}}
     choice = st.selectbox("Boundaries for the maps", options, format_func=names.get,
                           index=options.index(state()["choice"]), key=CHOICE,
@@ -199,7 +199,7 @@ def panel(h) -> None:
         best = found[0] if found else None
         st.info("No maps: " + ("you chose none." if choice == NONE else
                                "no boundaries match every level of your table"
-                               + (f" (closest: {label(best.source)}, {best.rate:.0%})"
+                               + (f" (closest: {label(best.source)}, {percent(best.rate)})"
                                   if best else "") + ". Upload your own boundaries above."))
         return
     (st.success if m.ok else st.warning)(

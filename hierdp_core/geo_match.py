@@ -76,10 +76,22 @@ class GeoMatch:
         return {lm.level: lm.target for lm in self.levels if lm.target is not None}
 
     def describe(self) -> str:
-        """One line: the rate and the level pairs, e.g. '100% of codes: st → state'."""
-        pairs = ", ".join(f"{lm.level} → {lm.target or 'nothing'} ({lm.coverage:.0%} codes, "
-                          f"{lm.parents_agree:.0%} parents)" for lm in self.levels)
-        return f"{self.rate:.0%} matched: {pairs}"
+        """One line: the rate and the level pairs, e.g. '100% matched: st → state (100%
+        codes, 100% parents)'."""
+        pairs = ", ".join(f"{lm.level} → {lm.target or 'nothing'} ({percent(lm.coverage)} "
+                          f"codes, {percent(lm.parents_agree)} parents)" for lm in self.levels)
+        return f"{percent(self.rate)} matched: {pairs}"
+
+
+def percent(share: float) -> str:
+    """A share for people: never '100%' unless all (99.94% is '99.9%'), else whole percents.
+
+    >>> percent(1.0), percent(3139 / 3141), percent(0.5)
+    ('100%', '99.9%', '50%')
+    """
+    if share >= 1:
+        return "100%"
+    return f"{min(share, 0.999):.1%}" if share > 0.995 else f"{share:.0%}"
 
 
 def hierarchy_units(h, levels: range | None = None) -> Units:
