@@ -167,6 +167,9 @@ def test_ranges_page_releases_compares_and_sweeps():
 
     at = page("pages/9_Ranges.py").run()
     assert_clean(at)
+    # the partition's display: by default DAWA skips it on the provinces at epsilon 1 (their
+    # release says it does not pay), "always" runs it
+    at.radio(key="rg_dawa_partition_if").set_value("always").run()
     key, release, metrics, seconds = at.session_state[ui.RANGE_RELEASE]
     data = ui.range_data(("region", "province"))
     h = data.hierarchy
