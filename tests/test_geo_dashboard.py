@@ -115,7 +115,7 @@ def _own_geometry(codes: list[str], zones: list[str]):
             "geometry": build_geometry(b, ["zone", "tract"], {"tract": "code"}, units)}
 
 
-def test_own_boundaries_give_flow_maps_and_a_geojson_export():
+def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
     codes, zones = ["a1", "a2", "b1", "b2"], ["A", "A", "B", "B"]
     own = _own_geometry(codes, zones)
     rng = np.random.default_rng(7)
@@ -127,6 +127,14 @@ def test_own_boundaries_give_flow_maps_and_a_geojson_export():
     assert_clean(at)
     assert not any("No flow map" in i.value for i in at.info)
     assert any("scattergeo" in c.proto.spec for c in at.get("plotly_chart"))
+
+    people = pd.DataFrame({"zone": np.repeat(zones, 3), "tract": np.repeat(codes, 3),
+                           "household": [f"h{i // 3}" for i in range(12)]})
+    at = _app("pages/7_Group_sizes.py", people, own)
+    at.radio(key="gs_source").set_value("upload").run()
+    assert_clean(at)
+    assert any(own["geometry"].source in c.proto.spec.replace("\\u002f", "/")
+               for c in at.get("plotly_chart"))
 
     table = pd.DataFrame({"zone": zones, "tract": codes, "people": [5, 8, 13, 21]})
     at = _app("pages/4_Results.py", table, own)
