@@ -545,7 +545,8 @@ def test_integer_count_column_is_checked_without_floats():
 
 
 def test_lookalike_codes_of_a_categorical_ignore_unused_categories():
-    """Codes read by pyarrow are Categoricals: only the values some row holds are compared."""
+    """Codes read by pyarrow are Categoricals: only the values some row holds are compared
+    (an unused category such as '02' makes no pair)."""
     from hierdp_core.data.loaders import lookalike_codes
 
     codes = pd.Categorical(["1", "01", "2", None], categories=["1", "01", "2", "02", "002"])

@@ -181,7 +181,7 @@ def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
     for column in columns:
         if column not in table.columns:
             continue
-        values = _present_values(table[column])
+        values = pd.unique(table[column].dropna())
         seen: dict[str, str] = {}
         for value in sorted({str(v) for v in values}):
             key = _code_key(value)
@@ -192,16 +192,6 @@ def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
             else:
                 seen[key] = value
     return pairs
-
-
-def _present_values(series: pd.Series):
-    """The distinct non-missing values of a column (a Categorical's used categories: no
-    hashing of its rows)."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        categories = series.cat.categories
-        used = np.bincount(series.cat.codes.to_numpy() + 1, minlength=len(categories) + 1)
-        return categories[used[1:] > 0]
-    return pd.unique(series.dropna())
 
 
 def default_max_cells() -> int:
