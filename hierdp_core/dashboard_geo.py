@@ -206,3 +206,8 @@ def panel(h) -> None:
         f"Maps drawn on {label(m.source)}: {m.describe()}"
         + ("" if m.ok else ". Not every level matches: some units have no area on the map."))
     st.dataframe(unmatched_table(m), hide_index=True, width="stretch")
+    padded = [lm.level for lm in m.levels if lm.zeros_differ]
+    if padded:
+        st.warning(f"The codes of {', '.join(padded)} differ from the boundaries' only by "
+                   "leading zeros ('6037' vs '06037'): one side was stored as numbers. Save "
+                   "the codes as text with their zeros, in the table or the boundary file.")

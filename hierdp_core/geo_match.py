@@ -50,6 +50,16 @@ class LevelMatch:
     unmatched_features: tuple[str, ...]
 
     @property
+    def zeros_differ(self) -> bool:
+        """Most unmatched codes would match without their leading zeros ('6037' vs '06037':
+        a code column read as numbers on one side)."""
+        if not self.unmatched_codes or not self.unmatched_features:
+            return False
+        features = {c.lstrip("0") for c in self.unmatched_features}
+        found = sum(c.lstrip("0") in features for c in self.unmatched_codes)
+        return found > len(self.unmatched_codes) / 2
+
+    @property
     def ok(self) -> bool:
         return (self.target is not None and self.coverage >= MATCH_COVERAGE
                 and self.parents_agree >= MATCH_COVERAGE)

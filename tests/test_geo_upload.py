@@ -194,3 +194,13 @@ def test_the_property_holding_most_codes_is_suggested():
              "tract": (np.array(["a1", "a2", "b1"]), np.array(["A", "A", "B"])),
              "block": (np.array(["k1", "k2"]), np.array(["a1", "a2"]))}
     assert suggest_properties(b, units) == {"zone": "zone", "tract": "code"}
+
+
+def test_codes_that_lost_their_leading_zeros_are_named():
+    b = read_boundaries(squares_geojson(["06037", "06073", "36061"]), "t.geojson")
+    g = build_geometry(b, ["county"], {"county": "code"})
+    units = {"county": (np.array(["6037", "6073", "36061"]), None)}
+    (lm,) = match_units(units, g.reference, g.source).levels
+    assert lm.zeros_differ and lm.unmatched_codes == ("6037", "6073")
+    (lm,) = match_units({"county": (np.array(["x", "y"]), None)}, g.reference, g.source).levels
+    assert not lm.zeros_differ
