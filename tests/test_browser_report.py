@@ -46,6 +46,7 @@ def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):
     start_us(page, server)
     goto(page, "Export")
     press(page, "Prepare the report")
+    shot(page, "export_report")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download the report (HTML)").click()
     path = tmp_path / download.value.suggested_filename
