@@ -61,9 +61,9 @@ BUDGET = {"vanilla-gauss": RHO, "inftda": RHO, "tda-l2": RHO, "tda-linf-milp": R
 CASES = [(q, i.name) for q in DATA for i in list_mechanisms(q)]
 
 
-def release_of(name: str, data, seed: int = 1, **params):
-    return get_mechanism(name).release(data, BUDGET.get(name, PURE),
-                                       source=NoiseSource(seed=seed), **params)
+def release_of(name: str, data, seed: int = 1, epsilon: float | None = None, **params):
+    budget = PrivacyBudget.pure(epsilon) if epsilon else BUDGET.get(name, PURE)
+    return get_mechanism(name).release(data, budget, source=NoiseSource(seed=seed), **params)
 
 
 @pytest.mark.parametrize(("query", "name"), CASES)
@@ -84,6 +84,18 @@ def test_bounded_flows_keep_n_exact():
     n = release.levels[0].value[0]
     assert release.intervals.lower[0] == release.intervals.upper[0] == n
     assert release.intervals.record["method"]["total"] == "exact (invariant)"
+
+
+@pytest.mark.parametrize(("name", "params", "cap"), [
+    ("gs-mc-dp", {}, "groups"), ("gs-topdown", {}, "total"),
+    ("gs-topdown", {"groups": "exact"}, "groups")])
+def test_group_size_intervals_stay_below_the_public_number_of_groups(name, params, cap):
+    data = group_sizes(scale=2)
+    release = release_of(name, data, epsilon=0.05, **params)  # wide intervals
+    iv = intervals_for(release, 0.95, replicates=5)
+    groups = data.groups()[:, None] if cap == "groups" else data.total_groups
+    assert (iv.upper <= groups).all() and (iv.upper == groups).any()
+    assert iv.record["capped_by"] == "a public exact total"
 
 
 def test_a_release_whose_ledger_the_rerun_cannot_reproduce_is_refused():

@@ -88,10 +88,16 @@ def interval_record(level: float, methods: dict, draws: int | None, **extra) -> 
             "clipped_at_zero": True, "columns": ["lower", "upper"], **extra}
 
 
-def feasible(lower: np.ndarray, upper: np.ndarray, record: dict) -> CellIntervals:
-    """The intervals intersected with the feasible set [0, inf) (an interval wholly below 0
-    becomes [0, 0])."""
-    return CellIntervals(np.maximum(lower, 0), np.maximum(upper, 0), record)
+def feasible(lower: np.ndarray, upper: np.ndarray, record: dict,
+             cap: np.ndarray | None = None) -> CellIntervals:
+    """The intervals intersected with the feasible set [0, inf), or [0, cap] with a public
+    ``cap`` broadcast to the cells (an exact total no cell can pass); an interval wholly
+    outside becomes its nearest end."""
+    lower, upper = np.maximum(lower, 0), np.maximum(upper, 0)
+    if cap is not None:
+        lower, upper = np.minimum(lower, cap), np.minimum(upper, cap)
+        record = {**record, "capped_by": "a public exact total"}
+    return CellIntervals(lower, upper, record)
 
 
 def release_budget(privacy: dict) -> PrivacyBudget:

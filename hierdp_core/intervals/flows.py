@@ -15,7 +15,8 @@ from the release alone. Nodes that are not released (released as 0) get no row.
   half-budget option is re-run as the levels' budgets it spent. A release with no leaf
   cell (all suppressed) has nothing to redraw: its rows get [value, value] (0 replicates).
 
-Under bounded DP the root (n) is an invariant: [n, n]. All intersected with [0, inf).
+Under bounded DP the root (n) is an invariant: [n, n], and no node can pass it. All
+intersected with [0, inf) (and [0, n]).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def flow_intervals(release: FlowRelease, level: float,
     record = interval_record(level, dict(zip(release.level_names, methods, strict=True)),
                              draws, rows="released nodes (absent nodes are 0, no row)",
                              **extra)
-    return feasible(lower, upper, record)
+    return feasible(lower, upper, record, values[0] if release.invariants else None)
 
 
 def _leaf_sums(release: FlowRelease, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,9 @@ level on the released number of groups of that size, from the release alone.
   |redraw - plug-in|. For the mechanisms whose levels are not consistent (gs-kuo-hc,
   gs-kuo-hg, the relaxed programs) a region's plug-in is the sum of its leaves' releases.
 
-All intersected with [0, inf).
+All intersected with [0, inf), and with [0, G_v] (or [0, G]) where the release keeps every
+region's number of groups (or the total) exactly (consistent mechanisms): no region has
+more groups of one size.
 
 Example
 -------
@@ -34,6 +36,8 @@ True
 
 from __future__ import annotations
 
+import numpy as np
+
 from hierdp_core.groupsizes.data import SIZE_COLUMN, GroupSizeData
 from hierdp_core.intervals.bootstrap import (
     check_level,
@@ -43,6 +47,8 @@ from hierdp_core.intervals.bootstrap import (
     table_bootstrap,
 )
 from hierdp_core.intervals.counts import per_node, raw_half_widths
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.release import CellIntervals, Release
 
 CLOSED_FORM = ("gs-noisy",)
@@ -66,4 +72,17 @@ def group_size_intervals(release: Release, level: float,
     methods = dict.fromkeys(h.level_names, method)
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
                              if draws else None)
-    return feasible(release.values - below, release.values + above, record)
+    return feasible(release.values - below, release.values + above, record, _cap(release))
+
+
+def _cap(release: Release) -> np.ndarray | None:
+    """No region has more groups of one size than its public number of groups: G_v where
+    a consistent mechanism keeps every region's exactly (its released rows sum to them),
+    else G where it keeps the total; no cap for the others (rounding may move their sums)."""
+    if not get_mechanism(release.mechanism).info.consistent:
+        return None
+    if G_V_PUBLIC in release.invariants:
+        return release.values.sum(axis=1, keepdims=True)
+    if G_PUBLIC in release.invariants:
+        return np.asarray(release.values[0].sum())
+    return None
