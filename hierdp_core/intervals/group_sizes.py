@@ -21,7 +21,7 @@ Example
 -------
 >>> import pandas as pd
 >>> from hierdp_core.groupsizes.data import group_size_data_from_histograms
->>> >>> from hierdp_core.privacy.budget import PrivacyBudget
+>>> from hierdp_core.privacy.budget import PrivacyBudget
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> t = pd.DataFrame({"s": ["A", "A", "B"], "size": [1, 2, 1], "n": [30, 40, 50]})
 >>> d = group_size_data_from_histograms(t, ["s"], "size", "n", max_size=3)
