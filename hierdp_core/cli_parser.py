@@ -115,13 +115,13 @@ def release_with_config(args, given: set[str]) -> None:
                 f"{Path(args.input).stem}-geography.csv"))
     if cfg.category_values:
         fill["category_values"] = [f"{c}={'|'.join(v)}" for c, v in cfg.category_values.items()]
-    if not given & {"epsilon", "rho"}:
-        fill.update(epsilon=cfg.epsilon, rho=cfg.rho)
-    fill["delta"] = cfg.delta
-    if isinstance(cfg.split, tuple) and not given & {"split", "split_preset", "split_goal"}:
-        args.split = ",".join(f"{w:g}" for w in cfg.split)
-    elif isinstance(cfg.split, str):
-        fill["split_preset"] = cfg.split
+    if not given & {"epsilon", "rho"}:  # a budget on the command line replaces the file's
+        fill.update(epsilon=cfg.epsilon, rho=cfg.rho, delta=cfg.delta)
+    if not given & {"split", "split_preset", "split_goal"}:
+        if isinstance(cfg.split, tuple):
+            args.split = ",".join(f"{w:g}" for w in cfg.split)
+        elif isinstance(cfg.split, str):
+            args.split_preset = cfg.split
     if not given & {"seed", "secure"}:
         fill["seed"] = cfg.seed
     for dest, value in fill.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import run_cli
 
@@ -123,6 +124,21 @@ def test_flags_override_the_file(capsys, sample_files, tmp_path):
     manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
     assert manifest["mechanism"]["name"] == "raw-laplace"
     assert manifest["privacy"]["epsilon"] == 2
+
+
+def test_a_budget_or_split_on_the_command_line_replaces_the_files(capsys, sample_files,
+                                                                   tmp_path):
+    config = json.loads((sample_files / "c.json").read_text())
+    config.update(epsilon=None, rho=0.5, delta=1e-6, split="finer")
+    (sample_files / "z.json").write_text(json.dumps(config))
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "z.json",
+                           "--epsilon", "1", "--split-preset", "coarser", "--out", tmp_path)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["privacy"]["definition"] == "pure-dp"  # no delta from the file
+    assert "delta" not in manifest["privacy"] or manifest["privacy"]["delta"] is None
+    np.testing.assert_allclose([row["share"] for row in manifest["ledger"]],
+                               [3 / 6, 2 / 6, 1 / 6])
 
 
 @pytest.mark.parametrize(("content", "said"), [
