@@ -198,3 +198,23 @@ def test_loading_into_the_dashboard(raw, expected):
             "synthetic-us-like"
     else:
         assert expected in out
+
+
+def test_the_results_page_reads_the_randomness_the_loader_writes():
+    """`dashboard_config` writes the Results page's widget keys: the page must use them."""
+    from test_app import assert_clean, page
+
+    from hierdp_core import dashboard as ui
+    from hierdp_core import dashboard_config as config_ui
+
+    at = page("pages/4_Results.py", "synthetic-us-like")
+    at.session_state[config_ui.MODE] = config_ui.EXPLORATION
+    at.session_state[config_ui.SEED] = 11
+    at.run()
+    assert_clean(at)
+    assert at.session_state[ui.RELEASE].randomness["seed"] == 11
+    at = page("pages/4_Results.py", "synthetic-us-like")
+    at.session_state[config_ui.MODE] = config_ui.SECURE
+    at.run()
+    assert_clean(at)
+    assert at.session_state[ui.RELEASE].randomness["mode"] == "secure"
