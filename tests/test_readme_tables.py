@@ -1,12 +1,14 @@
 """The README tables say what the commands printed beside them print today (issue 17, item 5).
 
 A few cheap tables are re-run here and compared cell by cell with the README (parsed, not
-copied), so drift is caught: a benchmark subset printed with ``--markdown`` (timing columns,
-headed ``s / ...``, are skipped) and some rows of the command line's error-message table.
+copied), so drift is caught: benchmark subsets printed with ``--markdown`` (timing columns,
+headed ``s / ...``, are skipped), the deterministic numbers quoted for ``bench_counts.py
+--county`` and some rows of the command line's error-message table.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -113,3 +115,17 @@ def test_cli_messages_table_matches_the_cli(capsys, tmp_path, row, table, argv):
                            "--epsilon", "1", "--out", tmp_path / "out")
     first = err.strip().splitlines()[0]
     assert code == status and re.fullmatch(pattern, first), (code, first, pattern)
+
+
+def test_bench_counts_county_numbers_match_a_rerun():
+    text = BENCH_README.read_text(encoding="utf-8")
+    quoted = re.search(r"bench_counts\.py --county` prints `\"ok\": true`, `\"level_sizes\": "
+                       r"\[([\d, ]+)\]` and\s+`\"min_value\": (\d+)`", text)
+    assert quoted, "the re-checked bench_counts sentence is gone from benchmarks/README.md"
+    out = subprocess.run([sys.executable, "bench_counts.py", "--county", "--repeat", "1",
+                          "--no-secure"], cwd=ROOT / "benchmarks", capture_output=True,
+                         text=True, check=True, timeout=300).stdout
+    printed = json.loads(out)
+    assert printed["ok"] is True
+    assert printed["level_sizes"] == [int(x) for x in quoted[1].split(",")]
+    assert printed["checks"]["release"]["min_value"] == int(quoted[2])
