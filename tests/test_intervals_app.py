@@ -1,0 +1,27 @@
+"""The dashboard's publishable flow and range releases (secure redraw) carry ``lower`` and
+``upper`` at 90%, recorded in their manifests. (The Group sizes page's default, the whole
+us-households sample, takes about a minute to redraw with intervals: left to the CLI tests.)"""
+
+from __future__ import annotations
+
+import pytest
+from test_app import assert_clean, page
+
+from hierdp_core import dashboard_release as rel
+from hierdp_core.export import build_manifest
+
+
+@pytest.mark.parametrize(("path", "prefix"), [("pages/8_Flows.py", "fl"),
+                                              ("pages/9_Ranges.py", "rg")])
+def test_publishable_releases_of_the_query_pages_carry_intervals(path, prefix):
+    at = page(path).run()
+    assert_clean(at)
+    at.button(key=f"{prefix}_secure").click().run()
+    assert_clean(at)
+    secure = at.session_state[rel.PUBLISHABLE][prefix][1]
+    table = secure.to_frame()
+    assert {"lower", "upper"} <= set(table.columns)
+    assert ((table["lower"] <= table["value"].clip(lower=0))
+            & (table["value"] <= table["upper"])).all()
+    record = build_manifest(secure, structure_declared=True)["intervals"]
+    assert record["level"] == 0.9 and "parametric bootstrap" in record["method"].values()
