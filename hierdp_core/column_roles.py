@@ -92,9 +92,11 @@ def attribute_candidates(table: pd.DataFrame, exclude: Iterable[str] = (),
 
 
 def group_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
-    """Columns that can identify a group (any non-float column), hinted names first."""
+    """Columns that can identify a group (non-float, not named like a count), hinted names
+    first."""
     skip = set(map(str, exclude))
-    valid = [str(c) for c in table.columns if str(c) not in skip and table[c].dtype.kind != "f"]
+    valid = [str(c) for c in table.columns if str(c) not in skip and table[c].dtype.kind != "f"
+             and (hinted(c, GROUP_HINTS) or not hinted(c, COUNT_HINTS))]
     return sorted(valid, key=lambda c: (not hinted(c, GROUP_HINTS), valid.index(c)))
 
 

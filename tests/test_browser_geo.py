@@ -77,3 +77,24 @@ def test_us_drill_down_zooms_to_the_state(server, page):  # noqa: F811
     page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 4 * 58")
     no_exception(page)
     shot(page, "geo_us_drill_down")
+
+
+def test_group_sizes_offer_no_code_column_as_the_size(server, page, tmp_path):  # noqa: F811
+    table = colliding_table().rename(columns={"count": "households"})
+    table.insert(3, "hh_size", [1 + i % 5 for i in range(len(table))])
+    upload_on_data_page(page, server, table, tmp_path / "communes_sizes.csv")
+    goto(page, "Group sizes")
+    page.get_by_text("your table: communes_sizes.csv").click()
+    settle(page)
+    page.get_by_text("region and size", exact=True).click()
+    settle(page)
+    no_exception(page)
+    size = page.get_by_label("Size column", exact=True)
+    assert size.input_value() == "hh_size"
+    size.click()
+    options = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert not any("code" in o for o in options), options
+    page.wait_for_selector(".js-plotly-plot", state="attached")
+    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    shot(page, "geo_group_sizes_columns")
