@@ -38,11 +38,12 @@ def _csv(tmp_path, query: str):
     rows = UNITS.loc[UNITS.index.repeat(8)].assign(age=list(range(8)) * len(UNITS),
                                                    n=d.leaf_counts.ravel())
     rows.to_csv(path, index=False)
+    bands = ["--workload", "0-2,3-7"] if query == "ranges-bands" else []
     return path, ["--levels", "s,c", "--query", "ranges", "--attribute", "age",
-                  "--count-column", "n", "--mechanism", "dawa", "--epsilon", "1"]
+                  "--count-column", "n", "--mechanism", "dawa", "--epsilon", "1", *bands]
 
 
-@pytest.mark.parametrize("query", ["group-sizes", "flows", "ranges"])
+@pytest.mark.parametrize("query", ["group-sizes", "flows", "ranges", "ranges-bands"])
 def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
     path, options = _csv(tmp_path, query)
     base = ["release", path, *options, "--structure-from-data", "--seed", 3]
