@@ -1,20 +1,26 @@
-"""Intervals on released counts (issue 17, item 1): their coverage per level and per
+"""Intervals on every query kind (issue 17, item 1): their coverage per level and per
 population bin, and the seconds one interval computation takes.
 
-For every data set (the bundled count samples; with ``/work/shared/data`` present, also US
-counties by sex x non-Hispanic-White-alone (2012 estimates) and the tracts of 8 states by sex
-(ACS 2011-2015), skipped when absent) and every counts mechanism configuration, ``--runs``
-seeded releases are made at once (copies of the table as category columns, which the count
-mechanisms treat independently, as the privacy audit does) and `count_intervals` computed on
-them. Coverage is the share of cells whose true count lies in [lower, upper], per level and,
-below the root, per quartile bin of the level's true counts (public bins would do: they only
-group the cells). ``seconds`` times `count_intervals` on one release (not batched).
+Counts: for every data set (the bundled count samples; with ``/work/shared/data`` present,
+also US counties by sex x non-Hispanic-White-alone (2012 estimates) and the tracts of 8
+states by sex (ACS 2011-2015), skipped when absent) and every counts mechanism
+configuration, seeded releases of about ``--cells`` cells are made at once (copies of the
+table as category columns, which the count mechanisms treat independently, as the privacy
+audit does) and `count_intervals` computed on them; ``seconds`` times `count_intervals` on
+one release (not batched).
+
+Group sizes, flows, ranges (`RERUN_CONFIGS`, on `rerun_datasets`): ``--runs`` seeded
+releases per configuration, each with its default intervals (`intervals_for`, a bootstrap
+re-running the mechanism, replicates by time); ``seconds`` is their mean time.
+
+Coverage is the share of released cells (a flow release's released nodes) whose true value
+lies in [lower, upper], per level and, below the root, per quartile bin of the level's true
+values (public bins would do: they only group the cells).
 
 Prints ONE JSON object. Example::
 
-    python benchmarks/bench_intervals.py --runs 20
+    python benchmarks/bench_intervals.py --kinds counts,flows --runs 10
 """
-
 from __future__ import annotations
 
 import argparse
@@ -211,6 +217,7 @@ def rerun_datasets(kind: str) -> dict:
         d = range_data_from_table(t[t["region"] == UMBRIA], ["region", "province",
                                                               "municipality"], "age",
                                   count_column="residents", domain=(0, 100))
+        out["italy umbria ages 0-100, all prefixes"] = d  # atoms: every single age
         out["italy umbria ages 0-100, bands 0-17,18-64,65-100"] = d.with_workload(
             bands(d.values, "0-17,18-64,65-100"))
     return out
