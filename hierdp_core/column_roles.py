@@ -150,3 +150,21 @@ def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]
 def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:
     return (int(table[column].nunique()) == int(table[level].nunique())
             and _determines(table, level, column))
+
+
+ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence")
+DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace")
+
+
+def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Origin and destination level columns by their names' first or last word ('o_state',
+    'origin_county', 'county_from'; 'd_state', 'dest_county'), in table order; the lists
+    are empty when the names say nothing.
+
+    >>> od_candidates(pd.DataFrame(columns=["from_zone", "to_zone", "trips"]))
+    (['from_zone'], ['to_zone'])
+    """
+    def side(words: tuple[str, ...]) -> list[str]:
+        return [str(c) for c in table.columns
+                if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)]
+    return side(ORIGIN_WORDS), side(DESTINATION_WORDS)

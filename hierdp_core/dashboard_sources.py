@@ -182,14 +182,13 @@ def flows_from_upload(ds: dict):
     description for the manifest)."""
     from hierdp_core.flows.data import flow_data_from_table, geography_levels
 
-    columns = _columns(ds)
     left, middle, right = st.columns(3)
     with left:
         origin = _levels(ds, "fl_up_origin", "Origin levels, coarse to fine",
-                         default=[c for c in columns if c.lower().startswith("o_")])
+                         default=column_roles.od_candidates(ds["table"])[0])
     with middle:
         destination = _levels(ds, "fl_up_destination", "Destination levels (same geography)",
-                              default=[c for c in columns if c.lower().startswith("d_")])
+                              default=column_roles.od_candidates(ds["table"])[1])
     with right:
         counts = column_roles.count_candidates(ds["table"], [*origin, *destination])
         count = _pick("Count column", [TRIP_ROWS, *counts], _count_names(FLOW_COUNT_NAMES),

@@ -55,3 +55,11 @@ def test_candidates_are_always_whole_numbers_and_never_codes(table):
             assert v.size and (v >= 0).all() and (v == np.floor(v)).all()
     levels = roles.guess_levels(table)
     assert not set(levels) & set(roles.count_candidates(table)) and "size" not in levels
+
+
+def test_origin_and_destination_columns_by_name():
+    table = pd.DataFrame(columns=["o_state", "o_county", "d_state", "d_county", "n"])
+    assert roles.od_candidates(table) == (["o_state", "o_county"], ["d_state", "d_county"])
+    table = pd.DataFrame(columns=["home_tract", "work_tract", "workers", "date"])
+    assert roles.od_candidates(table) == (["home_tract"], ["work_tract"])
+    assert roles.od_candidates(pd.DataFrame(columns=["state", "county"])) == ([], [])

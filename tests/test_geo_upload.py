@@ -204,3 +204,13 @@ def test_codes_that_lost_their_leading_zeros_are_named():
     assert lm.zeros_differ and lm.unmatched_codes == ("6037", "6073")
     (lm,) = match_units({"county": (np.array(["x", "y"]), None)}, g.reference, g.source).levels
     assert not lm.zeros_differ
+
+
+def test_the_core_geography_needs_no_geopandas():
+    import subprocess
+    import sys
+
+    code = ("import sys, hierdp_core, hierdp_core.geo, hierdp_core.geo_match, "
+            "hierdp_core.geo_upload, hierdp_core.column_roles; "
+            "assert 'geopandas' not in sys.modules and 'shapely' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
