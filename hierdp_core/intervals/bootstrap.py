@@ -138,8 +138,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         d[:, j] = cells(rerun(source)) - plugin
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
-    for first in range(0, plugin.size, block):
-        rows = slice(first, first + block)
+    for row in range(0, plugin.size, block):
+        rows = slice(row, row + block)
         below[rows], above[rows] = symmetric_half_widths(d[rows], rank(level, replicates),
                                                          integer)
     return below, above, replicates
