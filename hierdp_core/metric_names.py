@@ -41,6 +41,11 @@ REGISTRY: dict[str, MetricName] = {
     "units": _M("Units", "number of geographic units (nodes) in the row"),
     "regions": _M("Regions", "number of regions (nodes) of the level"),
     "cells": _M("Cells", "number of unit × category cells in the row"),
+    "node_id": _M("Unit id", "the unit's codes from the root down, joined by '/'"),
+    "true": _M("True", "the confidential true value (shown for evaluation, never released)"),
+    "noisy": _M("Noisy", "the raw noisy measurement, before the consistency step"),
+    "released": _M("Released", "the released value"),
+    "error": _M("Error", "released − true"),
     # ---- the budget ledger (hierdp_core.mechanisms.measure.ledger_frame), a priori
     "share": _M("Share", "the level's share of the total budget", "", True),
     "budget": _M("ε or ρ", "the level's part of the budget: ε under pure DP, ρ under zCDP"),

@@ -161,6 +161,6 @@ if query:
     mask = (table["name"].astype(str).str.contains(query, case=False, regex=False)
             | table["node_id"].astype(str).str.contains(query, case=False, regex=False))
     table = table[mask]
-st.dataframe(table, hide_index=True, width="stretch", height=320)
+st.dataframe(**friendly_table(table), width="stretch", height=320)
 st.caption(f"{len(table):,} units. Noisy values are the raw measurements before consistency.")
 ui.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")
