@@ -1,8 +1,9 @@
 """No request leaves the machine (issue 18, item 6): a tour of every dashboard page in a
 real headless Chromium, in the dark colour scheme, records every request the page makes;
 none may go anywhere but the dashboard's own address (the tab icon was fetched from
-Google's font server, which fails on an offline agency network). Screenshot of the Results
-page's maps in the dark theme: test-artifacts/screenshots/results_dark.png."""
+Google's font server, which fails on an offline agency network). Screenshots of the Results
+page's maps in the dark theme, standard and colour-blind safe colours:
+test-artifacts/screenshots/results_dark.png, results_dark_colour_blind.png."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.dashboard import PAGES
+from hierdp_core.serve import select_option
 
 pytestmark = pytest.mark.browser
 
@@ -49,6 +51,9 @@ def test_a_tour_of_every_page_requests_nothing_outside(server, browser):  # noqa
                 page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')"
                               "?.scrollTo(0, 0)")
                 shot(page, "results_dark")
+                select_option(page, "Colours", "Colour-blind safe: cividis")
+                maps_drawn(page)
+                shot(page, "results_dark_colour_blind")
         no_exception(page)
     finally:
         context.close()
