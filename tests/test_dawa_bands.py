@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import sparse
 
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.data.samples import load_sample
@@ -17,7 +18,7 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.ranges.consistency import atom_topdown
 from hierdp_core.ranges.dawa import dawa, partition_can_pay
-from hierdp_core.ranges.workloads import bands, prefix_ranges
+from hierdp_core.ranges.workloads import Workload, bands, prefix_ranges
 
 AGES = [str(a) for a in range(101)]
 BANDS = "0-17,18-64,65-100"
@@ -126,3 +127,11 @@ def test_children_are_partitioned_only_where_the_parents_release_says_it_pays():
     sparse_ = [i for i in leaves if h.node_ids()[i].startswith("S/")]
     assert all(rel.edges[i] is None for i in dense)
     assert all(rel.edges[i] is not None and rel.edges[i].size < 31 for i in sparse_)
+
+
+def test_atoms_of_ranges_and_of_a_matrix():
+    assert bands(AGES, BANDS).atom_starts().tolist() == [0, 18, 65]
+    assert bands(AGES, "10-20").atom_starts().tolist() == [0, 10, 21]
+    assert prefix_ranges(5).atom_starts().tolist() == [0, 1, 2, 3, 4]
+    matrix = sparse.csr_matrix(np.array([[1, 1, 0, 0, 2], [0, 0, 1, 1, 2.0]]))
+    assert Workload(5, "m", matrix=matrix).atom_starts().tolist() == [0, 2, 4]
