@@ -4,6 +4,7 @@ uncertainty bands; compare two budget splits."""
 import streamlit as st
 
 from hierdp_core import dashboard as ui
+from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import list_mechanisms
@@ -65,12 +66,14 @@ if runs_df is not None and len(runs_df):
 
 st.divider()
 st.subheader("Compare two budget splits")
-presets = ["uniform", "finer", "coarser", "leaves-only"]
+presets = [p for p in split_ui.PRESETS if p != split_ui.CUSTOM]
 s1, s2, s3, s4 = st.columns(4)
 with s1:
-    split_a = st.selectbox("Split A", presets, index=0, key="cmp_a")
+    split_a = st.selectbox("Split A", presets, index=0, format_func=split_ui.PRESETS.get,
+                           key="cmp_a")
 with s2:
-    split_b = st.selectbox("Split B", presets, index=1, key="cmp_b")
+    split_b = st.selectbox("Split B", presets, index=1, format_func=split_ui.PRESETS.get,
+                           key="cmp_b")
 with s3:
     cmp_mech = st.selectbox("Mechanism", names, index=names.index("topdown"), key="cmp_mech")
 with s4:

@@ -108,3 +108,13 @@ def test_the_colour_choice_in_the_sidebar_reaches_the_maps_on_every_page():
     assert len(maps) == 4 and not [m for m in maps if viridis in m]
     assert [sequential in m for m in maps] == [True, True, True, False]  # true, noisy, released
     assert diverging in maps[3]  # the error map
+
+
+def test_trade_offs_name_presets_and_metrics_in_words():
+    at = page("pages/5_Trade-offs.py", "synthetic-us-like").run()
+    assert at.selectbox(key="cmp_b").format_func("finer") == "More to finer levels"
+    assert at.selectbox(key="sw_metric").format_func("mae") == name("mae")
+    at.slider(key="sw_trials").set_value(1)
+    at.button(key="cmp_run").click().run()
+    assert_clean(at)
+    assert any(c.value.startswith(f"{name('mae')} — {definition('mae')}") for c in at.caption)
