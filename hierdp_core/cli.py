@@ -26,7 +26,7 @@ from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this 
     read_input,
 )
 from hierdp_core.errors import HierdpError, InputError
-from hierdp_core.intervals import DEFAULT_LEVEL, with_intervals
+from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -131,6 +131,8 @@ def cmd_release(args) -> int:
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
     said += [f"warning: {text}" for text in [lookalike_warning(args, table)] if text]
+    if release.intervals is not None and (text := uncalibrated_warning(release)):
+        said.append(f"warning: {text}")
     merged = int(getattr(data, "merged_rows", 0) or 0)
     if merged:
         said.append(f"note: {merged:,} row(s) repeating the cell of an earlier row (the same unit "

@@ -56,7 +56,8 @@ def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
     record = manifest["intervals"]
     assert record["level"] == 0.8 and record["inputs"] == INPUTS
     assert set(table["level_name"]) <= set(record["method"])
-    assert "parametric bootstrap" in record["method"].values()
+    bootstrapped = {"parametric bootstrap", "share-of-band bound", "share-of-bucket bound"}
+    assert bootstrapped & set(record["method"].values())
     assert record["replicates"] >= 20 and record["seed"] is not None
     code, _, err = run(capsys, *base, "--out", tmp_path / "b")  # the default level
     assert code == 0, err
@@ -65,3 +66,27 @@ def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
     assert code == 0, err
     table, manifest = read_release(tmp_path / "c")
     assert "lower" not in table.columns and "intervals" not in manifest
+
+
+def test_uncalibrated_levels_are_flagged_in_the_manifest_with_one_warning(capsys, tmp_path):
+    """inftda's two finest levels are measured below nominal (bench_intervals.py): the
+    manifest says so per level, with the reason, and the command line warns once, after
+    the release is written; a calibrated release (DAWA over ranges) gets no such line."""
+    path, options = _csv(tmp_path, "flows")
+    base = ["release", path, *options, "--structure-from-data", "--seed", 3]
+    code, out, err = run(capsys, *base, "--out", tmp_path / "a")
+    assert code == 0, err
+    calibration = read_release(tmp_path / "a")[1]["intervals"]["calibration"]
+    flagged = [name for name, c in calibration.items() if not c["calibrated"]]
+    assert len(flagged) == 2 and all("pruned" in calibration[n]["reason"] for n in flagged)
+    lines = [line for line in err.splitlines() if "not calibrated" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning: the intervals of inftda at ")
+    assert all(name in lines[0] for name in flagged)
+    code, _, err = run(capsys, *base, "--out", tmp_path / "b", "--interval", "none")
+    assert code == 0 and "not calibrated" not in err  # no intervals, nothing to warn about
+    path, options = _csv(tmp_path, "ranges")
+    code, _, err = run(capsys, "release", path, *options, "--structure-from-data", "--seed",
+                       3, "--out", tmp_path / "c")
+    assert code == 0 and "not calibrated" not in err
+    calibration = read_release(tmp_path / "c")[1]["intervals"]["calibration"]
+    assert all(c["calibrated"] for c in calibration.values())

@@ -19,6 +19,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.groupsizes.data import group_size_data_from_histograms
 from hierdp_core.intervals import INPUTS, intervals_for, with_intervals
+from hierdp_core.intervals.ranges import share_groups
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -169,3 +170,32 @@ def test_bootstraps_meet_the_target_on_large_counts(name, make):
     level = 0.9
     cov, n = coverage(name, lambda: make(scale=200), 25, level, 40)
     assert abs(cov - level) <= 0.03 + margin(level, n), (cov, n)
+
+
+@pytest.mark.parametrize(("name", "workload"), [("identity", "0-2,3-7"),
+                                                ("greedy-h", "0-2,3-7"),
+                                                ("partition-laplace", None)])
+def test_cells_sharing_a_band_or_bucket_are_covered_through_its_total(name, workload):
+    """A cell that is a share of a band (user bands) or of a bucket (a released partition)
+    gets [0, the upper end of its group's bootstrap interval]: the groups' upper ends hold
+    their true totals at least ``level`` of the time (within binomial margins), so the
+    cells do too (their bootstrap intervals covered 0.00-0.38 and 0.48-0.77 before)."""
+    level, cells, totals = 0.9, [], []
+    for run in range(25):
+        data = ages(scale=50, seed=run, workload=workload)
+        release = release_of(name, data, seed=300 + run)
+        iv = intervals_for(release, level, 40, workload=data.workload)
+        truth = data.node_counts().ravel()
+        group, size = share_groups(release, data.workload)
+        shared = size[group] > 1
+        assert (iv.lower.ravel()[shared] == 0).all()
+        cells.append(((iv.lower.ravel() <= truth) & (truth <= iv.upper.ravel()))[shared])
+        first = shared & np.r_[True, group[1:] != group[:-1]]  # one upper end per group
+        totals.append(np.bincount(group, weights=truth)[group][first]
+                      <= iv.upper.ravel()[first])
+    cells, totals = np.concatenate(cells), np.concatenate(totals)
+    assert totals.size >= 100, totals.size
+    assert totals.mean() >= level - margin(level, totals.size), (totals.mean(), totals.size)
+    assert cells.mean() >= totals.mean(), (cells.mean(), totals.mean())
+    shown = f"share-of-{'band' if workload else 'bucket'} bound"
+    assert shown in iv.record["method"].values()

@@ -8,7 +8,9 @@ enters, so this is post-processing: the seeded numpy noise drawn here (public se
 One module per query kind: `counts` (closed form for raw and least squares, a stacked
 bootstrap for TopDown), `group_sizes`, `flows` and `ranges` (closed form for the raw
 baselines, otherwise a parametric bootstrap re-running the mechanism on the released table
-as plug-in truth, `bootstrap`). `with_intervals` picks the right one.
+as plug-in truth, `bootstrap`). `with_intervals` picks the right one; `calibration` adds
+to the record, per level, whether the intervals are known to hold their level (the levels
+where measurement says they do not, and why: `uncalibrated_warning`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import dataclasses
 
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.intervals.bootstrap import DEFAULT_LEVEL, INPUTS, SEED
+from hierdp_core.intervals.calibration import calibration, level_names_of, uncalibrated_warning
 from hierdp_core.intervals.counts import bootstrap_replicates, count_intervals
 from hierdp_core.intervals.flows import flow_intervals
 from hierdp_core.intervals.group_sizes import group_size_intervals
@@ -27,22 +30,27 @@ from hierdp_core.release import CellIntervals, Release
 
 __all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "count_intervals",
            "flow_intervals", "group_size_intervals", "intervals_for", "range_intervals",
-           "with_intervals"]
+           "uncalibrated_warning", "with_intervals"]
 
 
 def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
                   replicates: int | None = None, *,
                   workload: Workload | None = None) -> CellIntervals:
     """The intervals of any release, by its query kind (``workload``: a range release's
-    public workload, see `range_intervals`)."""
+    public workload, see `range_intervals`), their record saying per level whether they
+    are calibrated (`calibration`)."""
     if isinstance(release, FlowRelease):
-        return flow_intervals(release, level, replicates)
-    queries = get_mechanism(release.mechanism).info.queries
-    if "ranges" in queries:
-        return range_intervals(release, level, replicates, workload=workload)
-    if "group-sizes" in queries:
-        return group_size_intervals(release, level, replicates)
-    return count_intervals(release, level, replicates)
+        iv = flow_intervals(release, level, replicates)
+    else:
+        queries = get_mechanism(release.mechanism).info.queries
+        if "ranges" in queries:
+            iv = range_intervals(release, level, replicates, workload=workload)
+        elif "group-sizes" in queries:
+            iv = group_size_intervals(release, level, replicates)
+        else:
+            iv = count_intervals(release, level, replicates)
+    return dataclasses.replace(iv, record={**iv.record, "calibration": calibration(
+        release.mechanism, level_names_of(release), iv.record["method"])})
 
 
 def with_intervals(release, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,

@@ -151,11 +151,13 @@ def released_leaves(release) -> np.ndarray:
     return np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0).astype(np.int64)
 
 
-def table_bootstrap(release, plugin, level: float, replicates: int | None):
+def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None):
     """`rerun_bootstrap` of a table release (values (n_nodes, k)) whose mechanism re-runs
     on ``plugin`` (data over the same tree) with the release's budget, split (the ledger's
-    shares) and parameters: half-widths (below, above) shaped like the values, and the
-    replicates drawn."""
+    shares) and parameters: half-widths (below, above) shaped like the values, the
+    replicates drawn, and with ``sums`` (a sparse matrix over the flat cells: aggregates
+    such as bands or buckets) the half-widths above those aggregates (else None), from the
+    same redraws."""
     mechanism = get_mechanism(release.mechanism)
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
 
@@ -163,11 +165,15 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None):
         return mechanism.release(plugin, budget, split=split, source=source,
                                  **release.parameters)
 
+    def with_sums(flat: np.ndarray) -> np.ndarray:
+        return flat if sums is None else np.concatenate([flat, sums @ flat])
+
     below, above, draws = rerun_bootstrap(
-        rerun, lambda r: r.values.ravel(), plugin.node_counts().ravel(), release.ledger,
-        level, replicates, release.is_integer)
-    shape = release.values.shape
-    return below.reshape(shape), above.reshape(shape), draws
+        rerun, lambda r: with_sums(r.values.ravel()), with_sums(plugin.node_counts().ravel()),
+        release.ledger, level, replicates, release.is_integer)
+    shape, n = release.values.shape, release.values.size
+    return (below[:n].reshape(shape), above[:n].reshape(shape), draws,
+            None if sums is None else above[n:])
 
 
 def _check_ledger(original, rerun) -> None:

@@ -67,7 +67,7 @@ def group_size_intervals(release: Release, level: float,
     else:
         plugin = GroupSizeData(h, released_leaves(release), release.categories,
                                (SIZE_COLUMN,), max_size=len(release.categories) - 1)
-        below, above, draws = table_bootstrap(release, plugin, level, replicates)
+        below, above, draws, _ = table_bootstrap(release, plugin, level, replicates)
         method = "parametric bootstrap"
     methods = dict.fromkeys(h.level_names, method)
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
