@@ -16,7 +16,7 @@ from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
-from hierdp_core.intervals import with_intervals
+from hierdp_core.intervals import uncalibrated_warning, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -145,6 +145,8 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
+if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+    st.warning(caveat)
 rel.release_downloads(release, "gs", "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: with_intervals(release_with(NoiseSource(secure=True))))

@@ -22,7 +22,7 @@ from hierdp_core.flows.figures import (
 )
 from hierdp_core.flows.metrics import flow_metrics
 from hierdp_core.geo import level_geojson
-from hierdp_core.intervals import with_intervals
+from hierdp_core.intervals import uncalibrated_warning, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -256,6 +256,8 @@ if runs is not None and len(runs):
                                                    for m, s in seconds_per.items()) + ".")
 
 # ---- export ------------------------------------------------------------------------------
+if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+    st.warning(caveat)
 rel.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
                       structure_declared=data.declared_structure,
                       redraw=lambda: with_intervals(release_with(NoiseSource(secure=True))),

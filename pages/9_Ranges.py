@@ -15,7 +15,7 @@ from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.experiments import mean_by_level
-from hierdp_core.intervals import with_intervals
+from hierdp_core.intervals import uncalibrated_warning, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -321,6 +321,8 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.values)
+if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+    st.warning(caveat)
 rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: with_intervals(release_with(NoiseSource(secure=True)),

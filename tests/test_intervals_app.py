@@ -1,5 +1,6 @@
 """The dashboard's publishable flow and range releases (secure redraw) carry ``lower`` and
-``upper`` at 90%, recorded in their manifests. (The Group sizes page's default, the whole
+``upper`` at 90%, recorded in their manifests; a page warns exactly when the release's
+intervals are flagged as not calibrated (the Flows page's default, InfTDA, is). (The Group sizes page's default, the whole
 us-households sample, takes about a minute to redraw with intervals: left to the CLI tests.)"""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from test_app import assert_clean, page
 
 from hierdp_core import dashboard_release as rel
 from hierdp_core.export import build_manifest
+from hierdp_core.intervals import uncalibrated_warning
 
 
 @pytest.mark.parametrize(("path", "prefix"), [("pages/8_Flows.py", "fl"),
@@ -25,3 +27,7 @@ def test_publishable_releases_of_the_query_pages_carry_intervals(path, prefix):
             & (table["value"] <= table["upper"])).all()
     record = build_manifest(secure, structure_declared=True)["intervals"]
     assert record["level"] == 0.9 and "parametric bootstrap" in record["method"].values()
+    caveat = uncalibrated_warning(secure)
+    assert [w.value for w in at.warning if "not calibrated" in w.value] == \
+        ([caveat] if caveat else [])
+    assert (caveat is not None) == (prefix == "fl")
