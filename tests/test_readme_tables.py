@@ -102,6 +102,13 @@ def message_rows() -> dict[str, tuple[str, int]]:
      ["--levels", "state,county", "--wide", "age_*", "--mechanism", "raw-laplace"]),
     ("an empty level code below the first level", "state,county,n\nA,a1,1\nA,a2,2\nA,,3\nB,,4\nB,,5\n",
      ["--levels", "state,county", "--count-column", "n", "--mechanism", "raw-laplace"]),
+    ("a `--wide` column that is also a level, category or name column",
+     "state,county,age_0,age_1\nA,a1,1,2\n",
+     ["--levels", "state,county", "--wide", "age_*,county", "--mechanism", "raw-laplace"]),
+    ("with `--ragged`, an empty code at the first level, or a pass-through that is already a "
+     "real unit", "state,county,n\n06,06001,1\n,x,2\n",
+     ["--levels", "state,county", "--count-column", "n", "--ragged", "--mechanism",
+      "raw-laplace"]),
     ("`--wide` with `--query flows`", "o,d,n\nA,B,1\n",
      ["--query", "flows", "--origin-levels", "o", "--destination-levels", "d",
       "--count-column", "n", "--wide", "n", "--mechanism", "inftda",
