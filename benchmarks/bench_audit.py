@@ -13,6 +13,7 @@ Usage (from the repository root; the full run takes about an hour on 2 cores):
     .venv/bin/python benchmarks/bench_audit.py                      # everything
     .venv/bin/python benchmarks/bench_audit.py dawa-reference gs-mc-chain-paper dawa
     .venv/bin/python benchmarks/bench_audit.py --trials 4000 --query ranges
+    .venv/bin/python benchmarks/bench_audit.py gs-mh-dp gs-topdown --trials 5000 --param groups=exact
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from hierdp_core.audit import DEFAULT_TRIALS, audit_mechanism
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 
 
-def record(name: str, epsilon: float, trials: int, seed: int) -> dict:
+def record(name: str, epsilon: float, trials: int, seed: int, params: dict) -> dict:
     start = time.perf_counter()
-    r = audit_mechanism(name, epsilon, trials=trials, seed=seed)
+    r = audit_mechanism(name, epsilon, trials=trials, seed=seed, **params)
     return {
-        "mechanism": name, "private": get_mechanism(name).info.private, "passed": r.passed,
-        "claimed_epsilon": r.claimed_epsilon, "epsilon_lower_bound": round(r.epsilon_lower_bound, 4),
+        "mechanism": name, "parameters": params, "private": get_mechanism(name).info.private,
+        "passed": r.passed, "claimed_epsilon": r.claimed_epsilon,
+        "epsilon_estimate": round(r.epsilon_estimate, 4),
+        "epsilon_lower_bound": round(r.epsilon_lower_bound, 4),
         "stage": r.stage, "event": r.event,
         "stages": [{"stage": s.stage, "claimed_epsilon": s.claimed_epsilon,
                     "epsilon_lower_bound": round(s.epsilon_lower_bound, 4), "passed": s.passed,
@@ -49,11 +52,14 @@ def main() -> int:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a mechanism parameter for every mechanism named (repeatable)")
     args = parser.parse_args()
+    params = dict(p.split("=", 1) for p in args.param)
     names = args.mechanisms or [i.name for i in list_mechanisms(args.query)]
     results = []
     for name in names:
-        results.append(record(name, args.epsilon, args.trials, args.seed))
+        results.append(record(name, args.epsilon, args.trials, args.seed, params))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)  # progress
     ok = all(r["passed"] == r["private"] for r in results)
     print(json.dumps({
