@@ -56,7 +56,8 @@ def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
     record = manifest["intervals"]
     assert record["level"] == 0.8 and record["inputs"] == INPUTS
     assert set(table["level_name"]) <= set(record["method"])
-    bootstrapped = {"parametric bootstrap", "share-of-band bound", "share-of-bucket bound"}
+    bootstrapped = {"parametric bootstrap", "bias-widened bootstrap", "share-of-band bound",
+                    "share-of-bucket bound"}
     assert bootstrapped & set(record["method"].values())
     assert record["replicates"] >= 20 and record["seed"] is not None
     code, _, err = run(capsys, *base, "--out", tmp_path / "b")  # the default level
@@ -69,24 +70,30 @@ def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
 
 
 def test_uncalibrated_levels_are_flagged_in_the_manifest_with_one_warning(capsys, tmp_path):
-    """inftda's two finest levels are measured below nominal (bench_intervals.py): the
-    manifest says so per level, with the reason, and the command line warns once, after
-    the release is written; a calibrated release (DAWA over ranges) gets no such line."""
+    """stability-histogram's levels above the leaves are measured below nominal
+    (bench_intervals.py): the manifest says so per level, with the reason, and the command
+    line warns once, after the release is written; a calibrated release (InfTDA's, DAWA's
+    over ranges) gets no such line."""
     path, options = _csv(tmp_path, "flows")
+    options = [*options[:options.index("--mechanism")], "--mechanism", "stability-histogram",
+               "--epsilon", "1", "--delta", "1e-6"]
     base = ["release", path, *options, "--structure-from-data", "--seed", 3]
     code, out, err = run(capsys, *base, "--out", tmp_path / "a")
     assert code == 0, err
     calibration = read_release(tmp_path / "a")[1]["intervals"]["calibration"]
     flagged = [name for name, c in calibration.items() if not c["calibrated"]]
-    assert len(flagged) == 2 and all("pruned" in calibration[n]["reason"] for n in flagged)
+    assert flagged == list(calibration)[:-1]
+    assert all("suppressed" in calibration[n]["reason"] for n in flagged)
     lines = [line for line in err.splitlines() if "not calibrated" in line]
-    assert len(lines) == 1 and lines[0].startswith("warning: the intervals of inftda at ")
+    assert len(lines) == 1
+    assert lines[0].startswith("warning: the intervals of stability-histogram at ")
     assert all(name in lines[0] for name in flagged)
     code, _, err = run(capsys, *base, "--out", tmp_path / "b", "--interval", "none")
     assert code == 0 and "not calibrated" not in err  # no intervals, nothing to warn about
-    path, options = _csv(tmp_path, "ranges")
-    code, _, err = run(capsys, "release", path, *options, "--structure-from-data", "--seed",
-                       3, "--out", tmp_path / "c")
-    assert code == 0 and "not calibrated" not in err
-    calibration = read_release(tmp_path / "c")[1]["intervals"]["calibration"]
-    assert all(c["calibrated"] for c in calibration.values())
+    for query, out in (("flows", "c"), ("ranges", "d")):
+        path, options = _csv(tmp_path, query)
+        code, _, err = run(capsys, "release", path, *options, "--structure-from-data",
+                           "--seed", 3, "--out", tmp_path / out)
+        assert code == 0 and "not calibrated" not in err, err
+        calibration = read_release(tmp_path / out)[1]["intervals"]["calibration"]
+        assert all(c["calibrated"] for c in calibration.values())

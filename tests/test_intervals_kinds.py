@@ -167,9 +167,36 @@ def test_closed_forms_cover_at_their_level(name, make, level):
                                             ("gs-kuo-hierarchical", group_sizes),
                                             ("inftda", flows), ("identity", ages)])
 def test_bootstraps_meet_the_target_on_large_counts(name, make):
+    """Within 3 points (and the margin) of the level; the bias-widened ones (InfTDA,
+    gs-kuo-hierarchical) at least the level and at most 8 points above (0.95-0.98 on the
+    real flows of bench_intervals.py)."""
     level = 0.9
     cov, n = coverage(name, lambda: make(scale=200), 25, level, 40)
-    assert abs(cov - level) <= 0.03 + margin(level, n), (cov, n)
+    if name in ("inftda", "gs-kuo-hierarchical"):
+        assert level - margin(level, n) <= cov <= level + 0.08 + margin(level, n), (cov, n)
+    else:
+        assert abs(cov - level) <= 0.03 + margin(level, n), (cov, n)
+
+
+def sparse_flows(seed: int = 0, mean: float = 2.0):
+    """Half the O/D pairs empty, the others Poisson(``mean``) trips (those drawn 0 too)."""
+    rng = np.random.default_rng(seed)
+    pairs = pd.DataFrame([(a, b, c, d) for a, b in UNITS.itertuples(index=False)
+                          for c, d in UNITS.itertuples(index=False)],
+                         columns=["os", "oc", "ds", "dc"])
+    pairs["n"] = rng.poisson(mean, len(pairs)) * (rng.random(len(pairs)) < 0.5)
+    return flow_data_from_table(pairs[pairs["n"] > 0], ["os", "oc"], ["ds", "dc"], "n")
+
+
+@pytest.mark.parametrize("name", ["inftda", "tda-l2"])
+def test_bias_widened_flow_intervals_cover_sparse_small_cells(name):
+    """Sparse flows of a few trips a pair: the top-down loop prunes small cells and keeps
+    false positives, which the plain bootstrap misses (0.82-0.83 here, 0.43-0.71 of the
+    smallest quartile on the US flights); widened by the mean redraw error (0.96 here),
+    the rows cover at least the level (within the margin)."""
+    level = 0.9
+    cov, n = coverage(name, sparse_flows, 25, level, 40)
+    assert cov >= level - margin(level, n), (cov, n)
 
 
 @pytest.mark.parametrize(("name", "workload"), [("identity", "0-2,3-7"),

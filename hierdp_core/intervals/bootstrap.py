@@ -33,6 +33,7 @@ MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default
 RERUN_REPLICATES = 200
 RERUN_SECONDS = 5.0
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
+BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
 
@@ -115,14 +116,17 @@ def release_budget(privacy: dict) -> PrivacyBudget:
 
 def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[object],
                     np.ndarray], plugin: np.ndarray, ledger, level: float,
-                    replicates: int | None, integer: bool):
+                    replicates: int | None, integer: bool, widen: bool = False):
     """Parametric bootstrap by re-running a mechanism: ``rerun(source)`` releases the
     plug-in truth once (public budget, split and parameters), ``cells(release)`` its values
     aligned with ``plugin`` (flat). The first re-run is timed: without ``replicates``, as
     many as fit in `RERUN_SECONDS` (`RERUN_REPLICATES` at most, `MIN_REPLICATES` at least),
     fewer when `MAX_DRAWS` errors would not fit. The first re-run's ledger must reproduce
-    ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's.
-    Returns the half-widths (below, above) per cell and the replicates drawn."""
+    ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
+    ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
+    integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
+    truth (`BIAS_WIDENED`). Returns the half-widths (below, above) per cell and the
+    replicates drawn."""
     source = NoiseSource(seed=SEED)
     start = time.perf_counter()
     first = rerun(source)
@@ -142,6 +146,11 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         rows = slice(row, row + block)
         below[rows], above[rows] = symmetric_half_widths(d[rows], rank(level, replicates),
                                                          integer)
+        if widen:
+            bias = np.abs(d[rows].mean(axis=1, dtype=np.float64))
+            bias = np.ceil(bias) if integer else bias
+            below[rows] += bias
+            above[rows] += bias
     return below, above, replicates
 
 
@@ -151,13 +160,14 @@ def released_leaves(release) -> np.ndarray:
     return np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0).astype(np.int64)
 
 
-def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None):
+def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None,
+                    widen: bool = False):
     """`rerun_bootstrap` of a table release (values (n_nodes, k)) whose mechanism re-runs
     on ``plugin`` (data over the same tree) with the release's budget, split (the ledger's
     shares) and parameters: half-widths (below, above) shaped like the values, the
     replicates drawn, and with ``sums`` (a sparse matrix over the flat cells: aggregates
     such as bands or buckets) the half-widths above those aggregates (else None), from the
-    same redraws."""
+    same redraws; ``widen``: see `rerun_bootstrap`."""
     mechanism = get_mechanism(release.mechanism)
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
 
@@ -170,7 +180,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
 
     below, above, draws = rerun_bootstrap(
         rerun, lambda r: with_sums(r.values.ravel()), with_sums(plugin.node_counts().ravel()),
-        release.ledger, level, replicates, release.is_integer)
+        release.ledger, level, replicates, release.is_integer, widen)
     shape, n = release.values.shape, release.values.size
     return (below[:n].reshape(shape), above[:n].reshape(shape), draws,
             None if sums is None else above[n:])

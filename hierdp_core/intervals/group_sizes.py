@@ -12,6 +12,10 @@ level on the released number of groups of that size, from the release alone.
   (`bootstrap.rerun_bootstrap`); per cell, value -/+ the level-quantile of
   |redraw - plug-in|. For the mechanisms whose levels are not consistent (gs-kuo-hc,
   gs-kuo-hg, the relaxed programs) a region's plug-in is the sum of its leaves' releases.
+* ``gs-kuo-hierarchical`` (``bias-widened bootstrap``): the same, each half-width grown by
+  the cell's |mean(redraw - plug-in)| (`bootstrap.rerun_bootstrap`): the plain bootstrap
+  covered 0.86 of the Oregon households' county cells at nominal 0.9 (10 releases), the
+  widened one 0.907.
 
 All intersected with [0, inf), and with [0, G_v] (or [0, G]) where the release keeps every
 region's number of groups (or the total) exactly (consistent mechanisms): no region has
@@ -40,6 +44,7 @@ import numpy as np
 
 from hierdp_core.groupsizes.data import SIZE_COLUMN, GroupSizeData
 from hierdp_core.intervals.bootstrap import (
+    BIAS_WIDENED,
     check_level,
     feasible,
     interval_record,
@@ -52,6 +57,8 @@ from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.release import CellIntervals, Release
 
 CLOSED_FORM = ("gs-noisy",)
+#: bias-widened (module doc)
+WIDENED = ("gs-kuo-hierarchical",)
 
 
 def group_size_intervals(release: Release, level: float,
@@ -67,8 +74,10 @@ def group_size_intervals(release: Release, level: float,
     else:
         plugin = GroupSizeData(h, released_leaves(release), release.categories,
                                (SIZE_COLUMN,), max_size=len(release.categories) - 1)
-        below, above, draws, _ = table_bootstrap(release, plugin, level, replicates)
-        method = "parametric bootstrap"
+        widen = release.mechanism in WIDENED
+        below, above, draws, _ = table_bootstrap(release, plugin, level, replicates,
+                                                 widen=widen)
+        method = BIAS_WIDENED if widen else "parametric bootstrap"
     methods = dict.fromkeys(h.level_names, method)
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
                              if draws else None)
