@@ -15,7 +15,12 @@ re-running the mechanism, replicates by time); ``seconds`` is their mean time.
 
 Coverage is the share of released cells (a flow release's released nodes) whose true value
 lies in [lower, upper], per level and, below the root, per quartile bin of the level's true
-values (public bins would do: they only group the cells).
+values (public bins would do: they only group the cells). A range release whose cells get
+a share-of-band or share-of-bucket bound also reports ``group_upper_ends``: how often the
+upper end a band's or bucket's cells share holds the group's true total. Each rerun
+configuration lists its levels' ``calibrated`` flags (`hierdp_core.intervals.calibration`)
+and ``under_and_not_flagged`` lists every level under-covering beyond the target without
+a ``calibrated: false`` flag (should be empty).
 
 Prints ONE JSON object. Example::
 
@@ -238,7 +243,7 @@ def rerun_coverage(data, config: tuple, budgets: dict, runs: int, level: float,
                    seed: int) -> dict:
     """``runs`` seeded releases, each with its intervals (replicates by time)."""
     mechanism, params, kind = config
-    hits, truths, rows, seconds = [], [], [], []
+    hits, truths, rows, seconds, totals = [], [], [], [], []
     for run in range(runs):
         release = get_mechanism(mechanism).release(data, budgets[kind],
                                                    source=NoiseSource(seed + run), **params)
@@ -249,11 +254,40 @@ def rerun_coverage(data, config: tuple, budgets: dict, runs: int, level: float,
         hits.append((iv.lower.ravel() <= truth) & (truth <= iv.upper.ravel()))
         truths.append(truth)
         rows.append(row)
+        if "share_bound" in iv.record:
+            totals.append(group_totals(data, release, iv, truth, row))
     names = getattr(release, "level_names", None) or release.hierarchy.level_names
-    return {"seconds": round(float(np.mean(seconds)), 2), "method": iv.record["method"],
-            "replicates": iv.record["replicates"], "runs": runs,
-            **summary(np.concatenate(hits), np.concatenate(truths), np.concatenate(rows),
-                      names, level)}
+    out = {"seconds": round(float(np.mean(seconds)), 2), "method": iv.record["method"],
+           "replicates": iv.record["replicates"], "runs": runs,
+           "calibrated": {k: c["calibrated"] for k, c in iv.record["calibration"].items()},
+           **summary(np.concatenate(hits), np.concatenate(truths), np.concatenate(rows),
+                     names, level)}
+    if totals:
+        hit, row = (np.concatenate(x) for x in zip(*totals, strict=True))
+        out["group_upper_ends"] = {names[lv]: entry(hit[row == lv], level)
+                                   for lv in np.unique(row)}
+    return out
+
+
+def group_totals(data, release, iv, truth, row) -> tuple[np.ndarray, np.ndarray]:
+    """A range release's bands or buckets of several cells (`share_groups`): whether the
+    upper end their cells share holds the group's true total, and the group's level."""
+    from hierdp_core.intervals.ranges import share_groups
+
+    group, size = share_groups(release, data.workload)
+    first = (size[group] > 1) & np.r_[True, group[1:] != group[:-1]]
+    hit = np.bincount(group, weights=truth)[group] <= iv.upper.ravel()
+    return hit[first], row[first]
+
+
+def unflagged(results: dict, level: float) -> list[str]:
+    """Every level under-covering beyond the target (verdict ``outside``, below ``level``)
+    that its intervals record does not flag ``calibrated: false``
+    (`hierdp_core.intervals.calibration`): should be none."""
+    return [f"{ds} {config} {lv}: {e['coverage']}" for ds, per in results.items()
+            for config, r in per["mechanisms"].items() for lv, e in r["levels"].items()
+            if e["verdict"] == "outside" and e["coverage"] < level
+            and r.get("calibrated", {}).get(lv, True)]
 
 
 def verdicts(results: dict, verdict: str) -> list[str]:
@@ -313,6 +347,7 @@ def main(argv=None) -> int:
         "rho": args.rho, "delta": args.delta, "seed": args.seed, "results": results,
         "outside_3_points": verdicts(results, "outside"),
         "unresolved": verdicts(results, "unresolved"),
+        "under_and_not_flagged": unflagged(results, args.level),
         "seconds": round(time.perf_counter() - start, 1), "machine": machine_info(),
     }, indent=1))
     return 0
