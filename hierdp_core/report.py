@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hierdp_core import __version__
+from hierdp_core import __version__, metric_names
 from hierdp_core.errors import InputError, MechanismError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import metric_descriptions
@@ -92,11 +92,12 @@ def kv_table(d: dict) -> str:
 
 
 def frame_table(df: pd.DataFrame) -> str:
-    """An escaped HTML table; floats with 4 significant digits, NaN as a dash."""
+    """An escaped HTML table, its columns named in words (`metric_names.name`); floats with
+    4 significant digits, NaN as a dash."""
     def fmt(x):
         return f"{x:,.4g}" if abs(x) < 1e6 else f"{x:,.0f}"
 
-    table = df.to_html(index=False, escape=True, na_rep="\u2013", float_format=fmt,
+    table = df.rename(columns=metric_names.name).to_html(index=False, escape=True, na_rep="\u2013", float_format=fmt,
                        border=0, classes="data")
     return f'<div class="scroll">{table}</div>'
 
