@@ -4,11 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import __version__
-from hierdp_core import dashboard as ui
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.mechanisms.base import list_mechanisms
+from hierdp_core.ui import session, widgets
 
-ui.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
+widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
                          f"{__version__}")
 st.markdown(
     "Publish counts at every level of a geography (nation › state › county, region › "
@@ -26,7 +26,7 @@ for col, sample in zip(cols, SAMPLES.values(), strict=True):
         st.markdown(f"**{sample.title}**  \n{sample.description}")
         st.caption(f"Levels: {' › '.join(sample.levels)} · licence: {sample.licence}")
         if st.button("Start with this sample", key=f"start_{sample.name}", type="primary"):
-            ui.load_sample_into_state(sample.name)
+            session.load_sample_into_state(sample.name)
             st.switch_page("pages/4_Results.py")
 
 st.subheader("The steps")
@@ -43,7 +43,7 @@ for path, label, what in [
     ("pages/9_Ranges.py", "Range queries", "age ranges by region and province (DAWA)"),
     ("pages/10_Compare.py", "Compare", "two configurations side by side on the same data"),
 ]:
-    ui.next_page(path, f"{label}: {what}")
+    widgets.next_page(path, f"{label}: {what}")
 
 st.subheader("Mechanisms")
 st.dataframe(pd.DataFrame([{

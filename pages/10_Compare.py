@@ -4,22 +4,22 @@ data: maps on one colour scale, the difference map, and the error by level."""
 import streamlit as st
 
 from hierdp_core import compare as cmp
-from hierdp_core import dashboard as ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.privacy.budget import SPLIT_PRESETS
+from hierdp_core.ui import map_layers, session, widgets
 from hierdp_core.viz import plotly_config
 
 STATE = "hd_compare_ab"  # (the sides, the data's settings key, Comparison)
 CURRENT = "current"
 METRICS = ["mae", "rmse", "mape", "max_abs_error", "tvd_accuracy", "share_over_10pct"]
 
-ui.page_header("Compare", "Two configurations released on the same data, side by side "
+widgets.page_header("Compare", "Two configurations released on the same data, side by side "
                           "(seeded exploration noise; the truth is shown for evaluation only).")
-data = ui.require_count_data()
+data = widgets.require_count_data()
 h = data.hierarchy
-s = ui.settings(h.n_levels)
+s = session.settings(h.n_levels)
 infos = {i.name: i for i in list_mechanisms("counts")}
 names = list(infos)
 splits = [CURRENT, *SPLIT_PRESETS]
@@ -35,9 +35,9 @@ sides = {}
 for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
     with column:
         st.subheader(f"Configuration {side}")
-        mechanism = ui.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
-        eps = st.select_slider("Total ε", list(ui.EPSILON_GRID), key=f"cmp_eps_{side}",
-                               value=s["epsilon"] if s["epsilon"] in ui.EPSILON_GRID else 1.0)
+        mechanism = widgets.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
+        eps = st.select_slider("Total ε", list(session.EPSILON_GRID), key=f"cmp_eps_{side}",
+                               value=s["epsilon"] if s["epsilon"] in session.EPSILON_GRID else 1.0)
         split = st.selectbox("Split over levels", splits, format_func=split_labels.get,
                              key=f"cmp_split_{side}")
         if same_seed and side == "B":
@@ -50,7 +50,7 @@ for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
             seed=int(seed), params={k: v for k, v in s["params"].items()
                                     if k in {p.name for p in infos[mechanism].parameters}})
 
-key = (sides["A"], sides["B"], ui.settings_key(s))
+key = (sides["A"], sides["B"], session.settings_key(s))
 stored = st.session_state.get(STATE)
 if stored is not None and stored[1].releases[0].hierarchy is not h:  # other data: redo
     stored = None
@@ -59,7 +59,7 @@ if st.button("Compare", type="primary", key="cmp_run") or stored is None:
         with st.spinner("Releasing both configurations…"):
             stored = (key, cmp.compare(data, sides["A"], sides["B"]))
     except HierdpError as exc:
-        ui.friendly_error(exc)
+        widgets.friendly_error(exc)
         st.stop()
     st.session_state[STATE] = stored
 comparison = stored[1]
@@ -77,13 +77,13 @@ with pick[1]:
     category = st.selectbox("Category", ["total", *(data.categories if data.has_categories
                                                     else [])], key="cmp_category")
 view = cmp.level_view(comparison, data, level, category)
-source = ui.map_sources(ui.ensure_dataset()["sample"], h).get(level)
+source = map_layers.map_sources(session.ensure_dataset()["sample"], h).get(level)
 if source is None:
     st.info("No map for this level (no bundled boundaries match its codes).")
 else:
-    names_shown = ui.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
-    figures = cmp.comparison_maps(ui.map_geojson(*source), view, labels, names=names_shown,
-                                  projection=ui.map_projection(source[0]))
+    names_shown = widgets.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
+    figures = cmp.comparison_maps(map_layers.map_geojson(*source), view, labels, names=names_shown,
+                                  projection=map_layers.map_projection(source[0]))
     for column, fig, tag in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
         column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",
                             config=plotly_config())

@@ -2,18 +2,18 @@
 
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_geo as geo_ui
-from hierdp_core import dashboard_input as inp
-from hierdp_core import dashboard_release as rel
-from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.loaders import read_table
 from hierdp_core.data.reshape import describe_shape, detect_wide
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.errors import HierdpError
+from hierdp_core.ui import geo as geo_ui
+from hierdp_core.ui import inputs as inp
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import session, widgets
+from hierdp_core.ui import structure as structure
 
-status_slot = ui.page_header("Data", "Load records or aggregated counts and tell hierdp what each column is.")
-ds = ui.ensure_dataset()
+status_slot = widgets.page_header("Data", "Load records or aggregated counts and tell hierdp what each column is.")
+ds = session.ensure_dataset()
 
 source, upload = st.columns([1, 1])
 with source:
@@ -25,7 +25,7 @@ with source:
     st.caption(f"{SAMPLES[choice].description}  \nSource: {SAMPLES[choice].source} · "
                f"licence: {SAMPLES[choice].licence}")
     if st.button("Load this sample", type="primary", key="load_sample"):
-        ui.load_sample_into_state(choice)
+        session.load_sample_into_state(choice)
         st.rerun()
 with upload:
     st.subheader("Your own file")
@@ -42,12 +42,12 @@ with upload:
         except HierdpError as exc:
             st.error(f"This file cannot be read: {exc}")
         else:
-            ui.set_dataset(uploaded.name, table)
-            st.session_state[ui.ROLES] = inp.default_roles(table)
+            session.set_dataset(uploaded.name, table)
+            st.session_state[session.ROLES] = inp.default_roles(table)
             st.session_state.pop(geo_ui.GEO, None)
             st.rerun()
 
-ds = ui.ensure_dataset()
+ds = session.ensure_dataset()
 raw = inp.raw_table()
 st.subheader(f"Preview: {ds['name']}")
 st.caption(f"{len(raw):,} rows × {len(raw.columns)} columns (first 200 rows shown). "
@@ -57,7 +57,7 @@ st.dataframe(raw.head(200), hide_index=True, width="stretch", height=260)
 if ds["sample"] is None:
     st.subheader("Shape of the table")
     current = inp.shape()
-    suggested = detect_wide(raw, ui.roles()["levels"])
+    suggested = detect_wide(raw, session.roles()["levels"])
     st.caption(f"Detected: **{describe_shape(suggested)}**. A wide table has one column per "
                "category (one per age band, sex or household size, as most census tables "
                "are); it is melted into one row per unit and category, the column names "
@@ -77,18 +77,18 @@ if ds["sample"] is None:
     except HierdpError as exc:
         st.error(f"These columns cannot be melted: {exc}")
     if inp.shape()["wide"]:
-        long = ui.ensure_dataset()["table"]
+        long = session.ensure_dataset()["table"]
         st.caption(f"The long table the release is made from: {len(long):,} rows "
                    f"({describe_shape(inp.shape()['wide'])} into {name!r} and "
                    f"{inp.COUNT!r}; first rows shown).")
         st.dataframe(long.head(12), hide_index=True, width="stretch", height=250)
 
-table = ui.ensure_dataset()["table"]
+table = session.ensure_dataset()["table"]
 st.subheader("Column roles")
-r = ui.roles()
+r = session.roles()
 columns = [str(c) for c in table.columns]
-levels = ui.level_picker(inp.table_key("roles_levels"))
-r = ui.roles()
+levels = widgets.level_picker(inp.table_key("roles_levels"))
+r = session.roles()
 count = inp.count_picker(table, levels, r["count_column"])
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
@@ -108,27 +108,27 @@ if ds["sample"] is None:
                          value=bool(r.get("ragged", False)),
                          key=inp.upload_key("roles_ragged"))
 names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
-ui.set_roles({"levels": levels, "count_column": count, "category_columns": categories,
+session.set_roles({"levels": levels, "count_column": count, "category_columns": categories,
               "local_codes": local, "missing": missing, "ragged": ragged,
               **({"name_columns": names} if names is not None else {})})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
     structure.choose(categories)
-ui.sidebar_status(status_slot)
+widgets.sidebar_status(status_slot)
 
 if not levels:
     st.warning("Choose at least one geography level.")
     st.stop()
 try:
-    data = ui.count_data()
+    data = session.count_data()
 except HierdpError as exc:
     st.error(f"These roles do not work yet: {inp.friendly(exc)}")
     st.stop()
-if ui.count_data_note():
-    st.info(f"Prepared: {ui.count_data_note()}.")
+if session.count_data_note():
+    st.info(f"Prepared: {session.count_data_note()}.")
 h = data.hierarchy
 declared = ds["sample"] is None and structure.state()["declared"]
-named = structure.geography_name_columns(levels) if declared else ui.name_columns(ds, levels)
+named = structure.geography_name_columns(levels) if declared else session.name_columns(ds, levels)
 where = ", from the geography file" if declared else ""
 st.caption(f"Unit names (public, used as labels in the release{where}): "
            + (", ".join(f"{lv} ← {col}" for lv, col in named.items()) if named else
@@ -142,4 +142,4 @@ st.success(
 rel.structure_note(data.declared_structure)
 if ds["sample"] is None:
     geo_ui.panel(h)
-ui.next_page("pages/2_Hierarchy.py", "Next: look at the hierarchy")
+widgets.next_page("pages/2_Hierarchy.py", "Next: look at the hierarchy")

@@ -2,19 +2,19 @@
 
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_input as inp
+from hierdp_core.ui import inputs as inp
+from hierdp_core.ui import session, widgets
 from hierdp_core.viz import hierarchy_treemap
 
-status_slot = ui.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
+status_slot = widgets.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
                             "sum of its children.")
-ui.ensure_dataset()
-levels = ui.level_picker(inp.table_key("hierarchy_levels"))  # new widget per table
-ui.sidebar_status(status_slot)
+session.ensure_dataset()
+levels = widgets.level_picker(inp.table_key("hierarchy_levels"))  # new widget per table
+widgets.sidebar_status(status_slot)
 if not levels:
     st.warning("Choose at least one geography level.")
     st.stop()
-data = ui.require_count_data()
+data = widgets.require_count_data()
 h = data.hierarchy
 totals = data.leaf_counts.sum(axis=1)
 
@@ -30,6 +30,6 @@ small = int((h.aggregate(totals)[h.level_slice(h.depth)] < 100).sum())
 st.caption(f"{small:,} of {h.n_leaves:,} units at the finest level have fewer than 100 people: "
            "their released counts will carry the largest relative error.")
 st.subheader("The tree (area = population)")
-st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=ui.all_display_names(data)),
+st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=widgets.all_display_names(data)),
                 width="stretch", key="treemap")
-ui.next_page("pages/3_Mechanism_and_budget.py", "Next: choose a mechanism and a budget")
+widgets.next_page("pages/3_Mechanism_and_budget.py", "Next: choose a mechanism and a budget")

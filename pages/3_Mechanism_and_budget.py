@@ -4,21 +4,21 @@ the noise and expected error per level before running anything."""
 import numpy as np
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.explain import ERROR_NAMES, explain
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
+from hierdp_core.ui import session, widgets
+from hierdp_core.ui import split as split_ui
 from hierdp_core.viz import ledger_figure
 
-status_slot = ui.page_header("Mechanism & budget",
+status_slot = widgets.page_header("Mechanism & budget",
                "How much privacy to spend, where, and what error it costs — known before "
                "running.")
-data = ui.require_count_data()
+data = widgets.require_count_data()
 h = data.hierarchy
-s = ui.settings(h.n_levels)
+s = session.settings(h.n_levels)
 
 infos = {i.name: i for i in list_mechanisms("counts")}
 left, right = st.columns([1, 1])
@@ -28,7 +28,7 @@ with left:
     s["mechanism"] = st.selectbox("Mechanism", names, index=names.index(s["mechanism"])
                                   if s["mechanism"] in names else 0, key="mech_name")
     info = infos[s["mechanism"]]
-    ui.warn_nonprivate(info)
+    widgets.warn_nonprivate(info)
     st.markdown(f"{info.description}  \n*{info.reference}*")
     badges = [("private" if info.private else "NOT private as published"),
               ("consistent non-negative integers" if info.consistent
@@ -62,13 +62,13 @@ with right:
                                format_func=labels.get, key="definition")
     if s["definition"] == "pure-dp":
         s["epsilon"] = st.select_slider("Total ε (log scale; smaller = more private)",
-                                        options=list(ui.EPSILON_GRID),
-                                        value=s["epsilon"] if s["epsilon"] in ui.EPSILON_GRID
+                                        options=list(session.EPSILON_GRID),
+                                        value=s["epsilon"] if s["epsilon"] in session.EPSILON_GRID
                                         else 1.0, key="epsilon")
     else:
         s["rho"] = st.select_slider("Total ρ (log scale; smaller = more private)",
-                                    options=list(ui.RHO_GRID),
-                                    value=s["rho"] if s["rho"] in ui.RHO_GRID else 0.5, key="rho")
+                                    options=list(session.RHO_GRID),
+                                    value=s["rho"] if s["rho"] in session.RHO_GRID else 0.5, key="rho")
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,
                                                                           1e-5], value=s["delta"],
                                       format_func=lambda d: f"{d:.0e}", key="delta")
@@ -89,18 +89,18 @@ if sum(weights) <= 0:
     st.error("At least one level needs a non-zero weight.")
     st.stop()
 s["weights"] = weights = split_ui.held_weights(weights)
-ui.sidebar_status(status_slot)
+widgets.sidebar_status(status_slot)
 st.caption("Weights are normalised, so the total budget stays fixed: shares "
            + split_ui.describe_shares(h, np.asarray(weights) / sum(weights)) + ".")
 with st.expander("Optimise the split", icon=":material/tune:", key=split_ui.OPEN,
                  on_change="rerun") as optimiser:
     if optimiser.open:  # computed only when opened
-        split_ui.optimiser_section(h, s, ui.budget_of(s), sample=ui.ensure_dataset()["sample"],
+        split_ui.optimiser_section(h, s, session.budget_of(s), sample=session.ensure_dataset()["sample"],
                                    declared=data.declared_structure)
 
 st.subheader("Before running: noise and expected error per cell")
 try:
-    ledger = get_mechanism(s["mechanism"]).ledger(data, ui.budget_of(s), split=weights,
+    ledger = get_mechanism(s["mechanism"]).ledger(data, session.budget_of(s), split=weights,
                                                   **s["params"])
 except HierdpError as exc:
     st.error(str(exc))
@@ -117,7 +117,7 @@ st.caption("Raw measurement noise per cell; consistency post-processing usually 
 
 with st.container(border=True, key="explain_panel"):
     st.subheader("In plain words", anchor="in-plain-words")
-    explanation = explain(data, s["mechanism"], ui.budget_of(s), weights, **s["params"])
+    explanation = explain(data, s["mechanism"], session.budget_of(s), weights, **s["params"])
     st.markdown(explanation.markdown())
     st.dataframe(**friendly_table(explanation.errors.round(2), **ERROR_NAMES), width="stretch")
-ui.next_page("pages/4_Results.py", "Next: run the release and look at the results")
+widgets.next_page("pages/4_Results.py", "Next: run the release and look at the results")

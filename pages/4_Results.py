@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_release as rel
-from hierdp_core import dashboard_split as split_ui
-from hierdp_core.dashboard_geo import label as geometry_label
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
+from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import split as split_ui
+from hierdp_core.ui.geo import label as geometry_label
 from hierdp_core.viz import (
     choropleth,
     metric_by_bin,
@@ -21,12 +21,12 @@ from hierdp_core.viz import (
     true_vs_released_scatter,
 )
 
-status_slot = ui.page_header("Results", "What the release looks like next to the truth (the truth is shown "
+status_slot = widgets.page_header("Results", "What the release looks like next to the truth (the truth is shown "
                           "here for evaluation only; it is never exported as a release).")
-data = ui.require_count_data()
+data = widgets.require_count_data()
 h = data.hierarchy
-s = ui.settings(h.n_levels)
-ds = ui.ensure_dataset()
+s = session.settings(h.n_levels)
+ds = session.ensure_dataset()
 
 run_cols = st.columns([2, 2, 1])
 with run_cols[0]:
@@ -40,23 +40,23 @@ with run_cols[2]:
     run = st.button("Run release", type="primary", key="run_release")
 budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp" else f"ρ = {s['rho']:g}")
 st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
-           + split_ui.describe_shares(h, ui.shares_of(s))
+           + split_ui.describe_shares(h, session.shares_of(s))
            + ". Change them on the Mechanism & budget page.")
 
-release = ui.current_release()
+release = session.current_release()
 if run or release is None:
     with st.status("Running the release…", expanded=False) as status:
         started = time.perf_counter()
         try:
-            release = ui.run_release(data, s, int(seed) if mode.startswith("Exploration")
+            release = session.run_release(data, s, int(seed) if mode.startswith("Exploration")
                                      else None)
         except Exception as exc:  # shown as a message, never a traceback
             status.update(label="The release failed", state="error")
-            ui.friendly_error(exc)
+            widgets.friendly_error(exc)
             st.stop()
         elapsed = time.perf_counter() - started
         status.update(label=f"Released {h.n_nodes:,} units in {elapsed:.2f} s", state="complete")
-    ui.sidebar_status(status_slot)
+    widgets.sidebar_status(status_slot)
 rel.verdict_box(release, data.declared_structure)
 
 truth = data.node_counts()
@@ -73,10 +73,10 @@ with pick[0]:
     level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
                          key="res_level")
-names = ui.node_display_names(data, level)
+names = widgets.node_display_names(data, level)
 sl = h.level_slice(level)
 with pick[1]:
-    parent_names = ui.node_display_names(data, level - 1) if level > 1 else np.array(["all"])
+    parent_names = widgets.node_display_names(data, level - 1) if level > 1 else np.array(["all"])
     options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
     default = 0 if h.level_size(level) <= 4000 or level == 1 else 1
     within = st.selectbox("Drill down: show the units inside", options, index=default,
@@ -105,8 +105,8 @@ codes = np.asarray(h.codes[level]).astype(str)[local]
 shown_names = names[local]
 
 # ---- maps -------------------------------------------------------------------------------
-source = ui.map_sources(ds["sample"], h).get(level)
-geojson = ui.map_geojson(*source) if source else None
+source = map_layers.map_sources(ds["sample"], h).get(level)
+geojson = map_layers.map_geojson(*source) if source else None
 if geojson is None:
     st.info("No map for this level (no bundled boundaries match its codes); see the charts "
             "below.")
@@ -126,7 +126,7 @@ else:
                                  colorbar_title="people" if not diverging else "error",
                                  diverging=diverging, log_scale=not diverging,
                                  value_range=None if diverging else vrange, height=360,
-                                 projection=ui.map_projection(source[0]) if within == "all"
+                                 projection=map_layers.map_projection(source[0]) if within == "all"
                                  else "mercator")  # albers usa cannot zoom to a unit
                 st.plotly_chart(fig, width="stretch", key=f"map_{title}",
                                 config=plotly_config())
@@ -163,4 +163,4 @@ if query:
     table = table[mask]
 st.dataframe(**friendly_table(table), width="stretch", height=320)
 st.caption(f"{len(table):,} units. Noisy values are the raw measurements before consistency.")
-ui.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")
+widgets.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")

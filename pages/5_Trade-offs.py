@@ -3,21 +3,21 @@ uncertainty bands; compare two budget splits."""
 
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_split as split_ui
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.metrics import METRICS as ALL_METRICS
+from hierdp_core.ui import session, widgets
+from hierdp_core.ui import split as split_ui
 from hierdp_core.viz import split_comparison_figure, sweep_figure
 
 MAX_RUNS = 300
 METRICS = [m for m in ALL_METRICS if m != "consistency_violations"]
 
-ui.page_header("Trade-offs", "How error falls as the budget grows, for several mechanisms, "
+widgets.page_header("Trade-offs", "How error falls as the budget grows, for several mechanisms, "
                              "with the spread over repeated runs.")
-data = ui.require_count_data()
+data = widgets.require_count_data()
 h = data.hierarchy
 
 names = [i.name for i in list_mechanisms("counts")]
@@ -26,7 +26,7 @@ with c1:
     mechanisms = st.multiselect("Mechanisms", names, default=[n for n in ("raw-geometric",
                                 "least-squares", "topdown") if n in names], key="sw_mechs")
 with c2:
-    epsilons = st.multiselect("ε values", list(ui.EPSILON_GRID),
+    epsilons = st.multiselect("ε values", list(session.EPSILON_GRID),
                               default=[0.1, 0.5, 1.0, 2.0, 5.0], key="sw_eps")
 with c3:
     trials = st.slider("Trials each", 1, 20, 5, key="sw_trials")
@@ -47,16 +47,16 @@ if st.button("Run the sweep", type="primary", disabled=not mechanisms or not eps
     bar = st.progress(0.0, text="Sweeping…")
     try:
         result = sweep(data, mechanisms, sorted(epsilons), trials,
-                       split=ui.settings(h.n_levels)["weights"], max_runs=MAX_RUNS,
+                       split=session.settings(h.n_levels)["weights"], max_runs=MAX_RUNS,
                        progress=lambda done, total: bar.progress(done / total,
                                                                  text=f"{done}/{total} runs"))
     except HierdpError as exc:
         st.error(str(exc))
     else:
-        st.session_state[ui.SWEEP] = result
+        st.session_state[session.SWEEP] = result
     bar.empty()
 
-runs_df = st.session_state.get(ui.SWEEP)
+runs_df = st.session_state.get(session.SWEEP)
 if runs_df is not None and len(runs_df):
     summary = summarise(runs_df, metric)
     st.plotly_chart(sweep_figure(summary, metric=metric, level_name=h.level_names[level],
@@ -77,7 +77,7 @@ with s2:
 with s3:
     cmp_mech = st.selectbox("Mechanism", names, index=names.index("topdown"), key="cmp_mech")
 with s4:
-    cmp_eps = st.select_slider("ε", list(ui.EPSILON_GRID), value=1.0, key="cmp_eps")
+    cmp_eps = st.select_slider("ε", list(session.EPSILON_GRID), value=1.0, key="cmp_eps")
 if st.button("Compare", key="cmp_run"):
     try:
         st.session_state["hd_compare"] = compare_splits(

@@ -6,9 +6,6 @@ import json
 
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_config as config_ui
-from hierdp_core import dashboard_release as rel
 from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
@@ -20,6 +17,9 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
 from hierdp_core.report_pdf import chromium_path, report_pdf
 from hierdp_core.report_stakeholder import report_html
+from hierdp_core.ui import config as config_ui
+from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import release as rel
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
@@ -40,10 +40,10 @@ def load_config() -> None:
             f"Note: {n}." for n in notes))
 
 
-ui.page_header("Export", "Download the released tables and their manifest.")
-data = ui.require_count_data()
+widgets.page_header("Export", "Download the released tables and their manifest.")
+data = widgets.require_count_data()
 h = data.hierarchy
-release = ui.current_release()
+release = session.current_release()
 with st.expander("Configuration: save it, or load a saved one", icon=":material/settings:",
                  expanded=release is None):
     st.download_button("Save the configuration (JSON)",
@@ -57,13 +57,13 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
     if loaded:
         (st.success if loaded[0] else st.error)(loaded[1])
         if loaded[0]:
-            ui.next_page("pages/4_Results.py", "See the release on the Results page")
+            widgets.next_page("pages/4_Results.py", "See the release on the Results page")
 if release is None:
     st.info("No release for the current settings yet.")
-    ui.next_page("pages/4_Results.py", "Run it on the Results page")
+    widgets.next_page("pages/4_Results.py", "Run it on the Results page")
     st.stop()
-ds = ui.ensure_dataset()
-r = ui.roles()
+ds = session.ensure_dataset()
+r = session.roles()
 input_spec = {"file": ds["name"], "query": "counts", "levels": r["levels"],
               "count_column": r["count_column"], "category_columns": r["category_columns"],
               "local_codes": r["local_codes"]}
@@ -75,8 +75,8 @@ if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
 secure = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
                                structure_declared=data.declared_structure, heading=False,
-                               redraw=lambda: with_intervals(ui.release_for(
-                                   data, ui.settings(h.n_levels), NoiseSource(secure=True))))
+                               redraw=lambda: with_intervals(session.release_for(
+                                   data, session.settings(h.n_levels), NoiseSource(secure=True))))
 shown = secure if secure is not None else release
 table = shown.to_frame()
 manifest = manifest_bytes(shown, structure_declared=data.declared_structure,
@@ -94,7 +94,7 @@ with preview:
 with about:
     st.json(json.loads(manifest), expanded=1)
 
-sources = ui.map_sources(ds["sample"], h)
+sources = map_layers.map_sources(ds["sample"], h)
 geo_levels = list(sources)
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
@@ -125,9 +125,9 @@ if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
         st.session_state[STAKEHOLDER] = ((rel.release_token(release), evaluate), report_html(
             release, data, config_ui.current_config(release).to_dict(),
             structure_declared=data.declared_structure, evaluation=evaluate,
-            geometries={lv: (level_geojson(*src), ui.map_projection(src[0]))
+            geometries={lv: (level_geojson(*src), map_layers.map_projection(src[0]))
                         for lv, src in sources.items()},
-            sweep=st.session_state.get(ui.SWEEP) if evaluate else None))
+            sweep=st.session_state.get(session.SWEEP) if evaluate else None))
 prepared = st.session_state.get(STAKEHOLDER)
 if prepared and prepared[0] == (rel.release_token(release), evaluate):
     stem = ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report"
@@ -160,9 +160,9 @@ if st.button("Prepare the evaluation report", key="prep_report"):
             data.node_counts()[leaf].sum(axis=1), release.values[leaf].sum(axis=1),
             level_name=h.level_names[h.depth]),
     }
-    st.session_state[ui.REPORT] = (rel.release_token(release),
+    st.session_state[session.REPORT] = (rel.release_token(release),
                                    evaluation_report_html(release, data, metrics, figures))
-report = st.session_state.get(ui.REPORT)
+report = st.session_state.get(session.REPORT)
 if report and report[0] == rel.release_token(release):
     st.download_button("Download the CONFIDENTIAL report (HTML)", report[1],
                        "CONFIDENTIAL_evaluation_report.html", "text/html", key="dl_report")

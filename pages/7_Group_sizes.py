@@ -8,9 +8,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_release as rel
-from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
@@ -21,11 +18,14 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.ui import map_layers, samples, session, widgets
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import sources as sources
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
 
 GS_DATA_KEY = "hd_gs_data_key"
 
-ui.page_header("Group sizes", "How many households of each size live in every region: size "
+widgets.page_header("Group sizes", "How many households of each size live in every region: size "
                               "histograms that add up over the hierarchy, with the number "
                               "of households kept exact.")
 MODEL = ("The number of households of every region is public by the model; who lives with "
@@ -33,7 +33,7 @@ MODEL = ("The number of households of every region is public by the model; who l
          "household).")
 upload = sources.choose_source("gs", "bundled households (US counties)")
 if upload is None:
-    data, data_key, geometry = ui.group_size_data(), "sample", ui.GS_SAMPLE_GEOMETRY
+    data, data_key, geometry = samples.group_size_data(), "sample", samples.GS_SAMPLE_GEOMETRY
     spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],
             "size_column": "size", "count_column": "households", "max_size": data.max_size}
     h = data.hierarchy
@@ -46,22 +46,22 @@ else:
     st.caption(f"{upload['name']}: {data.total_groups:,} households in "
                f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
                f"households counted as {data.max_size:,}). " + MODEL)
-view = sources.on_data(GS_DATA_KEY, upload, data_key, (ui.GS_RELEASE, ui.GS_SWEEP))
+view = sources.on_data(GS_DATA_KEY, upload, data_key, (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
 with left:
-    name = ui.mechanism_picker(infos, ui.GS_DEFAULT_MECHANISM, "gs_mechanism")
+    name = widgets.mechanism_picker(infos, samples.GS_DEFAULT_MECHANISM, "gs_mechanism")
     names = list(infos)
 with right:
-    epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID), value=1.0,
+    epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID), value=1.0,
                                key="gs_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="gs_seed")
     run = st.button("Run release", type="primary", key="gs_run")
 
 key = (name, epsilon, int(seed))
-state = st.session_state.get(ui.GS_RELEASE)
+state = st.session_state.get(session.GS_RELEASE)
 
 
 def release_with(source: NoiseSource):
@@ -82,7 +82,7 @@ if run or state is None or state[0] != key:
         status.update(label=f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes "
                             f"in {elapsed:.2f} s", state="complete")
     state = (key, release, group_size_metrics(data, release.values))
-    st.session_state[ui.GS_RELEASE] = state
+    st.session_state[session.GS_RELEASE] = state
 _, release, metrics = state
 rel.verdict_box(release, data.declared_structure)
 truth = data.node_counts()
@@ -99,7 +99,7 @@ with pick[0]:
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
                          key=f"gs_level{view}")
 sl = h.level_slice(level)
-names_level = ui.node_display_names(data, level)
+names_level = widgets.node_display_names(data, level)
 with pick[1]:
     region = st.selectbox("Region", list(range(h.level_size(level))),
                           format_func=lambda i: names_level[i], key=f"gs_region{view}")
@@ -111,8 +111,8 @@ with c1:
                                           region=str(names_level[region])),
                     width="stretch", key="gs_hist")
 with c2:
-    source = ui.map_sources(geometry, h).get(level)
-    geojson = ui.map_geojson(*source) if source else None
+    source = map_layers.map_sources(geometry, h).get(level)
+    geojson = map_layers.map_geojson(*source) if source else None
     node_emd = emd(truth[sl], release.values[sl]).astype(float)
     if geojson is None:
         st.info("No map for this level." if geometry else
@@ -122,17 +122,17 @@ with c2:
         st.plotly_chart(choropleth(geojson, codes, node_emd, title="Earth mover's distance "
                                    "per region (released vs true)", colorbar_title="people",
                                    names=names_level, log_scale=True, height=420,
-                                   projection=ui.map_projection(source[0])),
+                                   projection=map_layers.map_projection(source[0])),
                         width="stretch", key="gs_map", config=plotly_config())
 
 st.divider()
-chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
-    "gs", names, ui.GS_SWEEP_DEFAULT, [0.1, 0.5, 1.0],
+chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
+    "gs", names, samples.GS_SWEEP_DEFAULT, [0.1, 0.5, 1.0],
     {"l1": "L1 error", "emd_mean": "mean EMD per region"})
 if clicked:
-    ui.run_sweep(ui.GS_SWEEP, lambda progress: group_size_sweep(
+    widgets.run_sweep(session.GS_SWEEP, lambda progress: group_size_sweep(
         data, chosen, eps_grid, trials, max_runs=60, progress=progress))
-runs = st.session_state.get(ui.GS_SWEEP)
+runs = st.session_state.get(session.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
                                key="gs_sw_level")

@@ -7,9 +7,6 @@ import time
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_release as rel
-from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.flows.experiments import flow_sweep
 from hierdp_core.flows.figures import (
@@ -27,6 +24,9 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.ui import map_layers, samples, session, widgets
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import sources as sources
 from hierdp_core.viz import plotly_config
 
 DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
@@ -42,12 +42,12 @@ def _shown(values, fmt: str) -> list[str]:
     return ["–" if pd.isna(v) else format(v, fmt) for v in values]
 
 
-ui.page_header("Flows", "Trips between areas (origin → destination) released at every level "
+widgets.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                         "of the geography: state to state, state to airport, airport to "
                         "airport, all adding up, with the number of trips kept exact.")
 upload = sources.choose_source("fl", "bundled US flights (airports)")
 if upload is None:
-    data, data_key, spec, counted = ui.flow_data(), "sample", SAMPLE_SPEC, "flights"
+    data, data_key, spec, counted = samples.flow_data(), "sample", SAMPLE_SPEC, "flights"
     geo = data.geography
     st.caption(f"Bundled sample: {data.n:,} US domestic flights of 2008 between "
                f"{geo.level_size(2):,} airports in {geo.level_size(1)} states and territories "
@@ -61,13 +61,13 @@ else:
     st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
-view = sources.on_data(FLOW_DATA_KEY, upload, data_key, (ui.FLOW_RELEASE, ui.FLOW_SWEEP))
+view = sources.on_data(FLOW_DATA_KEY, upload, data_key, (session.FLOW_RELEASE, session.FLOW_SWEEP))
 rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("flows")}
 
 left, right = st.columns([3, 2])
 with left:
-    name = ui.mechanism_picker(infos, ui.FLOW_DEFAULT_MECHANISM, "fl_mechanism")
+    name = widgets.mechanism_picker(infos, samples.FLOW_DEFAULT_MECHANISM, "fl_mechanism")
     names = list(infos)
     params = {p.name: st.radio(p.name.replace("_", " ").capitalize(), p.choices,
                                index=p.choices.index(p.default), horizontal=True, help=p.help,
@@ -76,7 +76,7 @@ with left:
     if name == "tda-linf-milp":
         st.caption("Solves one integer program per released parent: 10-20 s on this sample.")
 with right:
-    epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
+    epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
                                value=1.0, key="fl_epsilon")
     delta = st.selectbox("δ", DELTAS, index=DELTAS.index(1e-8), key="fl_delta",
                          format_func=lambda d: f"{d:.0e}")
@@ -91,7 +91,7 @@ with right:
 
 key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.items())),
        int(seed))
-state = st.session_state.get(ui.FLOW_RELEASE)
+state = st.session_state.get(session.FLOW_RELEASE)
 
 
 def release_with(source: NoiseSource):
@@ -110,7 +110,7 @@ if run or state is None or state[0] != key:
             st.stop()
         seconds = time.perf_counter() - started
     state = (key, release, flow_metrics(data, release), seconds)
-    st.session_state[ui.FLOW_RELEASE] = state
+    st.session_state[session.FLOW_RELEASE] = state
 _, release, metrics, seconds = state
 rel.verdict_box(release, data.declared_structure)
 
@@ -161,14 +161,14 @@ st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_lev
 # ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
 if upload is None:  # the airports' public positions, states drawn underneath
-    states_fc = level_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state")
-    base = (ui.map_geojson(ui.FLOW_SAMPLE_GEOMETRY, "state"),
+    states_fc = level_geojson(samples.FLOW_SAMPLE_GEOMETRY, "state")
+    base = (map_layers.map_geojson(samples.FLOW_SAMPLE_GEOMETRY, "state"),
             [f["id"] for f in states_fc["features"]]) if states_fc else None
-    positions = ui.flow_coordinates()
+    positions = samples.flow_coordinates()
     layers = {1: (positions["state"], base, "albers usa"),
               geo.depth: (positions["airport"], base, "albers usa")}
 else:  # bundled centroids, when the table's codes match bundled boundaries
-    layers = ui.matched_flow_layers(geo)
+    layers = map_layers.matched_flow_layers(geo)
 if not layers:
     st.info("No flow map: no bundled boundaries match the codes of your table's areas, so "
             "their positions are not known.")
@@ -235,16 +235,16 @@ else:
 
 # ---- epsilon sweep -----------------------------------------------------------------------
 st.divider()
-chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
-    "fl", names, ui.FLOW_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
+chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
+    "fl", names, samples.FLOW_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
     {"max_abs_error": "max |error|", "rmse": "RMSE", "mae": "MAE"})
 st.caption(f"Each mechanism with its default options and the uniform split, at (ε, δ = "
            f"{delta:.0e}); trial t uses seed t for every mechanism. Right panel: false "
            "discovery rate.")
 if clicked:
-    ui.run_sweep(ui.FLOW_SWEEP, lambda progress: flow_sweep(
+    widgets.run_sweep(session.FLOW_SWEEP, lambda progress: flow_sweep(
         data, chosen, eps_grid, trials, delta=delta, max_runs=90, progress=progress))
-runs = st.session_state.get(ui.FLOW_SWEEP)
+runs = st.session_state.get(session.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
                                key="fl_sw_level")

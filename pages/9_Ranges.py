@@ -9,9 +9,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_release as rel
-from hierdp_core import dashboard_sources as sources
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.experiments import mean_by_level
@@ -30,6 +27,9 @@ from hierdp_core.ranges.figures import (
     range_sweep_figure,
 )
 from hierdp_core.ranges.workloads import bands, named_workload
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import samples, session, widgets
+from hierdp_core.ui import sources as sources
 from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
@@ -76,7 +76,7 @@ def method_runs(data, names, epsilons, trials: int, seed: int, progress=None):
                            seed=seed, max_runs=60, progress=progress)
 
 
-ui.page_header("Range queries", "How many people aged a to b live in each region and "
+widgets.page_header("Range queries", "How many people aged a to b live in each region and "
                                 "province? Histograms over single years of age released at "
                                 "every level of the geography: they add up, and any range "
                                 "of ages can be summed from them.")
@@ -89,11 +89,11 @@ else:
 cells = f"{cell}s"
 infos = {i.name: i for i in list_mechanisms("ranges")}
 names = list(infos)
-label = ui.mechanism_label(infos, NOT_ESTABLISHED)
+label = widgets.mechanism_label(infos, NOT_ESTABLISHED)
 
 left, middle, right = st.columns([5, 3, 3])
 with left:
-    name = ui.mechanism_picker(infos, ui.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
+    name = widgets.mechanism_picker(infos, samples.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
                                not_private=NOT_ESTABLISHED)
     options = [p for p in infos[name].parameters if p.name != "rho"]
     params = {p.name: param_widget(name, p) for p in infos[name].parameters
@@ -108,7 +108,7 @@ with middle:
         st.caption("Slower: a DAWA release then takes 1-3 s (the reference mode up to 10 s) "
                    "and 43 MB of tables, so it runs only when you press Run release."
                    if municipalities else "Levels: Italy › 20 regions › 107 provinces.")
-    epsilon = st.select_slider("Total ε (log scale)", options=list(ui.EPSILON_GRID),
+    epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
                                value=1.0, key="rg_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="rg_seed")
 with right:
@@ -129,19 +129,19 @@ with right:
 
 if upload is None:
     levels = LEVELS + (("municipality",) if municipalities else ())
-    base, data_key = ui.range_data(levels), levels
-    spec = {"query": "ranges", "sample": ui.RANGE_SAMPLE, "levels": list(levels),
+    base, data_key = samples.range_data(levels), levels
+    spec = {"query": "ranges", "sample": samples.RANGE_SAMPLE, "levels": list(levels),
             "attribute": "age", "count_column": "residents"}
 h = base.hierarchy
 try:
     data = base.with_workload(workload_of(kind, base.values, text))
 except HierdpError as exc:
-    ui.friendly_error(exc)
+    widgets.friendly_error(exc)
     st.stop()
 view = sources.on_data(RANGE_DATA_KEY, upload, data_key,
-                      (ui.RANGE_RELEASE, ui.RANGE_COMPARE, ui.RANGE_SWEEP))
+                      (session.RANGE_RELEASE, session.RANGE_COMPARE, session.RANGE_SWEEP))
 rel.structure_note(data.declared_structure)
-path = " › ".join(f"{h.level_size(lv):,} {ui.plural(h.level_names[lv])}"
+path = " › ".join(f"{h.level_size(lv):,} {widgets.plural(h.level_names[lv])}"
                   for lv in range(1, h.n_levels))
 workload_text = (f"the workload of this release: **{data.workload.name}, "
                  f"{data.workload.m:,} queries** per unit. Neighbours: one person added or "
@@ -159,7 +159,7 @@ else:
 
 key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
        text if kind == "bands" else None, int(seed))
-state = st.session_state.get(ui.RANGE_RELEASE)
+state = st.session_state.get(session.RANGE_RELEASE)
 
 
 def release_with(source: NoiseSource):
@@ -176,11 +176,11 @@ if run or state is None or state[0] != key:
         try:
             release = release_with(NoiseSource(seed=int(seed)))
         except HierdpError as exc:
-            ui.friendly_error(exc)
+            widgets.friendly_error(exc)
             st.stop()
         seconds = time.perf_counter() - started
     state = (key, release, range_metrics(data, release.values), seconds)
-    st.session_state[ui.RANGE_RELEASE] = state
+    st.session_state[session.RANGE_RELEASE] = state
 _, release, metrics, seconds = state
 
 # ---- privacy: the budget per level --------------------------------------------------------
@@ -234,7 +234,7 @@ with pick[0]:
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
                          key=f"rg_level{view}")
 sl = h.level_slice(level)
-shown = ui.node_display_names(base, level) if level else [root_name]
+shown = widgets.node_display_names(base, level) if level else [root_name]
 largest = int(release.values[sl].sum(axis=1).argmax())  # by released totals: no leak
 with pick[1]:
     unit = st.selectbox("Unit (default: the largest released)", range(h.level_size(level)),
@@ -266,7 +266,7 @@ st.subheader(f"Workload error by method at ε = {epsilon:g}")
 k1, k2 = st.columns([5, 1], vertical_alignment="bottom")
 with k1:
     others = st.multiselect("Compare with", names, format_func=label, key="rg_cmp_mechs",
-                            default=[n for n in ui.RANGE_BASELINES if n != name])
+                            default=[n for n in samples.RANGE_BASELINES if n != name])
 with k2:
     compare = st.button("Compare", key="rg_cmp_run", disabled=not others)
 if compare:
@@ -279,8 +279,8 @@ if compare:
             frames.append(method_runs(data, rest, [epsilon], 1, int(seed), progress))
         return key, pd.concat(frames, ignore_index=True)
 
-    ui.run_sweep(ui.RANGE_COMPARE, compare_runs)
-compared = st.session_state.get(ui.RANGE_COMPARE)
+    widgets.run_sweep(session.RANGE_COMPARE, compare_runs)
+compared = st.session_state.get(session.RANGE_COMPARE)
 if compared is not None and compared[0] == key:
     per_method = compared[1]
     table = mean_by_level(per_method, "mean_query_error").round(2)
@@ -298,16 +298,16 @@ else:
 
 # ---- epsilon sweep ------------------------------------------------------------------------
 st.divider()
-chosen, eps_grid, trials, metric, clicked = ui.sweep_controls(
-    "rg", names, ui.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
+chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
+    "rg", names, samples.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
     {k: v[0] for k, v in RANGE_METRICS.items()}, format_func=label)
 st.caption(f"Each method with its default options and the uniform split on the workload "
            f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes up to a "
            "second per release (1-3 s with the municipalities).")
 if clicked:
-    ui.run_sweep(ui.RANGE_SWEEP, lambda progress: method_runs(data, chosen, eps_grid, trials,
+    widgets.run_sweep(session.RANGE_SWEEP, lambda progress: method_runs(data, chosen, eps_grid, trials,
                                                               int(seed), progress))
-runs = st.session_state.get(ui.RANGE_SWEEP)
+runs = st.session_state.get(session.RANGE_SWEEP)
 if runs is not None and len(runs):
     sweep_levels = list(pd.unique(runs["level_name"]))
     with st.columns([1, 3])[0]:

@@ -24,12 +24,12 @@ def page(path: str, sample: str | None = None) -> AppTest:
     if path != "app.py":
         at.switch_page(path)
     if sample is not None:
-        from hierdp_core import dashboard as ui
+        from hierdp_core.ui import session
 
         s = SAMPLES[sample]
-        at.session_state[ui.DATASET] = {"name": s.title, "sample": sample,
+        at.session_state[session.DATASET] = {"name": s.title, "sample": sample,
                                          "table": s.loader(), "version": 1}
-        at.session_state[ui.ROLES] = {"levels": list(s.levels), "count_column": s.count_column,
+        at.session_state[session.ROLES] = {"levels": list(s.levels), "count_column": s.count_column,
                                        "category_columns": list(s.category_columns),
                                        "local_codes": False}
     return at
@@ -49,11 +49,11 @@ def test_every_page_renders_on_every_sample(path, sample):
 
 
 def test_results_page_runs_a_consistent_release():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     at = page("pages/4_Results.py", next(iter(SAMPLES))).run()
     assert_clean(at)
-    release = at.session_state[ui.RELEASE]
+    release = at.session_state[session.RELEASE]
     h = release.hierarchy
     assert h.consistency_violations(release.values) == 0
     assert (release.values >= 0).all() and release.is_integer
@@ -63,21 +63,21 @@ def test_results_page_runs_a_consistent_release():
 
 
 def test_bad_table_shows_a_message_not_a_traceback():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     bad = pd.DataFrame({"state": ["A", "B"], "county": ["x", "x"], "n": [3, -1]})
     at = page("pages/1_Data.py")
-    at.session_state[ui.DATASET] = {"name": "bad.csv", "sample": None, "table": bad,
+    at.session_state[session.DATASET] = {"name": "bad.csv", "sample": None, "table": bad,
                                      "version": 1}
-    at.session_state[ui.ROLES] = {"levels": ["state", "county"], "count_column": "n",
+    at.session_state[session.ROLES] = {"levels": ["state", "county"], "count_column": "n",
                                    "category_columns": [], "local_codes": False}
     at.run()
     assert not at.exception
     assert at.error and "more than one" in at.error[0].value
     for path in ("pages/4_Results.py", "pages/2_Hierarchy.py"):
         at2 = page(path)
-        at2.session_state[ui.DATASET] = at.session_state[ui.DATASET]
-        at2.session_state[ui.ROLES] = at.session_state[ui.ROLES]
+        at2.session_state[session.DATASET] = at.session_state[session.DATASET]
+        at2.session_state[session.ROLES] = at.session_state[session.ROLES]
         at2.run()
         assert not at2.exception and at2.error
 
@@ -87,12 +87,12 @@ def test_mechanism_page_changes_the_ledger():
     assert_clean(at)
     at.select_slider(key="epsilon").set_value(0.1).run()
     assert_clean(at)
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
-    assert at.session_state[ui.SETTINGS]["epsilon"] == 0.1
+    assert at.session_state[session.SETTINGS]["epsilon"] == 0.1
     at.radio(key="definition").set_value("zcdp").run()
     assert_clean(at)
-    assert at.session_state[ui.SETTINGS]["definition"] == "zcdp"
+    assert at.session_state[session.SETTINGS]["definition"] == "zcdp"
 
 
 def test_tradeoff_sweep_runs():
@@ -101,39 +101,39 @@ def test_tradeoff_sweep_runs():
     at.slider(key="sw_trials").set_value(2)
     at.button(key="sw_run").click().run()
     assert_clean(at)
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
-    assert len(at.session_state[ui.SWEEP]) > 0
+    assert len(at.session_state[session.SWEEP]) > 0
 
 
 def test_group_sizes_page_releases_and_sweeps():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import samples, session
 
     at = page("pages/7_Group_sizes.py").run()
     assert_clean(at)
-    _, release, metrics = at.session_state[ui.GS_RELEASE]
+    _, release, metrics = at.session_state[session.GS_RELEASE]
     h = release.hierarchy
-    assert release.mechanism == ui.GS_DEFAULT_MECHANISM == "gs-kuo-hierarchical"
+    assert release.mechanism == samples.GS_DEFAULT_MECHANISM == "gs-kuo-hierarchical"
     assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
     assert (metrics["faithfulness_gap"] == 0).all()
     at.selectbox(key="gs_mechanism").select("gs-noisy").run()
     assert_clean(at)
-    assert at.session_state[ui.GS_RELEASE][1].mechanism == "gs-noisy"
+    assert at.session_state[session.GS_RELEASE][1].mechanism == "gs-noisy"
     at.button(key="gs_sw_run").click().run()
     assert_clean(at)
-    runs = at.session_state[ui.GS_SWEEP]
+    runs = at.session_state[session.GS_SWEEP]
     assert set(runs["mechanism"]) == {"gs-topdown", "gs-kuo-hierarchical"}
     assert len(runs) == 2 * 3 * 2 * 3  # mechanisms x epsilons x trials x levels
 
 
 def test_flows_page_releases_maps_and_sweeps():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import samples, session
 
     at = page("pages/8_Flows.py").run()
     assert_clean(at)
-    _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    _, release, metrics, _ = at.session_state[session.FLOW_RELEASE]
     assert release.mechanism == "inftda" and release.consistency_violations() == 0
-    assert release.total() == ui.flow_data().n
+    assert release.total() == samples.flow_data().n
     [shown] = [d.value for d in at.dataframe if "Largest absolute error" in d.value.columns]
     assert len(shown) == 5 and shown["Largest absolute error"].iloc[0] == 0
     assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
@@ -143,7 +143,7 @@ def test_flows_page_releases_maps_and_sweeps():
     assert_clean(at)
     at.select_slider(key="fl_epsilon").set_value(0.1).run()
     assert_clean(at)
-    key, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    key, release, metrics, _ = at.session_state[session.FLOW_RELEASE]
     assert release.mechanism == "tda-l2" and key[1] == 0.1
     assert release.privacy["epsilon_tight"] == pytest.approx(0.1)
     for level, show in [(4, "false positives"), (2, "true")]:
@@ -153,8 +153,8 @@ def test_flows_page_releases_maps_and_sweeps():
     charts = len(at.get("plotly_chart"))
     at.button(key="fl_sw_run").click().run()
     assert_clean(at)
-    runs = at.session_state[ui.FLOW_SWEEP]
-    assert set(runs["mechanism"]) == set(ui.FLOW_SWEEP_DEFAULT)
+    runs = at.session_state[session.FLOW_SWEEP]
+    assert set(runs["mechanism"]) == set(samples.FLOW_SWEEP_DEFAULT)
     assert len(runs) == 3 * 3 * 2 * 5  # mechanisms x epsilons x trials x levels
     assert at.selectbox(key="fl_sw_level").value == "airport>airport"
     assert len(at.get("plotly_chart")) == charts + 1  # the sweep
@@ -163,22 +163,22 @@ def test_flows_page_releases_maps_and_sweeps():
 
 
 def test_ranges_page_releases_compares_and_sweeps():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import samples, session, widgets
 
     at = page("pages/9_Ranges.py").run()
     assert_clean(at)
     # the partition's display: by default DAWA skips it on the provinces at epsilon 1 (their
     # release says it does not pay), "always" runs it
     at.radio(key="rg_dawa_partition_if").set_value("always").run()
-    key, release, metrics, seconds = at.session_state[ui.RANGE_RELEASE]
-    data = ui.range_data(("region", "province"))
+    key, release, metrics, seconds = at.session_state[session.RANGE_RELEASE]
+    data = samples.range_data(("region", "province"))
     h = data.hierarchy
     assert release.mechanism == "dawa" and key[0] == ("region", "province")
     assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
     assert release.values.shape == (h.n_nodes, 101) and release.edges is not None
     assert list(metrics["level_name"]) == ["total", "region", "province"]
     unit = at.selectbox(key="rg_unit_2").value  # the largest released province: Rome
-    assert ui.node_display_names(data, 2)[unit] == "Roma (058)"
+    assert widgets.node_display_names(data, 2)[unit] == "Roma (058)"
     assert len(at.get("plotly_chart")) == 2  # histogram with buckets, cumulative curves
     fig = at.get("plotly_chart")[0].proto.spec
     assert "buckets" in fig and '"type":"rect"' in fig.replace(" ", "")
@@ -189,16 +189,16 @@ def test_ranges_page_releases_compares_and_sweeps():
     assert kept > 60 and len(hint) == 1 and f"kept on average {kept:.0f} of the 101" in hint[0]
     at.radio(key="rg_workload").set_value("bands").run()
     assert_clean(at)
-    assert at.session_state[ui.RANGE_RELEASE][0][4] == "bands"
+    assert at.session_state[session.RANGE_RELEASE][0][4] == "bands"
     at.selectbox(key="rg_mechanism").select("greedy-h").run()
     assert_clean(at)
-    assert at.session_state[ui.RANGE_RELEASE][1].mechanism == "greedy-h"
+    assert at.session_state[session.RANGE_RELEASE][1].mechanism == "greedy-h"
     assert "no partition" in at.get("plotly_chart")[0].proto.spec
     assert not [i for i in at.info if "buckets of their own" in i.value]
     at.multiselect(key="rg_cmp_mechs").set_value(["identity", "privelet", "h2"])
     at.button(key="rg_cmp_run").click().run()
     assert_clean(at)
-    _, runs = at.session_state[ui.RANGE_COMPARE]
+    _, runs = at.session_state[session.RANGE_COMPARE]
     assert list(pd.unique(runs["mechanism"])) == ["greedy-h (this release)", "identity",
                                                   "privelet", "h2"]
     assert len(at.get("plotly_chart")) == 3
@@ -206,7 +206,7 @@ def test_ranges_page_releases_compares_and_sweeps():
     at.multiselect(key="rg_sw_eps").set_value([0.1, 1.0])
     at.button(key="rg_sw_run").click().run()
     assert_clean(at)
-    assert len(at.session_state[ui.RANGE_SWEEP]) == 2 * 2 * 2 * 3  # mechs x eps x trials x levels
+    assert len(at.session_state[session.RANGE_SWEEP]) == 2 * 2 * 2 * 3  # mechs x eps x trials x levels
     assert at.selectbox(key="rg_sw_level").value == "province"
     at.selectbox(key="rg_mechanism").select("dawa-reference").run()
     assert not at.exception
@@ -216,11 +216,11 @@ def test_ranges_page_releases_compares_and_sweeps():
 def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str],
              count_column: str | None = None) -> AppTest:
     """``at`` with ``table`` as the table uploaded on the Data page."""
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
-    at.session_state[ui.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+    at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
                                      "version": 1}
-    at.session_state[ui.ROLES] = {"levels": levels, "count_column": count_column,
+    at.session_state[session.ROLES] = {"levels": levels, "count_column": count_column,
                                    "category_columns": [], "local_codes": False}
     return at
 
@@ -235,7 +235,7 @@ def test_query_pages_without_an_upload_say_where_to_get_one():
 
 
 def test_group_sizes_page_on_an_uploaded_table():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     people = pd.DataFrame({"state": ["A"] * 7 + ["B"] * 5,
                            "county": ["A1", "A1", "A1", "A2", "A2", "A2", "A2"] + ["B1"] * 5,
@@ -244,7 +244,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
     assert_clean(at)
-    _, release, metrics = at.session_state[ui.GS_RELEASE]
+    _, release, metrics = at.session_state[session.GS_RELEASE]
     assert release.hierarchy.level_size(2) == 3
     assert release.values[0].sum() == 7 and (release.values >= 0).all()
     assert release.hierarchy.consistency_violations(release.values) == 0
@@ -252,7 +252,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     assert len(at.get("download_button")) == 3  # CSV, Parquet, manifest
     at.number_input(key="gs_up_max").set_value(3).run()  # a new top-code: a new release
     assert_clean(at)
-    assert at.session_state[ui.GS_RELEASE][1].values.shape[1] == 4
+    assert at.session_state[session.GS_RELEASE][1].values.shape[1] == 4
     at.radio(key="gs_up_rows").set_value("size").run()  # wrong roles: a message, no crash
     assert not at.exception
     assert any("cannot be used for group sizes" in e.value for e in at.error)
@@ -265,7 +265,7 @@ def test_group_sizes_page_on_an_uploaded_table():
 
 
 def test_flows_page_on_an_uploaded_table():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     trips = pd.DataFrame({"o_state": ["A", "A", "A", "B", "B", "A"],
                           "o_county": ["A1", "A1", "A3", "B10", "B10", "A3"],
@@ -275,7 +275,7 @@ def test_flows_page_on_an_uploaded_table():
     at.radio(key="fl_source").set_value("upload").run()
     assert_clean(at)
     assert at.multiselect(key="fl_up_origin").value == ["o_state", "o_county"]
-    _, release, metrics, _ = at.session_state[ui.FLOW_RELEASE]
+    _, release, metrics, _ = at.session_state[session.FLOW_RELEASE]
     assert release.total() == 6 and release.consistency_violations() == 0
     assert list(metrics["level_name"]) == ["total", "total>state", "state>state",
                                            "state>county", "county>county"]
@@ -289,7 +289,7 @@ def test_flows_page_on_an_uploaded_table():
     at.radio(key="fl_source").set_value("upload").run()
     assert_clean(at)
     assert at.selectbox(key="fl_up_count").value == "n"
-    assert at.session_state[ui.FLOW_RELEASE][1].total() == 9
+    assert at.session_state[session.FLOW_RELEASE][1].total() == 9
     at.multiselect(key="fl_up_destination").set_value(["d_state"]).run()  # 2 vs 1 levels
     assert not at.exception
     assert any("cannot be used for flows" in e.value and "same number" in e.value
@@ -297,7 +297,7 @@ def test_flows_page_on_an_uploaded_table():
 
 
 def test_ranges_page_on_an_uploaded_table():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     rows = [(r, f"{r}{p}", minutes, 5 + (minutes * 7 + len(p)) % 11)
             for r in ("N", "S") for p in ("a", "b", "c") for minutes in range(0, 60, 5)]
@@ -309,14 +309,14 @@ def test_ranges_page_on_an_uploaded_table():
     assert not at.exception
     at.selectbox(key="rg_up_count").select("commuters").run()
     assert_clean(at)
-    _, release, metrics, _ = at.session_state[ui.RANGE_RELEASE]
+    _, release, metrics, _ = at.session_state[session.RANGE_RELEASE]
     assert release.values.shape == (1 + 2 + 6, 56)  # every minute 0..55 of the observed range
     assert (release.values >= 0).all() and release.values.dtype.kind == "i"
     assert release.hierarchy.consistency_violations(release.values) == 0
     assert any("One unit: released and true values" in h.value for h in at.subheader)
     at.text_input(key="rg_up_domain").input("0-59").run()  # the public domain
     assert_clean(at)
-    assert at.session_state[ui.RANGE_RELEASE][1].values.shape[1] == 60
+    assert at.session_state[session.RANGE_RELEASE][1].values.shape[1] == 60
     at.radio(key="rg_workload").set_value("bands").run()
     assert_clean(at)
     assert at.text_input(key="rg_up_bands_0_59").value == "0-29,30-59"  # follows the domain
@@ -327,7 +327,7 @@ def test_ranges_page_on_an_uploaded_table():
 
 
 def test_level_names_in_the_plural():
-    from hierdp_core.dashboard import plural
+    from hierdp_core.ui.widgets import plural
 
     assert [plural(w) for w in ("county", "municipality", "region", "day", "class")] == [
         "counties", "municipalities", "regions", "days", "classes"]

@@ -9,11 +9,11 @@ import math
 import numpy as np
 from test_app import assert_clean, page
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_split as split_ui
 from hierdp_core import palette
 from hierdp_core.explain import ERROR_NAMES
 from hierdp_core.metric_names import definition, name
+from hierdp_core.ui import session
+from hierdp_core.ui import split as split_ui
 
 PATH = "pages/3_Mechanism_and_budget.py"
 SAMPLE = "us-counties"
@@ -67,7 +67,7 @@ def test_a_chosen_preset_applies_at_once_and_stays_chosen():
     at.selectbox(key=split_ui.PRESET_KEY).set_value("finer").run()  # no second click
     assert_clean(at)
     assert weights_shown(at) == [0.33, 0.67, 1.0]
-    weights = np.asarray(at.session_state[ui.SETTINGS]["weights"])
+    weights = np.asarray(at.session_state[session.SETTINGS]["weights"])
     np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])
 
     at.switch_page("pages/4_Results.py").run()
@@ -80,7 +80,7 @@ def test_a_chosen_preset_applies_at_once_and_stays_chosen():
     at.slider(key="weight_0").set_value(0.5).run()  # a slider moved: the split is custom
     assert_clean(at)
     assert at.selectbox(key=split_ui.PRESET_KEY).value == split_ui.CUSTOM
-    assert at.session_state[ui.SETTINGS]["weights"] == [0.5, 0.67, 1.0]
+    assert at.session_state[session.SETTINGS]["weights"] == [0.5, 0.67, 1.0]
     at.selectbox(key=split_ui.PRESET_KEY).set_value("leaves-only").run()
     assert weights_shown(at) == [0.0, 0.0, 1.0]
 

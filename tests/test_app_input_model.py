@@ -11,9 +11,9 @@ import pandas as pd
 from test_app import assert_clean, page, uploaded
 from test_app_verdict import declared
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_input as inp
-from hierdp_core import dashboard_release as rel
+from hierdp_core.ui import inputs as inp
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import session
 
 BANDS = [f"age_{lo}_{lo + 4}" for lo in range(0, 100, 5)] + ["age_100"]
 UNITS = pd.DataFrame({"state": ["06", "06", "06", "11", "11"],
@@ -36,16 +36,16 @@ def test_a_wide_table_is_detected_melted_previewed_and_released():
     assert "wide: 21 columns age_0_4 … age_100" in text(at)
     assert at.checkbox(key="shape_wide_0").value is True
     assert at.multiselect(key="shape_columns_0").value == BANDS
-    long = at.session_state[ui.DATASET]["table"]
+    long = at.session_state[session.DATASET]["table"]
     assert len(long) == 5 * 21 and list(long.columns) == ["state", "county", "category",
                                                           "count"]
     assert "The long table the release is made from: 105 rows" in text(at)
-    assert at.session_state[ui.ROLES]["count_column"] == "count"
-    assert at.session_state[ui.ROLES]["category_columns"] == ["category"]
+    assert at.session_state[session.ROLES]["count_column"] == "count"
+    assert at.session_state[session.ROLES]["category_columns"] == ["category"]
     assert "21 categories" in text(at)
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
-    release = at.session_state[ui.RELEASE]
+    release = at.session_state[session.RELEASE]
     assert list(release.categories) == BANDS
 
 
@@ -71,11 +71,11 @@ def test_choosing_the_columns_and_going_back_to_long():
     at.text_input(key="shape_name_0").input("age").run()
     assert_clean(at)
     assert at.session_state[inp.SHAPE] == {"wide": BANDS[:3], "name": "age"}
-    assert len(at.session_state[ui.DATASET]["table"]) == 15
-    assert at.session_state[ui.ROLES]["category_columns"] == ["age"]
+    assert len(at.session_state[session.DATASET]["table"]) == 15
+    assert at.session_state[session.ROLES]["category_columns"] == ["age"]
     at.checkbox(key="shape_wide_0").uncheck().run()
-    assert at.session_state[ui.DATASET]["table"].shape == census().shape
-    assert at.session_state[ui.ROLES]["category_columns"] == []
+    assert at.session_state[session.DATASET]["table"].shape == census().shape
+    assert at.session_state[session.ROLES]["category_columns"] == []
 
 
 def test_empty_count_cells_get_a_friendly_message_and_a_choice():
@@ -104,7 +104,7 @@ def test_units_that_skip_a_level_are_offered_the_ragged_rule():
     assert "2 empty level code(s) filled" in text(at)
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
-    labels = at.session_state[ui.RELEASE].hierarchy.labels().tolist()
+    labels = at.session_state[session.RELEASE].hierarchy.labels().tolist()
     assert "06 (no county)" in labels and "11 (no county)" in labels
 
 
@@ -117,7 +117,7 @@ def test_the_query_pages_apply_the_data_pages_choices():
     at.radio(key="gs_source").set_value("upload").run()
     errors = " ".join(e.value for e in at.error)
     assert "Units may skip a level" in errors and "--ragged" not in errors
-    at.session_state[ui.ROLES] = {**at.session_state[ui.ROLES], "ragged": True}
+    at.session_state[session.ROLES] = {**at.session_state[session.ROLES], "ragged": True}
     at.run()
     assert_clean(at)
     _, data = at.session_state["hd_src_cache"]["gs"]

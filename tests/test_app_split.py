@@ -9,8 +9,8 @@ import numpy as np
 from test_app import assert_clean, page
 
 from hierdp_core import cli_split
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_split as split_ui
+from hierdp_core.ui import session
+from hierdp_core.ui import split as split_ui
 
 PATH = "pages/3_Mechanism_and_budget.py"
 SAMPLE = "us-counties"
@@ -59,10 +59,10 @@ def test_a_goal_shows_both_splits_and_use_this_split_sets_the_release_split():
     assert_clean(at)
     goals = goal_values(at)
     assert goals["Optimised split"] < 0.5 * goals["Current split"]
-    before = list(at.session_state[ui.SETTINGS]["weights"])
+    before = list(at.session_state[session.SETTINGS]["weights"])
     at.button(key="split_goal_apply").click().run()
     assert_clean(at)
-    weights = at.session_state[ui.SETTINGS]["weights"]
+    weights = at.session_state[session.SETTINGS]["weights"]
     assert weights != before and weights[-1] == 1.0
     assert [s.value for s in at.slider] == [split_ui.slider_value(w) for w in weights]
     assert "In use:" in at.success[0].value
@@ -72,7 +72,7 @@ def test_a_goal_shows_both_splits_and_use_this_split_sets_the_release_split():
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
     assert "split total 0%, state 0%, county 100%" in " ".join(c.value for c in at.caption)
-    release = at.session_state[ui.RELEASE]
+    release = at.session_state[session.RELEASE]
     np.testing.assert_allclose(release.ledger["share"], np.asarray(weights) / sum(weights))
 
 
@@ -83,13 +83,13 @@ def test_a_tiny_optimised_share_is_held_exactly_until_a_slider_moves():
     confirm_populations(at)
     at.button(key="split_goal_apply").click().run()
     assert_clean(at)
-    weights = at.session_state[ui.SETTINGS]["weights"]
+    weights = at.session_state[session.SETTINGS]["weights"]
     assert 0 < weights[0] < 0.005  # the slider shows 0.00, the release keeps the share
     assert [s.value for s in at.slider][0] == 0.0
     assert "total 0.033%" in " ".join(c.value for c in at.caption)
     at.slider(key="weight_1").set_value(0.5).run()
     assert_clean(at)
-    assert at.session_state[ui.SETTINGS]["weights"] == [0.0, 0.5, 1.0]  # as the sliders show
+    assert at.session_state[session.SETTINGS]["weights"] == [0.0, 0.5, 1.0]  # as the sliders show
     assert split_ui.HELD not in at.session_state
 
 
@@ -128,6 +128,6 @@ def test_a_preset_sets_the_sliders_and_its_exact_shares():
     at = page(PATH, SAMPLE).run()
     at.selectbox(key="split_preset").set_value("finer").run()  # applies at once
     assert_clean(at)
-    weights = np.asarray(at.session_state[ui.SETTINGS]["weights"])
+    weights = np.asarray(at.session_state[session.SETTINGS]["weights"])
     np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])
     assert [s.value for s in at.slider if s.key.startswith("weight_")] == [0.33, 0.67, 1.0]

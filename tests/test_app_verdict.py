@@ -9,9 +9,9 @@ import json
 import pandas as pd
 from test_app import assert_clean, page, uploaded
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_release as rel
 from hierdp_core.export import build_manifest
+from hierdp_core.ui import release as rel
+from hierdp_core.ui import session
 
 SAMPLE = "us-counties"
 
@@ -42,7 +42,7 @@ def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
     assert_clean(at)
     assert any("Publishable as it is" in s.value for s in at.success)
     token, secure = at.session_state[rel.PUBLISHABLE]["ex"]
-    exploration = at.session_state[ui.RELEASE]
+    exploration = at.session_state[session.RELEASE]
     assert token == rel.release_token(exploration)
     assert secure.randomness["mode"] == "secure" and exploration.randomness["seed"] == 0
     assert secure.mechanism == exploration.mechanism
@@ -124,7 +124,7 @@ def test_uploaded_table_is_labelled_as_structure_from_data():
 def declared(at, geography: pd.DataFrame, values: dict | None = None):
     """``at`` with the declared structure chosen on the Data page: ``geography`` as the
     uploaded public geography file (AppTest cannot upload a file) and category values."""
-    from hierdp_core import dashboard_structure as structure
+    from hierdp_core.ui import structure as structure
 
     at.session_state[structure.STRUCTURE] = {
         "declared": True, "category_values": dict(values or {}), "built": {},
@@ -141,7 +141,7 @@ def test_uploaded_table_over_a_declared_geography_is_publishable():
                           "sex": ["F", "M", "F", "M"], "n": [3, 4, 5, 6]})
     at = declared(uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n"),
                   GEOGRAPHY)
-    at.session_state[ui.ROLES] = {**at.session_state[ui.ROLES], "category_columns": ["sex"]}
+    at.session_state[session.ROLES] = {**at.session_state[session.ROLES], "category_columns": ["sex"]}
     at.run()
     assert_clean(at)
     assert at.radio(key="structure_choice").value == "declared"
@@ -151,7 +151,7 @@ def test_uploaded_table_over_a_declared_geography_is_publishable():
     assert "Structure: declared public" in " ".join(c.value for c in at.caption)
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
-    release = at.session_state[ui.RELEASE]
+    release = at.session_state[session.RELEASE]
     assert "C/c1" in release.hierarchy.node_ids().tolist()  # a declared unit with nobody
     assert len(release.categories) == 3  # F, M and the declared X
     at.switch_page("pages/6_Export.py").run()

@@ -197,7 +197,7 @@ def test_domain_wants_integers(capsys, data, tmp_path, text):
 
 
 def test_dashboard_domain_uses_the_shared_parser():
-    from hierdp_core.dashboard_sources import _domain
+    from hierdp_core.ui.sources import _domain
 
     assert _domain("") is None and _domain("  ") is None
     assert _domain(" -5 - 5 ") == (-5, 5) == parse_domain("-5-5")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from hierdp_core.data.samples import load_sample
-from hierdp_core.serve import (
+from tests.browser_tools import (
     has_exception,
     open_page,
     running_dashboard,

@@ -18,7 +18,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from hierdp_core.serve import settle, timed_click
+from tests.browser_tools import settle, timed_click
 
 pytestmark = pytest.mark.browser
 

@@ -21,7 +21,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 from test_geo_dashboard import colliding_table
 from test_geo_upload import squares_geojson
 
-from hierdp_core.serve import select_option, settle
+from tests.browser_tools import select_option, settle
 
 pytestmark = pytest.mark.browser
 TRACTS = ["t01", "t02", "t03", "t04", "t05", "t06"]

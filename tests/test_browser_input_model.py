@@ -18,7 +18,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     upload_on_data_page,
 )
 
-from hierdp_core.serve import settle
+from tests.browser_tools import settle
 
 pytestmark = pytest.mark.browser
 BANDS = [f"age_{lo}_{lo + 4}" for lo in range(0, 100, 5)] + ["age_100"]

@@ -19,8 +19,8 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from hierdp_core.dashboard import PAGES
-from hierdp_core.serve import select_option
+from hierdp_core.ui.widgets import PAGES
+from tests.browser_tools import select_option
 
 pytestmark = pytest.mark.browser
 

@@ -28,7 +28,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from hierdp_core.serve import settle
+from tests.browser_tools import settle
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"

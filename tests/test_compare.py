@@ -108,7 +108,7 @@ def test_page_renders_on_the_other_samples(sample):
 
 def test_new_data_compares_again():
     at = page(PATH, "synthetic-us-like").run()
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     at.switch_page("app.py").run()
     at.button(key="start_us-counties").click().run()  # another sample: the Results page
@@ -116,4 +116,4 @@ def test_new_data_compares_again():
     assert_clean(at)
     comparison = at.session_state["hd_compare_ab"][1]
     assert comparison.releases[0].hierarchy.level_size(2) == 3141
-    assert at.session_state[ui.DATASET]["sample"] == "us-counties"
+    assert at.session_state[session.DATASET]["sample"] == "us-counties"

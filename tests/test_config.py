@@ -166,9 +166,9 @@ def _load_into_dashboard(raw: dict):
     """Load ``raw`` as the Export page does; the notes, or the error's message."""
     import streamlit as st
 
-    from hierdp_core import dashboard_config
     from hierdp_core.config import config_from_dict
     from hierdp_core.errors import HierdpError
+    from hierdp_core.ui import config as dashboard_config
 
     try:
         st.session_state["out"] = dashboard_config.apply_config(config_from_dict(raw))
@@ -204,17 +204,17 @@ def test_the_results_page_reads_the_randomness_the_loader_writes():
     """`dashboard_config` writes the Results page's widget keys: the page must use them."""
     from test_app import assert_clean, page
 
-    from hierdp_core import dashboard as ui
-    from hierdp_core import dashboard_config as config_ui
+    from hierdp_core.ui import config as config_ui
+    from hierdp_core.ui import session
 
     at = page("pages/4_Results.py", "synthetic-us-like")
     at.session_state[config_ui.MODE] = config_ui.EXPLORATION
     at.session_state[config_ui.SEED] = 11
     at.run()
     assert_clean(at)
-    assert at.session_state[ui.RELEASE].randomness["seed"] == 11
+    assert at.session_state[session.RELEASE].randomness["seed"] == 11
     at = page("pages/4_Results.py", "synthetic-us-like")
     at.session_state[config_ui.MODE] = config_ui.SECURE
     at.run()
     assert_clean(at)
-    assert at.session_state[ui.RELEASE].randomness["mode"] == "secure"
+    assert at.session_state[session.RELEASE].randomness["mode"] == "secure"

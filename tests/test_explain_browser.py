@@ -9,7 +9,7 @@ import pytest
 from test_browser import browser, goto, no_exception, page, server, shot  # noqa: F401
 from test_browser_split import weight_slider
 
-from hierdp_core.serve import select_option
+from tests.browser_tools import select_option
 
 pytestmark = pytest.mark.browser
 LEVELS = ("total", "state", "county")

@@ -15,15 +15,15 @@ from tests.test_geo_upload import squares_geojson
 
 
 def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTest:
-    from hierdp_core import dashboard as ui
-    from hierdp_core import dashboard_geo as geo_ui
-    from hierdp_core import dashboard_input as inp
+    from hierdp_core.ui import geo as geo_ui
+    from hierdp_core.ui import inputs as inp
+    from hierdp_core.ui import session
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.switch_page(path)
-    at.session_state[ui.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+    at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
                                      "version": 1, "loaded": 1}
-    at.session_state[ui.ROLES] = inp.default_roles(table)
+    at.session_state[session.ROLES] = inp.default_roles(table)
     if geo_state is not None:
         at.session_state[geo_ui.GEO] = geo_state
     return at.run()
@@ -158,7 +158,7 @@ def test_us_drill_down_zooms_to_the_unit():
 
 
 def test_level_picker_and_names_after_an_upload():
-    from hierdp_core import dashboard as ui
+    from hierdp_core.ui import session
 
     table = pd.DataFrame({"prov": ["P1", "P1", "P2"], "town": ["t1", "t2", "t3"],
                           "town_label": ["Alba", "Bra", "Cuneo"], "n": [4, 5, 6]})
@@ -170,5 +170,5 @@ def test_level_picker_and_names_after_an_upload():
     assert any("town ← town_label" in c.value for c in at.caption)
     at.selectbox(key="roles_names_town_1").set_value("(no names)").run()
     assert_clean(at)
-    assert at.session_state[ui.ROLES]["name_columns"] == {"prov": None, "town": None}
+    assert at.session_state[session.ROLES]["name_columns"] == {"prov": None, "town": None}
     assert at.selectbox(key="roles_names_town_1").value == "(no names)"  # not guessed again

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from test_app import assert_clean, page
 
-from hierdp_core import dashboard_release as rel
 from hierdp_core.export import build_manifest
 from hierdp_core.intervals import uncalibrated_warning
+from hierdp_core.ui import release as rel
 
 
 @pytest.mark.parametrize(("path", "prefix", "mechanism"), [

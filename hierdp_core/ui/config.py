@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_split as split_ui
-from hierdp_core import dashboard_structure as structure
 from hierdp_core.config import ConfigError, ReleaseConfig
 from hierdp_core.data.sample_files import sample_category_values
+from hierdp_core.data.samples import SAMPLES
 from hierdp_core.privacy.budget import split_shares
+from hierdp_core.ui import session
+from hierdp_core.ui import split as split_ui
+from hierdp_core.ui import structure as structure
 
 MODE, SEED = "rand_mode", "seed"  # the Results page's randomness widgets
 EXPLORATION = "Exploration (seeded, reproducible)"
@@ -26,9 +27,9 @@ SECURE = "Release (OS entropy, OpenDP samplers)"
 def current_config(release=None) -> ReleaseConfig:
     """The configuration of the count release as the session holds it; the seed is
     ``release``'s when given (None for secure noise), else the Results page's."""
-    ds, r = ui.ensure_dataset(), ui.roles()
-    data = ui.count_data()
-    s = ui.settings(data.hierarchy.n_levels)
+    ds, r = session.ensure_dataset(), session.roles()
+    data = session.count_data()
+    s = session.settings(data.hierarchy.n_levels)
     declared = structure.state()
     if ds["sample"]:
         source = {"sample": ds["sample"]}
@@ -66,22 +67,22 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
     if cfg.query != "counts":
         raise ConfigError(f"the dashboard loads counts configurations; this one is for "
                           f"{cfg.query} (use it with hierdp release --config)")
-    ds = ui.ensure_dataset()
+    ds = session.ensure_dataset()
     if "sample" in cfg.data:
-        if cfg.data["sample"] not in ui.SAMPLES:
+        if cfg.data["sample"] not in SAMPLES:
             raise ConfigError(f"unknown sample {cfg.data['sample']!r}; the dashboard has "
-                              f"{list(ui.SAMPLES)}")
+                              f"{list(SAMPLES)}")
         if ds["sample"] != cfg.data["sample"]:
-            ui.load_sample_into_state(cfg.data["sample"])
+            session.load_sample_into_state(cfg.data["sample"])
     elif ds["sample"] or ds["name"] != cfg.data.get("file"):
         raise ConfigError(f"the configuration is for the file {cfg.data.get('file')!r}: "
                           "upload it on the Data page first, then load the configuration")
-    roles = ui.roles()
+    roles = session.roles()
     if cfg.levels:
-        ui.set_roles({**roles, "levels": list(cfg.levels), "count_column": cfg.count_column,
+        session.set_roles({**roles, "levels": list(cfg.levels), "count_column": cfg.count_column,
                       "category_columns": list(cfg.category_columns)})
-    n_levels = len(ui.roles()["levels"]) + 1
-    s = ui.settings(n_levels)
+    n_levels = len(session.roles()["levels"]) + 1
+    s = session.settings(n_levels)
     notes = []
     s.update(mechanism=cfg.mechanism, params=dict(cfg.params))
     if cfg.rho is not None:
@@ -90,7 +91,7 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
         s.update(definition="pure-dp", epsilon=cfg.epsilon)
         if cfg.delta is not None:
             notes.append(f"δ = {cfg.delta:g} is not used: the dashboard runs pure ε-DP")
-        if cfg.epsilon not in ui.EPSILON_GRID:
+        if cfg.epsilon not in session.EPSILON_GRID:
             notes.append(f"ε = {cfg.epsilon:g} is used, but the Mechanism & budget page's "
                          "slider has no such step: moving it there changes ε")
     weights = (split_shares(n_levels, cfg.split) if isinstance(cfg.split, str)

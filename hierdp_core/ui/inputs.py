@@ -15,12 +15,12 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core import column_roles
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_structure as structure
 from hierdp_core.data.reshape import melt_wide
 from hierdp_core.errors import MissingCellsError, RaggedLevelError
+from hierdp_core.ui import session
+from hierdp_core.ui import structure as structure
 
-SHAPE = ui.INPUT
+SHAPE = session.INPUT
 COUNT = "count"  # the count column of a melted table
 NO_COUNT = "(none: one row per person)"
 NO_NAME = "(no names)"
@@ -42,18 +42,18 @@ def upload_key(name: str) -> str:
     """A widget key of one upload (its shape, empty cells, skipped levels): a new upload
     gets new widgets, drawn from their defaults (a key dropped from the session state would
     leave the browser showing the old value)."""
-    return f"{name}_{ui.ensure_dataset().get('loaded', 0)}"
+    return f"{name}_{session.ensure_dataset().get('loaded', 0)}"
 
 
 def table_key(name: str) -> str:
     """A widget key of the current table's columns (levels, count, categories): new
     widgets, drawn from the roles, whenever the table changes (a new upload or shape)."""
-    return f"{name}_{ui.ensure_dataset()['version']}"
+    return f"{name}_{session.ensure_dataset()['version']}"
 
 
 def raw_table() -> pd.DataFrame:
     """The upload as read (before any melt)."""
-    ds = ui.ensure_dataset()
+    ds = session.ensure_dataset()
     return ds.get("raw", ds["table"])
 
 
@@ -66,15 +66,15 @@ def set_shape(wide: list[str], name: str) -> None:
     current = shape()
     if (list(wide), name) == (current["wide"], current["name"]):
         return
-    ds = ui.ensure_dataset()
+    ds = session.ensure_dataset()
     raw = ds.setdefault("raw", ds["table"])
     table = melt_wide(raw, wide, name=name, value_name=COUNT) if wide else raw
-    ui.replace_table(table)
+    session.replace_table(table)
     current.update(wide=list(wide), name=name)
-    r, columns = ui.roles(), set(map(str, table.columns))
+    r, columns = session.roles(), set(map(str, table.columns))
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
-    ui.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
+    session.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
                   "count_column": count,
                   "category_columns": [*categories, name] if wide and name not in categories
                   else categories})
@@ -122,7 +122,7 @@ def name_pickers(table: pd.DataFrame, levels: list[str],
     """One "names of <level>" picker per level (any column not otherwise used; default the
     roles' choice, else a guess): level -> name column, None where the user chose none."""
     chosen = {**column_roles.guess_name_columns(table, levels),
-              **(ui.roles().get("name_columns") or {})}
+              **(session.roles().get("name_columns") or {})}
     options = [NO_NAME, *(str(c) for c in table.columns if str(c) not in {*levels, *taken})]
     out = {}
     for col, level in zip(st.columns(max(len(levels), 1)), levels, strict=False):

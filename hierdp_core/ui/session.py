@@ -41,62 +41,35 @@ Session-state keys (all under ``st.session_state``):
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
 """
-
 from __future__ import annotations
-
-import json
-import os
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
-from PIL import Image
 
-from hierdp_core import dashboard_structure as structure
-from hierdp_core import palette
 from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
-from hierdp_core.data.samples import ITALY_MAX_AGE, SAMPLES, load_sample
-from hierdp_core.errors import HierdpError
-from hierdp_core.geo import level_geojson
+from hierdp_core.data.samples import SAMPLES
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData, count_data_from_table
-from hierdp_core.verdict import not_private_reason
+from hierdp_core.ui import structure
+from hierdp_core.ui.samples import sample_geography, sample_table
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
 REPORT = "hd_report"
 GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
-GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
-FLOW_SAMPLE_GEOMETRY = "us-counties"  # state boundaries under the airport flow map
-GS_DEFAULT_MECHANISM = "gs-kuo-hierarchical"
-GS_SWEEP_DEFAULT = ("gs-topdown", "gs-kuo-hierarchical")
 FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
-FLOW_DEFAULT_MECHANISM = "inftda"
-FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
-FLOW_OFF_MAP_STATES = ("PR", "VI")  # no place on the Albers USA projection
 RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "hd_rg_sweep"
-RANGE_SAMPLE = "italy-municipalities"
-RANGE_DEFAULT_MECHANISM = "dawa"
-RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
-RANGE_SWEEP_DEFAULT = ("dawa", "greedy-h", "identity")
 _DATA_CACHE = "hd_count_data_cache"
 INPUT = "hd_input"  # an upload's shape (`dashboard_input`)
 PALETTE_CHOICE = "hd_palette"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
-
-
-# ---- data -------------------------------------------------------------------------------
-@st.cache_data(show_spinner="Loading the sample…", max_entries=4)
-def sample_table(name: str) -> pd.DataFrame:
-    return load_sample(name)
 
 
 def load_sample_into_state(name: str) -> None:
@@ -109,14 +82,14 @@ def load_sample_into_state(name: str) -> None:
 
 
 def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> None:
-    from hierdp_core import dashboard_input
+    from hierdp_core.ui import inputs
 
     version = st.session_state.get(DATASET, {}).get("version", 0) + 1
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
                                  "version": version, "loaded": version}
     _drop_results()
     structure.reset()
-    dashboard_input.reset()
+    inputs.reset()
 
 
 def replace_table(table: pd.DataFrame) -> None:
@@ -197,26 +170,6 @@ def count_data_note() -> str:
     return cache[2] if cache else ""
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def sample_geography(sample: str, levels: tuple[str, ...]):
-    """The declared public geography of a bundled sample over ``levels`` (shared,
-    read-only), with the unit names its geography has (``<level>_name`` columns)."""
-    from hierdp_core.data import sample_files
-
-    return sample_files.sample_geography(sample, levels,
-                                         {level: f"{level}_name" for level in levels})
-
-
-def require_count_data() -> CountData:
-    """CountData, or a friendly message and stop the page."""
-    try:
-        return count_data()
-    except HierdpError as exc:
-        st.error(f"The data cannot be used as set up: {exc}")
-        next_page("pages/1_Data.py", "Fix the column roles on the Data page")
-        st.stop()
-
-
 def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     """Columns of readable unit names for the chosen levels: a sample's own, else those
     chosen on the Data page (roles ``name_columns``), else a column called ``<level>_name``
@@ -229,112 +182,6 @@ def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     return {lv: c for lv, c in named.items() if c in columns}
 
 
-def plural(noun: str) -> str:
-    """English plural of a level name: county -> counties, state -> states."""
-    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
-
-
-def node_display_names(data: CountData, level: int) -> np.ndarray:
-    """Readable name of every node of a level: 'name (code)' when a name is known."""
-    h = data.hierarchy
-    codes = np.asarray(h.codes[level]).astype(str).astype(object)
-    if level not in h.names:
-        return codes
-    names = np.asarray(h.names[level]).astype(object)
-    return np.where(names != codes, names + " (" + codes + ")", codes)
-
-
-@st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
-def group_size_data():
-    """The bundled household sample as GroupSizeData over its declared public geography
-    (the US counties) and top-code (shared, read-only)."""
-    from hierdp_core.groupsizes.data import group_size_data_from_histograms
-    from hierdp_core.groupsizes.samples import us_households
-
-    return group_size_data_from_histograms(
-        us_households(), ["state", "county"], "size", "households", max_size=1000,
-        geography=sample_geography("us-households", ("state", "county")))
-
-
-@st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
-def flow_data():
-    """The bundled US airport flights as FlowData (nation > state > airport; shared,
-    read-only)."""
-    from hierdp_core.flows.data import flow_data_from_table
-    from hierdp_core.flows.samples import load_airport_flows
-
-    return flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
-                                ["d_state", "d_airport"], "flights",
-                                geography=sample_geography("us-flights", ("state", "airport")))
-
-
-@st.cache_resource(show_spinner="Building the age histograms…", max_entries=2)
-def range_data(levels: tuple[str, ...]):
-    """The Italian residents by single year of age (0..100) as RangeData over ``levels`` (a
-    prefix of region, province, municipality), with the prefix workload (shared, read-only;
-    swap the workload with ``with_workload``)."""
-    from hierdp_core.queries.ranges import range_data_from_table
-
-    return range_data_from_table(sample_table(RANGE_SAMPLE), list(levels), "age",
-                                 count_column="residents", domain=(0, ITALY_MAX_AGE),
-                                 geography=sample_geography(RANGE_SAMPLE, tuple(levels)))
-
-
-@st.cache_data(show_spinner=False, max_entries=1)
-def flow_coordinates() -> dict[str, pd.DataFrame]:
-    """Public positions of the flow sample's areas for maps, per geography level (index =
-    area code; latitude, longitude, label): airports where they are, states at the plain
-    mean position of their airports. Only the public airport list is used, no flight
-    count; areas outside the Albers USA projection (Puerto Rico, Virgin Islands) are left
-    out, so their flows are not drawn."""
-    from hierdp_core.flows.samples import load_airports
-
-    airports = load_airports()
-    airports = airports[~airports["state"].isin(FLOW_OFF_MAP_STATES)].set_index("airport")
-    states = airports.groupby("state")[["latitude", "longitude"]].mean()
-    airports["label"] = (airports.index + " (" + airports["name"].astype(str) + ", "
-                         + airports["city"].astype(str) + ")")
-    return {"state": states.assign(label=states.index),
-            "airport": airports[["latitude", "longitude", "label"]]}
-
-
-def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]]:
-    """For O/D data on a user's geography ``geo`` whose codes match bundled boundaries
-    (`map_sources`): per geography level, the area positions (bundled centroids: index = area
-    code; latitude, longitude, label), the top level's boundaries as a base map (URL, ids)
-    and the projection, for `flows.figures.flow_map`. Levels without a match are left out."""
-    from hierdp_core.geo import centroids
-
-    sources = map_sources(None, geo)
-    base = None
-    if 1 in sources:
-        fc = level_geojson(*sources[1])
-        base = (map_geojson(*sources[1]), [f["id"] for f in fc["features"]])
-    layers = {}
-    for level, source in sources.items():
-        points = centroids(*source).set_index("id")
-        coords = pd.DataFrame({"latitude": points["lat"], "longitude": points["lon"],
-                               "label": points.index}, index=points.index)
-        layers[level] = (coords, base, map_projection(source[0]))
-    return layers
-
-
-def level_picker(key: str) -> list[str]:
-    """Multiselect of the geography levels (coarse to fine), written back to the roles."""
-    table = ensure_dataset()["table"]
-    r = roles()
-    r_cols = {r["count_column"], *r["category_columns"]}
-    columns = [str(c) for c in table.columns if c not in r_cols]
-    levels = st.multiselect("Geography levels, coarse to fine (the order you pick is the order "
-                            "of the tree)", columns,
-                            default=[c for c in r["levels"] if c in columns], key=key)
-    set_roles({**r, "levels": levels})
-    return levels
-
-
-# ---- settings and release ---------------------------------------------------------------
 def settings(n_levels: int) -> dict:
     s = st.session_state.setdefault(SETTINGS, {
         "mechanism": "topdown", "params": {}, "definition": "pure-dp", "epsilon": 1.0,
@@ -384,227 +231,3 @@ def current_release():
     if release is None or s is None or st.session_state.get(RELEASE_KEY) != settings_key(s):
         return None
     return release
-
-
-# ---- chrome -----------------------------------------------------------------------------
-PAGES = (
-    ("app.py", "Home", ":material/home:"),
-    ("pages/1_Data.py", "Data", ":material/table_view:"),
-    ("pages/2_Hierarchy.py", "Hierarchy", ":material/account_tree:"),
-    ("pages/3_Mechanism_and_budget.py", "Mechanism & budget", ":material/tune:"),
-    ("pages/4_Results.py", "Results", ":material/map:"),
-    ("pages/5_Trade-offs.py", "Trade-offs", ":material/query_stats:"),
-    ("pages/6_Export.py", "Export", ":material/download:"),
-    ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
-    ("pages/8_Flows.py", "Flows", ":material/flight:"),
-    ("pages/9_Ranges.py", "Range queries", ":material/bar_chart:"),
-    ("pages/10_Compare.py", "Compare", ":material/compare:"),
-)
-MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
-
-
-def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
-    """A ``format_func`` for pickers of the mechanisms in ``infos``: the name, with
-    ``(not_private)`` after those that are not private."""
-    return lambda n: n + ("" if infos[n].private else f" ({not_private})")
-
-
-def mechanism_picker(infos: dict, default: str, key: str, *,
-                     not_private: str = "NOT private as published") -> str:
-    """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
-    labelled ``not_private``), with the chosen one's description, reference and warning (an
-    red box naming the flaw and the private alternative for a non-private one). Returns the
-    name."""
-    names = list(infos)
-    name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
-                        else 0, format_func=mechanism_label(infos, not_private), key=key)
-    info = infos[name]
-    st.markdown(f"{info.description}  \n*{info.reference}*")
-    warn_nonprivate(info)
-    if info.warning and info.private:
-        st.warning(info.warning)
-    return name
-
-
-def warn_nonprivate(info) -> None:
-    """A red box for a mechanism that is not differentially private as published: the flaw
-    and the private alternative (its registry warning); its releases are never
-    publishable."""
-    if not info.private:
-        st.error(f"**{not_private_reason(info.name, info.warning)}.** Its releases are never "
-                 "publishable; use it only to compare with the published numbers.",
-                 icon=":material/gpp_bad:")
-
-
-def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
-                   format_func=str):
-    """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms (shown with
-    ``format_func``), epsilons, trials, metric (``metrics``: column -> label) and the run
-    button. Returns (mechanisms, sorted epsilons, trials, metric, clicked)."""
-    st.subheader("Trade-off: error against ε")
-    s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
-    with s1:
-        chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
-                                format_func=format_func, key=f"{prefix}_sw_mechs")
-    with s2:
-        eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
-                                  key=f"{prefix}_sw_eps")
-    with s3:
-        trials = st.slider("Trials", 1, 5, 2, key=f"{prefix}_sw_trials")
-    with s4:
-        metric = st.selectbox("Metric", list(metrics), format_func=metrics.get,
-                              key=f"{prefix}_sw_metric")
-    clicked = st.button("Run the sweep", key=f"{prefix}_sw_run",
-                        disabled=not chosen or not eps_grid)
-    return chosen, sorted(eps_grid), trials, metric, clicked
-
-
-def run_sweep(state_key: str, compute) -> None:
-    """Run ``compute(progress)`` under a progress bar and keep its runs in session state
-    under ``state_key``; a HierdpError becomes a message."""
-    bar = st.progress(0.0, text="Sweeping…")
-    try:
-        st.session_state[state_key] = compute(
-            lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
-    except HierdpError as exc:
-        st.error(str(exc))
-    bar.empty()
-
-
-def next_page(path: str, text: str) -> None:
-    """A link to the next step."""
-    icon = next(icon for p, _, icon in PAGES if p == path)
-    st.page_link(path, label=text, icon=icon)
-
-
-@lru_cache(maxsize=1)
-def page_icon():
-    """The browser tab's icon, drawn here (served by the dashboard itself: a
-    ``:material/...:`` or emoji icon is fetched from Google's or a CDN's servers, which
-    fails offline): three bars splitting into 1, 2 and 4 parts, a tree of levels."""
-    icon = np.zeros((32, 32, 4), dtype=np.uint8)
-    icon[1:31, 1:31] = (47, 93, 138, 255)  # the theme's primary colour
-    for row, parts in ((6, 1), (14, 2), (22, 4)):
-        width = 22 // parts
-        for k in range(parts):
-            icon[row:row + 5, 5 + k * width + (k > 0):5 + (k + 1) * width - (parts > 1)] = 255
-    return Image.fromarray(icon)
-
-
-def page_header(title: str, caption: str):
-    """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
-    summary slot: pass it to `sidebar_status` to refresh it after the page changed state."""
-    st.set_page_config(page_title=f"{title} · hierdp", page_icon=page_icon(), layout="wide")
-    ensure_dataset()
-    with st.sidebar:
-        st.markdown("## hierdp")
-        for path, label, icon in PAGES:
-            st.page_link(path, label=label, icon=icon)
-        st.divider()
-        slot = st.empty()
-        st.divider()
-        palette_picker()
-    st.title(title)
-    st.caption(caption)
-    sidebar_status(slot)
-    return slot
-
-
-def _palette_chosen() -> None:
-    st.session_state[PALETTE_CHOICE] = st.session_state["palette_pick"]
-
-
-def palette_picker() -> None:
-    """The colour choice in the sidebar (kept across pages in ``hd_palette``), made the
-    palette of this run's figures with the browser's light or dark theme
-    (`hierdp_core.palette.use`): maps and charts follow both."""
-    # the widget is another one on every page: it shows the choice kept across them
-    st.session_state["palette_pick"] = st.session_state.setdefault(PALETTE_CHOICE,
-                                                                   palette.DEFAULT)
-    choice = st.selectbox("Colours", list(palette.PALETTES), key="palette_pick",
-                          format_func=lambda name: palette.PALETTES[name].label,
-                          on_change=_palette_chosen,
-                          help="Colour-blind safe choices keep categories, map shades and "
-                               "errors above or below the truth apart in every common form "
-                               "of colour blindness. The light or dark theme is the "
-                               "browser's (or the ⋮ menu's Settings).")
-    palette.use(choice, dark=getattr(st.context.theme, "type", None) == "dark")
-
-
-STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
-
-
-def map_geojson(sample: str | None, level: str) -> str | None:
-    """URL of a level's boundaries for Plotly maps (None without geometry).
-
-    The boundaries are written once, uncompressed, to ``static/geo/`` (git-ignored), which
-    Streamlit serves (``server.enableStaticServing``); the browser fetches each file once,
-    so a map figure carries only ids and values instead of megabytes of polygons."""
-    fc = level_geojson(sample, level) if sample else None
-    if fc is None:
-        return None
-    relative = Path("geo") / sample / f"{level}.geojson"
-    path = STATIC_DIR / relative
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_text(json.dumps(fc, separators=(",", ":")), encoding="utf-8")
-        partial.replace(path)
-    return f"app/static/{relative.as_posix()}"
-
-
-def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
-    """Level index -> (bundled sample, bundled level) whose boundaries draw that level of the
-    hierarchy ``h``: a bundled sample's own levels, or for other data (``sample`` None) the
-    boundaries chosen on the Data page (`dashboard_geo`: bundled ones only when the codes
-    and parents of every level match).
-    Levels without boundaries are left out."""
-    if sample is None:
-        from hierdp_core import dashboard_geo
-
-        return dashboard_geo.map_sources(h)
-    return {lv: (sample, name) for lv, name in enumerate(h.level_names) if lv
-            and level_geojson(sample, name) is not None}
-
-
-def map_projection(sample: str | None) -> str:
-    return MAP_PROJECTIONS.get(sample, "mercator")
-
-
-def all_display_names(data: CountData) -> np.ndarray:
-    """Readable names of every node, root first."""
-    parts = [np.array([data.hierarchy.level_names[0]], dtype=object)]
-    parts += [node_display_names(data, level) for level in range(1, data.hierarchy.n_levels)]
-    return np.concatenate(parts)
-
-
-def sidebar_status(slot) -> None:
-    """The count release's setup (data, levels, mechanism, release) in the sidebar slot; the
-    group-size, flow and range pages keep their own data and settings."""
-    ds = st.session_state.get(DATASET)
-    with slot.container():
-        st.markdown("**Count release** (pages Data to Export)")
-        if ds is None:
-            st.caption("No data loaded yet: the default sample loads on the next page.")
-            return
-        r = st.session_state.get(ROLES, {})
-        st.markdown(f"**Data:** {ds['name']}")
-        if r:
-            st.markdown(f"**Levels:** {' › '.join(r['levels'])}")
-            if r.get("category_columns"):
-                st.markdown(f"**Categories:** {', '.join(r['category_columns'])}")
-        s = st.session_state.get(SETTINGS)
-        if s:
-            budget = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
-                      else f"ρ = {s['rho']:g}")
-            st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
-        st.markdown("**Release:** " + ("ready" if current_release() is not None
-                                       else "not run for these settings"))
-
-
-def friendly_error(exc: Exception) -> None:
-    """Show an error without a traceback."""
-    if isinstance(exc, HierdpError):
-        st.error(str(exc))
-    else:
-        st.error(f"Something went wrong ({type(exc).__name__}): {exc}")

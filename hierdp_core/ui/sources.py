@@ -15,11 +15,11 @@ from __future__ import annotations
 import streamlit as st
 
 from hierdp_core import column_roles
-from hierdp_core import dashboard as ui
-from hierdp_core import dashboard_structure as structure
-from hierdp_core.dashboard_input import friendly
 from hierdp_core.data.reshape import prepare
 from hierdp_core.errors import HierdpError
+from hierdp_core.ui import session, widgets
+from hierdp_core.ui import structure as structure
+from hierdp_core.ui.inputs import friendly
 
 _CACHE = "hd_src_cache"
 SAMPLE, UPLOAD = "sample", "upload"
@@ -28,7 +28,7 @@ SAMPLE, UPLOAD = "sample", "upload"
 def uploaded_dataset() -> dict | None:
     """The table uploaded on the Data page (the session's dataset when it is not a bundled
     sample), or None."""
-    ds = st.session_state.get(ui.DATASET)
+    ds = st.session_state.get(session.DATASET)
     return ds if ds is not None and ds["sample"] is None else None
 
 
@@ -47,7 +47,7 @@ def choose_source(prefix: str, sample_label: str) -> dict | None:
     if ds is None:
         st.info("Upload your table on the Data page first (CSV, TSV, Parquet, Excel or "
                 "Feather); it stays in this browser session only.")
-        ui.next_page("pages/1_Data.py", "Upload a table on the Data page")
+        widgets.next_page("pages/1_Data.py", "Upload a table on the Data page")
         st.stop()
     return ds
 
@@ -77,14 +77,14 @@ def _levels(ds: dict, key: str, label: str = "Geography levels, coarse to fine",
             default: list[str] | None = None) -> list[str]:
     columns = _columns(ds)
     if default is None:
-        default = st.session_state.get(ui.ROLES, {}).get("levels", [])
+        default = st.session_state.get(session.ROLES, {}).get("levels", [])
     return st.multiselect(label, columns, default=[c for c in default if c in columns],
                           key=key)
 
 
 def _count_names(usual: tuple[str, ...]) -> tuple[str, ...]:
     """Likely count column names: the one chosen on the Data page first."""
-    chosen = st.session_state.get(ui.ROLES, {}).get("count_column")
+    chosen = st.session_state.get(session.ROLES, {}).get("count_column")
     return ((chosen,) if chosen else ()) + usual
 
 
@@ -106,7 +106,7 @@ def _build(prefix: str, key: tuple, what: str, build):
 def _choices() -> tuple[str, bool]:
     """The Data page's choices for the upload: what empty count cells mean, and whether
     units may skip a level."""
-    r = st.session_state.get(ui.ROLES, {})
+    r = st.session_state.get(session.ROLES, {})
     return r.get("missing", "error"), bool(r.get("ragged", False))
 
 
@@ -157,7 +157,7 @@ def group_sizes_from_upload(ds: dict):
     def build():
         geography = structure.declared_geography(levels, ragged=_choices()[1])
         units = ({"geography": geography} if geography is not None
-                 else {"name_columns": ui.name_columns(ds, levels)})
+                 else {"name_columns": session.name_columns(ds, levels)})
         table = _prepared(ds, [levels], None if layout == "person" else roles[1])
         if layout == "person":
             return group_size_data_from_people(table, levels, roles[0],
@@ -265,7 +265,7 @@ def ranges_from_upload(ds: dict):
         domain = _domain(domain_text)
         geography = structure.declared_geography(levels, ragged=_choices()[1])
         units = ({"geography": geography} if geography is not None
-                 else {"name_columns": ui.name_columns(ds, levels)})
+                 else {"name_columns": session.name_columns(ds, levels)})
         return range_data_from_table(_prepared(ds, [levels], count_column), levels, attribute,
                                      count_column=count_column, domain=domain, **units)
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),

@@ -1,0 +1,75 @@
+"""Map boundaries for the dashboard's Plotly maps: which boundaries draw each level, the URL
+they are served from (``static/geo/``), the projection, and the flow maps' layers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from hierdp_core.geo import level_geojson
+
+MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
+
+
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
+
+
+def map_geojson(sample: str | None, level: str) -> str | None:
+    """URL of a level's boundaries for Plotly maps (None without geometry).
+
+    The boundaries are written once, uncompressed, to ``static/geo/`` (git-ignored), which
+    Streamlit serves (``server.enableStaticServing``); the browser fetches each file once,
+    so a map figure carries only ids and values instead of megabytes of polygons."""
+    fc = level_geojson(sample, level) if sample else None
+    if fc is None:
+        return None
+    relative = Path("geo") / sample / f"{level}.geojson"
+    path = STATIC_DIR / relative
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_text(json.dumps(fc, separators=(",", ":")), encoding="utf-8")
+        partial.replace(path)
+    return f"app/static/{relative.as_posix()}"
+
+
+def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
+    """Level index -> (bundled sample, bundled level) whose boundaries draw that level of the
+    hierarchy ``h``: a bundled sample's own levels, or for other data (``sample`` None) the
+    boundaries chosen on the Data page (`dashboard_geo`: bundled ones only when the codes
+    and parents of every level match).
+    Levels without boundaries are left out."""
+    if sample is None:
+        from hierdp_core.ui import geo
+
+        return geo.map_sources(h)
+    return {lv: (sample, name) for lv, name in enumerate(h.level_names) if lv
+            and level_geojson(sample, name) is not None}
+
+
+def map_projection(sample: str | None) -> str:
+    return MAP_PROJECTIONS.get(sample, "mercator")
+
+
+def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]]:
+    """For O/D data on a user's geography ``geo`` whose codes match bundled boundaries
+    (`map_sources`): per geography level, the area positions (bundled centroids: index = area
+    code; latitude, longitude, label), the top level's boundaries as a base map (URL, ids)
+    and the projection, for `flows.figures.flow_map`. Levels without a match are left out."""
+    from hierdp_core.geo import centroids
+
+    sources = map_sources(None, geo)
+    base = None
+    if 1 in sources:
+        fc = level_geojson(*sources[1])
+        base = (map_geojson(*sources[1]), [f["id"] for f in fc["features"]])
+    layers = {}
+    for level, source in sources.items():
+        points = centroids(*source).set_index("id")
+        coords = pd.DataFrame({"latitude": points["lat"], "longitude": points["lon"],
+                               "label": points.index}, index=points.index)
+        layers[level] = (coords, base, map_projection(source[0]))
+    return layers

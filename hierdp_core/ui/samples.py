@@ -1,0 +1,110 @@
+"""The bundled samples of the dashboard, loaded once and shared read-only (``st.cache_data`` /
+``st.cache_resource``), and the defaults of the group-size, flow and range pages."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from hierdp_core.data.samples import ITALY_MAX_AGE, load_sample
+
+GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
+
+
+FLOW_SAMPLE_GEOMETRY = "us-counties"  # state boundaries under the airport flow map
+
+
+GS_DEFAULT_MECHANISM = "gs-kuo-hierarchical"
+
+
+GS_SWEEP_DEFAULT = ("gs-topdown", "gs-kuo-hierarchical")
+
+
+FLOW_DEFAULT_MECHANISM = "inftda"
+
+
+FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
+
+
+FLOW_OFF_MAP_STATES = ("PR", "VI")  # no place on the Albers USA projection
+
+
+RANGE_SAMPLE = "italy-municipalities"
+
+
+RANGE_DEFAULT_MECHANISM = "dawa"
+
+
+RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
+
+
+RANGE_SWEEP_DEFAULT = ("dawa", "greedy-h", "identity")
+
+
+@st.cache_data(show_spinner="Loading the sample…", max_entries=4)
+def sample_table(name: str) -> pd.DataFrame:
+    return load_sample(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def sample_geography(sample: str, levels: tuple[str, ...]):
+    """The declared public geography of a bundled sample over ``levels`` (shared,
+    read-only), with the unit names its geography has (``<level>_name`` columns)."""
+    from hierdp_core.data import sample_files
+
+    return sample_files.sample_geography(sample, levels,
+                                         {level: f"{level}_name" for level in levels})
+
+
+@st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
+def group_size_data():
+    """The bundled household sample as GroupSizeData over its declared public geography
+    (the US counties) and top-code (shared, read-only)."""
+    from hierdp_core.groupsizes.data import group_size_data_from_histograms
+    from hierdp_core.groupsizes.samples import us_households
+
+    return group_size_data_from_histograms(
+        us_households(), ["state", "county"], "size", "households", max_size=1000,
+        geography=sample_geography("us-households", ("state", "county")))
+
+
+@st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
+def flow_data():
+    """The bundled US airport flights as FlowData (nation > state > airport; shared,
+    read-only)."""
+    from hierdp_core.flows.data import flow_data_from_table
+    from hierdp_core.flows.samples import load_airport_flows
+
+    return flow_data_from_table(load_airport_flows(), ["o_state", "o_airport"],
+                                ["d_state", "d_airport"], "flights",
+                                geography=sample_geography("us-flights", ("state", "airport")))
+
+
+@st.cache_resource(show_spinner="Building the age histograms…", max_entries=2)
+def range_data(levels: tuple[str, ...]):
+    """The Italian residents by single year of age (0..100) as RangeData over ``levels`` (a
+    prefix of region, province, municipality), with the prefix workload (shared, read-only;
+    swap the workload with ``with_workload``)."""
+    from hierdp_core.queries.ranges import range_data_from_table
+
+    return range_data_from_table(sample_table(RANGE_SAMPLE), list(levels), "age",
+                                 count_column="residents", domain=(0, ITALY_MAX_AGE),
+                                 geography=sample_geography(RANGE_SAMPLE, tuple(levels)))
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def flow_coordinates() -> dict[str, pd.DataFrame]:
+    """Public positions of the flow sample's areas for maps, per geography level (index =
+    area code; latitude, longitude, label): airports where they are, states at the plain
+    mean position of their airports. Only the public airport list is used, no flight
+    count; areas outside the Albers USA projection (Puerto Rico, Virgin Islands) are left
+    out, so their flows are not drawn."""
+    from hierdp_core.flows.samples import load_airports
+
+    airports = load_airports()
+    airports = airports[~airports["state"].isin(FLOW_OFF_MAP_STATES)].set_index("airport")
+    states = airports.groupby("state")[["latitude", "longitude"]].mean()
+    airports["label"] = (airports.index + " (" + airports["name"].astype(str) + ", "
+                         + airports["city"].astype(str) + ")")
+    return {"state": states.assign(label=states.index),
+            "airport": airports[["latitude", "longitude", "label"]]}

@@ -1,0 +1,248 @@
+"""Shared widgets and page chrome of the dashboard: page header and sidebar, mechanism and
+sweep pickers, links to the next step, friendly errors, readable unit names."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import streamlit as st
+from PIL import Image
+
+from hierdp_core import palette
+from hierdp_core.errors import HierdpError
+from hierdp_core.queries.counts import CountData
+from hierdp_core.ui.session import (
+    DATASET,
+    EPSILON_GRID,
+    PALETTE_CHOICE,
+    ROLES,
+    SETTINGS,
+    count_data,
+    current_release,
+    ensure_dataset,
+    roles,
+    set_roles,
+)
+from hierdp_core.verdict import not_private_reason
+
+PAGES = (
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Data.py", "Data", ":material/table_view:"),
+    ("pages/2_Hierarchy.py", "Hierarchy", ":material/account_tree:"),
+    ("pages/3_Mechanism_and_budget.py", "Mechanism & budget", ":material/tune:"),
+    ("pages/4_Results.py", "Results", ":material/map:"),
+    ("pages/5_Trade-offs.py", "Trade-offs", ":material/query_stats:"),
+    ("pages/6_Export.py", "Export", ":material/download:"),
+    ("pages/7_Group_sizes.py", "Group sizes", ":material/groups:"),
+    ("pages/8_Flows.py", "Flows", ":material/flight:"),
+    ("pages/9_Ranges.py", "Range queries", ":material/bar_chart:"),
+    ("pages/10_Compare.py", "Compare", ":material/compare:"),
+)
+
+
+def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
+    """A ``format_func`` for pickers of the mechanisms in ``infos``: the name, with
+    ``(not_private)`` after those that are not private."""
+    return lambda n: n + ("" if infos[n].private else f" ({not_private})")
+
+
+def mechanism_picker(infos: dict, default: str, key: str, *,
+                     not_private: str = "NOT private as published") -> str:
+    """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
+    labelled ``not_private``), with the chosen one's description, reference and warning (an
+    red box naming the flaw and the private alternative for a non-private one). Returns the
+    name."""
+    names = list(infos)
+    name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
+                        else 0, format_func=mechanism_label(infos, not_private), key=key)
+    info = infos[name]
+    st.markdown(f"{info.description}  \n*{info.reference}*")
+    warn_nonprivate(info)
+    if info.warning and info.private:
+        st.warning(info.warning)
+    return name
+
+
+def warn_nonprivate(info) -> None:
+    """A red box for a mechanism that is not differentially private as published: the flaw
+    and the private alternative (its registry warning); its releases are never
+    publishable."""
+    if not info.private:
+        st.error(f"**{not_private_reason(info.name, info.warning)}.** Its releases are never "
+                 "publishable; use it only to compare with the published numbers.",
+                 icon=":material/gpp_bad:")
+
+
+def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
+                   format_func=str):
+    """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms (shown with
+    ``format_func``), epsilons, trials, metric (``metrics``: column -> label) and the run
+    button. Returns (mechanisms, sorted epsilons, trials, metric, clicked)."""
+    st.subheader("Trade-off: error against ε")
+    s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
+    with s1:
+        chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
+                                format_func=format_func, key=f"{prefix}_sw_mechs")
+    with s2:
+        eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
+                                  key=f"{prefix}_sw_eps")
+    with s3:
+        trials = st.slider("Trials", 1, 5, 2, key=f"{prefix}_sw_trials")
+    with s4:
+        metric = st.selectbox("Metric", list(metrics), format_func=metrics.get,
+                              key=f"{prefix}_sw_metric")
+    clicked = st.button("Run the sweep", key=f"{prefix}_sw_run",
+                        disabled=not chosen or not eps_grid)
+    return chosen, sorted(eps_grid), trials, metric, clicked
+
+
+def run_sweep(state_key: str, compute) -> None:
+    """Run ``compute(progress)`` under a progress bar and keep its runs in session state
+    under ``state_key``; a HierdpError becomes a message."""
+    bar = st.progress(0.0, text="Sweeping…")
+    try:
+        st.session_state[state_key] = compute(
+            lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
+    except HierdpError as exc:
+        st.error(str(exc))
+    bar.empty()
+
+
+def next_page(path: str, text: str) -> None:
+    """A link to the next step."""
+    icon = next(icon for p, _, icon in PAGES if p == path)
+    st.page_link(path, label=text, icon=icon)
+
+
+@lru_cache(maxsize=1)
+def page_icon():
+    """The browser tab's icon, drawn here (served by the dashboard itself: a
+    ``:material/...:`` or emoji icon is fetched from Google's or a CDN's servers, which
+    fails offline): three bars splitting into 1, 2 and 4 parts, a tree of levels."""
+    icon = np.zeros((32, 32, 4), dtype=np.uint8)
+    icon[1:31, 1:31] = (47, 93, 138, 255)  # the theme's primary colour
+    for row, parts in ((6, 1), (14, 2), (22, 4)):
+        width = 22 // parts
+        for k in range(parts):
+            icon[row:row + 5, 5 + k * width + (k > 0):5 + (k + 1) * width - (parts > 1)] = 255
+    return Image.fromarray(icon)
+
+
+def page_header(title: str, caption: str):
+    """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
+    summary slot: pass it to `sidebar_status` to refresh it after the page changed state."""
+    st.set_page_config(page_title=f"{title} · hierdp", page_icon=page_icon(), layout="wide")
+    ensure_dataset()
+    with st.sidebar:
+        st.markdown("## hierdp")
+        for path, label, icon in PAGES:
+            st.page_link(path, label=label, icon=icon)
+        st.divider()
+        slot = st.empty()
+        st.divider()
+        palette_picker()
+    st.title(title)
+    st.caption(caption)
+    sidebar_status(slot)
+    return slot
+
+
+def _palette_chosen() -> None:
+    st.session_state[PALETTE_CHOICE] = st.session_state["palette_pick"]
+
+
+def palette_picker() -> None:
+    """The colour choice in the sidebar (kept across pages in ``hd_palette``), made the
+    palette of this run's figures with the browser's light or dark theme
+    (`hierdp_core.palette.use`): maps and charts follow both."""
+    # the widget is another one on every page: it shows the choice kept across them
+    st.session_state["palette_pick"] = st.session_state.setdefault(PALETTE_CHOICE,
+                                                                   palette.DEFAULT)
+    choice = st.selectbox("Colours", list(palette.PALETTES), key="palette_pick",
+                          format_func=lambda name: palette.PALETTES[name].label,
+                          on_change=_palette_chosen,
+                          help="Colour-blind safe choices keep categories, map shades and "
+                               "errors above or below the truth apart in every common form "
+                               "of colour blindness. The light or dark theme is the "
+                               "browser's (or the ⋮ menu's Settings).")
+    palette.use(choice, dark=getattr(st.context.theme, "type", None) == "dark")
+
+
+def sidebar_status(slot) -> None:
+    """The count release's setup (data, levels, mechanism, release) in the sidebar slot; the
+    group-size, flow and range pages keep their own data and settings."""
+    ds = st.session_state.get(DATASET)
+    with slot.container():
+        st.markdown("**Count release** (pages Data to Export)")
+        if ds is None:
+            st.caption("No data loaded yet: the default sample loads on the next page.")
+            return
+        r = st.session_state.get(ROLES, {})
+        st.markdown(f"**Data:** {ds['name']}")
+        if r:
+            st.markdown(f"**Levels:** {' › '.join(r['levels'])}")
+            if r.get("category_columns"):
+                st.markdown(f"**Categories:** {', '.join(r['category_columns'])}")
+        s = st.session_state.get(SETTINGS)
+        if s:
+            budget = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
+                      else f"ρ = {s['rho']:g}")
+            st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
+        st.markdown("**Release:** " + ("ready" if current_release() is not None
+                                       else "not run for these settings"))
+
+
+def friendly_error(exc: Exception) -> None:
+    """Show an error without a traceback."""
+    if isinstance(exc, HierdpError):
+        st.error(str(exc))
+    else:
+        st.error(f"Something went wrong ({type(exc).__name__}): {exc}")
+
+
+def level_picker(key: str) -> list[str]:
+    """Multiselect of the geography levels (coarse to fine), written back to the roles."""
+    table = ensure_dataset()["table"]
+    r = roles()
+    r_cols = {r["count_column"], *r["category_columns"]}
+    columns = [str(c) for c in table.columns if c not in r_cols]
+    levels = st.multiselect("Geography levels, coarse to fine (the order you pick is the order "
+                            "of the tree)", columns,
+                            default=[c for c in r["levels"] if c in columns], key=key)
+    set_roles({**r, "levels": levels})
+    return levels
+
+
+def require_count_data() -> CountData:
+    """CountData, or a friendly message and stop the page."""
+    try:
+        return count_data()
+    except HierdpError as exc:
+        st.error(f"The data cannot be used as set up: {exc}")
+        next_page("pages/1_Data.py", "Fix the column roles on the Data page")
+        st.stop()
+
+
+def plural(noun: str) -> str:
+    """English plural of a level name: county -> counties, state -> states."""
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def node_display_names(data: CountData, level: int) -> np.ndarray:
+    """Readable name of every node of a level: 'name (code)' when a name is known."""
+    h = data.hierarchy
+    codes = np.asarray(h.codes[level]).astype(str).astype(object)
+    if level not in h.names:
+        return codes
+    names = np.asarray(h.names[level]).astype(object)
+    return np.where(names != codes, names + " (" + codes + ")", codes)
+
+
+def all_display_names(data: CountData) -> np.ndarray:
+    """Readable names of every node, root first."""
+    parts = [np.array([data.hierarchy.level_names[0]], dtype=object)]
+    parts += [node_display_names(data, level) for level in range(1, data.hierarchy.n_levels)]
+    return np.concatenate(parts)
