@@ -3,7 +3,7 @@ session (data, column roles, mechanism, budget, split, the Results page's seed) 
 back into it, so the Results page redraws the same release.
 
 Session keys written on load: ``hd_dataset`` / ``hd_roles`` (a bundled sample is loaded),
-``hd_settings``, the split sliders (`dashboard_split.set_split`), and the Results page's
+``hd_settings``, the split sliders (`ui.split.set_split`), and the Results page's
 randomness widgets ``rand_mode`` and ``seed``.
 """
 

@@ -6,7 +6,7 @@ Session state: ``hd_input`` (`SHAPE`) holds the upload's shape, ``wide`` (the me
 columns, in table order; empty: long as uploaded) and ``name`` (their category column);
 once melted, the upload as read is kept in ``hd_dataset['raw']`` and ``hd_dataset['table']``
 is the long table every page uses. Empty cells and skipped levels are roles (``missing``,
-``ragged`` in ``hd_roles``), applied where the count data is built (`dashboard.count_data`).
+``ragged`` in ``hd_roles``), applied where the count data is built (`ui.session.count_data`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def map_geojson(sample: str | None, level: str) -> str | None:
 def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
     """Level index -> (bundled sample, bundled level) whose boundaries draw that level of the
     hierarchy ``h``: a bundled sample's own levels, or for other data (``sample`` None) the
-    boundaries chosen on the Data page (`dashboard_geo`: bundled ones only when the codes
+    boundaries chosen on the Data page (`ui.geo`: bundled ones only when the codes
     and parents of every level match).
     Levels without boundaries are left out."""
     if sample is None:

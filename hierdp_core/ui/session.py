@@ -1,4 +1,5 @@
-"""Session state and shared widgets of the Streamlit dashboard (the pages stay thin).
+"""Session state of the Streamlit dashboard: the documented keys, the dataset and its roles,
+the count data built from them, the release settings and the latest release.
 
 Session-state keys (all under ``st.session_state``):
 
@@ -9,7 +10,7 @@ Session-state keys (all under ``st.session_state``):
                  ``category_columns``, ``local_codes``; for an upload also ``missing``
                  (empty count cells: 'error' | 'zero' | 'drop') and ``ragged`` (units may
                  skip a level)
-``hd_input``     an upload's shape (`dashboard_input`): ``wide`` (the columns melted into
+``hd_input``     an upload's shape (`ui.inputs`): ``wide`` (the columns melted into
                  long form; empty = long as uploaded) and ``name`` (their category column);
                  the upload as read is then ``hd_dataset['raw']``
 ``hd_settings``  dict: ``mechanism``, ``params`` (dict), ``definition`` ('pure-dp' | 'zcdp'),
@@ -29,17 +30,17 @@ Session-state keys (all under ``st.session_state``):
 
 ``hd_gs_data_key``, ``hd_flow_data_key``, ``hd_rg_data_key`` the data the latest group-size,
                  flow and range results were made on (new data drops them);
-                 ``hd_src_cache`` the query data built from an upload (`dashboard_sources`)
+                 ``hd_src_cache`` the query data built from an upload (`ui.sources`)
 ``hd_structure`` an upload's declared public structure (geography file, category values) or
-                 the choice to read it from the table (`dashboard_structure`)
+                 the choice to read it from the table (`ui.structure`)
 ``hd_publishable`` the publishable (secure) releases, per page, of the exploration release
-                 they redraw (`dashboard_release`)
+                 they redraw (`ui.release`)
 ``hd_split_held`` the exact weights of the split last set by a preset or the split
-                 optimiser, used while the sliders show them (`dashboard_split`)
+                 optimiser, used while the sliders show them (`ui.split`)
 ``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`)
 
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
-sample tables and geometries with ``st.cache_data`` / ``lru_cache``.
+sample tables and geometries with ``st.cache_data`` / ``lru_cache`` (`ui.samples`).
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
 FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
 RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "hd_rg_sweep"
 _DATA_CACHE = "hd_count_data_cache"
-INPUT = "hd_input"  # an upload's shape (`dashboard_input`)
+INPUT = "hd_input"  # an upload's shape (`ui.inputs`)
 PALETTE_CHOICE = "hd_palette"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)

@@ -5,7 +5,7 @@ Each ``*_from_upload`` function draws the role pickers, builds the query's data 
 same functions as the CLI (so the same checks and messages), caches it in session state per
 (upload version, roles, declared structure), and stops the page with a friendly message when
 the table cannot be used. The units come from the geography file declared on the Data page
-when the user chose the declared structure there (`dashboard_structure`), else from the
+when the user chose the declared structure there (`ui.structure`), else from the
 table (exploration only; the "your table" choice says which). Session-state keys:
 ``hd_src_cache`` (prefix -> (key, data)).
 """

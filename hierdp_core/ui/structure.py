@@ -1,7 +1,7 @@
 """Where an uploaded table's release takes its shape from (DESIGN principle 7): a declared
 public structure (a geography file listing every unit, and the values of every category
 column), or the table itself (exploration only, never publishable). Bundled samples always
-use their own public geography and code lists (`dashboard.count_data`).
+use their own public geography and code lists (`ui.session.count_data`).
 
 Session-state key ``hd_structure`` (dict), reset when a new table is loaded:
 
