@@ -135,3 +135,19 @@ def test_atoms_of_ranges_and_of_a_matrix():
     assert prefix_ranges(5).atom_starts().tolist() == [0, 1, 2, 3, 4]
     matrix = sparse.csr_matrix(np.array([[1, 1, 0, 0, 2], [0, 0, 1, 1, 2.0]]))
     assert Workload(5, "m", matrix=matrix).atom_starts().tolist() == [0, 2, 4]
+
+
+def test_above_the_partitioned_level_dawa_is_greedy_h_draw_for_draw(lazio):
+    """The levels DAWA does not partition (here all but the municipalities) give the whole
+    epsilon_l to Stage 2 over the atoms, which is greedy-h: same seed, same released values
+    (so a gap to greedy-h at such a level, e.g. the root of the US tracts, is noise)."""
+    prefixes = lazio.with_workload(prefix_ranges(101))
+    h = prefixes.hierarchy
+    dawa_, greedy = (get_mechanism(m).release(prefixes, PrivacyBudget.pure(1.0),
+                                              source=NoiseSource(seed=11))
+                     for m in ("dawa", "greedy-h"))
+    upper = slice(0, h.level_slice(h.n_levels - 1).start)
+    assert np.array_equal(dawa_.values[upper], greedy.values[upper])
+    finest = h.level_slice(h.n_levels - 1)
+    assert any(e is not None for e in dawa_.edges[finest])
+    assert not np.array_equal(dawa_.values[finest], greedy.values[finest])
