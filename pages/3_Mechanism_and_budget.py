@@ -34,18 +34,7 @@ with left:
               ("consistent non-negative integers" if info.consistent
                else "not consistent integers")]
     st.caption(" · ".join(badges) + f" · neighbours: {info.neighbouring}")
-    params = {}
-    for p in info.parameters:
-        key = f"param_{info.name}_{p.name}"
-        label = p.name.replace("_", " ").capitalize()
-        current = s["params"].get(p.name, p.default)
-        if p.type == "choice":
-            params[p.name] = st.selectbox(label, p.choices, index=list(p.choices).index(current)
-                                          if current in p.choices else 0, help=p.help, key=key)
-        elif p.type == "bool":
-            params[p.name] = st.checkbox(label, value=bool(current), help=p.help, key=key)
-        else:
-            params[p.name] = st.number_input(label, value=current, help=p.help, key=key)
+    params = widgets.parameter_widgets(info, "param", s["params"])
     s["params"] = params
     if params.get("root_invariant"):
         st.warning("The root total will be published exactly: it is NOT protected by "

@@ -2,13 +2,11 @@
 group-size mechanisms; histograms of one region, a map of the per-region error, the
 per-level error table and an epsilon sweep."""
 
-import time
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
@@ -61,29 +59,17 @@ with right:
     run = st.button("Run release", type="primary", key="gs_run")
 
 key = (name, epsilon, int(seed))
-state = st.session_state.get(session.GS_RELEASE)
 
 
 def release_with(source: NoiseSource):
     return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source)
 
 
-
-if run or state is None or state[0] != key:
-    with st.status("Releasing group sizes…") as status:
-        started = time.perf_counter()
-        try:
-            release = release_with(NoiseSource(seed=int(seed)))
-        except HierdpError as exc:
-            status.update(label="The release failed", state="error")
-            st.error(str(exc))
-            st.stop()
-        elapsed = time.perf_counter() - started
-        status.update(label=f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes "
-                            f"in {elapsed:.2f} s", state="complete")
-    state = (key, release, group_size_metrics(data, release.values))
-    st.session_state[session.GS_RELEASE] = state
-_, release, metrics = state
+release, metrics, seconds = rel.cached_release(
+    session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
+    run=run, what="group sizes")
+st.caption(f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes in "
+           f"{seconds:.2f} s.")
 rel.verdict_box(release, data.declared_structure)
 truth = data.node_counts()
 

@@ -2,12 +2,10 @@
 and its baselines; the budget and noise per tree level, the error and false discoveries by
 level, a flow map, O/D matrices, an epsilon sweep and the export."""
 
-import time
 
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.errors import HierdpError
 from hierdp_core.flows.experiments import flow_sweep
 from hierdp_core.flows.figures import (
     EVALUATION,
@@ -69,10 +67,7 @@ left, right = st.columns([3, 2])
 with left:
     name = widgets.mechanism_picker(infos, samples.FLOW_DEFAULT_MECHANISM, "fl_mechanism")
     names = list(infos)
-    params = {p.name: st.radio(p.name.replace("_", " ").capitalize(), p.choices,
-                               index=p.choices.index(p.default), horizontal=True, help=p.help,
-                               key=f"fl_{name}_{p.name}")
-              for p in infos[name].parameters if p.type == "choice"}
+    params = widgets.parameter_widgets(infos[name], "fl")
     if name == "tda-linf-milp":
         st.caption("Solves one integer program per released parent: 10-20 s on this sample.")
 with right:
@@ -91,7 +86,6 @@ with right:
 
 key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.items())),
        int(seed))
-state = st.session_state.get(session.FLOW_RELEASE)
 
 
 def release_with(source: NoiseSource):
@@ -100,18 +94,9 @@ def release_with(source: NoiseSource):
                                        **params)
 
 
-if run or state is None or state[0] != key:
-    with st.spinner(f"Releasing with {name}…"):
-        started = time.perf_counter()
-        try:
-            release = release_with(NoiseSource(seed=int(seed)))
-        except HierdpError as exc:
-            st.error(f"The release failed: {exc}")
-            st.stop()
-        seconds = time.perf_counter() - started
-    state = (key, release, flow_metrics(data, release), seconds)
-    st.session_state[session.FLOW_RELEASE] = state
-_, release, metrics, seconds = state
+release, metrics, seconds = rel.cached_release(
+    session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
+    what=f"with {name}")
 rel.verdict_box(release, data.declared_structure)
 
 # ---- privacy: what was spent, the noise per level, the invariants ------------------------

@@ -3,14 +3,12 @@
 be summed; the budget per level, the workload error by level, one unit's histogram with DAWA's
 private buckets, a comparison of methods, an epsilon sweep and the export."""
 
-import time
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.experiments import repeat_releases
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning, with_intervals
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
@@ -27,6 +25,7 @@ from hierdp_core.ranges.figures import (
     range_sweep_figure,
 )
 from hierdp_core.ranges.workloads import bands, named_workload
+from hierdp_core.ranges_sweep import compare_methods, method_runs
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import samples, session, widgets
 from hierdp_core.ui import sources as sources
@@ -53,29 +52,6 @@ def workload_of(kind: str, values, text: str):
     return bands(values, text) if kind == "bands" else named_workload(kind, len(values))
 
 
-def param_widget(mechanism: str, p):
-    """A widget for one mechanism parameter (rho as a slider, choices as radios)."""
-    key, label = f"rg_{mechanism}_{p.name}", p.name.replace("_", " ").capitalize()
-    if p.type == "choice":
-        return st.radio(label, p.choices, index=p.choices.index(p.default), horizontal=True,
-                        help=p.help, key=key)
-    if p.name == "rho":
-        return st.slider("ρ: share of each level's ε for the partition (Stage 1)", 0.05, 0.9,
-                         float(p.default), step=0.05, help=p.help, key=key)
-    cast = int if p.type == "int" else float
-    return st.number_input(label, cast(p.minimum), cast(p.maximum), cast(p.default),
-                           step=cast(1 if p.type == "int" else 0.5), help=p.help, key=key)
-
-
-def method_runs(data, names, epsilons, trials: int, seed: int, progress=None):
-    """`range_metrics` of releases by every mechanism at every epsilon (defaults, uniform
-    split; trial t uses seed ``seed + t``). Reads the truth: evaluation only."""
-    return repeat_releases(data, names, epsilons, trials,
-                           budget_of=lambda _, epsilon: PrivacyBudget.pure(epsilon),
-                           evaluate=lambda release: range_metrics(data, release.values),
-                           seed=seed, max_runs=60, progress=progress)
-
-
 widgets.page_header("Range queries", "How many people aged a to b live in each region and "
                                 "province? Histograms over single years of age released at "
                                 "every level of the geography: they add up, and any range "
@@ -95,12 +71,7 @@ left, middle, right = st.columns([5, 3, 3])
 with left:
     name = widgets.mechanism_picker(infos, samples.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
                                not_private=NOT_ESTABLISHED)
-    options = [p for p in infos[name].parameters if p.name != "rho"]
-    params = {p.name: param_widget(name, p) for p in infos[name].parameters
-              if p.name == "rho"}
-    if options:
-        with st.expander("More options"):
-            params.update({p.name: param_widget(name, p) for p in options})
+    params = widgets.parameter_widgets(infos[name], "rg", shown=("rho",))
 with middle:
     municipalities = upload is None and st.checkbox("Add municipalities (7,901 units)",
                                                     key="rg_municipalities")
@@ -159,7 +130,6 @@ else:
 
 key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
        text if kind == "bands" else None, int(seed))
-state = st.session_state.get(session.RANGE_RELEASE)
 
 
 def release_with(source: NoiseSource):
@@ -167,21 +137,11 @@ def release_with(source: NoiseSource):
                                        **params)
 
 
-if run or state is None or state[0] != key:
-    if municipalities and not run:
-        st.info("Press **Run release** to release down to the municipalities.")
-        st.stop()
-    with st.spinner(f"Releasing with {name}…"):
-        started = time.perf_counter()
-        try:
-            release = release_with(NoiseSource(seed=int(seed)))
-        except HierdpError as exc:
-            widgets.friendly_error(exc)
-            st.stop()
-        seconds = time.perf_counter() - started
-    state = (key, release, range_metrics(data, release.values), seconds)
-    st.session_state[session.RANGE_RELEASE] = state
-_, release, metrics, seconds = state
+release, metrics, seconds = rel.cached_release(
+    session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
+    run=run, what=f"with {name}",
+    wait_for_click="Press **Run release** to release down to the municipalities."
+    if municipalities else "")
 
 # ---- privacy: the budget per level --------------------------------------------------------
 done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} {cells} over {h.n_levels} "
@@ -270,16 +230,8 @@ with k1:
 with k2:
     compare = st.button("Compare", key="rg_cmp_run", disabled=not others)
 if compare:
-    def compare_runs(progress):
-        """The release above, then one release of each other method (same seed)."""
-        rest = [n for n in others if n != name]
-        frames = [metrics.assign(mechanism=f"{name} (this release)", epsilon=epsilon,
-                                 trial=0, seconds=seconds)]
-        if rest:
-            frames.append(method_runs(data, rest, [epsilon], 1, int(seed), progress))
-        return key, pd.concat(frames, ignore_index=True)
-
-    widgets.run_sweep(session.RANGE_COMPARE, compare_runs)
+    widgets.run_sweep(session.RANGE_COMPARE, lambda progress: (key, compare_methods(
+        data, name, metrics, seconds, others, epsilon, int(seed), progress)))
 compared = st.session_state.get(session.RANGE_COMPARE)
 if compared is not None and compared[0] == key:
     per_method = compared[1]
@@ -305,8 +257,8 @@ st.caption(f"Each method with its default options and the uniform split on the w
            f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes up to a "
            "second per release (1-3 s with the municipalities).")
 if clicked:
-    widgets.run_sweep(session.RANGE_SWEEP, lambda progress: method_runs(data, chosen, eps_grid, trials,
-                                                              int(seed), progress))
+    widgets.run_sweep(session.RANGE_SWEEP, lambda progress: method_runs(
+        data, chosen, eps_grid, trials, int(seed), progress))
 runs = st.session_state.get(session.RANGE_SWEEP)
 if runs is not None and len(runs):
     sweep_levels = list(pd.unique(runs["level_name"]))

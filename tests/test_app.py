@@ -111,7 +111,7 @@ def test_group_sizes_page_releases_and_sweeps():
 
     at = page("pages/7_Group_sizes.py").run()
     assert_clean(at)
-    _, release, metrics = at.session_state[session.GS_RELEASE]
+    _, release, metrics, _ = at.session_state[session.GS_RELEASE]
     h = release.hierarchy
     assert release.mechanism == samples.GS_DEFAULT_MECHANISM == "gs-kuo-hierarchical"
     assert h.consistency_violations(release.values) == 0 and (release.values >= 0).all()
@@ -244,7 +244,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
     assert_clean(at)
-    _, release, metrics = at.session_state[session.GS_RELEASE]
+    _, release, metrics, _ = at.session_state[session.GS_RELEASE]
     assert release.hierarchy.level_size(2) == 3
     assert release.values[0].sum() == 7 and (release.values >= 0).all()
     assert release.hierarchy.consistency_violations(release.values) == 0

@@ -1,5 +1,6 @@
-"""The dashboard's release widgets: the publishable verdict, downloads named after it, and
-the publishable release (the same configuration drawn again with secure noise).
+"""The dashboard's release widgets: the exploration release of a query page made and kept
+(`cached_release`), the publishable verdict, downloads named after it, and the publishable
+release (the same configuration drawn again with secure noise).
 
 Session-state keys: ``hd_publishable`` maps a page's prefix to (token of the exploration
 release it redraws, the secure release): a new exploration release (new data, settings or
@@ -20,6 +21,7 @@ import streamlit as st
 
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes, release_table_bytes
+from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.verdict import SEEDED, release_verdict, short_reason_tag
 
 PUBLISHABLE = "hd_publishable"
@@ -52,6 +54,33 @@ def verdict_box(release, structure_declared: bool) -> dict:
             f"- {reason}" for reason in verdict["not_publishable_because"]),
             icon=":material/block:")
     return verdict
+
+
+def cached_release(state_key: str, key: tuple, release_with: Callable[[NoiseSource], object],
+                   evaluate: Callable[[object], object], seed: int, *, run: bool = False,
+                   what: str = "", wait_for_click: str = ""):
+    """The exploration release of a query page for the settings ``key``: the one kept under
+    ``state_key`` as (key, release, metrics, seconds), else (or when ``run``, the Run
+    button) ``release_with(NoiseSource(seed=seed))`` is made under a spinner (``what``
+    names it), ``evaluate(release)`` gives its metrics, and both are kept. A HierdpError
+    stops the page with a message; ``wait_for_click`` (a slow configuration) stops it with
+    that message until the button is pressed. Returns (release, metrics, seconds)."""
+    state = st.session_state.get(state_key)
+    if run or state is None or state[0] != key:
+        if wait_for_click and not run:
+            st.info(wait_for_click)
+            st.stop()
+        with st.spinner(f"Releasing {what}…"):
+            started = time.perf_counter()
+            try:
+                release = release_with(NoiseSource(seed=int(seed)))
+            except HierdpError as exc:
+                st.error(f"The release failed: {exc}")
+                st.stop()
+            seconds = time.perf_counter() - started
+        state = (key, release, evaluate(release), seconds)
+        st.session_state[state_key] = state
+    return state[1:]
 
 
 def release_token(release) -> str:

@@ -20,7 +20,7 @@ Session-state keys (all under ``st.session_state``):
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
 ``hd_report``    (content token of the release, HTML) of the latest confidential evaluation
                  report (Export page)
-``hd_gs_release`` group sizes: (settings key, Release, metrics) of the latest release;
+``hd_gs_release`` group sizes: (settings key, Release, metrics, seconds) of the latest release;
                  ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
 ``hd_flow_release`` flows: (settings key, FlowRelease, metrics, seconds) of the latest
                  release; ``hd_flow_sweep`` its epsilon sweep (DataFrame of runs)

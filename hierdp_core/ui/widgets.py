@@ -74,6 +74,46 @@ def warn_nonprivate(info) -> None:
                  icon=":material/gpp_bad:")
 
 
+def parameter_widget(p, key: str, value=None):
+    """The widget of one mechanism parameter ``p`` (a `Parameter`), chosen by its declared
+    type: a choice as radio buttons, a bool as a checkbox, an int or float as a number input
+    within its declared bounds (``value`` clipped to them). Shows ``value`` (default: the parameter's default) first;
+    returns the value chosen."""
+    value = p.default if value is None else value
+    label = p.name.replace("_", " ").capitalize()
+    if p.type == "choice":
+        choices = list(p.choices)
+        return st.radio(label, choices, index=choices.index(value) if value in choices else 0,
+                        horizontal=True, help=p.help, key=key)
+    if p.type == "bool":
+        return st.checkbox(label, value=bool(value), help=p.help, key=key)
+    cast = int if p.type == "int" else float
+    low, high = (None if b is None else cast(b) for b in (p.minimum, p.maximum))
+    value = float(np.clip(value, -np.inf if low is None else low,
+                          np.inf if high is None else high))
+    return st.number_input(label, low, high, cast(value), help=p.help, key=key)
+
+
+def parameter_widgets(info, prefix: str, values: dict | None = None,
+                      shown: tuple[str, ...] | None = None) -> dict:
+    """`parameter_widget` for every parameter of the mechanism ``info`` (keys
+    ``{prefix}_{mechanism}_{parameter}``, showing ``values`` where given); with ``shown``,
+    the parameters not named there go under "More options". Returns name -> value."""
+    values = values or {}
+    first = [p for p in info.parameters if shown is None or p.name in shown]
+    more = [p for p in info.parameters if p not in first]
+
+    def draw(params):
+        return {p.name: parameter_widget(p, f"{prefix}_{info.name}_{p.name}",
+                                         values.get(p.name)) for p in params}
+
+    chosen = draw(first)
+    if more:
+        with st.expander("More options"):
+            chosen.update(draw(more))
+    return chosen
+
+
 def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
                    format_func=str):
     """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms (shown with
