@@ -9,7 +9,7 @@ from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.ui import session, widgets
 
 widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
-                         f"{__version__}")
+                              f"{__version__}")
 st.markdown(
     "Publish counts at every level of a geography (nation › state › county, region › "
     "province › municipality) so that **the tables add up**, **no cell is negative or "

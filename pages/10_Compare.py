@@ -11,12 +11,12 @@ from hierdp_core.privacy.budget import SPLIT_PRESETS
 from hierdp_core.ui import map_layers, session, widgets
 from hierdp_core.viz import plotly_config
 
-STATE = "hd_compare_ab"  # (the sides, the data's settings key, Comparison)
 CURRENT = "current"
 METRICS = ["mae", "rmse", "mape", "max_abs_error", "tvd_accuracy", "share_over_10pct"]
 
 widgets.page_header("Compare", "Two configurations released on the same data, side by side "
-                          "(seeded exploration noise; the truth is shown for evaluation only).")
+                               "(seeded exploration noise; the truth is shown for evaluation "
+                               "only).")
 data = widgets.require_count_data()
 h = data.hierarchy
 s = session.settings(h.n_levels)
@@ -51,7 +51,7 @@ for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
                                     if k in {p.name for p in infos[mechanism].parameters}})
 
 key = (sides["A"], sides["B"], session.settings_key(s))
-stored = st.session_state.get(STATE)
+stored = st.session_state.get(session.COMPARE)
 if stored is not None and stored[1].releases[0].hierarchy is not h:  # other data: redo
     stored = None
 if st.button("Compare", type="primary", key="cmp_run") or stored is None:
@@ -61,7 +61,7 @@ if st.button("Compare", type="primary", key="cmp_run") or stored is None:
     except HierdpError as exc:
         widgets.friendly_error(exc)
         st.stop()
-    st.session_state[STATE] = stored
+    st.session_state[session.COMPARE] = stored
 comparison = stored[1]
 if stored[0] != key:
     st.info("The configurations changed: press **Compare** to release them again.")

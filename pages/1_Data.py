@@ -12,7 +12,8 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import structure as structure
 
-status_slot = widgets.page_header("Data", "Load records or aggregated counts and tell hierdp what each column is.")
+status_slot = widgets.page_header("Data", "Load records or aggregated counts and tell hierdp "
+                                          "what each column is.")
 ds = session.ensure_dataset()
 
 source, upload = st.columns([1, 1])
@@ -109,8 +110,8 @@ if ds["sample"] is None:
                          key=inp.upload_key("roles_ragged"))
 names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
 session.set_roles({"levels": levels, "count_column": count, "category_columns": categories,
-              "local_codes": local, "missing": missing, "ragged": ragged,
-              **({"name_columns": names} if names is not None else {})})
+                        "local_codes": local, "missing": missing, "ragged": ragged,
+                        **({"name_columns": names} if names is not None else {})})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
     structure.choose(categories)

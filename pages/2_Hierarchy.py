@@ -6,8 +6,8 @@ from hierdp_core.ui import inputs as inp
 from hierdp_core.ui import session, widgets
 from hierdp_core.viz import hierarchy_treemap
 
-status_slot = widgets.page_header("Hierarchy", "The tree the release must add up over: every parent equals the "
-                            "sum of its children.")
+status_slot = widgets.page_header("Hierarchy", "The tree the release must add up over: every "
+                                               "parent equals the sum of its children.")
 session.ensure_dataset()
 levels = widgets.level_picker(inp.table_key("hierarchy_levels"))  # new widget per table
 widgets.sidebar_status(status_slot)

@@ -57,7 +57,8 @@ with right:
     else:
         s["rho"] = st.select_slider("Total ρ (log scale; smaller = more private)",
                                     options=list(session.RHO_GRID),
-                                    value=s["rho"] if s["rho"] in session.RHO_GRID else 0.5, key="rho")
+                                    value=s["rho"] if s["rho"] in session.RHO_GRID else 0.5,
+                                    key="rho")
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,
                                                                           1e-5], value=s["delta"],
                                       format_func=lambda d: f"{d:.0e}", key="delta")
@@ -84,7 +85,8 @@ st.caption("Weights are normalised, so the total budget stays fixed: shares "
 with st.expander("Optimise the split", icon=":material/tune:", key=split_ui.OPEN,
                  on_change="rerun") as optimiser:
     if optimiser.open:  # computed only when opened
-        split_ui.optimiser_section(h, s, session.budget_of(s), sample=session.ensure_dataset()["sample"],
+        split_ui.optimiser_section(h, s, session.budget_of(s),
+                                   sample=session.ensure_dataset()["sample"],
                                    declared=data.declared_structure)
 
 st.subheader("Before running: noise and expected error per cell")

@@ -21,8 +21,9 @@ from hierdp_core.viz import (
     true_vs_released_scatter,
 )
 
-status_slot = widgets.page_header("Results", "What the release looks like next to the truth (the truth is shown "
-                          "here for evaluation only; it is never exported as a release).")
+status_slot = widgets.page_header("Results", "What the release looks like next to the truth "
+                                             "(the truth is shown here for evaluation only; it "
+                                             "is never exported as a release).")
 data = widgets.require_count_data()
 h = data.hierarchy
 s = session.settings(h.n_levels)
@@ -49,7 +50,7 @@ if run or release is None:
         started = time.perf_counter()
         try:
             release = session.run_release(data, s, int(seed) if mode.startswith("Exploration")
-                                     else None)
+                                               else None)
         except Exception as exc:  # shown as a message, never a traceback
             status.update(label="The release failed", state="error")
             widgets.friendly_error(exc)
@@ -61,11 +62,11 @@ rel.verdict_box(release, data.declared_structure)
 
 truth = data.node_counts()
 metrics_key = ("metrics", rel.release_token(release))
-if st.session_state.get("hd_metrics_key") != metrics_key:
-    st.session_state["hd_metrics"] = error_metrics(
+if st.session_state.get(session.METRICS_KEY) != metrics_key:
+    st.session_state[session.METRICS] = error_metrics(
         h, truth, release.values, categories=data.categories if data.has_categories else None)
-    st.session_state["hd_metrics_key"] = metrics_key
-metrics = st.session_state["hd_metrics"]
+    st.session_state[session.METRICS_KEY] = metrics_key
+metrics = st.session_state[session.METRICS]
 
 # ---- what to show -----------------------------------------------------------------------
 pick = st.columns([1, 2, 1])

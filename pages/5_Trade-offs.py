@@ -16,7 +16,7 @@ MAX_RUNS = 300
 METRICS = [m for m in ALL_METRICS if m != "consistency_violations"]
 
 widgets.page_header("Trade-offs", "How error falls as the budget grows, for several mechanisms, "
-                             "with the spread over repeated runs.")
+                                  "with the spread over repeated runs.")
 data = widgets.require_count_data()
 h = data.hierarchy
 
@@ -80,11 +80,11 @@ with s4:
     cmp_eps = st.select_slider("ε", list(session.EPSILON_GRID), value=1.0, key="cmp_eps")
 if st.button("Compare", key="cmp_run"):
     try:
-        st.session_state["hd_compare"] = compare_splits(
+        st.session_state[session.SPLIT_COMPARE] = compare_splits(
             data, cmp_mech, cmp_eps, {split_a: split_a, split_b: split_b}, trials=trials)
     except HierdpError as exc:
         st.error(str(exc))
-cmp = st.session_state.get("hd_compare")
+cmp = st.session_state.get(session.SPLIT_COMPARE)
 if cmp is not None and len(cmp):
     st.plotly_chart(split_comparison_figure(summarise(cmp, metric, by="split"), metric=metric),
                     width="stretch", key="cmp_fig")

@@ -23,8 +23,6 @@ from hierdp_core.ui import release as rel
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
-LOADED, STAKEHOLDER, PDF = "hd_config_loaded", "hd_stakeholder_report", "hd_report_pdf"
-
 
 def load_config() -> None:
     """Apply the uploaded configuration (on upload, before the page is drawn)."""
@@ -34,9 +32,9 @@ def load_config() -> None:
     try:
         notes = config_ui.apply_config(config_from_dict(json.loads(uploaded.getvalue())))
     except (HierdpError, ValueError) as exc:
-        st.session_state[LOADED] = (False, f"The configuration cannot be loaded: {exc}")
+        st.session_state[session.LOADED] = (False, f"The configuration cannot be loaded: {exc}")
     else:
-        st.session_state[LOADED] = (True, "Loaded " + uploaded.name + ". " + " ".join(
+        st.session_state[session.LOADED] = (True, "Loaded " + uploaded.name + ". " + " ".join(
             f"Note: {n}." for n in notes))
 
 
@@ -53,7 +51,7 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
                      on_change=load_config)
     st.caption("Data, levels, mechanism, parameters, budget, split and seed; the same file "
                "works on the command line: `hierdp release --config hierdp_config.json`.")
-    loaded = st.session_state.pop(LOADED, None)
+    loaded = st.session_state.pop(session.LOADED, None)
     if loaded:
         (st.success if loaded[0] else st.error)(loaded[1])
         if loaded[0]:
@@ -122,13 +120,14 @@ evaluate = st.checkbox("Add the error against the true data (the report is then 
                        "CONFIDENTIAL)", key="report_truth")
 if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
     with st.spinner("Writing the report…"):
-        st.session_state[STAKEHOLDER] = ((rel.release_token(release), evaluate), report_html(
+        html = report_html(
             release, data, config_ui.current_config(release).to_dict(),
             structure_declared=data.declared_structure, evaluation=evaluate,
             geometries={lv: (level_geojson(*src), map_layers.map_projection(src[0]))
                         for lv, src in sources.items()},
-            sweep=st.session_state.get(session.SWEEP) if evaluate else None))
-prepared = st.session_state.get(STAKEHOLDER)
+            sweep=st.session_state.get(session.SWEEP) if evaluate else None)
+        st.session_state[session.STAKEHOLDER] = ((rel.release_token(release), evaluate), html)
+prepared = st.session_state.get(session.STAKEHOLDER)
 if prepared and prepared[0] == (rel.release_token(release), evaluate):
     stem = ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report"
     html_col, pdf_col = st.columns(2)
@@ -139,10 +138,10 @@ if prepared and prepared[0] == (rel.release_token(release), evaluate):
     elif pdf_col.button("Make a PDF of it", key="prep_pdf"):
         try:
             with st.spinner("Printing the report with Chromium…"):
-                st.session_state[PDF] = (prepared[0], report_pdf(prepared[1]))
+                st.session_state[session.PDF] = (prepared[0], report_pdf(prepared[1]))
         except HierdpError as exc:
             pdf_col.error(str(exc))
-    pdf = st.session_state.get(PDF)
+    pdf = st.session_state.get(session.PDF)
     if pdf and pdf[0] == prepared[0]:
         pdf_col.download_button("Download the report (PDF)", pdf[1], f"{stem}.pdf",
                                 "application/pdf", key="dl_stakeholder_pdf")
@@ -161,7 +160,7 @@ if st.button("Prepare the evaluation report", key="prep_report"):
             level_name=h.level_names[h.depth]),
     }
     st.session_state[session.REPORT] = (rel.release_token(release),
-                                   evaluation_report_html(release, data, metrics, figures))
+                                        evaluation_report_html(release, data, metrics, figures))
 report = st.session_state.get(session.REPORT)
 if report and report[0] == rel.release_token(release):
     st.download_button("Download the CONFIDENTIAL report (HTML)", report[1],

@@ -21,11 +21,9 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
 
-GS_DATA_KEY = "hd_gs_data_key"
-
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
-                              "histograms that add up over the hierarchy, with the number "
-                              "of households kept exact.")
+                                   "histograms that add up over the hierarchy, with the number "
+                                   "of households kept exact.")
 MODEL = ("The number of households of every region is public by the model; who lives with "
          "whom is what is protected (neighbours: one person added to or removed from a "
          "household).")
@@ -44,7 +42,8 @@ else:
     st.caption(f"{upload['name']}: {data.total_groups:,} households in "
                f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
                f"households counted as {data.max_size:,}). " + MODEL)
-view = sources.on_data(GS_DATA_KEY, upload, data_key, (session.GS_RELEASE, session.GS_SWEEP))
+view = sources.on_data(session.GS_DATA_KEY, upload, data_key,
+                       (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
@@ -53,8 +52,8 @@ with left:
     name = widgets.mechanism_picker(infos, samples.GS_DEFAULT_MECHANISM, "gs_mechanism")
     names = list(infos)
 with right:
-    epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID), value=1.0,
-                               key="gs_epsilon")
+    epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
+                               value=1.0, key="gs_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="gs_seed")
     run = st.button("Run release", type="primary", key="gs_run")
 

@@ -29,7 +29,6 @@ from hierdp_core.viz import plotly_config
 
 DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 SPLITS = {"uniform": "uniform", "geometric": "geometric (finer levels get more)"}
-FLOW_DATA_KEY = "hd_flow_data_key"
 MATRIX_MAX_AREAS = 300  # larger O/D heat maps are unreadable and slow
 SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
                "destination_levels": ["d_state", "d_airport"], "count_column": "flights"}
@@ -41,8 +40,8 @@ def _shown(values, fmt: str) -> list[str]:
 
 
 widgets.page_header("Flows", "Trips between areas (origin → destination) released at every level "
-                        "of the geography: state to state, state to airport, airport to "
-                        "airport, all adding up, with the number of trips kept exact.")
+                             "of the geography: state to state, state to airport, airport to "
+                             "airport, all adding up, with the number of trips kept exact.")
 upload = sources.choose_source("fl", "bundled US flights (airports)")
 if upload is None:
     data, data_key, spec, counted = samples.flow_data(), "sample", SAMPLE_SPEC, "flights"
@@ -59,7 +58,8 @@ else:
     st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
-view = sources.on_data(FLOW_DATA_KEY, upload, data_key, (session.FLOW_RELEASE, session.FLOW_SWEEP))
+view = sources.on_data(session.FLOW_DATA_KEY, upload, data_key,
+                       (session.FLOW_RELEASE, session.FLOW_SWEEP))
 rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("flows")}
 

@@ -37,7 +37,6 @@ WORKLOADS = {"prefix": "prefixes (aged 0 to a)", "bands": "age bands",
              "all": "all ranges", "random": "2,000 random ranges"}
 NOT_ESTABLISHED = "privacy not established"
 EVALUATED = EVALUATION[0].upper() + EVALUATION[1:]  # for the start of a sentence
-RANGE_DATA_KEY = "hd_rg_data_key"
 
 
 def default_bands(values) -> str:
@@ -53,9 +52,9 @@ def workload_of(kind: str, values, text: str):
 
 
 widgets.page_header("Range queries", "How many people aged a to b live in each region and "
-                                "province? Histograms over single years of age released at "
-                                "every level of the geography: they add up, and any range "
-                                "of ages can be summed from them.")
+                                     "province? Histograms over single years of age released at "
+                                     "every level of the geography: they add up, and any range "
+                                     "of ages can be summed from them.")
 upload = sources.choose_source("rg", "bundled Italian residents by age")
 if upload is not None:
     base, data_key, spec = sources.ranges_from_upload(upload)
@@ -70,7 +69,7 @@ label = widgets.mechanism_label(infos, NOT_ESTABLISHED)
 left, middle, right = st.columns([5, 3, 3])
 with left:
     name = widgets.mechanism_picker(infos, samples.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
-                               not_private=NOT_ESTABLISHED)
+                                         not_private=NOT_ESTABLISHED)
     params = widgets.parameter_widgets(infos[name], "rg", shown=("rho",))
 with middle:
     municipalities = upload is None and st.checkbox("Add municipalities (7,901 units)",
@@ -109,7 +108,7 @@ try:
 except HierdpError as exc:
     widgets.friendly_error(exc)
     st.stop()
-view = sources.on_data(RANGE_DATA_KEY, upload, data_key,
+view = sources.on_data(session.RANGE_DATA_KEY, upload, data_key,
                       (session.RANGE_RELEASE, session.RANGE_COMPARE, session.RANGE_SWEEP))
 rel.structure_note(data.declared_structure)
 path = " › ".join(f"{h.level_size(lv):,} {widgets.plural(h.level_names[lv])}"

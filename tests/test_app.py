@@ -28,10 +28,10 @@ def page(path: str, sample: str | None = None) -> AppTest:
 
         s = SAMPLES[sample]
         at.session_state[session.DATASET] = {"name": s.title, "sample": sample,
-                                         "table": s.loader(), "version": 1}
+                                              "table": s.loader(), "version": 1}
         at.session_state[session.ROLES] = {"levels": list(s.levels), "count_column": s.count_column,
-                                       "category_columns": list(s.category_columns),
-                                       "local_codes": False}
+                                            "category_columns": list(s.category_columns),
+                                            "local_codes": False}
     return at
 
 
@@ -68,9 +68,9 @@ def test_bad_table_shows_a_message_not_a_traceback():
     bad = pd.DataFrame({"state": ["A", "B"], "county": ["x", "x"], "n": [3, -1]})
     at = page("pages/1_Data.py")
     at.session_state[session.DATASET] = {"name": "bad.csv", "sample": None, "table": bad,
-                                     "version": 1}
+                                          "version": 1}
     at.session_state[session.ROLES] = {"levels": ["state", "county"], "count_column": "n",
-                                   "category_columns": [], "local_codes": False}
+                                        "category_columns": [], "local_codes": False}
     at.run()
     assert not at.exception
     assert at.error and "more than one" in at.error[0].value
@@ -219,9 +219,9 @@ def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str],
     from hierdp_core.ui import session
 
     at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
-                                     "version": 1}
+                                          "version": 1}
     at.session_state[session.ROLES] = {"levels": levels, "count_column": count_column,
-                                   "category_columns": [], "local_codes": False}
+                                        "category_columns": [], "local_codes": False}
     return at
 
 

@@ -22,7 +22,7 @@ def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTe
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.switch_page(path)
     at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
-                                     "version": 1, "loaded": 1}
+                                          "version": 1, "loaded": 1}
     at.session_state[session.ROLES] = inp.default_roles(table)
     if geo_state is not None:
         at.session_state[geo_ui.GEO] = geo_state

@@ -80,7 +80,7 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
     roles = session.roles()
     if cfg.levels:
         session.set_roles({**roles, "levels": list(cfg.levels), "count_column": cfg.count_column,
-                      "category_columns": list(cfg.category_columns)})
+                                "category_columns": list(cfg.category_columns)})
     n_levels = len(session.roles()["levels"]) + 1
     s = session.settings(n_levels)
     notes = []

@@ -75,9 +75,9 @@ def set_shape(wide: list[str], name: str) -> None:
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
     session.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
-                  "count_column": count,
-                  "category_columns": [*categories, name] if wide and name not in categories
-                  else categories})
+                            "count_column": count,
+                            "category_columns": [*categories, name] if wide and name not in categories
+                            else categories})
     if wide:
         structure.state()["category_values"].setdefault(name, tuple(wide))
 

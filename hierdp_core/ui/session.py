@@ -18,8 +18,14 @@ Session-state keys (all under ``st.session_state``):
 ``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
                  settings it was made with
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
+``hd_metrics``   the Results page's error metrics of the release whose content token is
+                 ``hd_metrics_key``
+``hd_compare``   the Trade-offs page's comparison of budget splits
 ``hd_report``    (content token of the release, HTML) of the latest confidential evaluation
-                 report (Export page)
+                 report (Export page); ``hd_stakeholder_report`` ((token, evaluated), HTML)
+                 of the stakeholder report, ``hd_report_pdf`` its PDF, ``hd_config_loaded``
+                 the configuration file last applied
+``hd_compare_ab`` the Compare page's (sides, data settings key, Comparison)
 ``hd_gs_release`` group sizes: (settings key, Release, metrics, seconds) of the latest release;
                  ``hd_gs_sweep`` its epsilon sweep (DataFrame of runs)
 ``hd_flow_release`` flows: (settings key, FlowRelease, metrics, seconds) of the latest
@@ -42,6 +48,7 @@ Session-state keys (all under ``st.session_state``):
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache`` (`ui.samples`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +69,11 @@ from hierdp_core.ui.samples import sample_geography, sample_table
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
 REPORT = "hd_report"
+LOADED, STAKEHOLDER, PDF = "hd_config_loaded", "hd_stakeholder_report", "hd_report_pdf"
+METRICS, METRICS_KEY = "hd_metrics", "hd_metrics_key"
+SPLIT_COMPARE, COMPARE = "hd_compare", "hd_compare_ab"
+GS_DATA_KEY, FLOW_DATA_KEY = "hd_gs_data_key", "hd_flow_data_key"
+RANGE_DATA_KEY = "hd_rg_data_key"
 GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
 FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
 RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "hd_rg_sweep"
@@ -206,8 +218,8 @@ def shares_of(s: dict) -> np.ndarray:
 def settings_key(s: dict) -> tuple:
     return (s["mechanism"], tuple(sorted(s["params"].items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
-            st.session_state[DATASET]["version"], tuple(sorted(roles().items(), key=str)).__repr__(),
-            structure.key())
+            st.session_state[DATASET]["version"],
+            tuple(sorted(roles().items(), key=str)).__repr__(), structure.key())
 
 
 def release_for(data: CountData, s: dict, source: NoiseSource):

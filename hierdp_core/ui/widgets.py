@@ -77,8 +77,8 @@ def warn_nonprivate(info) -> None:
 def parameter_widget(p, key: str, value=None):
     """The widget of one mechanism parameter ``p`` (a `Parameter`), chosen by its declared
     type: a choice as radio buttons, a bool as a checkbox, an int or float as a number input
-    within its declared bounds (``value`` clipped to them). Shows ``value`` (default: the parameter's default) first;
-    returns the value chosen."""
+    within its declared bounds (``value`` clipped to them). Shows ``value`` (default: the
+    parameter's default) first; returns the value chosen."""
     value = p.default if value is None else value
     label = p.name.replace("_", " ").capitalize()
     if p.type == "choice":
