@@ -166,7 +166,7 @@ st.caption("Budget per level, fixed before any data is read: an equal share per 
            "default at the finest level only, see More options) and the rest on range "
            "queries over the buckets adapted to the workload (Stage 2). Then, from the top "
            "down, every unit is made to add up to its parent (post-processing).")
-if release.edges is not None and "rho" in params:  # DAWA's Stage 1 ran; edges are released
+if release.edges is not None:  # a private partition ran (DAWA's Stage 1): edges released
     kept = float(np.mean([e.size - 1 for e in release.edges if e is not None]))
     if kept >= 0.5 * len(data.values):
         st.info(f"DAWA's private partition kept on average {kept:.0f} of the "
@@ -200,8 +200,7 @@ with pick[1]:
                         index=largest, format_func=lambda i: shown[i],
                         key=f"rg_unit{view}_{level}")
 node = sl.start + unit
-partitioned = release.edges is not None and "rho" in params  # DAWA's Stage 1 ran
-edges = release.edges[node] if partitioned else None
+edges = release.edges[node] if release.edges is not None else None  # DAWA's Stage 1 ran
 unit_error = workload_errors(truth[node], release.values[node], data.workload)[0]
 with pick[2]:
     st.metric("This unit: mean error per query", f"{unit_error:,.1f} people",
