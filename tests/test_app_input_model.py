@@ -2,7 +2,7 @@
 (units x age bands) is detected, melted with a preview and released, publishable over a
 declared geography; empty count cells and units that skip a level get a friendly message
 and a choice. AppTest cannot upload files: the upload is set in session state (loaded as
-version 0, hence the widget keys ``*_0`` of `dashboard_input.upload_key`)."""
+version 0, hence the widget keys ``*_0`` of `ui.inputs.upload_key`)."""
 
 from __future__ import annotations
 

@@ -168,10 +168,10 @@ def _load_into_dashboard(raw: dict):
 
     from hierdp_core.config import config_from_dict
     from hierdp_core.errors import HierdpError
-    from hierdp_core.ui import config as dashboard_config
+    from hierdp_core.ui import config as config_ui
 
     try:
-        st.session_state["out"] = dashboard_config.apply_config(config_from_dict(raw))
+        st.session_state["out"] = config_ui.apply_config(config_from_dict(raw))
     except HierdpError as exc:
         st.session_state["out"] = str(exc)
 
@@ -201,7 +201,7 @@ def test_loading_into_the_dashboard(raw, expected):
 
 
 def test_the_results_page_reads_the_randomness_the_loader_writes():
-    """`dashboard_config` writes the Results page's widget keys: the page must use them."""
+    """`ui.config` writes the Results page's widget keys: the page must use them."""
     from test_app import assert_clean, page
 
     from hierdp_core.ui import config as config_ui
