@@ -31,7 +31,7 @@ method's error is a handful of noise draws, cannot tell 10% apart in a few runs)
 full hierarchy's epsilon and, for DAWA, no partition (as above the finest level): their errors
 are those of the full release (TopDown runs from the root down; same seeds, same draws), so
 many runs on the upper levels are cheap. ``ratio_se`` is the standard error of the ratio
-(delta method).
+(delta method, releases paired by seed).
 
 Prints one JSON object: ``results`` dataset -> workload -> epsilon -> {errors: method ->
 level -> mean error, se: same, ratio: level -> DAWA / best baseline, best: level ->
@@ -138,13 +138,14 @@ def level_errors(data, method: str, epsilon: float, runs: int, seed: int,
 
 
 def ratio_se(dawa: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """Standard error of mean(dawa) / mean(best) per level (delta method, independent
-    draws), from the per-run errors (runs, levels)."""
+    """Standard error of r = mean(dawa) / mean(best) per level, from the per-run errors
+    (runs, levels) of releases paired by seed (delta method: the spread of dawa - r best over
+    the runs, which counts shared draws, e.g. DAWA is greedy-h where it makes no partition)."""
     runs = len(dawa)
     if runs < 2:
         return np.zeros(dawa.shape[1])
-    rel = [e.std(axis=0, ddof=1) / np.sqrt(runs) / e.mean(axis=0) for e in (dawa, best)]
-    return dawa.mean(axis=0) / best.mean(axis=0) * np.hypot(*rel)
+    ratio = dawa.mean(axis=0) / best.mean(axis=0)
+    return (dawa - ratio * best).std(axis=0, ddof=1) / np.sqrt(runs) / best.mean(axis=0)
 
 
 def compare(data, epsilon: float, runs: int, seed: int, top: Top) -> dict:
