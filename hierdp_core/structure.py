@@ -254,6 +254,19 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     return Geography(h, tuple(levels), source, sha256)
 
 
+def level_columns_of(table: pd.DataFrame, name: str, levels: Sequence[str],
+                     alternatives: Sequence[Sequence[str]] = ()) -> list[str]:
+    """``levels`` if the geography table ``name`` has them all, else the first of
+    ``alternatives`` it has; `StructureError` naming what it needs when none fits."""
+    candidates = [list(levels), *[list(a) for a in alternatives]]
+    chosen = next((c for c in candidates if all(col in table.columns for col in c)), None)
+    if chosen is None:
+        wanted = " or ".join(",".join(c) for c in candidates)
+        raise StructureError(f"geography {name}: it needs the level columns {wanted}; "
+                             f"it has {list(map(str, table.columns))}")
+    return chosen
+
+
 def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequence[str]] = (),
                    name_columns: Mapping[str, str] | None = None, local_codes: bool = False,
                    root_name: str = "total", level_names: Sequence[str] | None = None,
@@ -265,12 +278,7 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
 
     path = Path(path)
     table = read_table(path)
-    candidates = [list(levels), *[list(a) for a in alternatives]]
-    chosen = next((c for c in candidates if all(col in table.columns for col in c)), None)
-    if chosen is None:
-        wanted = " or ".join(",".join(c) for c in candidates)
-        raise StructureError(f"geography {path.name}: it needs the level columns {wanted}; "
-                             f"it has {list(map(str, table.columns))}")
+    chosen = level_columns_of(table, path.name, levels, alternatives)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return geography_from_table(table, chosen, name_columns=name_columns,
                                 local_codes=local_codes,

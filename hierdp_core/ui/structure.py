@@ -21,7 +21,12 @@ import hashlib
 import streamlit as st
 
 from hierdp_core.errors import InputError, StructureError
-from hierdp_core.structure import Geography, geography_from_table, parse_category_values
+from hierdp_core.structure import (
+    Geography,
+    geography_from_table,
+    level_columns_of,
+    parse_category_values,
+)
 
 STRUCTURE = "hd_structure"
 FROM_DATA, DECLARED = "from-data", "declared"
@@ -95,12 +100,7 @@ def declared_geography(levels, *, alternatives=(), level_names=None,
                              "level columns), or choose to read the structure from this "
                              "table for exploration")
     table = geo["table"]
-    candidates = [list(levels), *[list(a) for a in alternatives]]
-    chosen = next((c for c in candidates if all(col in table.columns for col in c)), None)
-    if chosen is None:
-        wanted = " or ".join(", ".join(c) for c in candidates)
-        raise StructureError(f"geography {geo['name']}: it needs the level columns {wanted}; "
-                             f"it has {', '.join(map(str, table.columns))}")
+    chosen = level_columns_of(table, geo["name"], levels, alternatives)
     cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged)
     if cache_key not in s["built"]:
         names = {lv: f"{lv}_name" for lv in chosen if f"{lv}_name" in table.columns}
