@@ -280,8 +280,10 @@ def release_geojson(release: Release, geojson: dict, level: int) -> dict:
     instead. Each output feature has the node's geometry (shared with the input, not
     copied) and the properties ``node_id, label, level_name, value`` (the released total)
     and, with categories, one property per category (named ``category <name>`` if it
-    would clash with those four). Only released values are used, never the truth. Nodes
-    without geometry are listed by node id in the top-level ``missing_geometry``.
+    would clash with those four); a release with intervals adds ``lower`` and ``upper``
+    (with categories ``lower <name>`` and ``upper <name>`` per category: the total has
+    none). Only released values are used, never the truth. Nodes without geometry are
+    listed by node id in the top-level ``missing_geometry``.
     """
     h = release.hierarchy
     if isinstance(level, bool) or not isinstance(level, (int, np.integer)) \
@@ -304,6 +306,7 @@ def release_geojson(release: Release, geojson: dict, level: int) -> dict:
     cat_keys = []
     if release.categories is not None:
         cat_keys = [f"category {c}" if c in base else str(c) for c in release.categories]
+    bounds = _interval_properties(release, sl, cat_keys)
     level_name = h.level_names[level]
     features, missing = [], []
     for i, (code, node_id) in enumerate(zip(codes, node_ids, strict=True)):
@@ -315,7 +318,18 @@ def release_geojson(release: Release, geojson: dict, level: int) -> dict:
                  "value": _jsonable(totals[i])}
         for c, key_name in enumerate(cat_keys):
             props[key_name] = _jsonable(values[i, c])
+        for key_name, column in bounds:
+            props[key_name] = _jsonable(column[i])
         features.append({"type": "Feature", "id": str(key), "geometry": geometry[key],
                          "properties": props})
     return {"type": "FeatureCollection", "features": features,
             "missing_geometry": missing}
+
+
+def _interval_properties(release: Release, sl: slice, cat_keys: list) -> list:
+    """(property name, values of the level's nodes) of each interval bound of a GeoJSON
+    feature (`release_geojson`); none for a release without intervals."""
+    if release.intervals is None:
+        return []
+    return [(f"{side} {name}".strip(), getattr(release.intervals, side)[sl][:, c])
+            for side in ("lower", "upper") for c, name in enumerate(cat_keys or [""])]

@@ -20,17 +20,19 @@ import dataclasses
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.intervals.bootstrap import DEFAULT_LEVEL, INPUTS, SEED
 from hierdp_core.intervals.calibration import calibration, level_names_of, uncalibrated_warning
-from hierdp_core.intervals.counts import bootstrap_replicates, count_intervals
+from hierdp_core.intervals.counts import RAW, bootstrap_replicates, count_intervals
+from hierdp_core.intervals.flows import CLOSED_FORM as FLOWS_CLOSED_FORM
 from hierdp_core.intervals.flows import flow_intervals
+from hierdp_core.intervals.group_sizes import CLOSED_FORM as GROUP_SIZES_CLOSED_FORM
 from hierdp_core.intervals.group_sizes import group_size_intervals
 from hierdp_core.intervals.ranges import range_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.release import CellIntervals, Release
 
-__all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "count_intervals",
-           "flow_intervals", "group_size_intervals", "intervals_for", "range_intervals",
-           "uncalibrated_warning", "with_intervals"]
+__all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "closed_form",
+           "count_intervals", "flow_intervals", "group_size_intervals", "intervals_for",
+           "range_intervals", "uncalibrated_warning", "with_intervals"]
 
 
 def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
@@ -51,6 +53,15 @@ def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
             iv = count_intervals(release, level, replicates)
     return dataclasses.replace(iv, record={**iv.record, "calibration": calibration(
         release.mechanism, level_names_of(release), iv.record["method"])})
+
+
+def closed_form(release: Release | FlowRelease) -> bool:
+    """Whether `intervals_for` makes ``release``'s intervals without re-running its mechanism
+    (raw and least-squares counts, ``gs-noisy``, ``vanilla-gauss``): a fraction of a second,
+    where a bootstrap takes seconds."""
+    if isinstance(release, FlowRelease):
+        return release.mechanism in FLOWS_CLOSED_FORM
+    return release.mechanism in (*RAW, "least-squares", *GROUP_SIZES_CLOSED_FORM)
 
 
 def with_intervals(release, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,
