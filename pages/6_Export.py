@@ -10,7 +10,6 @@ from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
 from hierdp_core.geo import level_geojson
-from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
@@ -18,7 +17,7 @@ from hierdp_core.report import evaluation_report_html
 from hierdp_core.report_pdf import chromium_path, report_pdf
 from hierdp_core.report_stakeholder import report_html
 from hierdp_core.ui import config as config_ui
-from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
@@ -71,11 +70,12 @@ st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
            f"randomness: {release.randomness.get('mode')}")
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
-secure = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
-                               structure_declared=data.declared_structure, heading=False,
-                               redraw=lambda: with_intervals(session.release_for(
-                                   data, session.settings(h.n_levels), NoiseSource(secure=True))))
-shown = secure if secure is not None else release
+offered = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
+                                structure_declared=data.declared_structure, heading=False,
+                                redraw=lambda: session.release_for(
+                                    data, session.settings(h.n_levels), NoiseSource(secure=True)))
+secure = offered.secure
+shown = next(one for one in (secure, offered.exploration, release) if one is not None)
 table = shown.to_frame()
 manifest = manifest_bytes(shown, structure_declared=data.declared_structure,
                           input_spec=input_spec)
@@ -97,12 +97,17 @@ geo_levels = list(sources)
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
                          format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
-    for label, key, one in (("", "dl_geojson", release), ("Secure: ", "dl_geojson_pub", secure)):
+    missing = []
+    if offered.exploration is None:
+        st.caption("The GeoJSON, with the intervals too, is offered once the downloads "
+                   "above are prepared.")
+    for label, key, one in (("", "dl_geojson", offered.exploration),
+                            ("Secure: ", "dl_geojson_pub", secure)):
         if one is None:
             continue
         geojson, missing = rel.geojson_bytes(one, level_geojson(*sources[level]), level)
-        stem = rel.tagged(f"counts_{h.level_names[level]}",
-                          release_verdict(one, structure_declared=data.declared_structure))
+        stem = downloads.tagged(f"counts_{h.level_names[level]}",
+                                release_verdict(one, structure_declared=data.declared_structure))
         st.download_button(f"{label}Release GeoJSON ({h.level_names[level]})",
                            geojson, f"{stem}_release.geojson",
                            "application/geo+json", key=key,

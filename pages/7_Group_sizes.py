@@ -11,7 +11,7 @@ from hierdp_core.experiments import summarise
 from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
-from hierdp_core.intervals import uncalibrated_warning, with_intervals
+from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -19,6 +19,7 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ui import map_layers, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
@@ -134,8 +135,9 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
 rel.release_downloads(release, "gs", "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
-                      redraw=lambda: with_intervals(release_with(NoiseSource(secure=True))))
+                      redraw=lambda: release_with(NoiseSource(secure=True)))
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
-           "parent_id, label, category (the size), value (the number of households)"
-           + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")
+           "parent_id, label, category (the size), value (the number of households), "
+           "lower, upper"
+           + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")
            + ". The manifest holds no true value.")

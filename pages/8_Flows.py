@@ -17,7 +17,7 @@ from hierdp_core.flows.figures import (
 )
 from hierdp_core.flows.metrics import flow_metrics
 from hierdp_core.geo import level_geojson
-from hierdp_core.intervals import uncalibrated_warning, with_intervals
+from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -245,8 +245,9 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
 rel.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
                       structure_declared=data.declared_structure,
-                      redraw=lambda: with_intervals(release_with(NoiseSource(secure=True))),
+                      redraw=lambda: release_with(NoiseSource(secure=True)),
                       rows_of=lambda r: sum(lv.size for lv in r.levels))
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
-           "parent_id, origin_id, destination_id, value; pairs not listed are 0. The "
+           "parent_id, origin_id, destination_id, value, lower, upper; pairs not listed "
+           "are 0. The "
            "manifest holds no true value.")

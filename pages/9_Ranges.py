@@ -10,7 +10,7 @@ import streamlit as st
 
 from hierdp_core.errors import HierdpError
 from hierdp_core.groupsizes.experiments import mean_by_level
-from hierdp_core.intervals import uncalibrated_warning, with_intervals
+from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -29,6 +29,7 @@ from hierdp_core.ranges_sweep import compare_methods, method_runs
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import samples, session, widgets
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
@@ -275,10 +276,10 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
 rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
-                      redraw=lambda: with_intervals(release_with(NoiseSource(secure=True)),
-                                                    workload=data.workload))
+                      redraw=lambda: release_with(NoiseSource(secure=True)),
+                      workload=data.workload)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
-           f"parent_id, label, category (the {cell}), value"
-           + (", made when you click" if rows > rel.EAGER_EXPORT_ROWS else "")
+           f"parent_id, label, category (the {cell}), value, lower, upper"
+           + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")
            + f". Sum the {cells} a to b of a unit to answer a range query. The manifest "
            "holds no true value.")

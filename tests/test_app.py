@@ -249,6 +249,9 @@ def test_group_sizes_page_on_an_uploaded_table():
     assert release.values[0].sum() == 7 and (release.values >= 0).all()
     assert release.hierarchy.consistency_violations(release.values) == 0
     assert any("No map" in i.value for i in at.info)
+    assert not at.get("download_button")  # no file without intervals
+    at.button(key="gs_prepare").click().run()  # gs-kuo-hierarchical: a bootstrap
+    assert_clean(at)
     assert len(at.get("download_button")) == 3  # CSV, Parquet, manifest
     at.number_input(key="gs_up_max").set_value(3).run()  # a new top-code: a new release
     assert_clean(at)
@@ -344,6 +347,7 @@ def test_uploaded_us_codes_get_the_bundled_maps():
                for c in at.caption)
     assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 4
     at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert_clean(at)
     assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
 

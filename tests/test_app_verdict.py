@@ -28,6 +28,7 @@ def test_seeded_release_is_not_publishable_on_results_and_export():
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)
     assert "Not publishable as it is" in warnings_text(at)
+    at.button(key="ex_prepare").click().run()  # TopDown's intervals: a bootstrap
     assert len(at.get("download_button")) >= 3
     at.switch_page("pages/1_Data.py").run()
     assert "Structure: declared public" in " ".join(c.value for c in at.caption)
@@ -38,6 +39,7 @@ def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
     file_names(monkeypatch, contents)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_prepare").click().run()
     at.button(key="ex_secure").click().run()
     assert_clean(at)
     assert any("Publishable as it is" in s.value for s in at.success)
@@ -81,6 +83,7 @@ def test_exploration_file_names_carry_the_reason(monkeypatch):
     names = file_names(monkeypatch)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_prepare").click().run()
     assert_clean(at)
     for key in ("ex_dl_csv", "ex_dl_parquet", "ex_dl_manifest", "dl_geojson"):
         assert names[key].startswith("counts_") and "_NOT-PUBLISHABLE_seeded_" in names[key]
@@ -90,9 +93,11 @@ def test_exploration_file_names_carry_the_reason(monkeypatch):
     assert names["ex_pub_dl_manifest"] == "counts_manifest.json"
     names.clear()
     at = page("pages/9_Ranges.py").run()
+    at.button(key="rg_prepare").click().run()
     assert_clean(at)
     assert names["rg_dl_manifest"] == "ranges_NOT-PUBLISHABLE_seeded_manifest.json"
     at.selectbox(key="rg_mechanism").select("dawa-reference").run()
+    at.button(key="rg_prepare").click().run()
     assert names["rg_dl_csv"] == "ranges_NOT-PUBLISHABLE_seeded_not-private_release.csv"
 
 

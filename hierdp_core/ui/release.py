@@ -1,32 +1,37 @@
 """The dashboard's release widgets: the exploration release of a query page made and kept
-(`cached_release`), the publishable verdict, downloads named after it, and the publishable
-release (the same configuration drawn again with secure noise).
+(`cached_release`), the publishable verdict, downloads named after it with intervals on
+every value (`hierdp_core.ui.downloads`), and the publishable release (the same
+configuration drawn again with secure noise).
 
 Session-state keys: ``hd_publishable`` maps a page's prefix to (token of the exploration
 release it redraws, the secure release): a new exploration release (new data, settings or
 seed) has a new token, so a stale secure release is never offered. ``hd_geojson_cache``
-holds the GeoJSON bytes of the latest releases per (token, level).
+holds the GeoJSON bytes of the latest releases per (token, level, level of the intervals);
+``hd_intervals`` (`hierdp_core.ui.downloads`) the intervals of the latest releases.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
-from functools import partial
+from typing import NamedTuple
 
-import numpy as np
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.export import manifest_bytes, release_table_bytes
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.verdict import SEEDED, release_verdict, short_reason_tag
+from hierdp_core.ranges.workloads import Workload
+from hierdp_core.ui.downloads import (
+    attach_intervals,
+    download_buttons,
+    interval_level,
+    release_token,
+)
+from hierdp_core.verdict import SEEDED, release_verdict
 
 PUBLISHABLE = "hd_publishable"
 GEOJSON_CACHE = "hd_geojson_cache"
-EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
 WHAT_MAKES_IT_PUBLISHABLE = (
     "A release can be published as it is only when all three hold:\n\n"
     "1. **Secure noise**: drawn from the operating system's entropy by OpenDP and applied to "
@@ -83,78 +88,47 @@ def cached_release(state_key: str, key: tuple, release_with: Callable[[NoiseSour
     return state[1:]
 
 
-def release_token(release) -> str:
-    """A content key of a release: its mechanism, parameters, privacy record, randomness
-    and values (the values of every level for an O/D release)."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(json.dumps([release.mechanism, release.parameters, release.privacy,
-                              release.randomness], sort_keys=True, default=str).encode())
-    arrays = ([release.values] if hasattr(release, "values")
-              else [a for lv in release.levels for a in (lv.origin, lv.destination, lv.value)])
-    for array in arrays:
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
+class Offered(NamedTuple):
+    """The releases a query page's Export section offers for download, each carrying its
+    intervals: the exploration one (None until its intervals are made) and the publishable
+    one (None until drawn, or while its intervals at a new level are not made)."""
 
-
-def tagged(stem: str, verdict: dict) -> str:
-    """A file-name stem carrying the reason a release is not publishable
-    (`short_reason_tag`); unchanged for a publishable one."""
-    tag = short_reason_tag(verdict)
-    return f"{stem}_{tag}" if tag else stem
-
-
-def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
-                     structure_declared: bool, verdict: dict, label: str = "") -> None:
-    """CSV, Parquet and manifest downloads; a release that is not publishable carries the
-    reason in its file names (`tagged`); ``label`` starts the buttons' labels, which are
-    primary for a publishable release. Tables above `EAGER_EXPORT_ROWS` rows are
-    made on click (small ones right away: Streamlit's deferred download occasionally never
-    starts in headless Chromium)."""
-    stem = tagged(stem, verdict)
-    kind = "primary" if verdict["publishable"] else "secondary"
-    on_click = rows > EAGER_EXPORT_ROWS
-    columns = st.columns(3)
-    for column, fmt, mime in zip(columns, ("csv", "parquet"),
-                                 ("text/csv", "application/octet-stream"), strict=False):
-        data = (partial(release_table_bytes, release, fmt) if on_click
-                else release_table_bytes(release, fmt))
-        column.download_button(f"{label}Release table "
-                               f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
-                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
-                               key=f"{prefix}_dl_{fmt}", type=kind)
-    manifest = manifest_bytes(release, structure_declared=structure_declared,
-                              input_spec=input_spec)
-    columns[2].download_button(f"{label}Manifest (JSON)", manifest,
-                               file_name=f"{stem}_manifest.json",
-                               mime="application/json", key=f"{prefix}_dl_manifest", type=kind)
+    exploration: object | None
+    secure: object | None
 
 
 def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
-                      rows_of: Callable[[object], int] | None = None, heading: bool = True):
+                      rows_of: Callable[[object], int] | None = None,
+                      workload: Workload | None = None, heading: bool = True) -> Offered:
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
-    verdict, the downloads, and for an exploration release the publishable one
-    (`publishable_release`, with ``redraw``: the same configuration with secure noise;
-    ``rows_of`` counts a release's table rows). Returns that secure release once drawn,
-    else None."""
+    verdict, the level of the intervals, the downloads (`download_buttons`: every file with
+    intervals; ``workload``: a range release's public one), and for an exploration release
+    the publishable one (`publishable_release`, with ``redraw``: the same configuration
+    with secure noise, its intervals made with it; ``rows_of`` counts a release's table
+    rows). Returns the releases offered (`Offered`)."""
     if heading:
         st.divider()
         st.subheader("Export")
     verdict = verdict_box(release, structure_declared)
+    level = interval_level(prefix)
+    exploration = download_buttons(release, prefix, stem, input_spec, rows,
+                                   structure_declared=structure_declared, verdict=verdict,
+                                   level=level, workload=workload)
     secure = None
-    download_buttons(release, prefix, stem, input_spec, rows,
-                     structure_declared=structure_declared, verdict=verdict)
     if redraw is not None and release.randomness.get("mode") != "secure":
-        secure = publishable_release(release, prefix, redraw, verdict)
-        if secure is not None:
-            verdict = verdict_box(secure, structure_declared)
-            download_buttons(secure, f"{prefix}_pub", stem, input_spec,
-                             rows_of(secure) if rows_of else rows,
-                             structure_declared=structure_declared, verdict=verdict,
-                             label="Secure: ")
+        drawn = publishable_release(
+            release, prefix, lambda: attach_intervals(redraw(), level, workload), verdict)
+        if drawn is not None:
+            verdict = verdict_box(drawn, structure_declared)
+            secure = download_buttons(drawn, f"{prefix}_pub", stem, input_spec,
+                                      rows_of(drawn) if rows_of else rows,
+                                      structure_declared=structure_declared,
+                                      verdict=verdict, level=level, workload=workload,
+                                      label="Secure: ")
     with st.expander("What makes a release publishable?"):
         st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
-    return secure
+    return Offered(exploration, secure)
 
 
 def publishable_release(release, prefix: str, redraw: Callable[[], object],
@@ -186,12 +160,14 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
 
 
 def geojson_bytes(release, geometry: dict, level: int) -> tuple[bytes, list]:
-    """The release's values at ``level`` on the features of ``geometry`` as GeoJSON bytes,
-    and the units without geometry; kept per (content token, level) for the last four."""
+    """The release's values (and intervals) at ``level`` on the features of ``geometry`` as
+    GeoJSON bytes, and the units without geometry; kept per (content token, level, level of
+    the intervals) for the last four."""
     from hierdp_core.export import release_geojson
 
     cache = st.session_state.setdefault(GEOJSON_CACHE, {})
-    key = (release_token(release), level)
+    key = (release_token(release), level,
+           release.intervals and release.intervals.record["level"])
     if key not in cache:
         collection = release_geojson(release, geometry, level)
         while len(cache) >= 4:

@@ -1,0 +1,132 @@
+"""The dashboard's release downloads, every file with intervals (issue 17): the CSV and
+Parquet tables carry ``lower`` and ``upper`` at the level the user picks (90% by default)
+and the manifest their ``intervals`` record. No file without them is offered.
+
+Intervals in closed form (`hierdp_core.intervals.closed_form`) are made as the page is
+drawn; a bootstrap takes seconds, so it waits for a "Prepare the downloads" click, and the
+buttons then offer bytes already made (tables above `EAGER_EXPORT_ROWS` rows are made on
+click: Streamlit's deferred download occasionally never starts in headless Chromium).
+
+Session-state key: ``hd_intervals`` maps (content token of a release, level) to its
+`CellIntervals`, for the last `KEPT` releases, so each is computed once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from functools import partial
+
+import numpy as np
+import streamlit as st
+
+from hierdp_core.export import manifest_bytes, release_table_bytes
+from hierdp_core.intervals import DEFAULT_LEVEL, closed_form, with_intervals
+from hierdp_core.ranges.workloads import Workload
+from hierdp_core.verdict import short_reason_tag
+
+INTERVALS = "hd_intervals"
+KEPT = 6
+LEVELS = (0.8, 0.9, 0.95)
+EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
+
+
+def release_token(release) -> str:
+    """A content key of a release: its mechanism, parameters, privacy record, randomness
+    and values (the values of every level for an O/D release)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(json.dumps([release.mechanism, release.parameters, release.privacy,
+                              release.randomness], sort_keys=True, default=str).encode())
+    arrays = ([release.values] if hasattr(release, "values")
+              else [a for lv in release.levels for a in (lv.origin, lv.destination, lv.value)])
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def interval_level(prefix: str) -> float:
+    """The level of the intervals in a page's files, picked by the user (default 90%)."""
+    return st.radio("Intervals in the files", LEVELS, index=LEVELS.index(DEFAULT_LEVEL),
+                    format_func=lambda level: f"{level:.0%}", horizontal=True,
+                    key=f"{prefix}_iv_level",
+                    help="Every released value gets a `lower` and an `upper` column: an "
+                         "interval at this level, computed from the release alone (its "
+                         "values and public parameters; no privacy cost). The manifest says "
+                         "how, per level.")
+
+
+def attach_intervals(release, level: float, workload: Workload | None = None):
+    """``release`` carrying its intervals at ``level`` (``workload``: a range release's
+    public one), computed unless it already has them or they are kept in session state."""
+    if release.intervals is not None and release.intervals.record["level"] == level:
+        return release
+    kept = st.session_state.setdefault(INTERVALS, {})
+    key = (release_token(release), level)
+    if key not in kept:
+        intervals = with_intervals(release, level, workload=workload).intervals
+        while len(kept) >= KEPT:
+            kept.pop(next(iter(kept)))
+        kept[key] = intervals
+    return dataclasses.replace(release, intervals=kept[key])
+
+
+def prepared(release, prefix: str, level: float, workload: Workload | None = None,
+             label: str = ""):
+    """``release`` with its intervals at ``level`` when they are in closed form or already
+    made, else a button that makes them (a bootstrap, under a spinner); None until it is
+    clicked."""
+    ready = (release.intervals is not None and release.intervals.record["level"] == level) \
+        or (release_token(release), level) in st.session_state.get(INTERVALS, {})
+    if ready or closed_form(release):
+        return attach_intervals(release, level, workload)
+    if not st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
+                     "a few seconds)", key=f"{prefix}_prepare", icon=":material/calculate:"):
+        st.caption("Each file carries `lower` and `upper` for every released value; here "
+                   "they come from a parametric bootstrap (the mechanism re-run on the "
+                   "released values with a public seed), made when you ask.")
+        return None
+    started = time.perf_counter()
+    with st.spinner(f"Computing the {level:.0%} intervals (bootstrap)…"):
+        release = attach_intervals(release, level, workload)
+    st.caption(f"Intervals made in {time.perf_counter() - started:.1f} s.")
+    return release
+
+
+def tagged(stem: str, verdict: dict) -> str:
+    """A file-name stem carrying the reason a release is not publishable
+    (`short_reason_tag`); unchanged for a publishable one."""
+    tag = short_reason_tag(verdict)
+    return f"{stem}_{tag}" if tag else stem
+
+
+def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
+                     structure_declared: bool, verdict: dict, level: float,
+                     workload: Workload | None = None, label: str = ""):
+    """CSV, Parquet and manifest downloads of ``release`` with intervals at ``level``
+    (`prepared`: perhaps after a click); a release that is not publishable carries the
+    reason in its file names (`tagged`); ``label`` starts the buttons' labels, which are
+    primary for a publishable release. Returns the release offered (with its intervals),
+    or None while they are not made."""
+    release = prepared(release, prefix, level, workload, label)
+    if release is None:
+        return None
+    stem = tagged(stem, verdict)
+    kind = "primary" if verdict["publishable"] else "secondary"
+    on_click = rows > EAGER_EXPORT_ROWS
+    columns = st.columns(3)
+    for column, fmt, mime in zip(columns, ("csv", "parquet"),
+                                 ("text/csv", "application/octet-stream"), strict=False):
+        data = (partial(release_table_bytes, release, fmt) if on_click
+                else release_table_bytes(release, fmt))
+        column.download_button(f"{label}Release table "
+                               f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
+                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
+                               key=f"{prefix}_dl_{fmt}", type=kind)
+    manifest = manifest_bytes(release, structure_declared=structure_declared,
+                              input_spec=input_spec)
+    columns[2].download_button(f"{label}Manifest (JSON)", manifest,
+                               file_name=f"{stem}_manifest.json",
+                               mime="application/json", key=f"{prefix}_dl_manifest", type=kind)
+    return release

@@ -1,0 +1,107 @@
+"""Every release file the dashboard offers carries intervals (issue 17, AppTest): the
+exploration downloads of the Export and Flows pages have ``lower`` and ``upper`` and the
+manifest its ``intervals`` record, at the level picked (90% by default); a bootstrap waits
+for the "Prepare" click, a closed form does not; the publishable release gets its intervals
+with the secure draw, computed once."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow.parquet as pq
+from test_app import assert_clean, page
+from test_app_verdict import file_names
+
+from hierdp_core.ui import downloads, session
+
+SAMPLE = "us-counties"
+
+
+def header(csv: bytes) -> list[str]:
+    return csv.splitlines()[0].decode().split(",")
+
+
+def offered(at) -> set[str]:
+    return {b.proto.label for b in at.get("download_button")}
+
+
+def test_export_offers_the_release_files_with_intervals_only(monkeypatch):
+    contents = {}
+    file_names(monkeypatch, contents)
+    at = page("pages/4_Results.py", SAMPLE).run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    assert offered(at) == {"Save the configuration (JSON)"}  # TopDown: a bootstrap, on click
+    at.button(key="ex_prepare").click().run()
+    assert_clean(at)
+    assert {"Release table (CSV)", "Release table (Parquet)", "Manifest (JSON)",
+            "Release GeoJSON (county)"} <= offered(at)
+    assert header(contents["ex_dl_csv"])[-3:] == ["value", "lower", "upper"]
+    table = pq.read_table(io.BytesIO(contents["ex_dl_parquet"])).to_pandas()
+    assert ((table["lower"] <= table["value"]) & (table["value"] <= table["upper"])).all()
+    record = json.loads(contents["ex_dl_manifest"])["intervals"]
+    assert record["level"] == 0.9 and set(record["method"].values()) >= {
+        "parametric bootstrap"}
+    feature = json.loads(contents["dl_geojson"])["features"][0]["properties"]
+    release = at.session_state[session.RELEASE]
+    assert {f"{side} {band}" for side in ("lower", "upper") for band in release.categories
+            } <= set(feature)  # per age band
+    assert release.intervals is None  # the release kept is unchanged
+
+
+def test_the_level_is_chosen_and_the_secure_draw_computes_it_once(monkeypatch):
+    contents, calls = {}, []
+    file_names(monkeypatch, contents)
+    counted = downloads.with_intervals
+    monkeypatch.setattr(downloads, "with_intervals",
+                        lambda release, level, **kw: calls.append(level) or counted(
+                            release, level, **kw))
+    at = page("pages/4_Results.py", SAMPLE).run()
+    at.switch_page("pages/6_Export.py").run()
+    at.radio(key="ex_iv_level").set_value(0.95).run()
+    at.button(key="ex_prepare").click().run()
+    assert_clean(at)
+    assert json.loads(contents["ex_dl_manifest"])["intervals"]["level"] == 0.95
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    assert calls == [0.95, 0.95]  # the exploration release's, then the secure one's
+    assert "ex_pub_prepare" not in [b.key for b in at.button]
+    manifest = json.loads(contents["ex_pub_dl_manifest"])
+    assert manifest["publishable"] is True and manifest["intervals"]["level"] == 0.95
+    assert header(contents["ex_pub_dl_csv"])[-2:] == ["lower", "upper"]
+    at.radio(key="ex_iv_level").set_value(0.9).run()  # back to 90%: made again for both
+    assert {"ex_prepare", "ex_pub_prepare"} <= {b.key for b in at.button}
+    at.radio(key="ex_iv_level").set_value(0.95).run()  # kept: not computed again
+    assert not {"ex_prepare", "ex_pub_prepare"} & {b.key for b in at.button}
+    assert calls == [0.95, 0.95]
+
+
+def test_closed_form_intervals_need_no_click(monkeypatch):
+    contents = {}
+    file_names(monkeypatch, contents)
+    at = page("pages/4_Results.py", SAMPLE)
+    at.session_state[session.SETTINGS] = {
+        "mechanism": "least-squares", "params": {}, "definition": "zcdp", "epsilon": 1.0,
+        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}
+    at.run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    assert "ex_prepare" not in [b.key for b in at.button]
+    assert header(contents["ex_dl_csv"])[-2:] == ["lower", "upper"]
+    record = json.loads(contents["ex_dl_manifest"])["intervals"]
+    assert set(record["method"].values()) == {"normal"}  # GLS variance, Gaussian noise
+
+
+def test_flow_downloads_carry_intervals(monkeypatch):
+    contents = {}
+    file_names(monkeypatch, contents)
+    at = page("pages/8_Flows.py").run()
+    assert_clean(at)
+    assert "fl_dl_csv" not in contents
+    at.button(key="fl_prepare").click().run()
+    assert_clean(at)
+    assert header(contents["fl_dl_csv"])[-3:] == ["value", "lower", "upper"]
+    record = json.loads(contents["fl_dl_manifest"])["intervals"]
+    assert record["level"] == 0.9 and record["replicates"] >= 20
+    assert set(record["method"].values()) <= {"bias-widened bootstrap", "exact (invariant)"}
