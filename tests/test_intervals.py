@@ -15,7 +15,13 @@ import pytest
 from hierdp_core.cli import main
 from hierdp_core.errors import InputError
 from hierdp_core.export import read_release, write_release
-from hierdp_core.intervals import INPUTS, bootstrap_replicates, count_intervals, with_intervals
+from hierdp_core.intervals import (
+    INPUTS,
+    bootstrap_replicates,
+    closed_form,
+    count_intervals,
+    with_intervals,
+)
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -112,6 +118,8 @@ def test_methods_and_record():
     gaussian, _ = coverage("least-squares", ZCDP, noise="gaussian")
     normal = count_intervals(gaussian).record
     assert set(normal["method"].values()) == {"normal"} and normal["replicates"] is None
+    topdown, _ = coverage("topdown", PURE)
+    assert closed_form(release) and closed_form(gaussian) and not closed_form(topdown)
 
 
 def test_intervals_use_no_true_value():

@@ -18,7 +18,7 @@ import pytest
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.groupsizes.data import group_size_data_from_histograms
-from hierdp_core.intervals import INPUTS, intervals_for, with_intervals
+from hierdp_core.intervals import INPUTS, closed_form, intervals_for, with_intervals
 from hierdp_core.intervals.ranges import share_groups
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -78,6 +78,7 @@ def test_every_mechanism_gets_intervals_holding_its_values(query, name):
     assert record["level"] == 0.8 and record["inputs"] == INPUTS
     assert set(table["level_name"]) <= set(record["method"])  # a level may release nothing
     assert record["replicates"] in (None, 0, 5) and record["columns"] == ["lower", "upper"]
+    assert closed_form(release) == (record["replicates"] is None)  # no bootstrap
 
 
 def test_bounded_flows_keep_n_exact():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -27,6 +28,7 @@ from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core.release import CellIntervals
 from hierdp_core.report import CONFIDENTIAL_BANNER, evaluation_report_html
 
 EVIL = "<script>alert(1)</script>"
@@ -153,6 +155,12 @@ def test_release_geojson_properties_and_missing_geometry(cat_release):
     assert props["value"] == int(cat_release.values[node].sum())
     assert [props["F"], props["M"]] == cat_release.values[node].tolist()
     json.dumps(out)  # serialisable as is
+    with_bounds = dataclasses.replace(cat_release, intervals=CellIntervals(
+        cat_release.values - 1, cat_release.values + 2, {"level": 0.9}))
+    props = release_geojson(with_bounds, geo, 2)["features"][0]["properties"]
+    assert [props["lower F"], props["upper M"]] == [cat_release.values[node, 0] - 1,
+                                                    cat_release.values[node, 1] + 2]
+    assert "lower" not in props  # a total of categories has no interval
 
 
 def test_release_geojson_states_and_node_id_fallback(release):
@@ -162,6 +170,11 @@ def test_release_geojson_states_and_node_id_fallback(release):
     assert out["missing_geometry"] == [] and len(out["features"]) == len(state_codes)
     props = out["features"][0]["properties"]
     assert set(props) == {"node_id", "label", "level_name", "value"}  # no categories
+    with_bounds = dataclasses.replace(release, intervals=CellIntervals(
+        release.values // 2, release.values * 2, {"level": 0.9}))
+    props = release_geojson(with_bounds, square_geojson(state_codes), 1)["features"][0][
+        "properties"]
+    assert (props["lower"], props["upper"]) == (props["value"] // 2, props["value"] * 2)
     np.testing.assert_array_equal([f["properties"]["value"] for f in out["features"]],
                                   release.totals()[h.level_slice(1)])
     # features keyed by path id (e.g. "01/01001") match too

@@ -59,39 +59,52 @@ def interval_level(prefix: str) -> float:
 
 def attach_intervals(release, level: float, workload: Workload | None = None):
     """``release`` carrying its intervals at ``level`` (``workload``: a range release's
-    public one), computed unless it already has them or they are kept in session state."""
-    if release.intervals is not None and release.intervals.record["level"] == level:
+    public one), computed (and timed) unless it already has them or they are kept in
+    session state."""
+    if _has(release, level):
         return release
     kept = st.session_state.setdefault(INTERVALS, {})
     key = (release_token(release), level)
     if key not in kept:
+        started = time.perf_counter()
         intervals = with_intervals(release, level, workload=workload).intervals
         while len(kept) >= KEPT:
             kept.pop(next(iter(kept)))
-        kept[key] = intervals
-    return dataclasses.replace(release, intervals=kept[key])
+        kept[key] = (intervals, time.perf_counter() - started)
+    return dataclasses.replace(release, intervals=kept[key][0])
 
 
 def prepared(release, prefix: str, level: float, workload: Workload | None = None,
              label: str = ""):
     """``release`` with its intervals at ``level`` when they are in closed form or already
-    made, else a button that makes them (a bootstrap, under a spinner); None until it is
-    clicked."""
-    ready = (release.intervals is not None and release.intervals.record["level"] == level) \
-        or (release_token(release), level) in st.session_state.get(INTERVALS, {})
-    if ready or closed_form(release):
-        return attach_intervals(release, level, workload)
-    if not st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
-                     "a few seconds)", key=f"{prefix}_prepare", icon=":material/calculate:"):
+    made (a caption says how), else a button that makes them (a bootstrap, under a spinner,
+    then the page is drawn again); None until it is clicked."""
+    key = (release_token(release), level)
+    kept = st.session_state.setdefault(INTERVALS, {})
+    if not (_has(release, level) or key in kept or closed_form(release)):
+        if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a "
+                     "bootstrap: a few seconds)", key=f"{prefix}_prepare",
+                     icon=":material/calculate:"):
+            with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"):
+                attach_intervals(release, level, workload)
+            st.rerun()
         st.caption("Each file carries `lower` and `upper` for every released value; here "
                    "they come from a parametric bootstrap (the mechanism re-run on the "
                    "released values with a public seed), made when you ask.")
         return None
-    started = time.perf_counter()
-    with st.spinner(f"Computing the {level:.0%} intervals (bootstrap)…"):
-        release = attach_intervals(release, level, workload)
-    st.caption(f"Intervals made in {time.perf_counter() - started:.1f} s.")
+    release = attach_intervals(release, level, workload)
+    record = release.intervals.record
+    replicates = f", {record['replicates']} replicates" if record["replicates"] else ""
+    seconds = kept.get(key, (None, None))[1]
+    st.caption(f"{label}Every file carries `lower` and `upper`: {level:.0%} intervals by "
+               + ", ".join(dict.fromkeys(record["method"].values())) + replicates
+               + (f", made in {seconds:.1f} s" if seconds is not None else "") + ".")
     return release
+
+
+def _has(release, level: float) -> bool:
+    """Whether ``release`` carries intervals at ``level``."""
+    return release.intervals is not None and release.intervals.record["level"] == level
 
 
 def tagged(stem: str, verdict: dict) -> str:
