@@ -124,9 +124,9 @@ if runs is not None and len(runs):
                                key="gs_sw_level")
     st.plotly_chart(sweep_figure(summarise(runs, metric), metric=metric,
                                  level_name=sweep_level), width="stretch", key="gs_sweep_fig")
-    seconds = runs.groupby("mechanism", sort=False)["seconds"].mean()
-    st.dataframe(pd.DataFrame({"mechanism": seconds.index,
-                               "seconds per release": seconds.round(3).to_numpy()}),
+    seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
+    st.dataframe(pd.DataFrame({"mechanism": seconds_per.index,
+                               "seconds per release": seconds_per.round(3).to_numpy()}),
                  hide_index=True)
 
 # ---- export -------------------------------------------------------------------------------
@@ -135,7 +135,8 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
 rel.release_downloads(release, "gs", "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)))
+                      redraw=lambda: release_with(NoiseSource(secure=True)),
+                      seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households), "
            "lower, upper"

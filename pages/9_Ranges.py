@@ -277,7 +277,7 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      workload=data.workload)
+                      workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value, lower, upper"
            + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")

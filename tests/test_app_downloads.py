@@ -99,6 +99,8 @@ def test_flow_downloads_carry_intervals(monkeypatch):
     at = page("pages/8_Flows.py").run()
     assert_clean(at)
     assert "fl_dl_csv" not in contents
+    assert at.button(key="fl_prepare").label.startswith(
+        "Prepare the downloads with 90% intervals (a bootstrap: ")  # about how long
     at.button(key="fl_prepare").click().run()
     assert_clean(at)
     assert header(contents["fl_dl_csv"])[-3:] == ["value", "lower", "upper"]

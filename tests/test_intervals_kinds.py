@@ -18,7 +18,13 @@ import pytest
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.groupsizes.data import group_size_data_from_histograms
-from hierdp_core.intervals import INPUTS, closed_form, intervals_for, with_intervals
+from hierdp_core.intervals import (
+    INPUTS,
+    closed_form,
+    expected_seconds,
+    intervals_for,
+    with_intervals,
+)
 from hierdp_core.intervals.ranges import share_groups
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -79,6 +85,15 @@ def test_every_mechanism_gets_intervals_holding_its_values(query, name):
     assert set(table["level_name"]) <= set(record["method"])  # a level may release nothing
     assert record["replicates"] in (None, 0, 5) and record["columns"] == ["lower", "upper"]
     assert closed_form(release) == (record["replicates"] is None)  # no bootstrap
+
+
+def test_expected_seconds_follow_the_bootstraps_choice_of_replicates():
+    data = group_sizes(scale=5)
+    assert expected_seconds(release_of("gs-noisy", data), 3.0) == 0  # closed form
+    rerun = release_of("gs-kuo-hierarchical", data)
+    assert expected_seconds(rerun, 1.0) == 21.0  # the least replicates (20), and the first run
+    assert expected_seconds(rerun, 0.001) == pytest.approx(0.201)  # the most (200)
+    assert expected_seconds(rerun, 0.05) == pytest.approx(5.05)  # as many as fit in 5 s
 
 
 def test_bounded_flows_keep_n_exact():

@@ -17,10 +17,24 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from hierdp_core.flows.release import FlowRelease
-from hierdp_core.intervals.bootstrap import DEFAULT_LEVEL, INPUTS, SEED
+from hierdp_core.intervals.bootstrap import (
+    DEFAULT_LEVEL,
+    INPUTS,
+    MIN_REPLICATES,
+    RERUN_REPLICATES,
+    RERUN_SECONDS,
+    SEED,
+)
 from hierdp_core.intervals.calibration import calibration, level_names_of, uncalibrated_warning
-from hierdp_core.intervals.counts import RAW, bootstrap_replicates, count_intervals
+from hierdp_core.intervals.counts import (
+    BOOTSTRAP_CELL_DRAWS,
+    RAW,
+    bootstrap_replicates,
+    count_intervals,
+)
 from hierdp_core.intervals.flows import CLOSED_FORM as FLOWS_CLOSED_FORM
 from hierdp_core.intervals.flows import flow_intervals
 from hierdp_core.intervals.group_sizes import CLOSED_FORM as GROUP_SIZES_CLOSED_FORM
@@ -31,8 +45,8 @@ from hierdp_core.ranges.workloads import Workload
 from hierdp_core.release import CellIntervals, Release
 
 __all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "closed_form",
-           "count_intervals", "flow_intervals", "group_size_intervals", "intervals_for",
-           "range_intervals", "uncalibrated_warning", "with_intervals"]
+           "count_intervals", "expected_seconds", "flow_intervals", "group_size_intervals",
+           "intervals_for", "range_intervals", "uncalibrated_warning", "with_intervals"]
 
 
 def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
@@ -62,6 +76,22 @@ def closed_form(release: Release | FlowRelease) -> bool:
     if isinstance(release, FlowRelease):
         return release.mechanism in FLOWS_CLOSED_FORM
     return release.mechanism in (*RAW, "least-squares", *GROUP_SIZES_CLOSED_FORM)
+
+
+def expected_seconds(release: Release | FlowRelease, release_seconds: float) -> float:
+    """About how long `intervals_for` takes on ``release``, whose mechanism took
+    ``release_seconds``: 0 in closed form; TopDown's stacked bootstrap about a second per
+    `BOOTSTRAP_CELL_DRAWS` cell draws (1.0 s of CPU for the 12,772 US county cells x 200);
+    a re-run bootstrap re-runs the mechanism as often as fits in `RERUN_SECONDS`, at least
+    `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`)."""
+    if closed_form(release):
+        return 0.0
+    if release.mechanism == "topdown":
+        cells = release.values.size
+        return bootstrap_replicates(cells) * cells / BOOTSTRAP_CELL_DRAWS
+    runs = np.clip(RERUN_SECONDS / max(release_seconds, 1e-6), MIN_REPLICATES,
+                   RERUN_REPLICATES)
+    return float((runs + 1) * release_seconds)
 
 
 def with_intervals(release, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,

@@ -23,7 +23,12 @@ import numpy as np
 import streamlit as st
 
 from hierdp_core.export import manifest_bytes, release_table_bytes
-from hierdp_core.intervals import DEFAULT_LEVEL, closed_form, with_intervals
+from hierdp_core.intervals import (
+    DEFAULT_LEVEL,
+    closed_form,
+    expected_seconds,
+    with_intervals,
+)
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.verdict import short_reason_tag
 
@@ -75,16 +80,18 @@ def attach_intervals(release, level: float, workload: Workload | None = None):
 
 
 def prepared(release, prefix: str, level: float, workload: Workload | None = None,
-             label: str = ""):
+             label: str = "", seconds: float = 0.0):
     """``release`` with its intervals at ``level`` when they are in closed form or already
     made (a caption says how), else a button that makes them (a bootstrap, under a spinner,
-    then the page is drawn again); None until it is clicked."""
+    then the page is drawn again; its label says about how long, from ``seconds``, the
+    time the release took: `expected_seconds`); None until it is clicked."""
     key = (release_token(release), level)
     kept = st.session_state.setdefault(INTERVALS, {})
     if not (_has(release, level) or key in kept or closed_form(release)):
-        if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a "
-                     "bootstrap: a few seconds)", key=f"{prefix}_prepare",
-                     icon=":material/calculate:"):
+        expected = expected_seconds(release, seconds)
+        if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
+                     + (f"about {expected:.0f} s)" if expected >= 3 else "a few seconds)"),
+                     key=f"{prefix}_prepare", icon=":material/calculate:"):
             with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"):
                 attach_intervals(release, level, workload)
             st.rerun()
@@ -116,13 +123,13 @@ def tagged(stem: str, verdict: dict) -> str:
 
 def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                      structure_declared: bool, verdict: dict, level: float,
-                     workload: Workload | None = None, label: str = ""):
+                     workload: Workload | None = None, label: str = "", seconds: float = 0.0):
     """CSV, Parquet and manifest downloads of ``release`` with intervals at ``level``
-    (`prepared`: perhaps after a click); a release that is not publishable carries the
+    (`prepared`: perhaps after a click; ``seconds``: the time the release took); a release that is not publishable carries the
     reason in its file names (`tagged`); ``label`` starts the buttons' labels, which are
     primary for a publishable release. Returns the release offered (with its intervals),
     or None while they are not made."""
-    release = prepared(release, prefix, level, workload, label)
+    release = prepared(release, prefix, level, workload, label, seconds)
     if release is None:
         return None
     stem = tagged(stem, verdict)

@@ -100,10 +100,12 @@ class Offered(NamedTuple):
 def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
                       rows_of: Callable[[object], int] | None = None,
-                      workload: Workload | None = None, heading: bool = True) -> Offered:
+                      workload: Workload | None = None, seconds: float = 0.0,
+                      heading: bool = True) -> Offered:
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
     verdict, the level of the intervals, the downloads (`download_buttons`: every file with
-    intervals; ``workload``: a range release's public one), and for an exploration release
+    intervals; ``workload``: a range release's public one; ``seconds``: the time the
+    release took, to say how long a bootstrap will), and for an exploration release
     the publishable one (`publishable_release`, with ``redraw``: the same configuration
     with secure noise, its intervals made with it; ``rows_of`` counts a release's table
     rows). Returns the releases offered (`Offered`)."""
@@ -114,7 +116,7 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
     level = interval_level(prefix)
     exploration = download_buttons(release, prefix, stem, input_spec, rows,
                                    structure_declared=structure_declared, verdict=verdict,
-                                   level=level, workload=workload)
+                                   level=level, workload=workload, seconds=seconds)
     secure = None
     if redraw is not None and release.randomness.get("mode") != "secure":
         drawn = publishable_release(
@@ -125,7 +127,7 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                                       rows_of(drawn) if rows_of else rows,
                                       structure_declared=structure_declared,
                                       verdict=verdict, level=level, workload=workload,
-                                      label="Secure: ")
+                                      label="Secure: ", seconds=seconds)
     with st.expander("What makes a release publishable?"):
         st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
     return Offered(exploration, secure)
