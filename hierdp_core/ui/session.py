@@ -41,6 +41,8 @@ Session-state keys (all under ``st.session_state``):
                  the choice to read it from the table (`ui.structure`)
 ``hd_publishable`` the publishable (secure) releases, per page, of the exploration release
                  they redraw (`ui.release`)
+``hd_intervals`` the intervals of the latest releases, per (content token, level), which
+                 every release file offered carries (`ui.downloads`)
 ``hd_split_held`` the exact weights of the split last set by a preset or the split
                  optimiser, used while the sliders show them (`ui.split`)
 ``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`)
