@@ -7,8 +7,8 @@ drawn; a bootstrap takes seconds, so it waits for a "Prepare the downloads" clic
 buttons then offer bytes already made (tables above `EAGER_EXPORT_ROWS` rows are made on
 click: Streamlit's deferred download occasionally never starts in headless Chromium).
 
-Session-state key: ``hd_intervals`` maps (content token of a release, level) to its
-`CellIntervals`, for the last `KEPT` releases, so each is computed once.
+Session-state key: ``hd_intervals`` maps (content token of a release, level) to (its
+`CellIntervals`, the seconds they took), for the last `KEPT`, so each is computed once.
 """
 
 from __future__ import annotations
