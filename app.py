@@ -35,7 +35,7 @@ for path, label, what in [
     ("pages/2_Hierarchy.py", "Hierarchy", "order the levels; units per level"),
     ("pages/3_Mechanism_and_budget.py", "Mechanism & budget",
      "mechanism, ε or ρ, split over levels, expected error before running"),
-    ("pages/4_Results.py", "Results", "maps of true, noisy, released and error; metrics"),
+    ("pages/4_Results.py", "Results", "a map of true, noisy, released or error; metrics"),
     ("pages/5_Trade-offs.py", "Trade-offs", "error against ε for several mechanisms"),
     ("pages/6_Export.py", "Export", "release CSV / Parquet / GeoJSON with its manifest"),
     ("pages/7_Group_sizes.py", "Group sizes", "households of each size per region"),

@@ -36,6 +36,7 @@ import plotly.graph_objects as go
 from hierdp_core import __version__
 from hierdp_core.experiments import budget_for, summarise
 from hierdp_core.explain import explain
+from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
@@ -54,7 +55,6 @@ from hierdp_core.report import (
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import (
     PALETTE,
-    choropleth,
     ledger_figure,
     sweep_figure,
     true_vs_released_scatter,

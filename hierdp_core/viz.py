@@ -1,9 +1,8 @@
 """Figure builders (plotly) for the dashboard and the evaluation report.
 
 Every builder returns a `plotly.graph_objects.Figure` with a title, axis titles with units
-and hover text naming the node and its value. Nothing here needs the internet: maps are
-`go.Choropleth` traces drawn from a GeoJSON given by the caller (no tile server), with the
-base map hidden.
+and hover text naming the node and its value. Nothing here needs the internet. Maps
+(choropleths) are in `hierdp_core.map_figures`.
 
 Offline maps need one more thing. plotly.js fetches a world outline file
 (``https://cdn.plot.ly/un/world_110m.json``) for every geo subplot whose trace has a
@@ -65,7 +64,7 @@ METRIC_AXES: dict[str, tuple[str, str, bool]] = {
 
 
 def plotly_config(**extra) -> dict:
-    """A plotly config that lets `choropleth` figures render offline (see module doc).
+    """A plotly config that lets map figures render offline (see module doc).
 
     ``extra`` keys are merged in (e.g. ``displaylogo=False``)."""
     url = "data:application/json," + urllib.parse.quote(_EMPTY_TOPOLOGY) + "#"
@@ -141,27 +140,6 @@ def _short(v: float) -> str:
     return f"{sign}{a:g}"
 
 
-def _symlog(v: np.ndarray) -> np.ndarray:
-    """sign(v) * log10(1 + |v|): log10(1 + v) for counts, defined for negative values."""
-    return np.sign(v) * np.log10(1 + np.abs(v))
-
-
-def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
-    """Tick positions in symlog space from ``lo`` to ``hi`` (also symlog space) with labels
-    in original units: powers of ten, plus 2 and 5 times them over short ranges."""
-    top = 10.0 ** max(abs(lo), abs(hi))  # >= 1 + the largest |value| shown
-    n_dec = int(math.ceil(math.log10(top))) + 1
-    candidates = {0.0}
-    for steps in ((1.0,), (1.0, 2.0, 5.0)):
-        mags = {m * 10.0**d for d in range(n_dec) for m in steps}
-        candidates = {0.0} | mags | {-v for v in mags}
-        inside = [v for v in candidates if lo - 1e-9 <= _symlog(np.array(v)) <= hi + 1e-9]
-        if len(inside) >= 3:
-            break
-    ticks = sorted(inside)
-    return [float(_symlog(np.array(t))) for t in ticks], [_short(t) for t in ticks]
-
-
 def _log_axis_ticks(values) -> dict:
     """Plotly axis settings for a log axis over positive ``values``: ticks at 1, 2 and 5
     times powers of ten (only powers of ten over more than three decades), full labels."""
@@ -174,92 +152,6 @@ def _log_axis_ticks(values) -> dict:
     ticks = [m * 10.0**d for d in range(lo, hi + 1) for m in steps
              if v.min() / 1.5 <= m * 10.0**d <= v.max() * 1.5]
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [_short(t) for t in ticks]}
-
-
-# ---- maps ------------------------------------------------------------------------------
-def choropleth(
-    geojson: dict | str,
-    locations,
-    values,
-    *,
-    title: str,
-    colorbar_title: str,
-    names=None,
-    diverging: bool = False,
-    log_scale: bool = False,
-    value_range: tuple | None = None,
-    height: int = 420,
-    projection: str = "mercator",
-) -> go.Figure:
-    """A map of ``values`` over the GeoJSON features whose ``id`` equals ``locations``.
-
-    ``geojson`` is a FeatureCollection dict, or the URL of one: the browser then fetches it
-    once and caches it, and the figure carries only ids and values (much lighter).
-
-    ``projection`` is a plotly geo projection type ('albers usa' suits the United States).
-
-    ``diverging``: a diverging scale centred at 0 with a symmetric range (for errors).
-    ``log_scale``: colour by log10(1 + v) (sign-symmetric for negative v), ticks in
-    original units. ``value_range`` (lo, hi) fixes the colour range so several maps
-    share one scale (with ``diverging`` it is widened to be symmetric about 0).
-    NaN values (e.g. an unmeasured level) are left blank and shown as 'n/a' on hover.
-    Render with ``config=plotly_config()`` to work offline.
-    """
-    if not isinstance(geojson, dict | str):
-        raise InputError("geojson must be a GeoJSON dict (a FeatureCollection) or its URL")
-    locs = [str(x) for x in np.asarray(locations, dtype=object).ravel()]
-    v = _as_1d("values", values, len(locs))
-    labels = _names(names, len(locs), locs)
-
-    finite = v[np.isfinite(v)]
-    if value_range is not None:
-        lo, hi = (float(value_range[0]), float(value_range[1]))
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-            raise InputError(f"value_range must be (low, high) with low <= high, got "
-                             f"{value_range!r}")
-    elif finite.size:
-        lo, hi = float(finite.min()), float(finite.max())
-    else:
-        lo, hi = 0.0, 1.0
-    if diverging:
-        m = max(abs(lo), abs(hi))
-        lo, hi = -(m or 1.0), (m or 1.0)
-    elif lo == hi:
-        hi = lo + 1.0
-
-    z = _symlog(v) if log_scale else v
-    zmin, zmax = (float(_symlog(np.array(lo))), float(_symlog(np.array(hi)))) \
-        if log_scale else (lo, hi)
-    colorbar = {"title": {"text": _esc(colorbar_title) + (" (log scale)" if log_scale else "")}}
-    if log_scale:
-        tickvals, ticktext = _log_ticks(zmin, zmax)
-        colorbar.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
-
-    customdata = np.column_stack([labels, _fmt_array(v)])
-    colours, look = palette.active(), palette.figure_look()
-    trace = go.Choropleth(
-        geojson=geojson,
-        featureidkey="id",
-        locations=locs,
-        z=z,
-        zmin=zmin,
-        zmax=zmax,
-        colorscale=colours.diverging if diverging else colours.sequential,
-        colorbar=colorbar,
-        marker_line_width=0.3,
-        marker_line_color=look["line"],
-        customdata=customdata,
-        hovertemplate="<b>%{customdata[0]}</b><br>" + _esc(colorbar_title)
-        + ": %{customdata[1]}<extra></extra>",
-    )
-    if diverging:
-        trace.update(zmid=0)
-    fig = go.Figure(trace)
-    fig.update_geos(fitbounds="locations", visible=False, projection_type=projection,
-                    bgcolor=look["bgcolor"])
-    fig.update_layout(title=_title(_esc(title)), height=height,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    return fig
 
 
 # ---- scatter ---------------------------------------------------------------------------

@@ -82,7 +82,7 @@ if source is None:
     st.info("No map for this level (no bundled boundaries match its codes).")
 else:
     names_shown = widgets.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
-    figures = cmp.comparison_maps(map_layers.map_geojson(*source), view, labels, names=names_shown,
+    figures = cmp.comparison_maps(map_layers.map_geojson(*source, overview=True), view, labels, names=names_shown,
                                   projection=map_layers.map_projection(source[0]))
     for column, fig, tag in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
         column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",

@@ -1,4 +1,4 @@
-"""Results: run the release; true, noisy, released and error side by side on maps; drill
+"""Results: run the release; true, noisy, released or error on one map (a click apart); drill
 down; true vs released; error metrics by level and population size; a searchable table."""
 
 import time
@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.map_figures import choropleth
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.ui import map_layers, session, widgets
@@ -14,7 +15,6 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.geo import label as geometry_label
 from hierdp_core.viz import (
-    choropleth,
     metric_by_bin,
     metric_by_level,
     plotly_config,
@@ -105,9 +105,9 @@ local = nodes - sl.start
 codes = np.asarray(h.codes[level]).astype(str)[local]
 shown_names = names[local]
 
-# ---- maps -------------------------------------------------------------------------------
+# ---- map --------------------------------------------------------------------------------
 source = map_layers.map_sources(ds["sample"], h).get(level)
-geojson = map_layers.map_geojson(*source) if source else None
+geojson = map_layers.map_geojson(*source, overview=within == "all") if source else None
 if geojson is None:
     st.info("No map for this level (no bundled boundaries match its codes); see the charts "
             "below.")
@@ -115,38 +115,36 @@ else:
     if ds["sample"] is None:
         st.caption(f"Boundaries: {geometry_label(source[0])}, level {source[1]} (chosen on the Data "
                    "page).")
+    maps = {"True": true_v, "Noisy (measured)": noisy_v, "Released": rel_v,
+            "Error (released − true)": error}
+    shown = st.segmented_control("Map", list(maps), default="Released", required=True,
+                                 key="res_map", help="The true, noisy and released counts "
+                                 "share one colour scale; the error map is centred at 0.")
+    diverging = shown.startswith("Error")
     finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
-    vrange = (0.0, float(max(finite.max(), 1.0)))
-    maps = [("True", true_v, False), ("Noisy (measured)", noisy_v, False),
-            ("Released", rel_v, False), ("Error (released − true)", error, True)]
-    for row in (maps[:2], maps[2:]):
-        cols = st.columns(2)
-        for col, (title, values, diverging) in zip(cols, row, strict=True):
-            with col:
-                fig = choropleth(geojson, codes, values, title=title, names=shown_names,
-                                 colorbar_title="people" if not diverging else "error",
-                                 diverging=diverging, log_scale=not diverging,
-                                 value_range=None if diverging else vrange, height=360,
-                                 projection=map_layers.map_projection(source[0]) if within == "all"
-                                 else "mercator")  # albers usa cannot zoom to a unit
-                st.plotly_chart(fig, width="stretch", key=f"map_{title}",
-                                config=plotly_config())
+    fig = choropleth(geojson, codes, maps[shown], title=shown, names=shown_names,
+                     colorbar_title="error" if diverging else "people", diverging=diverging,
+                     log_scale=not diverging,
+                     value_range=None if diverging else (0.0, float(max(finite.max(), 1.0))),
+                     height=520, projection=map_layers.map_projection(source[0])
+                     if within == "all" else "mercator")  # albers usa cannot zoom to a unit
+    st.plotly_chart(fig, width="stretch", key="res_map_figure", config=plotly_config())
 
 # ---- charts and metrics -----------------------------------------------------------------
-left, right = st.columns(2)
-with left:
-    st.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=shown_names,
-                                             level_name=h.level_names[level]),
-                    width="stretch", key="scatter")
-with right:
-    metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
-                          format_func=name, key="res_metric")
-    st.caption(label(metric))
-    tab_level, tab_bin = st.tabs(["By level", f"By population size ({h.level_names[level]})"])
-    with tab_level:
-        st.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
-    with tab_bin:
-        st.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
+metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
+                      format_func=name, key="res_metric")
+st.caption(label(metric))
+tab_level, tab_bin, tab_scatter = st.tabs(
+    ["Error by level", f"Error by population size ({h.level_names[level]})",
+     "True vs released"], key="res_chart", on_change="rerun")  # only the open one is drawn
+if tab_level.open:
+    tab_level.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
+if tab_bin.open:
+    tab_bin.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
+if tab_scatter.open:
+    tab_scatter.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=shown_names,
+                                                      level_name=h.level_names[level]),
+                             width="stretch", key="scatter")
 
 st.subheader("Error metrics by level")
 overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()

@@ -12,6 +12,7 @@ from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
 from hierdp_core.intervals import uncalibrated_warning
+from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -20,7 +21,7 @@ from hierdp_core.ui import map_layers, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
-from hierdp_core.viz import choropleth, plotly_config, sweep_figure
+from hierdp_core.viz import plotly_config, sweep_figure
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
                                    "histograms that add up over the hierarchy, with the number "
@@ -98,7 +99,7 @@ with c1:
                     width="stretch", key="gs_hist")
 with c2:
     source = map_layers.map_sources(geometry, h).get(level)
-    geojson = map_layers.map_geojson(*source) if source else None
+    geojson = map_layers.map_geojson(*source, overview=True) if source else None
     node_emd = emd(truth[sl], release.values[sl]).astype(float)
     if geojson is None:
         st.info("No map for this level." if geometry else

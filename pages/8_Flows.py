@@ -147,7 +147,7 @@ st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_lev
 st.subheader("Flow map")
 if upload is None:  # the airports' public positions, states drawn underneath
     states_fc = level_geojson(samples.FLOW_SAMPLE_GEOMETRY, "state")
-    base = (map_layers.map_geojson(samples.FLOW_SAMPLE_GEOMETRY, "state"),
+    base = (map_layers.map_geojson(samples.FLOW_SAMPLE_GEOMETRY, "state", overview=True),
             [f["id"] for f in states_fc["features"]]) if states_fc else None
     positions = samples.flow_coordinates()
     layers = {1: (positions["state"], base, "albers usa"),

@@ -345,7 +345,7 @@ def test_uploaded_us_codes_get_the_bundled_maps():
     assert_clean(at)
     assert any("Boundaries: bundled: " in c.value and "level county" in c.value
                for c in at.caption)
-    assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 4
+    assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 1
     at.switch_page("pages/6_Export.py").run()
     at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert_clean(at)

@@ -101,13 +101,21 @@ def test_the_colour_choice_in_the_sidebar_reaches_the_maps_on_every_page():
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key="palette_pick").value == "colour-blind"
-    maps = [c.proto.spec for c in at.get("plotly_chart") if '"choropleth"' in c.proto.spec]
     safe = palette.get("colour-blind")
     sequential, diverging, viridis = (get_colorscale(n)[0][1] for n in (
         safe.sequential, safe.diverging, "Viridis"))
-    assert len(maps) == 4 and not [m for m in maps if viridis in m]
-    assert [sequential in m for m in maps] == [True, True, True, False]  # true, noisy, released
-    assert diverging in maps[3]  # the error map
+
+    def the_map() -> str:
+        (spec,) = [c.proto.spec for c in at.get("plotly_chart") if '"choropleth"' in c.proto.spec]
+        assert viridis not in spec
+        return spec
+
+    assert sequential in the_map()  # the released counts, shown first
+    for shown, scale in (("True", sequential), ("Noisy (measured)", sequential),
+                         ("Error (released − true)", diverging)):
+        at.button_group(key="res_map").set_value(shown).run()
+        assert_clean(at)
+        assert scale in the_map(), shown
 
 
 def test_trade_offs_name_presets_and_metrics_in_words():

@@ -51,7 +51,7 @@ def test_own_boundaries_draw_the_maps(server, page, tmp_path):  # noqa: F811
     shot(page, "geo_own_boundaries_data")
     goto(page, "Results")
     page.get_by_text("Boundaries: your boundaries (tracts.geojson), level tract").wait_for()
-    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length >= 24")
+    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 6")
     no_exception(page)
     shot(page, "geo_own_boundaries_results")
 
@@ -74,7 +74,7 @@ def test_us_drill_down_zooms_to_the_state(server, page):  # noqa: F811
     goto(page, "Results")
     page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length > 1000")
     select_option(page, "Drill down", "California")
-    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 4 * 58")
+    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 58")
     no_exception(page)
     shot(page, "geo_us_drill_down")
 

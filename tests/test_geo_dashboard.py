@@ -80,8 +80,8 @@ def test_own_boundaries_draw_the_maps(tmp_path):
                                              "geometry": g})
     assert not res.exception
     specs = [c.proto.spec.replace("\\u002f", "/") for c in res.get("plotly_chart")]
-    assert sum(f"geo/{g.source}/tract.geojson" in spec for spec in specs) == 4
-    assert (ROOT / "static" / "geo" / g.source / "tract.geojson").is_file()
+    assert sum(f"geo/{g.source}/tract.overview.geojson" in spec for spec in specs) == 1
+    assert (ROOT / "static" / "geo" / g.source / "tract.overview.geojson").is_file()
 
 
 def test_group_sizes_never_pick_a_code_column_as_the_size():

@@ -12,6 +12,7 @@ from plotly.colors import convert_colors_to_same_type, get_colorscale, hex_to_rg
 
 from hierdp_core import palette, viz
 from hierdp_core.errors import InputError
+from hierdp_core.map_figures import choropleth
 
 #: linear-RGB simulation matrices of Viénot, Brettel & Mollon (1999)
 DICHROMATS = {
@@ -78,8 +79,8 @@ def test_the_choice_is_per_context_and_checked():
 def test_viz_follows_the_active_palette_and_theme():
     def figures():
         palette.use("colour-blind", dark=True)
-        fig = viz.choropleth("geo.json", ["a", "b"], [1.0, -2.0], title="t",
-                             colorbar_title="error", diverging=True)
+        fig = choropleth("geo.json", ["a", "b"], [1.0, -2.0], title="t",
+                         colorbar_title="error", diverging=True)
         return fig, viz.PALETTE[0], len(viz.PALETTE)
 
     fig, first, n = contextvars.copy_context().run(figures)

@@ -23,6 +23,7 @@ from hierdp_core.export import (
     release_table_bytes,
     write_release,
 )
+from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -68,9 +69,9 @@ def page(data, release):
     sl = h.level_slice(2)
     codes = [str(c) for c in h.codes[2]]
     figures = {
-        "Map of " + EVIL: viz.choropleth(square_geojson(codes), codes, release.totals()[sl],
-                                         title="Released", colorbar_title="count",
-                                         names=h.labels()[sl]),
+        "Map of " + EVIL: choropleth(square_geojson(codes), codes, release.totals()[sl],
+                                     title="Released", colorbar_title="count",
+                                     names=h.labels()[sl]),
         "Tree": viz.hierarchy_treemap(h, release.values),
         "Ledger": viz.ledger_figure(release.ledger),
     }

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from conftest import square_geojson
 
 from hierdp_core import viz
 from hierdp_core.errors import InputError
@@ -38,73 +37,7 @@ def _title(fig) -> str:
     return fig.layout.title.text
 
 
-# ---- choropleth -----------------------------------------------------------------------
-def test_choropleth_basics():
-    ids = ["a", "b", "c"]
-    fig = viz.choropleth(square_geojson(ids), ids, [1, 5, 9], title="True counts",
-                         colorbar_title="persons", names=["A <1>", "B", "C"])
-    assert isinstance(fig, go.Figure)
-    (trace,) = fig.data
-    assert isinstance(trace, go.Choropleth)
-    assert trace.featureidkey == "id" and trace.geojson["type"] == "FeatureCollection"
-    assert list(trace.locations) == ids
-    assert _title(fig) == "True counts"
-    assert trace.colorbar.title.text == "persons"
-    assert fig.layout.geo.visible is False and fig.layout.geo.fitbounds == "locations"
-    assert (trace.zmin, trace.zmax) == (1, 9)
-    # hover: escaped node name and the value
-    assert trace.customdata[0][0] == "A &lt;1&gt;" and trace.customdata[2][1] == "9"
-    assert "%{customdata[0]}" in trace.hovertemplate and "persons" in trace.hovertemplate
-    assert "mapbox" not in fig.to_json()
-
-
-def test_choropleth_diverging_is_symmetric_about_zero():
-    ids = ["a", "b", "c"]
-    fig = viz.choropleth(square_geojson(ids), ids, [-3.0, 1.0, 7.5], title="Error",
-                         colorbar_title="released - true", diverging=True)
-    trace = fig.data[0]
-    assert trace.zmin == -7.5 and trace.zmax == 7.5 and trace.zmid == 0
-    colours = [c for _, c in trace.colorscale]
-    assert colours[0] != colours[-1]  # a two-sided scale (RdBu_r)
-    # an asymmetric shared range is widened to stay centred at 0
-    fig = viz.choropleth(square_geojson(ids), ids, [-3.0, 1.0, 7.5], title="Error",
-                         colorbar_title="e", diverging=True, value_range=(-2, 10))
-    assert (fig.data[0].zmin, fig.data[0].zmax) == (-10, 10)
-
-
-def test_choropleth_value_range_is_honoured():
-    ids = ["a", "b"]
-    fig = viz.choropleth(square_geojson(ids), ids, [10, 20], title="t", colorbar_title="c",
-                         value_range=(0, 100))
-    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 100)
-    with pytest.raises(InputError):
-        viz.choropleth(square_geojson(ids), ids, [10, 20], title="t", colorbar_title="c",
-                       value_range=(5, 1))
-
-
-def test_choropleth_log_scale_handles_zeros_and_labels_original_units():
-    ids = ["a", "b", "c", "d"]
-    values = [0, 9, 99, 99999]
-    fig = viz.choropleth(square_geojson(ids), ids, values, title="t", colorbar_title="persons",
-                         log_scale=True, value_range=(0, 100_000))
-    trace = fig.data[0]
-    np.testing.assert_allclose(trace.z, np.log10(1 + np.asarray(values)))
-    assert trace.zmin == 0 and trace.zmax == pytest.approx(5)
-    assert list(trace.colorbar.ticktext) == ["0", "1", "10", "100", "1k", "10k", "100k"]
-    np.testing.assert_allclose(trace.colorbar.tickvals,
-                               np.log10(1 + np.array([0, 1, 10, 100, 1e3, 1e4, 1e5])))
-    assert "log scale" in trace.colorbar.title.text
-    assert [row[1] for row in trace.customdata] == ["0", "9", "99", "99,999"]  # hover: originals
-
-
-def test_choropleth_nan_and_bad_input():
-    ids = ["a", "b"]
-    fig = viz.choropleth(square_geojson(ids), ids, [np.nan, 2], title="t", colorbar_title="c")
-    assert fig.data[0].customdata[0][1] == "n/a"
-    with pytest.raises(InputError):
-        viz.choropleth(square_geojson(ids), ids, [1, 2, 3], title="t", colorbar_title="c")
-
-
+# ---- offline config ------------------------------------------------------------------
 def test_plotly_config_serves_topology_offline():
     config = viz.plotly_config()
     assert config["topojsonURL"].startswith("data:application/json,")

@@ -15,6 +15,7 @@ from hierdp_core.experiments import summarise
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.metrics import aligned_level
 from hierdp_core.flows.release import FlowRelease
+from hierdp_core.map_figures import log_ticks, symlog
 from hierdp_core.viz import (
     DIVERGING_SCALE,
     PALETTE,
@@ -22,9 +23,7 @@ from hierdp_core.viz import (
     _fmt,
     _fmt_array,
     _log_axis_ticks,
-    _log_ticks,
     _rgba,
-    _symlog,
     _title,
 )
 
@@ -164,9 +163,9 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
     ok = rows.notna() & cols.notna()
     np.add.at(matrix, (rows[ok].astype(int), cols[ok].astype(int)),
               pairs.loc[ok, "value"].to_numpy(float))
-    colour = _symlog(matrix)
+    colour = symlog(matrix)
     top = float(np.abs(colour).max()) or 1.0
-    tickvals, ticktext = _log_ticks(-top if signed else 0.0, top)
+    tickvals, ticktext = log_ticks(-top if signed else 0.0, top)
     if top > 2:  # 1 and 0 would overlap: keep 0 and the powers from 10 on
         keep = [i for i, v in enumerate(tickvals) if v == 0 or abs(v) > 0.5]
         tickvals, ticktext = [tickvals[i] for i in keep], [ticktext[i] for i in keep]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pandas as pd
+import streamlit as st
 
-from hierdp_core.geo import level_geojson
+from hierdp_core.geo import available_levels, level_geojson
+from hierdp_core.geo_overview import overview_geojson
 
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
 
@@ -17,8 +20,10 @@ MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
 
-def map_geojson(sample: str | None, level: str) -> str | None:
-    """URL of a level's boundaries for Plotly maps (None without geometry).
+def map_geojson(sample: str | None, level: str, *, overview: bool = False) -> str | None:
+    """URL of a level's boundaries for Plotly maps (None without geometry); with
+    ``overview`` the lighter ones for a map of the whole level (`geo_overview`), else the
+    full detail (for a drill-down to a few units).
 
     The boundaries are written once, uncompressed, to ``static/geo/`` (git-ignored), which
     Streamlit serves (``server.enableStaticServing``); the browser fetches each file once,
@@ -26,14 +31,33 @@ def map_geojson(sample: str | None, level: str) -> str | None:
     fc = level_geojson(sample, level) if sample else None
     if fc is None:
         return None
-    relative = Path("geo") / sample / f"{level}.geojson"
+    relative = Path("geo") / sample / f"{level}{'.overview' if overview else ''}.geojson"
     path = STATIC_DIR / relative
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_text(json.dumps(fc, separators=(",", ":")), encoding="utf-8")
+        partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
+        text = json.dumps(overview_geojson(fc) if overview else fc, separators=(",", ":"))
+        partial.write_text(text, encoding="utf-8")
         partial.replace(path)
     return f"app/static/{relative.as_posix()}"
+
+
+@st.cache_resource(show_spinner=False)
+def prepare_bundled_maps() -> threading.Thread:
+    """Write the map files of every bundled sample's levels (full detail and overview) in a
+    background thread, once per server process, so that no user waits for them (the
+    municipalities' overview takes seconds); files already written are kept."""
+    from hierdp_core.data.samples import SAMPLES
+
+    def write_all() -> None:
+        for sample in SAMPLES:
+            for level in available_levels(sample):
+                map_geojson(sample, level)
+                map_geojson(sample, level, overview=True)
+
+    thread = threading.Thread(target=write_all, name="hierdp-map-files", daemon=True)
+    thread.start()
+    return thread
 
 
 def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:
@@ -65,7 +89,7 @@ def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]
     base = None
     if 1 in sources:
         fc = level_geojson(*sources[1])
-        base = (map_geojson(*sources[1]), [f["id"] for f in fc["features"]])
+        base = (map_geojson(*sources[1], overview=True), [f["id"] for f in fc["features"]])
     layers = {}
     for level, source in sources.items():
         points = centroids(*source).set_index("id")

@@ -12,6 +12,7 @@ from PIL import Image
 from hierdp_core import palette
 from hierdp_core.errors import HierdpError
 from hierdp_core.queries.counts import CountData
+from hierdp_core.ui import map_layers
 from hierdp_core.ui.session import (
     DATASET,
     EPSILON_GRID,
@@ -171,8 +172,10 @@ def page_icon():
 
 def page_header(title: str, caption: str):
     """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
-    summary slot: pass it to `sidebar_status` to refresh it after the page changed state."""
+    summary slot: pass it to `sidebar_status` to refresh it after the page changed state.
+    The first page shown by a server process starts writing the bundled map files."""
     st.set_page_config(page_title=f"{title} · hierdp", page_icon=page_icon(), layout="wide")
+    map_layers.prepare_bundled_maps()
     ensure_dataset()
     with st.sidebar:
         st.markdown("## hierdp")
