@@ -77,7 +77,7 @@ def test_rows_out_of_tree_order_take_the_general_path():
 def _reference_segment(y: np.ndarray, total: float) -> np.ndarray:
     """The documented contract, one segment at a time: tau from the values sorted in
     decreasing order (sums running over them in that order), then floors plus one for the
-    largest fractional parts on the 2^-36 grid, ties by position."""
+    largest fractional parts on the 2^-35 grid, ties by position."""
     ys = np.sort(y)[::-1]
     tau_k = (np.cumsum(ys) - total) / np.arange(1, y.size + 1)
     active = np.flatnonzero(ys > tau_k)
@@ -85,7 +85,7 @@ def _reference_segment(y: np.ndarray, total: float) -> np.ndarray:
     x = np.maximum(y - tau, 0.0)
     floors = np.floor(x + 1e-9)
     deficit = int(np.clip(np.rint(total - floors.sum()), 0, y.size))
-    grid = np.floor((x - floors + 2.0**-20) * 2.0**36)
+    grid = np.floor((x - floors + 2.0**-20) * 2.0**35)
     order = np.lexsort((np.arange(y.size), -grid))
     out = floors.astype(np.int64)
     out[order[:deficit]] += 1
@@ -100,7 +100,7 @@ def test_project_and_round_matches_the_per_segment_contract(segments, seed, bloc
     lengths = np.array([n for n, _ in segments])
     totals = np.array([t for _, t in segments], dtype=float)
     # near-ties on purpose: integer values plus one shared fraction, and repeats
-    y = rng.integers(-5, 30, lengths.sum()) + rng.choice([0.0, 0.3, 1 / 3])
+    y = rng.integers(-5, 30, lengths.sum()) + rng.choice([0.0, 0.3, 1 / 3, 1 - 1e-10])
     y[rng.random(y.size) < 0.3] = rng.normal(10, 20)
     starts = _starts(lengths)
     expected = np.concatenate([_reference_segment(part, t) for part, t

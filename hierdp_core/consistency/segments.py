@@ -88,7 +88,7 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     """Integer vector closest to ``x >= 0`` (in L1 and L2) whose segments sum to ``totals``.
 
     Floors every value, then adds one to the largest fractional parts of each segment until
-    its total is met. Fractional parts are compared on a grid of 2^-36 (about 1.5e-11):
+    its total is met. Fractional parts are compared on a grid of 2^-35 (about 2.9e-11):
     closer ones count as ties, broken by position, so the result is closest up to that and
     does not depend on the last bits of ``x``. Requires each segment of ``x`` to sum to its
     integer total up to rounding error; the output is non-negative.
@@ -96,27 +96,29 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     x, totals = _as_float(x), _as_float(totals)
     out = np.empty(x.size, dtype=np.int64)
     for block in row_blocks(starts, x.size):
-        block.scatter(out, _round_rows(block.rows(x, 0.0), block.valid,
+        block.scatter(out, _round_rows(block.rows(x, 0.0), block.lengths, block.padding,
                                        totals[block.segments]))
     return out
 
 
 def project_and_round(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
-                      weights: np.ndarray | None = None) -> np.ndarray:
+                      weights: np.ndarray | None = None, out: np.ndarray | None = None
+                      ) -> np.ndarray:
     """``round_segments(project_segments(y, starts, totals, weights), starts, totals)`` in
-    one pass over the segments (``totals`` non-negative integers)."""
+    one pass over the segments (``totals`` non-negative integers), written to ``out`` (an
+    int64 array of y's size) when given."""
     y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
-    out = np.empty(y.size, dtype=np.int64)
+    out = np.empty(y.size, dtype=np.int64) if out is None else out
     for block in row_blocks(starts, y.size):
         seg_totals = totals[block.segments]
         x = _project_rows(block, y, w, seg_totals)
-        block.scatter(out, _round_rows(x, block.valid, seg_totals))
+        block.scatter(out, _round_rows(x, block.lengths, block.padding, seg_totals))
     return out
 
 
 # ---- one block of segments (one segment per row) ------------------------------------------
 _FRAC_SHIFT = 2.0**-20  # fractional parts lie in [-1e-9, 1): shifted above 0 for the keys
-_FRAC_BITS = 36  # fractional parts compared on a grid of 2^-36
+_FRAC_BITS = 35  # fractional parts compared on a grid of 2^-35; shifted, they are < 2
 _POSITION_BITS = 27  # the position within a segment, the tie break (segments < 2^27 long)
 _NO_KEY = np.iinfo(np.uint64).max
 
@@ -139,39 +141,47 @@ def _project_rows(block: RowBlock, y: np.ndarray, w: np.ndarray | None,
     else:
         yr, wr = block.rows(y, 0.0), block.rows(w, 1.0)
         tr = yr * wr
-        tr[~block.valid] = -np.inf
+        tr[block.padding] = -np.inf
         order = np.argsort(-tr, axis=1, kind="stable")
         ts = np.take_along_axis(tr, order, axis=1)
         ys = np.take_along_axis(yr, order, axis=1)
         cw = np.cumsum(np.take_along_axis(1.0 / wr, order, axis=1), axis=1)
-    tau_k = (np.cumsum(ys, axis=1) - totals[:, None]) / cw
+    tau_k = np.cumsum(ys, axis=1)
+    tau_k -= totals[:, None]
+    tau_k /= cw
     active = ts > tau_k  # true on a prefix of each sorted row: the support
     last = active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1)
     rows = np.arange(last.size)
     tau = np.where(active[rows, last] & (totals > 0), tau_k[rows, last], np.inf)
-    shift = tau[:, None] if w is None else tau[:, None] / wr
-    x = yr - shift
-    np.maximum(x, 0.0, out=x)
-    x[~block.valid] = 0.0
+    x = yr - (tau[:, None] if w is None else tau[:, None] / wr)
+    np.maximum(x, 0.0, out=x)  # the padding of y is -inf without weights
+    if w is not None:
+        x[block.padding] = 0.0
     return x
 
 
-def _round_rows(x: np.ndarray, valid: np.ndarray, totals: np.ndarray) -> np.ndarray:
+def _round_rows(x: np.ndarray, lengths: np.ndarray, padding: np.ndarray,
+                totals: np.ndarray) -> np.ndarray:
     """`round_segments` of every row (rows padded with 0)."""
     width = x.shape[1]
     if width > 1 << _POSITION_BITS:
         raise MechanismError(f"a segment of more than 2^{_POSITION_BITS} values cannot be "
                              "rounded")
-    floors = np.floor(x + 1e-9)
-    deficit = np.clip(np.rint(totals - floors.sum(axis=1)), 0, valid.sum(axis=1))
-    deficit = deficit.astype(np.int64)
-    grid = np.floor((x - floors + _FRAC_SHIFT) * 2.0**_FRAC_BITS)
-    key = (2.0**_FRAC_BITS - grid).astype(np.uint64)  # larger fraction, smaller key
+    floors = x + 1e-9
+    np.floor(floors, out=floors)
+    deficit = np.clip(np.rint(totals - floors.sum(axis=1)), 0, lengths).astype(np.int64)
+    grid = x - floors
+    grid += _FRAC_SHIFT
+    grid *= 2.0**_FRAC_BITS
+    np.floor(grid, out=grid)
+    np.subtract(2.0 ** (_FRAC_BITS + 1), grid, out=grid)
+    key = grid.astype(np.uint64)  # a larger fraction, a smaller key
     key <<= np.uint64(_POSITION_BITS)
     key |= np.arange(width, dtype=np.uint64)
-    key[~valid] = _NO_KEY
+    key[padding] = _NO_KEY
     ranked = np.sort(key, axis=1)
-    rows = np.arange(x.shape[0])
-    threshold = ranked[rows, np.minimum(deficit, width - 1)]
-    threshold[deficit >= valid.sum(axis=1)] = _NO_KEY
-    return floors.astype(np.int64) + (key < threshold[:, None])
+    threshold = ranked[np.arange(x.shape[0]), np.minimum(deficit, width - 1)]
+    threshold[deficit >= lengths] = _NO_KEY
+    out = floors.astype(np.int64)
+    out += key < threshold[:, None]
+    return out

@@ -48,5 +48,8 @@ def topdown(
         totals = out[h.level_slice(level - 1)].T.ravel().astype(float)
         y = est[sl].T.ravel()
         w = None if weights is None else np.tile(weights[sl], k)
-        out[sl] = project_and_round(y, starts, totals, w).reshape(k, n).T
+        if k == 1:  # written in place
+            project_and_round(y, starts, totals, w, out=out[sl].reshape(n))
+        else:
+            out[sl] = project_and_round(y, starts, totals, w).reshape(k, n).T
     return out
