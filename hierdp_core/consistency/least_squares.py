@@ -68,13 +68,16 @@ def tree_least_squares(
         else:
             z[sl] = s
             node_var[sl] = vs
-    x = np.empty_like(z)
-    x[0] = z[0] if root_value is None else root_value
+    x = z  # the down pass overwrites z level by level, parents before their children
+    if root_value is not None:
+        x[0] = root_value
     for level in range(1, h.n_levels):
         sl = h.level_slice(level)
-        seg = h.segment_of_level(level)
-        parent_x = x[h.level_slice(level - 1)]
-        residual = (parent_x - child_sums[level - 1])[seg]
-        share = node_var[sl] / child_var_sums[level - 1][seg]
-        x[sl] = z[sl] + share[:, None] * residual
+        parents = h.level_slice(level - 1)
+        lengths = np.diff(h.child_ptr[parents.start:parents.stop + 1])
+        share = np.repeat(child_var_sums[level - 1], lengths)
+        np.divide(node_var[sl], share, out=share)
+        residual = np.repeat(x[parents] - child_sums[level - 1], lengths, axis=0)
+        residual *= share[:, None]
+        x[sl] += residual
     return x
