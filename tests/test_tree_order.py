@@ -5,25 +5,31 @@ TopDown on one sub-tree alone against the same sub-tree in the whole tree."""
 
 from __future__ import annotations
 
+import doctest
 import functools
 from unittest import mock
 
 import numpy as np
 import pandas as pd
+import pytest
 from conftest import tree_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hierdp_core.consistency.segment_rows as rows_module
 import hierdp_core.consistency.segments as seg_module
+import hierdp_core.tree_levels as levels_module
 from hierdp_core.consistency.segment_rows import row_blocks
 from hierdp_core.consistency.segments import project_and_round, project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
-from hierdp_core.hierarchy import (
-    _levels_any_order,
-    _levels_in_tree_order,
-    build_from_codes,
-    build_hierarchy,
-)
+from hierdp_core.hierarchy import build_from_codes, build_hierarchy
+from hierdp_core.tree_levels import levels_any_order, levels_in_tree_order
+
+
+@pytest.mark.parametrize("module", [rows_module, levels_module])
+def test_module_doctests_pass(module):
+    result = doctest.testmod(module)
+    assert result.attempted >= 1 and result.failed == 0
 
 
 def _starts(lengths) -> np.ndarray:
@@ -45,9 +51,9 @@ def _as(column: pd.Series, kind: str):
 def test_tree_order_levels_equal_any_order_levels(tt, local, kind):
     table = tt.table.sort_values(tt.levels, kind="stable").reset_index(drop=True)
     codes = [_as(table[c], kind) for c in tt.levels]
-    fast = _levels_in_tree_order(codes, local)
+    fast = levels_in_tree_order(codes, local)
     assert fast is not None  # sorted rows with globally increasing codes
-    slow = _levels_any_order(codes, tt.levels, local, None)
+    slow = levels_any_order(codes, tt.levels, local, None)
     for a, b in zip(fast[0] + fast[1] + [fast[2]], slow[0] + slow[1] + [slow[2]], strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
@@ -67,7 +73,7 @@ def test_build_is_the_same_for_sorted_and_shuffled_rows(tt, seed):
 
 def test_rows_out_of_tree_order_take_the_general_path():
     codes = [np.array([1, 1, 2, 1]), np.array([10, 11, 20, 12])]
-    assert _levels_in_tree_order(codes, False) is None
+    assert levels_in_tree_order(codes, False) is None
     h, leaf = build_from_codes(codes, ["s", "c"])
     assert h.node_ids().tolist() == ["root", "1", "2", "1/10", "1/11", "1/12", "2/20"]
     assert leaf.tolist() == [0, 1, 3, 2]
