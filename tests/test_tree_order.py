@@ -119,6 +119,12 @@ def test_project_and_round_matches_the_per_segment_contract(segments, seed, bloc
         assert np.array_equal(round_segments(x, starts, totals), expected)
 
 
+def test_no_segments():
+    empty = np.array([], dtype=np.int64)
+    assert project_and_round(np.array([]), empty, np.array([])).size == 0
+    assert round_segments(np.array([]), empty, np.array([])).size == 0
+
+
 # ---- a sub-tree alone ------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
 @given(tree_tables(max_depth=3, max_children=4), st.integers(0, 2**32 - 1), st.integers(1, 2))

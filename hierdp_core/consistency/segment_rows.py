@@ -72,6 +72,8 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS
     """The segments of an array of ``size`` elements as row blocks, by `row_width`; a block
     has at most ``block_cells`` cells (at least one row)."""
     starts = np.asarray(starts, dtype=np.int64)
+    if starts.size == 0:
+        return
     lengths = segment_lengths(starts, size)
     widths = row_width(lengths)
     order = np.argsort(widths, kind="stable")
