@@ -51,7 +51,7 @@ PER_LEAF_SPREAD = 1.3
 SWEEP_SIZES = "1000000,2000000,4000000,8000000,16000000"
 PRESETS = {
     "national": {"leaves": 8_000_000, "depth": 5, "repeat": 3},
-    "county": {"leaves": 3_200, "depth": 2, "repeat": 7},
+    "county": {"leaves": 3_200, "depth": 2, "repeat": 7, "targets": {"release_seconds": 0.1}},
 }
 
 
@@ -357,6 +357,8 @@ def main(argv=None) -> int:
                    **(PEAK_TARGET if FLOOR_TARGET_LEAVES <= leaves <= PEAK_LEAVES else {})}
         name = args.preset or "national"
         preset_run = (leaves, depth) == (preset["leaves"], preset["depth"])
+        if preset_run:
+            targets.update(preset.get("targets", {}))
         result = run(leaves, depth, args.seed, args.epsilon, repeat, args.shuffle_rows,
                      targets, name if preset_run else None, secure=not args.no_secure)
     print(json.dumps(result))
