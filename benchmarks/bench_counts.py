@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
-import math
 import resource
+import subprocess
 import sys
 import time
 
 import numpy as np
 from machine import machine_info
+from synthetic_geography import level_names, synthetic_geography
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
@@ -38,95 +40,19 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource, _opendp_apply
 from hierdp_core.queries.counts import CountData
 
-GEO_NAMES = ("state", "county", "tract", "block_group", "block")
-N_STATES = 52
-N_COUNTIES = 3200
-# Where tracts and block groups sit between counties and blocks on a log scale, from 2020
-# Census counts (~3,200 counties, ~85,000 tracts, ~242,000 block groups, ~8.1M blocks).
-CENSUS_LOG_POSITIONS = (math.log(85_000 / 3_200) / math.log(8_100_000 / 3_200),
-                        math.log(242_000 / 3_200) / math.log(8_100_000 / 3_200))
-# Lognormal sigma of the weights spreading a level's nodes over their parents: how skewed
-# the number of children per parent is (counties per state, tracts per county, ...).
-BRANCH_SIGMA = (0.0, 0.9, 1.3, 0.4, 0.6)
-DEFAULT_BRANCH_SIGMA = 0.7
-US_POPULATION = 331_000_000
-
+#: issue 19 point 5, one core close to the floor (`floor_work`), in CPU seconds: for runs of
+#: at least `FLOOR_TARGET_LEAVES` leaves; the peak memory for runs of at most `PEAK_LEAVES`
+FLOOR_TARGETS = {"release_over_floor": 3.0, "build_plus_release_over_floor": 6.0}
+FLOOR_TARGET_LEAVES = 1_000_000
+PEAK_TARGET = {"peak_rss_mb": 1024.0}
+PEAK_LEAVES = 8_000_000
+#: a sweep (--sizes) has a flat time per leaf when its largest is at most this times its least
+PER_LEAF_SPREAD = 1.3
+SWEEP_SIZES = "1000000,2000000,4000000,8000000,16000000"
 PRESETS = {
-    "national": {"leaves": 8_000_000, "depth": 5, "repeat": 1,
-                 "targets": {"release_seconds": 30.0, "peak_rss_mb": 6144.0}},
-    "county": {"leaves": 3_200, "depth": 2, "repeat": 7,
-               "targets": {"release_seconds": 0.1}},
+    "national": {"leaves": 8_000_000, "depth": 5, "repeat": 3},
+    "county": {"leaves": 3_200, "depth": 2, "repeat": 7, "targets": {"release_seconds": 0.1}},
 }
-
-
-# ---- synthetic geography -------------------------------------------------------------------
-def level_names(depth: int) -> list[str]:
-    return [GEO_NAMES[g] if g < len(GEO_NAMES) else f"level{g + 1}" for g in range(depth)]
-
-
-def level_sizes(n_leaves: int, depth: int) -> list[int]:
-    """Nodes per geography level (coarse to fine): 52 states, 3,200 counties, then sizes
-    growing geometrically to ``n_leaves`` (at census positions for 5 levels)."""
-    if depth == 1:
-        return [n_leaves]
-    sizes = [N_STATES]
-    if depth >= 3:
-        sizes.append(N_COUNTIES)
-        inner = depth - 3  # levels strictly between counties and leaves
-        if inner == 2:
-            positions = CENSUS_LOG_POSITIONS
-        else:
-            positions = [(i + 1) / (inner + 1) for i in range(inner)]
-        ratio = max(n_leaves / N_COUNTIES, 1.0)
-        sizes += [int(round(N_COUNTIES * ratio**p)) for p in positions]
-    sizes.append(n_leaves)
-    # every parent needs a child: sizes must not decrease; clamp from the leaves up
-    for g in range(len(sizes) - 2, -1, -1):
-        sizes[g] = max(1, min(sizes[g], sizes[g + 1]))
-    return sizes
-
-
-def spread_children(n_parents: int, n_children: int, sigma: float,
-                    rng: np.random.Generator) -> np.ndarray:
-    """Children per parent: one each, the rest spread by lognormal(0, sigma) weights."""
-    counts = np.ones(n_parents, dtype=np.int64)
-    extra = n_children - n_parents
-    if extra > 0:
-        w = rng.lognormal(0.0, sigma, n_parents) if sigma > 0 else np.ones(n_parents)
-        counts += rng.multinomial(extra, w / w.sum())
-    return counts
-
-
-def synthetic_geography(n_leaves: int, depth: int, rng: np.random.Generator,
-                        population: int = US_POPULATION, shuffle_rows: bool = False):
-    """Per-leaf code arrays (one int64 array per geography level, one entry per leaf row)
-    and per-leaf populations. Codes are the node's index within its level (unique across
-    the level, i.e. not local codes)."""
-    sizes = level_sizes(n_leaves, depth)
-    parents = [None]  # parents[g][i]: index (within level g-1) of the parent of node i
-    for g in range(1, depth):
-        sigma = BRANCH_SIGMA[g] if g < len(BRANCH_SIGMA) else DEFAULT_BRANCH_SIGMA
-        counts = spread_children(sizes[g - 1], sizes[g], sigma, rng)
-        parents.append(np.repeat(np.arange(sizes[g - 1], dtype=np.int64), counts))
-    codes = [None] * depth
-    anc = np.arange(n_leaves, dtype=np.int64)
-    codes[depth - 1] = anc
-    for g in range(depth - 1, 0, -1):
-        anc = parents[g][anc]
-        codes[g - 1] = anc
-    del parents, anc
-    # populations: lognormal per leaf, ~30% empty blocks at block level and below
-    w = rng.lognormal(0.0, 1.2, n_leaves)
-    if depth >= len(GEO_NAMES):
-        w[rng.random(n_leaves) < 0.3] = 0.0
-    w *= population / w.sum()
-    pop = rng.poisson(w).astype(np.int64)
-    del w
-    if shuffle_rows:
-        perm = rng.permutation(n_leaves)
-        codes = [c[perm] for c in codes]
-        pop = pop[perm]
-    return codes, pop, sizes
 
 
 # ---- measurement helpers -------------------------------------------------------------------
@@ -147,8 +73,12 @@ def _status_kb(field: str) -> float | None:
     return None
 
 
-def reset_peak_rss() -> bool:
-    """Reset the kernel's RSS high-water mark (VmHWM), Linux only."""
+def reset_peak_rss(peaks: list[float]) -> bool:
+    """Reset the kernel's RSS high-water mark (VmHWM), Linux only, after appending its value
+    so far (MB) to ``peaks`` (ru_maxrss loses what a reset clears)."""
+    hwm = _status_kb("VmHWM")
+    if hwm is not None:
+        peaks.append(hwm / 1024.0)
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -157,16 +87,56 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def timed(fn, repeat: int):
-    """(result of the last call, list of wall-clock seconds)."""
+def _user_seconds() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
+
+
+def timed(fn, repeat: int, cpu: list[tuple[float, float]] | None = None):
+    """(result of the last call, list of wall-clock seconds); with ``cpu``, the CPU seconds
+    of this process (``time.process_time``: user + system, all its threads) and its user
+    seconds of every call are appended to it as a pair (robust to other jobs on the
+    machine, unlike wall time; the system part is mostly the kernel faulting in new
+    memory)."""
     times, result = [], None
     for _ in range(repeat):
         result = None
         gc.collect()
-        t0 = time.perf_counter()
+        c0, u0, t0 = time.process_time(), _user_seconds(), time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
+        if cpu is not None:
+            cpu.append((time.process_time() - c0, _user_seconds() - u0))
     return result, times
+
+
+def floor_work(h, leaf_counts: np.ndarray, plans, seed: int):
+    """The floor: what any release of these counts must at least do, as a function to time.
+
+    One ``np.bincount`` per level summing the (single) count column of the level below into
+    its parents (the child -> parent index arrays are taken from the hierarchy beforehand,
+    not timed), then one draw of the release's noise per measured node through the same
+    sampler as the seeded release (``plan.noise.sample`` with ``NoiseSource(seed)``: numpy
+    PCG64, two geometric draws per node for geometric noise), not added to anything."""
+    parents = [None] + [h.segment_of_level(level) for level in range(1, h.n_levels)]
+    sizes = [h.level_size(level) for level in range(h.n_levels)]
+
+    def floor():
+        values = leaf_counts[:, 0]
+        for level in range(h.depth, 0, -1):
+            values = np.bincount(parents[level], weights=values, minlength=sizes[level - 1])
+        source = NoiseSource(seed=seed)
+        for plan in plans:
+            if plan.noise is not None:
+                plan.noise.sample(sizes[plan.level], source)
+        return values
+
+    return floor
+
+
+def digest(values: np.ndarray) -> str:
+    """SHA-256 of an array's bytes (C order) and its dtype and shape."""
+    values = np.ascontiguousarray(values)
+    return hashlib.sha256(values.data).hexdigest() + f"/{values.dtype}/{values.shape}"
 
 
 def check_release(h, values) -> dict:
@@ -202,6 +172,20 @@ def time_secure(mech, data: CountData, budget: PrivacyBudget) -> dict[str, list[
     return {"opendp_sampling": sampling, "secure_release": release}
 
 
+def _peak_mb(hwm_reset: bool) -> float | None:
+    """The kernel's RSS high-water mark since the last reset, MB (None if it was not reset)."""
+    hwm = _status_kb("VmHWM") if hwm_reset else None
+    return None if hwm is None else round(hwm / 1024.0, 1)
+
+
+def over_floor(cpu: dict[str, float]) -> dict[str, float]:
+    """Issue 19 point 5 (one core close to the floor), from CPU seconds: the release and the
+    build plus release as multiples of the floor (`floor_work`)."""
+    return {"release_over_floor": round(cpu["release"] / cpu["floor"], 2),
+            "build_plus_release_over_floor": round((cpu["build"] + cpu["release"])
+                                                   / cpu["floor"], 2)}
+
+
 def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
         shuffle_rows: bool, targets: dict | None, preset: str | None,
         secure: bool = True) -> dict:
@@ -213,6 +197,7 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     generate_seconds = time.perf_counter() - t0
     names = level_names(depth)
     timings: dict[str, list[float]] = {}
+    cpu: dict[str, list[tuple[float, float]]] = {k: [] for k in ("build", "floor", "release")}
 
     # build: the tree, then the per-leaf count column in leaf order
     def build():
@@ -221,18 +206,23 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
         leaf_counts[leaf, 0] = pop
         return h, leaf_counts
 
-    (h, leaf_counts), timings["build"] = timed(build, repeat)
+    peaks: list[float] = []  # VmHWM before every reset, MB
+    hwm_reset = reset_peak_rss(peaks)
+    (h, leaf_counts), timings["build"] = timed(build, repeat, cpu["build"])
+    build_peak = _peak_mb(hwm_reset)
     codes = pop = None  # free the row arrays (closures above are not called again)
     data = CountData(h, leaf_counts)
     budget = PrivacyBudget.pure(epsilon)
+    sensitivity = get_mechanism("topdown").privacy_plan().stages[0].sensitivity
+    plans = plan_levels(h, budget, "geometric", sensitivity=sensitivity)
+
+    _, timings["floor"] = timed(floor_work(h, leaf_counts, plans, seed), repeat, cpu["floor"])
 
     truth, timings["aggregate"] = timed(data.node_counts, repeat)
 
-    sensitivity = get_mechanism("topdown").privacy_plan().stages[0].sensitivity
-
     def do_measure():
-        plans = plan_levels(h, budget, "geometric", sensitivity=sensitivity)
-        return measure(truth, h, plans, NoiseSource(seed=seed))
+        return measure(truth, h, plan_levels(h, budget, "geometric", sensitivity=sensitivity),
+                       NoiseSource(seed=seed))
 
     (noisy, variance), timings["measure"] = timed(do_measure, repeat)
 
@@ -244,21 +234,22 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
 
     steps_values, timings["topdown"] = timed(do_topdown, repeat)
     steps_checks = check_release(h, steps_values)
+    steps_digest = digest(steps_values)  # the release is compared with it, not with the array
     steps_checks["root_total_true"] = int(truth[0, 0])
-    truth = noisy = est = None  # free the step arrays before the release
+    truth = noisy = est = steps_values = None  # free the step arrays before the release
     gc.collect()
 
     # the complete release through the public API, from the data alone
     mech = get_mechanism("topdown")
-    hwm_reset = reset_peak_rss()
+    hwm_reset = reset_peak_rss(peaks)
     rss_before_release = _status_kb("VmRSS")
     rel, timings["release"] = timed(
         lambda: mech.release(data, budget, source=NoiseSource(seed=seed), noise="geometric"),
-        repeat)
-    release_hwm = _status_kb("VmHWM") if hwm_reset else None
+        repeat, cpu["release"])
+    release_peak = _peak_mb(hwm_reset)
     release_checks = check_release(h, rel.values)
     release_checks["root_total_released"] = int(rel.values[0, 0])
-    release_checks["matches_step_pipeline"] = bool(np.array_equal(rel.values, steps_values))
+    release_checks["matches_step_pipeline"] = digest(rel.values) == steps_digest
     rel = None
     if secure:
         secure_timings = time_secure(mech, data, budget)
@@ -281,22 +272,35 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
         "repeat": repeat,
         "generate_seconds": round(generate_seconds, 4),
     }
-    for key in step_keys + ("release",) + (SECURE_KEYS if secure else ()):
+    for key in step_keys + ("floor", "release") + (SECURE_KEYS if secure else ()):
         out[f"{key}_seconds"] = round(min(timings[key]), 4)
+    best = {k: min(t for t, _ in v) for k, v in cpu.items()}
+    best_user = {k: min(u for _, u in v) for k, v in cpu.items()}
+    out["cpu_seconds"] = {k: round(v, 4) for k, v in best.items()}
+    out["user_seconds"] = {k: round(v, 4) for k, v in best_user.items()}
+    out.update(over_floor(best))
+    out["seconds_per_leaf"] = {k: float(f"{v / h.n_leaves:.4g}") for k, v in best.items()}
+    out["user_seconds_per_leaf"] = {k: float(f"{v / h.n_leaves:.4g}")
+                                    for k, v in best_user.items()}
     if secure:
         out["secure_over_opendp_sampling"] = round(
             min(timings["secure_release"]) / min(timings["opendp_sampling"]), 3)
     out["pipeline_seconds"] = round(sum(min(timings[k]) for k in step_keys), 4)
     if repeat > 1:
         out["all_seconds"] = {k: [round(t, 4) for t in v] for k, v in timings.items()}
+        out["all_cpu_seconds"] = {k: [[round(t, 4), round(u, 4)] for t, u in v]
+                                  for k, v in cpu.items()}
     out["total_seconds"] = round(time.perf_counter() - t_start, 4)
-    out["peak_rss_mb"] = round(rss_mb(), 1)
-    if release_hwm is not None:
-        out["release_peak_rss_mb"] = round(release_hwm / 1024.0, 1)
+    reset_peak_rss(peaks)
+    out["peak_rss_mb"] = round(max([rss_mb(), *peaks]), 1)
+    out["build_peak_rss_mb"] = build_peak
+    out["release_peak_rss_mb"] = release_peak
+    if rss_before_release is not None:
         out["rss_before_release_mb"] = round(rss_before_release / 1024.0, 1)
     out["checks"] = {"steps": steps_checks, "release": release_checks}
     out["ok"] = bool(_ok(steps_checks) and _ok(release_checks)
                      and release_checks["matches_step_pipeline"])
+    out["targets"] = None
     if targets:
         met = {k: bool(out[k] <= v) for k, v in targets.items()}
         out["targets"] = {"limits": targets, "met": met, "all_met": all(met.values())}
@@ -320,10 +324,14 @@ def main(argv=None) -> int:
                     help="total epsilon, split uniformly over levels (default 1.0)")
     ap.add_argument("--repeat", type=int, default=None,
                     help="time every step this many times and report the fastest "
-                         "(default 1; 7 for the county preset)")
+                         "(default 3; 7 for the county preset)")
     ap.add_argument("--no-secure", action="store_true",
                     help="skip the secure release (OpenDP noise from OS entropy) and the "
                          "timing of OpenDP's sampler alone for the same draws")
+    ap.add_argument("--sizes", nargs="?", const=SWEEP_SIZES, default=None,
+                    help="run once per number of leaves in this comma-separated list, each "
+                         "in a fresh process, and report the CPU seconds per leaf (without "
+                         f"a list: {SWEEP_SIZES}); --leaves is then ignored")
     ap.add_argument("--shuffle-rows", action="store_true",
                     help="shuffle the leaf rows before building (default: rows in geography order)")
     args = ap.parse_args(argv)
@@ -339,14 +347,54 @@ def main(argv=None) -> int:
         ap.error("--leaves, --depth and --repeat must be >= 1")
     if not args.epsilon > 0:
         ap.error("--epsilon must be positive")
-    # targets only apply when the run matches the preset's sizes
-    name = args.preset or "national"
-    targets = (preset["targets"]
-               if (leaves, depth) == (preset["leaves"], preset["depth"]) else None)
-    result = run(leaves, depth, args.seed, args.epsilon, repeat, args.shuffle_rows, targets,
-                 name if targets else None, secure=not args.no_secure)
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+        passed = ["--depth", str(depth), "--seed", str(args.seed), "--epsilon",
+                  str(args.epsilon), "--repeat", str(repeat), "--no-secure"]
+        result = sweep(sizes, passed + (["--shuffle-rows"] if args.shuffle_rows else []))
+    else:
+        targets = {**(FLOOR_TARGETS if leaves >= FLOOR_TARGET_LEAVES else {}),
+                   **(PEAK_TARGET if FLOOR_TARGET_LEAVES <= leaves <= PEAK_LEAVES else {})}
+        name = args.preset or "national"
+        preset_run = (leaves, depth) == (preset["leaves"], preset["depth"])
+        if preset_run:
+            targets.update(preset.get("targets", {}))
+        result = run(leaves, depth, args.seed, args.epsilon, repeat, args.shuffle_rows,
+                     targets, name if preset_run else None, secure=not args.no_secure)
     print(json.dumps(result))
     return 0 if result["ok"] else 1
+
+
+SWEPT = ("n_leaves", "n_nodes", "cpu_seconds", "user_seconds", "seconds_per_leaf",
+         "user_seconds_per_leaf", "build_seconds",
+         "floor_seconds", "release_seconds", "release_over_floor",
+         "build_plus_release_over_floor", "peak_rss_mb", "build_peak_rss_mb",
+         "release_peak_rss_mb", "ok", "targets")
+
+
+def sweep(sizes: list[int], passed: list[str]) -> dict:
+    """One fresh process of this script per size (so each peak RSS is that size's alone),
+    its main figures, and how flat the CPU seconds per leaf are over the sizes."""
+    runs = []
+    for n in sizes:
+        done = subprocess.run([sys.executable, __file__, "--leaves", str(n), *passed],
+                              capture_output=True, text=True, check=False)
+        if not done.stdout.strip():
+            raise SystemExit(f"the run with {n} leaves failed: {done.stderr[-2000:]}")
+        printed = json.loads(done.stdout)
+        runs.append({k: printed.get(k) for k in SWEPT})
+    per_leaf = {"release": [r["seconds_per_leaf"]["release"] for r in runs],
+                "build_plus_release": [(r["cpu_seconds"]["build"] + r["cpu_seconds"]["release"])
+                                       / r["n_leaves"] for r in runs]}
+    spread = {k: round(max(v) / min(v), 3) for k, v in per_leaf.items()}
+    met = {k: bool(v <= PER_LEAF_SPREAD) for k, v in spread.items()}
+    user = [r["user_seconds_per_leaf"]["release"] for r in runs]
+    spread["release_user_only"] = round(max(user) / min(user), 3)  # shown, not a target
+    met["every_size"] = all(r["targets"] is None or r["targets"]["all_met"] for r in runs)
+    return {"benchmark": "bench_counts", "sweep": runs, "per_leaf_spread": spread,
+            "targets": {"per_leaf_spread_limit": PER_LEAF_SPREAD, "met": met,
+                        "all_met": all(met.values())},
+            "ok": all(r["ok"] for r in runs), "machine": machine_info()}
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError
 from hierdp_core.ids import PATH_SEPARATOR, ROOT_ID, escape_codes
+from hierdp_core.tree_levels import levels_any_order, levels_in_tree_order
 
 _MAX_LISTED = 5
 
@@ -247,34 +248,16 @@ def build_from_codes(
         raise HierarchyError("at least one geography level is needed")
     if len(level_codes) != len(level_names):
         raise HierarchyError("one name per level is needed")
-    n_rows = len(level_codes[0])
-    if n_rows == 0:
+    if len(level_codes[0]) == 0:
         raise InputError("the table has no rows")
-    row_node = np.zeros(n_rows, dtype=np.int64)  # node index within the previous level
-    offsets = [0, 1]
-    parents = [np.array([-1], dtype=np.int64)]
-    codes_per_level = [np.array([root_name], dtype=object)]
-    for li, raw in enumerate(level_codes):
-        codes, uniques = pd.factorize(raw if isinstance(raw, pd.Categorical)
-                                      else np.asarray(raw), sort=True)
-        codes = codes.astype(np.int64)
-        n_parent = offsets[-1] - offsets[-2]
-        key = codes * n_parent + row_node
-        pair_keys, inverse = np.unique(key, return_inverse=True)
-        pair_code, pair_parent = np.divmod(pair_keys, n_parent)
-        if not local_codes:
-            _check_single_parent(pair_code, pair_parent, uniques, codes_per_level[-1],
-                                 level_names, li, codes, row_node, row_labels)
-        # order nodes by (parent, code)
-        order = np.lexsort((pair_code, pair_parent))
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        row_node = rank[inverse]
-        parents.append(pair_parent[order] + offsets[-2])
-        codes_per_level.append(np.asarray(uniques)[pair_code[order]])
-        offsets.append(offsets[-1] + order.size)
-    level_offsets = np.asarray(offsets, dtype=np.int64)
-    parent = np.concatenate(parents)
+    levels = levels_in_tree_order(level_codes, local_codes)
+    if levels is None:
+        levels = levels_any_order(level_codes, level_names, local_codes, row_labels)
+    parents, codes_per_level, row_node = levels
+    sizes = [1] + [p.size for p in parents]
+    level_offsets = np.cumsum([0] + sizes).astype(np.int64)
+    parent = np.concatenate([np.array([-1], dtype=np.int64)]
+                            + [p + level_offsets[i] for i, p in enumerate(parents)])
     counts = np.bincount(parent[1:], minlength=level_offsets[-1])
     child_ptr = np.concatenate([[1], 1 + np.cumsum(counts)]).astype(np.int64)
     h = Hierarchy(
@@ -282,35 +265,9 @@ def build_from_codes(
         level_offsets=level_offsets,
         parent=parent,
         child_ptr=child_ptr,
-        codes=tuple(codes_per_level),
+        codes=(np.array([root_name], dtype=object), *codes_per_level),
     )
     return h, row_node
-
-
-def _check_single_parent(pair_code, pair_parent, uniques, parent_codes, level_names, li,
-                         row_codes, row_parent, row_labels):
-    n_parents = np.bincount(pair_code, minlength=len(uniques))
-    bad = np.flatnonzero(n_parents > 1)
-    if bad.size == 0:
-        return
-    parent_level = "root" if li == 0 else level_names[li - 1]
-    lines = []
-    for c in bad[:_MAX_LISTED]:
-        ps = pair_parent[pair_code == c]
-        rows = [np.flatnonzero((row_codes == c) & (row_parent == p))[0] for p in ps[:3]]
-        if row_labels is not None:
-            rows = [row_labels[r] for r in rows]
-        lines.append(
-            f"{level_names[li]} {uniques[c]!r} lies in {parent_level} "
-            + ", ".join(repr(str(parent_codes[p])) for p in ps[:3])
-            + f" (rows {', '.join(str(r) for r in rows)})"
-        )
-    more = f" and {bad.size - _MAX_LISTED} more" if bad.size > _MAX_LISTED else ""
-    raise HierarchyError(
-        f"the levels do not nest: {bad.size} {level_names[li]} value(s) have more than one "
-        f"{parent_level}: " + "; ".join(lines) + more
-        + ". If these codes are only unique within their parent, use local codes."
-    )
 
 
 def build_hierarchy(

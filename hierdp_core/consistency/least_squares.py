@@ -50,14 +50,18 @@ def tree_least_squares(
         raise BudgetError("least squares needs the finest level to be measured (non-zero share)")
     y = np.asarray(measurements, dtype=float)
     z = np.empty_like(y)
-    node_var = np.empty(h.n_nodes)
+    node_var = np.empty(int(h.level_offsets[h.depth]))  # the leaves' is var[depth]
+
+    def level_var(level: int):
+        return var[h.depth] if level == h.depth else node_var[h.level_slice(level)]
+
     z[h.level_slice(h.depth)] = y[h.level_slice(h.depth)]
-    node_var[h.level_slice(h.depth)] = var[h.depth]
     child_sums, child_var_sums = {}, {}
     for level in range(h.depth - 1, -1, -1):
         starts = h.child_starts(level + 1)
         s = np.add.reduceat(z[h.level_slice(level + 1)], starts, axis=0)
-        vs = np.add.reduceat(node_var[h.level_slice(level + 1)], starts)
+        vs = np.add.reduceat(np.broadcast_to(level_var(level + 1), h.level_size(level + 1)),
+                             starts)
         child_sums[level], child_var_sums[level] = s, vs
         sl = h.level_slice(level)
         if np.isfinite(var[level]):
@@ -68,13 +72,21 @@ def tree_least_squares(
         else:
             z[sl] = s
             node_var[sl] = vs
-    x = np.empty_like(z)
-    x[0] = z[0] if root_value is None else root_value
+    x = z  # the down pass overwrites z level by level, parents before their children
+    if root_value is not None:
+        x[0] = root_value
     for level in range(1, h.n_levels):
         sl = h.level_slice(level)
-        seg = h.segment_of_level(level)
-        parent_x = x[h.level_slice(level - 1)]
-        residual = (parent_x - child_sums[level - 1])[seg]
-        share = node_var[sl] / child_var_sums[level - 1][seg]
-        x[sl] = z[sl] + share[:, None] * residual
+        parents = h.level_slice(level - 1)
+        lengths = np.diff(h.child_ptr[parents.start:parents.stop + 1])
+        residual = x[parents] - child_sums[level - 1]
+        if level == h.depth:  # one variance for all leaves: each parent's share, spread
+            residual *= (var[h.depth] / child_var_sums[level - 1])[:, None]
+            x[sl] += np.repeat(residual, lengths, axis=0)
+            continue
+        share = np.repeat(child_var_sums[level - 1], lengths)
+        np.divide(level_var(level), share, out=share)
+        residual = np.repeat(residual, lengths, axis=0)
+        residual *= share[:, None]
+        x[sl] += residual
     return x

@@ -7,7 +7,9 @@ non-empty. These are the building blocks of TopDown: for all parents of a level 
 * `project_segments`: the closest non-negative real vector (weighted L2) with a given sum;
 * `round_segments`: the closest integer vector with the same (integer) sum.
 
-Both are exact closed forms computed by sorting, O(m log m) for m elements, no solver.
+Both are exact closed forms computed by sorting each segment on its own (the segments as the
+rows of blocks, `hierdp_core.consistency.segment_rows`), O(m log L) for m elements in
+segments of length L, no solver; a segment's result depends on its own values only.
 
 Example
 -------
@@ -23,6 +25,9 @@ Example
 from __future__ import annotations
 
 import numpy as np
+
+from hierdp_core.consistency.segment_rows import RowBlock, row_blocks
+from hierdp_core.errors import MechanismError
 
 
 def segment_ids(starts: np.ndarray, size: int) -> np.ndarray:
@@ -69,26 +74,13 @@ def project_segments(
     """argmin_x sum w_i (x_i - y_i)^2 subject to x >= 0 and each segment summing to its total.
 
     ``totals`` must be >= 0. The solution is x_i = max(0, y_i - tau_s / w_i) with tau_s found
-    per segment from the sorted breakpoints w_i y_i (the weighted simplex projection).
+    per segment from its breakpoints w_i y_i sorted in decreasing order (the weighted simplex
+    projection); every segment's sums run over its own sorted values only.
     """
-    y = np.asarray(y, dtype=float)
-    m = y.size
-    w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
-    seg = segment_ids(starts, m)
-    t = w * y
-    order = segmented_argsort_desc(t, seg)
-    ys, invw, ts = y[order], 1.0 / w[order], t[order]
-    cy = segmented_cumsum(ys, starts)
-    cw = segmented_cumsum(invw, starts)
-    tau_k = (cy - totals[seg]) / cw
-    positions = np.arange(m)
-    candidate = np.where(ts > tau_k, positions, -1)
-    last = np.maximum.reduceat(candidate, starts)
-    tau = np.full(starts.size, np.inf)
-    found = last >= 0
-    tau[found] = tau_k[last[found]]
-    tau[totals <= 0] = np.inf  # an empty parent has empty children
-    x = np.maximum(0.0, y - tau[seg] / w)
+    y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
+    x = np.empty(y.size)
+    for block in row_blocks(starts, y.size):
+        block.scatter(x, _project_rows(block, y, w, totals[block.segments]))
     return x
 
 
@@ -96,18 +88,100 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     """Integer vector closest to ``x >= 0`` (in L1 and L2) whose segments sum to ``totals``.
 
     Floors every value, then adds one to the largest fractional parts of each segment until
-    its total is met (ties broken by position). Requires each segment of ``x`` to sum to its
+    its total is met. Fractional parts are compared on a grid of 2^-35 (about 2.9e-11):
+    closer ones count as ties, broken by position, so the result is closest up to that and
+    does not depend on the last bits of ``x``. Requires each segment of ``x`` to sum to its
     integer total up to rounding error; the output is non-negative.
     """
-    x = np.asarray(x, dtype=float)
-    m = x.size
-    seg = segment_ids(starts, m)
-    floors = np.floor(x + 1e-9)
-    frac = x - floors
-    lengths = np.diff(np.append(starts, m))
-    deficit = np.asarray(totals) - np.add.reduceat(floors, starts)
-    deficit = np.clip(np.rint(deficit), 0, lengths).astype(np.int64)
-    order = segmented_argsort_desc(frac, seg)
-    rank = np.empty(m, dtype=np.int64)
-    rank[order] = np.arange(m) - starts[seg[order]]
-    return floors.astype(np.int64) + (rank < deficit[seg])
+    x, totals = _as_float(x), _as_float(totals)
+    out = np.empty(x.size, dtype=np.int64)
+    for block in row_blocks(starts, x.size):
+        block.scatter(out, _round_rows(block.rows(x, 0.0), block.lengths, block.padding,
+                                       totals[block.segments]))
+    return out
+
+
+def project_and_round(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
+                      weights: np.ndarray | None = None, out: np.ndarray | None = None
+                      ) -> np.ndarray:
+    """``round_segments(project_segments(y, starts, totals, weights), starts, totals)`` in
+    one pass over the segments (``totals`` non-negative integers), written to ``out`` (an
+    int64 array of y's size) when given."""
+    y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
+    out = np.empty(y.size, dtype=np.int64) if out is None else out
+    for block in row_blocks(starts, y.size):
+        seg_totals = totals[block.segments]
+        x = _project_rows(block, y, w, seg_totals)
+        block.scatter(out, _round_rows(x, block.lengths, block.padding, seg_totals))
+    return out
+
+
+# ---- one block of segments (one segment per row) ------------------------------------------
+_FRAC_SHIFT = 2.0**-20  # fractional parts lie in [-1e-9, 1): shifted above 0 for the keys
+_FRAC_BITS = 35  # fractional parts compared on a grid of 2^-35; shifted, they are < 2
+_POSITION_BITS = 27  # the position within a segment, the tie break (segments < 2^27 long)
+_NO_KEY = np.iinfo(np.uint64).max
+
+
+def _as_float(values) -> np.ndarray:
+    return np.asarray(values, dtype=float).reshape(-1)
+
+
+def _weights(weights) -> np.ndarray | None:
+    return None if weights is None else _as_float(weights)
+
+
+def _project_rows(block: RowBlock, y: np.ndarray, w: np.ndarray | None,
+                  totals: np.ndarray) -> np.ndarray:
+    """The projection of every row's segment (rows padded with 0)."""
+    if w is None:
+        yr = block.rows(y, -np.inf)
+        ys = np.sort(yr, axis=1)[:, ::-1]  # decreasing, the padding last
+        ts, cw = ys, np.arange(1, ys.shape[1] + 1, dtype=float)
+    else:
+        yr, wr = block.rows(y, 0.0), block.rows(w, 1.0)
+        tr = yr * wr
+        tr[block.padding] = -np.inf
+        order = np.argsort(-tr, axis=1, kind="stable")
+        ts = np.take_along_axis(tr, order, axis=1)
+        ys = np.take_along_axis(yr, order, axis=1)
+        cw = np.cumsum(np.take_along_axis(1.0 / wr, order, axis=1), axis=1)
+    tau_k = np.cumsum(ys, axis=1)
+    tau_k -= totals[:, None]
+    tau_k /= cw
+    active = ts > tau_k  # true on a prefix of each sorted row: the support
+    last = active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1)
+    rows = np.arange(last.size)
+    tau = np.where(active[rows, last] & (totals > 0), tau_k[rows, last], np.inf)
+    x = yr - (tau[:, None] if w is None else tau[:, None] / wr)
+    np.maximum(x, 0.0, out=x)  # the padding of y is -inf without weights
+    if w is not None:
+        x[block.padding] = 0.0
+    return x
+
+
+def _round_rows(x: np.ndarray, lengths: np.ndarray, padding: np.ndarray,
+                totals: np.ndarray) -> np.ndarray:
+    """`round_segments` of every row (rows padded with 0)."""
+    width = x.shape[1]
+    if width > 1 << _POSITION_BITS:
+        raise MechanismError(f"a segment of more than 2^{_POSITION_BITS} values cannot be "
+                             "rounded")
+    floors = x + 1e-9
+    np.floor(floors, out=floors)
+    deficit = np.clip(np.rint(totals - floors.sum(axis=1)), 0, lengths).astype(np.int64)
+    grid = x - floors
+    grid += _FRAC_SHIFT
+    grid *= 2.0**_FRAC_BITS
+    np.floor(grid, out=grid)
+    np.subtract(2.0 ** (_FRAC_BITS + 1), grid, out=grid)
+    key = grid.astype(np.uint64)  # a larger fraction, a smaller key
+    key <<= np.uint64(_POSITION_BITS)
+    key |= np.arange(width, dtype=np.uint64)
+    key[padding] = _NO_KEY
+    ranked = np.sort(key, axis=1)
+    threshold = ranked[np.arange(x.shape[0]), np.minimum(deficit, width - 1)]
+    threshold[deficit >= lengths] = _NO_KEY
+    out = floors.astype(np.int64)
+    out += key < threshold[:, None]
+    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hierdp_core.consistency.segments import project_segments, round_segments
+from hierdp_core.consistency.segments import project_and_round
 from hierdp_core.hierarchy import Hierarchy
 
 
@@ -48,6 +48,8 @@ def topdown(
         totals = out[h.level_slice(level - 1)].T.ravel().astype(float)
         y = est[sl].T.ravel()
         w = None if weights is None else np.tile(weights[sl], k)
-        x = project_segments(y, starts, totals, w)
-        out[sl] = round_segments(x, starts, totals).reshape(k, n).T
+        if k == 1:  # written in place
+            project_and_round(y, starts, totals, w, out=out[sl].reshape(n))
+        else:
+            out[sl] = project_and_round(y, starts, totals, w).reshape(k, n).T
     return out

@@ -150,7 +150,7 @@ def measure(true_node_counts: np.ndarray, hierarchy: Hierarchy, plans: list[Leve
             source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
     """Noisy counts (n_nodes, k), NaN on unmeasured levels, and each level's noise variance
     (inf where unmeasured)."""
-    noisy = np.full(true_node_counts.shape, np.nan)
+    noisy = np.empty(true_node_counts.shape)  # every level written once, below
     variance = np.full(hierarchy.n_levels, np.inf)
     for p in plans:
         if p.noise is None:
@@ -158,4 +158,6 @@ def measure(true_node_counts: np.ndarray, hierarchy: Hierarchy, plans: list[Leve
         sl = hierarchy.level_slice(p.level)
         noisy[sl] = p.apply(true_node_counts[sl], source)
         variance[p.level] = p.noise.variance
+    for level in np.flatnonzero(np.isinf(variance)):
+        noisy[hierarchy.level_slice(level)] = np.nan
     return noisy, variance

@@ -219,7 +219,11 @@ class Noise(ABC):
         """
         values = np.asarray(values)
         if not source.secure:
-            return values + self._sample_numpy(values.shape, source.rng)
+            noise = np.asarray(self._sample_numpy(values.shape, source.rng))
+            if noise.ndim == 0 or np.result_type(values, noise) != noise.dtype:
+                return values + noise
+            noise += values  # in place: the same sums, one array fewer
+            return noise
         if self.integer and values.dtype.kind not in "iub":
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
@@ -329,7 +333,9 @@ class Geometric(_PureDPNoise):
 
     def _sample_numpy(self, size, rng):
         p = -math.expm1(-1.0 / self.scale)  # 1 - alpha, computed accurately
-        return rng.geometric(p, size).astype(np.int64) - rng.geometric(p, size)
+        draws = rng.geometric(p, size).astype(np.int64, copy=False)
+        draws -= rng.geometric(p, size)
+        return draws
 
 
 @dataclass(frozen=True)

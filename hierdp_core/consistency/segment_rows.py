@@ -1,0 +1,90 @@
+"""Many short segments of a flat array, sorted at once as the rows of padded 2-D blocks.
+
+A segmentation is given by ``starts`` (see `hierdp_core.consistency.segments`). Segments of
+similar length are laid out as the rows of one block (`row_width`; numpy sorts a block row
+by row), and blocks are cut to about `BLOCK_CELLS` cells so that
+they stay in cache. Sorting every segment this way costs O(m log L) for m elements in
+segments of length L, against O(m log m) for one sort of the whole array, and needs no
+ordering of the elements by segment: the levels of a tree are already in that order.
+
+What a row holds depends on its own segment only, so a computation made row by row gives
+the same result for a segment whether the rest of the array is there or not (e.g. one
+sub-tree processed alone).
+
+Example
+-------
+>>> values = np.array([3.0, 1.0, 2.0, 7.0, 5.0])
+>>> [b.rows(values, np.inf).tolist() for b in row_blocks(np.array([0, 3]), 5)]
+[[[7.0, 5.0]], [[3.0, 1.0, 2.0]]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+BLOCK_CELLS = 1 << 17  # cells (rows x width) per block: a few arrays of it fit in L2 cache
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Some segments of one width as the rows of a (rows, width) block.
+
+    ``segments``: their indices (ascending); ``lengths``: their lengths; ``index``: the
+    element of every cell (cells past a segment's end repeat an element); ``padding``: True
+    on those cells, so each row holds its segment's elements from the left, in array order."""
+
+    segments: np.ndarray
+    lengths: np.ndarray
+    index: np.ndarray
+    padding: np.ndarray
+
+    def rows(self, values: np.ndarray, pad) -> np.ndarray:
+        """``values`` of the block's segments, one segment per row, padded with ``pad``."""
+        out = values[self.index]
+        out[self.padding] = pad
+        return out
+
+    def scatter(self, out: np.ndarray, rows: np.ndarray) -> None:
+        """Write the cells of ``rows`` that are not padding back to their elements of
+        ``out``."""
+        kept = ~self.padding
+        out[self.index[kept]] = rows[kept]
+
+
+def segment_lengths(starts: np.ndarray, size: int) -> np.ndarray:
+    """Length of every segment (int64)."""
+    return np.diff(np.append(starts, size)).astype(np.int64)
+
+
+def row_width(lengths: np.ndarray) -> np.ndarray:
+    """The row width of segments of these lengths: the least of 2^k and 3 * 2^(k-1) that
+    holds them (1, 2, 3, 4, 6, 8, 12, ...), so rows are at most a third padding."""
+    power = np.left_shift(1, np.frexp(lengths - 1)[1])  # 2^ceil(log2 L); 1 for L = 1
+    three_quarters = power // 4 * 3
+    return np.where((lengths <= three_quarters) & (three_quarters > 2), three_quarters, power)
+
+
+def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS
+               ) -> Iterator[RowBlock]:
+    """The segments of an array of ``size`` elements as row blocks, by `row_width`; a block
+    has at most ``block_cells`` cells (at least one row)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    if starts.size == 0:
+        return
+    lengths = segment_lengths(starts, size)
+    widths = row_width(lengths)
+    order = np.argsort(widths, kind="stable")
+    bounds = np.flatnonzero(np.diff(widths[order])) + 1
+    for group in np.split(order, bounds):
+        width = int(widths[group[0]])
+        columns = np.arange(width, dtype=np.int64)
+        per_block = max(1, block_cells // width)
+        for first in range(0, group.size, per_block):
+            segs = group[first:first + per_block]
+            index = starts[segs, None] + columns
+            np.minimum(index, size - 1, out=index)
+            seg_lengths = lengths[segs]
+            yield RowBlock(segs, seg_lengths, index, columns >= seg_lengths[:, None])
