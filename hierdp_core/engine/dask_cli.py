@@ -42,14 +42,8 @@ def dask_release(args, mechanism, budget, source, choose_split):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
     the split goal's choice or None) of ``--engine dask``; ``choose_split(data)`` gives
     (choice, split) from the public shape."""
-    from hierdp_core.engine.dask_engine import (
-        DatasetCounts,
-        close_client,
-        dask_count_release,
-        dataset_files,
-        open_client,
-        read_dataset,
-    )
+    from hierdp_core.cli import _params
+    from hierdp_core.engine.dask_engine import dataset_files, release_dataset
 
     check_dask_args(args, mechanism)
     files = dataset_files(args.input)
@@ -57,56 +51,17 @@ def dask_release(args, mechanism, budget, source, choose_split):
     if not levels:
         raise InputError("counts need --levels, the level columns coarse to fine")
     categories, values = _categories(args)
-    undeclared = [c for c in categories if c not in values]
     geography = _geography(args, levels, name_columns(getattr(args, "names", None)),
-                           "counts", undeclared=undeclared)
-    columns = list(dict.fromkeys([*levels, *categories,
-                                  *([args.count_column] if args.count_column else [])]))
-    client = open_client(args.scheduler, args.workers, args.memory_per_worker)
-    try:
-        frame = read_dataset(files, columns, [*levels, *categories])
-        declared = geography is not None
-        if geography is None:
-            geography = units_of_data(frame, levels, args.local_codes)
-        values = {**values, **{c: values_of_data(frame, c) for c in undeclared}}
-        k = 1
-        for column in categories:
-            k *= len(values[column])
-        from hierdp_core.data.loaders import check_cells
+                           "counts", undeclared=[c for c in categories if c not in values])
+    chosen = []
 
-        h = geography.hierarchy
-        check_cells(h.n_leaves * k, cell_limit(args), f"{h.n_leaves:,} units x {k:,} "
-                    "categories")
-        shape = DatasetCounts(h, (), tuple(categories), declared)
-        choice, split = choose_split(shape)
-        release, data = dask_count_release(
-            client, frame, geography, levels, categories, values, args.count_column,
-            mechanism, budget, declared=declared, split=split, source=source,
-            **mechanism.params(**_mechanism_params(args)))
-    finally:
-        close_client(client)
-    return release, data, files, choice
+    def split(shape):
+        chosen.append(choose_split(shape))
+        return chosen[-1][1]
 
-
-def _mechanism_params(args) -> dict:
-    from hierdp_core.cli import _params
-
-    return _params(args.param)
-
-
-def units_of_data(frame, levels: list[str], local_codes: bool):
-    """The geography of the units in the data (exploration: not publishable)."""
-    from hierdp_core.structure import geography_from_table
-
-    distinct = frame[levels].drop_duplicates().compute()
-    return geography_from_table(distinct.reset_index(drop=True), levels,
-                                local_codes=local_codes)
-
-
-def values_of_data(frame, column: str) -> tuple[str, ...]:
-    """The distinct values of a category column in the data (exploration)."""
-    import pandas as pd
-
-    from hierdp_core.structure import distinct_codes
-
-    return tuple(distinct_codes(pd.Series(frame[column].unique().compute()), column))
+    release, data = release_dataset(
+        files, levels, mechanism, budget, geography=geography, categories=categories,
+        category_values=values, count_column=args.count_column, split=split, source=source,
+        local_codes=args.local_codes, max_cells=cell_limit(args), scheduler=args.scheduler,
+        workers=args.workers, memory_limit=args.memory_per_worker, **_params(args.param))
+    return release, data, files, chosen[0][0]

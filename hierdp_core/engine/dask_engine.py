@@ -27,8 +27,10 @@ from hierdp_core.engine.blockwise import blockwise_release
 from hierdp_core.engine.streams import block_bounds, block_starts, subtree_ranges
 from hierdp_core.errors import InputError
 
-#: Dask tasks per core while reading (partitions of at most this many bytes)
+#: the size of a CSV dataset's partitions (Parquet: one per row group or file)
 PARTITION_BYTES = "64MB"
+#: how long a client tries to reach a scheduler
+CONNECT_TIMEOUT = "10s"
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +58,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
 
     if scheduler:
         try:
-            return Client(scheduler, timeout="10s")
+            return Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError, TypeError) as exc:
             raise InputError(f"cannot reach the Dask scheduler at {scheduler!r}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
@@ -65,7 +67,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
         raise InputError(f"--workers needs at least 1 worker, got {workers}")
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                            processes=processes, memory_limit=memory_limit,
-                           dashboard_address=None, silence_logs=logging.CRITICAL)
+                           dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster)
 
 
@@ -193,3 +195,64 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
                                 split=split, source=source, executor=client, tree=geo,
                                 **params)
     return release, data
+
+
+# ---- the Python API ----------------------------------------------------------------------
+def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=None,
+                    categories=(), category_values=None, count_column: str | None = None,
+                    split=None, source=None, local_codes: bool = False,
+                    max_cells: int | None = None, client=None, scheduler: str | None = None,
+                    workers: int | None = None, memory_limit: str = "auto", **params):
+    """A counts Release of the records in ``dataset`` (a folder of CSV or Parquet files, a
+    glob, or a list of files) on Dask, and the `DatasetCounts` of its data.
+
+    ``mechanism``: a count mechanism (`hierdp_core.engine.blockwise.BLOCKWISE_MECHANISMS`,
+    by name or object); ``geography``: the declared `hierdp_core.structure.Geography`
+    (None: the units of the data, exploration); ``category_values``: column -> declared
+    values (a category column without them takes the data's values, exploration);
+    ``split``: as the mechanism takes it, or a function of the `DatasetCounts` (the public
+    shape) giving it. ``client``: a `distributed.Client` to use; else one of the scheduler
+    at ``scheduler``, or of a local cluster of ``workers`` processes, closed at the end."""
+    from hierdp_core.data.loaders import check_cells
+    from hierdp_core.mechanisms.base import get_mechanism
+
+    mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
+    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    categories, values = list(categories), dict(category_values or {})
+    columns = list(dict.fromkeys([*levels, *categories, *([count_column] if count_column
+                                                            else [])]))
+    own = client is None
+    client = open_client(scheduler, workers, memory_limit) if own else client
+    try:
+        frame = read_dataset(files, columns, [*levels, *categories])
+        declared = geography is not None and set(categories) <= set(values)
+        if geography is None:
+            geography = units_of_data(frame, levels, local_codes)
+        values.update({c: values_of_data(frame, c) for c in categories if c not in values})
+        h, k = geography.hierarchy, int(np.prod([len(values[c]) for c in categories]))
+        if max_cells is not None:
+            check_cells(h.n_leaves * k, max_cells, f"{h.n_leaves:,} units x {k:,} categories")
+        if callable(split):
+            split = split(DatasetCounts(h, (), tuple(categories), declared))
+        return dask_count_release(client, frame, geography, levels, categories, values,
+                                  count_column, mechanism, budget, declared=declared,
+                                  split=split, source=source, **params)
+    finally:
+        if own:
+            close_client(client)
+
+
+def units_of_data(frame, levels: list[str], local_codes: bool):
+    """The geography of the units in the data (exploration: not publishable)."""
+    from hierdp_core.structure import geography_from_table
+
+    distinct = frame[levels].drop_duplicates().compute()
+    return geography_from_table(distinct.reset_index(drop=True), levels,
+                                local_codes=local_codes)
+
+
+def values_of_data(frame, column: str) -> tuple[str, ...]:
+    """The distinct values of a category column in the data (exploration)."""
+    from hierdp_core.structure import distinct_codes
+
+    return tuple(distinct_codes(pd.Series(frame[column].unique().compute()), column))
