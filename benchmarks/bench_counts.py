@@ -31,9 +31,10 @@ from machine import machine_info
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
+from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import measure, plan_levels
+from hierdp_core.mechanisms.measure import plan_levels
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource, _opendp_apply
 from hierdp_core.queries.counts import CountData
@@ -232,7 +233,7 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
 
     def do_measure():
         plans = plan_levels(h, budget, "geometric", sensitivity=sensitivity)
-        return measure(truth, h, plans, NoiseSource(seed=seed))
+        return measure_in_blocks(truth, h, plans, NoiseSource(seed=seed))
 
     (noisy, variance), timings["measure"] = timed(do_measure, repeat)
 

@@ -118,7 +118,8 @@ def cmd_release(args) -> int:
 
         table, prepared = None, ""
         release, data, content, choice = dask_release(
-            args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget))
+            args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
+            _params(args.param))
     else:
         args, table, prepared = prepare_input(args, read_input(args, path))
         data, content = input_data(args, table), path

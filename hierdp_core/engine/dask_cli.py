@@ -7,7 +7,13 @@ are refused in one line.
 
 from __future__ import annotations
 
-from hierdp_core.cli_input import _categories, _geography, cell_limit, csv_list, name_columns
+from hierdp_core.cli_input import (
+    cell_limit,
+    csv_list,
+    declared_categories,
+    declared_geography,
+    name_columns,
+)
 from hierdp_core.errors import InputError
 
 SUPPORTED_QUERIES = ("counts",)
@@ -38,11 +44,10 @@ def check_dask_args(args, mechanism) -> None:
                          "columns (--geography with --names)")
 
 
-def dask_release(args, mechanism, budget, source, choose_split):
+def dask_release(args, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
-    the split goal's choice or None) of ``--engine dask``; ``choose_split(data)`` gives
-    (choice, split) from the public shape."""
-    from hierdp_core.cli import _params
+    the split goal's choice or None) of ``--engine dask`` with the mechanism's ``params``;
+    ``choose_split(data)`` gives (choice, split) from the public shape."""
     from hierdp_core.engine.dask_engine import dataset_files, release_dataset
 
     check_dask_args(args, mechanism)
@@ -50,8 +55,8 @@ def dask_release(args, mechanism, budget, source, choose_split):
     levels = csv_list(args.levels)
     if not levels:
         raise InputError("counts need --levels, the level columns coarse to fine")
-    categories, values = _categories(args)
-    geography = _geography(args, levels, name_columns(getattr(args, "names", None)),
+    categories, values = declared_categories(args)
+    geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
                            "counts", undeclared=[c for c in categories if c not in values])
     chosen = []
 
@@ -63,5 +68,5 @@ def dask_release(args, mechanism, budget, source, choose_split):
         files, levels, mechanism, budget, geography=geography, categories=categories,
         category_values=values, count_column=args.count_column, split=split, source=source,
         local_codes=args.local_codes, max_cells=cell_limit(args), scheduler=args.scheduler,
-        workers=args.workers, memory_limit=args.memory_per_worker, **_params(args.param))
+        workers=args.workers, memory_limit=args.memory_per_worker, **params)
     return release, data, files, chosen[0][0]
