@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from bench_counts import GEO_NAMES, synthetic_geography
+from bench_counts import level_names, synthetic_geography
 from machine import machine_info
 
 from hierdp_core.engine import dask_engine
@@ -54,6 +54,7 @@ AGE = ("0-17", "18-44", "45-64", "65+")
 AGE_SHARES = (0.22, 0.36, 0.25, 0.17)
 PERSONS_PER_FILE = 4_000_000
 SEED = 2026
+LEVELS = tuple(level_names(5))  # state, county, tract, block_group, block
 
 
 def say(text: str) -> None:
@@ -70,8 +71,8 @@ def write_dataset(folder: Path, persons: int, blocks: int, seed: int = SEED) -> 
     """The geography (``geography.parquet``) and the person files (``persons/``), written a
     run of states at a time; returns the counts."""
     rng = np.random.default_rng(seed)
-    codes, pop, sizes = synthetic_geography(blocks, len(GEO_NAMES), rng, population=persons)
-    pq.write_table(pa.table({name: codes[g] for g, name in enumerate(GEO_NAMES)}),
+    codes, pop, sizes = synthetic_geography(blocks, len(LEVELS), rng, population=persons)
+    pq.write_table(pa.table({name: codes[g] for g, name in enumerate(LEVELS)}),
                    folder / "geography.parquet")
     (folder / "persons").mkdir()
     ends = np.cumsum(pop)
@@ -80,7 +81,7 @@ def write_dataset(folder: Path, persons: int, blocks: int, seed: int = SEED) -> 
         stop = int(np.searchsorted(ends, written + PERSONS_PER_FILE, side="right")) + 1
         stop = min(max(stop, start + 1), blocks)
         leaf = np.repeat(np.arange(start, stop), pop[start:stop])
-        table = {name: codes[g][leaf] for g, name in enumerate(GEO_NAMES)}
+        table = {name: codes[g][leaf] for g, name in enumerate(LEVELS)}
         table["sex"] = pa.DictionaryArray.from_arrays(
             rng.integers(0, 2, leaf.size).astype(np.int8), list(SEX))
         table["age_group"] = pa.DictionaryArray.from_arrays(
@@ -92,9 +93,9 @@ def write_dataset(folder: Path, persons: int, blocks: int, seed: int = SEED) -> 
 
 
 def release(folder: Path, client, seed: int = 7):
-    geography = read_geography(folder / "geography.parquet", list(GEO_NAMES))
+    geography = read_geography(folder / "geography.parquet", list(LEVELS))
     return dask_engine.release_dataset(
-        folder / "persons", list(GEO_NAMES), "topdown", PrivacyBudget.pure(1.0),
+        folder / "persons", list(LEVELS), "topdown", PrivacyBudget.pure(1.0),
         geography=geography, categories=["sex", "age_group"],
         category_values={"sex": SEX, "age_group": AGE}, source=NoiseSource(seed=seed),
         client=client)
@@ -129,8 +130,8 @@ def matches_in_memory(folder: Path, persons: int, blocks: int, workers: int) -> 
     finally:
         dask_engine.close_client(client)
     table = pd.read_parquet(folder / "persons")
-    geography = read_geography(folder / "geography.parquet", list(GEO_NAMES))
-    data = count_data_from_table(table, list(GEO_NAMES), category_columns=["sex", "age_group"],
+    geography = read_geography(folder / "geography.parquet", list(LEVELS))
+    data = count_data_from_table(table, list(LEVELS), category_columns=["sex", "age_group"],
                                  geography=geography,
                                  category_values={"sex": SEX, "age_group": AGE})
     in_memory = get_mechanism("topdown").release(data, PrivacyBudget.pure(1.0),
@@ -152,9 +153,9 @@ def stage_seconds(blocks: int, workers: int, repeat: int) -> dict:
     fastest run (on a loaded machine the wall time mostly waits for a core)."""
     from hierdp_core.hierarchy import build_from_codes
 
-    codes, _, _ = synthetic_geography(blocks, len(GEO_NAMES), np.random.default_rng(SEED),
+    codes, _, _ = synthetic_geography(blocks, len(LEVELS), np.random.default_rng(SEED),
                                       population=blocks)
-    h, _ = build_from_codes(codes, list(GEO_NAMES))
+    h, _ = build_from_codes(codes, list(LEVELS))
     del codes
     client = dask_engine.open_client(workers=workers)
     try:
