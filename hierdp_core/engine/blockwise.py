@@ -189,11 +189,11 @@ def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: 
     ls_variance = level_variances(hierarchy, variance) if lsq else variance
     streams = Streams.of(source)
     n_blocks = block_starts(hierarchy).size
-    states = [executor.submit(block_measure, executor.submit(block_tree, tree,
-                                                              *block_bounds(hierarchy, b)),
-                              leaf_blocks[b], plans, streams, b, ls_variance, lsq,
-                              pure=False)
-              for b in range(n_blocks)]
+    # the trees are held until the end, so that a cluster can recompute a lost block
+    trees = [executor.submit(block_tree, tree, *block_bounds(hierarchy, b))
+             for b in range(n_blocks)]
+    states = [executor.submit(block_measure, trees[b], leaf_blocks[b], plans, streams, b,
+                              ls_variance, lsq, pure=False) for b in range(n_blocks)]
     tops = executor.gather([executor.submit(block_top, s) for s in states])
     truth_root = np.sum([t["total"] for t in tops], axis=0)
     root_noisy = measure_root(truth_root, plans,
