@@ -33,9 +33,10 @@ from synthetic_geography import level_names, synthetic_geography
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
+from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import measure, plan_levels
+from hierdp_core.mechanisms.measure import plan_levels
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource, _opendp_apply
 from hierdp_core.queries.counts import CountData
@@ -221,8 +222,9 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     truth, timings["aggregate"] = timed(data.node_counts, repeat)
 
     def do_measure():
-        return measure(truth, h, plan_levels(h, budget, "geometric", sensitivity=sensitivity),
-                       NoiseSource(seed=seed))
+        return measure_in_blocks(truth, h, plan_levels(h, budget, "geometric",
+                                                      sensitivity=sensitivity),
+                                 NoiseSource(seed=seed))
 
     (noisy, variance), timings["measure"] = timed(do_measure, repeat)
 

@@ -112,25 +112,34 @@ def cmd_release(args) -> int:
         raise InputError("give --seed (exploration) or --secure (release), not both")
     source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
     path = Path(args.input)
-    args, table, prepared = prepare_input(args, read_input(args, path))
-    data = input_data(args, table)
-    choice = goal_split(args, mechanism.info.name, data, budget,
-                        mechanism.params(**_params(args.param)))
-    split = (choice.shares if choice is not None
-             else _weights(args.split) or args.split_preset)
-    release = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    dask = getattr(args, "engine", "memory") == "dask"
+    if dask:  # the records stay on the cluster: no table here
+        from hierdp_core.engine.dask_cli import dask_release
+
+        table, prepared = None, ""
+        release, data, content, choice = dask_release(
+            args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
+            _params(args.param))
+    else:
+        args, table, prepared = prepare_input(args, read_input(args, path))
+        data, content = input_data(args, table), path
+        choice, split = _split(args, mechanism, data, budget)
+        release = mechanism.release(data, budget, split=split, source=source,
+                                    **_params(args.param))
     if args.interval != 0.0:  # every query kind; --interval none gives none
         release = with_intervals(release, args.interval or DEFAULT_LEVEL,
                                  workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
-    paths = write_release(release, args.out, formats=tuple(csv_list(args.format)),
+    formats = csv_list(args.format) or ["parquet-dataset" if dask else "csv"]
+    paths = write_release(release, args.out, formats=tuple(formats),
                           structure_declared=structure_declared,
                           input_spec=input_spec(args, data, path),
-                          input_content=path, key_file=args.key_file,
+                          input_content=content, key_file=args.key_file,
                           overwrite=args.overwrite)
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
-    said += [f"warning: {text}" for text in [lookalike_warning(args, table)] if text]
+    said += [f"warning: {text}" for text in
+             [lookalike_warning(args, table) if table is not None else None] if text]
     if release.intervals is not None and (text := uncalibrated_warning(release)):
         said.append(f"warning: {text}")
     merged = int(getattr(data, "merged_rows", 0) or 0)
@@ -151,6 +160,15 @@ def cmd_release(args) -> int:
     print(describe_verdict(release_verdict(release, structure_declared=structure_declared)))
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     return 0
+
+
+def _split(args, mechanism, data, budget):
+    """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
+    weights, else ``--split-preset``)."""
+    choice = goal_split(args, mechanism.info.name, data, budget,
+                        mechanism.params(**_params(args.param)))
+    return choice, (choice.shares if choice is not None
+                    else _weights(args.split) or args.split_preset)
 
 
 def check_invariants(args, mechanism) -> list[str]:

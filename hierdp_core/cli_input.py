@@ -52,7 +52,7 @@ def input_data(args, table):
         if bool(args.group_column) == bool(args.size_column):
             raise InputError("group sizes need either --group-column (one row per person) or "
                              "--size-column with --count-column (groups per size)")
-        geography = _geography(args, levels, names, query)
+        geography = declared_geography(args, levels, names, query)
         shape = ({"geography": geography} if geography is not None
                  else {"local_codes": args.local_codes, "name_columns": names})
         if args.group_column:
@@ -66,8 +66,8 @@ def input_data(args, table):
             duplicates=_duplicates(args), max_cells=cell_limit(args), **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
-    categories, declared = _categories(args)
-    geography = _geography(args, levels, names, query,
+    categories, declared = declared_categories(args)
+    geography = declared_geography(args, levels, names, query,
                            undeclared=[c for c in categories if c not in declared])
     shape = ({"geography": geography} if geography is not None
              else {"local_codes": args.local_codes, "name_columns": names})
@@ -90,7 +90,7 @@ def cell_limit(args) -> int:
     return int(value) if value is not None else default_max_cells()
 
 
-def _categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+def declared_categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """The category columns (``--categories``, else the columns of ``--category-values``)
     and their declared values."""
     from hierdp_core.structure import parse_category_values
@@ -104,7 +104,7 @@ def _categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     return categories, declared
 
 
-def _geography(args, levels, names, query: str, *, undeclared=(), flows=None):
+def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=None):
     """The declared geography (``--geography``), or None with ``--structure-from-data``;
     without either, an error naming the flags. ``undeclared``: category columns without
     declared values (an error with a geography); ``flows``: (origin, destination) levels."""
@@ -157,7 +157,7 @@ def _flow_data(args, table):
     if len(origin) != len(destination):
         raise InputError("give the same number (at least one) of origin and destination "
                          f"levels, coarse to fine; got {origin} and {destination}")
-    geography = _geography(args, origin, {}, "flows", flows=(origin, destination))
+    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
     return flow_data_from_table(table, origin, destination, args.count_column,
                                 tree=args.tree or "destination", geography=geography,
                                 duplicates=_duplicates(args))
@@ -186,7 +186,7 @@ def _range_data(args, table, levels, names):
     if domain is not None:  # before the domain's values are made: the domain alone, ...
         size = domain[1] - domain[0] + 1
         check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
-    geography = _geography(args, levels, names, "ranges")
+    geography = declared_geography(args, levels, names, "ranges")
     if domain is not None:  # ... then with the units (declared, or the data's leaves)
         leaves = (geography.hierarchy.n_leaves if geography is not None
                   else len(table[levels].drop_duplicates()) if set(levels) <= set(table)

@@ -217,7 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
                                                ">= 0; the release is then not publishable)")
     p.add_argument("--secure", action="store_true",
                    help="noise from OS entropy through OpenDP (the default without --seed)")
-    p.add_argument("--format", default="csv", help="csv, parquet or csv,parquet")
+    p.add_argument("--format", help="csv, parquet or csv,parquet (default csv), or "
+                                    "parquet-dataset: a Parquet file per top-level unit "
+                                    "(the default with --engine dask)")
+    p.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                   help="memory (the default): the input read into this process; dask: "
+                        "the input a dataset (a folder of CSV or Parquet files, or a glob) "
+                        "read and released in parallel on a Dask cluster (counts only)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --engine dask: the address of a running Dask scheduler, "
+                        "e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
+    p.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="with --engine dask and no --scheduler: the local cluster's worker "
+                        "processes (default: this machine's cores)")
+    p.add_argument("--memory-per-worker", default="auto", metavar="SIZE",
+                   help="with --engine dask and no --scheduler: each local worker's memory "
+                        "limit, e.g. 4GB (default: the machine's memory / workers)")
     p.add_argument("--interval", type=_interval_level, metavar="LEVEL",
                    help="add columns lower and upper (every query), an interval at this confidence "
                         f"level for every released value (default {DEFAULT_LEVEL}), computed "

@@ -75,16 +75,18 @@ def publisher_key(key_file: str | Path | None, out_dir: Path) -> tuple[bytes, Pa
     return key, path
 
 
-def keyed_fingerprint(content: bytes | str | Path, key: bytes) -> str:
-    """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path
-    (read in blocks, never whole into memory)."""
+def keyed_fingerprint(content: bytes | str | Path | list, key: bytes) -> str:
+    """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path,
+    or the files of a list of paths one after the other (a dataset's files, in order; read
+    in blocks, never whole into memory)."""
     mac = hmac.new(key, digestmod=hashlib.sha256)
     if isinstance(content, bytes):
         mac.update(content)
     else:
-        with open(content, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                mac.update(block)
+        for path in content if isinstance(content, list) else [content]:
+            with open(path, "rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                    mac.update(block)
     return mac.hexdigest()
 
 
@@ -151,7 +153,7 @@ def write_release(
     formats: tuple[str, ...] = ("csv",),
     structure_declared: bool,
     input_spec: dict | None = None,
-    input_content: bytes | str | Path | None = None,
+    input_content: bytes | str | Path | list | None = None,
     key_file: str | Path | None = None,
     overwrite: bool = False,
 ) -> dict[str, Path]:
@@ -161,12 +163,18 @@ def write_release(
 
     With ``input_content`` (the input's bytes, or its path) the manifest carries the input's
     fingerprint keyed by the publisher's key (``key_file``, see `publisher_key`; its path is
-    returned as ``"key"``; it never lies in ``out_dir``).
+    returned as ``"key"``; it never lies in ``out_dir``). The format ``parquet-dataset``
+    writes the table as a Parquet dataset partitioned by top-level unit
+    (`hierdp_core.engine.partitioned`), every part listed with its sha256.
     """
     out = Path(out_dir)
-    unknown = set(formats) - {"csv", "parquet"}
+    unknown = set(formats) - {"csv", "parquet", "parquet-dataset"}
     if unknown or not formats:
-        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv or parquet")
+        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv, parquet or "
+                         "parquet-dataset")
+    if {"parquet", "parquet-dataset"} <= set(formats):
+        raise InputError("give parquet (one file) or parquet-dataset (a file per top-level "
+                         "unit), not both")
     paths: dict[str, Path] = {}
     fingerprint = None
     if input_content is not None:  # the key first: a refused key leaves nothing written
@@ -176,20 +184,26 @@ def write_release(
             "value": keyed_fingerprint(input_content, key),
             "key": "kept by the publisher outside the release folder; never published",
         }
-    table = release.to_arrow()
+    table = release.to_arrow() if {"csv", "parquet"} & set(formats) else None
     names = {"csv": RELEASE_CSV, "parquet": RELEASE_PARQUET}
     with staged_folder(out, overwrite=overwrite, marker=MANIFEST) as stage:
         if "csv" in formats:
             write_release_csv(table, stage / RELEASE_CSV)
         if "parquet" in formats:
             pq.write_table(table, stage / RELEASE_PARQUET)
-        files = {names[f]: file_sha256(stage / names[f]) for f in ("csv", "parquet")
-                 if f in formats}
+        written = [names[f] for f in ("csv", "parquet") if f in formats]
+        if "parquet-dataset" in formats:
+            from hierdp_core.engine.partitioned import write_dataset
+
+            written += write_dataset(release, stage)
+        files = {name: file_sha256(stage / name) for name in written}
         manifest = build_manifest(release, structure_declared=structure_declared,
                                   input_spec=input_spec, input_fingerprint=fingerprint,
                                   files=files)
         (stage / MANIFEST).write_text(json.dumps(manifest, indent=2))
     paths.update({f: out / names[f] for f in ("csv", "parquet") if f in formats})
+    if "parquet-dataset" in formats:
+        paths["parquet-dataset"] = out / RELEASE_PARQUET
     paths["manifest"] = out / MANIFEST
     return paths
 
@@ -210,16 +224,19 @@ def verify_release_files(folder: Path, manifest: dict) -> None:
     if not isinstance(files, dict) or not files:
         raise InputError(f"the manifest in {str(folder)!r} lists no file hashes: the release "
                          "cannot be checked")
+    from hierdp_core.engine.partitioned import is_dataset_file, unlisted_parts
+
     for name, expected in files.items():
         path = folder / name
-        if Path(name).name != name or not path.is_file():
+        if (Path(name).name != name and not is_dataset_file(name)) or not path.is_file():
             raise InputError(f"{name!r}, listed in the manifest, is missing from "
                              f"{str(folder)!r}")
         if file_sha256(path) != expected:
             raise InputError(f"{str(path)!r} does not match the sha256 in the manifest: the "
                              "file was changed or truncated after the release was written")
-    for name in (RELEASE_CSV, RELEASE_PARQUET):
-        if (folder / name).exists() and name not in files:
+    for name in [*(n for n in (RELEASE_CSV, RELEASE_PARQUET) if (folder / n).is_file()),
+                 *unlisted_parts(folder, files)]:
+        if name not in files:
             raise InputError(f"{name!r} in {str(folder)!r} is not listed in the manifest")
 
 
@@ -237,7 +254,11 @@ def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     if not isinstance(manifest, dict):
         raise InputError(f"{manifest_path} is not a hierdp manifest")
     verify_release_files(d, manifest)
-    if (d / RELEASE_PARQUET).exists() and not (d / RELEASE_CSV).exists():
+    if (d / RELEASE_PARQUET).is_dir() and not (d / RELEASE_CSV).exists():
+        from hierdp_core.engine.partitioned import read_dataset
+
+        table = read_dataset(d, manifest["files"])
+    elif (d / RELEASE_PARQUET).exists() and not (d / RELEASE_CSV).exists():
         table = pd.read_parquet(d / RELEASE_PARQUET)
     elif (d / RELEASE_CSV).exists():
         table = pd.read_csv(d / RELEASE_CSV, dtype={"node_id": str, "parent_id": str,

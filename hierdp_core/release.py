@@ -80,16 +80,19 @@ class Release:
         ``upper`` when the release has no intervals)."""
         return self.to_arrow().to_pandas()
 
-    def to_arrow(self) -> pa.Table:
+    def to_arrow(self, nodes: np.ndarray | None = None) -> pa.Table:
         """`to_frame`'s table as a pyarrow Table, built from one string per node (and per
-        category) repeated by pyarrow, without a Python string per row."""
+        category) repeated by pyarrow, without a Python string per row; with ``nodes``
+        (node indices), the rows of those nodes alone, in that order."""
         h = self.hierarchy
         k = self.values.shape[1]
-        levels = h.level_of_nodes().astype(np.int64)
-        node_rows = pa.array(np.repeat(np.arange(h.n_nodes, dtype=np.int64), k))
+        nodes = np.arange(h.n_nodes, dtype=np.int64) if nodes is None else np.asarray(nodes)
+        levels = h.level_of_nodes()[nodes].astype(np.int64)
+        node_rows = pa.array(np.repeat(np.arange(nodes.size, dtype=np.int64), k))
 
         def per_node(values) -> pa.Array:
-            return pa.array(np.asarray(values, dtype=object), pa.string()).take(node_rows)
+            return pa.array(np.asarray(values, dtype=object)[nodes], pa.string()).take(
+                node_rows)
 
         cols = {
             "level": pa.array(np.repeat(levels, k)),
@@ -101,9 +104,9 @@ class Release:
         }
         if self.categories is not None:
             cols["category"] = pa.array(list(self.categories), pa.string()).take(
-                pa.array(np.tile(np.arange(k, dtype=np.int64), h.n_nodes)))
-        cols["value"] = pa.array(self.values.ravel())
+                pa.array(np.tile(np.arange(k, dtype=np.int64), nodes.size)))
+        cols["value"] = pa.array(self.values[nodes].ravel())
         if self.intervals is not None:
-            cols["lower"] = pa.array(self.intervals.lower.ravel())
-            cols["upper"] = pa.array(self.intervals.upper.ravel())
+            cols["lower"] = pa.array(self.intervals.lower[nodes].ravel())
+            cols["upper"] = pa.array(self.intervals.upper[nodes].ravel())
         return pa.table(cols)

@@ -24,6 +24,8 @@ Example
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from hierdp_core.errors import BudgetError
@@ -43,50 +45,87 @@ def tree_least_squares(
     level was not measured; the leaf level must be measured). ``root_value`` fixes the root
     (an invariant)."""
     h = hierarchy
-    # an exact level (variance 0, e.g. integer noise at a huge epsilon) gets a negligible
-    # variance instead, so that precisions stay finite
-    var = np.maximum(np.asarray(level_variance, dtype=float), _MIN_VARIANCE)
-    if not np.isfinite(var[h.depth]):
-        raise BudgetError("least squares needs the finest level to be measured (non-zero share)")
+    var = level_variances(h, level_variance)
     y = np.asarray(measurements, dtype=float)
-    z = np.empty_like(y)
-    node_var = np.empty(int(h.level_offsets[h.depth]))  # the leaves' is var[depth]
-
-    def level_var(level: int):
-        return var[h.depth] if level == h.depth else node_var[h.level_slice(level)]
-
-    z[h.level_slice(h.depth)] = y[h.level_slice(h.depth)]
-    child_sums, child_var_sums = {}, {}
-    for level in range(h.depth - 1, -1, -1):
-        starts = h.child_starts(level + 1)
-        s = np.add.reduceat(z[h.level_slice(level + 1)], starts, axis=0)
-        vs = np.add.reduceat(np.broadcast_to(level_var(level + 1), h.level_size(level + 1)),
-                             starts)
-        child_sums[level], child_var_sums[level] = s, vs
-        sl = h.level_slice(level)
-        if np.isfinite(var[level]):
-            own_precision = 1.0 / var[level]
-            precision = own_precision + 1.0 / vs
-            z[sl] = (y[sl] * own_precision + s / vs[:, None]) / precision[:, None]
-            node_var[sl] = 1.0 / precision
-        else:
-            z[sl] = s
-            node_var[sl] = vs
-    x = z  # the down pass overwrites z level by level, parents before their children
+    up = up_pass(h, y, var)
+    x = up.z  # the down pass overwrites z level by level, parents before their children
     if root_value is not None:
         x[0] = root_value
-    for level in range(1, h.n_levels):
+    down_pass(h, up, x, first_level=1)
+    return x
+
+
+@dataclass
+class UpPass:
+    """The up pass: ``z`` and ``node_var`` of every node it reached (the leaves' variance is
+    also ``leaf_var``), and per parent level the sums over each parent's children of ``z``
+    and of ``node_var``."""
+
+    z: np.ndarray
+    node_var: np.ndarray
+    leaf_var: float | None = None
+    child_sums: dict = field(default_factory=dict)
+    child_var_sums: dict = field(default_factory=dict)
+
+
+def level_variances(hierarchy: Hierarchy, level_variance) -> np.ndarray:
+    """The level variances used: an exact level (variance 0, e.g. integer noise at a huge
+    epsilon) gets a negligible variance instead, so that precisions stay finite; the leaf
+    level must be measured."""
+    var = np.maximum(np.asarray(level_variance, dtype=float), _MIN_VARIANCE)
+    if not np.isfinite(var[hierarchy.depth]):
+        raise BudgetError("least squares needs the finest level to be measured (non-zero share)")
+    return var
+
+
+def up_pass(hierarchy: Hierarchy, y: np.ndarray, var: np.ndarray, last_level: int = 0,
+            ) -> UpPass:
+    """The up pass from the leaves to ``last_level`` (1 for a subtree whose root is not
+    estimated): each parent's value depends on its own subtree alone."""
+    h = hierarchy
+    up = UpPass(np.empty_like(y), np.empty(h.n_nodes), leaf_var=float(var[h.depth]))
+    up.z[h.level_slice(h.depth)] = y[h.level_slice(h.depth)]
+    up.node_var[h.level_slice(h.depth)] = var[h.depth]
+    for level in range(h.depth - 1, last_level - 1, -1):
+        up_level(h, level, y, var, up)
+    return up
+
+
+def up_level(hierarchy: Hierarchy, level: int, y: np.ndarray, var: np.ndarray,
+             up: UpPass) -> None:
+    """One step of the up pass: ``level``'s z and node_var from its children's."""
+    h = hierarchy
+    starts = h.child_starts(level + 1)
+    s = np.add.reduceat(up.z[h.level_slice(level + 1)], starts, axis=0)
+    vs = np.add.reduceat(up.node_var[h.level_slice(level + 1)], starts)
+    up.child_sums[level], up.child_var_sums[level] = s, vs
+    sl = h.level_slice(level)
+    if np.isfinite(var[level]):
+        own_precision = 1.0 / var[level]
+        precision = own_precision + 1.0 / vs
+        up.z[sl] = (y[sl] * own_precision + s / vs[:, None]) / precision[:, None]
+        up.node_var[sl] = 1.0 / precision
+    else:
+        up.z[sl] = s
+        up.node_var[sl] = vs
+
+
+def down_pass(hierarchy: Hierarchy, up: UpPass, x: np.ndarray, first_level: int) -> None:
+    """The down pass from ``first_level`` to the leaves, in place: ``x`` holds the estimates
+    of the level above and the up pass's z below (it may be ``up.z`` itself); each child
+    depends on its parent and its own subtree alone."""
+    h = hierarchy
+    for level in range(first_level, h.n_levels):
         sl = h.level_slice(level)
         parents = h.level_slice(level - 1)
         lengths = np.diff(h.child_ptr[parents.start:parents.stop + 1])
-        residual = x[parents] - child_sums[level - 1]
-        if level == h.depth:  # one variance for all leaves: each parent's share, spread
-            residual *= (var[h.depth] / child_var_sums[level - 1])[:, None]
+        residual = x[parents] - up.child_sums[level - 1]
+        if level == h.depth and up.leaf_var is not None:  # one variance for all leaves
+            residual *= (up.leaf_var / up.child_var_sums[level - 1])[:, None]
             x[sl] += np.repeat(residual, lengths, axis=0)
             continue
-        share = np.repeat(child_var_sums[level - 1], lengths)
-        np.divide(level_var(level), share, out=share)
+        share = np.repeat(up.child_var_sums[level - 1], lengths)
+        np.divide(up.node_var[sl], share, out=share)
         residual = np.repeat(residual, lengths, axis=0)
         residual *= share[:, None]
         x[sl] += residual
-    return x

@@ -50,19 +50,24 @@ def segmented_argsort_desc(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
 
 
 def segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Cumulative sums restarting at every segment start.
-
-    One global cumsum in which each segment start subtracts the previous segment's sum, so the
-    running total stays near zero (no cancellation across a long array); the remaining rounding
-    drift is removed per segment.
-    """
+    """Cumulative sums restarting at every segment start, each segment summed on its own:
+    bit for bit the cumsum of that segment alone, whatever the other segments hold (so a
+    subtree released apart gives the whole tree's values). Segments are grouped by length
+    (powers of two) and every group summed as the rows of a zero-padded 2-D array (a loop
+    over at most 64 length groups)."""
     values = np.asarray(values, dtype=float)
-    v = values.copy()
-    if starts.size > 1:
-        v[starts[1:]] -= np.add.reduceat(values, starts)[:-1]
-    out = np.cumsum(v)
-    drift = out[starts] - values[starts]
-    return out - np.repeat(drift, np.diff(np.append(starts, values.size)))
+    m = values.size
+    lengths = np.diff(np.append(starts, m))
+    out = np.empty(m)
+    group = np.frexp(lengths - 1)[1]  # 0 for length 1, then ceil(log2(length))
+    for g in np.unique(group):
+        segs = np.flatnonzero(group == g)
+        width = int(lengths[segs].max())
+        index = starts[segs][:, None] + np.arange(width)
+        inside = np.arange(width) < lengths[segs][:, None]
+        padded = np.where(inside, values[np.minimum(index, m - 1)], 0.0)
+        out[index[inside]] = np.cumsum(padded, axis=1)[inside]
+    return out
 
 
 def project_segments(

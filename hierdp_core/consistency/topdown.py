@@ -33,14 +33,24 @@ def topdown(
     """Integer release (n_nodes, k) from real estimates (n_nodes, k) and the root's
     non-negative integer values (k,). ``weights`` (n_nodes,), optional, weight each node's
     squared deviation in the projection (e.g. inverse noise variance)."""
-    h = hierarchy
     est = np.asarray(estimates, dtype=float)
     if est.ndim == 1:
         est = est[:, None]
     k = est.shape[1]
     out = np.empty(est.shape, dtype=np.int64)
     out[0] = np.asarray(root_values, dtype=np.int64).reshape(k)
-    for level in range(1, h.n_levels):
+    topdown_levels(hierarchy, est, out, first_level=1, weights=weights)
+    return out
+
+
+def topdown_levels(hierarchy: Hierarchy, est: np.ndarray, out: np.ndarray, first_level: int,
+                   weights: np.ndarray | None = None) -> None:
+    """Fill ``out`` (int64, like ``est``) from ``first_level`` to the leaves, given ``out``
+    of the level above: every parent's children depend on that parent alone (a subtree
+    given its top gives the whole tree's values)."""
+    h = hierarchy
+    k = est.shape[1]
+    for level in range(first_level, h.n_levels):
         sl = h.level_slice(level)
         n = h.level_size(level)
         base = h.child_starts(level)
@@ -52,4 +62,3 @@ def topdown(
             project_and_round(y, starts, totals, w, out=out[sl].reshape(n))
         else:
             out[sl] = project_and_round(y, starts, totals, w).reshape(k, n).T
-    return out

@@ -23,14 +23,10 @@ import numpy as np
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
+from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import (
-    choose_noise,
-    ledger_frame,
-    measure,
-    plan_levels,
-)
+from hierdp_core.mechanisms.measure import choose_noise, ledger_frame, plan_levels
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
@@ -94,37 +90,46 @@ class _CountMechanism(Mechanism):
         stage = Stage("levels", ADD_REMOVE_PERSON, LEVEL_SENSITIVITY, noise, 1.0, note=note)
         return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
-    def _plans(self, data: CountData, budget: PrivacyBudget, split, p: dict):
+    def level_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
+        """(the noise's name, one `LevelPlan` per level) for ``hierarchy``."""
         noise = self.fixed_noise or p.get("noise", "auto")
         noise = choose_noise(noise, budget)
         stage = self.privacy_plan(**p).stages[0]
-        return noise, plan_levels(data.hierarchy, budget, noise, split,
+        return noise, plan_levels(hierarchy, budget, noise, split,
                                   root_invariant=p.get("root_invariant", False),
                                   sensitivity=stage.sensitivity)
 
     def ledger(self, data: CountData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
-        return ledger_frame(self._plans(data, budget, split, p)[1])
+        return ledger_frame(self.level_plans(data.hierarchy, budget, split, p)[1])
 
     def release(self, data: CountData, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> Release:
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
-        noise, plans = self._plans(data, budget, split, p)
+        noise, plans = self.level_plans(data.hierarchy, budget, split, p)
         truth = data.node_counts()
-        noisy, variance = measure(truth, data.hierarchy, plans, source)
+        noisy, variance = measure_in_blocks(truth, data.hierarchy, plans, source)
         root = truth[0] if p.get("root_invariant") else None
         values = self.estimate(data, noisy, variance, root, p)
-        invariants = ("root total",) if root is not None else ()
+        return self.make_release(data.hierarchy, data.categories if data.has_categories
+                                 else None, budget, noise, plans, p, values, noisy, source)
+
+    def make_release(self, hierarchy, categories, budget: PrivacyBudget, noise: str, plans,
+                     p: dict, values: np.ndarray, noisy: np.ndarray,
+                     source: NoiseSource) -> Release:
+        """The Release of ``values`` (and the ``noisy`` measurements) made with ``plans``
+        from ``source``; the root total is an invariant with ``root_invariant``."""
+        invariants = ("root total",) if p.get("root_invariant") else ()
         return Release(
-            hierarchy=data.hierarchy,
+            hierarchy=hierarchy,
             values=values,
             mechanism=self.info.name,
             parameters=p,
             privacy=_privacy_record(plans, budget, noise, invariants, self.privacy_plan(**p)),
             ledger=ledger_frame(plans),
             randomness=source.as_dict(),
-            categories=data.categories if data.has_categories else None,
+            categories=categories,
             invariants=invariants,
             noisy=noisy,
         )

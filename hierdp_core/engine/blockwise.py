@@ -1,0 +1,235 @@
+"""A count release computed block by block (`hierdp_core.engine.streams`): the same values,
+bit for bit, as the mechanism's whole-tree release from the same seed.
+
+1. every block (one task each): its true node counts from its leaf counts, its noise from
+   its own stream, and for least squares the up pass of its subtree (`block_measure`);
+2. the client: the root's noise (stream 0), the up pass's last step and the down pass from
+   the root to the top-level units, TopDown's projection of the top-level units onto the
+   root (`_top_values`);
+3. every block: the down pass and TopDown below its top-level units given their values
+   (`block_finish`), which depend on the subtree and its top alone (the least-squares and
+   TopDown steps are per parent).
+
+Tasks go through an ``executor`` with ``submit(fn, *args)`` and ``gather(handles)``: a
+`dask.distributed.Client`, or `InProcess` (everything here, one block after the other).
+Supported: the registered count mechanisms (``raw-*``, ``least-squares``, ``topdown``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from hierdp_core.consistency.least_squares import (
+    UpPass,
+    down_pass,
+    level_variances,
+    up_level,
+    up_pass,
+)
+from hierdp_core.consistency.topdown import topdown_levels
+from hierdp_core.engine.streams import (
+    Streams,
+    block_bounds,
+    block_starts,
+    measure_block,
+    measure_root,
+    merge_measurements,
+    noise_variances,
+    subtree,
+    subtree_ranges,
+    subtree_rows,
+)
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.privacy.samplers import NoiseSource
+
+BLOCKWISE_MECHANISMS = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian",
+                        "least-squares", "topdown")
+
+
+class InProcess:
+    """An executor running every task at once in this process."""
+
+    def submit(self, fn, *args, pure: bool = True):
+        return fn(*args)
+
+    def gather(self, handles):
+        return list(handles)
+
+
+@dataclass
+class BlockState:
+    """What a block keeps between its two steps (where it ran)."""
+
+    tree: Hierarchy
+    noisy: np.ndarray
+    up: UpPass | None
+    top: dict = field(default_factory=dict)
+
+
+def _uses_least_squares(mechanism: str, p: dict) -> bool:
+    return mechanism == "least-squares" or (mechanism == "topdown"
+                                            and p.get("estimate") == "least-squares")
+
+
+def block_tree(whole, first: int, end: int) -> Hierarchy:
+    """`subtree` of a Hierarchy or of a Geography's hierarchy."""
+    return subtree(getattr(whole, "hierarchy", whole), first, end)
+
+
+def block_measure(tree: Hierarchy, leaf_counts: np.ndarray, plans, streams: Streams,
+                  block: int, variance: np.ndarray, least_squares: bool) -> BlockState:
+    """Step 1 of a block: measure its levels from its stream; the up pass of least squares.
+    ``state.top`` holds what the client needs: the block's true total, its top-level
+    units' noisy values, up-pass estimates and variances, and its secure measurements."""
+    truth = tree.aggregate(np.asarray(leaf_counts))
+    source = streams.source(block + 1)
+    noisy = measure_block(truth, tree, plans, source)
+    up = up_pass(tree, noisy, variance, last_level=1) if least_squares else None
+    top = tree.level_slice(1)
+    summary = {"total": truth[0], "noisy": noisy[top],
+               "measurements": source.measurements if source.secure else []}
+    if up is not None:
+        summary.update(z=up.z[top], node_var=up.node_var[top])
+    return BlockState(tree, noisy, up, summary)
+
+
+def block_top(state: BlockState) -> dict:
+    return state.top
+
+
+def block_finish(state: BlockState, top_est: np.ndarray | None, top_values: np.ndarray,
+                 mechanism, p: dict, variance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3 of a block: (released values, noisy values) of its nodes, levels 1 to the
+    leaves, given its top-level units' estimates (least squares) and released values."""
+    tree, noisy, name = state.tree, state.noisy, mechanism.info.name
+    top = tree.level_slice(1)
+    if name.startswith("raw-"):
+        return mechanism.estimate(None, noisy[1:], variance, None, p), noisy[1:]
+    if state.up is not None:
+        est = state.up.z.copy()  # the down pass below the top writes over z
+        est[top] = top_est
+        down_pass(tree, state.up, est, first_level=2)
+    else:
+        est = noisy
+    if name == "least-squares":
+        return est[1:], noisy[1:]
+    out = np.empty(est.shape, dtype=np.int64)
+    out[top] = top_values
+    topdown_levels(tree, est, out, first_level=2)
+    return out[1:], noisy[1:]
+
+
+def top_tree(hierarchy: Hierarchy) -> Hierarchy:
+    """The root and the top-level units alone."""
+    h = hierarchy
+    if h.n_levels == 2:
+        return h
+    n1 = h.level_size(1)
+    return replace(h, level_names=h.level_names[:2], level_offsets=h.level_offsets[:3].copy(),
+                   parent=h.parent[:1 + n1], child_ptr=np.concatenate(
+                       [[1], np.full(1 + n1, 1 + n1)]).astype(np.int64),
+                   codes=h.codes[:2], names={lv: v for lv, v in h.names.items() if lv == 1},
+                   _cache={})
+
+
+def _top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
+                tops: list[dict], variance: np.ndarray, root) -> tuple:
+    """The root's and top-level units' (estimates, released values) from the blocks'
+    summaries, as the whole-tree pass computes them."""
+    name = mechanism.info.name
+    if name.startswith("raw-"):
+        return None, mechanism.estimate(None, noisy, variance, None, p)
+    ht = top_tree(hierarchy)
+    if _uses_least_squares(name, p):
+        var = level_variances(hierarchy, variance)
+        up = UpPass(np.concatenate([noisy[:1], *(t["z"] for t in tops)]),
+                    np.concatenate([[0.0], *(t["node_var"] for t in tops)]))
+        up_level(ht, 0, noisy, var, up)
+        est = up.z  # the down pass writes over z
+        if root is not None:
+            est[0] = root
+        down_pass(ht, up, est, first_level=1)
+    else:
+        est = noisy
+    if name == "least-squares":
+        return est, est
+    if root is not None:
+        root_values = root
+    else:  # an unmeasured root (estimate="noisy") is estimated by its children
+        root_est = est[0] if np.isfinite(est[0]).all() else est[ht.level_slice(1)].sum(axis=0)
+        root_values = np.maximum(np.rint(root_est), 0)
+    out = np.empty(est.shape, dtype=np.int64)
+    out[0] = np.asarray(root_values, dtype=np.int64).reshape(est.shape[1])
+    topdown_levels(ht, est, out, first_level=1)
+    return est, out
+
+
+def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: list,
+                      budget, *, split=None, source: NoiseSource | None = None,
+                      executor=None, tree=None, **params):
+    """The Release of ``mechanism`` computed block by block. ``leaf_blocks``: every block's
+    leaf counts (arrays, or the executor's handles of them), in block order; ``tree``:
+    the executor's handle of ``hierarchy`` (default: ``hierarchy`` itself)."""
+    name = mechanism.info.name
+    if name not in BLOCKWISE_MECHANISMS:
+        raise InputError(f"mechanism {name!r} cannot run block by block; use one of "
+                         f"{', '.join(BLOCKWISE_MECHANISMS)}")
+    executor = executor or InProcess()
+    tree = hierarchy if tree is None else tree
+    p = mechanism.params(**params)
+    source = source or NoiseSource(secure=True)
+    noise, plans = mechanism.level_plans(hierarchy, budget, split, p)
+    variance = noise_variances(hierarchy, plans)
+    if name == "topdown" and p["estimate"] == "noisy" and np.isinf(variance[1:]).any():
+        raise BudgetError("topdown with estimate='noisy' needs every level below the root "
+                          "measured; give them a share or use least-squares")
+    lsq = _uses_least_squares(name, p)
+    ls_variance = level_variances(hierarchy, variance) if lsq else variance
+    streams = Streams.of(source)
+    n_blocks = block_starts(hierarchy).size
+    # the trees are held until the end, so that a cluster can recompute a lost block
+    trees = [executor.submit(block_tree, tree, *block_bounds(hierarchy, b))
+             for b in range(n_blocks)]
+    states = [executor.submit(block_measure, trees[b], leaf_blocks[b], plans, streams, b,
+                              ls_variance, lsq, pure=False) for b in range(n_blocks)]
+    tops = executor.gather([executor.submit(block_top, s) for s in states])
+    truth_root = np.sum([t["total"] for t in tops], axis=0)
+    root_noisy = measure_root(truth_root, plans,
+                              source if source.secure else streams.source(0))
+    for t in tops:
+        merge_measurements(source, t["measurements"])
+    noisy_top = np.concatenate([root_noisy[None, :], *(t["noisy"] for t in tops)])
+    root = truth_root if p.get("root_invariant") else None
+    est, values_top = _top_values(mechanism, p, hierarchy, noisy_top, tops, variance, root)
+    finished = []
+    for b, state in enumerate(states):
+        first, end = block_bounds(hierarchy, b)
+        rows = slice(1 + first, 1 + end)
+        finished.append(executor.submit(block_finish, state,
+                                        None if est is None else est[rows],
+                                        values_top[rows], mechanism, p, variance))
+    k = noisy_top.shape[1]
+    values = np.empty((hierarchy.n_nodes, k), dtype=values_top.dtype)
+    noisy = np.empty((hierarchy.n_nodes, k))
+    values[:1], noisy[:1] = values_top[:1], noisy_top[:1]
+    for b, (part_values, part_noisy) in enumerate(executor.gather(finished)):
+        rows = subtree_rows(subtree_ranges(hierarchy, *block_bounds(hierarchy, b)))
+        values[rows], noisy[rows] = part_values, part_noisy
+    return mechanism.make_release(hierarchy, categories, budget, noise, plans, p, values,
+                                  noisy, source)
+
+
+def release_count_data(mechanism, data, budget, **kwargs):
+    """`blockwise_release` of a `CountData` in this process (for tests and comparisons)."""
+    h = data.hierarchy
+    depth_start = h.level_offsets[h.depth]
+    blocks = []
+    for b in range(block_starts(h).size):
+        lo, hi = subtree_ranges(h, *block_bounds(h, b))[-1]
+        blocks.append(data.leaf_counts[lo - depth_start:hi - depth_start])
+    return blockwise_release(mechanism, h, data.categories if data.has_categories else None,
+                             blocks, budget, **kwargs)
+

@@ -1,0 +1,72 @@
+"""``hierdp release --engine dask``: a counts release of a dataset on a Dask cluster
+(`hierdp_core.engine.dask_engine`), with the CLI's declarations (``--geography``,
+``--category-values``, or ``--structure-from-data`` for exploration) and its errors (one
+line, exit status 2). Other query kinds, and the options that reshape a table in memory,
+are refused in one line.
+"""
+
+from __future__ import annotations
+
+from hierdp_core.cli_input import (
+    cell_limit,
+    csv_list,
+    declared_categories,
+    declared_geography,
+    name_columns,
+)
+from hierdp_core.errors import InputError
+
+SUPPORTED_QUERIES = ("counts",)
+#: options of the in-memory engine that reshape the whole table (flag, its value when unset)
+IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum"}
+
+
+def check_dask_args(args, mechanism) -> None:
+    """Refuse, in one line, what the Dask engine does not run."""
+    from hierdp_core.engine.blockwise import BLOCKWISE_MECHANISMS
+
+    if args.query not in SUPPORTED_QUERIES:
+        raise InputError(f"--engine dask releases counts (with or without categories), not "
+                         f"{args.query}; run {args.query} with the in-memory engine (the "
+                         "default, --engine memory)")
+    if mechanism.info.name not in BLOCKWISE_MECHANISMS:
+        raise InputError(f"--engine dask runs {', '.join(BLOCKWISE_MECHANISMS)}, not "
+                         f"{mechanism.info.name!r}")
+    for flag, unset in IN_MEMORY_ONLY.items():
+        if getattr(args, flag, unset) not in (unset, None):
+            raise InputError(f"--{flag} needs the in-memory engine; prepare the dataset "
+                             "beforehand, or drop --engine dask")
+    if args.scheduler and args.workers:
+        raise InputError("--workers sizes a local cluster; a running scheduler (--scheduler) "
+                         "has its own workers")
+    if getattr(args, "names", None) and not getattr(args, "geography", None):
+        raise InputError("with --engine dask, unit names come from the geography's name "
+                         "columns (--geography with --names)")
+
+
+def dask_release(args, mechanism, budget, source, choose_split, params: dict):
+    """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
+    the split goal's choice or None) of ``--engine dask`` with the mechanism's ``params``;
+    ``choose_split(data)`` gives (choice, split) from the public shape."""
+    from hierdp_core.engine.dask_engine import dataset_files, release_dataset
+
+    check_dask_args(args, mechanism)
+    files = dataset_files(args.input)
+    levels = csv_list(args.levels)
+    if not levels:
+        raise InputError("counts need --levels, the level columns coarse to fine")
+    categories, values = declared_categories(args)
+    geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
+                           "counts", undeclared=[c for c in categories if c not in values])
+    chosen = []
+
+    def split(shape):
+        chosen.append(choose_split(shape))
+        return chosen[-1][1]
+
+    release, data = release_dataset(
+        files, levels, mechanism, budget, geography=geography, categories=categories,
+        category_values=values, count_column=args.count_column, split=split, source=source,
+        local_codes=args.local_codes, max_cells=cell_limit(args), scheduler=args.scheduler,
+        workers=args.workers, memory_limit=args.memory_per_worker, **params)
+    return release, data, files, chosen[0][0]

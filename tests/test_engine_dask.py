@@ -1,0 +1,148 @@
+"""The Dask engine (`hierdp_core.engine.dask_engine`): a dataset of CSV or Parquet files
+released on a `distributed.LocalCluster` equals the in-memory release with the same seed,
+declared units without records included; the partitioned Parquet release is read back;
+bad input is one line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed")
+
+from hierdp_core.engine import dask_engine  # noqa: E402
+from hierdp_core.export import read_release  # noqa: E402
+from hierdp_core.mechanisms.base import get_mechanism  # noqa: E402
+from hierdp_core.privacy.budget import PrivacyBudget  # noqa: E402
+from hierdp_core.privacy.samplers import NoiseSource  # noqa: E402
+from hierdp_core.queries.counts import count_data_from_table  # noqa: E402
+from hierdp_core.structure import geography_from_table  # noqa: E402
+from tests.conftest import run_cli  # noqa: E402
+
+LEVELS = ["state", "county", "tract"]
+VALUES = {"sex": ("F", "M"), "age": ("0-17", "18-64", "65+")}
+
+
+def persons(n: int = 30_000) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    t = pd.DataFrame({"state": rng.choice(["01", "02", "04"], n)})
+    t["county"] = t["state"] + rng.choice(["001", "003", "005"], n)
+    t["tract"] = t["county"] + rng.choice(["0100", "0200"], n)
+    t["sex"] = rng.choice(VALUES["sex"], n)
+    t["age"] = rng.choice(VALUES["age"], n)
+    return t
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """(folder of 4 Parquet files, folder of 3 CSV files, the whole CSV, the geography CSV
+    with a state without records)."""
+    root = tmp_path_factory.mktemp("dataset")
+    t = persons()
+    (root / "parquet").mkdir()
+    (root / "csv").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(len(t)), 4)):
+        t.iloc[part].to_parquet(root / "parquet" / f"part{i}.parquet", index=False)
+    for i, part in enumerate(np.array_split(np.arange(len(t)), 3)):
+        t.iloc[part].to_csv(root / "csv" / f"p{i}.csv", index=False)
+    t.to_csv(root / "all.csv", index=False)
+    geo = pd.concat([t[LEVELS].drop_duplicates(),
+                     pd.DataFrame({"state": ["05"], "county": ["05001"],
+                                   "tract": ["050010100"]})])
+    geo.to_csv(root / "geo.csv", index=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two workers in this process (threads: a process cluster takes longer to start)."""
+    c = dask_engine.open_client(workers=2, processes=False)
+    yield c
+    dask_engine.close_client(c)
+
+
+def test_local_cluster_release_equals_the_in_memory_release(dataset, client):
+    geography = geography_from_table(pd.read_csv(dataset / "geo.csv", dtype=str), LEVELS)
+    budget, mechanism = PrivacyBudget.pure(1.0), get_mechanism("topdown")
+    release, data = dask_engine.release_dataset(
+        dataset / "parquet", LEVELS, "topdown", budget, geography=geography,
+        categories=["sex", "age"], category_values=VALUES, source=NoiseSource(seed=11),
+        client=client)
+    truth = count_data_from_table(persons(), LEVELS, category_columns=["sex", "age"],
+                                  geography=geography, category_values=VALUES)
+    in_memory = mechanism.release(truth, budget, source=NoiseSource(seed=11))
+    assert data.declared_structure and release.hierarchy.level_size(1) == 4  # state 05 too
+    assert np.array_equal(release.values, in_memory.values)
+    assert release.values[release.hierarchy.node_ids() == "05"].sum() >= 0
+    assert np.array_equal(release.noisy, in_memory.noisy)
+
+
+def test_rows_outside_the_geography_are_a_typed_error(dataset, client):
+    from hierdp_core.errors import StructureError
+
+    geography = geography_from_table(pd.read_csv(dataset / "geo.csv", dtype=str)
+                                     .query("state != '04'"), LEVELS)
+    with pytest.raises(StructureError, match="outside the declared geography"):
+        dask_engine.release_dataset(dataset / "parquet", LEVELS, "topdown",
+                                    PrivacyBudget.pure(1.0), geography=geography,
+                                    source=NoiseSource(seed=1), client=client)
+
+
+def release_args(dataset, out, *extra):
+    return [dataset / "csv", "--engine", "dask", "--workers", "2", "--levels",
+            ",".join(LEVELS), "--categories", "sex,age", "--category-values", "sex=F|M",
+            "--category-values", "age=0-17|18-64|65+", "--geography", dataset / "geo.csv",
+            "--mechanism", "topdown", "--epsilon", "1", "--seed", "3", "--out", out,
+            "--key-file", out.parent / "key", *extra]
+
+
+def test_cli_dask_release_is_a_partitioned_parquet_dataset_equal_to_in_memory(
+        dataset, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "release", *release_args(dataset, tmp_path / "dask"))
+    assert code == 0, err
+    memory = release_args(dataset, tmp_path / "mem", "--format", "parquet")
+    memory[:5] = [dataset / "all.csv"]  # the same records in one file, in-memory engine
+    assert run_cli(capsys, "release", *memory)[0] == 0
+    table, manifest = read_release(tmp_path / "dask")
+    expected, expected_manifest = read_release(tmp_path / "mem")
+    pd.testing.assert_frame_equal(table, expected)
+    parts = sorted(manifest["files"])
+    assert parts == [f"release.parquet/part-{i:05d}.parquet" for i in range(5)]  # root + 4
+    for key in ("privacy", "ledger", "randomness", "categories", "hierarchy", "verdict"):
+        assert manifest.get(key) == expected_manifest.get(key)
+
+
+def test_a_changed_or_unlisted_part_is_refused(dataset, tmp_path, capsys):
+    from hierdp_core.errors import InputError
+
+    assert run_cli(capsys, "release", *release_args(dataset, tmp_path / "r"))[0] == 0
+    folder = tmp_path / "r"
+    extra = folder / "release.parquet" / "part-99999.parquet"
+    extra.write_bytes((folder / "release.parquet" / "part-00001.parquet").read_bytes())
+    with pytest.raises(InputError, match="not listed"):
+        read_release(folder)
+    extra.unlink()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"]["release.parquet/part-00002.parquet"] = "0" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match="does not match the sha256"):
+        read_release(folder)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--scheduler", "tcp://127.0.0.1:1"], "cannot reach the Dask scheduler"),
+    (["--scheduler", "nonsense"], "cannot reach the Dask scheduler"),
+    (["--query", "group-sizes", "--mechanism", "gs-noisy"],
+     "--engine dask releases counts (with or without categories), not group-sizes"),
+    (["--wide", "a,b"], "--wide needs the in-memory engine"),
+])
+def test_cli_refusals_are_one_line_and_exit_2(dataset, tmp_path, capsys, monkeypatch, extra,
+                                              message):
+    monkeypatch.setattr(dask_engine, "CONNECT_TIMEOUT", "1s")
+    argv = [a for a in release_args(dataset, tmp_path / "x") if a != "--workers" and a != "2"]
+    code, _, err = run_cli(capsys, "release", *argv, *extra)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
