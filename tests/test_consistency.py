@@ -316,3 +316,33 @@ def test_segmented_argsort_matches_lexsort(pairs):
     seg = np.sort(np.array([p[0] for p in pairs]))
     values = np.array([p[1] for p in pairs], dtype=float)
     assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30),
+       st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=8),
+       st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_segmented_argsort_matches_lexsort_on_any_floats(lengths, pool, draw):
+    """Segments of many lengths (several padded blocks), values with ties, signed zeros,
+    infinities and NaN (drawn from a small pool so that ties are common)."""
+    from hierdp_core.consistency.segments import segmented_argsort_desc
+
+    seg = np.repeat(np.arange(len(lengths)) * 2, lengths)  # ids need not be consecutive
+    rng = np.random.default_rng(draw)
+    values = rng.choice(np.array(pool, dtype=float), size=seg.size)
+    assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
+    ints = rng.integers(-3, 4, size=seg.size)
+    assert np.array_equal(segmented_argsort_desc(ints, seg), np.lexsort((-ints, seg)))
+
+
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_project_segments_without_weights_is_bitwise_unit_weights(lengths, draw):
+    """The unweighted branch does the same arithmetic as weights of one, bit for bit."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    y = rng.choice([rng.normal(0, 5), 0.0, 1.5, -2.0, 3.0], size=sum(lengths))
+    y = y + np.where(rng.random(y.size) < 0.5, rng.normal(0, 5, y.size), 0.0)
+    totals = rng.integers(0, 20, len(lengths)).astype(float)
+    assert np.array_equal(project_segments(y, starts, totals),
+                          project_segments(y, starts, totals, np.ones(y.size)))

@@ -33,15 +33,30 @@ def segment_ids(starts: np.ndarray, size: int) -> np.ndarray:
 
 def segmented_argsort_desc(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
     """The order of ``np.lexsort((-values, seg))`` (by segment, then value descending, ties by
-    position) for non-decreasing ``seg``, computed faster: one stable float sort by value, then
-    an integer sort of (segment, rank) keys."""
+    position) for non-decreasing ``seg``, computed faster: segments of similar length (within
+    a factor 2) are sorted as the rows of one padded block, a stable sort per row (rows are
+    short: no sort of the whole array)."""
+    values = np.asarray(values)
     m = values.size
-    by_value = np.argsort(-values, kind="stable")
-    key = seg[by_value].astype(np.int64) * m
-    key += np.arange(m)
-    key.sort()
-    key -= seg.astype(np.int64) * m
-    return by_value[key]
+    order = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return order
+    starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+    lengths = np.diff(np.append(starts, m))
+    # padding sorts after every value, stably: NaN for floats, the largest integer else
+    pad = np.nan if values.dtype.kind == "f" else np.iinfo(values.dtype).max
+    bucket = np.log2(lengths).astype(np.int64)  # lengths in [2^b, 2^(b+1))
+    for b in np.unique(bucket):  # one block per length class: at most log2(m) of them
+        rows = np.flatnonzero(bucket == b)
+        width = int(lengths[rows].max())
+        index = starts[rows, None] + np.arange(width)
+        valid = np.arange(width) < lengths[rows, None]
+        np.minimum(index, m - 1, out=index)
+        block = -values[index]
+        block[~valid] = pad
+        ranked = np.take_along_axis(index, np.argsort(block, axis=1, kind="stable"), axis=1)
+        order[index[valid]] = ranked[valid]
+    return order
 
 
 def segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -73,13 +88,18 @@ def project_segments(
     """
     y = np.asarray(y, dtype=float)
     m = y.size
-    w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
     seg = segment_ids(starts, m)
-    t = w * y
-    order = segmented_argsort_desc(t, seg)
-    ys, invw, ts = y[order], 1.0 / w[order], t[order]
+    if weights is None:  # w = 1: the same arithmetic without the multiplications by one
+        order = segmented_argsort_desc(y, seg)
+        ys = ts = y[order]
+        cw = (np.arange(m) - starts[seg] + 1).astype(float)  # cumulative sums of ones
+    else:
+        w = np.asarray(weights, dtype=float)
+        t = w * y
+        order = segmented_argsort_desc(t, seg)
+        ys, ts = y[order], t[order]
+        cw = segmented_cumsum(1.0 / w[order], starts)
     cy = segmented_cumsum(ys, starts)
-    cw = segmented_cumsum(invw, starts)
     tau_k = (cy - totals[seg]) / cw
     positions = np.arange(m)
     candidate = np.where(ts > tau_k, positions, -1)
@@ -88,8 +108,8 @@ def project_segments(
     found = last >= 0
     tau[found] = tau_k[last[found]]
     tau[totals <= 0] = np.inf  # an empty parent has empty children
-    x = np.maximum(0.0, y - tau[seg] / w)
-    return x
+    shift = tau[seg] if weights is None else tau[seg] / w
+    return np.maximum(0.0, y - shift)
 
 
 def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.ndarray:
