@@ -346,3 +346,43 @@ def test_project_segments_without_weights_is_bitwise_unit_weights(lengths, draw)
     totals = rng.integers(0, 20, len(lengths)).astype(float)
     assert np.array_equal(project_segments(y, starts, totals),
                           project_segments(y, starts, totals, np.ones(y.size)))
+
+
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_project_segments_skips_zero_totals_bit_for_bit(lengths, draw):
+    """With integer estimates only the segments of positive total are computed: the same
+    numbers as computing every segment."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    y = rng.integers(-6, 9, sum(lengths)).astype(float)
+    totals = np.where(rng.random(len(lengths)) < 0.5, 0, rng.integers(0, 20, len(lengths)))
+    x = project_segments(y, starts, totals.astype(float))
+    assert np.array_equal(x, seg_module._project(y, starts, totals.astype(float), None))
+    assert np.all(x[np.repeat(totals == 0, lengths)] == 0)
+
+
+def _reference_round(x, starts, totals):
+    """Per segment: floors, plus one on the largest fractional parts (ties by position)."""
+    out = []
+    for part, total in zip(np.split(x, starts[1:]), totals, strict=True):
+        floors = np.floor(part + 1e-9)
+        short = int(np.clip(np.rint(total - floors.sum()), 0, part.size))
+        up = np.zeros(part.size, dtype=bool)
+        up[np.lexsort((np.arange(part.size), -(part - floors)))[:short]] = True
+        out.append(floors.astype(np.int64) + up)
+    return np.concatenate(out)
+
+
+@given(st.lists(st.integers(1, 10), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_round_segments_matches_the_per_segment_rule(lengths, draw):
+    """Ties (equal fractional parts) are common here; segments already at their total are
+    left as floored."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    x = rng.choice([0.0, 0.25, 0.5, 1.5, 2.75, 3.0], size=sum(lengths))
+    totals = np.rint(np.add.reduceat(x, starts)) + rng.integers(-1, 2, len(lengths))
+    totals = np.maximum(totals, 0)
+    assert np.array_equal(round_segments(x, starts, totals),
+                          _reference_round(x, starts, totals))

@@ -84,9 +84,41 @@ def project_segments(
     """argmin_x sum w_i (x_i - y_i)^2 subject to x >= 0 and each segment summing to its total.
 
     ``totals`` must be >= 0. The solution is x_i = max(0, y_i - tau_s / w_i) with tau_s found
-    per segment from the sorted breakpoints w_i y_i (the weighted simplex projection).
+    per segment from the sorted breakpoints w_i y_i (the weighted simplex projection); a
+    segment of total 0 is all zeros. Without weights and with integer ``y`` every sum is
+    exact, so a segment's result depends on that segment alone: only the segments of
+    positive total are computed (the same numbers, bit for bit).
     """
     y = np.asarray(y, dtype=float)
+    totals = np.asarray(totals)
+    if weights is None and _exact_sums(y):
+        live = totals > 0
+        if not live.all():
+            x = np.zeros(y.size)
+            kept, kept_starts = _segments_kept(starts, y.size, live)
+            if kept_starts.size:
+                x[kept] = _project(y[kept], kept_starts, totals[live], None)
+            return x
+    return _project(y, starts, totals, weights)
+
+
+def _exact_sums(y: np.ndarray) -> bool:
+    """Whether every sum of elements of ``y`` is exact in floating point: integers whose
+    absolute values sum to less than 2**52."""
+    return bool(np.abs(y).sum() < 2.0**52 and np.array_equal(y, np.floor(y)))
+
+
+def _segments_kept(starts: np.ndarray, size: int, keep: np.ndarray):
+    """The elements of the segments chosen by ``keep`` (a mask), and where those segments
+    start once the others are left out."""
+    lengths = np.diff(np.append(starts, size))[keep]
+    return (np.repeat(keep, np.diff(np.append(starts, size))),
+            np.cumsum(lengths) - lengths)
+
+
+def _project(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
+             weights: np.ndarray | None) -> np.ndarray:
+    """`project_segments` of every segment."""
     m = y.size
     seg = segment_ids(starts, m)
     if weights is None:  # w = 1: the same arithmetic without the multiplications by one
@@ -116,18 +148,24 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     """Integer vector closest to ``x >= 0`` (in L1 and L2) whose segments sum to ``totals``.
 
     Floors every value, then adds one to the largest fractional parts of each segment until
-    its total is met (ties broken by position). Requires each segment of ``x`` to sum to its
-    integer total up to rounding error; the output is non-negative.
+    its total is met (ties broken by position; only the segments short of their total are
+    sorted). Requires each segment of ``x`` to sum to its integer total up to rounding
+    error; the output is non-negative.
     """
     x = np.asarray(x, dtype=float)
     m = x.size
-    seg = segment_ids(starts, m)
     floors = np.floor(x + 1e-9)
-    frac = x - floors
     lengths = np.diff(np.append(starts, m))
     deficit = np.asarray(totals) - np.add.reduceat(floors, starts)
     deficit = np.clip(np.rint(deficit), 0, lengths).astype(np.int64)
-    order = segmented_argsort_desc(frac, seg)
-    rank = np.empty(m, dtype=np.int64)
-    rank[order] = np.arange(m) - starts[seg[order]]
-    return floors.astype(np.int64) + (rank < deficit[seg])
+    out = floors.astype(np.int64)
+    short = deficit > 0
+    kept, kept_starts = _segments_kept(starts, m, short)
+    if kept_starts.size:
+        frac = x[kept] - floors[kept]
+        seg = segment_ids(kept_starts, frac.size)
+        order = segmented_argsort_desc(frac, seg)
+        rank = np.empty(frac.size, dtype=np.int64)
+        rank[order] = np.arange(frac.size) - kept_starts[seg]  # seg[order] is seg
+        out[kept] += rank < deficit[short][seg]
+    return out
