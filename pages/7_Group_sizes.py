@@ -16,7 +16,7 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.ui import map_layers, samples, session, widgets
+from hierdp_core.ui import map_layers, samples, session, sweep_jobs, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.viz import choropleth, plotly_config, sweep_figure
@@ -46,6 +46,19 @@ view = sources.on_data(session.GS_DATA_KEY, upload, data_key,
                        (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
+SWEEP_EPSILONS = (0.1, 0.5, 1.0)
+
+
+def sweep_job(mechanisms, epsilons, trials: int):
+    """The key (data and settings) and the computation of a group-size sweep."""
+    return (("gs", data_key, tuple(mechanisms), tuple(epsilons), trials),
+            lambda progress: group_size_sweep(data, mechanisms, epsilons, trials, max_runs=60,
+                                              progress=progress))
+
+
+if upload is None:  # the default sweep of the sample starts now, in the background
+    sweep_jobs.prefetch(*sweep_job(samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
+                                   widgets.SWEEP_TRIALS))
 
 left, right = st.columns([3, 2])
 with left:
@@ -112,11 +125,11 @@ with c2:
 
 st.divider()
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
-    "gs", names, samples.GS_SWEEP_DEFAULT, [0.1, 0.5, 1.0],
+    "gs", names, samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
     {"l1": "L1 error", "emd_mean": "mean EMD per region"})
 if clicked:
-    widgets.run_sweep(session.GS_SWEEP, lambda progress: group_size_sweep(
-        data, chosen, eps_grid, trials, max_runs=60, progress=progress))
+    key, compute = sweep_job(chosen, eps_grid, trials)
+    widgets.run_sweep(session.GS_SWEEP, compute, key, shared=upload is None)
 runs = st.session_state.get(session.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
@@ -127,6 +140,7 @@ if runs is not None and len(runs):
     st.dataframe(pd.DataFrame({"mechanism": seconds.index,
                                "seconds per release": seconds.round(3).to_numpy()}),
                  hide_index=True)
+    widgets.sweep_timing(session.GS_SWEEP)
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
