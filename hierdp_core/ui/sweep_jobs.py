@@ -38,20 +38,22 @@ class SweepJob:
     total: int = 0
     started: float | None = None
     finished: float | None = None
+    cpu: float = 0.0  # seconds of CPU of the worker thread
 
     def progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
 
     def run(self, compute: Compute):
-        self.started = time.perf_counter()
+        self.started, cpu = time.perf_counter(), time.thread_time()
         try:
             return compute(self.progress)
         finally:
-            self.finished = time.perf_counter()
+            self.finished, self.cpu = time.perf_counter(), time.thread_time() - cpu
 
     def timing(self, pressed: float) -> str:
         """What the sweep took, for a press of "Run the sweep" at ``pressed``."""
-        took = f"{self.total} releases in {self.finished - self.started:.1f} s"
+        took = (f"{self.total} releases in {self.finished - self.started:.1f} s "
+                f"({self.cpu:.1f} s of CPU)")
         if self.finished <= pressed:
             return f"{took}, computed before you pressed Run the sweep (kept)."
         if self.started < pressed:
