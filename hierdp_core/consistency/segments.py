@@ -111,9 +111,9 @@ def _exact_sums(y: np.ndarray) -> bool:
 def _segments_kept(starts: np.ndarray, size: int, keep: np.ndarray):
     """The elements of the segments chosen by ``keep`` (a mask), and where those segments
     start once the others are left out."""
-    lengths = np.diff(np.append(starts, size))[keep]
-    return (np.repeat(keep, np.diff(np.append(starts, size))),
-            np.cumsum(lengths) - lengths)
+    lengths = np.diff(np.append(starts, size))
+    kept = lengths[keep]
+    return np.repeat(keep, lengths), np.cumsum(kept) - kept
 
 
 def _project(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
