@@ -17,7 +17,7 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.ui import map_layers, samples, session, widgets
+from hierdp_core.ui import map_layers, samples, session, sweep_jobs, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
@@ -113,12 +113,25 @@ with c2:
                         width="stretch", key="gs_map", config=plotly_config())
 
 st.divider()
+SWEEP_EPSILONS = (0.1, 0.5, 1.0)
+
+
+def sweep_job(mechanisms, epsilons, trials: int):
+    """The key (data and settings) and the computation of a group-size sweep."""
+    return (("gs", data_key, tuple(mechanisms), tuple(epsilons), trials),
+            lambda progress: group_size_sweep(data, mechanisms, epsilons, trials, max_runs=60,
+                                              progress=progress))
+
+
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
-    "gs", names, samples.GS_SWEEP_DEFAULT, [0.1, 0.5, 1.0],
+    "gs", names, samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
     {"l1": "L1 error", "emd_mean": "mean EMD per region"})
+st.caption("Trial t uses seed t for every mechanism. With the bundled sample, the sweep of "
+           "these default settings starts in the background once the page is drawn; every "
+           "sweep is kept, so running it again is instant.")
 if clicked:
-    widgets.run_sweep(session.GS_SWEEP, lambda progress: group_size_sweep(
-        data, chosen, eps_grid, trials, max_runs=60, progress=progress))
+    key, compute = sweep_job(chosen, eps_grid, trials)
+    widgets.run_sweep(session.GS_SWEEP, compute, key, shared=upload is None)
 runs = st.session_state.get(session.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
@@ -129,6 +142,7 @@ if runs is not None and len(runs):
     st.dataframe(pd.DataFrame({"mechanism": seconds_per.index,
                                "seconds per release": seconds_per.round(3).to_numpy()}),
                  hide_index=True)
+    widgets.sweep_timing(session.GS_SWEEP)
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
@@ -143,3 +157,6 @@ st.caption(f"One row per region and size ({rows:,} rows): level, level_name, nod
            "lower, upper"
            + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")
            + ". The manifest holds no true value.")
+if upload is None:  # the page is drawn: the default sweep of the sample starts in the background
+    sweep_jobs.prefetch(*sweep_job(samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
+                                   widgets.SWEEP_TRIALS))

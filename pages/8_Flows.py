@@ -228,7 +228,9 @@ st.caption(f"Each mechanism with its default options and the uniform split, at (
            "discovery rate.")
 if clicked:
     widgets.run_sweep(session.FLOW_SWEEP, lambda progress: flow_sweep(
-        data, chosen, eps_grid, trials, delta=delta, max_runs=90, progress=progress))
+        data, chosen, eps_grid, trials, delta=delta, max_runs=90, progress=progress),
+        ("fl", data_key, tuple(chosen), tuple(eps_grid), trials, delta),
+        shared=upload is None)
 runs = st.session_state.get(session.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
@@ -239,6 +241,7 @@ if runs is not None and len(runs):
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption("Seconds per release: " + ", ".join(f"{m} {s:.2f}"
                                                    for m, s in seconds_per.items()) + ".")
+    widgets.sweep_timing(session.FLOW_SWEEP)
 
 # ---- export ------------------------------------------------------------------------------
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover

@@ -257,7 +257,9 @@ st.caption(f"Each method with its default options and the uniform split on the w
            "second per release (1-3 s with the municipalities).")
 if clicked:
     widgets.run_sweep(session.RANGE_SWEEP, lambda progress: method_runs(
-        data, chosen, eps_grid, trials, int(seed), progress))
+        data, chosen, eps_grid, trials, int(seed), progress),
+        ("rg", data_key, kind, text, tuple(chosen), tuple(eps_grid), trials, int(seed)),
+        shared=upload is None)
 runs = st.session_state.get(session.RANGE_SWEEP)
 if runs is not None and len(runs):
     sweep_levels = list(pd.unique(runs["level_name"]))
@@ -269,6 +271,7 @@ if runs is not None and len(runs):
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption(f"Workload: {runs['workload'].iloc[0]}. Seconds per release: "
                + ", ".join(f"{m} {s:.2f}" for m, s in seconds_per.items()) + ".")
+    widgets.sweep_timing(session.RANGE_SWEEP)
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.values)

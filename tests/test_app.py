@@ -124,6 +124,10 @@ def test_group_sizes_page_releases_and_sweeps():
     runs = at.session_state[session.GS_SWEEP]
     assert set(runs["mechanism"]) == {"gs-topdown", "gs-kuo-hierarchical"}
     assert len(runs) == 2 * 3 * 2 * 3  # mechanisms x epsilons x trials x levels
+    assert "12 releases in" in at.session_state[f"{session.GS_SWEEP}_timing"]
+    at.button(key="gs_sw_run").click().run()  # the same settings again: the kept sweep
+    assert at.session_state[session.GS_SWEEP] is runs
+    assert at.session_state[f"{session.GS_SWEEP}_timing"].endswith("(kept).")
 
 
 def test_flows_page_releases_maps_and_sweeps():

@@ -316,3 +316,80 @@ def test_segmented_argsort_matches_lexsort(pairs):
     seg = np.sort(np.array([p[0] for p in pairs]))
     values = np.array([p[1] for p in pairs], dtype=float)
     assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30),
+       st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=8),
+       st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_segmented_argsort_matches_lexsort_on_any_floats(lengths, pool, draw):
+    """Segments of many lengths (several padded blocks), values with ties, signed zeros,
+    infinities and NaN (drawn from a small pool so that ties are common)."""
+    from hierdp_core.consistency.segments import segmented_argsort_desc
+
+    seg = np.repeat(np.arange(len(lengths)) * 2, lengths)  # ids need not be consecutive
+    rng = np.random.default_rng(draw)
+    values = rng.choice(np.array(pool, dtype=float), size=seg.size)
+    assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
+    ints = rng.integers(-3, 4, size=seg.size)
+    assert np.array_equal(segmented_argsort_desc(ints, seg), np.lexsort((-ints, seg)))
+
+
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_project_segments_without_weights_is_bitwise_unit_weights(lengths, draw):
+    """The unweighted branch does the same arithmetic as weights of one, bit for bit."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    y = rng.choice([rng.normal(0, 5), 0.0, 1.5, -2.0, 3.0], size=sum(lengths))
+    y = y + np.where(rng.random(y.size) < 0.5, rng.normal(0, 5, y.size), 0.0)
+    totals = rng.integers(0, 20, len(lengths)).astype(float)
+    assert np.array_equal(project_segments(y, starts, totals),
+                          project_segments(y, starts, totals, np.ones(y.size)))
+
+
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_project_segments_skips_zero_totals_bit_for_bit(lengths, draw):
+    """Segments of total 0 are all zeros, and the others get, bit for bit, what they get
+    projected alone (with or without weights; the skipped ones change nothing)."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    y = rng.normal(0, 5, sum(lengths))
+    w = rng.uniform(0.5, 2.0, y.size)
+    totals = np.where(rng.random(len(lengths)) < 0.5, 0, rng.integers(0, 20, len(lengths)))
+    dead = np.repeat(totals == 0, lengths)
+    live_lengths = np.array(lengths)[totals > 0]
+    for weights in (None, w):
+        x = project_segments(y, starts, totals.astype(float), weights)
+        assert np.all(x[dead] == 0)
+        if live_lengths.size:
+            alone = project_segments(y[~dead], _starts(live_lengths), totals[totals > 0],
+                                     None if weights is None else weights[~dead])
+            assert np.array_equal(x[~dead], alone)
+
+
+def _reference_round(x, starts, totals):
+    """Per segment: floors, plus one on the largest fractional parts (ties by position)."""
+    out = []
+    for part, total in zip(np.split(x, starts[1:]), totals, strict=True):
+        floors = np.floor(part + 1e-9)
+        short = int(np.clip(np.rint(total - floors.sum()), 0, part.size))
+        up = np.zeros(part.size, dtype=bool)
+        up[np.lexsort((np.arange(part.size), -(part - floors)))[:short]] = True
+        out.append(floors.astype(np.int64) + up)
+    return np.concatenate(out)
+
+
+@given(st.lists(st.integers(1, 10), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_round_segments_matches_the_per_segment_rule(lengths, draw):
+    """Ties (equal fractional parts) are common here; segments already at their total are
+    left as floored."""
+    rng = np.random.default_rng(draw)
+    starts = _starts(lengths)
+    x = rng.choice([0.0, 0.25, 0.5, 1.5, 2.75, 3.0], size=sum(lengths))
+    totals = np.rint(np.add.reduceat(x, starts)) + rng.integers(-1, 2, len(lengths))
+    totals = np.maximum(totals, 0)
+    assert np.array_equal(round_segments(x, starts, totals),
+                          _reference_round(x, starts, totals))

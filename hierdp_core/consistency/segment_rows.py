@@ -67,19 +67,24 @@ def row_width(lengths: np.ndarray) -> np.ndarray:
     return np.where((lengths <= three_quarters) & (three_quarters > 2), three_quarters, power)
 
 
-def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS
-               ) -> Iterator[RowBlock]:
+def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
+               only: np.ndarray | None = None) -> Iterator[RowBlock]:
     """The segments of an array of ``size`` elements as row blocks, by `row_width`; a block
-    has at most ``block_cells`` cells (at least one row)."""
+    has at most ``block_cells`` cells (at least one row). ``only`` (a mask over the
+    segments) keeps some of them."""
     starts = np.asarray(starts, dtype=np.int64)
     if starts.size == 0:
         return
     lengths = segment_lengths(starts, size)
-    widths = row_width(lengths)
-    order = np.argsort(widths, kind="stable")
-    bounds = np.flatnonzero(np.diff(widths[order])) + 1
-    for group in np.split(order, bounds):
-        width = int(widths[group[0]])
+    chosen = np.arange(starts.size) if only is None else np.flatnonzero(only)
+    widths = row_width(lengths[chosen])
+    by_width = np.argsort(widths, kind="stable")
+    order, widths = chosen[by_width], widths[by_width]
+    bounds = np.flatnonzero(np.diff(widths)) + 1
+    for group, first_of_group in zip(np.split(order, bounds), np.r_[0, bounds], strict=True):
+        if group.size == 0:
+            continue
+        width = int(widths[first_of_group])
         columns = np.arange(width, dtype=np.int64)
         per_block = max(1, block_cells // width)
         for first in range(0, group.size, per_block):

@@ -38,15 +38,21 @@ def segment_ids(starts: np.ndarray, size: int) -> np.ndarray:
 
 def segmented_argsort_desc(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
     """The order of ``np.lexsort((-values, seg))`` (by segment, then value descending, ties by
-    position) for non-decreasing ``seg``, computed faster: one stable float sort by value, then
-    an integer sort of (segment, rank) keys."""
+    position; NaN last) for non-decreasing ``seg``, computed faster: each segment sorted
+    alone as a row of a padded block (`row_blocks`), no sort of the whole array."""
+    values = np.asarray(values)
     m = values.size
-    by_value = np.argsort(-values, kind="stable")
-    key = seg[by_value].astype(np.int64) * m
-    key += np.arange(m)
-    key.sort()
-    key -= seg.astype(np.int64) * m
-    return by_value[key]
+    order = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return order
+    starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+    # the padding sorts after every value, stably: NaN for floats, the largest integer else
+    pad = np.nan if values.dtype.kind == "f" else np.iinfo(values.dtype).max
+    negated = -values
+    for block in row_blocks(starts, m):
+        by_row = np.argsort(block.rows(negated, pad), axis=1, kind="stable")
+        block.scatter(order, np.take_along_axis(block.index, by_row, axis=1))
+    return order
 
 
 def segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -80,11 +86,12 @@ def project_segments(
 
     ``totals`` must be >= 0. The solution is x_i = max(0, y_i - tau_s / w_i) with tau_s found
     per segment from its breakpoints w_i y_i sorted in decreasing order (the weighted simplex
-    projection); every segment's sums run over its own sorted values only.
+    projection); every segment's sums run over its own sorted values only, and a segment of
+    total 0 is all zeros (not computed: most parents of a sparse level).
     """
     y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
-    x = np.empty(y.size)
-    for block in row_blocks(starts, y.size):
+    x = np.zeros(y.size)
+    for block in row_blocks(starts, y.size, only=totals > 0):
         block.scatter(x, _project_rows(block, y, w, totals[block.segments]))
     return x
 
@@ -99,8 +106,8 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     integer total up to rounding error; the output is non-negative.
     """
     x, totals = _as_float(x), _as_float(totals)
-    out = np.empty(x.size, dtype=np.int64)
-    for block in row_blocks(starts, x.size):
+    out = np.zeros(x.size, dtype=np.int64)
+    for block in row_blocks(starts, x.size, only=totals > 0):
         block.scatter(out, _round_rows(block.rows(x, 0.0), block.lengths, block.padding,
                                        totals[block.segments]))
     return out
@@ -113,8 +120,11 @@ def project_and_round(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
     one pass over the segments (``totals`` non-negative integers), written to ``out`` (an
     int64 array of y's size) when given."""
     y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
-    out = np.empty(y.size, dtype=np.int64) if out is None else out
-    for block in row_blocks(starts, y.size):
+    if out is None:
+        out = np.zeros(y.size, dtype=np.int64)
+    else:
+        out.fill(0)
+    for block in row_blocks(starts, y.size, only=totals > 0):
         seg_totals = totals[block.segments]
         x = _project_rows(block, y, w, seg_totals)
         block.scatter(out, _round_rows(x, block.lengths, block.padding, seg_totals))

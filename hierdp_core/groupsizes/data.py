@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,17 @@ class GroupSizeData(CountData):
 
     max_size: int = 0
     top_coded: int = 0  # groups whose true size exceeded max_size (evaluation only)
+
+    def node_counts(self) -> np.ndarray:
+        """True histograms of every node, shape (n_nodes, max_size + 1), computed once (a
+        sweep releases the same data many times) and read-only."""
+        return self._node_counts
+
+    @cached_property
+    def _node_counts(self) -> np.ndarray:
+        counts = super().node_counts()
+        counts.flags.writeable = False
+        return counts
 
     def groups(self) -> np.ndarray:
         """Number of groups of every node (public), shape (n_nodes,)."""

@@ -134,7 +134,9 @@ def _opendp_apply(values: np.ndarray, kind: str, scale: float, integer: bool) ->
     into chunks measured on parallel threads (OpenDP releases the GIL); every chunk is the
     same measurement on a disjoint part of the vector, so the privacy map of the whole is
     that of one measurement over all of it (`opendp_privacy_loss`)."""
-    values = np.ascontiguousarray(values, dtype=np.int64 if integer else float)
+    # contiguous and writeable (copied if need be: OpenDP's ctypes input refuses read-only
+    # arrays such as the cached truth of `GroupSizeData.node_counts`)
+    values = np.require(values, dtype=np.int64 if integer else float, requirements=["C", "W"])
     if values.size == 0:
         return values.copy()
     chunks = [values[i:i + _OPENDP_CHUNK] for i in range(0, values.size, _OPENDP_CHUNK)]

@@ -3,6 +3,7 @@ sweep pickers, links to the next step, friendly errors, readable unit names."""
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 import numpy as np
@@ -12,7 +13,7 @@ from PIL import Image
 from hierdp_core import palette
 from hierdp_core.errors import HierdpError
 from hierdp_core.queries.counts import CountData
-from hierdp_core.ui import map_layers
+from hierdp_core.ui import map_layers, sweep_jobs
 from hierdp_core.ui.session import (
     DATASET,
     EPSILON_GRID,
@@ -40,6 +41,7 @@ PAGES = (
     ("pages/9_Ranges.py", "Range queries", ":material/bar_chart:"),
     ("pages/10_Compare.py", "Compare", ":material/compare:"),
 )
+SWEEP_TRIALS = 2  # the trials of a sweep unless chosen otherwise
 
 
 def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
@@ -129,7 +131,7 @@ def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics
         eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
                                   key=f"{prefix}_sw_eps")
     with s3:
-        trials = st.slider("Trials", 1, 5, 2, key=f"{prefix}_sw_trials")
+        trials = st.slider("Trials", 1, 5, SWEEP_TRIALS, key=f"{prefix}_sw_trials")
     with s4:
         metric = st.selectbox("Metric", list(metrics), format_func=metrics.get,
                               key=f"{prefix}_sw_metric")
@@ -138,16 +140,28 @@ def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics
     return chosen, sorted(eps_grid), trials, metric, clicked
 
 
-def run_sweep(state_key: str, compute) -> None:
-    """Run ``compute(progress)`` under a progress bar and keep its runs in session state
-    under ``state_key``; a HierdpError becomes a message."""
+def run_sweep(state_key: str, compute, key=None, *, shared: bool = False) -> None:
+    """Run ``compute(progress)`` under a progress bar and keep its result in session state
+    under ``state_key``, and what it took under ``state_key + "_timing"`` (`sweep_timing`);
+    a HierdpError becomes a message. With a ``key`` (the data and the settings) the sweep is
+    that of `sweep_jobs`: kept once finished, and only waited for if it started in the
+    background (``shared``: the key names a bundled sample, kept for every session)."""
+    pressed = time.perf_counter()
+    job = sweep_jobs.job_for(key, compute, shared=shared)
     bar = st.progress(0.0, text="Sweeping…")
     try:
-        st.session_state[state_key] = compute(
-            lambda done, total: bar.progress(done / total, text=f"{done}/{total}"))
+        st.session_state[state_key] = sweep_jobs.wait(job, lambda done, total: bar.progress(
+            done / total, text=f"Release {done} of {total}"))
+        st.session_state[f"{state_key}_timing"] = job.timing(pressed)
     except HierdpError as exc:
         st.error(str(exc))
     bar.empty()
+
+
+def sweep_timing(state_key: str) -> None:
+    """The wall time of the sweep kept under ``state_key`` (see `run_sweep`), if any."""
+    if timing := st.session_state.get(f"{state_key}_timing"):
+        st.caption(f"Sweep: {timing}")
 
 
 def next_page(path: str, text: str) -> None:
