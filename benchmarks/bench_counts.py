@@ -38,7 +38,8 @@ from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.measure import plan_levels
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource, _opendp_apply
+from hierdp_core.privacy.opendp_noise import opendp_apply
+from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
 
 #: issue 19 point 5, one core close to the floor (`floor_work`), in CPU seconds: for runs of
@@ -167,7 +168,7 @@ def time_secure(mech, data: CountData, budget: PrivacyBudget) -> dict[str, list[
     draws = sum(data.hierarchy.level_size(p.level) for p in plans if p.noise is not None)
     scales = {p.noise.scale for p in plans if p.noise is not None}
     zeros = np.zeros(draws, dtype=np.int64)
-    _, sampling = timed(lambda: _opendp_apply(zeros, "laplace", scales.pop(), True), 1)
+    _, sampling = timed(lambda: opendp_apply(zeros, "laplace", scales.pop(), True), 1)
     _, release = timed(lambda: mech.release(data, budget, source=NoiseSource(secure=True),
                                             noise="geometric"), 1)
     return {"opendp_sampling": sampling, "secure_release": release}

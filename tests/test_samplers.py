@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from hierdp_core.errors import BudgetError, MechanismError
-from hierdp_core.privacy import samplers
+from hierdp_core.privacy import opendp_noise
 from hierdp_core.privacy.samplers import (
     NOISES,
     DiscreteGaussian,
@@ -267,7 +267,7 @@ SECURE_CASES = [("laplace", 1.0), ("gaussian", 2.0), ("geometric", 0.3), ("geome
 @pytest.mark.parametrize(("name", "scale"), SECURE_CASES,
                          ids=[f"{n}-{s:g}" for n, s in SECURE_CASES])
 def test_secure_fits_exact_distribution(name, scale, monkeypatch):
-    monkeypatch.setattr(samplers, "_OPENDP_CHUNK", 6000)  # 4 chunks on parallel threads
+    monkeypatch.setattr(opendp_noise, "_CHUNK_SIZE", 6000)  # 4 chunks on parallel threads
     zeros = np.zeros(N_SECURE, dtype=np.int64 if NOISES[name].integer else float)
     x = NOISES[name](scale).apply(zeros, NoiseSource(secure=True))
     assert x.dtype == (np.int64 if NOISES[name].integer else np.float64)

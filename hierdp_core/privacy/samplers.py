@@ -4,10 +4,11 @@ Each distribution knows its calibration (scale from a sensitivity and a budget),
 variance and expected absolute value, and applies itself to an array of values at once
 (`Noise.apply`). Randomness comes from a `NoiseSource`: a seeded numpy generator for
 reproducible exploration (values + a numpy draw), or a secure source for which OpenDP's
-measurement is applied to the true values (exact integer samplers; for continuous noise the
-input is rounded onto OpenDP's lattice and lattice noise added, so no float sum made in numpy
-can leak through the low-order bits, Mironov 2012). Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95%
-interval for one cell's noise.
+measurement is applied to the true values (`hierdp_core.privacy.opendp_noise`: exact integer
+samplers; for continuous noise the input is rounded onto OpenDP's lattice and lattice noise
+added, so no float sum made in numpy can leak through the low-order bits, Mironov 2012).
+Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95% interval for
+one cell's noise.
 
 Example
 -------
@@ -21,19 +22,16 @@ Example
 from __future__ import annotations
 
 import math
-import os
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
 from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
-_OPENDP_CHUNK = 1 << 16  # draws per OpenDP call; chunks run on parallel threads
-_FLOAT_GRANULARITY_BITS = 64  # float noise lies on a grid of 2^-64 * scale (see _opendp_measurement)
 
 
 class NoiseSource:
@@ -92,72 +90,6 @@ class NoiseSource:
     def measurements(self) -> list[dict]:
         """Every measurement made by OpenDP so far (secure sources only)."""
         return [dict(e) for e in self._log.values()]
-
-
-def _opendp():
-    """OpenDP's domains, metrics and measurements modules, "contrib" enabled (not
-    ``opendp.prelude``, which also imports OpenDP's numpy and scikit-learn extras)."""
-    try:
-        from opendp import domains, measurements, metrics, mod
-    except ImportError as exc:  # pragma: no cover - opendp is a declared dependency
-        raise BudgetError("secure mode needs the 'opendp' package (pip install opendp)") from exc
-    mod.enable_features("contrib")
-    return domains, metrics, measurements
-
-
-def _opendp_measurement(kind: str, scale: float, integer: bool, size: int):
-    """OpenDP's Laplace (``kind`` "laplace", max-divergence) or Gaussian ("gaussian", zCDP)
-    measurement over int64 or float64 vectors of ``size`` entries. Floats use the lattice
-    2^k with k = floor(log2 scale) - 64: finer than float64 resolution at the noise scale,
-    and about 3x faster than OpenDP's default (k = -1074, big-integer arithmetic)."""
-    domains, metrics, measurements = _opendp()
-    if integer:
-        t, atom, k = "i64", domains.atom_domain(T="i64"), None
-    else:
-        t, atom = "f64", domains.atom_domain(T="f64", nan=False)
-        k = math.floor(math.log2(scale)) - _FLOAT_GRANULARITY_BITS
-    domain = domains.vector_domain(atom, size=size)
-    if kind == "laplace":
-        return measurements.make_laplace(domain, metrics.l1_distance(T=t), scale, k=k)
-    return measurements.make_gaussian(domain, metrics.l2_distance(T=t), scale, k=k)
-
-
-def _opendp_chunk(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
-    meas = _opendp_measurement(kind, scale, integer, len(values))
-    return np.asarray(meas(values), dtype=np.int64 if integer else float)
-
-
-def _opendp_apply(values: np.ndarray, kind: str, scale: float, integer: bool) -> np.ndarray:
-    """OpenDP's measurement applied to the true ``values`` (a flat array): the noisy values
-    come out of OpenDP, which rounds float inputs onto its lattice before adding lattice
-    noise, so no float sum in numpy can leak low-order bits (Mironov 2012). The array is cut
-    into chunks measured on parallel threads (OpenDP releases the GIL); every chunk is the
-    same measurement on a disjoint part of the vector, so the privacy map of the whole is
-    that of one measurement over all of it (`opendp_privacy_loss`)."""
-    # contiguous and writeable (copied if need be: OpenDP's ctypes input refuses read-only
-    # arrays such as the cached truth of `GroupSizeData.node_counts`)
-    values = np.require(values, dtype=np.int64 if integer else float, requirements=["C", "W"])
-    if values.size == 0:
-        return values.copy()
-    chunks = [values[i:i + _OPENDP_CHUNK] for i in range(0, values.size, _OPENDP_CHUNK)]
-    if len(chunks) == 1:
-        return _opendp_chunk(values, kind, scale, integer)
-    workers = min(len(chunks), os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        parts = list(pool.map(lambda c: _opendp_chunk(c, kind, scale, integer), chunks))
-    return np.concatenate(parts)
-
-
-def opendp_privacy_loss(kind: str, scale: float, integer: bool, sensitivity: float,
-                        size: int) -> float:
-    """The privacy loss OpenDP's own privacy map reports for its measurement on vectors of
-    ``size`` entries whose neighbours differ by ``sensitivity`` (L1 for Laplace: epsilon;
-    L2 for Gaussian: rho). An integer measurement with a fractional sensitivity is mapped
-    through the float measurement of the same scale, whose bound covers the integer one."""
-    integral = float(sensitivity).is_integer()
-    meas = _opendp_measurement(kind, scale, integer and integral, max(int(size), 1))
-    d_in = int(sensitivity) if integer and integral else float(sensitivity)
-    return float(meas.map(d_in))
 
 
 def _shape(size) -> tuple[int, ...]:
@@ -230,7 +162,7 @@ class Noise(ABC):
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
         flat = values.reshape(-1)
-        noisy = _opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
+        noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
         loss = None
         if sensitivity is not None:
             loss = opendp_privacy_loss(self._opendp_kind, self.scale, self.integer,
