@@ -52,11 +52,11 @@ from hierdp_core.report import (
     kv_table,
     mechanism_summary,
 )
+from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import (
     PALETTE,
     ledger_figure,
-    sweep_figure,
     true_vs_released_scatter,
 )
 

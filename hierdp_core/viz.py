@@ -2,7 +2,8 @@
 
 Every builder returns a `plotly.graph_objects.Figure` with a title, axis titles with units
 and hover text naming the node and its value. Nothing here needs the internet. Maps
-(choropleths) are in `hierdp_core.map_figures`.
+(choropleths) are in `hierdp_core.map_figures`, sweep and trade-off figures in
+`hierdp_core.sweep_figures`.
 
 Offline maps need one more thing. plotly.js fetches a world outline file
 (``https://cdn.plot.ly/un/world_110m.json``) for every geo subplot whose trace has a
@@ -38,7 +39,7 @@ from plotly.colors import hex_to_rgb
 
 from hierdp_core import palette
 from hierdp_core.errors import InputError
-from hierdp_core.metric_names import REGISTRY, axis_title, definition
+from hierdp_core.metric_names import REGISTRY, axis_title
 from hierdp_core.metrics import ALL_BIN, metric_descriptions
 
 SEQUENTIAL_SCALE = "Viridis"  # the standard palette's; figures read `palette.active()`
@@ -351,117 +352,6 @@ def ledger_figure(ledger: pd.DataFrame) -> go.Figure:
         xaxis={"title": {"text": "geography level"}, "type": "category"},
         yaxis={"title": {"text": "absolute error per cell (count)"}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
-
-
-# ---- experiments -----------------------------------------------------------------------
-def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
-                 log_y: bool = True, by: str | None = None) -> go.Figure:
-    """Mean of a metric against epsilon (log x) per mechanism (or per split), with a
-    shaded band from ``low`` to ``high`` (input: `experiments.summarise`; ``by`` defaults
-    to its first column). With a single epsilon (e.g. `experiments.compare_splits`) it
-    draws bars with low-high error bars. A log y axis falls back to linear (and says so)
-    when some value is <= 0."""
-    needed = {"epsilon", "level_name", "mean", "low", "high", "trials"}
-    missing = needed - set(summary.columns)
-    if missing:
-        raise InputError(f"the summary lacks column(s) {sorted(missing)}")
-    by = by or summary.columns[0]
-    if by not in summary.columns:
-        raise InputError(f"no column {by!r} in the summary")
-    rows = summary[summary["level_name"] == level_name]
-    if rows.empty:
-        raise InputError(f"no rows for level {level_name!r}; levels: "
-                         f"{list(pd.unique(summary['level_name']))}")
-    q = summary.attrs.get("quantiles", None)
-    band = f"{q[0]:.0%}-{q[1]:.0%} of trials" if q else "low-high quantiles of trials"
-    trials = rows["trials"].to_numpy()
-    n_trials = (f"{int(trials.min())}" if trials.min() == trials.max()
-                else f"{int(trials.min())}-{int(trials.max())}")
-    single_eps = rows["epsilon"].nunique() == 1
-    positive = bool((rows[["mean", "low", "high"]].to_numpy(float) > 0).all())
-    use_log = log_y and positive and not single_eps  # bars are read from 0: linear axis
-    label = METRIC_AXES.get(metric, (metric,))[0]
-    fig = go.Figure()
-    groups = list(pd.unique(rows[by]))
-    for i, g in enumerate(groups):
-        colour = PALETTE[i % len(PALETTE)]
-        part = rows[rows[by] == g].sort_values("epsilon")
-        eps = part["epsilon"].to_numpy(float)
-        mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
-        custom = np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high),
-                                  part["trials"].astype(str)])
-        hover = (f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>{_esc(label)}, mean: "
-                 "%{customdata[0]}<br>band: %{customdata[1]} to %{customdata[2]}"
-                 f"<br>trials: %{{customdata[3]}}<br><i>{_esc(definition(metric))}</i>"
-                 "<extra></extra>")
-        if single_eps:
-            fig.add_trace(go.Bar(
-                x=[_esc(g)], y=mean, name=_esc(g), marker_color=colour,
-                error_y={"type": "data", "symmetric": False, "array": high - mean,
-                         "arrayminus": mean - low},
-                customdata=custom,
-                hovertemplate=hover.replace("epsilon %{x}", f"epsilon {eps[0]:g}")))
-            continue
-        fig.add_trace(go.Scatter(
-            x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
-            mode="lines", fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
-            hoverinfo="skip", showlegend=False, legendgroup=str(g), name=f"{g} band"))
-        fig.add_trace(go.Scatter(
-            x=eps, y=mean, mode="lines+markers", name=_esc(g), legendgroup=str(g),
-            line={"color": colour}, customdata=custom, hovertemplate=hover))
-    sub = f"mean over {n_trials} trials; {'bars' if single_eps else 'band'}: {band}"
-    if log_y and not use_log and not single_eps:
-        sub += "; linear y axis (some values are <= 0)"
-    eps_text = f" at epsilon = {rows['epsilon'].iloc[0]:g}" if single_eps else " vs epsilon"
-    fig.update_layout(
-        title=_title(f"{label.capitalize()}{eps_text}: {_esc(level_name)}", sub),
-        xaxis=({"title": {"text": _esc(by)}, "type": "category"} if single_eps else
-               {"title": {"text": "privacy budget epsilon (log scale)"}, "type": "log",
-                "tickmode": "array", "tickvals": sorted(rows["epsilon"].unique()),
-                "ticktext": [f"{e:g}" for e in sorted(rows["epsilon"].unique())]}),
-        yaxis={"title": {"text": metric_axis_title(metric)
-                         + (" (log scale)" if use_log else "")},
-               "type": "log" if use_log else "linear",
-               **(_log_axis_ticks(rows[["low", "high", "mean"]].to_numpy()) if use_log
-                  else {}),
-               **({} if use_log else {"rangemode": "tozero"})},
-        legend={"title": {"text": _esc(by)}},
-        hovermode="closest",
-    )
-    return fig
-
-
-def split_comparison_figure(summary: pd.DataFrame, *, metric: str) -> go.Figure:
-    """Grouped bars of a metric per level, one colour per budget split, with low-high error
-    bars (input: `experiments.summarise(compare_splits(...), metric, by="split")`)."""
-    needed = {"split", "level", "level_name", "mean", "low", "high", "trials", "epsilon"}
-    missing = needed - set(summary.columns)
-    if missing:
-        raise InputError(f"the summary lacks column(s) {sorted(missing)}")
-    label = METRIC_AXES.get(metric, (metric,))[0]
-    fig = go.Figure()
-    for i, (split, part) in enumerate(summary.groupby("split", sort=False)):
-        part = part.sort_values("level")
-        mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
-        fig.add_trace(go.Bar(
-            x=[_esc(v) for v in part["level_name"]], y=mean, name=_esc(split),
-            marker_color=PALETTE[i % len(PALETTE)],
-            error_y={"type": "data", "symmetric": False, "array": high - mean,
-                     "arrayminus": mean - low},
-            customdata=np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high)]),
-            hovertemplate=f"<b>{_esc(split)}</b> · %{{x}}<br>mean: %{{customdata[0]}}"
-                          "<br>range: %{customdata[1]} to %{customdata[2]}<extra></extra>"))
-    eps = summary["epsilon"].iloc[0]
-    trials = int(summary["trials"].min())
-    fig.update_layout(
-        barmode="group",
-        title=_title(f"{label.capitalize()} by level for two budget splits (epsilon = {eps:g})",
-                     f"mean over {trials} trials; error bars: 5%-95% of trials"),
-        xaxis={"title": {"text": "geography level"}, "type": "category"},
-        yaxis={"title": {"text": metric_axis_title(metric)}, "rangemode": "tozero"},
-        legend={"title": {"text": "split"}},
     )
     return fig
 

@@ -8,9 +8,9 @@ from hierdp_core.experiments import compare_splits, summarise, sweep
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.metrics import METRICS as ALL_METRICS
+from hierdp_core.sweep_figures import split_comparison_figure, sweep_figure
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import split as split_ui
-from hierdp_core.viz import split_comparison_figure, sweep_figure
 
 MAX_RUNS = 300
 METRICS = [m for m in ALL_METRICS if m != "consistency_violations"]

@@ -17,11 +17,12 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.ui import map_layers, samples, session, sweep_jobs, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
-from hierdp_core.viz import plotly_config, sweep_figure
+from hierdp_core.viz import plotly_config
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
                                    "histograms that add up over the hierarchy, with the number "

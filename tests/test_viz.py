@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from hierdp_core import viz
+from hierdp_core import sweep_figures, viz
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise, sweep
 from hierdp_core.mechanisms.base import get_mechanism
@@ -136,7 +136,7 @@ def test_ledger_figure_marks_unmeasured_levels(release):
 def test_sweep_figure(data):
     runs = sweep(data, ["topdown", "raw-geometric"], [0.5, 1, 2], 2, seed=1)
     summary = summarise(runs, "rmse")
-    fig = viz.sweep_figure(summary, metric="rmse", level_name="county")
+    fig = sweep_figures.sweep_figure(summary, metric="rmse", level_name="county")
     assert len(fig.data) == 4  # a band and a line per mechanism
     bands = [t for t in fig.data if t.fill == "toself"]
     lines = [t for t in fig.data if t.fill != "toself"]
@@ -152,10 +152,10 @@ def test_sweep_figure(data):
     assert np.isin(np.round(mantissa, 6), [1, 2, 5]).all()
     assert "Root mean squared error" in fig.layout.yaxis.title.text
     assert "county" in _title(fig) and "5%-95%" in _title(fig)
-    fig = viz.sweep_figure(summary, metric="rmse", level_name="county", log_y=False)
+    fig = sweep_figures.sweep_figure(summary, metric="rmse", level_name="county", log_y=False)
     assert fig.layout.yaxis.type == "linear"
     with pytest.raises(InputError):
-        viz.sweep_figure(summary, metric="rmse", level_name="tract")
+        sweep_figures.sweep_figure(summary, metric="rmse", level_name="tract")
 
 
 # ---- one node --------------------------------------------------------------------------
@@ -177,9 +177,9 @@ def test_split_comparison_figure(data):
 
     runs = compare_splits(data, "topdown", 1.0, {"uniform": "uniform", "finer": "finer"},
                           trials=3)
-    fig = viz.split_comparison_figure(summarise(runs, "mae", by="split"), metric="mae")
+    fig = sweep_figures.split_comparison_figure(summarise(runs, "mae", by="split"), metric="mae")
     assert [t.name for t in fig.data] == ["uniform", "finer"]
     assert all(list(t.x) == list(data.hierarchy.level_names) for t in fig.data)
     assert fig.layout.barmode == "group" and "epsilon = 1" in _title(fig)
     with pytest.raises(InputError):
-        viz.split_comparison_figure(summarise(runs, "mae"), metric="mae")  # no split column
+        sweep_figures.split_comparison_figure(summarise(runs, "mae"), metric="mae")  # no split column

@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise
-from hierdp_core.viz import PALETTE, _esc, _fmt_array, _log_axis_ticks, _rgba, _title, sweep_figure
+from hierdp_core.sweep_figures import sweep_figure
+from hierdp_core.viz import PALETTE, _esc, _fmt_array, _log_axis_ticks, _rgba, _title
 
 EVALUATION = "true values: confidential, evaluation only, not a DP release"
 TRUE_COLOUR = "rgba(40, 40, 40, 0.75)"
