@@ -114,10 +114,10 @@ def prefetch(key: Hashable, compute: Compute) -> None:
 
 
 def wait(job: SweepJob, progress: Progress):
-    """The job's result (its exception raised), calling ``progress(done, total)`` while it
-    runs."""
+    """The job's result (its exception raised), calling ``progress(done, total)`` at every
+    poll while it runs, also before it starts (total 0): each call is a Streamlit command,
+    where a rerun or a page change can interrupt the waiting script."""
     while not job.future.done():
-        if job.total:
-            progress(job.done, job.total)
+        progress(job.done, job.total)
         wait_futures([job.future], timeout=POLL_S, return_when=FIRST_COMPLETED)
     return job.future.result()

@@ -151,7 +151,8 @@ def run_sweep(state_key: str, compute, key=None, *, shared: bool = False) -> Non
     bar = st.progress(0.0, text="Sweeping…")
     try:
         st.session_state[state_key] = sweep_jobs.wait(job, lambda done, total: bar.progress(
-            done / total, text=f"Release {done} of {total}"))
+            done / total, text=f"Release {done} of {total}") if total
+            else bar.progress(0.0, text="Waiting for the sweep to start…"))
         st.session_state[f"{state_key}_timing"] = job.timing(pressed)
     except HierdpError as exc:
         st.error(str(exc))
