@@ -22,6 +22,7 @@ from tests.browser_tools import (
     running_dashboard,
     select_option,
     settle,
+    timed_click,
 )
 
 pytestmark = pytest.mark.browser
@@ -34,6 +35,7 @@ if CHROMIUM is None:
     pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)",
                 allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api")
+PlaywrightTimeoutError = playwright_api.TimeoutError
 MAP_PATHS = ".js-plotly-plot path.choroplethlocation"
 
 
@@ -129,11 +131,20 @@ def save_release_csv(pg, path: Path) -> pd.DataFrame:
     save the (first) release CSV at ``path`` and check it (see `check_release_csv`)."""
     prepare = pg.get_by_role("button", name=re.compile("^Prepare the downloads"))
     if prepare.count():
-        prepare.first.click()
+        timed_click(pg, prepare.first)  # until the run it starts (and its redraw) is done
         settle(pg)
         no_exception(pg)
-    with pg.expect_download(timeout=120_000) as download:
-        pg.get_by_role("button", name="Release table (CSV)").first.click()
+    button = pg.get_by_role("button", name="Release table (CSV)").first
+    for attempt in range(3):  # a click during a redraw can hit the previous file's URL
+        button.wait_for(timeout=120_000)
+        settle(pg)
+        try:
+            with pg.expect_download(timeout=40_000) as download:
+                button.click()
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     download.value.save_as(path)
     return check_release_csv(path)
 
