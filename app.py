@@ -30,20 +30,22 @@ for col, sample in zip(cols, SAMPLES.values(), strict=True):
             st.switch_page("pages/4_Results.py")
 
 st.subheader("The steps")
-for path, label, what in [
-    ("pages/1_Data.py", "Data", "pick a sample or upload a file; assign column roles"),
-    ("pages/2_Hierarchy.py", "Hierarchy", "order the levels; units per level"),
-    ("pages/3_Mechanism_and_budget.py", "Mechanism & budget",
-     "mechanism, ε or ρ, split over levels, expected error before running"),
-    ("pages/4_Results.py", "Results", "a map of true, noisy, released or error; metrics"),
-    ("pages/5_Trade-offs.py", "Trade-offs", "error against ε for several mechanisms"),
-    ("pages/6_Export.py", "Export", "release CSV / Parquet / GeoJSON with its manifest"),
-    ("pages/7_Group_sizes.py", "Group sizes", "households of each size per region"),
-    ("pages/8_Flows.py", "Flows", "origin/destination trips (InfTDA) on US airport flights"),
-    ("pages/9_Ranges.py", "Range queries", "age ranges by region and province (DAWA)"),
-    ("pages/10_Compare.py", "Compare", "two configurations side by side on the same data"),
-]:
-    widgets.next_page(path, f"{label}: {what}")
+STEPS = {  # what each page of `widgets.PAGES` is for
+    "pages/1_Data.py": "pick a sample or upload a file; assign column roles",
+    "pages/2_Hierarchy.py": "order the levels; units per level",
+    "pages/3_Mechanism_and_budget.py":
+        "mechanism, ε or ρ, split over levels, expected error before running",
+    "pages/4_Results.py": "a map of true, noisy, released or error; metrics",
+    "pages/5_Trade-offs.py": "error against ε for several mechanisms",
+    "pages/6_Export.py": "release CSV / Parquet / GeoJSON with its manifest",
+    "pages/7_Group_sizes.py": "households of each size per region",
+    "pages/8_Flows.py": "origin/destination trips (InfTDA) on US airport flights",
+    "pages/9_Ranges.py": "age ranges by region and province (DAWA)",
+    "pages/10_Compare.py": "two configurations side by side on the same data",
+}
+for path, label, _ in widgets.PAGES:
+    if path in STEPS:
+        widgets.next_page(path, f"{label}: {STEPS[path]}")
 
 st.subheader("Mechanisms")
 st.dataframe(pd.DataFrame([{
