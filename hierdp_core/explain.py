@@ -1,4 +1,5 @@
-"""Plain-language explanation of a counts release's configuration, before anything runs:
+"""Plain-language explanation of a release's configuration, for every query kind (counts,
+group sizes, flows, ranges), before anything runs:
 what a neighbour is, what the budget guarantees, the a priori error per level and what the
 publishable verdict depends on. Public parameters only (the mechanism, its declared privacy
 plan, the budget and split, the tree's shape and whether the structure was declared), never
@@ -6,9 +7,8 @@ a count, so it may be shown beside a release or put in a report.
 
 Every number comes from the core: the neighbouring relation from the mechanism's privacy
 plan (`privacy.plan`), zCDP as (epsilon, delta) from `privacy.budget.rho_to_epsilon`, the
-errors from the split optimiser's a priori model (`privacy.split_optimiser.expected_errors`;
-for a mechanism it does not model, the ledger's raw measurement noise per cell), the verdict
-from `verdict.verdict`.
+errors per level from `explain_errors` (by query kind, from the mechanism's declared noise
+and sensitivity), the verdict from `verdict.verdict`.
 
 Example
 -------
@@ -28,10 +28,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from hierdp_core.cli_split import FAMILY
-from hierdp_core.errors import BudgetError
+from hierdp_core.explain_errors import APriori, a_priori_errors
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import resolve_shares
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_PERSON,
@@ -41,7 +39,6 @@ from hierdp_core.privacy.plan import (
     SUBSTITUTE_TRIP,
     WHOLE_GROUP,
 )
-from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
 from hierdp_core.verdict import verdict
 
 #: relation key -> (who is protected, what the counts count, what a neighbour changes)
@@ -56,9 +53,13 @@ NEIGHBOURS = {
                       "destination (the number of trips stays the same)"),
     ADD_REMOVE_TRIP: ("one trip", "trips", "one trip is added or removed"),
 }
+#: the secure-noise condition, by query kind: where the dashboard draws such a release
 SECURE_NOISE = ("secure noise: drawn from the operating system's entropy through OpenDP (the "
                 "Results page's 'Release' mode, or the publishable release drawn on the "
                 "Export page); a seeded exploration release never is publishable")
+SECURE_NOISE_QUERY_PAGE = ("secure noise: drawn from the operating system's entropy through "
+                           "OpenDP (the publishable release drawn beside the downloads on "
+                           "this page); a seeded exploration release never is publishable")
 
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
@@ -69,7 +70,8 @@ ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE"}
 class Explanation:
     """The four parts of the explanation, as text (``*_text``, Markdown) and numbers:
     ``likelihood_ratio`` = e^epsilon (epsilon for zCDP from the conversion at ``delta``),
-    ``errors`` one row per level (level_name, units, mae, rmse: a priori, in ``unit``),
+    ``errors`` one row per level (level_name, units (regions, pairs: `explain_errors`), mae,
+    rmse: a priori, in ``unit``),
     ``conditions`` (condition, met: True/False, or None when decided at release time).
     ``ERROR_NAMES`` name the columns of ``errors`` for a table (`metric_names.friendly_table`).
     """
@@ -128,48 +130,41 @@ def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | No
         "factor, more privacy, more noise.")
 
 
-def _errors(data, name: str, budget: PrivacyBudget, split, params: dict
-            ) -> tuple[pd.DataFrame, str]:
-    """A priori error per level: the split optimiser's model of the released values when it
-    models ``name``, else the ledger's raw measurement noise per cell."""
-    h = data.hierarchy
-    mechanism = get_mechanism(name)
+def _error_text(errors: APriori, unit: str) -> str:
+    parts = []
+    for row in errors.table.itertuples():
+        value = row.mae if errors.measure == "mean |error|" else row.rmse
+        parts.append(f"{row.level_name} ±{value:,.1f}" if math.isfinite(value)
+                     else f"{row.level_name}: not measured" if errors.measure != "RMSE"
+                     else f"{row.level_name}: not modelled")
+    return (f"A released number is typically off by ({errors.measure} per {errors.per}, in "
+            f"{unit}): " + ", ".join(parts) + f". A priori: {errors.basis}; no count is read. "
+            f"A number of 50 {unit} with an error of ±5 is off by 10%, so small numbers "
+            "suffer most.")
+
+
+def _exact_text(mechanism, params: dict) -> str:
+    """What the mechanism publishes exactly (not protected), as a sentence, or ''."""
     p = mechanism.params(**params)
-    units = [h.level_size(level) for level in range(h.n_levels)]
-    family = FAMILY.get(name)
-    if family is not None:
-        invariant = bool(p.get("root_invariant", False))
-        shares = resolve_shares(h.n_levels, split, skip_root=invariant)
-        noise = getattr(mechanism, "fixed_noise", None) or str(p.get("noise", "auto"))
-        try:
-            frame = expected_errors(h, family, NoiseModel.of(budget, noise), shares, invariant)
-        except BudgetError:  # a split the model does not cover (raw with an unmeasured level)
-            pass
-        else:
-            table = frame[["level_name", "mae", "rmse"]].assign(units=units)
-            return table[["level_name", "units", "mae", "rmse"]], \
-                "the released values, from the tree's shape and the budget alone"
-    ledger = mechanism.ledger(data, budget, split=split, **params)
-    table = pd.DataFrame({"level_name": ledger["level_name"], "units": units,
-                          "mae": ledger["expected_abs_error"], "rmse": math.nan})
-    return table, "the raw measurement noise per cell (before any consistency step)"
-
-
-def _error_text(table: pd.DataFrame, unit: str, basis: str, per: str) -> str:
-    parts = [f"{row.level_name} ±{row.mae:,.1f}" if math.isfinite(row.mae)
-             else f"{row.level_name}: not measured" for row in table.itertuples()]
-    return (f"A released count is typically off by (mean |error| per {per}, in {unit}): "
-            + ", ".join(parts) + f". A priori: {basis}; no count is read. A unit of 50 "
-            f"{unit} with an error of ±5 is off by 10%, so small units suffer most.")
+    if p.get("root_invariant"):
+        return " The root total is published exactly: it is NOT protected."
+    kept = getattr(mechanism, "kept_invariants", None)
+    if kept is not None and kept(**params):
+        return (" Published exactly (public by the model, NOT protected): "
+                + "; ".join(kept(**params)) + ".")
+    if p.get("neighbouring") == "bounded":
+        return " The number of trips is published exactly (public under these neighbours)."
+    return ""
 
 
 def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
             ) -> Explanation:
-    """The explanation of releasing ``data`` (a CountData: only its tree's shape, whether it
-    has categories and whether its structure was declared are read) with ``mechanism`` at
-    ``budget`` split over levels by ``split`` (weights or None, as for
-    ``Mechanism.ledger``) with ``params``. Raises what the ledger raises for bad settings
-    (a `HierdpError`)."""
+    """The explanation of releasing ``data`` (the data of the mechanism's query kind:
+    CountData, GroupSizeData, FlowData or RangeData; only its tree's shape, whether it has
+    categories, whether its structure was declared and, for ranges, the public workload are
+    read) with ``mechanism`` at ``budget`` split over levels by ``split`` (weights, a preset
+    or None, as for ``Mechanism.ledger``) with ``params``. Raises what the ledger raises for
+    bad settings (a `HierdpError`)."""
     m = get_mechanism(mechanism)
     plan = m.privacy_plan(**params)
     relation = plan.relations()[0]
@@ -178,15 +173,13 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
     neighbour_text = (f"The guarantee protects {neighbour}. Two versions of the data are "
                       f"*neighbours* when {change}. The release must look almost the same "
                       "for any two neighbours, so it cannot tell whether any one is in it.")
-    if m.params(**params).get("root_invariant"):
-        neighbour_text += " The root total is published exactly: it is NOT protected."
+    neighbour_text += _exact_text(m, params)
     eps, delta, guarantee = _guarantee(budget, neighbour)
-    errors, basis = _errors(data, mechanism, budget, split, params)
-    per = "cell (unit × category)" if data.has_categories else "unit"
+    errors = a_priori_errors(data, mechanism, budget, split, params)
     declared = bool(data.declared_structure)
     info = m.info
     conditions = (
-        (SECURE_NOISE, None),
+        (SECURE_NOISE if info.queries[0] == "counts" else SECURE_NOISE_QUERY_PAGE, None),
         (f"a private mechanism: {info.name} "
          + ("is differentially private" if info.private
             else "is NOT differentially private as published"), info.private),
@@ -204,5 +197,5 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
                     "Even with secure noise this configuration is not publishable: "
                     + "; ".join(secure["not_publishable_because"]) + ".")
     return Explanation(neighbour, unit, neighbour_text, eps, delta,
-                       math.exp(eps) if math.isfinite(eps) else math.nan, guarantee, errors,
-                       _error_text(errors, unit, basis, per), conditions, verdict_text)
+                       math.exp(eps) if math.isfinite(eps) else math.nan, guarantee,
+                       errors.table, _error_text(errors, unit), conditions, verdict_text)

@@ -40,6 +40,7 @@ REGISTRY: dict[str, MetricName] = {
                             "unit of the level)"),
     "units": _M("Units", "number of geographic units (nodes) in the row"),
     "regions": _M("Regions", "number of regions (nodes) of the level"),
+    "pairs": _M("O/D pairs", "number of possible origin → destination pairs of the tree level"),
     "cells": _M("Cells", "number of unit × category cells in the row"),
     "node_id": _M("Unit id", "the unit's codes from the root down, joined by '/'"),
     "true": _M("True", "the confidential true value (shown for evaluation, never released)"),

@@ -5,12 +5,12 @@ import numpy as np
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.explain import ERROR_NAMES, explain
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import split as split_ui
+from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import ledger_figure
 
 status_slot = widgets.page_header("Mechanism & budget",
@@ -106,9 +106,5 @@ st.dataframe(**table, width="stretch")
 st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
            "coarse levels.")
 
-with st.container(border=True, key="explain_panel"):
-    st.subheader("In plain words", anchor="in-plain-words")
-    explanation = explain(data, s["mechanism"], session.budget_of(s), weights, **s["params"])
-    st.markdown(explanation.markdown())
-    st.dataframe(**friendly_table(explanation.errors.round(2), **ERROR_NAMES), width="stretch")
+explain_panel(data, s["mechanism"], session.budget_of(s), weights, **s["params"])
 widgets.next_page("pages/4_Results.py", "Next: run the release and look at the results")

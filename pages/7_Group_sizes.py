@@ -22,6 +22,7 @@ from hierdp_core.ui import map_layers, samples, session, sweep_jobs, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
+from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import plotly_config
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
@@ -67,6 +68,7 @@ def release_with(source: NoiseSource):
     return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source)
 
 
+explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False)
 release, metrics, seconds = rel.cached_release(
     session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
     run=run, what="group sizes")

@@ -25,6 +25,7 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ui import map_layers, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import plotly_config
 
 DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
@@ -94,6 +95,8 @@ def release_with(source: NoiseSource):
                                        **params)
 
 
+explain_panel(data, name, PrivacyBudget.approx(epsilon, delta), split if topdown else None,
+              expanded=False, **params)
 release, metrics, seconds = rel.cached_release(
     session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
     what=f"with {name}")

@@ -30,6 +30,7 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import samples, session, widgets
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
+from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
@@ -137,6 +138,7 @@ def release_with(source: NoiseSource):
                                        **params)
 
 
+explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
 release, metrics, seconds = rel.cached_release(
     session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
     run=run, what=f"with {name}",

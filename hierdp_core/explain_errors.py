@@ -1,0 +1,182 @@
+"""The a priori error per level of a release, for its plain-language explanation
+(`hierdp_core.explain`): one function per query kind, reading public parameters only (the
+tree's shape, the mechanism's declared noise and sensitivity through its ledger or privacy
+plan, the budget, the split and, for ranges, the public workload), never a count.
+
+* counts: the split optimiser's model of the released values
+  (`privacy.split_optimiser.expected_errors`) for the mechanisms it models, else the
+  ledger's raw measurement noise per cell;
+* group sizes: the ledger's noise on one measured cell, in households: one region's number
+  of households of one size (plain histograms) or of at most that size (cumulative ones);
+* flows: the ledger's noise on one origin/destination pair measured at a tree level, in
+  trips; the total is exact (0) when the mechanism publishes it (bounded neighbours);
+* ranges: the root mean squared error of a workload query from the Stage-2 strategy's
+  least-squares covariance (`ranges.greedy.Strategy.expected_squared_errors`, sensitivity
+  from the plan) over the workload's atoms, at the level's Stage-2 epsilon; None (NaN) for
+  the methods whose error depends on the data or that this model does not cover.
+
+Every table has the columns level_name, units (regions for group sizes, pairs for flows:
+what the level has), mae, rmse (NaN: not measured or not modelled); the numbers are checked against seeded releases in ``tests/test_explain_kinds``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.cli_split import FAMILY
+from hierdp_core.errors import BudgetError
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.measure import resolve_shares
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
+
+COLUMNS = ["level_name", "units", "mae", "rmse"]
+
+
+@dataclass(frozen=True)
+class APriori:
+    """A priori errors: ``table`` (`COLUMNS`, units renamed for some kinds; one row per level), ``basis`` (what the
+    numbers are, a phrase), ``per`` (what one error is of: "unit", "O/D pair", ...) and
+    ``measure`` (the statistic the text quotes: "mean |error|" or "RMSE")."""
+
+    table: pd.DataFrame
+    basis: str
+    per: str
+    measure: str = "mean |error|"
+
+
+def _ledger_table(ledger: pd.DataFrame, units, rmse: bool = True) -> pd.DataFrame:
+    """level_name, units, mae (expected |noise|), rmse (the noise's sd) of a ledger."""
+    return pd.DataFrame({"level_name": ledger["level_name"], "units": list(units),
+                         "mae": ledger["expected_abs_error"].to_numpy(float),
+                         "rmse": (ledger["noise_sd"].to_numpy(float) if rmse
+                                  else np.nan)})
+
+
+def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
+    """Counts: the split optimiser's model of the released values when it models ``name``,
+    else the ledger's raw measurement noise per cell."""
+    h = data.hierarchy
+    mechanism = get_mechanism(name)
+    p = mechanism.params(**params)
+    units = [h.level_size(level) for level in range(h.n_levels)]
+    per = "cell (unit × category)" if data.has_categories else "unit"
+    family = FAMILY.get(name)
+    if family is not None:
+        invariant = bool(p.get("root_invariant", False))
+        shares = resolve_shares(h.n_levels, split, skip_root=invariant)
+        noise = getattr(mechanism, "fixed_noise", None) or str(p.get("noise", "auto"))
+        try:
+            frame = expected_errors(h, family, NoiseModel.of(budget, noise), shares, invariant)
+        except BudgetError:  # a split the model does not cover (raw with an unmeasured level)
+            pass
+        else:
+            table = frame[["level_name", "mae", "rmse"]].assign(units=units)
+            return APriori(table[COLUMNS], "the released values, from the tree's shape and "
+                           "the budget alone", per)
+    ledger = mechanism.ledger(data, budget, split=split, **params)
+    return APriori(_ledger_table(ledger, units, rmse=False), "the raw measurement noise per "
+                   "cell (before any consistency step)", per)
+
+
+def group_size_errors(data, name: str, budget: PrivacyBudget, split,
+                      params: dict) -> APriori:
+    """Group sizes: the ledger's noise on one measured cell of one region, in households."""
+    mechanism = get_mechanism(name)
+    h = data.hierarchy
+    ledger = mechanism.ledger(data, budget, split=split, **params)
+    cumulative = getattr(mechanism, "representation", "plain") == "cumulative"
+    per = ("region and size k (its households of size at most k, the cumulative count "
+           "this mechanism measures)" if cumulative else "region and size")
+    table = _ledger_table(ledger, (h.level_size(lv) for lv in range(h.n_levels)))
+    return APriori(table.rename(columns={"units": "regions"}),
+                   "the raw measurement noise per cell (before the consistency step, which "
+                   "usually lowers it)", per)
+
+
+def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
+    """Flows: the ledger's noise on one O/D pair measured at each tree level, in trips; the
+    total 0 when published exactly (bounded neighbours, top-down mechanisms)."""
+    mechanism = get_mechanism(name)
+    ledger = mechanism.ledger(data, budget, split=split, **params)
+    units = [math.prod(data.level_width(g) for g in data.pair_levels(level))
+             for level in range(data.depth + 1)]
+    table = _ledger_table(ledger, units)
+    if mechanism.params(**params).get("neighbouring") == "bounded":
+        table.loc[0, ["mae", "rmse"]] = 0.0  # the number of trips n, published exactly
+    measured = ("the pairs of a level whose parent was released non-zero"
+                if "neighbouring" in mechanism.params(**params) else
+                "every possible pair of the finest level; coarser levels are their sums")
+    table = table.rename(columns={"units": "pairs"})
+    return APriori(table, f"the raw noise per O/D pair (before the projection onto the "
+                   f"parent and the pruning); measured: {measured}", "O/D pair")
+
+
+def _query_errors(workload, bounds: np.ndarray, kind: str, branching: int, epsilon: float,
+                  sensitivity: float) -> np.ndarray:
+    """Expected squared error of every workload query when the buckets ``bounds`` are
+    measured with Stage-2 strategy ``kind`` at ``epsilon`` (Laplace(sensitivity/epsilon))
+    and estimated by least squares (data-independent)."""
+    from hierdp_core.ranges.dawa import stage2_strategies
+
+    w_hat = workload.bucket_matrix(bounds)
+    strategy = stage2_strategies(workload, bounds[None], kind, branching)
+    if strategy is None:  # Laplace on each bucket
+        return 2.0 * (sensitivity / epsilon) ** 2 * (w_hat ** 2).sum(axis=1)
+    return sensitivity ** 2 * strategy.unit(0).expected_squared_errors(w_hat, epsilon)
+
+
+def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
+    """Ranges: the RMSE of a workload query per level, from the Stage-2 strategy over the
+    workload's atoms at the level's Stage-2 epsilon (greedy-h, identity, DAWA's levels
+    without a partition: exact before consistency; a level with DAWA's data-dependent
+    partition: the error if it kept every atom); NaN for the other methods."""
+    from hierdp_core.ranges.dawa import atom_edges
+
+    mechanism = get_mechanism(name)
+    p = mechanism.params(**params)
+    ledger = mechanism.ledger(data, budget, split=split, **params)
+    options = getattr(mechanism.estimator, "options", None)
+    sensitivity = mechanism.measurement_sensitivity(**params)
+    workload = data.workload
+    if name == "identity":
+        kind, bounds = "laplace", np.arange(workload.n + 1)
+    elif options is not None and sensitivity is not None:
+        kind, bounds = {**p, **options}.get("stage2", "greedy"), atom_edges(workload)
+    else:
+        kind = bounds = None
+    rmse = []
+    for row in ledger.itertuples():
+        if kind is None or not row.epsilon_stage2 > 0:
+            rmse.append(math.nan)
+            continue
+        errors = _query_errors(workload, bounds, kind, int(p.get("branching", 2)),
+                               row.epsilon_stage2, sensitivity)
+        rmse.append(float(np.sqrt(errors.mean())))
+    table = pd.DataFrame({"level_name": ledger["level_name"], "units": ledger["units"],
+                          "mae": math.nan, "rmse": rmse})
+    partitioned = bool((ledger["epsilon_stage1"] > 0).any())
+    basis = ("the Stage-2 measurement's least-squares error over the workload, before the "
+             "top-down consistency step" if kind is not None else
+             f"not modelled for {name}: its error depends on the data or on a tree this "
+             "model does not cover")
+    if partitioned and kind is not None:
+        basis += ("; at a level with DAWA's private partition, the error if it kept every "
+                  "value apart (merging near-uniform values lowers the noise and adds a bias "
+                  "that depends on the data)")
+    return APriori(table, basis, f"query of the workload ({workload.name})", "RMSE")
+
+
+ERRORS = {"counts": count_errors, "group-sizes": group_size_errors, "flows": flow_errors,
+          "ranges": range_errors}
+
+
+def a_priori_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
+    """The a priori errors of releasing ``data`` with mechanism ``name`` (its query kind's
+    function above). Raises what the mechanism's ledger raises for bad settings."""
+    kind = get_mechanism(name).info.queries[0]
+    return ERRORS[kind](data, name, budget, split, params)
