@@ -102,7 +102,13 @@ def release_with_config(args, given: set[str]) -> None:
     fill = {"query": cfg.query, "levels": ",".join(cfg.levels) or None,
             "count_column": cfg.count_column,
             "categories": ",".join(cfg.category_columns) or None,
-            "mechanism": cfg.mechanism}
+            "mechanism": cfg.mechanism, "group_column": cfg.group_column,
+            "size_column": cfg.size_column, "max_size": cfg.max_size,
+            "origin_levels": ",".join(cfg.origin_levels) or None,
+            "destination_levels": ",".join(cfg.destination_levels) or None,
+            "tree": cfg.tree, "attribute": cfg.attribute, "workload": cfg.workload,
+            "domain": f"{cfg.domain[0]}-{cfg.domain[1]}" if cfg.domain else None,
+            "invariant": list(cfg.invariants) or None}
     if "geography" not in given and "structure_from_data" not in given:
         if cfg.structure == "from-data":
             fill["structure_from_data"] = True

@@ -7,9 +7,9 @@ A configuration holds public choices only, never a value of the data:
 ``data``            where the data comes from: ``{"sample": NAME}`` (a bundled sample) or
                     ``{"file": PATH, "geography": PATH or null}`` (paths relative to the
                     configuration file's folder)
-``query``           ``"counts"`` (the only query the dashboard saves; the CLI takes all four)
-``levels``          level columns, coarse to fine
-``count_column``    the count column, or null for one row per person
+``query``           ``"counts"`` (the default), ``"group-sizes"``, ``"flows"`` or ``"ranges"``
+``levels``          level columns, coarse to fine (not flows)
+``count_column``    the count column, or null for one row per person (per trip, per group)
 ``category_columns`` category columns; ``category_values`` their declared public values
 ``structure``       ``"declared"`` or ``"from-data"`` (exploration only)
 ``mechanism``, ``params`` the mechanism and its parameters
@@ -17,6 +17,20 @@ A configuration holds public choices only, never a value of the data:
                     zCDP (rho, delta)
 ``split``           one weight per level (root first) or a preset name
 ``seed``            an integer (seeded exploration noise) or null (secure noise)
+``invariants``      what the release publishes exactly (not protected): ``"total"`` and/or
+                    ``"groups"``, as ``hierdp release --invariant`` declares them
+
+Keys of one query kind only (`QUERY_KEYS`), null or absent for the others:
+
+group sizes         ``group_column`` (one row per person: the group id) or ``size_column``
+                    (one row per region and size, with ``count_column``), ``max_size``
+                    (the public top-code N)
+flows               ``origin_levels``, ``destination_levels`` (coarse to fine), ``tree``
+                    (``"destination"`` or ``"origin"``: which end is refined first); the
+                    split may also be ``"geometric"``
+ranges              ``attribute`` (the ordered column), ``domain`` ([LO, HI], its public
+                    integer domain), ``workload`` (``prefix``, ``all``, ``random``,
+                    ``identity`` or bands such as ``"0-17,18-64,65-100"``)
 
 Every key but ``format``, ``mechanism`` and the budget may be left out. Bad or unknown keys
 raise `ConfigError` naming the key.
@@ -41,10 +55,18 @@ from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget
 
 FORMAT = "hierdp-config/1"
 QUERIES = ("counts", "group-sizes", "flows", "ranges")
+#: the keys of one query kind only
+QUERY_KEYS = {"counts": ("category_columns", "category_values"),
+              "group-sizes": ("group_column", "size_column", "max_size"),
+              "flows": ("origin_levels", "destination_levels", "tree"),
+              "ranges": ("attribute", "domain", "workload")}
 KEYS = ("format", "data", "query", "levels", "count_column", "category_columns",
         "category_values", "structure", "mechanism", "params", "epsilon", "rho", "delta",
-        "split", "seed")
+        "split", "seed", "invariants", *(k for kind in QUERIES[1:] for k in QUERY_KEYS[kind]))
 DATA_KEYS = ("sample", "file", "geography")
+INVARIANTS = ("total", "groups")
+TREES = ("destination", "origin")
+FLOW_SPLITS = ("geometric",)  # a preset of flows only
 
 
 class ConfigError(InputError):
@@ -70,6 +92,16 @@ class ReleaseConfig:
     params: dict = field(default_factory=dict)
     split: tuple[float, ...] | str | None = None
     seed: int | None = None
+    invariants: tuple[str, ...] = ()
+    group_column: str | None = None
+    size_column: str | None = None
+    max_size: int | None = None
+    origin_levels: tuple[str, ...] = ()
+    destination_levels: tuple[str, ...] = ()
+    tree: str | None = None
+    attribute: str | None = None
+    domain: tuple[int, int] | None = None
+    workload: str | None = None
 
     def budget(self) -> PrivacyBudget:
         """The privacy budget: zCDP with ``rho``, else pure or (epsilon, delta) DP."""
@@ -82,10 +114,11 @@ class ReleaseConfig:
     def to_dict(self) -> dict:
         """The JSON-ready dict (keys in `KEYS` order, ``format`` first)."""
         d = asdict(self)
-        d.update(levels=list(self.levels), category_columns=list(self.category_columns),
-                 category_values={k: list(v) for k, v in self.category_values.items()},
-                 split=list(self.split) if isinstance(self.split, tuple) else self.split)
-        return {"format": FORMAT, **{k: d[k] for k in KEYS if k != "format"}}
+        d.update({k: list(v) for k, v in d.items() if isinstance(v, tuple)})
+        d["category_values"] = {k: list(v) for k, v in self.category_values.items()}
+        other = {k for kind, keys in QUERY_KEYS.items() if kind != self.query for k in keys}
+        return {"format": FORMAT, **{k: d[k] for k in KEYS if k != "format"
+                                     and k not in other}}
 
 
 def _fail(key: str, what: str, value) -> ConfigError:
@@ -121,15 +154,76 @@ def _data(value) -> dict:
     return {k: v for k, v in value.items() if v is not None}
 
 
-def _split(value):
-    if value is None or (isinstance(value, str) and value in SPLIT_PRESETS):
+def _given(raw: dict, key: str, empty):
+    """``raw[key]``, or ``empty`` when it is absent or null (a falsy value of the wrong
+    type, such as 0 or "", is kept: it is an error)."""
+    value = raw.get(key)
+    return empty if value is None else value
+
+
+def _column(key: str, value) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise _fail(key, "a column name or null", value)
+    return value
+
+
+def _whole(key: str, value, minimum: int) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < minimum):
+        raise _fail(key, f"an integer >= {minimum} or null", value)
+    return value
+
+
+def _choices(key: str, value, choices: tuple[str, ...]) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(v in choices for v in value):
+        raise _fail(key, f"a list of {list(choices)}", value)
+    return tuple(dict.fromkeys(value))
+
+
+def _domain(value) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            or value[0] > value[1]):
+        raise _fail("domain", "[LO, HI], two integers with LO <= HI, or null", value)
+    return (value[0], value[1])
+
+
+def _query_keys(raw: dict, query: str) -> dict:
+    """The query-specific keys, validated; a key of another query kind is an error."""
+    for kind, keys in QUERY_KEYS.items():
+        given = [k for k in keys if raw.get(k) not in (None, [], {})]
+        if kind != query and given:
+            raise ConfigError(f"configuration key {given[0]!r} is for {kind} queries, not "
+                              f"{query}")
+    tree = raw.get("tree")
+    if tree is not None and tree not in TREES:
+        raise _fail("tree", f"one of {list(TREES)} or null", tree)
+    workload = raw.get("workload")
+    if workload is not None and (not isinstance(workload, str) or not workload.strip()):
+        raise _fail("workload", "a workload name or bands such as '0-17,18-64', or null",
+                    workload)
+    return {"group_column": _column("group_column", raw.get("group_column")),
+            "size_column": _column("size_column", raw.get("size_column")),
+            "max_size": _whole("max_size", raw.get("max_size"), 1),
+            "origin_levels": _names("origin_levels", _given(raw, "origin_levels", [])),
+            "destination_levels": _names("destination_levels",
+                                         _given(raw, "destination_levels", [])),
+            "tree": tree, "attribute": _column("attribute", raw.get("attribute")),
+            "domain": _domain(raw.get("domain")), "workload": workload}
+
+
+def _split(value, query: str = "counts"):
+    presets = SPLIT_PRESETS + (FLOW_SPLITS if query == "flows" else ())
+    if value is None or (isinstance(value, str) and value in presets):
         return value
     if isinstance(value, list) and value and all(
             isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w)
             and w >= 0 for w in value) and sum(value) > 0:
         return tuple(float(w) for w in value)
     raise _fail("split", f"non-negative weights (one per level, root first) or one of "
-                f"{list(SPLIT_PRESETS)}", value)
+                f"{list(presets)}", value)
 
 
 def config_from_dict(raw) -> ReleaseConfig:
@@ -158,16 +252,14 @@ def config_from_dict(raw) -> ReleaseConfig:
     structure = raw.get("structure", "declared")
     if structure not in ("declared", "from-data"):
         raise _fail("structure", "'declared' or 'from-data'", structure)
-    count_column = raw.get("count_column")
-    if count_column is not None and (not isinstance(count_column, str) or not count_column):
-        raise _fail("count_column", "a column name or null", count_column)
-    values = raw.get("category_values") or {}
+    count_column = _column("count_column", raw.get("count_column"))
+    values = _given(raw, "category_values", {})
     if not isinstance(values, dict):
         raise _fail("category_values", "an object of column: [values]", values)
     for column, declared in values.items():
         if not isinstance(declared, list) or not declared:
             raise _fail(f"category_values.{column}", "a non-empty list of values", declared)
-    params = raw.get("params") or {}
+    params = _given(raw, "params", {})
     if not isinstance(params, dict):
         raise _fail("params", "an object of parameter: value", params)
     seed = raw.get("seed")
@@ -175,12 +267,14 @@ def config_from_dict(raw) -> ReleaseConfig:
         raise _fail("seed", "an integer >= 0 or null (secure noise)", seed)
     return ReleaseConfig(
         mechanism=mechanism, epsilon=epsilon, rho=rho,
-        delta=None if delta is None else float(delta), data=_data(raw.get("data") or {}),
-        query=query, levels=_names("levels", raw.get("levels") or []),
+        delta=None if delta is None else float(delta), data=_data(_given(raw, "data", {})),
+        query=query, levels=_names("levels", _given(raw, "levels", [])),
         count_column=count_column,
-        category_columns=_names("category_columns", raw.get("category_columns") or []),
+        category_columns=_names("category_columns", _given(raw, "category_columns", [])),
         category_values={str(c): tuple(map(str, v)) for c, v in values.items()},
-        structure=structure, params=dict(params), split=_split(raw.get("split")), seed=seed)
+        structure=structure, params=dict(params), split=_split(raw.get("split"), query),
+        seed=seed, invariants=_choices("invariants", _given(raw, "invariants", []), INVARIANTS),
+        **_query_keys(raw, query))
 
 
 def load_config(path: str | Path) -> ReleaseConfig:
