@@ -18,7 +18,7 @@ from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.sweep_figures import sweep_figure
-from hierdp_core.ui import map_layers, samples, session, sweep_jobs, widgets
+from hierdp_core.ui import map_layers, query_config, samples, session, sweep_jobs, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
@@ -55,20 +55,24 @@ left, right = st.columns([3, 2])
 with left:
     name = widgets.mechanism_picker(infos, samples.GS_DEFAULT_MECHANISM, "gs_mechanism")
     names = list(infos)
+    params = widgets.parameter_widgets(infos[name], "gs", shown=())
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
                                value=1.0, key="gs_epsilon")
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="gs_seed")
     run = st.button("Run release", type="primary", key="gs_run")
 
-key = (name, epsilon, int(seed))
+key = (name, tuple(sorted(params.items())), epsilon, int(seed))
 
 
 def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source)
+    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
+                                       **params)
 
 
-explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False)
+explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
+query_config.config_box("gs", query_config.page_config(
+    "gs", spec, upload, name, params, epsilon, seed, declared=data.declared_structure), upload)
 release, metrics, seconds = rel.cached_release(
     session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
     run=run, what="group sizes")

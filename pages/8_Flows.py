@@ -22,13 +22,13 @@ from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.ui import map_layers, samples, session, widgets
+from hierdp_core.ui import map_layers, query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.explain_panel import explain_panel
+from hierdp_core.ui.query_config import FLOW_DELTAS
 from hierdp_core.viz import plotly_config
 
-DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 SPLITS = {"uniform": "uniform", "geometric": "geometric (finer levels get more)"}
 MATRIX_MAX_AREAS = 300  # larger O/D heat maps are unreadable and slow
 SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
@@ -74,7 +74,7 @@ with left:
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
                                value=1.0, key="fl_epsilon")
-    delta = st.selectbox("δ", DELTAS, index=DELTAS.index(1e-8), key="fl_delta",
+    delta = st.selectbox("δ", FLOW_DELTAS, index=FLOW_DELTAS.index(1e-8), key="fl_delta",
                          format_func=lambda d: f"{d:.0e}")
     topdown = "neighbouring" in params  # the top-down mechanisms spend a budget per level
     split = st.radio("Budget over tree levels", list(SPLITS), format_func=SPLITS.get,
@@ -97,6 +97,9 @@ def release_with(source: NoiseSource):
 
 explain_panel(data, name, PrivacyBudget.approx(epsilon, delta), split if topdown else None,
               expanded=False, **params)
+query_config.config_box("fl", query_config.page_config(
+    "fl", spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
+    delta=delta, split=split if topdown else None), upload)
 release, metrics, seconds = rel.cached_release(
     session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
     what=f"with {name}")

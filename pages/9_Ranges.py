@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.data.samples import ITALY_MAX_AGE
 from hierdp_core.errors import HierdpError
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning
@@ -26,8 +27,8 @@ from hierdp_core.ranges.figures import (
 )
 from hierdp_core.ranges.workloads import bands, named_workload
 from hierdp_core.ranges_sweep import compare_methods, method_runs
+from hierdp_core.ui import query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
-from hierdp_core.ui import samples, session, widgets
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
@@ -103,7 +104,7 @@ if upload is None:
     levels = LEVELS + (("municipality",) if municipalities else ())
     base, data_key = samples.range_data(levels), levels
     spec = {"query": "ranges", "sample": samples.RANGE_SAMPLE, "levels": list(levels),
-            "attribute": "age", "count_column": "residents"}
+            "attribute": "age", "count_column": "residents", "domain": (0, ITALY_MAX_AGE)}
 h = base.hierarchy
 try:
     data = base.with_workload(workload_of(kind, base.values, text))
@@ -139,6 +140,9 @@ def release_with(source: NoiseSource):
 
 
 explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
+query_config.config_box("rg", query_config.page_config(
+    "rg", spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
+    workload=text if kind == "bands" else kind), upload)
 release, metrics, seconds = rel.cached_release(
     session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
     run=run, what=f"with {name}",
