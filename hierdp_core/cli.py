@@ -211,8 +211,9 @@ def check_invariants(args, mechanism) -> list[str]:
 def exact_quantities(mechanism, query: str, params: dict) -> list[str]:
     """Which `INVARIANTS` a mechanism publishes exactly with these parameters: counts the
     total with ``root_invariant``; flows the number of trips under bounded neighbours;
-    group sizes what the mechanism treats as public (every region's number of groups for
-    the cumulative-histogram and Kuo mechanisms, the total G for the others but gs-noisy)."""
+    group sizes what the mechanism treats as public with these parameters (every region's
+    number of groups for the cumulative-histogram and Kuo mechanisms and with
+    ``groups=exact``, the total G for the others but gs-noisy)."""
     if query == "counts":
         return ["total"] if params.get("root_invariant") else []
     if query == "flows":
@@ -220,7 +221,7 @@ def exact_quantities(mechanism, query: str, params: dict) -> list[str]:
     if query == "group-sizes":
         from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
 
-        kept = set(getattr(mechanism, "invariants", ()))
+        kept = set(mechanism.kept_invariants(**params))  # with groups=exact: every G_v
         return ["groups"] if G_V_PUBLIC in kept else ["total"] if G_PUBLIC in kept else []
     return []
 

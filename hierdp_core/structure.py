@@ -273,12 +273,17 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
                    ragged: bool = False) -> Geography:
     """Read a geography file (any format of `hierdp_core.data.loaders.read_table`) whose
     level columns are ``levels``, or else the first of ``alternatives`` it has; records the
-    file's name and sha256. See `geography_from_table`."""
+    file's name and sha256. A file of finer units (distinct rows repeating the codes of
+    ``levels``, e.g. municipalities read at region and province) is read as the units of
+    ``levels`` it lists; a row repeated whole is still an error. See `geography_from_table`."""
     from hierdp_core.data.loaders import read_table
 
     path = Path(path)
     table = read_table(path)
     chosen = level_columns_of(table, path.name, levels, alternatives)
+    if not table.duplicated().any():  # finer units: their units at the chosen levels
+        names = [c for c in (name_columns or {}).values() if c in table.columns]
+        table = table.drop_duplicates(subset=[*chosen, *names])
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return geography_from_table(table, chosen, name_columns=name_columns,
                                 local_codes=local_codes,

@@ -113,3 +113,47 @@ def test_an_upload_gets_its_role_pickers():
     assert state["fl_up_origin"] == ["o_state", "o_airport"] and state["fl_split"] == "geometric"
     secure = config_from_dict({**BASE, "seed": None})
     assert "secure noise" in widget_state("fl", secure, None)[1][0]
+
+
+@pytest.fixture(scope="module")
+def sample_files(tmp_path_factory):
+    """The bundled samples of the query pages written as `hierdp sample` writes them."""
+    from hierdp_core.cli import main
+
+    folder = tmp_path_factory.mktemp("samples")
+    for name in ("us-households", "us-flights", "italy-municipalities"):
+        assert main(["sample", name, "--out", str(folder / f"{name}.csv")]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("prefix", list(CASES))
+def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
+        capsys, tmp_path, sample_files, prefix):
+    """Run the page with the chosen settings, save its configuration, give the file and the
+    sample (as `hierdp sample` writes it) to `hierdp release --config`: the same values."""
+    import pandas as pd
+    from conftest import run_cli
+
+    path, release_key, choose = CASES[prefix]
+    at = page(path).run()
+    choose(at)
+    at.run()
+    cfg = at.session_state[CONFIGS][prefix]
+    (tmp_path / "c.json").write_text(config_json(cfg))
+    code, _, err = run_cli(capsys, "release", sample_files / f"{cfg.data['sample']}.csv",
+                           "--config", tmp_path / "c.json", "--interval", "none",
+                           "--out", tmp_path / "out")
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "out" / "release.csv", dtype={"parent_id": str,
+                                                                  "label": str})
+    release = at.session_state[release_key][1]
+    if prefix == "fl":
+        assert len(table) == sum(lv.size for lv in release.levels)
+        assert table["value"].tolist() == [int(v) for lv in release.levels for v in lv.value]
+    else:
+        np.testing.assert_array_equal(table["value"].to_numpy(), release.values.ravel())
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["randomness"]["seed"] == cfg.seed
+    # what the release publishes exactly is declared: gs-mh-dp with groups=exact keeps
+    # every region's number of groups, inftda-like top-down flows the number of trips
+    assert cfg.invariants == {"gs": ("groups",), "fl": ("total",), "rg": ()}[prefix]

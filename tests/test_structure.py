@@ -116,6 +116,21 @@ def test_read_geography_records_the_file_and_its_alternative_columns(tmp_path):
         read_geography(path, ["state", "county"])
 
 
+def test_a_file_of_finer_units_is_read_at_the_chosen_levels(tmp_path):
+    """Municipalities read at region and province (a dashboard configuration of the Italian
+    sample's two upper levels); a row repeated whole is still an error."""
+    finer = pd.DataFrame({"region": ["R", "R", "R", "S"], "province": ["p1", "p1", "p2", "s1"],
+                          "province_name": ["P1", "P1", "P2", "S1"],
+                          "town": ["t1", "t2", "t3", "t4"]})
+    finer.to_csv(tmp_path / "towns.csv", index=False)
+    g = read_geography(tmp_path / "towns.csv", ["region", "province"],
+                       name_columns={"province": "province_name"})
+    assert g.hierarchy.level_size(2) == 3 and g.hierarchy.labels().tolist()[-1] == "S1"
+    pd.concat([finer, finer.head(1)]).to_csv(tmp_path / "twice.csv", index=False)
+    with pytest.raises(StructureError, match="listed more than once"):
+        read_geography(tmp_path / "twice.csv", ["region", "province"])
+
+
 @st.composite
 def geography_and_rows(draw):
     """A random geography (codes with '/', leading zeros, spaces; local or global codes)
