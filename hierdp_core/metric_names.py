@@ -56,6 +56,14 @@ REGISTRY: dict[str, MetricName] = {
                       "σ of the (discrete) Gaussian"),
     "expected_abs_error": _M("Expected |error| per cell", "expected |noise| added to one "
                              "cell of the level before consistency", "count per cell"),
+    "noise_sd": _M("σ (noise sd)", "the standard deviation of the noise added to each of the "
+                   "level's cells", "count per cell"),
+    "epsilon_stage1": _M("ε partition (Stage 1)", "the part of the level's ε that DAWA's "
+                         "private partition spends (0: no partition at this level)"),
+    "epsilon_stage2": _M("ε queries (Stage 2)", "the part of the level's ε spent on the "
+                         "range queries over the buckets"),
+    "mechanism": _M("Mechanism", "the release mechanism"),
+    "seconds": _M("Seconds per release", "wall time of one release (mean over the runs)"),
     "ci95_abs_error": _M("95% of errors within ±", "the 95% quantile of |noise| of one cell "
                          "of the level before consistency", "count per cell"),
     # ---- counts (hierdp_core.metrics)

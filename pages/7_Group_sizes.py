@@ -146,9 +146,8 @@ if runs is not None and len(runs):
     st.plotly_chart(sweep_figure(summarise(runs, metric), metric=metric,
                                  level_name=sweep_level), width="stretch", key="gs_sweep_fig")
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
-    st.dataframe(pd.DataFrame({"mechanism": seconds_per.index,
-                               "seconds per release": seconds_per.round(3).to_numpy()}),
-                 hide_index=True)
+    st.dataframe(**friendly_table(pd.DataFrame({"mechanism": seconds_per.index,
+                                                "seconds": seconds_per.round(3).to_numpy()})))
     widgets.sweep_timing(session.GS_SWEEP)
 
 # ---- export -------------------------------------------------------------------------------

@@ -35,11 +35,6 @@ SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
                "destination_levels": ["d_state", "d_airport"], "count_column": "flights"}
 
 
-def _shown(values, fmt: str) -> list[str]:
-    """Numbers as text for a table, a dash for a missing one."""
-    return ["–" if pd.isna(v) else format(v, fmt) for v in values]
-
-
 widgets.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                              "of the geography: state to state, state to airport, airport to "
                              "airport, all adding up, with the number of trips kept exact.")
@@ -121,12 +116,11 @@ ledger = release.ledger
 unit = "ρ" if privacy.get("definition") == "zcdp" else "ε"
 b1, b2 = st.columns([3, 2])
 with b1:
-    st.dataframe(pd.DataFrame({
-        "level": ledger["level"], "origin → destination": ledger["level_name"],
-        "share": _shown(ledger["share"], ".3f"), unit: _shown(ledger["budget"], ".4g"),
-        "σ (noise sd)": _shown(ledger["noise_sd"], ",.2f"),
-        "mean |noise|": _shown(ledger["expected_abs_error"], ",.2f")}),
-        hide_index=True, width="stretch")
+    shown = ledger[["level", "level_name", "share", "budget", "noise_sd",
+                    "expected_abs_error"]].round({"share": 3, "noise_sd": 2,
+                                                  "expected_abs_error": 2})
+    st.dataframe(**friendly_table(shown, level_name="origin → destination", budget=unit),
+                 width="stretch")
     noises = sorted(set(ledger["noise"]) - {"not measured"})
     st.caption(f"Budget and noise per tree level, a priori (no data involved): "
                f"{' and '.join(noises)} noise; the levels compose to the total {unit}; "
@@ -134,7 +128,7 @@ with b1:
 with b2:
     if release.diagnostics:
         st.dataframe(pd.DataFrame(release.diagnostics).rename(columns={
-            "parents": "parents > 0", "noised": "children noised",
+            "level": "Depth", "parents": "parents > 0", "noised": "children noised",
             "released": "released > 0"}), hide_index=True, width="stretch")
         st.caption("Only the children of parents released non-zero are noised; a pair "
                    "released as 0 is pruned with its whole subtree.")

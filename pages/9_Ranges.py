@@ -160,12 +160,9 @@ else:
     st.error(f"{done} with {name}: **{NOT_ESTABLISHED}**; do not publish.")
 rel.verdict_box(release, data.declared_structure)
 ledger = release.ledger
-st.dataframe(pd.DataFrame({
-    "level": ledger["level"], "level name": ledger["level_name"], "units": ledger["units"],
-    "share": ledger["share"].round(3), "ε": ledger["budget"].round(4),
-    "ε partition (Stage 1)": ledger["epsilon_stage1"].round(4),
-    "ε queries (Stage 2)": ledger["epsilon_stage2"].round(4)}), hide_index=True,
-    width="stretch")
+st.dataframe(**friendly_table(ledger[["level", "level_name", "units", "share", "budget",
+                                     "epsilon_stage1", "epsilon_stage2"]].round(4),
+                             budget="ε"), width="stretch")
 st.caption("Budget per level, fixed before any data is read: an equal share per level "
            "(uniform split). The units of a level hold different people (parallel "
            "composition), so the levels add up to the total ε. DAWA spends ρ of a level's ε "
@@ -243,7 +240,7 @@ if compared is not None and compared[0] == key:
     table = mean_by_level(per_method, "mean_query_error").round(2)
     release_seconds = per_method.groupby("mechanism")["seconds"].first().round(2)
     table["seconds"] = table["mechanism"].map(release_seconds)
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(**friendly_table(table), width="stretch")
     st.plotly_chart(method_comparison_figure(per_method, epsilon=epsilon), width="stretch",
                     key="rg_cmp_fig", config=plotly_config())
     st.caption(f"Mean error per query by level, one release each with seed {int(seed)}, "

@@ -71,3 +71,18 @@ def test_the_range_panel_follows_the_workload():
     assert "workload (bands" in panel(at)
     bands = errors_table(at)[ERROR_NAMES["rmse"]].to_numpy()
     assert (bands < prefix).all()  # six disjoint bands: each asked once, less error
+
+
+@pytest.mark.parametrize(("path", "clicks"), [
+    ("pages/7_Group_sizes.py", ("gs_sw_run",)),
+    ("pages/8_Flows.py", ()),
+    ("pages/9_Ranges.py", ("rg_cmp_run",)),
+])
+def test_no_snake_case_header_is_left_on_the_query_pages(path, clicks):
+    at = page(path).run()
+    for key in clicks:  # the tables shown after a sweep or a comparison too
+        at.button(key=key).click().run(timeout=300)
+    assert_clean(at)
+    headers = [c for d in at.dataframe for c in d.value.columns]
+    assert len(at.dataframe) >= 3 and not [c for c in headers if "_" in str(c)], headers
+    assert not [c for c in headers if str(c) in ("level", "mechanism", "share", "units")]
