@@ -45,7 +45,7 @@ from hierdp_core.verdict import verdict
 NEIGHBOURS = {
     ADD_REMOVE_PERSON: ("one person", "people", "one person's record is added or removed "
                         "(one row of a table of people, or 1 on one count)"),
-    PERSON_IN_GROUP: ("one person in a household", "households", "one person joins or leaves "
+    PERSON_IN_GROUP: ("one household member", "households", "one person joins or leaves "
                       "an existing household, which then has one member more or fewer"),
     WHOLE_GROUP: ("one household", "households", "a household of one person is created or "
                   "removed"),
@@ -150,8 +150,7 @@ def _exact_text(mechanism, params: dict) -> str:
         return " The root total is published exactly: it is NOT protected."
     kept = getattr(mechanism, "kept_invariants", None)
     if kept is not None and kept(**params):
-        return (" Published exactly (public by the model, NOT protected): "
-                + "; ".join(kept(**params)) + ".")
+        return " Published exactly, NOT protected: " + "; ".join(kept(**params)) + "."
     if p.get("neighbouring") == "bounded":
         return " The number of trips is published exactly (public under these neighbours)."
     return ""

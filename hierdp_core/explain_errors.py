@@ -159,15 +159,15 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
         rmse.append(float(np.sqrt(errors.mean())))
     table = pd.DataFrame({"level_name": ledger["level_name"], "units": ledger["units"],
                           "mae": math.nan, "rmse": rmse})
-    partitioned = bool((ledger["epsilon_stage1"] > 0).any())
+    partitioned = list(ledger.loc[ledger["epsilon_stage1"] > 0, "level_name"])
     basis = ("the Stage-2 measurement's least-squares error over the workload, before the "
              "top-down consistency step" if kind is not None else
              f"not modelled for {name}: its error depends on the data or on a tree this "
              "model does not cover")
     if partitioned and kind is not None:
-        basis += ("; at a level with DAWA's private partition, the error if it kept every "
-                  "value apart (merging near-uniform values lowers the noise and adds a bias "
-                  "that depends on the data)")
+        basis += (f"; at a level with DAWA's private partition ({', '.join(partitioned)}), "
+                  "the error if it kept every value apart (merging near-uniform values lowers "
+                  "the noise and adds a bias that depends on the data)")
     return APriori(table, basis, f"query of the workload ({workload.name})", "RMSE")
 
 

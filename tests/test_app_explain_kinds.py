@@ -24,7 +24,7 @@ def errors_table(at):
 
 
 @pytest.mark.parametrize(("path", "protects", "unit", "per"), [
-    ("pages/7_Group_sizes.py", "protects one person in a household", "in households",
+    ("pages/7_Group_sizes.py", "protects one household member", "in households",
      "per region and size"),
     ("pages/8_Flows.py", "protects one trip", "in trips", "per O/D pair"),
     ("pages/9_Ranges.py", "protects one person", "in people", "RMSE per query of the workload"),

@@ -132,3 +132,10 @@ def test_range_errors_are_those_of_the_estimates_before_consistency(residents, m
 def test_range_methods_without_a_model_say_so(residents):
     e = explain(residents, "privelet", PrivacyBudget.pure(1.0))
     assert e.errors["rmse"].isna().all() and "not modelled for privelet" in e.error_text
+
+
+def test_the_levels_with_a_data_dependent_partition_are_named(residents):
+    e = explain(residents, "dawa", PrivacyBudget.pure(1.0))  # prefixes: it can pay
+    assert "DAWA's private partition (province)" in e.error_text
+    assert "private partition" not in explain(residents, "greedy-h",
+                                              PrivacyBudget.pure(1.0)).error_text
