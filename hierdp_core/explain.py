@@ -134,9 +134,13 @@ def _error_text(errors: APriori, unit: str) -> str:
     parts = []
     for row in errors.table.itertuples():
         value = row.mae if errors.measure == "mean |error|" else row.rmse
-        parts.append(f"{row.level_name} ±{value:,.1f}" if math.isfinite(value)
-                     else f"{row.level_name}: not measured" if errors.measure != "RMSE"
-                     else f"{row.level_name}: not modelled")
+        if math.isfinite(value):
+            parts.append(f"{row.level_name} ±{value:,.1f}")
+        elif math.isfinite(row.rmse):  # a level whose RMSE alone is known
+            parts.append(f"{row.level_name} ±{row.rmse:,.1f} (RMSE)")
+        else:
+            parts.append(f"{row.level_name}: " + ("not modelled" if errors.measure == "RMSE"
+                                                 else "not measured"))
     return (f"A released number is typically off by ({errors.measure} per {errors.per}, in "
             f"{unit}): " + ", ".join(parts) + f". A priori: {errors.basis}; no count is read. "
             f"A number of 50 {unit} with an error of ±5 is off by 10%, so small numbers "

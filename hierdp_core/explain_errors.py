@@ -111,9 +111,23 @@ def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> 
     measured = ("the pairs of a level whose parent was released non-zero"
                 if "neighbouring" in mechanism.params(**params) else
                 "every possible pair of the finest level; coarser levels are their sums")
+    if "neighbouring" not in mechanism.params(**params) and "threshold" not in ledger:
+        table["rmse"] = _summed_leaf_rmse(data, table["rmse"].iloc[-1])
+        measured += " (RMSE: the leaf noise summed)"
     table = table.rename(columns={"units": "pairs"})
     return APriori(table, f"the raw noise per O/D pair (before the projection onto the "
                    f"parent and the pruning); measured: {measured}", "O/D pair")
+
+
+def _summed_leaf_rmse(data, leaf_sd: float) -> list[float]:
+    """RMSE per tree level of sums of independent leaf noise of sd ``leaf_sd``: a pair of
+    areas (a, b) sums n_a * n_b leaf pairs, and the mean of n_a * n_b over a level's pairs
+    is the product of the mean numbers of leaves per origin and per destination area."""
+    h = data.geography
+    leaves = h.level_size(h.depth)
+    return [leaf_sd * math.sqrt(math.prod(leaves / h.level_size(g)
+                                          for g in data.pair_levels(level)))
+            for level in range(data.depth + 1)]
 
 
 def _query_errors(workload, bounds: np.ndarray, kind: str, branching: int, epsilon: float,

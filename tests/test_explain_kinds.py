@@ -15,7 +15,7 @@ from hierdp_core.explain import explain
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.measure import LevelPlan
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.privacy.samplers import Noise, NoiseSource
 from hierdp_core.ranges.workloads import bands, prefix_ranges
 
 Z = 5.0  # standard errors allowed
@@ -83,6 +83,26 @@ def test_group_size_errors_are_the_noise_each_cell_gets(households, recorded, me
     assert_noise_as_explained(e.errors, recorded, range(3))
 
 
+@pytest.mark.parametrize("mechanism", ["gs-kuo-hc", "gs-kuo-hierarchical"])
+def test_kuos_own_calibration_gives_the_explained_noise(households, monkeypatch, mechanism):
+    """Kuo's estimators draw their noise themselves (`groupsizes.kuo_estimators`): every
+    draw is recorded at the sampler; with the uniform split every level has the same."""
+    draws = []
+    apply = Noise.apply
+
+    def recording(self, values, source, **kwargs):
+        noisy = apply(self, values, source, **kwargs)
+        draws.append(np.ravel(noisy - values))
+        return noisy
+    monkeypatch.setattr(Noise, "apply", recording)
+    budget = PrivacyBudget.pure(0.5)
+    e = explain(households, mechanism, budget)
+    assert e.errors["mae"].nunique() == 1
+    for seed in range(2):
+        get_mechanism(mechanism).release(households, budget, source=NoiseSource(seed=seed))
+    assert_noise_as_explained(e.errors, {0: draws}, [0])
+
+
 @pytest.mark.parametrize(("mechanism", "split"), [("inftda", "geometric"),
                                                    ("tda-l2", None),
                                                    ("vanilla-gauss", None)])
@@ -99,6 +119,29 @@ def test_flow_errors_are_the_noise_each_pair_gets(flights, recorded, mechanism, 
     root = e.errors.iloc[0]
     assert (root["mae"] == 0) == (mechanism != "vanilla-gauss")  # n exact in the top-down
     assert e.errors["pairs"].iloc[-1] == flights.level_width(2) ** 2
+
+
+def test_the_leaf_baselines_coarser_levels_sum_the_leaf_noise(flights):
+    """vanilla-gauss: the RMSE of a coarser pair is that of its leaf pairs' noise summed."""
+    budget = PrivacyBudget.approx(1.0, 1e-8)
+    e = explain(flights, "vanilla-gauss", budget)
+    squares = {level: [] for level in range(flights.depth)}
+    for seed in range(20):
+        release = get_mechanism("vanilla-gauss").release(flights, budget,
+                                                         source=NoiseSource(seed=seed))
+        for level, found in squares.items():
+            lo, ld = flights.pair_levels(level)
+            width = flights.level_width(ld)
+            released = np.zeros(flights.level_width(lo) * width)
+            released[release.levels[level].keys(width)] = release.levels[level].value
+            keys, counts = flights.level_table(level)
+            released[keys] -= counts
+            found.append(released ** 2)
+    for level, found in squares.items():
+        found = np.concatenate(found)
+        expected = e.errors["rmse"].iloc[level] ** 2
+        assert abs(found.mean() - expected) < Z * found.std() / np.sqrt(found.size), level
+    assert "total ±" in e.error_text and "(RMSE)" in e.error_text
 
 
 @pytest.mark.parametrize(("mechanism", "workload"), [
