@@ -182,7 +182,7 @@ def _load_into_dashboard(raw: dict):
     ({**BASE, "data": {"file": "elsewhere.csv"}}, "upload it on the Data page first"),
     ({**BASE, "data": {"sample": "atlantis"}}, "unknown sample 'atlantis'"),
     ({**BASE, "data": {"sample": "us-counties"}, "split": [1, 1]}, "2 weights for 3 levels"),
-    ({**BASE, "query": "flows"}, "use it with hierdp release --config"),
+    ({**BASE, "query": "flows"}, "load it on the Flows page (or use it with hierdp release"),
 ])
 def test_loading_into_the_dashboard(raw, expected):
     from streamlit.testing.v1 import AppTest

@@ -65,8 +65,9 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
     be the one loaded now). Returns notes on what the dashboard cannot show exactly.
     Raises `ConfigError` for a configuration the dashboard cannot take."""
     if cfg.query != "counts":
-        raise ConfigError(f"the dashboard loads counts configurations; this one is for "
-                          f"{cfg.query} (use it with hierdp release --config)")
+        page = {"group-sizes": "Group sizes", "flows": "Flows", "ranges": "Range queries"}
+        raise ConfigError(f"this configuration is for {cfg.query}: load it on the "
+                          f"{page[cfg.query]} page (or use it with hierdp release --config)")
     ds = session.ensure_dataset()
     if "sample" in cfg.data:
         if cfg.data["sample"] not in SAMPLES:
