@@ -130,18 +130,32 @@ def _summed_leaf_rmse(data, leaf_sd: float) -> list[float]:
             for level in range(data.depth + 1)]
 
 
-def _query_errors(workload, bounds: np.ndarray, kind: str, branching: int, epsilon: float,
-                  sensitivity: float) -> np.ndarray:
-    """Expected squared error of every workload query when the buckets ``bounds`` are
-    measured with Stage-2 strategy ``kind`` at ``epsilon`` (Laplace(sensitivity/epsilon))
-    and estimated by least squares (data-independent)."""
+_UNIT_ERRORS: dict[tuple, float] = {}  # content key -> `_unit_error` (a few, see there)
+_KEPT = 32
+
+
+def _unit_error(workload, bounds: np.ndarray, kind: str, branching: int) -> float:
+    """Mean over the workload's queries of the expected squared error when the buckets
+    ``bounds`` are measured with Stage-2 strategy ``kind`` with Laplace(1/1) noise (epsilon
+    1, sensitivity 1) and estimated by least squares (data-independent; it scales as
+    (sensitivity / epsilon)^2). Kept by content (workload, buckets, strategy): a large
+    domain's strategy takes a second, and pages redraw often."""
     from hierdp_core.ranges.dawa import stage2_strategies
 
-    w_hat = workload.bucket_matrix(bounds)
-    strategy = stage2_strategies(workload, bounds[None], kind, branching)
-    if strategy is None:  # Laplace on each bucket
-        return 2.0 * (sensitivity / epsilon) ** 2 * (w_hat ** 2).sum(axis=1)
-    return sensitivity ** 2 * strategy.unit(0).expected_squared_errors(w_hat, epsilon)
+    key = (workload.n, workload.name, bounds.tobytes(), kind, branching,
+           *((workload.lo.tobytes(), workload.hi.tobytes()) if workload.is_ranges
+             else (id(workload),)))
+    if key not in _UNIT_ERRORS:
+        w_hat = workload.bucket_matrix(bounds)
+        strategy = stage2_strategies(workload, bounds[None], kind, branching)
+        if strategy is None:  # Laplace on each bucket
+            errors = 2.0 * (w_hat ** 2).sum(axis=1)
+        else:
+            errors = strategy.unit(0).expected_squared_errors(w_hat, 1.0)
+        if len(_UNIT_ERRORS) >= _KEPT:
+            _UNIT_ERRORS.clear()
+        _UNIT_ERRORS[key] = float(errors.mean())
+    return _UNIT_ERRORS[key]
 
 
 def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
@@ -163,14 +177,10 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
         kind, bounds = {**p, **options}.get("stage2", "greedy"), atom_edges(workload)
     else:
         kind = bounds = None
-    rmse = []
-    for row in ledger.itertuples():
-        if kind is None or not row.epsilon_stage2 > 0:
-            rmse.append(math.nan)
-            continue
-        errors = _query_errors(workload, bounds, kind, int(p.get("branching", 2)),
-                               row.epsilon_stage2, sensitivity)
-        rmse.append(float(np.sqrt(errors.mean())))
+    unit = (math.nan if kind is None else
+            _unit_error(workload, bounds, kind, int(p.get("branching", 2))))
+    rmse = [sensitivity / eps2 * math.sqrt(unit) if kind is not None and eps2 > 0
+            else math.nan for eps2 in ledger["epsilon_stage2"]]
     table = pd.DataFrame({"level_name": ledger["level_name"], "units": ledger["units"],
                           "mae": math.nan, "rmse": rmse})
     partitioned = list(ledger.loc[ledger["epsilon_stage1"] > 0, "level_name"])

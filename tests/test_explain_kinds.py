@@ -182,3 +182,17 @@ def test_the_levels_with_a_data_dependent_partition_are_named(residents):
     assert "DAWA's private partition (province)" in e.error_text
     assert "private partition" not in explain(residents, "greedy-h",
                                               PrivacyBudget.pure(1.0)).error_text
+
+
+def test_range_errors_are_kept_by_content(residents):
+    """A page redraw rebuilds its workload: an equal one reuses the strategy's errors."""
+    from hierdp_core import explain_errors
+
+    explain_errors._UNIT_ERRORS.clear()
+    first = explain(residents.with_workload(prefix_ranges(101)), "greedy-h",
+                    PrivacyBudget.pure(1.0))
+    assert len(explain_errors._UNIT_ERRORS) == 1  # one strategy for every level
+    again = explain(residents.with_workload(prefix_ranges(101)), "greedy-h",
+                    PrivacyBudget.pure(2.0))
+    assert len(explain_errors._UNIT_ERRORS) == 1
+    np.testing.assert_allclose(again.errors["rmse"], first.errors["rmse"] / 2)
