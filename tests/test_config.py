@@ -218,3 +218,41 @@ def test_the_results_page_reads_the_randomness_the_loader_writes():
     at.run()
     assert_clean(at)
     assert at.session_state[session.RELEASE].randomness["mode"] == "secure"
+
+
+def test_an_exact_total_is_declared_in_the_file(capsys, sample_files, tmp_path):
+    """root_invariant publishes the total exactly: the file declares it (the dashboard
+    writes ``invariants``), as the command line asks for it."""
+    config = json.loads((sample_files / "c.json").read_text())
+    config["params"] = {"root_invariant": True}
+    (sample_files / "t.json").write_text(json.dumps(config))
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json",
+                           "--out", tmp_path / "a")
+    assert code == 2 and "--invariant total" in err
+    (sample_files / "t.json").write_text(json.dumps({**config, "invariants": ["total"]}))
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json",
+                           "--out", tmp_path / "b")
+    assert code == 0, err
+
+
+def _saved_after_loading(raw: dict):
+    import streamlit as st
+
+    from hierdp_core.config import config_from_dict
+    from hierdp_core.ui import config as config_ui
+
+    config_ui.apply_config(config_from_dict(raw))
+    st.session_state["out"] = config_ui.current_config().to_dict()
+
+
+def test_the_dashboard_declares_an_exact_total():
+    from streamlit.testing.v1 import AppTest
+
+    raw = {**BASE, "data": {"sample": "synthetic-us-like"}, "params": {"root_invariant": True},
+           "invariants": ["total"]}
+    at = AppTest.from_function(_saved_after_loading, args=(raw,), default_timeout=60).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["out"]["invariants"] == ["total"]
+    at = AppTest.from_function(_saved_after_loading, args=({**raw, "params": {}},),
+                               default_timeout=60).run()
+    assert at.session_state["out"]["invariants"] == []

@@ -57,7 +57,8 @@ def current_config(release=None) -> ReleaseConfig:
         category_columns=tuple(r["category_columns"]), category_values=values,
         structure="declared" if data.declared_structure else "from-data",
         params=dict(s["params"]), split=tuple(float(w) for w in s["weights"]),
-        seed=None if seed is None else int(seed))
+        seed=None if seed is None else int(seed),
+        invariants=("total",) if s["params"].get("root_invariant") else ())
 
 
 def apply_config(cfg: ReleaseConfig) -> list[str]:
