@@ -27,6 +27,7 @@ from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this 
 )
 from hierdp_core.errors import HierdpError, InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
+from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -128,6 +129,7 @@ def cmd_release(args) -> int:
                                     **_params(args.param))
     if args.interval != 0.0:  # every query kind; --interval none gives none
         release = with_intervals(release, args.interval or DEFAULT_LEVEL,
+                                 args.interval_replicates,
                                  workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
     formats = csv_list(args.format) or ["parquet-dataset" if dask else "csv"]
@@ -206,24 +208,6 @@ def check_invariants(args, mechanism) -> list[str]:
         raise InputError(f"{name} does not publish {', '.join(extra)} exactly here; drop "
                          f"{' '.join('--invariant ' + q for q in extra)}")
     return declared
-
-
-def exact_quantities(mechanism, query: str, params: dict) -> list[str]:
-    """Which `INVARIANTS` a mechanism publishes exactly with these parameters: counts the
-    total with ``root_invariant``; flows the number of trips under bounded neighbours;
-    group sizes what the mechanism treats as public with these parameters (every region's
-    number of groups for the cumulative-histogram and Kuo mechanisms and with
-    ``groups=exact``, the total G for the others but gs-noisy)."""
-    if query == "counts":
-        return ["total"] if params.get("root_invariant") else []
-    if query == "flows":
-        return ["total"] if params.get("neighbouring") == "bounded" else []
-    if query == "group-sizes":
-        from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
-
-        kept = set(mechanism.kept_invariants(**params))  # with groups=exact: every G_v
-        return ["groups"] if G_V_PUBLIC in kept else ["total"] if G_PUBLIC in kept else []
-    return []
 
 
 def refuse_nonprivate(info, allowed: bool) -> None:

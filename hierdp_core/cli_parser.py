@@ -9,10 +9,10 @@ import sys
 from hierdp_core import __version__
 from hierdp_core.data.reshape import MISSING_POLICIES
 from hierdp_core.intervals import DEFAULT_LEVEL
+from hierdp_core.invariants import INVARIANTS
 
 EXIT_BAD_INPUT = 2
 #: quantities a release may publish exactly, when declared with --invariant
-INVARIANTS = ("total", "groups")
 
 
 def _seed(text: str) -> int:
@@ -243,6 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add columns lower and upper (every query), an interval at this confidence "
                         f"level for every released value (default {DEFAULT_LEVEL}), computed "
                         "from the released values and public parameters only; none omits them")
+    p.add_argument("--interval-replicates", type=int, metavar="N",
+                   help="bootstrap replicates of the intervals that need them (default: as "
+                        "many as fit in about 5 s, 20 to 200, recorded in the manifest); give "
+                        "N for intervals that are the same on every run of a seeded release")
     p.add_argument("--allow-nonprivate", action="store_true",
                    help="run a mechanism that is not differentially private as published "
                         "(for comparison; the release says it is not publishable)")

@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from hierdp_core.errors import InputError
+from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget
 
 FORMAT = "hierdp-config/1"
@@ -64,7 +65,6 @@ KEYS = ("format", "data", "query", "levels", "count_column", "category_columns",
         "category_values", "structure", "mechanism", "params", "epsilon", "rho", "delta",
         "split", "seed", "invariants", *(k for kind in QUERIES[1:] for k in QUERY_KEYS[kind]))
 DATA_KEYS = ("sample", "file", "geography")
-INVARIANTS = ("total", "groups")
 TREES = ("destination", "origin")
 FLOW_SPLITS = ("geometric",)  # a preset of flows only
 

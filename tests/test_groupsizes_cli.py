@@ -57,7 +57,7 @@ CONSISTENT = [i.name for i in list_mechanisms("group-sizes") if i.consistent and
 
 
 def test_every_group_size_mechanism_says_what_it_keeps_exactly():
-    from hierdp_core.cli import exact_quantities
+    from hierdp_core.invariants import exact_quantities
     from hierdp_core.mechanisms.base import get_mechanism
 
     assert set(EXACT) == {i.name for i in list_mechanisms("group-sizes")}

@@ -61,7 +61,7 @@ def page_config(prefix: str, spec: dict, upload: dict | None, mechanism: str, pa
     file's name), the column roles of ``spec`` (the page's input description), the
     mechanism and ``params``, (epsilon, delta), ``split``, ``workload`` and ``seed``; the
     invariants those parameters publish exactly."""
-    from hierdp_core.cli import exact_quantities
+    from hierdp_core.invariants import exact_quantities
 
     page = PAGES[prefix]
     roles = {k: tuple(v) if isinstance(v, list | tuple) else v
