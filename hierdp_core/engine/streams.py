@@ -125,6 +125,20 @@ def measure_root(truth_root: np.ndarray, plans, source: NoiseSource) -> np.ndarr
     return plans[0].apply(truth_root, source)
 
 
+def measure_top(tops: list[dict], plans, source: NoiseSource, streams: Streams,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(the root's true values, the noisy values of the root and the top-level units) from
+    the blocks' summaries (``total``, ``noisy``, ``measurements``, in block order): the root
+    measured from stream 0 (secure: from ``source``), the blocks' secure measurements
+    logged on ``source``."""
+    truth_root = np.sum([t["total"] for t in tops], axis=0)
+    root_noisy = measure_root(truth_root, plans,
+                              source if source.secure else streams.source(0))
+    for t in tops:
+        merge_measurements(source, t["measurements"])
+    return truth_root, np.concatenate([root_noisy[None, :], *(t["noisy"] for t in tops)])
+
+
 def noise_variances(hierarchy: Hierarchy, plans) -> np.ndarray:
     """Each level's noise variance (inf where not measured)."""
     variance = np.full(hierarchy.n_levels, np.inf)

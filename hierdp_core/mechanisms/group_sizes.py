@@ -210,14 +210,14 @@ class GroupSizeTopDown(GroupSizeMechanism):
                           parameters=(NOISE_PARAM, groups_parameter("noisy")))
 
     def estimate(self, data, noisy, variance, p):
-        root = _root_on_simplex(data, noisy)
+        root = root_on_simplex(data.total_groups, noisy[0])
         return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
 
 
-def _root_on_simplex(data: GroupSizeData, noisy: np.ndarray) -> np.ndarray:
+def root_on_simplex(total_groups: int, noisy_root: np.ndarray) -> np.ndarray:
     """The root's noisy histogram projected onto non-negative values summing to G, rounded."""
-    g, start = np.array([data.total_groups]), np.array([0])
-    return round_segments(project_segments(noisy[0], start, g), start, g)
+    g, start = np.array([total_groups]), np.array([0])
+    return round_segments(project_segments(noisy_root, start, g), start, g)
 
 
 def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
@@ -287,7 +287,7 @@ class FiorettoDP(GroupSizeMechanism):
         h, g = data.hierarchy, data.total_groups
         if self.variant == "mh":
             released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
-            return _groups_kept(data, released, _root_on_simplex(data, noisy), p)
+            return _groups_kept(data, released, root_on_simplex(data.total_groups, noisy[0]), p)
         if self.variant == "mc":
             groups = data.groups() if p["groups"] == "exact" else None
             return fioretto.mc_dp(h, noisy, g, groups=groups,
