@@ -43,15 +43,7 @@ def input_data(args, table):
             group_size_data_from_people,
         )
 
-        if args.max_size is None:
-            raise InputError("group sizes need --max-size N, the public top-code (sizes "
-                             "above N count as N); choose it without looking at the data")
-        if csv_list(args.categories) or getattr(args, "category_values", None):
-            raise InputError("--categories and --category-values do not apply to group sizes "
-                             "(the sizes 0..--max-size are the categories)")
-        if bool(args.group_column) == bool(args.size_column):
-            raise InputError("group sizes need either --group-column (one row per person) or "
-                             "--size-column with --count-column (groups per size)")
+        check_group_size_args(args)
         geography = declared_geography(args, levels, names, query)
         shape = ({"geography": geography} if geography is not None
                  else {"local_codes": args.local_codes, "name_columns": names})
@@ -75,6 +67,19 @@ def input_data(args, table):
                                  category_columns=categories, category_values=declared,
                                  duplicates=_duplicates(args), max_cells=cell_limit(args),
                                  **shape)
+
+
+def check_group_size_args(args) -> None:
+    """Refuse group-size arguments that do not fit together (one line each)."""
+    if args.max_size is None:
+        raise InputError("group sizes need --max-size N, the public top-code (sizes above N "
+                         "count as N); choose it without looking at the data")
+    if csv_list(args.categories) or getattr(args, "category_values", None):
+        raise InputError("--categories and --category-values do not apply to group sizes "
+                         "(the sizes 0..--max-size are the categories)")
+    if bool(args.group_column) == bool(args.size_column):
+        raise InputError("group sizes need either --group-column (one row per person) or "
+                         "--size-column with --count-column (groups per size)")
 
 
 def _duplicates(args) -> str:

@@ -66,6 +66,13 @@ def block_bounds(hierarchy: Hierarchy, block: int) -> tuple[int, int]:
     return int(starts[block]), int(end)
 
 
+def first_leaves(hierarchy: Hierarchy) -> np.ndarray:
+    """The first leaf (index within the leaf level) of every block."""
+    base = int(hierarchy.level_offsets[hierarchy.depth])
+    return np.array([subtree_ranges(hierarchy, *block_bounds(hierarchy, b))[-1][0] - base
+                     for b in range(block_starts(hierarchy).size)], dtype=np.int64)
+
+
 def subtree_ranges(hierarchy: Hierarchy, first: int, end: int) -> list[tuple[int, int]]:
     """The node ranges [lo, hi) (global node indices) of the subtrees of level-1 units
     ``first..end-1``, one per level from level 1: one contiguous run per level."""
