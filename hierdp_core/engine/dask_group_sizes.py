@@ -2,8 +2,8 @@
 persons a row) with a group (household) id, read as a dataset (a folder of CSV or Parquet
 files, or a glob), released block by block (`hierdp_core.engine.blockwise_group_sizes`).
 
-What runs where: every input partition gives each row its leaf and sums its persons per
-(group, leaf) (`group_rows`); Dask's groupby by group id (a shuffle, as many output
+What runs where: every input partition gives each row its leaf and its persons
+(`group_rows`); Dask's groupby by group id (a shuffle, as many output
 partitions as input ones) gives every group its size and its leaves, and every output
 partition turns its groups into sparse leaf x size cells per block (`group_cells`; a group
 with people in two leaves is an `InputError` naming it, as in memory); each block's task
@@ -36,7 +36,8 @@ LEAF, PERSONS = "_leaf", "_persons"
 
 def group_rows(frame: pd.DataFrame, geography, levels: list[str], group_column: str,
                count_column: str | None) -> pd.DataFrame:
-    """One partition's rows as (group id, leaf, persons), summed per (group, leaf)."""
+    """One partition's rows as (group id, leaf, persons) (Dask's groupby sums them per
+    group within the partition before the shuffle)."""
     from hierdp_core.data.loaders import validate_counts
 
     missing = int(frame[group_column].isna().sum())
@@ -44,9 +45,8 @@ def group_rows(frame: pd.DataFrame, geography, levels: list[str], group_column: 
         raise InputError(f"group column {group_column!r} has {missing} missing value(s)")
     persons = (np.ones(len(frame), dtype=np.int64) if count_column is None
                else validate_counts(frame, count_column))
-    rows = pd.DataFrame({group_column: frame[group_column].to_numpy(),
+    return pd.DataFrame({group_column: frame[group_column].to_numpy(),
                          LEAF: geography.leaf_of_rows(frame, levels), PERSONS: persons})
-    return rows.groupby([group_column, LEAF], sort=False, as_index=False)[PERSONS].sum()
 
 
 def group_cells(groups: pd.DataFrame, max_size: int, first_leaves: np.ndarray,
