@@ -51,7 +51,13 @@ def say(text: str) -> None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak RSS (Linux ru_maxrss, KB)."""
+    """This process's peak RSS: VmHWM of /proc/self/status (Linux), the high-water mark of
+    its own memory (ru_maxrss can carry the parent's peak across fork and exec)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
