@@ -146,8 +146,19 @@ def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=
 
 def _flow_data(args, table):
     """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
-    from hierdp_core.data.loaders import check_column_roles
     from hierdp_core.flows.data import flow_data_from_table
+
+    origin, destination = flow_levels(args)
+    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
+    return flow_data_from_table(table, origin, destination, args.count_column,
+                                tree=args.tree or "destination", geography=geography,
+                                duplicates=_duplicates(args))
+
+
+def flow_levels(args) -> tuple[list[str], list[str]]:
+    """(origin level columns, destination level columns) of ``--origin-levels`` and
+    ``--destination-levels``, checked (one line each)."""
+    from hierdp_core.data.loaders import check_column_roles
 
     origin, destination = csv_list(args.origin_levels), csv_list(args.destination_levels)
     check_column_roles(args.count_column, origin_levels=origin, destination_levels=destination)
@@ -162,10 +173,7 @@ def _flow_data(args, table):
     if len(origin) != len(destination):
         raise InputError("give the same number (at least one) of origin and destination "
                          f"levels, coarse to fine; got {origin} and {destination}")
-    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
-    return flow_data_from_table(table, origin, destination, args.count_column,
-                                tree=args.tree or "destination", geography=geography,
-                                duplicates=_duplicates(args))
+    return origin, destination
 
 
 def _range_data(args, table, levels, names):

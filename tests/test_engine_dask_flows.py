@@ -1,6 +1,7 @@
 """O/D flows on Dask (`hierdp_core.engine.dask_flows`): trips in a dataset of several files,
 released on a 2-process `distributed.LocalCluster` over a declared geography, equal the
-in-memory InfTDA release with the same seed (both trees); bad input is a typed error."""
+in-memory InfTDA release with the same seed (both trees), through the CLI too; bad input is
+a typed error, and one line with exit status 2 in the CLI."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ pytest.importorskip("distributed")
 
 from hierdp_core.engine import dask_flows  # noqa: E402
 from hierdp_core.errors import InputError, StructureError  # noqa: E402
+from hierdp_core.export import read_release  # noqa: E402
 from hierdp_core.flows.data import flow_data_from_table  # noqa: E402
 from hierdp_core.mechanisms.base import get_mechanism  # noqa: E402
 from hierdp_core.privacy.budget import PrivacyBudget  # noqa: E402
 from hierdp_core.privacy.samplers import NoiseSource  # noqa: E402
 from hierdp_core.structure import geography_from_table  # noqa: E402
+from tests.conftest import run_cli  # noqa: E402
 from tests.test_engine_dask_group_sizes import client  # noqa: E402, F401
 
 ORIGIN, DESTINATION = ["o_region", "o_area"], ["d_region", "d_area"]
@@ -39,10 +42,13 @@ def dataset(tmp_path_factory):
     no trip)."""
     root = tmp_path_factory.mktemp("trips")
     t = trips()
+    (root / "parts").mkdir()
     for i, part in enumerate(np.array_split(np.arange(len(t)), 3)):
-        t.iloc[part].to_parquet(root / f"p{i}.parquet", index=False)
+        t.iloc[part].to_parquet(root / "parts" / f"p{i}.parquet", index=False)
+    t.to_csv(root / "all.csv", index=False)
     areas = t[["o_region", "o_area"]].drop_duplicates().set_axis(["region", "area"], axis=1)
     geo = pd.concat([areas, pd.DataFrame({"region": ["F"], "area": ["F0"]})])
+    geo.to_csv(root / "geo.csv", index=False)
     return root, geography_from_table(geo, ["region", "area"])
 
 
@@ -50,7 +56,7 @@ def dataset(tmp_path_factory):
                                                     ("origin", "unbounded")])
 def test_local_cluster_flows_equal_the_in_memory_release(dataset, client, tree,  # noqa: F811
                                                          neighbouring):
-    folder, geography = dataset
+    folder, geography = dataset[0] / "parts", dataset[1]
     release, shape = dask_flows.release_flows_dataset(
         folder, ORIGIN, DESTINATION, "inftda", RHO, geography=geography, tree=tree,
         source=NoiseSource(seed=3), client=client, neighbouring=neighbouring)
@@ -64,7 +70,7 @@ def test_local_cluster_flows_equal_the_in_memory_release(dataset, client, tree, 
 
 
 def test_bad_flow_input_is_a_typed_error(dataset, client):  # noqa: F811
-    folder, geography = dataset
+    folder, geography = dataset[0] / "parts", dataset[1]
     with pytest.raises(InputError, match="cannot run block by block"):
         dask_flows.release_flows_dataset(folder, ORIGIN, DESTINATION, "vanilla-gauss", RHO,
                                          geography=geography, client=client)
@@ -73,3 +79,42 @@ def test_bad_flow_input_is_a_typed_error(dataset, client):  # noqa: F811
             folder, ORIGIN, DESTINATION, "inftda", RHO, client=client,
             geography=geography_from_table(pd.DataFrame({"region": ["A"], "area": ["A0"]}),
                                            ["region", "area"]))
+
+
+def release_args(root, out, scheduler, *extra):
+    return [root / "parts", "--engine", "dask", "--scheduler", scheduler, "--query", "flows",
+            "--origin-levels", ",".join(ORIGIN), "--destination-levels", ",".join(DESTINATION),
+            "--geography", root / "geo.csv", "--mechanism", "inftda", "--tree", "origin",
+            "--invariant", "total", "--rho", "0.5", "--seed", "3", "--out", out,
+            "--key-file", out.parent / "key", *extra]
+
+
+def test_cli_dask_flows_equal_the_in_memory_release(dataset, client, tmp_path,  # noqa: F811
+                                                    capsys):
+    address = client.scheduler.address
+    code, _, err = run_cli(capsys, "release", *release_args(dataset[0], tmp_path / "dask",
+                                                             address))
+    assert code == 0, err
+    memory = release_args(dataset[0], tmp_path / "mem", address, "--format", "parquet")
+    memory[:5] = [dataset[0] / "all.csv"]  # the same trips in one file, in-memory engine
+    assert run_cli(capsys, "release", *memory)[0] == 0
+    table, manifest = read_release(tmp_path / "dask")
+    expected, expected_manifest = read_release(tmp_path / "mem")
+    pd.testing.assert_frame_equal(table, expected)
+    for key in ("privacy", "ledger", "randomness", "tree", "hierarchy", "verdict"):
+        assert manifest.get(key) == expected_manifest.get(key)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--mechanism", "vanilla-gauss"], "'vanilla-gauss' cannot run block by block"),
+    (["--format", "parquet-dataset"], "a flow release is one table"),
+    (["--structure-from-data", "--geography", ""], "flows on Dask need the declared areas"),
+])
+def test_cli_flow_refusals_are_one_line_and_exit_2(dataset, tmp_path, capsys, extra, message):
+    argv = release_args(dataset[0], tmp_path / "x", "tcp://127.0.0.1:1", *extra)
+    if "vanilla-gauss" in extra:  # it keeps no total exactly
+        at = argv.index("--invariant")
+        del argv[at:at + 2]
+    code, _, err = run_cli(capsys, "release", *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
