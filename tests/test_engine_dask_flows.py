@@ -13,14 +13,13 @@ pytest.importorskip("distributed")
 
 from hierdp_core.engine import dask_flows  # noqa: E402
 from hierdp_core.errors import InputError, StructureError  # noqa: E402
-from hierdp_core.export import read_release  # noqa: E402
 from hierdp_core.flows.data import flow_data_from_table  # noqa: E402
 from hierdp_core.mechanisms.base import get_mechanism  # noqa: E402
 from hierdp_core.privacy.budget import PrivacyBudget  # noqa: E402
 from hierdp_core.privacy.samplers import NoiseSource  # noqa: E402
 from hierdp_core.structure import geography_from_table  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
-from tests.test_engine_dask_group_sizes import client  # noqa: E402, F401
+from tests.test_engine_dask_group_sizes import assert_engines_agree, client  # noqa: E402, F401
 
 ORIGIN, DESTINATION = ["o_region", "o_area"], ["d_region", "d_area"]
 RHO = PrivacyBudget.zcdp(0.5)
@@ -92,17 +91,10 @@ def release_args(root, out, scheduler, *extra):
 def test_cli_dask_flows_equal_the_in_memory_release(dataset, client, tmp_path,  # noqa: F811
                                                     capsys):
     address = client.scheduler.address
-    code, _, err = run_cli(capsys, "release", *release_args(dataset[0], tmp_path / "dask",
-                                                             address))
-    assert code == 0, err
-    memory = release_args(dataset[0], tmp_path / "mem", address, "--format", "parquet")
-    memory[:5] = [dataset[0] / "all.csv"]  # the same trips in one file, in-memory engine
-    assert run_cli(capsys, "release", *memory)[0] == 0
-    table, manifest = read_release(tmp_path / "dask")
-    expected, expected_manifest = read_release(tmp_path / "mem")
-    pd.testing.assert_frame_equal(table, expected)
-    for key in ("privacy", "ledger", "randomness", "tree", "hierarchy", "verdict"):
-        assert manifest.get(key) == expected_manifest.get(key)
+    assert_engines_agree(
+        capsys, lambda out, *extra: release_args(dataset[0], out, address, *extra),
+        dataset[0] / "all.csv", tmp_path,
+        ("privacy", "ledger", "randomness", "tree", "hierarchy", "verdict"))
 
 
 @pytest.mark.parametrize(("extra", "message"), [

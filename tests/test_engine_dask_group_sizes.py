@@ -102,19 +102,28 @@ def release_args(dataset, out, scheduler, *extra):
             "--key-file", out.parent / "key", *extra]
 
 
-def test_cli_dask_group_sizes_equal_the_in_memory_release(dataset, client, tmp_path, capsys):
-    address = client.scheduler.address  # the module's cluster, as a running scheduler
-    code, _, err = run_cli(capsys, "release", *release_args(dataset, tmp_path / "dask",
-                                                             address))
+def assert_engines_agree(capsys, args, whole_file, tmp_path, keys) -> None:
+    """The CLI release of ``args(out, *extra)`` (``--engine dask``, its first five
+    arguments the input and the engine) equals the in-memory release of ``whole_file``
+    (the same records in one file): the table, and the manifest's ``keys``."""
+    code, _, err = run_cli(capsys, "release", *args(tmp_path / "dask"))
     assert code == 0, err
-    memory = release_args(dataset, tmp_path / "mem", address, "--format", "parquet")
-    memory[:5] = [dataset / "all.csv"]  # the same records in one file, in-memory engine
+    memory = args(tmp_path / "mem", "--format", "parquet")
+    memory[:5] = [whole_file]
     assert run_cli(capsys, "release", *memory)[0] == 0
     table, manifest = read_release(tmp_path / "dask")
     expected, expected_manifest = read_release(tmp_path / "mem")
     pd.testing.assert_frame_equal(table, expected)
-    for key in ("privacy", "ledger", "randomness", "categories", "hierarchy", "verdict"):
+    for key in keys:
         assert manifest.get(key) == expected_manifest.get(key)
+
+
+def test_cli_dask_group_sizes_equal_the_in_memory_release(dataset, client, tmp_path, capsys):
+    address = client.scheduler.address  # the module's cluster, as a running scheduler
+    assert_engines_agree(capsys, lambda out, *extra: release_args(dataset, out, address, *extra),
+                         dataset / "all.csv", tmp_path,
+                         ("privacy", "ledger", "randomness", "categories", "hierarchy",
+                          "verdict"))
 
 
 @pytest.mark.parametrize(("extra", "message"), [
