@@ -85,7 +85,7 @@ def release_args(root, out, scheduler, *extra):
             "--origin-levels", ",".join(ORIGIN), "--destination-levels", ",".join(DESTINATION),
             "--geography", root / "geo.csv", "--mechanism", "inftda", "--tree", "origin",
             "--invariant", "total", "--rho", "0.5", "--seed", "3", "--out", out,
-            "--key-file", out.parent / "key", *extra]
+            "--key-file", out.parent / "key", "--interval", "none", *extra]
 
 
 def test_cli_dask_flows_equal_the_in_memory_release(dataset, client, tmp_path,  # noqa: F811
