@@ -10,9 +10,11 @@ secure (OpenDP) noise the same distribution.
 
 Separable this way (`BLOCKWISE_GROUP_SIZE_MECHANISMS`): ``gs-noisy`` (every cell on its
 own) and ``gs-topdown`` (TopDown, and with ``groups="exact"`` the hand-down of every
-parent's groups by rank, both per parent). Not separable, refused: the exact dynamic
-programs and the relaxed QPs (one optimisation over the whole tree and all sizes), the
-chain mechanisms (level-wide chains across top-level units), Kuo's (their own noise draws).
+parent's groups by rank, both per parent). Refused: the relaxed QPs (one solver call over
+the whole tree) and the chain mechanisms (chains across the top-level units of a level):
+not separable; the exact dynamic programs (``gs-mh-dp``, ``gs-mc-dp``: cost tables merged
+bottom up, allocation top down) and Kuo's (per-region estimates, matching per parent, their
+own noise draws): separable in principle, not implemented block by block.
 Tasks go through an executor (`hierdp_core.engine.blockwise.InProcess` or a Dask client).
 """
 
@@ -56,9 +58,8 @@ def check_blockwise(mechanism) -> None:
     """Refuse, in one line, a group-size mechanism that cannot run block by block."""
     if mechanism.info.name not in BLOCKWISE_GROUP_SIZE_MECHANISMS:
         raise InputError(f"group-size mechanism {mechanism.info.name!r} cannot run block by "
-                         f"block (it optimises over the whole tree or draws its own noise); "
-                         f"use one of {', '.join(BLOCKWISE_GROUP_SIZE_MECHANISMS)}, or the "
-                         "in-memory engine")
+                         f"block; use one of {', '.join(BLOCKWISE_GROUP_SIZE_MECHANISMS)}, or "
+                         "the in-memory engine")
 
 
 def block_measure(tree: Hierarchy, leaf_hist: np.ndarray, plans, streams: Streams,
