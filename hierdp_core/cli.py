@@ -132,7 +132,8 @@ def cmd_release(args) -> int:
                                  args.interval_replicates,
                                  workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
-    formats = csv_list(args.format) or ["parquet-dataset" if dask else "csv"]
+    formats = csv_list(args.format) or [
+        "csv" if not dask else "parquet" if args.query == "flows" else "parquet-dataset"]
     paths = write_release(release, args.out, formats=tuple(formats),
                           structure_declared=structure_declared,
                           input_spec=input_spec(args, data, path),

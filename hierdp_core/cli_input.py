@@ -43,15 +43,7 @@ def input_data(args, table):
             group_size_data_from_people,
         )
 
-        if args.max_size is None:
-            raise InputError("group sizes need --max-size N, the public top-code (sizes "
-                             "above N count as N); choose it without looking at the data")
-        if csv_list(args.categories) or getattr(args, "category_values", None):
-            raise InputError("--categories and --category-values do not apply to group sizes "
-                             "(the sizes 0..--max-size are the categories)")
-        if bool(args.group_column) == bool(args.size_column):
-            raise InputError("group sizes need either --group-column (one row per person) or "
-                             "--size-column with --count-column (groups per size)")
+        check_group_size_args(args)
         geography = declared_geography(args, levels, names, query)
         shape = ({"geography": geography} if geography is not None
                  else {"local_codes": args.local_codes, "name_columns": names})
@@ -75,6 +67,19 @@ def input_data(args, table):
                                  category_columns=categories, category_values=declared,
                                  duplicates=_duplicates(args), max_cells=cell_limit(args),
                                  **shape)
+
+
+def check_group_size_args(args) -> None:
+    """Refuse group-size arguments that do not fit together (one line each)."""
+    if args.max_size is None:
+        raise InputError("group sizes need --max-size N, the public top-code (sizes above N "
+                         "count as N); choose it without looking at the data")
+    if csv_list(args.categories) or getattr(args, "category_values", None):
+        raise InputError("--categories and --category-values do not apply to group sizes "
+                         "(the sizes 0..--max-size are the categories)")
+    if bool(args.group_column) == bool(args.size_column):
+        raise InputError("group sizes need either --group-column (one row per person) or "
+                         "--size-column with --count-column (groups per size)")
 
 
 def _duplicates(args) -> str:
@@ -141,8 +146,19 @@ def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=
 
 def _flow_data(args, table):
     """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
-    from hierdp_core.data.loaders import check_column_roles
     from hierdp_core.flows.data import flow_data_from_table
+
+    origin, destination = flow_levels(args)
+    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
+    return flow_data_from_table(table, origin, destination, args.count_column,
+                                tree=args.tree or "destination", geography=geography,
+                                duplicates=_duplicates(args))
+
+
+def flow_levels(args) -> tuple[list[str], list[str]]:
+    """(origin level columns, destination level columns) of ``--origin-levels`` and
+    ``--destination-levels``, checked (one line each)."""
+    from hierdp_core.data.loaders import check_column_roles
 
     origin, destination = csv_list(args.origin_levels), csv_list(args.destination_levels)
     check_column_roles(args.count_column, origin_levels=origin, destination_levels=destination)
@@ -157,10 +173,7 @@ def _flow_data(args, table):
     if len(origin) != len(destination):
         raise InputError("give the same number (at least one) of origin and destination "
                          f"levels, coarse to fine; got {origin} and {destination}")
-    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
-    return flow_data_from_table(table, origin, destination, args.count_column,
-                                tree=args.tree or "destination", geography=geography,
-                                duplicates=_duplicates(args))
+    return origin, destination
 
 
 def _range_data(args, table, levels, names):

@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="noise from OS entropy through OpenDP (the default without --seed)")
     p.add_argument("--format", help="csv, parquet or csv,parquet (default csv), or "
                                     "parquet-dataset: a Parquet file per top-level unit "
-                                    "(the default with --engine dask)")
+                                    "(the default with --engine dask; flows: parquet)")
     p.add_argument("--engine", choices=("memory", "dask"), default="memory",
                    help="memory (the default): the input read into this process; dask: "
                         "the input a dataset (a folder of CSV or Parquet files, or a glob) "

@@ -135,8 +135,9 @@ def test_a_changed_or_unlisted_part_is_refused(dataset, tmp_path, capsys):
 @pytest.mark.parametrize(("extra", "message"), [
     (["--scheduler", "tcp://127.0.0.1:1"], "cannot reach the Dask scheduler"),
     (["--scheduler", "nonsense"], "cannot reach the Dask scheduler"),
-    (["--query", "group-sizes", "--mechanism", "gs-noisy"],
-     "--engine dask releases counts (with or without categories), not group-sizes"),
+    (["--query", "ranges", "--mechanism", "identity"],
+     "--engine dask releases counts (with or without categories), group sizes and flows, not "
+     "ranges"),
     (["--wide", "a,b"], "--wide needs the in-memory engine"),
 ])
 def test_cli_refusals_are_one_line_and_exit_2(dataset, tmp_path, capsys, monkeypatch, extra,

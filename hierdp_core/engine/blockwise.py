@@ -34,8 +34,7 @@ from hierdp_core.engine.streams import (
     block_bounds,
     block_starts,
     measure_block,
-    measure_root,
-    merge_measurements,
+    measure_top,
     noise_variances,
     subtree,
     subtree_ranges,
@@ -196,12 +195,7 @@ def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: 
     states = [executor.submit(block_measure, trees[b], leaf_blocks[b], plans, streams, b,
                               ls_variance, lsq, pure=False) for b in range(n_blocks)]
     tops = executor.gather([executor.submit(block_top, s) for s in states])
-    truth_root = np.sum([t["total"] for t in tops], axis=0)
-    root_noisy = measure_root(truth_root, plans,
-                              source if source.secure else streams.source(0))
-    for t in tops:
-        merge_measurements(source, t["measurements"])
-    noisy_top = np.concatenate([root_noisy[None, :], *(t["noisy"] for t in tops)])
+    truth_root, noisy_top = measure_top(tops, plans, source, streams)
     root = truth_root if p.get("root_invariant") else None
     est, values_top = _top_values(mechanism, p, hierarchy, noisy_top, tops, variance, root)
     finished = []

@@ -1,5 +1,7 @@
 """``hierdp release --engine dask``: a counts release of a dataset on a Dask cluster
-(`hierdp_core.engine.dask_engine`), with the CLI's declarations (``--geography``,
+(`hierdp_core.engine.dask_engine`), or of group sizes
+(`hierdp_core.engine.dask_group_sizes_cli`) or flows (`hierdp_core.engine.dask_flows_cli`),
+with the CLI's declarations (``--geography``,
 ``--category-values``, or ``--structure-from-data`` for exploration) and its errors (one
 line, exit status 2). Other query kinds, and the options that reshape a table in memory,
 are refused in one line.
@@ -16,7 +18,7 @@ from hierdp_core.cli_input import (
 )
 from hierdp_core.errors import InputError
 
-SUPPORTED_QUERIES = ("counts",)
+SUPPORTED_QUERIES = ("counts", "group-sizes", "flows")
 #: options of the in-memory engine that reshape the whole table (flag, its value when unset)
 IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum"}
 
@@ -26,10 +28,10 @@ def check_dask_args(args, mechanism) -> None:
     from hierdp_core.engine.blockwise import BLOCKWISE_MECHANISMS
 
     if args.query not in SUPPORTED_QUERIES:
-        raise InputError(f"--engine dask releases counts (with or without categories), not "
-                         f"{args.query}; run {args.query} with the in-memory engine (the "
-                         "default, --engine memory)")
-    if mechanism.info.name not in BLOCKWISE_MECHANISMS:
+        raise InputError(f"--engine dask releases counts (with or without categories), "
+                         f"group sizes and flows, not {args.query}; run {args.query} with the "
+                         "in-memory engine (the default, --engine memory)")
+    if args.query == "counts" and mechanism.info.name not in BLOCKWISE_MECHANISMS:
         raise InputError(f"--engine dask runs {', '.join(BLOCKWISE_MECHANISMS)}, not "
                          f"{mechanism.info.name!r}")
     for flag, unset in IN_MEMORY_ONLY.items():
@@ -51,6 +53,14 @@ def dask_release(args, mechanism, budget, source, choose_split, params: dict):
     from hierdp_core.engine.dask_engine import dataset_files, release_dataset
 
     check_dask_args(args, mechanism)
+    if args.query == "group-sizes":
+        from hierdp_core.engine.dask_group_sizes_cli import dask_group_size_release
+
+        return dask_group_size_release(args, mechanism, budget, source, choose_split, params)
+    if args.query == "flows":
+        from hierdp_core.engine.dask_flows_cli import dask_flow_release
+
+        return dask_flow_release(args, mechanism, budget, source, choose_split, params)
     files = dataset_files(args.input)
     levels = csv_list(args.levels)
     if not levels:

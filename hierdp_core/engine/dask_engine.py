@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.engine.blockwise import blockwise_release
-from hierdp_core.engine.streams import block_bounds, block_starts, subtree_ranges
+from hierdp_core.engine.streams import first_leaves
 from hierdp_core.errors import InputError
 
 #: the size of a CSV dataset's partitions (Parquet: one per row group or file)
@@ -161,13 +161,6 @@ def block_leaf_counts(block: int, first_leaf: int, n_leaves: int, k: int,
     return dense.reshape(n_leaves, k)
 
 
-def _first_leaves(hierarchy) -> np.ndarray:
-    """The first leaf (within the leaf level) of every block."""
-    base = int(hierarchy.level_offsets[hierarchy.depth])
-    return np.array([subtree_ranges(hierarchy, *block_bounds(hierarchy, b))[-1][0] - base
-                     for b in range(block_starts(hierarchy).size)], dtype=np.int64)
-
-
 def dask_count_release(client, frame, geography, levels: list[str], categories: list[str],
                        values: dict, count_column: str | None, mechanism, budget, *,
                        declared: bool, split=None, source=None, **params):
@@ -182,7 +175,7 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     labels = (category_index(pd.DataFrame({c: [] for c in categories}), categories,
                              values)[1] if categories else ("total",))
     k = len(labels)
-    first = _first_leaves(h)
+    first = first_leaves(h)
     geo = client.scatter(geography, broadcast=True)
     cells = delayed(partition_cells, pure=False)
     parts = client.compute([cells(part, geo, levels, categories, values, count_column, k,

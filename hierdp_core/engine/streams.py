@@ -66,6 +66,13 @@ def block_bounds(hierarchy: Hierarchy, block: int) -> tuple[int, int]:
     return int(starts[block]), int(end)
 
 
+def first_leaves(hierarchy: Hierarchy) -> np.ndarray:
+    """The first leaf (index within the leaf level) of every block."""
+    base = int(hierarchy.level_offsets[hierarchy.depth])
+    return np.array([subtree_ranges(hierarchy, *block_bounds(hierarchy, b))[-1][0] - base
+                     for b in range(block_starts(hierarchy).size)], dtype=np.int64)
+
+
 def subtree_ranges(hierarchy: Hierarchy, first: int, end: int) -> list[tuple[int, int]]:
     """The node ranges [lo, hi) (global node indices) of the subtrees of level-1 units
     ``first..end-1``, one per level from level 1: one contiguous run per level."""
@@ -123,6 +130,20 @@ def measure_root(truth_root: np.ndarray, plans, source: NoiseSource) -> np.ndarr
     if plans[0].noise is None:
         return np.full(np.shape(truth_root), np.nan)
     return plans[0].apply(truth_root, source)
+
+
+def measure_top(tops: list[dict], plans, source: NoiseSource, streams: Streams,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(the root's true values, the noisy values of the root and the top-level units) from
+    the blocks' summaries (``total``, ``noisy``, ``measurements``, in block order): the root
+    measured from stream 0 (secure: from ``source``), the blocks' secure measurements
+    logged on ``source``."""
+    truth_root = np.sum([t["total"] for t in tops], axis=0)
+    root_noisy = measure_root(truth_root, plans,
+                              source if source.secure else streams.source(0))
+    for t in tops:
+        merge_measurements(source, t["measurements"])
+    return truth_root, np.concatenate([root_noisy[None, :], *(t["noisy"] for t in tops)])
 
 
 def noise_variances(hierarchy: Hierarchy, plans) -> np.ndarray:

@@ -8,11 +8,13 @@ parent node in level ``l - 1``; -1 at the root). Nodes absent from a level are z
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from hierdp_core.engine.streams import Streams, block_starts
 from hierdp_core.flows.data import FlowData
 from hierdp_core.privacy.samplers import NoiseSource
 
@@ -52,21 +54,76 @@ def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
     maps each parent's noisy children to non-negative integers summing to the parent's
     value; children released as 0 are dropped with their subtrees. Returns the levels and,
     per level, how many children were noised and released (both private outputs).
+
+    A seeded source draws level 1 itself, then, below, the noise of every block of
+    top-level areas (`block_of_nodes`) from the block's own stream
+    (`hierdp_core.engine.streams`), as the block-by-block engine does; a secure source
+    measures every level at once.
     """
     levels = [root_level(root_value)]
     diagnostics = [{"level": 0, "parents": 0, "noised": 0, "released": 1}]
+    streams = None
     for level in range(1, data.depth + 1):
-        prev = levels[-1]
-        origin, destination, n_children = data.children(level, prev.origin, prev.destination)
-        noisy = noises[level - 1].apply(data.lookup(level, origin, destination), source)
-        starts = np.cumsum(n_children) - n_children
-        value = project(noisy, starts, prev.value)
-        keep = value > 0
-        parent = np.repeat(np.arange(prev.size, dtype=np.int64), n_children)
-        levels.append(TreeLevel(origin[keep], destination[keep], value[keep], parent[keep]))
-        diagnostics.append({"level": level, "parents": prev.size, "noised": int(origin.size),
-                            "released": int(keep.sum())})
+        if level == 2 and not source.secure:
+            streams = Streams.of(source)
+            sources = [streams.source(b + 1) for b in range(block_starts(data.geography).size)]
+        noise = noises[level - 1]
+        draw = (functools.partial(draw_whole, data, level, noise, source) if streams is None
+                else functools.partial(_draw_in_blocks, data, level, noise, sources))
+        node, diagnostic = grow(data, level, levels[-1], project, draw)
+        levels.append(node)
+        diagnostics.append(diagnostic)
     return levels, diagnostics
+
+
+def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
+         draw: Callable) -> tuple[TreeLevel, dict]:
+    """Tree level ``level`` from its released parents ``prev``: their children noised
+    (``draw(origin, destination)`` gives their noisy values), projected, the zeros
+    dropped; and its diagnostic (parents, children noised, children released)."""
+    origin, destination, n_children = data.children(level, prev.origin, prev.destination)
+    noisy = draw(origin, destination)
+    starts = np.cumsum(n_children) - n_children
+    value = project(noisy, starts, prev.value)
+    keep = value > 0
+    parent = np.repeat(np.arange(prev.size, dtype=np.int64), n_children)
+    return (TreeLevel(origin[keep], destination[keep], value[keep], parent[keep]),
+            {"level": level, "parents": prev.size, "noised": int(origin.size),
+             "released": int(keep.sum())})
+
+
+def block_of_nodes(data: FlowData, level: int, origin: np.ndarray,
+                   destination: np.ndarray) -> np.ndarray:
+    """The block (`hierdp_core.engine.streams.block_starts`, of top-level areas) of every
+    node of tree level ``level`` >= 1: that of its top-level area on the side that tree
+    level 1 splits (the destination in a destination tree, the origin in an origin tree).
+    A node's children are in its block, so the blocks are subtrees of the O/D tree."""
+    h = data.geography
+    lo, ld = data.pair_levels(level)
+    side, geo_level = ((destination, ld) if data.split_side(1) == "destination"
+                       else (origin, lo))
+    node = np.asarray(side, dtype=np.int64) + h.level_offsets[geo_level]
+    for _ in range(geo_level - 1):
+        node = h.parent[node]
+    top = node - h.level_offsets[1]
+    return np.searchsorted(block_starts(h), top, side="right") - 1
+
+
+def draw_whole(data: FlowData, level: int, noise, source: NoiseSource, origin: np.ndarray,
+               destination: np.ndarray) -> np.ndarray:
+    """The true values of the given nodes of tree level ``level``, noised from ``source``."""
+    return noise.apply(data.lookup(level, origin, destination), source)
+
+
+def _draw_in_blocks(data: FlowData, level: int, noise, sources: list[NoiseSource],
+                    origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
+    """`draw_whole` block by block, each block's nodes (contiguous, in block order) from
+    its own source; every block draws at every level, with or without nodes."""
+    values = data.lookup(level, origin, destination)
+    block = block_of_nodes(data, level, origin, destination)
+    edges = np.searchsorted(block, np.arange(len(sources) + 1))
+    return np.concatenate([noise.apply(values[a:b], sources[i]) for i, (a, b) in
+                           enumerate(zip(edges[:-1], edges[1:], strict=True))])
 
 
 def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,

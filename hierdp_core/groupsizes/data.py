@@ -83,7 +83,7 @@ class GroupSizeData(CountData):
         return int(self.leaf_counts.sum())
 
 
-def _check_max_size(max_size) -> int:
+def check_max_size(max_size) -> int:
     if isinstance(max_size, bool) or not isinstance(max_size, int | np.integer) \
             or not 1 <= int(max_size) <= MAX_SIZE_LIMIT:
         raise InputError(f"max_size (the public top-code N) must be an integer from 1 to "
@@ -146,7 +146,7 @@ def group_size_data_from_people(
     histogram; a row outside the geography is an error); with it and the public
     ``max_size`` the shape is declared (``declared_structure``). ``max_cells``: the cap on
     units x sizes (`SizeLimitError`; None: sized to this machine's memory)."""
-    max_size = _check_max_size(max_size)
+    max_size = check_max_size(max_size)
     validate_columns(table, [group_column], "group")
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,
                          max_cells)
@@ -163,9 +163,7 @@ def group_size_data_from_people(
     first_leaf[group_id[::-1]] = leaf[::-1]  # leaf of each group's first row
     split = np.flatnonzero(first_leaf[group_id] != leaf)
     if split.size:
-        bad = pd.unique(group_names[group_id[split]])[:5].tolist()
-        raise InputError(f"group(s) {bad} have people in more than one leaf region; a group "
-                         f"must lie in one {levels[-1]!r}")
+        raise spanning_groups(pd.unique(group_names[group_id[split]]), levels[-1])
     sizes = sum_by_cell(group_id, persons, len(group_names))
     top_coded = int(np.count_nonzero(sizes > max_size))
     cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
@@ -174,6 +172,12 @@ def group_size_data_from_people(
     if group_counts is not None:
         leaf_hist[:, 0] += _empty_groups(h, leaf_hist.sum(axis=1), group_counts)
     return _data(h, leaf_hist, max_size, top_coded, geography is not None)
+
+
+def spanning_groups(names, leaf_level: str) -> InputError:
+    """The error for groups (``names``, up to five named) with people in several leaves."""
+    return InputError(f"group(s) {list(names)[:5]} have people in more than one leaf "
+                      f"region; a group must lie in one {leaf_level!r}")
 
 
 def _empty_groups(h, observed: np.ndarray, group_counts) -> np.ndarray:
@@ -214,7 +218,7 @@ def group_size_data_from_histograms(
     are summed (``duplicates="sum"``, counted in ``merged_rows``; sizes above ``max_size``
     are one size) or refused (``"error"``). ``geography`` and ``max_cells`` as in
     `group_size_data_from_people`."""
-    max_size = _check_max_size(max_size)
+    max_size = check_max_size(max_size)
     sizes = validate_counts(table, size_column)
     counts = validate_counts(table, count_column)
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,

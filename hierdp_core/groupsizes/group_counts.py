@@ -56,13 +56,20 @@ def keep_group_counts(h: Hierarchy, estimate, counts) -> np.ndarray:
         raise InputError(f"expected {h.n_nodes} non-negative group counts, got {counts.shape}")
     if np.any(h.aggregate(counts[h.level_slice(h.depth)]) != counts):
         raise InputError("every node's number of groups must be the sum of its children's")
-    rows = rescale_rows(estimate, counts)
-    max_size = rows.shape[1] - 1
+    return h.aggregate(hand_down(h, rescale_rows(estimate, counts), first_level=1))
+
+
+def hand_down(h: Hierarchy, rows: np.ndarray, first_level: int) -> np.ndarray:
+    """The leaves' histograms (n_leaves, N + 1): the groups of level ``first_level - 1``
+    (its ``rows``, kept exactly) handed to their children by rank, level by level; ``rows``
+    of the levels below rank them. Every parent's children depend on that parent alone (a
+    subtree given its top gives the whole tree's values)."""
+    top = rows[h.level_slice(first_level - 1)]
     # the parent's sizes are taken as exact (variance 0), the children's only rank them
-    current = Runs.from_hist(rows[h.level_slice(0)], np.zeros((1, max_size + 1)))
-    for level in range(1, h.n_levels):
+    current = Runs.from_hist(top, np.zeros(top.shape))
+    for level in range(first_level, h.n_levels):
         sl = h.level_slice(level)
         child = Runs.from_hist(rows[sl], np.ones(rows[sl].shape))
         pairs = match_level(current, child, h.segment_of_level(level))
         current = merge_level(current, child, pairs)
-    return h.aggregate(current.to_hist(max_size))
+    return current.to_hist(rows.shape[1] - 1)

@@ -192,16 +192,31 @@ class TopDownFlows(Mechanism):
         data = _check_data(self.info.name, data)
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
+        plan, plans = self.measured_plans(data, budget, split, p)
+        root, invariants = self.root_value(data.n, plans, p, source)
+        levels, diagnostics = topdown(data, root, plans[1:], self.projection(p), source)
+        return self.make_release(data, levels, diagnostics, plan, plans, budget, p,
+                                 invariants, source)
+
+    def measured_plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
+        """(the privacy plan, a plan per tree level) of a release over ``data``'s (public)
+        shape; every level below the root measured, else a `BudgetError`."""
         plan, plans = self._plans(data, budget, split, p)
         if any(plan.noise is None for plan in plans[1:]):
             raise BudgetError(f"{self.info.name} measures every level below the root: give "
                               "each a share of the budget")
+        return plan, plans
+
+    def root_value(self, n: int, plans, p: dict, source: NoiseSource):
+        """(the root's released value, the invariants): ``n`` itself under bounded DP (public),
+        measured under unbounded DP."""
         if p["neighbouring"] == "bounded":
-            root, invariants = data.n, ("number of trips n (public under bounded DP)",)
-        else:
-            root = max(0, int(plans[0].apply(np.array([data.n]), source)[0]))
-            invariants = ()
-        levels, diagnostics = topdown(data, root, plans[1:], self.projection(p), source)
+            return n, ("number of trips n (public under bounded DP)",)
+        return max(0, int(plans[0].apply(np.array([n]), source)[0])), ()
+
+    def make_release(self, data: FlowData, levels, diagnostics, plan, plans,
+                     budget: PrivacyBudget, p: dict, invariants, source) -> FlowRelease:
+        """The FlowRelease of the released ``levels``, as every engine makes it."""
         return FlowRelease.of(
             data, levels, mechanism=self.info.name, parameters=p,
             privacy=_zcdp_privacy(plans, budget, plan, invariants),

@@ -27,6 +27,7 @@ import numpy as np
 
 from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
+from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.groupsizes.group_counts import keep_group_counts
@@ -100,15 +101,25 @@ class GroupSizeMechanism(Mechanism):
                       1.0, note=note)
         return PrivacyPlan(self.info.name, PURE_DP, (stage,))
 
-    def _plans(self, data, budget: PrivacyBudget, split, p: dict):
+    def level_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
+        """One plan per level of ``hierarchy``: the noise of its share of ``budget``."""
         if budget.definition != PURE_DP:
             raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
         stage = self.privacy_plan(**p).stages[0]
-        return plan_levels(data.hierarchy, budget, p.get("noise", "geometric"), split,
+        return plan_levels(hierarchy, budget, p.get("noise", "geometric"), split,
                            query=QUERY, sensitivity=stage.sensitivity)
 
+    def measured_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
+        """`level_plans` of a release: every level measured, else a `BudgetError`."""
+        plans = self.level_plans(hierarchy, budget, split, p)
+        if any(plan.noise is None for plan in plans):
+            raise BudgetError(f"{self.info.name} measures every level: give every level a "
+                              "share of the budget")
+        return plans
+
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
-        return ledger_frame(self._plans(data, budget, split, self.params(**params)))
+        return ledger_frame(self.level_plans(data.hierarchy, budget, split,
+                                             self.params(**params)))
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> Release:
@@ -118,34 +129,40 @@ class GroupSizeMechanism(Mechanism):
                                  "histograms), e.g. `--query group-sizes`")
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
-        plans = self._plans(data, budget, split, p)
-        if any(plan.noise is None for plan in plans):
-            raise BudgetError(f"{self.info.name} measures every level: give every level a "
-                              "share of the budget")
+        plans = self.measured_plans(data.hierarchy, budget, split, p)
         values, noisy = self.measure_and_estimate(data, plans, p, source)
+        return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
+                                 source)
+
+    def make_release(self, hierarchy, categories, plans, p: dict, values, noisy,
+                     source: NoiseSource) -> Release:
+        """The Release of ``values`` (and the ``noisy`` plain histograms) measured with
+        ``plans``, as every engine makes it."""
         spent = sum(plan.budget.value for plan in plans)
         relation = self.privacy_plan(**p).stages[0].relation
         invariants = self.kept_invariants(**p)
         return Release(
-            hierarchy=data.hierarchy, values=np.asarray(values), mechanism=self.info.name,
+            hierarchy=hierarchy, values=np.asarray(values), mechanism=self.info.name,
             parameters=p,
             privacy={"definition": PURE_DP, "relation": relation,
                      "neighbouring": RELATIONS[relation],
                      "noise": p.get("noise", "geometric"), "invariants": list(invariants),
                      **PrivacyBudget.pure(spent).as_dict()},
             ledger=ledger_frame(plans), randomness=source.as_dict(),
-            categories=data.categories, invariants=invariants, noisy=noisy,
+            categories=categories, invariants=invariants, noisy=noisy,
         )
 
     def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
                              source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
         """(released values, noisy plain histograms for display). The default measures the
-        plain or cumulative histograms of every level and calls `estimate`."""
+        plain or cumulative histograms of every level, a seeded source's noise per block of
+        top-level units from its own stream (`hierdp_core.engine.streams`, as the Dask
+        engine draws it), and calls `estimate`."""
         truth = data.node_counts()
         if self.representation == "plain":
-            noisy, variance = measure(truth, data.hierarchy, plans, source)
+            noisy, variance = measure_in_blocks(truth, data.hierarchy, plans, source)
             return self.estimate(data, noisy, variance, p), noisy
-        noisy, variance = measure(cumulative(truth), data.hierarchy, plans, source)
+        noisy, variance = measure_in_blocks(cumulative(truth), data.hierarchy, plans, source)
         if G_V_PUBLIC in self.kept_invariants(**p):
             noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
         return self.estimate(data, noisy, variance, p), decumulate(noisy)
@@ -193,14 +210,14 @@ class GroupSizeTopDown(GroupSizeMechanism):
                           parameters=(NOISE_PARAM, groups_parameter("noisy")))
 
     def estimate(self, data, noisy, variance, p):
-        root = _root_on_simplex(data, noisy)
+        root = root_on_simplex(data.total_groups, noisy[0])
         return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
 
 
-def _root_on_simplex(data: GroupSizeData, noisy: np.ndarray) -> np.ndarray:
+def root_on_simplex(total_groups: int, noisy_root: np.ndarray) -> np.ndarray:
     """The root's noisy histogram projected onto non-negative values summing to G, rounded."""
-    g, start = np.array([data.total_groups]), np.array([0])
-    return round_segments(project_segments(noisy[0], start, g), start, g)
+    g, start = np.array([total_groups]), np.array([0])
+    return round_segments(project_segments(noisy_root, start, g), start, g)
 
 
 def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
@@ -270,7 +287,7 @@ class FiorettoDP(GroupSizeMechanism):
         h, g = data.hierarchy, data.total_groups
         if self.variant == "mh":
             released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
-            return _groups_kept(data, released, _root_on_simplex(data, noisy), p)
+            return _groups_kept(data, released, root_on_simplex(data.total_groups, noisy[0]), p)
         if self.variant == "mc":
             groups = data.groups() if p["groups"] == "exact" else None
             return fioretto.mc_dp(h, noisy, g, groups=groups,

@@ -1,0 +1,130 @@
+"""O/D flow releases on Dask: trips (one row per trip, or ``count_column`` trips a row)
+read as a dataset (a folder of CSV or Parquet files, or a glob) over a declared geography,
+released block by block (`hierdp_core.engine.blockwise_flows`).
+
+What runs where: every input partition turns its rows into sparse (origin leaf,
+destination leaf) pair counts per block of top-level areas (`partition_pairs`; the block of
+the end that the O/D tree's level 1 splits); each block's task builds its `FlowData` from
+them (`block_pairs`), gives the client its level-1 values, and runs the top-down loop below
+its released level-1 nodes; the client draws the root (unbounded DP) and level 1. With a
+seed the release is the in-memory engine's, bit for bit. Only the pairs with trips are
+ever held, never the O/D matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.engine.blockwise_flows import blockwise_flows, check_blockwise_flows
+from hierdp_core.engine.dask_engine import (
+    close_client,
+    dataset_files,
+    open_client,
+    read_dataset,
+)
+from hierdp_core.engine.streams import block_starts
+from hierdp_core.errors import InputError
+from hierdp_core.flows.data import FlowData
+from hierdp_core.flows.tree import block_of_nodes
+
+
+def partition_pairs(frame: pd.DataFrame, geography, shape: FlowData,
+                    origin_levels: list[str], destination_levels: list[str],
+                    count_column: str | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """One partition's trips as sparse pair counts per block: block -> (keys, trips), a key
+    being ``origin leaf * n_leaves + destination leaf``, sorted, distinct."""
+    from hierdp_core.data.loaders import validate_counts
+
+    if len(frame) == 0:
+        return {}
+    origin = geography.leaf_of_rows(frame, origin_levels)
+    destination = geography.leaf_of_rows(frame, destination_levels)
+    trips = (np.ones(len(frame), dtype=np.int64) if count_column is None
+             else validate_counts(frame, count_column))
+    n_leaves = shape.level_width(shape.geo_levels)
+    keys, inverse = np.unique(origin * n_leaves + destination, return_inverse=True)
+    sums = np.bincount(inverse, weights=trips, minlength=keys.size).astype(np.int64)
+    o, d = np.divmod(keys, n_leaves)
+    block = block_of_nodes(shape, shape.depth, o, d)
+    order = np.argsort(block, kind="stable")
+    keys, sums, block = keys[order], sums[order], block[order]
+    edges = np.flatnonzero(np.diff(block)) + 1
+    return {int(b[0]): (k, s) for b, k, s in zip(np.split(block, edges), np.split(keys, edges),
+                                                  np.split(sums, edges), strict=True)
+            if b.size}
+
+
+def block_pairs(shape: FlowData, block: int, *parts: dict) -> FlowData:
+    """A block's `FlowData`: its trips from every partition's sparse pair counts."""
+    pieces = [part[block] for part in parts if block in part]
+    keys = np.concatenate([k for k, _ in pieces] + [np.zeros(0, np.int64)])
+    trips = np.concatenate([s for _, s in pieces] + [np.zeros(0, np.int64)])
+    keys, inverse = np.unique(keys, return_inverse=True)
+    totals = np.bincount(inverse, weights=trips, minlength=keys.size).astype(np.int64)
+    o, d = np.divmod(keys[totals > 0], shape.level_width(shape.geo_levels))
+    return FlowData(shape.geography, o, d, totals[totals > 0], tree=shape.tree)
+
+
+def dask_flow_release(client, frame, geography, origin_levels: list[str],
+                      destination_levels: list[str], count_column: str | None, tree: str,
+                      mechanism, budget, *, split=None, source=None, **params):
+    """The flow release of the trips of ``frame`` (a `dask.dataframe`) over ``geography``
+    (both ends), block by block on ``client``."""
+    from dask import delayed
+
+    empty = np.zeros(0, np.int64)
+    shape = FlowData(geography.hierarchy, empty, empty, empty, tree=tree,
+                     declared_structure=True)
+    geo, public = client.scatter([geography, shape], broadcast=True)
+    pairs = delayed(partition_pairs, pure=False)
+    parts = client.compute([pairs(part, geo, public, origin_levels, destination_levels,
+                                  count_column)
+                            for part in frame.to_delayed(optimize_graph=True)])
+    blocks = [client.submit(block_pairs, public, b, *parts, pure=False)
+              for b in range(block_starts(shape.geography).size)]
+    return blockwise_flows(mechanism, shape, blocks, budget, split=split, source=source,
+                           executor=client, **params), shape
+
+
+# ---- the Python API ----------------------------------------------------------------------
+def release_flows_dataset(dataset, origin_levels: list[str], destination_levels: list[str],
+                          mechanism, budget, *, geography, count_column: str | None = None,
+                          tree: str = "destination", split=None, source=None, client=None,
+                          scheduler: str | None = None, workers: int | None = None,
+                          memory_limit: str = "auto", **params):
+    """A flow release (`hierdp_core.flows.release.FlowRelease`) of the trips in ``dataset``
+    (a folder of CSV or Parquet files, a glob, or a list of files) on Dask, and the
+    `FlowData` of its public shape (no trips).
+
+    ``mechanism``: a top-down flow mechanism (`blockwise_flows.BLOCKWISE_FLOW_MECHANISMS`,
+    by name or object); ``geography``: the declared areas of both ends
+    (`hierdp_core.flows.data.read_flow_geography`); ``tree``: ``destination`` or ``origin``.
+    ``client``, ``scheduler``, ``workers``, ``memory_limit``: as
+    `hierdp_core.engine.dask_engine.release_dataset`."""
+    from hierdp_core.mechanisms.base import get_mechanism
+
+    mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
+    check_blockwise_flows(mechanism)
+    origin_levels, destination_levels = list(origin_levels), list(destination_levels)
+    if geography is None:
+        raise InputError("flows on Dask need the declared geography of both ends "
+                         "(--geography)")
+    if len(geography.levels) != len(origin_levels) or \
+            len(origin_levels) != len(destination_levels):
+        raise InputError(f"the geography has {len(geography.levels)} level(s); give as many "
+                         f"origin and destination levels, got {origin_levels} and "
+                         f"{destination_levels}")
+    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    levels = [*origin_levels, *destination_levels]
+    columns = [*levels, *([count_column] if count_column else [])]
+    own = client is None
+    client = open_client(scheduler, workers, memory_limit) if own else client
+    try:
+        frame = read_dataset(files, columns, levels)
+        return dask_flow_release(client, frame, geography, origin_levels, destination_levels,
+                                 count_column, tree, mechanism, budget, split=split,
+                                 source=source, **params)
+    finally:
+        if own:
+            close_client(client)

@@ -1,0 +1,38 @@
+"""``hierdp release --engine dask --query flows``: an O/D flow release of trips on a Dask
+cluster (`hierdp_core.engine.dask_flows`), with the options of the in-memory engine
+(``--origin-levels``, ``--destination-levels``, ``--tree``, ``--count-column`` trips a row,
+``--geography`` of both ends) and its errors (one line, exit status 2). The release is one
+table file (``--format csv`` or ``parquet``, the default); ``--structure-from-data`` needs
+the in-memory engine.
+"""
+
+from __future__ import annotations
+
+from hierdp_core.cli_input import csv_list, declared_geography, flow_levels
+from hierdp_core.errors import InputError
+
+
+def dask_flow_release(args, mechanism, budget, source, choose_split, params: dict):
+    """(the FlowRelease, the `FlowData` of its public shape, the input files for the
+    fingerprint, the split goal's choice or None), as
+    `hierdp_core.engine.dask_cli.dask_release`."""
+    from hierdp_core.engine.blockwise_flows import check_blockwise_flows
+    from hierdp_core.engine.dask_engine import dataset_files
+    from hierdp_core.engine.dask_flows import release_flows_dataset
+
+    check_blockwise_flows(mechanism)
+    if "parquet-dataset" in csv_list(args.format):
+        raise InputError("a flow release is one table: --format csv or parquet")
+    origin, destination = flow_levels(args)
+    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
+    if geography is None:
+        raise InputError("flows on Dask need the declared areas (--geography); "
+                         "--structure-from-data needs the in-memory engine")
+    files = dataset_files(args.input)
+    choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
+    release, shape = release_flows_dataset(
+        files, origin, destination, mechanism, budget, geography=geography,
+        count_column=args.count_column, tree=args.tree or "destination", split=split,
+        source=source, scheduler=args.scheduler, workers=args.workers,
+        memory_limit=args.memory_per_worker, **params)
+    return release, shape, files, choice

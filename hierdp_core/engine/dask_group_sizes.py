@@ -1,0 +1,147 @@
+"""Group-size releases on Dask: person records (one row per person, or ``count_column``
+persons a row) with a group (household) id, read as a dataset (a folder of CSV or Parquet
+files, or a glob), released block by block (`hierdp_core.engine.blockwise_group_sizes`).
+
+What runs where: every input partition gives each row its leaf and its persons
+(`group_rows`); Dask's groupby by group id (a shuffle, as many output
+partitions as input ones) gives every group its size and its leaves, and every output
+partition turns its groups into sparse leaf x size cells per block (`group_cells`; a group
+with people in two leaves is an `InputError` naming it, as in memory); each block's task
+gathers its leaves' histograms (`dask_engine.block_leaf_counts`), measures and finishes its
+subtree; the client measures the root and solves the top. With a seed the release is the
+in-memory engine's, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes, check_blockwise
+from hierdp_core.engine.dask_engine import (
+    DatasetCounts,
+    block_leaf_counts,
+    close_client,
+    dataset_files,
+    open_client,
+    read_dataset,
+    units_of_data,
+)
+from hierdp_core.engine.streams import first_leaves
+from hierdp_core.errors import InputError
+
+#: the columns of `group_rows`' output besides the group id
+LEAF, PERSONS = "_leaf", "_persons"
+
+
+def group_rows(frame: pd.DataFrame, geography, levels: list[str], group_column: str,
+               count_column: str | None) -> pd.DataFrame:
+    """One partition's rows as (group id, leaf, persons) (Dask's groupby sums them per
+    group within the partition before the shuffle)."""
+    from hierdp_core.data.loaders import validate_counts
+
+    missing = int(frame[group_column].isna().sum())
+    if missing:
+        raise InputError(f"group column {group_column!r} has {missing} missing value(s)")
+    persons = (np.ones(len(frame), dtype=np.int64) if count_column is None
+               else validate_counts(frame, count_column))
+    return pd.DataFrame({group_column: frame[group_column].to_numpy(),
+                         LEAF: geography.leaf_of_rows(frame, levels), PERSONS: persons})
+
+
+def group_cells(groups: pd.DataFrame, max_size: int, first_leaves: np.ndarray,
+                leaf_level: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Whole groups (one row per group: its ``lo`` and ``hi`` leaf, its persons) as sparse
+    histogram cells per block: block -> (cells, numbers of groups), a cell being
+    ``leaf * (max_size + 1) + size`` (sizes top-coded), sorted, distinct."""
+    from hierdp_core.groupsizes.data import spanning_groups
+
+    lo, hi = groups["lo"].to_numpy(), groups["hi"].to_numpy()
+    if np.any(lo != hi):
+        raise spanning_groups(groups.index[lo != hi], leaf_level)
+    sizes = np.minimum(groups[PERSONS].to_numpy(), max_size)
+    cells, counts = np.unique(lo * (max_size + 1) + sizes, return_counts=True)
+    block = np.searchsorted(first_leaves, cells // (max_size + 1), side="right") - 1
+    edges = np.flatnonzero(np.diff(block)) + 1
+    return {int(b[0]): (c, n) for b, c, n in zip(np.split(block, edges),
+                                                  np.split(cells, edges),
+                                                  np.split(counts.astype(np.int64), edges),
+                                                  strict=True) if b.size}
+
+
+def dask_group_size_release(client, frame, geography, levels: list[str], group_column: str,
+                            count_column: str | None, max_size: int, mechanism, budget, *,
+                            split=None, source=None, **params):
+    """The group-size Release of the person records of ``frame`` (a `dask.dataframe`) over
+    ``geography``, block by block on ``client``."""
+    from dask import delayed
+
+    h = geography.hierarchy
+    first = first_leaves(h)
+    geo = client.scatter(geography, broadcast=True)
+    rows = frame.map_partitions(group_rows, geo, levels, group_column, count_column,
+                                meta={group_column: frame[group_column].dtype,
+                                      LEAF: np.int64, PERSONS: np.int64})
+    groups = rows.groupby(group_column).agg(
+        lo=(LEAF, "min"), hi=(LEAF, "max"), **{PERSONS: (PERSONS, "sum")},
+        split_out=frame.npartitions)
+    cells = delayed(group_cells, pure=False)
+    parts = client.compute([cells(part, max_size, first, levels[-1])
+                            for part in groups.to_delayed(optimize_graph=True)])
+    ends = np.append(first[1:], h.n_leaves)
+    leaves = [client.submit(block_leaf_counts, b, int(first[b]), int(ends[b] - first[b]),
+                            max_size + 1, *parts, pure=False) for b in range(first.size)]
+    return blockwise_group_sizes(mechanism, h, max_size, leaves, budget, split=split,
+                                 source=source, executor=client, tree=geo, **params)
+
+
+# ---- the Python API ----------------------------------------------------------------------
+def release_group_sizes_dataset(dataset, levels: list[str], group_column: str, mechanism,
+                                budget, *, max_size: int, geography=None,
+                                count_column: str | None = None, split=None, source=None,
+                                local_codes: bool = False, max_cells: int | None = None,
+                                client=None, scheduler: str | None = None,
+                                workers: int | None = None, memory_limit: str = "auto",
+                                **params):
+    """A group-size Release of the person records in ``dataset`` (a folder of CSV or
+    Parquet files, a glob, or a list of files) on Dask, and the `DatasetCounts` of its data
+    (the public shape: the tree, the sizes ``'0'..'N'``).
+
+    ``mechanism``: ``gs-noisy`` or ``gs-topdown`` (by name or object; others are refused);
+    ``max_size``: the public top-code N; ``geography``: the declared
+    `hierdp_core.structure.Geography` (None: the units of the data, exploration);
+    ``split``: as the mechanism takes it, or a function of the `DatasetCounts` giving it.
+    ``client``, ``scheduler``, ``workers``, ``memory_limit``: as
+    `hierdp_core.engine.dask_engine.release_dataset`."""
+    from hierdp_core.data.loaders import check_cells
+    from hierdp_core.groupsizes.data import SIZE_COLUMN, check_max_size
+    from hierdp_core.mechanisms.base import get_mechanism
+
+    mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
+    check_blockwise(mechanism)
+    max_size = check_max_size(max_size)
+    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    columns = list(dict.fromkeys([*levels, group_column, *([count_column] if count_column
+                                                           else [])]))
+    own = client is None
+    client = open_client(scheduler, workers, memory_limit) if own else client
+    try:
+        frame = read_dataset(files, columns, [*levels, group_column])
+        declared = geography is not None
+        if geography is None:
+            geography = units_of_data(frame, levels, local_codes)
+        h = geography.hierarchy
+        if max_cells is not None:
+            check_cells(h.n_leaves * (max_size + 1), max_cells,
+                        f"{h.n_leaves:,} units x sizes 0..{max_size:,}")
+        data = DatasetCounts(h, tuple(str(s) for s in range(max_size + 1)), (SIZE_COLUMN,),
+                             declared)
+        if callable(split):
+            split = split(data)
+        release = dask_group_size_release(client, frame, geography, list(levels),
+                                          group_column, count_column, max_size, mechanism,
+                                          budget, split=split, source=source, **params)
+        return release, data
+    finally:
+        if own:
+            close_client(client)

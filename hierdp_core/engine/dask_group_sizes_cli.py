@@ -1,0 +1,45 @@
+"""``hierdp release --engine dask --query group-sizes``: a group-size release of person
+records on a Dask cluster (`hierdp_core.engine.dask_group_sizes`), with the options of the
+in-memory engine (``--group-column``, ``--max-size``, ``--count-column`` persons a row,
+``--geography`` or ``--structure-from-data``) and its errors (one line, exit status 2).
+Size histograms (``--size-column``) need the in-memory engine.
+"""
+
+from __future__ import annotations
+
+from hierdp_core.cli_input import (
+    cell_limit,
+    check_group_size_args,
+    csv_list,
+    declared_geography,
+    name_columns,
+)
+from hierdp_core.errors import InputError
+
+
+def dask_group_size_release(args, mechanism, budget, source, choose_split, params: dict):
+    """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
+    the split goal's choice or None), as `hierdp_core.engine.dask_cli.dask_release`."""
+    from hierdp_core.engine.blockwise_group_sizes import check_blockwise
+    from hierdp_core.engine.dask_engine import dataset_files
+    from hierdp_core.engine.dask_group_sizes import release_group_sizes_dataset
+
+    check_group_size_args(args)
+    check_blockwise(mechanism)
+    if not args.group_column:
+        raise InputError("--engine dask reads person records (--group-column); size "
+                         "histograms (--size-column) need the in-memory engine")
+    files = dataset_files(args.input)
+    levels = csv_list(args.levels)
+    if not levels:
+        raise InputError("group-sizes need --levels, the level columns coarse to fine")
+    geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
+                                   "group-sizes")
+    choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
+    release, data = release_group_sizes_dataset(
+        files, levels, args.group_column, mechanism, budget, max_size=args.max_size,
+        geography=geography, count_column=args.count_column, split=split,
+        source=source, local_codes=args.local_codes, max_cells=cell_limit(args),
+        scheduler=args.scheduler, workers=args.workers,
+        memory_limit=args.memory_per_worker, **params)
+    return release, data, files, choice
