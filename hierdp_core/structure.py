@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
-from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of
+from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_codes
 
 MAX_LISTED = 5
 VALUE_SEPARATOR = "|"
@@ -77,10 +77,9 @@ class Geography:
         if not self._keys:
             h = self.hierarchy
             for lv in range(1, h.n_levels):
-                codes = np.asarray(h.codes[lv]).astype(str).astype(object)
-                distinct = np.unique(codes)
-                keys = (h.segment_of_level(lv).astype(np.int64) * distinct.size
-                        + np.searchsorted(distinct, codes))
+                distinct, code = np.unique(np.asarray(h.codes[lv]).astype(str),
+                                           return_inverse=True)  # fixed-width text: C sort
+                keys = h.segment_of_level(lv).astype(np.int64) * distinct.size + code
                 order = np.argsort(keys, kind="stable")
                 self._keys.append((distinct, keys[order], order))
         return self._keys[level - 1]
@@ -227,7 +226,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
             check_levels(table, levels, "code")
     except RaggedLevelError as exc:
         raise RaggedLevelError(f"{where}{exc}", f"{where}{exc.detail}", exc.skippable) from None
-    arrays = [codes_of(table[column]) for column in levels]
+    arrays = [level_codes(table[column]) for column in levels]
     names = list(level_names) if level_names is not None else levels
     try:
         h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,
