@@ -49,6 +49,7 @@ from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_c
 MAX_LISTED = 5
 VALUE_SEPARATOR = "|"
 DENSE_LOOKUP_LIMIT = 8_000_000  # (parents x codes) of a level: a dense table below this
+SEARCH_RATIO = 16  # a level with more keys than this many times the rows: binary search
 
 
 # ---- geography -------------------------------------------------------------------------
@@ -117,8 +118,12 @@ class Geography:
                 found = dense[np.where(code >= 0, key, n_keys)]
                 hit = (found >= 0) & ~outside
                 order_at = found
-            else:  # a hash lookup (several times faster than a binary search)
-                at = pd.Index(keys).get_indexer(key)
+            else:  # few rows: a binary search; many: a hash (several times faster then)
+                if n_rows * SEARCH_RATIO < keys.size:
+                    at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+                    at[keys[at] != key] = -1
+                else:
+                    at = pd.Index(keys).get_indexer(key)
                 hit = (at >= 0) & (code >= 0) & ~outside
                 order_at = order[at]
             new = ~hit & ~outside
