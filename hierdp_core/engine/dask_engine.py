@@ -60,7 +60,8 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
                 memory_limit: str = "auto", processes: bool = True):
     """A `distributed.Client` of the scheduler at ``scheduler``, or of a new `LocalCluster`
     of ``workers`` single-threaded worker processes (default: this machine's cores), each
-    limited to ``memory_limit``. An unreachable scheduler is an `InputError`."""
+    limited to ``memory_limit``, without work stealing. An unreachable scheduler is an
+    `InputError`."""
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -72,9 +73,15 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
                              ) from None
     if workers is not None and workers < 1:
         raise InputError(f"--workers needs at least 1 worker, got {workers}")
-    cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=processes, memory_limit=memory_limit,
-                           dashboard_address=":0", silence_logs=logging.CRITICAL)
+    import dask
+
+    # no work stealing: a block's tasks stay on the worker they are placed on, where its
+    # data is (`hierdp_core.engine.blockwise.balanced_placement`)
+    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
+                               threads_per_worker=1, processes=processes,
+                               memory_limit=memory_limit, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL)
     return Client(cluster)
 
 
