@@ -145,31 +145,20 @@ def _first_leaves(hierarchy) -> np.ndarray:
                      for b in range(block_starts(hierarchy).size)], dtype=np.int64)
 
 
-def leaf_count_blocks(client, frame, geo, levels: list[str], categories: list[str],
-                      values: dict, count_column: str | None, k: int, hierarchy,
-                      placement: list) -> list:
-    """Handles of every block's dense leaf counts, made on its placed worker from the
-    pieces of the partitions that touch it (`hierdp_core.engine.leaf_counts`); a
-    partition's cells are dropped once its pieces are taken."""
-    from dask import delayed
-
-    from hierdp_core.engine.leaf_counts import (
-        block_leaf_counts,
-        block_piece,
-        blocks_of,
-        partition_cells,
-    )
+def leaf_count_blocks(client, parts: list, hierarchy, k: int, placement: list | None) -> list:
+    """Handles of every block's dense leaf counts (n_leaves, k), each made on its placed
+    worker from the pieces of the partitions that touch it; ``parts``: handles of every
+    partition's sparse cells, block -> (cells, sums) with a cell ``leaf * k + column``
+    (`hierdp_core.engine.leaf_counts.partition_cells`). A partition's cells are freed once
+    its pieces are taken (the caller drops its handles)."""
+    from hierdp_core.engine.leaf_counts import block_leaf_counts, block_piece, blocks_of
 
     first = _first_leaves(hierarchy)
-    cells = delayed(partition_cells, pure=False)
-    parts = client.compute([cells(part, geo, levels, categories, values, count_column, k,
-                                  first) for part in frame.to_delayed(optimize_graph=True)])
     touched = client.gather([client.submit(blocks_of, part) for part in parts])
     pieces: list[list] = [[] for _ in range(first.size)]
     for part, blocks in zip(parts, touched, strict=True):  # a loop per partition
         for b in blocks:
             pieces[b].append(client.submit(block_piece, part, b))
-    del parts
     ends = np.append(first[1:], hierarchy.n_leaves)
     return [client.submit(block_leaf_counts, b, int(first[b]), int(ends[b] - first[b]), k,
                           *pieces[b], pure=False, **on_worker(placement, b))
@@ -184,6 +173,9 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     ``client``, the blocks spread over its workers (`balanced_placement`); and the
     `DatasetCounts` describing its data. With ``parts_folder``, the workers write the
     release's parts there (a `hierdp_core.engine.written.WrittenRelease`)."""
+    from dask import delayed
+
+    from hierdp_core.engine.leaf_counts import partition_cells
     from hierdp_core.structure import category_index
 
     h = geography.hierarchy
@@ -192,8 +184,10 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     workers = sorted(client.scheduler_info()["workers"])
     placement = balanced_placement(block_sizes(h), workers) if workers else None
     geo = client.scatter(geography, broadcast=True)
-    leaves = leaf_count_blocks(client, frame, geo, levels, categories, values, count_column,
-                               len(labels), h, placement)
+    cells, first = delayed(partition_cells, pure=False), _first_leaves(h)
+    parts = [cells(part, geo, levels, categories, values, count_column, len(labels), first)
+             for part in frame.to_delayed(optimize_graph=True)]
+    leaves = leaf_count_blocks(client, client.compute(parts), h, len(labels), placement)
     data = DatasetCounts(h, labels, tuple(categories), declared)
     release = blockwise_release(mechanism, h, labels if categories else None, leaves, budget,
                                 split=split, source=source, executor=client, tree=geo,
