@@ -106,8 +106,9 @@ class Geography:
         for level, column in enumerate(columns, start=1):
             row_unique, uniques = _factor_codes(table[column], column)
             distinct, keys, order = self._level_keys(level)
-            pos = np.minimum(np.searchsorted(distinct, uniques), max(distinct.size - 1, 0))
-            known = (distinct[pos] == uniques) if distinct.size else np.zeros(0, dtype=bool)
+            text = uniques.astype(str)  # fixed-width, as `distinct`: no object compares
+            pos = np.minimum(np.searchsorted(distinct, text), max(distinct.size - 1, 0))
+            known = (distinct[pos] == text) if distinct.size else np.zeros(0, dtype=bool)
             unique_code = np.where(known, pos, -1)
             code = unique_code[row_unique]
             key = node * distinct.size + code

@@ -48,10 +48,16 @@ def test_partition_cells_are_the_bincount_of_leaves_and_categories(geography, ca
     assert all((s > 0).all() and (np.diff(c) > 0).all() for c, s in cells.values())
 
 
-def test_distinct_tuples_give_first_rows_of_each_tuple():
-    frame = pd.DataFrame({"a": ["x", "y", "x", "x", "y"], "b": [1, 1, 1, 2, 1]})
-    key, first = distinct_tuples(frame, ["a", "b"])
-    assert key.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]
+@pytest.mark.parametrize(("a", "key", "first"), [
+    (["x", "x", "x", "y", "x"], [0, 0, 0, 1, 0], [0, 3]),  # b fixes the tuple
+    (["x", "y", "x", "x", "y"], [0, 1, 0, 2, 1], [0, 1, 3]),  # b = 1 under x and y
+    (["x", None, "x", "y", None], [0, 1, 0, 2, 1], [0, 1, 3]),  # a missing value too
+])
+def test_distinct_tuples_give_the_first_row_of_each_tuple(a, key, first):
+    frame = pd.DataFrame({"a": a, "b": [1, 1, 1, 2, 1]})
+    for table in (frame, frame.astype("category")):
+        got_key, got_first = distinct_tuples(table, ["a", "b"])
+        assert got_key.tolist() == key and got_first.tolist() == first
 
 
 def test_rows_outside_the_geography_are_counted_row_by_row(geography):

@@ -28,25 +28,36 @@ import pandas as pd
 from hierdp_core.errors import StructureError
 
 
-def _integer_codes(series: pd.Series) -> tuple[np.ndarray, int]:
-    """(code of every row, 0 for a missing value; number of codes + 1)."""
+def _row_codes(series: pd.Series) -> np.ndarray:
+    """A Categorical column's integer codes, else its values."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        codes, n = series.cat.codes.to_numpy(), len(series.cat.categories)
-    else:
-        codes, uniques = pd.factorize(series)
-        n = len(uniques)
-    return codes.astype(np.int64) + 1, n + 1
+        return series.cat.codes.to_numpy()
+    return series.to_numpy()
+
+
+def _first_rows(ids: np.ndarray) -> np.ndarray:
+    """The first row of every id, ids numbered in order of first appearance (as
+    `pd.factorize` numbers them)."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.maximum.accumulate(ids)
+    return np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
 
 
 def distinct_tuples(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(the id of every row's tuple of ``columns``, 0..m-1; the first row of each tuple)."""
+    """(the id of every row's tuple of ``columns``, 0..m-1 in order of first appearance;
+    the first row of each tuple). Usually the last column's code fixes the tuple (checked
+    per row against the tuple's first row); else the columns are combined one by one."""
+    key = pd.factorize(_row_codes(frame[columns[-1]]), use_na_sentinel=False)[0]
+    first = _first_rows(key)
+    if all(np.array_equal(codes[first][key], codes)
+           for codes in (_row_codes(frame[c]) for c in columns[:-1])):
+        return key, first
     key = np.zeros(len(frame), dtype=np.int64)
     for column in columns:
-        codes, n = _integer_codes(frame[column])
-        key = pd.factorize(key * n + codes)[0]  # ids stay below the number of rows
-    first = np.full(int(key.max()) + 1 if key.size else 0, key.size, dtype=np.int64)
-    np.minimum.at(first, key, np.arange(key.size, dtype=np.int64))
-    return key, first
+        codes, uniques = pd.factorize(_row_codes(frame[column]), use_na_sentinel=False)
+        key = pd.factorize(key * len(uniques) + codes)[0]  # ids stay below the rows
+    return key, _first_rows(key)
 
 
 def tuple_leaves(frame: pd.DataFrame, first: np.ndarray, geography, levels: list[str],
