@@ -1,7 +1,8 @@
 """The Dask engine (`hierdp_core.engine.dask_engine`): a dataset of CSV or Parquet files
 released on a `distributed.LocalCluster` equals the in-memory release with the same seed,
-declared units without records included; the partitioned Parquet release is read back;
-bad input is one line and exit status 2."""
+declared units without records included; the partitioned Parquet release is read back,
+the same whether the client or the workers wrote its parts; blocks are placed largest
+first; bad input is one line and exit status 2."""
 
 from __future__ import annotations
 
