@@ -6,13 +6,15 @@
    > block groups > blocks; ``--blocks`` leaves, ``--persons`` records in all) with sex and
    age-group categories, and the geography file (one row per block). Written under
    ``--out`` (default: a temporary folder, removed at the end).
-2. Releases it with TopDown (seeded) on ``--workers`` worker processes, timing the whole
-   release (reading, aggregation, measurement, consistency) and recording every process's
-   peak RSS (the client, which runs the scheduler, and each worker).
+2. Releases it with TopDown (seeded) on ``--workers`` worker processes, the workers writing
+   the release's parts (`hierdp_core.engine.written`), timing the whole release (reading the
+   geography, aggregation, measurement, consistency, writing) and recording every
+   process's peak RSS (the client, which runs the scheduler, and each worker).
 3. ``matches_in_memory``: a smaller dataset (``--compare-persons`` over ``--compare-blocks``)
    released by both engines with the same seed, values compared bit for bit.
-4. ``speedup_2_workers``: the TopDown stage alone (measurement and consistency of leaf counts
-   already on the workers, ``--stage-blocks`` leaves, totals only) on 1 worker, then on 2:
+4. ``speedup_2_workers``: the TopDown stage alone (measurement, consistency and the parts
+   written, from leaf counts already on the workers where their blocks are placed,
+   ``--stage-blocks`` leaves, totals only) on 1 worker, then on 2:
    the ratio of the wall times, and ``cpu_speedup_2_workers``, the ratio of the CPU seconds
    on the longest path (the client's plus the busiest worker's), which is what the wall
    ratio would be with a core per process (a loaded machine has fewer).
@@ -42,8 +44,12 @@ from bench_counts import level_names, synthetic_geography
 from machine import machine_info
 
 from hierdp_core.engine import dask_engine
-from hierdp_core.engine.blockwise import blockwise_release
-from hierdp_core.engine.streams import block_bounds, block_starts, subtree_ranges
+from hierdp_core.engine.blockwise import (
+    balanced_placement,
+    block_sizes,
+    blockwise_release,
+    on_worker,
+)
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -92,13 +98,13 @@ def write_dataset(folder: Path, persons: int, blocks: int, seed: int = SEED) -> 
             "level_sizes": [int(s) for s in sizes]}
 
 
-def release(folder: Path, client, seed: int = 7):
+def release(folder: Path, client, seed: int = 7, parts_folder: Path | None = None):
     geography = read_geography(folder / "geography.parquet", list(LEVELS))
     return dask_engine.release_dataset(
         folder / "persons", list(LEVELS), "topdown", PrivacyBudget.pure(1.0),
         geography=geography, categories=["sex", "age_group"],
         category_values={"sex": SEX, "age_group": AGE}, source=NoiseSource(seed=seed),
-        client=client)
+        client=client, parts_folder=parts_folder)
 
 
 def worker_peaks(client) -> list[float]:
@@ -108,13 +114,18 @@ def worker_peaks(client) -> list[float]:
 def run_release(folder: Path, workers: int, memory: str) -> dict:
     client = dask_engine.open_client(workers=workers, memory_limit=memory)
     try:
+        cpu = (time.process_time(), client.run(time.process_time))
         t0 = time.perf_counter()
-        result, _ = release(folder, client)
+        result, _ = release(folder, client, parts_folder=folder / "parts")
         seconds = time.perf_counter() - t0
+        after = client.run(time.process_time)
         workers_mb = worker_peaks(client)
     finally:
         dask_engine.close_client(client)
-    return {"seconds": round(seconds, 2), "cells": int(result.values.size),
+    result.discard()
+    return {"seconds": round(seconds, 2), "cells": result.rows, "parts": len(result.files),
+            "cpu_seconds": {"client": round(time.process_time() - cpu[0], 1),
+                            "workers": sorted(round(after[w] - cpu[1][w], 1) for w in after)},
             "peak_rss_mb": {"client": round(peak_rss_mb(), 1),
                             "workers": [round(w, 1) for w in workers_mb]}}
 
@@ -158,12 +169,13 @@ def stage_seconds(blocks: int, workers: int, repeat: int) -> dict:
     h, _ = build_from_codes(codes, list(LEVELS))
     del codes
     client = dask_engine.open_client(workers=workers)
+    parts = Path(tempfile.mkdtemp(prefix="bench-scale-parts-"))
     try:
         tree = client.scatter(h, broadcast=True)
-        leaves = []
-        for b in range(block_starts(h).size):
-            lo, hi = subtree_ranges(h, *block_bounds(h, b))[-1]
-            leaves.append(client.submit(block_leaves, hi - lo, b, pure=False))
+        sizes = block_sizes(h)
+        placement = balanced_placement(sizes, sorted(client.scheduler_info()["workers"]))
+        leaves = [client.submit(block_leaves, int(sizes[b]), b, pure=False,
+                                **on_worker(placement, b)) for b in range(sizes.size)]
         client.gather(leaves)  # made and kept on the workers
         runs = []
         for _ in range(repeat):
@@ -171,7 +183,8 @@ def stage_seconds(blocks: int, workers: int, repeat: int) -> dict:
             t0 = time.perf_counter()
             blockwise_release(get_mechanism("topdown"), h, None, leaves,
                               PrivacyBudget.pure(1.0), source=NoiseSource(seed=1),
-                              executor=client, tree=tree)
+                              executor=client, tree=tree, placement=placement,
+                              parts_folder=parts).discard()
             wall = time.perf_counter() - t0
             after = client.run(time.process_time)
             runs.append({"seconds": round(wall, 2),
@@ -180,6 +193,7 @@ def stage_seconds(blocks: int, workers: int, repeat: int) -> dict:
                                                       for w in after)})
     finally:
         dask_engine.close_client(client)
+        shutil.rmtree(parts, ignore_errors=True)
     return min(runs, key=lambda r: r["seconds"])
 
 

@@ -168,6 +168,9 @@ def write_release(
     (`hierdp_core.engine.partitioned`), every part listed with its sha256.
     """
     out = Path(out_dir)
+    if hasattr(release, "move_into") and tuple(formats) != ("parquet-dataset",):
+        raise InputError("a release whose parts the workers wrote is a parquet-dataset; "
+                         "write csv or parquet from the in-memory release")
     unknown = set(formats) - {"csv", "parquet", "parquet-dataset"}
     if unknown or not formats:
         raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv, parquet or "
@@ -186,21 +189,25 @@ def write_release(
         }
     table = release.to_arrow() if {"csv", "parquet"} & set(formats) else None
     names = {"csv": RELEASE_CSV, "parquet": RELEASE_PARQUET}
-    with staged_folder(out, overwrite=overwrite, marker=MANIFEST) as stage:
-        if "csv" in formats:
-            write_release_csv(table, stage / RELEASE_CSV)
-        if "parquet" in formats:
-            pq.write_table(table, stage / RELEASE_PARQUET)
-        written = [names[f] for f in ("csv", "parquet") if f in formats]
-        if "parquet-dataset" in formats:
-            from hierdp_core.engine.partitioned import write_dataset
+    try:
+        with staged_folder(out, overwrite=overwrite, marker=MANIFEST) as stage:
+            if "csv" in formats:
+                write_release_csv(table, stage / RELEASE_CSV)
+            if "parquet" in formats:
+                pq.write_table(table, stage / RELEASE_PARQUET)
+            files = {names[f]: file_sha256(stage / names[f]) for f in ("csv", "parquet")
+                     if f in formats}
+            if "parquet-dataset" in formats:
+                from hierdp_core.engine.partitioned import write_dataset
 
-            written += write_dataset(release, stage)
-        files = {name: file_sha256(stage / name) for name in written}
-        manifest = build_manifest(release, structure_declared=structure_declared,
-                                  input_spec=input_spec, input_fingerprint=fingerprint,
-                                  files=files)
-        (stage / MANIFEST).write_text(json.dumps(manifest, indent=2))
+                files.update(write_dataset(release, stage))
+            manifest = build_manifest(release, structure_declared=structure_declared,
+                                      input_spec=input_spec, input_fingerprint=fingerprint,
+                                      files=files)
+            (stage / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    finally:  # the workers' parts (`hierdp_core.engine.written`) never outlive the call
+        if hasattr(release, "discard"):
+            release.discard()
     paths.update({f: out / names[f] for f in ("csv", "parquet") if f in formats})
     if "parquet-dataset" in formats:
         paths["parquet-dataset"] = out / RELEASE_PARQUET

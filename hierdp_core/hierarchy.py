@@ -332,14 +332,16 @@ def codes_of(series: pd.Series) -> np.ndarray:
     return series.astype(str).str.strip().to_numpy(dtype=object)
 
 
-def level_codes(series: pd.Series) -> np.ndarray | pd.Categorical:
-    """`codes_of` for `build_from_codes`: a Categorical column (e.g. read by pyarrow) gives
-    a Categorical of its codes with sorted categories, made from its distinct values only
-    (no Python string per row); any other column gives `codes_of`."""
-    if not isinstance(series.dtype, pd.CategoricalDtype):
-        return codes_of(series)
-    rows = series.cat.codes.to_numpy()
-    text = codes_of(pd.Series(np.asarray(series.cat.categories)))
+def level_codes(series: pd.Series) -> pd.Categorical:
+    """`codes_of` for `build_from_codes`: a Categorical of the codes with sorted categories,
+    the text made from the distinct values only (a Categorical column, e.g. read by pyarrow,
+    gives its categories; any other column is factorised first): no Python string per row."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        rows, raw = series.cat.codes.to_numpy(), series.cat.categories
+    else:
+        rows, raw = pd.factorize(series)
+    text = codes_of(pd.Series(np.asarray(raw)))
     distinct, code = np.unique(text.astype(str), return_inverse=True)
     code = np.append(code, -1)[rows]  # a missing value stays missing
-    return pd.Categorical.from_codes(code, categories=pd.Index(distinct, dtype=object))
+    return pd.Categorical.from_codes(code, categories=pd.Index(distinct.astype(object),
+                                                               dtype=object))

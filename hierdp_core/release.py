@@ -67,12 +67,7 @@ class Release:
 
     def manifest_structure(self) -> dict:
         """The public shape of the release, for the manifest: levels, units, categories."""
-        h = self.hierarchy
-        return {
-            "hierarchy": {"levels": list(h.level_names),
-                          "units_per_level": [h.level_size(lv) for lv in range(h.n_levels)]},
-            "categories": list(self.categories) if self.categories is not None else None,
-        }
+        return structure_record(self.hierarchy, self.categories)
 
     def to_frame(self) -> pd.DataFrame:
         """The release table: one row per node (x category), columns `RELEASE_COLUMNS`
@@ -81,32 +76,51 @@ class Release:
         return self.to_arrow().to_pandas()
 
     def to_arrow(self, nodes: np.ndarray | None = None) -> pa.Table:
-        """`to_frame`'s table as a pyarrow Table, built from one string per node (and per
-        category) repeated by pyarrow, without a Python string per row; with ``nodes``
-        (node indices), the rows of those nodes alone, in that order."""
-        h = self.hierarchy
-        k = self.values.shape[1]
-        nodes = np.arange(h.n_nodes, dtype=np.int64) if nodes is None else np.asarray(nodes)
-        levels = h.level_of_nodes()[nodes].astype(np.int64)
-        node_rows = pa.array(np.repeat(np.arange(nodes.size, dtype=np.int64), k))
+        """`to_frame`'s table as a pyarrow Table (`release_table`); with ``nodes`` (node
+        indices), the rows of those nodes alone, in that order."""
+        return release_table(self.hierarchy, self.values, self.categories, self.intervals,
+                             nodes)
 
-        def per_node(values) -> pa.Array:
-            return pa.array(np.asarray(values, dtype=object)[nodes], pa.string()).take(
-                node_rows)
 
-        cols = {
-            "level": pa.array(np.repeat(levels, k)),
-            "level_name": pa.array(list(h.level_names), pa.string()).take(
-                pa.array(np.repeat(levels, k))),
-            "node_id": per_node(h.node_ids()),
-            "parent_id": per_node(h.parent_ids()),
-            "label": per_node(h.labels()),
-        }
-        if self.categories is not None:
-            cols["category"] = pa.array(list(self.categories), pa.string()).take(
-                pa.array(np.tile(np.arange(k, dtype=np.int64), nodes.size)))
-        cols["value"] = pa.array(self.values[nodes].ravel())
-        if self.intervals is not None:
-            cols["lower"] = pa.array(self.intervals.lower[nodes].ravel())
-            cols["upper"] = pa.array(self.intervals.upper[nodes].ravel())
-        return pa.table(cols)
+def structure_record(hierarchy: Hierarchy, categories: tuple[str, ...] | None) -> dict:
+    """The public shape of a release, for the manifest: levels, units, categories."""
+    h = hierarchy
+    return {
+        "hierarchy": {"levels": list(h.level_names),
+                      "units_per_level": [h.level_size(lv) for lv in range(h.n_levels)]},
+        "categories": list(categories) if categories is not None else None,
+    }
+
+
+def release_table(hierarchy: Hierarchy, values: np.ndarray, categories: tuple[str, ...] | None,
+                  intervals: CellIntervals | None = None, nodes: np.ndarray | None = None,
+                  ) -> pa.Table:
+    """The release table of ``values`` (n_nodes, k) over ``hierarchy`` (columns
+    `RELEASE_COLUMNS`, see `Release.to_frame`), built from one string per node (and per
+    category) repeated by pyarrow, without a Python string per row; with ``nodes`` (node
+    indices), the rows of those nodes alone, in that order."""
+    h = hierarchy
+    k = values.shape[1]
+    nodes = np.arange(h.n_nodes, dtype=np.int64) if nodes is None else np.asarray(nodes)
+    levels = h.level_of_nodes()[nodes].astype(np.int64)
+    node_rows = pa.array(np.repeat(np.arange(nodes.size, dtype=np.int64), k))
+
+    def per_node(per) -> pa.Array:
+        return pa.array(np.asarray(per, dtype=object)[nodes], pa.string()).take(node_rows)
+
+    cols = {
+        "level": pa.array(np.repeat(levels, k)),
+        "level_name": pa.array(list(h.level_names), pa.string()).take(
+            pa.array(np.repeat(levels, k))),
+        "node_id": per_node(h.node_ids()),
+        "parent_id": per_node(h.parent_ids()),
+        "label": per_node(h.labels()),
+    }
+    if categories is not None:
+        cols["category"] = pa.array(list(categories), pa.string()).take(
+            pa.array(np.tile(np.arange(k, dtype=np.int64), nodes.size)))
+    cols["value"] = pa.array(values[nodes].ravel())
+    if intervals is not None:
+        cols["lower"] = pa.array(intervals.lower[nodes].ravel())
+        cols["upper"] = pa.array(intervals.upper[nodes].ravel())
+    return pa.table(cols)

@@ -44,11 +44,12 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
-from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of
+from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_codes
 
 MAX_LISTED = 5
 VALUE_SEPARATOR = "|"
 DENSE_LOOKUP_LIMIT = 8_000_000  # (parents x codes) of a level: a dense table below this
+SEARCH_RATIO = 16  # a level with more keys than this many times the rows: binary search
 
 
 # ---- geography -------------------------------------------------------------------------
@@ -77,10 +78,9 @@ class Geography:
         if not self._keys:
             h = self.hierarchy
             for lv in range(1, h.n_levels):
-                codes = np.asarray(h.codes[lv]).astype(str).astype(object)
-                distinct = np.unique(codes)
-                keys = (h.segment_of_level(lv).astype(np.int64) * distinct.size
-                        + np.searchsorted(distinct, codes))
+                distinct, code = np.unique(np.asarray(h.codes[lv]).astype(str),
+                                           return_inverse=True)  # fixed-width text: C sort
+                keys = h.segment_of_level(lv).astype(np.int64) * distinct.size + code
                 order = np.argsort(keys, kind="stable")
                 self._keys.append((distinct, keys[order], order))
         return self._keys[level - 1]
@@ -106,8 +106,9 @@ class Geography:
         for level, column in enumerate(columns, start=1):
             row_unique, uniques = _factor_codes(table[column], column)
             distinct, keys, order = self._level_keys(level)
-            pos = np.minimum(np.searchsorted(distinct, uniques), max(distinct.size - 1, 0))
-            known = (distinct[pos] == uniques) if distinct.size else np.zeros(0, dtype=bool)
+            text = uniques.astype(str)  # fixed-width, as `distinct`: no object compares
+            pos = np.minimum(np.searchsorted(distinct, text), max(distinct.size - 1, 0))
+            known = (distinct[pos] == text) if distinct.size else np.zeros(0, dtype=bool)
             unique_code = np.where(known, pos, -1)
             code = unique_code[row_unique]
             key = node * distinct.size + code
@@ -118,8 +119,12 @@ class Geography:
                 found = dense[np.where(code >= 0, key, n_keys)]
                 hit = (found >= 0) & ~outside
                 order_at = found
-            else:  # a hash lookup (several times faster than a binary search)
-                at = pd.Index(keys).get_indexer(key)
+            else:  # few rows: a binary search; many: a hash (several times faster then)
+                if n_rows * SEARCH_RATIO < keys.size:
+                    at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+                    at[keys[at] != key] = -1
+                else:
+                    at = pd.Index(keys).get_indexer(key)
                 hit = (at >= 0) & (code >= 0) & ~outside
                 order_at = order[at]
             new = ~hit & ~outside
@@ -227,7 +232,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
             check_levels(table, levels, "code")
     except RaggedLevelError as exc:
         raise RaggedLevelError(f"{where}{exc}", f"{where}{exc.detail}", exc.skippable) from None
-    arrays = [codes_of(table[column]) for column in levels]
+    arrays = [level_codes(table[column]) for column in levels]
     names = list(level_names) if level_names is not None else levels
     try:
         h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,

@@ -10,8 +10,12 @@ bit for bit, as the mechanism's whole-tree release from the same seed.
    (`block_finish`), which depend on the subtree and its top alone (the least-squares and
    TopDown steps are per parent).
 
-Tasks go through an ``executor`` with ``submit(fn, *args)`` and ``gather(handles)``: a
-`dask.distributed.Client`, or `InProcess` (everything here, one block after the other).
+Tasks go through an ``executor`` with ``submit(fn, *args, **options)`` and
+``gather(handles)``: a `dask.distributed.Client`, or `InProcess` (everything here, one block
+after the other). A ``placement`` (`balanced_placement`) keeps each block's tasks on one
+worker, the blocks spread so that every worker has about as many leaves. With a
+``parts_folder`` the blocks write their part files of the release there themselves
+(`hierdp_core.engine.written`) and the client keeps only the top of the tree.
 Supported: the registered count mechanisms (``raw-*``, ``least-squares``, ``topdown``).
 """
 
@@ -49,9 +53,9 @@ BLOCKWISE_MECHANISMS = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian",
 
 
 class InProcess:
-    """An executor running every task at once in this process."""
+    """An executor running every task at once in this process (options are ignored)."""
 
-    def submit(self, fn, *args, pure: bool = True):
+    def submit(self, fn, *args, **options):
         return fn(*args)
 
     def gather(self, handles):
@@ -66,6 +70,32 @@ class BlockState:
     noisy: np.ndarray
     up: UpPass | None
     top: dict = field(default_factory=dict)
+
+
+def balanced_placement(sizes, workers: list) -> list:
+    """The worker of every block, largest block first to the least loaded worker (a loop
+    per block): every worker gets about the same number of leaves (``sizes``)."""
+    load = np.zeros(len(workers))
+    out = [None] * len(sizes)
+    for b in np.argsort(-np.asarray(sizes), kind="stable"):
+        w = int(np.argmin(load))
+        out[b], load[w] = workers[w], load[w] + sizes[b]
+    return out
+
+
+def on_worker(placement: list | None, block: int) -> dict:
+    """The submit options that run block ``block``'s task on its placed worker (none when
+    there is no placement; another worker may take it when that one is gone)."""
+    if placement is None:
+        return {}
+    return {"workers": [placement[block]], "allow_other_workers": True}
+
+
+def block_sizes(hierarchy: Hierarchy) -> np.ndarray:
+    """The number of leaves of every block."""
+    ends = [subtree_ranges(hierarchy, *block_bounds(hierarchy, b))[-1]
+            for b in range(block_starts(hierarchy).size)]
+    return np.array([hi - lo for lo, hi in ends], dtype=np.int64)
 
 
 def _uses_least_squares(mechanism: str, p: dict) -> bool:
@@ -168,10 +198,13 @@ def _top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
 
 def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: list,
                       budget, *, split=None, source: NoiseSource | None = None,
-                      executor=None, tree=None, **params):
+                      executor=None, tree=None, placement: list | None = None,
+                      parts_folder=None, **params):
     """The Release of ``mechanism`` computed block by block. ``leaf_blocks``: every block's
     leaf counts (arrays, or the executor's handles of them), in block order; ``tree``:
-    the executor's handle of ``hierarchy`` (default: ``hierarchy`` itself)."""
+    the executor's handle of ``hierarchy`` (default: ``hierarchy`` itself); ``placement``:
+    the worker of every block (`balanced_placement`). With ``parts_folder``, a
+    `hierdp_core.engine.written.WrittenRelease` whose part files the blocks wrote there."""
     name = mechanism.info.name
     if name not in BLOCKWISE_MECHANISMS:
         raise InputError(f"mechanism {name!r} cannot run block by block; use one of "
@@ -190,27 +223,33 @@ def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: 
     streams = Streams.of(source)
     n_blocks = block_starts(hierarchy).size
     # the trees are held until the end, so that a cluster can recompute a lost block
-    trees = [executor.submit(block_tree, tree, *block_bounds(hierarchy, b))
+    on = [on_worker(placement, b) for b in range(n_blocks)]
+    trees = [executor.submit(block_tree, tree, *block_bounds(hierarchy, b), **on[b])
              for b in range(n_blocks)]
     states = [executor.submit(block_measure, trees[b], leaf_blocks[b], plans, streams, b,
-                              ls_variance, lsq, pure=False) for b in range(n_blocks)]
+                              ls_variance, lsq, pure=False, **on[b]) for b in range(n_blocks)]
     tops = executor.gather([executor.submit(block_top, s) for s in states])
     truth_root, noisy_top = measure_top(tops, plans, source, streams)
     root = truth_root if p.get("root_invariant") else None
     est, values_top = _top_values(mechanism, p, hierarchy, noisy_top, tops, variance, root)
-    finished = []
-    for b, state in enumerate(states):
-        first, end = block_bounds(hierarchy, b)
-        rows = slice(1 + first, 1 + end)
-        finished.append(executor.submit(block_finish, state,
-                                        None if est is None else est[rows],
-                                        values_top[rows], mechanism, p, variance))
+    bounds = [block_bounds(hierarchy, b) for b in range(n_blocks)]
+    finish = [(states[b], None if est is None else est[1 + first:1 + end],
+               values_top[1 + first:1 + end], mechanism, p, variance)
+              for b, (first, end) in enumerate(bounds)]
+    if parts_folder is not None:
+        from hierdp_core.engine.written import write_in_blocks
+
+        top = mechanism.make_release(top_tree(hierarchy), categories, budget, noise, plans, p,
+                                     values_top, noisy_top, source)
+        return write_in_blocks(executor, top, hierarchy, finish, on, parts_folder)
+    finished = executor.gather([executor.submit(block_finish, *args, **on[b])
+                                for b, args in enumerate(finish)])
     k = noisy_top.shape[1]
     values = np.empty((hierarchy.n_nodes, k), dtype=values_top.dtype)
     noisy = np.empty((hierarchy.n_nodes, k))
     values[:1], noisy[:1] = values_top[:1], noisy_top[:1]
-    for b, (part_values, part_noisy) in enumerate(executor.gather(finished)):
-        rows = subtree_rows(subtree_ranges(hierarchy, *block_bounds(hierarchy, b)))
+    for (first, end), (part_values, part_noisy) in zip(bounds, finished, strict=True):
+        rows = subtree_rows(subtree_ranges(hierarchy, first, end))
         values[rows], noisy[rows] = part_values, part_noisy
     return mechanism.make_release(hierarchy, categories, budget, noise, plans, p, values,
                                   noisy, source)

@@ -4,10 +4,16 @@
 with the CLI's declarations (``--geography``,
 ``--category-values``, or ``--structure-from-data`` for exploration) and its errors (one
 line, exit status 2). Other query kinds, and the options that reshape a table in memory,
-are refused in one line.
+are refused in one line. With ``--interval none`` and the default format
+(``parquet-dataset``) the workers write the release's parts (`workers_write`), beside
+``--out`` until they move in; otherwise the release is gathered here (intervals need it).
 """
 
 from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
 
 from hierdp_core.cli_input import (
     cell_limit,
@@ -46,6 +52,23 @@ def check_dask_args(args, mechanism) -> None:
                          "columns (--geography with --names)")
 
 
+def workers_write(args) -> bool:
+    """Whether the workers write the release (a parquet-dataset without intervals)."""
+    return args.interval == 0.0 and csv_list(args.format) in ([], ["parquet-dataset"])
+
+
+def parts_folder_beside(out, overwrite: bool) -> Path:
+    """A fresh hidden folder beside ``out`` for the workers' parts (moved in by renaming),
+    after checking that ``out`` may be written: a refusal comes before the work."""
+    from hierdp_core.atomic import check_target
+    from hierdp_core.export import MANIFEST
+
+    out = Path(out)
+    check_target(out, overwrite, MANIFEST)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.hierdp-parts-", dir=out.parent))
+
+
 def dask_release(args, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
     the split goal's choice or None) of ``--engine dask`` with the mechanism's ``params``;
@@ -74,9 +97,16 @@ def dask_release(args, mechanism, budget, source, choose_split, params: dict):
         chosen.append(choose_split(shape))
         return chosen[-1][1]
 
-    release, data = release_dataset(
-        files, levels, mechanism, budget, geography=geography, categories=categories,
-        category_values=values, count_column=args.count_column, split=split, source=source,
-        local_codes=args.local_codes, max_cells=cell_limit(args), scheduler=args.scheduler,
-        workers=args.workers, memory_limit=args.memory_per_worker, **params)
+    parts = parts_folder_beside(args.out, args.overwrite) if workers_write(args) else None
+    try:
+        release, data = release_dataset(
+            files, levels, mechanism, budget, geography=geography, categories=categories,
+            category_values=values, count_column=args.count_column, split=split,
+            source=source, local_codes=args.local_codes, max_cells=cell_limit(args),
+            scheduler=args.scheduler, workers=args.workers,
+            memory_limit=args.memory_per_worker, parts_folder=parts, **params)
+    except BaseException:
+        if parts is not None:
+            shutil.rmtree(parts, ignore_errors=True)
+        raise
     return release, data, files, chosen[0][0]

@@ -3,11 +3,13 @@ folder of CSV or Parquet files, or a glob) and released block by block
 (`hierdp_core.engine.blockwise`) on a `dask.distributed` cluster.
 
 What runs where: the client reads the declared geography (or the distinct units and
-categories of the data, for exploration), the workers turn every partition of the input
-into sparse leaf counts per block (`partition_cells`: leaf x category cells and their
-sums), every block's task gathers its leaf counts from them (`block_leaf_counts`), measures
-and makes its subtree consistent; the client measures the root and solves the top of the
-tree. The result is the in-memory engine's release, bit for bit with a seed.
+categories of the data, for exploration) and places every block on a worker
+(`balanced_placement`); the workers turn every partition of the input into sparse leaf
+counts per block (`hierdp_core.engine.leaf_counts`: integer codes, one bincount), every
+block's task adds up its leaf counts from the pieces of the partitions that touch it,
+measures and makes its subtree consistent, and with a ``parts_folder`` writes its part of
+the release (`hierdp_core.engine.written`); the client measures the root and solves the
+top of the tree. The result is the in-memory engine's release, bit for bit with a seed.
 
 Only counts (with or without categories) run here. Dask is imported by this module alone.
 """
@@ -23,7 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierdp_core.engine.blockwise import blockwise_release
+from hierdp_core.engine.blockwise import (
+    balanced_placement,
+    block_sizes,
+    blockwise_release,
+    on_worker,
+)
 from hierdp_core.engine.streams import first_leaves
 from hierdp_core.errors import InputError
 
@@ -53,7 +60,8 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
                 memory_limit: str = "auto", processes: bool = True):
     """A `distributed.Client` of the scheduler at ``scheduler``, or of a new `LocalCluster`
     of ``workers`` single-threaded worker processes (default: this machine's cores), each
-    limited to ``memory_limit``. An unreachable scheduler is an `InputError`."""
+    limited to ``memory_limit``, without work stealing. An unreachable scheduler is an
+    `InputError`."""
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -65,9 +73,15 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
                              ) from None
     if workers is not None and workers < 1:
         raise InputError(f"--workers needs at least 1 worker, got {workers}")
-    cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=processes, memory_limit=memory_limit,
-                           dashboard_address=":0", silence_logs=logging.CRITICAL)
+    import dask
+
+    # no work stealing: a block's tasks stay on the worker they are placed on, where its
+    # data is (`hierdp_core.engine.blockwise.balanced_placement`)
+    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
+                               threads_per_worker=1, processes=processes,
+                               memory_limit=memory_limit, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL)
     return Client(cluster)
 
 
@@ -124,69 +138,53 @@ def read_dataset(files: list[Path], columns: list[str], text_columns: list[str])
 
 
 # ---- partitions to block leaf counts -----------------------------------------------------
-def partition_cells(frame: pd.DataFrame, geography, levels: list[str], categories: list[str],
-                    values: dict, count_column: str | None, k: int,
-                    first_leaves: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """One partition's records as sparse counts per block: block -> (cells, sums), a cell
-    being ``leaf * k + category`` (leaves within the leaf level), sorted, distinct."""
-    from hierdp_core.data.loaders import validate_counts
-    from hierdp_core.structure import category_index
+def leaf_count_blocks(client, parts: list, hierarchy, k: int, placement: list | None) -> list:
+    """Handles of every block's dense leaf counts (n_leaves, k), each made on its placed
+    worker from the pieces of the partitions that touch it; ``parts``: handles of every
+    partition's sparse cells, block -> (cells, sums) with a cell ``leaf * k + column``
+    (`hierdp_core.engine.leaf_counts.partition_cells`). A partition's cells are freed once
+    its pieces are taken (the caller drops its handles)."""
+    from hierdp_core.engine.leaf_counts import block_leaf_counts, block_piece, blocks_of
 
-    if len(frame) == 0:
-        return {}
-    leaf = geography.leaf_of_rows(frame, levels)
-    cat = (category_index(frame, categories, values)[0] if categories
-           else np.zeros(len(frame), dtype=np.int64))
-    weights = (np.ones(len(frame), dtype=np.int64) if count_column is None
-               else validate_counts(frame, count_column))
-    cells = leaf * k + cat
-    order = np.argsort(cells, kind="stable")
-    cells, weights = cells[order], weights[order]
-    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
-    cells, sums = cells[starts], np.add.reduceat(weights, starts)
-    block = np.searchsorted(first_leaves, cells // k, side="right") - 1
-    bounds = np.flatnonzero(np.r_[True, block[1:] != block[:-1], True])
-    return {int(block[a]): (cells[a:b], sums[a:b]) for a, b in zip(bounds[:-1], bounds[1:],
-                                                                   strict=True)}
-
-
-def block_leaf_counts(block: int, first_leaf: int, n_leaves: int, k: int,
-                      *parts: dict) -> np.ndarray:
-    """A block's dense leaf counts (n_leaves, k) from every partition's sparse counts."""
-    dense = np.zeros(n_leaves * k, dtype=np.int64)
-    for part in parts:
-        if block in part:
-            cells, sums = part[block]
-            dense[cells - first_leaf * k] += sums
-    return dense.reshape(n_leaves, k)
+    first = first_leaves(hierarchy)
+    touched = client.gather([client.submit(blocks_of, part) for part in parts])
+    pieces: list[list] = [[] for _ in range(first.size)]
+    for part, blocks in zip(parts, touched, strict=True):  # a loop per partition
+        for b in blocks:
+            pieces[b].append(client.submit(block_piece, part, b))
+    ends = np.append(first[1:], hierarchy.n_leaves)
+    return [client.submit(block_leaf_counts, b, int(first[b]), int(ends[b] - first[b]), k,
+                          *pieces[b], pure=False, **on_worker(placement, b))
+            for b in range(first.size)]
 
 
 def dask_count_release(client, frame, geography, levels: list[str], categories: list[str],
                        values: dict, count_column: str | None, mechanism, budget, *,
-                       declared: bool, split=None, source=None, **params):
+                       declared: bool, split=None, source=None, parts_folder=None, **params):
     """The counts Release of the records of ``frame`` (a `dask.dataframe`) over
     ``geography`` with the category ``values`` (column -> values), block by block on
-    ``client``; and the `DatasetCounts` describing its data."""
+    ``client``, the blocks spread over its workers (`balanced_placement`); and the
+    `DatasetCounts` describing its data. With ``parts_folder``, the workers write the
+    release's parts there (a `hierdp_core.engine.written.WrittenRelease`)."""
     from dask import delayed
 
+    from hierdp_core.engine.leaf_counts import partition_cells
     from hierdp_core.structure import category_index
 
     h = geography.hierarchy
     labels = (category_index(pd.DataFrame({c: [] for c in categories}), categories,
                              values)[1] if categories else ("total",))
-    k = len(labels)
-    first = first_leaves(h)
+    workers = sorted(client.scheduler_info()["workers"])
+    placement = balanced_placement(block_sizes(h), workers) if workers else None
     geo = client.scatter(geography, broadcast=True)
-    cells = delayed(partition_cells, pure=False)
-    parts = client.compute([cells(part, geo, levels, categories, values, count_column, k,
-                                  first) for part in frame.to_delayed(optimize_graph=True)])
-    ends = np.append(first[1:], h.n_leaves)
-    leaves = [client.submit(block_leaf_counts, b, int(first[b]), int(ends[b] - first[b]), k,
-                            *parts, pure=False) for b in range(first.size)]
+    cells, first = delayed(partition_cells, pure=False), first_leaves(h)
+    parts = [cells(part, geo, levels, categories, values, count_column, len(labels), first)
+             for part in frame.to_delayed(optimize_graph=True)]
+    leaves = leaf_count_blocks(client, client.compute(parts), h, len(labels), placement)
     data = DatasetCounts(h, labels, tuple(categories), declared)
     release = blockwise_release(mechanism, h, labels if categories else None, leaves, budget,
                                 split=split, source=source, executor=client, tree=geo,
-                                **params)
+                                placement=placement, parts_folder=parts_folder, **params)
     return release, data
 
 
@@ -195,7 +193,8 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
                     categories=(), category_values=None, count_column: str | None = None,
                     split=None, source=None, local_codes: bool = False,
                     max_cells: int | None = None, client=None, scheduler: str | None = None,
-                    workers: int | None = None, memory_limit: str = "auto", **params):
+                    workers: int | None = None, memory_limit: str = "auto",
+                    parts_folder=None, **params):
     """A counts Release of the records in ``dataset`` (a folder of CSV or Parquet files, a
     glob, or a list of files) on Dask, and the `DatasetCounts` of its data.
 
@@ -205,7 +204,11 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
     values (a category column without them takes the data's values, exploration);
     ``split``: as the mechanism takes it, or a function of the `DatasetCounts` (the public
     shape) giving it. ``client``: a `distributed.Client` to use; else one of the scheduler
-    at ``scheduler``, or of a local cluster of ``workers`` processes, closed at the end."""
+    at ``scheduler``, or of a local cluster of ``workers`` processes, closed at the end.
+    ``parts_folder``: the workers write the release's parts there and a
+    `hierdp_core.engine.written.WrittenRelease` is returned (a folder every worker can
+    write; `hierdp_core.export.write_release` moves the parts into the release folder);
+    without it the whole Release is gathered here."""
     from hierdp_core.data.loaders import check_cells
     from hierdp_core.mechanisms.base import get_mechanism
 
@@ -229,7 +232,8 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
             split = split(DatasetCounts(h, (), tuple(categories), declared))
         return dask_count_release(client, frame, geography, levels, categories, values,
                                   count_column, mechanism, budget, declared=declared,
-                                  split=split, source=source, **params)
+                                  split=split, source=source, parts_folder=parts_folder,
+                                  **params)
     finally:
         if own:
             close_client(client)

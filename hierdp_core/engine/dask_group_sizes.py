@@ -7,7 +7,7 @@ What runs where: every input partition gives each row its leaf and its persons
 partitions as input ones) gives every group its size and its leaves, and every output
 partition turns its groups into sparse leaf x size cells per block (`group_cells`; a group
 with people in two leaves is an `InputError` naming it, as in memory); each block's task
-gathers its leaves' histograms (`dask_engine.block_leaf_counts`), measures and finishes its
+gathers its leaves' histograms (`dask_engine.leaf_count_blocks`), measures and finishes its
 subtree; the client measures the root and solves the top. With a seed the release is the
 in-memory engine's, bit for bit.
 """
@@ -20,9 +20,9 @@ import pandas as pd
 from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes, check_blockwise
 from hierdp_core.engine.dask_engine import (
     DatasetCounts,
-    block_leaf_counts,
     close_client,
     dataset_files,
+    leaf_count_blocks,
     open_client,
     read_dataset,
     units_of_data,
@@ -88,9 +88,7 @@ def dask_group_size_release(client, frame, geography, levels: list[str], group_c
     cells = delayed(group_cells, pure=False)
     parts = client.compute([cells(part, max_size, first, levels[-1])
                             for part in groups.to_delayed(optimize_graph=True)])
-    ends = np.append(first[1:], h.n_leaves)
-    leaves = [client.submit(block_leaf_counts, b, int(first[b]), int(ends[b] - first[b]),
-                            max_size + 1, *parts, pure=False) for b in range(first.size)]
+    leaves = leaf_count_blocks(client, parts, h, max_size + 1, placement=None)
     return blockwise_group_sizes(mechanism, h, max_size, leaves, budget, split=split,
                                  source=source, executor=client, tree=geo, **params)
 

@@ -2,19 +2,24 @@
 release folder, one file for the root and one per top-level unit with its whole subtree
 (``part-00000.parquet`` the root, ``part-{u + 1:05d}.parquet`` top-level unit ``u``), each
 listed with its sha256 in the manifest like any release file. Read back (`read_dataset`)
-and sorted by level (stable), the rows come in the order of the single-file table.
+and sorted by level (stable), the rows come in the order of the single-file table. The
+parts are written here (`write_dataset`) or, on a cluster, by the workers
+(`hierdp_core.engine.written`), each part hashed as it is written.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hierdp_core.engine.streams import subtree_ranges, subtree_rows
 from hierdp_core.errors import InputError
+from hierdp_core.release import release_table
 
 DATASET = "release.parquet"
 
@@ -24,18 +29,41 @@ def part_name(index: int) -> str:
     return f"{DATASET}/part-{index:05d}.parquet"
 
 
-def write_dataset(release, stage: Path) -> list[str]:
-    """Write the release's parts into ``stage`` (a staging folder, `hierdp_core.atomic`);
-    return their names relative to it, in order (a loop per top-level unit)."""
-    h = release.hierarchy
+def write_part(table: pa.Table, folder: Path, index: int) -> tuple[str, str, int]:
+    """Write part ``index`` of the dataset into ``folder`` (its ``release.parquet/``
+    exists); return (its name, its sha256, its rows)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue()
+    name = part_name(index)
+    (Path(folder) / name).write_bytes(data)
+    return name, hashlib.sha256(data).hexdigest(), table.num_rows
+
+
+def write_units(hierarchy, values: np.ndarray, categories, intervals, folder: Path,
+                first_unit: int = 0) -> list[tuple[str, str, int]]:
+    """Write the part of every top-level unit of ``hierarchy`` (a whole tree, or a block's
+    `hierdp_core.engine.streams.subtree` whose first unit is ``first_unit`` of the whole)
+    from its ``values`` (n_nodes, k) into ``folder`` (a loop per top-level unit)."""
+    out = []
+    for unit in range(hierarchy.level_size(1)):
+        rows = subtree_rows(subtree_ranges(hierarchy, unit, unit + 1))
+        table = release_table(hierarchy, values, categories, intervals, rows)
+        out.append(write_part(table, folder, first_unit + unit + 1))
+    return out
+
+
+def write_dataset(release, stage: Path) -> dict[str, str]:
+    """Write the release's parts into ``stage`` (a staging folder, `hierdp_core.atomic`), or
+    move them there when the workers wrote them (``move_into``); return their names
+    relative to it, in order, with their sha256."""
+    if hasattr(release, "move_into"):
+        return release.move_into(stage)
     (stage / DATASET).mkdir()
-    names = [part_name(0)]
-    pq.write_table(release.to_arrow(np.array([0])), stage / names[0])
-    for unit in range(h.level_size(1)):
-        rows = subtree_rows(subtree_ranges(h, unit, unit + 1))
-        names.append(part_name(unit + 1))
-        pq.write_table(release.to_arrow(rows), stage / names[-1])
-    return names
+    parts = [write_part(release.to_arrow(np.array([0])), stage, 0),
+             *write_units(release.hierarchy, release.values, release.categories,
+                          release.intervals, stage)]
+    return {name: digest for name, digest, _ in parts}
 
 
 def is_dataset_file(name: str) -> bool:
