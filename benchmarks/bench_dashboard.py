@@ -7,9 +7,11 @@ changes shows new data (a hash of its drawn paths differs from before the input,
 the expected number of them) AND the page has then stayed unchanged for 0.7 s. The target of
 each scenario is met when the WORST of its repeats is under it:
 
-- first_release_s (< 1.5 s): a fresh browser context (new session, cold browser cache) presses
-  "Start with this sample" on US counties, until the Results page's county map (the released
-  counts, shown first; true, noisy and error are a click away on the same map) is painted;
+- first_release_s (< 1.5 s): a fresh browser context (new session, cold browser cache) opens
+  Home and, once it is shown with its figures drawn (``home_shown_s``: from opening the URL
+  until then), presses "Start with this sample" on US counties, until the Results page's
+  county map (the released counts, shown first; true, noisy and error are a click away on
+  the same map) is painted;
 - re_release_s (< 0.5 s): US counties, one key press on the Results page's ε slider (beside
   the map: the user moves it and watches the map) until the map of the new release is
   painted; ``re_release_via_mechanism_page`` records the longer way too: a key press on the ε
@@ -37,6 +39,7 @@ import re
 import shutil
 import statistics
 import sys
+import time
 from pathlib import Path
 
 from playwright.sync_api import Error as PlaywrightError
@@ -130,16 +133,21 @@ def worst(times: list[float]) -> dict:
 
 def new_page(browser, url: str, outside: list[str]):
     """A page in a fresh context (new session, empty cache) that aborts and records every
-    request to anything but the dashboard."""
+    request to anything but the dashboard, once Home is shown with its figures drawn (as a
+    user sees it before pressing anything). Returns the page and the seconds from opening
+    the URL until then."""
     context = browser.new_context(viewport={"width": 1440, "height": 2200})
     context.add_init_script(PAGE_SCRIPT)
     context.route(re.compile(rf"^(?!{re.escape(url)}|data:|blob:)"),
                   lambda route: (outside.append(route.request.url), route.abort()))
     page = context.new_page()
     page.set_default_timeout(120_000)
+    started = time.perf_counter()
     page.goto(url)
     settle(page)
-    return page
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                           ".every(g => g.querySelector('.main-svg'))")
+    return page, round(time.perf_counter() - started, 3)
 
 
 def start_sample(page, index: int, min_areas: int) -> float:
@@ -184,13 +192,14 @@ def choose_drill_down(page, option: str) -> None:
 
 
 def bench_us(browser, url: str, repeats: int, outside: list[str]) -> dict:
-    first = []
+    first, home = [], []
     for _ in range(repeats):
-        page = new_page(browser, url, outside)
+        page, home_s = new_page(browser, url, outside)
+        home.append(home_s)
         first.append(start_sample(page, 0, US_MAPS))
         if len(first) < repeats:
             page.context.close()
-    out = {"first_release": worst(first)}
+    out = {"first_release": worst(first), "home_shown_s": home}
     out["re_release"], out["re_release_via_mechanism_page"] = re_releases(page, repeats,
                                                                           US_MAPS)
     button = page.get_by_role("button", name="Run release")
@@ -199,7 +208,7 @@ def bench_us(browser, url: str, repeats: int, outside: list[str]) -> dict:
 
 
 def bench_italy(browser, url: str, repeats: int, outside: list[str]) -> dict:
-    page = new_page(browser, url, outside)
+    page, _ = new_page(browser, url, outside)
     out = {"start_s": start_sample(page, 1, 4)}
     drill = []
     for _ in range(repeats):
