@@ -173,17 +173,19 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
 def results_view() -> None:
     """What the release changes, rerun alone when the ε (or ρ) slider beside the map moves
     (or a picker below it): the release, its verdict, the map, the charts and the tables."""
+    about = st.container()  # filled once the slider below has set the budget
+    level, nodes, category = units_shown()
     controls = st.columns(2)
     with controls[0]:
         budget.total_slider(s, key_prefix="res_")
     budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
                    else f"ρ = {s['rho']:g}")
-    st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
-               + split_ui.describe_shares(h, session.shares_of(s))
-               + ". Change the mechanism and the split on the Mechanism & budget page.")
-    release = session.current_release() or release_now()
-    rel.verdict_box(release, data.declared_structure)
-    level, nodes, category = units_shown()
+    with about:
+        st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
+                   + split_ui.describe_shares(h, session.shares_of(s))
+                   + ". Change the mechanism and the split on the Mechanism & budget page.")
+        release = session.current_release() or release_now()
+        rel.verdict_box(release, data.declared_structure)
 
     def column(values: np.ndarray) -> np.ndarray:
         v = values[nodes]
