@@ -6,15 +6,8 @@ Screenshot: test-artifacts/screenshots/results_epsilon.png."""
 from __future__ import annotations
 
 import pytest
-from test_browser import (  # noqa: F401  (fixtures)
-    browser,
-    goto,
-    maps_drawn,
-    no_exception,
-    page,
-    server,
-    shot,
-)
+import test_browser as tb
+from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
 from tests.browser_tools import settle
 
@@ -37,7 +30,7 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     settle(page)
     page.get_by_role("button", name="Start with this sample").first.click()
     settle(page)
-    assert maps_drawn(page) == [3141]
+    assert tb.maps_drawn(page) == [3141]
     before = page.evaluate(MAP_VALUES)
     assert before["title"] == "Released, ε = 1"
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "1.0"
@@ -47,14 +40,14 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     page.wait_for_function(f"() => ({MAP_VALUES})().title === 'Released, ε = 0.5'",
                            timeout=60_000)
     settle(page)
-    no_exception(page)
+    tb.no_exception(page)
     after = page.evaluate(MAP_VALUES)
-    assert maps_drawn(page) == [3141]
+    assert tb.maps_drawn(page) == [3141]
     assert after["values"] != before["values"]  # the map of a new release, not a new title
     assert page.get_by_text("Mechanism topdown, ε = 0.5").count() == 1
     sidebar = page.locator("[data-testid='stSidebar']")
     assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1
-    shot(page, "results_epsilon")
+    tb.shot(page, "results_epsilon")
 
-    goto(page, "Mechanism & budget")
+    tb.goto(page, "Mechanism & budget")
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "0.5"
