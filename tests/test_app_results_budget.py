@@ -80,3 +80,17 @@ def test_under_zcdp_the_results_slider_sets_rho():
     assert release.privacy["definition"] == "zcdp"
     assert release.privacy["rho"] == pytest.approx(0.05)
     assert at.session_state[session.SETTINGS]["epsilon"] == 1.0  # untouched
+
+
+def test_an_epsilon_off_the_grid_is_kept_on_both_pages():
+    at = page(RESULTS, "us-counties")
+    at.session_state[session.SETTINGS] = {
+        "mechanism": "topdown", "params": {}, "definition": "pure-dp", "epsilon": 0.3,
+        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}  # e.g. a loaded configuration
+    at.run()
+    assert_clean(at)
+    assert at.select_slider(key="res_epsilon").value == 0.3
+    assert at.session_state[session.RELEASE].privacy["epsilon"] == pytest.approx(0.3)
+    at.switch_page(MECHANISM).run()
+    assert at.select_slider(key="epsilon").value == 0.3
+    assert at.session_state[session.SETTINGS]["epsilon"] == 0.3

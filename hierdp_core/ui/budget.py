@@ -14,11 +14,13 @@ DEFAULTS = {"epsilon": 1.0, "rho": 0.5}
 def total_slider(s: dict, key_prefix: str = "") -> float:
     """The log-scale slider of the settings ``s``'s total budget (ε for pure DP, ρ for zCDP;
     widget key ``{key_prefix}epsilon`` or ``{key_prefix}rho``), showing the value kept in
-    ``s`` and writing the one chosen back there. Returns the value."""
+    ``s`` (a step of its own when it is not on the grid, e.g. from a loaded configuration,
+    so that drawing the slider never changes it) and writing the one chosen back there.
+    Returns the value."""
     name, grid = ("epsilon", EPSILON_GRID) if s["definition"] == "pure-dp" else ("rho", RHO_GRID)
+    value = s.get(name) or DEFAULTS[name]
     symbol = "ε" if name == "epsilon" else "ρ"
     s[name] = st.select_slider(f"Total {symbol} (log scale; smaller = more private)",
-                               options=list(grid),
-                               value=s[name] if s[name] in grid else DEFAULTS[name],
+                               options=sorted({*grid, value}), value=value,
                                key=f"{key_prefix}{name}")
     return s[name]
