@@ -45,8 +45,8 @@ seed_used = int(seed) if mode.startswith("Exploration") else None
 
 
 def release_now():
-    """Run the release with the current settings (a spinner if it is slow), say its wall time
-    and refresh the sidebar's summary; a failure stops the page with a message."""
+    """Run the release with the current settings (a spinner if it is slow) and say its wall
+    time; a failure stops the page with a message."""
     started = time.perf_counter()
     with st.spinner("Running the release…"):
         try:
@@ -56,7 +56,6 @@ def release_now():
             st.stop()
     st.caption(f":material/check: Released {h.n_nodes:,} units in "
                f"{time.perf_counter() - started:.2f} s")
-    widgets.sidebar_status(status_slot)
     return made
 
 
@@ -196,6 +195,8 @@ def results_view() -> None:
               "Error (released − true)": rel_v - true_v}
     release_map(level, nodes, values, budget_text, controls[1])
     charts_and_tables(release, level, nodes, values)
+    # at every run of the fragment: what it wrote outside itself is cleared at its next run
+    widgets.sidebar_status(status_slot)
 
 
 if run:

@@ -9,7 +9,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import settle
+from tests.browser_tools import select_option, settle
 
 pytestmark = pytest.mark.browser
 MAP_VALUES = """() => {
@@ -48,6 +48,10 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     sidebar = page.locator("[data-testid='stSidebar']")
     assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1
     tb.shot(page, "results_epsilon")
+    select_option(page, "Level", "state")  # the fragment again, without a new release
+    assert tb.maps_drawn(page) == [51]
+    assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1  # the summary is kept
+    assert sidebar.get_by_text("ready").count() == 1
 
     tb.goto(page, "Mechanism & budget")
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "0.5"
