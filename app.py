@@ -5,8 +5,11 @@ import streamlit as st
 
 from hierdp_core import __version__
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import list_mechanisms
-from hierdp_core.ui import session, widgets
+from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui.samples import units_below_top_level
+from hierdp_core.viz import plotly_config
 
 widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
                               f"{__version__}")
@@ -19,12 +22,32 @@ st.markdown(
     "trade-off, and export the release with a manifest."
 )
 
+
+
+def geography_preview(sample) -> None:
+    """A small map of a bundled sample's top level, each unit shaded by how many finest-level
+    units it holds (public structure, no count of people); none without boundaries."""
+    top, finest = sample.levels[0], sample.levels[-1]
+    geojson = map_layers.map_geojson(sample.name, top, overview=True)
+    if geojson is None:
+        return
+    units = units_below_top_level(sample.name)
+    fig = choropleth(geojson, units.index, units["units"], names=units["name"],
+                     title=f"{len(units)} {widgets.plural(top)}",
+                     colorbar_title=widgets.plural(finest), height=240,
+                     projection=map_layers.map_projection(sample.name))
+    fig.update_layout(margin={"l": 0, "r": 0, "t": 30, "b": 0})
+    st.plotly_chart(fig, width="stretch", key=f"preview_{sample.name}",
+                    config=plotly_config(displayModeBar=False))
+
+
 st.subheader("Start in one click")
 cols = st.columns(len(SAMPLES))
 for col, sample in zip(cols, SAMPLES.values(), strict=True):
     with col:
         st.markdown(f"**{sample.title}**  \n{sample.description}")
         st.caption(f"Levels: {' › '.join(sample.levels)} · licence: {sample.licence}")
+        geography_preview(sample)
         if st.button("Start with this sample", key=f"start_{sample.name}", type="primary"):
             session.load_sample_into_state(sample.name)
             st.switch_page("pages/4_Results.py")

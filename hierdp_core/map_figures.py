@@ -119,7 +119,7 @@ def choropleth(
     trace = go.Choropleth(
         geojson=geojson,
         featureidkey="id",
-        locations=locs.tolist(),
+        locations=locs,  # numpy arrays: plotly validates them whole, not item by item
         z=z.astype(np.float32),  # colour only: single precision is plenty
         zmin=zmin,
         zmax=zmax,
@@ -127,7 +127,7 @@ def choropleth(
         colorbar=colorbar,
         marker_line_width=0.3,
         marker_line_color=look["line"],
-        text=labels,
+        text=np.asarray(labels, dtype=str),
         customdata=v,
         hovertemplate="<b>%{text}</b><br>" + _esc(colorbar_title)
         + ": %{customdata:" + HOVER_FORMAT + "}<extra></extra>",

@@ -8,7 +8,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
-from hierdp_core.ui import session, widgets
+from hierdp_core.ui import budget, session, widgets
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import ledger_figure
@@ -49,16 +49,8 @@ with right:
     s["definition"] = st.radio("Privacy definition", definitions, horizontal=True,
                                index=definitions.index(s["definition"]),
                                format_func=labels.get, key="definition")
-    if s["definition"] == "pure-dp":
-        s["epsilon"] = st.select_slider("Total ε (log scale; smaller = more private)",
-                                        options=list(session.EPSILON_GRID),
-                                        value=s["epsilon"] if s["epsilon"] in session.EPSILON_GRID
-                                        else 1.0, key="epsilon")
-    else:
-        s["rho"] = st.select_slider("Total ρ (log scale; smaller = more private)",
-                                    options=list(session.RHO_GRID),
-                                    value=s["rho"] if s["rho"] in session.RHO_GRID else 0.5,
-                                    key="rho")
+    budget.total_slider(s)
+    if s["definition"] == "zcdp":
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,
                                                                           1e-5], value=s["delta"],
                                       format_func=lambda d: f"{d:.0e}", key="delta")

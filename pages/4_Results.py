@@ -1,5 +1,7 @@
 """Results: run the release; true, noisy, released or error on one map (a click apart); drill
-down; true vs released; error metrics by level and population size; a searchable table."""
+down; true vs released; error metrics by level and population size; a searchable table. The
+ε (or ρ) slider beside the map re-releases and redraws only what the release changes (a
+fragment), not the page."""
 
 import time
 
@@ -10,7 +12,7 @@ import streamlit as st
 from hierdp_core.map_figures import choropleth
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
-from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import budget, map_layers, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.geo import label as geometry_label
@@ -39,127 +41,165 @@ with run_cols[1]:
 with run_cols[2]:
     st.write("")
     run = st.button("Run release", type="primary", key="run_release")
-budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp" else f"ρ = {s['rho']:g}")
-st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
-           + split_ui.describe_shares(h, session.shares_of(s))
-           + ". Change them on the Mechanism & budget page.")
+seed_used = int(seed) if mode.startswith("Exploration") else None
 
-release = session.current_release()
-if run or release is None:
-    with st.status("Running the release…", expanded=False) as status:
-        started = time.perf_counter()
+
+def release_now():
+    """Run the release with the current settings (a spinner if it is slow) and say its wall
+    time; a failure stops the page with a message."""
+    started = time.perf_counter()
+    with st.spinner("Running the release…"):
         try:
-            release = session.run_release(data, s, int(seed) if mode.startswith("Exploration")
-                                               else None)
+            made = session.run_release(data, s, seed_used)
         except Exception as exc:  # shown as a message, never a traceback
-            status.update(label="The release failed", state="error")
             widgets.friendly_error(exc)
             st.stop()
-        elapsed = time.perf_counter() - started
-        status.update(label=f"Released {h.n_nodes:,} units in {elapsed:.2f} s", state="complete")
-    widgets.sidebar_status(status_slot)
-rel.verdict_box(release, data.declared_structure)
-
-truth = data.node_counts()
-metrics_key = ("metrics", rel.release_token(release))
-if st.session_state.get(session.METRICS_KEY) != metrics_key:
-    st.session_state[session.METRICS] = error_metrics(
-        h, truth, release.values, categories=data.categories if data.has_categories else None)
-    st.session_state[session.METRICS_KEY] = metrics_key
-metrics = st.session_state[session.METRICS]
-
-# ---- what to show -----------------------------------------------------------------------
-pick = st.columns([1, 2, 1])
-with pick[0]:
-    level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
-                         format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key="res_level")
-names = widgets.node_display_names(data, level)
-sl = h.level_slice(level)
-with pick[1]:
-    parent_names = widgets.node_display_names(data, level - 1) if level > 1 else np.array(["all"])
-    options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
-    default = 0 if h.level_size(level) <= 4000 or level == 1 else 1
-    within = st.selectbox("Drill down: show the units inside", options, index=default,
-                          format_func=lambda o: f"all of {h.level_names[0]}" if o == "all"
-                          else f"{parent_names[o]}", key="res_within")
-with pick[2]:
-    cat_options = ["total"] + (list(data.categories) if data.has_categories else [])
-    category = st.selectbox("Category", cat_options, key="res_category")
-
-if within == "all":
-    nodes = np.arange(sl.start, sl.stop)
-else:
-    parent = h.level_offsets[level - 1] + within
-    nodes = h.children(parent)
+    st.caption(f":material/check: Released {h.n_nodes:,} units in "
+               f"{time.perf_counter() - started:.2f} s")
+    return made
 
 
-def column(values: np.ndarray) -> np.ndarray:
-    v = values[nodes]
-    return v.sum(axis=1) if category == "total" else v[:, data.categories.index(category)]
+def units_shown() -> tuple[int, np.ndarray, str]:
+    """The level, its nodes (all, or the children of the unit drilled down to) and the
+    category (or 'total') picked above the map."""
+    pick = st.columns([1, 2, 1])
+    with pick[0]:
+        level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
+                             format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
+                             key="res_level")
+    with pick[1]:
+        parents = widgets.node_display_names(data, level - 1) if level > 1 else None
+        options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
+        default = 0 if h.level_size(level) <= 4000 or level == 1 else 1
+        within = st.selectbox("Drill down: show the units inside", options, index=default,
+                              format_func=lambda o: f"all of {h.level_names[0]}" if o == "all"
+                              else f"{parents[o]}", key="res_within")
+    with pick[2]:
+        category = st.selectbox("Category", ["total"] + (list(data.categories)
+                                                         if data.has_categories else []),
+                                key="res_category")
+    if within == "all":
+        sl = h.level_slice(level)
+        return level, np.arange(sl.start, sl.stop), category
+    return level, h.children(h.level_offsets[level - 1] + within), category
 
 
-true_v, noisy_v, rel_v = column(truth), column(release.noisy), column(release.values)
-error = rel_v - true_v
-local = nodes - sl.start
-codes = np.asarray(h.codes[level]).astype(str)[local]
-shown_names = names[local]
-
-# ---- map --------------------------------------------------------------------------------
-source = map_layers.map_sources(ds["sample"], h).get(level)
-geojson = map_layers.map_geojson(*source, overview=within == "all") if source else None
-if geojson is None:
-    st.info("No map for this level (no bundled boundaries match its codes); see the charts "
-            "below.")
-else:
+def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selector_slot) -> None:
+    """One map of ``values`` (map name -> value per node: true, noisy, released, error) over
+    the boundaries of ``level``, the map picked in ``selector_slot``; ``title`` follows the
+    map's name. A level without boundaries gets a note instead."""
+    whole_level = len(nodes) == h.level_size(level)
+    source = map_layers.map_sources(ds["sample"], h).get(level)
+    geojson = map_layers.map_geojson(*source, overview=whole_level) if source else None
+    if geojson is None:
+        st.info("No map for this level (no bundled boundaries match its codes); see the charts "
+                "below.")
+        return
     if ds["sample"] is None:
-        st.caption(f"Boundaries: {geometry_label(source[0])}, level {source[1]} (chosen on the Data "
-                   "page).")
-    maps = {"True": true_v, "Noisy (measured)": noisy_v, "Released": rel_v,
-            "Error (released − true)": error}
-    shown = st.segmented_control("Map", list(maps), default="Released", required=True,
-                                 key="res_map", help="The true, noisy and released counts "
-                                 "share one colour scale; the error map is centred at 0.")
+        st.caption(f"Boundaries: {geometry_label(source[0])}, level {source[1]} (chosen on the "
+                   "Data page).")
+    shown = selector_slot.segmented_control(
+        "Map", list(values), default="Released", required=True, key="res_map",
+        help="The true, noisy and released counts share one colour scale; the error map is "
+             "centred at 0.")
     diverging = shown.startswith("Error")
-    finite = np.concatenate([true_v, rel_v, noisy_v[np.isfinite(noisy_v)]])
-    fig = choropleth(geojson, codes, maps[shown], title=shown, names=shown_names,
+    finite = np.concatenate([v[np.isfinite(v)] for k, v in values.items()
+                             if not k.startswith("Error")])
+    local = nodes - h.level_offsets[level]
+    fig = choropleth(geojson, np.asarray(h.codes[level]).astype(str)[local], values[shown],
+                     title=f"{shown}, {title}",
+                     names=widgets.node_display_names(data, level)[local],
                      colorbar_title="error" if diverging else "people", diverging=diverging,
                      log_scale=not diverging,
                      value_range=None if diverging else (0.0, float(max(finite.max(), 1.0))),
                      height=520, projection=map_layers.map_projection(source[0])
-                     if within == "all" else "mercator")  # albers usa cannot zoom to a unit
+                     if whole_level else "mercator")  # albers usa cannot zoom to a unit
     st.plotly_chart(fig, width="stretch", key="res_map_figure", config=plotly_config())
 
-# ---- charts and metrics -----------------------------------------------------------------
-metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
-                      format_func=name, key="res_metric")
-st.caption(label(metric))
-tab_level, tab_bin, tab_scatter = st.tabs(
-    ["Error by level", f"Error by population size ({h.level_names[level]})",
-     "True vs released"], key="res_chart", on_change="rerun")  # only the open one is drawn
-if tab_level.open:
-    tab_level.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
-if tab_bin.open:
-    tab_bin.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
-if tab_scatter.open:
-    tab_scatter.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=shown_names,
-                                                      level_name=h.level_names[level]),
-                             width="stretch", key="scatter")
 
-st.subheader("Error metrics by level")
-overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
-st.dataframe(**friendly_table(overall), width="stretch")
-st.caption("Hover a column name for its definition; an empty cell means the metric does not "
-           "apply (e.g. no true zeros for the ghost rate).")
+def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> None:
+    """The error charts (only the open tab is drawn), the metrics by level and the table of
+    every unit shown (sent only when opened)."""
+    metrics_key = ("metrics", rel.release_token(release))
+    if st.session_state.get(session.METRICS_KEY) != metrics_key:
+        st.session_state[session.METRICS] = error_metrics(
+            h, data.node_counts(), release.values,
+            categories=data.categories if data.has_categories else None)
+        st.session_state[session.METRICS_KEY] = metrics_key
+    metrics = st.session_state[session.METRICS]
+    names = widgets.node_display_names(data, level)[nodes - h.level_offsets[level]]
+    true_v, rel_v = values["True"], values["Released"]
 
-st.subheader("Every unit")
-query = st.text_input("Search by name or code", key="res_search")
-table = pd.DataFrame({"node_id": h.node_ids()[nodes], "name": shown_names, "true": true_v,
-                      "noisy": noisy_v, "released": rel_v, "error": error})
-if query:
-    mask = (table["name"].astype(str).str.contains(query, case=False, regex=False)
-            | table["node_id"].astype(str).str.contains(query, case=False, regex=False))
-    table = table[mask]
-st.dataframe(**friendly_table(table), width="stretch", height=320)
-st.caption(f"{len(table):,} units. Noisy values are the raw measurements before consistency.")
+    metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
+                          format_func=name, key="res_metric")
+    st.caption(label(metric))
+    tab_level, tab_bin, tab_scatter = st.tabs(
+        ["Error by level", f"Error by population size ({h.level_names[level]})",
+         "True vs released"], key="res_chart", on_change="rerun")  # only the open one is drawn
+    if tab_level.open:
+        tab_level.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
+    if tab_bin.open:
+        tab_bin.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
+    if tab_scatter.open:
+        tab_scatter.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=names,
+                                                          level_name=h.level_names[level]),
+                                 width="stretch", key="scatter")
+
+    st.subheader("Error metrics by level")
+    overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
+    st.dataframe(**friendly_table(overall), width="stretch")
+    st.caption("Hover a column name for its definition; an empty cell means the metric does not "
+               "apply (e.g. no true zeros for the ghost rate).")
+
+    with st.expander("Every unit: true, noisy and released counts, searchable",
+                     icon=":material/table_rows:", key="res_units",
+                     on_change="rerun") as every_unit:
+        if every_unit.open:  # sent only when opened (3,141 rows for the US counties)
+            query = st.text_input("Search by name or code", key="res_search")
+            table = pd.DataFrame({"node_id": h.node_ids()[nodes], "name": names,
+                                  "true": true_v, "noisy": values["Noisy (measured)"],
+                                  "released": rel_v, "error": values["Error (released − true)"]})
+            if query:
+                found = [table[c].astype(str).str.contains(query, case=False, regex=False)
+                         for c in ("name", "node_id")]
+                table = table[found[0] | found[1]]
+            st.dataframe(**friendly_table(table), width="stretch", height=320)
+            st.caption(f"{len(table):,} units. Noisy values are the raw measurements before "
+                       "consistency.")
+
+
+@st.fragment(key="res_view")
+def results_view() -> None:
+    """What the release changes, rerun alone when the ε (or ρ) slider beside the map moves
+    (or a picker below it): the release, its verdict, the map, the charts and the tables."""
+    about = st.container()  # filled once the slider below has set the budget
+    level, nodes, category = units_shown()
+    controls = st.columns(2)
+    with controls[0]:
+        budget.total_slider(s, key_prefix="res_")
+    budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
+                   else f"ρ = {s['rho']:g}")
+    with about:
+        st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
+                   + split_ui.describe_shares(h, session.shares_of(s))
+                   + ". Change the mechanism and the split on the Mechanism & budget page.")
+        release = session.current_release() or release_now()
+        rel.verdict_box(release, data.declared_structure)
+
+    def column(values: np.ndarray) -> np.ndarray:
+        v = values[nodes]
+        return v.sum(axis=1) if category == "total" else v[:, data.categories.index(category)]
+
+    true_v, rel_v = column(data.node_counts()), column(release.values)
+    values = {"True": true_v, "Noisy (measured)": column(release.noisy), "Released": rel_v,
+              "Error (released − true)": rel_v - true_v}
+    release_map(level, nodes, values, budget_text, controls[1])
+    charts_and_tables(release, level, nodes, values)
+    # at every run of the fragment: what it wrote outside itself is cleared at its next run
+    widgets.sidebar_status(status_slot)
+
+
+if run:
+    release_now()
+results_view()
 widgets.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")

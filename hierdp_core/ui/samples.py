@@ -46,6 +46,22 @@ def sample_table(name: str) -> pd.DataFrame:
     return load_sample(name)
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def units_below_top_level(name: str) -> pd.DataFrame:
+    """The public geography of the bundled sample ``name`` in one row per unit of its top
+    level (index: code): ``name`` (the code where the geography has no names) and
+    ``units``, its number of finest-level units."""
+    from hierdp_core.data.sample_files import SAMPLE_FILES
+    from hierdp_core.data.samples import SAMPLES
+
+    levels = SAMPLES[name].levels
+    table = SAMPLE_FILES[name].geography()
+    top = levels[0]
+    names = table[f"{top}_name"] if f"{top}_name" in table.columns else table[top]
+    return (table.assign(name=names.astype(str)).groupby(top)
+            .agg(name=("name", "first"), units=(levels[-1], "nunique")))
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)
 def sample_geography(sample: str, levels: tuple[str, ...]):
     """The declared public geography of a bundled sample over ``levels`` (shared,
