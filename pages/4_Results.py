@@ -54,8 +54,8 @@ def release_now():
         except Exception as exc:  # shown as a message, never a traceback
             widgets.friendly_error(exc)
             st.stop()
-    st.caption(f":material/check: Released {h.n_nodes:,} units in "
-               f"{time.perf_counter() - started:.2f} s")
+    st.caption(f":material/check: Released {h.n_nodes:,} units, computed in "
+               f"{time.perf_counter() - started:.2f} s on the server")
     return made
 
 

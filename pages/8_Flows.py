@@ -110,7 +110,7 @@ else:
 exact = ("Published exactly: " + ", ".join(release.invariants) + "."
          if release.invariants else "No count is published exactly.")
 st.success(f"Released {sum(lv.size for lv in release.levels):,} non-zero O/D pairs over "
-           f"{data.depth + 1} tree levels in {seconds:.2f} s with {spent}. {exact}  \n"
+           f"{data.depth + 1} tree levels (computed in {seconds:.2f} s on the server) with {spent}. {exact}  \n"
            f"Neighbouring datasets: {privacy['neighbouring']}.")
 ledger = release.ledger
 unit = "ρ" if privacy.get("definition") == "zcdp" else "ε"

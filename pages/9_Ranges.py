@@ -151,7 +151,7 @@ release, metrics, seconds = rel.cached_release(
 
 # ---- privacy: the budget per level --------------------------------------------------------
 done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} {cells} over {h.n_levels} "
-        f"levels in {seconds:.2f} s")
+        f"levels (computed in {seconds:.2f} s on the server)")
 if infos[name].private:
     st.info(f"{done} with **ε = {release.privacy['epsilon']:g}** (pure ε-DP, Laplace "
                "noise). Every parent's histogram equals the sum of its children's, every "
