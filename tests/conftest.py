@@ -23,6 +23,20 @@ from hierdp_core.queries.counts import count_data_from_table
 ALPHABET = "abcxyz019"
 
 
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's AppTest installs the script it ran as ``sys.modules["__main__"]`` and
+    leaves it there; a Dask worker process started later in the same test process would
+    re-run that script (multiprocessing's spawn imports ``__main__``'s file) and fail.
+    Every test leaves ``__main__`` as it found it."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _publisher_key_in_a_temporary_config(tmp_path_factory):
     """Releases made by the tests key their fingerprints with a key in a temporary config
