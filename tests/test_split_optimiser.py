@@ -5,6 +5,7 @@ uniform or the geometric preset, and properties of the shares."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import tree_tables
 from hypothesis import HealthCheck, given, settings
@@ -263,3 +264,15 @@ def test_shares_form_a_split_and_ignore_the_scale_of_the_weights(tt, family, bud
         np.testing.assert_allclose(scaled, shares, rtol=1e-9)
     errors = level_errors(h, family, NoiseModel.of(budget), scaled, metric)
     assert goal.objective(errors) == pytest.approx(choice.objective, rel=1e-5)
+
+
+def test_a_far_line_search_step_leaves_the_leaves_a_share():
+    """A chain with heavy weights on the top levels (found by hypothesis): BFGS steps so far
+    that the leaves' softmax share underflowed to 0 and least squares raised BudgetError."""
+    table = pd.DataFrame({"level1": ["0"] * 3, "level2": ["0.00", "0.0", "0.00"],
+                          "level3": ["0.00.00", "0.0.0", "0.00.0"], "n": [9, 1, 2]})
+    h = count_data_from_table(table, ["level1", "level2", "level3"],
+                              count_column="n").hierarchy
+    choice = optimise_split(h, "least-squares", PURE, Goal.weighted([74.0, 100.0, 1.1, 2.0]))
+    assert choice.shares.sum() == pytest.approx(1.0) and choice.shares[-1] > 0
+    assert choice.objective <= choice.uniform_objective

@@ -256,6 +256,11 @@ class SplitChoice:
         return ",".join(f"{s:.6g}" for s in self.shares)
 
 
+#: the least log-ratio of two softmax coordinates: a line search's far step leaves the
+#: leaves a tiny share, whose variance (1 / share^2) is huge but finite, never none (an error)
+_LEAST_LOG_SHARE = -300.0
+
+
 class _Objective:
     """The goal's value of a split, as a function of free softmax coordinates."""
 
@@ -269,7 +274,7 @@ class _Objective:
         """Softmax over the free levels, the leaves' coordinate fixed at 0 (so the leaves,
         which least squares needs, never lose their whole share)."""
         z = np.append(theta, 0.0)
-        e = np.exp(z - z.max())
+        e = np.exp(np.maximum(z - z.max(), _LEAST_LOG_SHARE))  # no share underflows to 0
         shares = np.zeros(self.args[0].n_levels)
         shares[self.free] = e / e.sum()
         return shares
