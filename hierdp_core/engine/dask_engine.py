@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,21 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
     return Client(cluster)
 
 
+@contextmanager
+def client_for(client=None, scheduler: str | None = None, workers: int | None = None,
+               memory_limit: str = "auto"):
+    """``client`` itself, else a client `open_client` makes, closed (with its cluster) on
+    leaving."""
+    if client is not None:
+        yield client
+        return
+    own = open_client(scheduler, workers, memory_limit)
+    try:
+        yield own
+    finally:
+        close_client(own)
+
+
 def close_client(client) -> None:
     """Close the client, and the cluster it started."""
     cluster = getattr(client, "cluster", None)
@@ -94,9 +110,11 @@ def close_client(client) -> None:
 
 
 # ---- reading -----------------------------------------------------------------------------
-def dataset_files(path: str | Path) -> list[Path]:
+def dataset_files(path: str | Path | list) -> list[Path]:
     """The files of a dataset: a folder's ``*.parquet`` or ``*.csv`` files, a glob's
-    matches, or one file; sorted. One kind of file only."""
+    matches, or one file; sorted. One kind of file only. A list is taken as the files."""
+    if isinstance(path, list):
+        return path
     text = str(path)
     if any(ch in text for ch in "*?["):
         files = [Path(p) for p in glob.glob(text)]
@@ -213,13 +231,11 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
     from hierdp_core.mechanisms.base import get_mechanism
 
     mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
-    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    files = dataset_files(dataset)
     categories, values = list(categories), dict(category_values or {})
     columns = list(dict.fromkeys([*levels, *categories, *([count_column] if count_column
                                                             else [])]))
-    own = client is None
-    client = open_client(scheduler, workers, memory_limit) if own else client
-    try:
+    with client_for(client, scheduler, workers, memory_limit) as client:
         frame = read_dataset(files, columns, [*levels, *categories])
         declared = geography is not None and set(categories) <= set(values)
         if geography is None:
@@ -234,9 +250,6 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
                                   count_column, mechanism, budget, declared=declared,
                                   split=split, source=source, parts_folder=parts_folder,
                                   **params)
-    finally:
-        if own:
-            close_client(client)
 
 
 def units_of_data(frame, levels: list[str], local_codes: bool):

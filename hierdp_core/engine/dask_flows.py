@@ -18,9 +18,8 @@ import pandas as pd
 
 from hierdp_core.engine.blockwise_flows import blockwise_flows, check_blockwise_flows
 from hierdp_core.engine.dask_engine import (
-    close_client,
+    client_for,
     dataset_files,
-    open_client,
     read_dataset,
 )
 from hierdp_core.engine.streams import block_starts
@@ -115,16 +114,11 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
         raise InputError(f"the geography has {len(geography.levels)} level(s); give as many "
                          f"origin and destination levels, got {origin_levels} and "
                          f"{destination_levels}")
-    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    files = dataset_files(dataset)
     levels = [*origin_levels, *destination_levels]
     columns = [*levels, *([count_column] if count_column else [])]
-    own = client is None
-    client = open_client(scheduler, workers, memory_limit) if own else client
-    try:
+    with client_for(client, scheduler, workers, memory_limit) as client:
         frame = read_dataset(files, columns, levels)
         return dask_flow_release(client, frame, geography, origin_levels, destination_levels,
                                  count_column, tree, mechanism, budget, split=split,
                                  source=source, **params)
-    finally:
-        if own:
-            close_client(client)

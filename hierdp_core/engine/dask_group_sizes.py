@@ -20,10 +20,9 @@ import pandas as pd
 from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes, check_blockwise
 from hierdp_core.engine.dask_engine import (
     DatasetCounts,
-    close_client,
+    client_for,
     dataset_files,
     leaf_count_blocks,
-    open_client,
     read_dataset,
     units_of_data,
 )
@@ -118,12 +117,10 @@ def release_group_sizes_dataset(dataset, levels: list[str], group_column: str, m
     mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
     check_blockwise(mechanism)
     max_size = check_max_size(max_size)
-    files = dataset if isinstance(dataset, list) else dataset_files(dataset)
+    files = dataset_files(dataset)
     columns = list(dict.fromkeys([*levels, group_column, *([count_column] if count_column
                                                            else [])]))
-    own = client is None
-    client = open_client(scheduler, workers, memory_limit) if own else client
-    try:
+    with client_for(client, scheduler, workers, memory_limit) as client:
         frame = read_dataset(files, columns, [*levels, group_column])
         declared = geography is not None
         if geography is None:
@@ -140,6 +137,3 @@ def release_group_sizes_dataset(dataset, levels: list[str], group_column: str, m
                                           group_column, count_column, max_size, mechanism,
                                           budget, split=split, source=source, **params)
         return release, data
-    finally:
-        if own:
-            close_client(client)
