@@ -64,9 +64,10 @@ def _values(rng: np.random.Generator, size: int) -> np.ndarray:
     return y
 
 
-def _both_layouts(fn, block_cells: int):
-    """fn() with every narrow width column-major (however few its segments), and fn() with
-    every block row-major."""
+def _both_layouts(fn, block_cells: int, merged_cells: int = 0):
+    """fn() with every narrow width column-major (however few its segments; with
+    ``merged_cells`` 0, none laid out at a wider width), and fn() with every block
+    row-major."""
     cut = mock.patch.object(seg_module, "row_blocks",
                             lambda *a, **k: row_blocks(*a, block_cells=block_cells, **k))
     made, original = [], rows_module._column_blocks
@@ -76,7 +77,8 @@ def _both_layouts(fn, block_cells: int):
             made.append(block)
             yield block
 
-    with cut, mock.patch.object(rows_module, "COLUMN_MIN_SEGMENTS", 1):
+    with cut, mock.patch.object(rows_module, "COLUMN_MIN_SEGMENTS", 1), \
+            mock.patch.object(rows_module, "MERGED_CELLS", merged_cells):
         with mock.patch.object(rows_module, "_column_blocks", recorded):
             column = fn()
         with mock.patch.object(seg_module, "NARROW", 0):
@@ -85,21 +87,24 @@ def _both_layouts(fn, block_cells: int):
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.data(), st.integers(0, 2**32 - 1), st.sampled_from([1, 5, 64, 1 << 17]))
-def test_column_layout_gives_the_row_layouts_release(data, seed, block_cells):
+@given(st.data(), st.integers(0, 2**32 - 1), st.sampled_from([1, 5, 64, 1 << 17]),
+       st.sampled_from([0, 50, 4096, 1 << 40]))
+def test_column_layout_gives_the_row_layouts_release(data, seed, block_cells, merged_cells):
     lengths, starts = _segments(data, NARROW + 4)  # some rows wider than NARROW too
     rng = np.random.default_rng(seed)
     y = _values(rng, int(lengths.sum()))
     totals = rng.integers(0, 60, lengths.size).astype(float)
     totals[rng.random(totals.size) < 0.2] = 0.0
-    column, row, made = _both_layouts(lambda: project_and_round(y, starts, totals), block_cells)
+    cut = block_cells, merged_cells
+    column, row, made = _both_layouts(lambda: project_and_round(y, starts, totals), *cut)
     assert all(isinstance(b, ColumnBlock) for b in made)
-    narrow = (totals > 0) & (row_width(lengths) <= NARROW)
-    assert sum(b.segments.size for b in made) == narrow.sum()
+    if merged_cells == 0:
+        narrow = (totals > 0) & (row_width(lengths) <= NARROW)
+        assert sum(b.segments.size for b in made) == narrow.sum()
     assert column.dtype == row.dtype == np.int64 and np.array_equal(column, row)
-    x_col, x_row, _ = _both_layouts(lambda: project_segments(y, starts, totals), block_cells)
+    x_col, x_row, _ = _both_layouts(lambda: project_segments(y, starts, totals), *cut)
     assert x_col.tobytes() == x_row.tobytes()  # bit for bit
-    r_col, r_row, _ = _both_layouts(lambda: round_segments(x_row, starts, totals), block_cells)
+    r_col, r_row, _ = _both_layouts(lambda: round_segments(x_row, starts, totals), *cut)
     assert np.array_equal(r_col, r_row) and np.array_equal(r_col, row)
 
 
@@ -120,6 +125,16 @@ def test_nan_takes_the_row_layout():
         row = project_segments(y, starts, totals)
     np.testing.assert_array_equal(column, row)
     assert seg_module._narrow(y, None) == 0 and seg_module._narrow(y[2:], None) == NARROW
+
+
+def test_small_width_groups_are_laid_out_at_the_next_width():
+    starts = np.array([0, 1, 3, 6, 10], dtype=np.int64)  # lengths 1, 2, 3, 4, 30
+    blocks = list(row_blocks(starts, 40))
+    assert [b.index.shape for b in blocks] == [(5, 32)]
+    with mock.patch.object(rows_module, "MERGED_CELLS", 10):
+        blocks = list(row_blocks(starts, 40))
+    assert [b.index.shape for b in blocks] == [(3, 3), (1, 4), (1, 32)]
+    assert [b.segments.tolist() for b in blocks] == [[0, 1, 2], [3], [4]]
 
 
 def test_few_segments_of_a_width_stay_row_major():

@@ -15,7 +15,7 @@ Example
 -------
 >>> values = np.array([3.0, 1.0, 2.0, 7.0, 5.0])
 >>> [b.rows(values, np.inf).tolist() for b in row_blocks(np.array([0, 3]), 5)]
-[[[7.0, 5.0]], [[3.0, 1.0, 2.0]]]
+[[[7.0, 5.0, inf], [3.0, 1.0, 2.0]]]
 """
 
 from __future__ import annotations
@@ -29,13 +29,16 @@ BLOCK_CELLS = 1 << 17  # cells (rows x width) per block: a few arrays of it fit 
 #: the fewest segments of one width laid out as `ColumnBlock` s (the work per column block
 #: does not grow with its number of segments until a few hundred)
 COLUMN_MIN_SEGMENTS = 256
+#: segments of one width that fit in this many cells at the next width are laid out at it
+#: (a block costs some fixed work; small levels would otherwise be a dozen small blocks)
+MERGED_CELLS = 4096
 
 
 @dataclass(frozen=True)
 class RowBlock:
     """Some segments of one width as the rows of a (rows, width) block.
 
-    ``segments``: their indices (ascending); ``lengths``: their lengths; ``index``: the
+    ``segments``: their indices; ``lengths``: their lengths; ``index``: the
     element of every cell (cells past a segment's end repeat an element); ``padding``: True
     on those cells, so each row holds its segment's elements from the left, in array order."""
 
@@ -98,9 +101,10 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
                only: np.ndarray | None = None, column_major_up_to: int = 0
                ) -> Iterator[RowBlock]:
     """The segments of an array of ``size`` elements as row blocks, by `row_width`; a block
-    has at most ``block_cells`` cells (at least one row). ``only`` (a mask over the
-    segments) keeps some of them; the widths at most ``column_major_up_to`` of at least
-    `COLUMN_MIN_SEGMENTS` segments are cut into `ColumnBlock` s."""
+    has at most ``block_cells`` cells (at least one row); segments of a width that would
+    fill at most `MERGED_CELLS` at the next width are laid out at that width. ``only`` (a
+    mask over the segments) keeps some of them; the widths at most ``column_major_up_to``
+    of at least `COLUMN_MIN_SEGMENTS` segments are cut into `ColumnBlock` s."""
     starts = np.asarray(starts, dtype=np.int64)
     if starts.size == 0:
         return
@@ -109,11 +113,17 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
     widths = row_width(lengths[chosen])
     by_width = np.argsort(_small(widths), kind="stable")
     order, widths = chosen[by_width], widths[by_width]
+    if order.size == 0:
+        return
     bounds = np.flatnonzero(np.diff(widths)) + 1
-    for group, first_of_group in zip(np.split(order, bounds), np.r_[0, bounds], strict=True):
-        if group.size == 0:
+    groups, group_widths = np.split(order, bounds), widths[np.r_[0, bounds]].tolist()
+    carried = order[:0]
+    for at, (group, width) in enumerate(zip(groups, group_widths, strict=True)):
+        group = np.concatenate([carried, group])
+        if at + 1 < len(groups) and group.size * group_widths[at + 1] <= MERGED_CELLS:
+            carried = group
             continue
-        width = int(widths[first_of_group])
+        carried = order[:0]
         if width <= column_major_up_to and group.size >= COLUMN_MIN_SEGMENTS:
             yield from _column_blocks(group, starts, lengths, size, width, block_cells)
             continue
