@@ -32,6 +32,7 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
 
 _MIN_VARIANCE = 1e-30
+_CHUNK_NODES = 1 << 16  # the leaves updated at a time: no temporary as large as the level
 
 
 def tree_least_squares(
@@ -122,10 +123,23 @@ def down_pass(hierarchy: Hierarchy, up: UpPass, x: np.ndarray, first_level: int)
         residual = x[parents] - up.child_sums[level - 1]
         if level == h.depth and up.leaf_var is not None:  # one variance for all leaves
             residual *= (up.leaf_var / up.child_var_sums[level - 1])[:, None]
-            x[sl] += np.repeat(residual, lengths, axis=0)
+            add_to_children(x[sl], residual, h.child_ptr[parents.start:parents.stop + 1]
+                            - h.level_offsets[level])
             continue
         share = np.repeat(up.child_var_sums[level - 1], lengths)
         np.divide(up.node_var[sl], share, out=share)
         residual = np.repeat(residual, lengths, axis=0)
         residual *= share[:, None]
         x[sl] += residual
+
+
+def add_to_children(children: np.ndarray, per_parent: np.ndarray, ptr: np.ndarray) -> None:
+    """``children[ptr[i]:ptr[i + 1]] += per_parent[i]`` for every parent i, in place, a few
+    thousand parents at a time (``ptr``: the offsets of each parent's children, then their
+    number)."""
+    cuts = np.unique(np.searchsorted(ptr, np.arange(0, ptr[-1], _CHUNK_NODES), side="right") - 1)
+    cuts = np.append(cuts, ptr.size - 1).tolist()
+    lengths = np.diff(ptr)
+    for first, end in zip(cuts[:-1], cuts[1:], strict=True):
+        children[ptr[first]:ptr[end]] += np.repeat(per_parent[first:end], lengths[first:end],
+                                                   axis=0)

@@ -152,8 +152,9 @@ def _weights(weights) -> np.ndarray | None:
 
 def _narrow(values: np.ndarray, weights: np.ndarray | None) -> int:
     """The widest blocks laid out column-major: `NARROW` without weights and NaN (a
-    sorting network and numpy's sort place NaN differently), else none."""
-    return 0 if weights is not None or np.isnan(values).any() else NARROW
+    sorting network and numpy's sort place NaN differently; checked on the sum, which is
+    NaN if any value is, without a temporary as large as ``values``), else none."""
+    return 0 if weights is not None or np.isnan(np.add.reduce(values)) else NARROW
 
 
 def _project_rows(block: RowBlock, y: np.ndarray, w: np.ndarray | None,
