@@ -1,5 +1,6 @@
-"""Tests of least squares' down pass to the leaves made a chunk of parents at a time (issue 19
-point 5: no temporary as large as the leaf level): bit for bit the one-shot update."""
+"""Tests of least squares' passes over the leaves without leaf-sized temporaries (issue 19
+point 5): the down pass made a chunk of parents at a time, the up pass summing the leaves'
+one variance without writing it per leaf; both bit for bit the plain computations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hierdp_core.consistency.least_squares as ls_module
-from hierdp_core.consistency.least_squares import add_to_children, tree_least_squares
+from hierdp_core.consistency.least_squares import (
+    add_to_children,
+    level_variances,
+    tree_least_squares,
+    up_pass,
+)
 from hierdp_core.hierarchy import build_from_codes
 
 
@@ -39,3 +45,21 @@ def test_tree_least_squares_does_not_depend_on_the_chunks():
     for chunk in (1, 7, 64):
         with mock.patch.object(ls_module, "_CHUNK_NODES", chunk):
             assert tree_least_squares(h, y, variance).tobytes() == whole.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=30),
+       st.sampled_from([0.1, 1 / 3, 2.0 / 7, 1e-30, 12345.678]), st.integers(0, 1))
+def test_up_pass_sums_the_leaf_variance_like_a_leaf_sized_array(lengths, leaf_var, last):
+    codes = [np.repeat(np.arange(len(lengths)), lengths), np.arange(sum(lengths))]
+    h, _ = build_from_codes(codes, ["s", "c"])
+    variance = level_variances(h, np.array([np.inf, 3.0, leaf_var]))
+    up = up_pass(h, np.ones((h.n_nodes, 1)), variance, last_level=last)
+    expected = np.add.reduceat(np.full(h.n_leaves, variance[2]), h.child_starts(2))
+    assert up.child_var_sums[1].tobytes() == expected.tobytes()
+
+
+def test_up_pass_writes_the_leaf_variance_when_the_leaves_are_its_top():
+    h, _ = build_from_codes([np.array([0, 1, 2])], ["c"])
+    up = up_pass(h, np.ones((h.n_nodes, 1)), np.array([np.inf, 0.25]), last_level=1)
+    assert up.node_var[h.level_slice(1)].tolist() == [0.25, 0.25, 0.25]
