@@ -32,6 +32,7 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
 
 _MIN_VARIANCE = 1e-30
+_CHUNK_NODES = 1 << 16  # the leaves updated at a time: no temporary as large as the level
 
 
 def tree_least_squares(
@@ -57,9 +58,10 @@ def tree_least_squares(
 
 @dataclass
 class UpPass:
-    """The up pass: ``z`` and ``node_var`` of every node it reached (the leaves' variance is
-    also ``leaf_var``), and per parent level the sums over each parent's children of ``z``
-    and of ``node_var``."""
+    """The up pass: ``z`` and ``node_var`` of every node it reached, and per parent level
+    the sums over each parent's children of ``z`` and of ``node_var``. With ``leaf_var``
+    (the leaves' variance), ``node_var`` of the leaves is only written when they are the
+    last level reached (a leaf-sized array less to write and read)."""
 
     z: np.ndarray
     node_var: np.ndarray
@@ -83,9 +85,11 @@ def up_pass(hierarchy: Hierarchy, y: np.ndarray, var: np.ndarray, last_level: in
     """The up pass from the leaves to ``last_level`` (1 for a subtree whose root is not
     estimated): each parent's value depends on its own subtree alone."""
     h = hierarchy
+    leaves = h.level_slice(h.depth)
     up = UpPass(np.empty_like(y), np.empty(h.n_nodes), leaf_var=float(var[h.depth]))
-    up.z[h.level_slice(h.depth)] = y[h.level_slice(h.depth)]
-    up.node_var[h.level_slice(h.depth)] = var[h.depth]
+    up.z[leaves] = y[leaves]
+    if h.depth <= last_level:
+        up.node_var[leaves] = up.leaf_var
     for level in range(h.depth - 1, last_level - 1, -1):
         up_level(h, level, y, var, up)
     return up
@@ -96,8 +100,13 @@ def up_level(hierarchy: Hierarchy, level: int, y: np.ndarray, var: np.ndarray,
     """One step of the up pass: ``level``'s z and node_var from its children's."""
     h = hierarchy
     starts = h.child_starts(level + 1)
-    s = np.add.reduceat(up.z[h.level_slice(level + 1)], starts, axis=0)
-    vs = np.add.reduceat(up.node_var[h.level_slice(level + 1)], starts)
+    children = h.level_slice(level + 1)
+    s = np.add.reduceat(up.z[children], starts, axis=0)
+    if level + 1 == h.depth and up.leaf_var is not None:  # the same sums of equal values
+        child_var = np.broadcast_to(up.leaf_var, h.level_size(level + 1))
+    else:
+        child_var = up.node_var[children]
+    vs = np.add.reduceat(child_var, starts)
     up.child_sums[level], up.child_var_sums[level] = s, vs
     sl = h.level_slice(level)
     if np.isfinite(var[level]):
@@ -122,10 +131,23 @@ def down_pass(hierarchy: Hierarchy, up: UpPass, x: np.ndarray, first_level: int)
         residual = x[parents] - up.child_sums[level - 1]
         if level == h.depth and up.leaf_var is not None:  # one variance for all leaves
             residual *= (up.leaf_var / up.child_var_sums[level - 1])[:, None]
-            x[sl] += np.repeat(residual, lengths, axis=0)
+            add_to_children(x[sl], residual, h.child_ptr[parents.start:parents.stop + 1]
+                            - h.level_offsets[level])
             continue
         share = np.repeat(up.child_var_sums[level - 1], lengths)
         np.divide(up.node_var[sl], share, out=share)
         residual = np.repeat(residual, lengths, axis=0)
         residual *= share[:, None]
         x[sl] += residual
+
+
+def add_to_children(children: np.ndarray, per_parent: np.ndarray, ptr: np.ndarray) -> None:
+    """``children[ptr[i]:ptr[i + 1]] += per_parent[i]`` for every parent i, in place, a few
+    thousand parents at a time (``ptr``: the offsets of each parent's children, then their
+    number)."""
+    cuts = np.unique(np.searchsorted(ptr, np.arange(0, ptr[-1], _CHUNK_NODES), side="right") - 1)
+    cuts = np.append(cuts, ptr.size - 1).tolist()
+    lengths = np.diff(ptr)
+    for first, end in zip(cuts[:-1], cuts[1:], strict=True):
+        children[ptr[first]:ptr[end]] += np.repeat(per_parent[first:end], lengths[first:end],
+                                                   axis=0)

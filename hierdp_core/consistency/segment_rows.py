@@ -15,7 +15,7 @@ Example
 -------
 >>> values = np.array([3.0, 1.0, 2.0, 7.0, 5.0])
 >>> [b.rows(values, np.inf).tolist() for b in row_blocks(np.array([0, 3]), 5)]
-[[[7.0, 5.0]], [[3.0, 1.0, 2.0]]]
+[[[7.0, 5.0, inf], [3.0, 1.0, 2.0]]]
 """
 
 from __future__ import annotations
@@ -26,13 +26,19 @@ from dataclasses import dataclass
 import numpy as np
 
 BLOCK_CELLS = 1 << 17  # cells (rows x width) per block: a few arrays of it fit in L2 cache
+#: the fewest segments of one width laid out as `ColumnBlock` s (the work per column block
+#: does not grow with its number of segments until a few hundred)
+COLUMN_MIN_SEGMENTS = 256
+#: segments of one width that fit in this many cells at the next width are laid out at it
+#: (a block costs some fixed work; small levels would otherwise be a dozen small blocks)
+MERGED_CELLS = 4096
 
 
 @dataclass(frozen=True)
 class RowBlock:
     """Some segments of one width as the rows of a (rows, width) block.
 
-    ``segments``: their indices (ascending); ``lengths``: their lengths; ``index``: the
+    ``segments``: their indices; ``lengths``: their lengths; ``index``: the
     element of every cell (cells past a segment's end repeat an element); ``padding``: True
     on those cells, so each row holds its segment's elements from the left, in array order."""
 
@@ -40,18 +46,42 @@ class RowBlock:
     lengths: np.ndarray
     index: np.ndarray
     padding: np.ndarray
+    column_major = False
 
     def rows(self, values: np.ndarray, pad) -> np.ndarray:
         """``values`` of the block's segments, one segment per row, padded with ``pad``."""
-        out = values[self.index]
-        out[self.padding] = pad
-        return out
+        return self.pad(values[self.index], pad)
+
+    def pad(self, rows: np.ndarray, pad) -> np.ndarray:
+        """``rows`` (the block's shape) with its padding cells set to ``pad``, in place."""
+        rows[self.padding] = pad
+        return rows
 
     def scatter(self, out: np.ndarray, rows: np.ndarray) -> None:
         """Write the cells of ``rows`` that are not padding back to their elements of
         ``out``."""
         kept = ~self.padding
         out[self.index[kept]] = rows[kept]
+
+
+@dataclass(frozen=True)
+class ColumnBlock(RowBlock):
+    """A `RowBlock` stored column-major: ``index`` is the transposed view of a (width,
+    rows) array, and so are the blocks `rows` returns. The segments are in decreasing
+    length (not in index order), so that the cells of column ``j`` that are not padding
+    are its first ``filled[j]``: no mask is needed to pad, gather or scatter."""
+
+    filled: np.ndarray = None
+    column_major = True
+
+    def pad(self, rows: np.ndarray, pad) -> np.ndarray:
+        for column, n in zip(rows.T, self.filled.tolist(), strict=True):
+            column[n:] = pad
+        return rows
+
+    def scatter(self, out: np.ndarray, rows: np.ndarray) -> None:
+        for index, column, n in zip(self.index.T, rows.T, self.filled.tolist(), strict=True):
+            out[index[:n]] = column[:n]
 
 
 def segment_lengths(starts: np.ndarray, size: int) -> np.ndarray:
@@ -68,23 +98,35 @@ def row_width(lengths: np.ndarray) -> np.ndarray:
 
 
 def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
-               only: np.ndarray | None = None) -> Iterator[RowBlock]:
+               only: np.ndarray | None = None, column_major_up_to: int = 0
+               ) -> Iterator[RowBlock]:
     """The segments of an array of ``size`` elements as row blocks, by `row_width`; a block
-    has at most ``block_cells`` cells (at least one row). ``only`` (a mask over the
-    segments) keeps some of them."""
+    has at most ``block_cells`` cells (at least one row); segments of a width that would
+    fill at most `MERGED_CELLS` at the next width are laid out at that width. ``only`` (a
+    mask over the segments) keeps some of them; the widths at most ``column_major_up_to``
+    of at least `COLUMN_MIN_SEGMENTS` segments are cut into `ColumnBlock` s."""
     starts = np.asarray(starts, dtype=np.int64)
     if starts.size == 0:
         return
     lengths = segment_lengths(starts, size)
     chosen = np.arange(starts.size) if only is None else np.flatnonzero(only)
     widths = row_width(lengths[chosen])
-    by_width = np.argsort(widths, kind="stable")
+    by_width = np.argsort(_small(widths), kind="stable")
     order, widths = chosen[by_width], widths[by_width]
+    if order.size == 0:
+        return
     bounds = np.flatnonzero(np.diff(widths)) + 1
-    for group, first_of_group in zip(np.split(order, bounds), np.r_[0, bounds], strict=True):
-        if group.size == 0:
+    groups, group_widths = np.split(order, bounds), widths[np.r_[0, bounds]].tolist()
+    carried = order[:0]
+    for at, (group, width) in enumerate(zip(groups, group_widths, strict=True)):
+        group = np.concatenate([carried, group])
+        if at + 1 < len(groups) and group.size * group_widths[at + 1] <= MERGED_CELLS:
+            carried = group
             continue
-        width = int(widths[first_of_group])
+        carried = order[:0]
+        if width <= column_major_up_to and group.size >= COLUMN_MIN_SEGMENTS:
+            yield from _column_blocks(group, starts, lengths, size, width, block_cells)
+            continue
         columns = np.arange(width, dtype=np.int64)
         per_block = max(1, block_cells // width)
         for first in range(0, group.size, per_block):
@@ -93,3 +135,24 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
             np.minimum(index, size - 1, out=index)
             seg_lengths = lengths[segs]
             yield RowBlock(segs, seg_lengths, index, columns >= seg_lengths[:, None])
+
+
+def _small(values: np.ndarray) -> np.ndarray:
+    """Non-negative integers as int16 when they fit (numpy's stable sort of them is then a
+    radix sort)."""
+    return values.astype(np.int16) if values.max(initial=0) < 1 << 15 else values
+
+
+def _column_blocks(group: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size: int,
+                   width: int, block_cells: int) -> Iterator[ColumnBlock]:
+    """The segments ``group`` (all of row width ``width``) as column blocks."""
+    group = group[np.argsort(-_small(lengths[group]), kind="stable")]
+    columns = np.arange(width, dtype=np.int64)[:, None]
+    per_block = max(1, block_cells // width)
+    for first in range(0, group.size, per_block):
+        segs = group[first:first + per_block]
+        seg_lengths = lengths[segs]
+        index = columns + starts[segs]
+        np.minimum(index, size - 1, out=index)
+        filled = np.searchsorted(-seg_lengths, -columns[:, 0])  # lengths > j, per column j
+        yield ColumnBlock(segs, seg_lengths, index.T, None, filled)

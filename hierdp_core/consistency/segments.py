@@ -8,8 +8,9 @@ non-empty. These are the building blocks of TopDown: for all parents of a level 
 * `round_segments`: the closest integer vector with the same (integer) sum.
 
 Both are exact closed forms computed by sorting each segment on its own (the segments as the
-rows of blocks, `hierdp_core.consistency.segment_rows`), O(m log L) for m elements in
-segments of length L, no solver; a segment's result depends on its own values only.
+rows of blocks, `hierdp_core.consistency.segment_rows`; narrow ones column-major,
+`hierdp_core.consistency.segment_columns`), O(m log L) for m elements in segments of
+length L, no solver; a segment's result depends on its own values only.
 
 Example
 -------
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hierdp_core.consistency.segment_columns import NARROW, nth_smallest, project_columns
 from hierdp_core.consistency.segment_rows import RowBlock, row_blocks
 from hierdp_core.errors import MechanismError
 
@@ -91,7 +93,8 @@ def project_segments(
     """
     y, w, totals = _as_float(y), _weights(weights), _as_float(totals)
     x = np.zeros(y.size)
-    for block in row_blocks(starts, y.size, only=totals > 0):
+    for block in row_blocks(starts, y.size, only=totals > 0,
+                            column_major_up_to=_narrow(y, w)):
         block.scatter(x, _project_rows(block, y, w, totals[block.segments]))
     return x
 
@@ -107,9 +110,9 @@ def round_segments(x: np.ndarray, starts: np.ndarray, totals: np.ndarray) -> np.
     """
     x, totals = _as_float(x), _as_float(totals)
     out = np.zeros(x.size, dtype=np.int64)
-    for block in row_blocks(starts, x.size, only=totals > 0):
-        block.scatter(out, _round_rows(block.rows(x, 0.0), block.lengths, block.padding,
-                                       totals[block.segments]))
+    for block in row_blocks(starts, x.size, only=totals > 0,
+                            column_major_up_to=_narrow(x, None)):
+        block.scatter(out, _round_rows(block.rows(x, 0.0), block, totals[block.segments]))
     return out
 
 
@@ -124,10 +127,11 @@ def project_and_round(y: np.ndarray, starts: np.ndarray, totals: np.ndarray,
         out = np.zeros(y.size, dtype=np.int64)
     else:
         out.fill(0)
-    for block in row_blocks(starts, y.size, only=totals > 0):
+    for block in row_blocks(starts, y.size, only=totals > 0,
+                            column_major_up_to=_narrow(y, w)):
         seg_totals = totals[block.segments]
         x = _project_rows(block, y, w, seg_totals)
-        block.scatter(out, _round_rows(x, block.lengths, block.padding, seg_totals))
+        block.scatter(out, _round_rows(x, block, seg_totals))
     return out
 
 
@@ -146,9 +150,18 @@ def _weights(weights) -> np.ndarray | None:
     return None if weights is None else _as_float(weights)
 
 
+def _narrow(values: np.ndarray, weights: np.ndarray | None) -> int:
+    """The widest blocks laid out column-major: `NARROW` without weights and NaN (a
+    sorting network and numpy's sort place NaN differently; checked on the sum, which is
+    NaN if any value is, without a temporary as large as ``values``), else none."""
+    return 0 if weights is not None or np.isnan(np.add.reduce(values)) else NARROW
+
+
 def _project_rows(block: RowBlock, y: np.ndarray, w: np.ndarray | None,
                   totals: np.ndarray) -> np.ndarray:
     """The projection of every row's segment (rows padded with 0)."""
+    if block.column_major:
+        return project_columns(block.rows(y, -np.inf).T, totals).T
     if w is None:
         yr = block.rows(y, -np.inf)
         ys = np.sort(yr, axis=1)[:, ::-1]  # decreasing, the padding last
@@ -175,10 +188,10 @@ def _project_rows(block: RowBlock, y: np.ndarray, w: np.ndarray | None,
     return x
 
 
-def _round_rows(x: np.ndarray, lengths: np.ndarray, padding: np.ndarray,
-                totals: np.ndarray) -> np.ndarray:
-    """`round_segments` of every row (rows padded with 0)."""
-    width = x.shape[1]
+def _round_rows(x: np.ndarray, block: RowBlock, totals: np.ndarray) -> np.ndarray:
+    """`round_segments` of every row (rows padded with 0) of ``x``, laid out like
+    ``block``."""
+    lengths, width = block.lengths, x.shape[1]
     if width > 1 << _POSITION_BITS:
         raise MechanismError(f"a segment of more than 2^{_POSITION_BITS} values cannot be "
                              "rounded")
@@ -193,9 +206,12 @@ def _round_rows(x: np.ndarray, lengths: np.ndarray, padding: np.ndarray,
     key = grid.astype(np.uint64)  # a larger fraction, a smaller key
     key <<= np.uint64(_POSITION_BITS)
     key |= np.arange(width, dtype=np.uint64)
-    key[padding] = _NO_KEY
-    ranked = np.sort(key, axis=1)
-    threshold = ranked[np.arange(x.shape[0]), np.minimum(deficit, width - 1)]
+    block.pad(key, _NO_KEY)
+    nth = np.minimum(deficit, width - 1)
+    if block.column_major:
+        threshold = nth_smallest(key.T, nth)
+    else:
+        threshold = np.sort(key, axis=1)[np.arange(x.shape[0]), nth]
     threshold[deficit >= lengths] = _NO_KEY
     out = floors.astype(np.int64)
     out += key < threshold[:, None]
