@@ -57,8 +57,9 @@ def nice_ceiling(value: float) -> float:
     scale ending there stays put when a new release moves its largest value a little."""
     if not (math.isfinite(value) and value > 0):
         raise InputError(f"nice_ceiling needs a finite positive value, got {value!r}")
-    power = 10.0 ** math.floor(math.log10(value))
-    return next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= value * (1 - 1e-12))
+    exponent = math.floor(math.log10(value))
+    candidates = [m * 10.0**exponent for m in (1.0, 2.0, 5.0)] + [10.0 ** (exponent + 1)]
+    return next(c for c in candidates if c >= value * (1 - 1e-12))
 
 
 def colour_range(values: np.ndarray, value_range: tuple | None,
