@@ -148,6 +148,12 @@ export default function ({data, parentElement}) {
     }
     new ResizeObserver(() => then(view, () => sync(view).then(() => resize(view)))).observe(gd);
   }
+  if (view.key !== data.key) {  // Streamlit reuses this element for another figure
+    view.key = data.key;
+    view.shape = view.pending = null;
+    if (window.Plotly) window.Plotly.purge(view.gd);  // the old figure goes at once
+    view.gd.replaceChildren();
+  }
   view.plotlyUrl = data.plotly;
   view.latest = [JSON.parse(data.figure), data.config];
   then(view, () => {

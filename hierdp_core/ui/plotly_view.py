@@ -54,5 +54,5 @@ def show(fig: go.Figure, *, key: str, config: dict | None = None,
     spec = fig.to_plotly_json()
     spec["layout"]["template"] = palette.figure_template()  # the page's look, not plotly's
     _mount(key=key, data={"figure": to_json_plotly(spec), "config": config or plotly_config(),
-                          "plotly": plotly_js_url(), "prefetch": list(prefetch)},
+                          "plotly": plotly_js_url(), "prefetch": list(prefetch), "key": key},
            height=int(fig.layout.height or 450))
