@@ -7,7 +7,7 @@ from hierdp_core import __version__
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import list_mechanisms
-from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import map_layers, plotly_view, session, widgets
 from hierdp_core.ui.samples import units_below_top_level
 from hierdp_core.viz import plotly_config
 
@@ -37,8 +37,11 @@ def geography_preview(sample) -> None:
                      colorbar_title=widgets.plural(finest), height=240,
                      projection=map_layers.map_projection(sample.name))
     fig.update_layout(margin={"l": 0, "r": 0, "t": 30, "b": 0})
-    st.plotly_chart(fig, width="stretch", key=f"preview_{sample.name}",
-                    config=plotly_config(displayModeBar=False))
+    finest_map = map_layers.map_geojson(sample.name, finest, overview=True)
+    opens_whole = units["units"].sum() <= map_layers.WHOLE_LEVEL_AREAS  # as Results first shows
+    plotly_view.show(fig, key=f"preview_{sample.name}",
+                     config=plotly_config(displayModeBar=False),
+                     prefetch=[finest_map] if finest_map and opens_whole else [])
 
 
 st.subheader("Start in one click")

@@ -52,6 +52,16 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return [float(symlog(np.array(t))) for t in ticks], [_short(t) for t in ticks]
 
 
+def nice_ceiling(value: float) -> float:
+    """The least of 1, 2, 5 times a power of ten that is >= ``value`` (> 0), so a colour
+    scale ending there stays put when a new release moves its largest value a little."""
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"nice_ceiling needs a finite positive value, got {value!r}")
+    exponent = math.floor(math.log10(value))
+    candidates = [m * 10.0**exponent for m in (1.0, 2.0, 5.0)] + [10.0 ** (exponent + 1)]
+    return next(c for c in candidates if c >= value * (1 - 1e-12))
+
+
 def colour_range(values: np.ndarray, value_range: tuple | None,
                  diverging: bool) -> tuple[float, float]:
     """The (low, high) the colours span: ``value_range`` or the finite values' range,

@@ -85,3 +85,26 @@ def is_dark() -> bool:
 def figure_look() -> dict:
     """The map colours of the current theme: ``bgcolor`` and the unit border ``line``."""
     return dict(_LOOKS[is_dark()])
+
+
+#: the dashboard's text colour per theme (Streamlit's defaults) and its font
+_TEXT = {False: "#31333f", True: "#fafafa"}
+_FONT_FAMILY = '"Source Sans", "Source Sans Pro", sans-serif'
+
+
+def figure_template() -> dict:
+    """A plotly template (as a dict) giving a figure the page's look in the current theme:
+    its font and text colour, transparent backgrounds, faint grid lines and the active
+    palette's category colours (what ``st.plotly_chart`` does with Streamlit's theme)."""
+    text = _TEXT[is_dark()]
+    faint = "rgba(250,250,250,0.16)" if is_dark() else "rgba(49,51,63,0.14)"
+    font = {"family": _FONT_FAMILY, "color": text, "size": 13}
+    axis = {"gridcolor": faint, "zerolinecolor": faint, "linecolor": faint,
+            "automargin": True}
+    return {"layout": {
+        "font": font, "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",
+        "colorway": list(active().categorical),
+        "title": {"font": {**font, "size": 16, "weight": 600}},
+        "xaxis": axis, "yaxis": axis, "hovermode": "closest",
+        "hoverlabel": {"font": {"family": _FONT_FAMILY}},
+        "modebar": {"bgcolor": "rgba(0,0,0,0)", "color": faint, "activecolor": text}}}

@@ -9,17 +9,16 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.map_figures import choropleth
+from hierdp_core.map_figures import choropleth, nice_ceiling
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
-from hierdp_core.ui import budget, map_layers, session, widgets
+from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.geo import label as geometry_label
 from hierdp_core.viz import (
     metric_by_bin,
     metric_by_level,
-    plotly_config,
     true_vs_released_scatter,
 )
 
@@ -70,7 +69,7 @@ def units_shown() -> tuple[int, np.ndarray, str]:
     with pick[1]:
         parents = widgets.node_display_names(data, level - 1) if level > 1 else None
         options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
-        default = 0 if h.level_size(level) <= 4000 or level == 1 else 1
+        default = 0 if h.level_size(level) <= map_layers.WHOLE_LEVEL_AREAS or level == 1 else 1
         within = st.selectbox("Drill down: show the units inside", options, index=default,
                               format_func=lambda o: f"all of {h.level_names[0]}" if o == "all"
                               else f"{parents[o]}", key="res_within")
@@ -103,18 +102,19 @@ def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selecto
         help="The true, noisy and released counts share one colour scale; the error map is "
              "centred at 0.")
     diverging = shown.startswith("Error")
-    finite = np.concatenate([v[np.isfinite(v)] for k, v in values.items()
-                             if not k.startswith("Error")])
+    # colour scales ending at round numbers stay put when the slider re-releases
+    same_kind = [v for k, v in values.items() if k.startswith("Error") == diverging]
+    top = nice_ceiling(max(float(np.nanmax(np.abs(v), initial=1.0)) for v in same_kind))
     local = nodes - h.level_offsets[level]
     fig = choropleth(geojson, np.asarray(h.codes[level]).astype(str)[local], values[shown],
                      title=f"{shown}, {title}",
                      names=widgets.node_display_names(data, level)[local],
                      colorbar_title="error" if diverging else "people", diverging=diverging,
                      log_scale=not diverging,
-                     value_range=None if diverging else (0.0, float(max(finite.max(), 1.0))),
+                     value_range=(-top, top) if diverging else (0.0, top),
                      height=520, projection=map_layers.map_projection(source[0])
                      if whole_level else "mercator")  # albers usa cannot zoom to a unit
-    st.plotly_chart(fig, width="stretch", key="res_map_figure", config=plotly_config())
+    plotly_view.show(fig, key="res_map_figure")
 
 
 def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> None:
@@ -137,13 +137,16 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
         ["Error by level", f"Error by population size ({h.level_names[level]})",
          "True vs released"], key="res_chart", on_change="rerun")  # only the open one is drawn
     if tab_level.open:
-        tab_level.plotly_chart(metric_by_level(metrics, metric), width="stretch", key="by_level")
+        with tab_level:
+            plotly_view.show(metric_by_level(metrics, metric), key="by_level")
     if tab_bin.open:
-        tab_bin.plotly_chart(metric_by_bin(metrics, metric, level), width="stretch", key="by_bin")
+        with tab_bin:
+            plotly_view.show(metric_by_bin(metrics, metric, level), key="by_bin")
     if tab_scatter.open:
-        tab_scatter.plotly_chart(true_vs_released_scatter(true_v, rel_v, names=names,
-                                                          level_name=h.level_names[level]),
-                                 width="stretch", key="scatter")
+        with tab_scatter:
+            plotly_view.show(true_vs_released_scatter(true_v, rel_v, names=names,
+                                                      level_name=h.level_names[level]),
+                             key="scatter")
 
     st.subheader("Error metrics by level")
     overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()

@@ -3,6 +3,7 @@ and bad input shows a message instead of a traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.ui import plotly_view
 
 PAGES = ["app.py", "pages/1_Data.py", "pages/2_Hierarchy.py",
          "pages/3_Mechanism_and_budget.py", "pages/4_Results.py", "pages/5_Trade-offs.py",
@@ -33,6 +35,15 @@ def page(path: str, sample: str | None = None) -> AppTest:
                                             "category_columns": list(s.category_columns),
                                             "local_codes": False}
     return at
+
+
+def figure_specs(at: AppTest) -> list[str]:
+    """The JSON of every figure the run drew, with ``st.plotly_chart`` or
+    `hierdp_core.ui.plotly_view.show`, in page order within each kind."""
+    specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+    return specs + [json.loads(element.proto.json)["figure"]
+                    for element in at.get("bidi_component")
+                    if element.proto.component_name == plotly_view.COMPONENT_NAME]
 
 
 def assert_clean(at: AppTest) -> None:
@@ -145,8 +156,8 @@ def test_flows_page_releases_maps_and_sweeps():
     assert release.total() == samples.flow_data().n
     [shown] = [d.value for d in at.dataframe if "Largest absolute error" in d.value.columns]
     assert len(shown) == 5 and shown["Largest absolute error"].iloc[0] == 0
-    assert len(at.get("plotly_chart")) >= 5  # levels, map, three matrices
-    specs = [chart.proto.spec.replace(" ", "") for chart in at.get("plotly_chart")]
+    assert len(figure_specs(at)) >= 5  # levels, map, three matrices
+    specs = [spec.replace(" ", "") for spec in figure_specs(at)]
     assert sum('"text":"flights"' in spec for spec in specs) >= 3  # levels, two matrices
     at.selectbox(key="fl_mechanism").select("tda-l2").run()
     assert_clean(at)
@@ -159,14 +170,14 @@ def test_flows_page_releases_maps_and_sweeps():
         at.selectbox(key="fl_map_level").select(level).run()
         at.radio(key="fl_map_show").set_value(show).run()
         assert_clean(at)
-    charts = len(at.get("plotly_chart"))
+    charts = len(figure_specs(at))
     at.button(key="fl_sw_run").click().run()
     assert_clean(at)
     runs = at.session_state[session.FLOW_SWEEP]
     assert set(runs["mechanism"]) == set(samples.FLOW_SWEEP_DEFAULT)
     assert len(runs) == 3 * 3 * 2 * 5  # mechanisms x epsilons x trials x levels
     assert at.selectbox(key="fl_sw_level").value == "airport>airport"
-    assert len(at.get("plotly_chart")) == charts + 1  # the sweep
+    assert len(figure_specs(at)) == charts + 1  # the sweep
     at.selectbox(key="fl_mechanism").select("stability-histogram").run()
     assert_clean(at)
 
@@ -188,8 +199,8 @@ def test_ranges_page_releases_compares_and_sweeps():
     assert list(metrics["level_name"]) == ["total", "region", "province"]
     unit = at.selectbox(key="rg_unit_2").value  # the largest released province: Rome
     assert widgets.node_display_names(data, 2)[unit] == "Roma (058)"
-    assert len(at.get("plotly_chart")) == 2  # histogram with buckets, cumulative curves
-    fig = at.get("plotly_chart")[0].proto.spec
+    assert len(figure_specs(at)) == 2  # histogram with buckets, cumulative curves
+    fig = figure_specs(at)[0]
     assert "buckets" in fig and '"type":"rect"' in fig.replace(" ", "")
     provinces = release.edges[h.level_slice(2)]  # DAWA partitions the finest level only
     assert all(e is None for e in release.edges[:h.level_slice(2).start])
@@ -202,7 +213,7 @@ def test_ranges_page_releases_compares_and_sweeps():
     at.selectbox(key="rg_mechanism").select("greedy-h").run()
     assert_clean(at)
     assert at.session_state[session.RANGE_RELEASE][1].mechanism == "greedy-h"
-    assert "no partition" in at.get("plotly_chart")[0].proto.spec
+    assert "no partition" in figure_specs(at)[0]
     assert not [i for i in at.info if "buckets of their own" in i.value]
     at.multiselect(key="rg_cmp_mechs").set_value(["identity", "privelet", "h2"])
     at.button(key="rg_cmp_run").click().run()
@@ -210,7 +221,7 @@ def test_ranges_page_releases_compares_and_sweeps():
     _, runs = at.session_state[session.RANGE_COMPARE]
     assert list(pd.unique(runs["mechanism"])) == ["greedy-h (this release)", "identity",
                                                   "privelet", "h2"]
-    assert len(at.get("plotly_chart")) == 3
+    assert len(figure_specs(at)) == 3
     at.multiselect(key="rg_sw_mechs").set_value(["greedy-h", "identity"])
     at.multiselect(key="rg_sw_eps").set_value([0.1, 1.0])
     at.button(key="rg_sw_run").click().run()
@@ -298,7 +309,7 @@ def test_flows_page_on_an_uploaded_table():
                                            "state>county", "county>county"]
     assert any("No flow map" in i.value for i in at.info)  # codes unknown to hierdp
     assert any("O/D matrices, state → state" in h.value for h in at.subheader)
-    specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+    specs = figure_specs(at)
     assert any('"text":"trips"' in spec.replace(" ", "") for spec in specs)  # the data's unit
     assert not any('"text":"flights"' in spec.replace(" ", "") for spec in specs)
     counted = trips.drop_duplicates().assign(n=[3, 1, 1, 2, 1, 1])
@@ -359,7 +370,7 @@ def test_uploaded_us_codes_get_the_bundled_maps():
     assert_clean(at)
     assert any("Boundaries: bundled: " in c.value and "level county" in c.value
                for c in at.caption)
-    assert len([c for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]) == 1
+    assert len([s for s in figure_specs(at) if "choropleth" in s]) == 1
     at.switch_page("pages/6_Export.py").run()
     at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert_clean(at)
@@ -370,7 +381,7 @@ def test_uploaded_us_codes_get_the_bundled_maps():
     at = uploaded(page("pages/7_Group_sizes.py"), households, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
     assert_clean(at)
-    assert any("choropleth" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("choropleth" in s for s in figure_specs(at))
     at = uploaded(page("pages/4_Results.py"), table.assign(fips="X" + table["fips"]),
                   ["state", "fips"], "population").run()
     assert_clean(at)

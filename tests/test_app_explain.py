@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from test_app import assert_clean, page
+from test_app import assert_clean, figure_specs, page
 
 from hierdp_core import palette
 from hierdp_core.explain import ERROR_NAMES
@@ -106,7 +106,7 @@ def test_the_colour_choice_in_the_sidebar_reaches_the_maps_on_every_page():
         safe.sequential, safe.diverging, "Viridis"))
 
     def the_map() -> str:
-        (spec,) = [c.proto.spec for c in at.get("plotly_chart") if '"choropleth"' in c.proto.spec]
+        (spec,) = [s for s in figure_specs(at) if '"choropleth"' in s]
         assert viridis not in spec
         return spec
 

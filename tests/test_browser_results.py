@@ -12,12 +12,18 @@ from test_browser import browser, page, server  # noqa: F401  (fixtures)
 from tests.browser_tools import select_option, settle
 
 pytestmark = pytest.mark.browser
-MAP_VALUES = """() => {
+MAP_STATE = """() => {
     const map = [...document.querySelectorAll('.js-plotly-plot')]
         .find(p => p.data && p.data[0].type === 'choropleth');
     return {title: map.querySelector('.gtitle').textContent,
+            fills: Array.from(map.querySelectorAll('path.choroplethlocation'),
+                              path => path.style.fill),
             values: Array.from(map.calcdata[0], d => d.z)};
 }"""
+
+
+def channels(fill: str) -> list[int]:
+    return [int(c) for c in fill[fill.index("(") + 1:-1].split(",")[:3]]
 
 
 def epsilon_slider(pg):
@@ -31,19 +37,34 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     page.get_by_role("button", name="Start with this sample").first.click()
     settle(page)
     assert tb.maps_drawn(page) == [3141]
-    before = page.evaluate(MAP_VALUES)
+    before = page.evaluate(MAP_STATE)
     assert before["title"] == "Released, ε = 1"
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "1.0"
 
     epsilon_slider(page).focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"() => ({MAP_VALUES})().title === 'Released, ε = 0.5'",
+    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, ε = 0.5'",
                            timeout=60_000)
     settle(page)
     tb.no_exception(page)
-    after = page.evaluate(MAP_VALUES)
+    recoloured = page.evaluate(MAP_STATE)
     assert tb.maps_drawn(page) == [3141]
-    assert after["values"] != before["values"]  # the map of a new release, not a new title
+    assert recoloured["fills"] != before["fills"]  # the map of a new release, not a new title
+
+    # the pointer on the map brings plotly's own state up to the new release: its hover
+    # values are the new release's and the colours it draws are the recoloured ones
+    page.locator(".js-plotly-plot").filter(has=page.locator("path.choroplethlocation")) \
+        .first.hover()
+    page.wait_for_function(f"v => ({MAP_STATE})().values.join() !== v",
+                           arg=",".join(map(str, before["values"])), timeout=60_000)
+    page.mouse.move(1, 1)
+    settle(page)
+    drawn = page.evaluate(MAP_STATE)
+    assert drawn["title"] == "Released, ε = 0.5"
+    worst = max(abs(a - b) for ours, plotlys in zip(recoloured["fills"], drawn["fills"],
+                                                    strict=True)
+                for a, b in zip(channels(ours), channels(plotlys), strict=True))
+    assert worst <= 1  # the same colours, up to rounding of a channel
     assert page.get_by_text("Mechanism topdown, ε = 0.5").count() == 1
     sidebar = page.locator("[data-testid='stSidebar']")
     assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1

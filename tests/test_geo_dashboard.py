@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import ROOT, TIMEOUT, assert_clean
+from tests.test_app import ROOT, TIMEOUT, assert_clean, figure_specs
 from tests.test_geo_upload import squares_geojson
 
 
@@ -49,7 +49,7 @@ def test_a_table_from_another_country_gets_no_bundled_map():
     res = _app("pages/4_Results.py", colliding_table())
     assert not res.exception
     assert any("No map for this level" in i.value for i in res.info)
-    assert not any("geo/italy" in c.proto.spec for c in res.get("plotly_chart"))
+    assert not any("geo/italy" in s for s in figure_specs(res))
 
 
 def test_a_table_of_bundled_units_gets_their_map_and_can_refuse_it():
@@ -79,7 +79,7 @@ def test_own_boundaries_draw_the_maps(tmp_path):
     res = _app("pages/4_Results.py", table, {"choice": "auto", "boundaries": b,
                                              "geometry": g})
     assert not res.exception
-    specs = [c.proto.spec.replace("\\u002f", "/") for c in res.get("plotly_chart")]
+    specs = [s.replace("\\u002f", "/") for s in figure_specs(res)]
     assert sum(f"geo/{g.source}/tract.overview.geojson" in spec for spec in specs) == 1
     assert (ROOT / "static" / "geo" / g.source / "tract.overview.geojson").is_file()
 
@@ -126,15 +126,14 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
     at.radio(key="fl_source").set_value("upload").run()
     assert_clean(at)
     assert not any("No flow map" in i.value for i in at.info)
-    assert any("scattergeo" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("scattergeo" in s for s in figure_specs(at))
 
     people = pd.DataFrame({"zone": np.repeat(zones, 3), "tract": np.repeat(codes, 3),
                            "household": [f"h{i // 3}" for i in range(12)]})
     at = _app("pages/7_Group_sizes.py", people, own)
     at.radio(key="gs_source").set_value("upload").run()
     assert_clean(at)
-    assert any(own["geometry"].source in c.proto.spec.replace("\\u002f", "/")
-               for c in at.get("plotly_chart"))
+    assert any(own["geometry"].source in s.replace("\\u002f", "/") for s in figure_specs(at))
 
     table = pd.DataFrame({"zone": zones, "tract": codes, "people": [5, 8, 13, 21]})
     at = _app("pages/4_Results.py", table, own)
@@ -150,11 +149,11 @@ def test_us_drill_down_zooms_to_the_unit():
 
     at = page("pages/4_Results.py", "us-counties").run()
     assert not at.exception
-    specs = [c.proto.spec for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]
+    specs = [s for s in figure_specs(at) if "choropleth" in s]
     assert specs and all('"albers usa"' in s for s in specs)
     at.selectbox(key="res_within").set_value(4).run()  # the counties of California
     assert not at.exception
-    specs = [c.proto.spec for c in at.get("plotly_chart") if "choropleth" in c.proto.spec]
+    specs = [s for s in figure_specs(at) if "choropleth" in s]
     assert specs and all('"mercator"' in s and '"fitbounds":"locations"' in s for s in specs)
 
 

@@ -11,9 +11,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 from conftest import square_geojson
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hierdp_core.errors import InputError
-from hierdp_core.map_figures import HOVER_FORMAT, choropleth
+from hierdp_core.map_figures import HOVER_FORMAT, choropleth, nice_ceiling
 
 
 def test_choropleth_basics():
@@ -94,3 +96,23 @@ def test_choropleth_nan_and_bad_input():
         choropleth(square_geojson(ids), ids, [1, 2, 3], title="t", colorbar_title="c")
     with pytest.raises(InputError):
         choropleth(42, ids, [1, 2], title="t", colorbar_title="c")
+
+
+@pytest.mark.parametrize(("value", "ceiling"), [
+    (1.0, 1.0), (1.2, 2.0), (2.0, 2.0), (2.01, 5.0), (7.0, 10.0), (0.03, 0.05),
+    (9.8e6, 1e7), (1e7, 1e7), (3e-9, 5e-9)])
+def test_nice_ceiling(value, ceiling):
+    assert nice_ceiling(value) == pytest.approx(ceiling, rel=1e-12)
+
+
+@given(st.floats(min_value=1e-300, max_value=1e300))
+def test_nice_ceiling_is_above_and_close(value):
+    top = nice_ceiling(value)
+    assert value * (1 - 1e-12) <= top <= 2.5 * value * (1 + 1e-12)
+    assert nice_ceiling(top) == top  # a round number stays
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_nice_ceiling_refuses_what_has_no_ceiling(bad):
+    with pytest.raises(InputError, match="finite positive"):
+        nice_ceiling(bad)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from plotly.colors import convert_colors_to_same_type, get_colorscale, hex_to_rgb
 
@@ -91,3 +92,18 @@ def test_viz_follows_the_active_palette_and_theme():
     assert fig.layout.geo.bgcolor == "rgba(0,0,0,0)"
     assert (first, n) == (palette.OKABE_ITO[0], len(palette.OKABE_ITO))
     assert viz.PALETTE[0] == palette.get("standard").categorical[0]  # here: the default
+
+
+def test_the_figure_template_follows_the_theme_and_the_palette():
+    def template(name: str, dark: bool) -> dict:
+        palette.use(name, dark=dark)
+        return palette.figure_template()["layout"]
+
+    light = contextvars.copy_context().run(template, "standard", False)
+    dark = contextvars.copy_context().run(template, "colour-blind", True)
+    assert light["font"]["color"] == "#31333f" and dark["font"]["color"] == "#fafafa"
+    assert light["paper_bgcolor"] == dark["paper_bgcolor"] == "rgba(0,0,0,0)"
+    assert light["xaxis"]["gridcolor"] != dark["xaxis"]["gridcolor"]
+    assert dark["colorway"] == list(palette.OKABE_ITO)
+    assert light["colorway"] == list(palette.get("standard").categorical)
+    go.layout.Template(palette.figure_template())  # plotly accepts every key of it

@@ -14,6 +14,7 @@ import streamlit as st
 from hierdp_core.geo import available_levels, level_geojson
 from hierdp_core.geo_overview import overview_geojson
 
+WHOLE_LEVEL_AREAS = 4000  # Results first shows a whole level of at most this many areas
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
 
 

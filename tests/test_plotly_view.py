@@ -1,0 +1,59 @@
+"""Figures drawn by one kept plotly.js div (hierdp_core.ui.plotly_view): plotly.js is served
+from the plotly package's own copy, written once; figures carry the page's look; the
+Results map's colour scale does not move when the ε slider re-releases (so the browser can
+recolour it in place; that it does, with plotly's own colours, is checked in a real browser
+in test_browser_results.py)."""
+
+from __future__ import annotations
+
+import json
+
+import plotly
+import pytest
+from plotly.offline import get_plotlyjs
+
+from hierdp_core.ui import map_layers, plotly_view
+from tests.test_app import assert_clean, figure_specs, page
+
+
+def test_plotly_js_is_the_packages_own_copy_written_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(plotly_view, "STATIC_DIR", tmp_path)
+    url = plotly_view.plotly_js_url()
+    assert url == f"app/static/js/plotly-{plotly.__version__}.min.js"
+    written = tmp_path / "js" / f"plotly-{plotly.__version__}.min.js"
+    assert written.read_text(encoding="utf-8") == get_plotlyjs()
+    written.write_text("kept", encoding="utf-8")
+    assert plotly_view.plotly_js_url() == url and written.read_text() == "kept"
+    assert [p.name for p in written.parent.iterdir()] == [written.name]  # no partial file
+
+
+def results_map(at) -> dict:
+    (spec,) = [json.loads(s) for s in figure_specs(at) if '"choropleth"' in s]
+    return spec
+
+
+def test_the_results_map_keeps_its_colour_scale_and_the_page_look_across_releases():
+    at = page("pages/4_Results.py", "us-counties").run()
+    assert_clean(at)
+    before = results_map(at)
+    at.select_slider(key="res_epsilon").set_value(0.1).run()
+    assert_clean(at)
+    after = results_map(at)
+    assert after["layout"]["title"]["text"] == "Released, ε = 0.1"
+    assert after["data"][0]["z"] != before["data"][0]["z"]  # a new release
+    for spec in (before, after):
+        trace = spec["data"][0]
+        top = 10 ** trace["zmax"] - 1  # the colour scale is log10(1 + count)
+        assert trace["zmin"] == 0.0 and any(top == pytest.approx(t) for t in (1e7, 2e7, 5e7))
+        assert spec["layout"]["template"]["layout"]["paper_bgcolor"] == "rgba(0,0,0,0)"
+    unchanged = ("zmin", "zmax", "colorscale", "colorbar", "locations", "geojson")
+    assert all(after["data"][0][k] == before["data"][0][k] for k in unchanged)
+
+
+def test_home_previews_prefetch_the_map_results_opens_with():
+    at = page("app.py").run()
+    assert_clean(at)
+    previews = [json.loads(e.proto.json) for e in at.get("bidi_component")]
+    assert len(previews) == 2
+    us = map_layers.map_geojson("us-counties", "county", overview=True)
+    assert [p["prefetch"] for p in previews] == [[us], []]  # Italy opens drilled down
