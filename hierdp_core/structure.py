@@ -77,12 +77,16 @@ class Geography:
         each sorted key."""
         if not self._keys:
             h = self.hierarchy
+            built = []
             for lv in range(1, h.n_levels):
                 distinct, code = np.unique(np.asarray(h.codes[lv]).astype(str),
                                            return_inverse=True)  # fixed-width text: C sort
                 keys = h.segment_of_level(lv).astype(np.int64) * distinct.size + code
                 order = np.argsort(keys, kind="stable")
-                self._keys.append((distinct, keys[order], order))
+                built.append((distinct, keys[order], order))
+            # published whole (one list assignment under the GIL): a thread sharing this
+            # geography (Dask workers in one process) sees no level or every level
+            self._keys[:] = built
         return self._keys[level - 1]
 
     def leaf_of_rows(self, table: pd.DataFrame, columns: Sequence[str] | None = None,

@@ -4,6 +4,8 @@ every mechanism on declared units that have no records."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -292,3 +294,18 @@ def test_every_mechanism_releases_declared_empty_units(name):
     if query != "flows":
         values = np.asarray(release.values)
         assert values.shape[0] == h.n_nodes and np.isfinite(values).all()
+
+
+def test_threads_sharing_a_fresh_geography_all_match_their_rows():
+    """The per-level lookup a geography builds on first use is published whole: threads
+    sharing one geography (Dask workers in one process) never see it half built."""
+    states = np.repeat(np.arange(40), 2_500).astype(str)
+    counties = np.char.add(states, np.char.add("-", (np.arange(100_000) % 50).astype(str)))
+    tracts = np.arange(100_000).astype(str)
+    table = pd.DataFrame({"state": states, "county": counties, "tract": tracts})
+    rows = table.iloc[::997]
+    for _ in range(6):
+        g = geography_from_table(table, ["state", "county", "tract"])
+        with ThreadPoolExecutor(4) as pool:
+            found = list(pool.map(lambda g: g.leaf_of_rows(rows), [g] * 8))
+        assert all(np.array_equal(f, found[0]) for f in found)
