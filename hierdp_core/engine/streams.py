@@ -113,15 +113,26 @@ def subtree(hierarchy: Hierarchy, first: int, end: int) -> Hierarchy:
                    codes=codes, names=names, _cache={})
 
 
+def measure_ranges(truth: np.ndarray, ranges: list[tuple[int, int]], plans,
+                   source: NoiseSource, out: np.ndarray) -> None:
+    """Write to ``out`` the noisy values of a block whose level ``l`` (from 1) holds the
+    nodes ``ranges[l - 1]`` of ``truth``, levels 1 to the leaves in order (a level not
+    measured is left as it is): what the block's values and stream alone decide."""
+    for p in plans:
+        if p.noise is not None and p.level >= 1:
+            lo, hi = ranges[p.level - 1]
+            out[lo:hi] = p.apply(truth[lo:hi], source)
+
+
 def measure_block(truth: np.ndarray, hierarchy: Hierarchy, plans, source: NoiseSource,
                   ) -> np.ndarray:
     """Noisy values (NaN on unmeasured levels and at the root) of a block's tree
     (`subtree`) from its true node counts, levels 1 to the leaves in order."""
     noisy = np.full(truth.shape, np.nan)
-    for p in plans:
-        if p.noise is not None and p.level >= 1:
-            sl = hierarchy.level_slice(p.level)
-            noisy[sl] = p.apply(truth[sl], source)
+    h = hierarchy
+    levels = [(int(h.level_offsets[lv]), int(h.level_offsets[lv + 1]))
+              for lv in range(1, h.n_levels)]
+    measure_ranges(truth, levels, plans, source, noisy)
     return noisy
 
 
@@ -166,12 +177,9 @@ def measure_in_blocks(truth: np.ndarray, hierarchy: Hierarchy, plans, source: No
     streams = Streams.of(source)
     noisy = np.full(truth.shape, np.nan)
     noisy[0] = measure_root(truth[0], plans, streams.source(0))
-    for block, first in enumerate(block_starts(hierarchy)):
-        end = block_bounds(hierarchy, block)[1]
-        rows = subtree_rows(subtree_ranges(hierarchy, int(first), end))
-        part = subtree(hierarchy, int(first), end)
-        truth_part = np.concatenate([truth[:1], truth[rows]])
-        noisy[rows] = measure_block(truth_part, part, plans, streams.source(block + 1))[1:]
+    for block in range(block_starts(hierarchy).size):  # each level of a block is one run
+        ranges = subtree_ranges(hierarchy, *block_bounds(hierarchy, block))
+        measure_ranges(truth, ranges, plans, streams.source(block + 1), noisy)
     return noisy, noise_variances(hierarchy, plans)
 
 
