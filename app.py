@@ -23,7 +23,6 @@ st.markdown(
 )
 
 
-
 def geography_preview(sample) -> None:
     """A small map of a bundled sample's top level, each unit shaded by how many finest-level
     units it holds (public structure, no count of people); none without boundaries."""
@@ -37,11 +36,13 @@ def geography_preview(sample) -> None:
                      colorbar_title=widgets.plural(finest), height=240,
                      projection=map_layers.map_projection(sample.name))
     fig.update_layout(margin={"l": 0, "r": 0, "t": 30, "b": 0})
-    finest_map = map_layers.map_geojson(sample.name, finest, overview=True)
-    opens_whole = units["units"].sum() <= map_layers.WHOLE_LEVEL_AREAS  # as Results first shows
+    # the map Results first shows: the whole finest level when it is small enough
+    opens_whole = units["units"].sum() <= map_layers.WHOLE_LEVEL_AREAS
+    finest_map = map_layers.map_geojson(sample.name, finest, overview=True) \
+        if opens_whole else None
     plotly_view.show(fig, key=f"preview_{sample.name}",
                      config=plotly_config(displayModeBar=False),
-                     prefetch=[finest_map] if finest_map and opens_whole else [])
+                     prefetch=[finest_map] if finest_map else [])
 
 
 st.subheader("Start in one click")

@@ -17,7 +17,7 @@ from tests.test_app import assert_clean, figure_specs, page
 
 
 def test_plotly_js_is_the_packages_own_copy_written_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(plotly_view, "STATIC_DIR", tmp_path)
+    monkeypatch.setattr(map_layers, "STATIC_DIR", tmp_path)
     url = plotly_view.plotly_js_url()
     assert url == f"app/static/js/plotly-{plotly.__version__}.min.js"
     written = tmp_path / "js" / f"plotly-{plotly.__version__}.min.js"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -33,12 +34,18 @@ def map_geojson(sample: str | None, level: str, *, overview: bool = False) -> st
     if fc is None:
         return None
     relative = Path("geo") / sample / f"{level}{'.overview' if overview else ''}.geojson"
+    return static_url(relative, lambda: json.dumps(overview_geojson(fc) if overview else fc,
+                                                   separators=(",", ":")))
+
+
+def static_url(relative: Path, text: Callable[[], str]) -> str:
+    """The URL Streamlit serves ``static/<relative>`` from, the file written first with
+    ``text()`` if it is not there (whole or not at all: a reader never sees part of it)."""
     path = STATIC_DIR / relative
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
-        text = json.dumps(overview_geojson(fc) if overview else fc, separators=(",", ":"))
-        partial.write_text(text, encoding="utf-8")
+        partial.write_text(text(), encoding="utf-8")
         partial.replace(path)
     return f"app/static/{relative.as_posix()}"
 

@@ -14,8 +14,7 @@ The figure travels as its JSON (numeric arrays base64-encoded) in the page's loo
 
 from __future__ import annotations
 
-import os
-import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import plotly
@@ -25,7 +24,7 @@ from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from hierdp_core import palette
-from hierdp_core.ui.map_layers import STATIC_DIR
+from hierdp_core.ui.map_layers import static_url
 from hierdp_core.viz import plotly_config
 
 COMPONENT_NAME = "hierdp_plotly_view"
@@ -35,18 +34,11 @@ _mount = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False
 
 def plotly_js_url() -> str:
     """The URL of plotly.js for this plotly version, written to ``static/js/`` once."""
-    relative = Path("js") / f"plotly-{plotly.__version__}.min.js"
-    path = STATIC_DIR / relative
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
-        partial.write_text(get_plotlyjs(), encoding="utf-8")
-        partial.replace(path)
-    return f"app/static/{relative.as_posix()}"
+    return static_url(Path("js") / f"plotly-{plotly.__version__}.min.js", get_plotlyjs)
 
 
 def show(fig: go.Figure, *, key: str, config: dict | None = None,
-         prefetch: list[str] = ()) -> None:
+         prefetch: Sequence[str] = ()) -> None:
     """Draw ``fig`` (its layout's height, the container's width) under ``key``: the same key
     at the next rerun updates this drawing. ``config``: plotly's, `viz.plotly_config` by
     default (offline maps). ``prefetch``: URLs of boundaries the browser fetches and parses
