@@ -14,6 +14,7 @@ import hierdp_core.consistency.least_squares as ls_module
 from hierdp_core.consistency.least_squares import (
     add_to_children,
     level_variances,
+    repeated_sums,
     tree_least_squares,
     up_pass,
 )
@@ -57,6 +58,16 @@ def test_up_pass_sums_the_leaf_variance_like_a_leaf_sized_array(lengths, leaf_va
     up = up_pass(h, np.ones((h.n_nodes, 1)), variance, last_level=last)
     expected = np.add.reduceat(np.full(h.n_leaves, variance[2]), h.child_starts(2))
     assert up.child_var_sums[1].tobytes() == expected.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 2000), min_size=1, max_size=60),
+       st.floats(1e-30, 1e12, allow_nan=False, allow_infinity=False))
+def test_repeated_sums_are_the_sums_of_a_leaf_sized_array(lengths, value):
+    lengths = np.array(lengths * 2)  # every length at least twice: one sum serves both
+    starts = np.cumsum(lengths) - lengths
+    expected = np.add.reduceat(np.full(int(lengths.sum()), value), starts)
+    assert repeated_sums(value, lengths).tobytes() == expected.tobytes()
 
 
 def test_up_pass_writes_the_leaf_variance_when_the_leaves_are_its_top():

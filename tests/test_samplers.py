@@ -250,9 +250,27 @@ def test_seeded_sources_reproduce(name):
     assert not np.array_equal(a, c)
 
 
+def test_geometric_draws_are_the_two_draws_in_turn():
+    """Seeded releases are reproduced across versions: the draws of a size-n sample are n
+    geometric draws, then n more, subtracted."""
+    noise, size = Geometric(3.0), (4, 5)
+    rng = np.random.default_rng(9)
+    p = -math.expm1(-1.0 / noise.scale)
+    expected = rng.geometric(p, size) - rng.geometric(p, size)
+    got = noise.sample(size, NoiseSource(seed=9))
+    assert got.dtype == np.int64 and np.array_equal(got, expected)
+
+
+def test_a_source_draws_from_the_generator_it_is_given():
+    a = Laplace(1.0).sample(5, NoiseSource(generator=np.random.default_rng(21)))
+    assert np.array_equal(a, Laplace(1.0).sample(5, NoiseSource(seed=21)))
+
+
 def test_secure_source_cannot_be_seeded():
     with pytest.raises(ValueError, match="cannot be seeded"):
         NoiseSource(secure=True, seed=1)
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        NoiseSource(secure=True, generator=np.random.default_rng(1))
     assert NoiseSource(secure=True).as_dict()["mode"] == "secure"
     assert NoiseSource(seed=4).as_dict() == {"mode": "exploration", "source": "numpy-pcg64",
                                              "seed": 4}
@@ -320,3 +338,13 @@ def test_exploration_apply_adds_a_seeded_draw():
     a = Geometric(2.0).apply(values, NoiseSource(seed=3))
     b = values + Geometric(2.0).sample(3, NoiseSource(seed=3))
     assert a.dtype == np.int64 and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(NOISES))
+def test_apply_into_out_writes_the_same_values(name):
+    values = np.arange(6, dtype=np.int64)
+    out = np.full(8, np.nan)
+    returned = NOISES[name](2.0).apply(values, NoiseSource(seed=5), out=out[1:7])
+    expected = NOISES[name](2.0).apply(values, NoiseSource(seed=5))
+    assert returned.base is out and np.isnan(out[[0, 7]]).all()
+    assert out[1:7].tobytes() == expected.astype(float).tobytes()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hierdp_core.consistency.segment_rows import segment_lengths
 from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
 
@@ -102,11 +103,10 @@ def up_level(hierarchy: Hierarchy, level: int, y: np.ndarray, var: np.ndarray,
     starts = h.child_starts(level + 1)
     children = h.level_slice(level + 1)
     s = np.add.reduceat(up.z[children], starts, axis=0)
-    if level + 1 == h.depth and up.leaf_var is not None:  # the same sums of equal values
-        child_var = np.broadcast_to(up.leaf_var, h.level_size(level + 1))
+    if level + 1 == h.depth and up.leaf_var is not None:
+        vs = repeated_sums(up.leaf_var, segment_lengths(starts, h.level_size(level + 1)))
     else:
-        child_var = up.node_var[children]
-    vs = np.add.reduceat(child_var, starts)
+        vs = np.add.reduceat(up.node_var[children], starts)
     up.child_sums[level], up.child_var_sums[level] = s, vs
     sl = h.level_slice(level)
     if np.isfinite(var[level]):
@@ -117,6 +117,17 @@ def up_level(hierarchy: Hierarchy, level: int, y: np.ndarray, var: np.ndarray,
     else:
         up.z[sl] = s
         up.node_var[sl] = vs
+
+
+def repeated_sums(value: float, lengths: np.ndarray) -> np.ndarray:
+    """``np.add.reduceat`` of ``value`` repeated ``lengths[i]`` times in segment i (lengths
+    >= 1), bit for bit, with one sum per distinct length: a sum of equal values depends on
+    its length alone."""
+    distinct = np.flatnonzero(np.bincount(lengths))
+    firsts = np.cumsum(distinct) - distinct
+    by_length = np.zeros(distinct[-1] + 1)
+    by_length[distinct] = np.add.reduceat(np.broadcast_to(value, int(distinct.sum())), firsts)
+    return by_length[lengths]
 
 
 def down_pass(hierarchy: Hierarchy, up: UpPass, x: np.ndarray, first_level: int) -> None:

@@ -47,10 +47,8 @@ class Streams:
         """A noise source for stream ``stream`` (0: the root; b + 1: block b)."""
         if self.entropy is None:
             return NoiseSource(secure=True)
-        out = NoiseSource()
         seq = np.random.SeedSequence(self.entropy, spawn_key=(stream,))
-        out.rng = np.random.Generator(np.random.PCG64(seq))
-        return out
+        return NoiseSource(generator=np.random.Generator(np.random.PCG64(seq)))
 
 
 def block_starts(hierarchy: Hierarchy) -> np.ndarray:
@@ -121,7 +119,7 @@ def measure_ranges(truth: np.ndarray, ranges: list[tuple[int, int]], plans,
     for p in plans:
         if p.noise is not None and p.level >= 1:
             lo, hi = ranges[p.level - 1]
-            out[lo:hi] = p.apply(truth[lo:hi], source)
+            p.apply(truth[lo:hi], source, out=out[lo:hi])
 
 
 def measure_block(truth: np.ndarray, hierarchy: Hierarchy, plans, source: NoiseSource,

@@ -37,18 +37,20 @@ _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 class NoiseSource:
     """Where randomness comes from.
 
-    ``NoiseSource(seed=s)`` (or no seed): numpy's PCG64, reproducible, for exploration.
+    ``NoiseSource(seed=s)`` (or no seed): numpy's PCG64, reproducible, for exploration;
+    ``NoiseSource(generator=g)`` draws from the numpy generator ``g``.
     ``NoiseSource(secure=True)``: OS entropy through OpenDP's measurements, applied to the
     true values, for releases. A secure source keeps the log of its measurements, each with
     the privacy loss OpenDP's own privacy map reports (`measurements`).
     """
 
-    def __init__(self, seed: int | None = None, secure: bool = False):
-        if secure and seed is not None:
+    def __init__(self, seed: int | None = None, secure: bool = False,
+                 generator: np.random.Generator | None = None):
+        if secure and (seed is not None or generator is not None):
             raise ValueError("a secure source cannot be seeded")
         self.seed = seed
         self.secure = secure
-        self.rng = np.random.default_rng(seed)
+        self.rng = generator if generator is not None else np.random.default_rng(seed)
         self._log: dict[tuple, dict] = {}
 
     def describe(self) -> str:
@@ -143,8 +145,9 @@ class Noise(ABC):
         return self._sample_numpy(size, source.rng)
 
     def apply(self, values, source: NoiseSource, *, sensitivity: float | None = None,
-              budget: float | None = None, label: str = "measurement") -> np.ndarray:
-        """``values`` plus independent noise, same shape.
+              budget: float | None = None, label: str = "measurement",
+              out: np.ndarray | None = None) -> np.ndarray:
+        """``values`` plus independent noise, same shape (written to ``out`` when given).
 
         Exploration: a numpy draw added to the values. Secure: OpenDP's measurement applied to
         the values (integer noise needs integer values); with ``sensitivity`` (L1 for
@@ -154,6 +157,8 @@ class Noise(ABC):
         values = np.asarray(values)
         if not source.secure:
             noise = np.asarray(self._sample_numpy(values.shape, source.rng))
+            if out is not None:  # the sum in the inputs' type, then cast into out
+                return np.add(values, noise, out=out)
             if noise.ndim == 0 or np.result_type(values, noise) != noise.dtype:
                 return values + noise
             noise += values  # in place: the same sums, one array fewer
@@ -171,6 +176,9 @@ class Noise(ABC):
                 raise BudgetError(f"{label}: OpenDP's privacy map gives {loss:.6g}, more than "
                                   f"its share of the budget {budget:.6g}")
         source.record(label, self, flat.size, sensitivity, loss, budget)
+        if out is not None:
+            out[...] = noisy.reshape(values.shape)
+            return out
         return noisy.reshape(values.shape)
 
     def describe(self) -> dict:
@@ -267,9 +275,8 @@ class Geometric(_PureDPNoise):
 
     def _sample_numpy(self, size, rng):
         p = -math.expm1(-1.0 / self.scale)  # 1 - alpha, computed accurately
-        draws = rng.geometric(p, size).astype(np.int64, copy=False)
-        draws -= rng.geometric(p, size)
-        return draws
+        first, second = rng.geometric(p, (2, *_shape(size)))  # two draws of size, in turn
+        return np.subtract(first, second, dtype=np.int64)
 
 
 @dataclass(frozen=True)
