@@ -31,9 +31,15 @@ def level_names(depth: int) -> list[str]:
     return [GEO_NAMES[g] if g < len(GEO_NAMES) else f"level{g + 1}" for g in range(depth)]
 
 
-def level_sizes(n_leaves: int, depth: int) -> list[int]:
+def level_sizes(n_leaves: int, depth: int, shape_of: int | None = None) -> list[int]:
     """Nodes per geography level (coarse to fine): 52 states, 3,200 counties, then sizes
-    growing geometrically to ``n_leaves`` (at census positions for 5 levels)."""
+    growing geometrically to ``n_leaves`` (at census positions for 5 levels). With
+    ``shape_of``: every level the same number of nodes per leaf as in the tree of
+    ``shape_of`` leaves (the same branching whatever the size, like a few of its states)."""
+    if shape_of is not None:
+        sizes = [max(1, round(size * n_leaves / shape_of))
+                 for size in level_sizes(shape_of, depth)[:-1]] + [n_leaves]
+        return _nested(sizes)
     if depth == 1:
         return [n_leaves]
     sizes = [N_STATES]
@@ -47,7 +53,11 @@ def level_sizes(n_leaves: int, depth: int) -> list[int]:
         ratio = max(n_leaves / N_COUNTIES, 1.0)
         sizes += [int(round(N_COUNTIES * ratio**p)) for p in positions]
     sizes.append(n_leaves)
-    # every parent needs a child: sizes must not decrease; clamp from the leaves up
+    return _nested(sizes)
+
+
+def _nested(sizes: list[int]) -> list[int]:
+    """Every parent needs a child: sizes must not decrease; clamped from the leaves up."""
     for g in range(len(sizes) - 2, -1, -1):
         sizes[g] = max(1, min(sizes[g], sizes[g + 1]))
     return sizes
@@ -65,11 +75,15 @@ def spread_children(n_parents: int, n_children: int, sigma: float,
 
 
 def synthetic_geography(n_leaves: int, depth: int, rng: np.random.Generator,
-                        population: int = US_POPULATION, shuffle_rows: bool = False):
+                        population: int = US_POPULATION, shuffle_rows: bool = False,
+                        shape_of: int | None = None):
     """Per-leaf code arrays (one int32 array per geography level, one entry per leaf row)
     and per-leaf populations (int32). Codes are the node's index within its level (unique across
-    the level, i.e. not local codes)."""
-    sizes = level_sizes(n_leaves, depth)
+    the level, i.e. not local codes). ``shape_of``: see `level_sizes`; the population is
+    then the same per leaf as in the tree of ``shape_of`` leaves."""
+    sizes = level_sizes(n_leaves, depth, shape_of)
+    if shape_of is not None:
+        population = round(population * n_leaves / shape_of)
     parents = [None]  # parents[g][i]: index (within level g-1) of the parent of node i
     for g in range(1, depth):
         sigma = BRANCH_SIGMA[g] if g < len(BRANCH_SIGMA) else DEFAULT_BRANCH_SIGMA
