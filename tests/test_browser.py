@@ -5,6 +5,7 @@ test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -86,14 +87,21 @@ def goto(pg, label: str) -> None:
     no_exception(pg)
 
 
-def maps_drawn(pg, n_maps: int = 1) -> list[int]:
-    """Wait until ``n_maps`` choropleths have drawn their areas; the areas drawn per map."""
+def maps_drawn(pg, n_maps: int = 1, expect: list[int] | None = None) -> list[int]:
+    """Wait until ``n_maps`` choropleths have drawn their areas; the areas drawn per map.
+    With ``expect`` (the areas per map), wait up to 60 s for exactly that: a map kept
+    across reruns shows its old areas until the new figure is drawn."""
     pg.wait_for_function(
         """n => [...document.querySelectorAll('.js-plotly-plot')].filter(
                p => p.querySelector('path.choroplethlocation')).length >= n""",
         arg=n_maps, timeout=120_000)
-    return pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
-        .map(p => p.querySelectorAll('path.choroplethlocation').length).filter(n => n > 0)""")
+    drawn = """() => [...document.querySelectorAll('.js-plotly-plot')]
+        .map(p => p.querySelectorAll('path.choroplethlocation').length).filter(n => n > 0)"""
+    if expect is not None:
+        with contextlib.suppress(PlaywrightTimeoutError):  # the caller's assert shows the difference
+            pg.wait_for_function(f"e => JSON.stringify(({drawn})()) === JSON.stringify(e)",
+                                 arg=list(expect), timeout=60_000)
+    return pg.evaluate(drawn)
 
 
 def map_hover(pg) -> str:
@@ -162,7 +170,7 @@ def test_us_release_end_to_end(server, page, tmp_path):
     shot(page, "0_home")
     page.get_by_role("button", name="Start with this sample").first.click()
     settle(page)
-    assert maps_drawn(page) == [3141]  # every US county with a boundary, on the map
+    assert maps_drawn(page, expect=[3141]) == [3141]  # every US county with a boundary
     no_exception(page)
 
     goto(page, "Data")
@@ -187,10 +195,10 @@ def test_us_release_end_to_end(server, page, tmp_path):
         has_text="Error (released − true)").click()
     settle(page)
     page.get_by_text("error", exact=True).first.wait_for()  # the diverging map's colour bar
-    assert maps_drawn(page) == [3141] and "error:" in map_hover(page)
+    assert maps_drawn(page, expect=[3141]) == [3141] and "error:" in map_hover(page)
     shot(page, "4a_results_error_map")
     select_option(page, "Level", "state")
-    assert maps_drawn(page) == [51]
+    assert maps_drawn(page, expect=[51]) == [51]
     shot(page, "4b_results_state")
 
     goto(page, "Trade-offs")
@@ -225,16 +233,17 @@ def test_italy_maps_at_every_level(server, page, tmp_path):
     maps_drawn(page)
     for level, units in (("region", 20), ("province", 107)):
         select_option(page, "Level", level)
-        assert maps_drawn(page) == [units], level
+        assert maps_drawn(page, expect=[units]) == [units], level
         no_exception(page)
         shot(page, f"8_italy_{level}")
     select_option(page, "Level", "municipality")
     select_option(page, "Drill down", "Torino")
     units = load_sample("italy-municipalities").query("province == '001'")["municipality"]
-    assert maps_drawn(page) == [units.nunique()]  # the municipalities of Turin province
+    turin = [units.nunique()]  # the municipalities of Turin province
+    assert maps_drawn(page, expect=turin) == turin
     shot(page, "8_italy_municipality_torino")
     select_option(page, "Drill down", "all of")
-    assert maps_drawn(page) == [7901]
+    assert maps_drawn(page, expect=[7901]) == [7901]
     no_exception(page)
     shot(page, "8_italy_municipality")
     table = download_release_csv(page, tmp_path)

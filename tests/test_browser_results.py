@@ -70,7 +70,7 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1
     tb.shot(page, "results_epsilon")
     select_option(page, "Level", "state")  # the fragment again, without a new release
-    assert tb.maps_drawn(page) == [51]
+    assert tb.maps_drawn(page, expect=[51]) == [51]
     assert sidebar.get_by_text("topdown · ε = 0.5").count() == 1  # the summary is kept
     assert sidebar.get_by_text("ready").count() == 1
 

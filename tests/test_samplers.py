@@ -339,12 +339,3 @@ def test_exploration_apply_adds_a_seeded_draw():
     b = values + Geometric(2.0).sample(3, NoiseSource(seed=3))
     assert a.dtype == np.int64 and np.array_equal(a, b)
 
-
-@pytest.mark.parametrize("name", sorted(NOISES))
-def test_apply_into_out_writes_the_same_values(name):
-    values = np.arange(6, dtype=np.int64)
-    out = np.full(8, np.nan)
-    returned = NOISES[name](2.0).apply(values, NoiseSource(seed=5), out=out[1:7])
-    expected = NOISES[name](2.0).apply(values, NoiseSource(seed=5))
-    assert returned.base is out and np.isnan(out[[0, 7]]).all()
-    assert out[1:7].tobytes() == expected.astype(float).tobytes()

@@ -119,7 +119,7 @@ def measure_ranges(truth: np.ndarray, ranges: list[tuple[int, int]], plans,
     for p in plans:
         if p.noise is not None and p.level >= 1:
             lo, hi = ranges[p.level - 1]
-            p.apply(truth[lo:hi], source, out=out[lo:hi])
+            out[lo:hi] = p.apply(truth[lo:hi], source)
 
 
 def measure_block(truth: np.ndarray, hierarchy: Hierarchy, plans, source: NoiseSource,

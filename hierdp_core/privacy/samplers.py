@@ -145,9 +145,8 @@ class Noise(ABC):
         return self._sample_numpy(size, source.rng)
 
     def apply(self, values, source: NoiseSource, *, sensitivity: float | None = None,
-              budget: float | None = None, label: str = "measurement",
-              out: np.ndarray | None = None) -> np.ndarray:
-        """``values`` plus independent noise, same shape (written to ``out`` when given).
+              budget: float | None = None, label: str = "measurement") -> np.ndarray:
+        """``values`` plus independent noise, same shape.
 
         Exploration: a numpy draw added to the values. Secure: OpenDP's measurement applied to
         the values (integer noise needs integer values); with ``sensitivity`` (L1 for
@@ -157,8 +156,6 @@ class Noise(ABC):
         values = np.asarray(values)
         if not source.secure:
             noise = np.asarray(self._sample_numpy(values.shape, source.rng))
-            if out is not None:  # the sum in the inputs' type, then cast into out
-                return np.add(values, noise, out=out)
             if noise.ndim == 0 or np.result_type(values, noise) != noise.dtype:
                 return values + noise
             noise += values  # in place: the same sums, one array fewer
@@ -176,9 +173,6 @@ class Noise(ABC):
                 raise BudgetError(f"{label}: OpenDP's privacy map gives {loss:.6g}, more than "
                                   f"its share of the budget {budget:.6g}")
         source.record(label, self, flat.size, sensitivity, loss, budget)
-        if out is not None:
-            out[...] = noisy.reshape(values.shape)
-            return out
         return noisy.reshape(values.shape)
 
     def describe(self) -> dict:
