@@ -341,7 +341,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shape-of", type=int, default=None, metavar="N",
                     help="give the tree the branching of the tree of N leaves (every level "
                          "the same nodes per leaf, like a few of its states; default: the "
-                         "census-interpolated tree of --leaves)")
+                         "census-interpolated tree of --leaves; with --sizes, the shape of "
+                         "the one-shape series, by default the largest size's)")
     ap.add_argument("--shuffle-rows", action="store_true",
                     help="shuffle the leaf rows before building (default: rows in geography order)")
     args = ap.parse_args(argv)
@@ -362,7 +363,8 @@ def main(argv=None) -> int:
         sizes = [int(x) for x in args.sizes.split(",")]
         passed = ["--depth", str(depth), "--seed", str(args.seed), "--epsilon",
                   str(args.epsilon), "--repeat", str(repeat), "--no-secure"]
-        result = sweep(sizes, passed + (["--shuffle-rows"] if args.shuffle_rows else []))
+        result = sweep(sizes, passed + (["--shuffle-rows"] if args.shuffle_rows else []),
+                       args.shape_of)
     else:
         targets = {**(FLOOR_TARGETS if leaves >= FLOOR_TARGET_LEAVES else {}),
                    **(PEAK_TARGET if FLOOR_TARGET_LEAVES <= leaves <= PEAK_LEAVES else {})}
@@ -384,24 +386,27 @@ SWEPT = ("n_leaves", "n_nodes", "shape_of", "cpu_seconds", "user_seconds", "seco
          "release_peak_rss_mb", "ok", "targets")
 
 
-def sweep(sizes: list[int], passed: list[str]) -> dict:
+def sweep(sizes: list[int], passed: list[str], shape_of: int | None = None) -> dict:
     """Two series of runs, one fresh process of this script per size (so each peak RSS is
-    that size's alone): trees of one shape (the branching of the largest size's tree, like
-    some of its states), on which the time per leaf must be flat (`PER_LEAF_SPREAD`); and
+    that size's alone): trees of one shape (the branching of the tree of ``shape_of`` leaves,
+    by default the largest size's, like some of its states), on which the time per leaf
+    must be flat (`PER_LEAF_SPREAD`); and
     the census-interpolated trees of every size (shown only: the smaller the tree, the more
     internal nodes per leaf it has, 1.115 at 1M against 1.029 at 16M)."""
-    same = [_sweep_run(n, [*passed, "--shape-of", str(max(sizes))]) for n in sizes]
+    shape_of = shape_of or max(sizes)
+    same = [_sweep_run(n, [*passed, "--shape-of", str(shape_of)]) for n in sizes]
     census = [_sweep_run(n, passed) for n in sizes]
     spread, met = _spreads(same)
     met["every_size"] = all(r["targets"] is None or r["targets"]["all_met"] for r in same)
     census_spread, _ = _spreads(census)
-    return {"benchmark": "bench_counts", "shape_of": max(sizes), "sweep": same,
+    return {"benchmark": "bench_counts", "shape_of": shape_of, "sweep": same,
             "per_leaf_spread": spread,
             "targets": {"per_leaf_spread_limit": PER_LEAF_SPREAD, "met": met,
                         "all_met": all(met.values())},
             "census_interpolated": {
                 "sweep": census, "per_leaf_spread": census_spread,
                 "nodes_per_leaf": [round(r["n_nodes"] / r["n_leaves"], 4) for r in census]},
+            "shape_fit": shape_fit(same + census),
             "ok": all(r["ok"] for r in same + census), "machine": machine_info()}
 
 
@@ -413,6 +418,21 @@ def _sweep_run(n: int, passed: list[str]) -> dict:
         raise SystemExit(f"the run with {n} leaves failed: {done.stderr[-2000:]}")
     printed = json.loads(done.stdout)
     return {k: printed.get(k) for k in SWEPT}
+
+
+def shape_fit(runs: list[dict]) -> dict:
+    """Least squares of the release's CPU ns per leaf on the internal nodes per leaf over
+    ``runs`` (both series): a fixed cost per leaf, a cost per internal node (its noise
+    draw, its family's sum and projection), and the largest residual in ns per leaf. With
+    no term in the size, small residuals say the time is linear in leaves and nodes."""
+    internal = np.array([(r["n_nodes"] - r["n_leaves"]) / r["n_leaves"] for r in runs])
+    ns = np.array([r["seconds_per_leaf"]["release"] * 1e9 for r in runs])
+    design = np.c_[np.ones_like(internal), internal]
+    (per_leaf, per_node), *_ = np.linalg.lstsq(design, ns, rcond=None)
+    return {"ns_per_leaf": round(float(per_leaf), 1),
+            "ns_per_internal_node": round(float(per_node), 1),
+            "largest_residual_ns": round(float(np.abs(ns - design @ [per_leaf, per_node]).max()),
+                                         1)}
 
 
 def _spreads(runs: list[dict]) -> tuple[dict, dict]:
