@@ -388,11 +388,11 @@ SWEPT = ("n_leaves", "n_nodes", "shape_of", "cpu_seconds", "user_seconds", "seco
 
 def sweep(sizes: list[int], passed: list[str], shape_of: int | None = None) -> dict:
     """Two series of runs, one fresh process of this script per size (so each peak RSS is
-    that size's alone): trees of one shape (the branching of the tree of ``shape_of`` leaves,
-    by default the largest size's, like some of its states), on which the time per leaf
-    must be flat (`PER_LEAF_SPREAD`); and
-    the census-interpolated trees of every size (shown only: the smaller the tree, the more
-    internal nodes per leaf it has, 1.115 at 1M against 1.029 at 16M)."""
+    that size's alone): trees of one shape (the branching of the tree of ``shape_of``
+    leaves, by default the largest size's, like some of its states), on which the time per
+    leaf must be flat (`PER_LEAF_SPREAD`); and the census-interpolated trees of every size
+    (shown only: the smaller the tree, the more internal nodes per leaf it has, 1.115 at 1M
+    against 1.029 at 16M); and `shape_fit` over both."""
     shape_of = shape_of or max(sizes)
     same = [_sweep_run(n, [*passed, "--shape-of", str(shape_of)]) for n in sizes]
     census = [_sweep_run(n, passed) for n in sizes]
@@ -446,6 +446,7 @@ def _spreads(runs: list[dict]) -> tuple[dict, dict]:
     user = [r["user_seconds_per_leaf"]["release"] for r in runs]
     spread["release_user_only"] = round(max(user) / min(user), 3)
     return spread, met
+
 
 if __name__ == "__main__":
     sys.exit(main())
