@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import (
     Parameter,
     get_mechanism,
@@ -445,3 +446,17 @@ def test_topdown_beats_raw_at_the_leaves():
     ls = np.abs(run("least-squares", d, budget=budget, seed=3, noise="laplace").values
                 - truth)[leaves].mean()
     assert ls < raw
+
+
+
+@pytest.mark.parametrize("mechanism", ["topdown", "least-squares", "raw-geometric"])
+def test_the_recorded_epsilon_of_a_uniform_split_is_the_budget(mechanism):
+    """Six levels of 1/6 each: the manifest's total is the correctly rounded sum, 1.0 (a
+    plain float sum gives 0.9999999999999999)."""
+    codes = [np.arange(64) % m for m in (2, 4, 8, 16, 64)]  # each level nests in the last
+    h, leaf = build_from_codes(codes, [f"l{i}" for i in range(len(codes))])
+    counts = np.zeros((h.n_leaves, 1), dtype=np.int64)
+    counts[leaf, 0] = 3
+    release = get_mechanism(mechanism).release(CountData(h, counts), PrivacyBudget.pure(1.0),
+                                               source=NoiseSource(seed=1))
+    assert release.privacy["epsilon"] == 1.0

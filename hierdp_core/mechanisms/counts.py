@@ -17,6 +17,7 @@ says so), which the privacy audit uses to run many trials at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +55,7 @@ def _privacy_record(plans, budget: PrivacyBudget, noise: str, invariants,
                     privacy_plan: PrivacyPlan) -> dict:
     """The summary for the manifest: definition, totals spent, invariants; the relation is
     the plan's."""
-    spent = sum(p.budget.value for p in plans if p.budget is not None)
+    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
     definition = plans_definition(plans, budget)
     relation = privacy_plan.stages[0].relation
     record = {"definition": definition, "relation": relation,

@@ -21,6 +21,7 @@ from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Ku
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,7 +139,7 @@ class GroupSizeMechanism(Mechanism):
                      source: NoiseSource) -> Release:
         """The Release of ``values`` (and the ``noisy`` plain histograms) measured with
         ``plans``, as every engine makes it."""
-        spent = sum(plan.budget.value for plan in plans)
+        spent = math.fsum(plan.budget.value for plan in plans)
         relation = self.privacy_plan(**p).stages[0].relation
         invariants = self.kept_invariants(**p)
         return Release(

@@ -26,6 +26,7 @@ TopDown is post-processing. ``dawa-reference`` is NOT established as private (se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -254,7 +255,7 @@ class RangeMechanism(Mechanism):
         else:
             root = estimates[0]
         values = atom_topdown(h, np.nan_to_num(estimates), root, data.workload.atom_starts())
-        spent = sum(part.value for part in parts if part is not None)
+        spent = math.fsum(part.value for part in parts if part is not None)
         relation = self.privacy_plan(**p).stages[0].relation
         privacy = {"definition": PURE_DP, "epsilon": spent, "relation": relation,
                    "neighbouring": RELATIONS[relation], "note": NEIGHBOURING,
