@@ -242,13 +242,14 @@ def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: 
         top = mechanism.make_release(top_tree(hierarchy), categories, budget, noise, plans, p,
                                      values_top, noisy_top, source)
         return write_in_blocks(executor, top, hierarchy, finish, on, parts_folder)
-    finished = executor.gather([executor.submit(block_finish, *args, **on[b])
-                                for b, args in enumerate(finish)])
+    finished = [executor.submit(block_finish, *args, **on[b]) for b, args in enumerate(finish)]
     k = noisy_top.shape[1]
     values = np.empty((hierarchy.n_nodes, k), dtype=values_top.dtype)
     noisy = np.empty((hierarchy.n_nodes, k))
     values[:1], noisy[:1] = values_top[:1], noisy_top[:1]
-    for (first, end), (part_values, part_noisy) in zip(bounds, finished, strict=True):
+    for b, (first, end) in enumerate(bounds):  # a block at a time: never all blocks twice
+        [(part_values, part_noisy)] = executor.gather([finished[b]])
+        finished[b] = None  # the block's result is freed where it ran
         rows = subtree_rows(subtree_ranges(hierarchy, first, end))
         values[rows], noisy[rows] = part_values, part_noisy
     return mechanism.make_release(hierarchy, categories, budget, noise, plans, p, values,
