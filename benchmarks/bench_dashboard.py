@@ -2,9 +2,10 @@
 item 6): from the input (a click, a key press on a slider) until what it changes is painted.
 
 A time starts at the input event in the page (pointerdown/keydown) and ends at the frame after
-the last change to the page (a change inside a canvas, never painted, does not count), once Streamlit's script has finished AND the figure the control
-changes shows new data (a hash of its drawn paths differs from before the input, with at least
-the expected number of them) AND the page has then stayed unchanged for 0.7 s. The target of
+the last change to the page (a change inside a canvas, never painted, does not count), once
+Streamlit's script has finished AND the figure the control changes shows new data (a hash of
+its drawn paths differs from before the input, with at least the expected number of them)
+AND the page has then stayed unchanged for 0.7 s. The target of
 each scenario is met when the WORST of its repeats is under it:
 
 - first_release_s (< 1.5 s): a fresh browser context (new session, cold browser cache) opens

@@ -127,10 +127,8 @@ def measure_block(truth: np.ndarray, hierarchy: Hierarchy, plans, source: NoiseS
     """Noisy values (NaN on unmeasured levels and at the root) of a block's tree
     (`subtree`) from its true node counts, levels 1 to the leaves in order."""
     noisy = np.full(truth.shape, np.nan)
-    h = hierarchy
-    levels = [(int(h.level_offsets[lv]), int(h.level_offsets[lv + 1]))
-              for lv in range(1, h.n_levels)]
-    measure_ranges(truth, levels, plans, source, noisy)
+    levels = [hierarchy.level_slice(lv) for lv in range(1, hierarchy.n_levels)]
+    measure_ranges(truth, [(sl.start, sl.stop) for sl in levels], plans, source, noisy)
     return noisy
 
 
