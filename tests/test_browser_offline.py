@@ -44,7 +44,7 @@ def test_a_tour_of_every_page_requests_nothing_outside(server, browser):  # noqa
         for _, label, _ in PAGES[1:]:
             goto(page, label)
             if label == "Results":
-                assert maps_drawn(page) == [3141]  # the US counties
+                assert maps_drawn(page, expect=[3141]) == [3141]  # the US counties
                 theme = page.evaluate("() => getComputedStyle(document.querySelector("
                                       "'[data-testid=stApp]')).backgroundColor")
                 assert theme != "rgb(255, 255, 255)"  # the dark theme is on
