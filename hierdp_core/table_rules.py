@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-RULES = ("consistent", "non_negative", "integer")
+RULE_NAMES = {"consistent": "consistent", "non_negative": "non-negative",
+              "integer": "integer"}
 REL_TOL = 1e-9
 
 
@@ -128,8 +129,7 @@ def _summed(counts) -> tuple[int, ...]:
 
 def describe(rules: dict) -> str:
     """One line: ``table rules: consistent yes; non-negative NO (14 cells); integer yes``."""
-    names = {"consistent": "consistent", "non_negative": "non-negative", "integer": "integer"}
-    parts = [f"{names[name]} yes" if rules[name]["holds"] else
-             f"{names[name]} NO ({rules[name]['violating_cells']:,} of "
-             f"{rules[name]['cells']:,} cells)" for name in RULES]
+    parts = [f"{RULE_NAMES[name]} yes" if rules[name]["holds"] else
+             f"{RULE_NAMES[name]} NO ({rules[name]['violating_cells']:,} of "
+             f"{rules[name]['cells']:,} cells)" for name in RULE_NAMES]
     return "table rules: " + "; ".join(parts)

@@ -148,11 +148,20 @@ def short_reason_tag(result: dict) -> str:
     return "NOT-PUBLISHABLE_" + "_".join(tags)
 
 
+def describe_ceiling(record: dict) -> str:
+    """The ceiling in a few words: ``epsilon 1 <= ceiling 10`` (zCDP: ``epsilon 5.76 at
+    delta 1e-06 <= ceiling 10``), ``>`` above it."""
+    if record["epsilon"] is None:
+        return f"no epsilon to compare with the ceiling {record['max_epsilon']:g}"
+    at = f" at delta {record['delta']:g}" if record["conversion"].startswith("rho") else ""
+    sign = "<=" if record["within"] else ">"
+    return f"epsilon {record['epsilon']:.4g}{at} {sign} ceiling {record['max_epsilon']:g}"
+
+
 def describe(result: dict) -> str:
     """One line for the CLI: ``publishable: yes`` or ``publishable: NO (reason; reason)``."""
     if result["publishable"]:
         ceiling = result.get("epsilon_ceiling")
-        within = (f", epsilon {ceiling['epsilon']:.4g} <= ceiling {ceiling['max_epsilon']:g}"
-                  if ceiling else "")
+        within = f", {describe_ceiling(ceiling)}" if ceiling else ""
         return f"publishable: yes (secure noise, private mechanism, declared structure{within})"
     return "publishable: NO (" + "; ".join(result["not_publishable_because"]) + ")"
