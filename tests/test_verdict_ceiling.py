@@ -208,3 +208,40 @@ def test_parts_on_disk_give_the_rules_of_the_whole_table(small_county_data, tmp_
     assert expected["consistent"]["violating_cells"] == 3
     assert expected["non_negative"]["violating_cells"] == int((values < 0).sum()) > 0
     assert expected["integer"]["violating_cells"] == values.size - 1  # all but -3.0
+
+
+def test_flow_release_rules_count_released_o_d_cells():
+    import dataclasses
+
+    from hierdp_core.flows.synthetic import synthetic_flows
+    from hierdp_core.mechanisms.base import get_mechanism
+    from hierdp_core.privacy.budget import PrivacyBudget
+    from hierdp_core.privacy.samplers import NoiseSource
+
+    data = synthetic_flows(2, 3, 0.3, max_flow=50, seed=3)
+    release = get_mechanism("inftda").release(data, PrivacyBudget.zcdp(0.05, 1e-8),
+                                              source=NoiseSource(seed=3))
+    rules = table_rules(release)
+    assert all(rules[name]["holds"] for name in ("consistent", "non_negative", "integer"))
+    assert rules["consistent"]["cells"] == sum(lv.size for lv in release.levels[:-1])
+    assert rules["integer"]["cells"] == sum(lv.size for lv in release.levels)
+    leaves = release.levels[-1]
+    value = leaves.value.copy()
+    value[0] += 1  # its parent no longer adds up
+    value[-1] = -2 if leaves.parent[-1] != leaves.parent[0] else value[-1]
+    broken = dataclasses.replace(release, levels=[*release.levels[:-1],
+                                                  dataclasses.replace(leaves, value=value)])
+    rules = table_rules(broken)
+    negative = int((value < 0).sum())
+    assert rules["non_negative"]["violating_cells"] == negative
+    assert rules["consistent"]["violating_cells"] == 1 + negative
+
+
+def test_the_configuration_explanation_counts_the_ceiling(small_county_data):
+    from hierdp_core.explain import explain
+    from hierdp_core.privacy.budget import PrivacyBudget
+
+    above = explain(small_county_data, "topdown", PrivacyBudget.pure(20.0)).verdict_text
+    within = explain(small_county_data, "topdown", PrivacyBudget.pure(1.0)).verdict_text
+    assert "above the public ceiling" in above and "not publishable" in above
+    assert "ceiling" not in within  # (not publishable here: its structure is from data)
