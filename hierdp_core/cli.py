@@ -1,4 +1,4 @@
-"""The ``hierdp`` command line: list mechanisms, release, evaluate, audit.
+"""The ``hierdp`` command line: list mechanisms, release, evaluate, verify, audit.
 
 Bad input prints one line ``error: ...`` to stderr and exits with status 2; never a traceback.
 """
@@ -31,8 +31,9 @@ from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.table_rules import describe as describe_rules
 from hierdp_core.verdict import describe as describe_verdict
-from hierdp_core.verdict import not_private_reason, release_verdict
+from hierdp_core.verdict import not_private_reason
 
 
 def _weights(text: str | None):
@@ -138,7 +139,7 @@ def cmd_release(args) -> int:
                           structure_declared=structure_declared,
                           input_spec=input_spec(args, data, path),
                           input_content=content, key_file=args.key_file,
-                          overwrite=args.overwrite)
+                          overwrite=args.overwrite, max_epsilon=args.max_epsilon)
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
     said += [f"warning: {text}" for text in
@@ -160,7 +161,9 @@ def cmd_release(args) -> int:
     else:
         note = f" (published exactly, not private: {', '.join(release.invariants)})"
     print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
-    print(describe_verdict(release_verdict(release, structure_declared=structure_declared)))
+    manifest = json.loads(paths["manifest"].read_text())
+    print(describe_verdict(manifest))
+    print(describe_rules(manifest["table_rules"]))
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     return 0
 
@@ -228,7 +231,7 @@ def cmd_evaluate(args) -> int:
     from hierdp_core.export import read_release
     from hierdp_core.metrics import error_metrics
 
-    table, manifest = read_release(args.release_dir)
+    table, manifest = read_release(args.release_dir, args.key_file)
     spec = manifest.get("input") or {}
     if spec.get("query") != "flows" and not spec.get("levels"):
         raise InputError("the manifest does not say which level columns the input used")
@@ -276,6 +279,15 @@ def align_release(table: pd.DataFrame, data) -> np.ndarray:
     out = np.zeros((h.n_nodes, k), dtype=table["value"].to_numpy().dtype)
     out[node_pos, cat_pos] = table["value"].to_numpy()
     return out
+
+
+def cmd_verify(args) -> int:
+    """Exit 0 and one line when the release folder's files, manifest checksum and signature
+    (with the key here) are sound; otherwise the error names what is wrong (exit 2)."""
+    from hierdp_core.export import verify_release
+
+    print(verify_release(args.release_dir, args.key_file, args.checksum_only))
+    return 0
 
 
 def cmd_sample(args) -> int:
@@ -331,7 +343,7 @@ def cmd_audit(args) -> int:
 
 
 COMMANDS = {"mechanisms": cmd_mechanisms, "release": cmd_release, "evaluate": cmd_evaluate,
-            "sample": cmd_sample, "audit": cmd_audit}
+            "verify": cmd_verify, "sample": cmd_sample, "audit": cmd_audit}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,11 @@ from hierdp_core import __version__
 from hierdp_core.data.reshape import MISSING_POLICIES
 from hierdp_core.intervals import DEFAULT_LEVEL
 from hierdp_core.invariants import INVARIANTS
+from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 
 EXIT_BAD_INPUT = 2
+KEY_FILE_HELP = ("the publisher's secret key, which keys the input fingerprint and signs the "
+                 "manifest (default ~/.config/hierdp/fingerprint.key)")
 #: quantities a release may publish exactly, when declared with --invariant
 
 
@@ -37,6 +40,17 @@ def _interval_level(text: str) -> float:
     if value is None or not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"wants a level between 0 and 1 (e.g. 0.9) or none, "
                                          f"got {text!r}")
+    return value
+
+
+def _ceiling(text: str) -> float:
+    """``--max-epsilon``: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"wants a positive number, got {text!r}")
     return value
 
 
@@ -207,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float)
     p.add_argument("--rho", type=float)
     p.add_argument("--delta", type=float)
+    p.add_argument("--max-epsilon", type=_ceiling, default=DEFAULT_MAX_EPSILON, metavar="EPS",
+                   help="the public ceiling of a publishable release's epsilon (default "
+                        f"{DEFAULT_MAX_EPSILON:g}; rho-zCDP: the epsilon it implies at its "
+                        "delta, rho + 2 sqrt(rho ln(1/delta)), delta 1e-6 when none is "
+                        "given), recorded in the manifest; above it the release is not "
+                        "publishable")
     p.add_argument("--split", help="one weight per level, root first: 1,2,4")
     p.add_argument("--split-preset", default="uniform",
                    choices=("uniform", "finer", "coarser", "leaves-only", "geometric"),
@@ -250,9 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-nonprivate", action="store_true",
                    help="run a mechanism that is not differentially private as published "
                         "(for comparison; the release says it is not publishable)")
-    p.add_argument("--key-file", help="the publisher's secret key for the input fingerprint "
-                                      "(default ~/.config/hierdp/fingerprint.key, created "
-                                      "if absent); never inside the release folder")
+    p.add_argument("--key-file", help=KEY_FILE_HELP + ", created if absent; never inside "
+                                                     "the release folder")
     p.add_argument("--duplicates", choices=("sum", "error"), default="sum",
                    help="aggregated rows of the same unit and category: sum them (a note "
                         "says how many) or refuse the input")
@@ -289,7 +308,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--geography", metavar="FILE",
                    help="the release's geography file (default: the file named in the "
                         "manifest, beside the input or in the current folder)")
+    p.add_argument("--key-file", help=KEY_FILE_HELP + "; the manifest's signature is checked "
+                                                     "with it when it exists")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("verify", help="check a release folder: its files against the "
+                                      "manifest's sha256, the manifest's checksum and its "
+                                      "signature (with the publisher's key, when here)")
+    p.add_argument("release_dir")
+    p.add_argument("--key-file", help=KEY_FILE_HELP + " (without it here: checksum only)")
+    p.add_argument("--checksum-only", action="store_true",
+                   help="check the files and the manifest's checksum, not its signature (a "
+                        "release signed by another publisher)")
 
     p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file (and "
                                       "print commands that release it)")

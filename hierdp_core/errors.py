@@ -32,6 +32,11 @@ class ColumnRoleError(InputError):
     count column); the message names the column."""
 
 
+class ManifestError(InputError):
+    """A release's manifest that fails its seal: edited after it was written (checksum or
+    signature), unsealed, or signed with another key; the message says which."""
+
+
 class DuplicateRowsError(InputError):
     """Aggregated input with several rows of the same unit and category, refused on request
     (``duplicates="error"``); the message gives how many and an example."""

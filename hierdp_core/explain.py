@@ -194,7 +194,7 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
     )
     secure = verdict(randomness={"mode": "secure"}, mechanism_private=info.private,
                      mechanism_name=info.name, structure_declared=declared,
-                     mechanism_warning=info.warning)
+                     mechanism_warning=info.warning, privacy=budget.as_dict())
     verdict_text = ("Released with secure noise, this configuration is publishable."
                     if secure["publishable"] else
                     "Even with secure noise this configuration is not publishable: "

@@ -4,8 +4,11 @@ The manifest says how the release was made (mechanism, parameters, privacy defin
 budget, the mechanism's privacy plan (`hierdp_core.privacy.plan`), split and ledger,
 randomness with OpenDP's privacy map of every secure measurement, hierdp version, input
 fingerprint, timestamp, and how the cells' ``lower``/``upper`` intervals were computed when
-the release has them), whether it is publishable and why not (`hierdp_core.verdict`), and
-holds no true value. The input fingerprint is an HMAC-SHA256
+the release has them), whether it is publishable and why not (`hierdp_core.verdict`, with
+the public epsilon ceiling), the table rules of its released values
+(`hierdp_core.table_rules`), and holds no true value. It is sealed: its checksum and
+signature (`hierdp_core.manifest_seal`) are checked, with the files' sha256, by
+`verify_release` and `read_release`. The input fingerprint is an HMAC-SHA256
 keyed by a secret that stays with the publisher, outside the release folder (by default
 ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``, i.e. ``~/.config/hierdp/fingerprint.key``): a
 plain hash of the input would let someone who knows all records but one test guesses about
@@ -16,11 +19,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import hmac
 import io
 import json
-import os
-import secrets
 from pathlib import Path
 
 import numpy as np
@@ -31,65 +31,21 @@ from hierdp_core import __version__
 from hierdp_core.atomic import staged_folder
 from hierdp_core.data.arrow_io import release_csv_bytes, write_release_csv
 from hierdp_core.errors import InputError
+from hierdp_core.manifest_seal import check_seal, seal
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.publisher_key import (  # noqa: F401  (default_key_file, keyed_fingerprint: API)
+    default_key_file,
+    keyed_fingerprint,
+    local_key,
+    publisher_key,
+)
 from hierdp_core.release import Release
-from hierdp_core.verdict import release_verdict
+from hierdp_core.table_rules import table_rules, written_table_rules
+from hierdp_core.verdict import DEFAULT_MAX_EPSILON, release_verdict
 
 MANIFEST = "manifest.json"
 RELEASE_CSV = "release.csv"
 RELEASE_PARQUET = "release.parquet"
-KEY_FILE = "fingerprint.key"
-
-
-def default_key_file() -> Path:
-    """The publisher's fingerprint key: ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``
-    (``~/.config/hierdp/fingerprint.key`` when XDG_CONFIG_HOME is unset)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "hierdp" / KEY_FILE
-
-
-def publisher_key(key_file: str | Path | None, out_dir: Path) -> tuple[bytes, Path]:
-    """The fingerprint key read from ``key_file`` (default `default_key_file`), created
-    (32 random bytes, mode 0600) when it does not exist; a key inside the release folder
-    is refused, since everything in that folder may be published."""
-    path = Path(key_file) if key_file else default_key_file()
-    if path.resolve().is_relative_to(out_dir.resolve()):
-        raise InputError(f"the key file {str(path)!r} lies inside the release folder "
-                         f"{str(out_dir)!r}; keep it elsewhere (--key-file)")
-    try:
-        if path.exists():
-            key = bytes.fromhex(path.read_text().strip())
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            key = secrets.token_bytes(32)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(key.hex() + "\n")
-    except ValueError:
-        raise InputError(f"the key file {str(path)!r} does not hold a hex key") from None
-    except OSError as exc:
-        raise InputError(f"cannot use the key file {str(path)!r}: "
-                         f"{exc.strerror or exc}") from None
-    if len(key) < 16:
-        raise InputError(f"the key in {str(path)!r} is shorter than 16 bytes")
-    return key, path
-
-
-def keyed_fingerprint(content: bytes | str | Path | list, key: bytes) -> str:
-    """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path,
-    or the files of a list of paths one after the other (a dataset's files, in order; read
-    in blocks, never whole into memory)."""
-    mac = hmac.new(key, digestmod=hashlib.sha256)
-    if isinstance(content, bytes):
-        mac.update(content)
-    else:
-        for path in content if isinstance(content, list) else [content]:
-            with open(path, "rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
-                    mac.update(block)
-    return mac.hexdigest()
-
-
 def _jsonable(value):
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -104,17 +60,22 @@ def _jsonable(value):
 
 def build_manifest(release: Release, *, structure_declared: bool,
                    input_spec: dict | None = None, input_fingerprint: dict | None = None,
-                   files: dict | None = None) -> dict:
-    """The manifest as a dict (JSON-ready). ``input_spec`` records how the input was read
-    (level columns, count column, categories): public facts, no values.
-    ``structure_declared``: the release's shape came from public declarations, not from the
-    data (one of the conditions of the publishable verdict)."""
+                   files: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
+                   rules: dict | None = None) -> dict:
+    """The manifest as a dict (JSON-ready, not sealed: `hierdp_core.manifest_seal.seal`).
+    ``input_spec`` records how the input was read (level columns, count column,
+    categories): public facts, no values. ``structure_declared``: the release's shape came
+    from public declarations, not from the data, and ``max_epsilon`` the public ceiling
+    (conditions of the publishable verdict). ``rules``: the table rules when the release's
+    values are not in memory (default: `hierdp_core.table_rules.table_rules`)."""
     mechanism = get_mechanism(release.mechanism)
     info = mechanism.info
     ledger = release.ledger.replace({np.nan: None}).to_dict(orient="records")
     manifest = {
         "format": "hierdp-release/1",
-        **release_verdict(release, structure_declared=structure_declared),
+        **release_verdict(release, structure_declared=structure_declared,
+                          max_epsilon=max_epsilon),
+        "table_rules": rules or table_rules(release),
         "structure": "declared" if structure_declared else "from-data",
         "hierdp_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -156,14 +117,17 @@ def write_release(
     input_content: bytes | str | Path | list | None = None,
     key_file: str | Path | None = None,
     overwrite: bool = False,
+    max_epsilon: float = DEFAULT_MAX_EPSILON,
 ) -> dict[str, Path]:
     """Write the release files and the manifest (with every file's sha256) into ``out_dir``
     whole or not at all (`hierdp_core.atomic.staged_folder`): an existing release there is
     replaced whole with ``overwrite``, refused without; return the files' paths.
 
-    With ``input_content`` (the input's bytes, or its path) the manifest carries the input's
-    fingerprint keyed by the publisher's key (``key_file``, see `publisher_key`; its path is
-    returned as ``"key"``; it never lies in ``out_dir``). The format ``parquet-dataset``
+    The manifest is sealed (`hierdp_core.manifest_seal`) and signed with the publisher's key
+    (``key_file``, see `publisher_key`; its path is returned as ``"key"``; it never lies in
+    ``out_dir``); with ``input_content`` (the input's bytes, or its path) it carries the
+    input's fingerprint keyed by the same key. ``max_epsilon``: the public ceiling of the
+    verdict (`hierdp_core.verdict`). The format ``parquet-dataset``
     writes the table as a Parquet dataset partitioned by top-level unit
     (`hierdp_core.engine.partitioned`), every part listed with its sha256.
     """
@@ -180,8 +144,8 @@ def write_release(
                          "unit), not both")
     paths: dict[str, Path] = {}
     fingerprint = None
-    if input_content is not None:  # the key first: a refused key leaves nothing written
-        key, paths["key"] = publisher_key(key_file, out)
+    key, paths["key"] = publisher_key(key_file, out)  # first: a refused key writes nothing
+    if input_content is not None:
         fingerprint = {
             "method": "hmac-sha256",
             "value": keyed_fingerprint(input_content, key),
@@ -201,10 +165,12 @@ def write_release(
                 from hierdp_core.engine.partitioned import write_dataset
 
                 files.update(write_dataset(release, stage))
+            rules = written_table_rules(release, stage) if hasattr(release, "move_into") \
+                else None
             manifest = build_manifest(release, structure_declared=structure_declared,
                                       input_spec=input_spec, input_fingerprint=fingerprint,
-                                      files=files)
-            (stage / MANIFEST).write_text(json.dumps(manifest, indent=2))
+                                      files=files, max_epsilon=max_epsilon, rules=rules)
+            (stage / MANIFEST).write_text(json.dumps(seal(manifest, key), indent=2))
     finally:  # the workers' parts (`hierdp_core.engine.written`) never outlive the call
         if hasattr(release, "discard"):
             release.discard()
@@ -247,9 +213,13 @@ def verify_release_files(folder: Path, manifest: dict) -> None:
             raise InputError(f"{name!r} in {str(folder)!r} is not listed in the manifest")
 
 
-def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The release table and manifest of a release folder, every file checked against the
-    sha256 the manifest records (`verify_release_files`)."""
+def checked_manifest(release_dir: str | Path, key_file: str | Path | None = None,
+                     checksum_only: bool = False) -> tuple[dict, str]:
+    """The manifest of a release folder with what was checked: its seal (checksum, and
+    signature when the publisher's key is here, `local_key`, unless ``checksum_only``:
+    `hierdp_core.manifest_seal.check_seal`) and every file against the sha256 it records
+    (`verify_release_files`). An edited manifest is a `ManifestError`, any other fault an
+    `InputError`."""
     d = Path(release_dir)
     manifest_path = d / MANIFEST
     if not manifest_path.exists():
@@ -260,7 +230,30 @@ def read_release(release_dir: str | Path) -> tuple[pd.DataFrame, dict]:
         raise InputError(f"{manifest_path} is not valid JSON: {exc}") from None
     if not isinstance(manifest, dict):
         raise InputError(f"{manifest_path} is not a hierdp manifest")
+    checked = check_seal(manifest, None if checksum_only else local_key(key_file))
     verify_release_files(d, manifest)
+    return manifest, checked
+
+
+def verify_release(release_dir: str | Path, key_file: str | Path | None = None,
+                   checksum_only: bool = False) -> str:
+    """One line saying what `checked_manifest` found sound (``hierdp verify``)."""
+    manifest, checked = checked_manifest(release_dir, key_file, checksum_only)
+    files = f"{len(manifest['files'])} file(s)"
+    if checked == "signature":
+        return (f"verified: {files}, the manifest's checksum and its signature "
+                f"(key {manifest['signature']['key_id']}) match")
+    why = "signature not checked (--checksum-only)" if checksum_only else \
+        "no signature key here: checksum only"
+    return f"verified: {files} and the manifest's checksum match; {why}"
+
+
+def read_release(release_dir: str | Path,
+                 key_file: str | Path | None = None) -> tuple[pd.DataFrame, dict]:
+    """The release table and manifest of a release folder, its manifest's seal and every
+    file checked first (`checked_manifest`)."""
+    d = Path(release_dir)
+    manifest, _ = checked_manifest(d, key_file)
     if (d / RELEASE_PARQUET).is_dir() and not (d / RELEASE_CSV).exists():
         from hierdp_core.engine.partitioned import read_dataset
 
@@ -291,12 +284,15 @@ def release_table_bytes(release: Release, fmt: str) -> bytes:
 
 
 def manifest_bytes(release: Release, *, structure_declared: bool,
-                   input_spec: dict | None = None) -> bytes:
-    """`build_manifest` as JSON bytes, formatted as `write_release` writes it (without
-    the input fingerprint and file hashes, which need the files)."""
+                   input_spec: dict | None = None,
+                   max_epsilon: float = DEFAULT_MAX_EPSILON) -> bytes:
+    """`build_manifest` as JSON bytes, sealed and signed with the publisher's key and
+    formatted as `write_release` writes it (without the input fingerprint and file hashes,
+    which need the files)."""
     manifest = build_manifest(release, structure_declared=structure_declared,
-                              input_spec=input_spec)
-    return json.dumps(manifest, indent=2).encode("utf-8")
+                              input_spec=input_spec, max_epsilon=max_epsilon)
+    key, _ = publisher_key(None, None)
+    return json.dumps(seal(manifest, key), indent=2).encode("utf-8")
 
 
 def release_geojson(release: Release, geojson: dict, level: int) -> dict:

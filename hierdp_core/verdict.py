@@ -1,12 +1,17 @@
 """The publishable verdict of a release (DESIGN principle 8).
 
-A release is publishable only when all three hold:
+A release is publishable only when all four hold:
 
 * its noise is secure: OS entropy through OpenDP measurements applied to the true values
   (a seeded generator lets anyone with the seed subtract the noise);
 * its mechanism is differentially private as implemented (the registry's ``private``);
 * its shape (units, categories, domains, sizes, O/D areas) was declared public, not read
-  from the confidential data.
+  from the confidential data;
+* its privacy loss is at or below a public ceiling on epsilon (``max_epsilon``, default
+  `DEFAULT_MAX_EPSILON`): a huge epsilon releases the true values with noise too small to
+  protect anyone. Pure and approximate DP are compared by their epsilon; rho-zCDP by the
+  epsilon it implies at its delta, rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016,
+  Prop. 1.3), at `REFERENCE_DELTA` when the release gives no delta (`epsilon_bound`).
 
 Otherwise the verdict lists, in plain words, every reason it is not.
 
@@ -19,6 +24,18 @@ False
 
 from __future__ import annotations
 
+import math
+
+from hierdp_core.errors import InputError
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
+
+#: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
+DEFAULT_MAX_EPSILON = 10.0
+#: the delta at which a rho-zCDP release without a delta is expressed as epsilon
+REFERENCE_DELTA = 1e-6
+ZCDP_CONVERSION = ("rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP "
+                   "(Bun & Steinke 2016, Prop. 1.3)")
+OVER_CEILING = "the privacy loss is above the public ceiling"
 SEEDED = ("the noise comes from a seeded generator (exploration): anyone who knows the seed "
           "can subtract it; release again with secure noise (without a seed)")
 FROM_DATA = ("the release's units, categories or domain were read from the confidential data "
@@ -33,9 +50,58 @@ def not_private_reason(name: str, warning: str = "") -> str:
     return f"{text} ({warning})" if warning else text
 
 
+def epsilon_bound(privacy: dict) -> dict:
+    """The epsilon a privacy record (``definition`` and ``epsilon`` or ``rho``, perhaps
+    ``delta``) guarantees: ``{"epsilon": value or None, "delta": ..., "conversion": how}``;
+    epsilon None when the record states no budget."""
+    definition, delta = privacy.get("definition"), privacy.get("delta")
+    if definition == ZCDP and _finite(privacy.get("rho")):
+        rho = float(privacy["rho"])
+        at = float(delta) if _finite(delta) and 0 < delta < 1 else REFERENCE_DELTA
+        given = "" if at == delta else " at the reference delta (the release gives none)"
+        return {"epsilon": rho + 2 * math.sqrt(rho * math.log(1 / at)), "delta": at,
+                "conversion": ZCDP_CONVERSION + given}
+    if definition in (PURE_DP, APPROX_DP) and _finite(privacy.get("epsilon")):
+        return {"epsilon": float(privacy["epsilon"]), "delta": delta,
+                "conversion": "the release's own epsilon"}
+    return {"epsilon": None, "delta": delta, "conversion": "no budget recorded"}
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def check_max_epsilon(value) -> float:
+    """``value`` as a ceiling: a positive finite number, else an `InputError`."""
+    if not _finite(value) or value <= 0:
+        raise InputError(f"the epsilon ceiling must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def ceiling_record(privacy: dict, max_epsilon: float) -> dict:
+    """The ceiling part of a verdict: the ceiling, the release's epsilon bound
+    (`epsilon_bound`) and whether it is at or below the ceiling."""
+    ceiling, bound = check_max_epsilon(max_epsilon), epsilon_bound(privacy)
+    within = bound["epsilon"] is not None and bound["epsilon"] <= ceiling
+    return {"max_epsilon": ceiling, **bound, "within": within}
+
+
+def over_ceiling_reason(record: dict) -> str:
+    """Why a release is above its ceiling, in plain words."""
+    if record["epsilon"] is None:
+        return f"{OVER_CEILING}: the release records no privacy budget to compare with it"
+    return (f"{OVER_CEILING}: epsilon {record['epsilon']:.4g} > {record['max_epsilon']:g} "
+            "(--max-epsilon): noise this small barely protects anyone; release with a "
+            "smaller budget, or raise the ceiling on purpose")
+
+
 def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
-            structure_declared: bool, mechanism_warning: str = "") -> dict:
-    """``{"publishable": bool, "not_publishable_because": [plain-word reasons]}``."""
+            structure_declared: bool, mechanism_warning: str = "",
+            privacy: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON) -> dict:
+    """``{"publishable": bool, "not_publishable_because": [plain-word reasons]}``, with
+    ``privacy`` (the release's privacy record) also ``"epsilon_ceiling"``
+    (`ceiling_record`), a reason when the release is above ``max_epsilon``."""
     reasons = []
     if randomness.get("mode") != "secure":
         reasons.append(SEEDED)
@@ -43,18 +109,25 @@ def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
         reasons.append(not_private_reason(mechanism_name, mechanism_warning))
     if not structure_declared:
         reasons.append(FROM_DATA)
-    return {"publishable": not reasons, "not_publishable_because": reasons}
+    out = {}
+    if privacy is not None:
+        out["epsilon_ceiling"] = ceiling_record(privacy, max_epsilon)
+        if not out["epsilon_ceiling"]["within"]:
+            reasons.append(over_ceiling_reason(out["epsilon_ceiling"]))
+    return {"publishable": not reasons, "not_publishable_because": reasons, **out}
 
 
-def release_verdict(release, *, structure_declared: bool) -> dict:
-    """The verdict of a Release / FlowRelease / RangeRelease from its randomness and its
-    mechanism's registry entry."""
+def release_verdict(release, *, structure_declared: bool,
+                    max_epsilon: float = DEFAULT_MAX_EPSILON) -> dict:
+    """The verdict of a Release / FlowRelease / RangeRelease from its randomness, its
+    privacy record (against ``max_epsilon``) and its mechanism's registry entry."""
     from hierdp_core.mechanisms.base import get_mechanism
 
     info = get_mechanism(release.mechanism).info
     return verdict(randomness=release.randomness, mechanism_private=info.private,
                    mechanism_name=info.name, structure_declared=structure_declared,
-                   mechanism_warning=info.warning)
+                   mechanism_warning=info.warning, privacy=release.privacy,
+                   max_epsilon=max_epsilon)
 
 
 def short_reason_tag(result: dict) -> str:
@@ -68,13 +141,27 @@ def short_reason_tag(result: dict) -> str:
             tags.append("seeded")
         elif reason == FROM_DATA:
             tags.append("structure-from-data")
+        elif reason.startswith(OVER_CEILING):
+            tags.append("over-epsilon-ceiling")
         else:
             tags.append("not-private")
     return "NOT-PUBLISHABLE_" + "_".join(tags)
 
 
+def describe_ceiling(record: dict) -> str:
+    """The ceiling in a few words: ``epsilon 1 <= ceiling 10`` (zCDP: ``epsilon 5.76 at
+    delta 1e-06 <= ceiling 10``), ``>`` above it."""
+    if record["epsilon"] is None:
+        return f"no epsilon to compare with the ceiling {record['max_epsilon']:g}"
+    at = f" at delta {record['delta']:g}" if record["conversion"].startswith("rho") else ""
+    sign = "<=" if record["within"] else ">"
+    return f"epsilon {record['epsilon']:.4g}{at} {sign} ceiling {record['max_epsilon']:g}"
+
+
 def describe(result: dict) -> str:
     """One line for the CLI: ``publishable: yes`` or ``publishable: NO (reason; reason)``."""
     if result["publishable"]:
-        return "publishable: yes (secure noise, private mechanism, declared structure)"
+        ceiling = result.get("epsilon_ceiling")
+        within = f", {describe_ceiling(ceiling)}" if ceiling else ""
+        return f"publishable: yes (secure noise, private mechanism, declared structure{within})"
     return "publishable: NO (" + "; ".join(result["not_publishable_because"]) + ")"

@@ -10,7 +10,6 @@ from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
 from hierdp_core.geo import level_geojson
-from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
@@ -85,10 +84,8 @@ st.markdown(f"**{'The publishable release' if secure is not None else 'The relea
 preview, about = st.columns([3, 2])
 with preview:
     st.dataframe(table.head(500), hide_index=True, width="stretch", height=280)
-    consistent = get_mechanism(shown.mechanism).info.consistent
     st.caption(f"{len(table):,} rows (first 500 shown). "
-               + ("Non-negative integers; every parent equals the sum of its children."
-                  if consistent else f"{shown.mechanism} does not make the tables add up."))
+               + rel.rules_text(json.loads(manifest)["table_rules"]))
 with about:
     st.json(json.loads(manifest), expanded=1)
 

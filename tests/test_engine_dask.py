@@ -21,6 +21,7 @@ from hierdp_core.privacy.budget import PrivacyBudget  # noqa: E402
 from hierdp_core.privacy.samplers import NoiseSource  # noqa: E402
 from hierdp_core.queries.counts import count_data_from_table  # noqa: E402
 from hierdp_core.structure import geography_from_table  # noqa: E402
+from hierdp_core.table_rules import table_rules  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
 
 LEVELS = ["state", "county", "tract"]
@@ -107,8 +108,8 @@ def test_cli_dask_release_is_a_partitioned_parquet_dataset_equal_to_in_memory(
     memory = release_args(dataset, tmp_path / "mem", "--format", "parquet")
     memory[:5] = [dataset / "all.csv"]  # the same records in one file, in-memory engine
     assert run_cli(capsys, "release", *memory)[0] == 0
-    table, manifest = read_release(tmp_path / "dask")
-    expected, expected_manifest = read_release(tmp_path / "mem")
+    table, manifest = read_release(tmp_path / "dask", tmp_path / "key")
+    expected, expected_manifest = read_release(tmp_path / "mem", tmp_path / "key")
     pd.testing.assert_frame_equal(table, expected)
     parts = sorted(manifest["files"])
     assert parts == [f"release.parquet/part-{i:05d}.parquet" for i in range(5)]  # root + 4
@@ -117,20 +118,26 @@ def test_cli_dask_release_is_a_partitioned_parquet_dataset_equal_to_in_memory(
 
 
 def test_a_changed_or_unlisted_part_is_refused(dataset, tmp_path, capsys):
-    from hierdp_core.errors import InputError
+    from hierdp_core.errors import InputError, ManifestError
 
     assert run_cli(capsys, "release", *release_args(dataset, tmp_path / "r"))[0] == 0
-    folder = tmp_path / "r"
+    folder, key = tmp_path / "r", tmp_path / "key"
     extra = folder / "release.parquet" / "part-99999.parquet"
     extra.write_bytes((folder / "release.parquet" / "part-00001.parquet").read_bytes())
     with pytest.raises(InputError, match="not listed"):
-        read_release(folder)
+        read_release(folder, key)
     extra.unlink()
+    part = folder / "release.parquet" / "part-00002.parquet"
+    original = part.read_bytes()
+    part.write_bytes(original[:-1])
+    with pytest.raises(InputError, match="does not match the sha256"):
+        read_release(folder, key)
+    part.write_bytes(original)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"]["release.parquet/part-00002.parquet"] = "0" * 64
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(InputError, match="does not match the sha256"):
-        read_release(folder)
+    with pytest.raises(ManifestError, match="edited after it was written"):
+        read_release(folder, key)
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -170,8 +177,10 @@ def test_parts_written_by_the_workers_are_the_gathered_release(dataset, client, 
     pd.testing.assert_frame_equal(a, b)
     assert ma["files"] == mb["files"]  # the same bytes, hashed by the workers
     for key in ("privacy", "ledger", "randomness", "categories", "hierarchy",
-                "integer_values"):
+                "integer_values", "table_rules", "epsilon_ceiling"):
         assert ma[key] == mb[key]
+    # the parts' table rules, read back one unit at a time, are those of the whole table
+    assert mb["table_rules"] == table_rules(gathered)
 
 
 def test_cli_interval_none_has_the_workers_write_the_release(dataset, tmp_path, capsys):
@@ -182,8 +191,8 @@ def test_cli_interval_none_has_the_workers_write_the_release(dataset, tmp_path, 
                           "none")
     memory[:5] = [dataset / "all.csv"]
     assert run_cli(capsys, "release", *memory)[0] == 0
-    table, manifest = read_release(tmp_path / "dask")
-    pd.testing.assert_frame_equal(table, read_release(tmp_path / "mem")[0])
+    table, manifest = read_release(tmp_path / "dask", tmp_path / "key")
+    pd.testing.assert_frame_equal(table, read_release(tmp_path / "mem", tmp_path / "key")[0])
     assert len(manifest["files"]) == 5
     assert [p.name for p in tmp_path.iterdir() if "parts" in p.name] == []
 

@@ -113,8 +113,8 @@ def assert_engines_agree(capsys, args, whole_file, tmp_path, keys) -> None:
     memory = args(tmp_path / "mem", "--format", "parquet")
     memory[:5] = [whole_file]
     assert run_cli(capsys, "release", *memory)[0] == 0
-    table, manifest = read_release(tmp_path / "dask")
-    expected, expected_manifest = read_release(tmp_path / "mem")
+    table, manifest = read_release(tmp_path / "dask", tmp_path / "key")
+    expected, expected_manifest = read_release(tmp_path / "mem", tmp_path / "key")
     pd.testing.assert_frame_equal(table, expected)
     for key in keys:
         assert manifest.get(key) == expected_manifest.get(key)

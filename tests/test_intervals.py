@@ -173,7 +173,7 @@ def test_cli_interval_option(tmp_path, capsys):
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest["intervals"]["level"] == 0.8
     assert main([*base, "--out", str(tmp_path / "b"), "--interval", "none"]) == 0
-    table, manifest = read_release(tmp_path / "b")
+    table, manifest = read_release(tmp_path / "b", tmp_path / "key")
     assert "lower" not in table.columns and "intervals" not in manifest
     assert main([*base, "--out", str(tmp_path / "c"), "--interval", "90"]) == 2
     assert "--interval" in capsys.readouterr().err

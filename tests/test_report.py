@@ -128,10 +128,15 @@ def test_table_bytes_match_write_release(tmp_path, release):
 
 
 def test_manifest_bytes(release):
+    from hierdp_core.export import local_key
+    from hierdp_core.manifest_seal import check_seal
+
     spec = {"levels": ["state", "county"]}
     manifest = json.loads(manifest_bytes(release, structure_declared=False, input_spec=spec))
     expected = build_manifest(release, structure_declared=False, input_spec=spec)
-    manifest.pop("created_utc"), expected.pop("created_utc")
+    assert check_seal(manifest, local_key()) == "signature"  # sealed and signed
+    for field in ("created_utc", "checksum", "signature"):
+        manifest.pop(field), expected.pop(field, None)
     assert manifest == expected
     assert manifest["mechanism"]["name"] == "topdown"
     assert manifest["input"]["levels"] == ["state", "county"]

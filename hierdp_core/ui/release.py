@@ -22,18 +22,24 @@ import streamlit as st
 from hierdp_core.errors import HierdpError
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.workloads import Workload
+from hierdp_core.table_rules import RULE_NAMES, table_rules
 from hierdp_core.ui.downloads import (
     attach_intervals,
     download_buttons,
     interval_level,
     release_token,
 )
-from hierdp_core.verdict import SEEDED, release_verdict
+from hierdp_core.verdict import (
+    DEFAULT_MAX_EPSILON,
+    SEEDED,
+    describe_ceiling,
+    release_verdict,
+)
 
 PUBLISHABLE = "hd_publishable"
 GEOJSON_CACHE = "hd_geojson_cache"
 WHAT_MAKES_IT_PUBLISHABLE = (
-    "A release can be published as it is only when all three hold:\n\n"
+    "A release can be published as it is only when all four hold:\n\n"
     "1. **Secure noise**: drawn from the operating system's entropy by OpenDP and applied to "
     "the true values. Exploration runs use a seed so that figures can be redrawn, and "
     "anyone who knows the seed can subtract the noise.\n"
@@ -44,21 +50,41 @@ WHAT_MAKES_IT_PUBLISHABLE = (
     "geography file and category values declared on the Data page, with the public "
     "largest size or domain), not from the confidential table: a table's own units and "
     "values would tell the reader who is in it (a unit with nobody in it would be "
-    "missing).")
+    "missing).\n"
+    f"4. **A budget within the public ceiling**: ε at most {DEFAULT_MAX_EPSILON:g} (the "
+    "command line's `--max-epsilon`); under ρ-zCDP the ε it implies at its δ, "
+    "ρ + 2√(ρ ln(1/δ)). Above it the noise barely protects anyone.\n\n"
+    "The **table rules** (every parent equals the sum of its children, no negative and no "
+    "fractional value) are stated beside the verdict, counted on the released values: a "
+    "private release can break them (least squares gives real values), and its manifest "
+    "says so. The manifest carries its own checksum and a signature made with your local "
+    "key; `hierdp verify FOLDER` checks a release folder.")
 
 
 def verdict_box(release, structure_declared: bool) -> dict:
-    """A green box for a publishable release, an orange one listing the reasons otherwise;
-    returns the verdict."""
+    """A green box for a publishable release, an orange one listing the reasons otherwise,
+    then the public epsilon ceiling and the table rules of the released values; returns
+    the verdict."""
     verdict = release_verdict(release, structure_declared=structure_declared)
     if verdict["publishable"]:
         st.success("**Publishable as it is**: secure noise from OpenDP, a private mechanism, "
-                   "a declared structure.", icon=":material/verified:")
+                   "a declared structure, a budget within the public ceiling.",
+                   icon=":material/verified:")
     else:
         st.warning("**Not publishable as it is**:\n" + "\n".join(
             f"- {reason}" for reason in verdict["not_publishable_because"]),
             icon=":material/block:")
+    st.caption(f"Privacy: {describe_ceiling(verdict['epsilon_ceiling'])} (the public "
+               f"ceiling, default {DEFAULT_MAX_EPSILON:g}). " + rules_text(table_rules(release)))
     return verdict
+
+
+def rules_text(rules: dict) -> str:
+    """The table rules in a sentence, with the counts of the cells that break them."""
+    parts = [f":material/check: {RULE_NAMES[name]}" if rules[name]["holds"] else
+             f":material/close: **not {RULE_NAMES[name]}**: {rules[name]['violating_cells']:,}"
+             f" of {rules[name]['cells']:,} cells" for name in RULE_NAMES]
+    return "Table rules of the released values: " + " · ".join(parts) + "."
 
 
 def cached_release(state_key: str, key: tuple, release_with: Callable[[NoiseSource], object],

@@ -1,0 +1,80 @@
+"""The publisher's secret key, kept outside every release folder (by default
+``$XDG_CONFIG_HOME/hierdp/fingerprint.key``, i.e. ``~/.config/hierdp/fingerprint.key``,
+mode 0600). It keys the input fingerprint of a release (`keyed_fingerprint`: a plain hash
+of the input would let someone who knows all records but one test guesses about the last
+one) and signs its manifest (`hierdp_core.manifest_seal`, with a key derived from it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from hierdp_core.errors import InputError
+
+KEY_FILE = "fingerprint.key"
+
+
+def default_key_file() -> Path:
+    """The publisher's key file: ``$XDG_CONFIG_HOME/hierdp/fingerprint.key``
+    (``~/.config/hierdp/fingerprint.key`` when XDG_CONFIG_HOME is unset)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "hierdp" / KEY_FILE
+
+
+def publisher_key(key_file: str | Path | None, out_dir: Path | None) -> tuple[bytes, Path]:
+    """The publisher's key (it keys the input fingerprint and signs manifests) read from
+    ``key_file`` (default `default_key_file`), created (32 random bytes, mode 0600) when it
+    does not exist; a key inside the release folder ``out_dir`` is refused, since
+    everything in that folder may be published."""
+    path = Path(key_file) if key_file else default_key_file()
+    if out_dir is not None and path.resolve().is_relative_to(out_dir.resolve()):
+        raise InputError(f"the key file {str(path)!r} lies inside the release folder "
+                         f"{str(out_dir)!r}; keep it elsewhere (--key-file)")
+    return _key(path, create=True), path
+
+
+def local_key(key_file: str | Path | None = None) -> bytes | None:
+    """The publisher's key when its file (``key_file``, default `default_key_file`) exists
+    here, else None (never created: a reader of a release has no key)."""
+    path = Path(key_file) if key_file else default_key_file()
+    return _key(path, create=False) if key_file or path.exists() else None
+
+
+def _key(path: Path, create: bool) -> bytes:
+    """The key in ``path``, made there first when ``create`` and the file is absent."""
+    try:
+        if path.exists() or not create:
+            key = bytes.fromhex(path.read_text().strip())
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            key = secrets.token_bytes(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(key.hex() + "\n")
+    except ValueError:
+        raise InputError(f"the key file {str(path)!r} does not hold a hex key") from None
+    except OSError as exc:
+        raise InputError(f"cannot use the key file {str(path)!r}: "
+                         f"{exc.strerror or exc}") from None
+    if len(key) < 16:
+        raise InputError(f"the key in {str(path)!r} is shorter than 16 bytes")
+    return key
+
+
+def keyed_fingerprint(content: bytes | str | Path | list, key: bytes) -> str:
+    """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path,
+    or the files of a list of paths one after the other (a dataset's files, in order; read
+    in blocks, never whole into memory)."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    if isinstance(content, bytes):
+        mac.update(content)
+    else:
+        for path in content if isinstance(content, list) else [content]:
+            with open(path, "rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                    mac.update(block)
+    return mac.hexdigest()
