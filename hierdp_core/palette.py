@@ -49,10 +49,14 @@ PALETTES: dict[str, Palette] = {
     "viridis-safe": Palette("Colour-blind safe: viridis", "Viridis", "PuOr_r", OKABE_ITO),
 }
 DEFAULT = "standard"
-#: map colours per theme: the background around the map (transparent: the page's) and the
-#: borders between units (light on the light theme, dark on the dark one)
-_LOOKS = {False: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(255,255,255,0.6)"},
-          True: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(14,17,23,0.7)"}}
+#: figure colours per theme: the background around a map (transparent: the page's), the
+#: borders between units (light on the light theme, dark on the dark one), the box of a
+#: legend drawn over a figure (the page's colour, so the theme's text reads on it) and the
+#: line of the true values (the text's colour, softened)
+_LOOKS = {False: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(255,255,255,0.6)",
+                  "legend": "rgba(255,255,255,0.85)", "truth": "rgba(40,40,40,0.75)"},
+          True: {"bgcolor": "rgba(0,0,0,0)", "line": "rgba(14,17,23,0.7)",
+                 "legend": "rgba(14,17,23,0.85)", "truth": "rgba(235,235,235,0.8)"}}
 
 _ACTIVE: ContextVar[tuple[str, bool]] = ContextVar("hierdp_palette", default=(DEFAULT, False))
 
@@ -83,7 +87,8 @@ def is_dark() -> bool:
 
 
 def figure_look() -> dict:
-    """The map colours of the current theme: ``bgcolor`` and the unit border ``line``."""
+    """The figure colours of the current theme: a map's ``bgcolor`` and unit border
+    ``line``, the ``legend`` box over a figure and the ``truth`` line."""
     return dict(_LOOKS[is_dark()])
 
 

@@ -175,6 +175,7 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
 def results_view() -> None:
     """What the release changes, rerun alone when the ε (or ρ) slider beside the map moves
     (or a picker below it): the release, its verdict, the map, the charts and the tables."""
+    widgets.use_chosen_palette()  # a rerun of the fragment alone draws in the page's look
     about = st.container()  # filled once the slider below has set the budget
     level, nodes, category = units_shown()
     controls = st.columns(2)

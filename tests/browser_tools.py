@@ -108,6 +108,15 @@ def open_page(page, label: str) -> None:
     settle(page)
 
 
+def start_with_sample(page, url: str, index: int = 0) -> None:
+    """Open Home at ``url`` and press the ``index``-th "Start with this sample" (0: the US
+    counties, 1: Italy); wait until the Results page it opens has run."""
+    page.goto(url)
+    settle(page)
+    page.get_by_role("button", name="Start with this sample").nth(index).click()
+    settle(page)
+
+
 def select_option(page, label: str, option: str) -> None:
     """In the select box whose label contains ``label``, pick the first option whose text
     starts with ``option``; wait for the rerun."""

@@ -1,6 +1,7 @@
 """The Total ε (or ρ) slider beside the Results map (AppTest): one setting with Mechanism &
 budget's slider; moving it re-releases with the new budget, which the ledger and the
-accountant then hold to."""
+accountant then hold to. A first visit to Mechanism & budget, which fills in the
+mechanism's default parameters, keeps the release."""
 
 from __future__ import annotations
 
@@ -94,3 +95,19 @@ def test_an_epsilon_off_the_grid_is_kept_on_both_pages():
     at.switch_page(MECHANISM).run()
     assert at.select_slider(key="epsilon").value == 0.3
     assert at.session_state[session.SETTINGS]["epsilon"] == 0.3
+
+
+def test_a_first_visit_to_mechanism_and_budget_keeps_the_release():
+    """The page fills the mechanism's parameters in with their defaults: the release made
+    with those defaults stays the current one, on Export and back on Results."""
+    at = page(RESULTS, "us-counties").run()
+    release = at.session_state[session.RELEASE]
+    assert at.session_state[session.SETTINGS]["params"] == {}
+    at.switch_page(MECHANISM).run()
+    assert_clean(at)
+    assert at.session_state[session.SETTINGS]["params"]  # the defaults, filled in
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    assert not [i for i in at.info if "No release for the current settings" in i.value]
+    at.switch_page(RESULTS).run()
+    assert at.session_state[session.RELEASE] is release  # kept, not made again

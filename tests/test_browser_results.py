@@ -9,7 +9,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import select_option, settle
+from tests.browser_tools import select_option, settle, start_with_sample
 
 pytestmark = pytest.mark.browser
 MAP_STATE = """() => {
@@ -17,7 +17,7 @@ MAP_STATE = """() => {
         .find(p => p.data && p.data[0].type === 'choropleth');
     return {title: map.querySelector('.gtitle').textContent,
             fills: Array.from(map.querySelectorAll('path.choroplethlocation'),
-                              path => path.style.fill),
+                              path => getComputedStyle(path).fill),
             values: Array.from(map.calcdata[0], d => d.z)};
 }"""
 
@@ -32,10 +32,7 @@ def epsilon_slider(pg):
 
 
 def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page):  # noqa: F811
-    page.goto(server)
-    settle(page)
-    page.get_by_role("button", name="Start with this sample").first.click()
-    settle(page)
+    start_with_sample(page, server)
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
     before = page.evaluate(MAP_STATE)
     assert before["title"] == "Released, ε = 1"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 from plotly.colors import convert_colors_to_same_type, get_colorscale, hex_to_rgb
@@ -107,3 +108,27 @@ def test_the_figure_template_follows_the_theme_and_the_palette():
     assert dark["colorway"] == list(palette.OKABE_ITO)
     assert light["colorway"] == list(palette.get("standard").categorical)
     go.layout.Template(palette.figure_template())  # plotly accepts every key of it
+
+
+def test_the_flow_legend_and_the_true_values_line_follow_the_theme():
+    """A legend box over the flow map in the page's colour (the theme's text reads on it),
+    the map around the areas transparent, and the true values' line of a range histogram in
+    a colour that shows on the theme's background."""
+    from hierdp_core.flows.figures import flow_map
+    from hierdp_core.ranges.figures import histogram_with_buckets
+
+    def figures(dark: bool):
+        palette.use(palette.DEFAULT, dark=dark)
+        pairs = pd.DataFrame({"origin_id": ["A"], "destination_id": ["B"], "value": [5]})
+        coords = pd.DataFrame({"latitude": [40.0, 34.0], "longitude": [-74.0, -118.0]},
+                              index=["A", "B"])
+        flows = flow_map(pairs, coords, title="t")
+        ranges = histogram_with_buckets(["0", "1"], [3, 1], [2, 2], None, "u")
+        return flows.layout.legend.bgcolor, flows.layout.geo.bgcolor, ranges.data[0].line.color
+
+    for dark in (False, True):
+        legend, around, truth = contextvars.copy_context().run(figures, dark)
+        look = palette._LOOKS[dark]
+        assert (legend, around, truth) == (look["legend"], look["bgcolor"], look["truth"])
+    assert palette._LOOKS[True]["legend"] != palette._LOOKS[False]["legend"]
+    assert palette._LOOKS[True]["truth"] != palette._LOOKS[False]["truth"]

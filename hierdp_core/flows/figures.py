@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from hierdp_core import palette
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise
 from hierdp_core.flows.data import FlowData
@@ -145,8 +146,9 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
         title=_title(_esc(title), sub), height=height,
         margin={"l": 0, "r": 0, "t": 60, "b": 0},
         legend={"title": {"text": unit}, "x": 0.99, "xanchor": "right", "y": 0.02,
-                "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
+                "yanchor": "bottom", "bgcolor": palette.figure_look()["legend"]},
         geo={"projection": {"type": projection}, "visible": False,
+             "bgcolor": palette.figure_look()["bgcolor"],
              "fitbounds": "locations" if base is not None else False})
     return fig
 

@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from hierdp_core import palette
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise
 from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.viz import PALETTE, _esc, _fmt_array, _log_axis_ticks, _rgba, _title
 
 EVALUATION = "true values: confidential, evaluation only, not a DP release"
-TRUE_COLOUR = "rgba(40, 40, 40, 0.75)"
 RELEASED_COLOUR = PALETTE[0]
 NOISY_COLOUR = PALETTE[1]
 BAND_COLOUR = _rgba("#2f5d8a", 0.10)
@@ -91,7 +91,7 @@ def histogram_with_buckets(values: Sequence[str], true, released, edges, title: 
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=x, y=t, name="true (confidential)", mode="lines",
-        line={"shape": "hvh", "width": 1.5, "color": TRUE_COLOUR},
+        line={"shape": "hvh", "width": 1.5, "color": palette.figure_look()["truth"]},
         customdata=np.column_stack([labels, _fmt_array(t)]),
         hovertemplate=f"{_esc(attribute)} %{{customdata[0]}}<br>true: %{{customdata[1]}}"
                       "<extra></extra>"))
@@ -118,7 +118,7 @@ def histogram_with_buckets(values: Sequence[str], true, released, edges, title: 
         sub = ("one bucket per value" if k == len(values)
                else "shaded: the private buckets (every other one)")
     fig.update_layout(
-        title=_title(head, f"{sub}; black line: true values (evaluation only)"),
+        title=_title(head, f"{sub}; step line: true values (evaluation only)"),
         height=height, bargap=0.05,
         xaxis={"title": {"text": _esc(attribute)}, **axis},
         yaxis={"title": {"text": "people"}, "rangemode": "tozero"},

@@ -71,7 +71,9 @@ function recolour(view, figure) {
   const paths = view.gd.querySelectorAll("path.choroplethlocation");
   if (paths.length !== z.length || !z.every(Number.isFinite)) return false;
   const fill = fillOf(traces[0]);
-  for (let i = 0; i < z.length; i++) paths[i].style.fill = fill(z[i]);
+  // the fill attribute, as plotly.js paints it: its next redraw (another colour scale)
+  // replaces these colours (an inline style would win over it and keep them)
+  for (let i = 0; i < z.length; i++) paths[i].setAttribute("fill", fill(z[i]));
   const title = view.gd.querySelector(".gtitle");
   const text = figure.layout.title?.text ?? "";
   if (title && title.textContent !== text) title.textContent = text;

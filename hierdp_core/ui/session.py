@@ -61,6 +61,7 @@ from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
@@ -217,8 +218,20 @@ def shares_of(s: dict) -> np.ndarray:
     return split_shares(len(s["weights"]), weights=s["weights"])
 
 
+def params_of(s: dict) -> dict:
+    """The mechanism's parameters as its release uses them: its declared defaults, then
+    those set in ``s`` (so a page that only fills in the defaults changes nothing)."""
+    try:
+        defaults = get_mechanism(s["mechanism"]).params()
+    except HierdpError:  # an unknown mechanism: running it says so
+        defaults = {}
+    return {**defaults, **s["params"]}
+
+
 def settings_key(s: dict) -> tuple:
-    return (s["mechanism"], tuple(sorted(s["params"].items())), s["definition"],
+    """What a release depends on in the settings ``s`` and the session's data: a release
+    made with another key is not the current one."""
+    return (s["mechanism"], tuple(sorted(params_of(s).items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
             st.session_state[DATASET]["version"],
             tuple(sorted(roles().items(), key=str)).__repr__(), structure.key())

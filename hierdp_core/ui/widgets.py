@@ -224,7 +224,15 @@ def palette_picker() -> None:
                                "errors above or below the truth apart in every common form "
                                "of colour blindness. The light or dark theme is the "
                                "browser's (or the ⋮ menu's Settings).")
-    palette.use(choice, dark=getattr(st.context.theme, "type", None) == "dark")
+    use_chosen_palette(choice)
+
+
+def use_chosen_palette(choice: str | None = None) -> None:
+    """Make ``choice`` (default: the one kept in ``hd_palette``) and the browser's light or
+    dark theme the look of the figures built from now on in this run. A fragment calls it
+    first: its reruns do not run the page header that sets them (and would draw light)."""
+    palette.use(choice or st.session_state.get(PALETTE_CHOICE, palette.DEFAULT),
+                dark=getattr(st.context.theme, "type", None) == "dark")
 
 
 def sidebar_status(slot) -> None:

@@ -1,0 +1,245 @@
+"""Colours as the browser paints them, in the light and the dark theme (the dashboard follows
+the browser's colour scheme), in a real headless Chromium (Debian's, driven by Playwright):
+
+- the Results map switched from a recoloured view (True, or Noisy) to the error map paints
+  every one of the 3,141 US counties with its error on the error scale (the in-place
+  recolour once left the previous colours over the new colour bar), and its title and
+  colour bar keep the theme's text colour when the map alone is redrawn (a fragment's
+  rerun once drew them in the light look on the dark page);
+- the Flows map's legend text and the Range queries' true-values line and its legend swatch
+  stand out from what lies under them (WCAG contrast: 4.5 for text, 3 for lines and for
+  the legend's title, which Streamlit draws in its secondary grey).
+
+Screenshots: test-artifacts/screenshots/colours_*.png."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+import pytest
+import test_browser as tb
+from test_browser import browser, server  # noqa: F401  (fixtures)
+
+from tests.browser_tools import open_page, settle, start_with_sample
+
+pytestmark = pytest.mark.browser
+TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
+
+
+@contextmanager
+def themed_page(browser, scheme: str, height: int = 2600):  # noqa: F811
+    """A fresh page whose browser prefers the ``scheme`` ('light' or 'dark') colours."""
+    context = browser.new_context(viewport={"width": 1440, "height": height},
+                                  color_scheme=scheme)
+    pg = context.new_page()
+    pg.set_default_timeout(90_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+# ---- colours and their contrast ----------------------------------------------------------
+def rgba(colour: str) -> tuple[float, float, float, float]:
+    """'#rgb', '#rrggbb', 'rgb(r, g, b)' or 'rgba(r, g, b, a)' as (r, g, b, a)."""
+    if colour.startswith("#"):
+        digits = colour[1:] if len(colour) == 7 else "".join(2 * c for c in colour[1:])
+        return (*(int(digits[i:i + 2], 16) for i in (0, 2, 4)), 1.0)
+    parts = [float(p) for p in re.findall(r"[\d.]+", colour)]
+    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+
+
+def over(top: tuple, below: tuple) -> tuple:
+    """``top`` (r, g, b, a) painted over the opaque ``below``."""
+    a = top[3]
+    return (*(a * t + (1 - a) * b for t, b in zip(top[:3], below[:3], strict=True)), 1.0)
+
+
+def luminance(colour: tuple) -> float:
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (linear(c) for c in colour[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: tuple, b: tuple) -> float:
+    """WCAG contrast ratio of two opaque colours (1 to 21)."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def page_background(pg) -> tuple:
+    return rgba(pg.evaluate("() => getComputedStyle(document.querySelector("
+                            "'[data-testid=\"stApp\"]')).backgroundColor"))
+
+
+def assert_theme(pg, scheme: str) -> tuple:
+    """The app shows the ``scheme`` theme; its background colour."""
+    background = page_background(pg)
+    assert (luminance(background) < 0.2) == (scheme == "dark"), background
+    return background
+
+
+# ---- 1. the Results map after a recoloured view -------------------------------------------
+AREAS = """() => {
+    const map = [...document.querySelectorAll('.js-plotly-plot')]
+        .find(p => p._fullData && p._fullData[0].type === 'choropleth');
+    const trace = map._fullData[0];
+    return {colorbar: map.querySelector('.cbtitle')?.textContent ?? '',
+            title: map.querySelector('.gtitle')?.textContent ?? '',
+            scale: trace.colorscale, zmin: trace.zmin, zmax: trace.zmax,
+            texts: Array.from(map.querySelectorAll('.gtitle, .cbtitle text, .cbaxis text'),
+                              t => getComputedStyle(t).fill),
+            areas: Array.from(map.querySelectorAll('path.choroplethlocation'),
+                              p => [p.__data__.z, getComputedStyle(p).fill])};
+}"""
+
+
+def scale_colour(scale: list, zmin: float, zmax: float, z: float) -> tuple:
+    """The colour plotly's scale gives ``z``: linear in RGB between the stops, clamped."""
+    t = min(max((z - zmin) / (zmax - zmin), 0.0), 1.0) if zmax > zmin else 0.0
+    stops = [(at, rgba(c)) for at, c in scale]
+    k = next((i for i in range(1, len(stops)) if stops[i][0] >= t), len(stops) - 1)
+    (a0, c0), (a1, c1) = stops[k - 1], stops[k]
+    f = (t - a0) / (a1 - a0) if a1 > a0 else 0.0
+    return tuple(u + (v - u) * f for u, v in zip(c0[:3], c1[:3], strict=True))
+
+
+def worst_area(state: dict) -> float:
+    """The largest channel difference between an area's painted colour and the colour its
+    value has on the drawn colour scale (0 when every area is painted right)."""
+    return max(max(abs(p - e) for p, e in zip(rgba(fill)[:3], scale_colour(
+        state["scale"], state["zmin"], state["zmax"], z), strict=True))
+        for z, fill in state["areas"])
+
+
+def pick_map(pg, shown: str) -> None:
+    """Click the map ``shown`` in the control above the Results map; wait for the rerun."""
+    pg.locator("[data-testid='stButtonGroup']").get_by_role("radio", name=shown,
+                                                            exact=True).click()
+    settle(pg)
+
+
+def choose_map(pg, shown: str, colorbar: str) -> dict:
+    """Pick the map ``shown`` above the Results map; wait until its 3,141 areas are drawn
+    under its title and colour bar; the painted state (`AREAS`)."""
+    pick_map(pg, shown)
+    pg.wait_for_function(f"""() => {{ const s = ({AREAS})();
+        return s.areas.length === 3141 && s.title.startsWith({shown!r})
+            && s.colorbar.startsWith({colorbar!r}); }}""", timeout=60_000)
+    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    return pg.evaluate(AREAS)
+
+
+@pytest.mark.parametrize(("scheme", "first"), [("light", "True"), ("dark", "Noisy (measured)")])
+def test_the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
+        server, browser, scheme, first):  # noqa: F811
+    with themed_page(browser, scheme) as pg:
+        start_with_sample(pg, server)
+        background = assert_theme(pg, scheme)
+        assert tb.maps_drawn(pg, expect=[3141]) == [3141]
+        # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
+        pick_map(pg, first)
+        pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})",
+                             timeout=60_000)
+        error = choose_map(pg, "Error (released − true)", "error")
+        tb.no_exception(pg)
+        tb.shot(pg, f"colours_error_map_{scheme}")
+        assert len({fill for _, fill in error["areas"]}) > 50  # the map shows its errors
+        assert worst_area(error) <= 2  # every area: its error's colour, up to rounding
+        released = choose_map(pg, "Released", "people")  # and back: the counts' colours
+        assert worst_area(released) <= 2
+        for state in (error, released):  # title and colour bar in the theme's text colour
+            assert min(contrast(rgba(fill), background) for fill in state["texts"]) \
+                >= TEXT_CONTRAST, state["texts"]
+
+
+# ---- 2. legends and lines in both themes --------------------------------------------------
+FLOW_LEGEND = """() => {
+    const map = [...document.querySelectorAll('.js-plotly-plot')]
+        .find(p => p._fullData && p._fullData.some(t => t.type === 'scattergeo'));
+    const legend = map.querySelector('.legend');
+    const bg = legend.querySelector('rect.bg');
+    const base = map._fullData.find(t => t.type === 'choropleth');
+    return {texts: Array.from(legend.querySelectorAll('text'),
+                              t => [t.textContent, getComputedStyle(t).fill]),
+            background: [getComputedStyle(bg).fill, getComputedStyle(bg).fillOpacity],
+            areas: base ? base.colorscale.map(([, c]) => c) : [],
+            map: map._fullLayout.geo.bgcolor};
+}"""
+TRUE_LINE = """() => {
+    const chart = [...document.querySelectorAll('.js-plotly-plot')]
+        .find(p => p._fullData && p._fullData.some(t => t.type === 'bar'));
+    const isTrue = g => g.__data__?.[0]?.trace?.name?.startsWith('true');
+    const painted = path => { const s = getComputedStyle(path);
+        return [s.stroke, s.strokeOpacity, getComputedStyle(path.closest('g.trace')).opacity]; };
+    const line = [...chart.querySelectorAll('.scatterlayer g.trace')].find(isTrue)
+        .querySelector('path.js-line');
+    const swatch = [...chart.querySelectorAll('.legend g.traces')]
+        .find(isTrue)
+        .querySelector('.legendlines path');
+    const bar = chart._fullData.find(t => t.type === 'bar');
+    return {line: painted(line), swatch: [getComputedStyle(swatch).stroke,
+                                          getComputedStyle(swatch).strokeOpacity, '1'],
+            bar: [bar.marker.color, bar.opacity]};
+}"""
+
+
+def drawn(pg, state_js: str, ready: str = "true") -> dict:
+    """``state_js``'s answer once it can be read (its figure drawn) and ``ready`` (a JS
+    condition on ``state``) holds."""
+    pg.wait_for_function(f"""() => {{ let state;
+        try {{ state = ({state_js})(); }} catch (error) {{ return false; }}
+        return {ready}; }}""", timeout=120_000)
+    return pg.evaluate(state_js)
+
+
+def painted(stroke: str, *opacities: str) -> tuple:
+    """A stroke with its opacities, as (r, g, b, a)."""
+    r, g, b, a = rgba(stroke)
+    for o in opacities:
+        a *= float(o)
+    return r, g, b, a
+
+
+def open_themed(pg, url: str, scheme: str, label: str) -> tuple:
+    """Open the page ``label`` in a new session; check it shows the ``scheme`` theme; the
+    page's background colour."""
+    pg.goto(url)
+    settle(pg)
+    background = assert_theme(pg, scheme)
+    open_page(pg, label)
+    tb.no_exception(pg)
+    return background
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_flow_map_legend_reads_in_both_themes(server, browser, scheme):  # noqa: F811
+    with themed_page(browser, scheme, height=4500) as pg:
+        background = open_themed(pg, server, scheme, "Flows")
+        legend = drawn(pg, FLOW_LEGEND, "state.texts.length >= 5")
+        box = rgba(legend["background"][0])[:3] + (float(legend["background"][1]),)
+        # the legend lies over the map's background (on the page) or the base map's areas
+        under = [over(rgba(legend["map"]), background)] + [rgba(c) for c in legend["areas"]]
+        (_, title), *entries = legend["texts"]  # the title in Streamlit's secondary grey
+        pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+        tb.shot(pg, f"colours_flows_{scheme}")
+        for fills, least in (([title], LINE_CONTRAST), ([f for _, f in entries], TEXT_CONTRAST)):
+            assert min(contrast(rgba(fill), over(box, u)) for fill in fills
+                       for u in under) >= least, legend
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_range_true_values_line_shows_in_both_themes(server, browser, scheme):  # noqa: F811
+    with themed_page(browser, scheme, height=4100) as pg:
+        background = open_themed(pg, server, scheme, "Range queries")
+        truth = drawn(pg, TRUE_LINE, "true")
+        pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+        tb.shot(pg, f"colours_ranges_{scheme}")
+        bar = over(painted(truth["bar"][0], str(truth["bar"][1])), background)
+        for part in ("line", "swatch"):
+            colour = painted(*truth[part])
+            for below in (background, bar):  # the line runs over the page and the bars
+                assert contrast(over(colour, below), below) >= LINE_CONTRAST, (part, truth)
