@@ -48,12 +48,13 @@ def default_key_file() -> Path:
     return Path(base) / "hierdp" / KEY_FILE
 
 
-def publisher_key(key_file: str | Path | None, out_dir: Path) -> tuple[bytes, Path]:
+def publisher_key(key_file: str | Path | None, out_dir: Path | None) -> tuple[bytes, Path]:
     """The fingerprint key read from ``key_file`` (default `default_key_file`), created
     (32 random bytes, mode 0600) when it does not exist; a key inside the release folder
-    is refused, since everything in that folder may be published."""
+    ``out_dir`` (None: no folder is written) is refused, since everything in that folder
+    may be published."""
     path = Path(key_file) if key_file else default_key_file()
-    if path.resolve().is_relative_to(out_dir.resolve()):
+    if out_dir is not None and path.resolve().is_relative_to(out_dir.resolve()):
         raise InputError(f"the key file {str(path)!r} lies inside the release folder "
                          f"{str(out_dir)!r}; keep it elsewhere (--key-file)")
     try:

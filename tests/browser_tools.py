@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -29,7 +30,8 @@ def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
     """Yield the URL of a freshly started dashboard; stop it on exit.
     Raises RuntimeError (with the server's last output) if it does not become healthy."""
     port = free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+           "HIERDP_HOME": tempfile.mkdtemp(prefix="hierdp_home_")}  # a fresh budget ledger
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
