@@ -91,6 +91,21 @@ def default_ledger_path() -> Path:
     return hierdp_home() / LEDGER_FILE
 
 
+def table_fingerprint(table, key: bytes) -> str:
+    """HMAC-SHA256 under the publisher's key of a table's content (its column names and
+    every value, row by row, whatever its file format): the dashboard's dataset key, where
+    the table was read from an upload or is a bundled sample, not a file on disk."""
+    import hashlib
+    import hmac
+
+    import pandas as pd
+
+    mac = hmac.new(key, b"hierdp-table/1\0", digestmod=hashlib.sha256)
+    mac.update("\0".join(map(str, table.columns)).encode())
+    mac.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
+    return mac.hexdigest()
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
