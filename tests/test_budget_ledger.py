@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.errors import BudgetError
+from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.ledger import COMMITTED, RESERVED, Ledger, default_ledger_path
 
@@ -236,3 +236,14 @@ def test_a_process_killed_at_any_moment_loses_no_acknowledged_spend(ledger):
     assert len(said) >= 25 and set(said) <= set(recorded)
     assert len(recorded) - len(said) <= 1
     assert ledger.status(FP).spent == len(recorded)
+
+
+def test_an_unreadable_ledger_is_refused_never_skipped(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InputError, match="cannot be used"):
+        reserve(Ledger(path), PrivacyBudget.pure(1.0))
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(InputError, match="cannot open the budget ledger"):
+        Ledger(blocked / "ledger.sqlite").status(FP)

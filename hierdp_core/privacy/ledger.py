@@ -44,7 +44,7 @@ import os
 import sqlite3
 import uuid
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from hierdp_core.errors import BudgetError, InputError
@@ -207,9 +207,12 @@ class Ledger:
                     connection.execute(statement)
                 yield connection
                 connection.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise InputError(f"the budget ledger {str(self.path)!r} cannot be used: "
+                                     f"{exc}") from None
                 raise
 
     def status(self, fingerprint: str) -> DatasetBudget:
@@ -275,7 +278,7 @@ class Ledger:
                           budget.delta, charge, RESERVED, _now(), None, destination,
                           mechanism, None)
             db.execute("INSERT INTO spends VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (spend.release_id, fingerprint, *_values(spend)[1:]))
+                       (spend.release_id, fingerprint, *astuple(spend)[1:]))
             return spend
 
     def commit(self, release_id: str, *, manifest_sha256: str | None = None,
@@ -292,12 +295,6 @@ class Ledger:
             db.execute("UPDATE spends SET status = ?, committed_utc = ?, manifest_sha256 = ?, "
                        "destination = COALESCE(?, destination) WHERE release_id = ?",
                        (COMMITTED, _now(), manifest_sha256, destination, release_id))
-
-
-def _values(spend: Spend) -> tuple:
-    return (spend.release_id, spend.definition, spend.budget, spend.delta, spend.charge,
-            spend.status, spend.reserved_utc, spend.committed_utc, spend.destination,
-            spend.mechanism, spend.manifest_sha256)
 
 
 def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
