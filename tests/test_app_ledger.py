@@ -80,7 +80,14 @@ def test_a_second_publishable_draw_asks_first_and_none_goes_beyond_the_total():
     assert at.button(key="ex_secure").disabled
 
 
-def test_exploration_on_the_export_page_spends_nothing():
+def test_exploration_spends_nothing_and_a_first_draw_beyond_the_total_is_not_offered():
     at = export_page()
     assert at.session_state[session.RELEASE].randomness["mode"] == "exploration"
-    assert spends() == []
+    assert spends() == []  # the seeded exploration release is not counted
+    at.number_input(key="ex_budget_total").set_value(0.5).run()
+    at.button(key="ex_budget_declare").click().run()
+    assert_clean(at)
+    assert "This draw spends ε 1 of the declared total 0.5." in captions(at)
+    assert at.button(key="ex_secure").disabled
+    assert "more than the 0.5 left of this dataset's total 0.5" in at.info[0].value
+    assert Ledger().datasets()[0].spends == ()

@@ -74,21 +74,21 @@ def gate(charge: Charge, prefix: str) -> bool:
                    f"release of this dataset yet. This draw spends {_amount(unit, cost)}"
                    + (f" of the declared total {now.total:g}." if now.total is not None
                       else "; with no total declared, it becomes the dataset's total."))
-        declare_form(now, unit, prefix, charge.label)
-        return now.fits(cost)
-    st.caption(f":material/account_balance: Budget across releases: this dataset's "
-               f"{len(now.spends)} publishable release(s) have spent "
-               f"{_amount(unit, now.spent)} of {now.total:g}"
-               + ("" if now.declared else " (not declared: the first release's budget)")
-               + f", {now.remaining:g} left.")
-    if not now.fits(cost):
+    else:
+        st.caption(f":material/account_balance: Budget across releases: this dataset's "
+                   f"{len(now.spends)} publishable release(s) have spent "
+                   f"{_amount(unit, now.spent)} of {now.total:g}"
+                   + ("" if now.declared else " (not declared: the first release's budget)")
+                   + f", {now.remaining:g} left.")
+    fits = now.fits(cost)
+    if not fits:
         st.info(f"Another publishable draw would spend {_amount(unit, cost)}, more than the "
-                 f"{now.remaining:g} left of this dataset's total {now.total:g}. Publish the "
-                 "release already drawn, or declare a larger total below if your data "
-                 "protection plan allows it.", icon=":material/block:")
-        declare_form(now, unit, prefix, charge.label)
-        return False
+                f"{now.remaining:g} left of this dataset's total {now.total:g}. Publish the "
+                "release already drawn, or declare a larger total below if your data "
+                "protection plan allows it.", icon=":material/block:")
     declare_form(now, unit, prefix, charge.label)
+    if not fits or not now.spends:
+        return fits
     return st.checkbox(f"Draw again: this spends another {_amount(unit, cost)}, a total of "
                        f"{now.spent + cost:g} of {now.total:g} on this dataset",
                        key=f"{prefix}_budget_confirm_{len(now.spends)}")
