@@ -91,15 +91,22 @@ def reserve_release(args, budget, mechanism: str, source, content) -> tuple | No
     check_target(out, args.overwrite, MANIFEST)  # a refused --out spends nothing
     fingerprint = input_fingerprint(content, args.key_file, out)
     label = Path(str(args.input)).name
+    declare_if_given(args, ledger, fingerprint, label, unit_of(budget))
+    spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
+                           mechanism=mechanism)
+    return ledger, fingerprint, spend
+
+
+def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
+                     default_unit: str) -> None:
+    """The dataset's total declared when ``--budget-total`` is given (a plain number in
+    ``default_unit``); ``--change-budget-total`` alone is refused."""
     if args.budget_total is not None:
-        total, unit = parse_total(args.budget_total, unit_of(budget))
+        total, unit = parse_total(args.budget_total, default_unit)
         ledger.declare_total(fingerprint, total, unit=unit, label=label,
                              change=args.change_budget_total)
     elif args.change_budget_total:
         raise InputError("--change-budget-total goes with --budget-total N")
-    spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism)
-    return ledger, fingerprint, spend
 
 
 def commit_release(reserved: tuple | None, manifest: Path) -> str | None:
@@ -138,12 +145,7 @@ def cmd_budget(args) -> int:
             print(overview_line(d))
         return 0
     fingerprint, label = resolve_dataset(args.dataset, args.key_file, ledger)
-    if args.budget_total is not None:
-        total, unit = parse_total(args.budget_total, "epsilon")
-        ledger.declare_total(fingerprint, total, unit=unit, label=label,
-                             change=args.change_budget_total)
-    elif args.change_budget_total:
-        raise InputError("--change-budget-total goes with --budget-total N")
+    declare_if_given(args, ledger, fingerprint, label, "epsilon")
     now = ledger.status(fingerprint)
     if args.json:
         print(json.dumps(as_dict(now), indent=2))

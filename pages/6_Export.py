@@ -17,8 +17,9 @@ from hierdp_core.report import evaluation_report_html
 from hierdp_core.report_pdf import chromium_path, report_pdf
 from hierdp_core.report_stakeholder import report_html
 from hierdp_core.ui import config as config_ui
-from hierdp_core.ui import downloads, ledger, map_layers, session, widgets
+from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
+from hierdp_core.ui.ledger import current_charge
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
@@ -75,8 +76,8 @@ offered = rel.release_downloads(release, "ex", "counts", input_spec, release.val
                                 structure_declared=data.declared_structure, heading=False,
                                 redraw=lambda: session.release_for(
                                     data, settings, NoiseSource(secure=True)),
-                                ledger=ledger.current_charge(session.budget_of(settings),
-                                                             settings["mechanism"]))
+                                ledger=current_charge(session.budget_of(settings),
+                                                      settings["mechanism"]))
 secure = offered.secure
 shown = next(one for one in (secure, offered.exploration, release) if one is not None)
 table = shown.to_frame()

@@ -91,3 +91,16 @@ def test_exploration_spends_nothing_and_a_first_draw_beyond_the_total_is_not_off
     assert at.button(key="ex_secure").disabled
     assert "more than the 0.5 left of this dataset's total 0.5" in at.info[0].value
     assert Ledger().datasets()[0].spends == ()
+
+
+def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample():
+    at = page("pages/9_Ranges.py").run()
+    assert_clean(at)
+    assert "no publishable release of this dataset yet" in captions(at)
+    at.button(key="rg_secure").click().run()
+    assert_clean(at)
+    (dataset,) = Ledger().datasets()
+    assert dataset.label == "bundled sample italy-municipalities" and len(dataset.spends) == 1
+    assert dataset.spends[0].destination.startswith("dashboard (rg downloads, release ")
+    assert at.button(key="rg_secure").disabled  # its implicit total is spent
+    assert any("Another publishable draw would spend ε 1" in i.value for i in at.info)

@@ -154,3 +154,10 @@ def test_budget_declares_a_total_ahead_of_the_first_release(capsys, data, tmp_pa
 def test_budget_errors_are_one_line(capsys, argv, message):
     code, out, err = run(capsys, "budget", *argv)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and message in err
+
+
+def test_a_ledger_inside_the_release_folder_is_refused(capsys, data, tmp_path, monkeypatch):
+    monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "out" / "private"))
+    code, _, err = release(capsys, data, tmp_path / "out")
+    assert code == 2 and "lies inside the release folder" in err
+    assert not (tmp_path / "out").exists()

@@ -4,7 +4,9 @@ confirmation before a second draw ("this spends another ε X, total Y of Z"), a 
 refusal beyond the total, and the declaration of the total.
 
 The dataset is keyed by the HMAC of its table's content under the publisher's key
-(`table_fingerprint`: an upload as read, before any reshape, or a bundled sample's table).
+(`table_fingerprint`: an upload as read, before any reshape, or the Export page's bundled
+sample's table); the Group sizes, Flows and Ranges pages key their own bundled samples by
+name (`page_charge`).
 Each draw is reserved in the ledger before its noise is drawn and committed once made.
 
 Session-state key: ``hd_ledger_fp`` holds (dataset version, fingerprint) of the current
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.export import publisher_key
+from hierdp_core.export import keyed_fingerprint, publisher_key
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.ledger import (
     DatasetBudget,
@@ -44,15 +46,27 @@ class Charge:
     mechanism: str
 
 
-def current_charge(budget: PrivacyBudget, mechanism: str) -> Charge:
-    """The `Charge` of a draw of ``budget`` on the session's dataset."""
-    ds = session.ensure_dataset()
+def current_charge(budget: PrivacyBudget, mechanism: str, ds: dict | None = None) -> Charge:
+    """The `Charge` of a draw of ``budget`` on a dataset: ``ds`` (an upload's dataset dict),
+    else the session's dataset (the Export page's)."""
+    ds = ds if ds is not None else session.ensure_dataset()
     kept = st.session_state.get(FINGERPRINT)
     if kept is None or kept[0] != ds["version"]:
         key, _ = publisher_key(None, None)
         kept = (ds["version"], table_fingerprint(ds.get("raw", ds["table"]), key))
         st.session_state[FINGERPRINT] = kept
     return Charge(kept[1], ds["name"], budget, mechanism)
+
+
+def page_charge(budget: PrivacyBudget, mechanism: str, upload: dict | None,
+                sample: str) -> Charge:
+    """The `Charge` of a query page's draw: on the uploaded table (`current_charge`), or on
+    the page's bundled sample, keyed by its name (its file is fixed)."""
+    if upload is not None:
+        return current_charge(budget, mechanism, upload)
+    key, _ = publisher_key(None, None)
+    return Charge(keyed_fingerprint(f"hierdp-sample/1\0{sample}".encode(), key),
+                  f"bundled sample {sample}", budget, mechanism)
 
 
 def _amount(unit: str, value: float) -> str:
