@@ -161,3 +161,21 @@ def test_a_ledger_inside_the_release_folder_is_refused(capsys, data, tmp_path, m
     code, _, err = release(capsys, data, tmp_path / "out")
     assert code == 2 and "lies inside the release folder" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dask_dataset_is_refused_before_its_cluster_starts(capsys, tmp_path, monkeypatch):
+    """The folder's files, in order, are the dataset (as its manifest's fingerprint); the
+    refusal comes before any worker is started."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    COUNTS.iloc[:2].to_csv(folder / "a.csv", index=False)
+    COUNTS.iloc[2:].to_csv(folder / "b.csv", index=False)
+    code, out, _ = run(capsys, "budget", "--dataset", folder, "--budget-total", "0.5")
+    assert code == 0 and "parts (" in out and "0 spent of 0.5 (declared)" in out
+    monkeypatch.setattr("hierdp_core.engine.dask_engine.open_client",
+                        lambda *a, **k: pytest.fail("a cluster was started"))
+    code, _, err = run(capsys, "release", folder, "--engine", "dask", "--levels",
+                       "state,county", "--count-column", "people", "--structure-from-data",
+                       "--mechanism", "topdown", "--interval", "none", "--epsilon", "1",
+                       "--out", tmp_path / "out")
+    assert code == 2 and "epsilon 0 of 0.5 spent, 0.5 left, this release asks 1" in err
