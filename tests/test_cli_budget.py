@@ -5,6 +5,10 @@ release beyond the dataset's total refused in one line, exit 2, before any noise
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +18,7 @@ from conftest import run_cli as run
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.ledger import Ledger
 
+ROOT = Path(__file__).resolve().parents[1]
 COUNTS = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["a1", "a2", "b1", "b2"],
                        "people": [120, 0, 87, 413]})
 
@@ -179,3 +184,33 @@ def test_a_dask_dataset_is_refused_before_its_cluster_starts(capsys, tmp_path, m
                        "--mechanism", "topdown", "--interval", "none", "--epsilon", "1",
                        "--out", tmp_path / "out")
     assert code == 2 and "epsilon 0 of 0.5 spent, 0.5 left, this release asks 1" in err
+
+
+KILLED_CLI = """
+import sys, time
+import hierdp_core.export
+def stalled(*args, **kwargs):  # the noise is drawn; the folder is never written
+    print("drawn", flush=True)
+    time.sleep(600)
+hierdp_core.export.write_release = stalled
+from hierdp_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_release_killed_between_its_draw_and_its_folder_stays_counted(capsys, data, tmp_path):
+    argv = ["release", str(data), "--levels", "state,county", "--count-column", "people",
+            "--structure-from-data", "--mechanism", "topdown", "--interval", "none",
+            "--epsilon", "1", "--budget-total", "1.5", "--out", str(tmp_path / "r1")]
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLI, *argv], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.readline().strip() == "drawn"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not (tmp_path / "r1").exists()
+    (spend,) = Ledger().datasets()[0].spends
+    assert spend.status == "reserved" and spend.charge == 1.0
+    code, _, err = release(capsys, data, tmp_path / "r2")
+    assert code == 2 and "epsilon 1 of 1.5 spent, 0.5 left, this release asks 1" in err
+    assert release(capsys, data, tmp_path / "r2", epsilon="0.5")[0] == 0
+    assert [s.status for s in Ledger().datasets()[0].spends] == ["reserved", "committed"]
