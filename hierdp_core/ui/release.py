@@ -6,9 +6,10 @@ configuration drawn again with secure noise).
 Session-state keys: ``hd_publishable`` maps a page's prefix to (token of the exploration
 release it redraws, the secure release): a new exploration release (new data, settings or
 seed) has a new token, so a stale secure release is never offered; ``hd_publishable_seconds``
-the (token, seconds) its draw took. ``hd_geojson_cache``
-holds the GeoJSON bytes of the latest releases per (token, level, level of the intervals);
-``hd_intervals`` (`hierdp_core.ui.downloads`) the intervals of the latest releases.
+maps it to (that token, the seconds the draw took). ``hd_geojson_cache`` holds the GeoJSON
+bytes of the latest releases per (token, level, level of the intervals); ``hd_intervals``
+(`hierdp_core.ui.downloads`) the intervals of the latest releases. Each publishable draw is
+counted in the dataset's budget across releases (`hierdp_core.ui.ledger`).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
                       rows_of: Callable[[object], int] | None = None,
                       workload: Workload | None = None, seconds: float = 0.0,
-                      heading: bool = True, ledger=None) -> Offered:
+                      heading: bool = True,
+                      ledger: ledger_ui.Charge | None = None) -> Offered:
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
     verdict, the level of the intervals, the downloads (`download_buttons`: every file with
     intervals; ``workload``: a range release's public one; ``seconds``: the time the
@@ -139,7 +141,8 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
 
 
 def publishable_release(release, prefix: str, redraw: Callable[[], object],
-                        verdict: dict | None = None, ledger=None):
+                        verdict: dict | None = None,
+                        ledger: ledger_ui.Charge | None = None):
     """A button that draws the configuration of the exploration ``release`` again with
     secure noise; returns that secure release once drawn (kept in session state for this
     exploration release only), else None. ``verdict``: the exploration release's, to say
