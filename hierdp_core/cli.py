@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierdp_core.cli_budget import cmd_budget, commit_release, reserve_release
 from hierdp_core.cli_input import csv_list, input_data
 from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.cli_split import describe_choice, goal_split
@@ -116,9 +117,13 @@ def cmd_release(args) -> int:
     path = Path(args.input)
     dask = getattr(args, "engine", "memory") == "dask"
     if dask:  # the records stay on the cluster: no table here
-        from hierdp_core.engine.dask_cli import dask_release
+        from hierdp_core.engine.dask_cli import check_dask_args, dask_release
+        from hierdp_core.engine.dask_engine import dataset_files
 
+        check_dask_args(args, mechanism)
         table, prepared = None, ""
+        reserved = reserve_release(args, budget, mechanism.info.name, source,
+                                   dataset_files(args.input))
         release, data, content, choice = dask_release(
             args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
             _params(args.param))
@@ -126,6 +131,7 @@ def cmd_release(args) -> int:
         args, table, prepared = prepare_input(args, read_input(args, path))
         data, content = input_data(args, table), path
         choice, split = _split(args, mechanism, data, budget)
+        reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
                                     **_params(args.param))
     if args.interval != 0.0:  # every query kind; --interval none gives none
@@ -140,6 +146,7 @@ def cmd_release(args) -> int:
                           input_spec=input_spec(args, data, path),
                           input_content=content, key_file=args.key_file,
                           overwrite=args.overwrite, max_epsilon=args.max_epsilon)
+    spent = commit_release(reserved, paths["manifest"])
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
     said += [f"warning: {text}" for text in
@@ -165,6 +172,8 @@ def cmd_release(args) -> int:
     print(describe_verdict(manifest))
     print(describe_rules(manifest["table_rules"]))
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
+    if spent:
+        print(spent)
     return 0
 
 
@@ -343,7 +352,8 @@ def cmd_audit(args) -> int:
 
 
 COMMANDS = {"mechanisms": cmd_mechanisms, "release": cmd_release, "evaluate": cmd_evaluate,
-            "verify": cmd_verify, "sample": cmd_sample, "audit": cmd_audit}
+            "verify": cmd_verify, "sample": cmd_sample, "audit": cmd_audit,
+            "budget": cmd_budget}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hierdp_core import __version__
+from hierdp_core import __version__, cli_budget
 from hierdp_core.data.reshape import MISSING_POLICIES
 from hierdp_core.intervals import DEFAULT_LEVEL
 from hierdp_core.invariants import INVARIANTS
@@ -300,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing release in --out whole (written beside it, "
                         "then swapped in one step)")
+    cli_budget.add_release_options(p)
 
     p = sub.add_parser("evaluate", help="error metrics of a release against the true input "
                                         "(reads confidential data)")
@@ -337,4 +338,5 @@ def build_parser() -> argparse.ArgumentParser:
                    help="composite mechanisms: audit the whole mechanism against the whole "
                         "epsilon too, besides each stage against its share")
     p.add_argument("--json", action="store_true")
+    cli_budget.add_command(sub)
     return parser

@@ -18,6 +18,7 @@ from hierdp_core.report_stakeholder import report_html
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
+from hierdp_core.ui.ledger import current_charge
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
@@ -69,10 +70,13 @@ st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
            f"randomness: {release.randomness.get('mode')}")
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
+settings = session.settings(h.n_levels)
 offered = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
                                 structure_declared=data.declared_structure, heading=False,
                                 redraw=lambda: session.release_for(
-                                    data, session.settings(h.n_levels), NoiseSource(secure=True)))
+                                    data, settings, NoiseSource(secure=True)),
+                                ledger=current_charge(session.budget_of(settings),
+                                                      settings["mechanism"]))
 secure = offered.secure
 shown = next(one for one in (secure, offered.exploration, release) if one is not None)
 table = shown.to_frame()

@@ -23,6 +23,7 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
+from hierdp_core.ui.ledger import page_charge
 from hierdp_core.viz import plotly_config
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
@@ -157,6 +158,8 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, "gs", "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
+                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                                         "us-households"),
                       seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households), "

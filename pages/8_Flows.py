@@ -26,6 +26,7 @@ from hierdp_core.ui import map_layers, query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.explain_panel import explain_panel
+from hierdp_core.ui.ledger import page_charge
 from hierdp_core.ui.query_config import FLOW_DELTAS
 from hierdp_core.viz import plotly_config
 
@@ -249,6 +250,8 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
+                      ledger=page_charge(PrivacyBudget.approx(epsilon, delta), name, upload,
+                                         "us-flights"),
                       rows_of=lambda r: sum(lv.size for lv in r.levels),
                       seconds=seconds)
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "

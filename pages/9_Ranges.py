@@ -32,6 +32,7 @@ from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
+from hierdp_core.ui.ledger import page_charge
 from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
@@ -283,6 +284,8 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
+                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                                         "italy-municipalities"),
                       workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value, lower, upper"

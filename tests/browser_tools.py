@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -29,7 +31,8 @@ def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
     """Yield the URL of a freshly started dashboard; stop it on exit.
     Raises RuntimeError (with the server's last output) if it does not become healthy."""
     port = free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    home = tempfile.mkdtemp(prefix="hierdp_home_")  # each dashboard: a fresh budget ledger
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HIERDP_HOME": home}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
@@ -54,6 +57,7 @@ def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # ---- driving a Playwright page (the caller owns Playwright; nothing is imported here) -----

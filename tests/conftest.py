@@ -40,17 +40,21 @@ def _main_module_restored():
 @pytest.fixture(autouse=True, scope="session")
 def _publisher_key_in_a_temporary_config(tmp_path_factory):
     """Releases made by the tests key their fingerprints with a key in a temporary config
-    folder (XDG_CONFIG_HOME, inherited by the CLI and dashboard subprocesses), never the
-    developer's own ~/.config/hierdp/fingerprint.key."""
-    import os
+    folder (XDG_CONFIG_HOME) and record their budget in a temporary ledger (HIERDP_HOME),
+    both inherited by the CLI and dashboard subprocesses: never the developer's own
+    ~/.config/hierdp/fingerprint.key or ~/.hierdp."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+        patch.setenv("HIERDP_HOME", str(tmp_path_factory.mktemp("hierdp_home")))
+        yield
 
-    previous = os.environ.get("XDG_CONFIG_HOME")
-    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
-    yield
-    if previous is None:
-        os.environ.pop("XDG_CONFIG_HOME", None)
-    else:
-        os.environ["XDG_CONFIG_HOME"] = previous
+
+@pytest.fixture(autouse=True)
+def _a_fresh_ledger_per_test(_publisher_key_in_a_temporary_config, tmp_path_factory,
+                             monkeypatch):
+    """Each test starts with an empty budget ledger: releases of the same sample by
+    different tests do not add up."""
+    monkeypatch.setenv("HIERDP_HOME", str(tmp_path_factory.mktemp("hierdp_home")))
 
 
 @dataclass

@@ -3,6 +3,9 @@ driven by Playwright), on the US counties with TopDown (the default): no release
 offered until "Prepare the downloads with 90% intervals" is clicked; then the CSV has
 ``lower`` and ``upper`` around every value and the manifest says how they were made; at
 95% the files are made again. Screenshot: test-artifacts/screenshots/export_intervals.png.
+The budget across releases: after a first publishable draw the button is not offered again
+until a total is declared, and a second draw waits for its confirmation ("this spends
+another ε 1, a total of 2 of 3"). Screenshot: export_budget.png.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     maps_drawn,
     no_exception,
     page,
+    press,
     server,
     shot,
 )
@@ -26,6 +30,7 @@ from tests.browser_tools import settle
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 120_000  # a loaded machine: the bootstrap and the rerun may take a while
+DRAW = "Draw the publishable release (secure noise)"
 
 
 def prepare(pg, level: str) -> None:
@@ -42,13 +47,18 @@ def download(pg, label: str, path: Path) -> Path:
     return path
 
 
+def open_export(pg, url: str) -> None:
+    """The Export page of the first sample, its release made on the Results page."""
+    pg.goto(url)
+    settle(pg)
+    pg.get_by_role("button", name="Start with this sample").first.click()
+    settle(pg)
+    maps_drawn(pg)
+    goto(pg, "Export")
+
+
 def test_export_prepares_the_files_with_intervals(server, page, tmp_path):  # noqa: F811
-    page.goto(server)
-    settle(page)
-    page.get_by_role("button", name="Start with this sample").first.click()
-    settle(page)
-    maps_drawn(page)
-    goto(page, "Export")
+    open_export(page, server)
     assert page.get_by_role("button", name="Release table (CSV)").count() == 0
     prepare(page, "90%")
     shot(page, "export_intervals")
@@ -67,3 +77,31 @@ def test_export_prepares_the_files_with_intervals(server, page, tmp_path):  # no
     assert manifest["intervals"]["level"] == 0.95
     wider = check_release_csv(download(page, "Release table (CSV)", tmp_path / "r95.csv"))
     assert ((wider["upper"] - wider["lower"]) >= (table["upper"] - table["lower"])).all()
+
+
+def test_a_second_publishable_draw_waits_for_a_total_and_a_confirmation(server, page):  # noqa: F811
+    open_export(page, server)
+    page.get_by_text("no publishable release of this dataset yet").wait_for(timeout=WAIT_MS)
+    press(page, DRAW)
+    page.get_by_text("Publishable as it is").first.wait_for(timeout=WAIT_MS)
+    page.get_by_text("Another publishable draw would spend ε 1").wait_for(timeout=WAIT_MS)
+    assert page.get_by_role("button", name=DRAW).is_disabled()
+
+    page.get_by_text("Declare this dataset's total budget across releases").click()
+    field = page.get_by_label("Total ε of every publishable release of this dataset")
+    field.fill("3")
+    field.press("Enter")
+    settle(page)
+    press(page, "Declare the total")
+    confirm = page.get_by_text("Draw again: this spends another ε 1, a total of 2 of 3 on "
+                               "this dataset")
+    confirm.wait_for(timeout=WAIT_MS)
+    assert page.get_by_role("button", name=DRAW).is_disabled()
+    confirm.click()
+    settle(page)
+    assert page.get_by_role("button", name=DRAW).is_enabled()
+    shot(page, "export_budget")
+    press(page, DRAW)
+    page.get_by_text("have spent ε 2 of 3, 1 left").wait_for(timeout=WAIT_MS)
+    assert page.get_by_role("button", name=DRAW).is_disabled()  # a third one asks again
+    no_exception(page)

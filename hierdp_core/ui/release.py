@@ -5,9 +5,11 @@ configuration drawn again with secure noise).
 
 Session-state keys: ``hd_publishable`` maps a page's prefix to (token of the exploration
 release it redraws, the secure release): a new exploration release (new data, settings or
-seed) has a new token, so a stale secure release is never offered. ``hd_geojson_cache``
-holds the GeoJSON bytes of the latest releases per (token, level, level of the intervals);
-``hd_intervals`` (`hierdp_core.ui.downloads`) the intervals of the latest releases.
+seed) has a new token, so a stale secure release is never offered; ``hd_publishable_seconds``
+maps it to (that token, the seconds the draw took). ``hd_geojson_cache`` holds the GeoJSON
+bytes of the latest releases per (token, level, level of the intervals); ``hd_intervals``
+(`hierdp_core.ui.downloads`) the intervals of the latest releases. Each publishable draw is
+counted in the dataset's budget across releases (`hierdp_core.ui.ledger`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.table_rules import RULE_NAMES, table_rules
+from hierdp_core.ui import ledger as ledger_ui
 from hierdp_core.ui.downloads import (
     attach_intervals,
     download_buttons,
@@ -37,6 +40,7 @@ from hierdp_core.verdict import (
 )
 
 PUBLISHABLE = "hd_publishable"
+DRAWN_IN = "hd_publishable_seconds"
 GEOJSON_CACHE = "hd_geojson_cache"
 WHAT_MAKES_IT_PUBLISHABLE = (
     "A release can be published as it is only when all four hold:\n\n"
@@ -127,14 +131,16 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
                       rows_of: Callable[[object], int] | None = None,
                       workload: Workload | None = None, seconds: float = 0.0,
-                      heading: bool = True) -> Offered:
+                      heading: bool = True,
+                      ledger: ledger_ui.Charge | None = None) -> Offered:
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
     verdict, the level of the intervals, the downloads (`download_buttons`: every file with
     intervals; ``workload``: a range release's public one; ``seconds``: the time the
     release took, to say how long a bootstrap will), and for an exploration release
     the publishable one (`publishable_release`, with ``redraw``: the same configuration
     with secure noise, its intervals made with it; ``rows_of`` counts a release's table
-    rows). Returns the releases offered (`Offered`)."""
+    rows; ``ledger``: its `hierdp_core.ui.ledger.Charge`). Returns the releases offered
+    (`Offered`)."""
     if heading:
         st.divider()
         st.subheader("Export")
@@ -146,7 +152,8 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
     secure = None
     if redraw is not None and release.randomness.get("mode") != "secure":
         drawn = publishable_release(
-            release, prefix, lambda: attach_intervals(redraw(), level, workload), verdict)
+            release, prefix, lambda: attach_intervals(redraw(), level, workload), verdict,
+            ledger)
         if drawn is not None:
             verdict = verdict_box(drawn, structure_declared)
             secure = download_buttons(drawn, f"{prefix}_pub", stem, input_spec,
@@ -160,11 +167,14 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
 
 
 def publishable_release(release, prefix: str, redraw: Callable[[], object],
-                        verdict: dict | None = None):
+                        verdict: dict | None = None,
+                        ledger: ledger_ui.Charge | None = None):
     """A button that draws the configuration of the exploration ``release`` again with
     secure noise; returns that secure release once drawn (kept in session state for this
     exploration release only), else None. ``verdict``: the exploration release's, to say
-    what secure noise alone does not fix."""
+    what secure noise alone does not fix. ``ledger`` (a `hierdp_core.ui.ledger.Charge`):
+    the draw is counted in the dataset's budget across releases, shown beside the button,
+    confirmed before a second draw and refused beyond the total."""
     st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
                 "drawn again with secure noise (no seed).")
     others = [r for r in (verdict or {}).get("not_publishable_because", []) if r != SEEDED]
@@ -173,16 +183,23 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
                    + "; ".join(others) + ".")
     token = release_token(release)
     drawn = st.session_state.setdefault(PUBLISHABLE, {})
+    allowed = ledger is None or ledger_ui.gate(ledger, prefix)
+    took = st.session_state.setdefault(DRAWN_IN, {})
     if st.button("Draw the publishable release (secure noise)", key=f"{prefix}_secure",
-                 icon=":material/lock:"):
+                 icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:
             with st.spinner("Drawing secure noise through OpenDP…"):
-                drawn[prefix] = (token, redraw())
+                drawn[prefix] = (token, redraw() if ledger is None
+                                 else ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:
             st.error(f"The secure release failed: {exc}")
             return None
-        st.caption(f"Drawn with secure noise in {time.perf_counter() - started:.1f} s.")
+        took[prefix] = (token, time.perf_counter() - started)
+        if ledger is not None:
+            st.rerun()  # the running total and the confirmation as they are now
+    if took.get(prefix, (None,))[0] == token:
+        st.caption(f"Drawn with secure noise in {took[prefix][1]:.1f} s.")
     stored = drawn.get(prefix)
     return stored[1] if stored is not None and stored[0] == token else None
 

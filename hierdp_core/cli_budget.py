@@ -1,0 +1,202 @@
+"""The budget across releases on the command line (`hierdp_core.privacy.ledger`):
+``hierdp release --budget-total`` and the release's write-ahead spend, and ``hierdp budget``.
+
+A release with secure noise reserves its budget in the dataset's ledger before any noise is
+drawn (refused in one line when it would exceed the total) and commits it once the release
+folder is written; a seeded (exploration) release never touches the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.privacy.ledger import UNITS, DatasetBudget, Ledger, Spend
+
+FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
+
+
+def add_release_options(p) -> None:
+    """``--budget-total`` and ``--change-budget-total`` of ``hierdp release``."""
+    p.add_argument("--budget-total", metavar="TOTAL",
+                   help="the dataset's privacy budget across all its publishable releases, "
+                        "declared once (kept in ~/.hierdp/ledger.sqlite, or $HIERDP_HOME): "
+                        "a number in the release's unit (epsilon, or rho with --rho) or "
+                        "epsilon=N / rho=N; a release that would exceed it is refused. "
+                        "Without it, the first release's own budget is the total")
+    p.add_argument("--change-budget-total", action="store_true",
+                   help="replace the dataset's declared --budget-total")
+
+
+def add_command(sub) -> None:
+    """The ``hierdp budget`` command."""
+    p = sub.add_parser("budget", help="what each dataset's publishable releases spent, when "
+                                      "and by which release, of its declared total")
+    p.add_argument("--dataset", metavar="FILE|FINGERPRINT",
+                   help="one dataset: its input file (or a Dask dataset's folder or glob) or "
+                        "its fingerprint (the manifest's input.fingerprint.value, or a "
+                        "prefix of it); default: every dataset of the ledger")
+    p.add_argument("--budget-total", metavar="TOTAL",
+                   help="with --dataset: declare its total (epsilon=N or rho=N; a plain "
+                        "number is epsilon)")
+    p.add_argument("--change-budget-total", action="store_true",
+                   help="replace the dataset's declared total")
+    p.add_argument("--key-file", help="the publisher's key the fingerprint is keyed with "
+                                      "(default ~/.config/hierdp/fingerprint.key)")
+    p.add_argument("--json", action="store_true")
+
+
+def parse_total(text: str, default_unit: str) -> tuple[float, str]:
+    """``--budget-total``: ``N`` (in ``default_unit``), ``epsilon=N`` or ``rho=N``."""
+    unit, _, number = text.rpartition("=")
+    unit = unit.strip().lower() or default_unit
+    try:
+        value = float(number)
+    except ValueError:
+        value = float("nan")
+    if unit not in UNITS or not value > 0 or value == float("inf"):
+        raise InputError(f"--budget-total takes a positive number, epsilon=N or rho=N, got "
+                         f"{text!r}")
+    return value, unit
+
+
+def input_fingerprint(content, key_file, out: Path | None) -> str:
+    """The keyed fingerprint of the input (the one its manifests carry)."""
+    from hierdp_core.export import keyed_fingerprint, publisher_key
+
+    key, _ = publisher_key(key_file, out)
+    return keyed_fingerprint(content, key)
+
+
+def reserve_release(args, budget, mechanism: str, source, content) -> tuple | None:
+    """The write-ahead spend of ``hierdp release``: (ledger, fingerprint, `Spend`), or None
+    for a seeded release; the total declared first when ``--budget-total`` is given. Called
+    after the input is checked and before any noise is drawn."""
+    if not source.secure:
+        if args.budget_total is not None or args.change_budget_total:
+            raise InputError("--budget-total counts publishable releases; a seeded "
+                             "(exploration) release spends nothing: drop it, or --seed")
+        return None
+    from hierdp_core.atomic import check_target
+    from hierdp_core.export import MANIFEST
+    from hierdp_core.privacy.ledger import unit_of
+
+    out = Path(args.out)
+    ledger = Ledger()
+    if ledger.path.resolve().is_relative_to(out.resolve()):
+        raise InputError(f"the budget ledger {str(ledger.path)!r} lies inside the release "
+                         f"folder {str(out)!r}; set HIERDP_HOME elsewhere")
+    check_target(out, args.overwrite, MANIFEST)  # a refused --out spends nothing
+    fingerprint = input_fingerprint(content, args.key_file, out)
+    label = Path(str(args.input)).name
+    declare_if_given(args, ledger, fingerprint, label, unit_of(budget))
+    spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
+                           mechanism=mechanism)
+    return ledger, fingerprint, spend
+
+
+def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
+                     default_unit: str) -> None:
+    """The dataset's total declared when ``--budget-total`` is given (a plain number in
+    ``default_unit``); ``--change-budget-total`` alone is refused."""
+    if args.budget_total is not None:
+        total, unit = parse_total(args.budget_total, default_unit)
+        ledger.declare_total(fingerprint, total, unit=unit, label=label,
+                             change=args.change_budget_total)
+    elif args.change_budget_total:
+        raise InputError("--change-budget-total goes with --budget-total N")
+
+
+def commit_release(reserved: tuple | None, manifest: Path) -> str | None:
+    """Mark the reserved spend as the release written in ``manifest``'s folder; the line
+    saying what the dataset has spent (None for a seeded release)."""
+    if reserved is None:
+        return None
+    from hierdp_core.export import file_sha256
+
+    ledger, fingerprint, spend = reserved
+    ledger.commit(spend.release_id, manifest_sha256=file_sha256(manifest))
+    return summary_line(ledger.status(fingerprint), spend)
+
+
+def summary_line(now: DatasetBudget, spend: Spend) -> str:
+    """``budget: ...``: this release's charge and the dataset's spent / total."""
+    implicit = "" if now.declared else (" (not declared: the first release's budget; "
+                                        "declare one with --budget-total)")
+    return (f"budget: this release spent {now.unit} {spend.charge:g}; {now.label} has spent "
+            f"{now.spent:g} of {now.total:g}{implicit}, {now.remaining:g} left "
+            f"(release id {spend.release_id})")
+
+
+def cmd_budget(args) -> int:
+    ledger = Ledger()
+    if args.dataset is None:
+        if args.budget_total is not None or args.change_budget_total:
+            raise InputError("--budget-total needs --dataset FILE")
+        datasets = ledger.datasets()
+        if args.json:
+            print(json.dumps({"ledger": str(ledger.path),
+                              "datasets": [as_dict(d) for d in datasets]}, indent=2))
+        elif not datasets:
+            print(f"no publishable release recorded in {ledger.path}")
+        for d in [] if args.json else datasets:
+            print(overview_line(d))
+        return 0
+    fingerprint, label = resolve_dataset(args.dataset, args.key_file, ledger)
+    declare_if_given(args, ledger, fingerprint, label, "epsilon")
+    now = ledger.status(fingerprint)
+    if args.json:
+        print(json.dumps(as_dict(now), indent=2))
+        return 0
+    print(f"dataset {now.label or label} (fingerprint {fingerprint[:16]}…)")
+    for s in now.spends:
+        state = ("committed " + (s.committed_utc or "") if s.finished
+                 else "UNFINISHED: counted, its noise may have been drawn")
+        print(f"  {s.reserved_utc}  {now.unit} {s.charge:g}  ({s.definition} "
+              f"{'rho' if s.definition == 'zcdp' else 'epsilon'} {s.budget:g}"
+              f"{f', delta {s.delta:g}' if s.delta else ''})  {s.mechanism}  -> "
+              f"{s.destination}  release {s.release_id}  {state}")
+    print(overview_line(now))
+    return 0
+
+
+def overview_line(d: DatasetBudget) -> str:
+    """One dataset's spent / total / remaining in one line."""
+    if d.total is None:
+        return f"{d.label or d.fingerprint[:16]}: no publishable release yet; no total declared"
+    unfinished = sum(not s.finished for s in d.spends)
+    delta = f", delta {d.delta_spent:g} spent" if d.delta_spent else ""
+    return (f"{d.label} ({d.fingerprint[:16]}…): {d.unit} {d.spent:g} spent of "
+            f"{d.total:g} ({'declared' if d.declared else 'implicit: not declared'}), "
+            f"{d.remaining:g} left{delta}; {len(d.spends)} release(s)"
+            + (f", {unfinished} unfinished (counted)" if unfinished else ""))
+
+
+def as_dict(d: DatasetBudget) -> dict:
+    return {"fingerprint": d.fingerprint, "label": d.label, "unit": d.unit, "total": d.total,
+            "declared": d.declared, "spent": d.spent, "remaining": d.remaining,
+            "delta_spent": d.delta_spent,
+            "releases": [{**s.__dict__, "finished": s.finished} for s in d.spends]}
+
+
+def resolve_dataset(text: str, key_file, ledger: Ledger) -> tuple[str, str]:
+    """(fingerprint, label) of ``--dataset``: an input file (or a Dask dataset), else a
+    fingerprint or a unique prefix of one in the ledger."""
+    path = Path(text)
+    if path.exists() or any(ch in text for ch in "*?["):
+        from hierdp_core.engine.dask_engine import dataset_files
+
+        content = path if path.is_file() else dataset_files(text)
+        return input_fingerprint(content, key_file, None), path.name
+    if not FINGERPRINT.fullmatch(text):
+        raise InputError(f"--dataset {text!r} is neither a file nor a fingerprint")
+    matches = [d for d in ledger.datasets() if d.fingerprint.startswith(text)]
+    if len(matches) > 1:
+        raise InputError(f"the fingerprint prefix {text!r} matches {len(matches)} datasets; "
+                         "give more of it")
+    if not matches and len(text) < 64:
+        raise BudgetError(f"no dataset with a fingerprint starting {text!r} in "
+                          f"{ledger.path}")
+    return (matches[0].fingerprint, matches[0].label) if matches else (text, "")

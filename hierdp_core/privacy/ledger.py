@@ -1,0 +1,321 @@
+"""The budget of a dataset across releases: a write-ahead ledger that refuses to overspend.
+
+A dataset is keyed by its input fingerprint (an HMAC under the publisher's key, as in the
+manifest: `hierdp_core.export.keyed_fingerprint`), never by a plain hash of the data. The
+ledger is one SQLite file, ``$HIERDP_HOME/ledger.sqlite`` (``~/.hierdp/ledger.sqlite``
+without HIERDP_HOME), beside the publisher's key and never in a release folder.
+
+Each dataset has a total in one unit:
+
+* ``epsilon`` (pure and approximate DP, basic composition): the epsilons of its releases
+  add up (their deltas add up too and are shown; no total is declared for delta). A zCDP
+  release cannot be counted against it and is refused.
+* ``rho`` (zCDP): the rhos add up; a pure epsilon-DP release counts as epsilon^2 / 2
+  (Bun & Steinke 2016, Prop. 1.4). An approximate-DP release is refused.
+
+The total is declared once (`declare_total`; changing it needs ``change=True``, and it never
+drops below what is spent). Without a declaration, the first release's own budget becomes
+the total (marked *implicit*): a dataset never spends more than one release's budget until
+the publisher declares a total.
+
+Write-ahead: `reserve` checks the total and records the spend in one transaction BEFORE any
+noise is drawn; `commit` marks it with where the release went once it is written. A
+reservation that is never committed (a killed or failed run: its noise may have been drawn)
+counts as spent and is listed as unfinished. Both are idempotent for one release id, so a
+replayed step never counts a release twice. Exploration (seeded) releases never come here.
+
+Example
+-------
+>>> import tempfile, pathlib
+>>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
+>>> ledger.declare_total("ab" * 32, 2.0, unit="epsilon", label="people.csv")
+>>> spend = ledger.reserve("ab" * 32, PrivacyBudget.pure(1.5), label="people.csv",
+...                        destination="out", mechanism="topdown")
+>>> ledger.commit(spend.release_id, manifest_sha256="00")
+>>> ledger.status("ab" * 32).remaining
+0.5
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import sqlite3
+import uuid
+from contextlib import closing, contextmanager
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
+
+HOME_ENV = "HIERDP_HOME"
+LEDGER_FILE = "ledger.sqlite"
+UNITS = ("epsilon", "rho")
+RESERVED, COMMITTED = "reserved", "committed"
+_REL_TOL = 1e-9  # sums of float budgets: 0.1 + 0.2 fits a total of 0.3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS datasets (
+    fingerprint TEXT PRIMARY KEY,
+    unit TEXT NOT NULL CHECK (unit IN ('epsilon', 'rho')),
+    total REAL NOT NULL CHECK (total > 0),
+    declared INTEGER NOT NULL,
+    set_utc TEXT NOT NULL,
+    label TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS spends (
+    release_id TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL REFERENCES datasets (fingerprint),
+    definition TEXT NOT NULL,
+    budget REAL NOT NULL,
+    delta REAL,
+    charge REAL NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('reserved', 'committed')),
+    reserved_utc TEXT NOT NULL,
+    committed_utc TEXT,
+    destination TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    manifest_sha256 TEXT
+);
+"""
+
+
+def hierdp_home() -> Path:
+    """The per-user folder of the ledger: ``$HIERDP_HOME``, else ``~/.hierdp``."""
+    return Path(os.environ.get(HOME_ENV) or Path.home() / ".hierdp")
+
+
+def default_ledger_path() -> Path:
+    return hierdp_home() / LEDGER_FILE
+
+
+def table_fingerprint(table, key: bytes) -> str:
+    """HMAC-SHA256 under the publisher's key of a table's content (its column names and
+    every value, row by row, whatever its file format): the dashboard's dataset key, where
+    the table was read from an upload or is a bundled sample, not a file on disk."""
+    import hashlib
+    import hmac
+
+    import pandas as pd
+
+    mac = hmac.new(key, b"hierdp-table/1\0", digestmod=hashlib.sha256)
+    mac.update("\0".join(map(str, table.columns)).encode())
+    mac.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
+    return mac.hexdigest()
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def charge_of(budget: PrivacyBudget, unit: str) -> float:
+    """What ``budget`` costs in a dataset's ``unit`` (see the module docstring); a
+    `BudgetError` when it cannot be counted in that unit."""
+    if unit == "epsilon" and budget.definition in (PURE_DP, APPROX_DP):
+        return budget.value
+    if unit == "rho" and budget.definition == ZCDP:
+        return budget.value
+    if unit == "rho" and budget.definition == PURE_DP:
+        return budget.value ** 2 / 2
+    raise BudgetError(f"this dataset's budget is counted in {unit}; a {budget.definition} "
+                      f"release cannot be counted against it (release with "
+                      f"{'--epsilon' if unit == 'epsilon' else '--rho or a pure --epsilon'})")
+
+
+def unit_of(budget: PrivacyBudget) -> str:
+    """The unit a dataset's total takes from its first release's budget."""
+    return "rho" if budget.definition == ZCDP else "epsilon"
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One release's entry: ``charge`` is in the dataset's unit; ``budget`` in the
+    release's own (epsilon, or rho under zCDP). ``status`` is reserved (unfinished: counted,
+    its noise may have been drawn) or committed."""
+
+    release_id: str
+    definition: str
+    budget: float
+    delta: float | None
+    charge: float
+    status: str
+    reserved_utc: str
+    committed_utc: str | None
+    destination: str
+    mechanism: str
+    manifest_sha256: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status == COMMITTED
+
+
+@dataclass(frozen=True)
+class DatasetBudget:
+    """A dataset's total (None before its first release or declaration), what its releases
+    spent (unfinished ones included) and each spend, oldest first."""
+
+    fingerprint: str
+    label: str
+    unit: str | None
+    total: float | None
+    declared: bool
+    spends: tuple[Spend, ...]
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(s.charge for s in self.spends)
+
+    @property
+    def delta_spent(self) -> float:
+        return math.fsum(s.delta for s in self.spends
+                         if s.delta is not None and s.definition == APPROX_DP)
+
+    @property
+    def remaining(self) -> float | None:
+        return None if self.total is None else max(self.total - self.spent, 0.0)
+
+    def fits(self, charge: float) -> bool:
+        """Whether one more release of ``charge`` stays within the total."""
+        return self.total is None or self.spent + charge <= self.total * (1 + _REL_TOL)
+
+
+class Ledger:
+    """The ledger in one SQLite file (created with its folder, owner-only, on first use)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else default_ledger_path()
+
+    @contextmanager
+    def _transaction(self):
+        """A connection in an immediate (write-locked) transaction, committed on success."""
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fresh = not self.path.exists()
+            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            if fresh:
+                os.chmod(self.path, 0o600)
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"cannot open the budget ledger {str(self.path)!r}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        with closing(connection):
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    connection.execute(statement)
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException as exc:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise InputError(f"the budget ledger {str(self.path)!r} cannot be used: "
+                                     f"{exc}") from None
+                raise
+
+    def status(self, fingerprint: str) -> DatasetBudget:
+        """The dataset's budget and spends (an empty one for a dataset never seen)."""
+        with self._transaction() as db:
+            return _status(db, fingerprint)
+
+    def datasets(self) -> list[DatasetBudget]:
+        """Every dataset of the ledger, in the order they were first set."""
+        if not self.path.exists():
+            return []
+        with self._transaction() as db:
+            rows = db.execute("SELECT fingerprint FROM datasets ORDER BY set_utc, rowid")
+            return [_status(db, fp) for (fp,) in rows.fetchall()]
+
+    def declare_total(self, fingerprint: str, total: float, *, unit: str, label: str,
+                      change: bool = False) -> None:
+        """Declare the dataset's total. A declared total different from ``total`` is kept
+        unless ``change``; a total below what is spent, or in another unit than its spends,
+        is refused."""
+        if unit not in UNITS:
+            raise BudgetError(f"a budget total is in epsilon or rho, not {unit!r}")
+        if not (isinstance(total, (int, float)) and math.isfinite(total) and total > 0):
+            raise BudgetError(f"a budget total must be a positive number, got {total!r}")
+        with self._transaction() as db:
+            now = _status(db, fingerprint)
+            if now.declared and not change:
+                if now.unit == unit and math.isclose(now.total, total):
+                    return
+                raise BudgetError(f"the budget total of {now.label} is already declared as "
+                                  f"{now.unit} {now.total:g}; to change it, add "
+                                  "--change-budget-total")
+            if now.spends and now.unit != unit:
+                raise BudgetError(f"{now.label} has spent {now.unit} {now.spent:g} already; "
+                                  f"its total is in {now.unit}, not {unit}")
+            if now.spent > total * (1 + _REL_TOL):
+                raise BudgetError(f"{now.label} has spent {now.unit} {now.spent:g} already; "
+                                  f"a total of {total:g} is below it")
+            db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, 1, ?, ?)",
+                       (fingerprint, unit, float(total), _now(), now.label or label))
+
+    def reserve(self, fingerprint: str, budget: PrivacyBudget, *, label: str,
+                destination: str, mechanism: str, release_id: str | None = None) -> Spend:
+        """Record the spend of one release before its noise is drawn, or refuse it (a
+        `BudgetError` naming spent, total and asked) when it would exceed the dataset's
+        total. Without a total, the release's own budget becomes it (implicit). An existing
+        ``release_id`` returns its entry unchanged (a replay counts nothing twice)."""
+        with self._transaction() as db:
+            if release_id is not None:
+                row = db.execute("SELECT * FROM spends WHERE release_id = ?",
+                                 (release_id,)).fetchone()
+                if row is not None:
+                    return Spend(*row[:1], *row[2:])
+            now = _status(db, fingerprint)
+            unit = now.unit or unit_of(budget)
+            charge = charge_of(budget, unit)
+            if now.total is None:
+                db.execute("INSERT INTO datasets VALUES (?, ?, ?, 0, ?, ?)",
+                           (fingerprint, unit, charge, _now(), label))
+            elif not now.fits(charge):
+                raise BudgetError(refusal(now, charge))
+            spend = Spend(release_id or uuid.uuid4().hex, budget.definition, budget.value,
+                          budget.delta, charge, RESERVED, _now(), None, destination,
+                          mechanism, None)
+            db.execute("INSERT INTO spends VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (spend.release_id, fingerprint, *astuple(spend)[1:]))
+            return spend
+
+    def commit(self, release_id: str, *, manifest_sha256: str | None = None,
+               destination: str | None = None) -> None:
+        """Mark a reserved spend as a finished release (idempotent); an unknown id is an
+        error."""
+        with self._transaction() as db:
+            row = db.execute("SELECT status FROM spends WHERE release_id = ?",
+                             (release_id,)).fetchone()
+            if row is None:
+                raise BudgetError(f"no reservation {release_id!r} in the budget ledger")
+            if row[0] == COMMITTED:
+                return
+            db.execute("UPDATE spends SET status = ?, committed_utc = ?, manifest_sha256 = ?, "
+                       "destination = COALESCE(?, destination) WHERE release_id = ?",
+                       (COMMITTED, _now(), manifest_sha256, destination, release_id))
+
+
+def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
+    row = db.execute("SELECT unit, total, declared, label FROM datasets WHERE fingerprint = ?",
+                     (fingerprint,)).fetchone()
+    rows = db.execute("SELECT * FROM spends WHERE fingerprint = ? ORDER BY reserved_utc, rowid",
+                      (fingerprint,)).fetchall()
+    spends = tuple(Spend(r[0], *r[2:]) for r in rows)
+    if row is None:
+        return DatasetBudget(fingerprint, "", None, None, False, spends)
+    return DatasetBudget(fingerprint, row[3], row[0], row[1], bool(row[2]), spends)
+
+
+def refusal(now: DatasetBudget, charge: float) -> str:
+    """The one line refusing a release of ``charge`` that does not fit ``now``'s total."""
+    unit = now.unit
+    if not now.declared:
+        return (f"{now.label}'s budget total is not declared: its first release spent "
+                f"{unit} {now.spent:g}, the total until you declare one; this release asks "
+                f"{unit} {charge:g} more: declare the total with --budget-total "
+                f"(at least {now.spent + charge:g})")
+    return (f"this release would exceed {now.label}'s budget: {unit} {now.spent:g} of "
+            f"{now.total:g} spent, {now.remaining:g} left, this release asks {charge:g} "
+            "(a larger total needs --budget-total N --change-budget-total)")

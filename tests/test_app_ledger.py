@@ -1,0 +1,106 @@
+"""The budget across releases on the Export page (AppTest): the running total of the
+dataset beside "Draw the publishable release", a confirmation before a second draw, a
+friendly refusal beyond the total, the declaration of the total, and every draw recorded in
+the ledger the command line reads."""
+
+from __future__ import annotations
+
+from test_app import assert_clean, page
+
+from hierdp_core.privacy.ledger import COMMITTED, Ledger
+from hierdp_core.ui import session
+
+SAMPLE = "us-counties"
+
+
+def captions(at) -> str:
+    return " | ".join(c.value for c in at.caption)
+
+
+def export_page():
+    """The Export page on the sample, least squares (intervals in closed form), ε 1."""
+    at = page("pages/4_Results.py", SAMPLE)
+    at.session_state[session.SETTINGS] = {
+        "mechanism": "least-squares", "params": {}, "definition": "pure-dp", "epsilon": 1.0,
+        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}
+    at.run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    return at
+
+
+def spends():
+    datasets = Ledger().datasets()
+    return [] if not datasets else list(datasets[0].spends)
+
+
+def test_a_second_publishable_draw_asks_first_and_none_goes_beyond_the_total():
+    at = export_page()
+    assert "no publishable release of this dataset yet. This draw spends ε 1; with no " \
+           "total declared, it becomes the dataset's total" in captions(at)
+    assert not at.button(key="ex_secure").disabled and spends() == []
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    first = spends()
+    assert [(s.charge, s.status) for s in first] == [(1.0, COMMITTED)]
+    assert first[0].destination.startswith("dashboard (ex downloads, release ")
+
+    # a second draw: the implicit total (the first draw's ε) is spent: refused, kindly
+    assert "1 publishable release(s) have spent ε 1 of 1 (not declared" in captions(at)
+    assert at.button(key="ex_secure").disabled
+    assert [i.value for i in at.info] == [
+        "Another publishable draw would spend ε 1, more than the 0 left of this dataset's "
+        "total 1. Publish the release already drawn, or declare a larger total below if your "
+        "data protection plan allows it."]
+
+    at.number_input(key="ex_budget_total").set_value(2.5).run()
+    at.button(key="ex_budget_declare").click().run()
+    assert_clean(at)
+    confirm = at.checkbox(key="ex_budget_confirm_1")
+    assert confirm.label == ("Draw again: this spends another ε 1, a total of 2 of 2.5 on "
+                             "this dataset") and confirm.value is False
+    assert at.button(key="ex_secure").disabled  # not before it is confirmed
+    confirm.check().run()
+    assert not at.button(key="ex_secure").disabled
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    assert [s.charge for s in spends()] == [1.0, 1.0]
+    assert "have spent ε 2 of 2.5, 0.5 left" in captions(at)
+    assert at.button(key="ex_secure").disabled
+    assert "more than the 0.5 left of this dataset's total 2.5" in at.info[0].value
+
+    # the declared total changes only when asked to
+    at.number_input(key="ex_budget_total").set_value(4.0).run()
+    assert at.button(key="ex_budget_declare").disabled
+    at.checkbox(key="ex_budget_change").check().run()
+    at.button(key="ex_budget_declare").click().run()
+    assert Ledger().datasets()[0].total == 4.0
+    third = at.checkbox(key="ex_budget_confirm_2")  # a third draw asks again
+    assert third.value is False and third.label.endswith("a total of 3 of 4 on this dataset")
+    assert at.button(key="ex_secure").disabled
+
+
+def test_exploration_spends_nothing_and_a_first_draw_beyond_the_total_is_not_offered():
+    at = export_page()
+    assert at.session_state[session.RELEASE].randomness["mode"] == "exploration"
+    assert spends() == []  # the seeded exploration release is not counted
+    at.number_input(key="ex_budget_total").set_value(0.5).run()
+    at.button(key="ex_budget_declare").click().run()
+    assert_clean(at)
+    assert "This draw spends ε 1 of the declared total 0.5." in captions(at)
+    assert at.button(key="ex_secure").disabled
+    assert "more than the 0.5 left of this dataset's total 0.5" in at.info[0].value
+    assert Ledger().datasets()[0].spends == ()
+
+
+def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample():
+    at = page("pages/9_Ranges.py").run()
+    assert_clean(at)
+    assert "no publishable release of this dataset yet" in captions(at)
+    at.button(key="rg_secure").click().run()
+    assert_clean(at)
+    (dataset,) = Ledger().datasets()
+    assert dataset.label == "bundled sample italy-municipalities" and len(dataset.spends) == 1
+    assert dataset.spends[0].destination.startswith("dashboard (rg downloads, release ")
+    assert at.button(key="rg_secure").disabled  # its implicit total is spent
+    assert any("Another publishable draw would spend ε 1" in i.value for i in at.info)
