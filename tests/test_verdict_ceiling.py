@@ -60,12 +60,13 @@ def test_epsilon_above_the_ceiling_is_not_publishable(capsys, files):
 
 
 def test_a_raised_ceiling_is_recorded_and_an_epsilon_at_the_ceiling_is_publishable(
-        capsys, files):
+        capsys, files, monkeypatch, tmp_path):
     code, stdout, _, manifest = release(capsys, files, "raised", "--mechanism", "topdown",
                                         "--epsilon", "20", "--max-epsilon", "20")
     assert code == 0 and manifest["publishable"] is True
     assert manifest["epsilon_ceiling"]["max_epsilon"] == 20.0
     assert "epsilon 20 <= ceiling 20" in stdout
+    monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "another"))  # a budget not yet spent
     code, _, _, manifest = release(capsys, files, "at", "--mechanism", "topdown",
                                    "--epsilon", "10")
     assert code == 0 and manifest["publishable"] is True
@@ -79,7 +80,7 @@ def test_a_bad_ceiling_is_one_line_and_exit_2(capsys, files, value):
     assert manifest is None
 
 
-def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files):
+def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files, monkeypatch, tmp_path):
     code, _, _, manifest = release(capsys, files, "rho", "--mechanism", "topdown",
                                    "--rho", "2")  # no delta: the reference delta
     assert code == 0 and manifest["publishable"] is False
@@ -87,6 +88,7 @@ def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files):
     assert manifest["epsilon_ceiling"]["epsilon"] == pytest.approx(expected, rel=1e-12)
     assert manifest["epsilon_ceiling"]["delta"] == REFERENCE_DELTA
     assert "reference delta" in manifest["epsilon_ceiling"]["conversion"]
+    monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "another"))  # a budget not yet spent
     code, _, _, manifest = release(capsys, files, "rho-small", "--mechanism", "topdown",
                                    "--rho", "0.5", "--delta", "1e-9")
     assert code == 0 and manifest["publishable"] is True
