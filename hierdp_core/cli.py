@@ -316,7 +316,7 @@ def cmd_audit(args) -> int:
 
     get_mechanism(args.mechanism)
     result = audit_mechanism(args.mechanism, args.epsilon, trials=args.trials, seed=args.seed,
-                             whole=True if args.whole else None)
+                             whole=True if args.whole else None, secure=args.secure)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
         return 0 if result.passed else 1

@@ -306,5 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--whole", action="store_true",
                    help="composite mechanisms: audit the whole mechanism against the whole "
                         "epsilon too, besides each stage against its share")
+    p.add_argument("--secure", action="store_true",
+                   help="draw every trial's noise through the secure path a publishable "
+                        "release uses (no seed: --seed is ignored and the run cannot be "
+                        "repeated draw for draw; the bound needs only the draws)")
     p.add_argument("--json", action="store_true")
     return parser
