@@ -100,8 +100,10 @@ def cmd_mechanisms(args) -> int:
 
 
 def cmd_release(args) -> int:
+    from hierdp_core.atomic import check_writable
     from hierdp_core.export import write_release
 
+    check_writable(args.out)  # an --out that cannot be written is refused before the work
     mechanism = get_mechanism(args.mechanism)
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
