@@ -26,7 +26,8 @@ from hierdp_core.errors import InputError
 
 SUPPORTED_QUERIES = ("counts", "group-sizes", "flows")
 #: options of the in-memory engine that reshape the whole table (flag, its value when unset)
-IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum"}
+IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum",
+                  "encoding": None}
 
 
 def check_dask_args(args, mechanism) -> None:
