@@ -69,6 +69,7 @@ from hierdp_core.viz import (
 PUBLIC_BANNER = ("Released values and public parameters only: no true count is in this "
                  "report.")
 EXPLORATION = "EXPLORATION - NOT FOR PUBLICATION"
+EXPLORATION_FILE_TAG = "EXPLORATION-NOT-FOR-PUBLICATION"
 EXPLORATION_BANNER = (f"{EXPLORATION}: this release is not publishable as it is (see the "
                       "verdict).")
 TRADEOFF_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -192,7 +193,7 @@ def report_file_stem(release, *, structure_declared: bool, evaluation: bool) -> 
     verdict = release_verdict(release, structure_declared=structure_declared)
     stem = "hierdp_release_report"
     if not verdict["publishable"]:
-        stem = f"{EXPLORATION.replace(' - ', '-').replace(' ', '-')}_{stem}"
+        stem = f"{EXPLORATION_FILE_TAG}_{stem}"
     return f"CONFIDENTIAL_{stem}" if evaluation else stem
 
 
