@@ -134,6 +134,7 @@ def test_report_after_the_publishable_draw_shows_the_publishable_values(
     page.get_by_text("Publishable as it is").first.wait_for(timeout=120_000)
     secure_csv = page.get_by_role("button", name="Secure: Release table (CSV)")
     secure_csv.wait_for(timeout=120_000)
+    settle(page)  # a click during a redraw can hit the previous file's URL
     with page.expect_download() as download:
         secure_csv.click()
     table = pd.read_csv(download.value.path(), dtype={"node_id": str}, keep_default_na=False)
