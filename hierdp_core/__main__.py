@@ -1,3 +1,3 @@
-from hierdp_core.cli import main
+from hierdp_core.cli_entry import entry
 
-raise SystemExit(main())
+entry()

@@ -25,6 +25,7 @@ import ctypes.util
 import os
 import secrets
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +77,34 @@ def _remove_stale_stages(target: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+def _unwritable(reason: str, target: Path, where: Path) -> InputError:
+    at = "" if where == target else f" ({str(where)!r})"
+    return InputError(f"cannot write the output folder {str(target)!r}: {reason}{at}")
+
+
+def check_writable(target: str | Path) -> None:
+    """Refuse, before any work, an output folder ``target`` that cannot be written: one
+    line naming it and the reason (a read-only mount, permission denied, a file in the way,
+    a mount point, which a release cannot replace whole by renaming). The test is the
+    write itself: a staging folder made and removed in the nearest existing folder above
+    ``target`` (where the release's staging folder and missing parents will go)."""
+    target = Path(os.path.abspath(target))
+    if os.path.ismount(target):
+        raise _unwritable("it is a mount point, which a release cannot replace whole; give "
+                          "a folder inside it", target, target)
+    if target.exists() and not target.is_dir():
+        raise _unwritable("it exists and is not a folder", target, target)
+    where = target.parent
+    while not where.exists():
+        where = where.parent
+    if not where.is_dir():
+        raise _unwritable("a file is in the way, not a folder", target, where)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{target.name}{_STAGE_TAG}", dir=where))
+    except OSError as exc:
+        raise _unwritable((exc.strerror or str(exc)).lower(), target, where) from None
+
+
 def check_target(target: Path, overwrite: bool, marker: str) -> None:
     """Refuse an existing non-empty target without ``overwrite``, and any non-empty folder
     that is not a release (has no ``marker`` file), whatever ``overwrite`` says."""
@@ -99,14 +128,15 @@ def staged_folder(target: str | Path, *, overwrite: bool, marker: str) -> Iterat
     (and is removed when it fails). ``marker`` names the file every release folder holds."""
     target = Path(target)
     check_target(target, overwrite, marker)
+    check_writable(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_stages(target)
         stage = target.parent / f".{target.name}{_STAGE_TAG}{secrets.token_hex(4)}"
         stage.mkdir()
     except OSError as exc:
-        raise InputError(f"cannot create the output folder {str(target)!r}: "
-                         f"{exc.strerror or exc}") from None
+        raise _unwritable((exc.strerror or str(exc)).lower(), target,
+                          Path(exc.filename or target)) from None
     try:
         yield stage
         _fsync_tree(stage)
@@ -119,5 +149,8 @@ def staged_folder(target: str | Path, *, overwrite: bool, marker: str) -> Iterat
                 stage = aside
         else:
             os.rename(stage, target)
+    except OSError as exc:  # a full disk, a mount gone read-only meanwhile...
+        raise _unwritable((exc.strerror or str(exc)).lower(), target,
+                          Path(exc.filename or target)) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)

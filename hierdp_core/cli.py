@@ -102,8 +102,10 @@ def cmd_mechanisms(args) -> int:
 
 
 def cmd_release(args) -> int:
+    from hierdp_core.atomic import check_writable
     from hierdp_core.export import write_release
 
+    check_writable(args.out)  # an --out that cannot be written is refused before the work
     mechanism = get_mechanism(args.mechanism)
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
@@ -337,7 +339,7 @@ def cmd_audit(args) -> int:
 
     get_mechanism(args.mechanism)
     result = audit_mechanism(args.mechanism, args.epsilon, trials=args.trials, seed=args.seed,
-                             whole=True if args.whole else None)
+                             whole=True if args.whole else None, secure=args.secure)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
         return 0 if result.passed else 1

@@ -136,12 +136,13 @@ def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=
     from hierdp_core.structure import read_geography
 
     ragged = bool(getattr(args, "ragged", False))
+    encoding = getattr(args, "encoding", None)
     if flows is not None:  # columns named as either end or by their common names
         from hierdp_core.flows.data import read_flow_geography
 
-        return read_flow_geography(path, *flows, ragged=ragged)
+        return read_flow_geography(path, *flows, ragged=ragged, encoding=encoding)
     return read_geography(path, levels, name_columns=names, local_codes=args.local_codes,
-                          ragged=ragged)
+                          ragged=ragged, encoding=encoding)
 
 
 def _flow_data(args, table):

@@ -18,6 +18,10 @@ KEY_FILE_HELP = ("the publisher's secret key, which keys the input fingerprint a
 #: quantities a release may publish exactly, when declared with --invariant
 
 
+ENCODING_HELP = ("the text encoding of a CSV/TSV input table and of its --geography file, "
+                 "e.g. latin-1 or cp1252 (Excel on Windows); default: UTF-8, or the file's "
+                 "byte-order mark")
+
 def _seed(text: str) -> int:
     """A non-negative integer seed (argparse type)."""
     try:
@@ -169,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="release counts, group sizes or O/D flows from a CSV / "
                                        "Parquet / Excel table")
     p.add_argument("input", nargs="?", help="the input table (or the configuration's data)")
+    p.add_argument("--encoding", help=ENCODING_HELP)
     p.add_argument("--config", metavar="FILE",
                    help="a saved configuration (JSON, hierdp-config/1, as the dashboard "
                         "saves it): data, levels, query, mechanism, parameters, budget, split "
@@ -306,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(reads confidential data)")
     p.add_argument("input")
     p.add_argument("release_dir")
+    p.add_argument("--encoding", help=ENCODING_HELP)
     p.add_argument("--geography", metavar="FILE",
                    help="the release's geography file (default: the file named in the "
                         "manifest, beside the input or in the current folder)")
@@ -337,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--whole", action="store_true",
                    help="composite mechanisms: audit the whole mechanism against the whole "
                         "epsilon too, besides each stage against its share")
+    p.add_argument("--secure", action="store_true",
+                   help="draw every trial's noise through the secure path a publishable "
+                        "release uses (no seed: --seed is ignored and the run cannot be "
+                        "repeated draw for draw; the bound needs only the draws)")
     p.add_argument("--json", action="store_true")
     cli_budget.add_command(sub)
     return parser

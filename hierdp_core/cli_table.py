@@ -62,8 +62,9 @@ def read_input(args, path: Path) -> pd.DataFrame:
     ``--wide`` pattern is resolved against the file's header alone)."""
     from hierdp_core.data.loaders import read_header, read_table
 
-    header = read_header(path) if getattr(args, "wide", None) else None
-    return read_table(path, columns=input_columns(args, header))
+    encoding = getattr(args, "encoding", None)
+    header = read_header(path, encoding=encoding) if getattr(args, "wide", None) else None
+    return read_table(path, columns=input_columns(args, header), encoding=encoding)
 
 
 def lookalike_warning(args, table) -> str | None:
@@ -224,7 +225,7 @@ def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
                             wide_name=spec.get("wide_name"),
                             missing=spec.get("missing"), ragged=bool(spec.get("ragged")),
                             names=None, **evaluate_structure(args, spec))
-    return ns, read_table(Path(args.input))
+    return ns, read_table(Path(args.input), encoding=getattr(args, "encoding", None))
 
 
 def evaluate_structure(args, spec: dict) -> dict:

@@ -62,6 +62,8 @@ REGISTRY: dict[str, MetricName] = {
                          "private partition spends (0: no partition at this level)"),
     "epsilon_stage2": _M("ε queries (Stage 2)", "the part of the level's ε spent on the "
                          "range queries over the buckets"),
+    "stage1_units": _M("Units partitioned (Stage 1)", "how many of the level's units DAWA's "
+                       "private partition ran on (0: Stage 1 skipped at this level)"),
     "mechanism": _M("Mechanism", "the release mechanism"),
     "seconds": _M("Seconds per release", "wall time of one release (mean over the runs)"),
     "ci95_abs_error": _M("95% of errors within ±", "the 95% quantile of |noise| of one cell "

@@ -222,7 +222,7 @@ def document(title: str, body: str, created: str, *, banner: str | None,
     bar = (f'<div class="banner {banner_class}" role="alert">{escape(banner)}</div>'
            if banner else "")
     top = bar.replace('class="banner', 'class="banner top', 1)
-    prefix = "CONFIDENTIAL: " if banner == CONFIDENTIAL_BANNER else ""
+    prefix = "CONFIDENTIAL: " if banner and banner.startswith(CONFIDENTIAL_BANNER) else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

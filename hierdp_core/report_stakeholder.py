@@ -5,7 +5,11 @@ config of `hierdp_core.viz`), readable without a network.
 Sections: a plain-language explanation, the configuration (as saved by
 `hierdp_core.config`), the publishable verdict, the budget ledger, maps of the released
 values, the a priori error per level and its trade-off against epsilon. All of these come
-from the release and public parameters only, and the report says so in a green banner.
+from the release and public parameters only. Only a publishable release (its verdict:
+secure noise, private mechanism, declared structure) gets the green banner saying so; any
+other release is exploration, and its report says `EXPLORATION_BANNER` in red, in its
+title and (`report_file_stem`) in its file name. A report of a secure release shows no
+seed, even if the configuration given holds one (the exploration's).
 With ``evaluation=True`` it also holds the error against the TRUE data (tables, a true vs
 released plot, and the Trade-offs page's sweep when given): it then carries the red
 CONFIDENTIAL banner of `hierdp_core.report`.
@@ -19,8 +23,10 @@ Example
 ...                              ["state", "county"], count_column="count")
 >>> rel = release_side(data, Side("topdown", 1.0, seed=0))
 >>> page = report_html(rel, data, {"mechanism": "topdown"}, structure_declared=False)
->>> PUBLIC_BANNER in page, CONFIDENTIAL_BANNER in page
-(True, False)
+>>> EXPLORATION in page, PUBLIC_BANNER in page, CONFIDENTIAL_BANNER in page
+(True, False, False)
+>>> report_file_stem(rel, structure_declared=False, evaluation=False)
+'EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report'
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ from hierdp_core.viz import (
 
 PUBLIC_BANNER = ("Released values and public parameters only: no true count is in this "
                  "report.")
+EXPLORATION = "EXPLORATION - NOT FOR PUBLICATION"
+EXPLORATION_FILE_TAG = "EXPLORATION-NOT-FOR-PUBLICATION"
+EXPLORATION_BANNER = (f"{EXPLORATION}: this release is not publishable as it is (see the "
+                      "verdict).")
 TRADEOFF_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 MAX_MAP_UNITS = 4000  # levels with more units are left off the maps (the file stays small)
 ERROR_COLUMNS = ["level_name", "units", "cells", "mae", "rmse", "mape", "max_abs_error",
@@ -176,6 +186,34 @@ def _evaluation(release, data, sweep: pd.DataFrame | None) -> tuple[str, dict]:
     return html, figures
 
 
+def report_file_stem(release, *, structure_declared: bool, evaluation: bool) -> str:
+    """The report's file name without extension: ``hierdp_release_report``, prefixed with
+    ``EXPLORATION-NOT-FOR-PUBLICATION_`` when the release is not publishable and with
+    ``CONFIDENTIAL_`` when the report holds the evaluation."""
+    verdict = release_verdict(release, structure_declared=structure_declared)
+    stem = "hierdp_release_report"
+    if not verdict["publishable"]:
+        stem = f"{EXPLORATION_FILE_TAG}_{stem}"
+    return f"CONFIDENTIAL_{stem}" if evaluation else stem
+
+
+def _banner(publishable: bool, evaluation: bool) -> tuple[str, str]:
+    """The report's banner text and class: red CONFIDENTIAL with the evaluation, red
+    `EXPLORATION_BANNER` for a release that is not publishable (both when both hold),
+    green `PUBLIC_BANNER` only for a publishable release without the evaluation."""
+    if evaluation:
+        return (CONFIDENTIAL_BANNER + ("" if publishable else f" {EXPLORATION}."), "")
+    return (PUBLIC_BANNER, "public") if publishable else (EXPLORATION_BANNER, "")
+
+
+def _shown_config(release, config: dict) -> dict:
+    """The configuration as the report shows it: a secure release's has no seed (a seed
+    given is the exploration release's, and the report describes this one)."""
+    if release.randomness.get("mode") == "secure":
+        return {**config, "seed": None}
+    return config
+
+
 def report_html(release, data, config: dict, *, structure_declared: bool,
                 geometries: dict | None = None, evaluation: bool = False,
                 sweep: pd.DataFrame | None = None,
@@ -186,6 +224,7 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
     ``sweep`` runs of `experiments.sweep`), making the report CONFIDENTIAL."""
     created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     verdict = release_verdict(release, structure_declared=structure_declared)
+    config = _shown_config(release, config)
     split = release.ledger["share"].to_numpy(float).tolist()
     tradeoff = a_priori_tradeoff(data, release.mechanism, release.parameters, split)
     eps = release.privacy.get("epsilon")
@@ -201,9 +240,17 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
                               values="expected_abs_error").reindex(
                                   list(release.hierarchy.level_names)).reset_index()
     expected.columns = ["level"] + [f"ε = {e:g}" for e in expected.columns[1:]]
+    if evaluation:
+        audience = "This report also compares the release with the true data: do not publish it."
+    elif verdict["publishable"]:
+        audience = ("Everything in this report may be shown to anyone the release may be "
+                    "shown to.")
+    else:
+        audience = ("This report is of an exploration release, which is not publishable as "
+                    "it is (see the verdict): do not publish it.")
+    banner, banner_class = _banner(verdict["publishable"], evaluation)
     body = f"""<p>Created {escape(created)} with hierdp {escape(__version__)}.
-{"This report also compares the release with the true data: do not publish it." if evaluation
- else "Everything in this report may be shown to anyone the release may be shown to."}</p>
+{escape(audience)}</p>
 <h2>In plain words</h2>
 {explanation_html(release, data)}
 <h2>Verdict</h2>
@@ -227,6 +274,6 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
 {evaluation_html}
 <h2>Figures</h2>
 {figures_html({**figures, **truth_figures})}"""
-    return document(title, body, created,
-                    banner=CONFIDENTIAL_BANNER if evaluation else PUBLIC_BANNER,
-                    banner_class="" if evaluation else "public")
+    if not verdict["publishable"]:
+        title = f"{EXPLORATION}: {title}"
+    return document(title, body, created, banner=banner, banner_class=banner_class)

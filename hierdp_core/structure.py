@@ -279,8 +279,9 @@ def level_columns_of(table: pd.DataFrame, name: str, levels: Sequence[str],
 def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequence[str]] = (),
                    name_columns: Mapping[str, str] | None = None, local_codes: bool = False,
                    root_name: str = "total", level_names: Sequence[str] | None = None,
-                   ragged: bool = False) -> Geography:
-    """Read a geography file (any format of `hierdp_core.data.loaders.read_table`) whose
+                   ragged: bool = False, encoding: str | None = None) -> Geography:
+    """Read a geography file (any format of `hierdp_core.data.loaders.read_table`, text in
+    ``encoding``, default UTF-8) whose
     level columns are ``levels``, or else the first of ``alternatives`` it has; records the
     file's name and sha256. A file of finer units (distinct rows repeating the codes of
     ``levels``, e.g. municipalities read at region and province) is read as the units of
@@ -288,7 +289,7 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
     from hierdp_core.data.loaders import read_table
 
     path = Path(path)
-    table = read_table(path)
+    table = read_table(path, encoding=encoding)
     chosen = level_columns_of(table, path.name, levels, alternatives)
     if not table.duplicated().any():  # finer units: their units at the chosen levels
         names = [c for c in (name_columns or {}).values() if c in table.columns]

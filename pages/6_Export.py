@@ -14,7 +14,7 @@ from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
 from hierdp_core.report_pdf import chromium_path, report_pdf
-from hierdp_core.report_stakeholder import report_html
+from hierdp_core.report_stakeholder import report_file_stem, report_html
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
@@ -119,23 +119,28 @@ if geo_levels:
 
 st.divider()
 st.subheader("Release report for stakeholders (HTML)")
+reported = secure if secure is not None else release  # the publishable release once drawn
 st.caption("One self-contained file that opens offline: the configuration, the verdict, the "
            "budget ledger, maps, expected errors, the trade-off against ε and an explanation "
-           "in plain words.")
+           "in plain words. "
+           + ("It reports the publishable release drawn above." if secure is not None else
+              "It reports the exploration release (marked EXPLORATION - NOT FOR "
+              "PUBLICATION); draw the publishable release above to report that one."))
 evaluate = st.checkbox("Add the error against the true data (the report is then "
                        "CONFIDENTIAL)", key="report_truth")
 if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
     with st.spinner("Writing the report…"):
         html = report_html(
-            release, data, config_ui.current_config(release).to_dict(),
+            reported, data, config_ui.current_config(reported).to_dict(),
             structure_declared=data.declared_structure, evaluation=evaluate,
             geometries={lv: (level_geojson(*src), map_layers.map_projection(src[0]))
                         for lv, src in sources.items()},
             sweep=st.session_state.get(session.SWEEP) if evaluate else None)
-        st.session_state[session.STAKEHOLDER] = ((rel.release_token(release), evaluate), html)
+        st.session_state[session.STAKEHOLDER] = ((rel.release_token(reported), evaluate), html)
 prepared = st.session_state.get(session.STAKEHOLDER)
-if prepared and prepared[0] == (rel.release_token(release), evaluate):
-    stem = ("CONFIDENTIAL_" if evaluate else "") + "hierdp_release_report"
+if prepared and prepared[0] == (rel.release_token(reported), evaluate):
+    stem = report_file_stem(reported, structure_declared=data.declared_structure,
+                            evaluation=evaluate)
     html_col, pdf_col = st.columns(2)
     html_col.download_button("Download the report (HTML)", prepared[1], f"{stem}.html",
                              "text/html", key="dl_stakeholder")

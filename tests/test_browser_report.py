@@ -4,6 +4,10 @@ by Playwright), on the US counties:
 * the report prepared on the Export page, downloaded, and opened from disk in a context with
   every network request blocked: its figures (maps included) draw, no request leaves it.
   Screenshot: test-artifacts/screenshots/report_offline.png.
+* after "Draw the publishable release", the report is the publishable release's: its file
+  name plain, its banner green, "Publishable as it is", and the state map shows the secure
+  release's values (its CSV), not the exploration's (the report prepared before the draw,
+  named and marked EXPLORATION - NOT FOR PUBLICATION). Screenshot: report_publishable.png.
 * a configuration saved on the Export page (seed 5), loaded in a new session: the Results
   page's release is the same; ``hierdp release --config`` on the sample file gives the
   same values too. Screenshot: config_loaded.png.
@@ -28,6 +32,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
+from hierdp_core.report_stakeholder import PUBLIC_BANNER
 from tests.browser_tools import settle
 
 pytestmark = pytest.mark.browser
@@ -51,7 +56,7 @@ def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):
         page.get_by_role("button", name="Download the report (HTML)").click()
     path = tmp_path / download.value.suggested_filename
     download.value.save_as(path)
-    assert path.name == "hierdp_release_report.html"
+    assert path.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
     requests = []
@@ -77,10 +82,72 @@ def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):
     assert counties >= 3000
     assert offline.locator(f"{FIGURES} .barlayer").count() >= 1  # the ledger
     assert offline.locator(f"{FIGURES} .scatterlayer .trace").count() >= 3  # trade-off
-    assert offline.get_by_text("Not publishable as it is").count() == 1
+    assert offline.get_by_text("Not publishable as it is", exact=True).count() == 1
     assert requests == []
     offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
     context.close()
+
+
+def download_report(pg, folder: Path) -> Path:
+    """Prepare the report on the Export page and save it in ``folder``."""
+    press(pg, "Prepare the report")
+    with pg.expect_download() as download:
+        pg.get_by_role("button", name="Download the report (HTML)").click()
+    path = folder / download.value.suggested_filename
+    download.value.save_as(path)
+    return path
+
+
+def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
+    """The values the report at ``path`` shows on its state map (by state name, from the
+    hover data plotly.js drew) and the text of its top banner."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    report = context.new_page()
+    report.goto(path.as_uri())
+    report.wait_for_function(
+        f"""() => [...document.querySelectorAll('{FIGURES}')].some(
+                p => (p.layout.title.text || '').startsWith('Released: state')
+                     && p.querySelector('path.choroplethlocation'))""", timeout=120_000)
+    shown = report.evaluate(f"""() => {{
+        const p = [...document.querySelectorAll('{FIGURES}')].find(
+            p => (p.layout.title.text || '').startsWith('Released: state'));
+        const t = p._fullData[0];
+        return [Array.from(t.text), Array.from(t.customdata)]; }}""")
+    banner = report.locator(".banner.top").text_content()
+    if "EXPLORATION" not in banner:
+        report.screenshot(path=str(shot_path("report_publishable")))
+    context.close()
+    return pd.Series(shown[1], index=shown[0]).sort_index(), banner
+
+
+def test_report_after_the_publishable_draw_shows_the_publishable_values(
+        server, page, browser, tmp_path):  # noqa: F811
+    start_us(page, server)
+    goto(page, "Export")
+    (tmp_path / "exploration").mkdir()
+    before = download_report(page, tmp_path / "exploration")
+    assert before.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
+    seeded, banner = state_map_values(browser, before)
+    assert banner.startswith("EXPLORATION - NOT FOR PUBLICATION")
+
+    press(page, "Draw the publishable release (secure noise)")
+    page.get_by_text("Publishable as it is").first.wait_for(timeout=120_000)
+    secure_csv = page.get_by_role("button", name="Secure: Release table (CSV)")
+    secure_csv.wait_for(timeout=120_000)
+    settle(page)  # a click during a redraw can hit the previous file's URL
+    with page.expect_download() as download:
+        secure_csv.click()
+    table = pd.read_csv(download.value.path(), dtype={"node_id": str}, keep_default_na=False)
+    released = table[table["level"] == 1].groupby("label")["value"].sum().sort_index()
+    after = download_report(page, tmp_path)
+    assert after.name == "hierdp_release_report.html"
+    shown, banner = state_map_values(browser, after)
+    assert banner == PUBLIC_BANNER
+    text = after.read_text()
+    assert "Publishable as it is" in text and "Not publishable" not in text
+    assert len(shown) == len(released) == 51
+    pd.testing.assert_series_equal(shown, released, check_names=False, check_dtype=False)
+    assert (shown != seeded).sum() >= 40  # not the exploration values
 
 
 def shot_path(name: str) -> Path:

@@ -110,6 +110,42 @@ def test_the_ledger_says_when_stage_1_is_skipped(lazio):
     assert always["epsilon_stage1"] > 0
 
 
+def test_the_release_ledger_and_manifest_list_only_the_stages_that_ran(lazio):
+    """Issue 27: the bands leave a partition nothing to gain, so Stage 1 runs nowhere: the
+    manifest's plan is the measurement alone with the whole budget (it listed a
+    "partition" stage with a quarter of it) and no level shows a Stage-1 share."""
+    from hierdp_core.export import build_manifest
+
+    rel = get_mechanism("dawa").release(lazio, PrivacyBudget.pure(1.0),
+                                        source=NoiseSource(seed=3))
+    stages = build_manifest(rel, structure_declared=True)["privacy_plan"]["stages"]
+    assert [(s["name"], s["share"]) for s in stages] == [("release", 1.0)]
+    assert (rel.ledger["epsilon_stage1"] == 0).all() and (rel.ledger["stage1_units"] == 0).all()
+    assert np.allclose(rel.ledger["epsilon_stage2"], rel.ledger["budget"])
+    always = get_mechanism("dawa").release(lazio, PrivacyBudget.pure(1.0),
+                                           source=NoiseSource(seed=3), partition_if="always")
+    stages = build_manifest(always, structure_declared=True)["privacy_plan"]["stages"]
+    assert [s["name"] for s in stages] == ["partition", "measurement"]
+    assert always.ledger["stage1_units"].tolist() == [0, 0, 0, 378]
+
+
+def test_the_ledger_drops_stage_1_where_the_parents_release_skipped_it():
+    """Dense units only (thousands per cell): the plug-in test on the released parents
+    skips every finest unit's partition, so the finest level spends nothing on Stage 1
+    (the a priori ledger gave it a quarter of its epsilon)."""
+    rng = np.random.default_rng(7)
+    rows = [("D", f"d{u}", a, int(rng.poisson(3000))) for u in range(4) for a in range(30)]
+    table = pd.DataFrame(rows, columns=["region", "unit", "age", "people"])
+    data = range_data_from_table(table, ["region", "unit"], "age", count_column="people")
+    rel = get_mechanism("dawa").release(data, PrivacyBudget.pure(1.0),
+                                        source=NoiseSource(seed=7))
+    assert rel.edges is None
+    finest = rel.ledger.iloc[-1]
+    assert finest["stage1_units"] == 0 and finest["epsilon_stage1"] == 0
+    assert finest["epsilon_stage2"] == pytest.approx(finest["budget"])
+    assert get_mechanism("dawa").release_plan(rel).stages[0].share == 1.0
+
+
 def test_children_are_partitioned_only_where_the_parents_release_says_it_pays():
     """Plug-in test on the released parent level: dense units (thousands per cell, noise
     about 5) keep every cell and give Stage 1's share to Stage 2 (then exactly greedy-h's

@@ -202,3 +202,27 @@ def test_blocks_are_placed_largest_first_on_the_least_loaded_worker():
 
     # 9 to a; 5 to b; 4 to b (5 < 9); 3 to a (a tie: the first); 1 to b: loads 12 and 10
     assert balanced_placement([5, 9, 1, 4, 3], ["a", "b"]) == ["b", "a", "b", "b", "a"]
+
+
+def test_the_whole_datasets_total_is_checked_not_only_each_partition(tmp_path, client):
+    """Two files of 2^52 people each: each partition passes the 2^53 - 1 check alone, the
+    dataset does not (issue 27): a one-line typed error, no release."""
+    from hierdp_core.errors import InputError
+
+    for i, state in enumerate(["01", "02"]):
+        pd.DataFrame({"state": [state], "county": [state + "001"], "n": [2**52]}).to_csv(
+            tmp_path / f"p{i}.csv", index=False)
+    geography = geography_from_table(pd.DataFrame({"state": ["01", "02"],
+                                                   "county": ["01001", "02001"]}),
+                                     ["state", "county"])
+    with pytest.raises(InputError, match=r"\(all partitions\) sums to 9,007,199,254,740,992"):
+        dask_engine.release_dataset(tmp_path, ["state", "county"], "topdown",
+                                    PrivacyBudget.pure(1.0), geography=geography,
+                                    count_column="n", source=NoiseSource(seed=1),
+                                    client=client)
+    pd.DataFrame({"state": ["02"], "county": ["02001"], "n": [2**52 - 1]}).to_csv(
+        tmp_path / "p1.csv", index=False)  # 2^53 - 1 in all: the limit itself passes
+    release, _ = dask_engine.release_dataset(
+        tmp_path, ["state", "county"], "topdown", PrivacyBudget.pure(1.0),
+        geography=geography, count_column="n", source=NoiseSource(seed=1), client=client)
+    assert release.values.shape[0] == 5

@@ -17,9 +17,12 @@ from hierdp_core.compare import Side, release_side
 from hierdp_core.config import ReleaseConfig
 from hierdp_core.report import CONFIDENTIAL_BANNER
 from hierdp_core.report_stakeholder import (
+    EXPLORATION,
+    EXPLORATION_BANNER,
     PUBLIC_BANNER,
     TRADEOFF_EPSILONS,
     a_priori_tradeoff,
+    report_file_stem,
     report_html,
 )
 
@@ -49,7 +52,8 @@ def test_public_report_sections(public_page):
     for heading in ("In plain words", "Verdict", "Configuration", "Budget ledger",
                     "Expected error per cell by level", "Figures"):
         assert f"<h2>{heading}" in public_page, heading
-    assert PUBLIC_BANNER in public_page and CONFIDENTIAL_BANNER not in public_page
+    assert EXPLORATION_BANNER in public_page and CONFIDENTIAL_BANNER not in public_page
+    assert PUBLIC_BANNER not in public_page  # a seeded release never gets the green banner
     assert "Not publishable as it is" in public_page and "seeded generator" in public_page
     assert "Error against the true data" not in public_page
     assert "Released counts by county" in public_page  # the map
@@ -87,8 +91,59 @@ def test_evaluation_makes_it_confidential(small_county_data, release, config):
     text = report_html(release, small_county_data, config, structure_declared=False,
                        evaluation=True, sweep=runs)
     assert CONFIDENTIAL_BANNER in text and PUBLIC_BANNER not in text
+    assert f"{CONFIDENTIAL_BANNER} {EXPLORATION}." in text  # of an exploration release
+    assert "<title>CONFIDENTIAL: " in text
     assert "Error against the true data (CONFIDENTIAL)" in text
     assert "True vs released" in text and "Trade-off over repeated releases" in text
+
+
+# ---- exploration or publishable (issue 27, item 6) -------------------------------------------
+@pytest.fixture(scope="module")
+def secure_release(small_county_data):
+    from hierdp_core.mechanisms.base import get_mechanism
+    from hierdp_core.privacy.budget import PrivacyBudget
+    from hierdp_core.privacy.samplers import NoiseSource
+
+    return get_mechanism("topdown").release(small_county_data, PrivacyBudget.pure(1.0),
+                                            source=NoiseSource(secure=True))
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_exploration_report_says_so_in_banner_title_and_file_name(
+        small_county_data, release, config, declared):
+    """A seeded release is exploration even over a declared structure: red banner (top and
+    bottom), title and file name say it, never the green banner or its promise."""
+    page = report_html(release, small_county_data, config, structure_declared=declared)
+    assert page.count(EXPLORATION_BANNER) == 2 and PUBLIC_BANNER not in page
+    assert 'class="banner public' not in page
+    assert f"<title>{EXPLORATION}: hierdp release report</title>" in page
+    assert "may be shown to anyone" not in page and "do not publish it" in page
+    stem = report_file_stem(release, structure_declared=declared, evaluation=False)
+    assert stem == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report"
+    assert report_file_stem(release, structure_declared=declared, evaluation=True) == (
+        "CONFIDENTIAL_EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report")
+
+
+def test_publishable_report_is_green_and_holds_no_seed(small_county_data, secure_release):
+    """A secure release over a declared structure: the green banner, "Publishable as it
+    is", no exploration mark, and no seed, even when the configuration given still holds
+    the exploration's (seed 48213)."""
+    config = ReleaseConfig(mechanism="topdown", epsilon=1.0, data={"sample": "x"},
+                           levels=("state", "county"), count_column="count",
+                           seed=48213).to_dict()
+    page = report_html(secure_release, small_county_data, config, structure_declared=True)
+    assert page.count(PUBLIC_BANNER) == 2 and 'class="banner public' in page
+    assert EXPLORATION not in page and "Not publishable" not in page
+    assert '<p class="ok"><b>Publishable as it is</b>' in page
+    assert "may be shown to anyone" in page
+    assert "48213" not in page and "<td>seed</td>" not in page
+    assert not re.search(r"&quot;seed&quot;: \d", page)
+    assert report_file_stem(secure_release, structure_declared=True,
+                            evaluation=False) == "hierdp_release_report"
+    # secure noise over a structure read from the data is still not publishable
+    undeclared = report_html(secure_release, small_county_data, config,
+                             structure_declared=False)
+    assert EXPLORATION_BANNER in undeclared and PUBLIC_BANNER not in undeclared
 
 
 def test_a_priori_tradeoff_falls_with_epsilon(small_county_data):
@@ -112,7 +167,36 @@ def test_export_page_prepares_the_report_and_saves_the_configuration():
     at.button(key="prep_stakeholder").click().run()
     assert_clean(at)
     token, html = at.session_state["hd_stakeholder_report"]
-    assert token[1] is False and PUBLIC_BANNER in html
+    assert token[1] is False and EXPLORATION_BANNER in html and PUBLIC_BANNER not in html
     saved = json.loads(html.split("<pre>")[1].split("</pre>")[0].replace("&quot;", '"'))
     assert saved["data"] == {"sample": "synthetic-us-like"} and saved["seed"] == 0
     assert saved["mechanism"] == "topdown" and saved["epsilon"] == 1.0
+
+
+def test_export_page_reports_the_publishable_release_once_drawn(monkeypatch):
+    """Before the publishable draw the report is the exploration release's (marked, and so
+    is its file name); after it, the report is the secure release's: green, publishable,
+    its values, no seed, a plain file name."""
+    from test_app_verdict import file_names
+
+    from hierdp_core.ui import release as rel
+
+    names = file_names(monkeypatch)
+    at = page("pages/4_Results.py", "us-counties").run()
+    at.switch_page("pages/6_Export.py").run()
+    at.button(key="prep_stakeholder").click().run()
+    assert_clean(at)
+    assert EXPLORATION_BANNER in at.session_state["hd_stakeholder_report"][1]
+    assert names["dl_stakeholder"] == ("EXPLORATION-NOT-FOR-PUBLICATION_"
+                                       "hierdp_release_report.html")
+    at.button(key="ex_secure").click().run()
+    at.button(key="prep_stakeholder").click().run()
+    assert_clean(at)
+    (token, evaluated), html = at.session_state["hd_stakeholder_report"]
+    secure = at.session_state[rel.PUBLISHABLE]["ex"][1]
+    assert token == rel.release_token(secure) and evaluated is False
+    assert PUBLIC_BANNER in html and EXPLORATION not in html
+    assert "Publishable as it is" in html and "Not publishable" not in html
+    saved = json.loads(html.split("<pre>")[1].split("</pre>")[0].replace("&quot;", '"'))
+    assert saved["seed"] is None and "<td>seed</td>" not in html
+    assert names["dl_stakeholder"] == "hierdp_release_report.html"

@@ -235,8 +235,10 @@ def _decode_error(src: Source, enc: str, gz: bool, *, explicit: bool,
         return fail(src.name, f"cannot be decoded with encoding {enc!r}: {place}; "
                                "check the file's encoding")
     return fail(src.name, f"is not valid UTF-8: {place}. The file was probably saved in "
-                           "another encoding; try encoding='latin-1' or encoding='cp1252' "
-                           "(Excel on Windows), or re-save it as UTF-8")
+                           "another encoding, such as latin-1 or cp1252 (Excel on Windows): "
+                           "give it (--encoding latin-1 on the command line, 'Text "
+                           "encoding' on the Data page, encoding='latin-1' in Python), or "
+                           "re-save the file as UTF-8")
 
 
 def _locate_decode_error(src: Source, enc: str, gz: bool) -> tuple[int, int, bytes] | None:

@@ -26,7 +26,8 @@ from hierdp_core.errors import InputError
 
 SUPPORTED_QUERIES = ("counts", "group-sizes", "flows")
 #: options of the in-memory engine that reshape the whole table (flag, its value when unset)
-IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum"}
+IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum",
+                  "encoding": None}
 
 
 def check_dask_args(args, mechanism) -> None:
@@ -60,13 +61,18 @@ def workers_write(args) -> bool:
 def parts_folder_beside(out, overwrite: bool) -> Path:
     """A fresh hidden folder beside ``out`` for the workers' parts (moved in by renaming),
     after checking that ``out`` may be written: a refusal comes before the work."""
-    from hierdp_core.atomic import check_target
+    from hierdp_core.atomic import check_target, check_writable
     from hierdp_core.export import MANIFEST
 
     out = Path(out)
     check_target(out, overwrite, MANIFEST)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.hierdp-parts-", dir=out.parent))
+    check_writable(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.hierdp-parts-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write the output folder {str(out)!r}: "
+                         f"{(exc.strerror or str(exc)).lower()}") from None
 
 
 def dask_release(args, mechanism, budget, source, choose_split, params: dict):

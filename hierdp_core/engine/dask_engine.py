@@ -156,6 +156,18 @@ def read_dataset(files: list[Path], columns: list[str], text_columns: list[str])
 
 
 # ---- partitions to block leaf counts -----------------------------------------------------
+def check_dataset_total(client, parts: list, what: str) -> int:
+    """The exact total of the whole dataset (handles of every partition's sparse sums,
+    block -> (cells, sums)), or `InputError` above 2^53 - 1 (`check_total`): each
+    partition is checked on its worker, but partitions under the limit can add up above
+    it."""
+    from hierdp_core.data.integers import check_total
+    from hierdp_core.engine.leaf_counts import part_total
+
+    totals = client.gather([client.submit(part_total, part) for part in parts])
+    return check_total(np.array(totals, dtype=np.int64), f"{what} (all partitions)")
+
+
 def leaf_count_blocks(client, parts: list, hierarchy, k: int, placement: list | None) -> list:
     """Handles of every block's dense leaf counts (n_leaves, k), each made on its placed
     worker from the pieces of the partitions that touch it; ``parts``: handles of every
@@ -165,6 +177,7 @@ def leaf_count_blocks(client, parts: list, hierarchy, k: int, placement: list | 
     from hierdp_core.engine.leaf_counts import block_leaf_counts, block_piece, blocks_of
 
     first = first_leaves(hierarchy)
+    check_dataset_total(client, parts, "the dataset's counts")
     touched = client.gather([client.submit(blocks_of, part) for part in parts])
     pieces: list[list] = [[] for _ in range(first.size)]
     for part, blocks in zip(parts, touched, strict=True):  # a loop per partition

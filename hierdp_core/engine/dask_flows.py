@@ -18,6 +18,7 @@ import pandas as pd
 
 from hierdp_core.engine.blockwise_flows import blockwise_flows, check_blockwise_flows
 from hierdp_core.engine.dask_engine import (
+    check_dataset_total,
     client_for,
     dataset_files,
     read_dataset,
@@ -80,6 +81,7 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
     parts = client.compute([pairs(part, geo, public, origin_levels, destination_levels,
                                   count_column)
                             for part in frame.to_delayed(optimize_graph=True)])
+    check_dataset_total(client, parts, "the dataset's trips")
     blocks = [client.submit(block_pairs, public, b, *parts, pure=False)
               for b in range(block_starts(shape.geography).size)]
     return blockwise_flows(mechanism, shape, blocks, budget, split=split, source=source,

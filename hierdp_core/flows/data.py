@@ -263,7 +263,8 @@ def geography_levels(origin_levels: Sequence[str], destination_levels: Sequence[
 
 
 def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: Sequence[str],
-                        *, root_name: str = "total", ragged: bool = False) -> Geography:
+                        *, root_name: str = "total", ragged: bool = False,
+                        encoding: str | None = None) -> Geography:
     """The declared geography of both ends, from a file whose level columns are named as
     the origin levels, the destination levels or their common names (`geography_levels`);
     its levels are named by the common names (``state>state`` in the O/D tree). ``ragged``:
@@ -273,7 +274,7 @@ def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: 
     first, *others = geography_levels(origin_levels, destination_levels)
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
     return read_geography(path, first, alternatives=others, root_name=root_name,
-                          level_names=names, ragged=ragged)
+                          level_names=names, ragged=ragged, encoding=encoding)
 
 
 def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination: np.ndarray,

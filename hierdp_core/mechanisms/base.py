@@ -138,6 +138,12 @@ class Mechanism(ABC):
                       note=self.info.neighbouring)
         return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
+    def release_plan(self, release) -> PrivacyPlan:
+        """The plan of the stages that ran for ``release`` (what its manifest states): by
+        default its parameters' `privacy_plan`; a mechanism that skips a stage on public or
+        released information says so from the release."""
+        return self.privacy_plan(**release.parameters)
+
     @abstractmethod
     def ledger(self, data, budget: PrivacyBudget, split=None, **params) -> pd.DataFrame: ...
 

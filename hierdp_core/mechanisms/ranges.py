@@ -159,12 +159,7 @@ class RangeMechanism(Mechanism):
              **self._level_params(self.params(**params), 0, 1), **(options or {})}
         rho = float(p.get("rho", 0.0))
         if options is None or rho <= 0:
-            note = self.info.neighbouring
-            if self.sensitivity_note:
-                note += "; " + self.sensitivity_note
-            stage = Stage("release", ADD_REMOVE_PERSON, self.sensitivity, "laplace", 1.0,
-                          note=note)
-            return PrivacyPlan(self.info.name, PURE_DP, (stage,))
+            return self._one_stage_plan()
 
         def partition(x, workload, epsilon, source):
             edges = stage1_partition(np.asarray(x, dtype=float), rho * epsilon,
@@ -188,6 +183,23 @@ class RangeMechanism(Mechanism):
         stage2 = Stage("measurement", ADD_REMOVE_PERSON, self.sensitivity, "laplace",
                        1.0 - rho, note=STAGE2_PRIVACY, run=measurement)
         return PrivacyPlan(self.info.name, PURE_DP, (stage1, stage2))
+
+    def _one_stage_plan(self) -> PrivacyPlan:
+        """The plan of a method without a partition: one stage, the measurement."""
+        note = self.info.neighbouring
+        if self.sensitivity_note:
+            note += "; " + self.sensitivity_note
+        stage = Stage("release", ADD_REMOVE_PERSON, self.sensitivity, "laplace", 1.0,
+                      note=note)
+        return PrivacyPlan(self.info.name, PURE_DP, (stage,))
+
+    def release_plan(self, release) -> PrivacyPlan:
+        """The stages that ran: where Stage 1 ran at no level (``partition_if`` skipped it
+        everywhere, or ``partition_from`` chose no level), the measurement alone with the
+        whole budget, as for a method without a partition."""
+        if not (release.ledger["epsilon_stage1"] > 0).any():
+            return self._one_stage_plan()
+        return self.privacy_plan(**release.parameters)
 
     @staticmethod
     def _partitioned_units(data: RangeData, estimates: np.ndarray, level: int,
@@ -223,6 +235,17 @@ class RangeMechanism(Mechanism):
                          "noise": "laplace" if part is not None else "not measured"})
         return pd.DataFrame(rows)
 
+    @staticmethod
+    def _stages_that_ran(ledger: pd.DataFrame, partitioned: list[int]) -> pd.DataFrame:
+        """The a priori ``ledger`` with the units each level partitioned (``partitioned``,
+        per level: how many ran Stage 1) as ``stage1_units``, and no Stage-1 share at a
+        level where none did (the plug-in test of ``partition_if`` skipped them all)."""
+        ledger = ledger.assign(stage1_units=partitioned)
+        skipped = ledger["stage1_units"] == 0
+        ledger.loc[skipped, "epsilon_stage1"] = 0.0
+        ledger.loc[skipped, "epsilon_stage2"] = ledger.loc[skipped, "budget"]
+        return ledger
+
     def release(self, data: RangeData, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> RangeRelease:
         p = self.params(**params)
@@ -233,6 +256,7 @@ class RangeMechanism(Mechanism):
         truth = data.node_counts()
         estimates = np.full(truth.shape, np.nan)
         edges: list = [None] * h.n_nodes
+        stage1_units = [0] * h.n_levels
         for level, part in enumerate(parts):
             if part is None:
                 continue
@@ -240,6 +264,7 @@ class RangeMechanism(Mechanism):
             level_params = self._level_params(p, level, h.n_levels, data.workload)
             partitioned = self._partitioned_units(data, estimates, level, part.value,
                                                   level_params, sensitivity)
+            stage1_units[level] = int(partitioned.sum())
             for rows, rho in ((partitioned, None), (~partitioned, 0.0)):
                 if not rows.any():
                     continue
@@ -262,7 +287,9 @@ class RangeMechanism(Mechanism):
                    "noise": "laplace", "invariants": [], "private": self.info.private}
         return RangeRelease(
             hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
-            privacy=privacy, ledger=self.ledger(data, budget, split, **params),
+            privacy=privacy,
+            ledger=self._stages_that_ran(self.ledger(data, budget, split, **params),
+                                         stage1_units),
             randomness=source.as_dict(), categories=data.values, noisy=estimates,
             edges=tuple(edges) if any(e is not None for e in edges) else None,
             attribute=data.attribute,

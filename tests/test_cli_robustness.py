@@ -1,0 +1,205 @@
+"""The command line under a hostile environment (issue 27, item 7): Ctrl-C at start-up and
+during a release prints one line and exits 130 (`hierdp_core.cli_entry`), an ``--out`` that
+cannot be written is one line naming it and the reason, exit 2, before any work
+(`hierdp_core.atomic.check_writable`), and a Latin-1 table is read with ``--encoding``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from hierdp_core.data.samples import synthetic_us_like
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVELS = ["--levels", "state,county", "--count-column", "count"]
+
+
+@pytest.fixture(scope="module")
+def counties_csv(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("input") / "counties.csv"
+    synthetic_us_like(seed=3, n_states=4, n_counties=40).to_csv(path, index=False)
+    return path
+
+
+def release_args(csv: Path, out: Path, *extra) -> list:
+    return ["release", csv, *LEVELS, "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+            "--structure-from-data", "--key-file", out.parent / "key", "--out", out, *extra]
+
+
+# ---- Ctrl-C ---------------------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """The user + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def interrupted(argv: list, when) -> subprocess.CompletedProcess:
+    """Run ``python -m hierdp_core argv``, send SIGINT once ``when(pid)`` holds (checked
+    every 5 ms), and return the finished process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "hierdp_core", *map(str, argv)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not when(proc.pid):
+        assert time.monotonic() < deadline, "the moment never came"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def loaded(library: str):
+    """A moment: the process has mapped a shared library whose path holds ``library``."""
+    def when(pid: int) -> bool:
+        try:
+            return library in Path(f"/proc/{pid}/maps").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+    return when
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+def test_ctrl_c_while_the_modules_are_imported_is_one_line(counties_csv, tmp_path):
+    """SIGINT as soon as numpy's extension is mapped: the command's modules (pandas, scipy,
+    the mechanisms) are still being imported, before `cli.main` runs. It printed a
+    traceback (KeyboardInterrupt in an import) and exited 1."""
+    out = tmp_path / "rel"
+    done = interrupted(release_args(counties_csv, out), loaded("_multiarray_umath"))
+    assert done.stderr == "interrupted\n" and done.returncode == 130, done.stderr
+    assert done.stdout == "" and not out.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+def test_ctrl_c_during_a_release_is_one_line_and_leaves_nothing(tmp_path_factory, tmp_path):
+    """SIGINT once the process has used 3 s of CPU (its imports take about 1.5 s), in the
+    middle of a release of 2,000 counties x 6 categories whose intervals take a bootstrap
+    of 1,500 replicates (about 6 s of CPU in all)."""
+    csv = tmp_path_factory.mktemp("big") / "counties.csv"
+    synthetic_us_like(seed=3, n_states=20, n_counties=2000).to_csv(csv, index=False)
+    out = tmp_path / "rel"
+    argv = release_args(csv, out, "--categories", "sex,age_group",
+                        "--interval-replicates", 1500)
+    done = interrupted(argv, lambda pid: cpu_seconds(pid) > 3.0)
+    assert done.returncode == 130 and done.stderr == "interrupted\n", done.stderr
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
+
+
+# ---- an --out that cannot be written --------------------------------------------------------
+@pytest.fixture
+def no_work(monkeypatch):
+    """The input is never read: the refusal comes first."""
+    import hierdp_core.cli as cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the input was read before --out was checked")
+    monkeypatch.setattr(cli, "read_input", refuse)
+
+
+def one_line_refusal(capsys, counties_csv, out: Path, *reasons: str) -> str:
+    code, stdout, err = run_cli(capsys, *release_args(counties_csv, out))
+    assert code == 2 and stdout == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: cannot write the output folder {str(out)!r}: "), err
+    assert any(reason in err for reason in reasons), err
+    return err
+
+
+@pytest.mark.parametrize("where", ["under a file", "deeper under a file", "a file"])
+def test_out_in_the_way_of_a_file(capsys, counties_csv, tmp_path, no_work, where):
+    (tmp_path / "afile").write_text("not a folder")
+    out = {"under a file": tmp_path / "afile" / "rel",
+           "deeper under a file": tmp_path / "afile" / "a" / "rel",
+           "a file": tmp_path / "afile"}[where]
+    one_line_refusal(capsys, counties_csv, out, "a file is in the way",
+                     "exists and is not a folder")
+    assert (tmp_path / "afile").read_text() == "not a folder"
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux /proc")
+def test_out_in_a_folder_no_one_can_write(capsys, counties_csv, no_work):
+    """/proc refuses a new folder even to root."""
+    one_line_refusal(capsys, counties_csv, Path("/proc/hierdp-release"),
+                     "no such file or directory", "permission denied",
+                     "operation not permitted")
+
+
+@pytest.mark.parametrize("error, reason", [
+    (errno.EROFS, "read-only file system"), (errno.EACCES, "permission denied")])
+def test_out_on_a_read_only_mount_or_without_permission(capsys, counties_csv, tmp_path,
+                                                         monkeypatch, no_work, error, reason):
+    """A read-only mount and a folder without write permission, as the kernel reports them
+    (root writes through a chmod, so the refusal is the kernel's answer, simulated); a
+    real read-only folder too when not root."""
+    import tempfile
+
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    real = tempfile.mkdtemp
+
+    def kernel_says_no(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir) == folder:
+            raise OSError(error, os.strerror(error), str(folder))
+        return real(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(tempfile, "mkdtemp", kernel_says_no)
+    err = one_line_refusal(capsys, counties_csv, folder / "rel", reason)
+    assert str(folder) in err and list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through a chmod")
+def test_out_in_a_read_only_folder(capsys, counties_csv, tmp_path, no_work):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        one_line_refusal(capsys, counties_csv, folder / "rel", "permission denied")
+    finally:
+        folder.chmod(0o755)
+
+
+def test_a_write_failing_midway_is_one_line_and_leaves_nothing(capsys, counties_csv,
+                                                               tmp_path, monkeypatch):
+    """The disk fills while the release is written: one line (it was "unexpected
+    OSError", exit 1), no staging folder, no release."""
+    import hierdp_core.export as export
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(export, "write_release_csv", full)
+    out = tmp_path / "rel"
+    one_line_refusal(capsys, counties_csv, out, "no space left on device")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key"]
+
+
+# ---- --encoding -----------------------------------------------------------------------------
+def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
+    """A table and geography saved in Latin-1 (codes with accents): without --encoding one
+    line naming the option (it named ``encoding=``, which the CLI did not have); with
+    ``--encoding latin-1`` the release holds the codes as they are."""
+    table = pd.DataFrame({"region": ["Île-de-France", "Île-de-France", "Bretagne"],
+                          "commune": ["Évry", "Créteil", "Brest"], "n": [120, 340, 95]})
+    csv, geography = tmp_path / "communes.csv", tmp_path / "geography.csv"
+    table.to_csv(csv, index=False, encoding="latin-1")
+    table[["region", "commune"]].to_csv(geography, index=False, encoding="latin-1")
+    argv = ["release", csv, "--levels", "region,commune", "--count-column", "n",
+            "--geography", geography, "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+            "--key-file", tmp_path / "key"]
+    code, _, err = run_cli(capsys, *argv, "--out", tmp_path / "utf8")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "communes.csv" in err and "is not valid UTF-8" in err
+    assert "--encoding latin-1" in err and not (tmp_path / "utf8").exists()
+    code, _, err = run_cli(capsys, *argv, "--encoding", "latin-1", "--out", tmp_path / "rel")
+    assert code == 0, err
+    released = pd.read_csv(tmp_path / "rel" / "release.csv", dtype=str, encoding="utf-8")
+    assert {"Île-de-France", "Bretagne", "Évry", "Créteil", "Brest"} <= set(released["label"])
+    code, _, err = run_cli(capsys, *argv, "--encoding", "no-such-codec", "--out",
+                           tmp_path / "bad")
+    assert code == 2 and "unknown encoding 'no-such-codec'" in err
