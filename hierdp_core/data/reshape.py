@@ -43,7 +43,7 @@ import pandas as pd
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.hierarchy import missing_values
 
-__all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "detect_wide", "fill_ragged",
+__all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "fill_ragged",
            "melt_wide", "prepare", "preparation_note", "wide_columns"]
 
 MISSING_POLICIES = ("error", "zero", "drop")
@@ -109,15 +109,6 @@ def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
         out[name] = np.asarray(labels)[position]
     out[value_name] = table[columns].to_numpy().reshape(-1)
     return out
-
-
-def detect_wide(table: pd.DataFrame, exclude: Sequence[str] = (), least: int = 3,
-                ) -> list[str]:
-    """The columns that make ``table`` look wide: its numeric columns outside ``exclude``
-    (levels and other roles), when there are at least ``least`` of them; else []."""
-    numeric = [str(c) for c in table.columns
-               if c not in exclude and table[c].dtype.kind in "iuf"]
-    return numeric if len(numeric) >= least else []
 
 
 def describe_shape(columns: Sequence[str]) -> str:

@@ -27,6 +27,8 @@ dashes) and a trailing ``plus`` read as ``+``: the declared value ``0-19`` names
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 from collections.abc import Sequence
 
@@ -48,8 +50,6 @@ def column_label(column: str, parts: Sequence[str]) -> str:
     """The part of ``column`` the first pattern of ``parts`` matching it left to its
     wildcards (its literal head and tail removed); the name itself for a column named
     outright or matched by nothing."""
-    import fnmatch
-
     for part in parts:
         if part == column:
             return column
@@ -59,6 +59,15 @@ def column_label(column: str, parts: Sequence[str]) -> str:
             label = column[len(head):len(column) - len(tail)]
             return label or column
     return column
+
+
+def common_pattern(columns: Sequence[str]) -> list[str]:
+    """The columns as ``--wide`` parts: their common head (cut before trailing digits) with
+    a wildcard when they share one (``age_0_19``, ``age_20_39`` -> ``['age_*']``), else the
+    names themselves (the dashboard's chosen columns read as a pattern would be)."""
+    names = [str(c) for c in columns]
+    head = re.sub(r"\d+$", "", os.path.commonprefix(names)) if len(names) > 1 else ""
+    return [f"{head}*"] if head and all(len(n) > len(head) for n in names) else names
 
 
 def normalise(value: str) -> str:
@@ -124,6 +133,18 @@ def _undeclared_message(lost: list[str], parts: Sequence[str], values: list[str]
             if band else f"; declare its label (e.g. {column_label(first, parts)!r})")
     return (f"wide column(s) {shown} match --wide but name none of the declared values of "
             f"{name!r} ({declared}){hint}, or leave the column out of --wide")
+
+
+def declared_column(melted, columns: Sequence[str], values: Sequence[str],
+                    name: str = "category"):
+    """A melted category column whose values are the wide ``columns`` (chosen by name, read
+    as `common_pattern`) as a Categorical of the declared ``values`` (`declared_labels`)."""
+    import pandas as pd
+
+    labels = declared_labels(columns, common_pattern(columns), values, name)
+    position = pd.Index(list(values)).get_indexer(labels)
+    codes = pd.Categorical(melted, categories=list(columns)).codes
+    return pd.Categorical.from_codes(position[codes], categories=list(values))
 
 
 def integer_labels(columns: Sequence[str], parts: Sequence[str], *, top: int | None = None,
