@@ -283,14 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wide", metavar="COLS",
                    help="a wide table: its columns COLS (names or patterns such as age_*, "
                         "comma-separated) hold the counts of one category each; they are "
-                        "melted into long form, the column names as the category values "
-                        "(group sizes and ranges: the last number in each name, e.g. hh1.."
-                        "hh7, age_0..age_100)")
+                        "melted into long form, each column counting the declared value "
+                        "(--category-values) it names by its name or the part its pattern "
+                        "matched, a band being its own value (group sizes and ranges: the "
+                        "one number of each, e.g. hh1..hh7, age_0..age_100; bands refused)")
     p.add_argument("--wide-name", metavar="NAME", default="category",
                    help="the column of the --wide columns' names (default category; group "
                         "sizes and ranges: --size-column or --attribute when given); counts: "
-                        "its declared values are the columns, in table order, unless "
-                        "--category-values NAME=... declares them")
+                        "declare its values with --category-values NAME=... (the header "
+                        "gives them only with --structure-from-data)")
     p.add_argument("--missing", choices=MISSING_POLICIES, default="error",
                    help="empty count cells: refuse the input naming them (error, the "
                         "default), count them as 0 (zero) or leave their rows out (drop)")

@@ -97,10 +97,10 @@ def _melted_columns(args) -> tuple[str, str]:
 
 def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
     """A copy of ``args`` whose roles name the melted columns of ``--wide`` (the wide
-    ``columns``): the count column, and the category column with the wide columns, in table
-    order, as its declared values (public: the schema the user named, not data) unless
-    ``--category-values`` declares it; the size column (group sizes) or the attribute
-    (ranges), whose values are the last integer in each column name."""
+    ``columns``): the count column, and the category column, whose values are those
+    ``--category-values NAME=...`` declares (never the header: without a declaration the
+    column names are its values only with ``--structure-from-data``, for exploration); the
+    size column (group sizes) or the attribute (ranges)."""
     query = getattr(args, "query", "counts")
     if query == "flows":
         raise InputError("--wide does not apply to flows: give one row per origin and "
@@ -119,6 +119,15 @@ def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
         out.categories = ",".join(dict.fromkeys([*csv_list(args.categories), name]))
         declared = [str(v).partition("=")[0].strip() for v in args.category_values or []]
         if name not in declared:
+            if not getattr(args, "structure_from_data", False):
+                from hierdp_core.data.wide_labels import column_label
+
+                example = column_label(columns[0], _parts(args.wide))
+                raise InputError(f"--wide: declare the values of {name!r} with "
+                                 f"--category-values {name}=V1|V2|... (a column's name or the "
+                                 f"part its pattern matches, e.g. {example}; a value no column "
+                                 "has is released as 0): the confidential table's header is "
+                                 "not a declaration; or --structure-from-data to explore")
             unusable = [c for c in columns if "|" in c]
             if unusable:
                 raise InputError(f"wide column names become category values and cannot "
@@ -126,6 +135,27 @@ def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
             out.category_values = [*(args.category_values or []),
                                    f"{name}={'|'.join(columns)}"]
     return out
+
+
+def wide_labels(args, columns: list[str]):
+    """What each wide column stands for (`hierdp_core.data.wide_labels`): its declared
+    category value (counts; a Categorical whose categories are the declaration), or its
+    size (group sizes, top ``--max-size``) or attribute value (ranges, top the end of
+    ``--domain``)."""
+    import pandas as pd
+
+    from hierdp_core.data.wide_labels import declared_labels, integer_labels
+    from hierdp_core.structure import parse_category_values, parse_domain
+
+    parts = _parts(args.wide)
+    if args.query == "group-sizes":
+        return integer_labels(columns, parts, top=args.max_size, role="size")
+    if args.query == "ranges":
+        top = parse_domain(args.domain)[1] if getattr(args, "domain", None) else None
+        return integer_labels(columns, parts, top=top, role=f"{args.attribute} value")
+    name = _melted_columns(args)[0]
+    values = parse_category_values(args.category_values)[name]
+    return pd.Categorical(declared_labels(columns, parts, values, name), categories=values)
 
 
 def prepare_input(args, table: pd.DataFrame,
@@ -146,7 +176,7 @@ def prepare_input(args, table: pd.DataFrame,
             apply_missing(table, wide, policy)
         name, value = _melted_columns(args)
         table = melt_wide(table, wide, id_columns=ids, name=name, value_name=value,
-                          integer_names=args.query in ("group-sizes", "ranges"))
+                          labels=wide_labels(args, wide))
     level_sets = ([csv_list(args.origin_levels), csv_list(args.destination_levels)]
                   if args.query == "flows" else [csv_list(args.levels)])
     table, handled, passed = prepare(table, level_sets, args.count_column, missing=policy,
@@ -158,7 +188,7 @@ def prepare_input(args, table: pd.DataFrame,
 # ---- the manifest's record --------------------------------------------------------------
 def input_spec(args, data, path: Path) -> dict:
     """The manifest's ``input``: the file name, the query and the roles of its columns,
-    how the table was prepared (the ``--wide`` columns, the ``--missing`` policy, whether
+    how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
     declarations (`structure_spec`)."""
     spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
@@ -169,7 +199,8 @@ def input_spec(args, data, path: Path) -> dict:
     if getattr(args, "split_goal", None):
         spec["split_goal"] = args.split_goal  # public: chosen from the tree's shape only
     if getattr(args, "wide_columns", None):
-        spec.update(wide=list(args.wide_columns), wide_name=_melted_columns(args)[0])
+        spec.update(wide=list(args.wide_columns), wide_patterns=_parts(args.wide),
+                    wide_name=_melted_columns(args)[0])
     if args.query == "group-sizes":
         spec.update(group_column=args.group_column, size_column=args.size_column,
                     max_size=args.max_size)
@@ -221,7 +252,8 @@ def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
                             destination_levels=",".join(spec.get("destination_levels") or []),
                             tree=spec.get("tree"), attribute=spec.get("attribute"),
                             workload=spec.get("workload"), domain=spec.get("domain"),
-                            wide=",".join(spec.get("wide") or []) or None,
+                            wide=",".join(spec.get("wide_patterns") or spec.get("wide")
+                                          or []) or None,
                             wide_name=spec.get("wide_name"),
                             missing=spec.get("missing"), ragged=bool(spec.get("ragged")),
                             names=None, **evaluate_structure(args, spec))

@@ -32,7 +32,8 @@ COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "ho
                "groups", "trips", "flows", "flights", "workers", "commuters", "total",
                "freq", "weight")
 GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family")
-CODE_WORDS = ("code", "id", "fips", "geoid", "istat", "zip", "key")
+CODE_WORDS = ("code", "id", "fips", "geoid", "istat", "zip", "key", "tract", "cod", "codice")
+CODE_ENDINGS = ("no", "nr")  # town_no, tract_nr: a number that names a unit
 NAME_WORDS = ("name", "nom", "label", "nome", "libelle")
 
 
@@ -47,8 +48,11 @@ def hinted(column: str, hints: Iterable[str]) -> bool:
 
 
 def looks_like_code(column: str) -> bool:
-    """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``)."""
-    return any(w in CODE_WORDS for w in _words(column))
+    """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``,
+    ``tract``, ``town_no``)."""
+    words = _words(column)
+    return any(w in CODE_WORDS for w in words) or (len(words) > 1
+                                                    and words[-1] in CODE_ENDINGS)
 
 
 def integer_valued(series: pd.Series) -> bool:

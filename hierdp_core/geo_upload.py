@@ -182,7 +182,8 @@ def read_boundaries(data: bytes, name: str, *, max_bytes: int = MAX_BYTES,
 def property_codes(frame, prop: str, name: str = "the file") -> pd.Series:
     """A property's values as codes (text; whole numbers without '.0'). Raises
     `GeometryPropertyError` when the property is missing or empty."""
-    if prop not in frame.columns or prop == frame.geometry.name:
+    geometry = frame.geometry.name if hasattr(frame, "geometry") else None
+    if prop not in frame.columns or prop == geometry:
         raise GeometryPropertyError(f"{name} has no property {prop!r}")
     values = frame[prop]
     if values.isna().all():
@@ -190,21 +191,6 @@ def property_codes(frame, prop: str, name: str = "the file") -> pd.Series:
     if values.dtype.kind == "f" and np.all(values.dropna() == np.floor(values.dropna())):
         values = values.astype("Int64")
     return values.astype("string").str.strip().astype(object).where(values.notna(), None)
-
-
-def suggest_properties(b: Boundaries, units: dict[str, tuple]) -> dict[str, str]:
-    """For each level of the table's ``units`` (`geo_match.hierarchy_units`), the property
-    whose values hold the largest share of the level's codes (more than half), if any."""
-    values = {p: pd.Index(property_codes(b.frame, p).dropna().unique(), dtype=object)
-              for p in b.properties if b.frame[p].notna().any()}
-    out = {}
-    for level, (codes, _) in units.items():
-        wanted = pd.Index(pd.unique(np.asarray(codes, dtype=str)).astype(object), dtype=object)
-        shares = {p: float(wanted.isin(v).mean()) for p, v in values.items() if len(wanted)}
-        best = max(shares, key=shares.get, default=None)
-        if best is not None and shares[best] > 0.5:
-            out[level] = best
-    return out
 
 
 def _codes_by_level(b: Boundaries, levels: list[str], properties: dict[str, str],

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from hierdp_core.data.loaders import read_table
-from hierdp_core.data.reshape import describe_shape, detect_wide
+from hierdp_core.data.reshape import describe_shape
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.data.shape_guess import consequence, guess_wide, meltable_columns
 from hierdp_core.errors import HierdpError
 from hierdp_core.ui import geo as geo_ui
 from hierdp_core.ui import inputs as inp
@@ -58,21 +59,33 @@ st.dataframe(raw.head(200), hide_index=True, width="stretch", height=260)
 if ds["sample"] is None:
     st.subheader("Shape of the table")
     current = inp.shape()
-    suggested = detect_wide(raw, session.roles()["levels"])
-    st.caption(f"Detected: **{describe_shape(suggested)}**. A wide table has one column per "
+    levels_now = session.roles()["levels"]
+    guess = guess_wide(raw, levels_now)
+    left_out = (f" Not offered to melt: {', '.join(guess.codes)} (they look like codes)."
+                if guess.codes else "")
+    st.caption(f"Detected: **{'looks ' if guess.columns else ''}"
+               f"{describe_shape(guess.columns)}**. A wide table has one column per "
                "category (one per age band, sex or household size, as most census tables "
-               "are); it is melted into one row per unit and category, the column names "
-               "becoming the category's values.")
+               "are); ticked, it is melted into one row per unit and category, each column "
+               f"counting one category.{left_out}")
+    if guess.columns and not current["wide"]:
+        st.info(f"A guess, not applied: {consequence(raw, guess.columns, guess.total)} "
+                "Tick the box below to melt them.")
     wide, name = [], current["name"]
-    if st.checkbox("One column per category (a wide table)", value=bool(suggested),
+    if st.checkbox("One column per category (a wide table)", value=bool(current["wide"]),
                    key=inp.upload_key("shape_wide")):
         left, right = st.columns([3, 1])
-        wide = left.multiselect("The columns holding the counts, one per category",
-                                [str(c) for c in raw.columns],
-                                default=current["wide"] or suggested,
-                                key=inp.upload_key("shape_columns"))
+        options = meltable_columns(raw, levels_now)
+        wide = left.multiselect("The columns holding the counts, one per category", options,
+                                default=[c for c in current["wide"] or guess.columns
+                                         if c in options],
+                                key=inp.upload_key("shape_columns"),
+                                help="Only numeric columns that are not a level or a code "
+                                     "are offered.")
         name = right.text_input("Name of the category they make", current["name"],
                                 key=inp.upload_key("shape_name")).strip() or "category"
+        if wide:
+            st.caption(consequence(raw, wide, guess.total))
     try:
         inp.set_shape(wide, name)
     except HierdpError as exc:
@@ -114,7 +127,7 @@ session.set_roles({"levels": levels, "count_column": count, "category_columns": 
                         **({"name_columns": names} if names is not None else {})})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
-    structure.choose(categories)
+    structure.choose(categories, inp.wide_hints())
 widgets.sidebar_status(status_slot)
 
 if not levels:

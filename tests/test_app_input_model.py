@@ -33,8 +33,12 @@ def text(at) -> str:
 def test_a_wide_table_is_detected_melted_previewed_and_released():
     at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
     assert_clean(at)
-    assert "wide: 21 columns age_0_4 … age_100" in text(at)
-    assert at.checkbox(key="shape_wide_0").value is True
+    assert "looks wide: 21 columns age_0_4 … age_100" in text(at)
+    assert at.checkbox(key="shape_wide_0").value is False  # a guess: melted on one click
+    assert at.session_state[session.DATASET]["table"].shape == census().shape
+    assert f"A guess, not applied: Melting these 21 columns gives " \
+           f"{census()[BANDS].to_numpy().sum():,} in total" in text(at)
+    at.checkbox(key="shape_wide_0").check().run()
     assert at.multiselect(key="shape_columns_0").value == BANDS
     long = at.session_state[session.DATASET]["table"]
     assert len(long) == 5 * 21 and list(long.columns) == ["state", "county", "category",
@@ -53,20 +57,64 @@ def test_a_wide_table_over_a_declared_geography_is_publishable():
     geography = pd.concat([UNITS, pd.DataFrame({"state": ["11"], "county": ["11009"]})])
     at = declared(uploaded(page("pages/1_Data.py"), census(), ["state", "county"]),
                   geography).run()
+    at.checkbox(key="shape_wide_0").check().run()
+    assert at.text_input(key="structure_values_category").value == ""  # not the header
+    assert "Values not declared for category" in text(at)
+    assert "e.g. 0_4|5_9|" in text(at)
+    declared_values = [b.removeprefix("age_").replace("_", "-") for b in BANDS] + ["105+"]
+    at.text_input(key="structure_values_category").input("|".join(declared_values)).run()
     assert_clean(at)
-    assert at.text_input(key="structure_values_category").value == "|".join(BANDS)
     assert "Values not declared" not in text(at)
+    assert "22 categories" in text(at)  # 105+: declared, no column, released as 0
     at.switch_page("pages/4_Results.py").run()
     at.switch_page("pages/6_Export.py").run()
     at.button(key="ex_secure").click().run()
     assert_clean(at)
     assert any("Publishable as it is" in s.value for s in at.success)
     secure = at.session_state[rel.PUBLISHABLE]["ex"][1]
-    assert list(secure.categories) == BANDS
+    assert list(secure.categories) == declared_values
+
+
+def test_a_wide_column_naming_no_declared_value_is_named():
+    geography = pd.concat([UNITS, pd.DataFrame({"state": ["11"], "county": ["11009"]})])
+    at = declared(uploaded(page("pages/1_Data.py"), census(), ["state", "county"]),
+                  geography).run()
+    at.checkbox(key="shape_wide_0").check().run()
+    single_ages = "|".join(str(lo) for lo in range(0, 105, 5))
+    at.text_input(key="structure_values_category").input(single_ages).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "'age_0_4'" in errors and "band 0-4" in errors and "never one of its ends" in errors
+
+
+def test_a_tract_table_keeps_its_code_columns_and_shows_what_melting_gives():
+    """The shape guess of a tract table (codes town_no and tract, a population column,
+    band columns) leaves the codes and the population out, melts nothing on its own, and
+    says the total melting gives beside the population's."""
+    rng = np.random.default_rng(1)
+    bands = ["age_0_19", "age_20_39", "age_40_64", "age_65_plus"]
+    counts = rng.integers(0, 500, (12, len(bands)))
+    table = pd.DataFrame({"town_no": np.repeat([101, 102, 103], 4), "tract": [1, 2, 3, 4] * 3,
+                          "population": counts.sum(axis=1), **dict(zip(bands, counts.T,
+                                                                       strict=True))})
+    at = uploaded(page("pages/1_Data.py"), table, ["town_no"]).run()
+    assert_clean(at)
+    assert at.checkbox(key="shape_wide_0").value is False
+    total = f"{counts.sum():,}"
+    assert f"Melting these 4 columns gives {total} in total; the column 'population' sums " \
+           f"to {total} (the same)" in text(at)
+    assert "Not offered to melt: tract (they look like codes)" in text(at)
+    at.checkbox(key="shape_wide_0").check().run()
+    assert at.multiselect(key="shape_columns_0").value == bands
+    assert "tract" not in at.multiselect(key="shape_columns_0").options
+    assert "town_no" not in at.multiselect(key="shape_columns_0").options
+    long = at.session_state[session.DATASET]["table"]
+    assert {"town_no", "tract"} <= set(long.columns) and long["count"].sum() == counts.sum()
 
 
 def test_choosing_the_columns_and_going_back_to_long():
     at = uploaded(page("pages/1_Data.py"), census(), ["state", "county"]).run()
+    at.checkbox(key="shape_wide_0").check().run()
     at.multiselect(key="shape_columns_0").set_value(BANDS[:3]).run()
     at.text_input(key="shape_name_0").input("age").run()
     assert_clean(at)

@@ -42,11 +42,10 @@ def test_own_boundaries_draw_the_maps(server, page, tmp_path):  # noqa: F811
     settle(page)
     press(page, "Use these boundaries")
     page.get_by_text("tracts.geojson: 6 areas").wait_for()
-    selects = page.locator("[data-testid='stSelectbox']").filter(has_text="Codes of district")
-    selects.first.click()  # the district level: merge the tracts along the table's tree
-    page.get_by_role("option").filter(has_text="build by merging").first.click()
-    settle(page)
-    no_exception(page)
+    district = page.get_by_label("Codes of district", exact=True)
+    assert "build by merging" in district.input_value()  # the guess: merge the tracts
+    page.get_by_text("district: build by merging tract (100%)").wait_for()
+    press(page, "Draw the maps with these properties")  # one click accepts the guess
     page.get_by_text("Maps drawn on your boundaries (tracts.geojson): 100% matched").wait_for()
     shot(page, "geo_own_boundaries_data")
     goto(page, "Results")
@@ -54,6 +53,57 @@ def test_own_boundaries_draw_the_maps(server, page, tmp_path):  # noqa: F811
     page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 6")
     no_exception(page)
     shot(page, "geo_own_boundaries_results")
+
+
+def test_a_tract_table_is_not_melted_and_its_boundaries_find_the_second_property(
+        server, page, tmp_path):  # noqa: F811
+    """Issue 27: a tract table (codes town_no and tract, a population column, band columns)
+    is not melted on its own and its code columns are never offered to melt; its GeoJSON's
+    first property holds the tract codes under the wrong towns, the second the right ones:
+    the guess takes the second, by codes AND parents, and draws on one click."""
+    towns = [101 + i for i in range(3) for _ in range(4)]  # numeric codes, as read
+    tracts = [t * 100 + j for t, j in zip(towns, [0, 1, 2, 3] * 3, strict=True)]
+    bands = {"age_0_19": [40 + i for i in range(12)], "age_20_64": [90] * 12,
+             "age_65_plus": [15 + 2 * i for i in range(12)]}
+    table = pd.DataFrame({"town_no": towns, "tract": tracts,
+                          "population": [sum(v[i] for v in bands.values()) for i in range(12)],
+                          **bands})
+    page.set_viewport_size({"width": 1440, "height": 3000})
+    upload_on_data_page(page, server, table, tmp_path / "tracts_by_age.csv")
+    page.get_by_text("looks wide: 3 columns age_0_19 … age_65_plus").first.wait_for()
+    total = f"{table[list(bands)].to_numpy().sum():,}"
+    page.get_by_text(f"the column 'population' sums to {total} (the same)").first.wait_for()
+    box = page.get_by_role("checkbox", name="One column per category (a wide table)")
+    assert not box.is_checked()
+    page.get_by_text("A tree of 16 units over 3 levels").wait_for()  # long, as uploaded
+    page.get_by_text("One column per category (a wide table)").click()
+    settle(page)
+    columns = page.locator("[data-testid='stMultiSelect']").filter(
+        has_text="The columns holding the counts")
+    columns.first.click()
+    offered = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert not {"town_no", "tract", "tract_no"} & set(offered), offered
+    page.get_by_text(f"The long table the release is made from: {12 * 3} rows").wait_for()
+    codes = [str(t) for t in tracts]
+    decoy = codes[4:] + codes[:4]  # every tract code under another town
+    (tmp_path / "tracts.geojson").write_bytes(
+        squares_geojson(decoy, tract_id=codes, town=[str(t) for t in towns]))
+    page.get_by_text("Your own boundaries", exact=True).click()
+    uploader = page.locator("[data-testid='stFileUploader']").filter(has_text="GeoJSON")
+    uploader.first.wait_for()
+    uploader.locator("input[type='file']").set_input_files(str(tmp_path / "tracts.geojson"))
+    settle(page)
+    use = page.get_by_role("button", name="Use these boundaries")
+    if not use.is_visible():  # the rerun of the upload drew the section closed
+        page.get_by_text("Your own boundaries", exact=True).click()
+    press(page, "Use these boundaries")
+    page.get_by_text("tract ← 'tract_id' (100% of codes with their parents)").wait_for()
+    page.get_by_text("a guess is used only once you accept it").wait_for()
+    press(page, "Draw the maps with these properties")
+    page.get_by_text("Maps drawn on your boundaries (tracts.geojson): 100% matched").wait_for()
+    no_exception(page)
+    shot(page, "geo_tract_table_second_property")
 
 
 def test_a_table_from_another_country_gets_no_bundled_map(server, page, tmp_path):  # noqa: F811

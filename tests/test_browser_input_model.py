@@ -1,6 +1,6 @@
 """The Data page with a wide census-style table in a real headless Chromium: the upload is
-detected as wide, melted with a preview of the long table, and its tree and categories
-are built. Screenshot: test-artifacts/screenshots/data_wide_table.png."""
+guessed wide, melted on one click with a preview of the long table, and its tree and
+categories are built. Screenshot: test-artifacts/screenshots/data_wide_table.png."""
 
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ def test_a_wide_table_on_the_data_page(server, page, tmp_path):  # noqa: F811
     counts = pd.DataFrame(rng.integers(0, 5000, (len(units), len(BANDS))), columns=BANDS)
     upload_on_data_page(page, server, pd.concat([units, counts], axis=1),
                         tmp_path / "census_by_age.csv")
-    page.get_by_text("wide: 21 columns age_0_4 … age_100").first.wait_for()
+    page.get_by_text("looks wide: 21 columns age_0_4 … age_100").first.wait_for()
+    page.get_by_text("A guess, not applied").wait_for()
+    page.get_by_text("One column per category (a wide table)").click()  # accept the guess
+    settle(page)
     page.get_by_text("The long table the release is made from: 147 rows").wait_for()
     levels = page.locator("[data-testid='stMultiSelect']").filter(has_text="Geography levels")
     if "county" not in levels.first.inner_text():  # the nested code columns are preselected

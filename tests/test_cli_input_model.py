@@ -58,14 +58,16 @@ def test_a_wide_census_table_releases_in_one_command_and_is_publishable(capsys, 
     data, geography = files
     out = tmp_path / "out"
     code, stdout, err = release(capsys, data, out, "--wide", "age_*", "--geography", geography,
+                                "--category-values", f"category={'|'.join(BANDS)}",
                                 seed=False)
     assert code == 0, err
     assert "publishable: yes" in stdout
     table, manifest = read_release(out)
-    assert list(table["category"].unique()) == BANDS  # the declared values, in table order
+    assert list(table["category"].unique()) == BANDS  # the declared values, in their order
     assert manifest["publishable"] is True
     spec = manifest["input"]
     assert spec["wide"] == BANDS and spec["wide_name"] == "category"
+    assert spec["wide_patterns"] == ["age_*"]
     assert spec["category_values"] == {"category": BANDS}
     assert spec["missing"] == "error" and spec["ragged"] is False
     assert "11009" in set(table["node_id"].str.rsplit("/", n=1).str[-1])  # the empty unit

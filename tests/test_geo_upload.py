@@ -186,14 +186,15 @@ def test_malformed_uploads_raise_a_geometry_error_only(data, name):
 
 
 def test_the_property_holding_most_codes_is_suggested():
-    from hierdp_core.geo_upload import suggest_properties
+    from hierdp_core.geo_guess import guess_properties
 
     b = read_boundaries(squares_geojson(["a1", "a2", "b1"], zone=["A", "A", "B"],
                                         other=["a1", "x", "y"]), "t.geojson")
     units = {"zone": (np.array(["A", "B"]), None),
              "tract": (np.array(["a1", "a2", "b1"]), np.array(["A", "A", "B"])),
              "block": (np.array(["k1", "k2"]), np.array(["a1", "a2"]))}
-    assert suggest_properties(b, units) == {"zone": "zone", "tract": "code"}
+    guess = guess_properties(b.frame, b.properties, units)
+    assert guess.properties == {"zone": "zone", "tract": "code"} and guess.merged == ()
 
 
 def test_codes_that_lost_their_leading_zeros_are_named():

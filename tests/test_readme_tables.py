@@ -109,6 +109,10 @@ def message_rows() -> dict[str, tuple[str, int]]:
      "real unit", "state,county,n\n06,06001,1\n,x,2\n",
      ["--levels", "state,county", "--count-column", "n", "--ragged", "--mechanism",
       "raw-laplace"]),
+    ("a `--wide` band column declared as single values (`age_0_19` with "
+     "`--category-values category=0`)", "state,age_0_19\nA,1\n",
+     ["--levels", "state", "--wide", "age_*", "--category-values", "category=0",
+      "--mechanism", "raw-laplace"]),
     ("`--wide` with `--query flows`", "o,d,n\nA,B,1\n",
      ["--query", "flows", "--origin-levels", "o", "--destination-levels", "d",
       "--count-column", "n", "--wide", "n", "--mechanism", "inftda",

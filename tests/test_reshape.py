@@ -16,7 +16,6 @@ from hierdp_core.data.reshape import (
     apply_missing,
     check_levels,
     fill_ragged,
-    last_integers,
     melt_wide,
     wide_columns,
 )
@@ -63,19 +62,17 @@ def test_melt_is_unit_major_with_the_column_names_as_categories():
     assert long["county"].tolist()[:5] == ["C0"] * 4 + ["C1"]
 
 
-def test_melt_keeps_every_other_column_by_default_and_reads_integers_from_names():
+def test_melt_keeps_every_other_column_by_default_and_writes_the_given_labels():
     table = pd.DataFrame({"region": ["a", "b"], "hh1": [4, 0], "hh2": [1, 2], "hh7": [0, 3]})
-    long = melt_wide(table, "hh*", name="size", value_name="households", integer_names=True)
+    long = melt_wide(table, "hh*", name="size", value_name="households",
+                     labels=np.array([1, 2, 7]))
     assert long["size"].tolist() == [1, 2, 7, 1, 2, 7]
     assert long["households"].sum() == 10
-    assert last_integers(["age_85_plus", "age0"]).tolist() == [85, 0]
-
-
-@pytest.mark.parametrize("columns, message", [(["hh", "hh2"], "no number"),
-                                              (["a_1", "b_1"], "all give the value 1")])
-def test_integers_from_names_need_one_number_per_column(columns, message):
-    with pytest.raises(ReshapeError, match=message):
-        last_integers(columns)
+    declared = pd.Categorical(["one", "two", "seven"], categories=["zero", "one", "two",
+                                                                   "seven"])
+    long = melt_wide(table, "hh*", name="size", labels=declared)
+    assert long["size"].tolist() == ["one", "two", "seven"] * 2
+    assert list(long["size"].cat.categories) == ["zero", "one", "two", "seven"]
 
 
 @pytest.mark.parametrize("kwargs, message", [

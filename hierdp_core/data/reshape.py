@@ -4,7 +4,8 @@ cells, units that skip a level.
 * **Wide tables** (`melt_wide`): one column per category (age bands, sex, household
   sizes), as most census tables are published. The columns named by a spec (a comma list
   of names or `fnmatch` patterns such as ``age_*``, mixed freely) are melted into long
-  form: one row per unit and wide column, the column's name as the category value and its
+  form: one row per unit and wide column, the column's name (or the declared value or
+  integer it stands for, `hierdp_core.data.wide_labels`) as the category value and its
   cell as the count. Vectorised: one repeat of the kept columns, one reshape of the cells.
 * **Missing count cells** (`apply_missing`): ``error`` (default) names the columns, the
   number of cells and the first rows; ``zero`` counts them as 0; ``drop`` leaves their
@@ -42,13 +43,12 @@ import pandas as pd
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.hierarchy import missing_values
 
-__all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "detect_wide", "fill_ragged",
-           "last_integers", "melt_wide", "prepare", "preparation_note", "wide_columns"]
+__all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "fill_ragged",
+           "melt_wide", "prepare", "preparation_note", "wide_columns"]
 
 MISSING_POLICIES = ("error", "zero", "drop")
 _MAX_LISTED = 5
 _GLOB = re.compile(r"[*?\[]")
-_LAST_INTEGER = re.compile(r"(\d+)\D*$")
 
 
 # ---- wide to long ----------------------------------------------------------------------
@@ -71,37 +71,19 @@ def wide_columns(spec: str | Sequence[str], columns: Sequence[str]) -> list[str]
     return [c for c in columns if c in chosen]
 
 
-def last_integers(columns: Sequence[str]) -> np.ndarray:
-    """The last integer in each column name (``hh7`` -> 7, ``age_85_plus`` -> 85), as the
-    values of an ordered attribute or a size; a name without one, or two names with the
-    same one, is a `ReshapeError`."""
-    found = [_LAST_INTEGER.search(str(c)) for c in columns]
-    bad = [c for c, m in zip(columns, found, strict=True) if m is None]
-    if bad:
-        raise ReshapeError(f"wide column(s) {bad[:_MAX_LISTED]} have no number in their name; "
-                           "sizes and attribute values are read from the last number in "
-                           "each name (hh1, age_85)")
-    values = np.array([int(m.group(1)) for m in found], dtype=np.int64)
-    distinct, first, counts = np.unique(values, return_index=True, return_counts=True)
-    if (counts > 1).any():
-        value = distinct[counts > 1][0]
-        same = [str(c) for c, v in zip(columns, values, strict=True) if v == value]
-        raise ReshapeError(f"wide columns {same} all give the value {value} (the last number "
-                           "in each name): one column per value")
-    return values
-
-
 def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
               id_columns: Sequence[str] | None = None, name: str = "category",
-              value_name: str = "count", integer_names: bool = False) -> pd.DataFrame:
+              value_name: str = "count", labels=None) -> pd.DataFrame:
     """The long form of ``table``: one row per row of ``table`` and column named by
     ``spec`` (see `wide_columns`), in that order, with the ``id_columns`` (default: every
     other column) repeated, the column's name in ``name`` and its cell in ``value_name``.
 
-    ``integer_names``: ``name`` holds the last integer of each column name (`last_integers`:
-    sizes, ages) instead of the name (a Categorical whose categories are the wide columns in
-    table order). A wide column that is also an id column, or a ``name`` / ``value_name``
-    the table already has, is a `ReshapeError`."""
+    ``name`` holds the column's name (a Categorical whose categories are the wide columns
+    in table order), or with ``labels`` (one per wide column) its label: a Categorical
+    (declared category values, `hierdp_core.data.wide_labels.declared_labels`, whose
+    categories are the declaration) or integers (sizes, attribute values,
+    `hierdp_core.data.wide_labels.integer_labels`). A wide column that is also an id
+    column, or a ``name`` / ``value_name`` the table already has, is a `ReshapeError`."""
     columns = wide_columns(spec, table.columns)
     ids = ([str(c) for c in table.columns if c not in columns] if id_columns is None
            else list(dict.fromkeys(id_columns)))
@@ -119,19 +101,14 @@ def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
     n, k = len(table), len(columns)
     out = table[ids].take(np.repeat(np.arange(n), k)).reset_index(drop=True)
     position = np.tile(np.arange(k), n)
-    out[name] = (last_integers(columns)[position] if integer_names
-                 else pd.Categorical.from_codes(position, categories=columns))
+    if labels is None:
+        out[name] = pd.Categorical.from_codes(position, categories=columns)
+    elif isinstance(labels, pd.Categorical):
+        out[name] = labels.take(position)
+    else:
+        out[name] = np.asarray(labels)[position]
     out[value_name] = table[columns].to_numpy().reshape(-1)
     return out
-
-
-def detect_wide(table: pd.DataFrame, exclude: Sequence[str] = (), least: int = 3,
-                ) -> list[str]:
-    """The columns that make ``table`` look wide: its numeric columns outside ``exclude``
-    (levels and other roles), when there are at least ``least`` of them; else []."""
-    numeric = [str(c) for c in table.columns
-               if c not in exclude and table[c].dtype.kind in "iuf"]
-    return numeric if len(numeric) >= least else []
 
 
 def describe_shape(columns: Sequence[str]) -> str:

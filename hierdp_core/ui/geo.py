@@ -113,9 +113,24 @@ def unmatched_table(m: GeoMatch) -> pd.DataFrame:
         "boundaries without a unit": [first(lm.unmatched_features) for lm in m.levels]})
 
 
+def _guess(b, h):
+    """The property guess (`geo_guess.guess_properties`) of the boundaries ``b`` for
+    ``h``, computed once per file and table."""
+    from hierdp_core.geo_guess import guess_properties
+
+    s = state()
+    key = (b.digest, _content_key(h, None))
+    if s.get("guess_key") != key:
+        s["guess"], s["guess_key"] = guess_properties(b.frame, b.properties,
+                                                      hierarchy_units(h)), key
+    return s["guess"]
+
+
 def _upload_panel(h) -> None:
-    """Upload a boundary file and pick the property holding each level's codes."""
-    from hierdp_core.geo_upload import build_geometry, read_boundaries, suggest_properties
+    """Upload a boundary file, pick the property holding each level's codes (preset from
+    the guess by codes AND parents, shown with what it gives) and draw the maps on one
+    click: nothing is drawn from a guess that was not accepted."""
+    from hierdp_core.geo_upload import build_geometry, read_boundaries
 
     s = state()
     upload = st.file_uploader("GeoJSON, zipped Shapefile (.zip) or GeoPackage (.gpkg)",
@@ -133,31 +148,39 @@ def _upload_panel(h) -> None:
     st.caption(f"{b.name}: {len(b.frame):,} areas, properties {', '.join(b.properties)}"
                + (f". {'; '.join(b.notes)}." if b.notes else "."))
     levels = list(h.level_names[1:])
-    guess = suggest_properties(b, hierarchy_units(h))
+    guess = _guess(b, h)
     chosen = {}
     for i, (col, level) in enumerate(zip(st.columns(len(levels)), levels, strict=True)):
         options = [NO_PROPERTY] + ([DISSOLVE] if i < len(levels) - 1 else []) + b.properties
-        default = guess.get(level) or (DISSOLVE if guess and i < len(levels) - 1 else None)
+        default = DISSOLVE if level in guess.merged else guess.properties.get(level)
         chosen[level] = col.selectbox(f"Codes of {level}", options,
                                       index=options.index(default) if default else 0,
                                       key=f"geo_prop_{b.digest}_{level}",
-                                      help="The property holding this level's codes (the "
-                                           "one holding most of them is preselected), or "
-                                           "merge the areas of the level below.")
+                                      help="The property holding this level's codes (preset "
+                                           "from the codes AND their parents), or merge the "
+                                           "areas of the level below.")
+    st.caption(f"Guessed from the codes and their parents: {guess.describe(levels)}.")
     properties = {lv: p for lv, p in chosen.items() if p not in (NO_PROPERTY, DISSOLVE)}
     key = (b.digest, tuple(levels), tuple(chosen.items()),
            _content_key(h, None) if DISSOLVE in chosen.values() else None)
     if not properties:
         st.info("Choose the property holding the codes of at least one level.")
-    elif s.get("built") != key:  # built once per file and choice
-        try:
-            g = build_geometry(b, levels, properties,
-                               _ancestors(h) if DISSOLVE in chosen.values() else None)
-        except HierdpError as exc:
-            st.error(f"These boundaries cannot be used: {exc}")
-            return
-        s["built"], s["geometry"] = key, g
-        s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
+        return
+    if s.get("built") == key:
+        return
+    if not st.button("Draw the maps with these properties", key="geo_accept",
+                     type="primary"):
+        st.info("Check the properties above, then draw the maps with them: a guess is "
+                "used only once you accept it.")
+        return
+    try:
+        g = build_geometry(b, levels, properties,
+                           _ancestors(h) if DISSOLVE in chosen.values() else None)
+    except HierdpError as exc:
+        st.error(f"These boundaries cannot be used: {exc}")
+        return
+    s["built"], s["geometry"] = key, g
+    s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
 
 
 def _ancestors(h) -> pd.DataFrame:

@@ -16,9 +16,9 @@ import streamlit as st
 
 from hierdp_core import column_roles
 from hierdp_core.data.reshape import melt_wide
-from hierdp_core.errors import MissingCellsError, RaggedLevelError
+from hierdp_core.data.shape_guess import code_like_columns
+from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.ui import session
-from hierdp_core.ui import structure as structure
 
 SHAPE = session.INPUT
 COUNT = "count"  # the count column of a melted table
@@ -59,15 +59,19 @@ def raw_table() -> pd.DataFrame:
 
 def set_shape(wide: list[str], name: str) -> None:
     """Melt the upload by its ``wide`` columns (none: long, as uploaded) into the dataset's
-    table. The roles follow: the count column `COUNT` and the category ``name``, declared
-    with the wide columns as its values (public: the schema the user named, not data)
-    unless already declared. Raises `ReshapeError` and leaves the table as it was when the
-    columns cannot be melted."""
+    table. The roles follow: the count column `COUNT` and the category ``name``, whose
+    values the user declares (the header is not a declaration: `ui.session.count_data`
+    maps the columns onto the declared values). Raises `ReshapeError` and leaves the table
+    as it was when the columns cannot be melted, or one looks like a code."""
     current = shape()
     if (list(wide), name) == (current["wide"], current["name"]):
         return
     ds = session.ensure_dataset()
     raw = ds.setdefault("raw", ds["table"])
+    codes = [c for c in wide if c in code_like_columns(raw, session.roles()["levels"])]
+    if codes:
+        raise ReshapeError(f"{codes} look like codes (their name, leading zeros, or numbers "
+                           "that repeat in every unit): a code is never melted into counts")
     table = melt_wide(raw, wide, name=name, value_name=COUNT) if wide else raw
     session.replace_table(table)
     current.update(wide=list(wide), name=name)
@@ -78,8 +82,23 @@ def set_shape(wide: list[str], name: str) -> None:
                             "count_column": count,
                             "category_columns": [*categories, name] if wide and name not in categories
                             else categories})
-    if wide:
-        structure.state()["category_values"].setdefault(name, tuple(wide))
+
+
+def wide_hints() -> dict[str, str]:
+    """The melted category of a wide upload -> what to declare as its values (the header
+    is not a declaration: `wide_labels`), for the structure panel."""
+    current = shape()
+    if not current["wide"]:
+        return {}
+    from hierdp_core.data.wide_labels import column_label, common_pattern
+
+    parts = common_pattern(current["wide"])
+    labels = "|".join(column_label(c, parts) for c in current["wide"])
+    return {current["name"]: f"Its columns are {', '.join(current['wide'])}. Declare every "
+                             f"value the category has, e.g. {labels}, each naming a column "
+                             "by its name or label (a band is its own value); a value no "
+                             "column has is released as 0, and a column naming no value "
+                             "is an error."}
 
 
 def friendly(exc: Exception) -> str:

@@ -155,7 +155,7 @@ def count_data() -> CountData:
            tuple(sorted(name_columns(ds, r["levels"]).items())))
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
-        names = name_columns(ds, r["levels"])
+        names, table = name_columns(ds, r["levels"]), ds["table"]
         if ds["sample"]:  # a bundled sample: its public geography and category values
             declared = {"geography": sample_geography(ds["sample"], tuple(r["levels"])),
                         "category_values": sample_category_values(ds["sample"],
@@ -165,13 +165,14 @@ def count_data() -> CountData:
             declared = {"geography": structure.declared_geography(r["levels"], ragged=ragged),
                         "category_values": {c: values[c] for c in r["category_columns"]
                                             if c in values}}
+            table = _declared_wide(table, values, r["category_columns"])
         else:  # an upload: the structure is read from the table (exploration only) but
             shape = st.session_state.get(INPUT) or {}  # the wide columns' order is kept
             wide = ({shape["name"]: tuple(shape["wide"])} if shape.get("wide")
                     and shape["name"] in r["category_columns"] else {})
             declared = {"local_codes": r["local_codes"], "name_columns": names,
                         "category_values": wide}
-        table, handled, passed = prepare(ds["table"], [r["levels"]], r["count_column"],
+        table, handled, passed = prepare(table, [r["levels"]], r["count_column"],
                                          missing=missing, ragged=ragged, names=names)
         data = count_data_from_table(table, r["levels"], count_column=r["count_column"],
                                      category_columns=r["category_columns"],
@@ -179,6 +180,20 @@ def count_data() -> CountData:
         note = preparation_note(missing, handled, passed, flags=False)
         st.session_state[_DATA_CACHE] = cache = (key, data, note)
     return cache[1]
+
+
+def _declared_wide(table: pd.DataFrame, values: dict, categories: list[str]) -> pd.DataFrame:
+    """The melted table of a wide upload with its category column holding the declared
+    values (`wide_labels.declared_column`; the header is not a declaration), as is when the
+    upload is long or that category is not declared."""
+    shape = st.session_state.get(INPUT) or {}
+    name = shape.get("name")
+    if not shape.get("wide") or name not in categories or name not in values:
+        return table
+    from hierdp_core.data.wide_labels import declared_column
+
+    return table.assign(**{name: declared_column(table[name], shape["wide"], values[name],
+                                                 name)})
 
 
 def count_data_note() -> str:

@@ -129,10 +129,11 @@ def describe() -> str:
     return "structure read from this table: exploration only, not publishable"
 
 
-def choose(category_columns: list[str]) -> None:
+def choose(category_columns: list[str], hints: dict[str, str] | None = None) -> None:
     """The Data page's labelled choice for an uploaded table: read the structure from the
     table (exploration), or declare it: upload the public geography file and give the
-    values of each category column. Messages for files that cannot be read."""
+    values of each category column (``hints``: column -> what to declare, shown under its
+    field). Messages for files that cannot be read."""
     s = state()
     choice = st.radio("Where the release's units and categories come from", list(CHOICES),
                       index=1 if s["declared"] else 0, format_func=CHOICES.get,
@@ -164,6 +165,8 @@ def choose(category_columns: list[str]) -> None:
             f"Values of {column} (public), separated by |", current,
             key=f"structure_values_{column}",
             placeholder="e.g. F|M; empty: read from the table (not publishable)")
+        if (hints or {}).get(column):
+            st.caption(hints[column])
     try:
         set_category_values(texts)
     except StructureError as exc:
