@@ -30,61 +30,76 @@ class SeededWords(ChaChaWords):
         return self._seed.to_bytes(32, "little"), bytes(16)
 
 
-class NeedWord(Exception):
-    """The script ran out: the explorer branches on the next word's ``width`` bits."""
+class NeedChoice(Exception):
+    """The script ran out: the explorer branches over ``options`` [(value, probability)]."""
 
-    def __init__(self, width: int):
-        super().__init__(width)
-        self.width = width
+    def __init__(self, options):
+        super().__init__(len(options))
+        self.options = options
 
 
 class ScriptedWords:
-    """Hands out the words of ``script`` in turn (each already below 2^width)."""
+    """Random words from a script of choices: ``bits(1, width)`` takes the next choice, or
+    asks the explorer to branch over the 2^width words (each 1/2^width, a Fraction)."""
 
     def __init__(self, script):
         self.script, self.pos = list(script), 0
 
+    def choose(self, options):
+        if self.pos == len(self.script):
+            raise NeedChoice(options)
+        self.pos += 1
+        return self.script[self.pos - 1]
+
     def bits(self, n: int, width: int) -> np.ndarray:
-        if self.pos + n > len(self.script):
-            if n != 1:
-                raise AssertionError(f"a batch of {n} words while enumerating")
-            raise NeedWord(width)
-        out = self.script[self.pos:self.pos + n]
-        self.pos += n
-        return np.array(out, dtype=np.uint32 if width <= 32 else np.uint64)
+        if n > 1:
+            raise AssertionError(f"a batch of {n} words while enumerating")
+        dtype = np.uint32 if width <= 32 else np.uint64
+        if n == 0:
+            return np.zeros(0, dtype=dtype)
+        if width > 16:
+            raise AssertionError(f"a {width}-bit draw while enumerating tiny parameters")
+        share = Fraction(1, 1 << width)
+        return np.array([self.choose([(w, share) for w in range(1 << width)])], dtype=dtype)
 
 
-def enumerate_paths(sample, min_prob: Fraction) -> tuple[dict[int, Fraction], Fraction]:
-    """{outcome: exact probability} over every word sequence of probability >= min_prob
-    on which ``sample(words)`` returns, and the probability left unexplored."""
-    found: dict[int, Fraction] = {}
-    left = Fraction(0)
-    stack = [((), Fraction(1))]
+def enumerate_paths(sample, min_prob, one=Fraction(1)):
+    """{outcome: probability} over every sequence of choices of probability >= min_prob on
+    which ``sample(ScriptedWords(script))`` returns, and the probability left unexplored
+    (``one`` the type of probabilities: Fraction, or Decimal for oracle choices)."""
+    found = {}
+    left = one * 0
+    stack = [((), one)]
     while stack:
         script, prob = stack.pop()
         words = ScriptedWords(script)
         try:
-            value = int(sample(words))
-        except NeedWord as need:
-            branch = prob / (1 << need.width)
-            if branch < min_prob:
-                left += prob
-                continue
-            stack.extend((script + (w,), branch) for w in range(1 << need.width))
+            value = sample(words)
+        except NeedChoice as need:
+            left += prob * (one - sum(p for _, p in need.options))  # options left out
+            for choice, p in need.options:
+                if p == 0:
+                    continue
+                if prob * p < min_prob:
+                    left += prob * p
+                else:
+                    stack.append((script + (choice,), prob * p))
             continue
         assert words.pos == len(script)
         found[value] = found.get(value, 0) + prob
     return found, left
 
 
-def _exp(x: Fraction) -> Decimal:
+def exp_decimal(x: Fraction) -> Decimal:
+    """exp(x) to 40 digits."""
+    getcontext().prec = 40
     return (Decimal(x.numerator) / Decimal(x.denominator)).exp()
 
 
 def laplace_pmf_exact(t: int, s: int, k: int) -> Decimal:
     """P(k) of the discrete Laplace of scale t/s, to 40 digits."""
     getcontext().prec = 40
-    q = _exp(Fraction(-s, t))
+    q = exp_decimal(Fraction(-s, t))
     return (1 - q) / (1 + q) * q ** abs(k)
 
 
@@ -110,8 +125,8 @@ def gaussian_pmf_exact(a: int, b: int, k: int) -> Decimal:
     getcontext().prec = 40
     sigma = (a / b) ** 0.5
     wide = int(40 * sigma) + 40
-    norm = sum(_exp(Fraction(-j * j * b, 2 * a)) for j in range(-wide, wide + 1))
-    return _exp(Fraction(-k * k * b, 2 * a)) / norm
+    norm = sum(exp_decimal(Fraction(-j * j * b, 2 * a)) for j in range(-wide, wide + 1))
+    return exp_decimal(Fraction(-k * k * b, 2 * a)) / norm
 
 
 def fit_checks(x: np.ndarray, support: np.ndarray, probs: np.ndarray) -> tuple[float, float]:

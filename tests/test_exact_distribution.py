@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from exact_helpers import SeededWords, fit_checks, gaussian_pmf, laplace_pmf, z_limit
 from scipy import stats
 
 from hierdp_core.privacy.exact import exact_noise
 from hierdp_core.privacy.opendp_noise import opendp_apply
+from tests.exact_helpers import SeededWords, fit_checks, gaussian_pmf, laplace_pmf, z_limit
 
 N = 10_000_000
 ALPHA = 1e-6

@@ -48,15 +48,20 @@ def _keep(y: np.ndarray, a: int, b: int, t: int, words) -> np.ndarray:
     return keep
 
 
+def _gaussian_acceptance(a: int, b: int, t: int) -> float:
+    """About the fraction of proposals kept (batch sizing only): the discrete Gaussian's
+    normaliser over the proposal's, clipped to [0.3, 1]."""
+    sigma = math.sqrt(a / b)
+    ratio = sigma * math.sqrt(2 * math.pi) * -math.expm1(-1 / t) / (1 + math.exp(-1 / t))
+    return max(0.3, min(1.0, ratio))
+
+
 def discrete_gaussian(a: int, b: int, size: int, words) -> np.ndarray:
     """``size`` independent draws with P(k) proportional to exp(-k^2 b / (2 a)) (int64)."""
     if not (a >= 1 and b >= 1):
         raise MechanismError(f"a discrete Gaussian sigma^2 = a/b needs a, b >= 1, got {a}/{b}")
     t = proposal_scale(a, b)
-    sigma = math.sqrt(a / b)
-    # about the acceptance (batch sizing only): CKS 2020 bound it below by ~ 1/(1+...)
-    accept = max(0.3, min(1.0, sigma * math.sqrt(2 * math.pi) * (1 - math.exp(-1 / t))
-                          / (1 + math.exp(-1 / t))))
+    accept = _gaussian_acceptance(a, b, t)
     parts, have = [np.zeros(0, dtype=np.int64)], 0
     while have < size:
         y = discrete_laplace(t, 1, oversample(size - have, accept), words)

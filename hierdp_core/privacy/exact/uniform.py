@@ -23,6 +23,11 @@ def oversample(need: int, accept: float) -> int:
     return need if need <= 1 else math.ceil(need / accept * 1.02) + 32
 
 
+def _acceptance(n: int, width: int) -> float:
+    """The chance that a ``width``-bit word is below ``n`` (batch sizing only)."""
+    return n / (1 << width)
+
+
 def _smear(m: np.ndarray) -> np.ndarray:
     """The smallest 2^b - 1 >= m, per element (m >= 0, int64)."""
     m = m.copy()
@@ -37,7 +42,7 @@ def _uniform_below_scalar(n: int, size: int, words) -> np.ndarray:
         return np.zeros(size, dtype=np.int64)
     parts, have = [np.zeros(0, dtype=np.int64)], 0
     while have < size:
-        w = words.bits(oversample(size - have, n / (1 << width)), width)
+        w = words.bits(oversample(size - have, _acceptance(n, width)), width)
         w = w[w < n]
         parts.append(w)
         have += w.size
@@ -46,11 +51,11 @@ def _uniform_below_scalar(n: int, size: int, words) -> np.ndarray:
 
 def _uniform_below_array(n: np.ndarray, words) -> np.ndarray:
     mask = _smear(n - 1)
-    wide = int(mask.max()) >= 1 << 32
+    width = int(mask.max()).bit_length() if mask.size else 0
     out = np.empty(n.size, dtype=np.int64)
     todo = np.arange(n.size)
     while todo.size:
-        w = words.bits(todo.size, 64 if wide else 32).astype(np.int64)
+        w = words.bits(todo.size, width).astype(np.int64)
         w &= mask[todo]
         ok = w < n[todo]
         out[todo[ok]] = w[ok]
