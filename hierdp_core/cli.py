@@ -115,7 +115,8 @@ def cmd_release(args) -> int:
     budget = budget_from_args(args)
     if args.seed is not None and args.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
-    source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(secure=True)
+    source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(
+        secure=True, backend=getattr(args, "noise_backend", "hierdp"))
     path = Path(args.input)
     dask = getattr(args, "engine", "memory") == "dask"
     if dask:  # the records stay on the cluster: no table here

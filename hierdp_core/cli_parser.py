@@ -247,7 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, help="seeded noise, for exploration (an integer "
                                                ">= 0; the release is then not publishable)")
     p.add_argument("--secure", action="store_true",
-                   help="noise from OS entropy through OpenDP (the default without --seed)")
+                   help="noise from OS entropy for a release (the default without --seed)")
+    p.add_argument("--noise-backend", choices=("hierdp", "opendp"), default="hierdp",
+                   help="who draws secure noise: hierdp's exact vectorised sampler "
+                        "(default) or OpenDP's measurements; named in the manifest")
     p.add_argument("--format", help="csv, parquet or csv,parquet (default csv), or "
                                     "parquet-dataset: a Parquet file per top-level unit "
                                     "(the default with --engine dask; flows: parquet)")

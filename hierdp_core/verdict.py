@@ -2,7 +2,7 @@
 
 A release is publishable only when all four hold:
 
-* its noise is secure: OS entropy through OpenDP measurements applied to the true values
+* its noise is secure: exact noise from a keystream keyed by the OS, applied to the true values
   (a seeded generator lets anyone with the seed subtract the noise);
 * its mechanism is differentially private as implemented (the registry's ``private``);
 * its shape (units, categories, domains, sizes, O/D areas) was declared public, not read

@@ -80,19 +80,25 @@ def test_manifest_fields(canary_data, tmp_path):
     json.dumps(manifest)  # serialisable
 
 
-def test_secure_mode_is_recorded(canary_data, tmp_path):
-    release = get_mechanism("raw-geometric").release(canary_data, PrivacyBudget.pure(1.0),
-                                                     source=NoiseSource(secure=True))
+@pytest.mark.parametrize(("backend", "sampler"),
+                         [("hierdp", "hierdp-exact"), ("opendp", "opendp")])
+def test_secure_mode_is_recorded(canary_data, tmp_path, backend, sampler):
+    release = get_mechanism("raw-geometric").release(
+        canary_data, PrivacyBudget.pure(1.0), source=NoiseSource(secure=True, backend=backend))
     write_release(release, tmp_path, structure_declared=True)
     table, manifest = read_release(tmp_path)
     randomness = manifest["randomness"]
     assert {k: randomness[k] for k in ("mode", "source", "sampler")} == {
-        "mode": "secure", "source": "os-entropy", "sampler": "opendp"}
+        "mode": "secure", "source": "os-entropy", "sampler": sampler}
+    assert "algorithm" in randomness
     assert "seed" not in randomness
     measured = randomness["measurements"]
     assert [m["cells"] for m in measured] == [1, 2, 5]  # root, regions, towns
     for m, row in zip(measured, manifest["ledger"], strict=True):
         assert m["opendp_privacy_loss"] == pytest.approx(row["budget"], rel=1e-9)
+        assert m["privacy_loss"] == pytest.approx(row["budget"], rel=1e-9)
+        assert m["privacy_loss"] <= row["budget"] * (1 + 1e-12)
+        assert ("sampled" in m) == (backend == "hierdp")
     assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
     assert len(table) == canary_data.hierarchy.n_nodes
 

@@ -31,22 +31,24 @@ MAX_BLOCKS = 256
 
 @dataclass(frozen=True)
 class Streams:
-    """Where each block's noise comes from: ``entropy`` of a seeded source (None: secure)."""
+    """Where each block's noise comes from: ``entropy`` of a seeded source (None: secure,
+    from ``backend``; each worker process keys its own keystream)."""
 
     entropy: tuple[int, ...] | None
+    backend: str = "hierdp"
 
     @classmethod
     def of(cls, source: NoiseSource) -> Streams:
         """The streams of one release from ``source`` (a seeded source's generator moves on,
         so two releases from one source differ)."""
         if source.secure:
-            return cls(None)
+            return cls(None, source.backend)
         return cls(tuple(int(v) for v in source.rng.integers(0, 2**63, size=4)))
 
     def source(self, stream: int) -> NoiseSource:
         """A noise source for stream ``stream`` (0: the root; b + 1: block b)."""
         if self.entropy is None:
-            return NoiseSource(secure=True)
+            return NoiseSource(secure=True, backend=self.backend)
         seq = np.random.SeedSequence(self.entropy, spawn_key=(stream,))
         return NoiseSource(generator=np.random.Generator(np.random.PCG64(seq)))
 
@@ -183,5 +185,7 @@ def merge_measurements(source: NoiseSource, measurements: list[dict]) -> None:
     """Log a block's secure measurements (`NoiseSource.measurements`) on ``source``: the
     parts of one level make one entry, their cells added up."""
     for m in measurements:
+        exact = {k: m[k] for k in ("sampler", "sampled", "privacy_loss") if k in m} \
+            if "sampled" in m else None
         source.record(m["measurement"], NOISES[m["noise"]](m["scale"]), m["cells"],
-                      m["sensitivity"], m["opendp_privacy_loss"], m["budget_share"])
+                      m["sensitivity"], m["opendp_privacy_loss"], m["budget_share"], exact)

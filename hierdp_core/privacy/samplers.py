@@ -3,10 +3,15 @@
 Each distribution knows its calibration (scale from a sensitivity and a budget), its exact
 variance and expected absolute value, and applies itself to an array of values at once
 (`Noise.apply`). Randomness comes from a `NoiseSource`: a seeded numpy generator for
-reproducible exploration (values + a numpy draw), or a secure source for which OpenDP's
-measurement is applied to the true values (`hierdp_core.privacy.opendp_noise`: exact integer
-samplers; for continuous noise the input is rounded onto OpenDP's lattice and lattice noise
-added, so no float sum made in numpy can leak through the low-order bits, Mironov 2012).
+reproducible exploration (values + a numpy draw), or a secure source. Secure integer noise
+(geometric = discrete Laplace, discrete Gaussian) comes by default from hierdp's exact sampler
+(`hierdp_core.privacy.exact`: the scale rounded up to a rational, exact integer noise from a
+ChaCha20 keystream added to the true int64 values, the loss computed from that rational);
+``backend="opendp"`` uses OpenDP's measurements instead (`hierdp_core.privacy.opendp_noise`).
+Secure continuous noise (Laplace, Gaussian) stays on OpenDP with either backend: the exact
+sampler needs integer values, while OpenDP rounds float inputs onto its lattice and adds
+lattice noise, so no float sum made in numpy can leak through the low-order bits
+(Mironov 2012).
 Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95% interval for
 one cell's noise.
 
@@ -29,8 +34,11 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.privacy.exact import apply_exact, exact_noise
+from hierdp_core.privacy.exact.apply import ALGORITHM as EXACT_ALGORITHM
 from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
+BACKENDS = ("hierdp", "opendp")  # secure noise: hierdp's exact sampler, or OpenDP's
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 
 
@@ -39,37 +47,48 @@ class NoiseSource:
 
     ``NoiseSource(seed=s)`` (or no seed): numpy's PCG64, reproducible, for exploration;
     ``NoiseSource(generator=g)`` draws from the numpy generator ``g``.
-    ``NoiseSource(secure=True)``: OS entropy through OpenDP's measurements, applied to the
-    true values, for releases. A secure source keeps the log of its measurements, each with
-    the privacy loss OpenDP's own privacy map reports (`measurements`).
+    ``NoiseSource(secure=True)``: noise for releases applied to the true values, from
+    hierdp's exact sampler (``backend="hierdp"``, the default) or OpenDP's measurements
+    (``backend="opendp"``). A secure source keeps the log of its measurements, each with its
+    privacy loss (`measurements`): computed from the exact rational sampled, beside
+    OpenDP's privacy map of the same scale as a cross-check.
     """
 
     def __init__(self, seed: int | None = None, secure: bool = False,
-                 generator: np.random.Generator | None = None):
+                 generator: np.random.Generator | None = None, backend: str = "hierdp"):
         if secure and (seed is not None or generator is not None):
             raise ValueError("a secure source cannot be seeded")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown noise backend {backend!r}; choose from {BACKENDS}")
         self.seed = seed
         self.secure = secure
+        self.backend = backend
         self.rng = generator if generator is not None else np.random.default_rng(seed)
         self._log: dict[tuple, dict] = {}
 
     def describe(self) -> str:
         if self.secure:
-            return "os-entropy (opendp measurements)"
+            return ("os-entropy (opendp measurements)" if self.backend == "opendp"
+                    else "os-entropy (hierdp exact sampler, ChaCha20)")
         return f"seed {self.seed}" if self.seed is not None else "unseeded numpy PCG64"
 
     def as_dict(self) -> dict:
         """How the noise was made, for the manifest; a secure source lists its measurements
         with OpenDP's privacy map of each (a seed is listed only for exploration)."""
         if self.secure:
-            return {"mode": "secure", "source": "os-entropy", "sampler": "opendp",
+            sampler = {"sampler": "opendp", "algorithm": "OpenDP measurements"} \
+                if self.backend == "opendp" else {"sampler": "hierdp-exact",
+                                                  "algorithm": EXACT_ALGORITHM}
+            return {"mode": "secure", "source": "os-entropy", **sampler,
                     "measurements": self.measurements}
         return {"mode": "exploration", "source": "numpy-pcg64", "seed": self.seed}
 
     def record(self, label: str, noise: Noise, cells: int, sensitivity: float | None,
-               loss: float | None, budget: float | None) -> None:
+               loss: float | None, budget: float | None, exact: dict | None = None) -> None:
         """Log one measurement; measurements of the same label, noise and sensitivity
-        (e.g. batches of one level) are one entry with their cells added up."""
+        (e.g. batches of one level) are one entry with their cells added up. ``loss`` is
+        OpenDP's privacy map; ``exact`` (hierdp backend) the rational sampled and the loss
+        computed from it, which is then the entry's ``privacy_loss``."""
         key = (label, noise.name, noise.scale, sensitivity, budget)
         entry = self._log.get(key)
         if entry is None:
@@ -78,19 +97,23 @@ class NoiseSource:
                 "cells": int(cells), "sensitivity": sensitivity,
                 "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
                 else "epsilon",
-                "opendp_privacy_loss": loss, "budget_share": budget}
+                "opendp_privacy_loss": loss, "budget_share": budget,
+                "privacy_loss": loss, **(exact or {})}
             if sensitivity is None:  # e.g. DAWA's Stage-1 scores, Privelet's coefficients
                 self._log[key]["privacy_argument"] = (
                     "the mechanism's analysis of its stage (noisy scores for a selection, or "
                     "weighted coefficients), not one OpenDP map")
         else:
             entry["cells"] += int(cells)
+            ours = (exact or {}).get("privacy_loss", loss)
             if loss is not None:
                 entry["opendp_privacy_loss"] = max(entry["opendp_privacy_loss"], loss)
+            if ours is not None:
+                entry["privacy_loss"] = max(entry["privacy_loss"], ours)
 
     @property
     def measurements(self) -> list[dict]:
-        """Every measurement made by OpenDP so far (secure sources only)."""
+        """Every secure measurement made so far (secure sources only)."""
         return [dict(e) for e in self._log.values()]
 
 
@@ -148,10 +171,13 @@ class Noise(ABC):
               budget: float | None = None, label: str = "measurement") -> np.ndarray:
         """``values`` plus independent noise, same shape.
 
-        Exploration: a numpy draw added to the values. Secure: OpenDP's measurement applied to
-        the values (integer noise needs integer values); with ``sensitivity`` (L1 for
-        Laplace / geometric, L2 for the Gaussians) OpenDP's privacy map of it is logged on the
-        source and must not exceed ``budget`` (the measurement's share: epsilon or rho).
+        Exploration: a numpy draw added to the values. Secure: integer noise on the
+        hierdp backend is the exact sampler's draw added to the true int64 values (overflow
+        refused); otherwise OpenDP's measurement applied to the values (integer noise needs
+        integer values). With ``sensitivity`` (L1 for Laplace / geometric, L2 for the
+        Gaussians) the privacy loss is logged on the source and must not exceed ``budget``
+        (the measurement's share: epsilon or rho): on the hierdp backend the loss computed
+        exactly from the rational sampled, with OpenDP's map of that scale beside it.
         """
         values = np.asarray(values)
         if not source.secure:
@@ -164,15 +190,29 @@ class Noise(ABC):
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
         flat = values.reshape(-1)
-        noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
+        exact = None
+        if self.integer and source.backend == "hierdp":
+            sampled = exact_noise(self.name if self.name != "geometric" else
+                                  "discrete-laplace", self.scale)
+            noisy = apply_exact(flat, sampled)
+            scale = sampled.num / sampled.den  # OpenDP's map of the scale sampled (rounded
+            if self._opendp_kind == "gaussian":  # up, so its loss is at most the float's)
+                scale = scale ** 0.5
+            exact = {"sampler": "hierdp-exact", "sampled": sampled.parameter}
+        else:
+            noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
+            scale = self.scale
         loss = None
         if sensitivity is not None:
-            loss = opendp_privacy_loss(self._opendp_kind, self.scale, self.integer,
+            loss = opendp_privacy_loss(self._opendp_kind, scale, self.integer,
                                        sensitivity, flat.size)
-            if budget is not None and loss > budget * (1 + 1e-9):
-                raise BudgetError(f"{label}: OpenDP's privacy map gives {loss:.6g}, more than "
+            if exact is not None:
+                exact["privacy_loss"] = sampled.privacy_loss(sensitivity)
+            checked = loss if exact is None else exact["privacy_loss"]
+            if budget is not None and checked > budget * (1 + 1e-9):
+                raise BudgetError(f"{label}: the privacy loss is {checked:.6g}, more than "
                                   f"its share of the budget {budget:.6g}")
-        source.record(label, self, flat.size, sensitivity, loss, budget)
+        source.record(label, self, flat.size, sensitivity, loss, budget, exact)
         return noisy.reshape(values.shape)
 
     def describe(self) -> dict:

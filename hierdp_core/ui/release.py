@@ -44,8 +44,8 @@ DRAWN_IN = "hd_publishable_seconds"
 GEOJSON_CACHE = "hd_geojson_cache"
 WHAT_MAKES_IT_PUBLISHABLE = (
     "A release can be published as it is only when all four hold:\n\n"
-    "1. **Secure noise**: drawn from the operating system's entropy by OpenDP and applied to "
-    "the true values. Exploration runs use a seed so that figures can be redrawn, and "
+    "1. **Secure noise**: exact integer noise from a keystream keyed by the operating "
+    "system, applied to the true values. Exploration runs use a seed so that figures can be redrawn, and "
     "anyone who knows the seed can subtract the noise.\n"
     "2. **A private mechanism**: mechanisms that are not differentially private as "
     "published (marked in the pickers) never are.\n"
@@ -71,7 +71,7 @@ def verdict_box(release, structure_declared: bool) -> dict:
     the verdict."""
     verdict = release_verdict(release, structure_declared=structure_declared)
     if verdict["publishable"]:
-        st.success("**Publishable as it is**: secure noise from OpenDP, a private mechanism, "
+        st.success("**Publishable as it is**: secure noise, a private mechanism, "
                    "a declared structure, a budget within the public ceiling.",
                    icon=":material/verified:")
     else:
@@ -189,7 +189,7 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
                  icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:
-            with st.spinner("Drawing secure noise through OpenDP…"):
+            with st.spinner("Drawing secure noise…"):
                 drawn[prefix] = (token, redraw() if ledger is None
                                  else ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:
