@@ -11,6 +11,9 @@ from pathlib import Path
 
 from hierdp_core.errors import InputError
 
+#: ``--min-size``'s default: a household has at least one member
+DEFAULT_MIN_SIZE = 1
+
 
 def csv_list(text: str | None) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()] if text else []
@@ -47,15 +50,18 @@ def input_data(args, table):
         geography = declared_geography(args, levels, names, query)
         shape = ({"geography": geography} if geography is not None
                  else {"local_codes": args.local_codes, "name_columns": names})
+        sizes = {"max_size": args.max_size, "min_size": min_size_of(args),
+                 "group_counts": declared_groups(args, geography, levels),
+                 "max_cells": cell_limit(args)}
         if args.group_column:
             return group_size_data_from_people(
-                table, levels, args.group_column, max_size=args.max_size,
-                count_column=args.count_column, max_cells=cell_limit(args), **shape)
+                table, levels, args.group_column, count_column=args.count_column,
+                **sizes, **shape)
         if not args.count_column:
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
-            table, levels, args.size_column, args.count_column, max_size=args.max_size,
-            duplicates=_duplicates(args), max_cells=cell_limit(args), **shape)
+            table, levels, args.size_column, args.count_column,
+            duplicates=_duplicates(args), **sizes, **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
     categories, declared = declared_categories(args)
@@ -80,6 +86,27 @@ def check_group_size_args(args) -> None:
     if bool(args.group_column) == bool(args.size_column):
         raise InputError("group sizes need either --group-column (one row per person) or "
                          "--size-column with --count-column (groups per size)")
+
+
+def min_size_of(args) -> int:
+    """``--min-size``: the public smallest group size m (default 1: a household has a
+    member); smaller groups count as m."""
+    value = getattr(args, "min_size", None)
+    return DEFAULT_MIN_SIZE if value is None else value
+
+
+def declared_groups(args, geography, levels):
+    """The `DeclaredGroups` of ``--groups FILE`` over the declared geography, or None
+    without it (the numbers of groups are then counted from the records)."""
+    path = getattr(args, "groups", None)
+    if not path:
+        return None
+    if geography is None:
+        raise InputError("--groups needs --geography (its regions are the geography's "
+                         "leaves); it does not go with --structure-from-data")
+    from hierdp_core.groupsizes.declared_groups import read_declared_groups
+
+    return read_declared_groups(path, geography, levels)
 
 
 def _duplicates(args) -> str:

@@ -122,6 +122,7 @@ def release_with_config(args, given: set[str]) -> None:
             "categories": ",".join(cfg.category_columns) or None,
             "mechanism": cfg.mechanism, "group_column": cfg.group_column,
             "size_column": cfg.size_column, "max_size": cfg.max_size,
+            "min_size": cfg.min_size,
             "origin_levels": ",".join(cfg.origin_levels) or None,
             "destination_levels": ",".join(cfg.destination_levels) or None,
             "tree": cfg.tree, "attribute": cfg.attribute, "workload": cfg.workload,
@@ -215,7 +216,19 @@ def build_parser() -> argparse.ArgumentParser:
                                           "person record")
     p.add_argument("--size-column", help="group sizes: the size column of size histograms "
                                          "(with --count-column = number of groups)")
-    p.add_argument("--max-size", type=int, help="group sizes: public top-code N (sizes 0..N)")
+    p.add_argument("--max-size", type=int, help="group sizes: public top-code N (larger "
+                                                "groups count as N)")
+    p.add_argument("--min-size", type=int, metavar="M",
+                   help="group sizes: public smallest size m (default 1: a household has a "
+                        "member); sizes m..N are released, smaller groups (a declared group "
+                        "with no record) count as m; 0 releases size 0 too")
+    p.add_argument("--groups", metavar="FILE",
+                   help="group sizes: the public number of groups of every leaf region "
+                        "(needs --geography): the level columns and 'groups' (one row per "
+                        "leaf), or the level columns and 'group' (one row per group id); "
+                        "every number of groups published exactly comes from it; without "
+                        "it they are counted from the records and a release keeping them "
+                        "exactly is not publishable")
     p.add_argument("--origin-levels", help="flows: origin level columns, coarse to fine: "
                                            "o_state,o_county")
     p.add_argument("--destination-levels", help="flows: destination level columns, same "
@@ -321,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "manifest, beside the input or in the current folder)")
     p.add_argument("--key-file", help=KEY_FILE_HELP + "; the manifest's signature is checked "
                                                      "with it when it exists")
+    p.add_argument("--groups", metavar="FILE",
+                   help="group sizes: the release's groups file (default: as --geography)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("verify", help="check a release folder: its files against the "

@@ -202,8 +202,10 @@ def input_spec(args, data, path: Path) -> dict:
         spec.update(wide=list(args.wide_columns), wide_patterns=_parts(args.wide),
                     wide_name=_melted_columns(args)[0])
     if args.query == "group-sizes":
+        from hierdp_core.cli_input import min_size_of
+
         spec.update(group_column=args.group_column, size_column=args.size_column,
-                    max_size=args.max_size)
+                    max_size=args.max_size, min_size=min_size_of(args))
     if args.query == "ranges":
         spec.update(attribute=args.attribute, workload=args.workload, domain=args.domain)
     if args.query == "flows":
@@ -224,9 +226,10 @@ def structure_spec(args, data) -> dict:
     spec = {"structure": "declared" if getattr(data, "declared_structure", False)
             else "from-data",
             "invariants": list(dict.fromkeys(args.invariant or []))}
-    if getattr(args, "geography", None):
-        path = Path(args.geography)
-        spec["geography"] = {"file": path.name, "sha256": file_sha256(path)}
+    for flag in ("geography", "groups"):
+        if getattr(args, flag, None):
+            path = Path(getattr(args, flag))
+            spec[flag] = {"file": path.name, "sha256": file_sha256(path)}
     values = parse_category_values(getattr(args, "category_values", None))
     if values:
         spec["category_values"] = {column: list(v) for column, v in values.items()}
@@ -248,6 +251,7 @@ def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
                             group_column=spec.get("group_column"),
                             size_column=spec.get("size_column"),
                             max_size=spec.get("max_size"),
+                            min_size=spec.get("min_size", 0),
                             origin_levels=",".join(spec.get("origin_levels") or []),
                             destination_levels=",".join(spec.get("destination_levels") or []),
                             tree=spec.get("tree"), attribute=spec.get("attribute"),
@@ -262,25 +266,35 @@ def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
 
 def evaluate_structure(args, spec: dict) -> dict:
     """The structure arguments that rebuild a release's data: its declarations from the
-    manifest, and the geography file (``--geography``, else the manifest's file name beside
-    the input or in the current folder), checked against the recorded sha256."""
-    from hierdp_core.export import file_sha256
-
+    manifest, and the geography and groups files (`recorded_file`)."""
     if spec.get("structure", "from-data") != "declared" and not spec.get("geography"):
         return {"structure_from_data": True, "geography": None, "category_values": None,
-                "invariant": None}
-    recorded = spec.get("geography") or {}
-    path = Path(args.geography) if args.geography else None
+                "invariant": None, "groups": None}
+    values = spec.get("category_values") or {}
+    groups = (recorded_file(args, spec, "groups", "groups file")
+              if spec.get("groups") else None)
+    return {"structure_from_data": False,
+            "geography": recorded_file(args, spec, "geography", "geography"),
+            "category_values": [f"{c}={'|'.join(v)}" for c, v in values.items()],
+            "invariant": spec.get("invariants"), "groups": groups}
+
+
+def recorded_file(args, spec: dict, flag: str, what: str) -> str:
+    """The path of a declaration file the manifest records under ``flag`` (``--FLAG``,
+    else the recorded file name beside the input or in the current folder), checked
+    against the recorded sha256."""
+    from hierdp_core.export import file_sha256
+
+    recorded = spec.get(flag) or {}
+    given = getattr(args, flag, None)
+    path = Path(given) if given else None
     if path is None and recorded.get("file"):
         near = [Path(args.input).parent / recorded["file"], Path(recorded["file"])]
         path = next((p for p in near if p.is_file()), None)
     if path is None or not path.is_file():
-        raise InputError(f"the release was made over the geography {recorded.get('file')!r}; "
-                         "give its path with --geography FILE")
+        raise InputError(f"the release was made with the {what} {recorded.get('file')!r}; "
+                         f"give its path with --{flag} FILE")
     if recorded.get("sha256") and file_sha256(path) != recorded["sha256"]:
-        raise InputError(f"{path} is not the geography of this release (its sha256 differs "
+        raise InputError(f"{path} is not the {what} of this release (its sha256 differs "
                          "from the manifest's)")
-    values = spec.get("category_values") or {}
-    return {"structure_from_data": False, "geography": str(path),
-            "category_values": [f"{c}={'|'.join(v)}" for c, v in values.items()],
-            "invariant": spec.get("invariants")}
+    return str(path)

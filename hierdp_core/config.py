@@ -24,7 +24,8 @@ Keys of one query kind only (`QUERY_KEYS`), null or absent for the others:
 
 group sizes         ``group_column`` (one row per person: the group id) or ``size_column``
                     (one row per region and size, with ``count_column``), ``max_size``
-                    (the public top-code N)
+                    (the public top-code N), ``min_size`` (the public smallest size m;
+                    absent: 1)
 flows               ``origin_levels``, ``destination_levels`` (coarse to fine), ``tree``
                     (``"destination"`` or ``"origin"``: which end is refined first); the
                     split may also be ``"geometric"``
@@ -58,7 +59,7 @@ FORMAT = "hierdp-config/1"
 QUERIES = ("counts", "group-sizes", "flows", "ranges")
 #: the keys of one query kind only
 QUERY_KEYS = {"counts": ("category_columns", "category_values"),
-              "group-sizes": ("group_column", "size_column", "max_size"),
+              "group-sizes": ("group_column", "size_column", "max_size", "min_size"),
               "flows": ("origin_levels", "destination_levels", "tree"),
               "ranges": ("attribute", "domain", "workload")}
 KEYS = ("format", "data", "query", "levels", "count_column", "category_columns",
@@ -96,6 +97,7 @@ class ReleaseConfig:
     group_column: str | None = None
     size_column: str | None = None
     max_size: int | None = None
+    min_size: int | None = None
     origin_levels: tuple[str, ...] = ()
     destination_levels: tuple[str, ...] = ()
     tree: str | None = None
@@ -207,6 +209,7 @@ def _query_keys(raw: dict, query: str) -> dict:
     return {"group_column": _column("group_column", raw.get("group_column")),
             "size_column": _column("size_column", raw.get("size_column")),
             "max_size": _whole("max_size", raw.get("max_size"), 1),
+            "min_size": _whole("min_size", raw.get("min_size"), 0),
             "origin_levels": _names("origin_levels", _given(raw, "origin_levels", [])),
             "destination_levels": _names("destination_levels",
                                          _given(raw, "destination_levels", [])),

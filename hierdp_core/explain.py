@@ -192,9 +192,12 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
                                      "only); declare the geography on the Data page"),
          declared),
     )
+    exact_groups = "group-sizes" in info.queries and bool(m.kept_invariants(**params))
     secure = verdict(randomness={"mode": "secure"}, mechanism_private=info.private,
                      mechanism_name=info.name, structure_declared=declared,
-                     mechanism_warning=info.warning, privacy=budget.as_dict())
+                     mechanism_warning=info.warning, privacy=budget.as_dict(),
+                     exact_groups_from_data=exact_groups
+                     and not getattr(data, "groups_declared", False))
     verdict_text = ("Released with secure noise, this configuration is publishable."
                     if secure["publishable"] else
                     "Even with secure noise this configuration is not publishable: "

@@ -12,6 +12,9 @@ A release is publishable only when all four hold:
   protect anyone. Pure and approximate DP are compared by their epsilon; rho-zCDP by the
   epsilon it implies at its delta, rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016,
   Prop. 1.3), at `REFERENCE_DELTA` when the release gives no delta (`epsilon_bound`).
+* everything it publishes exactly was declared too: a group-size release keeping numbers
+  of groups (G, G_v) exactly needs them declared (a groups file), not counted from the
+  records.
 
 Otherwise the verdict lists, in plain words, every reason it is not.
 
@@ -41,6 +44,10 @@ SEEDED = ("the noise comes from a seeded generator (exploration): anyone who kno
 FROM_DATA = ("the release's units, categories or domain were read from the confidential data "
              "(structure from data), so its shape can reveal who is in it; declare them: a "
              "public geography listing every unit, and the category values or domain")
+GROUPS_FROM_DATA = ("group counts read from the confidential data, not declared: the release "
+                    "publishes numbers of groups exactly, and removing the only member of a "
+                    "one-person group would change them; declare them (a groups file, "
+                    "--groups) or use a mechanism that keeps no number of groups exactly")
 
 
 def not_private_reason(name: str, warning: str = "") -> str:
@@ -98,10 +105,13 @@ def over_ceiling_reason(record: dict) -> str:
 
 def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
             structure_declared: bool, mechanism_warning: str = "",
-            privacy: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON) -> dict:
+            privacy: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
+            exact_groups_from_data: bool = False) -> dict:
     """``{"publishable": bool, "not_publishable_because": [plain-word reasons]}``, with
     ``privacy`` (the release's privacy record) also ``"epsilon_ceiling"``
-    (`ceiling_record`), a reason when the release is above ``max_epsilon``."""
+    (`ceiling_record`), a reason when the release is above ``max_epsilon``.
+    ``exact_groups_from_data``: numbers of groups published exactly but counted from the
+    records (`GROUPS_FROM_DATA`)."""
     reasons = []
     if randomness.get("mode") != "secure":
         reasons.append(SEEDED)
@@ -109,6 +119,8 @@ def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
         reasons.append(not_private_reason(mechanism_name, mechanism_warning))
     if not structure_declared:
         reasons.append(FROM_DATA)
+    if exact_groups_from_data:
+        reasons.append(GROUPS_FROM_DATA)
     out = {}
     if privacy is not None:
         out["epsilon_ceiling"] = ceiling_record(privacy, max_epsilon)
@@ -124,10 +136,13 @@ def release_verdict(release, *, structure_declared: bool,
     from hierdp_core.mechanisms.base import get_mechanism
 
     info = get_mechanism(release.mechanism).info
+    privacy = getattr(release, "privacy", None) or {}
     return verdict(randomness=release.randomness, mechanism_private=info.private,
                    mechanism_name=info.name, structure_declared=structure_declared,
                    mechanism_warning=info.warning, privacy=release.privacy,
-                   max_epsilon=max_epsilon)
+                   max_epsilon=max_epsilon,
+                   exact_groups_from_data=bool(privacy.get("invariants"))
+                   and privacy.get("group_counts") == "from-data")
 
 
 def short_reason_tag(result: dict) -> str:
@@ -143,6 +158,8 @@ def short_reason_tag(result: dict) -> str:
             tags.append("structure-from-data")
         elif reason.startswith(OVER_CEILING):
             tags.append("over-epsilon-ceiling")
+        elif reason == GROUPS_FROM_DATA:
+            tags.append("groups-from-data")
         else:
             tags.append("not-private")
     return "NOT-PUBLISHABLE_" + "_".join(tags)

@@ -153,6 +153,8 @@ WRONG = {
         lambda s: s not in ("total", "groups")), min_size=1)),
     "max_size": st.one_of(st.integers(max_value=0), st.floats(allow_nan=False),
                           st.text(max_size=3), st.booleans()),
+    "min_size": st.one_of(st.integers(max_value=-1), st.floats(allow_nan=False),
+                          st.text(max_size=3), st.booleans()),
     "tree": st.one_of(st.text(max_size=8).filter(lambda t: t not in ("destination", "origin")),
                       st.integers()),
     "domain": st.one_of(ANY_SCALAR, st.lists(st.integers(), min_size=3, max_size=4),
@@ -194,7 +196,8 @@ def test_an_unknown_key_is_named(key, value):
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(sorted(QUERY_OF)), st.sampled_from(list(QUERY_KEYS)))
 def test_a_key_of_another_query_kind_is_named(key, query):
-    values = {"levels": ["a"], "category_values": {"a": ["1"]}, "max_size": 3, "tree": "origin",
+    values = {"levels": ["a"], "category_values": {"a": ["1"]}, "max_size": 3, "min_size": 1,
+              "tree": "origin",
               "domain": [0, 1]}
     value = values.get(key, ["a"] if key.endswith(("levels", "columns")) else "a")
     raw = {"format": FORMAT, "mechanism": "topdown", "epsilon": 1, "query": query, key: value}

@@ -75,7 +75,8 @@ def test_consistent_group_size_release(capsys, tmp_path, people_csv, mechanism):
                         keep_default_na=False)
     assert list(table.columns) == ["level", "level_name", "node_id", "parent_id", "label",
                                    "category", "value", "lower", "upper"]  # --interval 0.9 by default
-    assert sorted(set(table["category"]), key=int) == [str(s) for s in range(MAX_SIZE + 1)]
+    # sizes 1..N: --min-size defaults to 1 (a household has a member)
+    assert sorted(set(table["category"]), key=int) == [str(s) for s in range(1, MAX_SIZE + 1)]
     assert table["value"].dtype.kind == "i" and (table["value"] >= 0).all()
     per_level = table.groupby("level")["value"].sum()
     assert (per_level == 2000).all()  # G at every level
@@ -83,13 +84,14 @@ def test_consistent_group_size_release(capsys, tmp_path, people_csv, mechanism):
     parents = table.set_index(["node_id", "category"])["value"]
     parents.index = parents.index.set_names(["parent_id", "category"])
     joined = children.to_frame("c").join(parents.rename("p"))
-    assert len(joined) == 5 * (MAX_SIZE + 1) and (joined["c"] == joined["p"]).all()
+    assert len(joined) == 5 * MAX_SIZE and (joined["c"] == joined["p"]).all()
     # declared regions without any household are released (every level sums to G: they
     # hold no group)
     assert {"03", "03/03000", "00/00003", "02/02003"} <= set(table["node_id"])
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["mechanism"]["name"] == mechanism
     assert manifest["input"]["query"] == "group-sizes" and manifest["input"]["max_size"] == 64
+    assert manifest["input"]["min_size"] == 1
     assert manifest["input"]["structure"] == "declared"
     assert manifest["input"]["invariants"] == [EXACT[mechanism]]
     kept = " ".join(manifest["invariants"])

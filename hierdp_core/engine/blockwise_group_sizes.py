@@ -38,7 +38,7 @@ from hierdp_core.engine.streams import (
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.group_counts import hand_down, keep_group_counts, rescale_rows
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.mechanisms.group_sizes import root_on_simplex
+from hierdp_core.mechanisms.group_sizes import estimated_total, root_on_simplex
 from hierdp_core.privacy.samplers import NoiseSource
 
 BLOCKWISE_GROUP_SIZE_MECHANISMS = ("gs-noisy", "gs-topdown")
@@ -89,7 +89,8 @@ def top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
         values = mechanism.estimate(None, noisy, None, p)
         return values, values
     ht = top_tree(hierarchy)
-    released = topdown(ht, noisy, root_on_simplex(int(groups[0]), noisy[0]))
+    total = estimated_total(noisy[0]) if p.get("groups") == "estimated" else int(groups[0])
+    released = topdown(ht, noisy, root_on_simplex(total, noisy[0]))
     if p.get("groups") != "exact":
         return released, released
     return released, keep_group_counts(ht, released, groups)
@@ -113,13 +114,16 @@ def block_finish(state: GroupBlock, top_topdown: np.ndarray, top_released: np.nd
     return out[1:], noisy[1:]
 
 
-def blockwise_group_sizes(mechanism, hierarchy: Hierarchy, max_size: int, leaf_blocks: list,
-                          budget, *, split=None, source: NoiseSource | None = None,
-                          executor=None, tree=None, **params):
-    """The group-size Release of ``mechanism`` computed block by block. ``leaf_blocks``:
-    every block's leaves' size histograms (n_leaves of the block, max_size + 1), or the
-    executor's handles of them, in block order; ``tree``: the executor's handle of
-    ``hierarchy`` (default: ``hierarchy`` itself)."""
+def blockwise_group_sizes(mechanism, hierarchy: Hierarchy, sizes: tuple[str, ...],
+                          leaf_blocks: list, budget, *, split=None,
+                          source: NoiseSource | None = None, executor=None, tree=None,
+                          groups_declared: bool = False, **params):
+    """The group-size Release of ``mechanism`` computed block by block. ``sizes``: the
+    released sizes (the categories, ``'m'..'N'``); ``leaf_blocks``: every block's leaves'
+    size histograms (n_leaves of the block, len(sizes)), or the executor's handles of them,
+    in block order; ``tree``: the executor's handle of ``hierarchy`` (default:
+    ``hierarchy`` itself); ``groups_declared``: whether the histograms' numbers of groups
+    were declared (as `GroupSizeMechanism.make_release` records it)."""
     check_blockwise(mechanism)
     executor = executor or InProcess()
     tree = hierarchy if tree is None else tree
@@ -140,15 +144,15 @@ def blockwise_group_sizes(mechanism, hierarchy: Hierarchy, max_size: int, leaf_b
         rows = slice(1 + first, 1 + end)
         finished.append(executor.submit(block_finish, states[b], by_topdown[rows],
                                         released[rows], mechanism, p))
-    values = np.empty((hierarchy.n_nodes, max_size + 1), dtype=np.int64)
+    values = np.empty((hierarchy.n_nodes, len(sizes)), dtype=np.int64)
     noisy = np.empty(values.shape)
     values[0], noisy[0] = released[0], noisy_top[0]
     for (first, end), (part_values, part_noisy) in zip(bounds, executor.gather(finished),
                                                        strict=True):
         rows = subtree_rows(subtree_ranges(hierarchy, first, end))
         values[rows], noisy[rows] = part_values, part_noisy
-    categories = tuple(str(s) for s in range(max_size + 1))
-    return mechanism.make_release(hierarchy, categories, plans, p, values, noisy, source)
+    return mechanism.make_release(hierarchy, tuple(sizes), plans, p, values, noisy, source,
+                                  groups_declared=groups_declared)
 
 
 def release_group_size_data(mechanism, data, budget, **kwargs):
@@ -159,4 +163,5 @@ def release_group_size_data(mechanism, data, budget, **kwargs):
     for first, end in (block_bounds(h, b) for b in range(block_starts(h).size)):
         lo, hi = subtree_ranges(h, first, end)[-1]
         blocks.append(data.leaf_counts[lo - depth_start:hi - depth_start])
-    return blockwise_group_sizes(mechanism, h, data.max_size, blocks, budget, **kwargs)
+    return blockwise_group_sizes(mechanism, h, data.categories, blocks, budget,
+                                 groups_declared=data.groups_declared, **kwargs)

@@ -1,7 +1,7 @@
 """``hierdp release --engine dask --query group-sizes``: a group-size release of person
 records on a Dask cluster (`hierdp_core.engine.dask_group_sizes`), with the options of the
-in-memory engine (``--group-column``, ``--max-size``, ``--count-column`` persons a row,
-``--geography`` or ``--structure-from-data``) and its errors (one line, exit status 2).
+in-memory engine (``--group-column``, ``--max-size``, ``--min-size``, ``--count-column``
+persons a row, ``--geography`` or ``--structure-from-data``, ``--groups``) and its errors (one line, exit status 2).
 Size histograms (``--size-column``) need the in-memory engine.
 """
 
@@ -12,6 +12,8 @@ from hierdp_core.cli_input import (
     check_group_size_args,
     csv_list,
     declared_geography,
+    declared_groups,
+    min_size_of,
     name_columns,
 )
 from hierdp_core.errors import InputError
@@ -38,7 +40,8 @@ def dask_group_size_release(args, mechanism, budget, source, choose_split, param
     choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
     release, data = release_group_sizes_dataset(
         files, levels, args.group_column, mechanism, budget, max_size=args.max_size,
-        geography=geography, count_column=args.count_column, split=split,
+        min_size=min_size_of(args), geography=geography,
+        group_counts=declared_groups(args, geography, levels), count_column=args.count_column, split=split,
         source=source, local_codes=args.local_codes, max_cells=cell_limit(args),
         scheduler=args.scheduler, workers=args.workers,
         memory_limit=args.memory_per_worker, **params)

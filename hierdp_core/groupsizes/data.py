@@ -4,9 +4,13 @@ mechanisms), and the conversions and metrics every group-size mechanism shares.
 Model (Fioretto, Van Hentenryck & Zhu 2021; Kuo et al. 2018). People belong to groups
 (households); every group lies in one leaf region. The set of groups, their regions, hence
 the number of groups ``G_v`` of every region and the total ``G``, are **public**; the sizes
-are not. Sizes are top-coded at a public ``N`` (``max_size``): a group of N or more people
-counts as size N. Bins are sizes ``0..N`` (a public group may have no member in a
-neighbouring dataset, so size 0 is a bin).
+are not. Public means declared (``group_counts``, `hierdp_core.groupsizes.declared_groups`):
+without a declaration they are counted from the records, and the data says so
+(``groups_declared`` False; a release keeping them exactly is then not publishable). Sizes
+are top-coded at a public ``N`` (``max_size``): a group of N or more people counts as size
+N; and bottom-coded at a public minimum ``m`` (``min_size``, default 0): a group of fewer
+people (a declared group with no member in the data, e.g. in a neighbouring dataset)
+counts as size m. Bins are sizes ``m..N``, column ``s - m`` holding size s.
 
 Neighbouring datasets: one person is added to, or removed from, an existing group. At
 every level that moves one group of one region by one size (nothing moves at the top code):
@@ -14,7 +18,8 @@ the plain histogram of a level changes by L1 = 2, the per-region cumulative hist
 ``c_s = #groups of size <= s`` by L1 = 1 (one cell). Levels compose sequentially.
 
 Arrays: ``hist`` has shape (n_nodes, N + 1), column s = number of groups of size s;
-``cumulative(hist)`` has the same shape with last column = G_v.
+``cumulative(hist)`` has the same shape with last column = G_v (shape (n_nodes, N - m + 1)
+with a minimum size m).
 
 Example
 -------
@@ -46,6 +51,7 @@ from hierdp_core.data.loaders import (
     validate_counts,
 )
 from hierdp_core.errors import InputError
+from hierdp_core.groupsizes.declared_groups import with_declared_groups
 from hierdp_core.hierarchy import build_hierarchy
 from hierdp_core.queries.counts import CountData, unit_names
 from hierdp_core.structure import Geography
@@ -57,15 +63,18 @@ SIZE_COLUMN = "size"
 @dataclass(frozen=True, eq=False)
 class GroupSizeData(CountData):
     """Per-leaf group-size histograms (confidential): ``leaf_counts`` has shape
-    (n_leaves, max_size + 1), categories are the sizes ``'0'..'N'``. ``groups()`` (G per
-    node) is public by the model."""
+    (n_leaves, max_size - min_size + 1), categories are the sizes ``'m'..'N'``. ``groups()``
+    (G per node) is public by the model: declared when ``groups_declared``, else counted
+    from the records."""
 
     max_size: int = 0
     top_coded: int = 0  # groups whose true size exceeded max_size (evaluation only)
+    min_size: int = 0
+    groups_declared: bool = False
 
     def node_counts(self) -> np.ndarray:
-        """True histograms of every node, shape (n_nodes, max_size + 1), computed once (a
-        sweep releases the same data many times) and read-only."""
+        """True histograms of every node, shape (n_nodes, max_size - min_size + 1),
+        computed once (a sweep releases the same data many times) and read-only."""
         return self._node_counts
 
     @cached_property
@@ -91,11 +100,31 @@ def check_max_size(max_size) -> int:
     return int(max_size)
 
 
+def check_size_domain(min_size, max_size) -> tuple[int, int]:
+    """(m, N) of the public size domain m..N, or `InputError` (one line)."""
+    max_size = check_max_size(max_size)
+    if isinstance(min_size, bool) or not isinstance(min_size, int | np.integer) \
+            or not 0 <= int(min_size) < max_size:
+        raise InputError(f"min_size (the public smallest group size m) must be an integer "
+                         f"from 0 to max_size - 1 = {max_size - 1:,}, got {min_size!r}")
+    return int(min_size), max_size
+
+
+def size_categories(min_size: int, max_size: int) -> tuple[str, ...]:
+    """The released sizes ``'m'..'N'``."""
+    return tuple(str(s) for s in range(min_size, max_size + 1))
+
+
+def size_columns(sizes: np.ndarray, min_size: int, max_size: int) -> np.ndarray:
+    """The histogram column of every size: bottom-coded at m, top-coded at N."""
+    return np.clip(sizes, min_size, max_size) - min_size
+
+
 def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | None,
-               max_size: int, max_cells: int | None):
+               width: int, max_cells: int | None):
     """The tree (the declared geography's, or read from the data), the leaf of every row,
     and the unit names (if any); `SizeLimitError` before the histograms are allocated when
-    units x sizes 0..``max_size`` exceed ``max_cells`` (None: this machine's default)."""
+    units x ``width`` sizes exceed ``max_cells`` (None: this machine's default)."""
     levels = list(levels)
     validate_columns(table, levels, "geography level")
     if geography is not None:
@@ -105,19 +134,25 @@ def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | 
         h, leaf = geography.hierarchy, geography.leaf_of_rows(table, levels)
     else:
         h, leaf = build_hierarchy(table, levels, local_codes=local_codes)
-    check_cells(h.n_leaves * (max_size + 1),
-                default_max_cells() if max_cells is None else max_cells,
-                f"{h.n_leaves:,} units x sizes 0..{max_size:,}")
+    check_cells(h.n_leaves * width, default_max_cells() if max_cells is None else max_cells,
+                f"{h.n_leaves:,} units x {width:,} sizes")
     if name_columns and geography is None:
         h = h.with_names(unit_names(table, h, leaf, levels, name_columns))
     return h, leaf
 
 
-def _data(hierarchy, leaf_hist: np.ndarray, max_size: int, top_coded: int,
-          declared: bool) -> GroupSizeData:
-    return GroupSizeData(hierarchy, leaf_hist, tuple(str(s) for s in range(max_size + 1)),
+def _data(hierarchy, leaf_hist: np.ndarray, domain: tuple[int, int], top_coded: int,
+          declared: bool, group_counts) -> GroupSizeData:
+    """The GroupSizeData of ``leaf_hist`` (sizes ``domain`` = (m, N)), with the declared
+    ``group_counts`` (None: counted from the records) filled in as groups of size m."""
+    groups_declared = False
+    if group_counts is not None:
+        leaf_hist, groups_declared = with_declared_groups(hierarchy, leaf_hist, group_counts)
+    min_size, max_size = domain
+    return GroupSizeData(hierarchy, leaf_hist, size_categories(min_size, max_size),
                          (SIZE_COLUMN,), declared_structure=declared, max_size=max_size,
-                         top_coded=top_coded)
+                         top_coded=top_coded, min_size=min_size,
+                         groups_declared=groups_declared)
 
 
 def group_size_data_from_people(
@@ -126,6 +161,7 @@ def group_size_data_from_people(
     group_column: str,
     *,
     max_size: int,
+    min_size: int = 0,
     count_column: str | None = None,
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
@@ -135,20 +171,23 @@ def group_size_data_from_people(
 ) -> GroupSizeData:
     """Histograms from person records: one row per person (or ``count_column`` persons per
     row) with the group id in ``group_column``. A group must lie in one leaf region (it is
-    an error naming the group otherwise); sizes above ``max_size`` are top-coded.
+    an error naming the group otherwise); sizes above ``max_size`` are top-coded, below
+    ``min_size`` bottom-coded.
 
-    ``group_counts``: the declared number of groups of leaf regions (a mapping or Series
-    from the leaf code to a count; leaves not named have the groups of their records).
+    ``group_counts``: the declared number of groups of leaf regions (`DeclaredGroups`, or
+    an array of one count per leaf, or a mapping from the leaf code to a count whose leaves
+    not named have the groups of their records: `declared_groups.leaf_group_counts`).
     Person records only show groups with members: a leaf declared with more groups has
-    the others as groups of size 0 (an error if it is declared with fewer).
+    the others as groups of size ``min_size`` (an error if it is declared with fewer).
 
     ``geography``: the declared regions (a region with no group gets an all-zero
     histogram; a row outside the geography is an error); with it and the public
     ``max_size`` the shape is declared (``declared_structure``). ``max_cells``: the cap on
     units x sizes (`SizeLimitError`; None: sized to this machine's memory)."""
-    max_size = check_max_size(max_size)
+    domain = check_size_domain(min_size, max_size)
+    width = domain[1] - domain[0] + 1
     validate_columns(table, [group_column], "group")
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, width,
                          max_cells)
     groups = table[group_column]
     missing = groups.isna().to_numpy()
@@ -165,39 +204,17 @@ def group_size_data_from_people(
     if split.size:
         raise spanning_groups(pd.unique(group_names[group_id[split]]), levels[-1])
     sizes = sum_by_cell(group_id, persons, len(group_names))
-    top_coded = int(np.count_nonzero(sizes > max_size))
-    cells = first_leaf * (max_size + 1) + np.minimum(sizes, max_size)
-    leaf_hist = np.bincount(cells, minlength=h.n_leaves * (max_size + 1)).reshape(
-        h.n_leaves, max_size + 1).astype(np.int64)
-    if group_counts is not None:
-        leaf_hist[:, 0] += _empty_groups(h, leaf_hist.sum(axis=1), group_counts)
-    return _data(h, leaf_hist, max_size, top_coded, geography is not None)
+    top_coded = int(np.count_nonzero(sizes > domain[1]))
+    cells = first_leaf * width + size_columns(sizes, *domain)
+    leaf_hist = np.bincount(cells, minlength=h.n_leaves * width).reshape(
+        h.n_leaves, width).astype(np.int64)
+    return _data(h, leaf_hist, domain, top_coded, geography is not None, group_counts)
 
 
 def spanning_groups(names, leaf_level: str) -> InputError:
     """The error for groups (``names``, up to five named) with people in several leaves."""
     return InputError(f"group(s) {list(names)[:5]} have people in more than one leaf "
                       f"region; a group must lie in one {leaf_level!r}")
-
-
-def _empty_groups(h, observed: np.ndarray, group_counts) -> np.ndarray:
-    """Groups of size 0 per leaf: the declared number of groups minus those with members."""
-    declared = pd.Series(group_counts, dtype=object)
-    leaf_of = pd.Series(np.arange(h.n_leaves), index=np.asarray(h.codes[h.depth]).astype(str))
-    codes = declared.index.astype(str)
-    unknown = codes[~codes.isin(leaf_of.index)]
-    if unknown.size:
-        raise InputError(f"group counts name unknown leaf region(s) {unknown[:5].tolist()}")
-    counts = validate_counts(pd.DataFrame({"group_counts": declared.to_numpy()}),
-                             "group_counts")
-    total = observed.copy()
-    total[leaf_of[codes].to_numpy()] = counts
-    short = np.flatnonzero(total < observed)
-    if short.size:
-        bad = np.asarray(h.codes[h.depth])[short][:5].tolist()
-        raise InputError(f"leaf region(s) {bad} are declared with fewer groups than their "
-                         "person records show")
-    return total - observed
 
 
 def group_size_data_from_histograms(
@@ -207,28 +224,31 @@ def group_size_data_from_histograms(
     count_column: str,
     *,
     max_size: int,
+    min_size: int = 0,
     local_codes: bool = False,
     name_columns: dict[str, str] | None = None,
     geography: Geography | None = None,
     duplicates: str = "sum",
     max_cells: int | None = None,
+    group_counts=None,
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
-    are non-negative integers, top-coded at ``max_size``. Rows repeating a unit and size
-    are summed (``duplicates="sum"``, counted in ``merged_rows``; sizes above ``max_size``
-    are one size) or refused (``"error"``). ``geography`` and ``max_cells`` as in
-    `group_size_data_from_people`."""
-    max_size = check_max_size(max_size)
+    are non-negative integers, top-coded at ``max_size`` and bottom-coded at ``min_size``.
+    Rows repeating a unit and size are summed (``duplicates="sum"``, counted in
+    ``merged_rows``; sizes coded to one size are one size) or refused (``"error"``).
+    ``geography``, ``max_cells`` and ``group_counts`` as in `group_size_data_from_people`."""
+    domain = check_size_domain(min_size, max_size)
+    width = domain[1] - domain[0] + 1
     sizes = validate_counts(table, size_column)
     counts = validate_counts(table, count_column)
-    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, max_size,
+    h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, width,
                          max_cells)
-    top_coded = int(counts[sizes > max_size].sum())
-    cells = leaf * (max_size + 1) + np.minimum(sizes, max_size)
+    top_coded = int(counts[sizes > domain[1]].sum())
+    cells = leaf * width + size_columns(sizes, *domain)
     merged = repeated_rows(cells, duplicates, "unit and size")
-    leaf_hist = sum_by_cell(cells, counts, h.n_leaves * (max_size + 1))
-    return replace(_data(h, leaf_hist.reshape(h.n_leaves, max_size + 1), max_size, top_coded,
-                         geography is not None), merged_rows=merged)
+    leaf_hist = sum_by_cell(cells, counts, h.n_leaves * width)
+    return replace(_data(h, leaf_hist.reshape(h.n_leaves, width), domain, top_coded,
+                         geography is not None, group_counts), merged_rows=merged)
 
 
 # ---- conversions and metrics -----------------------------------------------------------

@@ -73,7 +73,8 @@ def group_size_intervals(release: Release, level: float,
         method, draws = "exact", None
     else:
         plugin = GroupSizeData(h, released_leaves(release), release.categories,
-                               (SIZE_COLUMN,), max_size=len(release.categories) - 1)
+                               (SIZE_COLUMN,), max_size=int(release.categories[-1]),
+                               min_size=int(release.categories[0]))
         widen = release.mechanism in WIDENED
         below, above, draws, _ = table_bootstrap(release, plugin, level, replicates,
                                                  widen=widen)

@@ -60,13 +60,35 @@ NOISE_PARAM = Parameter("noise", "choice", "geometric",
                         choices=("geometric", "laplace"))
 G_PUBLIC = "number of groups G (public by the model)"
 G_V_PUBLIC = "number of groups of every region (public by the model)"
-GROUP_COUNTS = ("noisy", "exact")
+GROUP_COUNTS = ("noisy", "exact", "estimated")
 
 
-def groups_parameter(default: str) -> Parameter:
-    return Parameter("groups", "choice", default, "every region's number of groups: exact "
-                     "(public G_v kept; --invariant groups) or noisy (estimated, consistent; "
-                     "the total G exact, --invariant total)", choices=GROUP_COUNTS)
+def groups_parameter(default: str, *, estimated: bool = True) -> Parameter:
+    """The ``groups`` option; ``estimated``: whether the total G can be estimated too (plain
+    histograms only: their sensitivity holds when a group appears or disappears, that of
+    cumulative histograms does not)."""
+    text = ("every region's number of groups: exact (public G_v kept; --invariant groups) "
+            "or noisy (estimated, consistent; the total G exact, --invariant total)")
+    if estimated:
+        text = text.replace(" or noisy", ", noisy") + (
+            " or estimated (the total G too, from the root's noisy histogram: nothing exact, "
+            "for group counts that are not declared)")
+    return Parameter("groups", "choice", default, text,
+                     choices=GROUP_COUNTS if estimated else GROUP_COUNTS[:2])
+
+
+def estimated_total(noisy_root: np.ndarray) -> int:
+    """The total G estimated from the root's noisy plain histogram (post-processing):
+    its sum, rounded, at least 0."""
+    return max(0, int(np.rint(np.sum(noisy_root))))
+
+
+def total_groups(data: GroupSizeData, noisy_root: np.ndarray, p: dict) -> int:
+    """The G a release uses: the public one, or with ``groups="estimated"`` the estimate
+    from the root's noisy histogram (`estimated_total`)."""
+    if p.get("groups") == "estimated":
+        return estimated_total(noisy_root)
+    return data.total_groups
 
 
 @dataclass
@@ -87,7 +109,7 @@ class GroupSizeMechanism(Mechanism):
         p = self.params(**params)
         if "groups" not in p:
             return self.invariants
-        return (G_V_PUBLIC,) if p["groups"] == "exact" else (G_PUBLIC,)
+        return {"exact": (G_V_PUBLIC,), "noisy": (G_PUBLIC,)}.get(p["groups"], ())
 
     def privacy_plan(self, **params) -> PrivacyPlan:
         """One stage: every level measured once, L1 sensitivity per level by representation
@@ -133,12 +155,14 @@ class GroupSizeMechanism(Mechanism):
         plans = self.measured_plans(data.hierarchy, budget, split, p)
         values, noisy = self.measure_and_estimate(data, plans, p, source)
         return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
-                                 source)
+                                 source, groups_declared=data.groups_declared)
 
     def make_release(self, hierarchy, categories, plans, p: dict, values, noisy,
-                     source: NoiseSource) -> Release:
+                     source: NoiseSource, *, groups_declared: bool = False) -> Release:
         """The Release of ``values`` (and the ``noisy`` plain histograms) measured with
-        ``plans``, as every engine makes it."""
+        ``plans``, as every engine makes it. ``groups_declared``: whether the numbers of
+        groups came from a declaration (recorded as ``privacy["group_counts"]``, which the
+        verdict reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
         spent = math.fsum(plan.budget.value for plan in plans)
         relation = self.privacy_plan(**p).stages[0].relation
         invariants = self.kept_invariants(**p)
@@ -148,6 +172,7 @@ class GroupSizeMechanism(Mechanism):
             privacy={"definition": PURE_DP, "relation": relation,
                      "neighbouring": RELATIONS[relation],
                      "noise": p.get("noise", "geometric"), "invariants": list(invariants),
+                     "group_counts": "declared" if groups_declared else "from-data",
                      **PrivacyBudget.pure(spent).as_dict()},
             ledger=ledger_frame(plans), randomness=source.as_dict(),
             categories=categories, invariants=invariants, noisy=noisy,
@@ -211,7 +236,7 @@ class GroupSizeTopDown(GroupSizeMechanism):
                           parameters=(NOISE_PARAM, groups_parameter("noisy")))
 
     def estimate(self, data, noisy, variance, p):
-        root = root_on_simplex(data.total_groups, noisy[0])
+        root = root_on_simplex(total_groups(data, noisy[0], p), noisy[0])
         return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
 
 
@@ -271,7 +296,8 @@ class FiorettoDP(GroupSizeMechanism):
                               "hierarchy of M_H^dp, reconciled top down from the root's own "
                               "fit. Consistent integers summing to G.", FIORETTO,
                               consistent=True,
-                              parameters=(NOISE_PARAM, groups_parameter("exact")))
+                              parameters=(NOISE_PARAM,
+                                          groups_parameter("exact", estimated=False)))
         else:
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)
@@ -287,8 +313,9 @@ class FiorettoDP(GroupSizeMechanism):
 
         h, g = data.hierarchy, data.total_groups
         if self.variant == "mh":
+            g = total_groups(data, noisy[0], p)
             released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
-            return _groups_kept(data, released, root_on_simplex(data.total_groups, noisy[0]), p)
+            return _groups_kept(data, released, root_on_simplex(g, noisy[0]), p)
         if self.variant == "mc":
             groups = data.groups() if p["groups"] == "exact" else None
             return fioretto.mc_dp(h, noisy, g, groups=groups,
