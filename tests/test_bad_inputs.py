@@ -130,7 +130,7 @@ def test_flows_ranges_and_group_sizes_count_or_refuse_repeated_cells():
 
 def test_group_sizes_are_sized_before_allocating():
     people = pd.DataFrame({"st": ["A", "B"], "hh": [1, 2]})
-    with pytest.raises(SizeLimitError, match="2 units x sizes 0..9"):
+    with pytest.raises(SizeLimitError, match="2 units x 10 sizes"):
         group_size_data_from_people(people, ["st"], "hh", max_size=9, max_cells=19)
     assert group_size_data_from_people(people, ["st"], "hh", max_size=9,
                                        max_cells=20).leaf_counts.shape == (2, 10)

@@ -74,6 +74,46 @@ def test_local_cluster_release_equals_the_in_memory_release(dataset, client, par
     assert release.values[0].sum() == truth.total_groups  # G kept
 
 
+@pytest.mark.parametrize("min_size", [0, 1])
+def test_declared_group_counts_on_the_cluster_equal_the_in_memory_release(dataset, client,
+                                                                         min_size):
+    """The groups file's counts (3 more groups in the first leaf, 2 in the empty state's
+    leaf) reach the blocks on the workers: the release keeps them, equal to the in-memory
+    release bit for bit; a leaf declared with fewer groups than its records is refused."""
+    from hierdp_core.groupsizes.declared_groups import DeclaredGroups
+
+    geo, budget = geography(dataset), PrivacyBudget.pure(1.0)
+    truth = group_size_data_from_people(people(2_000), LEVELS, "hh", max_size=5,
+                                        geography=geo)
+    counts = truth.leaf_counts.sum(axis=1)
+    counts[0] += 3
+    counts[-1] += 2
+    declared = DeclaredGroups(counts)
+    release, _ = dask_group_sizes.release_group_sizes_dataset(
+        dataset / "parquet", LEVELS, "hh", "gs-topdown", budget, max_size=5,
+        min_size=min_size, geography=geo, group_counts=declared, source=NoiseSource(seed=4),
+        client=client, groups="exact")
+    memory = group_size_data_from_people(people(2_000), LEVELS, "hh", max_size=5,
+                                         min_size=min_size, geography=geo,
+                                         group_counts=declared)
+    in_memory = get_mechanism("gs-topdown").release(memory, budget, source=NoiseSource(seed=4),
+                                                    groups="exact")
+    assert release.categories == in_memory.categories == tuple("012345"[min_size:])
+    assert np.array_equal(release.values, in_memory.values)
+    assert np.array_equal(release.values[h_leaves(release)].sum(axis=1), counts)
+    assert release.privacy["group_counts"] == "declared"
+    counts[1] = 0
+    with pytest.raises(InputError, match="contradict the data"):
+        dask_group_sizes.release_group_sizes_dataset(
+            dataset / "parquet", LEVELS, "hh", "gs-noisy", budget, max_size=5,
+            geography=geo, group_counts=DeclaredGroups(counts), source=NoiseSource(seed=4),
+            client=client)
+
+
+def h_leaves(release) -> slice:
+    return release.hierarchy.level_slice(release.hierarchy.depth)
+
+
 def test_a_group_in_two_leaves_and_a_missing_group_column_are_typed_errors(
         dataset, client, tmp_path):
     t = people(300)
@@ -126,6 +166,22 @@ def test_cli_dask_group_sizes_equal_the_in_memory_release(dataset, client, tmp_p
                          dataset / "all.csv", tmp_path,
                          ("privacy", "ledger", "randomness", "categories", "hierarchy",
                           "verdict"))
+
+
+def test_cli_dask_group_sizes_with_a_groups_file(dataset, client, tmp_path, capsys):
+    """``--groups`` and ``--min-size`` on the cluster: the in-memory engine's release."""
+    geo = pd.read_csv(dataset / "geo.csv", dtype=str)
+    counts = people(2_000).groupby(LEVELS)["hh"].nunique()
+    groups = geo.join(counts.rename("groups"), on=LEVELS).fillna({"groups": 4})
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    address = client.scheduler.address
+    assert_engines_agree(capsys, lambda out, *extra: release_args(
+        dataset, out, address, "--groups", tmp_path / "groups.csv", "--min-size", "2",
+        *extra), dataset / "all.csv", tmp_path, ("privacy", "categories", "verdict"))
+    table, manifest = read_release(tmp_path / "dask")
+    assert manifest["privacy"]["group_counts"] == "declared"
+    assert manifest["categories"] == list("2345")
+    assert table.loc[table["level"] == 0, "value"].sum() == counts.sum() + 4
 
 
 @pytest.mark.parametrize(("extra", "message"), [
