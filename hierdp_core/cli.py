@@ -16,6 +16,7 @@ import pandas as pd
 
 from hierdp_core.cli_budget import cmd_budget, commit_release, reserve_release
 from hierdp_core.cli_input import csv_list, input_data
+from hierdp_core.cli_memory import check_args_memory, check_data_memory
 from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.cli_split import describe_choice, goal_split
 from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this module's API)
@@ -132,7 +133,9 @@ def cmd_release(args) -> int:
             _params(args.param))
     else:
         args, table, prepared = prepare_input(args, read_input(args, path))
+        check_args_memory(args, table)  # before anything grows with a size typed
         data, content = input_data(args, table), path
+        check_data_memory(args, data)
         choice, split = _split(args, mechanism, data, budget)
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,

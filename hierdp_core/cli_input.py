@@ -115,11 +115,14 @@ def _duplicates(args) -> str:
 
 
 def cell_limit(args) -> int:
-    """``--max-cells``, else the default sized to this machine's memory."""
+    """``--max-cells``, else the default sized to this machine's memory; never more cells
+    than ``--max-memory`` holds with the mechanism (`hierdp_core.cli_memory`)."""
+    from hierdp_core.cli_memory import cells_within_memory
     from hierdp_core.data.loaders import default_max_cells
 
     value = getattr(args, "max_cells", None)
-    return int(value) if value is not None else default_max_cells()
+    return min(int(value) if value is not None else default_max_cells(),
+               cells_within_memory(args))
 
 
 def declared_categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
@@ -220,6 +223,7 @@ def _range_data(args, table, levels, names):
     if csv_list(args.categories) or getattr(args, "category_values", None):
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
+    from hierdp_core.cli_memory import memory_limit
     from hierdp_core.data.loaders import check_cells
 
     domain = parse_domain(args.domain) if args.domain else None
@@ -241,6 +245,7 @@ def _range_data(args, table, levels, names):
     shape = {"geography": geography} if geography is not None else {"name_columns": names}
     data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
                                  domain=domain, max_cells=max_cells,
+                                 max_memory=memory_limit(args),
                                  duplicates=_duplicates(args), **shape)
     spec = args.workload or "prefix"
     n = len(data.values)

@@ -68,6 +68,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _memory_size(text: str) -> int:
+    """``--max-memory``: a size in bytes such as 4GB, 512MB or 1000000 (argparse type)."""
+    from hierdp_core.memory_plan import parse_memory_size
+
+    try:
+        return parse_memory_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line and exit status 2.
     ``release`` takes its options from ``--config FILE`` where the command line does not
@@ -317,7 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "county sits in its state, passing through the county level)")
     p.add_argument("--max-cells", type=_positive_int, metavar="N",
                    help="refuse a release of more than N cells (units x categories, or "
-                        "units x domain values); default: total memory / 64 bytes")
+                        "units x domain values); default: what the default --max-memory "
+                        "holds at the cheapest measured bytes per cell")
+    p.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
+                   help="refuse, before allocating, a release whose estimated memory "
+                        "(cells x the measured bytes per cell of its mechanism, intervals "
+                        "included) exceeds SIZE, e.g. 4GB or 512MB; default: half of this "
+                        "machine's memory (recorded in the manifest)")
     p.add_argument("--out", required=True)
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing release in --out whole (written beside it, "

@@ -190,7 +190,9 @@ def input_spec(args, data, path: Path) -> dict:
     """The manifest's ``input``: the file name, the query and the roles of its columns,
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
-    declarations (`structure_spec`)."""
+    declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
+    from hierdp_core.cli_memory import memory_limit
+
     spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
             "count_column": args.count_column,
             "category_columns": csv_list(args.categories), "local_codes": args.local_codes,
@@ -212,7 +214,7 @@ def input_spec(args, data, path: Path) -> dict:
         spec.update(origin_levels=csv_list(args.origin_levels),
                     destination_levels=csv_list(args.destination_levels),
                     tree=args.tree or "destination")
-    spec.update(structure_spec(args, data))
+    spec.update(structure_spec(args, data), max_memory=memory_limit(args))
     return spec
 
 

@@ -47,6 +47,12 @@ class SizeLimitError(InputError):
     allocating, the message gives the figure."""
 
 
+class MemoryLimitError(SizeLimitError):
+    """A release whose estimated memory exceeds the limit (``--max-memory``), refused
+    before allocating; the message names the parameter that makes it too big and the
+    largest value that would fit."""
+
+
 class ReshapeError(InputError):
     """A wide table that cannot be melted into long form: no column matches, a wide column
     with another role, or a melted column whose name is taken; the message names them."""

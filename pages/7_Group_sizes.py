@@ -76,7 +76,7 @@ query_config.config_box("gs", query_config.page_config(
     "gs", spec, upload, name, params, epsilon, seed, declared=data.declared_structure), upload)
 release, metrics, seconds = rel.cached_release(
     session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
-    run=run, what="group sizes")
+    run=run, what="group sizes", data=data, mechanism=name)
 st.caption(f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes, computed in "
            f"{seconds:.2f} s on the server.")
 rel.verdict_box(release, data.declared_structure)

@@ -98,7 +98,7 @@ query_config.config_box("fl", query_config.page_config(
     delta=delta, split=split if topdown else None), upload)
 release, metrics, seconds = rel.cached_release(
     session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
-    what=f"with {name}")
+    what=f"with {name}", data=data, mechanism=name)
 rel.verdict_box(release, data.declared_structure)
 
 # ---- privacy: what was spent, the noise per level, the invariants ------------------------

@@ -148,7 +148,7 @@ release, metrics, seconds = rel.cached_release(
     session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
     run=run, what=f"with {name}",
     wait_for_click="Press **Run release** to release down to the municipalities."
-    if municipalities else "")
+    if municipalities else "", data=data, mechanism=name)
 
 # ---- privacy: the budget per level --------------------------------------------------------
 done = (f"Released {h.n_nodes:,} histograms × {len(data.values)} {cells} over {h.n_levels} "

@@ -175,7 +175,17 @@ def test_cli_refuses_a_huge_domain_before_allocating(capsys, data, tmp_path, dom
                        "--attribute", "age", "--domain", domain, "--mechanism", "dawa",
                        "--epsilon", 1, "--seed", 1, "--structure-from-data",
                        "--max-cells", 1_000_000, "--out", out)
-    one_error(code, err, "cells", "--max-cells", "domain of")
+    one_error(code, err, "cells", "--domain is too large", "domain of", "--max-memory")
+    assert not out.exists()
+
+
+def test_cli_max_cells_still_caps_a_domain(capsys, data, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "release", data, "--query", "ranges", "--levels", "state",
+                       "--attribute", "age", "--domain", "0-1000", "--mechanism", "identity",
+                       "--epsilon", 1, "--seed", 1, "--structure-from-data",
+                       "--max-cells", 100, "--out", out)
+    one_error(code, err, "1,001 values", "--max-cells")
     assert not out.exists()
 
 

@@ -44,7 +44,6 @@ from hierdp_core.data.sources import (
     resolve_source,
 )
 from hierdp_core.data.validate import (
-    BYTES_PER_CELL,
     check_cells,
     check_column_roles,
     default_max_cells,
@@ -53,7 +52,7 @@ from hierdp_core.data.validate import (
     validate_counts,
 )
 
-__all__ = ["BYTES_PER_CELL", "SUPPORTED_FORMATS", "check_cells", "check_column_roles",
+__all__ = ["SUPPORTED_FORMATS", "check_cells", "check_column_roles",
            "default_max_cells", "lookalike_codes", "read_header", "read_table",
            "validate_columns", "validate_counts"]
 

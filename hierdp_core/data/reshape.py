@@ -42,6 +42,7 @@ import pandas as pd
 
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.hierarchy import missing_values
+from hierdp_core.memory_plan import wide_plan
 
 __all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "fill_ragged",
            "melt_wide", "prepare", "preparation_note", "wide_columns"]
@@ -99,6 +100,7 @@ def melt_wide(table: pd.DataFrame, spec: str | Sequence[str], *,
         raise ReshapeError(f"the category and count columns of the melted table are both "
                            f"named {name!r}")
     n, k = len(table), len(columns)
+    wide_plan(n, k, len(ids)).check(None)  # before the long form is made
     out = table[ids].take(np.repeat(np.arange(n), k)).reset_index(drop=True)
     position = np.tile(np.arange(k), n)
     if labels is None:

@@ -16,7 +16,6 @@ Example
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,7 +25,7 @@ from hierdp_core.data.integers import check_total
 from hierdp_core.data.sources import fail as _fail
 from hierdp_core.errors import InputError
 
-__all__ = ["BYTES_PER_CELL", "check_cells", "check_column_roles", "default_max_cells",
+__all__ = ["check_cells", "check_column_roles", "default_max_cells",
            "lookalike_codes", "validate_columns", "validate_counts"]
 
 _MAX_LISTED = 5
@@ -141,10 +140,6 @@ def _show(value) -> str:
 
 # ---- column roles, look-alike codes and size guards -----------------------------------------
 
-#: bytes of memory counted per cell of a release when sizing the default ``max_cells``
-BYTES_PER_CELL = 64
-
-
 _ROLE_NOUNS = {"levels": "level", "categories": "category", "attributes": "attribute",
                "group_columns": "group", "size_columns": "size",
                "origin_levels": "origin level", "destination_levels": "destination level"}
@@ -195,17 +190,12 @@ def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
 
 
 def default_max_cells() -> int:
-    """The default cap on the cells of a release: total memory / `BYTES_PER_CELL`."""
-    try:
-        import psutil
+    """The default cap on the cells of a release: the default ``--max-memory`` (half of
+    this machine's memory) over the least bytes a cell was measured to cost
+    (`hierdp_core.memory_plan`)."""
+    from hierdp_core.memory_plan import BYTES_PER_CELL, default_max_memory
 
-        total = int(psutil.virtual_memory().total)
-    except Exception:  # psutil missing or unsupported: ask the OS
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            total = 8 * 2**30
-    return max(1, total // BYTES_PER_CELL)
+    return max(1, default_max_memory() // min(BYTES_PER_CELL.values()))
 
 
 def check_cells(cells: int, max_cells: int | None, what: str) -> None:
@@ -215,5 +205,6 @@ def check_cells(cells: int, max_cells: int | None, what: str) -> None:
 
     if max_cells is not None and cells > max_cells:
         raise SizeLimitError(f"the release would have {cells:,} cells ({what}), above the "
-                             f"limit of {max_cells:,} (--max-cells); use a smaller domain, "
-                             "fewer categories or a coarser geography, or raise --max-cells")
+                             f"limit of {max_cells:,} (--max-cells, or what --max-memory "
+                             "holds); use a smaller domain, fewer categories or a coarser "
+                             "geography, or raise --max-cells or --max-memory")

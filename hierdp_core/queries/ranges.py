@@ -34,6 +34,7 @@ import pandas as pd
 from hierdp_core.data.loaders import check_cells, default_max_cells
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.memory_plan import ranges_plan, table_nodes
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.ranges.workloads import Workload, prefix_ranges
 from hierdp_core.structure import Geography, domain_values
@@ -76,18 +77,25 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
                           workload: Workload | None = None,
                           geography: Geography | None = None,
                           max_cells: int | None = None,
+                          max_memory: int | None = None,
                           duplicates: str = "sum") -> RangeData:
     """Histograms over ``attribute`` per leaf, from microdata (one row per person) or
     aggregated rows (``count_column``); the workload defaults to all prefixes.
     ``geography``: the declared units (then ``domain`` is required). ``max_cells``: refuse
     (`SizeLimitError`) more cells (units x values) before allocating them; None: the
-    default sized to this machine's memory (a domain read from the data can be anything)."""
+    default sized to this machine's memory (a domain read from the data can be anything).
+    ``max_memory``: refuse (`MemoryLimitError`, naming the largest domain that fits) a
+    ``domain`` whose release would need more bytes (`memory_plan.ranges_plan`); None: the
+    default ``--max-memory``."""
     if max_cells is None:
         max_cells = default_max_cells()
     repeats = {"duplicates": duplicates, "duplicate_cell": f"unit and {attribute!r} value"}
     if domain is not None:
         check_cells(domain[1] - domain[0] + 1, max_cells,
                     f"at least 1 unit x a domain of {domain[1] - domain[0] + 1:,} values")
+        nodes = (geography.hierarchy.n_nodes if geography is not None
+                 else table_nodes(table, levels) or 1)
+        ranges_plan(None, nodes, domain).check(max_memory)  # before the domain's values
         values = domain_values(domain)
         data = count_data_from_table(
             table, levels, count_column=count_column, category_columns=[attribute],

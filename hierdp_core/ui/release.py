@@ -22,6 +22,7 @@ from typing import NamedTuple
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
+from hierdp_core.memory_plan import plan_of_data
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.table_rules import RULE_NAMES, table_rules
@@ -93,15 +94,24 @@ def rules_text(rules: dict) -> str:
 
 def cached_release(state_key: str, key: tuple, release_with: Callable[[NoiseSource], object],
                    evaluate: Callable[[object], object], seed: int, *, run: bool = False,
-                   what: str = "", wait_for_click: str = ""):
+                   what: str = "", wait_for_click: str = "", data=None,
+                   mechanism: str | None = None):
     """The exploration release of a query page for the settings ``key``: the one kept under
     ``state_key`` as (key, release, metrics, seconds), else (or when ``run``, the Run
     button) ``release_with(NoiseSource(seed=seed))`` is made under a spinner (``what``
-    names it), ``evaluate(release)`` gives its metrics, and both are kept. A HierdpError
-    stops the page with a message; ``wait_for_click`` (a slow configuration) stops it with
-    that message until the button is pressed. Returns (release, metrics, seconds)."""
+    names it), ``evaluate(release)`` gives its metrics, and both are kept. With ``data``
+    and ``mechanism`` the release's memory plan is checked first (`memory_plan`, the
+    default limit). A HierdpError stops the page with a message; ``wait_for_click`` (a
+    slow configuration) stops it with that message until the button is pressed. Returns
+    (release, metrics, seconds)."""
     state = st.session_state.get(state_key)
     if run or state is None or state[0] != key:
+        try:
+            if data is not None:
+                plan_of_data(data, mechanism).check(None)
+        except HierdpError as exc:
+            st.error(f"The release cannot run: {exc}")
+            st.stop()
         if wait_for_click and not run:
             st.info(wait_for_click)
             st.stop()

@@ -1,0 +1,105 @@
+"""``--max-memory`` on the command line (issue 32): the release's memory plan
+(`hierdp_core.memory_plan`) computed from the arguments and the table before the data is
+shaped, so that a size the user typed (``--domain``, ``--max-size``, declared categories,
+the geography's units or areas) is refused in one line before anything grows with it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hierdp_core.cli_input import csv_list, declared_categories, declared_geography, flow_levels
+from hierdp_core.memory_plan import (
+    MemoryPlan,
+    bytes_per_cell,
+    counts_plan,
+    default_max_memory,
+    flows_plan,
+    group_sizes_plan,
+    level_sizes,
+    plan_of_data,
+    ranges_plan,
+    replicates_plan,
+    table_nodes,
+)
+
+
+def memory_limit(args) -> int:
+    """``--max-memory`` in bytes, else the default (half of this machine's memory)."""
+    value = getattr(args, "max_memory", None)
+    return int(value) if value is not None else default_max_memory()
+
+
+def cells_within_memory(args) -> int:
+    """The most cells `memory_limit` holds for the release ``args`` ask for."""
+    query = getattr(args, "query", None) or "counts"
+    per_cell = bytes_per_cell(query, getattr(args, "mechanism", None))
+    return max(1, memory_limit(args) // per_cell) if per_cell else memory_limit(args)
+
+
+def check_args_memory(args, table: pd.DataFrame) -> None:
+    """`MemoryLimitError` when the release ``args`` ask for would not fit in
+    `memory_limit`; nothing when the plan cannot be known yet (a missing column or flag is
+    the data builder's error to give)."""
+    plan = args_plan(args, table)
+    if plan is not None:
+        plan.check(memory_limit(args))
+
+
+def check_data_memory(args, data) -> None:
+    """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
+    the mechanism, or its intervals with ``--interval-replicates``, would not fit in
+    `memory_limit`: a shape read from the data is bounded too."""
+    limit = memory_limit(args)
+    plan_of_data(data, args.mechanism).check(limit)
+    replicates = getattr(args, "interval_replicates", None)
+    if replicates is not None and replicates > 1 and args.interval != 0.0:
+        nodes = (data.geography.n_nodes if args.query == "flows" else data.hierarchy.n_nodes)
+        replicates_plan(nodes, replicates).check(limit)
+
+
+def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
+    """The memory plan of the release ``args`` ask for, from the declared structure (or
+    the table's units, with --structure-from-data); None when it cannot be told yet."""
+    from hierdp_core.structure import parse_domain
+
+    query, mechanism = args.query, args.mechanism
+    if query == "flows":
+        origin, destination = flow_levels(args)
+        geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
+        areas = (_geography_sizes(geography) if geography is not None
+                 else level_sizes(table, origin, destination))
+        return flows_plan(mechanism, [1, *areas]) if areas else None
+    levels = csv_list(args.levels)
+    if not levels:
+        return None
+    nodes = _nodes(args, table, levels, query)
+    if nodes is None:
+        return None
+    if query == "ranges":
+        return ranges_plan(mechanism, nodes, parse_domain(args.domain)) if args.domain else None
+    if query == "group-sizes":
+        return group_sizes_plan(mechanism, nodes, args.max_size) \
+            if args.max_size is not None and args.max_size >= 0 else None
+    categories, declared = declared_categories(args)
+    if not set(categories) <= set(table.columns):
+        return None
+    return counts_plan(mechanism, nodes, {
+        c: len(declared[c]) if c in declared else int(table[c].nunique(dropna=False))
+        for c in categories}, "--category-values" if set(categories) <= set(declared)
+        else "--categories")
+
+
+def _nodes(args, table, levels, query) -> int | None:
+    """The units of every level: the declared geography's, else the table's."""
+    if getattr(args, "geography", None) and not getattr(args, "structure_from_data", False):
+        from hierdp_core.cli_input import name_columns
+
+        geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
+                                       query)
+        return geography.hierarchy.n_nodes
+    return table_nodes(table, levels)
+
+
+def _geography_sizes(geography) -> list[int]:
+    """The areas of each level of a flow geography below its root."""
+    return [geography.hierarchy.level_size(lv) for lv in range(1, geography.hierarchy.n_levels)]

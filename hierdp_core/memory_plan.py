@@ -1,0 +1,287 @@
+"""One memory estimate per release plan (issue 32): before allocating, a query kind says
+how many cells its release will hold and what one cell costs with the chosen mechanism,
+and a release whose estimate exceeds the limit (``--max-memory``, by default
+`MEMORY_SHARE` of this machine's memory) is refused with a `MemoryLimitError` naming the
+parameter that makes it too big and the largest value that would fit.
+
+Cells per query kind (every node of every level):
+
+* counts: nodes x the categories' combinations (the cartesian product of the declared
+  or observed values);
+* group sizes: nodes (regions) x sizes 0..``--max-size``;
+* ranges: nodes (units) x the values of ``--domain``;
+* flows: per level of the geography, origin areas x destination areas (areas squared).
+
+Example
+-------
+>>> plan = ranges_plan("identity", nodes=3, domain=(0, 100_000_000))
+>>> plan.cells
+300000003
+>>> plan.largest_fit(2 * 2**30) < 100_000_001
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from hierdp_core.errors import MemoryLimitError
+
+#: the default ``--max-memory``: this share of the memory this process may use
+#: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
+MEMORY_SHARE = 0.5
+
+#: Peak bytes per release cell, by query kind, measured by
+#: `benchmarks/bench_memory_per_cell.py`: each mechanism released through the command line
+#: at two sizes (~200k and ~1M cells, default intervals on), the slope of the peak resident
+#: memory (``ru_maxrss``) over the cells. It covers the input, the data object, the release
+#: and its table of strings (one row per cell), the intervals' bootstrap (capped at 2**24
+#: values, at least 20 per cell) and the files written. Measured (bytes per cell): counts
+#: raw-laplace 390, raw-geometric 153, raw-discrete-gaussian 157, least-squares 422,
+#: topdown 510; ranges h2 354, privelet 344, greedy-h 420, uniform 413, hb 399,
+#: partition-laplace 368 (identity and dawa passed the 300 s timeout at 1M cells); group
+#: sizes gs-noisy 136 (the others not yet measured). Each kind's constant is its largest
+#: measured slope with a margin; flows as counts for the dense vanilla-gauss.
+BYTES_PER_CELL = {"counts": 600, "group-sizes": 300, "ranges": 500, "flows": 600}
+#: mechanisms that hold only the non-zero O/D pairs, not areas x areas: the measured slope
+#: over the O/D cells was nil (inftda -7, tda-l2 1 bytes per cell), so the areas do not
+#: bound them (their memory follows the input's rows)
+MECHANISM_BYTES_PER_CELL: dict[str, int] = {"inftda": 0, "tda-l2": 0, "tda-linf-milp": 0,
+                                            "stability-histogram": 0}
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
+          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
+          "tib": 2**40}
+
+
+def total_memory() -> int:
+    """The memory this process may use, in bytes: the machine's total (psutil, else the
+    OS; 8 GiB if unknown), or less under an address-space limit (``ulimit -v``,
+    RLIMIT_AS) or a cgroup's memory limit (a container)."""
+    try:
+        import psutil
+
+        total = int(psutil.virtual_memory().total)
+    except Exception:  # psutil missing or unsupported: ask the OS
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = 8 * 2**30
+    return min([total, *_imposed_limits()])
+
+
+def _imposed_limits() -> list[int]:
+    """The address-space limit of this process and its cgroup's memory limit, when set."""
+    limits = []
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, OSError, ValueError):  # not a POSIX system
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as cgroup:
+            text = cgroup.read().strip()
+        if text.isdigit():
+            limits.append(int(text))
+    except OSError:
+        pass
+    return limits
+
+
+def default_max_memory() -> int:
+    """The default ``--max-memory``: `MEMORY_SHARE` of `total_memory`."""
+    return int(total_memory() * MEMORY_SHARE)
+
+
+def parse_memory_size(text: str) -> int:
+    """'4GB', '512 MB', '1.5g', '1000000' -> bytes (binary units: 1 GB = 2**30 bytes);
+    ValueError for anything else or a size that is not positive."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match and _UNITS.get(match.group(2).lower())
+    if not match or unit is None:
+        raise ValueError(f"wants a size such as 4GB, 512MB or a number of bytes, got {text!r}")
+    size = float(match.group(1)) * unit
+    if not math.isfinite(size) or size < 1:
+        raise ValueError(f"wants a size of at least 1 byte, got {text!r}")
+    return int(size)
+
+
+def format_bytes(size: float) -> str:
+    """Bytes in words: '512 B', '3.2 MB', '19.6 GB' (binary units)."""
+    for unit, scale in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{int(size)} B"
+
+
+def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
+    """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
+    return MECHANISM_BYTES_PER_CELL.get(mechanism or "", BYTES_PER_CELL[query])
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The cells a release will hold as a function of the one user-given number that
+    multiplies them (``parameter``, given as ``value``), and what a cell costs."""
+
+    query: str
+    mechanism: str | None
+    parameter: str
+    value: int
+    cells_at: Callable[[int], int]
+    #: what the cells are made of, in words
+    what: str
+    #: the largest value that fits, in words (the parameter's own terms)
+    fits: Callable[[int], str]
+    #: bytes per cell when not the mechanism's (`bytes_per_cell`)
+    per_cell: int = 0
+
+    @property
+    def cells(self) -> int:
+        return self.cells_at(self.value)
+
+    @property
+    def cell_bytes(self) -> int:
+        return self.per_cell or bytes_per_cell(self.query, self.mechanism)
+
+    @property
+    def bytes(self) -> int:
+        return self.cells * self.cell_bytes
+
+    def largest_fit(self, limit: int) -> int:
+        """The largest value of the parameter (at most ``value``) whose release fits in
+        ``limit`` bytes; 0 when none does."""
+        lo, hi = 0, self.value
+        while lo < hi:  # the cells grow with the value: bisect
+            mid = (lo + hi + 1) // 2
+            if self.cells_at(mid) * self.cell_bytes <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def check(self, limit: int | None) -> None:
+        """`MemoryLimitError` when the estimate exceeds ``limit`` bytes (None: the
+        default, `default_max_memory`)."""
+        limit = default_max_memory() if limit is None else int(limit)
+        if self.bytes <= limit:
+            return
+        fit = self.largest_fit(limit)
+        hint = (f"{self.fits(fit)} would fit" if fit > 0 else
+                f"no {self.parameter} fits: the rest of the release alone is too big")
+        who = f" with {self.mechanism}" if self.mechanism else ""
+        raise MemoryLimitError(
+            f"the release would need about {format_bytes(self.bytes)} of memory "
+            f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
+            f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
+            "--max-memory)")
+
+
+def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int]) -> MemoryPlan:
+    """Ranges: ``nodes`` units x the values of ``domain`` (LO, HI)."""
+    lo, hi = domain
+    return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
+                      f"{nodes:,} units x a domain of {hi - lo + 1:,} values",
+                      lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})")
+
+
+def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int) -> MemoryPlan:
+    """Group sizes: ``nodes`` regions x the sizes 0..``max_size``."""
+    return MemoryPlan("group-sizes", mechanism, "--max-size", max_size,
+                      lambda v: nodes * (v + 1),
+                      f"{nodes:,} regions x sizes 0..{max_size:,}",
+                      lambda v: f"--max-size {v:,}")
+
+
+def counts_plan(mechanism: str | None, nodes: int,
+                categories: Mapping[str, int] | None = None,
+                parameter: str = "--category-values") -> MemoryPlan:
+    """Counts: ``nodes`` units x the cartesian product of the ``categories`` (column ->
+    number of values, named by ``parameter``); without categories the units are what
+    multiplies."""
+    combos = math.prod((categories or {}).values())
+    if combos > 1:
+        names = " x ".join(f"{k:,} {c}" for c, k in categories.items())
+        return MemoryPlan("counts", mechanism, parameter, combos,
+                          lambda v: nodes * v, f"{nodes:,} units x {names} categories",
+                          lambda v: f"{v:,} category combinations")
+    return MemoryPlan("counts", mechanism, "the geography", nodes, lambda v: v,
+                      f"{nodes:,} units", lambda v: f"{v:,} units")
+
+
+def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
+    """Flows: the areas of each level of the geography, coarse to fine; a level holds
+    areas x areas O/D cells, and the finest level is what multiplies."""
+    coarse = sum(a * a for a in areas[:-1])
+    finest = areas[-1]
+    levels = " + ".join(f"{a:,}^2" for a in areas)
+    return MemoryPlan("flows", mechanism, "the finest level's areas", finest,
+                      lambda v: coarse + v * v, f"O/D pairs {levels}",
+                      lambda v: f"{v:,} areas at the finest level")
+
+
+def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
+    """Melting ``columns`` wide columns of ``rows`` rows, ``id_columns`` repeated: one long
+    row per wide cell holding a reference per id column, the column's code, its value and
+    the row's position (8 bytes each), twice at the peak (the pieces, then the frame)."""
+    return MemoryPlan("counts", None, "--wide", columns, lambda v: rows * v,
+                      f"{rows:,} rows x {columns:,} wide columns melted",
+                      lambda v: f"{v:,} wide columns", per_cell=2 * 8 * (id_columns + 3))
+
+
+def replicates_plan(values: int, replicates: int) -> MemoryPlan:
+    """Intervals simulated from ``replicates`` draws of ``values`` released values (the
+    least-squares simulation holds them all; the bootstraps at most 2**24, in chunks): the
+    draws, their errors, absolute values and ratios (8 bytes each)."""
+    return MemoryPlan("counts", None, "--interval-replicates", replicates,
+                      lambda v: values * v,
+                      f"{values:,} values x {replicates:,} interval replicates",
+                      lambda v: f"--interval-replicates {v:,}", per_cell=4 * 8)
+
+
+def level_sizes(table, *level_sets: Sequence[str]) -> list[int] | None:
+    """Per level (coarse to fine), the most distinct paths any of ``level_sets`` has in
+    ``table`` (a DataFrame); None when a column is missing."""
+    if not level_sets or not all(set(levels) <= set(table.columns) for levels in level_sets):
+        return None
+    depth = min(len(levels) for levels in level_sets)
+    return [max(len(table[list(levels[:i + 1])].drop_duplicates()) for levels in level_sets)
+            for i in range(depth)]
+
+
+def table_nodes(table, levels: Sequence[str]) -> int | None:
+    """The units of every level ``table`` holds (the root included); None when a level
+    column is missing."""
+    sizes = level_sizes(table, levels)
+    return None if sizes is None else 1 + sum(sizes)
+
+
+def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
+    """The plan of releasing ``data`` (a counts, group-size, range or flow data object)
+    with ``mechanism``: checked before the mechanism runs (its release is the largest
+    allocation), so a shape read from the data is bounded too."""
+    from hierdp_core.flows.data import FlowData
+    from hierdp_core.groupsizes.data import GroupSizeData
+    from hierdp_core.queries.ranges import RangeData
+
+    if isinstance(data, FlowData):
+        g = data.geography
+        return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
+    nodes = data.hierarchy.n_nodes
+    if isinstance(data, RangeData):
+        try:
+            lo = int(data.values[0])
+        except (ValueError, IndexError):
+            lo = 0
+        return ranges_plan(mechanism, nodes, (lo, lo + len(data.values) - 1))
+    if isinstance(data, GroupSizeData):
+        return group_sizes_plan(mechanism, nodes, data.max_size)
+    k = len(data.categories)
+    return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
