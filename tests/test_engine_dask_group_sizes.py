@@ -178,7 +178,7 @@ def test_cli_dask_group_sizes_with_a_groups_file(dataset, client, tmp_path, caps
     assert_engines_agree(capsys, lambda out, *extra: release_args(
         dataset, out, address, "--groups", tmp_path / "groups.csv", "--min-size", "2",
         *extra), dataset / "all.csv", tmp_path, ("privacy", "categories", "verdict"))
-    table, manifest = read_release(tmp_path / "dask")
+    table, manifest = read_release(tmp_path / "dask", tmp_path / "key")
     assert manifest["privacy"]["group_counts"] == "declared"
     assert manifest["categories"] == list("2345")
     assert table.loc[table["level"] == 0, "value"].sum() == counts.sum() + 4
