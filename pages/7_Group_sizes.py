@@ -36,7 +36,8 @@ upload = sources.choose_source("gs", "bundled households (US counties)")
 if upload is None:
     data, data_key, geometry = samples.group_size_data(), "sample", samples.GS_SAMPLE_GEOMETRY
     spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],
-            "size_column": "size", "count_column": "households", "max_size": data.max_size}
+            "size_column": "size", "count_column": "households", "max_size": data.max_size,
+            "min_size": data.min_size}
     h = data.hierarchy
     st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
                f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, "

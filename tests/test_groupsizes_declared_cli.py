@@ -34,8 +34,8 @@ def release(capsys, files, out, *extra, data="people.csv", mechanism="gs-mc-dp",
                "--key-file", files / "key", "--out", out, *extra)
 
 
-def group_counts(folder) -> pd.Series:
-    table, _ = read_release(folder)
+def group_counts(folder, key_file) -> pd.Series:
+    table, _ = read_release(folder, key_file)
     return table.groupby("node_id")["value"].sum()
 
 
@@ -48,16 +48,17 @@ def test_neighbours_release_the_same_group_counts_with_the_groups_file(capsys, f
         assert code == 0, err
         assert "publishable: NO (the noise comes from a seeded generator" in out
         assert "group counts read" not in out
-    d, d2 = group_counts(tmp_path / "people.csv"), group_counts(tmp_path / "neighbour.csv")
+    d, d2 = (group_counts(tmp_path / data, files / "key")
+               for data in ("people.csv", "neighbour.csv"))
     assert d.equals(d2) and d["A"] == 803 and d["C/C0"] == 2  # declared, not the data's
-    _, manifest = read_release(tmp_path / "people.csv")
+    _, manifest = read_release(tmp_path / "people.csv", files / "key")
     assert manifest["input"]["min_size"] == int(min_size)
     assert manifest["input"]["groups"]["file"] == "groups.csv"
     assert len(manifest["input"]["groups"]["sha256"]) == 64
     assert manifest["privacy"]["group_counts"] == "declared"
     assert manifest["categories"][0] == min_size
     code, out, err = run(capsys, "evaluate", files / "people.csv", tmp_path / "people.csv",
-                         "--json")
+                         "--key-file", files / "key", "--json")
     assert code == 0, err
     assert (pd.DataFrame(json.loads(out))["faithfulness_gap"] == 0).all()
 

@@ -51,7 +51,7 @@ PAGES = {
 }
 RANGE_SAMPLE_LEVELS = ("region", "province", "municipality")
 ROLE_KEYS = ("levels", "count_column", "group_column", "size_column", "max_size",
-             "origin_levels", "destination_levels", "attribute", "domain")
+             "min_size", "origin_levels", "destination_levels", "attribute", "domain")
 
 
 def page_config(prefix: str, spec: dict, upload: dict | None, mechanism: str, params: dict,

@@ -166,7 +166,7 @@ def group_sizes_from_upload(ds: dict):
                                                max_size=int(max_size), **units)
     key = (ds["version"], tuple(levels), layout, roles, int(max_size), structure.key(),
            _choices())
-    spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size),
+    spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size), "min_size": 0,
             **({"group_column": roles[0]} if layout == "person" else
                {"size_column": roles[0], "count_column": roles[1]})}
     return _build("gs", key, "group sizes", build), key, spec
