@@ -157,7 +157,7 @@ def new_page(browser, url: str, outside: list[str]):
 
 
 def start_sample(page, index: int, min_areas: int) -> float:
-    start = page.get_by_role("button", name="Start with this sample").nth(index)
+    start = page.locator(f".st-key-start_{list(SAMPLES)[index]} button")
     return painted(page, start.click, MAP_AREAS, min_areas)
 
 

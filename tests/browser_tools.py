@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from hierdp_core.data.samples import SAMPLES
+
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
@@ -113,12 +115,21 @@ def open_page(page, label: str) -> None:
 
 
 def start_with_sample(page, url: str, index: int = 0) -> None:
-    """Open Home at ``url`` and press the ``index``-th "Start with this sample" (0: the US
-    counties, 1: Italy); wait until the Results page it opens has run."""
+    """Open Home at ``url`` and press "Start with this sample" of the ``index``-th bundled
+    sample (0: the US counties, 1: Italy); wait until the Results page it opens has run
+    with that sample."""
     page.goto(url)
     settle(page)
-    page.get_by_role("button", name="Start with this sample").nth(index).click()
+    press_start(page, list(SAMPLES)[index])
+
+
+def press_start(page, sample: str) -> None:
+    """On Home, press the "Start with this sample" button of ``sample`` (by its widget key,
+    not its position: Home's columns may rerun while the click is delivered); wait until
+    Results has run with that sample."""
+    page.locator(f".st-key-start_{sample} button").click()
     settle(page)
+    page.get_by_text(f"Data: {SAMPLES[sample].title}").first.wait_for(timeout=120_000)
 
 
 def select_option(page, label: str, option: str) -> None:

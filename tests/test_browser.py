@@ -20,6 +20,7 @@ from hierdp_core.data.samples import load_sample
 from tests.browser_tools import (
     has_exception,
     open_page,
+    press_start,
     running_dashboard,
     select_option,
     settle,
@@ -168,8 +169,7 @@ def test_us_release_end_to_end(server, page, tmp_path):
     settle(page)
     assert page.get_by_role("button", name="Start with this sample").count() >= 2
     shot(page, "0_home")
-    page.get_by_role("button", name="Start with this sample").first.click()
-    settle(page)
+    press_start(page, "us-counties")
     assert maps_drawn(page, expect=[3141]) == [3141]  # every US county with a boundary
     no_exception(page)
 
@@ -228,8 +228,7 @@ def test_us_release_end_to_end(server, page, tmp_path):
 def test_italy_maps_at_every_level(server, page, tmp_path):
     page.goto(server)
     settle(page)
-    page.get_by_role("button", name="Start with this sample").nth(1).click()
-    settle(page)
+    press_start(page, "italy-municipalities")
     maps_drawn(page)
     for level, units in (("region", 20), ("province", 107)):
         select_option(page, "Level", level)

@@ -26,7 +26,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from tests.browser_tools import settle
+from tests.browser_tools import press_start, settle
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 120_000  # a loaded machine: the bootstrap and the rerun may take a while
@@ -51,8 +51,7 @@ def open_export(pg, url: str) -> None:
     """The Export page of the first sample, its release made on the Results page."""
     pg.goto(url)
     settle(pg)
-    pg.get_by_role("button", name="Start with this sample").first.click()
-    settle(pg)
+    press_start(pg, "us-counties")
     maps_drawn(pg)
     goto(pg, "Export")
 

@@ -33,7 +33,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.report_stakeholder import PUBLIC_BANNER
-from tests.browser_tools import settle
+from tests.browser_tools import press_start, settle
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
@@ -42,8 +42,7 @@ FIGURES = ".js-plotly-plot"
 def start_us(pg, server_url: str) -> None:  # noqa: F811
     pg.goto(server_url)
     settle(pg)
-    pg.get_by_role("button", name="Start with this sample").first.click()
-    settle(pg)
+    press_start(pg, "us-counties")
     maps_drawn(pg)
 
 
