@@ -61,8 +61,10 @@ def set_shape(wide: list[str], name: str) -> None:
     """Melt the upload by its ``wide`` columns (none: long, as uploaded) into the dataset's
     table. The roles follow: the count column `COUNT` and the category ``name``, whose
     values the user declares (the header is not a declaration: `ui.session.count_data`
-    maps the columns onto the declared values). Raises `ReshapeError` and leaves the table
-    as it was when the columns cannot be melted, or one looks like a code."""
+    maps the columns onto the declared values; the melted counts are the count column,
+    and back to long the count column is to be chosen again). Raises `ReshapeError` and
+    leaves the table as it was when the columns cannot be melted, or one looks like a
+    code."""
     current = shape()
     if (list(wide), name) == (current["wide"], current["name"]):
         return
@@ -78,8 +80,9 @@ def set_shape(wide: list[str], name: str) -> None:
     r, columns = session.roles(), set(map(str, table.columns))
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
+    confirmed = bool(wide) or (count is not None and r.get("count_confirmed", True))
     session.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
-                            "count_column": count,
+                            "count_column": count, "count_confirmed": confirmed,
                             "category_columns": [*categories, name] if wide and name not in categories
                             else categories})
 

@@ -1,10 +1,13 @@
 """Where the group-size, flow and range pages take their data from: their bundled sample, or
 the user's own table uploaded on the Data page, with the column roles of that query.
 
-Each ``*_from_upload`` function draws the role pickers, builds the query's data with the
-same functions as the CLI (so the same checks and messages), caches it in session state per
-(upload version, roles, declared structure), and stops the page with a friendly message when
-the table cannot be used. The units come from the geography file declared on the Data page
+Each ``*_from_upload`` function (the group sizes': `ui.gs_upload`) draws the role pickers,
+which start empty (the level columns confirmed on the Data page aside): a guess of the
+roles is shown and applied only on the click "Use the guessed columns" (`suggestion`,
+DESIGN principle 10). It builds the query's data with the same functions as the CLI (so
+the same checks and messages), caches it in session state per (upload version, roles,
+declared structure), and stops the page with a friendly message when the table cannot be
+used. The units come from the geography file declared on the Data page
 when the user chose the declared structure there (`ui.structure`), else from the
 table (exploration only; the "your table" choice says which). Session-state keys:
 ``hd_src_cache`` (prefix -> (key, data)).
