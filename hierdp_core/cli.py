@@ -321,19 +321,24 @@ def cmd_sample(args) -> int:
 
     table = sample.loader()
     out = Path(args.out)
-    geography_path = out.with_name(f"{out.stem}-geography.csv")
-    geography = sample.geography()
+    beside = {"geography": (sample.geography(), "the public geography", "units")}
+    if sample.groups is not None:
+        beside["groups"] = (sample.groups(), "the public groups file", "leaf regions")
+    paths = {what: out.with_name(f"{out.stem}-{what}.csv") for what in beside}
     try:
         table.to_csv(out, index=False)
-        geography.to_csv(geography_path, index=False)
+        for what, (frame, _, _) in beside.items():
+            frame.to_csv(paths[what], index=False)
     except OSError as exc:
         raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
-    print(f"wrote {geography_path} (the public geography: {len(geography):,} units; columns "
-          f"{', '.join(map(str, geography.columns))})")
+    for what, (frame, title, rows) in beside.items():
+        print(f"wrote {paths[what]} ({title}: {len(frame):,} {rows}; columns "
+              f"{', '.join(map(str, frame.columns))})")
     print("release it with, e.g.:")
     for example in sample.release_examples:
-        example = example.replace("{geography}", shlex.quote(str(geography_path)))
+        for what, path in paths.items():
+            example = example.replace("{" + what + "}", shlex.quote(str(path)))
         print(f"  hierdp release {shlex.quote(str(args.out))} {example}")
     return 0
 

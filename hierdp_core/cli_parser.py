@@ -148,6 +148,8 @@ def release_with_config(args, given: set[str]) -> None:
 
             fill["geography"] = str(Path(args.input).with_name(
                 f"{Path(args.input).stem}-geography.csv"))
+    if "groups" not in given and "groups" in data:
+        fill["groups"] = _groups_path(data, args.input)
     if cfg.category_values:
         fill["category_values"] = [f"{c}={'|'.join(v)}" for c, v in cfg.category_values.items()]
     if not given & {"epsilon", "rho"}:  # a budget on the command line replaces the file's
@@ -166,6 +168,16 @@ def release_with_config(args, given: set[str]) -> None:
     args.param = [*(args.param or []), *(
         f"{k}={str(v).lower() if isinstance(v, bool) else v}"
         for k, v in cfg.params.items() if k not in named)]
+
+
+def _groups_path(data: dict, input_path: str | None) -> str:
+    """The groups file of a configuration's ``data``: its path, or for a bundled sample the
+    file `hierdp sample` writes beside the input."""
+    if "sample" in data and input_path:
+        from pathlib import Path
+
+        return str(Path(input_path).with_name(f"{Path(input_path).stem}-groups.csv"))
+    return data["groups"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ A configuration holds public choices only, never a value of the data:
 ``format``          ``"hierdp-config/1"`` (required)
 ``data``            where the data comes from: ``{"sample": NAME}`` (a bundled sample) or
                     ``{"file": PATH, "geography": PATH or null}`` (paths relative to the
-                    configuration file's folder)
+                    configuration file's folder); group sizes also ``"groups"``: the public
+                    groups file (a sample: the one ``hierdp sample`` writes beside it)
 ``query``           ``"counts"`` (the default), ``"group-sizes"``, ``"flows"`` or ``"ranges"``
 ``levels``          level columns, coarse to fine (not flows)
 ``count_column``    the count column, or null for one row per person (per trip, per group)
@@ -65,7 +66,7 @@ QUERY_KEYS = {"counts": ("category_columns", "category_values"),
 KEYS = ("format", "data", "query", "levels", "count_column", "category_columns",
         "category_values", "structure", "mechanism", "params", "epsilon", "rho", "delta",
         "split", "seed", "invariants", *(k for kind in QUERIES[1:] for k in QUERY_KEYS[kind]))
-DATA_KEYS = ("sample", "file", "geography")
+DATA_KEYS = ("sample", "file", "geography", "groups")
 TREES = ("destination", "origin")
 FLOW_SPLITS = ("geometric",)  # a preset of flows only
 

@@ -99,11 +99,13 @@ if ds["sample"] is None:
 
 table = session.ensure_dataset()["table"]
 st.subheader("Column roles")
+inp.guess_panel(table)
 r = session.roles()
 columns = [str(c) for c in table.columns]
 levels = widgets.level_picker(inp.table_key("roles_levels"))
 r = session.roles()
-count = inp.count_picker(table, levels, r["count_column"])
+count, count_chosen = inp.count_picker(table, levels, r["count_column"],
+                                       r.get("count_confirmed", True))
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
                             default=[c for c in r["category_columns"] if c in others],
@@ -122,9 +124,10 @@ if ds["sample"] is None:
                          value=bool(r.get("ragged", False)),
                          key=inp.upload_key("roles_ragged"))
 names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
-session.set_roles({"levels": levels, "count_column": count, "category_columns": categories,
-                        "local_codes": local, "missing": missing, "ragged": ragged,
-                        **({"name_columns": names} if names is not None else {})})
+session.set_roles({**r, "levels": levels, "count_column": count,
+                   "count_confirmed": count_chosen, "category_columns": categories,
+                   "local_codes": local, "missing": missing, "ragged": ragged,
+                   **({"name_columns": names} if names is not None else {})})
 if ds["sample"] is None:
     st.subheader("Structure of the release")
     structure.choose(categories, inp.wide_hints())
@@ -132,6 +135,9 @@ widgets.sidebar_status(status_slot)
 
 if not levels:
     st.warning("Choose at least one geography level.")
+    st.stop()
+if not count_chosen:
+    st.info("Choose the count column (or none: one row per person).")
     st.stop()
 try:
     data = session.count_data()

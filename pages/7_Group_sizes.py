@@ -18,7 +18,15 @@ from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.sweep_figures import sweep_figure
-from hierdp_core.ui import map_layers, query_config, samples, session, sweep_jobs, widgets
+from hierdp_core.ui import (
+    gs_upload,
+    map_layers,
+    query_config,
+    samples,
+    session,
+    sweep_jobs,
+    widgets,
+)
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
@@ -29,25 +37,33 @@ from hierdp_core.viz import plotly_config
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
                                    "histograms that add up over the hierarchy, with the number "
                                    "of households kept exact.")
-MODEL = ("The number of households of every region is public by the model; who lives with "
-         "whom is what is protected (neighbours: one person added to or removed from a "
-         "household).")
+MODEL = ("Who lives with whom is what is protected (neighbours: one person added to or "
+         "removed from a household).")
 upload = sources.choose_source("gs", "bundled households (US counties)")
 if upload is None:
     data, data_key, geometry = samples.group_size_data(), "sample", samples.GS_SAMPLE_GEOMETRY
     spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],
             "size_column": "size", "count_column": "households", "max_size": data.max_size,
-            "min_size": data.min_size}
+            "min_size": data.min_size, "groups": samples.group_size_groups_record()}
     h = data.hierarchy
     st.caption(f"Bundled sample: synthetic households on the real 2005 populations of "
                f"{h.level_size(h.depth):,} US counties ({data.total_groups:,} households, "
-               f"sizes 0..{data.max_size:,}; `hierdp_core.groupsizes.samples`). " + MODEL)
+               f"sizes {data.min_size}..{data.max_size:,}; `hierdp_core.groupsizes.samples`). "
+               "Its numbers of households are **declared**: the sample's generator fixes "
+               "every county's households from its public population before it draws any "
+               "size, and publishes them as the sample's groups file "
+               f"({samples.GS_SAMPLE_GROUPS_FILE}, written by `hierdp sample us-households`)"
+               ", as a public register of dwellings would. " + MODEL)
 else:
-    data, data_key, spec = sources.group_sizes_from_upload(upload)
+    data, data_key, spec = gs_upload.group_sizes_from_upload(upload)
     geometry, h = None, data.hierarchy
+    counted = (f"declared by the groups file {spec['groups']['file']}" if data.groups_declared
+               else "**counted from your table**, not declared: a release that keeps them "
+                    "exactly is exploration only (upload a groups file to publish them)")
     st.caption(f"{upload['name']}: {data.total_groups:,} households in "
-               f"{h.level_size(h.depth):,} regions, sizes 0..{data.max_size:,} (larger "
-               f"households counted as {data.max_size:,}). " + MODEL)
+               f"{h.level_size(h.depth):,} regions, sizes {data.min_size}..{data.max_size:,} "
+               f"(larger households counted as {data.max_size:,}, smaller as "
+               f"{data.min_size}). Numbers of households: {counted}. " + MODEL)
 view = sources.on_data(session.GS_DATA_KEY, upload, data_key,
                        (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)

@@ -245,6 +245,11 @@ def uploaded(at: AppTest, table: pd.DataFrame, levels: list[str],
     return at
 
 
+def use_guess(at: AppTest, prefix: str) -> AppTest:
+    """Click a query page's "Use the guessed columns" (its roles are never preset)."""
+    return at.button(key=f"{prefix}_up_suggest").click().run()
+
+
 def test_query_pages_without_an_upload_say_where_to_get_one():
     for path, prefix in [("pages/7_Group_sizes.py", "gs"), ("pages/8_Flows.py", "fl"),
                          ("pages/9_Ranges.py", "rg")]:
@@ -269,6 +274,10 @@ def test_group_sizes_page_on_an_uploaded_table():
     at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
     assert_clean(at)
+    assert at.selectbox(key="gs_up_group").value is None  # a guess waits for a click
+    use_guess(at, "gs")
+    assert_clean(at)
+    assert at.selectbox(key="gs_up_group").value == "household"
     _, release, metrics, _ = at.session_state[session.GS_RELEASE]
     assert release.hierarchy.level_size(2) == 3
     assert release.values[0].sum() == 7 and (release.values >= 0).all()
@@ -280,7 +289,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     assert len(release_files(at)) == 3  # CSV, Parquet, manifest
     at.number_input(key="gs_up_max").set_value(3).run()  # a new top-code: a new release
     assert_clean(at)
-    assert at.session_state[session.GS_RELEASE][1].values.shape[1] == 4
+    assert at.session_state[session.GS_RELEASE][1].values.shape[1] == 3  # sizes 1..3
     at.radio(key="gs_up_rows").set_value("size").run()  # wrong roles: a message, no crash
     assert not at.exception
     assert any("cannot be used for group sizes" in e.value for e in at.error)
@@ -288,6 +297,7 @@ def test_group_sizes_page_on_an_uploaded_table():
     split = people.assign(county=people["county"].where(people.index != 1, "A2"))
     at = uploaded(page("pages/7_Group_sizes.py"), split, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
+    use_guess(at, "gs")
     assert not at.exception
     assert any("['h1']" in e.value and "more than one" in e.value for e in at.error)
 
@@ -302,6 +312,12 @@ def test_flows_page_on_an_uploaded_table():
     at = uploaded(page("pages/8_Flows.py"), trips, []).run()
     at.radio(key="fl_source").set_value("upload").run()
     assert_clean(at)
+    assert at.multiselect(key="fl_up_origin").value == []  # a guess waits for a click
+    assert at.selectbox(key="fl_up_count").value is None
+    assert any("Guessed from the table, not applied: origin levels: o_state, o_county"
+               in i.value for i in at.info)
+    use_guess(at, "fl")
+    assert_clean(at)
     assert at.multiselect(key="fl_up_origin").value == ["o_state", "o_county"]
     _, release, metrics, _ = at.session_state[session.FLOW_RELEASE]
     assert release.total() == 6 and release.consistency_violations() == 0
@@ -315,6 +331,7 @@ def test_flows_page_on_an_uploaded_table():
     counted = trips.drop_duplicates().assign(n=[3, 1, 1, 2, 1, 1])
     at = uploaded(page("pages/8_Flows.py"), counted, []).run()
     at.radio(key="fl_source").set_value("upload").run()
+    use_guess(at, "fl")
     assert_clean(at)
     assert at.selectbox(key="fl_up_count").value == "n"
     assert at.session_state[session.FLOW_RELEASE][1].total() == 9
@@ -333,6 +350,7 @@ def test_ranges_page_on_an_uploaded_table():
     at = uploaded(page("pages/9_Ranges.py"), travel, ["region", "district"]).run()
     at.radio(key="rg_source").set_value("upload").run()
     assert not at.exception
+    assert at.selectbox(key="rg_up_attribute").value is None  # chosen, never preset
     at.selectbox(key="rg_up_attribute").select("minutes").run()
     assert not at.exception
     at.selectbox(key="rg_up_count").select("commuters").run()
@@ -380,6 +398,7 @@ def test_uploaded_us_codes_get_the_bundled_maps():
                                "household": ["a", "b", "c"]})
     at = uploaded(page("pages/7_Group_sizes.py"), households, ["state", "county"]).run()
     at.radio(key="gs_source").set_value("upload").run()
+    use_guess(at, "gs")
     assert_clean(at)
     assert any("choropleth" in s for s in figure_specs(at))
     at = uploaded(page("pages/4_Results.py"), table.assign(fips="X" + table["fips"]),

@@ -163,6 +163,7 @@ def test_the_query_pages_apply_the_data_pages_choices():
     at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"])
     at.run()
     at.radio(key="gs_source").set_value("upload").run()
+    at.button(key="gs_up_suggest").click().run()  # the household id column
     errors = " ".join(e.value for e in at.error)
     assert "Units may skip a level" in errors and "--ragged" not in errors
     at.session_state[session.ROLES] = {**at.session_state[session.ROLES], "ragged": True}

@@ -154,6 +154,10 @@ def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
         np.testing.assert_array_equal(table["value"].to_numpy(), release.values.ravel())
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["randomness"]["seed"] == cfg.seed
+    if prefix == "gs":  # the sample's declared groups file, written beside it, is used
+        assert cfg.data["groups"] == "us-households-groups.csv"
+        assert manifest["input"]["groups"]["file"] == "us-households-groups.csv"
+        assert manifest["privacy"]["group_counts"] == "declared"
     # what the release publishes exactly is declared: gs-mh-dp with groups=exact keeps
     # every region's number of groups, inftda-like top-down flows the number of trips
     assert cfg.invariants == {"gs": ("groups",), "fl": ("total",), "rg": ()}[prefix]

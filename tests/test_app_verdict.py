@@ -173,6 +173,7 @@ def test_query_pages_use_the_declared_geography_of_an_upload():
     at = declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
                   GEOGRAPHY).run()
     at.radio(key="gs_source").set_value("upload").run()
+    at.button(key="gs_up_suggest").click().run()  # the household id column
     assert_clean(at)
     assert "units declared by units.csv" in at.radio(key="gs_source").options[1]
     data = at.session_state["hd_src_cache"]["gs"][1]
@@ -184,6 +185,7 @@ def test_query_pages_use_the_declared_geography_of_an_upload():
     at = declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
                   GEOGRAPHY).run()
     at.radio(key="fl_source").set_value("upload").run()
+    at.button(key="fl_up_suggest").click().run()  # origin, destination and count columns
     assert_clean(at)
     data = at.session_state["hd_src_cache"]["fl"][1]
     assert data.declared_structure and data.geography.n_leaves == 4

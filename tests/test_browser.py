@@ -323,13 +323,23 @@ def test_ranges_page(server, page, tmp_path):
 
 
 def upload_on_data_page(pg, server: str, table: pd.DataFrame, path: Path) -> None:
-    """Write ``table`` to ``path`` and use it as the session's data on the Data page."""
+    """Write ``table`` to ``path``, use it as the session's data on the Data page and accept
+    the guessed level and count columns (nothing is preset without that click)."""
     table.to_csv(path, index=False)
     pg.goto(server)
     settle(pg)
     goto(pg, "Data")
     pg.locator("input[type='file']").set_input_files(str(path))
     press(pg, "Use this file")
+    pg.get_by_text("Guessed from the table, not applied").wait_for()
+    press(pg, "Use the guessed columns")
+
+
+def use_your_table(pg, name: str) -> None:
+    """On a query page: choose the uploaded table and accept its guessed columns."""
+    pg.get_by_text(f"your table: {name}").click()
+    settle(pg)
+    press(pg, "Use the guessed columns")
 
 
 def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
@@ -346,9 +356,7 @@ def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
     page.set_viewport_size({"width": 1440, "height": 3200})
     upload_on_data_page(page, server, trips, tmp_path / "trips.csv")
     goto(page, "Flows")
-    page.get_by_text("your table: trips.csv").click()
-    settle(page)
-    no_exception(page)
+    use_your_table(page, "trips.csv")
     page.get_by_text("400 trips between 9 areas").wait_for()
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"  # on the bundled US states
     page.wait_for_selector(lines, state="attached")
@@ -379,9 +387,7 @@ def test_group_sizes_and_ranges_pages_on_an_uploaded_table(server, page, tmp_pat
              "13_group_sizes_upload"),
             ("Range queries", "by age (0..", ".barlayer .point", "14_ranges_upload")]:
         goto(page, label)
-        page.get_by_text("your table: people.csv").click()
-        settle(page)
-        no_exception(page)
+        use_your_table(page, "people.csv")
         page.get_by_text(text).wait_for()
         page.wait_for_selector(f".js-plotly-plot {drawn}", state="attached")
         save_release_csv(page, tmp_path / f"{name}.csv")  # adds up, non-negative

@@ -138,7 +138,8 @@ def test_group_sizes_offer_no_code_column_as_the_size(server, page, tmp_path):  
     settle(page)
     page.get_by_text("region and size", exact=True).click()
     settle(page)
-    no_exception(page)
+    assert page.get_by_label("Size column", exact=True).input_value() == ""  # not preset
+    press(page, "Use the guessed columns")
     size = page.get_by_label("Size column", exact=True)
     assert size.input_value() == "hh_size"
     size.click()

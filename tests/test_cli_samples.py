@@ -12,6 +12,7 @@ import pytest
 from conftest import run_cli as run
 
 from hierdp_core.data.sample_files import SAMPLE_FILES
+from hierdp_core.verdict import SEEDED
 
 #: first-level column of each sample: the tests keep its first two units (a smaller file that
 #: still nests) so that the printed commands run in seconds
@@ -29,7 +30,8 @@ def test_every_sample_is_listed(capsys):
 
 
 def _small(sample):
-    """The sample and its geography restricted to two first-level units."""
+    """The sample, its geography and its groups file restricted to two first-level
+    units."""
     column = FIRST_LEVEL[sample.name]
     keep = sample.loader()[column].drop_duplicates().iloc[:2]
 
@@ -42,7 +44,12 @@ def _small(sample):
     def geography():
         units = sample.geography()
         return units[units[column.removeprefix("o_")].isin(keep)]
-    return dataclasses.replace(sample, loader=load, geography=geography)
+
+    def groups():
+        declared = sample.groups()
+        return declared[declared[column].isin(keep)]
+    return dataclasses.replace(sample, loader=load, geography=geography,
+                               groups=groups if sample.groups else None)
 
 
 @pytest.mark.parametrize("name", list(SAMPLE_FILES))
@@ -55,6 +62,8 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
     assert f"wrote {path} ({len(written):,} rows" in out
     geography = tmp_path / f"{name}-geography.csv"
     assert f"wrote {geography} (the public geography" in out and geography.is_file()
+    groups = tmp_path / f"{name}-groups.csv"  # a group-size sample declares its groups
+    assert groups.is_file() == (name == "us-households") == (f"wrote {groups}" in out)
     commands = [line.strip() for line in out.splitlines() if line.startswith("  hierdp release")]
     assert len(commands) == len(SAMPLE_FILES[name].release_examples) >= 1
     for i, command in enumerate(commands):
@@ -71,6 +80,9 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
         assert len(release) > 0 and release["value"].ge(0).all()
         manifest = json.loads((out_dir / "manifest.json").read_text())
         assert manifest["input"]["structure"] == "declared"
+        if "--groups" in argv:
+            assert manifest["privacy"]["group_counts"] == "declared"
+            assert manifest["not_publishable_because"] == [SEEDED]  # only the seed
 
 
 def test_sample_geographies_are_every_unit_of_the_source():

@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from tests.test_app import ROOT, TIMEOUT, assert_clean, figure_specs
 from tests.test_geo_upload import squares_geojson
 
+DATA_PAGE = "pages/1_Data.py"
+
 
 def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTest:
     from hierdp_core.ui import geo as geo_ui
@@ -23,10 +25,15 @@ def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTe
     at.switch_page(path)
     at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
                                           "version": 1, "loaded": 1}
-    at.session_state[session.ROLES] = inp.default_roles(table)
+    roles = inp.default_roles(table)
+    at.session_state[session.ROLES] = roles if path == DATA_PAGE else {
+        **roles, **roles["guessed"], "count_confirmed": True}  # as "Use the guessed columns"
     if geo_state is not None:
         at.session_state[geo_ui.GEO] = geo_state
-    return at.run()
+    at.run()
+    if path == DATA_PAGE:  # the guessed roles wait for the click
+        at.button(key="roles_guess_1").click().run()
+    return at
 
 
 def colliding_table() -> pd.DataFrame:
@@ -95,6 +102,8 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
     at.radio(key="gs_source").set_value("upload").run()
     at.radio(key="gs_up_rows").set_value("size").run()
     assert not at.exception
+    assert at.selectbox(key="gs_up_size").value is None  # a guess waits for a click
+    at.button(key="gs_up_suggest").click().run()
     assert at.selectbox(key="gs_up_size").value == "hh_size"
     assert at.selectbox(key="gs_up_count").value == "households"
     assert "region_code" not in at.selectbox(key="gs_up_size").options
@@ -124,6 +133,7 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
                           "d_zone": np.array(zones)[d], "d_tract": np.array(codes)[d]})
     at = _app("pages/8_Flows.py", trips, own)
     at.radio(key="fl_source").set_value("upload").run()
+    at.button(key="fl_up_suggest").click().run()
     assert_clean(at)
     assert not any("No flow map" in i.value for i in at.info)
     assert any("scattergeo" in s for s in figure_specs(at))
@@ -132,6 +142,7 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
                            "household": [f"h{i // 3}" for i in range(12)]})
     at = _app("pages/7_Group_sizes.py", people, own)
     at.radio(key="gs_source").set_value("upload").run()
+    at.button(key="gs_up_suggest").click().run()
     assert_clean(at)
     assert any(own["geometry"].source in s.replace("\\u002f", "/") for s in figure_specs(at))
 

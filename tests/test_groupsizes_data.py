@@ -131,6 +131,31 @@ def test_us_households_sample_is_deterministic_and_plausible():
     assert d.total_groups == t["households"].sum() and d.leaf_counts.shape == (3141, 1001)
 
 
+def test_the_household_sample_declares_its_groups():
+    """The sample's groups table (the generator's first step, its public declaration) gives
+    every county its households and group quarters: declared over the sample's geography it
+    adds no group and the data says the numbers of groups are declared."""
+    from hierdp_core.data.sample_files import SAMPLE_FILES, sample_geography
+    from hierdp_core.groupsizes.declared_groups import declared_groups_from_table
+    from hierdp_core.groupsizes.samples import us_household_groups, us_households
+
+    groups = us_household_groups()
+    assert list(groups.columns) == ["state", "county", "groups"]
+    assert groups["county"].is_unique and len(groups) == 3141
+    counted = us_households().groupby("county")["households"].sum()
+    np.testing.assert_array_equal(groups.set_index("county")["groups"][counted.index],
+                                  counted)
+    assert groups.equals(us_household_groups()) and not groups.equals(
+        us_household_groups(seed=1))
+    assert SAMPLE_FILES["us-households"].groups().equals(groups)  # what `hierdp sample` writes
+    geography = sample_geography("us-households", ("state", "county"))
+    declared = declared_groups_from_table(groups, geography, ["state", "county"])
+    d = group_size_data_from_histograms(us_households(), ["state", "county"], "size",
+                                        "households", max_size=30, geography=geography,
+                                        group_counts=declared)
+    assert d.groups_declared and d.total_groups == counted.sum()
+
+
 def test_dense_blocks_and_large_group_quarters_variants():
     from hierdp_core.groupsizes.samples import us_blocks, us_households
 

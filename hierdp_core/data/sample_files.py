@@ -20,19 +20,23 @@ from hierdp_core.data.samples import AGE_GROUPS, ITALY_AGE_GROUPS, ITALY_MAX_AGE
 from hierdp_core.structure import Geography, geography_from_table
 
 GEOGRAPHY = "{geography}"  # stands for the geography file's path in release_examples
+GROUPS = "{groups}"  # stands for the groups file's path in release_examples
 
 
 @dataclass(frozen=True)
 class SampleFile:
     """A sample the CLI can write, its public geography (one row per leaf unit, level
     columns and names) and example release arguments (each line of ``release_examples``
-    follows ``hierdp release FILE``; ``{geography}`` stands for the geography's path)."""
+    follows ``hierdp release FILE``; ``{geography}`` and ``{groups}`` stand for the paths of
+    the geography and of the groups file). ``groups``: a group-size sample's public groups
+    table (`hierdp_core.groupsizes.declared_groups`), None for the others."""
 
     name: str
     description: str
     loader: Callable[[], pd.DataFrame]
     release_examples: tuple[str, ...]
     geography: Callable[[], pd.DataFrame]
+    groups: Callable[[], pd.DataFrame] | None = None
 
 
 #: the public category values of the count samples (their sources' code lists)
@@ -91,6 +95,11 @@ def _households() -> pd.DataFrame:
     return us_households()
 
 
+def _household_groups() -> pd.DataFrame:
+    from hierdp_core.groupsizes.samples import us_household_groups
+    return us_household_groups()
+
+
 def _flights() -> pd.DataFrame:
     from hierdp_core.flows.samples import load_airport_flows
     return load_airport_flows()
@@ -113,9 +122,9 @@ SAMPLE_FILES: dict[str, SampleFile] = {
         "per county and size with the number of households (hierdp_core.groupsizes.samples).",
         _households,
         ("--levels state,county --query group-sizes --size-column size --count-column "
-         f"households --max-size 1000 --geography {GEOGRAPHY} --mechanism gs-mc-dp "
-         "--invariant groups --epsilon 1 --out release-sizes",),
-        _us_counties_geography),
+         f"households --max-size 1000 --geography {GEOGRAPHY} --groups "
+         f"{GROUPS} --mechanism gs-mc-dp --invariant groups --epsilon 1 --out release-sizes",),
+        _us_counties_geography, _household_groups),
     "us-flights": SampleFile(
         "us-flights",
         "O/D flows: flights between US airports in 2008, state > airport at both ends; one "

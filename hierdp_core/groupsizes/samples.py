@@ -14,6 +14,14 @@ is generated. Deterministic for a seed.
 
 The table has one row per (county, size) with at least one household: ``state``,
 ``state_name``, ``county``, ``county_name``, ``size``, ``households``.
+
+The number of households of every county is the model's first step, fixed before any size
+is drawn: population / mean household size, plus the county's group quarters.
+`us_household_groups` gives that step as the sample's groups table (``state``, ``county``,
+``groups``), the public declaration `hierdp_core.groupsizes.declared_groups` reads (the
+file ``hierdp sample us-households`` writes beside the sample): the sample's numbers of
+households are declared, as a public register of dwellings would declare them, and only
+the sizes are protected.
 """
 
 from __future__ import annotations
@@ -33,7 +41,9 @@ DIRICHLET_CONCENTRATION = 400.0
 
 
 @functools.lru_cache(maxsize=4)
-def _us_households(seed: int, max_size: int, largest_group: int) -> pd.DataFrame:
+def _us_households(seed: int, max_size: int,
+                   largest_group: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the households table, the groups table: the households fixed per county first)."""
     rng = np.random.default_rng(seed)
     people = us_counties().groupby(["state", "state_name", "county", "county_name"],
                                    as_index=False, sort=True)["population"].sum()
@@ -55,6 +65,9 @@ def _us_households(seed: int, max_size: int, largest_group: int) -> pd.DataFrame
         gq_county.append(rng.choice(members, size=GROUP_QUARTERS_PER_STATE, p=weight / weight.sum()))
         gq_size.append(rng.integers(GROUP_QUARTERS_SIZES[0], largest_group + 1,
                                     size=GROUP_QUARTERS_PER_STATE))
+    groups = people[["state", "county"]].copy()
+    groups["groups"] = (households.astype(np.int64)
+                        + np.bincount(np.concatenate(gq_county), minlength=n))
     county = np.concatenate([county_of_tail, *gq_county])
     size = np.minimum(np.concatenate([tail_sizes, *gq_size]), max_size)
     hist = np.zeros((n, max_size + 1), dtype=np.int64)
@@ -65,14 +78,22 @@ def _us_households(seed: int, max_size: int, largest_group: int) -> pd.DataFrame
         drop=True)
     out["size"] = sizes.astype(np.int64)
     out["households"] = hist[rows, sizes]
-    return out
+    return out, groups
 
 
 def us_households(seed: int = 2010, max_size: int = 1000,
                   largest_group: int = GROUP_QUARTERS_SIZES[1]) -> pd.DataFrame:
     """Synthetic households on the real US county populations (see the module docstring);
     ``largest_group`` is the largest group-quarters size (Kuo et al. used 10,000)."""
-    return _us_households(int(seed), int(max_size), int(largest_group)).copy()
+    return _us_households(int(seed), int(max_size), int(largest_group))[0].copy()
+
+
+def us_household_groups(seed: int = 2010,
+                        largest_group: int = GROUP_QUARTERS_SIZES[1]) -> pd.DataFrame:
+    """The sample's groups table: every county's number of households (``state``,
+    ``county``, ``groups``), fixed by the model before the sizes are drawn (see the module
+    docstring); the same for every top-code."""
+    return _us_households(int(seed), 1000, int(largest_group))[1].copy()
 
 
 def us_blocks(seed: int = 2010, people_per_block: int = 80, mean_members: float = 40.0,

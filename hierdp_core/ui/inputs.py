@@ -61,8 +61,10 @@ def set_shape(wide: list[str], name: str) -> None:
     """Melt the upload by its ``wide`` columns (none: long, as uploaded) into the dataset's
     table. The roles follow: the count column `COUNT` and the category ``name``, whose
     values the user declares (the header is not a declaration: `ui.session.count_data`
-    maps the columns onto the declared values). Raises `ReshapeError` and leaves the table
-    as it was when the columns cannot be melted, or one looks like a code."""
+    maps the columns onto the declared values; the melted counts are the count column,
+    and back to long the count column is to be chosen again). Raises `ReshapeError` and
+    leaves the table as it was when the columns cannot be melted, or one looks like a
+    code."""
     current = shape()
     if (list(wide), name) == (current["wide"], current["name"]):
         return
@@ -78,8 +80,9 @@ def set_shape(wide: list[str], name: str) -> None:
     r, columns = session.roles(), set(map(str, table.columns))
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
+    confirmed = bool(wide) or (count is not None and r.get("count_confirmed", True))
     session.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
-                            "count_column": count,
+                            "count_column": count, "count_confirmed": confirmed,
                             "category_columns": [*categories, name] if wide and name not in categories
                             else categories})
 
@@ -114,26 +117,56 @@ def friendly(exc: Exception) -> str:
 
 
 def default_roles(table: pd.DataFrame) -> dict:
-    """Roles of a new upload (`column_roles`): the nested code columns as levels (else the
-    first column), a count column only when one is named like a count, names per level."""
+    """Roles of a new upload: no level and no count column chosen (a guess is never applied
+    without the user's click, DESIGN principle 10); the guess (`column_roles`: the nested
+    code columns as levels, else the first column; a count column only when one is named
+    like a count) kept under ``guessed`` for `guess_panel`, names per guessed level."""
     levels = column_roles.guess_levels(table) or [str(table.columns[0])]
     counts = [c for c in column_roles.count_candidates(table, levels)
               if column_roles.hinted(c, column_roles.COUNT_HINTS)]
-    return {"levels": levels, "count_column": counts[0] if counts else None,
+    return {"levels": [], "count_column": None, "count_confirmed": False,
             "category_columns": [], "local_codes": False,
-            "name_columns": column_roles.guess_name_columns(table, levels)}
+            "name_columns": column_roles.guess_name_columns(table, levels),
+            "guessed": {"levels": levels, "count_column": counts[0] if counts else None}}
 
 
-def count_picker(table: pd.DataFrame, levels: list[str], current: str | None) -> str | None:
+def _use_guess(guessed: dict) -> None:
+    """Apply the guessed roles (the button's on_click, before the page redraws)."""
+    st.session_state[table_key("roles_levels")] = list(guessed["levels"])
+    st.session_state[table_key("roles_count")] = guessed["count_column"] or NO_COUNT
+    session.set_roles({**session.roles(), "levels": list(guessed["levels"]),
+                       "count_column": guessed["count_column"], "count_confirmed": True})
+
+
+def guess_panel(table: pd.DataFrame) -> None:
+    """While the levels or the count column are not chosen: the guess, with what it gives
+    (the people it counts beside the number of rows), and a button that applies it."""
+    r = session.roles()
+    guessed = r.get("guessed")
+    if not guessed or (r["levels"] and r.get("count_confirmed", True)):
+        return
+    count = guessed["count_column"]
+    total = (f"the count column {count!r} gives {int(table[count].sum()):,} people; with "
+             f"no count column each of the {len(table):,} rows would be one person" if count
+             else f"no count column: each of the {len(table):,} rows is one person")
+    st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}; "
+            f"{total}. Check it, then use it (or choose the columns below).")
+    st.button("Use the guessed columns", key=table_key("roles_guess"), on_click=_use_guess,
+              args=(guessed,))
+
+
+def count_picker(table: pd.DataFrame, levels: list[str], current: str | None,
+                 confirmed: bool = True) -> tuple[str | None, bool]:
     """The count column: only columns of whole numbers >= 0 that are not levels or codes
-    (`column_roles.count_candidates`); None: one row per person."""
+    (`column_roles.count_candidates`); None: one row per person. Empty until ``confirmed``
+    (a new upload's). Returns (the column, whether one was chosen)."""
     options = [NO_COUNT] + column_roles.count_candidates(table, levels)
-    count = st.selectbox("Count column", options,
-                         index=options.index(current) if current in options else 0,
-                         key=table_key("roles_count"),
+    index = (options.index(current) if current in options else 0) if confirmed else None
+    count = st.selectbox("Count column", options, index=index, key=table_key("roles_count"),
+                         placeholder="choose the count column, or none",
                          help="Only columns of whole numbers (0 or more) that are not a level "
                               "or a code are offered.")
-    return None if count == NO_COUNT else count
+    return (None if count in (NO_COUNT, None) else count), count is not None
 
 
 def name_pickers(table: pd.DataFrame, levels: list[str],

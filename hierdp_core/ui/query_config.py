@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from hierdp_core.cli_input import DEFAULT_MIN_SIZE
 from hierdp_core.config import ConfigError, ReleaseConfig, config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
@@ -60,16 +61,19 @@ def page_config(prefix: str, spec: dict, upload: dict | None, mechanism: str, pa
     """The configuration of page ``prefix``: its data (the bundled sample, or the uploaded
     file's name), the column roles of ``spec`` (the page's input description), the
     mechanism and ``params``, (epsilon, delta), ``split``, ``workload`` and ``seed``; the
-    invariants those parameters publish exactly."""
+    invariants those parameters publish exactly; the groups file ``spec`` records (its
+    name, as ``data.groups``)."""
     from hierdp_core.invariants import exact_quantities
 
     page = PAGES[prefix]
     roles = {k: tuple(v) if isinstance(v, list | tuple) else v
              for k, v in spec.items() if k in ROLE_KEYS and v is not None}
     m = get_mechanism(mechanism)
+    data = {"sample": page.sample} if upload is None else {"file": upload["name"]}
+    if spec.get("groups"):
+        data["groups"] = spec["groups"]["file"]
     return ReleaseConfig(
-        mechanism=mechanism, epsilon=float(epsilon), delta=delta,
-        data={"sample": page.sample} if upload is None else {"file": upload["name"]},
+        mechanism=mechanism, epsilon=float(epsilon), delta=delta, data=data,
         query=page.query, structure="declared" if declared else "from-data",
         params=dict(params), split=split, seed=int(seed), workload=workload,
         invariants=tuple(exact_quantities(m, page.query, m.params(**params))), **roles)
@@ -122,13 +126,15 @@ def _sample_state(prefix: str, page: QueryPage, cfg: ReleaseConfig) -> dict:
 
 
 def _upload_state(prefix: str, cfg: ReleaseConfig) -> dict:
-    """The role pickers of an uploaded table (`ui.sources`)."""
+    """The role pickers of an uploaded table (`ui.sources`, `ui.gs_upload`); the smallest
+    size m defaults to the command line's."""
     if prefix == "gs":
         person = cfg.group_column is not None
         return {"gs_up_levels": list(cfg.levels), "gs_up_rows": "person" if person else "size",
                 **({"gs_up_group": cfg.group_column} if person else
                    {"gs_up_size": cfg.size_column, "gs_up_count": cfg.count_column}),
-                "gs_up_max": int(cfg.max_size or 64)}
+                "gs_up_max": int(cfg.max_size or 64),
+                "gs_up_min": int(DEFAULT_MIN_SIZE if cfg.min_size is None else cfg.min_size)}
     if prefix == "fl":
         return {"fl_up_origin": list(cfg.origin_levels),
                 "fl_up_destination": list(cfg.destination_levels),
@@ -164,6 +170,9 @@ def widget_state(prefix: str, cfg: ReleaseConfig, upload_name: str | None
         state = {f"{prefix}_source": "sample", **_sample_state(prefix, page, cfg)}
     elif cfg.data.get("file") is not None and cfg.data["file"] == upload_name:
         state = {f"{prefix}_source": "upload", **_upload_state(prefix, cfg)}
+        if cfg.data.get("groups"):
+            notes.append(f"upload the groups file {cfg.data['groups']!r} on the page: a file "
+                         "is never loaded from a configuration")
     else:
         raise ConfigError(f"the configuration is for the file {cfg.data.get('file')!r}: "
                           "upload it on the Data page first, then load the configuration")

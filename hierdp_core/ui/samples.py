@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
@@ -72,16 +74,38 @@ def sample_geography(sample: str, levels: tuple[str, ...]):
                                          {level: f"{level}_name" for level in levels})
 
 
+GS_SAMPLE_GROUPS_FILE = "us-households-groups.csv"  # as `hierdp sample` names it
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def group_size_groups_record() -> dict:
+    """The manifest record of the household sample's groups file (``{"file", "sha256"}``,
+    the bytes `hierdp sample us-households` writes), as the command line's
+    ``input.groups``."""
+    from hierdp_core.groupsizes.samples import us_household_groups
+
+    raw = us_household_groups().to_csv(index=False).encode()
+    return {"file": GS_SAMPLE_GROUPS_FILE, "sha256": hashlib.sha256(raw).hexdigest()}
+
+
 @st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
 def group_size_data():
     """The bundled household sample as GroupSizeData over its declared public geography
-    (the US counties) and top-code (shared, read-only)."""
+    (the US counties), top-code and numbers of households: its groups table, which the
+    sample's generator fixes before it draws the sizes (`us_household_groups`; shared,
+    read-only)."""
     from hierdp_core.groupsizes.data import group_size_data_from_histograms
-    from hierdp_core.groupsizes.samples import us_households
+    from hierdp_core.groupsizes.declared_groups import declared_groups_from_table
+    from hierdp_core.groupsizes.samples import us_household_groups, us_households
 
+    levels = ("state", "county")
+    geography = sample_geography("us-households", levels)
+    record = group_size_groups_record()
+    groups = declared_groups_from_table(us_household_groups(), geography, levels,
+                                        source=record["file"], sha256=record["sha256"])
     return group_size_data_from_histograms(
-        us_households(), ["state", "county"], "size", "households", max_size=1000,
-        geography=sample_geography("us-households", ("state", "county")))
+        us_households(), list(levels), "size", "households", max_size=1000,
+        geography=geography, group_counts=groups)
 
 
 @st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)

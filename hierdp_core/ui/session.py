@@ -63,7 +63,7 @@ from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.errors import HierdpError
+from hierdp_core.errors import HierdpError, InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
@@ -147,8 +147,12 @@ def set_roles(new_roles: dict) -> None:
 
 def count_data() -> CountData:
     """The CountData of the current dataset and roles (built once, then cached).
-    Raises HierdpError for bad roles or values."""
+    Raises HierdpError for bad roles or values, and while an upload's levels or count
+    column are not chosen on the Data page (a guess is not a choice)."""
     ds, r = ensure_dataset(), roles()
+    if not r["levels"] or not r.get("count_confirmed", True):
+        raise InputError("choose the geography levels and the count column of your table on "
+                         "the Data page (or use the guessed columns there)")
     missing, ragged = r.get("missing", "error"), bool(r.get("ragged", False))
     key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
            r["local_codes"], missing, ragged, None if ds["sample"] else structure.key(),

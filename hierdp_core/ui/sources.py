@@ -1,10 +1,13 @@
 """Where the group-size, flow and range pages take their data from: their bundled sample, or
 the user's own table uploaded on the Data page, with the column roles of that query.
 
-Each ``*_from_upload`` function draws the role pickers, builds the query's data with the
-same functions as the CLI (so the same checks and messages), caches it in session state per
-(upload version, roles, declared structure), and stops the page with a friendly message when
-the table cannot be used. The units come from the geography file declared on the Data page
+Each ``*_from_upload`` function (the group sizes': `ui.gs_upload`) draws the role pickers,
+which start empty (the level columns confirmed on the Data page aside): a guess of the
+roles is shown and applied only on the click "Use the guessed columns" (`suggestion`,
+DESIGN principle 10). It builds the query's data with the same functions as the CLI (so
+the same checks and messages), caches it in session state per (upload version, roles,
+declared structure), and stops the page with a friendly message when the table cannot be
+used. The units come from the geography file declared on the Data page
 when the user chose the declared structure there (`ui.structure`), else from the
 table (exploration only; the "your table" choice says which). Session-state keys:
 ``hd_src_cache`` (prefix -> (key, data)).
@@ -56,13 +59,43 @@ def _columns(ds: dict) -> list[str]:
     return [str(c) for c in ds["table"].columns]
 
 
-def _pick(label: str, columns: list[str], preferred: tuple[str, ...], key: str, **kwargs):
-    """A column selectbox defaulting to the first preferred name the table has."""
-    index = next((columns.index(p) for p in preferred if p in columns), 0)
-    return st.selectbox(label, columns, index=index, key=key, **kwargs)
+def pick_column(label: str, columns: list[str], key: str, **kwargs):
+    """A column selectbox that starts empty (None until the user picks: a role is never
+    preset from a guess; `suggestion` offers the guess on one click)."""
+    return st.selectbox(label, columns, index=None, key=key,
+                        placeholder="choose a column", **kwargs)
 
 
-def _valid(label: str, candidates: list[str], what: str, needs: str):
+def _first(columns: list[str], preferred: tuple[str, ...]) -> str | None:
+    """The guess for a role: the first ``preferred`` name among ``columns``, else the first
+    column (None when there is none)."""
+    return next((p for p in preferred if p in columns), columns[0] if columns else None)
+
+
+def suggestion(key: str, guesses: dict[str, tuple[str, object]]) -> None:
+    """The guessed roles not chosen yet (widget key -> (label, guessed value)), shown with
+    what they are and a button that applies them all in one click; nothing is applied
+    without it (DESIGN principle 10)."""
+    open_ = {k: (label, value) for k, (label, value) in guesses.items()
+             if st.session_state.get(k) in (None, []) and value not in (None, [])}
+    if not open_:
+        return
+    shown = "; ".join(f"{label}: {', '.join(v) if isinstance(v, list) else v}"
+                      for label, v in open_.values())
+    st.info(f"Guessed from the table, not applied: {shown}. Check them, then use them (or "
+            "choose the columns yourself).")
+    st.button("Use the guessed columns", key=key, on_click=st.session_state.update,
+              args=({k: v for k, (_, v) in open_.items()},))
+
+
+def confirm_roles(chosen: list, what: str) -> None:
+    """Stop the page with a message until every role in ``chosen`` is picked."""
+    if any(c is None or c == [] for c in chosen):
+        st.info(f"Choose {what}, or use the guessed columns.")
+        st.stop()
+
+
+def valid_columns(label: str, candidates: list[str], what: str, needs: str):
     """``candidates`` (valid columns for a role, `column_roles`), or a friendly message
     naming what the role ``needs`` and the page stops."""
     if not candidates:
@@ -73,13 +106,15 @@ def _valid(label: str, candidates: list[str], what: str, needs: str):
     return candidates
 
 
-def _levels(ds: dict, key: str, label: str = "Geography levels, coarse to fine",
-            default: list[str] | None = None) -> list[str]:
+def level_columns(ds: dict, key: str, label: str = "Geography levels, coarse to fine", *,
+                  from_roles: bool = True) -> list[str]:
+    """The level columns, starting (``from_roles``) from the ones confirmed on the Data page
+    (none there: empty, never a guess)."""
     columns = _columns(ds)
-    if default is None:
-        default = st.session_state.get(session.ROLES, {}).get("levels", [])
-    return st.multiselect(label, columns, default=[c for c in default if c in columns],
-                          key=key)
+    default = st.session_state.get(session.ROLES, {}).get("levels", []) if from_roles else []
+    return st.multiselect(label, columns, key=key,
+                          default=None if key in st.session_state
+                          else [c for c in default if c in columns])
 
 
 def _count_names(usual: tuple[str, ...]) -> tuple[str, ...]:
@@ -88,88 +123,33 @@ def _count_names(usual: tuple[str, ...]) -> tuple[str, ...]:
     return ((chosen,) if chosen else ()) + usual
 
 
-def _build(prefix: str, key: tuple, what: str, build):
+def build_once(prefix: str, key: tuple, what: str, build, failure: str = ""):
     """``build()`` once per key (cached in session state); a HierdpError becomes a message
-    naming what is wrong, and the page stops."""
+    naming what is wrong (after ``failure``, by default "Your table cannot be used for
+    ``what``"), and the page stops."""
     cache = st.session_state.setdefault(_CACHE, {})
     if prefix in cache and cache[prefix][0] == key:
         return cache[prefix][1]
     try:
         data = build()
     except HierdpError as exc:
-        st.error(f"Your table cannot be used for {what}: {friendly(exc)}")
+        st.error(f"{failure or f'Your table cannot be used for {what}'}: {friendly(exc)}")
         st.stop()
     cache[prefix] = (key, data)
     return data
 
 
-def _choices() -> tuple[str, bool]:
+def upload_choices() -> tuple[str, bool]:
     """The Data page's choices for the upload: what empty count cells mean, and whether
     units may skip a level."""
     r = st.session_state.get(session.ROLES, {})
     return r.get("missing", "error"), bool(r.get("ragged", False))
 
 
-def _prepared(ds: dict, level_sets: list[list[str]], count_column: str | None):
+def prepared(ds: dict, level_sets: list[list[str]], count_column: str | None):
     """The uploaded table with the Data page's choices applied (`reshape.prepare`)."""
-    missing, ragged = _choices()
+    missing, ragged = upload_choices()
     return prepare(ds["table"], level_sets, count_column, missing=missing, ragged=ragged)[0]
-
-
-def group_sizes_from_upload(ds: dict):
-    """GroupSizeData from the uploaded table: person records with a group id, or numbers of
-    groups per size; levels, columns and the public top-code N chosen here. Returns (data,
-    key, the input description for the manifest)."""
-    from hierdp_core.groupsizes.data import (
-        group_size_data_from_histograms,
-        group_size_data_from_people,
-    )
-
-    left, middle, right = st.columns(3)
-    with left:
-        levels = _levels(ds, "gs_up_levels")
-    with middle:
-        layout = st.radio("One row per", ["person", "size"], horizontal=True, key="gs_up_rows",
-                          format_func={"person": "person (household id)",
-                                       "size": "region and size"}.get)
-        table, what = ds["table"], "group sizes"
-        if layout == "person":
-            groups = _valid("household id", column_roles.group_candidates(table, levels),
-                            what, "any column other than the levels")
-            roles = (_pick("Household id column", groups, (), "gs_up_group"),)
-        else:
-            sizes = _valid("size column", column_roles.size_candidates(table, levels), what,
-                           "whole numbers of 1 or more, not a level or a code column")
-            size = _pick("Size column", sizes, (), "gs_up_size")
-            counts = _valid("number of households", column_roles.count_candidates(
-                table, [*levels, size]), what, "whole numbers, not a level, code or the size")
-            roles = (size, _pick("Number of households column", counts,
-                                 ("households", "count", "groups"), "gs_up_count"))
-    with right:
-        max_size = st.number_input("Largest size N (public)", min_value=1, max_value=100_000,
-                                   value=64, step=1, key="gs_up_max",
-                                   help="Sizes above N count as N. Choose N without looking "
-                                        "at the data: it is part of the public model.")
-    if not levels:
-        st.info("Choose the geography level columns of your table, coarse to fine.")
-        st.stop()
-
-    def build():
-        geography = structure.declared_geography(levels, ragged=_choices()[1])
-        units = ({"geography": geography} if geography is not None
-                 else {"name_columns": session.name_columns(ds, levels)})
-        table = _prepared(ds, [levels], None if layout == "person" else roles[1])
-        if layout == "person":
-            return group_size_data_from_people(table, levels, roles[0],
-                                               max_size=int(max_size), **units)
-        return group_size_data_from_histograms(table, levels, roles[0], roles[1],
-                                               max_size=int(max_size), **units)
-    key = (ds["version"], tuple(levels), layout, roles, int(max_size), structure.key(),
-           _choices())
-    spec = {"query": "group-sizes", "levels": levels, "max_size": int(max_size), "min_size": 0,
-            **({"group_column": roles[0]} if layout == "person" else
-               {"size_column": roles[0], "count_column": roles[1]})}
-    return _build("gs", key, "group sizes", build), key, spec
 
 
 TRIP_ROWS = "(none: one row per trip)"
@@ -182,26 +162,32 @@ def flows_from_upload(ds: dict):
     description for the manifest)."""
     from hierdp_core.flows.data import flow_data_from_table, geography_levels
 
+    guessed = column_roles.od_candidates(ds["table"])
     left, middle, right = st.columns(3)
     with left:
-        origin = _levels(ds, "fl_up_origin", "Origin levels, coarse to fine",
-                         default=column_roles.od_candidates(ds["table"])[0])
+        origin = level_columns(ds, "fl_up_origin", "Origin levels, coarse to fine",
+                               from_roles=False)
     with middle:
-        destination = _levels(ds, "fl_up_destination", "Destination levels (same geography)",
-                              default=column_roles.od_candidates(ds["table"])[1])
+        destination = level_columns(ds, "fl_up_destination",
+                                    "Destination levels (same geography)", from_roles=False)
     with right:
-        counts = column_roles.count_candidates(ds["table"], [*origin, *destination])
-        count = _pick("Count column", [TRIP_ROWS, *counts], _count_names(FLOW_COUNT_NAMES),
-                      "fl_up_count",
-                      help="The number of trips of each row, or none when every row is one "
-                           "trip.")
-    if not origin or not destination:
-        st.info("Choose the origin and destination level columns of your table, coarse to "
-                "fine (e.g. o_state, o_county and d_state, d_county).")
-        st.stop()
+        options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
+                                                              [*origin, *destination])]
+        count = pick_column("Count column", options, "fl_up_count",
+                            help="The number of trips of each row, or none when every row "
+                                 "is one trip.")
+    guessed_options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
+                                                                 [*guessed[0], *guessed[1]])]
+    suggestion("fl_up_suggest", {
+        "fl_up_origin": ("origin levels", guessed[0]),
+        "fl_up_destination": ("destination levels", guessed[1]),
+        "fl_up_count": ("count", _first(guessed_options, _count_names(FLOW_COUNT_NAMES)))})
+    confirm_roles([origin, destination, count], "the origin and destination level columns "
+                  "of your table, coarse to fine (e.g. o_state, o_county and d_state, "
+                  "d_county), and the count column")
     count_column = None if count == TRIP_ROWS else count
     key = (ds["version"], tuple(origin), tuple(destination), count_column, structure.key(),
-           _choices())
+           upload_choices())
 
     def build():
         if len(origin) != len(destination):  # the builder's message
@@ -209,10 +195,10 @@ def flows_from_upload(ds: dict):
         candidates = geography_levels(origin, destination)  # the common names come last
         geography = structure.declared_geography(candidates[0], alternatives=candidates[1:],
                                                  level_names=candidates[-1],
-                                                 ragged=_choices()[1])
-        return flow_data_from_table(_prepared(ds, [origin, destination], count_column),
+                                                 ragged=upload_choices()[1])
+        return flow_data_from_table(prepared(ds, [origin, destination], count_column),
                                     origin, destination, count_column, geography=geography)
-    data = _build("fl", key, "flows", build)
+    data = build_once("fl", key, "flows", build)
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
 
@@ -236,19 +222,20 @@ def ranges_from_upload(ds: dict):
     description for the manifest)."""
     from hierdp_core.queries.ranges import range_data_from_table
 
+    table = ds["table"]
     left, middle, right = st.columns(3)
     with left:
-        levels = _levels(ds, "rg_up_levels")
+        levels = level_columns(ds, "rg_up_levels")
     with middle:
-        attribute = _pick("Ordered attribute", _valid(
-            "ordered attribute", column_roles.attribute_candidates(ds["table"], levels),
-            "range queries", "integers, not a level or a code column"), (), "rg_up_attribute", help="Its values are the histogram's cells, in "
-                          "order (integers: every value from the lowest to the highest).")
-        counts = column_roles.count_candidates(ds["table"], [*levels, attribute])
-        count = _pick("Count column", [PERSON_ROWS, *counts],
-                      _count_names(RANGE_COUNT_NAMES), "rg_up_count",
-                      help="The number of people of each row, or none when every row is one "
-                           "person.")
+        attribute = pick_column("Ordered attribute", valid_columns(
+            "ordered attribute", column_roles.attribute_candidates(table, levels),
+            "range queries", "integers, not a level or a code column"), "rg_up_attribute",
+            help="Its values are the histogram's cells, in order (integers: every value from "
+                 "the lowest to the highest).")
+        options = [PERSON_ROWS, *column_roles.count_candidates(table, [*levels, attribute])]
+        count = pick_column("Count column", options, "rg_up_count",
+                            help="The number of people of each row, or none when every row "
+                                 "is one person.")
     with right:
         domain_text = st.text_input("Domain LO-HI (public)", "", key="rg_up_domain",
                                     placeholder="e.g. 0-100; empty: the values in the table",
@@ -256,21 +243,28 @@ def ranges_from_upload(ds: dict):
                                          "histograms cover, chosen without looking at the "
                                          "data. Empty uses the lowest and highest value in "
                                          "the table, which is not private.")
-    if not levels:
-        st.info("Choose the geography level columns of your table, coarse to fine.")
-        st.stop()
+    guessed = levels or column_roles.guess_levels(table)
+    attribute_guess = next(iter(column_roles.attribute_candidates(table, guessed)), None)
+    suggestion("rg_up_suggest", {
+        "rg_up_levels": ("levels", guessed),
+        "rg_up_attribute": ("ordered attribute", attribute_guess),
+        "rg_up_count": ("count", _first(
+            [PERSON_ROWS, *column_roles.count_candidates(table, [*guessed, attribute_guess])],
+            _count_names(RANGE_COUNT_NAMES)))})
+    confirm_roles([levels, attribute, count], "the geography level columns of your table "
+                  "(coarse to fine), the ordered attribute and the count column")
     count_column = None if count == PERSON_ROWS else count
 
     def build():
         domain = _domain(domain_text)
-        geography = structure.declared_geography(levels, ragged=_choices()[1])
+        geography = structure.declared_geography(levels, ragged=upload_choices()[1])
         units = ({"geography": geography} if geography is not None
                  else {"name_columns": session.name_columns(ds, levels)})
-        return range_data_from_table(_prepared(ds, [levels], count_column), levels, attribute,
+        return range_data_from_table(prepared(ds, [levels], count_column), levels, attribute,
                                      count_column=count_column, domain=domain, **units)
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
-           structure.key(), _choices())
-    data = _build("rg", key, "range queries", build)
+           structure.key(), upload_choices())
+    data = build_once("rg", key, "range queries", build)
     domain = _domain(domain_text)  # parsed without error: build() succeeded
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
                        "count_column": count_column, "domain": domain}
