@@ -372,7 +372,6 @@ def test_uploaded_us_codes_get_the_bundled_maps():
                for c in at.caption)
     assert len([s for s in figure_specs(at) if "choropleth" in s]) == 1
     at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert_clean(at)
     assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
 
