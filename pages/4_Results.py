@@ -1,6 +1,6 @@
 """Results: run the release; true, noisy, released or error on one map (a click apart); drill
-down; true vs released; error metrics by level and population size; a searchable table. The
-ε (or ρ) slider beside the map re-releases and redraws only what the release changes (a
+down; true vs released; noisy vs consistent vs true per level; error metrics by level and population size; a searchable table. The
+ε (or ρ) slider above the map re-releases and redraws only what the release changes (a
 fragment), not the page."""
 
 import time
@@ -187,8 +187,8 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
 
 @st.fragment(key="res_view")
 def results_view() -> None:
-    """What the release changes, rerun alone when the ε (or ρ) slider beside the map moves
-    (or a picker below it): the release, its verdict, the map, the charts and the tables."""
+    """What the release changes, rerun alone when the ε (or ρ) slider above the map moves
+    (or a picker beside it): the release, its verdict, the map, the charts and the tables."""
     widgets.use_chosen_palette()  # a rerun of the fragment alone draws in the page's look
     about = st.container()  # filled once the slider below has set the budget
     level, nodes, category = units_shown()
