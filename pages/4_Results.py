@@ -1,7 +1,7 @@
 """Results: run the release; true, noisy, released or error on one map (a click apart); drill
-down; true vs released; noisy vs consistent vs true per level; error metrics by level and population size; a searchable table. The
-ε (or ρ) slider above the map re-releases and redraws only what the release changes (a
-fragment), not the page."""
+down; true vs released; noisy vs consistent vs true per level; error metrics by level and
+population size; a searchable table. The ε (or ρ) slider above the map re-releases and
+redraws only what the release changes (a fragment), not the page."""
 
 import time
 
