@@ -1,6 +1,7 @@
 """Small words on the query pages (issue 31, item 1, AppTest): the Flows ledger says "not
 measured" where a level gets no noise (it showed "None" in the σ column), and DAWA's
-partition share is not labelled "Rho" beside ρ, the zCDP budget."""
+partition share is not labelled "Rho" beside ρ, the zCDP budget; Results' drill-down reads
+"all of Italy" (it read "all of total")."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ def test_dawa_partition_share_is_not_called_rho():
     labels = [n.label for n in at.number_input]
     assert "Rho" not in labels
     assert "Partition share of ε (DAWA's rho)" in labels
+
+
+def test_the_drill_down_names_the_whole_country():
+    at = page("pages/4_Results.py", "italy-municipalities").run()
+    assert_clean(at)
+    assert at.selectbox(key="res_within").options[0] == "all of Italy"  # was 'all of total'
