@@ -20,6 +20,17 @@ from hierdp_core.viz import (
 )
 
 
+def level_rows(summary: pd.DataFrame, level_name: str, by: str) -> pd.DataFrame:
+    """The rows of ``level_name``; InputError when there are none or no column ``by``."""
+    if by not in summary.columns:
+        raise InputError(f"no column {by!r} in the summary")
+    rows = summary[summary["level_name"] == level_name]
+    if rows.empty:
+        raise InputError(f"no rows for level {level_name!r}; levels: "
+                         f"{list(pd.unique(summary['level_name']))}")
+    return rows
+
+
 def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
                  log_y: bool = True, by: str | None = None) -> go.Figure:
     """Mean of a metric against epsilon (log x) per mechanism (or per split), with a
@@ -32,12 +43,7 @@ def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
     if missing:
         raise InputError(f"the summary lacks column(s) {sorted(missing)}")
     by = by or summary.columns[0]
-    if by not in summary.columns:
-        raise InputError(f"no column {by!r} in the summary")
-    rows = summary[summary["level_name"] == level_name]
-    if rows.empty:
-        raise InputError(f"no rows for level {level_name!r}; levels: "
-                         f"{list(pd.unique(summary['level_name']))}")
+    rows = level_rows(summary, level_name, by)
     q = summary.attrs.get("quantiles", None)
     band = f"{q[0]:.0%}-{q[1]:.0%} of trials" if q else "low-high quantiles of trials"
     trials = rows["trials"].to_numpy()

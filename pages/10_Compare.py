@@ -84,7 +84,10 @@ else:
     names_shown = widgets.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
     figures = cmp.comparison_maps(map_layers.map_geojson(*source, overview=True), view, labels, names=names_shown,
                                   projection=map_layers.map_projection(source[0]))
-    for column, fig, tag in zip(st.columns(3), figures, ("a", "b", "diff"), strict=True):
+    # A beside B, their difference under them at full width: at 1280 px three maps in a
+    # row were about 100 px wide each
+    for column, fig, tag in zip([*st.columns(2), st.container()], figures, ("a", "b", "diff"),
+                                strict=True):
         column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",
                             config=plotly_config())
     st.caption("A and B share one colour scale; the difference map is centred at 0 (red: "
@@ -93,8 +96,7 @@ else:
 # ---- error by level ---------------------------------------------------------------------
 st.subheader("Error by level")
 metric = st.selectbox("Metric", METRICS, key="cmp_metric", format_func=name)
-left, right = st.columns([3, 2])
-left.plotly_chart(cmp.error_by_level_figure(comparison, metric), width="stretch",
-                  key="cmp_by_level")
-right.dataframe(cmp.by_level_table(comparison, metric), hide_index=True, width="stretch")
-right.caption(label(metric))
+st.plotly_chart(cmp.error_by_level_figure(comparison, metric), width="stretch",
+                key="cmp_by_level")
+st.dataframe(cmp.by_level_table(comparison, metric), hide_index=True, width="stretch")
+st.caption(label(metric))

@@ -1,7 +1,7 @@
 """Results: run the release; true, noisy, released or error on one map (a click apart); drill
-down; true vs released; error metrics by level and population size; a searchable table. The
-ε (or ρ) slider beside the map re-releases and redraws only what the release changes (a
-fragment), not the page."""
+down; true vs released; noisy vs consistent vs true per level; error metrics by level and
+population size; a searchable table. The ε (or ρ) slider above the map re-releases and
+redraws only what the release changes (a fragment), not the page."""
 
 import time
 
@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.data.samples import SAMPLES
 from hierdp_core.map_figures import choropleth, nice_ceiling
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
+from hierdp_core.noisy_view import noisy_vs_released_by_level
 from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
@@ -30,15 +32,15 @@ h = data.hierarchy
 s = session.settings(h.n_levels)
 ds = session.ensure_dataset()
 
-run_cols = st.columns([2, 2, 1])
+run_cols = st.columns([4.2, 1, 0.8], vertical_alignment="bottom")
 with run_cols[0]:
     mode = st.radio("Randomness", ["Exploration (seeded, reproducible)",
-                                   "Release (OS entropy, OpenDP samplers)"], key="rand_mode")
+                                   "Release (OS entropy, OpenDP samplers)"], key="rand_mode",
+                    horizontal=True)
 with run_cols[1]:
     seed = st.number_input("Seed", min_value=0, value=0, step=1, key="seed",
                            disabled=not mode.startswith("Exploration"))
 with run_cols[2]:
-    st.write("")
     run = st.button("Run release", type="primary", key="run_release")
 seed_used = int(seed) if mode.startswith("Exploration") else None
 
@@ -60,8 +62,8 @@ def release_now():
 
 def units_shown() -> tuple[int, np.ndarray, str]:
     """The level, its nodes (all, or the children of the unit drilled down to) and the
-    category (or 'total') picked above the map."""
-    pick = st.columns([1, 2, 1])
+    category (or 'total') picked above the map, beside the total ε (or ρ) slider."""
+    pick = st.columns([1, 1.5, 1, 1.5])
     with pick[0]:
         level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                              format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
@@ -70,13 +72,17 @@ def units_shown() -> tuple[int, np.ndarray, str]:
         parents = widgets.node_display_names(data, level - 1) if level > 1 else None
         options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
         default = 0 if h.level_size(level) <= map_layers.WHOLE_LEVEL_AREAS or level == 1 else 1
+        whole = f"all of {SAMPLES[ds['sample']].area}" if ds["sample"] in SAMPLES \
+            else f"all {widgets.plural(h.level_names[level])}"
         within = st.selectbox("Drill down: show the units inside", options, index=default,
-                              format_func=lambda o: f"all of {h.level_names[0]}" if o == "all"
-                              else f"{parents[o]}", key="res_within")
+                              format_func=lambda o: whole if o == "all" else f"{parents[o]}",
+                              key="res_within")
     with pick[2]:
         category = st.selectbox("Category", ["total"] + (list(data.categories)
                                                          if data.has_categories else []),
                                 key="res_category")
+    with pick[3]:
+        budget.total_slider(s, key_prefix="res_")
     if within == "all":
         sl = h.level_slice(level)
         return level, np.arange(sl.start, sl.stop), category
@@ -133,9 +139,10 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
     metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
                           format_func=name, key="res_metric")
     st.caption(label(metric))
-    tab_level, tab_bin, tab_scatter = st.tabs(
+    tab_level, tab_bin, tab_scatter, tab_noisy = st.tabs(
         ["Error by level", f"Error by population size ({h.level_names[level]})",
-         "True vs released"], key="res_chart", on_change="rerun")  # only the open one is drawn
+         "True vs released", "Noisy vs consistent vs true, per level"], key="res_chart",
+        on_change="rerun")  # only the open one is drawn
     if tab_level.open:
         with tab_level:
             plotly_view.show(metric_by_level(metrics, metric), key="by_level")
@@ -147,6 +154,13 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
             plotly_view.show(true_vs_released_scatter(true_v, rel_v, names=names,
                                                       level_name=h.level_names[level]),
                              key="scatter")
+    if tab_noisy.open:
+        with tab_noisy:
+            plotly_view.show(noisy_vs_released_by_level(h, data.node_counts(), release.noisy,
+                                                        release.values), key="noisy_levels")
+            st.caption("What consistency does: the raw noisy measurements may be negative, "
+                       "fractional and disagree between levels; the released values add up. "
+                       "Both are compared with the truth here (evaluation only).")
 
     st.subheader("Error metrics by level")
     overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
@@ -173,14 +187,11 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
 
 @st.fragment(key="res_view")
 def results_view() -> None:
-    """What the release changes, rerun alone when the ε (or ρ) slider beside the map moves
-    (or a picker below it): the release, its verdict, the map, the charts and the tables."""
+    """What the release changes, rerun alone when the ε (or ρ) slider above the map moves
+    (or a picker beside it): the release, its verdict, the map, the charts and the tables."""
     widgets.use_chosen_palette()  # a rerun of the fragment alone draws in the page's look
     about = st.container()  # filled once the slider below has set the budget
     level, nodes, category = units_shown()
-    controls = st.columns(2)
-    with controls[0]:
-        budget.total_slider(s, key_prefix="res_")
     budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
                    else f"ρ = {s['rho']:g}")
     with about:
@@ -188,7 +199,6 @@ def results_view() -> None:
                    + split_ui.describe_shares(h, session.shares_of(s))
                    + ". Change the mechanism and the split on the Mechanism & budget page.")
         release = session.current_release() or release_now()
-        rel.verdict_box(release, data.declared_structure)
 
     def column(values: np.ndarray) -> np.ndarray:
         v = values[nodes]
@@ -197,7 +207,11 @@ def results_view() -> None:
     true_v, rel_v = column(data.node_counts()), column(release.values)
     values = {"True": true_v, "Noisy (measured)": column(release.noisy), "Released": rel_v,
               "Error (released − true)": rel_v - true_v}
-    release_map(level, nodes, values, budget_text, controls[1])
+    selector, badge = st.columns([3, 2], vertical_alignment="bottom")
+    with badge:
+        rel.verdict_badge(release, data.declared_structure)  # the full verdict under the map
+    release_map(level, nodes, values, budget_text, selector)
+    rel.verdict_box(release, data.declared_structure)
     charts_and_tables(release, level, nodes, values)
     # at every run of the fragment: what it wrote outside itself is cleared at its next run
     widgets.sidebar_status(status_slot)

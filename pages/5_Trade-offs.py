@@ -9,6 +9,7 @@ from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.metrics import METRICS as ALL_METRICS
 from hierdp_core.sweep_figures import split_comparison_figure, sweep_figure
+from hierdp_core.sweep_panels import relative_sweep_figure, sweep_panels
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import split as split_ui
 
@@ -59,9 +60,20 @@ if st.button("Run the sweep", type="primary", disabled=not mechanisms or not eps
 runs_df = st.session_state.get(session.SWEEP)
 if runs_df is not None and len(runs_df):
     summary = summarise(runs_df, metric)
-    st.plotly_chart(sweep_figure(summary, metric=metric, level_name=h.level_names[level],
-                                 log_y=metric not in ("malpe", "tvd_accuracy")),
-                    width="stretch", key="sweep_fig")
+    swept = list(dict.fromkeys(runs_df["mechanism"]))
+    views = {"panels": "One panel per mechanism", "overlaid": "Overlaid",
+             **({"relative": f"Relative to {swept[0]}"} if len(swept) > 1 else {})}
+    view = st.segmented_control("Draw", list(views), format_func=views.get, default="panels",
+                                required=True, key="sw_view",
+                                help="Close mechanisms lie on top of each other when "
+                                     "overlaid: one panel each, or each one's error "
+                                     "divided by the first mechanism's, tells them apart.")
+    shown = {"level_name": h.level_names[level], "metric": metric}
+    log_y = metric not in ("malpe", "tvd_accuracy")
+    figure = (sweep_panels(summary, log_y=log_y, **shown) if view == "panels" else
+              relative_sweep_figure(summary, baseline=swept[0], **shown)
+              if view == "relative" else sweep_figure(summary, log_y=log_y, **shown))
+    st.plotly_chart(figure, width="stretch", key="sweep_fig")
     st.caption("Lines: mean over trials; bands: 5th to 95th percentile.")
 
 st.divider()

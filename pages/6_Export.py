@@ -73,6 +73,7 @@ if release.invariants:
 settings = session.settings(h.n_levels)
 offered = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
                                 structure_declared=data.declared_structure, heading=False,
+                                wait=True,  # the files at once: no "Prepare" click
                                 redraw=lambda: session.release_for(
                                     data, settings, NoiseSource(secure=True)),
                                 ledger=current_charge(session.budget_of(settings),
@@ -99,9 +100,6 @@ if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
                          format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
     missing = []
-    if offered.exploration is None:
-        st.caption("The GeoJSON, with the intervals too, is offered once the downloads "
-                   "above are prepared.")
     for label, key, one in (("", "dl_geojson", offered.exploration),
                             ("Secure: ", "dl_geojson_pub", secure)):
         if one is None:

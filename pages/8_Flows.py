@@ -118,8 +118,10 @@ unit = "ρ" if privacy.get("definition") == "zcdp" else "ε"
 b1, b2 = st.columns([3, 2])
 with b1:
     shown = ledger[["level", "level_name", "share", "budget", "noise_sd",
-                    "expected_abs_error"]].round({"share": 3, "noise_sd": 2,
-                                                  "expected_abs_error": 2})
+                    "expected_abs_error"]].round({"share": 3})
+    for column in ("noise_sd", "expected_abs_error"):  # a level not measured has no noise
+        shown[column] = shown[column].map(lambda v: "not measured" if pd.isna(v)
+                                          else f"{v:.2f}")
     st.dataframe(**friendly_table(shown, level_name="origin → destination", budget=unit),
                  width="stretch")
     noises = sorted(set(ledger["noise"]) - {"not measured"})

@@ -120,6 +120,11 @@ def test_tradeoff_sweep_runs():
     from hierdp_core.ui import session
 
     assert len(at.session_state[session.SWEEP]) > 0
+    assert "one panel per mechanism" in figure_specs(at)[0]  # the default view (issue 31)
+    for view, title in (("relative", "relative to raw-geometric"), ("overlaid", " vs epsilon")):
+        at.button_group(key="sw_view").set_value(view).run()
+        assert_clean(at)
+        assert title in figure_specs(at)[0]
 
 
 def test_group_sizes_page_releases_and_sweeps():
@@ -390,7 +395,6 @@ def test_uploaded_us_codes_get_the_bundled_maps():
                for c in at.caption)
     assert len([s for s in figure_specs(at) if "choropleth" in s]) == 1
     at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert_clean(at)
     assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
 

@@ -1,8 +1,9 @@
 """Every release file the dashboard offers carries intervals (issue 17, AppTest): the
 exploration downloads of the Export and Flows pages have ``lower`` and ``upper`` and the
-manifest its ``intervals`` record, at the level picked (90% by default); a bootstrap waits
-for the "Prepare" click, a closed form does not; the publishable release gets its intervals
-with the secure draw, computed once."""
+manifest its ``intervals`` record, at the level picked (90% by default); on the Flows page
+a bootstrap waits for the "Prepare" click, on Export it is made as the page opens (issue 31:
+the buttons at once), a closed form needs nothing; the publishable release gets its
+intervals with the secure draw, computed once."""
 
 from __future__ import annotations
 
@@ -31,10 +32,8 @@ def test_export_offers_the_release_files_with_intervals_only(monkeypatch):
     file_names(monkeypatch, contents)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
-    assert_clean(at)
-    assert offered(at) == {"Save the configuration (JSON)"}  # TopDown: a bootstrap, on click
-    at.button(key="ex_prepare").click().run()
-    assert_clean(at)
+    assert_clean(at)  # TopDown: a bootstrap, made as Export opens, no click
+    assert "ex_prepare" not in [b.key for b in at.button]
     assert {"Release table (CSV)", "Release table (Parquet)", "Manifest (JSON)",
             "Release GeoJSON (county)"} <= offered(at)
     assert header(contents["ex_dl_csv"])[-3:] == ["value", "lower", "upper"]
@@ -59,22 +58,23 @@ def test_the_level_is_chosen_and_the_secure_draw_computes_it_once(monkeypatch):
                             release, level, **kw))
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
-    at.radio(key="ex_iv_level").set_value(0.95).run()
-    at.button(key="ex_prepare").click().run()
+    at.radio(key="ex_iv_level").set_value(0.95).run()  # made at once, as the page opened
     assert_clean(at)
     assert json.loads(contents["ex_dl_manifest"])["intervals"]["level"] == 0.95
     at.button(key="ex_secure").click().run()
     assert_clean(at)
-    assert calls == [0.95, 0.95]  # the exploration release's, then the secure one's
+    assert calls[1:] == [0.95, 0.95]  # the exploration release's, then the secure one's
+    assert calls[0] == 0.9  # the default level, made as the page first opened
     assert "ex_pub_prepare" not in [b.key for b in at.button]
     manifest = json.loads(contents["ex_pub_dl_manifest"])
     assert manifest["publishable"] is True and manifest["intervals"]["level"] == 0.95
     assert header(contents["ex_pub_dl_csv"])[-2:] == ["lower", "upper"]
-    at.radio(key="ex_iv_level").set_value(0.9).run()  # back to 90%: made again for both
-    assert {"ex_prepare", "ex_pub_prepare"} <= {b.key for b in at.button}
+    at.radio(key="ex_iv_level").set_value(0.9).run()  # back to 90%: made for the secure one
+    assert not {"ex_prepare", "ex_pub_prepare"} & {b.key for b in at.button}
+    assert calls == [0.9, 0.95, 0.95, 0.9]  # the exploration release's 90% was kept
     at.radio(key="ex_iv_level").set_value(0.95).run()  # kept: not computed again
     assert not {"ex_prepare", "ex_pub_prepare"} & {b.key for b in at.button}
-    assert calls == [0.95, 0.95]
+    assert calls == [0.9, 0.95, 0.95, 0.9]
 
 
 def test_closed_form_intervals_need_no_click(monkeypatch):

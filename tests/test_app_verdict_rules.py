@@ -48,7 +48,6 @@ def test_an_epsilon_above_the_ceiling_is_not_publishable_and_the_manifest_is_sea
     file_names(monkeypatch, contents)
     at = with_settings("pages/4_Results.py", "topdown", 20.0).run()
     at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_prepare").click().run()
     at.button(key="ex_secure").click().run()
     assert_clean(at)
     assert not any("Publishable as it is" in s.value for s in at.success)

@@ -150,7 +150,6 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
     at = _app("pages/4_Results.py", table, own)
     assert not at.exception
     at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_prepare").click().run()  # the GeoJSON carries the intervals too
     assert not at.exception
     assert any(b.proto.label.startswith("Release GeoJSON") for b in at.get("download_button"))
 

@@ -38,6 +38,8 @@ class Parameter:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple | None = None
+    #: the label a form shows, when the name would mislead (DAWA's "rho" is not zCDP's ρ)
+    label: str | None = None
 
     def validate(self, value: Any) -> Any:
         if self.type == "bool":

@@ -298,7 +298,8 @@ class RangeMechanism(Mechanism):
 
 
 RHO = Parameter("rho", "float", 0.25, "share of each level's epsilon spent on the partition "
-                "(Stage 1); the paper uses 0.25", minimum=0.01, maximum=0.9)
+                "(Stage 1); the paper uses 0.25 and calls it rho (not the zCDP budget rho)",
+                minimum=0.01, maximum=0.9, label="Partition share of ε (DAWA's rho)")
 BRANCHING = Parameter("branching", "int", 2, "branching of the Stage-2 tree over buckets",
                       minimum=2, maximum=16)
 PARTITION = Parameter("partition", "choice", "privtree",

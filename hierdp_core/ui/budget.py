@@ -20,7 +20,9 @@ def total_slider(s: dict, key_prefix: str = "") -> float:
     name, grid = ("epsilon", EPSILON_GRID) if s["definition"] == "pure-dp" else ("rho", RHO_GRID)
     value = s.get(name) or DEFAULTS[name]
     symbol = "ε" if name == "epsilon" else "ρ"
-    s[name] = st.select_slider(f"Total {symbol} (log scale; smaller = more private)",
+    s[name] = st.select_slider(f"Total {symbol} (log scale)",
                                options=sorted({*grid, value}), value=value,
-                               key=f"{key_prefix}{name}")
+                               key=f"{key_prefix}{name}",
+                               help="The privacy budget of the whole release: smaller is "
+                                    "more private (more noise).")
     return s[name]

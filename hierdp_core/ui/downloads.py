@@ -3,11 +3,13 @@ Parquet tables carry ``lower`` and ``upper`` at the level the user picks (90% by
 and the manifest their ``intervals`` record. No file without them is offered.
 
 Intervals in closed form (`hierdp_core.intervals.closed_form`) are made as the page is
-drawn; a bootstrap takes seconds, so it waits for a "Prepare the downloads" click, and the
-buttons then offer bytes already made (tables above `EAGER_EXPORT_ROWS` rows are made on
-click: Streamlit's deferred download occasionally never starts in headless Chromium).
+drawn; a bootstrap takes seconds: on the Export page (``wait``) it is made as the page
+opens, under a spinner, and the buttons follow without a click; the query pages, where the
+release is made on the same page, wait for a "Prepare the downloads" click. The buttons
+offer bytes already made (tables above `EAGER_EXPORT_ROWS` rows are made on click: Streamlit's deferred download
+occasionally never starts in headless Chromium).
 
-Session-state key: ``hd_intervals`` maps (content token of a release, level) to (its
+Session-state keys: ``hd_intervals`` maps (content token of a release, level) to (its
 `CellIntervals`, the seconds they took), for the last `KEPT`, so each is computed once.
 """
 
@@ -80,17 +82,23 @@ def attach_intervals(release, level: float, workload: Workload | None = None):
 
 
 def prepared(release, prefix: str, level: float, workload: Workload | None = None,
-             label: str = "", seconds: float = 0.0):
+             label: str = "", seconds: float = 0.0, wait: bool = False):
     """``release`` with its intervals at ``level`` when they are in closed form or already
-    made (a caption says how), else a button that makes them (a bootstrap, under a spinner,
-    then the page is drawn again; its label says about how long, from ``seconds``, the
-    time the release took: `expected_seconds`); None until it is clicked."""
+    made (a caption says how); with ``wait``, a bootstrap too (made now, under a spinner);
+    else a button that makes them (a bootstrap, under a spinner, then the page is drawn
+    again; its label says about how long, from ``seconds``, the time the release took:
+    `expected_seconds`); None until it is clicked."""
     key = (release_token(release), level)
     kept = st.session_state.setdefault(INTERVALS, {})
+    expected = expected_seconds(release, seconds)
+    about = f"about {expected:.0f} s" if expected >= 3 else "a few seconds"
+    if wait and not (_has(release, level) or key in kept or closed_form(release)):
+        with st.spinner(f"Making the files with {level:.0%} intervals (a bootstrap: "
+                        f"{about})…"):
+            release = attach_intervals(release, level, workload)
     if not (_has(release, level) or key in kept or closed_form(release)):
-        expected = expected_seconds(release, seconds)
         if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
-                     + (f"about {expected:.0f} s)" if expected >= 3 else "a few seconds)"),
+                     f"{about})",
                      key=f"{prefix}_prepare", icon=":material/calculate:"):
             with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"):
                 attach_intervals(release, level, workload)
@@ -123,13 +131,15 @@ def tagged(stem: str, verdict: dict) -> str:
 
 def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                      structure_declared: bool, verdict: dict, level: float,
-                     workload: Workload | None = None, label: str = "", seconds: float = 0.0):
+                     workload: Workload | None = None, label: str = "", seconds: float = 0.0,
+                     wait: bool = False):
     """CSV, Parquet and manifest downloads of ``release`` with intervals at ``level``
-    (`prepared`: perhaps after a click; ``seconds``: the time the release took); a release that is not publishable carries the
-    reason in its file names (`tagged`); ``label`` starts the buttons' labels, which are
-    primary for a publishable release. Returns the release offered (with its intervals),
+    (`prepared`: perhaps after a click unless ``wait``; ``seconds``: the time the release
+    took); a release that is not publishable carries the reason in its file names
+    (`tagged`); ``label`` starts the buttons' labels, which are primary for a publishable
+    release. Returns the release offered (with its intervals),
     or None while they are not made."""
-    release = prepared(release, prefix, level, workload, label, seconds)
+    release = prepared(release, prefix, level, workload, label, seconds, wait)
     if release is None:
         return None
     stem = tagged(stem, verdict)

@@ -84,6 +84,15 @@ def verdict_box(release, structure_declared: bool) -> dict:
     return verdict
 
 
+def verdict_badge(release, structure_declared: bool) -> None:
+    """The verdict in one short line (a green or an orange badge), for a page that shows
+    the full `verdict_box` further down."""
+    if release_verdict(release, structure_declared=structure_declared)["publishable"]:
+        st.markdown(":green-badge[:material/verified: Publishable as it is]")
+    else:
+        st.markdown(":orange-badge[:material/block: Not publishable: why, under the map]")
+
+
 def rules_text(rules: dict) -> str:
     """The table rules in a sentence, with the counts of the cells that break them."""
     parts = [f":material/check: {RULE_NAMES[name]}" if rules[name]["holds"] else
@@ -141,7 +150,7 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                       structure_declared: bool, redraw: Callable[[], object] | None = None,
                       rows_of: Callable[[object], int] | None = None,
                       workload: Workload | None = None, seconds: float = 0.0,
-                      heading: bool = True,
+                      heading: bool = True, wait: bool = False,
                       ledger: ledger_ui.Charge | None = None) -> Offered:
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
     verdict, the level of the intervals, the downloads (`download_buttons`: every file with
@@ -149,28 +158,38 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
     release took, to say how long a bootstrap will), and for an exploration release
     the publishable one (`publishable_release`, with ``redraw``: the same configuration
     with secure noise, its intervals made with it; ``rows_of`` counts a release's table
-    rows; ``ledger``: its `hierdp_core.ui.ledger.Charge`). Returns the releases offered
-    (`Offered`)."""
+    rows; ``ledger``: its `hierdp_core.ui.ledger.Charge`). With ``wait`` the files come
+    without a click (their intervals made as the page opens: `downloads.prepared`).
+    Returns the releases offered (`Offered`)."""
     if heading:
         st.divider()
         st.subheader("Export")
-    verdict = verdict_box(release, structure_declared)
+    verdict_slot = st.empty()  # the exploration release's verdict, unless a secure one is
+    verdict = release_verdict(release, structure_declared=structure_declared)  # drawn
     level = interval_level(prefix)
     exploration = download_buttons(release, prefix, stem, input_spec, rows,
                                    structure_declared=structure_declared, verdict=verdict,
-                                   level=level, workload=workload, seconds=seconds)
+                                   level=level, workload=workload, seconds=seconds,
+                                   wait=wait)
     secure = None
     if redraw is not None and release.randomness.get("mode") != "secure":
         drawn = publishable_release(
             release, prefix, lambda: attach_intervals(redraw(), level, workload), verdict,
             ledger)
-        if drawn is not None:
+        if drawn is not None:  # one box: the verdict of the release offered for publishing
+            verdict_slot.caption(":material/info: These first files hold the exploration "
+                                 "release (seeded noise: not publishable; NOT-PUBLISHABLE in "
+                                 "their names). The verdict of the release drawn with secure "
+                                 "noise is below.")
             verdict = verdict_box(drawn, structure_declared)
             secure = download_buttons(drawn, f"{prefix}_pub", stem, input_spec,
                                       rows_of(drawn) if rows_of else rows,
                                       structure_declared=structure_declared,
                                       verdict=verdict, level=level, workload=workload,
-                                      label="Secure: ", seconds=seconds)
+                                      label="Secure: ", seconds=seconds, wait=wait)
+    if secure is None:
+        with verdict_slot.container():
+            verdict_box(release, structure_declared)
     with st.expander("What makes a release publishable?"):
         st.markdown(WHAT_MAKES_IT_PUBLISHABLE)
     return Offered(exploration, secure)

@@ -83,7 +83,7 @@ def parameter_widget(p, key: str, value=None):
     within its declared bounds (``value`` clipped to them). Shows ``value`` (default: the
     parameter's default) first; returns the value chosen."""
     value = p.default if value is None else value
-    label = p.name.replace("_", " ").capitalize()
+    label = p.label or p.name.replace("_", " ").capitalize()
     if p.type == "choice":
         choices = list(p.choices)
         return st.radio(label, choices, index=choices.index(value) if value in choices else 0,
@@ -185,6 +185,11 @@ def page_icon():
     return Image.fromarray(icon)
 
 
+# Streamlit leaves 6rem above a wide page's title; 2rem keeps the first figure of a page
+# (the Results map, the Home page's Start buttons) above the fold at 1280 x 800
+COMPACT_TOP = "<style>[data-testid='stMainBlockContainer']{padding-top:2rem}</style>"
+
+
 def page_header(title: str, caption: str):
     """Page config, sidebar navigation and setup summary, title. Returns the sidebar's
     summary slot: pass it to `sidebar_status` to refresh it after the page changed state.
@@ -200,6 +205,7 @@ def page_header(title: str, caption: str):
         slot = st.empty()
         st.divider()
         palette_picker()
+    st.html(COMPACT_TOP)
     st.title(title)
     st.caption(caption)
     sidebar_status(slot)
