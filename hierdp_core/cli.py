@@ -132,10 +132,8 @@ def cmd_release(args) -> int:
             args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
             _params(args.param))
     else:
-        args, table, prepared = prepare_input(args, read_input(args, path))
-        check_args_memory(args, table)  # before anything grows with a size typed
-        data, content = input_data(args, table), path
-        check_data_memory(args, data)
+        args, table, prepared, data = memory_input(args, path)
+        content = path
         choice, split = _split(args, mechanism, data, budget)
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
@@ -181,6 +179,17 @@ def cmd_release(args) -> int:
     if spent:
         print(spent)
     return 0
+
+
+def memory_input(args, path: Path):
+    """(args, table, preparation note, data) of a release held in memory: the table at
+    ``path`` read and prepared (`prepare_input`), its data object (`input_data`), both
+    checked against the memory limit."""
+    args, table, prepared = prepare_input(args, read_input(args, path))
+    check_args_memory(args, table)  # before anything grows with a size typed
+    data = input_data(args, table)
+    check_data_memory(args, data)
+    return args, table, prepared, data
 
 
 def _split(args, mechanism, data, budget):
@@ -306,28 +315,16 @@ def cmd_verify(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from hierdp_core.data.sample_files import SAMPLE_FILES
+    from hierdp_core.data.sample_files import SAMPLE_FILES, write_sample
 
     if args.name is None:
         for sample in SAMPLE_FILES.values():
             print(f"{sample.name}: {sample.description}")
         return 0
-    try:
-        sample = SAMPLE_FILES[args.name]
-    except KeyError:
-        raise InputError(f"unknown sample {args.name!r}; available: "
-                         f"{', '.join(SAMPLE_FILES)}") from None
     import shlex
 
-    table = sample.loader()
-    out = Path(args.out)
-    geography_path = out.with_name(f"{out.stem}-geography.csv")
-    geography = sample.geography()
-    try:
-        table.to_csv(out, index=False)
-        geography.to_csv(geography_path, index=False)
-    except OSError as exc:
-        raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
+    table, geography, geography_path = write_sample(args.name, args.out)
+    sample = SAMPLE_FILES[args.name]
     print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
     print(f"wrote {geography_path} (the public geography: {len(geography):,} units; columns "
           f"{', '.join(map(str, geography.columns))})")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -148,3 +149,25 @@ def sample_category_values(name: str, columns: Sequence[str]) -> dict[str, tuple
     code lists declare (`CATEGORY_VALUES`)."""
     declared = CATEGORY_VALUES.get(name, {})
     return {c: declared[c] for c in columns if c in declared}
+
+
+def write_sample(name: str, out) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    """Write the bundled sample ``name`` to the CSV ``out`` and its public geography beside
+    it (``out``'s stem + ``-geography.csv``); returns (table, geography, geography path).
+    Raises `InputError` for an unknown sample or a file that cannot be written."""
+    from hierdp_core.errors import InputError
+
+    try:
+        sample = SAMPLE_FILES[name]
+    except KeyError:
+        raise InputError(f"unknown sample {name!r}; available: "
+                         f"{', '.join(SAMPLE_FILES)}") from None
+    table, geography = sample.loader(), sample.geography()
+    out = Path(out)
+    geography_path = out.with_name(f"{out.stem}-geography.csv")
+    try:
+        table.to_csv(out, index=False)
+        geography.to_csv(geography_path, index=False)
+    except OSError as exc:
+        raise InputError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    return table, geography, geography_path
