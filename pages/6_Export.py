@@ -122,10 +122,12 @@ if geo_levels:
 
 st.divider()
 st.subheader("Release report for stakeholders (HTML)")
-reported = secure if secure is not None else release  # the publishable release once drawn
-st.caption("One self-contained file that opens offline: the configuration, the verdict, the "
-           "budget ledger, maps, expected errors, the trade-off against ε and an explanation "
-           "in plain words. "
+# the publishable release once drawn; the exploration one with its intervals when made
+reported = secure if secure is not None else offered.exploration or release
+st.caption("One self-contained file that opens offline and prints cleanly (or as a PDF): a "
+           "five-line summary, the verdict, the error by level in people and relative, maps "
+           "of every level (or why not), figures with intervals, an explanation in plain "
+           "words, and the configuration and budget ledger in an appendix. "
            + ("It reports the publishable release drawn above." if secure is not None else
               "It reports the exploration release (marked EXPLORATION - NOT FOR "
               "PUBLICATION); draw the publishable release above to report that one."))
