@@ -67,7 +67,7 @@ dl.metrics dt { font-weight: 600; } dl.metrics dd { margin: 0 0 0.4rem 1rem; }
 dl.summary { display: grid; grid-template-columns: 11rem 1fr; gap: 0.45rem 1rem;
              font-size: 1.05rem; margin: 0.5rem 0 1rem; }
 dl.summary dt { font-weight: 700; } dl.summary dd { margin: 0; }
-@media print { dl.summary { break-inside: avoid; } h2 { break-after: avoid; } }
+@media print { dl.summary { break-inside: avoid; } h2, h3 { break-after: avoid; } }
 footer { color: #5f6b7a; font-size: 0.8rem; margin-top: 2rem; }
 """
 

@@ -1,6 +1,6 @@
 """The figures of the release report (`hierdp_core.report_stakeholder`), from the release and
 public parameters only: the maps of the released totals (and, for every level left off the
-maps, the reason), the smallest released numbers with their intervals, and the a priori
+maps, the reason), the smallest tenth of the released numbers with their intervals, and the a priori
 trade-off of error against epsilon.
 
 Example
@@ -56,8 +56,8 @@ def release_maps(release, geometries: dict) -> tuple[dict[str, go.Figure], list[
 
 def small_numbers_with_intervals(release, count: int = SHOWN) -> go.Figure:
     """``count`` released numbers (unit x category) of the finest level with their
-    intervals, evenly spread in rank from the smallest to the median, where the noise
-    matters most (the release must carry intervals)."""
+    intervals, evenly spread in rank over the smallest tenth, where the noise matters most
+    (the release must carry intervals)."""
     h = release.hierarchy
     sl = h.level_slice(h.depth)
     values = release.values[sl]
@@ -66,7 +66,7 @@ def small_numbers_with_intervals(release, count: int = SHOWN) -> go.Figure:
     units = np.repeat(h.labels()[sl], values.shape[1])
     names = np.tile(np.asarray(categories, dtype=object), values.shape[0])
     ranked = np.argsort(values.ravel(), kind="stable")
-    picks = np.unique(np.linspace(0, (ranked.size - 1) // 2, count).round().astype(int))
+    picks = np.unique(np.linspace(0, (ranked.size - 1) // 10, count).round().astype(int))
     order = ranked[picks][::-1]
     shown = [html.escape(f"{u}, {c}" if c and len(categories) > 1 else str(u))
              for u, c in zip(units[order], names[order], strict=True)]
@@ -78,7 +78,7 @@ def small_numbers_with_intervals(release, count: int = SHOWN) -> go.Figure:
                  "arrayminus": flat - lo, "color": PALETTE[1], "thickness": 2},
         name="released", hovertemplate="<b>%{y}</b><br>released %{x:,}<extra></extra>"))
     fig.update_layout(
-        title={"text": f"Released numbers from the smallest to a typical one "
+        title={"text": f"Released numbers among the smallest tenth "
                        f"({h.level_names[h.depth]}), with their {level:.0%} intervals<br><sup>"
                        "where the noise matters most; intervals computed from the release "
                        "alone</sup>", "x": 0.0},

@@ -174,6 +174,8 @@ def test_export_page_prepares_the_report_and_saves_the_configuration():
     saved = json.loads(html.split("<pre>")[1].split("</pre>")[0].replace("&quot;", '"'))
     assert saved["data"] == {"sample": "synthetic-us-like"} and saved["seed"] == 0
     assert saved["mechanism"] == "topdown" and saved["epsilon"] == 1.0
+    summary = html.split("<h2>Summary</h2>")[1].split("<h2>")[0]  # the one-minute summary
+    assert summary.count("<dt>") == 5 and "Synthetic US-like counties: 50 states" in summary
 
 
 def test_export_page_reports_the_publishable_release_once_drawn(monkeypatch):
