@@ -166,10 +166,12 @@ def _privacy(explanation: Explanation, release) -> str:
 def _typical_error(table: pd.DataFrame, unit: str) -> str:
     finest = table.iloc[-1]
     rmse, typical = finest["Typical error (RMSE)"], finest["Typical released number"]
+    share = (f"{_share(finest['Relative error'])} of a typical released number there "
+             f"({_number(typical)} {unit})" if typical > 0 else
+             "while most released numbers there are 0")
     return (f"At the {finest['Level']} level a released number is typically off by about "
-            f"±{_number(rmse)} {unit} (RMSE, expected before the release), "
-            f"{_share(finest['Relative error'])} of a typical released number there "
-            f"({_number(typical)} {unit}); a typical {finest['Level']} has "
+            f"±{_number(rmse)} {unit} (RMSE, expected before the release), {share}; a "
+            f"typical {finest['Level']} has "
             f"{_number(finest['Typical unit (released total)'])} {unit}. Small numbers "
             "suffer most.")
 

@@ -168,3 +168,10 @@ def test_every_level_has_a_map_or_the_reason(by_sex, seeded, page, monkeypatch):
     assert maps == {}
     assert notes[-1].startswith("county: 60 units, more than the 50 a map in this report "
                                 "holds")
+
+
+def test_typical_error_when_most_released_numbers_are_zero(by_sex, seeded):
+    sparse = dataclasses.replace(seeded, values=np.where(
+        np.arange(seeded.values.shape[0])[:, None] < 7, seeded.values, 0))
+    text = lines_of(sparse, by_sex)["Typical error"]
+    assert "while most released numbers there are 0" in text and "n/a" not in text
