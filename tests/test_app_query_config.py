@@ -157,8 +157,11 @@ def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
         np.testing.assert_array_equal(table["value"].to_numpy(), release.values.ravel())
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["randomness"]["seed"] == cfg.seed
-    # the Python script the page shows writes the same table (issue 31, item 8)
+    # the Python script the page shows writes the same table (issue 31, item 8); not for
+    # the households, whose second release of 116 million households costs CI most
     assert at.session_state[SHOWN][prefix] == cfg
+    if prefix == "gs":
+        return
     script = next(c.value for c in at.code if c.language == "python")
     (tmp_path / "release.py").write_text(script)
     monkeypatch.chdir(sample_files)
