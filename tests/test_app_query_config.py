@@ -157,6 +157,9 @@ def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
         np.testing.assert_array_equal(table["value"].to_numpy(), release.values.ravel())
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["randomness"]["seed"] == cfg.seed
+    # what the release publishes exactly is declared: gs-mh-dp with groups=exact keeps
+    # every region's number of groups, inftda-like top-down flows the number of trips
+    assert cfg.invariants == {"gs": ("groups",), "fl": ("total",), "rg": ()}[prefix]
     # the Python script the page shows writes the same table (issue 31, item 8); not for
     # the households, whose second release of 116 million households costs CI most
     assert at.session_state[SHOWN][prefix] == cfg
@@ -168,6 +171,3 @@ def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
     runpy.run_path(str(tmp_path / "release.py"), run_name="__main__")
     assert (sample_files / "release.csv").read_bytes() == \
         (tmp_path / "out" / "release.csv").read_bytes()
-    # what the release publishes exactly is declared: gs-mh-dp with groups=exact keeps
-    # every region's number of groups, inftda-like top-down flows the number of trips
-    assert cfg.invariants == {"gs": ("groups",), "fl": ("total",), "rg": ()}[prefix]
