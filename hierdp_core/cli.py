@@ -132,10 +132,8 @@ def cmd_release(args) -> int:
             args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
             _params(args.param))
     else:
-        args, table, prepared = prepare_input(args, read_input(args, path))
-        check_args_memory(args, table)  # before anything grows with a size typed
-        data, content = input_data(args, table), path
-        check_data_memory(args, data)
+        args, table, prepared, data = memory_input(args, path)
+        content = path
         choice, split = _split(args, mechanism, data, budget)
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
@@ -181,6 +179,17 @@ def cmd_release(args) -> int:
     if spent:
         print(spent)
     return 0
+
+
+def memory_input(args, path: Path):
+    """(args, table, preparation note, data) of a release held in memory: the table at
+    ``path`` read and prepared (`prepare_input`), its data object (`input_data`), both
+    checked against the memory limit."""
+    args, table, prepared = prepare_input(args, read_input(args, path))
+    check_args_memory(args, table)  # before anything grows with a size typed
+    data = input_data(args, table)
+    check_data_memory(args, data)
+    return args, table, prepared, data
 
 
 def _split(args, mechanism, data, budget):
@@ -306,38 +315,26 @@ def cmd_verify(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from hierdp_core.data.sample_files import SAMPLE_FILES
+    from hierdp_core.data.sample_files import SAMPLE_FILES, write_sample
 
     if args.name is None:
         for sample in SAMPLE_FILES.values():
             print(f"{sample.name}: {sample.description}")
         return 0
-    try:
-        sample = SAMPLE_FILES[args.name]
-    except KeyError:
-        raise InputError(f"unknown sample {args.name!r}; available: "
-                         f"{', '.join(SAMPLE_FILES)}") from None
     import shlex
 
-    table = sample.loader()
-    out = Path(args.out)
-    beside = {"geography": (sample.geography(), "the public geography", "units")}
-    if sample.groups is not None:
-        beside["groups"] = (sample.groups(), "the public groups file", "leaf regions")
-    paths = {what: out.with_name(f"{out.stem}-{what}.csv") for what in beside}
-    try:
-        table.to_csv(out, index=False)
-        for what, (frame, _, _) in beside.items():
-            frame.to_csv(paths[what], index=False)
-    except OSError as exc:
-        raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
+    table, written = write_sample(args.name, args.out)
+    sample = SAMPLE_FILES[args.name]
+    titles = {"geography": ("the public geography", "units"),
+              "groups": ("the public groups file", "leaf regions")}
     print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
-    for what, (frame, title, rows) in beside.items():
-        print(f"wrote {paths[what]} ({title}: {len(frame):,} {rows}; columns "
+    for what, (frame, path) in written.items():
+        title, rows = titles[what]
+        print(f"wrote {path} ({title}: {len(frame):,} {rows}; columns "
               f"{', '.join(map(str, frame.columns))})")
     print("release it with, e.g.:")
     for example in sample.release_examples:
-        for what, path in paths.items():
+        for what, (_, path) in written.items():
             example = example.replace("{" + what + "}", shlex.quote(str(path)))
         print(f"  hierdp release {shlex.quote(str(args.out))} {example}")
     return 0

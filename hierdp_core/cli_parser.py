@@ -117,9 +117,16 @@ class OneLineErrors(argparse.ArgumentParser):
 def release_with_config(args, given: set[str]) -> None:
     """Fill ``args`` (a parsed ``release``) from its ``--config`` file where the command
     line (``given``: the options it gave) is silent. Raises `ConfigError`."""
-    from hierdp_core.config import ConfigError, load_config
+    from hierdp_core.config import load_config
 
-    cfg = load_config(args.config)
+    fill_from_config(args, load_config(args.config), given)
+
+
+def fill_from_config(args, cfg, given: set[str]) -> None:
+    """Fill ``args`` (a parsed ``release``) from the configuration ``cfg`` (a
+    `ReleaseConfig`) where the options in ``given`` are silent. Raises `ConfigError`."""
+    from hierdp_core.config import ConfigError
+
     data = cfg.data
     if "input" not in given:
         if "sample" in data and "file" not in data:

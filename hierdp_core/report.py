@@ -64,6 +64,10 @@ td.text, th.text { text-align: left; }
 .scroll { overflow-x: auto; }
 .figure { margin: 1rem 0 2rem; }
 dl.metrics dt { font-weight: 600; } dl.metrics dd { margin: 0 0 0.4rem 1rem; }
+dl.summary { display: grid; grid-template-columns: 11rem 1fr; gap: 0.45rem 1rem;
+             font-size: 1.05rem; margin: 0.5rem 0 1rem; }
+dl.summary dt { font-weight: 700; } dl.summary dd { margin: 0; }
+@media print { dl.summary { break-inside: avoid; } h2, h3 { break-after: avoid; } }
 footer { color: #5f6b7a; font-size: 0.8rem; margin-top: 2rem; }
 """
 
@@ -92,12 +96,14 @@ def kv_table(d: dict) -> str:
 
 
 def frame_table(df: pd.DataFrame) -> str:
-    """An escaped HTML table, its columns named in words (`metric_names.name`); floats with
-    4 significant digits, NaN as a dash."""
+    """An escaped HTML table, its columns named in words (`metric_names.name`; a column the
+    registry does not know keeps its name unless it is a lower-case key); floats with 4 significant digits, NaN as a
+    dash."""
     def fmt(x):
         return f"{x:,.4g}" if abs(x) < 1e6 else f"{x:,.0f}"
 
-    table = df.rename(columns=metric_names.name).to_html(index=False, escape=True, na_rep="\u2013", float_format=fmt,
+    table = df.rename(columns=lambda c: metric_names.name(c) if c in metric_names.REGISTRY
+                      or (c.isidentifier() and c.islower()) else c).to_html(index=False, escape=True, na_rep="\u2013", float_format=fmt,
                        border=0, classes="data")
     return f'<div class="scroll">{table}</div>'
 
@@ -110,9 +116,10 @@ def budget_summary(privacy: dict) -> dict:
         k: v for k, v in privacy.items() if k not in keys}
 
 
-def figures_html(figures) -> str:
+def figures_html(figures, *, first: bool = True, prefix: str = "figure") -> str:
     """The figures (a list, or a dict giving each a heading) as HTML sections, with
-    plotly.js inlined once (in the first) and the offline config of `plotly_config`."""
+    plotly.js inlined once (in the first, when ``first``: the first call of a document)
+    and the offline config of `plotly_config`; their ids start with ``prefix``."""
     if isinstance(figures, dict):
         items = [(str(k), f) for k, f in figures.items()]
     else:
@@ -123,8 +130,8 @@ def figures_html(figures) -> str:
         if not isinstance(fig, go.Figure):
             raise InputError(f"figure {name or i} is a {type(fig).__name__}, not a plotly "
                              "Figure")
-        body = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config=config,
-                           div_id=f"hierdp-figure-{i}")
+        body = fig.to_html(full_html=False, include_plotlyjs=first and i == 0, config=config,
+                           div_id=f"hierdp-{prefix}-{i}")
         heading = f"<h3>{escape(name)}</h3>" if name is not None else ""
         parts.append(f'<section class="figure">{heading}{body}</section>')
     return "\n".join(parts)

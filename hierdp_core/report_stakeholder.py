@@ -1,10 +1,14 @@
 """The one-click report of a counts release for stakeholders: one self-contained HTML file
 (plotly.js inlined once, maps drawn from GeoJSON embedded in the figures, the offline plotly
-config of `hierdp_core.viz`), readable without a network.
+config of `hierdp_core.viz`), readable without a network, and printable (`report_pdf`).
 
-Sections: a plain-language explanation, the configuration (as saved by
-`hierdp_core.config`), the publishable verdict, the budget ledger, maps of the released
-values, the a priori error per level and its trade-off against epsilon. All of these come
+Sections, for a reader with a minute first: a five-line summary (`report_summary`: what was
+published, where, how private against a yardstick, the typical error, the verdict), the
+verdict, the error by level (typical error in people and relative to a typical released
+number, the intervals), the maps (every level, or why not: `report_figures`), figures with
+intervals, a plain-language explanation, and an appendix with the configuration (as saved by
+`hierdp_core.config`), the mechanism, the budget, the budget ledger and the a priori error
+per level and epsilon. All of these come
 from the release and public parameters only. Only a publishable release (its verdict:
 secure noise, private mechanism, declared structure) gets the green banner saying so; any
 other release is exploration, and its report says `EXPLORATION_BANNER` in red, in its
@@ -35,17 +39,13 @@ import datetime as dt
 import json
 import re
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from hierdp_core import __version__
 from hierdp_core.experiments import budget_for, summarise
-from hierdp_core.explain import explain
-from hierdp_core.map_figures import choropleth
+from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
-from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
 from hierdp_core.report import (
     CONFIDENTIAL_BANNER,
     budget_summary,
@@ -58,13 +58,16 @@ from hierdp_core.report import (
     kv_table,
     mechanism_summary,
 )
+from hierdp_core.report_figures import release_maps, small_numbers_with_intervals, tradeoff_figure
+from hierdp_core.report_summary import (
+    error_by_level,
+    format_error_table,
+    release_explanation,
+    summary_lines,
+)
 from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.verdict import release_verdict
-from hierdp_core.viz import (
-    PALETTE,
-    ledger_figure,
-    true_vs_released_scatter,
-)
+from hierdp_core.viz import ledger_figure, true_vs_released_scatter
 
 PUBLIC_BANNER = ("Released values and public parameters only: no true count is in this "
                  "report.")
@@ -73,7 +76,6 @@ EXPLORATION_FILE_TAG = "EXPLORATION-NOT-FOR-PUBLICATION"
 EXPLORATION_BANNER = (f"{EXPLORATION}: this release is not publishable as it is (see the "
                       "verdict).")
 TRADEOFF_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-MAX_MAP_UNITS = 4000  # levels with more units are left off the maps (the file stays small)
 ERROR_COLUMNS = ["level_name", "units", "cells", "mae", "rmse", "mape", "max_abs_error",
                  "tvd_accuracy", "share_over_10pct"]
 
@@ -90,46 +92,6 @@ def a_priori_tradeoff(data, mechanism: str, params: dict, split,
                                                "expected_abs_error"]]
 
 
-def tradeoff_figure(table: pd.DataFrame, chosen: float | None = None) -> go.Figure:
-    """Lines of the a priori expected |error| per cell against epsilon, one per level
-    (log axes), with the chosen epsilon marked."""
-    fig = go.Figure()
-    for i, (level, part) in enumerate(table.groupby("level_name", sort=False)):
-        fig.add_trace(go.Scatter(x=part["epsilon"], y=part["expected_abs_error"],
-                                 mode="lines+markers", name=escape(level),
-                                 line={"color": PALETTE[i % len(PALETTE)]}))
-    if chosen is not None:
-        fig.add_vline(x=chosen, line_dash="dash", line_color="grey",
-                      annotation_text=f"chosen ε = {chosen:g}")
-    fig.update_layout(
-        title={"text": "Expected error per cell against ε (a priori, before consistency)"
-                       "<br><sup>levels with equal budget shares have one line</sup>",
-               "x": 0.0},
-        xaxis={"title": {"text": "privacy budget ε (log scale)"}, "type": "log"},
-        yaxis={"title": {"text": "expected |error| per cell (count, log scale)"},
-               "type": "log"},
-        legend={"title": {"text": "level"}})
-    return fig
-
-
-def release_maps(release, geometries: dict) -> dict[str, go.Figure]:
-    """Maps of the released totals, one per level in ``geometries`` (level -> (GeoJSON
-    FeatureCollection dict, plotly projection)) with at most `MAX_MAP_UNITS` units."""
-    h = release.hierarchy
-    totals, labels = release.totals(), h.labels()
-    maps = {}
-    for level, (geojson, projection) in sorted(geometries.items()):
-        if h.level_size(level) > MAX_MAP_UNITS:
-            continue
-        sl = h.level_slice(level)
-        name = h.level_names[level]
-        maps[f"Released counts by {name}"] = choropleth(
-            geojson, np.asarray(h.codes[level]).astype(str), totals[sl],
-            title=f"Released: {name}", colorbar_title="count", names=labels[sl],
-            log_scale=True, projection=projection, height=520)
-    return maps
-
-
 def _inline(text: str) -> str:
     """Escaped text with the explanation's inline Markdown (**bold**, *italic*) as HTML."""
     text = escape(text)
@@ -137,21 +99,10 @@ def _inline(text: str) -> str:
     return re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
 
 
-def release_budget(release) -> PrivacyBudget:
-    """The budget a release was made with, from its privacy record."""
-    privacy = release.privacy
-    if privacy.get("definition") == ZCDP:
-        return PrivacyBudget.zcdp(privacy["rho"], privacy.get("delta"))
-    if privacy.get("delta"):
-        return PrivacyBudget.approx(privacy["epsilon"], privacy["delta"])
-    return PrivacyBudget.pure(privacy["epsilon"])
-
-
-def explanation_html(release, data) -> str:
+def explanation_html(release, data, explanation=None) -> str:
     """`hierdp_core.explain`'s plain-language explanation of the release's configuration
     (public parameters and the tree's shape only), with the release's own noise marked."""
-    split = release.ledger["share"].to_numpy(float).tolist()
-    e = explain(data, release.mechanism, release_budget(release), split, **release.parameters)
+    e = explanation or release_explanation(release, data)
     secure = release.randomness.get("mode") == "secure"
     marks = {True: '<b class="met">met</b>', False: '<b class="unmet">not met</b>'}
     items = "".join(f"<li>{marks[secure if met is None else met]}: {_inline(text)}</li>"
@@ -160,8 +111,6 @@ def explanation_html(release, data) -> str:
 <p><b>Who is protected.</b> {_inline(e.neighbour_text)}</p>
 <p><b>What ε guarantees.</b> {_inline(e.guarantee_text)}</p>
 <p><b>Expected error.</b> {_inline(e.error_text)}</p>
-{frame_table(e.errors.rename(columns={"level_name": "level", "mae": "mean |error|",
-                                      "rmse": "RMSE"}))}
 <p><b>When it is publishable.</b> A release is publishable only when all three hold:</p>
 <ul>{items}</ul>
 </div>"""
@@ -214,6 +163,28 @@ def _shown_config(release, config: dict) -> dict:
     return config
 
 
+def _source(config: dict) -> str | None:
+    """The data's name for the summary: a bundled sample's title, else the file's name."""
+    from hierdp_core.data.samples import SAMPLES
+
+    data = config.get("data") or {}
+    if data.get("sample") in SAMPLES:
+        return SAMPLES[data["sample"]].title
+    return data.get("sample") or data.get("file")
+
+
+def summary_html(lines: list[tuple[str, str]]) -> str:
+    """The summary lines as a definition list (escaped)."""
+    items = "".join(f"<dt>{escape(title)}</dt><dd>{escape(text)}</dd>" for title, text in lines)
+    return f'<dl class="summary">{items}</dl>'
+
+
+def _with_intervals(release):
+    """``release`` with intervals at the default level (post-processing of the release
+    alone, no privacy cost) unless it has some."""
+    return release if release.intervals is not None else with_intervals(release)
+
+
 def report_html(release, data, config: dict, *, structure_declared: bool,
                 geometries: dict | None = None, evaluation: bool = False,
                 sweep: pd.DataFrame | None = None,
@@ -221,16 +192,23 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
     """The report as one HTML string (see the module doc). ``config``: the configuration
     as saved (`ReleaseConfig.to_dict`); ``geometries``: level -> (GeoJSON dict, projection)
     for the maps; ``evaluation``: add the error against the truth of ``data`` (and the
-    ``sweep`` runs of `experiments.sweep`), making the report CONFIDENTIAL."""
+    ``sweep`` runs of `experiments.sweep`), making the report CONFIDENTIAL. A release
+    without intervals gets them (`hierdp_core.intervals`, from the release alone)."""
     created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    release = _with_intervals(release)
     verdict = release_verdict(release, structure_declared=structure_declared)
     config = _shown_config(release, config)
+    explanation = release_explanation(release, data)
+    levels = error_by_level(release, explanation)
     split = release.ledger["share"].to_numpy(float).tolist()
     tradeoff = a_priori_tradeoff(data, release.mechanism, release.parameters, split)
     eps = release.privacy.get("epsilon")
-    figures = {"Noise per measured cell, by level": ledger_figure(release.ledger),
-               "Trade-off: error against ε": tradeoff_figure(tradeoff, eps),
-               **release_maps(release, geometries or {})}
+    maps, map_notes = release_maps(release, geometries or {})
+    figures = {"Small released numbers with their intervals":
+               small_numbers_with_intervals(release),
+               "Noise per released number, by level (expected, with the 95% range)":
+               ledger_figure(release.ledger),
+               "Trade-off: error against ε": tradeoff_figure(tradeoff, eps)}
     evaluation_html, truth_figures = ("", {})
     if evaluation:
         evaluation_html, truth_figures = _evaluation(release, data, sweep)
@@ -239,7 +217,7 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
     expected = tradeoff.pivot(index="level_name", columns="epsilon",
                               values="expected_abs_error").reindex(
                                   list(release.hierarchy.level_names)).reset_index()
-    expected.columns = ["level"] + [f"ε = {e:g}" for e in expected.columns[1:]]
+    expected.columns = ["Level"] + [f"ε = {e:g}" for e in expected.columns[1:]]
     if evaluation:
         audience = "This report also compares the release with the true data: do not publish it."
     elif verdict["publishable"]:
@@ -249,15 +227,33 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
         audience = ("This report is of an exploration release, which is not publishable as "
                     "it is (see the verdict): do not publish it.")
     banner, banner_class = _banner(verdict["publishable"], evaluation)
+    missing = "".join(f"<li>{escape(note)}.</li>" for note in map_notes)
+    ledger = release.ledger.drop(columns=[c for c in ("level",) if c in release.ledger])
     body = f"""<p>Created {escape(created)} with hierdp {escape(__version__)}.
 {escape(audience)}</p>
-<h2>In plain words</h2>
-{explanation_html(release, data)}
+<h2>Summary</h2>
+{summary_html(summary_lines(release, data, structure_declared=structure_declared,
+                            source=_source(config), explanation=explanation, table=levels))}
 <h2>Verdict</h2>
 <p class="{box}"><b>{"Publishable as it is" if verdict["publishable"]
                      else "Not publishable as it is"}</b></p>
 {f"<ul>{reasons}</ul>" if reasons else ""}
-<h2>Configuration</h2>
+<h2>Error by level</h2>
+<p>Expected before the release, from the mechanism and the budget (no true count is read);
+the relative error is the typical error over the typical released number of the level; the
+intervals are computed from the released values alone.</p>
+{frame_table(format_error_table(levels))}
+<h2>Maps</h2>
+{figures_html(maps, prefix="map") if maps else "<p>No map.</p>"}
+{f"<p>Levels without a map:</p><ul>{missing}</ul>" if missing else ""}
+<h2>Figures</h2>
+{figures_html(figures, first=not maps)}
+<h2>In plain words</h2>
+{explanation_html(release, data, explanation)}
+{evaluation_html}
+{figures_html(truth_figures, first=False, prefix="truth") if truth_figures else ""}
+<h2>Appendix: configuration, budget ledger and details</h2>
+<h3>Configuration</h3>
 {kv_table({k: v for k, v in config.items() if v not in (None, [], {})})}
 <details><summary>As JSON (load it on the Export page, or
 <code>hierdp release --config FILE</code>)</summary>
@@ -267,13 +263,10 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
 <h3>Privacy budget</h3>
 {kv_table(budget_summary(release.privacy))}
 {invariants_html(release)}
-<h2>Budget ledger (a priori, no true data)</h2>
-{frame_table(release.ledger)}
-<h2>Expected error per cell by level and ε (a priori)</h2>
-{frame_table(expected)}
-{evaluation_html}
-<h2>Figures</h2>
-{figures_html({**figures, **truth_figures})}"""
+<h3>Budget ledger (expected before the release, no true data)</h3>
+{frame_table(ledger)}
+<h3>Expected error per released number by level and ε</h3>
+{frame_table(expected)}"""
     if not verdict["publishable"]:
         title = f"{EXPLORATION}: {title}"
     return document(title, body, created, banner=banner, banner_class=banner_class)

@@ -19,6 +19,7 @@ from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui.ledger import current_charge
+from hierdp_core.ui.reproduce import reproduce_box
 from hierdp_core.verdict import release_verdict
 from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
@@ -55,6 +56,8 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
         (st.success if loaded[0] else st.error)(loaded[1])
         if loaded[0]:
             widgets.next_page("pages/4_Results.py", "See the release on the Results page")
+if release is not None:
+    reproduce_box(config_ui.current_config(release), "hierdp_config.json", "ex")
 if release is None:
     st.info("No release for the current settings yet.")
     widgets.next_page("pages/4_Results.py", "Run it on the Results page")
@@ -117,10 +120,12 @@ if geo_levels:
 
 st.divider()
 st.subheader("Release report for stakeholders (HTML)")
-reported = secure if secure is not None else release  # the publishable release once drawn
-st.caption("One self-contained file that opens offline: the configuration, the verdict, the "
-           "budget ledger, maps, expected errors, the trade-off against ε and an explanation "
-           "in plain words. "
+# the publishable release once drawn; the exploration one with its intervals when made
+reported = secure if secure is not None else offered.exploration or release
+st.caption("One self-contained file that opens offline and prints cleanly (or as a PDF): a "
+           "five-line summary, the verdict, the error by level in people and relative, maps "
+           "of every level (or why not), figures with intervals, an explanation in plain "
+           "words, and the configuration and budget ledger in an appendix. "
            + ("It reports the publishable release drawn above." if secure is not None else
               "It reports the exploration release (marked EXPLORATION - NOT FOR "
               "PUBLICATION); draw the publishable release above to report that one."))

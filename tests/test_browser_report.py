@@ -68,7 +68,7 @@ def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):
 
     context.route("**/*", block)
     offline = context.new_page()
-    offline.goto(path.as_uri())
+    offline.goto(path.as_uri(), timeout=120_000)  # 7 MB of inlined figures and maps
     offline.wait_for_function(
         "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
         timeout=120_000)

@@ -49,9 +49,12 @@ def public_page(small_county_data, release, config):
 
 def test_public_report_sections(public_page):
     assert public_page.startswith("<!DOCTYPE html>")
-    for heading in ("In plain words", "Verdict", "Configuration", "Budget ledger",
-                    "Expected error per cell by level", "Figures"):
+    for heading in ("Summary", "Verdict", "Error by level", "Maps", "Figures",
+                    "In plain words", "Appendix: configuration, budget ledger"):
         assert f"<h2>{heading}" in public_page, heading
+    for heading in ("Configuration", "Budget ledger", "Expected error per released number "
+                    "by level"):  # in the appendix, after everything else
+        assert f"<h3>{heading}" in public_page.split("<h2>Appendix")[1], heading
     assert EXPLORATION_BANNER in public_page and CONFIDENTIAL_BANNER not in public_page
     assert PUBLIC_BANNER not in public_page  # a seeded release never gets the green banner
     assert "Not publishable as it is" in public_page and "seeded generator" in public_page
@@ -171,6 +174,8 @@ def test_export_page_prepares_the_report_and_saves_the_configuration():
     saved = json.loads(html.split("<pre>")[1].split("</pre>")[0].replace("&quot;", '"'))
     assert saved["data"] == {"sample": "synthetic-us-like"} and saved["seed"] == 0
     assert saved["mechanism"] == "topdown" and saved["epsilon"] == 1.0
+    summary = html.split("<h2>Summary</h2>")[1].split("<h2>")[0]  # the one-minute summary
+    assert summary.count("<dt>") == 5 and "Synthetic US-like counties: 50 states" in summary
 
 
 def test_export_page_reports_the_publishable_release_once_drawn(monkeypatch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -157,3 +158,31 @@ def sample_category_values(name: str, columns: Sequence[str]) -> dict[str, tuple
     code lists declare (`CATEGORY_VALUES`)."""
     declared = CATEGORY_VALUES.get(name, {})
     return {c: declared[c] for c in columns if c in declared}
+
+
+def write_sample(name: str, out) -> tuple[pd.DataFrame, dict]:
+    """Write the bundled sample ``name`` to the CSV ``out`` and its public files beside it
+    (``out``'s stem + ``-geography.csv``, and ``-groups.csv`` for a group-size sample);
+    returns (table, {"geography" or "groups": (table written, its path)}).
+    Raises `InputError` for an unknown sample or a file that cannot be written."""
+    from hierdp_core.errors import InputError
+
+    try:
+        sample = SAMPLE_FILES[name]
+    except KeyError:
+        raise InputError(f"unknown sample {name!r}; available: "
+                         f"{', '.join(SAMPLE_FILES)}") from None
+    out = Path(out)
+    table = sample.loader()
+    beside = {"geography": sample.geography()}
+    if sample.groups is not None:
+        beside["groups"] = sample.groups()
+    written = {what: (frame, out.with_name(f"{out.stem}-{what}.csv"))
+               for what, frame in beside.items()}
+    try:
+        table.to_csv(out, index=False)
+        for frame, path in written.values():
+            frame.to_csv(path, index=False)
+    except OSError as exc:
+        raise InputError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    return table, written

@@ -20,6 +20,7 @@ from hierdp_core.cli_input import DEFAULT_MIN_SIZE
 from hierdp_core.config import ConfigError, ReleaseConfig, config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.ui.reproduce import reproduce_box
 from hierdp_core.ui.session import EPSILON_GRID
 from hierdp_core.ui.sources import PERSON_ROWS, TRIP_ROWS
 
@@ -222,3 +223,4 @@ def config_box(prefix: str, cfg: ReleaseConfig, upload: dict | None) -> None:
         loaded = st.session_state.get(LOADED, {}).pop(prefix, None)
         if loaded:
             (st.success if loaded[0] else st.error)(loaded[1])
+    reproduce_box(cfg, f"hierdp_{cfg.query}_config.json", prefix)

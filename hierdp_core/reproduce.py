@@ -1,0 +1,141 @@
+"""Reproduce a release outside the dashboard from its configuration (`hierdp_core.config`):
+`release_from_config` is the Python API (the release ``hierdp release --config`` makes,
+built by the same code, returned rather than written), `release_script` a runnable Python
+script that calls it, and `release_commands` the equivalent shell commands. A seeded
+configuration gives the same values every time; one with ``seed`` null draws secure noise,
+a new draw each run.
+
+A bundled sample is first written to a file as `hierdp sample NAME --out FILE` writes it
+(the table and, beside it, its public geography ``FILE-geography.csv``).
+
+Example
+-------
+>>> from hierdp_core.config import FORMAT, config_from_dict
+>>> cfg = config_from_dict({"format": FORMAT, "data": {"sample": "us-counties"},
+...                         "mechanism": "topdown", "epsilon": 1, "seed": 3})
+>>> release_commands(cfg)[0]
+'hierdp sample us-counties --out us-counties.csv'
+"""
+
+from __future__ import annotations
+
+import argparse
+import pprint
+import shlex
+import textwrap
+from pathlib import Path
+
+from hierdp_core.config import ConfigError, ReleaseConfig, load_config
+
+CONFIG_FILE = "hierdp_config.json"  # the name the Export page saves the configuration under
+
+
+def table_file(cfg: ReleaseConfig) -> str:
+    """The input table's file name: ``NAME.csv`` for the bundled sample NAME (as
+    `release_commands` writes it), else the configuration's file."""
+    if "sample" in cfg.data:
+        return f"{cfg.data['sample']}.csv"
+    if not cfg.data.get("file"):
+        raise ConfigError("the configuration names no data: give 'data' a sample or a file")
+    return cfg.data["file"]
+
+
+def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | None = None):
+    """The release of ``config`` (a `ReleaseConfig`, or the path of a saved one) on
+    ``table`` (default: `table_file`, relative to the working folder), made by the code of
+    ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
+    `HierdpError` for a bad configuration or table."""
+    from hierdp_core.cli import (
+        _params,
+        _split,
+        budget_from_args,
+        check_invariants,
+        memory_input,
+        refuse_nonprivate,
+    )
+    from hierdp_core.cli_parser import build_parser, fill_from_config
+    from hierdp_core.errors import InputError
+    from hierdp_core.mechanisms.base import get_mechanism
+    from hierdp_core.privacy.samplers import NoiseSource
+
+    cfg = config if isinstance(config, ReleaseConfig) else load_config(config)
+    path = Path(table if table is not None else table_file(cfg))
+    args = argparse.ArgumentParser.parse_args(build_parser(), ["release", str(path), "--out", "-"])
+    fill_from_config(args, cfg, {"input"})
+    mechanism = get_mechanism(cfg.mechanism)
+    if cfg.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}")
+    refuse_nonprivate(mechanism.info, False)
+    check_invariants(args, mechanism)
+    budget = budget_from_args(args)
+    args, _, _, data = memory_input(args, path)
+    _, split = _split(args, mechanism, data, budget)
+    source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(secure=True)
+    return mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+
+
+def release_commands(cfg: ReleaseConfig, config_file: str = CONFIG_FILE,
+                     out: str = "release") -> list[str]:
+    """The shell commands that reproduce ``cfg`` saved as ``config_file``: write the bundled
+    sample (when it is one), then ``hierdp release TABLE --config FILE --out OUT``."""
+    table = table_file(cfg)
+    first = ([f"hierdp sample {shlex.quote(cfg.data['sample'])} --out {shlex.quote(table)}"]
+             if "sample" in cfg.data else [])
+    return [*first, f"hierdp release {shlex.quote(table)} --config "
+                    f"{shlex.quote(config_file)} --out {shlex.quote(out)}"]
+
+
+SCRIPT = '''"""Reproduce a hierdp release ({what}) with hierdp's Python API.
+
+{about}
+"""
+
+from pathlib import Path
+
+from hierdp_core.config import config_from_dict
+from hierdp_core.export import release_table_bytes
+from hierdp_core.reproduce import release_from_config, table_file
+from hierdp_core.verdict import release_verdict
+{write_sample}
+CONFIG = config_from_dict({config})
+
+release = release_from_config(CONFIG, table_file(CONFIG))
+Path("release.csv").write_bytes(release_table_bytes(release, "csv"))
+verdict = release_verdict(release, structure_declared=CONFIG.structure == "declared")
+print("wrote release.csv; publishable:", "yes" if verdict["publishable"] else
+      "no (" + "; ".join(verdict["not_publishable_because"]) + ")")
+'''
+
+WRITE_SAMPLE = '''
+if not Path({table!r}).exists():  # the bundled sample, as `hierdp sample` writes it
+    from hierdp_core.data.sample_files import write_sample
+
+    write_sample({sample!r}, {table!r})
+'''
+
+
+def release_script(cfg: ReleaseConfig, config_file: str = CONFIG_FILE) -> str:
+    """A runnable Python script that makes the release of ``cfg`` with
+    `release_from_config` and writes its table as ``release.csv``; for a bundled sample it
+    first writes the sample file when it is missing."""
+    table = table_file(cfg)
+    sample = cfg.data.get("sample")
+    noise = (f"Seeded exploration noise (seed {cfg.seed}): the same values every run."
+             if cfg.seed is not None else
+             "Secure noise (no seed): a new draw each run, as publishable as the original.")
+    what = f"{cfg.query}, {cfg.mechanism}, " + (f"ε = {cfg.epsilon:g}" if cfg.rho is None
+                                                 else f"ρ = {cfg.rho:g}")
+    config = pprint.pformat(cfg.to_dict(), sort_dicts=False, width=84)
+    written = " (written there first if missing)" if sample else ""
+    about = "\n\n".join(textwrap.fill(text, 80) for text in (
+        f"Generated by the hierdp dashboard. {noise}",
+        f"Run it with hierdp installed, in the folder holding {table}{written}. It writes "
+        "release.csv, the table `hierdp release` writes. For a release to publish, with "
+        "its signed manifest and budget ledger, save this configuration as "
+        f"{config_file}" + (" (with the seed null, for secure noise)" if cfg.seed is not None
+                            else "") + " and run:"))
+    commands = "".join(f"\n    {line}" for line in release_commands(cfg, config_file))
+    return SCRIPT.format(
+        what=what, about=about + commands,
+        write_sample=WRITE_SAMPLE.format(table=table, sample=sample) if sample else "",
+        config=config)
