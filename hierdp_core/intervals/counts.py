@@ -128,7 +128,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
     if name == "topdown":
-        bounded = parent_bounds(release, noises, lower, upper)
+        bounded = parent_bounds(release, _topdown_sd(release, noises), lower, upper)
         methods = [m + PARENT_BOUNDED if b else m for m, b in zip(methods, bounded,
                                                                   strict=True)]
     record = interval_record(level, dict(zip(release.hierarchy.level_names, methods,
@@ -143,23 +143,17 @@ def bootstrap_replicates(cells: int) -> int:
     return by_time(cells, TOPDOWN_REPLICATES, BOOTSTRAP_CELL_DRAWS)
 
 
-def parent_bounds(release: Release, noises: list[Noise | None], lower: np.ndarray,
+def parent_bounds(release: Release, sd: np.ndarray, lower: np.ndarray,
                   upper: np.ndarray) -> np.ndarray:
-    """TopDown's sparse children, in place, level by level from the root: a child whose
-    parent's released value per child is below `SPARSE_SHARE` of the child's noise
-    standard deviation (its GLS estimate's; the measured noise's with
-    ``estimate="noisy"``) gets [0, max(its upper end, its parent's)]: there non-negativity
-    piles the parent's total on a few children, the released values are sparser than the
-    truth, and the bootstrap around them misses the small true counts (measured 0.60 at the
-    leaves of 299 units of ~1 person at epsilon 0.1). The bound holds whenever the parent's
-    interval does. Returns per level whether any cell was bounded so."""
+    """Sparse children of a consistent release, in place, level by level from the root: a
+    child whose parent's released value per child is below `SPARSE_SHARE` of the child's
+    noise standard deviation ``sd`` (per node, public) gets [0, max(its upper end, its
+    parent's)]: there non-negativity piles the parent's total on a few children, the
+    released values are sparser than the truth, and the bootstrap around them misses the
+    small true counts (measured 0.60 at the leaves of 299 units of ~1 person at epsilon
+    0.1). The bound holds whenever the parent's interval does (a child holds at most its
+    parent's count). Returns per level whether any cell was bounded so."""
     h = release.hierarchy
-    variance = _variances(noises)
-    if release.parameters.get("estimate") == "noisy":
-        sd = np.sqrt(variance[h.level_of_nodes()])
-    else:
-        sd = np.sqrt(np.concatenate(gls_variances(
-            h, variance, bool(release.parameters.get("root_invariant")))))
     children = np.diff(h.child_ptr)
     bounded = np.zeros(h.n_levels, dtype=bool)
     for lv in range(1, h.n_levels):
@@ -171,6 +165,17 @@ def parent_bounds(release: Release, noises: list[Noise | None], lower: np.ndarra
         lower[sl] = np.where(sparse, 0, lower[sl])
         bounded[lv] = bool(sparse.any())
     return bounded
+
+
+def _topdown_sd(release: Release, noises: list[Noise | None]) -> np.ndarray:
+    """Each node's noise standard deviation under TopDown: its GLS estimate's, the
+    measured noise's with ``estimate="noisy"``."""
+    h = release.hierarchy
+    variance = _variances(noises)
+    if release.parameters.get("estimate") == "noisy":
+        return np.sqrt(variance[h.level_of_nodes()])
+    return np.sqrt(np.concatenate(gls_variances(
+        h, variance, bool(release.parameters.get("root_invariant")))))
 
 
 def raw_half_widths(noises: list[Noise | None], level: float,
