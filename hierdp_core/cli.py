@@ -11,16 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from hierdp_core.cli_budget import cmd_budget, commit_release, reserve_release
+from hierdp_core.cli_evaluate import align_release, cmd_evaluate  # noqa: F401  (API)
 from hierdp_core.cli_input import csv_list, input_data
 from hierdp_core.cli_memory import check_args_memory, check_data_memory
 from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.cli_split import describe_choice, goal_split
 from hierdp_core.cli_table import (  # noqa: F401  (input_columns: part of this module's API)
-    evaluate_args,
     input_columns,
     input_spec,
     lookalike_warning,
@@ -249,60 +248,6 @@ def refuse_nonprivate(info, allowed: bool) -> None:
                          "will say it is not publishable)")
     print(f"warning: {not_private_reason(info.name)}; the release is not publishable",
           file=sys.stderr)
-
-
-def cmd_evaluate(args) -> int:
-    from hierdp_core.export import read_release
-    from hierdp_core.metrics import error_metrics
-
-    table, manifest = read_release(args.release_dir, args.key_file)
-    spec = manifest.get("input") or {}
-    if spec.get("query") != "flows" and not spec.get("levels"):
-        raise InputError("the manifest does not say which level columns the input used")
-    print("note: evaluate reads the confidential input; its output is confidential",
-          file=sys.stderr)
-    ns, truth, _ = prepare_input(*evaluate_args(args, spec))
-    data = input_data(ns, truth)
-    if ns.query == "flows":
-        from hierdp_core.flows.metrics import flow_metrics
-        from hierdp_core.flows.release import levels_from_table
-
-        metrics = flow_metrics(data, levels_from_table(data, table))
-    elif ns.query == "ranges":
-        from hierdp_core.ranges.evaluation import range_metrics
-
-        metrics = range_metrics(data, align_release(table, data))
-    elif ns.query == "group-sizes":
-        from hierdp_core.groupsizes.data import group_size_metrics
-
-        metrics = group_size_metrics(data, align_release(table, data))
-    else:
-        released = align_release(table, data)
-        metrics = error_metrics(data.hierarchy, data.node_counts(), released,
-                                categories=data.categories if data.has_categories else None)
-    if args.json:
-        print(metrics.to_json(orient="records", indent=2))
-    else:
-        print(metrics.to_string(index=False))
-    return 0
-
-
-def align_release(table: pd.DataFrame, data) -> np.ndarray:
-    """Release values as an (n_nodes, k) array in the order of ``data``'s hierarchy."""
-    h = data.hierarchy
-    ids = pd.Index(h.node_ids())
-    k = len(data.categories)
-    if "category" in table.columns:
-        cat_pos = pd.Index(data.categories).get_indexer(table["category"].astype(str))
-    else:
-        cat_pos = np.zeros(len(table), dtype=np.int64)
-    node_pos = ids.get_indexer(table["node_id"].astype(str))
-    if (node_pos < 0).any() or (cat_pos < 0).any() or len(table) != h.n_nodes * k:
-        raise InputError("the release does not match the input's hierarchy and categories "
-                         "(different file, levels or categories?)")
-    out = np.zeros((h.n_nodes, k), dtype=table["value"].to_numpy().dtype)
-    out[node_pos, cat_pos] = table["value"].to_numpy()
-    return out
 
 
 def cmd_verify(args) -> int:

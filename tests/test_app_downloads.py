@@ -40,8 +40,8 @@ def test_export_offers_the_release_files_with_intervals_only(monkeypatch):
     table = pq.read_table(io.BytesIO(contents["ex_dl_parquet"])).to_pandas()
     assert ((table["lower"] <= table["value"]) & (table["value"] <= table["upper"])).all()
     record = json.loads(contents["ex_dl_manifest"])["intervals"]
-    assert record["level"] == 0.9 and set(record["method"].values()) >= {
-        "parametric bootstrap"}
+    assert record["level"] == 0.9 and any(
+        method.startswith("parametric bootstrap") for method in record["method"].values())
     feature = json.loads(contents["dl_geojson"])["features"][0]["properties"]
     release = at.session_state[session.RELEASE]
     assert {f"{side} {band}" for side in ("lower", "upper") for band in release.categories

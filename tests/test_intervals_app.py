@@ -32,7 +32,8 @@ def test_publishable_releases_of_the_query_pages_carry_intervals(path, prefix, m
             & (table["value"] <= table["upper"])).all()
     record = build_manifest(secure, structure_declared=True)["intervals"]
     assert record["level"] == 0.9
-    assert {"parametric bootstrap", "bias-widened bootstrap"} & set(record["method"].values())
+    assert any(method.startswith(("parametric bootstrap", "bias-widened bootstrap"))
+               for method in record["method"].values())
     caveat = uncalibrated_warning(secure)
     assert [w.value for w in at.warning if "not calibrated" in w.value] == \
         ([caveat] if caveat else [])

@@ -17,6 +17,11 @@ level on the released number of groups of that size, from the release alone.
   covered 0.86 of the Oregon households' county cells at nominal 0.9 (10 releases), the
   widened one 0.907.
 
+Consistent mechanisms' sparse children (a parent's released count per child below half
+the level's noise standard deviation, `counts.parent_bounds`) get [0, max(their upper
+end, their parent's)]: gs-topdown held 0.68 and 0.58 of the two finest levels of 274
+areas of ~4 groups at epsilon 0.1 (30 releases) without it.
+
 All intersected with [0, inf), and with [0, G_v] (or [0, G]) where the release keeps every
 region's number of groups (or the total) exactly (consistent mechanisms): no region has
 more groups of one size.
@@ -51,7 +56,12 @@ from hierdp_core.intervals.bootstrap import (
     released_leaves,
     table_bootstrap,
 )
-from hierdp_core.intervals.counts import per_node, raw_half_widths
+from hierdp_core.intervals.counts import (
+    PARENT_BOUNDED,
+    parent_bounds,
+    per_node,
+    raw_half_widths,
+)
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.release import CellIntervals, Release
@@ -79,10 +89,17 @@ def group_size_intervals(release: Release, level: float,
         below, above, draws, _ = table_bootstrap(release, plugin, level, replicates,
                                                  widen=widen)
         method = BIAS_WIDENED if widen else "parametric bootstrap"
-    methods = dict.fromkeys(h.level_names, method)
+    lower, upper = release.values - below, release.values + above
+    bounded = np.zeros(h.n_levels, dtype=bool)
+    if draws and get_mechanism(release.mechanism).info.consistent:
+        variance = np.array([np.inf if n is None else n.variance
+                             for n in release.level_noises()])
+        bounded = parent_bounds(release, np.sqrt(variance[h.level_of_nodes()]), lower, upper)
+    methods = {name: method + (PARENT_BOUNDED if b else "")
+               for name, b in zip(h.level_names, bounded, strict=True)}
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
                              if draws else None)
-    return feasible(release.values - below, release.values + above, record, _cap(release))
+    return feasible(lower, upper, record, _cap(release))
 
 
 def _cap(release: Release) -> np.ndarray | None:

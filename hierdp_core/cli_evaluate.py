@@ -1,0 +1,118 @@
+"""``hierdp evaluate``: the errors of a release against its true input, per level, and,
+when the release carries intervals, how often they hold the true values per level
+(``coverage``, beside the intervals' nominal ``interval_level``; `intervals.coverage`).
+Reads the confidential input: its output is confidential."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from hierdp_core.cli_input import input_data
+from hierdp_core.cli_table import evaluate_args, prepare_input
+from hierdp_core.errors import InputError
+from hierdp_core.intervals.coverage import coverage_per_level
+
+INTERVAL_COLUMNS = ("lower", "upper")
+
+
+def cmd_evaluate(args) -> int:
+    from hierdp_core.export import read_release
+    from hierdp_core.metrics import error_metrics
+
+    table, manifest = read_release(args.release_dir, args.key_file)
+    spec = manifest.get("input") or {}
+    if spec.get("query") != "flows" and not spec.get("levels"):
+        raise InputError("the manifest does not say which level columns the input used")
+    print("note: evaluate reads the confidential input; its output is confidential",
+          file=sys.stderr)
+    ns, truth, _ = prepare_input(*evaluate_args(args, spec))
+    data = input_data(ns, truth)
+    coverage = None
+    if ns.query == "flows":
+        from hierdp_core.flows.metrics import flow_metrics
+        from hierdp_core.flows.release import levels_from_table
+
+        released = levels_from_table(data, table)
+        metrics = flow_metrics(data, released)
+        coverage = _flow_coverage(data, released, table)
+    elif ns.query == "ranges":
+        from hierdp_core.ranges.evaluation import range_metrics
+
+        metrics = range_metrics(data, align_release(table, data))
+    else:
+        values = align_release(table, data)
+        if ns.query == "group-sizes":
+            from hierdp_core.groupsizes.data import group_size_metrics
+
+            metrics = group_size_metrics(data, values)
+        else:
+            metrics = error_metrics(data.hierarchy, data.node_counts(), values,
+                                    categories=data.categories if data.has_categories
+                                    else None)
+        coverage = _node_coverage(data, table)
+    if coverage is not None:
+        metrics = with_coverage(metrics, coverage, manifest["intervals"]["level"])
+    if args.json:
+        print(metrics.to_json(orient="records", indent=2))
+    else:
+        print(metrics.to_string(index=False))
+    return 0
+
+
+def with_coverage(metrics: pd.DataFrame, coverage: np.ndarray,
+                  nominal: float) -> pd.DataFrame:
+    """``metrics`` with ``coverage`` (per level) and ``interval_level`` on each level's
+    overall row (a counts table's ``bin`` "all"; every row of one-row-per-level tables),
+    NaN on the rows of population bins."""
+    out = metrics.copy()
+    overall = (out["bin"] == "all").to_numpy() if "bin" in out else np.ones(len(out), bool)
+    level = out["level"].to_numpy(dtype=np.int64)
+    out["coverage"] = np.where(overall, coverage[level], np.nan)
+    out["interval_level"] = np.where(overall, nominal, np.nan)
+    return out
+
+
+def _node_coverage(data, table: pd.DataFrame) -> np.ndarray | None:
+    """Per level, the share of cells whose true value lies in the released interval (None
+    for a release without intervals)."""
+    if not set(INTERVAL_COLUMNS) <= set(table.columns):
+        return None
+    h = data.hierarchy
+    lower, upper = (align_release(table, data, side) for side in INTERVAL_COLUMNS)
+    return coverage_per_level(h.level_of_nodes()[:, None], data.node_counts(), lower, upper,
+                              h.n_levels)
+
+
+def _flow_coverage(data, released, table: pd.DataFrame) -> np.ndarray | None:
+    """`_node_coverage` of a flow release: its released nodes, level by level."""
+    if not set(INTERVAL_COLUMNS) <= set(table.columns):
+        return None
+    truth = np.concatenate([data.lookup(t, lv.origin, lv.destination)
+                            for t, lv in enumerate(released.levels)])
+    rows = [table[table["level"] == t] for t in range(data.depth + 1)]
+    lower, upper = (np.concatenate([r[side].to_numpy(dtype=float) for r in rows])
+                    for side in INTERVAL_COLUMNS)
+    level = np.concatenate([np.full(len(r), t) for t, r in enumerate(rows)])
+    return coverage_per_level(level, truth, lower, upper, data.depth + 1)
+
+
+def align_release(table: pd.DataFrame, data, column: str = "value") -> np.ndarray:
+    """A release table's ``column`` as an (n_nodes, k) array in the order of ``data``'s
+    hierarchy."""
+    h = data.hierarchy
+    ids = pd.Index(h.node_ids())
+    k = len(data.categories)
+    if "category" in table.columns:
+        cat_pos = pd.Index(data.categories).get_indexer(table["category"].astype(str))
+    else:
+        cat_pos = np.zeros(len(table), dtype=np.int64)
+    node_pos = ids.get_indexer(table["node_id"].astype(str))
+    if (node_pos < 0).any() or (cat_pos < 0).any() or len(table) != h.n_nodes * k:
+        raise InputError("the release does not match the input's hierarchy and categories "
+                         "(different file, levels or categories?)")
+    out = np.zeros((h.n_nodes, k), dtype=table[column].to_numpy().dtype)
+    out[node_pos, cat_pos] = table[column].to_numpy()
+    return out

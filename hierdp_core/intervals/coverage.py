@@ -1,0 +1,32 @@
+"""How often a release's intervals hold the true values, per level (issue 30, item 4):
+what ``hierdp evaluate`` prints beside the errors, so that a user can check the intervals'
+claimed level on a test table of their own. Reads the truth: its output is confidential,
+as every evaluation's.
+
+One release gives one draw of a level's coverage, and its cells are correlated (a
+parent's error moves its children): a level of few units, or one release, says little;
+the benchmark (`benchmarks/bench_coverage.py`) measures over many independent releases.
+
+Example
+-------
+>>> import numpy as np
+>>> coverage_per_level(np.array([0, 1, 1]), np.array([5, 2, 9]), np.array([4, 1, 3]),
+...                    np.array([6, 3, 8]), n_levels=2).tolist()
+[1.0, 0.5]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def coverage_per_level(level_of_cells: np.ndarray, truth: np.ndarray, lower: np.ndarray,
+                       upper: np.ndarray, n_levels: int) -> np.ndarray:
+    """Per level (0 .. ``n_levels`` - 1), the share of its cells whose ``truth`` lies in
+    [``lower``, ``upper``] (NaN for a level without cells); every array has one entry per
+    cell (any shape, the same for all)."""
+    level = np.broadcast_to(np.asarray(level_of_cells), np.shape(truth)).ravel()
+    inside = ((np.asarray(lower) <= truth) & (truth <= np.asarray(upper))).ravel()
+    cells = np.bincount(level, minlength=n_levels).astype(float)
+    held = np.bincount(level, weights=inside, minlength=n_levels)
+    return np.divide(held, cells, out=np.full(n_levels, np.nan), where=cells > 0)

@@ -1,0 +1,66 @@
+"""A small version of the shape-varied coverage benchmark (`benchmarks/bench_coverage.py`,
+issue 30 item 2) in CI: its shapes are unlike each other as it claims, and on three of
+them (one of tiny sparse units at a small budget, where TopDown's plain bootstrap held
+0.60 of the leaves) every level's coverage over independent releases is within 4 of its
+standard errors of nominal or above it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import bench_coverage  # noqa: E402
+from coverage_shapes import SHAPES, make_counts  # noqa: E402
+
+SMALL = ("flat-tiny", "tiny-units", "ragged-5")
+
+
+def test_shapes_cover_the_asked_range():
+    assert len(SHAPES) >= 20
+    levels, fanouts, empty, ragged, sizes = set(), [], [], [], []
+    for index, shape in enumerate(SHAPES):
+        data = make_counts(shape, index)
+        h = data.hierarchy
+        levels.add(h.n_levels)
+        fanouts += list(np.diff(h.child_ptr)[: h.n_nodes - h.n_leaves])
+        empty.append(float((data.leaf_counts == 0).mean()))
+        ragged.append(shape.ragged)
+        sizes.append(data.leaf_counts.max())
+    assert levels == {2, 3, 4, 5, 6}
+    assert min(fanouts) == 1 and max(fanouts) >= 450
+    assert min(empty) == 0 and max(empty) >= 0.55
+    assert max(ragged) > 0 and max(sizes) >= 1_000_000
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    out = StringIO()
+    with redirect_stdout(out), redirect_stderr(StringIO()):
+        assert bench_coverage.main(["--shapes", ",".join(SMALL), "--eps", "0.1",
+                                    "--runs", "120", "--replicates", "20"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_small_benchmark_json(small_run):
+    assert set(small_run["results"]) == set(SMALL)
+    assert {"worst_coverage", "worst_cell", "uncalibrated", "unresolved"} <= set(small_run)
+    cell = small_run["worst_cell"]
+    assert cell["coverage"] == small_run["worst_coverage"]
+    assert {"shape", "case", "level", "releases", "se", "calibrated"} <= set(cell)
+
+
+def test_small_benchmark_holds_every_level(small_run):
+    for shape, entry in small_run["results"].items():
+        for case, result in entry["cases"].items():
+            for level in result["levels"]:
+                assert level["releases"] == 120
+                assert level["coverage"] >= 0.9 - 4 * level["se"], (shape, case, level)
