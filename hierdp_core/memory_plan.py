@@ -59,17 +59,17 @@ _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb"
 
 
 def total_memory() -> int:
-    """The memory this process may use, in bytes: the machine's total (psutil, else the
-    OS; 8 GiB if unknown), or less under an address-space limit (``ulimit -v``,
+    """The memory this process may use, in bytes: the machine's total (the OS, else
+    psutil; 8 GiB if unknown), or less under an address-space limit (``ulimit -v``,
     RLIMIT_AS) or a cgroup's memory limit (a container)."""
-    try:
-        import psutil
-
-        total = int(psutil.virtual_memory().total)
-    except Exception:  # psutil missing or unsupported: ask the OS
+    try:  # POSIX: no import needed (psutil takes a tenth of a second to import)
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
         try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
+            import psutil
+
+            total = int(psutil.virtual_memory().total)
+        except Exception:  # psutil missing or unsupported
             total = 8 * 2**30
     return min([total, *_imposed_limits()])
 
@@ -142,6 +142,9 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
+    #: the cells are a lower bound (the units not yet counted: at least one per level), so
+    #: the largest value that fits is an upper bound
+    at_least: bool = False
 
     @property
     def cells(self) -> int:
@@ -174,46 +177,55 @@ class MemoryPlan:
         if self.bytes <= limit:
             return
         fit = self.largest_fit(limit)
-        hint = (f"{self.fits(fit)} would fit" if fit > 0 else
-                f"no {self.parameter} fits: the rest of the release alone is too big")
+        hint = (f"{'at most ' if self.at_least else ''}{self.fits(fit)} would fit" if fit > 0
+                else f"no {self.parameter} fits: the rest of the release alone is too big")
         who = f" with {self.mechanism}" if self.mechanism else ""
+        about = "at least" if self.at_least else "about"
         raise MemoryLimitError(
-            f"the release would need about {format_bytes(self.bytes)} of memory "
+            f"the release would need {about} {format_bytes(self.bytes)} of memory "
             f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
             f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
             "--max-memory)")
 
 
-def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int]) -> MemoryPlan:
-    """Ranges: ``nodes`` units x the values of ``domain`` (LO, HI)."""
+def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
+                at_least: bool = False) -> MemoryPlan:
+    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
     lo, hi = domain
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
-                      f"{nodes:,} units x a domain of {hi - lo + 1:,} values",
-                      lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})")
+                      f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
+                      lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
+                      at_least=at_least)
 
 
-def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int) -> MemoryPlan:
-    """Group sizes: ``nodes`` regions x the sizes 0..``max_size``."""
+def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
+                     at_least: bool = False) -> MemoryPlan:
+    """Group sizes: ``nodes`` regions (``at_least``: or more) x the sizes 0..``max_size``."""
     return MemoryPlan("group-sizes", mechanism, "--max-size", max_size,
                       lambda v: nodes * (v + 1),
-                      f"{nodes:,} regions x sizes 0..{max_size:,}",
-                      lambda v: f"--max-size {v:,}")
+                      f"{_units(nodes, at_least, 'regions')} x sizes 0..{max_size:,}",
+                      lambda v: f"--max-size {v:,}", at_least=at_least)
 
 
 def counts_plan(mechanism: str | None, nodes: int,
                 categories: Mapping[str, int] | None = None,
-                parameter: str = "--category-values") -> MemoryPlan:
-    """Counts: ``nodes`` units x the cartesian product of the ``categories`` (column ->
-    number of values, named by ``parameter``); without categories the units are what
-    multiplies."""
+                parameter: str = "--category-values", *, at_least: bool = False) -> MemoryPlan:
+    """Counts: ``nodes`` units (``at_least``: or more) x the cartesian product of the
+    ``categories`` (column -> number of values, named by ``parameter``); without categories
+    the units are what multiplies."""
     combos = math.prod((categories or {}).values())
     if combos > 1:
         names = " x ".join(f"{k:,} {c}" for c, k in categories.items())
         return MemoryPlan("counts", mechanism, parameter, combos,
-                          lambda v: nodes * v, f"{nodes:,} units x {names} categories",
-                          lambda v: f"{v:,} category combinations")
+                          lambda v: nodes * v,
+                          f"{_units(nodes, at_least)} x {names} categories",
+                          lambda v: f"{v:,} category combinations", at_least=at_least)
     return MemoryPlan("counts", mechanism, "the geography", nodes, lambda v: v,
                       f"{nodes:,} units", lambda v: f"{v:,} units")
+
+
+def _units(nodes: int, at_least: bool, what: str = "units") -> str:
+    return f"{'at least ' if at_least else ''}{nodes:,} {what}"
 
 
 def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
@@ -236,14 +248,16 @@ def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
                       lambda v: f"{v:,} wide columns", per_cell=2 * 8 * (id_columns + 3))
 
 
-def replicates_plan(values: int, replicates: int) -> MemoryPlan:
-    """Intervals simulated from ``replicates`` draws of ``values`` released values (the
-    least-squares simulation holds them all; the bootstraps at most 2**24, in chunks): the
-    draws, their errors, absolute values and ratios (8 bytes each)."""
+def replicates_plan(values: int, replicates: int, *, at_least: bool = False) -> MemoryPlan:
+    """Intervals simulated from ``replicates`` draws of ``values`` released values
+    (``at_least``: or more; the least-squares simulation holds them all; the bootstraps at
+    most 2**24, in chunks): the draws, their errors, absolute values and ratios (8 bytes
+    each)."""
     return MemoryPlan("counts", None, "--interval-replicates", replicates,
                       lambda v: values * v,
-                      f"{values:,} values x {replicates:,} interval replicates",
-                      lambda v: f"--interval-replicates {v:,}", per_cell=4 * 8)
+                      f"{_units(values, at_least, 'values')} x {replicates:,} interval "
+                      "replicates", lambda v: f"--interval-replicates {v:,}", per_cell=4 * 8,
+                      at_least=at_least)
 
 
 def level_sizes(table, *level_sets: Sequence[str]) -> list[int] | None:

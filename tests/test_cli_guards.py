@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.cli import budget_warnings
+from hierdp_core.cli_release import budget_warnings
 
 
 @pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
