@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from hierdp_core.cli_input import csv_list, declared_categories, declared_geography, flow_levels
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
+    SPARSE_FLOWS,
     MemoryPlan,
     bytes_per_cell,
     counts_plan,
@@ -81,22 +82,27 @@ def check_args_memory(args, table: pd.DataFrame) -> None:
         plan.check(memory_limit(args))
 
 
-def check_data_memory(args, data) -> None:
+def check_data_memory(args, data) -> MemoryPlan:
     """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
-    `memory_limit`: a shape read from the data is bounded too."""
+    `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
+    (`memory_plan.sparse_note` says when it keeps a large space sparse)."""
     limit = memory_limit(args)
-    plan_of_data(data, args.mechanism).check(limit)
+    plan = plan_of_data(data, args.mechanism)
+    plan.check(limit)
     replicates = getattr(args, "interval_replicates", None)
     if replicates is not None and replicates > 1 and args.interval != 0.0:
         nodes = (data.geography.n_nodes if args.query == "flows" else data.hierarchy.n_nodes)
         replicates_plan(nodes, replicates).check(limit)
+    return plan
 
 
 def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     """The memory plan of the release ``args`` ask for, from the declared structure (or
     the table's units, with --structure-from-data); None when it cannot be told yet."""
     query, mechanism = args.query, args.mechanism
+    if query == "flows" and mechanism in SPARSE_FLOWS:
+        return None  # its plan needs the trips and the tree: `check_data_memory`
     if query == "flows":
         origin, destination = flow_levels(args)
         geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from hierdp_core.cli_budget import commit_release, reserve_release
 from hierdp_core.cli_input import csv_list, input_data
-from hierdp_core.cli_memory import check_args_memory, check_data_memory
+from hierdp_core.cli_memory import check_args_memory, check_data_memory, memory_limit
 from hierdp_core.cli_split import describe_choice, goal_split
 from hierdp_core.cli_table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.memory_plan import sparse_note
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.table_rules import describe as describe_rules
@@ -99,7 +100,7 @@ def cmd_release(args) -> int:
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
-        table, prepared = None, ""
+        table, prepared, sparse = None, "", None
         reserved = reserve_release(args, budget, mechanism.info.name, source,
                                    dataset_files(args.input))
         release, data, content, choice = dask_release(
@@ -109,7 +110,7 @@ def cmd_release(args) -> int:
         args, table, prepared = prepare_input(args, read_input(args, path))
         check_args_memory(args, table)  # before anything grows with a size typed
         data, content = input_data(args, table), path
-        check_data_memory(args, data)
+        sparse = sparse_note(check_data_memory(args, data), memory_limit(args))
         choice, split = _split(args, mechanism, data, budget)
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
@@ -139,6 +140,8 @@ def cmd_release(args) -> int:
                     "and category, size, value or O/D pair) were summed")
     if prepared:
         said.append(f"note: {prepared}")
+    if sparse:
+        said.append(f"note: {sparse}")
     if choice is not None:
         said.append(f"note: {describe_choice(choice)}")
     for line in said:

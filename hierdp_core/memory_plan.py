@@ -10,7 +10,9 @@ Cells per query kind (every node of every level):
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
 * ranges: nodes (units) x the values of ``--domain``;
-* flows: per level of the geography, origin areas x destination areas (areas squared).
+* flows: per level of the geography, origin areas x destination areas (areas squared);
+  the mechanisms of `SPARSE_FLOWS` keep that space sparse (`sparse_flows_plan`: at most
+  the trips times the fan-out per level of the O/D tree).
 
 Example
 -------
@@ -47,11 +49,15 @@ MEMORY_SHARE = 0.5
 #: sizes gs-noisy 136 (the others not yet measured). Each kind's constant is its largest
 #: measured slope with a margin; flows as counts for the dense vanilla-gauss.
 BYTES_PER_CELL = {"counts": 600, "group-sizes": 300, "ranges": 500, "flows": 600}
-#: mechanisms that hold only the non-zero O/D pairs, not areas x areas: the measured slope
-#: over the O/D cells was nil (inftda -7, tda-l2 1 bytes per cell), so the areas do not
-#: bound them (their memory follows the input's rows)
-MECHANISM_BYTES_PER_CELL: dict[str, int] = {"inftda": 0, "tda-l2": 0, "tda-linf-milp": 0,
-                                            "stability-histogram": 0}
+#: flow mechanisms that never hold areas x areas: the top-down ones noise only the children
+#: of released positive O/D pairs, the stability histogram only the positive pairs (the
+#: bench's slope over the dense O/D cells was nil: inftda -7, tda-l2 1 bytes per cell).
+#: Their plan is `sparse_flows_plan`.
+SPARSE_FLOWS = frozenset({"inftda", "tda-l2", "tda-linf-milp", "stability-histogram"})
+#: peak bytes per O/D cell a sparse flow mechanism noises: InfTDA's release measured 114
+#: (traced peak over the cells noised, 0.37M and 4.1M cells), with room for the positive
+#: nodes it writes
+SPARSE_FLOW_BYTES_PER_CELL = 250
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -123,7 +129,9 @@ def format_bytes(size: float) -> str:
 
 def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
     """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
-    return MECHANISM_BYTES_PER_CELL.get(mechanism or "", BYTES_PER_CELL[query])
+    if query == "flows" and mechanism in SPARSE_FLOWS:
+        return SPARSE_FLOW_BYTES_PER_CELL
+    return BYTES_PER_CELL[query]
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,8 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
+    #: the cells of the dense space a sparse plan does not hold (0: a dense plan)
+    dense_cells: int = 0
     #: the cells are a lower bound (the units not yet counted: at least one per level), so
     #: the largest value that fits is an upper bound
     at_least: bool = False
@@ -239,6 +249,44 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
                       lambda v: f"{v:,} areas at the finest level")
 
 
+def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
+                      trips: int) -> MemoryPlan:
+    """Flows with a mechanism of `SPARSE_FLOWS`: tree level l (``dense[l]`` O/D pairs)
+    noises the children of its released positive parents, at most ``trips`` of them (the
+    released values are non-negative integers summing to the total) with at most
+    ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
+    def cells_at(n: int) -> int:
+        return sum(min(d, n * f) for d, f in zip(dense, fans, strict=True))
+
+    space = sum(dense)
+    return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
+                      f"at most {cells_at(trips):,} O/D cells noised, the children of "
+                      f"released positive pairs for {trips:,} trips",
+                      lambda v: f"{v:,} trips", dense_cells=space)
+
+
+def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
+    """The words saying that ``plan`` keeps sparse a space that, held dense, would not fit
+    in ``limit`` bytes; None otherwise (a dense plan, or a space that would fit)."""
+    dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
+    if dense_bytes <= limit:
+        return None
+    return (f"the O/D space of {plan.dense_cells:,} cells (areas squared per level; about "
+            f"{format_bytes(dense_bytes)} held dense, above --max-memory "
+            f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
+            f"about {format_bytes(plan.bytes)}")
+
+
+def sparse_record(plan: MemoryPlan) -> dict | None:
+    """What the manifest says of a sparse plan (public: the O/D space of the geography and
+    how it was held, never the trips-derived bound), or None for a dense one."""
+    if not plan.dense_cells:
+        return None
+    return {"representation": "sparse", "dense_cells": plan.dense_cells,
+            "held": "only the children of released positive O/D pairs (top-down) or the "
+                    "positive pairs (stability histogram), never areas x areas"}
+
+
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
     """Melting ``columns`` wide columns of ``rows`` rows, ``id_columns`` repeated: one long
     row per wide cell holding a reference per id column, the column's code, its value and
@@ -287,6 +335,8 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
 
     if isinstance(data, FlowData):
         g = data.geography
+        if mechanism in SPARSE_FLOWS:
+            return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
         return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
     nodes = data.hierarchy.n_nodes
     if isinstance(data, RangeData):
@@ -299,3 +349,19 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
         return group_sizes_plan(mechanism, nodes, data.max_size)
     k = len(data.categories)
     return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
+
+
+def flow_tree_shape(data) -> tuple[list[int], list[int]]:
+    """Per level of ``data``'s O/D tree below the root (a `FlowData`): its O/D pairs and
+    the most children a node of the level above has (the fan-out of the side it splits)."""
+    import numpy as np
+
+    g = data.geography
+    dense, fans = [], []
+    for level in range(1, data.depth + 1):
+        lo, ld = data.pair_levels(level)
+        dense.append(g.level_size(lo) * g.level_size(ld))
+        split = lo if data.split_side(level) == "origin" else ld
+        fans.append(int(np.diff(g.child_ptr[g.level_offsets[split - 1]:
+                                            g.level_offsets[split] + 1]).max(initial=0)))
+    return dense, fans
