@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop drawing cases after this long (the run still reports)")
     parser.add_argument("--fresh", action="store_true",
                         help="a fresh interpreter per case (python -m hierdp_core, as in CI) "
                              "instead of a child forked from this warmed-up process")
@@ -51,12 +53,15 @@ def main(argv: list[str] | None = None) -> dict:
     kinds: collections.Counter = collections.Counter()
     problems: list[dict] = []
     started = time.perf_counter()
+    deadline = None if args.minutes is None else started + 60 * args.minutes
     with tempfile.TemporaryDirectory() as tmp:
         @seed(args.seed)
         @settings(max_examples=args.cases, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(case=fuzz_cases())
         def run(case):
+            if deadline is not None and time.perf_counter() > deadline:
+                return  # out of time: the remaining draws are skipped, not run
             folder = Path(tmp) / f"c{sum(counts.values())}"
             code, err, out = runner(case, folder, timeout=args.timeout)
             counts[outcome(code, err)] += 1
