@@ -86,7 +86,7 @@ def cmd_release(args) -> int:
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
                          f"supports {list(mechanism.info.queries)}")
-    refuse_nonprivate(mechanism.info, args.allow_nonprivate)
+    nonprivate = refuse_nonprivate(mechanism.info, args.allow_nonprivate)
     check_invariants(args, mechanism)
     budget = budget_from_args(args)
     if args.seed is not None and args.secure:
@@ -129,7 +129,8 @@ def cmd_release(args) -> int:
                           overwrite=args.overwrite, max_epsilon=args.max_epsilon)
     spent = commit_release(reserved, paths["manifest"])
     # warnings and notes are said once the release is written: an error stays the only line
-    said = [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
+    said = [f"warning: {text}" for text in [nonprivate] if text]
+    said += [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
     said += [f"warning: {text}" for text in
              [lookalike_warning(args, table) if table is not None else None] if text]
     if release.intervals is not None and (text := uncalibrated_warning(release)):
@@ -206,16 +207,16 @@ def check_invariants(args, mechanism) -> list[str]:
     return declared
 
 
-def refuse_nonprivate(info, allowed: bool) -> None:
+def refuse_nonprivate(info, allowed: bool) -> str | None:
     """A mechanism that is not differentially private as published is refused unless the
-    user allows it explicitly (and the release then says it is not publishable)."""
+    user allows it explicitly; then the warning to say once the release is written (an
+    error stays the only line), else None."""
     if info.private:
-        return
+        return None
     if not allowed:
         raise InputError(f"{not_private_reason(info.name, info.warning)}; use a private "
                          "mechanism, or --allow-nonprivate to run it anyway (the release "
                          "will say it is not publishable)")
-    print(f"warning: {not_private_reason(info.name)}; the release is not publishable",
-          file=sys.stderr)
+    return f"{not_private_reason(info.name)}; the release is not publishable"
 
 
