@@ -52,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError:  # a --max-memory above what this process may take, or a plan short
+        if args.debug:
+            raise
+        print("error: out of memory: the release needs more than this process may use (the "
+              "machine, ulimit -v or a container); lower the sizes or --max-memory",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

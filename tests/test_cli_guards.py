@@ -61,3 +61,17 @@ def test_an_allowed_nonprivate_mechanism_warns_after_the_release_not_before_a_re
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ")
     code, _, err = run(capsys, *argv, "--epsilon", 1, "--out", tmp_path / "released")
     assert code == 0 and "warning: mechanism 'dawa-reference' is not differentially " in err
+
+
+def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
+    """Found by the long fuzz run: --max-memory 10TB under a 2 GB address-space limit let a
+    release start that numpy could not allocate ("unexpected MemoryError", exit 1)."""
+    import hierdp_core.cli as cli
+
+    def out_of_memory(args):
+        raise MemoryError("Unable to allocate 22.9 MiB")
+
+    monkeypatch.setattr(cli, "run_command", out_of_memory)
+    code, out, err = run(capsys, "mechanisms")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: out of memory") and "--max-memory" in err
