@@ -46,8 +46,9 @@ MEMORY_SHARE = 0.5
 #: raw-laplace 390, raw-geometric 153, raw-discrete-gaussian 157, least-squares 422,
 #: topdown 510; ranges h2 354, privelet 344, greedy-h 420, uniform 413, hb 399,
 #: partition-laplace 368 (identity and dawa passed the 300 s timeout at 1M cells); group
-#: sizes gs-noisy 136, gs-topdown 343 (the others not yet measured). Each kind's constant
-#: is its largest measured slope with a margin; flows as counts for the dense vanilla-gauss.
+#: sizes gs-noisy 136, gs-topdown 343, gs-mc-dp 346 (gs-mh-dp passed the timeout at 1M
+#: cells, the others not yet measured); flows vanilla-gauss 509. Each kind's constant is
+#: its largest measured slope with a margin.
 BYTES_PER_CELL = {"counts": 600, "group-sizes": 450, "ranges": 500, "flows": 600}
 #: flow mechanisms that never hold areas x areas: the top-down ones noise only the children
 #: of released positive O/D pairs, the stability histogram only the positive pairs (the
