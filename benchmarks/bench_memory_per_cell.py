@@ -101,8 +101,7 @@ def flows_input(folder: Path, cells: int) -> tuple[list[str], int]:
     geography.to_csv(folder / "geo.csv", index=False)
     flags = [str(path), "--query", "flows", "--origin-levels", "o_state,o_area",
              "--destination-levels", "d_state,d_area", "--count-column", "n",
-             "--geography", str(folder / "geo.csv"), "--delta", "1e-6",
-             "--invariant", "total", "--allow-nonprivate"]
+             "--geography", str(folder / "geo.csv"), "--delta", "1e-6", "--allow-nonprivate"]
     return flags, 1 + states**2 + areas**2
 
 
@@ -111,7 +110,8 @@ INPUTS = {"counts": counts_input, "ranges": ranges_input, "group-sizes": group_s
 
 
 def main(sizes=(200_000, 1_000_000), mechanisms: list[str] | None = None) -> None:
-    from hierdp_core.mechanisms.base import list_mechanisms
+    from hierdp_core.invariants import exact_quantities
+    from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 
     out = []
     infos = {info.name: info for info in list_mechanisms()}
@@ -127,6 +127,9 @@ def main(sizes=(200_000, 1_000_000), mechanisms: list[str] | None = None) -> Non
                 pure = "pure-dp" in (info.privacy_definitions or (info.privacy,))
                 extra = [] if pure else ["--delta", "1e-6"]
                 extra = extra if query != "flows" else []  # the flow flags give --delta
+                mechanism = get_mechanism(name)  # what it publishes exactly is declared
+                for exact in exact_quantities(mechanism, query, mechanism.params()):
+                    extra += ["--invariant", exact]
                 code, peak, seconds = peak_rss(
                     ["release", *flags, *extra, "--mechanism", info.name, "--epsilon", "1",
                      "--seed", "1", "--allow-nonprivate", "--max-memory", "100GB",

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.privacy.ledger import UNITS, DatasetBudget, Ledger, Spend
+
+if TYPE_CHECKING:  # the ledger (sqlite) is imported by the functions that use it, so the
+    # command line's parser, which adds this module's options, starts without it
+    from hierdp_core.privacy.ledger import DatasetBudget, Ledger, Spend
 
 FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
 
@@ -50,6 +54,8 @@ def add_command(sub) -> None:
 
 def parse_total(text: str, default_unit: str) -> tuple[float, str]:
     """``--budget-total``: ``N`` (in ``default_unit``), ``epsilon=N`` or ``rho=N``."""
+    from hierdp_core.privacy.ledger import UNITS
+
     unit, _, number = text.rpartition("=")
     unit = unit.strip().lower() or default_unit
     try:
@@ -81,7 +87,7 @@ def reserve_release(args, budget, mechanism: str, source, content) -> tuple | No
         return None
     from hierdp_core.atomic import check_target
     from hierdp_core.export import MANIFEST
-    from hierdp_core.privacy.ledger import unit_of
+    from hierdp_core.privacy.ledger import Ledger, unit_of
 
     out = Path(args.out)
     ledger = Ledger()
@@ -131,6 +137,8 @@ def summary_line(now: DatasetBudget, spend: Spend) -> str:
 
 
 def cmd_budget(args) -> int:
+    from hierdp_core.privacy.ledger import Ledger
+
     ledger = Ledger()
     if args.dataset is None:
         if args.budget_total is not None or args.change_budget_total:

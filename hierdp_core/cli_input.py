@@ -128,7 +128,7 @@ def cell_limit(args) -> int:
 def declared_categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """The category columns (``--categories``, else the columns of ``--category-values``)
     and their declared values."""
-    from hierdp_core.structure import parse_category_values
+    from hierdp_core.declared_values import parse_category_values
 
     declared = parse_category_values(getattr(args, "category_values", None))
     categories = csv_list(args.categories) or list(declared)
@@ -209,6 +209,7 @@ def flow_levels(args) -> tuple[list[str], list[str]]:
 
 def _range_data(args, table, levels, names):
     """RangeData over ``--attribute`` with the ``--workload`` ranges."""
+    from hierdp_core.declared_values import parse_domain
     from hierdp_core.queries.ranges import range_data_from_table
     from hierdp_core.ranges.workloads import (
         WORKLOAD_KINDS,
@@ -216,7 +217,6 @@ def _range_data(args, table, levels, names):
         named_workload,
         read_workload_file,
     )
-    from hierdp_core.structure import parse_domain
 
     if not args.attribute:
         raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")

@@ -1,14 +1,23 @@
 """``--max-memory`` on the command line (issue 32): the release's memory plan
-(`hierdp_core.memory_plan`) computed from the arguments and the table before the data is
-shaped, so that a size the user typed (``--domain``, ``--max-size``, declared categories,
-the geography's units or areas) is refused in one line before anything grows with it."""
+(`hierdp_core.memory_plan`), so that a size the user typed (``--domain``, ``--max-size``,
+declared categories, interval replicates, the geography's units or areas) is refused in
+one line before anything grows with it. Three checks, each as soon as it can be told:
+
+* `check_declared_memory`: from the arguments alone, with the fewest units the release can
+  have (the root and one per level), before the input is read or numpy imported;
+* `check_args_memory`: with the units of the declared geography or of the table, before
+  the data is shaped;
+* `check_data_memory`: with the shaped data, before the mechanism runs.
+"""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from hierdp_core.cli_input import csv_list, declared_categories, declared_geography, flow_levels
+from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
+    SPARSE_FLOWS,
     MemoryPlan,
     bytes_per_cell,
     counts_plan,
@@ -21,6 +30,9 @@ from hierdp_core.memory_plan import (
     replicates_plan,
     table_nodes,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def memory_limit(args) -> int:
@@ -36,6 +48,31 @@ def cells_within_memory(args) -> int:
     return max(1, memory_limit(args) // per_cell) if per_cell else memory_limit(args)
 
 
+def check_declared_memory(args) -> None:
+    """`MemoryLimitError` when the release ``args`` ask for cannot fit in `memory_limit`
+    whatever the table holds: a size typed (``--domain``, ``--max-size``, the declared
+    ``--category-values``, ``--interval-replicates``) times the fewest units a release over
+    ``--levels`` has (the root and one unit per level). Reads no file."""
+    levels = csv_list(getattr(args, "levels", None))
+    if args.query == "flows" or not levels:
+        return
+    nodes, limit = 1 + len(levels), memory_limit(args)
+    plan = None
+    if args.query == "ranges" and args.domain:
+        plan = ranges_plan(args.mechanism, nodes, parse_domain(args.domain), at_least=True)
+    elif args.query == "group-sizes" and args.max_size is not None and args.max_size >= 0:
+        plan = group_sizes_plan(args.mechanism, nodes, args.max_size, at_least=True)
+    elif args.query == "counts":
+        declared = declared_categories(args)[1]
+        plan = counts_plan(args.mechanism, nodes, {c: len(v) for c, v in declared.items()},
+                           at_least=True) if declared else None
+    if plan is not None:
+        plan.check(limit)
+    replicates = getattr(args, "interval_replicates", None)
+    if replicates is not None and replicates > 1 and args.interval != 0.0:
+        replicates_plan(nodes, replicates, at_least=True).check(limit)
+
+
 def check_args_memory(args, table: pd.DataFrame) -> None:
     """`MemoryLimitError` when the release ``args`` ask for would not fit in
     `memory_limit`; nothing when the plan cannot be known yet (a missing column or flag is
@@ -45,24 +82,27 @@ def check_args_memory(args, table: pd.DataFrame) -> None:
         plan.check(memory_limit(args))
 
 
-def check_data_memory(args, data) -> None:
+def check_data_memory(args, data) -> MemoryPlan:
     """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
-    `memory_limit`: a shape read from the data is bounded too."""
+    `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
+    (`memory_plan.sparse_note` says when it keeps a large space sparse)."""
     limit = memory_limit(args)
-    plan_of_data(data, args.mechanism).check(limit)
+    plan = plan_of_data(data, args.mechanism)
+    plan.check(limit)
     replicates = getattr(args, "interval_replicates", None)
     if replicates is not None and replicates > 1 and args.interval != 0.0:
         nodes = (data.geography.n_nodes if args.query == "flows" else data.hierarchy.n_nodes)
         replicates_plan(nodes, replicates).check(limit)
+    return plan
 
 
 def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     """The memory plan of the release ``args`` ask for, from the declared structure (or
     the table's units, with --structure-from-data); None when it cannot be told yet."""
-    from hierdp_core.structure import parse_domain
-
     query, mechanism = args.query, args.mechanism
+    if query == "flows" and mechanism in SPARSE_FLOWS:
+        return None  # its plan needs the trips and the tree: `check_data_memory`
     if query == "flows":
         origin, destination = flow_levels(args)
         geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))

@@ -7,8 +7,7 @@ import argparse
 import sys
 
 from hierdp_core import __version__, cli_budget
-from hierdp_core.data.reshape import MISSING_POLICIES
-from hierdp_core.intervals import DEFAULT_LEVEL
+from hierdp_core.defaults import DEFAULT_LEVEL, MISSING_POLICIES
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 

@@ -186,6 +186,16 @@ def prepare_input(args, table: pd.DataFrame,
 
 
 # ---- the manifest's record --------------------------------------------------------------
+def _sparse_memory(args, data) -> dict | None:
+    """The manifest's word on a flow release that kept its O/D space sparse, or None."""
+    from hierdp_core.flows.data import FlowData
+    from hierdp_core.memory_plan import SPARSE_FLOWS, plan_of_data, sparse_record
+
+    if args.mechanism not in SPARSE_FLOWS or not isinstance(data, FlowData):
+        return None
+    return sparse_record(plan_of_data(data, args.mechanism))
+
+
 def input_spec(args, data, path: Path) -> dict:
     """The manifest's ``input``: the file name, the query and the roles of its columns,
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
@@ -214,6 +224,9 @@ def input_spec(args, data, path: Path) -> dict:
         spec.update(origin_levels=csv_list(args.origin_levels),
                     destination_levels=csv_list(args.destination_levels),
                     tree=args.tree or "destination")
+        memory = _sparse_memory(args, data)
+        if memory:
+            spec["memory"] = memory
     spec.update(structure_spec(args, data), max_memory=memory_limit(args))
     return spec
 

@@ -10,7 +10,9 @@ Cells per query kind (every node of every level):
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
 * ranges: nodes (units) x the values of ``--domain``;
-* flows: per level of the geography, origin areas x destination areas (areas squared).
+* flows: per level of the geography, origin areas x destination areas (areas squared);
+  the mechanisms of `SPARSE_FLOWS` keep that space sparse (`sparse_flows_plan`: at most
+  the trips times the fan-out per level of the O/D tree).
 
 Example
 -------
@@ -44,14 +46,19 @@ MEMORY_SHARE = 0.5
 #: raw-laplace 390, raw-geometric 153, raw-discrete-gaussian 157, least-squares 422,
 #: topdown 510; ranges h2 354, privelet 344, greedy-h 420, uniform 413, hb 399,
 #: partition-laplace 368 (identity and dawa passed the 300 s timeout at 1M cells); group
-#: sizes gs-noisy 136 (the others not yet measured). Each kind's constant is its largest
-#: measured slope with a margin; flows as counts for the dense vanilla-gauss.
-BYTES_PER_CELL = {"counts": 600, "group-sizes": 300, "ranges": 500, "flows": 600}
-#: mechanisms that hold only the non-zero O/D pairs, not areas x areas: the measured slope
-#: over the O/D cells was nil (inftda -7, tda-l2 1 bytes per cell), so the areas do not
-#: bound them (their memory follows the input's rows)
-MECHANISM_BYTES_PER_CELL: dict[str, int] = {"inftda": 0, "tda-l2": 0, "tda-linf-milp": 0,
-                                            "stability-histogram": 0}
+#: sizes gs-noisy 136, gs-topdown 343, gs-mc-dp 346 (gs-mh-dp passed the timeout at 1M
+#: cells, the others not yet measured); flows vanilla-gauss 509. Each kind's constant is
+#: its largest measured slope with a margin.
+BYTES_PER_CELL = {"counts": 600, "group-sizes": 450, "ranges": 500, "flows": 600}
+#: flow mechanisms that never hold areas x areas: the top-down ones noise only the children
+#: of released positive O/D pairs, the stability histogram only the positive pairs (the
+#: bench's slope over the dense O/D cells was nil: inftda -7, tda-l2 1 bytes per cell).
+#: Their plan is `sparse_flows_plan`.
+SPARSE_FLOWS = frozenset({"inftda", "tda-l2", "tda-linf-milp", "stability-histogram"})
+#: peak bytes per O/D cell a sparse flow mechanism noises: InfTDA's release measured 114
+#: (traced peak over the cells noised, 0.37M and 4.1M cells), with room for the positive
+#: nodes it writes
+SPARSE_FLOW_BYTES_PER_CELL = 250
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -59,17 +66,17 @@ _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb"
 
 
 def total_memory() -> int:
-    """The memory this process may use, in bytes: the machine's total (psutil, else the
-    OS; 8 GiB if unknown), or less under an address-space limit (``ulimit -v``,
+    """The memory this process may use, in bytes: the machine's total (the OS, else
+    psutil; 8 GiB if unknown), or less under an address-space limit (``ulimit -v``,
     RLIMIT_AS) or a cgroup's memory limit (a container)."""
-    try:
-        import psutil
-
-        total = int(psutil.virtual_memory().total)
-    except Exception:  # psutil missing or unsupported: ask the OS
+    try:  # POSIX: no import needed (psutil takes a tenth of a second to import)
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
         try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
+            import psutil
+
+            total = int(psutil.virtual_memory().total)
+        except Exception:  # psutil missing or unsupported
             total = 8 * 2**30
     return min([total, *_imposed_limits()])
 
@@ -123,7 +130,9 @@ def format_bytes(size: float) -> str:
 
 def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
     """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
-    return MECHANISM_BYTES_PER_CELL.get(mechanism or "", BYTES_PER_CELL[query])
+    if query == "flows" and mechanism in SPARSE_FLOWS:
+        return SPARSE_FLOW_BYTES_PER_CELL
+    return BYTES_PER_CELL[query]
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,11 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
+    #: the cells of the dense space a sparse plan does not hold (0: a dense plan)
+    dense_cells: int = 0
+    #: the cells are a lower bound (the units not yet counted: at least one per level), so
+    #: the largest value that fits is an upper bound
+    at_least: bool = False
 
     @property
     def cells(self) -> int:
@@ -174,46 +188,55 @@ class MemoryPlan:
         if self.bytes <= limit:
             return
         fit = self.largest_fit(limit)
-        hint = (f"{self.fits(fit)} would fit" if fit > 0 else
-                f"no {self.parameter} fits: the rest of the release alone is too big")
+        hint = (f"{'at most ' if self.at_least else ''}{self.fits(fit)} would fit" if fit > 0
+                else f"no {self.parameter} fits: the rest of the release alone is too big")
         who = f" with {self.mechanism}" if self.mechanism else ""
+        about = "at least" if self.at_least else "about"
         raise MemoryLimitError(
-            f"the release would need about {format_bytes(self.bytes)} of memory "
+            f"the release would need {about} {format_bytes(self.bytes)} of memory "
             f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
             f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
             "--max-memory)")
 
 
-def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int]) -> MemoryPlan:
-    """Ranges: ``nodes`` units x the values of ``domain`` (LO, HI)."""
+def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
+                at_least: bool = False) -> MemoryPlan:
+    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
     lo, hi = domain
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
-                      f"{nodes:,} units x a domain of {hi - lo + 1:,} values",
-                      lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})")
+                      f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
+                      lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
+                      at_least=at_least)
 
 
-def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int) -> MemoryPlan:
-    """Group sizes: ``nodes`` regions x the sizes 0..``max_size``."""
+def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
+                     at_least: bool = False) -> MemoryPlan:
+    """Group sizes: ``nodes`` regions (``at_least``: or more) x the sizes 0..``max_size``."""
     return MemoryPlan("group-sizes", mechanism, "--max-size", max_size,
                       lambda v: nodes * (v + 1),
-                      f"{nodes:,} regions x sizes 0..{max_size:,}",
-                      lambda v: f"--max-size {v:,}")
+                      f"{_units(nodes, at_least, 'regions')} x sizes 0..{max_size:,}",
+                      lambda v: f"--max-size {v:,}", at_least=at_least)
 
 
 def counts_plan(mechanism: str | None, nodes: int,
                 categories: Mapping[str, int] | None = None,
-                parameter: str = "--category-values") -> MemoryPlan:
-    """Counts: ``nodes`` units x the cartesian product of the ``categories`` (column ->
-    number of values, named by ``parameter``); without categories the units are what
-    multiplies."""
+                parameter: str = "--category-values", *, at_least: bool = False) -> MemoryPlan:
+    """Counts: ``nodes`` units (``at_least``: or more) x the cartesian product of the
+    ``categories`` (column -> number of values, named by ``parameter``); without categories
+    the units are what multiplies."""
     combos = math.prod((categories or {}).values())
     if combos > 1:
         names = " x ".join(f"{k:,} {c}" for c, k in categories.items())
         return MemoryPlan("counts", mechanism, parameter, combos,
-                          lambda v: nodes * v, f"{nodes:,} units x {names} categories",
-                          lambda v: f"{v:,} category combinations")
+                          lambda v: nodes * v,
+                          f"{_units(nodes, at_least)} x {names} categories",
+                          lambda v: f"{v:,} category combinations", at_least=at_least)
     return MemoryPlan("counts", mechanism, "the geography", nodes, lambda v: v,
                       f"{nodes:,} units", lambda v: f"{v:,} units")
+
+
+def _units(nodes: int, at_least: bool, what: str = "units") -> str:
+    return f"{'at least ' if at_least else ''}{nodes:,} {what}"
 
 
 def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
@@ -227,6 +250,44 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
                       lambda v: f"{v:,} areas at the finest level")
 
 
+def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
+                      trips: int) -> MemoryPlan:
+    """Flows with a mechanism of `SPARSE_FLOWS`: tree level l (``dense[l]`` O/D pairs)
+    noises the children of its released positive parents, at most ``trips`` of them (the
+    released values are non-negative integers summing to the total) with at most
+    ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
+    def cells_at(n: int) -> int:
+        return sum(min(d, n * f) for d, f in zip(dense, fans, strict=True))
+
+    space = sum(dense)
+    return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
+                      f"at most {cells_at(trips):,} O/D cells noised, the children of "
+                      f"released positive pairs for {trips:,} trips",
+                      lambda v: f"{v:,} trips", dense_cells=space)
+
+
+def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
+    """The words saying that ``plan`` keeps sparse a space that, held dense, would not fit
+    in ``limit`` bytes; None otherwise (a dense plan, or a space that would fit)."""
+    dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
+    if dense_bytes <= limit:
+        return None
+    return (f"the O/D space of {plan.dense_cells:,} cells (areas squared per level; about "
+            f"{format_bytes(dense_bytes)} held dense, above --max-memory "
+            f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
+            f"about {format_bytes(plan.bytes)}")
+
+
+def sparse_record(plan: MemoryPlan) -> dict | None:
+    """What the manifest says of a sparse plan (public: the O/D space of the geography and
+    how it was held, never the trips-derived bound), or None for a dense one."""
+    if not plan.dense_cells:
+        return None
+    return {"representation": "sparse", "dense_cells": plan.dense_cells,
+            "held": "only the children of released positive O/D pairs (top-down) or the "
+                    "positive pairs (stability histogram), never areas x areas"}
+
+
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
     """Melting ``columns`` wide columns of ``rows`` rows, ``id_columns`` repeated: one long
     row per wide cell holding a reference per id column, the column's code, its value and
@@ -236,14 +297,16 @@ def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
                       lambda v: f"{v:,} wide columns", per_cell=2 * 8 * (id_columns + 3))
 
 
-def replicates_plan(values: int, replicates: int) -> MemoryPlan:
-    """Intervals simulated from ``replicates`` draws of ``values`` released values (the
-    least-squares simulation holds them all; the bootstraps at most 2**24, in chunks): the
-    draws, their errors, absolute values and ratios (8 bytes each)."""
+def replicates_plan(values: int, replicates: int, *, at_least: bool = False) -> MemoryPlan:
+    """Intervals simulated from ``replicates`` draws of ``values`` released values
+    (``at_least``: or more; the least-squares simulation holds them all; the bootstraps at
+    most 2**24, in chunks): the draws, their errors, absolute values and ratios (8 bytes
+    each)."""
     return MemoryPlan("counts", None, "--interval-replicates", replicates,
                       lambda v: values * v,
-                      f"{values:,} values x {replicates:,} interval replicates",
-                      lambda v: f"--interval-replicates {v:,}", per_cell=4 * 8)
+                      f"{_units(values, at_least, 'values')} x {replicates:,} interval "
+                      "replicates", lambda v: f"--interval-replicates {v:,}", per_cell=4 * 8,
+                      at_least=at_least)
 
 
 def level_sizes(table, *level_sets: Sequence[str]) -> list[int] | None:
@@ -273,6 +336,8 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
 
     if isinstance(data, FlowData):
         g = data.geography
+        if mechanism in SPARSE_FLOWS:
+            return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
         return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
     nodes = data.hierarchy.n_nodes
     if isinstance(data, RangeData):
@@ -285,3 +350,19 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
         return group_sizes_plan(mechanism, nodes, data.max_size)
     k = len(data.categories)
     return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
+
+
+def flow_tree_shape(data) -> tuple[list[int], list[int]]:
+    """Per level of ``data``'s O/D tree below the root (a `FlowData`): its O/D pairs and
+    the most children a node of the level above has (the fan-out of the side it splits)."""
+    import numpy as np
+
+    g = data.geography
+    dense, fans = [], []
+    for level in range(1, data.depth + 1):
+        lo, ld = data.pair_levels(level)
+        dense.append(g.level_size(lo) * g.level_size(ld))
+        split = lo if data.split_side(level) == "origin" else ld
+        fans.append(int(np.diff(g.child_ptr[g.level_offsets[split - 1]:
+                                            g.level_offsets[split] + 1]).max(initial=0)))
+    return dense, fans

@@ -45,7 +45,8 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``table`` (default: `table_file`, relative to the working folder), made by the code of
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
-    from hierdp_core.cli import (
+    from hierdp_core.cli_parser import build_parser, fill_from_config
+    from hierdp_core.cli_release import (
         _params,
         _split,
         budget_from_args,
@@ -53,7 +54,6 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
         memory_input,
         refuse_nonprivate,
     )
-    from hierdp_core.cli_parser import build_parser, fill_from_config
     from hierdp_core.errors import InputError
     from hierdp_core.mechanisms.base import get_mechanism
     from hierdp_core.privacy.samplers import NoiseSource
@@ -68,7 +68,7 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     refuse_nonprivate(mechanism.info, False)
     check_invariants(args, mechanism)
     budget = budget_from_args(args)
-    args, _, _, data = memory_input(args, path)
+    args, _, _, data, _ = memory_input(args, path)
     _, split = _split(args, mechanism, data, budget)
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(secure=True)
     return mechanism.release(data, budget, split=split, source=source, **_params(args.param))

@@ -11,8 +11,10 @@ something). This module reads the declarations and checks the data against them:
   leaf by the *tuple* of its level codes, level by level with sorted integer keys (no joined
   strings, no Python loop per row). A row outside the geography is a `StructureError`
   naming up to five offending values, their level and the number of rows;
-* **category values** (``COL=V1|V2|...``): `parse_category_values`, `category_index`;
-* an integer **domain** (``LO-HI``): `parse_domain`, `domain_values`.
+* **category values** (``COL=V1|V2|...``): `parse_category_values` (from
+  `hierdp_core.declared_values`), `category_index`;
+* an integer **domain** (``LO-HI``): `parse_domain`, `domain_values` (from
+  `hierdp_core.declared_values`).
 
 Codes follow `hierdp_core.hierarchy.codes_of` (strings, integral floats without '.0',
 surrounding spaces stripped), in the geography and in the data alike.
@@ -35,7 +37,6 @@ hierdp_core.errors.StructureError: 2 data row(s) lie outside the declared geogra
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +44,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierdp_core.declared_values import (  # noqa: F401  (re-exported)
+    VALUE_SEPARATOR,
+    domain_values,
+    parse_category_values,
+    parse_domain,
+)
 from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_codes
 
 MAX_LISTED = 5
-VALUE_SEPARATOR = "|"
 DENSE_LOOKUP_LIMIT = 8_000_000  # (parents x codes) of a level: a dense table below this
 SEARCH_RATIO = 16  # a level with more keys than this many times the rows: binary search
 
@@ -302,25 +308,6 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
 
 
 # ---- category values -------------------------------------------------------------------
-def parse_category_values(specs: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
-    """``["sex=F|M", "age=0-17|18-64|65+"]`` -> ``{"sex": ("F", "M"), ...}`` (values in the
-    declared order, which is the release's)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for spec in specs or []:
-        column, sep, text = str(spec).partition("=")
-        column = column.strip()
-        values = tuple(v.strip() for v in text.split(VALUE_SEPARATOR))
-        if not sep or not column or not text.strip() or "" in values:
-            raise StructureError(f"--category-values wants COLUMN=V1|V2|..., got {spec!r}")
-        if column in out:
-            raise StructureError(f"category values of {column!r} are declared twice")
-        repeated = sorted({v for v in values if values.count(v) > 1})
-        if repeated:
-            raise StructureError(f"category values of {column!r} repeat {repeated}")
-        out[column] = values
-    return out
-
-
 def category_index(table: pd.DataFrame, columns: Sequence[str],
                    declared: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, tuple[str, ...]]:
     """Index of every row in the cartesian product of the declared values of ``columns``
@@ -359,26 +346,3 @@ def _describe_values(values: list[str]) -> str:
         return f"the domain {numbers[0]}..{numbers[-1]}"
     more = VALUE_SEPARATOR + "..." if len(values) > 8 else ""
     return f"the declared values ({VALUE_SEPARATOR.join(values[:8])}{more})"
-
-
-# ---- domains ---------------------------------------------------------------------------
-_DOMAIN = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
-
-
-def parse_domain(text: str) -> tuple[int, int]:
-    """``'0-100'`` -> ``(0, 100)`` (negative ends allowed: ``'-5-5'``)."""
-    match = _DOMAIN.match(str(text))
-    if not match:
-        raise StructureError(f"--domain wants LO-HI integers, got {text!r}")
-    lo, hi = int(match.group(1)), int(match.group(2))
-    if lo > hi:
-        raise StructureError(f"domain {lo}..{hi} runs backwards")
-    return lo, hi
-
-
-def domain_values(domain: tuple[int, int]) -> tuple[str, ...]:
-    """Every integer of the domain, as strings (the categories of a range release)."""
-    lo, hi = (int(v) for v in domain)
-    if lo > hi:
-        raise StructureError(f"domain {lo}..{hi} runs backwards")
-    return tuple(str(v) for v in range(lo, hi + 1))

@@ -11,10 +11,14 @@ anything: a release must be complete, a refusal exit 2 with one ``error:`` line 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
+import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,10 +171,9 @@ def fuzz_cases(draw) -> Case:
     return case
 
 
-def run_case(case: Case, folder: Path, timeout: float = 240) -> tuple[int | None, str, Path]:
-    """Run ``hierdp release`` on the case in ``folder`` (a subprocess, address space capped
-    at `LIMIT_BYTES`): (exit status, negative for a signal, None for a timeout; stderr;
-    the --out folder)."""
+def _files_and_argv(case: Case, folder: Path) -> tuple[list[str], Path]:
+    """Write the case's files into ``folder``: (the ``hierdp release`` arguments, the --out
+    folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name, text in case.files.items():
@@ -179,20 +182,86 @@ def run_case(case: Case, folder: Path, timeout: float = 240) -> tuple[int | None
     out = folder / "release"
     argv = [flag.format(**{k: str(p) for k, p in paths.items()}) if flag.startswith("{")
             else flag for flag in case.flags]
+    return ["release", *argv, "--key-file", str(folder / "key"), "--out", str(out)], out
+
+
+def _limit():
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_BYTES, LIMIT_BYTES))
+
+
+def run_case(case: Case, folder: Path, timeout: float = 240) -> tuple[int | None, str, Path]:
+    """Run ``hierdp release`` on the case in ``folder`` (a subprocess, address space capped
+    at `LIMIT_BYTES`): (exit status, negative for a signal, None for a timeout; stderr;
+    the --out folder)."""
+    argv, out = _files_and_argv(case, folder)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(folder)}
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT_BYTES, LIMIT_BYTES))
-
     try:
-        done = subprocess.run([sys.executable, "-m", "hierdp_core", "release", *argv,
-                               "--key-file", str(folder / "key"), "--out", str(out)],
+        done = subprocess.run([sys.executable, "-m", "hierdp_core", *argv],
                               capture_output=True, text=True, timeout=timeout, env=env,
-                              preexec_fn=limit, cwd=folder)
+                              preexec_fn=_limit, cwd=folder)
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
         return None, err or "", out
     return done.returncode, done.stderr, out
+
+
+def warm_up() -> None:
+    """Import, once in this process, every module a release may use, so that the children
+    of `run_case_forked` start with them (the long run's cases then cost their work, not
+    the seconds of numpy, pandas and scipy imports each)."""
+    import hierdp_core.cli_commands  # noqa: F401
+    import hierdp_core.cli_release  # noqa: F401
+    import hierdp_core.export  # noqa: F401
+    import hierdp_core.intervals  # noqa: F401
+
+    list_mechanisms()
+
+
+def run_case_forked(case: Case, folder: Path, timeout: float = 240
+                    ) -> tuple[int | None, str, Path]:
+    """`run_case` in a child forked from this (warmed-up: `warm_up`) process: the same
+    entry (`hierdp_core.cli_entry.run`), address-space cap, HOME and working folder, and
+    the same result; an exception escaping the entry is printed as the interpreter would
+    (a traceback, exit 1). Only the start-up imports are not exercised (the CI run,
+    `run_case`, does)."""
+    argv, out = _files_and_argv(case, folder)
+    err_path = folder / "stderr.txt"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.chdir(folder)
+            os.environ["HOME"] = str(folder)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+            _limit()
+            from hierdp_core.cli_entry import run
+
+            code = run(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            code = None
+            break
+        time.sleep(0.02)
+    return code, err_path.read_text(errors="replace") if err_path.exists() else "", out
 
 
 def outcome(code: int | None, err: str) -> str:
@@ -223,7 +292,7 @@ def problem(code: int | None, err: str, out: Path) -> str | None:
             return "a refusal left the --out folder behind"
         return None
     try:
-        table, manifest = read_release(out)
+        table, manifest = read_release(out, out.parent / "key")  # the key run_case gave
     except Exception as exc:  # any failure to read it back is the finding
         return f"an incomplete release: {type(exc).__name__}: {exc}"
     if len(table) == 0 or not manifest.get("files"):

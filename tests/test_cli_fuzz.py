@@ -3,7 +3,8 @@ small table of every query kind and mechanism, absurd numbers included (`cli_fuz
 `hierdp release` in a subprocess under a 2 GB address-space limit, and every run either
 releases (exit 0, a complete folder) or refuses with exit 2 and one ``error:`` line,
 never a signal, a traceback, a MemoryError or a half-written folder. Derandomised, so CI
-draws the same cases every time; the long run is benchmarks/bench_cli_fuzz.py."""
+draws the same ten cases every time (each a fresh interpreter: the start-up imports are
+most of its cost); the long run, thousands of cases, is benchmarks/bench_cli_fuzz.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from cli_fuzz import Case, fuzz_cases, outcome, problem, run_case
 from hypothesis import HealthCheck, given, settings
 
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=10, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.data_too_large])
 _counter = itertools.count()

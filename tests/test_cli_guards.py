@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.cli import budget_warnings
+from hierdp_core.cli_release import budget_warnings
 
 
 @pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
@@ -45,3 +45,33 @@ def test_implausible_budgets_are_warned(epsilon, rho, delta, words):
 
 def test_plausible_budget_has_no_warning():
     assert budget_warnings(1.0, None, 1e-6) == [] and budget_warnings(None, 0.5, None) == []
+
+
+def test_an_allowed_nonprivate_mechanism_warns_after_the_release_not_before_a_refusal(
+        capsys, tmp_path):
+    """Found by the long fuzz run: the not-private warning came before a refusal, so the
+    refusal was two lines; it is said once the release is written."""
+    path = tmp_path / "ages.csv"
+    path.write_text("region,age,residents\nA,3,5\nB,7,2\n")
+    argv = ["release", path, "--structure-from-data", "--levels", "region", "--query",
+            "ranges", "--attribute", "age", "--count-column", "residents", "--domain", "0-20",
+            "--mechanism", "dawa-reference", "--allow-nonprivate", "--seed", 1,
+            "--key-file", tmp_path / "key"]
+    code, out, err = run(capsys, *argv, "--epsilon", 0, "--out", tmp_path / "refused")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ")
+    code, _, err = run(capsys, *argv, "--epsilon", 1, "--out", tmp_path / "released")
+    assert code == 0 and "warning: mechanism 'dawa-reference' is not differentially " in err
+
+
+def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
+    """Found by the long fuzz run: --max-memory 10TB under a 2 GB address-space limit let a
+    release start that numpy could not allocate ("unexpected MemoryError", exit 1)."""
+    import hierdp_core.cli as cli
+
+    def out_of_memory(args):
+        raise MemoryError("Unable to allocate 22.9 MiB")
+
+    monkeypatch.setattr(cli, "run_command", out_of_memory)
+    code, out, err = run(capsys, "mechanisms")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: out of memory") and "--max-memory" in err

@@ -98,7 +98,7 @@ def test_ctrl_c_during_a_release_is_one_line_and_leaves_nothing(tmp_path_factory
 @pytest.fixture
 def no_work(monkeypatch):
     """The input is never read: the refusal comes first."""
-    import hierdp_core.cli as cli
+    import hierdp_core.cli_release as cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("the input was read before --out was checked")

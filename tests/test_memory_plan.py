@@ -139,7 +139,7 @@ def test_cli_refuses_over_max_memory_and_records_the_limit(capsys, ages, tmp_pat
     out = tmp_path / "out"
     code, _, err = _ranges(capsys, ages, out, "--domain", "0-100000", "--max-memory", "1MB")
     assert code == 2 and err.count("\n") == 1 and not out.exists()
-    assert "above --max-memory 1.0 MB: --domain is too large; a domain of " in err
+    assert "above --max-memory 1.0 MB: --domain is too large; at most a domain of " in err
     code, _, err = _ranges(capsys, ages, out, "--domain", "0-100", "--max-memory", "64MB")
     assert code == 0, err
     assert read_release(out)[1]["input"]["max_memory"] == 64 * 2**20
@@ -175,7 +175,7 @@ def test_cli_names_the_parameter_of_each_query_kind(capsys, tmp_path):
                        "--size-column", "size", "--count-column", "n", "--max-size", 10**15,
                        "--structure-from-data", "--mechanism", "gs-noisy", "--epsilon", 1,
                        "--seed", 1, "--out", tmp_path / "o1")
-    assert code == 2 and "--max-size is too large; --max-size " in err, err
+    assert code == 2 and "--max-size is too large; at most --max-size " in err, err
     counts = tmp_path / "counts.csv"
     counts.write_text("region,sex,n\nA,F,3\nB,M,4\n")
     values = "sex=" + "|".join(f"v{i}" for i in range(100_000))

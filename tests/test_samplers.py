@@ -339,3 +339,37 @@ def test_exploration_apply_adds_a_seeded_draw():
     b = values + Geometric(2.0).sample(3, NoiseSource(seed=3))
     assert a.dtype == np.int64 and np.array_equal(a, b)
 
+
+
+def test_a_huge_discrete_gaussian_has_its_moments_without_its_support():
+    """Beyond `_CONTINUOUS_SIGMA` the moments, quantile and interval mass come from closed
+    forms (a fuzzed tiny budget made the support 181M values and ran out of memory): they
+    agree with the exact sums over the support at the threshold, and a sigma of 10^12
+    answers at once."""
+    from hierdp_core.privacy import samplers
+
+    sigma = samplers._CONTINUOUS_SIGMA * 1.0001
+    closed = samplers.DiscreteGaussian(sigma)
+    support = np.arange(-int(40 * sigma) - 1, int(40 * sigma) + 2)
+    weights = np.exp(-(support.astype(float) ** 2) / (2 * sigma**2))
+    pmf = weights / weights.sum()
+    assert closed.variance == pytest.approx(float(np.sum(pmf * support.astype(float) ** 2)),
+                                            rel=1e-12)
+    assert closed.expected_abs == pytest.approx(float(np.sum(pmf * np.abs(support))),
+                                                rel=1e-8)
+    a = closed.abs_quantile(0.9)
+    tail = 1 - pmf[np.abs(support) <= a].sum()
+    assert tail <= 0.1 < 1 - pmf[np.abs(support) <= a - 1].sum()
+    assert closed.mass_below(a) == pytest.approx(pmf[(support >= -a) & (support < a)].sum(),
+                                                 abs=1e-9)
+    assert closed.pmf(np.array([0]))[0] == pytest.approx(pmf[support == 0][0], rel=1e-12)
+    huge = samplers.DiscreteGaussian(1e12)
+    assert huge.variance == 1e24 and huge.abs_quantile(0.9) == pytest.approx(1.6449e12, rel=1e-4)
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 80.0])
+def test_the_geometric_interval_mass_is_its_pmf_summed(scale):
+    noise = Geometric(scale)
+    for a in (0, 1, 5, noise.abs_quantile(0.9)):
+        assert noise.mass_below(a) == pytest.approx(float(noise.pmf(np.arange(-a, a)).sum()),
+                                                    abs=1e-12)

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from hierdp_core.defaults import MISSING_POLICIES
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.hierarchy import missing_values
 from hierdp_core.memory_plan import wide_plan
@@ -47,7 +48,6 @@ from hierdp_core.memory_plan import wide_plan
 __all__ = ["MISSING_POLICIES", "apply_missing", "describe_shape", "fill_ragged",
            "melt_wide", "prepare", "preparation_note", "wide_columns"]
 
-MISSING_POLICIES = ("error", "zero", "drop")
 _MAX_LISTED = 5
 _GLOB = re.compile(r"[*?\[]")
 

@@ -23,8 +23,6 @@ with every segment summing to its total.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from hierdp_core.consistency.segments import (
     project_segments,
@@ -162,6 +160,9 @@ def linf_milp(x, starts, c, batch: int = MILP_BATCH) -> np.ndarray:
 
 
 def _milp_block(x: np.ndarray, seg: np.ndarray, c: np.ndarray) -> np.ndarray:
+    from scipy import sparse  # scipy.optimize takes a second to import: only for the MILP
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     m, k = x.size, c.size
     rows = np.arange(m)
     eye = sparse.csr_array((np.ones(m), (rows, rows)), shape=(m, m))

@@ -18,13 +18,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import CellIntervals
 
-DEFAULT_LEVEL = 0.9
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
 INPUTS = "released values and public parameters only"
 MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default

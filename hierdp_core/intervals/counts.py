@@ -190,7 +190,7 @@ def raw_half_widths(noises: list[Noise | None], level: float,
     below = above.copy()
     if noises[-1].integer:
         for lv, (noise, a) in enumerate(zip(noises, above, strict=True)):
-            inside = noise.pmf(np.arange(-a, a)).sum()  # -a .. a - 1
+            inside = noise.mass_below(int(a))  # -a .. a - 1
             below[lv] -= int(a > 0 and inside >= level)
     return below, above
 

@@ -7,6 +7,7 @@ privacy audit list and run mechanisms the same way.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -168,8 +169,20 @@ def register(mechanism: Mechanism) -> Mechanism:
     return mechanism
 
 
-def get_mechanism(name: str) -> Mechanism:
-    _load_all()
+#: the module of `hierdp_core.mechanisms` that registers each query kind's mechanisms,
+#: imported when a mechanism of that kind is first asked for (the others stay unloaded,
+#: with their numerical dependencies)
+MODULES = {"counts": "counts", "group-sizes": "group_sizes", "flows": "flows",
+           "ranges": "ranges"}
+
+
+def get_mechanism(name: str, query: str | None = None) -> Mechanism:
+    """The registered mechanism ``name``; ``query`` (its query kind, when known) spares
+    importing the other kinds' modules. `MechanismError` naming the available ones."""
+    if name not in _REGISTRY:
+        _load(query)
+    if name not in _REGISTRY and query is not None:
+        _load(None)  # a mechanism of another kind: the caller says it does not release query
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -179,11 +192,15 @@ def get_mechanism(name: str) -> Mechanism:
 
 
 def list_mechanisms(query: str | None = None) -> list[MechanismInfo]:
-    _load_all()
+    """The registered mechanisms (of ``query``'s kind, importing only its module)."""
+    _load(query)
     infos = [m.info for m in _REGISTRY.values()]
     return [i for i in infos if query is None or query in i.queries]
 
 
-def _load_all() -> None:
-    """Import every mechanism module so that their entries are registered."""
-    from hierdp_core.mechanisms import counts, flows, group_sizes, ranges  # noqa: F401
+def _load(query: str | None) -> None:
+    """Import the mechanism module of ``query``'s kind (every module for None or a kind
+    that has none) so that their entries are registered."""
+    kinds = [query] if query in MODULES else list(MODULES)
+    for kind in kinds:
+        importlib.import_module(f"hierdp_core.mechanisms.{MODULES[kind]}")

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hierdp_core.errors import BudgetError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PURE_DP = "pure-dp"
 ZCDP = "zcdp"
@@ -37,7 +40,8 @@ _REL_TOL = 1e-9
 
 def _as_number(name: str, value) -> float:
     """``value`` as a float; strings and booleans are refused rather than parsed."""
-    if isinstance(value, (str, bytes, bool, np.bool_)):
+    numpy = sys.modules.get("numpy")  # a numpy boolean needs numpy loaded: never import it
+    if isinstance(value, (str, bytes, bool)) or (numpy and isinstance(value, numpy.bool_)):
         raise BudgetError(f"{name} must be a number, got {value!r}")
     try:
         return float(value)
@@ -208,6 +212,8 @@ def split_shares(n_parts: int, preset: str = "uniform",
     are small and relative error matters most); ``coarser`` (the reverse); ``leaves-only``
     (all on the finest level). ``weights`` (non-negative, not all zero) overrides the preset.
     """
+    import numpy as np  # here, not at the top: the command line reads budgets before numpy
+
     if isinstance(n_parts, bool) or not isinstance(n_parts, (int, np.integer)) or n_parts < 1:
         raise BudgetError(f"a split needs a whole number of parts >= 1, got {n_parts!r}")
     if weights is not None:

@@ -40,6 +40,12 @@ from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
 BACKENDS = ("hierdp", "opendp")  # secure noise: hierdp's exact sampler, or OpenDP's
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
+#: beyond this sigma the discrete Gaussian's moments and quantiles are the continuous
+#: ones (the pmf's sum over its support, 80 sigma values, would take memory in proportion
+#: to sigma): its normaliser and variance are sigma sqrt(2 pi) and sigma^2 to double
+#: precision (Poisson summation: the error is of order exp(-2 pi^2 sigma^2)), its mean
+#: absolute value sigma sqrt(2/pi) within a relative 1/(12 sigma^2) (Euler-Maclaurin)
+_CONTINUOUS_SIGMA = 4096.0
 
 
 class NoiseSource:
@@ -155,6 +161,11 @@ class Noise(ABC):
     def abs_quantile(self, q: float) -> float:
         """The smallest a with P(|X| <= a) >= q, for 0 <= q < 1 (an int for integer noise):
         e.g. ``abs_quantile(0.95)`` is the half-width of a 95% interval for one cell's noise."""
+
+    def mass_below(self, a: int) -> float:
+        """P(-a <= X <= a - 1) of an integer noise (an asymmetric interval's coverage),
+        in memory independent of ``a`` where the distribution has a closed form."""
+        return float(self.pmf(np.arange(-a, a)).sum())
 
     @abstractmethod
     def _sample_numpy(self, size, rng: np.random.Generator) -> np.ndarray: ...
@@ -297,6 +308,10 @@ class Geometric(_PureDPNoise):
         """P(|X| > k) = 2 alpha^(k+1) / (1 + alpha), the pmf summed in closed form."""
         return 2 * math.exp(-(k + 1) / self.scale) / (1 + self._alpha)
 
+    def mass_below(self, a: int) -> float:
+        """P(|X| <= a) - P(X = a), in closed form."""
+        return 1.0 - self._abs_tail(a) - float(self.pmf(a))
+
     def abs_quantile(self, q: float) -> int:
         alpha_tail = 1 - _check_q(q)
         guess = self.scale * math.log(2 / ((1 + self._alpha) * alpha_tail)) - 1
@@ -358,24 +373,42 @@ class DiscreteGaussian(_ZCDPNoise):
         return np.arange(-r, r + 1)
 
     def pmf(self, k: np.ndarray) -> np.ndarray:
-        support = self._support()
-        logw = -(support.astype(float) ** 2) / (2 * self.scale**2)
-        norm = np.exp(logw).sum()
+        if self.scale > _CONTINUOUS_SIGMA:
+            norm = self.scale * math.sqrt(2 * math.pi)
+        else:
+            support = self._support()
+            norm = np.exp(-(support.astype(float) ** 2) / (2 * self.scale**2)).sum()
         k = np.asarray(k)
         return np.exp(-(k.astype(float) ** 2) / (2 * self.scale**2)) / norm
 
     @property
     def variance(self) -> float:
+        if self.scale > _CONTINUOUS_SIGMA:
+            return self.scale**2
         s = self._support()
         return float(np.sum(self.pmf(s) * s.astype(float) ** 2))
 
     @property
     def expected_abs(self) -> float:
+        if self.scale > _CONTINUOUS_SIGMA:
+            return self.scale * math.sqrt(2 / math.pi)
         s = self._support()
         return float(np.sum(self.pmf(s) * np.abs(s)))
 
+    def mass_below(self, a: int) -> float:
+        """P(-a <= X <= a - 1); beyond `_CONTINUOUS_SIGMA` from the continuous tail (see
+        `abs_quantile`)."""
+        if self.scale <= _CONTINUOUS_SIGMA:
+            return super().mass_below(a)
+        return float(1.0 - 2 * ndtr(-(a + 0.5) / self.scale) - self.pmf(a))
+
     def abs_quantile(self, q: float) -> int:
+        """The least k >= 0 with P(|X| > k) <= 1 - q (beyond `_CONTINUOUS_SIGMA`: from the
+        continuous tail with a continuity correction, P(|X| > k) ~ 2 (1 - Phi((k + 1/2) /
+        sigma)), within one unit)."""
         alpha_tail = 1 - _check_q(q)
+        if self.scale > _CONTINUOUS_SIGMA:
+            return max(0, math.ceil(-self.scale * float(ndtri(alpha_tail / 2)) - 0.5))
         s = self._support()
         p = self.pmf(s[s >= 0])
         at_least = np.cumsum(p[::-1])[::-1]  # P(X >= k) for k = 0, 1, ...

@@ -210,7 +210,7 @@ RANGE_COUNT_NAMES = ("count", "residents", "population", "people", "n")
 def _domain(text: str) -> tuple[int, int] | None:
     """'LO-HI' as integers (negative bounds allowed: '-5-5'), by `structure.parse_domain`,
     the parser of the command line; empty = None; anything else a `StructureError`."""
-    from hierdp_core.structure import parse_domain
+    from hierdp_core.declared_values import parse_domain
 
     text = text.strip()
     return parse_domain(text) if text else None

@@ -1,0 +1,231 @@
+"""``hierdp release``: read the input, bound its memory, draw the noise and write the
+release folder; the budget (``--epsilon``/``--rho``), its split, the declared invariants
+and the refusal of a mechanism that is not private. Bad input raises a `HierdpError`
+(one line and exit status 2 from `hierdp_core.cli.main`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from hierdp_core.cli_budget import commit_release, reserve_release
+from hierdp_core.cli_input import csv_list, input_data
+from hierdp_core.cli_memory import check_args_memory, check_data_memory, memory_limit
+from hierdp_core.cli_split import describe_choice, goal_split
+from hierdp_core.cli_table import input_spec, lookalike_warning, prepare_input, read_input
+from hierdp_core.errors import InputError
+from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
+from hierdp_core.invariants import exact_quantities
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.memory_plan import sparse_note
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.table_rules import describe as describe_rules
+from hierdp_core.verdict import describe as describe_verdict
+from hierdp_core.verdict import not_private_reason
+
+
+def _weights(text: str | None):
+    if not text:
+        return None
+    try:
+        return [float(w) for w in csv_list(text)]
+    except ValueError:
+        raise InputError(f"--split takes numbers separated by commas, got {text!r}") from None
+
+
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise InputError(f"--param takes NAME=VALUE, got {pair!r}")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def budget_from_args(args) -> PrivacyBudget:
+    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP.
+    Implausible values get a warning from `budget_warnings`, said after the release."""
+    if (args.epsilon is None) == (args.rho is None):
+        raise InputError("give exactly one of --epsilon or --rho")
+    if args.rho is not None:
+        budget = PrivacyBudget.zcdp(args.rho, args.delta)
+    elif args.delta is not None:
+        budget = PrivacyBudget.approx(args.epsilon, args.delta)
+    else:
+        budget = PrivacyBudget.pure(args.epsilon)
+    return budget
+
+
+def budget_warnings(epsilon: float | None, rho: float | None,
+                    delta: float | None) -> list[str]:
+    """Plain-word warnings for budgets that are valid but implausible."""
+    out = []
+    eps = epsilon if epsilon is not None else (rho * 2 if rho is not None else None)
+    if eps is not None and eps < 0.01:
+        out.append(f"a budget this small ({'epsilon' if epsilon is not None else 'rho'} = "
+                   f"{epsilon if epsilon is not None else rho:g}) drowns every count in noise")
+    if epsilon is not None and epsilon > 20:
+        out.append(f"epsilon = {epsilon:g} gives almost no protection (e^epsilon = "
+                   f"{math.exp(min(epsilon, 700)):.3g})")
+    if delta is not None and delta > 1e-3:
+        out.append(f"delta = {delta:g} is large: it should be well below 1/n, the inverse "
+                   "of the number of people")
+    return out
+
+
+def cmd_release(args) -> int:
+    from hierdp_core.atomic import check_writable
+    from hierdp_core.export import write_release
+
+    check_writable(args.out)  # an --out that cannot be written is refused before the work
+    mechanism = get_mechanism(args.mechanism, args.query)
+    if args.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
+                         f"supports {list(mechanism.info.queries)}")
+    nonprivate = refuse_nonprivate(mechanism.info, args.allow_nonprivate)
+    check_invariants(args, mechanism)
+    budget = budget_from_args(args)
+    if args.seed is not None and args.secure:
+        raise InputError("give --seed (exploration) or --secure (release), not both")
+    source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(
+        secure=True, backend=getattr(args, "noise_backend", "hierdp"))
+    path = Path(args.input)
+    dask = getattr(args, "engine", "memory") == "dask"
+    if dask:  # the records stay on the cluster: no table here
+        from hierdp_core.engine.dask_cli import check_dask_args, dask_release
+        from hierdp_core.engine.dask_engine import dataset_files
+
+        check_dask_args(args, mechanism)
+        table, prepared, sparse = None, "", None
+        reserved = reserve_release(args, budget, mechanism.info.name, source,
+                                   dataset_files(args.input))
+        release, data, content, choice = dask_release(
+            args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
+            _params(args.param))
+    else:
+        args, table, prepared, data, sparse = memory_input(args, path)
+        content = path
+        choice, split = _split(args, mechanism, data, budget)
+        reserved = reserve_release(args, budget, mechanism.info.name, source, content)
+        release = mechanism.release(data, budget, split=split, source=source,
+                                    **_params(args.param))
+    if args.interval != 0.0:  # every query kind; --interval none gives none
+        release = with_intervals(release, args.interval or DEFAULT_LEVEL,
+                                 args.interval_replicates,
+                                 workload=getattr(data, "workload", None))
+    structure_declared = bool(getattr(data, "declared_structure", False))
+    formats = csv_list(args.format) or [
+        "csv" if not dask else "parquet" if args.query == "flows" else "parquet-dataset"]
+    paths = write_release(release, args.out, formats=tuple(formats),
+                          structure_declared=structure_declared,
+                          input_spec=input_spec(args, data, path),
+                          input_content=content, key_file=args.key_file,
+                          overwrite=args.overwrite, max_epsilon=args.max_epsilon)
+    spent = commit_release(reserved, paths["manifest"])
+    # warnings and notes are said once the release is written: an error stays the only line
+    said = [f"warning: {text}" for text in [nonprivate] if text]
+    said += [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
+    said += [f"warning: {text}" for text in
+             [lookalike_warning(args, table) if table is not None else None] if text]
+    if release.intervals is not None and (text := uncalibrated_warning(release)):
+        said.append(f"warning: {text}")
+    merged = int(getattr(data, "merged_rows", 0) or 0)
+    if merged:
+        said.append(f"note: {merged:,} row(s) repeating the cell of an earlier row (the same unit "
+                    "and category, size, value or O/D pair) were summed")
+    if prepared:
+        said.append(f"note: {prepared}")
+    if sparse:
+        said.append(f"note: {sparse}")
+    if choice is not None:
+        said.append(f"note: {describe_choice(choice)}")
+    for line in said:
+        print(line, file=sys.stderr)
+    if not release.privacy.get("invariants"):
+        note = ""
+    else:
+        note = f" (published exactly, not private: {', '.join(release.invariants)})"
+    print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
+    manifest = json.loads(paths["manifest"].read_text())
+    print(describe_verdict(manifest))
+    print(describe_rules(manifest["table_rules"]))
+    print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
+    if spent:
+        print(spent)
+    return 0
+
+
+def memory_input(args, path: Path):
+    """(args, table, preparation note, data, sparse note or None) of a release held in
+    memory: the table at ``path`` read and prepared (`prepare_input`), its data object
+    (`input_data`), both checked against the memory limit."""
+    args, table, prepared = prepare_input(args, read_input(args, path))
+    check_args_memory(args, table)  # before anything grows with a size typed
+    data = input_data(args, table)
+    sparse = sparse_note(check_data_memory(args, data), memory_limit(args))
+    return args, table, prepared, data, sparse
+
+
+def _split(args, mechanism, data, budget):
+    """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
+    weights, else ``--split-preset``)."""
+    choice = goal_split(args, mechanism.info.name, data, budget,
+                        mechanism.params(**_params(args.param)))
+    return choice, (choice.shares if choice is not None
+                    else _weights(args.split) or args.split_preset)
+
+
+def check_invariants(args, mechanism) -> list[str]:
+    """The declared ``--invariant`` names, checked against what the mechanism would publish
+    exactly (DESIGN principle 7: nothing exact unless declared, nothing declared that is not
+    exact). For counts, ``--invariant total`` sets the ``root_invariant`` parameter (added
+    to ``args.param``), and ``--param root_invariant=true`` without it is refused."""
+    declared = list(dict.fromkeys(args.invariant or []))
+    name, query = mechanism.info.name, args.query
+    if query == "counts" and "total" in declared:
+        if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
+            raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
+                             "or use least-squares or topdown")
+        if "root_invariant" not in _params(args.param):
+            args.param = [*(args.param or []), "root_invariant=true"]
+    params = mechanism.params(**_params(args.param))
+    exact = exact_quantities(mechanism, query, params)
+    if query == "counts" and params.get("root_invariant") and "total" not in declared:
+        raise InputError("--param root_invariant=true publishes the total exactly: declare "
+                         "it with --invariant total")
+    missing = [q for q in exact if q not in declared]
+    if missing:
+        what = {"total": "the total (" + {"flows": "number of trips, under bounded "
+                                          "neighbours", "group-sizes": "number of groups G"}
+                .get(query, "root count") + ")",
+                "groups": "every region's number of groups"}
+        hint = {"flows": "; or --param neighbouring=unbounded to noise it too",
+                "group-sizes": "; gs-noisy keeps nothing exact, gs-mh-dp and gs-topdown only "
+                               "the total"}.get(query, "")
+        raise InputError(f"{name} publishes {' and '.join(what[q] for q in missing)} exactly "
+                         f"(not protected): declare it with "
+                         f"{' '.join('--invariant ' + q for q in missing)}{hint}")
+    extra = [q for q in declared if q not in exact]
+    if extra:
+        raise InputError(f"{name} does not publish {', '.join(extra)} exactly here; drop "
+                         f"{' '.join('--invariant ' + q for q in extra)}")
+    return declared
+
+
+def refuse_nonprivate(info, allowed: bool) -> str | None:
+    """A mechanism that is not differentially private as published is refused unless the
+    user allows it explicitly; then the warning to say once the release is written (an
+    error stays the only line), else None."""
+    if info.private:
+        return None
+    if not allowed:
+        raise InputError(f"{not_private_reason(info.name, info.warning)}; use a private "
+                         "mechanism, or --allow-nonprivate to run it anyway (the release "
+                         "will say it is not publishable)")
+    return f"{not_private_reason(info.name)}; the release is not publishable"
+
+

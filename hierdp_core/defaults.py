@@ -1,0 +1,8 @@
+"""Defaults and choices the command line shows before it imports anything heavy (its help
+and its early refusals run on the standard library alone): the modules that use them
+import them from here."""
+
+#: the confidence level of the intervals a release carries by default
+DEFAULT_LEVEL = 0.9
+#: what ``--missing`` may do with a missing cell of a wide or ragged table
+MISSING_POLICIES = ("error", "zero", "drop")
