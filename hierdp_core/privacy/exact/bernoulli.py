@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hierdp_core.privacy.exact.uniform import bernoulli_ratio, uniform_below
+from hierdp_core.privacy.exact.uniform import bernoulli_ratio, select, uniform_below
 
 
 def _bernoulli_one_over(k: int, size: int, words) -> np.ndarray:
@@ -38,12 +38,12 @@ def bernoulli_exp_unit(num, den, words, size: int | None = None) -> np.ndarray:
     while active.size:
         if k > 1:  # Bernoulli(1 / k); at k = 1 it is 1
             go = _bernoulli_one_over(k, active.size, words)
-            out[active[~go]] = k % 2 == 1
-            active = active[go]
-        go = bernoulli_ratio(num[active], den[active] if den_array else den, words,
+            out[select(active, ~go)] = k % 2 == 1
+            active = select(active, go)
+        go = bernoulli_ratio(num.take(active), den.take(active) if den_array else den, words,
                              active.size)
-        out[active[~go]] = k % 2 == 1
-        active = active[go]
+        out[select(active, ~go)] = k % 2 == 1
+        active = select(active, go)
         k += 1
     return out
 
@@ -55,8 +55,8 @@ def bernoulli_exp_minus_one(size: int, words) -> np.ndarray:
     k = 2
     while active.size:
         go = _bernoulli_one_over(k, active.size, words)
-        out[active[~go]] = k % 2 == 1
-        active = active[go]
+        out[select(active, ~go)] = k % 2 == 1
+        active = select(active, go)
         k += 1
     return out
 
@@ -67,10 +67,10 @@ def bernoulli_exp(num, den, words) -> np.ndarray:
     whole, frac = num // den, num % den  # (np.divmod has no object loop)
     out = bernoulli_exp_unit(frac, den, words)
     active = np.flatnonzero(out & (whole > 0))
-    left = whole[active]
+    left = whole.take(active)
     while active.size:  # each remaining whole unit of gamma: one Bernoulli(exp(-1))
         go = bernoulli_exp_minus_one(active.size, words)
-        out[active[~go]] = False
-        active, left = active[go], left[go] - 1
-        active, left = active[left > 0], left[left > 0]
+        out[select(active, ~go)] = False
+        active, left = select(active, go), select(left, go) - 1
+        active, left = select(active, left > 0), select(left, left > 0)
     return out

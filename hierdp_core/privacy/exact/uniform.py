@@ -17,6 +17,21 @@ import numpy as np
 INT64_MAX = (1 << 63) - 1
 
 
+def select(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``values[mask]``, by index: numpy's boolean indexing is several times slower on the
+    unpredictable masks of a rejection sampler (measured here: 5-13 ns against 2-3 ns per
+    element)."""
+    return values.take(np.flatnonzero(mask))
+
+
+def first(parts: list[np.ndarray], size: int) -> np.ndarray:
+    """The first ``size`` values of the batches ``parts`` end to end (int64 when joined; the
+    one batch itself, uncopied, when there is one)."""
+    if len(parts) == 1:
+        return parts[0][:size]
+    return np.concatenate([np.zeros(0, dtype=np.int64), *parts])[:size]
+
+
 def oversample(need: int, accept: float) -> int:
     """Candidates to draw so that ``need`` of them pass a test of probability about
     ``accept``, with a margin (only the batch size: kept candidates are independent of it)."""
@@ -40,13 +55,13 @@ def _uniform_below_scalar(n: int, size: int, words) -> np.ndarray:
     width = (n - 1).bit_length()
     if width == 0:
         return np.zeros(size, dtype=np.int64)
-    parts, have = [np.zeros(0, dtype=np.int64)], 0
+    parts, have = [], 0
     while have < size:
         w = words.bits(oversample(size - have, _acceptance(n, width)), width)
-        w = w[w < n]
+        w = select(w, w < n)
         parts.append(w)
         have += w.size
-    return np.concatenate(parts)[:size].astype(np.int64, copy=False)
+    return first(parts, size).astype(np.int64, copy=False)
 
 
 def _uniform_below_array(n: np.ndarray, words) -> np.ndarray:
@@ -58,8 +73,8 @@ def _uniform_below_array(n: np.ndarray, words) -> np.ndarray:
         w = words.bits(todo.size, width).astype(np.int64)
         w &= mask[todo]
         ok = w < n[todo]
-        out[todo[ok]] = w[ok]
-        todo = todo[~ok]
+        out[select(todo, ok)] = select(w, ok)
+        todo = select(todo, ~ok)
     return out
 
 
