@@ -26,37 +26,40 @@ def _bernoulli_one_over(k: int, size: int, words) -> np.ndarray:
     return uniform_below(k, words, size) == 0
 
 
+def _survivors(active: np.ndarray, go: np.ndarray, out: np.ndarray, k: int) -> np.ndarray:
+    """The elements of ``active`` whose A_k = ``go`` is 1; those stopping at an odd ``k``
+    output 1 (``out`` is 0 for every element still running)."""
+    if k % 2:
+        out[select(active, ~go)] = True
+    return select(active, go)
+
+
 def bernoulli_exp_unit(num, den, words, size: int | None = None) -> np.ndarray:
     """Independent Bernoulli(exp(-num_i / den_i)) with 0 <= num <= den (arrays, or a
     scalar ``den`` for all, or scalars with ``size``)."""
     n = size if size is not None else np.size(num)
     num = np.broadcast_to(num, n) if np.ndim(num) == 0 else num
     den_array = np.ndim(den) > 0
-    out = np.empty(n, dtype=bool)
-    active = np.arange(n)
-    k = 1
+    go = bernoulli_ratio(num, den, words, n)  # A_1 (Bernoulli(1 / 1) is 1)
+    out = ~go  # K = 1 is odd
+    active = np.flatnonzero(go)
+    k = 2
     while active.size:
-        if k > 1:  # Bernoulli(1 / k); at k = 1 it is 1
-            go = _bernoulli_one_over(k, active.size, words)
-            out[select(active, ~go)] = k % 2 == 1
-            active = select(active, go)
+        active = _survivors(active, _bernoulli_one_over(k, active.size, words), out, k)
         go = bernoulli_ratio(num.take(active), den.take(active) if den_array else den, words,
                              active.size)
-        out[select(active, ~go)] = k % 2 == 1
-        active = select(active, go)
+        active = _survivors(active, go, out, k)
         k += 1
     return out
 
 
 def bernoulli_exp_minus_one(size: int, words) -> np.ndarray:
     """Independent Bernoulli(exp(-1)): Algorithm 1 with gamma = 1 (A_1 = 1 always)."""
-    out = np.empty(size, dtype=bool)
-    active = np.arange(size)
-    k = 2
+    out = np.zeros(size, dtype=bool)
+    active = np.flatnonzero(_bernoulli_one_over(2, size, words))  # K = 2 is even: 0
+    k = 3
     while active.size:
-        go = _bernoulli_one_over(k, active.size, words)
-        out[select(active, ~go)] = k % 2 == 1
-        active = select(active, go)
+        active = _survivors(active, _bernoulli_one_over(k, active.size, words), out, k)
         k += 1
     return out
 

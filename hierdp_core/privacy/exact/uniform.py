@@ -38,11 +38,6 @@ def oversample(need: int, accept: float) -> int:
     return need if need <= 1 else math.ceil(need / accept * 1.02) + 32
 
 
-def _acceptance(n: int, width: int) -> float:
-    """The chance that a ``width``-bit word is below ``n`` (batch sizing only)."""
-    return n / (1 << width)
-
-
 def _smear(m: np.ndarray) -> np.ndarray:
     """The smallest 2^b - 1 >= m, per element (m >= 0, int64)."""
     m = m.copy()
@@ -52,16 +47,19 @@ def _smear(m: np.ndarray) -> np.ndarray:
 
 
 def _uniform_below_scalar(n: int, size: int, words) -> np.ndarray:
+    """Each element: fresh ``width``-bit words until one is below ``n`` (rejected ones
+    redrawn in place; none when ``n`` is a power of two)."""
     width = (n - 1).bit_length()
     if width == 0:
         return np.zeros(size, dtype=np.int64)
-    parts, have = [], 0
-    while have < size:
-        w = words.bits(oversample(size - have, _acceptance(n, width)), width)
-        w = select(w, w < n)
-        parts.append(w)
-        have += w.size
-    return first(parts, size).astype(np.int64, copy=False)
+    w = words.bits(size, width)
+    if n < 1 << width:
+        todo = np.flatnonzero(w >= n)
+        while todo.size:
+            again = words.bits(todo.size, width)
+            w[todo] = again
+            todo = select(todo, again >= n)
+    return w.astype(np.int64, copy=False)
 
 
 def _uniform_below_array(n: np.ndarray, words) -> np.ndarray:
