@@ -59,7 +59,7 @@ def _uniform_below_scalar(n: int, size: int, words) -> np.ndarray:
             again = words.bits(todo.size, width)
             w[todo] = again
             todo = select(todo, again >= n)
-    return w.astype(np.int64, copy=False)
+    return w if w.dtype == np.uint32 else w.astype(np.int64)
 
 
 def _uniform_below_array(n: np.ndarray, words) -> np.ndarray:
@@ -94,7 +94,9 @@ def _uniform_below_big(n: np.ndarray, words) -> np.ndarray:
 
 def uniform_below(n, words, size: int | None = None) -> np.ndarray:
     """Independent integers, each uniform on [0, n_i): ``n`` one int >= 1 (then ``size``
-    draws) or an array of them (int64, or object for bounds beyond int64)."""
+    draws; uint32, the words themselves, when n <= 2^32, else int64) or an array of them
+    (int64, or object for bounds beyond int64). Never uint64: numpy would compare or add it
+    to int64 in floats."""
     if isinstance(n, np.ndarray):
         if n.dtype == object:
             return _uniform_below_big(n, words)
