@@ -2,7 +2,7 @@
 
 The manifest says how the release was made (mechanism, parameters, privacy definition and
 budget, the mechanism's privacy plan (`hierdp_core.privacy.plan`), split and ledger,
-randomness with OpenDP's privacy map of every secure measurement, hierdp version, input
+randomness with the privacy loss of every secure measurement, hierdp version, input
 fingerprint, timestamp, and how the cells' ``lower``/``upper`` intervals were computed when
 the release has them), whether it is publishable and why not (`hierdp_core.verdict`, with
 the public epsilon ceiling), the table rules of its released values

@@ -45,7 +45,7 @@ def test_secure_topdown_over_a_declared_geography_is_publishable(capsys, files, 
     assert sorted(p.name for p in out.rglob("*")) == ["manifest.json", "release.csv"]
     table = pd.read_csv(out / "release.csv", dtype=str)
     assert "C/c1" in set(table["node_id"])  # declared, absent from the data, released
-    losses = [m["opendp_privacy_loss"] for m in manifest["randomness"]["measurements"]]
+    losses = [m["privacy_loss"] for m in manifest["randomness"]["measurements"]]
     budgets = [row["budget"] for row in manifest["ledger"] if row["budget"]]
     assert losses == pytest.approx(budgets, rel=1e-9)
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from hierdp_core.errors import BudgetError
+from hierdp_core.privacy import samplers
 from hierdp_core.privacy.exact import add_checked, apply_exact, exact_noise
 from hierdp_core.privacy.exact.apply import NoiseOverflowError
 from hierdp_core.privacy.exact.keystream import CHUNK_BYTES, secure_words
-from hierdp_core.privacy.opendp_noise import opendp_privacy_loss
 from hierdp_core.privacy.samplers import DiscreteGaussian, Geometric, NoiseSource
 
 
@@ -102,12 +102,20 @@ def test_the_loss_logged_is_that_of_the_rational_sampled(cls, budget, sensitivit
     assert entry["privacy_loss"] == sampled.privacy_loss(sensitivity)
     assert entry["privacy_loss"] <= budget * (1 + 1e-12)
     assert entry["privacy_loss"] == pytest.approx(budget, rel=1e-6)  # sigma^2 rounded up
-    # OpenDP's privacy map of the same rational agrees (its float rounding aside)
-    scale = sampled.num / sampled.den
-    kind = "laplace" if cls is Geometric else "gaussian"
-    theirs = opendp_privacy_loss(kind, scale if cls is Geometric else scale ** 0.5, True,
-                                 sensitivity, 1000)
-    assert entry["privacy_loss"] == pytest.approx(theirs, rel=1e-9)
+
+
+def test_the_hierdp_backend_never_asks_opendp(monkeypatch):
+    """The production loss is ours; OpenDP's map is only the tests' cross-check
+    (`test_exact_privacy_map`)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("OpenDP called on the hierdp backend")
+
+    monkeypatch.setattr(samplers, "opendp_privacy_loss", refuse)
+    monkeypatch.setattr(samplers, "opendp_apply", refuse)
+    src = NoiseSource(secure=True)
+    for noise in (Geometric.for_epsilon(0.5, 1.0), DiscreteGaussian.for_zcdp(0.1, 1.0)):
+        noise.apply(np.zeros(10, dtype=np.int64), src, sensitivity=1.0, budget=1.0)
+    assert [m["sampler"] for m in src.measurements] == ["hierdp-exact"] * 2
 
 
 def test_a_loss_above_the_share_is_refused():

@@ -310,21 +310,24 @@ def test_secure_noise_is_never_drawn_alone():
         Laplace(1.0).sample(3, NoiseSource(secure=True))
 
 
+@pytest.mark.parametrize("backend", ["hierdp", "opendp"])
 @pytest.mark.parametrize(("name", "sensitivity", "budget"),
                          [("laplace", 2.0, 0.5), ("geometric", 1.0, 0.25),
                           ("gaussian", 1.0, 0.3), ("discrete-gaussian", 2 ** 0.5, 0.2)])
-def test_secure_apply_logs_opendp_privacy_map(name, sensitivity, budget):
+def test_secure_apply_logs_its_privacy_loss(name, sensitivity, budget, backend):
     cls = NOISES[name]
     noise = (cls.for_epsilon(budget, sensitivity) if cls in (Laplace, Geometric)
              else cls.for_zcdp(budget, sensitivity))
-    src = NoiseSource(secure=True)
+    src = NoiseSource(secure=True, backend=backend)
     values = np.arange(10, dtype=np.int64)
     for _ in range(2):  # two batches of one measurement: one log entry
         noise.apply(values, src, sensitivity=sensitivity, budget=budget, label="level 1")
     (entry,) = src.as_dict()["measurements"]
     assert entry["cells"] == 20 and entry["measurement"] == "level 1"
-    assert entry["opendp_privacy_loss"] == pytest.approx(budget, rel=1e-6)
-    assert entry["opendp_privacy_loss"] <= budget * (1 + 1e-9)
+    assert entry["privacy_loss"] == pytest.approx(budget, rel=1e-6)
+    assert entry["privacy_loss"] <= budget * (1 + 1e-9)
+    exact = backend == "hierdp" and cls.integer
+    assert entry["sampler"] == ("hierdp-exact" if exact else "opendp")
 
 
 def test_secure_apply_refuses_a_map_above_the_share():

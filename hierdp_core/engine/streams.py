@@ -185,7 +185,6 @@ def merge_measurements(source: NoiseSource, measurements: list[dict]) -> None:
     """Log a block's secure measurements (`NoiseSource.measurements`) on ``source``: the
     parts of one level make one entry, their cells added up."""
     for m in measurements:
-        exact = {k: m[k] for k in ("sampler", "sampled", "privacy_loss") if k in m} \
-            if "sampled" in m else None
+        how = {k: m[k] for k in ("sampler", "sampled") if k in m}
         source.record(m["measurement"], NOISES[m["noise"]](m["scale"]), m["cells"],
-                      m["sensitivity"], m["opendp_privacy_loss"], m["budget_share"], exact)
+                      m["sensitivity"], m["privacy_loss"], m["budget_share"], how)

@@ -44,8 +44,8 @@ class LevelPlan:
     sensitivity: float | None = None  # of the level's vector, in the noise's norm
 
     def apply(self, values: np.ndarray, source: NoiseSource) -> np.ndarray:
-        """The level's noise applied to (some of) its true values; in secure mode OpenDP's
-        privacy map of it is logged and checked against the level's share."""
+        """The level's noise applied to (some of) its true values; in secure mode its
+        privacy loss is logged and checked against the level's share."""
         return self.noise.apply(values, source, sensitivity=self.sensitivity,
                                 budget=self.budget.value,
                                 label=f"{self.query}: level {self.level} ({self.level_name})")

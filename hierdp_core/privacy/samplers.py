@@ -56,8 +56,8 @@ class NoiseSource:
     ``NoiseSource(secure=True)``: noise for releases applied to the true values, from
     hierdp's exact sampler (``backend="hierdp"``, the default) or OpenDP's measurements
     (``backend="opendp"``). A secure source keeps the log of its measurements, each with its
-    privacy loss (`measurements`): computed from the exact rational sampled, beside
-    OpenDP's privacy map of the same scale as a cross-check.
+    privacy loss (`measurements`): computed from the exact rational sampled (hierdp), or
+    OpenDP's privacy map (opendp, and continuous noise on either backend).
     """
 
     def __init__(self, seed: int | None = None, secure: bool = False,
@@ -80,7 +80,7 @@ class NoiseSource:
 
     def as_dict(self) -> dict:
         """How the noise was made, for the manifest; a secure source lists its measurements
-        with OpenDP's privacy map of each (a seed is listed only for exploration)."""
+        with the privacy loss of each (a seed is listed only for exploration)."""
         if self.secure:
             sampler = {"sampler": "opendp", "algorithm": "OpenDP measurements"} \
                 if self.backend == "opendp" else {"sampler": "hierdp-exact",
@@ -90,11 +90,12 @@ class NoiseSource:
         return {"mode": "exploration", "source": "numpy-pcg64", "seed": self.seed}
 
     def record(self, label: str, noise: Noise, cells: int, sensitivity: float | None,
-               loss: float | None, budget: float | None, exact: dict | None = None) -> None:
+               loss: float | None, budget: float | None, how: dict) -> None:
         """Log one measurement; measurements of the same label, noise and sensitivity
         (e.g. batches of one level) are one entry with their cells added up. ``loss`` is
-        OpenDP's privacy map; ``exact`` (hierdp backend) the rational sampled and the loss
-        computed from it, which is then the entry's ``privacy_loss``."""
+        the privacy loss of the noise drawn (hierdp backend: computed from the rational
+        sampled; OpenDP's: its privacy map), ``how`` the ``sampler`` (and the rational
+        ``sampled``)."""
         key = (label, noise.name, noise.scale, sensitivity, budget)
         entry = self._log.get(key)
         if entry is None:
@@ -103,19 +104,15 @@ class NoiseSource:
                 "cells": int(cells), "sensitivity": sensitivity,
                 "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
                 else "epsilon",
-                "opendp_privacy_loss": loss, "budget_share": budget,
-                "privacy_loss": loss, **(exact or {})}
+                "privacy_loss": loss, "budget_share": budget, **how}
             if sensitivity is None:  # e.g. DAWA's Stage-1 scores, Privelet's coefficients
                 self._log[key]["privacy_argument"] = (
                     "the mechanism's analysis of its stage (noisy scores for a selection, or "
-                    "weighted coefficients), not one OpenDP map")
+                    "weighted coefficients), not one privacy map")
         else:
             entry["cells"] += int(cells)
-            ours = (exact or {}).get("privacy_loss", loss)
             if loss is not None:
-                entry["opendp_privacy_loss"] = max(entry["opendp_privacy_loss"], loss)
-            if ours is not None:
-                entry["privacy_loss"] = max(entry["privacy_loss"], ours)
+                entry["privacy_loss"] = max(entry["privacy_loss"], loss)
 
     @property
     def measurements(self) -> list[dict]:
@@ -143,6 +140,7 @@ class Noise(ABC):
     name = "noise"
     integer = False
     _opendp_kind = "laplace"  # OpenDP measurement family used in secure mode
+    _exact_kind = None  # hierdp's exact sampler of integer noise (its kind)
 
     def __post_init__(self):
         if not (math.isfinite(self.scale) and self.scale > 0):
@@ -187,8 +185,9 @@ class Noise(ABC):
         refused); otherwise OpenDP's measurement applied to the values (integer noise needs
         integer values). With ``sensitivity`` (L1 for Laplace / geometric, L2 for the
         Gaussians) the privacy loss is logged on the source and must not exceed ``budget``
-        (the measurement's share: epsilon or rho): on the hierdp backend the loss computed
-        exactly from the rational sampled, with OpenDP's map of that scale beside it.
+        (the measurement's share: epsilon or rho), checked before any noise is drawn: on
+        the hierdp backend the loss computed exactly from the rational sampled (OpenDP's map
+        of the same rational agrees: a test), on OpenDP's its privacy map.
         """
         values = np.asarray(values)
         if not source.secure:
@@ -201,29 +200,20 @@ class Noise(ABC):
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
         flat = values.reshape(-1)
-        exact = None
         if self.integer and source.backend == "hierdp":
-            sampled = exact_noise(self.name if self.name != "geometric" else
-                                  "discrete-laplace", self.scale)
-            noisy = apply_exact(flat, sampled)
-            scale = sampled.num / sampled.den  # OpenDP's map of the scale sampled (rounded
-            if self._opendp_kind == "gaussian":  # up, so its loss is at most the float's)
-                scale = scale ** 0.5
-            exact = {"sampler": "hierdp-exact", "sampled": sampled.parameter}
+            sampled = exact_noise(self._exact_kind, self.scale)
+            how = {"sampler": "hierdp-exact", "sampled": sampled.parameter}
+            loss = None if sensitivity is None else sampled.privacy_loss(sensitivity)
         else:
-            noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer)
-            scale = self.scale
-        loss = None
-        if sensitivity is not None:
-            loss = opendp_privacy_loss(self._opendp_kind, scale, self.integer,
-                                       sensitivity, flat.size)
-            if exact is not None:
-                exact["privacy_loss"] = sampled.privacy_loss(sensitivity)
-            checked = loss if exact is None else exact["privacy_loss"]
-            if budget is not None and checked > budget * (1 + 1e-9):
-                raise BudgetError(f"{label}: the privacy loss is {checked:.6g}, more than "
-                                  f"its share of the budget {budget:.6g}")
-        source.record(label, self, flat.size, sensitivity, loss, budget, exact)
+            sampled, how = None, {"sampler": "opendp"}
+            loss = None if sensitivity is None else opendp_privacy_loss(
+                self._opendp_kind, self.scale, self.integer, sensitivity, flat.size)
+        if loss is not None and budget is not None and loss > budget * (1 + 1e-9):
+            raise BudgetError(f"{label}: the privacy loss is {loss:.6g}, more than "
+                              f"its share of the budget {budget:.6g}")
+        noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer) \
+            if sampled is None else apply_exact(flat, sampled)
+        source.record(label, self, flat.size, sensitivity, loss, budget, how)
         return noisy.reshape(values.shape)
 
     def describe(self) -> dict:
@@ -284,6 +274,7 @@ class Geometric(_PureDPNoise):
     Exact: sampled as the difference of two i.i.d. geometric variables."""
 
     name = "geometric"
+    _exact_kind = "discrete-laplace"
     integer = True
 
     @property
@@ -365,6 +356,7 @@ class DiscreteGaussian(_ZCDPNoise):
     """
 
     name = "discrete-gaussian"
+    _exact_kind = "discrete-gaussian"
     integer = True
     _opendp_kind = "gaussian"
 

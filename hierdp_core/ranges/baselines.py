@@ -101,8 +101,8 @@ def _check_branching(branching: int) -> None:
 def _laplace(values: np.ndarray, scale: float, source: NoiseSource, label: str, *,
              sensitivity: float | None = None, budget: float | None = None) -> np.ndarray:
     """Laplace(scale) applied to ``values``; with ``sensitivity`` and ``budget`` (an epsilon)
-    the values are a vector of that L1 sensitivity whose OpenDP privacy map is checked
-    against the budget."""
+    the values are a vector of that L1 sensitivity whose privacy loss (Laplace noise is
+    continuous: OpenDP's map) is checked against the budget."""
     return Laplace(scale=scale).apply(values, source, sensitivity=sensitivity, budget=budget,
                                       label=label)
 

@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from hierdp_core.privacy.exact.uniform import bernoulli_ratio, uniform_below
+from hierdp_core.privacy.exact.uniform import bernoulli_ratio, select, uniform_below
 
 
 def _bernoulli_one_over(k: int, size: int, words) -> np.ndarray:
     """Independent Bernoulli(1 / k)."""
     return uniform_below(k, words, size) == 0
+
+
+def _survivors(active: np.ndarray, go: np.ndarray, out: np.ndarray, k: int) -> np.ndarray:
+    """The elements of ``active`` whose A_k = ``go`` is 1; those stopping at an odd ``k``
+    output 1 (``out`` is 0 for every element still running)."""
+    if k % 2:
+        out[select(active, ~go)] = True
+    return select(active, go)
 
 
 def bernoulli_exp_unit(num, den, words, size: int | None = None) -> np.ndarray:
@@ -32,31 +40,26 @@ def bernoulli_exp_unit(num, den, words, size: int | None = None) -> np.ndarray:
     n = size if size is not None else np.size(num)
     num = np.broadcast_to(num, n) if np.ndim(num) == 0 else num
     den_array = np.ndim(den) > 0
-    out = np.empty(n, dtype=bool)
-    active = np.arange(n)
-    k = 1
+    go = bernoulli_ratio(num, den, words, n)  # A_1 (Bernoulli(1 / 1) is 1)
+    out = ~go  # K = 1 is odd
+    active = np.flatnonzero(go)
+    k = 2
     while active.size:
-        if k > 1:  # Bernoulli(1 / k); at k = 1 it is 1
-            go = _bernoulli_one_over(k, active.size, words)
-            out[active[~go]] = k % 2 == 1
-            active = active[go]
-        go = bernoulli_ratio(num[active], den[active] if den_array else den, words,
+        active = _survivors(active, _bernoulli_one_over(k, active.size, words), out, k)
+        go = bernoulli_ratio(num.take(active), den.take(active) if den_array else den, words,
                              active.size)
-        out[active[~go]] = k % 2 == 1
-        active = active[go]
+        active = _survivors(active, go, out, k)
         k += 1
     return out
 
 
 def bernoulli_exp_minus_one(size: int, words) -> np.ndarray:
     """Independent Bernoulli(exp(-1)): Algorithm 1 with gamma = 1 (A_1 = 1 always)."""
-    out = np.empty(size, dtype=bool)
-    active = np.arange(size)
-    k = 2
+    out = np.zeros(size, dtype=bool)
+    active = np.flatnonzero(_bernoulli_one_over(2, size, words))  # K = 2 is even: 0
+    k = 3
     while active.size:
-        go = _bernoulli_one_over(k, active.size, words)
-        out[active[~go]] = k % 2 == 1
-        active = active[go]
+        active = _survivors(active, _bernoulli_one_over(k, active.size, words), out, k)
         k += 1
     return out
 
@@ -67,10 +70,10 @@ def bernoulli_exp(num, den, words) -> np.ndarray:
     whole, frac = num // den, num % den  # (np.divmod has no object loop)
     out = bernoulli_exp_unit(frac, den, words)
     active = np.flatnonzero(out & (whole > 0))
-    left = whole[active]
+    left = whole.take(active)
     while active.size:  # each remaining whole unit of gamma: one Bernoulli(exp(-1))
         go = bernoulli_exp_minus_one(active.size, words)
-        out[active[~go]] = False
-        active, left = active[go], left[go] - 1
-        active, left = active[left > 0], left[left > 0]
+        out[select(active, ~go)] = False
+        active, left = select(active, go), select(left, go) - 1
+        active, left = select(active, left > 0), select(left, left > 0)
     return out

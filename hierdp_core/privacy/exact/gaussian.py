@@ -20,7 +20,7 @@ import numpy as np
 from hierdp_core.errors import MechanismError
 from hierdp_core.privacy.exact.bernoulli import bernoulli_exp
 from hierdp_core.privacy.exact.laplace import discrete_laplace
-from hierdp_core.privacy.exact.uniform import INT64_MAX, oversample
+from hierdp_core.privacy.exact.uniform import INT64_MAX, first, oversample, select
 
 _M_MAX = math.isqrt(INT64_MAX)  # |m| <= this keeps m^2 in int64
 
@@ -40,7 +40,7 @@ def _keep(y: np.ndarray, a: int, b: int, t: int, words) -> np.ndarray:
         small = np.zeros(y.size, dtype=bool)
     keep = np.empty(y.size, dtype=bool)
     if small.any():
-        m = absy[small] * (t * b) - a
+        m = select(absy, small) * (t * b) - a
         keep[small] = bernoulli_exp(m * m, den, words)
     if not small.all():  # the exact path with Python ints
         m = np.array([int(v) * t * b - a for v in absy[~small]], dtype=object)
@@ -62,10 +62,10 @@ def discrete_gaussian(a: int, b: int, size: int, words) -> np.ndarray:
         raise MechanismError(f"a discrete Gaussian sigma^2 = a/b needs a, b >= 1, got {a}/{b}")
     t = proposal_scale(a, b)
     accept = _gaussian_acceptance(a, b, t)
-    parts, have = [np.zeros(0, dtype=np.int64)], 0
+    parts, have = [], 0
     while have < size:
         y = discrete_laplace(t, 1, oversample(size - have, accept), words)
-        y = y[_keep(y, a, b, t, words)]
+        y = select(y, _keep(y, a, b, t, words))
         parts.append(y)
         have += y.size
-    return np.concatenate(parts)[:size]
+    return first(parts, size)

@@ -26,7 +26,7 @@ import numpy as np
 
 from hierdp_core.errors import MechanismError
 from hierdp_core.privacy.exact.bernoulli import bernoulli_exp_minus_one, bernoulli_exp_unit
-from hierdp_core.privacy.exact.uniform import INT64_MAX, oversample, uniform_below
+from hierdp_core.privacy.exact.uniform import INT64_MAX, first, oversample, select, uniform_below
 
 _P_EXP_MINUS_ONE = math.exp(-1)  # only to size the pools of bits
 
@@ -69,11 +69,12 @@ def _candidates(m: int, t: int, s: int, words) -> np.ndarray:
         u = np.zeros(m, dtype=np.int64)  # U = 0, kept with probability exp(0) = 1
     else:
         u = uniform_below(t, words, m)
-        u = u[bernoulli_exp_unit(u, t, words)]
+        u = select(u, bernoulli_exp_unit(u, t, words))
     y = _quotient(u, geometric_runs(u.size, words), t, s)
     negative = uniform_below(2, words, y.size) == 1
     keep = ~(negative & (y == 0))
-    return np.where(negative, -y, y)[keep]
+    np.negative(y, out=y, where=negative)
+    return select(y, keep)
 
 
 def _acceptance(t: int, s: int) -> float:
@@ -87,9 +88,9 @@ def discrete_laplace(t: int, s: int, size: int, words) -> np.ndarray:
     """``size`` independent draws with P(k) proportional to exp(-|k| s / t) (int64)."""
     if not (t >= 1 and s >= 1):
         raise MechanismError(f"a discrete Laplace scale t/s needs t, s >= 1, got {t}/{s}")
-    parts, have, accept = [np.zeros(0, dtype=np.int64)], 0, _acceptance(t, s)
+    parts, have, accept = [], 0, _acceptance(t, s)
     while have < size:
         z = _candidates(oversample(size - have, accept), t, s, words)
         parts.append(z)
         have += z.size
-    return np.concatenate(parts)[:size]
+    return first(parts, size)

@@ -1,7 +1,7 @@
 """The exact rational noise parameter that is sampled, and the privacy loss it gives.
 
-A float scale is rounded UP (more noise, never less) to a rational with a power-of-two
-denominator chosen so that the samplers' integers stay well inside int64; the privacy loss
+A float scale is rounded UP (more noise, never less) to a rational chosen so that the
+samplers' integers stay well inside int64 and their uniform draws reject little; the loss
 is then computed from that rational exactly (`fractions.Fraction`) and rounded up to a
 float, so the ledger holds the loss of the noise actually drawn:
 - discrete Laplace of scale t/s with L1 sensitivity D: epsilon = D s / t;
@@ -21,6 +21,8 @@ LAPLACE_T_MAX = 1 << 32
 #: the discrete Gaussian's acceptance denominator 2 a b t^2 stays below this, leaving room
 #: for m^2 (|Y| up to ~ 40 sigma) in int64
 GAUSSIAN_DEN_MAX = 1 << 52
+#: non-integer scales below this are sampled with t = `LAPLACE_T_MAX` (see `laplace_rational`)
+POWER_T_BELOW = 1 << 16
 _MAX_EXPONENT = 64  # finest power-of-two denominator tried
 _INT_LIMIT = 1 << 62
 
@@ -38,16 +40,22 @@ def _positive(x: float, what: str) -> Fraction:
 
 
 def laplace_rational(scale: float) -> tuple[int, int]:
-    """(t, s), coprime, with t/s >= ``scale`` the closest such rational whose denominator
-    is a power of two at most 2^64 and whose t <= `LAPLACE_T_MAX` (or s = 1)."""
+    """(t, s), coprime, with t/s >= ``scale``: the scale itself when it is a whole number
+    up to `LAPLACE_T_MAX`; below `POWER_T_BELOW`, t = 2^32 and s = floor(2^32 / scale) (t
+    a power of two, so the sampler's uniform draws below t and below U need no rejection;
+    at most 1 + 2^-16 times the scale); otherwise the closest rational above whose
+    denominator is a power of two at most 2^64 and whose t <= `LAPLACE_T_MAX` (or s = 1)."""
     x = _positive(scale, "a discrete Laplace scale")
-    best = (math.ceil(x), 1)
-    for k in range(1, _MAX_EXPONENT + 1):
-        t = math.ceil(x * (1 << k))
-        if t > LAPLACE_T_MAX:
-            break
-        best = (t, 1 << k)
-    t, s = best
+    if x.denominator == 1 and x <= LAPLACE_T_MAX:
+        return int(x), 1
+    if x < POWER_T_BELOW:
+        t, s = LAPLACE_T_MAX, math.floor(LAPLACE_T_MAX / x)
+    else:
+        t, s = math.ceil(x), 1
+        for k in range(1, _MAX_EXPONENT + 1):
+            if math.ceil(x * (1 << k)) > LAPLACE_T_MAX:
+                break
+            t, s = math.ceil(x * (1 << k)), 1 << k
     g = math.gcd(t, s)
     t, s = t // g, s // g
     if t > _INT_LIMIT or s > _INT_LIMIT:
