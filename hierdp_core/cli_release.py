@@ -100,12 +100,20 @@ def cmd_release(args) -> int:
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
-        table, prepared, sparse = None, "", None
-        reserved = reserve_release(args, budget, mechanism.info.name, source,
-                                   dataset_files(args.input))
+        table, prepared, sparse, spends = None, "", None, []
+
+        def split_then_reserve(shape):
+            """The split of the public ``shape``, then the write-ahead spend: the engine
+            asks for it once the data's size is checked and before any noise, so a
+            release refused by those checks spends nothing."""
+            choice = _split(args, mechanism, shape, budget)
+            spends.append(reserve_release(args, budget, mechanism.info.name, source,
+                                          dataset_files(args.input)))
+            return choice
+
         release, data, content, choice = dask_release(
-            args, mechanism, budget, source, lambda d: _split(args, mechanism, d, budget),
-            _params(args.param))
+            args, mechanism, budget, source, split_then_reserve, _params(args.param))
+        reserved = spends[0]
     else:
         args, table, prepared, data, sparse = memory_input(args, path)
         content = path

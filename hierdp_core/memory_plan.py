@@ -59,6 +59,9 @@ SPARSE_FLOWS = frozenset({"inftda", "tda-l2", "tda-linf-milp", "stability-histog
 #: (traced peak over the cells noised, 0.37M and 4.1M cells), with room for the positive
 #: nodes it writes
 SPARSE_FLOW_BYTES_PER_CELL = 250
+#: peak bytes per cell of the Dask client that gathers a release: 7.3 GB for the 66.6M
+#: cells of the 300M-person release with its bootstrap intervals (README), with a margin
+DASK_CLIENT_BYTES_PER_CELL = 150
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,

@@ -226,3 +226,34 @@ def test_the_whole_datasets_total_is_checked_not_only_each_partition(tmp_path, c
         tmp_path, ["state", "county"], "topdown", PrivacyBudget.pure(1.0),
         geography=geography, count_column="n", source=NoiseSource(seed=1), client=client)
     assert release.values.shape[0] == 5
+
+
+def test_a_release_refused_by_its_size_spends_no_budget(dataset, tmp_path, capsys):
+    """The write-ahead spend of a secure Dask release comes after the size checks: a
+    release refused for its cells leaves the ledger as it was, so the next one (under the
+    implicit total of one release) is not refused for an earlier spend."""
+    args = [a for a in release_args(dataset, tmp_path / "r") if a not in ("--seed", "3")]
+    code, _, err = run_cli(capsys, "release", *args, "--secure", "--max-cells", "10")
+    assert code == 2 and "cells" in err and "budget" not in err
+    code, out, err = run_cli(capsys, "release", *args, "--secure")
+    assert code == 0, err
+    assert "this release spent epsilon 1" in out
+
+
+def test_the_dask_cell_limit_is_the_clients_share_only_when_it_gathers(tmp_path):
+    """The workers writing the release hold the cells, not the client: no client-side cap
+    (the README's 64M-cell release); a gathered release is capped by --max-memory."""
+    from hierdp_core.cli_parser import build_parser
+    from hierdp_core.engine.dask_cli import dask_cell_limit
+    from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
+
+    def limit(*extra):
+        return dask_cell_limit(build_parser().parse_args(
+            ["release", "persons/", "--engine", "dask", "--levels", "state", "--mechanism",
+             "topdown", "--epsilon", "1", "--out", str(tmp_path / "r"), *extra]))
+
+    assert limit("--interval", "none") is None
+    assert limit("--interval", "none", "--max-cells", "5") == 5
+    assert limit("--max-memory", "1GB") == 2**30 // DASK_CLIENT_BYTES_PER_CELL
+    assert limit("--interval", "none", "--format", "csv", "--max-memory", "1GB") \
+        == 2**30 // DASK_CLIENT_BYTES_PER_CELL

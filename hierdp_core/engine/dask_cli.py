@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from hierdp_core.cli_input import (
-    cell_limit,
     csv_list,
     declared_categories,
     declared_geography,
@@ -53,6 +52,22 @@ def check_dask_args(args, mechanism) -> None:
                          "columns (--geography with --names)")
 
 
+def dask_cell_limit(args) -> int | None:
+    """The most cells a Dask release may have: ``--max-cells`` when given; else none when
+    the workers write the release (each holds its blocks within ``--memory-per-worker``,
+    the client only the parts' names), else what ``--max-memory`` holds of the table
+    gathered on the client (`DASK_CLIENT_BYTES_PER_CELL`)."""
+    from hierdp_core.cli_memory import memory_limit
+    from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
+
+    value = getattr(args, "max_cells", None)
+    if value is not None:
+        return int(value)
+    if workers_write(args):
+        return None
+    return max(1, memory_limit(args) // DASK_CLIENT_BYTES_PER_CELL)
+
+
 def workers_write(args) -> bool:
     """Whether the workers write the release (a parquet-dataset without intervals)."""
     return args.interval == 0.0 and csv_list(args.format) in ([], ["parquet-dataset"])
@@ -78,7 +93,8 @@ def parts_folder_beside(out, overwrite: bool) -> Path:
 def dask_release(args, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
     the split goal's choice or None) of ``--engine dask`` with the mechanism's ``params``;
-    ``choose_split(data)`` gives (choice, split) from the public shape."""
+    ``choose_split(data)`` gives (choice, split) from the public shape and is called once,
+    after the checks of the data's size and before any noise is drawn."""
     from hierdp_core.engine.dask_engine import dataset_files, release_dataset
 
     check_dask_args(args, mechanism)
@@ -108,7 +124,7 @@ def dask_release(args, mechanism, budget, source, choose_split, params: dict):
         release, data = release_dataset(
             files, levels, mechanism, budget, geography=geography, categories=categories,
             category_values=values, count_column=args.count_column, split=split,
-            source=source, local_codes=args.local_codes, max_cells=cell_limit(args),
+            source=source, local_codes=args.local_codes, max_cells=dask_cell_limit(args),
             scheduler=args.scheduler, workers=args.workers,
             memory_limit=args.memory_per_worker, parts_folder=parts, **params)
     except BaseException:
