@@ -115,6 +115,24 @@ def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
         raise InputError("--change-budget-total goes with --budget-total N")
 
 
+def check_release_fits(args, budget, source, content) -> None:
+    """Refuse at once a secure release that its dataset's recorded total cannot hold
+    (`BudgetError`), before a cluster is started; `reserve_release` checks again, in one
+    transaction, when the noise is about to be drawn. Nothing is written here."""
+    if not source.secure or args.budget_total is not None:
+        return
+    from hierdp_core.privacy.ledger import Ledger, charge_of, refusal
+
+    ledger = Ledger()
+    if not ledger.path.exists():
+        return
+    now = ledger.status(input_fingerprint(content, args.key_file, Path(args.out)))
+    if now.total is not None:
+        charge = charge_of(budget, now.unit)
+        if not now.fits(charge):
+            raise BudgetError(refusal(now, charge))
+
+
 def commit_release(reserved: tuple | None, manifest: Path) -> str | None:
     """Mark the reserved spend as the release written in ``manifest``'s folder; the line
     saying what the dataset has spent (None for a seeded release)."""

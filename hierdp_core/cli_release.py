@@ -10,7 +10,7 @@ import math
 import sys
 from pathlib import Path
 
-from hierdp_core.cli_budget import commit_release, reserve_release
+from hierdp_core.cli_budget import check_release_fits, commit_release, reserve_release
 from hierdp_core.cli_input import csv_list, input_data
 from hierdp_core.cli_memory import check_args_memory, check_data_memory, memory_limit
 from hierdp_core.cli_split import describe_choice, goal_split
@@ -100,6 +100,7 @@ def cmd_release(args) -> int:
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
+        check_release_fits(args, budget, source, dataset_files(args.input))
         table, prepared, sparse, spends = None, "", None, []
 
         def split_then_reserve(shape):

@@ -265,8 +265,10 @@ def test_query_pages_without_an_upload_say_where_to_get_one():
 
 
 def release_files(at) -> list:
-    """The download buttons of release files (not the configuration's save button)."""
-    return [b for b in at.get("download_button") if not b.key.endswith("_cfg_save")]
+    """The download buttons of release files (not the configuration's save button or the
+    script that reproduces the release)."""
+    return [b for b in at.get("download_button")
+            if not b.key.endswith(("_cfg_save", "_script"))]
 
 
 def test_group_sizes_page_on_an_uploaded_table():
