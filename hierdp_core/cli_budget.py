@@ -76,7 +76,8 @@ def input_fingerprint(content, key_file, out: Path | None) -> str:
     return keyed_fingerprint(content, key)
 
 
-def reserve_release(args, budget, mechanism: str, source, content) -> tuple | None:
+def reserve_release(args, budget, mechanism: str, source, content,
+                    fingerprint: str | None = None) -> tuple | None:
     """The write-ahead spend of ``hierdp release``: (ledger, fingerprint, `Spend`), or None
     for a seeded release; the total declared first when ``--budget-total`` is given. Called
     after the input is checked and before any noise is drawn."""
@@ -95,7 +96,7 @@ def reserve_release(args, budget, mechanism: str, source, content) -> tuple | No
         raise InputError(f"the budget ledger {str(ledger.path)!r} lies inside the release "
                          f"folder {str(out)!r}; set HIERDP_HOME elsewhere")
     check_target(out, args.overwrite, MANIFEST)  # a refused --out spends nothing
-    fingerprint = input_fingerprint(content, args.key_file, out)
+    fingerprint = fingerprint or input_fingerprint(content, args.key_file, out)
     label = Path(str(args.input)).name
     declare_if_given(args, ledger, fingerprint, label, unit_of(budget))
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
@@ -115,22 +116,24 @@ def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
         raise InputError("--change-budget-total goes with --budget-total N")
 
 
-def check_release_fits(args, budget, source, content) -> None:
+def check_release_fits(args, budget, source, content) -> str | None:
     """Refuse at once a secure release that its dataset's recorded total cannot hold
     (`BudgetError`), before a cluster is started; `reserve_release` checks again, in one
-    transaction, when the noise is about to be drawn. Nothing is written here."""
-    if not source.secure or args.budget_total is not None:
-        return
+    transaction, when the noise is about to be drawn (give it the fingerprint returned
+    here: the input is hashed once). None for a seeded release. Nothing is written."""
+    if not source.secure:
+        return None
     from hierdp_core.privacy.ledger import Ledger, charge_of, refusal
 
+    fingerprint = input_fingerprint(content, args.key_file, Path(args.out))
     ledger = Ledger()
-    if not ledger.path.exists():
-        return
-    now = ledger.status(input_fingerprint(content, args.key_file, Path(args.out)))
-    if now.total is not None:
-        charge = charge_of(budget, now.unit)
-        if not now.fits(charge):
-            raise BudgetError(refusal(now, charge))
+    if args.budget_total is None and ledger.path.exists():
+        now = ledger.status(fingerprint)
+        if now.total is not None:
+            charge = charge_of(budget, now.unit)
+            if not now.fits(charge):
+                raise BudgetError(refusal(now, charge))
+    return fingerprint
 
 
 def commit_release(reserved: tuple | None, manifest: Path) -> str | None:

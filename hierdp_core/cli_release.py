@@ -100,7 +100,8 @@ def cmd_release(args) -> int:
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
-        check_release_fits(args, budget, source, dataset_files(args.input))
+        files = dataset_files(args.input)
+        fingerprint = check_release_fits(args, budget, source, files)
         table, prepared, sparse, spends = None, "", None, []
 
         def split_then_reserve(shape):
@@ -108,8 +109,8 @@ def cmd_release(args) -> int:
             asks for it once the data's size is checked and before any noise, so a
             release refused by those checks spends nothing."""
             choice = _split(args, mechanism, shape, budget)
-            spends.append(reserve_release(args, budget, mechanism.info.name, source,
-                                          dataset_files(args.input)))
+            spends.append(reserve_release(args, budget, mechanism.info.name, source, files,
+                                          fingerprint))
             return choice
 
         release, data, content, choice = dask_release(
