@@ -15,6 +15,7 @@ from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.noisy_view import noisy_vs_released_by_level
 from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
+from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.geo import label as geometry_label
@@ -32,13 +33,14 @@ h = data.hierarchy
 s = session.settings(h.n_levels)
 ds = session.ensure_dataset()
 
+config_ui.restore_randomness()  # a configuration loaded on Export sets the seed
 run_cols = st.columns([4.2, 1, 0.8], vertical_alignment="bottom")
 with run_cols[0]:
     mode = st.radio("Randomness", ["Exploration (seeded, reproducible)",
                                    "Release (OS entropy, OpenDP samplers)"], key="rand_mode",
                     horizontal=True)
 with run_cols[1]:
-    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="seed",
+    seed = st.number_input("Seed", min_value=0, step=1, key="seed",  # 0 unless set
                            disabled=not mode.startswith("Exploration"))
 with run_cols[2]:
     run = st.button("Run release", type="primary", key="run_release")

@@ -194,25 +194,30 @@ def test_loading_into_the_dashboard(raw, expected):
         assert len(out) == 1 and expected[0] in out[0]
         settings = at.session_state["hd_settings"]
         assert settings["epsilon"] == 0.7 and settings["weights"] == [0.0, 1.0, 1.0]
-        assert at.session_state["seed"] == 3 and at.session_state["hd_dataset"]["sample"] == \
-            "synthetic-us-like"
+        assert at.session_state["hd_loaded_randomness"]["seed"] == 3
+        assert at.session_state["hd_dataset"]["sample"] == "synthetic-us-like"
     else:
         assert expected in out
 
 
 def test_the_results_page_reads_the_randomness_the_loader_writes():
-    """`ui.config` writes the Results page's widget keys: the page must use them."""
+    """`ui.config` leaves the loaded randomness for the Results page: the page must use it
+    (and a later change of the widgets must win over it)."""
     from test_app import assert_clean, page
 
     from hierdp_core.ui import config as config_ui
     from hierdp_core.ui import session
 
     at = page("pages/4_Results.py", "synthetic-us-like")
-    at.session_state[config_ui.MODE] = config_ui.EXPLORATION
-    at.session_state[config_ui.SEED] = 11
+    at.session_state[config_ui.LOADED_RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                                     config_ui.SEED: 11}
     at.run()
     assert_clean(at)
     assert at.session_state[session.RELEASE].randomness["seed"] == 11
+    assert at.number_input(key="seed").value == 11
+    at.number_input(key="seed").set_value(12).run()
+    at.button(key="run_release").click().run()
+    assert at.session_state[session.RELEASE].randomness["seed"] == 12
     at = page("pages/4_Results.py", "synthetic-us-like")
     at.session_state[config_ui.MODE] = config_ui.SECURE
     at.run()

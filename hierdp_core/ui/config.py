@@ -3,8 +3,11 @@ session (data, column roles, mechanism, budget, split, the Results page's seed) 
 back into it, so the Results page redraws the same release.
 
 Session keys written on load: ``hd_dataset`` / ``hd_roles`` (a bundled sample is loaded),
-``hd_settings``, the split sliders (`ui.split.set_split`), and the Results page's
-randomness widgets ``rand_mode`` and ``seed``.
+``hd_settings``, the split sliders (`ui.split.set_split`), and ``hd_loaded_randomness``: the
+values the Results page's randomness widgets ``rand_mode`` and ``seed`` take when it is next
+drawn (`restore_randomness`). They are not written into the widgets' own keys from another
+page: a widget's key set while its page is not drawn can be lost when a page switch
+interrupts a run (streamlit/streamlit#7338).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from hierdp_core.ui import split as split_ui
 from hierdp_core.ui import structure as structure
 
 MODE, SEED = "rand_mode", "seed"  # the Results page's randomness widgets
+LOADED_RANDOMNESS = "hd_loaded_randomness"
 EXPLORATION = "Exploration (seeded, reproducible)"
 SECURE = "Release (OS entropy, OpenDP samplers)"
 
@@ -44,10 +48,13 @@ def current_config(release=None) -> ReleaseConfig:
     else:
         values = {c: declared["category_values"][c] for c in r["category_columns"]}
     zcdp = s["definition"] == "zcdp"
+    randomness = {MODE: EXPLORATION, SEED: 0, **{k: st.session_state[k] for k in (MODE, SEED)
+                                                  if k in st.session_state},
+                  **st.session_state.get(LOADED_RANDOMNESS, {})}
     if release is not None:
         seed = release.randomness.get("seed")
-    elif st.session_state.get(MODE, EXPLORATION) == EXPLORATION:
-        seed = int(st.session_state.get(SEED, 0))
+    elif randomness[MODE] == EXPLORATION:
+        seed = int(randomness[SEED])
     else:
         seed = None
     return ReleaseConfig(
@@ -102,6 +109,12 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
         raise ConfigError(f"the split has {len(weights)} weights for {n_levels} levels "
                           "(one per level, root first)")
     split_ui.set_split(s, list(weights))
-    st.session_state[MODE] = SECURE if cfg.seed is None else EXPLORATION
-    st.session_state[SEED] = int(cfg.seed or 0)
+    st.session_state[LOADED_RANDOMNESS] = {MODE: SECURE if cfg.seed is None else EXPLORATION,
+                                           SEED: int(cfg.seed or 0)}
     return notes
+
+
+def restore_randomness() -> None:
+    """On the Results page, before its randomness widgets: give them the values of a
+    configuration loaded since they were last drawn."""
+    st.session_state.update(st.session_state.pop(LOADED_RANDOMNESS, {}))
