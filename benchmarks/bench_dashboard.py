@@ -29,7 +29,15 @@ Also times "Run release" presses on US counties as before issue 18 (``run_releas
 until the script is done and two frames, same seed). Prints one JSON object. Needs Debian's
 chromium and Playwright (requirements-dev.txt).
 
-    python benchmarks/bench_dashboard.py [--repeats 3] [--skip-sweeps]
+With ``--sessions N`` it runs a workshop instead (issue 31, item 3; `tests/browser_workshop.py`):
+N people at once, each in a Chromium of their own, walk the demo path (Home, Start with a
+sample in turn, a seed, the ε slider, Run release, Export's table and configuration). It
+reports every step's worst and median over the sessions (input until the script is done, as
+each browser waits for it), the sessions whose downloads are not their own (``isolation``:
+each release must equal the library's release of the configuration that session saved), and
+the dashboard's resident memory before and at its peak.
+
+    python benchmarks/bench_dashboard.py [--repeats 3] [--skip-sweeps] [--sessions 10]
 """
 
 from __future__ import annotations
@@ -40,8 +48,10 @@ import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
@@ -55,6 +65,13 @@ from tests.browser_tools import (
     select_option,
     settle,
     timed_click,
+)
+from tests.browser_workshop import (
+    STEPS,
+    check_isolation,
+    epsilon_move,
+    run_workshop,
+    server_memory_mb,
 )
 
 QUIET_MS = 700
@@ -161,12 +178,6 @@ def start_sample(page, index: int, min_areas: int) -> float:
     return painted(page, start.click, MAP_AREAS, min_areas)
 
 
-def epsilon_move(page, key: str) -> None:
-    slider = page.locator("[data-testid='stSlider']").filter(has_text="Total ε")
-    slider.get_by_role("slider").first.focus()
-    page.keyboard.press(key)
-
-
 def re_release(page, key: str, min_areas: int) -> float:
     """One key press on the ε slider of Results, until its map shows the new release."""
     return painted(page, lambda: epsilon_move(page, key), MAP_AREAS, min_areas)
@@ -250,11 +261,37 @@ def verdicts(out: dict) -> dict:
             for name, target in TARGETS.items()}
 
 
+def workshop(n_sessions: int) -> dict:
+    """N sessions at once on one dashboard (see the module docstring)."""
+    with running_dashboard() as url, tempfile.TemporaryDirectory() as folder:
+        port = urlparse(url).port
+        before = server_memory_mb(port)
+        started = time.perf_counter()
+        people = run_workshop(url, n_sessions, Path(folder))
+        wall = round(time.perf_counter() - started, 1)
+        after = server_memory_mb(port)
+        problems = check_isolation(people, Path(folder))
+    steps = {step: worst([who.steps[step] for who in people if step in who.steps])
+             for step in STEPS if any(step in who.steps for who in people)}
+    return {"sessions": n_sessions, "wall_s": wall, "steps": steps,
+            "worst_step_s": max(s["worst_s"] for s in steps.values()),
+            "answered": sum(len(who.steps) == len(STEPS) for who in people),
+            "isolation": problems, "server_memory_before_mb": before,
+            "server_memory_after_mb": after,
+            "per_session": [{"sample": who.sample, "seed": who.seed, **who.steps}
+                            for who in people]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-sweeps", action="store_true")
+    parser.add_argument("--sessions", type=int, default=0,
+                        help="run a workshop of this many sessions at once instead")
     args = parser.parse_args()
+    if args.sessions:
+        print(json.dumps(workshop(args.sessions), indent=2))
+        return
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     out = {"chromium": chromium, "repeats": args.repeats, "samples": list(SAMPLES)[:2]}
     outside: list[str] = []

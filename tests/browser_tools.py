@@ -62,6 +62,9 @@ def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+_SHOWN = "t => [...document.querySelectorAll('h1')].some(h => h.innerText.trim() === t)"
+
+
 # ---- driving a Playwright page (the caller owns Playwright; nothing is imported here) -----
 IDLE = "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState" \
        " === 'notRunning'"
@@ -78,6 +81,12 @@ def settle(page, timeout_ms: int = 120_000) -> None:
 def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
     """Click, then return the seconds until the rerun it triggers has finished and the
     browser has painted twice (script run + transfer + rendering, as a user waits for it)."""
+    return timed_rerun(page, locator.click, timeout_ms)
+
+
+def timed_rerun(page, act, timeout_ms: int = 120_000) -> float:
+    """Do ``act()`` (an input that reruns the script), then return the seconds until that
+    rerun has finished and the browser has painted twice."""
     page.evaluate("""() => {
         const app = document.querySelector('[data-testid="stApp"]');
         window.__hdStates = [];
@@ -88,7 +97,7 @@ def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
                                           attributeFilter: ['data-test-script-state']});
     }""")
     started = time.perf_counter()
-    locator.click()
+    act()
     page.wait_for_function("""() => {
         const s = window.__hdStates;
         return s.includes('running') && s[s.length - 1] === 'notRunning';
@@ -102,15 +111,14 @@ def open_page(page, label: str) -> None:
     until its title (the sidebar label; 'hierdp' for Home) is shown and the script is done."""
     title = "hierdp" if label == "Home" else label
     link = page.locator("[data-testid='stSidebar']").get_by_role("link", name=label, exact=True)
-    shown = "t => [...document.querySelectorAll('h1')].some(h => h.innerText.trim() === t)"
     link.click()
     try:
-        page.wait_for_function(shown, arg=title, timeout=40_000)
+        page.wait_for_function(_SHOWN, arg=title, timeout=40_000)
     except Exception as exc:  # Playwright's TimeoutError (not imported here)
         if type(exc).__name__ != "TimeoutError":
             raise
         link.click()  # the click was lost (seen twice in a day under load): once more
-        page.wait_for_function(shown, arg=title, timeout=80_000)
+        page.wait_for_function(_SHOWN, arg=title, timeout=80_000)
     settle(page)
 
 
@@ -123,13 +131,14 @@ def start_with_sample(page, url: str, index: int = 0) -> None:
     press_start(page, list(SAMPLES)[index])
 
 
-def press_start(page, sample: str) -> None:
+def press_start(page, sample: str, timeout_ms: int = 120_000) -> None:
     """On Home, press the "Start with this sample" button of ``sample`` (by its widget key,
     not its position: Home's columns may rerun while the click is delivered); wait until
     Results has run with that sample."""
     page.locator(f".st-key-start_{sample} button").click()
-    settle(page)
-    page.get_by_text(f"Data: {SAMPLES[sample].title}").first.wait_for(timeout=120_000)
+    page.wait_for_function(_SHOWN, arg="Results", timeout=timeout_ms)
+    settle(page, timeout_ms)
+    page.get_by_text(f"Data: {SAMPLES[sample].title}").first.wait_for(timeout=timeout_ms)
 
 
 def select_option(page, label: str, option: str) -> None:
