@@ -17,6 +17,7 @@ from hierdp_core.errors import BudgetError, InputError
 
 if TYPE_CHECKING:  # the ledger (sqlite) is imported by the functions that use it, so the
     # command line's parser, which adds this module's options, starts without it
+    from hierdp_core.privacy.budget import PrivacyBudget
     from hierdp_core.privacy.ledger import DatasetBudget, Ledger, Spend
 
 FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
@@ -66,6 +67,28 @@ def parse_total(text: str, default_unit: str) -> tuple[float, str]:
         raise InputError(f"--budget-total takes a positive number, epsilon=N or rho=N, got "
                          f"{text!r}")
     return value, unit
+
+
+def budget_from_args(args) -> PrivacyBudget:
+    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP; the
+    total within the ranges every release accepts (`check_total`), else a `BudgetError`
+    naming the option and its range. One of the early checks (`hierdp_core.cli`): numpy
+    is not imported yet. Implausible values get a warning from
+    `hierdp_core.cli_release.budget_warnings`, said after the release."""
+    from hierdp_core.privacy.budget import PrivacyBudget, check_total
+
+    if (args.epsilon is None) == (args.rho is None):
+        raise InputError("give exactly one of --epsilon or --rho")
+    try:
+        if args.rho is not None:
+            return check_total(PrivacyBudget.zcdp(args.rho, args.delta))
+        if args.delta is not None:
+            return check_total(PrivacyBudget.approx(args.epsilon, args.delta))
+        return check_total(PrivacyBudget.pure(args.epsilon))
+    except BudgetError as exc:  # "epsilon must ..." names the option: "--epsilon must ..."
+        text = str(exc)
+        raise BudgetError(f"--{text}" if text.startswith(("epsilon", "rho", "delta"))
+                          else text) from None
 
 
 def input_fingerprint(content, key_file, out: Path | None) -> str:
