@@ -311,8 +311,8 @@ def check_replicates(replicates: int | None) -> None:
         raise InputError(f"intervals need at least 2 replicates, got {replicates}")
     if replicates > MAX_REPLICATES:
         raise SizeLimitError(f"--interval-replicates is too large: an interval takes 2 to "
-                             f"{MAX_REPLICATES:,} replicates (each re-runs the release), "
-                             f"got {replicates:,}")
+                             f"{MAX_REPLICATES:,} replicates (each a re-run or simulation of "
+                             f"the release), got {replicates:,}")
 
 
 def replicates_plan(values: int, replicates: int, *, at_least: bool = False) -> MemoryPlan:

@@ -12,6 +12,7 @@ included) for each query kind, seeded and secure, through the command line in-pr
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -89,9 +90,21 @@ def one_line_refusal(code: int, err: str, out) -> str:
     (PrivacyBudget.approx(1.0, 5e-324), "delta must lie between 1e-100 and 1 (exclusive)"),
 ])
 def test_a_total_outside_the_ranges_is_refused_naming_its_range(budget, named):
-    with pytest.raises(BudgetError, match=named.replace("+", r"\+").replace("(", r"\(")
-                       .replace(")", r"\)")):
+    with pytest.raises(BudgetError, match=re.escape(named)):
         check_total(budget)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("epsilon", 0.0), ("epsilon", -1.0), ("epsilon", math.inf), ("epsilon", math.nan),
+    ("delta", 0.0), ("delta", 1.0), ("delta", 1e-300)])
+def test_any_value_outside_a_range_gets_the_same_message(capsys, tmp_path, option, value):
+    """One message per option, whatever lies outside its range (0, inf and nan too)."""
+    budget = [f"--{option}={value!r}"] + (["--epsilon", 1] if option == "delta" else [])
+    code, _, err = run_cli(capsys, *release_argv(tmp_path, "flows", "inftda", *budget,
+                                                 "--seed", 1))
+    line = one_line_refusal(code, err, tmp_path / "out")
+    range_of = {"epsilon": "1e-06 and 1e+09", "delta": "1e-100 and 1 (exclusive)"}[option]
+    assert line == f"error: --{option} must lie between {range_of}, got {value:g}"
 
 
 @pytest.mark.parametrize("budget", [
@@ -143,7 +156,7 @@ def test_a_share_too_small_for_its_noise_is_a_budget_error(name):
 def test_replicates_are_bounded_whatever_the_memory():
     check_replicates(MAX_REPLICATES)
     with pytest.raises(SizeLimitError, match="--interval-replicates is too large: an interval "
-                                             "takes 2 to 10,000 replicates"):
+                                             "takes 2 to 2,000 replicates"):
         check_replicates(MAX_REPLICATES + 1)
 
 
@@ -173,15 +186,25 @@ def test_a_billion_replicates_are_refused_at_once_whatever_max_memory(capsys, tm
         "--interval-replicates", 10**9, "--max-memory", "10TB"))
     line = one_line_refusal(code, err, tmp_path / "out")
     assert line == ("error: --interval-replicates is too large: an interval takes 2 to "
-                    "10,000 replicates (each re-runs the release), got 1,000,000,000")
+                    "2,000 replicates (each a re-run or simulation of the release), got "
+                    "1,000,000,000")
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("epsilon", ["1e300", "1e-300"])
+def test_an_audit_takes_the_ranges_of_a_release(capsys, epsilon):
+    """Was a "pass" at epsilon 1e300 (any lower bound is below it)."""
+    code, _, err = run_cli(capsys, "audit", "--mechanism", "topdown", "--epsilon", epsilon,
+                           "--trials", 100)
+    assert code == 2 and err == (f"error: --epsilon must lie between 1e-06 and 1e+09, got "
+                                 f"{float(epsilon):g}\n")
 
 
 def test_the_help_states_the_ranges(capsys):
     code, out, _ = run_cli(capsys, "release", "--help")
     flat = " ".join(out.split())
     assert code == 0 and "1e-06 to 1e+09" in flat and "1e-12 to 1e+09" in flat
-    assert "1e-100 to 1 (exclusive)" in flat and "2 to 10,000" in flat
+    assert "1e-100 to 1 (exclusive)" in flat and "2 to 2,000" in flat
 
 
 # ---- the property: any budget gives a release or one line ---------------------------------

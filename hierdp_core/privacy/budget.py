@@ -68,17 +68,24 @@ RHO_RANGE = (1e-12, 1e9)
 DELTA_MIN = 1e-100
 
 
-def check_total(budget: PrivacyBudget) -> PrivacyBudget:
-    """``budget`` when it is a release's total within the accepted ranges (`EPSILON_RANGE`,
-    `RHO_RANGE`, `DELTA_MIN`), else a `BudgetError` naming the parameter, its range and the
-    value given. Parts of a total (`PrivacyBudget.scaled`) may be smaller."""
-    least, most = RHO_RANGE if budget.definition == ZCDP else EPSILON_RANGE
-    if not least <= budget.value <= most:
-        raise BudgetError(f"{budget.unit} must lie between {least:g} and {most:g}, got "
-                          f"{budget.value:g}")
-    if budget.delta is not None and budget.delta < DELTA_MIN:
+def total_budget(definition: str, value, delta=None) -> PrivacyBudget:
+    """A release's total budget: ``value`` (epsilon, or rho under zCDP) within
+    `EPSILON_RANGE` or `RHO_RANGE` and ``delta`` (if any) from `DELTA_MIN` to below 1,
+    else a `BudgetError` naming the parameter, its range and the value given (0, negative,
+    inf and nan included). Parts of a total (`PrivacyBudget.scaled`) may be smaller."""
+    unit = "rho" if definition == ZCDP else "epsilon"
+    least, most = RHO_RANGE if definition == ZCDP else EPSILON_RANGE
+    if not least <= _as_number(unit, value) <= most:
+        raise BudgetError(f"{unit} must lie between {least:g} and {most:g}, got {value:g}")
+    if delta is not None and not DELTA_MIN <= _as_number("delta", delta) < 1:
         raise BudgetError(f"delta must lie between {DELTA_MIN:g} and 1 (exclusive), got "
-                          f"{budget.delta:g}")
+                          f"{delta:g}")
+    return PrivacyBudget(definition, value, delta)
+
+
+def check_total(budget: PrivacyBudget) -> PrivacyBudget:
+    """``budget`` when it is within the ranges of a release's total (`total_budget`)."""
+    total_budget(budget.definition, budget.value, budget.delta)
     return budget
 
 
