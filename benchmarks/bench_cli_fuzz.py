@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 import tempfile
 import time
@@ -32,7 +33,23 @@ from cli_fuzz import (  # noqa: E402
     run_case_forked,
     warm_up,
 )
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+class _OutOfTime(Exception):
+    """Raised by the first example after ``--minutes``, before it draws its case: the run
+    stops (no shrinking phase)."""
+
+
+def _out_of_time(exc: BaseException | None) -> bool:
+    """``exc`` is `_OutOfTime`, or an error hypothesis raised while handling it (a draw
+    that stops early looks to hypothesis like inconsistent data generation)."""
+    while exc is not None:
+        if isinstance(exc, _OutOfTime):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -41,7 +58,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--minutes", type=float, default=None,
-                        help="stop drawing cases after this long (the run still reports)")
+                        help="stop after this long: no case is drawn after it and the case "
+                             "running then is cut at it (counted as 'cut at the deadline', "
+                             "not a problem); the JSON is printed at once")
     parser.add_argument("--fresh", action="store_true",
                         help="a fresh interpreter per case (python -m hierdp_core, as in CI) "
                              "instead of a child forked from this warmed-up process")
@@ -53,31 +72,46 @@ def main(argv: list[str] | None = None) -> dict:
     kinds: collections.Counter = collections.Counter()
     problems: list[dict] = []
     started = time.perf_counter()
-    deadline = None if args.minutes is None else started + 60 * args.minutes
-    with tempfile.TemporaryDirectory() as tmp:
-        @seed(args.seed)
-        @settings(max_examples=args.cases, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
-        @given(case=fuzz_cases())
-        def run(case):
-            if deadline is not None and time.perf_counter() > deadline:
-                return  # out of time: the remaining draws are skipped, not run
-            folder = Path(tmp) / f"c{sum(counts.values())}"
-            code, err, out = runner(case, folder, timeout=args.timeout)
-            counts[outcome(code, err)] += 1
-            kinds[case.query] += 1
-            found = problem(code, err, out)
-            if found:
-                problems.append({"flags": case.flags, "problem": found})
-                print(json.dumps(problems[-1]), file=sys.stderr, flush=True)
+    deadline = math.inf if args.minutes is None else started + 60 * args.minutes
+    stopped, at_deadline = "all cases drawn", f"the deadline of {args.minutes} minute(s)"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            @seed(args.seed)
+            @settings(max_examples=args.cases, deadline=None, database=None,
+                      phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+            @given(data=st.data())
+            def run(data):
+                nonlocal stopped
+                if time.perf_counter() >= deadline:
+                    raise _OutOfTime  # before drawing: drawing a case takes time too
+                case = data.draw(fuzz_cases())
+                left = deadline - time.perf_counter()
+                folder = Path(tmp) / f"c{sum(counts.values())}"
+                code, err, out = runner(case, folder, timeout=min(args.timeout, left))
+                if code is None and args.timeout > left:
+                    counts["cut at the deadline"] += 1
+                    stopped = at_deadline
+                    return  # the next example stops the run
+                counts[outcome(code, err)] += 1
+                kinds[case.query] += 1
+                found = problem(code, err, out)
+                if found:
+                    problems.append({"flags": case.flags, "problem": found})
+                    print(json.dumps(problems[-1]), file=sys.stderr, flush=True)
 
-        run()
-    result = {"cases": sum(counts.values()), "outcomes": dict(counts),
-              "query_kinds": dict(kinds), "problems": len(problems),
-              "problem_examples": problems[:20],
-              "seconds": round(time.perf_counter() - started, 1),
-              "runner": "fresh interpreter" if args.fresh else "forked from a warm process"}
-    print(json.dumps(result, indent=2))
+            run()
+    except BaseException as exc:
+        if not _out_of_time(exc):  # interrupted or broken: the counts so far still print
+            stopped = f"{type(exc).__name__}: {exc}"
+            raise
+        stopped = at_deadline
+    finally:
+        result = {"cases": sum(counts.values()), "outcomes": dict(counts),
+                  "query_kinds": dict(kinds), "problems": len(problems),
+                  "problem_examples": problems[:20], "stopped_by": stopped,
+                  "seconds": round(time.perf_counter() - started, 1),
+                  "runner": "fresh interpreter" if args.fresh else "forked from a warm process"}
+        print(json.dumps(result, indent=2), flush=True)
     return result
 
 

@@ -22,8 +22,9 @@ COMMANDS = {"mechanisms": "cli_commands:cmd_mechanisms", "release": "cli_release
             "evaluate": "cli_evaluate:cmd_evaluate", "verify": "cli_commands:cmd_verify",
             "sample": "cli_commands:cmd_sample", "audit": "cli_commands:cmd_audit",
             "budget": "cli_budget:cmd_budget"}
-#: checks on the arguments alone that run before the command's modules are imported
-EARLY_CHECKS = {"release": "cli_memory:check_declared_memory"}
+#: checks on the arguments alone that run, in turn, before the command's modules are
+#: imported: the budget's ranges, then the sizes typed against the memory
+EARLY_CHECKS = {"release": ("cli_budget:budget_from_args", "cli_memory:check_declared_memory")}
 
 
 def _function(where: str):
@@ -34,8 +35,8 @@ def _function(where: str):
 
 def run_command(args) -> int:
     """The early checks of ``args.command``, then the command."""
-    if args.command in EARLY_CHECKS:
-        _function(EARLY_CHECKS[args.command])(args)
+    for check in EARLY_CHECKS.get(args.command, ()):
+        _function(check)(args)
     return _function(COMMANDS[args.command])(args)
 
 

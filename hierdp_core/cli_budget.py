@@ -17,6 +17,7 @@ from hierdp_core.errors import BudgetError, InputError
 
 if TYPE_CHECKING:  # the ledger (sqlite) is imported by the functions that use it, so the
     # command line's parser, which adds this module's options, starts without it
+    from hierdp_core.privacy.budget import PrivacyBudget
     from hierdp_core.privacy.ledger import DatasetBudget, Ledger, Spend
 
 FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
@@ -66,6 +67,35 @@ def parse_total(text: str, default_unit: str) -> tuple[float, str]:
         raise InputError(f"--budget-total takes a positive number, epsilon=N or rho=N, got "
                          f"{text!r}")
     return value, unit
+
+
+def budget_from_args(args) -> PrivacyBudget:
+    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP; the
+    total checked by `option_budget`. One of the early checks (`hierdp_core.cli`): numpy
+    is not imported yet. Implausible values get a warning from
+    `hierdp_core.cli_release.budget_warnings`, said after the release."""
+    from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
+
+    if (args.epsilon is None) == (args.rho is None):
+        raise InputError("give exactly one of --epsilon or --rho")
+    if args.rho is not None:
+        return option_budget(ZCDP, args.rho, args.delta)
+    return option_budget(PURE_DP if args.delta is None else APPROX_DP, args.epsilon,
+                         args.delta)
+
+
+def option_budget(definition: str, value: float, delta: float | None) -> PrivacyBudget:
+    """The total budget given by the options (`total_budget`: within the ranges every
+    release accepts), else a `BudgetError` naming the option (``--epsilon must ...``), its
+    range and the value."""
+    from hierdp_core.privacy.budget import total_budget
+
+    try:
+        return total_budget(definition, value, delta)
+    except BudgetError as exc:  # "epsilon must ..." names the option: "--epsilon must ..."
+        text = str(exc)
+        raise BudgetError(f"--{text}" if text.startswith(("epsilon", "rho", "delta"))
+                          else text) from None
 
 
 def input_fingerprint(content, key_file, out: Path | None) -> str:

@@ -61,8 +61,11 @@ def cmd_sample(args) -> int:
 
 def cmd_audit(args) -> int:
     from hierdp_core.audit import audit_mechanism
+    from hierdp_core.cli_budget import option_budget
+    from hierdp_core.privacy.budget import PURE_DP
 
     get_mechanism(args.mechanism)
+    option_budget(PURE_DP, args.epsilon, None)  # the ranges of a release's epsilon
     result = audit_mechanism(args.mechanism, args.epsilon, trials=args.trials, seed=args.seed,
                              whole=True if args.whole else None, secure=args.secure)
     if args.json:

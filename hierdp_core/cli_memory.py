@@ -20,6 +20,7 @@ from hierdp_core.memory_plan import (
     SPARSE_FLOWS,
     MemoryPlan,
     bytes_per_cell,
+    check_replicates,
     counts_plan,
     default_max_memory,
     flows_plan,
@@ -52,7 +53,11 @@ def check_declared_memory(args) -> None:
     """`MemoryLimitError` when the release ``args`` ask for cannot fit in `memory_limit`
     whatever the table holds: a size typed (``--domain``, ``--max-size``, the declared
     ``--category-values``, ``--interval-replicates``) times the fewest units a release over
-    ``--levels`` has (the root and one unit per level). Reads no file."""
+    ``--levels`` has (the root and one unit per level). Replicates beyond
+    `hierdp_core.defaults.MAX_REPLICATES` are refused whatever the memory
+    (`check_replicates`). Reads no file."""
+    if getattr(args, "interval", None) != 0.0:
+        check_replicates(getattr(args, "interval_replicates", None))
     levels = csv_list(getattr(args, "levels", None))
     if args.query == "flows" or not levels:
         return

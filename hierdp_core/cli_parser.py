@@ -7,8 +7,9 @@ import argparse
 import sys
 
 from hierdp_core import __version__, cli_budget
-from hierdp_core.defaults import DEFAULT_LEVEL, MISSING_POLICIES
+from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
 from hierdp_core.invariants import INVARIANTS
+from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 
 EXIT_BAD_INPUT = 2
@@ -264,9 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tree", choices=("destination", "origin"),
                    help="flows: refine the destination first (default) or the origin")
     p.add_argument("--mechanism")
-    p.add_argument("--epsilon", type=float)
-    p.add_argument("--rho", type=float)
-    p.add_argument("--delta", type=float)
+    p.add_argument("--epsilon", type=float,
+                   help=f"the budget under pure (or with --delta approximate) DP, "
+                        f"{EPSILON_RANGE[0]:g} to {EPSILON_RANGE[1]:g}")
+    p.add_argument("--rho", type=float, help=f"the budget under zCDP, {RHO_RANGE[0]:g} to "
+                                             f"{RHO_RANGE[1]:g}")
+    p.add_argument("--delta", type=float,
+                   help=f"with --epsilon: approximate DP; with --rho: the delta its epsilon "
+                        f"is reported at; {DELTA_MIN:g} to 1 (exclusive)")
     p.add_argument("--max-epsilon", type=_ceiling, default=DEFAULT_MAX_EPSILON, metavar="EPS",
                    help="the public ceiling of a publishable release's epsilon (default "
                         f"{DEFAULT_MAX_EPSILON:g}; rho-zCDP: the epsilon it implies at its "
@@ -313,9 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
                         f"level for every released value (default {DEFAULT_LEVEL}), computed "
                         "from the released values and public parameters only; none omits them")
     p.add_argument("--interval-replicates", type=int, metavar="N",
-                   help="bootstrap replicates of the intervals that need them (default: as "
-                        "many as fit in about 5 s, 20 to 200, recorded in the manifest); give "
-                        "N for intervals that are the same on every run of a seeded release")
+                   help="bootstrap replicates of the intervals that need them, 2 to "
+                        f"{MAX_REPLICATES:,} (default: as many as fit in about 5 s, 20 to 200, "
+                        "recorded in the manifest); give N for intervals that are the same on "
+                        "every run of a seeded release")
     p.add_argument("--allow-nonprivate", action="store_true",
                    help="run a mechanism that is not differentially private as published "
                         "(for comparison; the release says it is not publishable)")

@@ -10,7 +10,12 @@ import math
 import sys
 from pathlib import Path
 
-from hierdp_core.cli_budget import check_release_fits, commit_release, reserve_release
+from hierdp_core.cli_budget import (
+    budget_from_args,
+    check_release_fits,
+    commit_release,
+    reserve_release,
+)
 from hierdp_core.cli_input import csv_list, input_data
 from hierdp_core.cli_memory import check_args_memory, check_data_memory, memory_limit
 from hierdp_core.cli_split import describe_choice, goal_split
@@ -20,7 +25,6 @@ from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_inte
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_plan import sparse_note
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.table_rules import describe as describe_rules
 from hierdp_core.verdict import describe as describe_verdict
@@ -44,20 +48,6 @@ def _params(pairs: list[str]) -> dict:
         name, value = pair.split("=", 1)
         out[name.strip()] = value.strip()
     return out
-
-
-def budget_from_args(args) -> PrivacyBudget:
-    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP.
-    Implausible values get a warning from `budget_warnings`, said after the release."""
-    if (args.epsilon is None) == (args.rho is None):
-        raise InputError("give exactly one of --epsilon or --rho")
-    if args.rho is not None:
-        budget = PrivacyBudget.zcdp(args.rho, args.delta)
-    elif args.delta is not None:
-        budget = PrivacyBudget.approx(args.epsilon, args.delta)
-    else:
-        budget = PrivacyBudget.pure(args.epsilon)
-    return budget
 
 
 def budget_warnings(epsilon: float | None, rho: float | None,

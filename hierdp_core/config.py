@@ -52,9 +52,9 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.invariants import INVARIANTS
-from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget
+from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget, check_total
 
 FORMAT = "hierdp-config/1"
 QUERIES = ("counts", "group-sizes", "flows", "ranges")
@@ -269,7 +269,7 @@ def config_from_dict(raw) -> ReleaseConfig:
     seed = raw.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise _fail("seed", "an integer >= 0 or null (secure noise)", seed)
-    return ReleaseConfig(
+    config = ReleaseConfig(
         mechanism=mechanism, epsilon=epsilon, rho=rho,
         delta=None if delta is None else float(delta), data=_data(_given(raw, "data", {})),
         query=query, levels=_names("levels", _given(raw, "levels", [])),
@@ -279,6 +279,11 @@ def config_from_dict(raw) -> ReleaseConfig:
         structure=structure, params=dict(params), split=_split(raw.get("split"), query),
         seed=seed, invariants=_choices("invariants", _given(raw, "invariants", []), INVARIANTS),
         **_query_keys(raw, query))
+    try:
+        check_total(config.budget())
+    except BudgetError as exc:
+        raise ConfigError(f"configuration: {exc}") from None
+    return config
 
 
 def load_config(path: str | Path) -> ReleaseConfig:

@@ -31,7 +31,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from hierdp_core.errors import MemoryLimitError
+from hierdp_core.defaults import MAX_REPLICATES
+from hierdp_core.errors import InputError, MemoryLimitError, SizeLimitError
 
 #: the default ``--max-memory``: this share of the memory this process may use
 #: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
@@ -298,6 +299,20 @@ def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
     return MemoryPlan("counts", None, "--wide", columns, lambda v: rows * v,
                       f"{rows:,} rows x {columns:,} wide columns melted",
                       lambda v: f"{v:,} wide columns", per_cell=2 * 8 * (id_columns + 3))
+
+
+def check_replicates(replicates: int | None) -> None:
+    """Interval replicates (None: chosen by time) from 2 to `MAX_REPLICATES`, else an
+    `InputError` (too few) or a `SizeLimitError` (too many: a guard on time, which no
+    ``--max-memory`` lifts) naming ``--interval-replicates``, its range and the value."""
+    if replicates is None:
+        return
+    if replicates < 2:
+        raise InputError(f"intervals need at least 2 replicates, got {replicates}")
+    if replicates > MAX_REPLICATES:
+        raise SizeLimitError(f"--interval-replicates is too large: an interval takes 2 to "
+                             f"{MAX_REPLICATES:,} replicates (each a re-run or simulation of "
+                             f"the release), got {replicates:,}")
 
 
 def replicates_plan(values: int, replicates: int, *, at_least: bool = False) -> MemoryPlan:

@@ -45,11 +45,11 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``table`` (default: `table_file`, relative to the working folder), made by the code of
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
+    from hierdp_core.cli_budget import budget_from_args
     from hierdp_core.cli_parser import build_parser, fill_from_config
     from hierdp_core.cli_release import (
         _params,
         _split,
-        budget_from_args,
         check_invariants,
         memory_input,
         refuse_nonprivate,

@@ -21,6 +21,7 @@ import numpy as np
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import CellIntervals
@@ -39,13 +40,12 @@ LEDGER_CHECKED = ("noise_scale", "budget")
 
 
 def check_level(level: float, replicates: int | None) -> float:
-    """``level`` as a float strictly between 0 and 1 and at least 2 ``replicates`` (None:
-    chosen by time), else an `InputError`."""
+    """``level`` as a float strictly between 0 and 1 and 2 to `MAX_REPLICATES`
+    ``replicates`` (None: chosen by time), else an `InputError` (`check_replicates`)."""
     level = float(level)
     if not 0 < level < 1:
         raise InputError(f"an interval level must lie strictly between 0 and 1, got {level}")
-    if replicates is not None and replicates < 2:
-        raise InputError(f"intervals need at least 2 replicates, got {replicates}")
+    check_replicates(replicates)
     return level
 
 

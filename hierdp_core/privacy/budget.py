@@ -56,6 +56,39 @@ def _check_positive(name: str, value: float) -> float:
     return value
 
 
+#: the budgets a release accepts (`check_total`), the same for every mechanism, query kind
+#: and noise mode: below the least, the noise (a scale of a million at sensitivity 1) buries
+#: any count and a share of it nears the int64 range of the counts; above the most, the
+#: noise is below a billionth of a count and the exact samplers' rationals leave int64. The
+#: least rho gives the Gaussian the noise of the least epsilon; no delta below the least has
+#: a meaning (it is far below 1/n for any population), and the conversions stay exact down
+#: to it
+EPSILON_RANGE = (1e-6, 1e9)
+RHO_RANGE = (1e-12, 1e9)
+DELTA_MIN = 1e-100
+
+
+def total_budget(definition: str, value, delta=None) -> PrivacyBudget:
+    """A release's total budget: ``value`` (epsilon, or rho under zCDP) within
+    `EPSILON_RANGE` or `RHO_RANGE` and ``delta`` (if any) from `DELTA_MIN` to below 1,
+    else a `BudgetError` naming the parameter, its range and the value given (0, negative,
+    inf and nan included). Parts of a total (`PrivacyBudget.scaled`) may be smaller."""
+    unit = "rho" if definition == ZCDP else "epsilon"
+    least, most = RHO_RANGE if definition == ZCDP else EPSILON_RANGE
+    if not least <= _as_number(unit, value) <= most:
+        raise BudgetError(f"{unit} must lie between {least:g} and {most:g}, got {value:g}")
+    if delta is not None and not DELTA_MIN <= _as_number("delta", delta) < 1:
+        raise BudgetError(f"delta must lie between {DELTA_MIN:g} and 1 (exclusive), got "
+                          f"{delta:g}")
+    return PrivacyBudget(definition, value, delta)
+
+
+def check_total(budget: PrivacyBudget) -> PrivacyBudget:
+    """``budget`` when it is within the ranges of a release's total (`total_budget`)."""
+    total_budget(budget.definition, budget.value, budget.delta)
+    return budget
+
+
 def _check_delta(delta: float | None) -> float | None:
     if delta is None:
         return None
@@ -150,7 +183,8 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         hi *= 2
     while lo > 1 + 1e-12 and slope(lo) > 0:
         lo = 1 + (lo - 1) / 2
-    a_best = _brentq(slope, lo, hi, xtol=1e-12, rtol=1e-14) if slope(lo) < 0 else lo
+    a_best = _brentq(slope, lo, hi, f"rho {rho:g} at epsilon {epsilon:g} to a delta",
+                     xtol=1e-12, rtol=1e-14) if slope(lo) < 0 else lo
     return float(min(1.0, math.exp(min(log_delta(a_best), 0.0))))
 
 
@@ -163,12 +197,20 @@ def rho_to_epsilon(rho: float, delta: float, tight: bool = True) -> float:
     return _rho_to_epsilon(_check_positive("rho", rho), _check_delta(delta), tight)
 
 
-def _brentq(f, lo: float, hi: float, **tolerances) -> float:
+def _brentq(f, lo: float, hi: float, converting: str, **tolerances) -> float:
     """SciPy's ``brentq`` root of ``f`` in [lo, hi], imported on first use (importing
-    ``scipy.optimize`` takes about 0.4 s of every command's start-up)."""
+    ``scipy.optimize`` takes about 0.4 s of every command's start-up). A root it cannot
+    bracket (a budget far outside `check_total`'s ranges, where floats lose the conversion)
+    is a `BudgetError` naming what was ``converting`` and the ranges."""
     from scipy.optimize import brentq
 
-    return brentq(f, lo, hi, **tolerances)
+    try:
+        return brentq(f, lo, hi, **tolerances)
+    except ValueError:
+        raise BudgetError(
+            f"cannot convert {converting} exactly: a budget must have epsilon between "
+            f"{EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g}, rho between {RHO_RANGE[0]:g} "
+            f"and {RHO_RANGE[1]:g} and delta at least {DELTA_MIN:g}") from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -179,7 +221,8 @@ def _rho_to_epsilon(rho: float, delta: float, tight: bool) -> float:
     if zcdp_delta(rho, 0.0) <= delta:
         return 0.0
     return float(_brentq(lambda e: zcdp_delta(rho, e) - delta, 0.0, simple,
-                        xtol=1e-15, rtol=1e-13))
+                         f"rho {rho:g} at delta {delta:g} to an epsilon",
+                         xtol=1e-15, rtol=1e-13))
 
 
 def epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
@@ -197,7 +240,8 @@ def _epsilon_delta_to_rho(epsilon: float, delta: float) -> float:
     if lo == hi:
         return float(lo)
     return float(_brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, lo, hi,
-                        xtol=1e-300, rtol=1e-13))
+                         f"epsilon {epsilon:g} at delta {delta:g} to a rho",
+                         xtol=1e-300, rtol=1e-13))
 
 
 # ---- splits -----------------------------------------------------------------------------

@@ -46,6 +46,10 @@ _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 #: precision (Poisson summation: the error is of order exp(-2 pi^2 sigma^2)), its mean
 #: absolute value sigma sqrt(2/pi) within a relative 1/(12 sigma^2) (Euler-Maclaurin)
 _CONTINUOUS_SIGMA = 4096.0
+#: the largest noise scale drawn: a million times the noise of the least epsilon a release
+#: accepts (`hierdp_core.privacy.budget.EPSILON_RANGE`), room for its split and
+#: sensitivities, while draws stay far inside the int64 range of the counts
+MAX_NOISE_SCALE = 1e12
 
 
 class NoiseSource:
@@ -145,6 +149,10 @@ class Noise(ABC):
     def __post_init__(self):
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise BudgetError(f"noise scale must be positive and finite, got {self.scale}")
+        if self.scale > MAX_NOISE_SCALE:
+            raise BudgetError(f"a noise scale of {self.scale:.3g} is above the largest drawn, "
+                              f"{MAX_NOISE_SCALE:g}: the budget (or its share of the split) "
+                              "is too small")
 
     @property
     @abstractmethod
@@ -282,18 +290,22 @@ class Geometric(_PureDPNoise):
         return math.exp(-1.0 / self.scale)
 
     @property
+    def _one_minus_alpha(self) -> float:
+        """1 - alpha without cancellation (alpha nears 1 at large scales)."""
+        return -math.expm1(-1.0 / self.scale)
+
+    @property
     def variance(self) -> float:
-        a = self._alpha
-        return 2 * a / (1 - a) ** 2
+        return 2 * self._alpha / self._one_minus_alpha ** 2
 
     @property
     def expected_abs(self) -> float:
         a = self._alpha
-        return 2 * a / (1 - a * a)
+        return 2 * a / (self._one_minus_alpha * (1 + a))
 
     def pmf(self, k: np.ndarray) -> np.ndarray:
         a = self._alpha
-        return (1 - a) / (1 + a) * a ** np.abs(np.asarray(k))
+        return self._one_minus_alpha / (1 + a) * a ** np.abs(np.asarray(k))
 
     def _abs_tail(self, k: int) -> float:
         """P(|X| > k) = 2 alpha^(k+1) / (1 + alpha), the pmf summed in closed form."""
@@ -314,7 +326,7 @@ class Geometric(_PureDPNoise):
         return k
 
     def _sample_numpy(self, size, rng):
-        p = -math.expm1(-1.0 / self.scale)  # 1 - alpha, computed accurately
+        p = self._one_minus_alpha
         first, second = rng.geometric(p, (2, *_shape(size)))  # two draws of size, in turn
         return np.subtract(first, second, dtype=np.int64)
 
