@@ -2,7 +2,7 @@
 issue 30 item 2) in CI: its shapes are unlike each other as it claims, and on three of
 them (one of tiny sparse units at a small budget, where TopDown's plain bootstrap held
 0.60 of the leaves) every level's coverage over independent releases is within 4 of its
-standard errors of nominal or above it."""
+standard errors of nominal or above it, and the error forecast holds (issue 30 item 3)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def small_run():
 
 def test_small_benchmark_json(small_run):
     assert set(small_run["results"]) == set(SMALL)
-    assert {"worst_coverage", "worst_cell", "uncalibrated", "unresolved"} <= set(small_run)
+    assert {"worst_coverage", "worst_cell", "uncalibrated", "unresolved",
+            "worst_forecast_ratio", "forecast_misses"} <= set(small_run)
     cell = small_run["worst_cell"]
     assert cell["coverage"] == small_run["worst_coverage"]
     assert {"shape", "case", "level", "releases", "se", "calibrated"} <= set(cell)
@@ -64,3 +65,4 @@ def test_small_benchmark_holds_every_level(small_run):
             for level in result["levels"]:
                 assert level["releases"] == 120
                 assert level["coverage"] >= 0.9 - 4 * level["se"], (shape, case, level)
+                assert level["forecast"]["holds"], (shape, case, level)
