@@ -21,7 +21,9 @@ against the mean |error| measured over the same releases (`forecast_levels`).
 
 Prints ONE JSON object with ``results`` (per shape, mechanism, epsilon, level),
 ``worst_coverage``, ``worst_cell``, ``uncalibrated`` (under), ``conservative`` (over),
-``unresolved``, ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
+``unresolved``, ``flagged_in_manifest`` (levels the release's manifest marks
+``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
+should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
 ``point_forecast_ratios`` and ``forecast_misses``. Example::
 
     nice -n 10 python benchmarks/bench_coverage.py --shapes swiss-like,flat-tiny --eps 1
@@ -39,7 +41,7 @@ from coverage_shapes import SHAPES, make_counts
 from machine import machine_info
 
 from hierdp_core.explain_errors import a_priori_errors
-from hierdp_core.intervals import count_intervals
+from hierdp_core.intervals import intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -124,13 +126,14 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
         return {"levels": [{"level": h.level_names[lv], "units": h.level_size(lv),
                             "forecast": fc} for lv, fc in enumerate(forecast)],
                 "seconds": round(time.perf_counter() - start, 2)}
-    iv = count_intervals(release, nominal, replicates if mechanism == "topdown" else None)
+    iv = intervals_for(release, nominal, replicates if mechanism == "topdown" else None)
     hit = (iv.lower <= truth) & (truth <= iv.upper)
     levels = level_coverage(hit, h, nominal)
-    for entry, fc, method in zip(levels, forecast, iv.record["method"].values(),
-                                 strict=True):
+    for entry, fc, method, manifest in zip(levels, forecast, iv.record["method"].values(),
+                                           iv.record["calibration"].values(), strict=True):
         entry["forecast"] = fc
         entry["method"] = method
+        entry["manifest_calibrated"] = manifest["calibrated"]
         if not entry["calibrated"]:
             entry["reason"] = (f"measured {entry['coverage']} at nominal {nominal} over "
                                f"{runs} releases (standard error {entry['se']})")
@@ -139,13 +142,19 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
 
 
 def coverage_summary(cells: list[tuple]) -> dict:
-    """``worst_coverage``, ``worst_cell``, ``uncalibrated``, ``conservative``,
-    ``unresolved`` over (shape, case, level) ``cells``."""
+    """``worst_coverage``, ``worst_cell``, ``uncalibrated``, ``under_not_flagged``,
+    ``flagged_in_manifest``, ``conservative``, ``unresolved`` over (shape, case, level)
+    ``cells``."""
     worst = min(cells, key=lambda t: t[2]["coverage"])
     return {"worst_coverage": worst[2]["coverage"],
             "worst_cell": {"shape": worst[0], "case": worst[1], **worst[2]},
             "uncalibrated": [f"{s} / {n} / {lv['level']}: {lv['coverage']}"
                              for s, n, lv in cells if lv["verdict"] == "under"],
+            "under_not_flagged": [f"{s} / {n} / {lv['level']}: {lv['coverage']}"
+                                  for s, n, lv in cells if lv["verdict"] == "under"
+                                  and lv["manifest_calibrated"]],
+            "flagged_in_manifest": [f"{s} / {n} / {lv['level']}: {lv['coverage']}"
+                                    for s, n, lv in cells if not lv["manifest_calibrated"]],
             "conservative": [f"{s} / {n} / {lv['level']}: {lv['coverage']}"
                              for s, n, lv in cells if lv["verdict"] == "over"],
             "unresolved": [f"{s} / {n} / {lv['level']}: {lv['coverage']} (se {lv['se']})"
