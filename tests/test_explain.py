@@ -1,6 +1,7 @@
 """hierdp_core.explain: the plain-language explanation reads the neighbouring relation from
 the mechanism's privacy plan, e^epsilon (zCDP through the core's conversion), the a priori
-errors (`count_forecast`; the split optimiser's model for Laplace noise), and the verdict's conditions."""
+errors (`count_forecast`; the split optimiser's model for Laplace noise), and the
+verdict's conditions."""
 
 from __future__ import annotations
 
