@@ -90,6 +90,15 @@ class Explanation:
     conditions: tuple[tuple[str, bool | None], ...]
     verdict_text: str
 
+    def error_table(self) -> pd.DataFrame:
+        """``errors`` for a table: columns no level fills dropped, and the range's ends
+        where every level's forecast is a point (both equal to ``mae``)."""
+        table = self.errors.dropna(axis="columns", how="all")
+        if {"mae_low", "mae_high"} <= set(table) and table["mae_low"].equals(table["mae"]) \
+                and table["mae_high"].equals(table["mae"]):  # NaN where not measured
+            table = table.drop(columns=["mae_low", "mae_high"])
+        return table
+
     def markdown(self) -> str:
         """All four parts as Markdown, one heading each (for a panel or a report)."""
         marks = {True: "✓", False: "✗", None: "○"}  # in every common font (no emoji)

@@ -63,6 +63,8 @@ def test_continuous_noise_errors_are_the_split_optimisers(small_county_data, mec
     np.testing.assert_allclose(e.errors["mae"], expected["mae"])
     np.testing.assert_allclose(e.errors["rmse"], expected["rmse"])
     assert list(e.errors["units"]) == [1, 6, 60]
+    shown = set(e.error_table())  # a point: the range's ends are not shown
+    assert ({"mae_low", "mae_high"} <= shown) == (mechanism == "topdown")
     if mechanism == "topdown":  # an upper bound
         assert (e.errors["mae_low"] == 0).all()
         assert f"county up to ±{expected['mae'].iloc[2]:,.1f}" in e.error_text
