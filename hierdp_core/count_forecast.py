@@ -13,7 +13,8 @@ plan alone (the tree's shape and each level's exact noise; no count is read).
 * TopDown (``at_most``): an upper bound, the least-squares forecast (TopDown projects those
   estimates onto non-negative integers keeping every parent; the projection moves an
   estimate toward any non-negative truth, so small or empty units are off by less, by an
-  amount that depends on the data; rounding adds at most 1/2 where the noise is small).
+  amount that depends on the data; measured never above the bound beyond its standard
+  error on the shapes of `benchmarks/bench_coverage.py`, rounding included).
 * ``raw``: each level's own noise (its ledger's expected |error| and sd).
 
 Every level's ``mae`` is the mean over its nodes of the point forecast; ``mae_low`` and

@@ -39,6 +39,9 @@ FORECAST_BASIS = ("the released values, from the tree's shape and the budget alo
 TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape and the "
                  "budget alone: TopDown then keeps every count at or above 0, so small or "
                  "empty units are off by less")
+TOPDOWN_NOISY_BASIS = ("the raw measurement noise per cell (before the projection onto "
+                       "each parent, which this TopDown makes from each level's own "
+                       "measurements: not modelled)")
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,10 @@ def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     noisy = family == "topdown" and p.get("estimate") == "noisy"
     plans = mechanism.level_plans(h, budget, split, p)[1]
     table = count_forecast(h, plans, "raw" if noisy else family,
-                           bool(p.get("root_invariant")), at_most=family == "topdown")
+                           bool(p.get("root_invariant")),
+                           at_most=family == "topdown" and not noisy)
     basis = {"raw": "each level's own noise", "least-squares": FORECAST_BASIS,
-             "topdown": TOPDOWN_BASIS}[family]
+             "topdown": TOPDOWN_NOISY_BASIS if noisy else TOPDOWN_BASIS}[family]
     return APriori(table.assign(units=units)[COLUMNS + ["mae_low", "mae_high"]], basis, per)
 
 
