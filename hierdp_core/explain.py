@@ -63,7 +63,8 @@ SECURE_NOISE_QUERY_PAGE = ("secure noise: drawn from the operating system's entr
 
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
-ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE"}
+ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE",
+               "mae_low": "Mean |error| at least", "mae_high": "Mean |error| at most"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ class Explanation:
     """The four parts of the explanation, as text (``*_text``, Markdown) and numbers:
     ``likelihood_ratio`` = e^epsilon (epsilon for zCDP from the conversion at ``delta``),
     ``errors`` one row per level (level_name, units (regions, pairs: `explain_errors`), mae,
-    rmse: a priori, in ``unit``),
+    rmse: a priori, in ``unit``; for counts also mae_low, mae_high, the range the mean
+    |error| lies in: `count_forecast`),
     ``conditions`` (condition, met: True/False, or None when decided at release time).
     ``ERROR_NAMES`` name the columns of ``errors`` for a table (`metric_names.friendly_table`).
     """
@@ -87,6 +89,15 @@ class Explanation:
     error_text: str
     conditions: tuple[tuple[str, bool | None], ...]
     verdict_text: str
+
+    def error_table(self) -> pd.DataFrame:
+        """``errors`` for a table: columns no level fills dropped, and the range's ends
+        where every level's forecast is a point (both equal to ``mae``)."""
+        table = self.errors.dropna(axis="columns", how="all")
+        if {"mae_low", "mae_high"} <= set(table) and table["mae_low"].equals(table["mae"]) \
+                and table["mae_high"].equals(table["mae"]):  # NaN where not measured
+            table = table.drop(columns=["mae_low", "mae_high"])
+        return table
 
     def markdown(self) -> str:
         """All four parts as Markdown, one heading each (for a panel or a report)."""
@@ -130,12 +141,23 @@ def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | No
         "factor, more privacy, more noise.")
 
 
+def error_digits(value: float) -> int:
+    """Decimals that show a positive error below 1 (±0.03, not ±0.0); 1 from 1 on."""
+    return 1 if not 0 < value < 1 else min(4, 1 - math.floor(math.log10(value)))
+
+
 def _error_text(errors: APriori, unit: str) -> str:
     parts = []
     for row in errors.table.itertuples():
         value = row.mae if errors.measure == "mean |error|" else row.rmse
-        if math.isfinite(value):
-            parts.append(f"{row.level_name} ±{value:,.1f}")
+        low, high = getattr(row, "mae_low", value), getattr(row, "mae_high", value)
+        if math.isfinite(value) and low == 0 < value:
+            parts.append(f"{row.level_name} up to ±{value:,.{error_digits(value)}f}")
+        elif math.isfinite(value) and not low == value == high:
+            parts.append(f"{row.level_name} ±{low:,.{error_digits(low)}f} to "
+                         f"±{high:,.{error_digits(high)}f}")
+        elif math.isfinite(value):
+            parts.append(f"{row.level_name} ±{value:,.{error_digits(value)}f}")
         elif math.isfinite(row.rmse):  # a level whose RMSE alone is known
             parts.append(f"{row.level_name} ±{row.rmse:,.1f} (RMSE)")
         else:

@@ -3,9 +3,9 @@
 tree's shape, the mechanism's declared noise and sensitivity through its ledger or privacy
 plan, the budget, the split and, for ranges, the public workload), never a count.
 
-* counts: the split optimiser's model of the released values
-  (`privacy.split_optimiser.expected_errors`) for the mechanisms it models, else the
-  ledger's raw measurement noise per cell;
+* counts: `count_forecast` (the exact variance of the least-squares estimate from the
+  plan's noise; a range where that noise is mostly 0; TopDown's as an upper bound) for
+  raw, least squares and TopDown, else the ledger's raw measurement noise per cell;
 * group sizes: the ledger's noise on one measured cell, in households: one region's number
   of households of one size (plain histograms) or of at most that size (cumulative ones);
 * flows: the ledger's noise on one origin/destination pair measured at a tree level, in
@@ -28,13 +28,20 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.cli_split import FAMILY
-from hierdp_core.errors import BudgetError
+from hierdp_core.count_forecast import count_forecast
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import resolve_shares
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
 
 COLUMNS = ["level_name", "units", "mae", "rmse"]
+FORECAST_BASIS = ("the released values, from the tree's shape and the budget alone (the "
+                  "exact variance of the least-squares estimate); a range where the noise "
+                  "is mostly 0 (a large budget per level)")
+TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape and the "
+                 "budget alone: TopDown then keeps every count at or above 0, so small or "
+                 "empty units are off by less")
+TOPDOWN_NOISY_BASIS = ("the raw measurement noise per cell (before the projection onto "
+                       "each parent, which this TopDown makes from each level's own "
+                       "measurements: not modelled)")
 
 
 @dataclass(frozen=True)
@@ -58,29 +65,27 @@ def _ledger_table(ledger: pd.DataFrame, units, rmse: bool = True) -> pd.DataFram
 
 
 def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
-    """Counts: the split optimiser's model of the released values when it models ``name``,
-    else the ledger's raw measurement noise per cell."""
+    """Counts: `count_forecast` of the mechanism's measurement plan when it is one of the
+    families it models (with the range columns mae_low, mae_high), else the ledger's raw
+    measurement noise per cell."""
     h = data.hierarchy
     mechanism = get_mechanism(name)
     p = mechanism.params(**params)
     units = [h.level_size(level) for level in range(h.n_levels)]
     per = "cell (unit × category)" if data.has_categories else "unit"
     family = FAMILY.get(name)
-    if family is not None:
-        invariant = bool(p.get("root_invariant", False))
-        shares = resolve_shares(h.n_levels, split, skip_root=invariant)
-        noise = getattr(mechanism, "fixed_noise", None) or str(p.get("noise", "auto"))
-        try:
-            frame = expected_errors(h, family, NoiseModel.of(budget, noise), shares, invariant)
-        except BudgetError:  # a split the model does not cover (raw with an unmeasured level)
-            pass
-        else:
-            table = frame[["level_name", "mae", "rmse"]].assign(units=units)
-            return APriori(table[COLUMNS], "the released values, from the tree's shape and "
-                           "the budget alone", per)
-    ledger = mechanism.ledger(data, budget, split=split, **params)
-    return APriori(_ledger_table(ledger, units, rmse=False), "the raw measurement noise per "
-                   "cell (before any consistency step)", per)
+    if family is None:
+        ledger = mechanism.ledger(data, budget, split=split, **params)
+        return APriori(_ledger_table(ledger, units, rmse=False), "the raw measurement "
+                       "noise per cell (before any consistency step)", per)
+    noisy = family == "topdown" and p.get("estimate") == "noisy"
+    plans = mechanism.level_plans(h, budget, split, p)[1]
+    table = count_forecast(h, plans, "raw" if noisy else family,
+                           bool(p.get("root_invariant")),
+                           at_most=family == "topdown" and not noisy)
+    basis = {"raw": "each level's own noise", "least-squares": FORECAST_BASIS,
+             "topdown": TOPDOWN_NOISY_BASIS if noisy else TOPDOWN_BASIS}[family]
+    return APriori(table.assign(units=units)[COLUMNS + ["mae_low", "mae_high"]], basis, per)
 
 
 def group_size_errors(data, name: str, budget: PrivacyBudget, split,

@@ -42,6 +42,14 @@ REGISTRY: dict[str, MetricName] = {
     "regions": _M("Regions", "number of regions (nodes) of the level"),
     "pairs": _M("O/D pairs", "number of possible origin → destination pairs of the tree level"),
     "cells": _M("Cells", "number of unit × category cells in the row"),
+    "interval_level": _M("Nominal", "the level the intervals claim: the share of true "
+                         "values each should hold", "", True),
+    "coverage": _M("Coverage", "share of the level's cells whose true value lies in the "
+                   "released interval [lower, upper] (one release: one draw, its cells "
+                   "correlated)", "", True),
+    "calibrated": _M("Calibrated", "whether the intervals of this level held their nominal "
+                     "level in the benchmarks (False: they may cover less; the manifest "
+                     "says why)"),
     "node_id": _M("Unit id", "the unit's codes from the root down, joined by '/'"),
     "true": _M("True", "the confidential true value (shown for evaluation, never released)"),
     "noisy": _M("Noisy", "the raw noisy measurement, before the consistency step"),

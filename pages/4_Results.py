@@ -16,6 +16,7 @@ from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.noisy_view import noisy_vs_released_by_level
 from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
 from hierdp_core.ui import config as config_ui
+from hierdp_core.ui import coverage as coverage_ui
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui.geo import label as geometry_label
@@ -169,6 +170,7 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
     st.dataframe(**friendly_table(overall), width="stretch")
     st.caption("Hover a column name for its definition; an empty cell means the metric does not "
                "apply (e.g. no true zeros for the ghost rate).")
+    coverage_ui.coverage_section(release, data.node_counts())
 
     with st.expander("Every unit: true, noisy and released counts, searchable",
                      icon=":material/table_rows:", key="res_units",

@@ -1,6 +1,7 @@
 """hierdp_core.explain: the plain-language explanation reads the neighbouring relation from
 the mechanism's privacy plan, e^epsilon (zCDP through the core's conversion), the a priori
-errors from the split optimiser's model, and the verdict's conditions."""
+errors (`count_forecast`; the split optimiser's model for Laplace noise), and the
+verdict's conditions."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from hierdp_core import cli_split
-from hierdp_core.explain import NEIGHBOURS, explain, ratio_text
+from hierdp_core.explain import NEIGHBOURS, error_digits, explain, ratio_text
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
@@ -49,18 +50,41 @@ def test_the_neighbour_comes_from_the_declared_plan(small_county_data, monkeypat
     assert e.neighbour == "one household" and "in households" in e.error_text
 
 
-@pytest.mark.parametrize("mechanism", ["raw-geometric", "least-squares", "topdown"])
-def test_errors_are_the_split_optimisers(small_county_data, mechanism):
+@pytest.mark.parametrize("mechanism", ["raw-laplace", "least-squares", "topdown"])
+def test_continuous_noise_errors_are_the_split_optimisers(small_county_data, mechanism):
+    """With Laplace noise (the split optimiser's model) the forecast is the optimiser's."""
     h = small_county_data.hierarchy
     budget, split = PrivacyBudget.pure(1.0), [1.0, 2.0, 4.0]
-    e = explain(small_county_data, mechanism, budget, split)
-    model = NoiseModel.of(budget, "geometric" if mechanism == "raw-geometric" else "auto")
+    params = {} if mechanism == "raw-laplace" else {"noise": "laplace"}
+    e = explain(small_county_data, mechanism, budget, split, **params)
+    model = NoiseModel.of(budget, "laplace")
     expected = expected_errors(h, cli_split.FAMILY[mechanism], model,
                                np.array(split) / sum(split))
     np.testing.assert_allclose(e.errors["mae"], expected["mae"])
     np.testing.assert_allclose(e.errors["rmse"], expected["rmse"])
     assert list(e.errors["units"]) == [1, 6, 60]
-    assert f"county ±{expected['mae'].iloc[2]:,.1f}" in e.error_text
+    shown = set(e.error_table())  # a point: the range's ends are not shown
+    assert ({"mae_low", "mae_high"} <= shown) == (mechanism == "topdown")
+    if mechanism == "topdown":  # an upper bound
+        assert (e.errors["mae_low"] == 0).all()
+        assert f"county up to ±{expected['mae'].iloc[2]:,.1f}" in e.error_text
+    else:
+        assert f"county ±{expected['mae'].iloc[2]:,.1f}" in e.error_text
+
+
+def test_integer_noise_of_a_large_budget_is_a_range(small_county_data):
+    """Geometric noise of epsilon 20 per level is mostly 0: its error is far below the
+    Laplace model's (the old forecast), and shown as a range holding the point."""
+    budget = PrivacyBudget.pure(60.0)
+    e = explain(small_county_data, "least-squares", budget)
+    laplace = expected_errors(small_county_data.hierarchy, "least-squares",
+                              NoiseModel.of(budget, "laplace"), np.full(3, 1 / 3))
+    assert (e.errors["mae"] < laplace["mae"] / 5).all()
+    assert (e.errors["mae_low"] < e.errors["mae"]).all()
+    assert (e.errors["mae"] <= e.errors["mae_high"]).all()
+    low, high = e.errors.loc[2, ["mae_low", "mae_high"]]
+    assert f"county ±{low:,.{error_digits(low)}f} to ±{high:,.{error_digits(high)}f}" \
+        in e.error_text
 
 
 def test_a_mechanism_the_model_lacks_gets_its_ledger_noise(small_county_data, monkeypatch):

@@ -7,6 +7,10 @@ One release gives one draw of a level's coverage, and its cells are correlated (
 parent's error moves its children): a level of few units, or one release, says little;
 the benchmark (`benchmarks/bench_coverage.py`) measures over many independent releases.
 
+`coverage_table` is the Results page's table in evaluation mode: the same per level, with
+the number of units and cells, the nominal level and whether the level's intervals are
+calibrated (the release's intervals record).
+
 Example
 -------
 >>> import numpy as np
@@ -18,6 +22,7 @@ Example
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def coverage_per_level(level_of_cells: np.ndarray, truth: np.ndarray, lower: np.ndarray,
@@ -30,3 +35,22 @@ def coverage_per_level(level_of_cells: np.ndarray, truth: np.ndarray, lower: np.
     cells = np.bincount(level, minlength=n_levels).astype(float)
     held = np.bincount(level, weights=inside, minlength=n_levels)
     return np.divide(held, cells, out=np.full(n_levels, np.nan), where=cells > 0)
+
+
+def coverage_table(release, truth: np.ndarray) -> pd.DataFrame:
+    """Per level of a table release carrying intervals (counts, group sizes): level_name,
+    units, cells, interval_level (nominal), coverage (`coverage_per_level` of ``truth``,
+    every node's true values shaped like ``release.values``) and calibrated (False where
+    the intervals record says the level's intervals may cover less, with its reason)."""
+    h = release.hierarchy
+    iv = release.intervals
+    cover = coverage_per_level(h.level_of_nodes()[:, None], truth, iv.lower, iv.upper,
+                               h.n_levels)
+    calibration = iv.record.get("calibration", {})
+    width = release.values.shape[1] if release.values.ndim == 2 else 1
+    units = np.array([h.level_size(lv) for lv in range(h.n_levels)])
+    return pd.DataFrame({
+        "level_name": list(h.level_names), "units": units, "cells": units * width,
+        "interval_level": iv.record["level"], "coverage": cover,
+        "calibrated": [calibration.get(n, {}).get("calibrated", True)
+                       for n in h.level_names]})

@@ -14,10 +14,7 @@ Families, by the a priori error of level l's released values:
 
 * ``raw``: each value is its level's measurement, error variance v_l.
 * ``least-squares``: the variance P_v of every node's GLS estimate, exact for the tree (no
-  regular-branching approximation): up, V_v = 1 / (1/v_l + 1/S_v) with S_v the sum of the
-  children's V (V = v at the leaves); down, A_root = v_0 (0 for an invariant root),
-  U_c = A_p + S_p - V_c (what outside c's subtree says about c), P_c = 1 / (1/V_c + 1/U_c),
-  A_c = 1 / (1/U_c + 1/v_c). One numpy segment operation per level.
+  regular-branching approximation; `gls_moments.GlsPasses`), one numpy segment operation per level.
 * ``topdown``: the least-squares variance as its proxy (TopDown projects the least-squares
   estimates onto non-negative integers; rounding and clipping at 0 are not modelled).
 
@@ -58,6 +55,7 @@ from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanisms.measure import PURE_NOISES, as_zcdp, choose_noise, resolve_shares
 from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget
+from hierdp_core.privacy.gls_moments import GlsPasses
 
 FAMILIES = ("raw", "least-squares", "topdown")
 METRICS = ("mse", "mae")
@@ -144,26 +142,9 @@ class NoiseModel:
 def gls_variances(hierarchy: Hierarchy, level_variance: np.ndarray,
                   root_invariant: bool = False) -> list[np.ndarray]:
     """The variance of every node's tree least-squares estimate, one array per level (root
-    first), for per-level measurement variances (inf: not measured; the leaves must be)."""
-    h = hierarchy
-    v = np.asarray(level_variance, dtype=float)
-    if not np.isfinite(v[h.depth]):
-        raise BudgetError("least squares needs the finest level to be measured (non-zero share)")
-    up = [np.full(h.level_size(h.depth), v[h.depth])]
-    child_sums = []
-    with np.errstate(divide="ignore"):
-        for level in range(h.depth - 1, -1, -1):
-            s = np.add.reduceat(up[0], h.child_starts(level + 1))
-            child_sums.insert(0, s)
-            up.insert(0, 1.0 / (1.0 / v[level] + 1.0 / s))
-        out = [np.zeros(1) if root_invariant else up[0]]
-        above = np.zeros(1) if root_invariant else v[:1]  # A: all but the children's subtrees
-        for level in range(1, h.n_levels):
-            seg = h.segment_of_level(level)
-            outside = (above + child_sums[level - 1])[seg] - up[level]
-            out.append(1.0 / (1.0 / up[level] + 1.0 / outside))
-            above = 1.0 / (1.0 / outside + 1.0 / v[level])
-    return out
+    first), for per-level measurement variances (inf: not measured; the leaves must be):
+    `gls_moments.GlsPasses`' variances."""
+    return GlsPasses.of(hierarchy, level_variance, root_invariant).variances
 
 
 def expected_abs(total_var: np.ndarray, own_var: np.ndarray, zcdp: bool) -> np.ndarray:

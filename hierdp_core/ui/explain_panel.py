@@ -37,6 +37,6 @@ def _body(data, mechanism: str, budget, split, params: dict) -> None:
         st.warning(f"No explanation for these settings: {friendly(exc)}")
         return
     st.markdown(explanation.markdown())
-    errors = explanation.errors.dropna(axis="columns", how="all").round(2)
+    errors = explanation.error_table().round(2)
     st.dataframe(**friendly_table(errors, **ERROR_NAMES),
                  width="stretch")
