@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -68,21 +68,47 @@ SOLVERS = ("clarabel", "highs")
 DEFAULT_SOLVER = "clarabel"
 
 
+@dataclass(eq=False)
+class Constraints:
+    """The data-free part of a model's QP: the rows ``a_eq`` (``= b_eq``), the columns with
+    a lower bound (``bounded``) and, if given, the rows ``a_in`` (``>= lb_in``). It depends on
+    the tree's shape and N alone, so it is built once per hierarchy and model
+    (`Hierarchy.derived`); a solver keeps the matrix it stacks from it (`stacked_for`)."""
+
+    a_eq: sp.csr_matrix
+    bounded: np.ndarray
+    a_in: sp.csr_matrix | None = None
+    _stacked: dict = field(default_factory=dict, repr=False)
+
+    def stacked_for(self, solver: str, build: Callable[[Constraints], sp.spmatrix]):
+        """``build(self)``, once per ``solver``."""
+        if solver not in self._stacked:
+            self._stacked[solver] = build(self)
+        return self._stacked[solver]
+
+
 @dataclass
 class ShiftedQP:
     """``min 1/2 z'Pz + q'z`` with ``P = diag(p_diag)`` subject to ``a_eq z = b_eq``,
-    ``z >= col_lb`` (entries may be ``-inf``) and, if ``a_in`` is given, ``a_in z >= lb_in``.
-    ``x = x0 + z`` recovers the model's variables; the objective equals the model's
-    ``sum w (x - target)^2`` up to a constant."""
+    ``z >= col_lb`` (entries may be ``-inf``; finite exactly at ``constraints.bounded``) and,
+    if ``a_in`` is given, ``a_in z >= lb_in``. ``x = x0 + z`` recovers the model's
+    variables; the objective equals the model's ``sum w (x - target)^2`` up to a constant."""
 
     p_diag: np.ndarray
     q: np.ndarray
-    a_eq: sp.csr_matrix
+    constraints: Constraints
     b_eq: np.ndarray
     col_lb: np.ndarray
-    a_in: sp.csr_matrix | None
     lb_in: np.ndarray | None
     x0: np.ndarray
+
+    @property
+    def a_eq(self) -> sp.csr_matrix:
+        return self.constraints.a_eq
+
+    @property
+    def a_in(self) -> sp.csr_matrix | None:
+        return self.constraints.a_in
 
 
 @dataclass
@@ -153,10 +179,28 @@ def _leaf_differences(h: Hierarchy, n_cols: int) -> sp.csr_matrix:
     return sp.hstack([pad, block], format="csr")
 
 
+def _model1_constraints(h: Hierarchy, n_cols: int) -> Constraints:
+    """Model 1: consistency, the root's sizes summing to G, a lower bound on every leaf cell."""
+    def build() -> Constraints:
+        leaves = np.arange(int(h.level_offsets[h.depth]) * n_cols, h.n_nodes * n_cols)
+        return Constraints(_equalities(h, n_cols, np.arange(n_cols)), leaves)
+
+    return h.derived(("relaxed-model1", n_cols), build)
+
+
+def _model2_constraints(h: Hierarchy, n_cols: int) -> Constraints:
+    """Model 2: consistency, the root's last cumulative cell equal to G, the leaves' rows
+    monotone and non-negative (`_leaf_differences`); no column bounds."""
+    def build() -> Constraints:
+        return Constraints(_equalities(h, n_cols, np.array([n_cols - 1])),
+                           np.array([], dtype=np.int64), _leaf_differences(h, n_cols))
+
+    return h.derived(("relaxed-model2", n_cols), build)
+
+
 # ---- the two models --------------------------------------------------------------------
 def _shifted_qp(target: np.ndarray, weights: np.ndarray, x0: np.ndarray,
-                a_eq: sp.csr_matrix, b_eq: np.ndarray, col_lb: np.ndarray,
-                a_in: sp.csr_matrix | None = None,
+                constraints: Constraints, b_eq: np.ndarray, col_lb: np.ndarray,
                 lb_in: np.ndarray | None = None) -> ShiftedQP:
     """``sum w (x - target)^2`` over ``x = x0 + z``, i.e. ``P = 2w``, ``q = -2w (target -
     x0)``; constraints are given for x and translated by ``x0``. ``x0`` is consistent (built
@@ -165,9 +209,10 @@ def _shifted_qp(target: np.ndarray, weights: np.ndarray, x0: np.ndarray,
     x0f = x0.ravel()
     resid = target.ravel() - x0f
     b = b_eq.copy()
-    b[-1] -= float((a_eq[-1] @ x0f)[0])
+    b[-1] -= float((constraints.a_eq[-1] @ x0f)[0])
+    a_in = constraints.a_in
     shifted_in = None if a_in is None else lb_in - a_in @ x0f
-    return ShiftedQP(2.0 * w, -2.0 * w * resid, a_eq, b, col_lb - x0f, a_in, shifted_in, x0f)
+    return ShiftedQP(2.0 * w, -2.0 * w * resid, constraints, b, col_lb - x0f, shifted_in, x0f)
 
 
 def _model1(h: Hierarchy, noisy: np.ndarray, weights: np.ndarray, g: float) -> ShiftedQP:
@@ -177,12 +222,12 @@ def _model1(h: Hierarchy, noisy: np.ndarray, weights: np.ndarray, g: float) -> S
     n_cols = noisy.shape[1]
     leaves = h.level_slice(h.depth)
     x0 = h.aggregate(np.maximum(noisy[leaves], 0.0))
-    a_eq = _equalities(h, n_cols, np.arange(n_cols))
-    b_eq = np.zeros(a_eq.shape[0])
+    constraints = _model1_constraints(h, n_cols)
+    b_eq = np.zeros(constraints.a_eq.shape[0])
     b_eq[-1] = g
     col_lb = np.full(noisy.size, -np.inf)
-    col_lb[leaves.start * n_cols:] = 0.0
-    return _shifted_qp(noisy, weights, x0, a_eq, b_eq, col_lb)
+    col_lb[constraints.bounded] = 0.0
+    return _shifted_qp(noisy, weights, x0, constraints, b_eq, col_lb)
 
 
 def _monotone_envelope(rows: np.ndarray) -> np.ndarray:
@@ -200,25 +245,31 @@ def _model2(h: Hierarchy, noisy_cum: np.ndarray, weights: np.ndarray, g: float) 
     n_cols = noisy_cum.shape[1]
     leaves = h.level_slice(h.depth)
     x0 = h.aggregate(_monotone_envelope(noisy_cum[leaves]))
-    a_eq = _equalities(h, n_cols, np.array([n_cols - 1]))
-    b_eq = np.zeros(a_eq.shape[0])
+    constraints = _model2_constraints(h, n_cols)
+    b_eq = np.zeros(constraints.a_eq.shape[0])
     b_eq[-1] = g
-    a_in = _leaf_differences(h, n_cols)
-    return _shifted_qp(noisy_cum, weights, x0, a_eq, b_eq, np.full(noisy_cum.size, -np.inf),
-                       a_in, np.zeros(a_in.shape[0]))
+    return _shifted_qp(noisy_cum, weights, x0, constraints, b_eq,
+                       np.full(noisy_cum.size, -np.inf), np.zeros(constraints.a_in.shape[0]))
 
 
 # ---- solvers ---------------------------------------------------------------------------
-def _inequality_rows(qp: ShiftedQP) -> tuple[sp.csr_matrix, np.ndarray]:
-    """All ``>=`` constraints as rows: the finite column bounds, then ``a_in``."""
-    bounded = np.flatnonzero(np.isfinite(qp.col_lb))
-    sel = sp.csr_matrix((np.ones(bounded.size), (np.arange(bounded.size), bounded)),
-                        shape=(bounded.size, qp.q.size))
-    rows, lbs = [sel], [qp.col_lb[bounded]]
-    if qp.a_in is not None:
-        rows.append(qp.a_in)
-        lbs.append(qp.lb_in)
-    return sp.vstack(rows, format="csr"), np.concatenate(lbs)
+def _inequality_rows(c: Constraints) -> sp.csr_matrix:
+    """All ``>=`` constraints as rows: the column bounds, then ``a_in``."""
+    n = c.a_eq.shape[1]
+    sel = sp.csr_matrix((np.ones(c.bounded.size), (np.arange(c.bounded.size), c.bounded)),
+                        shape=(c.bounded.size, n))
+    return sp.vstack([sel] + ([c.a_in] if c.a_in is not None else []), format="csr")
+
+
+def _inequality_bounds(qp: ShiftedQP) -> np.ndarray:
+    """The right-hand sides of `_inequality_rows`."""
+    lbs = [qp.col_lb[qp.constraints.bounded]]
+    return np.concatenate(lbs + ([qp.lb_in] if qp.a_in is not None else []))
+
+
+def _clarabel_rows(c: Constraints) -> sp.csc_matrix:
+    """Clarabel's ``A``: the equality rows, then the negated ``>=`` rows."""
+    return sp.vstack([c.a_eq, -_inequality_rows(c)], format="csc")
 
 
 def _import_solver(module: str, solver: str):
@@ -240,18 +291,19 @@ def _solve_clarabel(qp: ShiftedQP, options: dict) -> SolveResult:
     """Clarabel (interior point): ``A x + s = b``, s in {0}^m_eq x R_+^m_in."""
     clarabel = _import_solver("clarabel", "clarabel")
 
-    g_in, lb = _inequality_rows(qp)
-    a = sp.vstack([qp.a_eq, -g_in], format="csc")
+    a = qp.constraints.stacked_for("clarabel", _clarabel_rows)
+    lb = _inequality_bounds(qp)
     b = np.concatenate([qp.b_eq, -lb])
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.presolve_enable = False  # it only drops infinite bounds, and there are none
     for key, value in {**CLARABEL_DEFAULTS, **options}.items():
         setattr(settings, key, value)
-    cones = [clarabel.ZeroConeT(qp.a_eq.shape[0]), clarabel.NonnegativeConeT(g_in.shape[0])]
+    cones = [clarabel.ZeroConeT(qp.a_eq.shape[0]), clarabel.NonnegativeConeT(lb.size)]
     start = time.perf_counter()
-    solver = clarabel.DefaultSolver(sp.diags(qp.p_diag, format="csc"), qp.q, a, b, cones,
-                                    settings)
+    n = qp.q.size
+    p_matrix = sp.csc_matrix((qp.p_diag, np.arange(n), np.arange(n + 1)), shape=(n, n))
+    solver = clarabel.DefaultSolver(p_matrix, qp.q, a, b, cones, settings)
     sol = solver.solve()
     status = str(sol.status)
     return SolveResult(np.asarray(sol.x), status, status in ("Solved", "AlmostSolved"),
@@ -263,12 +315,16 @@ def _solve_clarabel(qp: ShiftedQP, options: dict) -> SolveResult:
 HIGHS_DEFAULTS = {"qp_nullspace_limit": 20_000}
 
 
+def _highs_rows(c: Constraints) -> sp.csc_matrix:
+    """HiGHS's row matrix: ``a_eq``, then ``a_in`` (column bounds are passed as bounds)."""
+    return sp.vstack([c.a_eq] + ([c.a_in] if c.a_in is not None else []), format="csc")
+
+
 def _solve_highs(qp: ShiftedQP, options: dict) -> SolveResult:
     """HiGHS QP (active set): column bounds from ``col_lb``, rows ``a_eq`` and ``a_in``."""
     highspy = _import_solver("highspy", "highs")
 
-    rows = [qp.a_eq] + ([qp.a_in] if qp.a_in is not None else [])
-    a = sp.vstack(rows, format="csc")
+    a = qp.constraints.stacked_for("highs", _highs_rows)
     row_lo = np.concatenate([qp.b_eq] + ([qp.lb_in] if qp.a_in is not None else []))
     row_hi = np.concatenate([qp.b_eq]
                             + ([np.full(qp.lb_in.size, np.inf)] if qp.a_in is not None else []))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -125,9 +126,16 @@ def plan_levels(
     return plans
 
 
-def ledger_frame(plans: list[LevelPlan]) -> pd.DataFrame:
+def ledger_frame(plans: Sequence[LevelPlan]) -> pd.DataFrame:
     """The ledger: level, query, share, budget, noise, scale, expected |error| and the 95%
-    half-width of one cell's noise (a-priori, needs no data)."""
+    half-width of one cell's noise (a-priori, needs no data). A fresh copy each call: equal
+    plans (frozen, compared by value) share one built frame, so a sweep or an audit that
+    releases many times with the same plans builds it once."""
+    return _ledger_of(tuple(plans)).copy()
+
+
+@lru_cache(maxsize=256)
+def _ledger_of(plans: tuple[LevelPlan, ...]) -> pd.DataFrame:
     rows = []
     for p in plans:
         row = {"level": p.level, "level_name": p.level_name, "query": p.query,
