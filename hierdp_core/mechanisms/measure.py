@@ -128,9 +128,9 @@ def plan_levels(
 
 def ledger_frame(plans: Sequence[LevelPlan]) -> pd.DataFrame:
     """The ledger: level, query, share, budget, noise, scale, expected |error| and the 95%
-    half-width of one cell's noise (a-priori, needs no data). A fresh copy each call: equal
+    half-width of one cell's noise (a-priori, needs no data). A fresh copy every call: equal
     plans (frozen, compared by value) share one built frame, so a sweep or an audit that
-    releases many times with the same plans builds it once."""
+    releases many times with the same plans builds its ledger once."""
     return _ledger_of(tuple(plans)).copy()
 
 
@@ -152,6 +152,17 @@ def _ledger_of(plans: tuple[LevelPlan, ...]) -> pd.DataFrame:
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def records_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """``pd.DataFrame(rows)`` for rows of scalars (a ledger), a fresh copy every call: equal
+    rows (same keys, types and values) share one built frame (as `ledger_frame`)."""
+    return _frame_of(tuple(tuple((k, type(v), v) for k, v in row.items()) for row in rows)).copy()
+
+
+@lru_cache(maxsize=256)
+def _frame_of(rows: tuple) -> pd.DataFrame:
+    return pd.DataFrame([{k: v for k, _, v in row} for row in rows])
 
 
 def measure(true_node_counts: np.ndarray, hierarchy: Hierarchy, plans: list[LevelPlan],
