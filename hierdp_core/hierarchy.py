@@ -23,8 +23,9 @@ Node ids escape the characters that separate them (`escape_codes`), so any code 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ from hierdp_core.ids import PATH_SEPARATOR, ROOT_ID, escape_codes
 from hierdp_core.tree_levels import levels_any_order, levels_in_tree_order
 
 _MAX_LISTED = 5
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +90,14 @@ class Hierarchy:
         """Level of every node (int32 array of length n_nodes)."""
         sizes = np.diff(self.level_offsets)
         return np.repeat(np.arange(self.n_levels, dtype=np.int32), sizes)
+
+    def derived(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, computed once per hierarchy and ``key``: for what depends on the
+        tree's shape and ``key`` alone (e.g. a solver's constraint matrices), reused by every
+        release over this hierarchy. The result is shared: treat it as read-only."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
 
     def child_starts(self, level: int) -> np.ndarray:
         """For level >= 1: offsets, within that level, where each parent's run of children starts.

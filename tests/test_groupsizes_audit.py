@@ -13,6 +13,11 @@ from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.mechanisms.group_sizes import NoisyBaseline
 
 SEED = 11
+#: per side. Passing is checked with fewer trials than catching: at 1,500 a registered
+#: mechanism whose noise claims a third of its sensitivity is still caught (gs-noisy: lower
+#: bound 1.63 at epsilon 1), one claiming half is not (0.89; at 4,000 trials 1.21), so the
+#: half-sensitivity test below keeps 8,000 (bound 1.47) and the paper chain 4,000 (2.40 > 2)
+PASS_TRIALS = 1500
 TRIALS = 4000
 PRIVATE = [i.name for i in list_mechanisms("group-sizes") if i.private]
 NOT_PRIVATE = [i.name for i in list_mechanisms("group-sizes") if not i.private]
@@ -31,7 +36,7 @@ class HalfSensitivityNoisy(NoisyBaseline):
 
 @pytest.mark.parametrize("name", PRIVATE)
 def test_private_group_size_mechanisms_pass(name):
-    r = audit_mechanism(name, 1.0, trials=TRIALS, seed=SEED)
+    r = audit_mechanism(name, 1.0, trials=PASS_TRIALS, seed=SEED)
     assert r.passed and r.epsilon_lower_bound <= 1.0, r.summary()
 
 

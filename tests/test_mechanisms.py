@@ -335,6 +335,21 @@ def test_ledger_laplace(split, data):
     assert math.isclose(r.privacy["epsilon"], 2.0) and r.privacy["definition"] == "pure-dp"
 
 
+def test_every_ledger_is_its_own_copy(data):
+    """Equal plans share one built ledger (`measure.ledger_frame`); every release still gets
+    its own frame: editing one changes neither the next nor the pre-run ledger."""
+    budget = PrivacyBudget.pure(1.0)
+    first = run("topdown", data, budget=budget, split="finer")
+    first.ledger.loc[0, "noise_scale"] = -1.0
+    first.ledger["share"] = 0.0
+    second = run("topdown", data, budget=budget, split="finer")
+    pre = get_mechanism("topdown").ledger(data, budget, split="finer")
+    pd.testing.assert_frame_equal(second.ledger, pre)
+    assert (pre["noise_scale"] > 0).all() and math.isclose(pre["share"].sum(), 1.0)
+    other = get_mechanism("topdown").ledger(data, budget, split="coarser")
+    assert not np.allclose(other["share"], pre["share"])
+
+
 def test_ledger_discrete_gaussian(data):
     rho = 0.3
     led = get_mechanism("raw-discrete-gaussian").ledger(data, PrivacyBudget.zcdp(rho),

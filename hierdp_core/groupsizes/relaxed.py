@@ -52,46 +52,25 @@ Paper errors handled (see ``shared/specs/group-sizes-fioretto.md``):
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from hierdp_core.errors import InputError, MechanismError
+from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.data import decumulate
+from hierdp_core.groupsizes.relaxed_solvers import (
+    DEFAULT_SOLVER,
+    SOLVERS,
+    Constraints,
+    ShiftedQP,
+    SolveResult,
+    solve_qp,
+)
 from hierdp_core.hierarchy import Hierarchy
 
-SOLVERS = ("clarabel", "highs")
-DEFAULT_SOLVER = "clarabel"
-
-
-@dataclass
-class ShiftedQP:
-    """``min 1/2 z'Pz + q'z`` with ``P = diag(p_diag)`` subject to ``a_eq z = b_eq``,
-    ``z >= col_lb`` (entries may be ``-inf``) and, if ``a_in`` is given, ``a_in z >= lb_in``.
-    ``x = x0 + z`` recovers the model's variables; the objective equals the model's
-    ``sum w (x - target)^2`` up to a constant."""
-
-    p_diag: np.ndarray
-    q: np.ndarray
-    a_eq: sp.csr_matrix
-    b_eq: np.ndarray
-    col_lb: np.ndarray
-    a_in: sp.csr_matrix | None
-    lb_in: np.ndarray | None
-    x0: np.ndarray
-
-
-@dataclass
-class SolveResult:
-    z: np.ndarray
-    status: str
-    ok: bool
-    iterations: int
-    seconds: float
+__all__ = ["DEFAULT_SOLVER", "SOLVERS", "mc_relaxed", "mh_relaxed"]
 
 
 # ---- input checks and weights ----------------------------------------------------------
@@ -153,10 +132,28 @@ def _leaf_differences(h: Hierarchy, n_cols: int) -> sp.csr_matrix:
     return sp.hstack([pad, block], format="csr")
 
 
+def _model1_constraints(h: Hierarchy, n_cols: int) -> Constraints:
+    """Model 1: consistency, the root's sizes summing to G, a lower bound on every leaf cell."""
+    def build() -> Constraints:
+        leaves = np.arange(int(h.level_offsets[h.depth]) * n_cols, h.n_nodes * n_cols)
+        return Constraints(_equalities(h, n_cols, np.arange(n_cols)), leaves)
+
+    return h.derived(("relaxed-model1", n_cols), build)
+
+
+def _model2_constraints(h: Hierarchy, n_cols: int) -> Constraints:
+    """Model 2: consistency, the root's last cumulative cell equal to G, the leaves' rows
+    monotone and non-negative (`_leaf_differences`); no column bounds."""
+    def build() -> Constraints:
+        return Constraints(_equalities(h, n_cols, np.array([n_cols - 1])),
+                           np.array([], dtype=np.int64), _leaf_differences(h, n_cols))
+
+    return h.derived(("relaxed-model2", n_cols), build)
+
+
 # ---- the two models --------------------------------------------------------------------
 def _shifted_qp(target: np.ndarray, weights: np.ndarray, x0: np.ndarray,
-                a_eq: sp.csr_matrix, b_eq: np.ndarray, col_lb: np.ndarray,
-                a_in: sp.csr_matrix | None = None,
+                constraints: Constraints, b_eq: np.ndarray, col_lb: np.ndarray,
                 lb_in: np.ndarray | None = None) -> ShiftedQP:
     """``sum w (x - target)^2`` over ``x = x0 + z``, i.e. ``P = 2w``, ``q = -2w (target -
     x0)``; constraints are given for x and translated by ``x0``. ``x0`` is consistent (built
@@ -165,9 +162,10 @@ def _shifted_qp(target: np.ndarray, weights: np.ndarray, x0: np.ndarray,
     x0f = x0.ravel()
     resid = target.ravel() - x0f
     b = b_eq.copy()
-    b[-1] -= float((a_eq[-1] @ x0f)[0])
+    b[-1] -= float((constraints.a_eq[-1] @ x0f)[0])
+    a_in = constraints.a_in
     shifted_in = None if a_in is None else lb_in - a_in @ x0f
-    return ShiftedQP(2.0 * w, -2.0 * w * resid, a_eq, b, col_lb - x0f, a_in, shifted_in, x0f)
+    return ShiftedQP(2.0 * w, -2.0 * w * resid, constraints, b, col_lb - x0f, shifted_in, x0f)
 
 
 def _model1(h: Hierarchy, noisy: np.ndarray, weights: np.ndarray, g: float) -> ShiftedQP:
@@ -177,12 +175,12 @@ def _model1(h: Hierarchy, noisy: np.ndarray, weights: np.ndarray, g: float) -> S
     n_cols = noisy.shape[1]
     leaves = h.level_slice(h.depth)
     x0 = h.aggregate(np.maximum(noisy[leaves], 0.0))
-    a_eq = _equalities(h, n_cols, np.arange(n_cols))
-    b_eq = np.zeros(a_eq.shape[0])
+    constraints = _model1_constraints(h, n_cols)
+    b_eq = np.zeros(constraints.a_eq.shape[0])
     b_eq[-1] = g
     col_lb = np.full(noisy.size, -np.inf)
-    col_lb[leaves.start * n_cols:] = 0.0
-    return _shifted_qp(noisy, weights, x0, a_eq, b_eq, col_lb)
+    col_lb[constraints.bounded] = 0.0
+    return _shifted_qp(noisy, weights, x0, constraints, b_eq, col_lb)
 
 
 def _monotone_envelope(rows: np.ndarray) -> np.ndarray:
@@ -200,118 +198,11 @@ def _model2(h: Hierarchy, noisy_cum: np.ndarray, weights: np.ndarray, g: float) 
     n_cols = noisy_cum.shape[1]
     leaves = h.level_slice(h.depth)
     x0 = h.aggregate(_monotone_envelope(noisy_cum[leaves]))
-    a_eq = _equalities(h, n_cols, np.array([n_cols - 1]))
-    b_eq = np.zeros(a_eq.shape[0])
+    constraints = _model2_constraints(h, n_cols)
+    b_eq = np.zeros(constraints.a_eq.shape[0])
     b_eq[-1] = g
-    a_in = _leaf_differences(h, n_cols)
-    return _shifted_qp(noisy_cum, weights, x0, a_eq, b_eq, np.full(noisy_cum.size, -np.inf),
-                       a_in, np.zeros(a_in.shape[0]))
-
-
-# ---- solvers ---------------------------------------------------------------------------
-def _inequality_rows(qp: ShiftedQP) -> tuple[sp.csr_matrix, np.ndarray]:
-    """All ``>=`` constraints as rows: the finite column bounds, then ``a_in``."""
-    bounded = np.flatnonzero(np.isfinite(qp.col_lb))
-    sel = sp.csr_matrix((np.ones(bounded.size), (np.arange(bounded.size), bounded)),
-                        shape=(bounded.size, qp.q.size))
-    rows, lbs = [sel], [qp.col_lb[bounded]]
-    if qp.a_in is not None:
-        rows.append(qp.a_in)
-        lbs.append(qp.lb_in)
-    return sp.vstack(rows, format="csr"), np.concatenate(lbs)
-
-
-def _import_solver(module: str, solver: str):
-    """The solver's Python package, or a `MechanismError` saying which package to install."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MechanismError(f"solver {solver!r} needs the Python package {module!r} "
-                             f"(pip install {module})") from exc
-
-
-# 100x tighter than Clarabel's defaults (1e-8): one or two more iterations, and the rounded
-# output then matches a 1e-12 solve on census-style inputs (the defaults flip a few .5 cases)
-CLARABEL_DEFAULTS = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
-                     "tol_ktratio": 1e-8}
-
-
-def _solve_clarabel(qp: ShiftedQP, options: dict) -> SolveResult:
-    """Clarabel (interior point): ``A x + s = b``, s in {0}^m_eq x R_+^m_in."""
-    clarabel = _import_solver("clarabel", "clarabel")
-
-    g_in, lb = _inequality_rows(qp)
-    a = sp.vstack([qp.a_eq, -g_in], format="csc")
-    b = np.concatenate([qp.b_eq, -lb])
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    settings.presolve_enable = False  # it only drops infinite bounds, and there are none
-    for key, value in {**CLARABEL_DEFAULTS, **options}.items():
-        setattr(settings, key, value)
-    cones = [clarabel.ZeroConeT(qp.a_eq.shape[0]), clarabel.NonnegativeConeT(g_in.shape[0])]
-    start = time.perf_counter()
-    solver = clarabel.DefaultSolver(sp.diags(qp.p_diag, format="csc"), qp.q, a, b, cones,
-                                    settings)
-    sol = solver.solve()
-    status = str(sol.status)
-    return SolveResult(np.asarray(sol.x), status, status in ("Solved", "AlmostSolved"),
-                       int(sol.iterations), time.perf_counter() - start)
-
-
-# HiGHS stops with a solve error once the null space of the active set exceeds 4,000
-# (its default); its reduced Hessian is dense, so 20,000 (3.2 GB) is a sane ceiling
-HIGHS_DEFAULTS = {"qp_nullspace_limit": 20_000}
-
-
-def _solve_highs(qp: ShiftedQP, options: dict) -> SolveResult:
-    """HiGHS QP (active set): column bounds from ``col_lb``, rows ``a_eq`` and ``a_in``."""
-    highspy = _import_solver("highspy", "highs")
-
-    rows = [qp.a_eq] + ([qp.a_in] if qp.a_in is not None else [])
-    a = sp.vstack(rows, format="csc")
-    row_lo = np.concatenate([qp.b_eq] + ([qp.lb_in] if qp.a_in is not None else []))
-    row_hi = np.concatenate([qp.b_eq]
-                            + ([np.full(qp.lb_in.size, np.inf)] if qp.a_in is not None else []))
-    n = qp.q.size
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, a.shape[0]
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = qp.q, qp.col_lb, np.full(n, np.inf)
-    lp.row_lower_, lp.row_upper_ = row_lo, row_hi
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, a.shape[0]
-    hess = highspy.HighsHessian()
-    hess.dim_, hess.format_ = n, highspy.HessianFormat.kTriangular
-    hess.start_, hess.index_, hess.value_ = np.arange(n + 1), np.arange(n), qp.p_diag
-    model = highspy.HighsModel()
-    model.lp_, model.hessian_ = lp, hess
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    for key, value in {**HIGHS_DEFAULTS, **options}.items():
-        highs.setOptionValue(key, value)
-    start = time.perf_counter()
-    highs.passModel(model)
-    highs.run()
-    status = highs.modelStatusToString(highs.getModelStatus())
-    z = np.asarray(highs.getSolution().col_value, dtype=np.float64)
-    iterations = int(highs.getInfo().qp_iteration_count)
-    return SolveResult(z if z.size == n else np.full(n, np.nan), status, status == "Optimal",
-                       iterations, time.perf_counter() - start)
-
-
-_SOLVE = {"clarabel": _solve_clarabel, "highs": _solve_highs}
-
-
-def _solve(qp: ShiftedQP, solver: str, options: dict | None) -> tuple[np.ndarray, SolveResult]:
-    """Solve the shifted QP; returns ``x = x0 + z`` and the raw result."""
-    if solver not in _SOLVE:
-        raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    result = _SOLVE[solver](qp, dict(options or {}))
-    if not result.ok or not np.isfinite(result.z).all():
-        raise MechanismError(f"the {solver} QP solver stopped without an optimum (status "
-                             f"{result.status!r} after {result.iterations} iterations, "
-                             f"{result.seconds:.1f} s); nothing was rounded")
-    return qp.x0 + result.z, result
+    return _shifted_qp(noisy_cum, weights, x0, constraints, b_eq,
+                       np.full(noisy_cum.size, -np.inf), np.zeros(constraints.a_in.shape[0]))
 
 
 # ---- rounding and reporting ------------------------------------------------------------
@@ -365,7 +256,7 @@ def mh_relaxed(h: Hierarchy, noisy, total_groups, *,
     start = time.perf_counter()
     qp = _model1(h, noisy, weights, g)
     build = time.perf_counter() - start
-    x, result = _solve(qp, solver, solver_options)
+    x, result = solve_qp(qp, solver, solver_options)
     cont = x.reshape(noisy.shape)
     # the exact optimum is >= 0; clear solver-tolerance negatives (-1e-9) before rounding
     rounded = np.rint(np.maximum(cont, 0.0)).astype(np.int64)
@@ -394,7 +285,7 @@ def mc_relaxed(h: Hierarchy, noisy_cum, total_groups, *,
     start = time.perf_counter()
     qp = _model2(h, noisy_cum, weights, g)
     build = time.perf_counter() - start
-    x, result = _solve(qp, solver, solver_options)
+    x, result = solve_qp(qp, solver, solver_options)
     cont = x.reshape(noisy_cum.shape)
     # the exact optimum is monotone and >= 0; clear solver-tolerance wiggles (~1e-9) first so
     # that a pooled value like k + 0.5 cannot round to k + 1 and then k (a negative count)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -125,9 +126,16 @@ def plan_levels(
     return plans
 
 
-def ledger_frame(plans: list[LevelPlan]) -> pd.DataFrame:
+def ledger_frame(plans: Sequence[LevelPlan]) -> pd.DataFrame:
     """The ledger: level, query, share, budget, noise, scale, expected |error| and the 95%
-    half-width of one cell's noise (a-priori, needs no data)."""
+    half-width of one cell's noise (a-priori, needs no data). A fresh copy every call: equal
+    plans (frozen, compared by value) share one built frame, so a sweep or an audit that
+    releases many times with the same plans builds its ledger once."""
+    return _ledger_of(tuple(plans)).copy()
+
+
+@lru_cache(maxsize=256)
+def _ledger_of(plans: tuple[LevelPlan, ...]) -> pd.DataFrame:
     rows = []
     for p in plans:
         row = {"level": p.level, "level_name": p.level_name, "query": p.query,
@@ -144,6 +152,17 @@ def ledger_frame(plans: list[LevelPlan]) -> pd.DataFrame:
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def records_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """``pd.DataFrame(rows)`` for rows of scalars (a ledger), a fresh copy every call: equal
+    rows (same keys, types and values) share one built frame (as `ledger_frame`)."""
+    return _frame_of(tuple(tuple((k, type(v), v) for k, v in row.items()) for row in rows)).copy()
+
+
+@lru_cache(maxsize=256)
+def _frame_of(rows: tuple) -> pd.DataFrame:
+    return pd.DataFrame([{k: v for k, _, v in row} for row in rows])
 
 
 def measure(true_node_counts: np.ndarray, hierarchy: Hierarchy, plans: list[LevelPlan],

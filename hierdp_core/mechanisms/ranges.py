@@ -35,7 +35,7 @@ import pandas as pd
 
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import resolve_shares
+from hierdp_core.mechanisms.measure import records_frame, resolve_shares
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, Accountant, PrivacyBudget
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
@@ -219,7 +219,10 @@ class RangeMechanism(Mechanism):
         return pays[h.segment_of_level(level)]
 
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
-        p = self.params(**params)
+        return records_frame(self._ledger_rows(data, budget, split, self.params(**params)))
+
+    def _ledger_rows(self, data: RangeData, budget: PrivacyBudget, split, p: dict) -> list:
+        """The rows of `ledger` (one dict per level), before any frame is built."""
         parts, shares = self._level_budgets(data, budget, split)
         rows = []
         for level, (part, share) in enumerate(zip(parts, shares, strict=True)):
@@ -233,18 +236,21 @@ class RangeMechanism(Mechanism):
                          "epsilon_stage2": eps - stage1,
                          "units": data.hierarchy.level_size(level),
                          "noise": "laplace" if part is not None else "not measured"})
-        return pd.DataFrame(rows)
+        return rows
 
     @staticmethod
-    def _stages_that_ran(ledger: pd.DataFrame, partitioned: list[int]) -> pd.DataFrame:
-        """The a priori ``ledger`` with the units each level partitioned (``partitioned``,
-        per level: how many ran Stage 1) as ``stage1_units``, and no Stage-1 share at a
-        level where none did (the plug-in test of ``partition_if`` skipped them all)."""
-        ledger = ledger.assign(stage1_units=partitioned)
-        skipped = ledger["stage1_units"] == 0
-        ledger.loc[skipped, "epsilon_stage1"] = 0.0
-        ledger.loc[skipped, "epsilon_stage2"] = ledger.loc[skipped, "budget"]
-        return ledger
+    def _stages_that_ran(rows: list[dict], partitioned: list[int]) -> pd.DataFrame:
+        """The a priori ledger (its ``rows``) with the units each level partitioned
+        (``partitioned``, per level: how many ran Stage 1) as ``stage1_units``, and no
+        Stage-1 share at a level where none did (the plug-in test of ``partition_if``
+        skipped them all)."""
+        ran = []
+        for row, units in zip(rows, partitioned, strict=True):
+            row = {**row, "stage1_units": units}
+            if units == 0:
+                row.update(epsilon_stage1=0.0, epsilon_stage2=row["budget"])
+            ran.append(row)
+        return records_frame(ran)
 
     def release(self, data: RangeData, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> RangeRelease:
@@ -288,7 +294,7 @@ class RangeMechanism(Mechanism):
         return RangeRelease(
             hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
             privacy=privacy,
-            ledger=self._stages_that_ran(self.ledger(data, budget, split, **params),
+            ledger=self._stages_that_ran(self._ledger_rows(data, budget, split, p),
                                          stage1_units),
             randomness=source.as_dict(), categories=data.values, noisy=estimates,
             edges=tuple(edges) if any(e is not None for e in edges) else None,
