@@ -29,12 +29,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
-    """Yield the URL of a freshly started dashboard; stop it on exit.
-    Raises RuntimeError (with the server's last output) if it does not become healthy."""
+def running_dashboard(start_timeout: float = 60.0, home: Path | None = None) -> Iterator[str]:
+    """Yield the URL of a freshly started dashboard; stop it on exit. ``home``: its
+    HIERDP_HOME (the budget ledger's folder), kept; by default a fresh temporary one, removed
+    on exit. Raises RuntimeError (with the server's last output) if it does not become
+    healthy."""
     port = free_port()
-    home = tempfile.mkdtemp(prefix="hierdp_home_")  # each dashboard: a fresh budget ledger
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HIERDP_HOME": home}
+    own_home = home is None
+    home = tempfile.mkdtemp(prefix="hierdp_home_") if own_home else home
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+           "HIERDP_HOME": str(home)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
@@ -59,7 +63,23 @@ def running_dashboard(start_timeout: float = 60.0) -> Iterator[str]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-        shutil.rmtree(home, ignore_errors=True)
+        if own_home:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def empty_folder(folder: Path) -> None:
+    """Remove everything inside ``folder`` (a dashboard's HIERDP_HOME between tests: its
+    budget ledger starts empty again), keeping the folder."""
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
 
 
 _SHOWN = "t => [...document.querySelectorAll('h1')].some(h => h.innerText.trim() === t)"

@@ -57,6 +57,38 @@ def _a_fresh_ledger_per_test(_publisher_key_in_a_temporary_config, tmp_path_fact
     monkeypatch.setenv("HIERDP_HOME", str(tmp_path_factory.mktemp("hierdp_home")))
 
 
+@pytest.fixture(scope="session")
+def shared_dashboard(_publisher_key_in_a_temporary_config, tmp_path_factory):
+    """One dashboard per test process (per xdist worker) for the browser tests, started on
+    first use: (its URL, its HIERDP_HOME). Tests take it through ``test_browser.server``,
+    which empties that folder first, so each test still starts with an empty budget ledger
+    (its imports and sample caches stay warm, as for a user's next session)."""
+    from tests.browser_tools import running_dashboard
+
+    home = tmp_path_factory.mktemp("dashboard_home")
+    with running_dashboard(home=home) as url:
+        yield url, home
+
+
+@pytest.fixture(scope="session")
+def shared_chromium():
+    """One headless Chromium (Debian's, driven by Playwright) per test process for the
+    browser tests, started on first use; each test opens its own context (cookies, storage
+    and session of its own). Tests take it through ``test_browser.browser``, which skips
+    (or fails, under HIERDP_REQUIRE_BROWSER) when Chromium or Playwright is missing."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_tools import CHROMIUM_ARGS
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
 @dataclass
 class TreeTable:
     table: pd.DataFrame

@@ -18,10 +18,10 @@ import pytest
 
 from hierdp_core.data.samples import load_sample
 from tests.browser_tools import (
+    empty_folder,
     has_exception,
     open_page,
     press_start,
-    running_dashboard,
     select_option,
     settle,
     timed_click,
@@ -41,20 +41,19 @@ PlaywrightTimeoutError = playwright_api.TimeoutError
 MAP_PATHS = ".js-plotly-plot path.choroplethlocation"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_dashboard() as url:
-        yield url
+@pytest.fixture
+def server(shared_dashboard):
+    """The URL of this test process's dashboard (conftest's ``shared_dashboard``) with an
+    empty budget ledger: no test sees another's publishable draws."""
+    url, home = shared_dashboard
+    empty_folder(home)
+    return url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
+@pytest.fixture
+def browser(shared_chromium):
+    """This test process's headless Chromium (conftest's ``shared_chromium``)."""
+    return shared_chromium
 
 
 @pytest.fixture
