@@ -22,11 +22,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.browser_tools import open_page, press_start, settle, timed_click, timed_rerun
+from tests.browser_tools import (
+    CHROMIUM_ARGS,
+    open_page,
+    press_start,
+    settle,
+    timed_click,
+    timed_rerun,
+)
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 DEMO_SAMPLES = ("us-counties", "italy-municipalities", "synthetic-us-like")
 STEP_TIMEOUT_MS = 300_000  # a step that takes longer fails its session
 STEPS = ("home_s", "start_s", "seed_s", "epsilon_s", "run_release_s", "export_s")
