@@ -9,4 +9,6 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "warning: could not install chromium; browser tests will be skipped"
 fi
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -n 2 -q "$@"
+# worksteal: a worker that runs out of tests takes the other's, so the last slow (browser) tests
+# are not left to one of the two cores
+.venv/bin/python -m pytest -n 2 --dist worksteal -q "$@"
