@@ -60,6 +60,7 @@ from hierdp_core.data.samples import SAMPLES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 from tests.browser_tools import (
+    CHROMIUM_ARGS,
     open_page,
     running_dashboard,
     select_option,
@@ -296,10 +297,8 @@ def main() -> None:
     out = {"chromium": chromium, "repeats": args.repeats, "samples": list(SAMPLES)[:2]}
     outside: list[str] = []
     with running_dashboard() as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
+        browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                    args=CHROMIUM_ARGS)
         out["us_counties"], page = bench_us(browser, url, args.repeats, outside)
         if not args.skip_sweeps:
             out["sweeps"] = bench_sweeps(page)
