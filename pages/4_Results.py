@@ -34,18 +34,10 @@ h = data.hierarchy
 s = session.settings(h.n_levels)
 ds = session.ensure_dataset()
 
-config_ui.restore_randomness()  # a configuration loaded on Export sets the seed
 run_cols = st.columns([4.2, 1, 0.8], vertical_alignment="bottom")
-with run_cols[0]:
-    mode = st.radio("Randomness", ["Exploration (seeded, reproducible)",
-                                   "Release (OS entropy, OpenDP samplers)"], key="rand_mode",
-                    horizontal=True)
-with run_cols[1]:
-    seed = st.number_input("Seed", min_value=0, step=1, key="seed",  # 0 unless set
-                           disabled=not mode.startswith("Exploration"))
+seed_used = config_ui.randomness_widgets(run_cols[0], run_cols[1])
 with run_cols[2]:
     run = st.button("Run release", type="primary", key="run_release")
-seed_used = int(seed) if mode.startswith("Exploration") else None
 
 
 def release_now():

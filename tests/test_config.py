@@ -194,32 +194,38 @@ def test_loading_into_the_dashboard(raw, expected):
         assert len(out) == 1 and expected[0] in out[0]
         settings = at.session_state["hd_settings"]
         assert settings["epsilon"] == 0.7 and settings["weights"] == [0.0, 1.0, 1.0]
-        assert at.session_state["hd_loaded_randomness"]["seed"] == 3
+        assert at.session_state["hd_randomness"]["seed"] == 3
         assert at.session_state["hd_dataset"]["sample"] == "synthetic-us-like"
     else:
         assert expected in out
 
 
 def test_the_results_page_reads_the_randomness_the_loader_writes():
-    """`ui.config` leaves the loaded randomness for the Results page: the page must use it
-    (and a later change of the widgets must win over it)."""
+    """`ui.config` keeps the randomness in a plain session key: the Results page must use it,
+    a later change of the widgets must win over it, and a load must redraw the widgets."""
     from test_app import assert_clean, page
 
     from hierdp_core.ui import config as config_ui
     from hierdp_core.ui import session
 
     at = page("pages/4_Results.py", "synthetic-us-like")
-    at.session_state[config_ui.LOADED_RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
-                                                     config_ui.SEED: 11}
+    at.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                              config_ui.SEED: 11}
     at.run()
     assert_clean(at)
     assert at.session_state[session.RELEASE].randomness["seed"] == 11
-    assert at.number_input(key="seed").value == 11
-    at.number_input(key="seed").set_value(12).run()
+    assert at.number_input(key="seed_0").value == 11
+    at.number_input(key="seed_0").set_value(12).run()
     at.button(key="run_release").click().run()
     assert at.session_state[session.RELEASE].randomness["seed"] == 12
+    assert at.session_state[config_ui.RANDOMNESS][config_ui.SEED] == 12
+    at.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                              config_ui.SEED: 4}
+    at.session_state[config_ui.GENERATION] = 1  # what a load does
+    at.run()
+    assert at.number_input(key="seed_1").value == 4
     at = page("pages/4_Results.py", "synthetic-us-like")
-    at.session_state[config_ui.MODE] = config_ui.SECURE
+    at.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.SECURE}
     at.run()
     assert_clean(at)
     assert at.session_state[session.RELEASE].randomness["mode"] == "secure"
@@ -261,3 +267,20 @@ def test_the_dashboard_declares_an_exact_total():
     at = AppTest.from_function(_saved_after_loading, args=({**raw, "params": {}},),
                                default_timeout=60).run()
     assert at.session_state["out"]["invariants"] == []
+
+
+def test_the_seed_survives_a_visit_to_another_page():
+    """Streamlit forgets a widget's value once another page has run: the seed typed on the
+    Results page must still be there (and in the saved configuration) after a visit."""
+    from test_app import assert_clean, page
+
+    from hierdp_core.ui import config as config_ui
+
+    at = page("pages/4_Results.py", "synthetic-us-like").run()
+    at.number_input(key="seed_0").set_value(5).run()
+    at.switch_page("pages/6_Export.py").run()
+    at.switch_page("pages/2_Hierarchy.py").run()
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    assert at.number_input(key="seed_0").value == 5
+    assert at.session_state[config_ui.RANDOMNESS][config_ui.SEED] == 5

@@ -16,6 +16,7 @@ from test_app import assert_clean, page
 
 from hierdp_core.config import FORMAT, ConfigError, config_from_dict, config_json
 from hierdp_core.reproduce import release_commands, release_from_config
+from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import session
 from hierdp_core.ui.reproduce import SHOWN
 
@@ -48,7 +49,8 @@ def run_shown(capsys, monkeypatch, folder, cfg, commands: list[str], script: str
 def test_the_export_pages_script_and_command_give_the_pages_release(capsys, monkeypatch,
                                                                    tmp_path):
     at = page("pages/4_Results.py", "us-counties")
-    at.session_state["seed"] = 7
+    at.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                              config_ui.SEED: 7}
     at.run()
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)

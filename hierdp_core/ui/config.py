@@ -3,11 +3,12 @@ session (data, column roles, mechanism, budget, split, the Results page's seed) 
 back into it, so the Results page redraws the same release.
 
 Session keys written on load: ``hd_dataset`` / ``hd_roles`` (a bundled sample is loaded),
-``hd_settings``, the split sliders (`ui.split.set_split`), and ``hd_loaded_randomness``: the
-values the Results page's randomness widgets ``rand_mode`` and ``seed`` take when it is next
-drawn (`restore_randomness`). They are not written into the widgets' own keys from another
-page: a widget's key set while its page is not drawn can be lost when a page switch
-interrupts a run (streamlit/streamlit#7338).
+``hd_settings``, the split sliders (`ui.split.set_split`), and ``hd_randomness``: the
+randomness (mode and seed) of the Results page. That plain key, not the page's widgets, holds
+it: Streamlit forgets a widget's value once a run of another page completes, so the seed a
+user typed (or a configuration set) would fall back to 0 on the next visit. The widgets
+(`randomness_widgets`) start from it and write back to it; a load bumps their generation so
+they are drawn anew with the loaded values.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui import structure as structure
 
-MODE, SEED = "rand_mode", "seed"  # the Results page's randomness widgets
-LOADED_RANDOMNESS = "hd_loaded_randomness"
+MODE, SEED = "mode", "seed"
+RANDOMNESS = "hd_randomness"  # {MODE: EXPLORATION or SECURE, SEED: int}
+GENERATION = "hd_randomness_generation"  # part of the widgets' keys; a load bumps it
 EXPLORATION = "Exploration (seeded, reproducible)"
 SECURE = "Release (OS entropy, OpenDP samplers)"
 
@@ -48,9 +50,7 @@ def current_config(release=None) -> ReleaseConfig:
     else:
         values = {c: declared["category_values"][c] for c in r["category_columns"]}
     zcdp = s["definition"] == "zcdp"
-    randomness = {MODE: EXPLORATION, SEED: 0, **{k: st.session_state[k] for k in (MODE, SEED)
-                                                  if k in st.session_state},
-                  **st.session_state.get(LOADED_RANDOMNESS, {})}
+    randomness = randomness_held()
     if release is not None:
         seed = release.randomness.get("seed")
     elif randomness[MODE] == EXPLORATION:
@@ -109,12 +109,33 @@ def apply_config(cfg: ReleaseConfig) -> list[str]:
         raise ConfigError(f"the split has {len(weights)} weights for {n_levels} levels "
                           "(one per level, root first)")
     split_ui.set_split(s, list(weights))
-    st.session_state[LOADED_RANDOMNESS] = {MODE: SECURE if cfg.seed is None else EXPLORATION,
-                                           SEED: int(cfg.seed or 0)}
+    st.session_state[RANDOMNESS] = {MODE: SECURE if cfg.seed is None else EXPLORATION,
+                                    SEED: int(cfg.seed or 0)}
+    st.session_state[GENERATION] = st.session_state.get(GENERATION, 0) + 1
     return notes
 
 
-def restore_randomness() -> None:
-    """On the Results page, before its randomness widgets: give them the values of a
-    configuration loaded since they were last drawn."""
-    st.session_state.update(st.session_state.pop(LOADED_RANDOMNESS, {}))
+def randomness_held() -> dict:
+    """The session's randomness, {MODE, SEED}: exploration with seed 0 until set."""
+    return {MODE: EXPLORATION, SEED: 0, **st.session_state.get(RANDOMNESS, {})}
+
+
+def widget_keys() -> tuple[str, str]:
+    """The keys of the Results page's randomness widgets (mode, seed) in this generation."""
+    generation = st.session_state.get(GENERATION, 0)
+    return f"rand_mode_{generation}", f"seed_{generation}"
+
+
+def randomness_widgets(mode_column, seed_column) -> int | None:
+    """Draw the Results page's randomness radio and seed box in the given columns, starting
+    from the session's randomness, and keep what they show as the session's. Returns the
+    seed of an exploration release, None for secure noise."""
+    held, (mode_key, seed_key) = randomness_held(), widget_keys()
+    with mode_column:
+        mode = st.radio("Randomness", [EXPLORATION, SECURE], key=mode_key, horizontal=True,
+                        index=[EXPLORATION, SECURE].index(held[MODE]))
+    with seed_column:
+        seed = st.number_input("Seed", min_value=0, step=1, value=int(held[SEED]),
+                               key=seed_key, disabled=mode != EXPLORATION)
+    st.session_state[RANDOMNESS] = {MODE: mode, SEED: int(seed)}
+    return int(seed) if mode == EXPLORATION else None
