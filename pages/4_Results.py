@@ -209,11 +209,10 @@ def results_view() -> None:
     release_map(level, nodes, values, budget_text, selector)
     rel.verdict_box(release, data.declared_structure)
     charts_and_tables(release, level, nodes, values)
-    # at every run of the fragment: what it wrote outside itself is cleared at its next run
-    widgets.sidebar_status(status_slot)
 
 
 if run:
     release_now()
 results_view()
+widgets.sidebar_status(status_slot, budget_on_page=True)  # never from the fragment
 widgets.next_page("pages/5_Trade-offs.py", "Next: explore the privacy-utility trade-off")

@@ -241,9 +241,12 @@ def use_chosen_palette(choice: str | None = None) -> None:
                 dark=getattr(st.context.theme, "type", None) == "dark")
 
 
-def sidebar_status(slot) -> None:
+def sidebar_status(slot, budget_on_page: bool = False) -> None:
     """The count release's setup (data, levels, mechanism, release) in the sidebar slot; the
-    group-size, flow and range pages keep their own data and settings."""
+    group-size, flow and range pages keep their own data and settings. With
+    ``budget_on_page`` the budget is not shown but pointed to: a page whose fragment moves it
+    (Results) cannot refresh the sidebar, since a fragment writing outside itself can blank
+    the app in Streamlit 1.67 ("Cannot set a node at a delta path", streamlit#16281)."""
     ds = st.session_state.get(DATASET)
     with slot.container():
         st.markdown("**Count release** (pages Data to Export)")
@@ -260,6 +263,8 @@ def sidebar_status(slot) -> None:
         if s:
             budget = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
                       else f"ρ = {s['rho']:g}")
+            if budget_on_page:
+                budget = "ε or ρ: the slider above the map"
             st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
         st.markdown("**Release:** " + ("ready" if current_release() is not None
                                        else "not run for these settings"))
