@@ -147,7 +147,8 @@ def expected_release(sample: str, config_json: Path, folder: Path) -> pd.DataFra
 
 
 def _read(path: Path) -> pd.Series:
-    table = pd.read_csv(path, dtype={"node_id": str, "category": str}, keep_default_na=False)
+    table = pd.read_csv(path, dtype={"node_id": str, "category": str, "label": str},
+                        keep_default_na=False)
     return table.set_index(["node_id", "category"])["value"].sort_index()
 
 
