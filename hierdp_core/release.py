@@ -6,6 +6,8 @@ alone)."""
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,3 +126,16 @@ def release_table(hierarchy: Hierarchy, values: np.ndarray, categories: tuple[st
         cols["lower"] = pa.array(intervals.lower[nodes].ravel())
         cols["upper"] = pa.array(intervals.upper[nodes].ravel())
     return pa.table(cols)
+
+
+class _CallableModule(types.ModuleType):
+    """``hierdp_core.release`` is both this module and the Python API's function
+    (`hierdp_core.api.release`): calling the module calls the function."""
+
+    def __call__(self, *args, **kwargs):
+        from hierdp_core.api import release
+
+        return release(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
