@@ -58,7 +58,7 @@ from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 DATAFRAME = "<DataFrame>"  # the manifest's input file name of a table given in memory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CountRelease:
     """A counts release made by `release`: ``release`` (the core `Release`), ``manifest``
     (as ``hierdp release`` writes it, before its fingerprint, checksum and signature, which
@@ -70,6 +70,12 @@ class CountRelease:
     budget: object
     source: object
     content: object
+
+    def __repr__(self) -> str:
+        verdict = ("publishable" if self.manifest["publishable"] else "not publishable: "
+                   + "; ".join(self.manifest["not_publishable_because"]))
+        return (f"<CountRelease {self.release.mechanism}, {self.release.values.size:,} cells, "
+                f"{verdict}>")
 
     def to_frame(self):
         """The released table, the rows and columns of ``release.csv``."""

@@ -2,7 +2,10 @@
 display, the noisy measurements they came from, which are private too); evaluation against
 the truth is a separate step (`hierdp_core.metrics`). A counts release may carry an
 interval for every cell (`CellIntervals`, made by `hierdp_core.intervals` from the release
-alone)."""
+alone).
+
+Called, the module is the Python API's function: ``hierdp_core.release(table, levels=...,
+...)`` is `hierdp_core.api.release`."""
 
 from __future__ import annotations
 

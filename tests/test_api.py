@@ -117,6 +117,7 @@ def test_without_a_geography_the_release_says_it_is_not_publishable(sample):
     made = hierdp_core.release(sample[0], levels=["state"], count_column="count")
     assert made.manifest["structure"] == "from-data"
     assert made.manifest["publishable"] is False
+    assert "not publishable" in repr(made) and "topdown" in repr(made)
     assert any("declared" in reason or "data" in reason
                for reason in made.manifest["not_publishable_because"])
 
@@ -161,9 +162,11 @@ def test_bad_input_raises_a_typed_error(sample, change, error):
         hierdp_core.release(table, **args)
 
 
-def test_a_table_that_is_neither_a_frame_nor_a_path_is_refused():
+def test_a_table_that_is_neither_a_frame_nor_an_existing_file_is_refused(tmp_path):
     with pytest.raises(InputError, match="DataFrame or the path"):
         hierdp_core.release([1, 2], levels=["a"])
+    with pytest.raises(InputError, match="missing.csv"):
+        hierdp_core.release(tmp_path / "missing.csv", levels=["a"], seed=1)
 
 
 def test_importing_hierdp_core_stays_cheap():
