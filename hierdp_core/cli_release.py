@@ -159,11 +159,13 @@ def cmd_release(args) -> int:
     return 0
 
 
-def memory_input(args, path: Path):
+def memory_input(args, path: Path, table=None):
     """(args, table, preparation note, data, sparse note or None) of a release held in
-    memory: the table at ``path`` read and prepared (`prepare_input`), its data object
-    (`input_data`), both checked against the memory limit."""
-    args, table, prepared = prepare_input(args, read_input(args, path))
+    memory: the table at ``path`` (or ``table``, a DataFrame already in memory) read and
+    prepared (`prepare_input`), its data object (`input_data`), both checked against the
+    memory limit."""
+    source = read_input(args, path) if table is None else table
+    args, table, prepared = prepare_input(args, source)
     check_args_memory(args, table)  # before anything grows with a size typed
     data = input_data(args, table)
     sparse = sparse_note(check_data_memory(args, data), memory_limit(args))

@@ -61,7 +61,7 @@ SPARSE_FLOWS = frozenset({"inftda", "tda-l2", "tda-linf-milp", "stability-histog
 #: nodes it writes
 SPARSE_FLOW_BYTES_PER_CELL = 250
 #: peak bytes per cell of the Dask client that gathers a release: 7.3 GB for the 66.6M
-#: cells of the 300M-person release with its bootstrap intervals (README), with a margin
+#: cells of the 300M-person release with its bootstrap intervals (docs/scale-out.md), with a margin
 DASK_CLIENT_BYTES_PER_CELL = 150
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,

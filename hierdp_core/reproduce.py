@@ -45,33 +45,16 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``table`` (default: `table_file`, relative to the working folder), made by the code of
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
-    from hierdp_core.cli_budget import budget_from_args
+    from hierdp_core.api import release_of_args
     from hierdp_core.cli_parser import build_parser, fill_from_config
-    from hierdp_core.cli_release import (
-        _params,
-        _split,
-        check_invariants,
-        memory_input,
-        refuse_nonprivate,
-    )
-    from hierdp_core.errors import InputError
-    from hierdp_core.mechanisms.base import get_mechanism
     from hierdp_core.privacy.samplers import NoiseSource
 
     cfg = config if isinstance(config, ReleaseConfig) else load_config(config)
     path = Path(table if table is not None else table_file(cfg))
     args = argparse.ArgumentParser.parse_args(build_parser(), ["release", str(path), "--out", "-"])
     fill_from_config(args, cfg, {"input"})
-    mechanism = get_mechanism(cfg.mechanism)
-    if cfg.query not in mechanism.info.queries:
-        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}")
-    refuse_nonprivate(mechanism.info, False)
-    check_invariants(args, mechanism)
-    budget = budget_from_args(args)
-    args, _, _, data, _ = memory_input(args, path)
-    _, split = _split(args, mechanism, data, budget)
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(secure=True)
-    return mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    return release_of_args(args, path, source)[0]
 
 
 def release_commands(cfg: ReleaseConfig, config_file: str = CONFIG_FILE,

@@ -1,9 +1,10 @@
-"""The README tables say what the commands printed beside them print today (issue 17, item 5).
+"""The documentation's tables say what the commands printed beside them print today (issue
+17, item 5; the tables moved from the README to ``docs/`` in issue 29).
 
-A few cheap tables are re-run here and compared cell by cell with the README (parsed, not
+A few cheap tables are re-run here and compared cell by cell with the docs (parsed, not
 copied), so drift is caught: benchmark subsets printed with ``--markdown`` (timing columns,
 headed ``s / ...``, are skipped), the deterministic numbers quoted for ``bench_counts.py
---county`` and some rows of the command line's error-message table.
+--county`` and some rows of the command line's error-message table (docs/input-rules.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+INPUT_RULES = ROOT / "docs" / "input-rules.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
 
 
@@ -78,9 +79,10 @@ def test_flows_binary6_table_matches_a_rerun():
 
 
 def message_rows() -> dict[str, tuple[str, int]]:
-    """README's bad-input table: input -> (the first message as a regex, its exit status)."""
+    """The bad-input table of docs/input-rules.md: input -> (the first message as a regex,
+    its exit status)."""
     out = {}
-    for what, said in table_after(README, "Some of these inputs and what they get")[1:]:
+    for what, said in table_after(INPUT_RULES, "Some of these inputs and what they get")[1:]:
         m = re.match(r"`([^`]*)` \((\d)\)", said)
         if m:
             out[what] = (re.escape(m[1]).replace(re.escape("..."), ".*"), int(m[2]))

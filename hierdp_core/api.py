@@ -1,0 +1,253 @@
+"""The Python API of a counts release: `release` makes the release ``hierdp release`` makes,
+with the same code (`hierdp_core.cli_release`) and the same rules, from a table in memory
+(a DataFrame) or a file, and returns it as a `CountRelease`: ``to_frame()`` (the released
+table), ``manifest`` (with the publishable verdict), ``intervals`` and ``write(folder)``
+(the folder ``hierdp release --out`` writes). Bad input raises a
+`hierdp_core.errors.HierdpError`. ``hierdp_core.release`` is this function.
+
+Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
+
+>>> import hierdp_core
+>>> from hierdp_core.data.sample_files import SAMPLE_FILES
+>>> sample = SAMPLE_FILES["synthetic-us-like"]
+>>> table, geography = sample.loader(), sample.geography()
+>>> rel = hierdp_core.release(table, levels=["state", "county"], count_column="count",
+...                           geography=geography, seed=7,
+...                           category_values={"sex": ["F", "M"],
+...                                            "age_group": ["0-17", "18-64", "65+"]})
+>>> rel.to_frame().columns.tolist()
+['level', 'level_name', 'node_id', 'parent_id', 'label', 'category', 'value']
+>>> len(rel.to_frame())  # (1 nation + 50 states + 3,100 counties) x 6 categories
+18906
+>>> rel.manifest["structure"], rel.manifest["publishable"]  # seeded: exploration
+('declared', False)
+>>> rel.manifest["not_publishable_because"][0][:40]
+'the noise comes from a seeded generator '
+
+Without a seed the noise is secure and the release publishable (``write`` then charges the
+dataset's budget ledger, as the command line does); ``interval`` adds ``lower`` and
+``upper``:
+
+>>> secure = hierdp_core.release(table, levels=["state"], count_column="count",
+...                              geography=geography, interval=0.9)
+>>> secure.manifest["publishable"], secure.intervals is not None
+(True, True)
+>>> secure.to_frame().columns.tolist()
+['level', 'level_name', 'node_id', 'parent_id', 'label', 'value', 'lower', 'upper']
+
+Without a geography the units and categories are read from the data, and the release
+says it is not publishable:
+
+>>> explored = hierdp_core.release(table, levels=["state"], count_column="count", seed=1)
+>>> explored.manifest["structure"], explored.manifest["publishable"]
+('from-data', False)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hierdp_core.errors import InputError
+from hierdp_core.verdict import DEFAULT_MAX_EPSILON
+
+DATAFRAME = "<DataFrame>"  # the manifest's input file name of a table given in memory
+
+
+@dataclass(frozen=True, repr=False)
+class CountRelease:
+    """A counts release made by `release`: ``release`` (the core `Release`), ``manifest``
+    (as ``hierdp release`` writes it, before its fingerprint, checksum and signature, which
+    `write` adds) and what `write` needs to write the same folder."""
+
+    release: object
+    manifest: dict
+    args: argparse.Namespace
+    budget: object
+    source: object
+    content: object
+
+    def __repr__(self) -> str:
+        verdict = ("publishable" if self.manifest["publishable"] else "not publishable: "
+                   + "; ".join(self.manifest["not_publishable_because"]))
+        return (f"<CountRelease {self.release.mechanism}, {self.release.values.size:,} cells, "
+                f"{verdict}>")
+
+    def to_frame(self):
+        """The released table, the rows and columns of ``release.csv``."""
+        return self.release.to_frame()
+
+    @property
+    def intervals(self):
+        """The cells' intervals (`hierdp_core.release.CellIntervals`), or None when the
+        release was made without ``interval``."""
+        return self.release.intervals
+
+    def write(self, folder, *, overwrite: bool = False, formats: Sequence[str] = ("csv",),
+              key_file=None, budget_total: str | None = None) -> dict:
+        """Write the release folder ``hierdp release --out folder`` writes (whole or not at
+        all; the manifest sealed and signed with the publisher's key, ``key_file`` or the
+        default, kept outside the folder); returns the written files' paths. A release with
+        secure noise is charged to its dataset's budget ledger first, as the command line
+        does (``budget_total``: ``--budget-total``): a write that would overspend raises a
+        `BudgetError` and writes nothing."""
+        from hierdp_core.atomic import check_writable
+        from hierdp_core.cli_budget import commit_release, reserve_release
+        from hierdp_core.export import write_release
+
+        check_writable(folder)
+        args = argparse.Namespace(**{**vars(self.args), "out": str(folder),
+                                     "overwrite": overwrite, "key_file": key_file,
+                                     "budget_total": budget_total})
+        reserved = reserve_release(args, self.budget, self.release.mechanism, self.source,
+                                   self.content)
+        paths = write_release(self.release, folder, formats=tuple(formats),
+                              structure_declared=self.manifest["structure"] == "declared",
+                              input_spec={k: v for k, v in self.manifest["input"].items()
+                                          if k != "fingerprint"},
+                              input_content=self.content, key_file=key_file,
+                              overwrite=overwrite, max_epsilon=args.max_epsilon)
+        commit_release(reserved, paths["manifest"])
+        return paths
+
+
+def release(table, levels: Sequence[str], count_column: str | None = None, *,
+            mechanism: str = "topdown", epsilon: float | None = 1.0,
+            rho: float | None = None, delta: float | None = None, geography=None,
+            category_columns: Sequence[str] | None = None,
+            category_values: Mapping[str, Sequence] | None = None,
+            names: Mapping[str, str] | None = None, split: Sequence[float] | str = "uniform",
+            params: Mapping[str, object] | None = None, invariants: Sequence[str] = (),
+            seed: int | None = None, interval: float | None = None,
+            max_epsilon: float = DEFAULT_MAX_EPSILON) -> CountRelease:
+    """The counts release of ``table`` (a DataFrame, or the path of a file
+    ``hierdp release`` reads) at the ``levels`` (columns, coarse to fine), as ``hierdp
+    release`` makes it: ``count_column`` (None: one row per person), ``mechanism``,
+    ``epsilon`` (or ``rho``, zCDP; ``delta``), ``split`` (a weight per level, root first,
+    or a preset name), ``params`` (``--param``), ``invariants`` (``--invariant``) and
+    ``interval`` (a confidence level for ``lower``/``upper``, None for none).
+
+    The shape is declared: ``geography`` (a DataFrame or file, one row per leaf unit, the
+    level columns and the name columns of ``names``, level -> column) and
+    ``category_values`` (column -> its public values, in release order;
+    ``category_columns`` defaults to its keys). Without ``geography`` the units and
+    categories are read from the data: exploration, not publishable. ``seed`` draws seeded
+    noise (exploration, not publishable); None draws secure noise. Bad input raises a
+    `HierdpError`, as the command line's one-line errors."""
+    from hierdp_core.cli_table import input_spec
+    from hierdp_core.export import build_manifest
+    from hierdp_core.intervals import with_intervals
+    from hierdp_core.privacy.samplers import NoiseSource
+
+    path = Path(table) if isinstance(table, (str, Path)) else None
+    if path is None and not hasattr(table, "columns"):
+        raise InputError(f"table is a DataFrame or the path of a file, got "
+                         f"{type(table).__name__}")
+    args = _arguments(path.name if path else DATAFRAME, levels, count_column, mechanism,
+                      category_columns, category_values, names, split, params, invariants)
+    args.epsilon, args.rho, args.delta = (epsilon if rho is None else None), rho, delta
+    args.seed, args.max_epsilon = _seed(seed), max_epsilon
+    args.interval = _interval(interval)
+    source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
+    with _geography_file(geography) as geography_path:
+        args.geography, args.structure_from_data = geography_path, geography_path is None
+        made, args, data, budget = release_of_args(
+            args, path or Path(DATAFRAME), source,
+            table=None if path is not None else table.copy())
+        spec = input_spec(args, data, path or Path(DATAFRAME))
+    if interval is not None:
+        made = with_intervals(made, interval, None)
+    declared = bool(getattr(data, "declared_structure", False))
+    manifest = build_manifest(made, structure_declared=declared, input_spec=spec,
+                              max_epsilon=max_epsilon)
+    content = path if path is not None else table.to_csv(index=False).encode()
+    return CountRelease(made, manifest, args, budget, source, content)
+
+
+def release_of_args(args: argparse.Namespace, path: Path, source, table=None):
+    """(release, args, data, budget) of parsed ``hierdp release`` arguments on the table at
+    ``path`` (or ``table``, a DataFrame in memory) with the noise ``source``, made by the
+    command line's code (`hierdp_core.cli_release`); nothing written, no budget charged;
+    ``args`` as the table's preparation left them. A mechanism that is not private is
+    refused. Raises a `HierdpError` for bad input."""
+    from hierdp_core.cli_budget import budget_from_args
+    from hierdp_core.cli_release import (
+        _params,
+        _split,
+        check_invariants,
+        memory_input,
+        refuse_nonprivate,
+    )
+    from hierdp_core.mechanisms.base import get_mechanism
+
+    mechanism = get_mechanism(args.mechanism, args.query)
+    if args.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}")
+    refuse_nonprivate(mechanism.info, False)
+    check_invariants(args, mechanism)
+    budget = budget_from_args(args)
+    args, _, _, data, _ = memory_input(args, path, table)
+    _, split = _split(args, mechanism, data, budget)
+    made = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    return made, args, data, budget
+
+
+def _arguments(input_name, levels, count_column, mechanism, category_columns,
+               category_values, names, split, params, invariants) -> argparse.Namespace:
+    """The parsed ``hierdp release`` arguments these keywords stand for."""
+    from hierdp_core.cli_parser import build_parser
+
+    args = argparse.ArgumentParser.parse_args(build_parser(),
+                                              ["release", input_name, "--out", "-"])
+    values = {str(c): [str(v) for v in vals] for c, vals in (category_values or {}).items()}
+    for column, vals in values.items():
+        if any("|" in v or not v.strip() for v in vals):
+            raise InputError(f"category_values[{column!r}]: a value is empty or holds '|'")
+    args.levels = levels if isinstance(levels, str) else ",".join(map(str, levels))
+    args.count_column, args.mechanism = count_column, mechanism
+    args.categories = ",".join(category_columns) if category_columns else None
+    args.category_values = [f"{c}={'|'.join(v)}" for c, v in values.items()] or None
+    args.names = ",".join(f"{lv}={col}" for lv, col in (names or {}).items()) or None
+    if isinstance(split, str):
+        args.split, args.split_preset = None, split
+    else:
+        args.split = ",".join(str(float(w)) for w in split)
+    args.param = [f"{k}={v}" for k, v in (params or {}).items()]
+    args.invariant = list(invariants)
+    return args
+
+
+def _seed(seed):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"a seed is an integer >= 0 (or None for secure noise), got {seed!r}")
+    return seed
+
+
+def _interval(level) -> float:
+    """``--interval``'s value: 0.0 (none) for None, else a level strictly in (0, 1)."""
+    if level is None:
+        return 0.0
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise InputError(f"interval is a level between 0 and 1 (e.g. 0.9) or None, got "
+                         f"{level!r}")
+    return float(level)
+
+
+@contextlib.contextmanager
+def _geography_file(geography):
+    """The path of the declared geography: its file, or a DataFrame written to a temporary
+    ``geography.csv`` (read back as the command line reads a file); None without one."""
+    if geography is None or isinstance(geography, (str, Path)):
+        yield None if geography is None else str(geography)
+        return
+    if not hasattr(geography, "to_csv"):
+        raise InputError(f"geography is a DataFrame or the path of a file, got "
+                         f"{type(geography).__name__}")
+    with tempfile.TemporaryDirectory(prefix="hierdp-geography-") as folder:
+        target = Path(folder) / "geography.csv"
+        geography.to_csv(target, index=False)
+        yield str(target)
