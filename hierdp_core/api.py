@@ -24,16 +24,22 @@ Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
 >>> rel.manifest["not_publishable_because"][0][:40]
 'the noise comes from a seeded generator '
 
-Without a seed the noise is secure and the release publishable (``write`` then charges the
-dataset's budget ledger, as the command line does); ``interval`` adds ``lower`` and
-``upper``:
+Without a seed the noise is secure and the release publishable. Secure noise is drawn
+only once its charge is in the dataset's budget ledger, as on the command line: give the
+folder to write it to (``out``); the release is then written there, whole or not at all.
+``interval`` adds ``lower`` and ``upper``:
 
+>>> import tempfile
+>>> from pathlib import Path
+>>> folder = tempfile.mkdtemp()
 >>> secure = hierdp_core.release(table, levels=["state"], count_column="count",
-...                              geography=geography, interval=0.9)
+...                              geography=geography, interval=0.9, out=folder + "/rel")
 >>> secure.manifest["publishable"], secure.intervals is not None
 (True, True)
 >>> secure.to_frame().columns.tolist()
 ['level', 'level_name', 'node_id', 'parent_id', 'label', 'value', 'lower', 'upper']
+>>> [Path(secure.paths[f]).name for f in ("csv", "manifest")]
+['release.csv', 'manifest.json']
 
 Without a geography the units and categories are read from the data, and the release
 says it is not publishable:
@@ -67,9 +73,8 @@ class CountRelease:
     release: object
     manifest: dict
     args: argparse.Namespace
-    budget: object
-    source: object
     content: object
+    paths: dict | None = None  # the written files, once written
 
     def __repr__(self) -> str:
         verdict = ("publishable" if self.manifest["publishable"] else "not publishable: "
@@ -88,31 +93,29 @@ class CountRelease:
         return self.release.intervals
 
     def write(self, folder, *, overwrite: bool = False, formats: Sequence[str] = ("csv",),
-              key_file=None, budget_total: str | None = None) -> dict:
-        """Write the release folder ``hierdp release --out folder`` writes (whole or not at
-        all; the manifest sealed and signed with the publisher's key, ``key_file`` or the
-        default, kept outside the folder); returns the written files' paths. A release with
-        secure noise is charged to its dataset's budget ledger first, as the command line
-        does (``budget_total``: ``--budget-total``): a write that would overspend raises a
-        `BudgetError` and writes nothing."""
-        from hierdp_core.atomic import check_writable
-        from hierdp_core.cli_budget import commit_release, reserve_release
-        from hierdp_core.export import write_release
+              key_file=None) -> dict:
+        """Write an exploration (seeded) release as ``hierdp release --out folder`` writes
+        it (whole or not at all; the manifest sealed and signed with the publisher's key,
+        ``key_file`` or the default, kept outside the folder); returns the written files'
+        paths. A secure release is written by `release` itself (``out``), once."""
+        if self.paths is not None:
+            raise InputError(f"this secure release is written to "
+                             f"{str(Path(self.paths['manifest']).parent)!r} already; a "
+                             "publishable release is written once (release again to draw "
+                             "another, which spends budget again)")
+        return _write(self.release, self.manifest, self.content, folder, overwrite,
+                      tuple(formats), key_file, self.args.max_epsilon)
 
-        check_writable(folder)
-        args = argparse.Namespace(**{**vars(self.args), "out": str(folder),
-                                     "overwrite": overwrite, "key_file": key_file,
-                                     "budget_total": budget_total})
-        reserved = reserve_release(args, self.budget, self.release.mechanism, self.source,
-                                   self.content)
-        paths = write_release(self.release, folder, formats=tuple(formats),
-                              structure_declared=self.manifest["structure"] == "declared",
-                              input_spec={k: v for k, v in self.manifest["input"].items()
-                                          if k != "fingerprint"},
-                              input_content=self.content, key_file=key_file,
-                              overwrite=overwrite, max_epsilon=args.max_epsilon)
-        commit_release(reserved, paths["manifest"])
-        return paths
+
+def _write(made, manifest, content, folder, overwrite, formats, key_file, max_epsilon) -> dict:
+    from hierdp_core.export import write_release
+
+    return write_release(made, folder, formats=formats,
+                         structure_declared=manifest["structure"] == "declared",
+                         input_spec={k: v for k, v in manifest["input"].items()
+                                     if k != "fingerprint"},
+                         input_content=content, key_file=key_file, overwrite=overwrite,
+                         max_epsilon=max_epsilon)
 
 
 def release(table, levels: Sequence[str], count_column: str | None = None, *,
@@ -123,7 +126,9 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
             names: Mapping[str, str] | None = None, split: Sequence[float] | str = "uniform",
             params: Mapping[str, object] | None = None, invariants: Sequence[str] = (),
             seed: int | None = None, interval: float | None = None,
-            max_epsilon: float = DEFAULT_MAX_EPSILON) -> CountRelease:
+            max_epsilon: float = DEFAULT_MAX_EPSILON, out=None, overwrite: bool = False,
+            formats: Sequence[str] = ("csv",), key_file=None,
+            budget_total: str | None = None) -> CountRelease:
     """The counts release of ``table`` (a DataFrame, or the path of a file
     ``hierdp release`` reads) at the ``levels`` (columns, coarse to fine), as ``hierdp
     release`` makes it: ``count_column`` (None: one row per person), ``mechanism``,
@@ -136,8 +141,13 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     ``category_values`` (column -> its public values, in release order;
     ``category_columns`` defaults to its keys). Without ``geography`` the units and
     categories are read from the data: exploration, not publishable. ``seed`` draws seeded
-    noise (exploration, not publishable); None draws secure noise. Bad input raises a
-    `HierdpError`, as the command line's one-line errors."""
+    noise (exploration, not publishable; `CountRelease.write` writes it). None draws secure
+    noise, and only as the command line does: ``out`` (the release folder; ``overwrite``,
+    ``formats``, ``key_file``, ``budget_total`` as ``--overwrite`` ...) is required, the
+    charge is reserved in the dataset's budget ledger before the noise is drawn (an
+    overspend raises a `BudgetError` and draws nothing) and the release is written there.
+    Bad input raises a `HierdpError`, as the command line's one-line errors."""
+    from hierdp_core.cli_budget import commit_release, reserve_release
     from hierdp_core.cli_table import input_spec
     from hierdp_core.export import build_manifest
     from hierdp_core.intervals import with_intervals
@@ -153,25 +163,50 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     args.seed, args.max_epsilon = _seed(seed), max_epsilon
     args.interval = _interval(interval)
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
+    if source.secure and out is None:
+        raise InputError("secure noise is drawn only to be written, after its charge is in "
+                         "the budget ledger: give out=FOLDER (or a seed, to explore)")
+    if out is not None and not source.secure:
+        raise InputError("out= writes a secure release; write an exploration (seeded) one "
+                         "with .write(folder)")
+    args.out, args.overwrite, args.key_file = (str(out) if out is not None else None,
+                                               overwrite, key_file)
+    args.budget_total = budget_total
+    content = path if path is not None else table.to_csv(index=False).encode()
+    if source.secure:
+        from hierdp_core.atomic import check_writable
+
+        check_writable(out)
+    reserved = []  # the ledger's reservation, made after the checks, before the noise
+
+    def reserve(budget) -> None:
+        reserved.append(reserve_release(args, budget, mechanism, source, content))
+
     with _geography_file(geography) as geography_path:
         args.geography, args.structure_from_data = geography_path, geography_path is None
-        made, args, data, budget = release_of_args(
+        made, args, data, _ = release_of_args(
             args, path or Path(DATAFRAME), source,
-            table=None if path is not None else table.copy())
+            table=None if path is not None else table.copy(), before_noise=reserve)
         spec = input_spec(args, data, path or Path(DATAFRAME))
     if interval is not None:
         made = with_intervals(made, interval, None)
     declared = bool(getattr(data, "declared_structure", False))
     manifest = build_manifest(made, structure_declared=declared, input_spec=spec,
                               max_epsilon=max_epsilon)
-    content = path if path is not None else table.to_csv(index=False).encode()
-    return CountRelease(made, manifest, args, budget, source, content)
+    if not source.secure:
+        return CountRelease(made, manifest, args, content)
+    paths = _write(made, manifest, content, out, overwrite, tuple(formats), key_file,
+                   max_epsilon)
+    commit_release(reserved[0], paths["manifest"])
+    return CountRelease(made, manifest, args, content, paths)
 
 
-def release_of_args(args: argparse.Namespace, path: Path, source, table=None):
+def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
+                    before_noise=None):
     """(release, args, data, budget) of parsed ``hierdp release`` arguments on the table at
     ``path`` (or ``table``, a DataFrame in memory) with the noise ``source``, made by the
-    command line's code (`hierdp_core.cli_release`); nothing written, no budget charged;
+    command line's code (`hierdp_core.cli_release`); nothing written; ``before_noise(budget)``
+    is called once the input is checked, before any noise is drawn (to charge a ledger);
     ``args`` as the table's preparation left them. A mechanism that is not private is
     refused. Raises a `HierdpError` for bad input."""
     from hierdp_core.cli_budget import budget_from_args
@@ -192,6 +227,8 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None):
     budget = budget_from_args(args)
     args, _, _, data, _ = memory_input(args, path, table)
     _, split = _split(args, mechanism, data, budget)
+    if before_noise is not None:
+        before_noise(budget)
     made = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
     return made, args, data, budget
 

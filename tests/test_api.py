@@ -113,8 +113,9 @@ def test_a_dataframe_gives_the_release_of_its_file(sample):
     assert from_frames.manifest["input"]["file"] == api.DATAFRAME
 
 
-def test_without_a_geography_the_release_says_it_is_not_publishable(sample):
-    made = hierdp_core.release(sample[0], levels=["state"], count_column="count")
+def test_without_a_geography_the_release_says_it_is_not_publishable(sample, tmp_path):
+    made = hierdp_core.release(sample[0], levels=["state"], count_column="count",
+                               out=tmp_path / "r")
     assert made.manifest["structure"] == "from-data"
     assert made.manifest["publishable"] is False
     assert "not publishable" in repr(made) and "topdown" in repr(made)
@@ -122,18 +123,45 @@ def test_without_a_geography_the_release_says_it_is_not_publishable(sample):
                for reason in made.manifest["not_publishable_because"])
 
 
-def test_a_secure_write_is_charged_to_the_budget_ledger(sample, tmp_path):
+def test_secure_noise_is_charged_before_it_is_drawn_and_written_once(sample, tmp_path,
+                                                                      monkeypatch):
+    from hierdp_core.privacy.ledger import Ledger
+
     table, geography = sample
     args = {"levels": ["state"], "count_column": "count", "geography": geography,
             "category_values": DECLARED, "epsilon": 1.0}
-    first = hierdp_core.release(table, **args)
+    with pytest.raises(InputError, match="out=FOLDER"):
+        hierdp_core.release(table, **args)  # a secure draw nobody charged: refused
+    first = hierdp_core.release(table, **args, out=tmp_path / "one", budget_total="1.5")
     assert first.manifest["publishable"] is True
-    first.write(tmp_path / "one", budget_total="1.5")
+    assert (tmp_path / "one" / "manifest.json").is_file()
+    [dataset] = Ledger().datasets()
+    assert dataset.spent == 1.0
+    with pytest.raises(InputError, match="written to"):
+        first.write(tmp_path / "again")
+    drawn = []
+    monkeypatch.setattr(api, "release_of_args", _counting(api.release_of_args, drawn))
     with pytest.raises(BudgetError):
-        hierdp_core.release(table, **args).write(tmp_path / "two")
-    assert not (tmp_path / "two").exists()
+        hierdp_core.release(table, **args, out=tmp_path / "two")
+    assert not (tmp_path / "two").exists() and drawn == ["checked"]  # no noise drawn
     seeded = hierdp_core.release(table, **{**args, "epsilon": 5.0}, seed=1)
     seeded.write(tmp_path / "three")  # exploration spends nothing
+    assert Ledger().datasets()[0].spent == 1.0
+    with pytest.raises(InputError, match="seeded"):
+        hierdp_core.release(table, **args, seed=1, out=tmp_path / "four")
+
+
+def _counting(release_of_args, drawn):
+    """``release_of_args`` noting 'checked' when its input checks are done and 'drawn' once
+    the mechanism has drawn its noise."""
+    def wrapped(*a, before_noise=None, **k):
+        def before(budget):
+            drawn.append("checked")
+            before_noise(budget)
+        made = release_of_args(*a, before_noise=before, **k)
+        drawn.append("drawn")
+        return made
+    return wrapped
 
 
 @pytest.mark.parametrize(("change", "error"), [
