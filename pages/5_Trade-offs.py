@@ -22,16 +22,16 @@ data = widgets.require_count_data()
 h = data.hierarchy
 
 names = [i.name for i in list_mechanisms("counts")]
-c1, c2, c3 = st.columns([2, 2, 1])
+c1, c2 = st.columns([1.15, 1])  # every default chip whole at 1280 px
 with c1:
     mechanisms = st.multiselect("Mechanisms", names, default=[n for n in ("raw-geometric",
                                 "least-squares", "topdown") if n in names], key="sw_mechs")
 with c2:
     epsilons = st.multiselect("ε values", list(session.EPSILON_GRID),
                               default=[0.1, 0.5, 1.0, 2.0, 5.0], key="sw_eps")
+c3, c4, c5 = st.columns([1, 2, 2])
 with c3:
     trials = st.slider("Trials each", 1, 20, 5, key="sw_trials")
-c4, c5 = st.columns(2)
 with c4:
     metric = st.selectbox("Metric", METRICS, format_func=name, key="sw_metric",
                           help="Hover a chart's points for the exact definition.")

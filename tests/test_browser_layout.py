@@ -7,7 +7,8 @@ driven by Playwright), on the US counties, in one session:
 - Export: the release files offered at once (no "Prepare" click) and, once the publishable
   release is drawn, one verdict box (the exploration's orange box stood beside its green);
 - Compare: maps wide enough to read (three in a row were about 100 px wide) and inside the
-  window, the table of errors by level at full width (its B - A column was cut).
+  window, the table of errors by level at full width (its B - A column was cut);
+- Trade-offs: every chosen mechanism and ε shown whole in its box ("topdown" faded out).
 
 Screenshots: test-artifacts/screenshots/layout_*.png."""
 
@@ -33,6 +34,14 @@ CUT = """group => [...group.querySelectorAll('button')].filter(b => {
     return box.right > room.right + 1 || b.scrollWidth > b.clientWidth + 1
         || [...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1);
 }).map(b => b.innerText)"""
+
+
+HIDDEN_CHIPS = """() => [...document.querySelectorAll(
+        '[data-testid="stMultiSelectTagsContainer"]')].flatMap(room => {
+    const right = room.getBoundingClientRect().right - 20;  // the box's last 20 px fade out
+    return [...room.querySelectorAll('[data-tag]')].filter(
+        tag => tag.getBoundingClientRect().right > right).map(tag => tag.innerText);
+})"""
 
 
 def choropleths(pg) -> list[dict]:
@@ -89,5 +98,9 @@ def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa:
         assert table["width"] >= 0.9 * choropleths(pg)[2]["width"], table  # the page's width
         no_exception(pg)
         pg.screenshot(path=f"{SHOTS}/layout_compare.png")
+
+        goto(pg, "Trade-offs")
+        assert pg.evaluate(HIDDEN_CHIPS) == []
+        pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
     finally:
         context.close()
