@@ -43,6 +43,7 @@ the dashboard's resident memory before and at its peak.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shutil
@@ -271,7 +272,8 @@ def workshop(n_sessions: int) -> dict:
         people = run_workshop(url, n_sessions, Path(folder))
         wall = round(time.perf_counter() - started, 1)
         after = server_memory_mb(port)
-        problems = check_isolation(people, Path(folder))
+        with contextlib.redirect_stdout(sys.stderr):  # the CLI's lines: not in the JSON
+            problems = check_isolation(people, Path(folder))
     steps = {step: worst([who.steps[step] for who in people if step in who.steps])
              for step in STEPS if any(step in who.steps for who in people)}
     return {"sessions": n_sessions, "wall_s": wall, "steps": steps,

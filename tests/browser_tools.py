@@ -106,10 +106,12 @@ def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
 
 def timed_rerun(page, act, timeout_ms: int = 120_000) -> float:
     """Do ``act()`` (an input that reruns the script), then return the seconds until that
-    rerun has finished and the browser has painted twice."""
+    rerun has finished and the browser has painted twice. An input given while a run is
+    under way restarts that run without the page ever showing 'notRunning' in between: the
+    state at the start counts as seen."""
     page.evaluate("""() => {
         const app = document.querySelector('[data-testid="stApp"]');
-        window.__hdStates = [];
+        window.__hdStates = [app.dataset.testScriptState];  // a run under way counts
         window.__hdObserver?.disconnect();
         window.__hdObserver = new MutationObserver(() =>
             window.__hdStates.push(app.dataset.testScriptState));

@@ -117,7 +117,9 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str) -> Attendee:
                 _walk(page, url, who, folder)
             except Exception as exc:
                 page.screenshot(path=str(folder / f"failed_at_{who.step}.png"))
-                raise RuntimeError(f"console: {said[-5:]}") from exc
+                first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+                raise RuntimeError(f"{type(exc).__name__}: {first_line}; console: "
+                                   f"{said[-5:]}") from exc
             browser.close()
     except Exception:  # recorded: the workshop reports every attendee
         who.error = traceback.format_exc(limit=3)
