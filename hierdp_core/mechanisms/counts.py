@@ -27,8 +27,9 @@ from hierdp_core.consistency.topdown import topdown
 from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import choose_noise, ledger_frame, plan_levels
+from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.levels import choose_noise, derive_levels
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
 from hierdp_core.queries.counts import CountData
@@ -93,12 +94,11 @@ class _CountMechanism(Mechanism):
 
     def level_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
         """(the noise's name, one `LevelPlan` per level) for ``hierarchy``."""
-        noise = self.fixed_noise or p.get("noise", "auto")
-        noise = choose_noise(noise, budget)
-        stage = self.privacy_plan(**p).stages[0]
-        return noise, plan_levels(hierarchy, budget, noise, split,
-                                  root_invariant=p.get("root_invariant", False),
-                                  sensitivity=stage.sensitivity)
+        noise = choose_noise(self.fixed_noise or p.get("noise", "auto"), budget)
+        shares = resolve_shares(hierarchy.n_levels, split,
+                                skip_root=p.get("root_invariant", False))
+        return noise, derive_levels(self.privacy_plan(**p), budget, shares,
+                                    hierarchy.level_names, "counts", noise=noise)
 
     def ledger(self, data: CountData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)

@@ -19,7 +19,7 @@ positive leaf cells only and suppresses those below 1 + 2 ln(2/delta)/epsilon:
 
 The claim is data: each mechanism's `privacy_plan` (one stage, with the sensitivity of
 `SENSITIVITY` or the stability histogram's `STABILITY_SENSITIVITY`), from which the noise is
-calibrated (`plan_flow_levels`, `LeafBaseline.leaf_noise`), and which the manifest and the
+calibrated (`hierdp_core.privacy.levels.derive_levels`), and which the manifest and the
 audit read.
 """
 
@@ -38,8 +38,9 @@ from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import LevelPlan, as_zcdp, ledger_frame, resolve_shares
-from hierdp_core.privacy.budget import APPROX_DP, ZCDP, Accountant, PrivacyBudget
+from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
+from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.levels import LevelPlan, derive_levels
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_TRIP,
     RELATIONS,
@@ -47,7 +48,7 @@ from hierdp_core.privacy.plan import (
     PrivacyPlan,
     Stage,
 )
-from hierdp_core.privacy.samplers import DiscreteGaussian, Laplace, Noise, NoiseSource
+from hierdp_core.privacy.samplers import NoiseSource
 
 QUERY = "flows"
 REFERENCE = ("Boninsegna & Silvestri (2025), Differentially private release of hierarchical "
@@ -96,27 +97,6 @@ def split_shares_flows(data: FlowData, split, measured_root: bool) -> np.ndarray
         b = mean_branching(data)
         split = [b ** (-(2 / 3) * (data.depth - level)) for level in range(n)]
     return resolve_shares(n, split, skip_root=not measured_root)
-
-
-def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring: str,
-                     authors_budget: bool = False, *, sensitivity: float) -> list[LevelPlan]:
-    """Per tree level: its share of rho and its discrete Gaussian noise, calibrated to
-    ``sensitivity`` (L2, per level; the mechanism's privacy plan states it). The accountant
-    refuses a split that would overspend."""
-    rho = as_zcdp(budget)
-    shares = split_shares_flows(data, split, measured_root=neighbouring == "unbounded")
-    if authors_budget:
-        shares = shares / 2
-    accountant = Accountant(rho)
-    plans = []
-    for level, (share, name) in enumerate(zip(shares, data.level_names, strict=True)):
-        if share <= 0:
-            plans.append(LevelPlan(level, name, QUERY, 0.0, None, None))
-            continue
-        part = accountant.spend(rho.value * share, level=level, query=QUERY)
-        noise = DiscreteGaussian.for_zcdp(part.value, sensitivity)
-        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise, sensitivity))
-    return plans
 
 
 def _check_data(name: str, data) -> FlowData:
@@ -172,10 +152,12 @@ class TopDownFlows(Mechanism):
         return PrivacyPlan(self.info.name, ZCDP, (stage,))
 
     def _plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
+        """(the privacy plan, one `LevelPlan` per tree level: its share of rho and its
+        discrete Gaussian noise; with ``authors_budget`` the plan spends half of rho)."""
         plan = self.privacy_plan(**p)
-        return plan, plan_flow_levels(data, budget, split, p["neighbouring"],
-                                      p["authors_budget"],
-                                      sensitivity=plan.stages[0].sensitivity)
+        shares = split_shares_flows(data, split,
+                                    measured_root=p["neighbouring"] == "unbounded")
+        return plan, derive_levels(plan, budget, shares, data.level_names, QUERY)
 
     def projection(self, p: dict) -> Callable:
         if self.option is None:
@@ -271,10 +253,8 @@ class LeafBaseline(Mechanism):
                       1.0, note=self.info.neighbouring)
         return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
-    def leaf_noise(self, budget: PrivacyBudget,
-                   sensitivity: float) -> tuple[PrivacyBudget, Noise]:
-        """The budget spent and the leaf noise, calibrated to ``sensitivity``."""
-        raise NotImplementedError
+    def check_budget(self, budget: PrivacyBudget) -> None:
+        """Refuse a budget of a definition the baseline cannot spend (none by default)."""
 
     def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
                      source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -286,13 +266,10 @@ class LeafBaseline(Mechanism):
 
     def _plans(self, data: FlowData, budget: PrivacyBudget,
                plan: PrivacyPlan) -> list[LevelPlan]:
-        sensitivity = plan.stages[0].sensitivity
-        total, noise = self.leaf_noise(budget, sensitivity)
-        part = Accountant(total).spend(total.value, level=data.depth, query=QUERY)
-        plans = [LevelPlan(level, name, QUERY, 0.0, None, None)
-                 for level, name in enumerate(data.level_names[:-1])]
-        return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise,
-                                  sensitivity)]
+        self.check_budget(budget)
+        leaves_only = np.zeros(data.depth + 1)
+        leaves_only[-1] = 1.0
+        return derive_levels(plan, budget, leaves_only, data.level_names, QUERY)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         plan = self.privacy_plan(**params)
@@ -332,10 +309,6 @@ class VanillaGauss(LeafBaseline):
             private=True, consistent=False, privacy_definitions=(ZCDP, APPROX_DP),
             neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
                          "sqrt(2), all of rho on it")
-
-    def leaf_noise(self, budget, sensitivity):
-        rho = as_zcdp(budget)
-        return rho, DiscreteGaussian.for_zcdp(rho.value, sensitivity)
 
     def noisy_leaves(self, data, budget, plan, source):
         leaves = data.level_width(data.geo_levels)
@@ -383,11 +356,10 @@ class StabilityHistogram(LeafBaseline):
     def threshold(epsilon: float, delta: float) -> float:
         return 1 + 2 * math.log(2 / delta) / epsilon
 
-    def leaf_noise(self, budget, sensitivity):
+    def check_budget(self, budget):
         if budget.definition != APPROX_DP:
             raise BudgetError("stability-histogram is (epsilon, delta)-DP: give epsilon and "
                               "delta")
-        return budget, Laplace.for_epsilon(budget.value, sensitivity)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         frame = super().ledger(data, budget, split, **params)

@@ -33,8 +33,9 @@ from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.groupsizes.group_counts import keep_group_counts
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import ledger_frame, measure, plan_levels
+from hierdp_core.mechanisms.measure import ledger_frame, measure, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
+from hierdp_core.privacy.levels import choose_noise, derive_levels
 from hierdp_core.privacy.plan import PERSON_IN_GROUP, RELATIONS, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import Release
@@ -128,9 +129,9 @@ class GroupSizeMechanism(Mechanism):
         """One plan per level of ``hierarchy``: the noise of its share of ``budget``."""
         if budget.definition != PURE_DP:
             raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
-        stage = self.privacy_plan(**p).stages[0]
-        return plan_levels(hierarchy, budget, p.get("noise", "geometric"), split,
-                           query=QUERY, sensitivity=stage.sensitivity)
+        return derive_levels(self.privacy_plan(**p), budget,
+                             resolve_shares(hierarchy.n_levels, split), hierarchy.level_names,
+                             QUERY, noise=choose_noise(p.get("noise", "geometric"), budget))
 
     def measured_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
         """`level_plans` of a release: every level measured, else a `BudgetError`."""
