@@ -17,7 +17,6 @@ says so), which the privacy audit uses to run many trials at once.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,8 +28,8 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
-from hierdp_core.privacy.levels import choose_noise, derive_levels
-from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
+from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
 from hierdp_core.queries.counts import CountData
 from hierdp_core.release import Release
@@ -50,28 +49,6 @@ NOISE_PARAM = Parameter("noise", "choice", "auto",
                         "discrete Gaussian for rho", choices=NOISE_CHOICES)
 ROOT_PARAM = Parameter("root_invariant", "bool", False,
                        "publish the root total exactly (NOT private; as the Census does)")
-
-
-def _privacy_record(plans, budget: PrivacyBudget, noise: str, invariants,
-                    privacy_plan: PrivacyPlan) -> dict:
-    """The summary for the manifest: definition, totals spent, invariants; the relation is
-    the plan's."""
-    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
-    definition = plans_definition(plans, budget)
-    relation = privacy_plan.stages[0].relation
-    record = {"definition": definition, "relation": relation,
-              "neighbouring": RELATIONS[relation], "noise": noise,
-              "invariants": list(invariants)}
-    total = PrivacyBudget(definition, spent, budget.delta)
-    record.update(total.as_dict())
-    return record
-
-
-def plans_definition(plans, budget: PrivacyBudget) -> str:
-    for p in plans:
-        if p.budget is not None:
-            return p.budget.definition
-    return budget.definition
 
 
 @dataclass
@@ -127,7 +104,8 @@ class _CountMechanism(Mechanism):
             values=values,
             mechanism=self.info.name,
             parameters=p,
-            privacy=_privacy_record(plans, budget, noise, invariants, self.privacy_plan(**p)),
+            privacy=privacy_record(self.privacy_plan(**p), plans, noise=noise,
+                                   invariants=invariants, delta=budget.delta),
             ledger=ledger_frame(plans),
             randomness=source.as_dict(),
             categories=categories,

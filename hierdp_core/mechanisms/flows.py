@@ -40,10 +40,9 @@ from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
-from hierdp_core.privacy.levels import LevelPlan, derive_levels
+from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_TRIP,
-    RELATIONS,
     SUBSTITUTE_TRIP,
     PrivacyPlan,
     Stage,
@@ -104,16 +103,6 @@ def _check_data(name: str, data) -> FlowData:
         raise MechanismError(f"{name} releases origin/destination flows: load trips or an O/D "
                              "table as flows (e.g. `--query flows`)")
     return data
-
-
-def _zcdp_privacy(plans, budget: PrivacyBudget, plan: PrivacyPlan, invariants) -> dict:
-    """The summary for the manifest: definition, totals spent, invariants; the relation is
-    the plan's."""
-    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
-    total = PrivacyBudget.zcdp(spent, budget.delta)
-    relation = plan.stages[0].relation
-    return {"definition": ZCDP, "relation": relation, "neighbouring": RELATIONS[relation],
-            "noise": "discrete-gaussian", "invariants": list(invariants), **total.as_dict()}
 
 
 @dataclass
@@ -201,7 +190,7 @@ class TopDownFlows(Mechanism):
         """The FlowRelease of the released ``levels``, as every engine makes it."""
         return FlowRelease.of(
             data, levels, mechanism=self.info.name, parameters=p,
-            privacy=_zcdp_privacy(plans, budget, plan, invariants),
+            privacy=privacy_record(plan, plans, invariants=invariants, delta=budget.delta),
             ledger=ledger_frame(plans), randomness=source.as_dict(), invariants=invariants,
             diagnostics=diagnostics)
 
@@ -256,13 +245,14 @@ class LeafBaseline(Mechanism):
     def check_budget(self, budget: PrivacyBudget) -> None:
         """Refuse a budget of a definition the baseline cannot spend (none by default)."""
 
+    def record_note(self, plan: PrivacyPlan) -> dict:
+        """Extra facts of the privacy record (none by default)."""
+        return {}
+
     def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
                      source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The released leaf cells (origin, destination, value), measured with ``plan``."""
         raise NotImplementedError
-
-    def privacy(self, plans, budget: PrivacyBudget, plan: PrivacyPlan) -> dict:
-        return _zcdp_privacy(plans, budget, plan, ())
 
     def _plans(self, data: FlowData, budget: PrivacyBudget,
                plan: PrivacyPlan) -> list[LevelPlan]:
@@ -284,7 +274,8 @@ class LeafBaseline(Mechanism):
         plans = self._plans(data, budget, plan)
         levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
         return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
-                              privacy=self.privacy(plans, budget, plan),
+                              privacy=privacy_record(plan, plans, delta=budget.delta,
+                                                     **self.record_note(plan)),
                               ledger=ledger_frame(plans),
                               randomness=source.as_dict())
 
@@ -372,11 +363,9 @@ class StabilityHistogram(LeafBaseline):
         kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 
-    def privacy(self, plans, budget, plan):
-        relation = plan.stages[0].relation
-        return {"definition": APPROX_DP, "relation": relation,
-                "neighbouring": RELATIONS[relation], "note": plan.stages[0].note,
-                "noise": "laplace", "invariants": [], **budget.as_dict()}
+    def record_note(self, plan):
+        """The record states the threshold's argument (the stage's note)."""
+        return {"note": plan.stages[0].note}
 
 
 for _mechanism in (INFTDA, TDA_L2, TDA_LINF_MILP, VanillaGauss(), StabilityHistogram()):

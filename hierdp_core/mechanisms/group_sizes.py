@@ -21,7 +21,6 @@ from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Ku
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,8 +34,8 @@ from hierdp_core.groupsizes.group_counts import keep_group_counts
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, measure, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
-from hierdp_core.privacy.levels import choose_noise, derive_levels
-from hierdp_core.privacy.plan import PERSON_IN_GROUP, RELATIONS, PrivacyPlan, Stage
+from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
+from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import Release
 
@@ -164,17 +163,13 @@ class GroupSizeMechanism(Mechanism):
         ``plans``, as every engine makes it. ``groups_declared``: whether the numbers of
         groups came from a declaration (recorded as ``privacy["group_counts"]``, which the
         verdict reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
-        spent = math.fsum(plan.budget.value for plan in plans)
-        relation = self.privacy_plan(**p).stages[0].relation
         invariants = self.kept_invariants(**p)
         return Release(
             hierarchy=hierarchy, values=np.asarray(values), mechanism=self.info.name,
             parameters=p,
-            privacy={"definition": PURE_DP, "relation": relation,
-                     "neighbouring": RELATIONS[relation],
-                     "noise": p.get("noise", "geometric"), "invariants": list(invariants),
-                     "group_counts": "declared" if groups_declared else "from-data",
-                     **PrivacyBudget.pure(spent).as_dict()},
+            privacy=privacy_record(self.privacy_plan(**p), plans, invariants=invariants,
+                                   group_counts="declared"
+                                   if groups_declared else "from-data"),
             ledger=ledger_frame(plans), randomness=source.as_dict(),
             categories=categories, invariants=invariants, noisy=noisy,
         )

@@ -21,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ from hierdp_core.privacy.budget import (
     PrivacyBudget,
     epsilon_delta_to_rho,
 )
-from hierdp_core.privacy.plan import PrivacyPlan
+from hierdp_core.privacy.plan import RELATIONS, PrivacyPlan
 from hierdp_core.privacy.samplers import NOISES, Noise, NoiseSource
 
 PURE_NOISES = ("laplace", "geometric")
@@ -131,3 +132,22 @@ def derive_levels(plan: PrivacyPlan, budget: PrivacyBudget, shares: Sequence[flo
         levels.append(LevelPlan(level, name, query, share, part,
                                 calibrate(noise, part, stage.sensitivity), stage.sensitivity))
     return levels
+
+
+def privacy_record(plan: PrivacyPlan, levels: Sequence[LevelPlan], *,
+                   noise: str | None = None, invariants: Sequence[str] = (),
+                   delta: float | None = None, **extra) -> dict:
+    """The release's privacy record (what its manifest states under ``privacy``), read from
+    the ``plan`` and the ``levels`` that ran: the definition the levels spent in (the plan's
+    if none did), the total they spent (with ``delta``), the plan's relation, the noise
+    (``noise``: the stage's, resolved from ``auto``), the exact ``invariants`` and any
+    ``extra`` public facts."""
+    spent = [lv.budget for lv in levels if lv.budget is not None]
+    definition = spent[0].definition if spent else plan.definition
+    relation = plan.stages[0].relation
+    record = {"definition": definition, "relation": relation,
+              "neighbouring": RELATIONS[relation], "noise": noise or plan.stages[-1].noise,
+              "invariants": list(invariants), **extra}
+    total = math.fsum(b.value for b in spent)
+    record.update(PrivacyBudget(definition, total, delta).as_dict())
+    return record
