@@ -25,7 +25,7 @@ def test_every_manifest_has_the_mechanism_plan(info):
     kind = info.queries[0]
     release = get_mechanism(info.name).release(small_data(kind), budget_for(info),
                                                source=NoiseSource(seed=1))
-    plan = build_manifest(release, structure_declared=True)["privacy_plan"]
+    plan = build_manifest(release, structure_declared=True)["privacy"]["plan"]
     assert plan["mechanism"] == info.name and plan["stages"]
     assert sum(s["share"] for s in plan["stages"]) <= 1 + 1e-9
     assert all(s["neighbouring"] == RELATIONS[s["relation"]] for s in plan["stages"])
