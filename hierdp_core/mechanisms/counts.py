@@ -9,7 +9,7 @@ rho = sum rho_l). Everything after measuring is post-processing. An invariant ro
 default) is published exactly and is NOT protected.
 
 The claim is data: `_CountMechanism.privacy_plan` (one stage, "levels"), from which the noise
-is calibrated (`plan_levels`), and which the manifest and the audit read.
+is calibrated (`privacy.levels.derive_levels`), and which the manifest and the audit read.
 
 Categories are processed independently column by column (`MechanismInfo` of these entries
 says so), which the privacy audit uses to run many trials at once.

@@ -224,8 +224,8 @@ TDA_LINF_MILP = TopDownFlows(
 @dataclass
 class LeafBaseline(Mechanism):
     """A baseline that spends the whole budget on the leaf cells and sums them up the tree.
-    Subclasses give the leaf noise (`leaf_noise`) and the released leaf cells
-    (`noisy_leaves`)."""
+    Subclasses give the leaf noise in their privacy plan, the budgets they refuse
+    (`check_budget`) and the released leaf cells (`noisy_leaves`)."""
 
     info: MechanismInfo = field(init=False)
     noise_name = ""

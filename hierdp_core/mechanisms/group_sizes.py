@@ -15,7 +15,7 @@ or every region's G_v (kept by `group_counts.keep_group_counts` with ``groups="e
 (``--invariant total`` / ``groups``).
 
 The claim is data: `GroupSizeMechanism.privacy_plan` (one stage, "levels", its sensitivity
-from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Kuo's
+from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`privacy.levels.derive_levels`, Kuo's
 `kuo_release`), and which the manifest and the audit read.
 """
 
