@@ -36,7 +36,6 @@ from hierdp_core.consistency.topdown import topdown
 from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import plan_levels
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.opendp_noise import opendp_apply
 from hierdp_core.privacy.samplers import NoiseSource
@@ -170,8 +169,7 @@ def time_secure(mech, data: CountData, budget: PrivacyBudget, repeat: int,
                                             noise="geometric"), repeat, cpu)
     if not opendp:
         return {"secure_release": release}
-    sensitivity = mech.privacy_plan(noise="geometric").stages[0].sensitivity
-    plans = plan_levels(data.hierarchy, budget, "geometric", sensitivity=sensitivity)
+    plans = mech.level_plans(data.hierarchy, budget, None, mech.params(noise="geometric"))[1]
     draws = sum(data.hierarchy.level_size(p.level) for p in plans if p.noise is not None)
     scales = {p.noise.scale for p in plans if p.noise is not None}
     zeros = np.zeros(draws, dtype=np.int64)
@@ -222,17 +220,19 @@ def run(n_leaves: int, depth: int, seed: int, epsilon: float, repeat: int,
     codes = pop = None  # free the row arrays (closures above are not called again)
     data = CountData(h, leaf_counts)
     budget = PrivacyBudget.pure(epsilon)
-    sensitivity = get_mechanism("topdown").privacy_plan().stages[0].sensitivity
-    plans = plan_levels(h, budget, "geometric", sensitivity=sensitivity)
+    mech = get_mechanism("topdown")
+
+    def level_plans():
+        return mech.level_plans(h, budget, None, mech.params(noise="geometric"))[1]
+
+    plans = level_plans()
 
     _, timings["floor"] = timed(floor_work(h, leaf_counts, plans, seed), repeat, cpu["floor"])
 
     truth, timings["aggregate"] = timed(data.node_counts, repeat)
 
     def do_measure():
-        return measure_in_blocks(truth, h, plan_levels(h, budget, "geometric",
-                                                      sensitivity=sensitivity),
-                                 NoiseSource(seed=seed))
+        return measure_in_blocks(truth, h, level_plans(), NoiseSource(seed=seed))
 
     (noisy, variance), timings["measure"] = timed(do_measure, repeat)
 

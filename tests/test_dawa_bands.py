@@ -118,13 +118,13 @@ def test_the_release_ledger_and_manifest_list_only_the_stages_that_ran(lazio):
 
     rel = get_mechanism("dawa").release(lazio, PrivacyBudget.pure(1.0),
                                         source=NoiseSource(seed=3))
-    stages = build_manifest(rel, structure_declared=True)["privacy_plan"]["stages"]
+    stages = build_manifest(rel, structure_declared=True)["privacy"]["plan"]["stages"]
     assert [(s["name"], s["share"]) for s in stages] == [("release", 1.0)]
     assert (rel.ledger["epsilon_stage1"] == 0).all() and (rel.ledger["stage1_units"] == 0).all()
     assert np.allclose(rel.ledger["epsilon_stage2"], rel.ledger["budget"])
     always = get_mechanism("dawa").release(lazio, PrivacyBudget.pure(1.0),
                                            source=NoiseSource(seed=3), partition_if="always")
-    stages = build_manifest(always, structure_declared=True)["privacy_plan"]["stages"]
+    stages = build_manifest(always, structure_declared=True)["privacy"]["plan"]["stages"]
     assert [s["name"] for s in stages] == ["partition", "measurement"]
     assert always.ledger["stage1_units"].tolist() == [0, 0, 0, 378]
 

@@ -13,8 +13,8 @@ import pytest
 
 from hierdp_core.explain import explain
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.measure import LevelPlan
 from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.levels import LevelPlan
 from hierdp_core.privacy.samplers import Noise, NoiseSource
 from hierdp_core.ranges.workloads import bands, prefix_ranges
 

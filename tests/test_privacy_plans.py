@@ -7,55 +7,25 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import pandas as pd
 import pytest
+from release_inputs import budget_for, small_data
 
 from hierdp_core.export import build_manifest
-from hierdp_core.flows.data import flow_data_from_trips
-from hierdp_core.groupsizes.data import group_size_data_from_people
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.plan import RELATIONS
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.queries.counts import count_data_from_table
-from hierdp_core.queries.ranges import range_data_from_table
 
 #: the query kinds whose mechanisms calibrate their noise from their plan
 CONVERTED = ("counts", "group-sizes", "flows")
 
 
-def _data(kind: str):
-    if kind == "counts":
-        table = pd.DataFrame({"region": ["N", "N", "S"], "town": ["n1", "n2", "s1"],
-                              "count": [5, 7, 3]})
-        return count_data_from_table(table, ["region", "town"], count_column="count")
-    if kind == "group-sizes":
-        people = pd.DataFrame({"state": ["GA"] * 5 + ["NY"] * 6,
-                               "household": list("AAABC") + list("DDDEFF")})
-        return group_size_data_from_people(people, ["state"], "household", max_size=4)
-    if kind == "flows":
-        trips = pd.DataFrame({"o_state": ["A", "A", "B", "B"], "o_city": ["a1", "a2", "b1", "b2"],
-                              "d_state": ["B", "A", "B", "A"], "d_city": ["b1", "a1", "b2", "a2"]})
-        return flow_data_from_trips(trips, ["o_state", "o_city"], ["d_state", "d_city"])
-    rows = [(r, f"{r}{p}", a, 3 + a) for r in "AB" for p in "xy" for a in range(6)]
-    table = pd.DataFrame(rows, columns=["region", "province", "age", "n"])
-    return range_data_from_table(table, ["region", "province"], "age", count_column="n")
-
-
-def _budget(info):
-    if info.privacy == "zcdp":
-        return PrivacyBudget.zcdp(0.5, 1e-8)
-    if info.privacy == "approx-dp":
-        return PrivacyBudget.approx(1.0, 1e-8)
-    return PrivacyBudget.pure(1.0)
-
-
 @pytest.mark.parametrize("info", list_mechanisms(), ids=lambda i: i.name)
 def test_every_manifest_has_the_mechanism_plan(info):
     kind = info.queries[0]
-    release = get_mechanism(info.name).release(_data(kind), _budget(info),
+    release = get_mechanism(info.name).release(small_data(kind), budget_for(info),
                                                source=NoiseSource(seed=1))
-    plan = build_manifest(release, structure_declared=True)["privacy_plan"]
+    plan = build_manifest(release, structure_declared=True)["privacy"]["plan"]
     assert plan["mechanism"] == info.name and plan["stages"]
     assert sum(s["share"] for s in plan["stages"]) <= 1 + 1e-9
     assert all(s["neighbouring"] == RELATIONS[s["relation"]] for s in plan["stages"])
@@ -73,7 +43,7 @@ SECURE = [i for kind in CONVERTED for i in list_mechanisms(kind)
 @pytest.mark.parametrize("info", SECURE, ids=lambda i: i.name)
 def test_secure_noise_is_mapped_with_the_plan_sensitivity(info):
     mechanism = get_mechanism(info.name)
-    release = mechanism.release(_data(info.queries[0]), _budget(info),
+    release = mechanism.release(small_data(info.queries[0]), budget_for(info),
                                 source=NoiseSource(secure=True))
     stage, = mechanism.privacy_plan(**release.parameters).stages
     measurements = release.randomness["measurements"]
@@ -105,7 +75,7 @@ def test_range_plans_state_their_stage_sensitivities(info):
 @pytest.mark.parametrize("info", RANGES, ids=lambda i: i.name)
 def test_secure_range_noise_is_mapped_with_the_plan_sensitivity(info):
     mechanism = get_mechanism(info.name)
-    release = mechanism.release(_data("ranges"), _budget(info), source=NoiseSource(secure=True))
+    release = mechanism.release(small_data("ranges"), budget_for(info), source=NoiseSource(secure=True))
     stages = mechanism.privacy_plan(**release.parameters).stages
     mapped = [m for m in release.randomness["measurements"] if m["sensitivity"] is not None]
     assert all(m["sensitivity"] == stages[-1].sensitivity for m in mapped)
@@ -120,7 +90,7 @@ def test_range_noise_is_calibrated_from_the_plan(name):
     base = get_mechanism(name)
     doubled = dataclasses.replace(base, sensitivity=2.0)
     assert doubled.privacy_plan().stages[-1].sensitivity == 2.0
-    runs = [m.release(_data("ranges"), PrivacyBudget.pure(1.0), source=NoiseSource(secure=True))
+    runs = [m.release(small_data("ranges"), PrivacyBudget.pure(1.0), source=NoiseSource(secure=True))
             for m in (base, doubled)]
     one, two = ([m for m in r.randomness["measurements"] if m["sensitivity"] is not None]
                 for r in runs)

@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 
 from hierdp_core.audit.estimators import Statistics
-from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism
-from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
+from hierdp_core.privacy.budget import APPROX_DP, PrivacyBudget
+from hierdp_core.privacy.levels import PURE_NOISES, ZCDP_NOISES
 from hierdp_core.privacy.samplers import NoiseSource
 
 DEFAULT_DELTA = 1e-6
-_PURE_NOISES = ("laplace", "geometric")
 
 Runner = Callable[[Any, int, NoiseSource], np.ndarray]
 
@@ -54,18 +53,16 @@ def register_adapter(query_kind: str) -> Callable[[AdapterFactory], AdapterFacto
     return deco
 
 
-def claimed_budget(mechanism: Mechanism, data, epsilon: float, delta: float, split,
+def claimed_budget(mechanism: Mechanism, epsilon: float, delta: float,
                    params: dict) -> PrivacyBudget:
-    """The budget a claim of ``epsilon`` means for this mechanism and parameters: pure
-    epsilon-DP if the mechanism accepts it and spends it as pure DP; otherwise (zCDP noise)
-    ``PrivacyBudget.approx(epsilon, delta)``, which the mechanism converts to rho."""
-    pure = PrivacyBudget.pure(epsilon)
-    try:
-        ledger = mechanism.ledger(data, pure, split, **params)
-    except BudgetError:
+    """The budget a claim of ``epsilon`` means for this mechanism and parameters, read from
+    its privacy plan: ``PrivacyBudget.approx(epsilon, delta)`` when the plan is
+    (epsilon, delta)-DP or a stage draws Gaussian noise (zCDP, which the mechanism converts
+    to rho), else pure epsilon-DP."""
+    plan = mechanism.privacy_plan(**params)
+    if plan.definition == APPROX_DP or any(s.noise in ZCDP_NOISES for s in plan.stages):
         return PrivacyBudget.approx(epsilon, delta)
-    definitions = set(ledger["definition"].dropna()) if "definition" in ledger else set()
-    return PrivacyBudget.approx(epsilon, delta) if ZCDP in definitions else pure
+    return PrivacyBudget.pure(epsilon)
 
 
 def level_weights(ledger, n_levels: int) -> np.ndarray:
@@ -77,7 +74,7 @@ def level_weights(ledger, n_levels: int) -> np.ndarray:
     for i, (noise, scale) in enumerate(zip(ledger["noise"], ledger["noise_scale"], strict=True)):
         if i >= n_levels or not np.isfinite(scale) or scale <= 0:
             continue
-        w[i] = 1.0 / scale if noise in _PURE_NOISES else 1.0 / scale**2
+        w[i] = 1.0 / scale if noise in PURE_NOISES else 1.0 / scale**2
     return w if w.any() else np.ones(n_levels)
 
 
@@ -96,7 +93,7 @@ class Setup:
     def make(cls, mechanism: Mechanism, d1, n_levels: int, *, epsilon: float, delta: float,
              params: dict | None, split) -> Setup:
         params = dict(params or {})
-        budget = claimed_budget(mechanism, d1, epsilon, delta, split, params)
+        budget = claimed_budget(mechanism, epsilon, delta, params)
         weights = level_weights(mechanism.ledger(d1, budget, split, **params), n_levels)
         return cls(mechanism, params, split, budget, weights)
 

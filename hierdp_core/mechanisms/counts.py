@@ -9,7 +9,7 @@ rho = sum rho_l). Everything after measuring is post-processing. An invariant ro
 default) is published exactly and is NOT protected.
 
 The claim is data: `_CountMechanism.privacy_plan` (one stage, "levels"), from which the noise
-is calibrated (`plan_levels`), and which the manifest and the audit read.
+is calibrated (`privacy.levels.derive_levels`), and which the manifest and the audit read.
 
 Categories are processed independently column by column (`MechanismInfo` of these entries
 says so), which the privacy audit uses to run many trials at once.
@@ -17,7 +17,6 @@ says so), which the privacy audit uses to run many trials at once.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,9 +26,10 @@ from hierdp_core.consistency.topdown import topdown
 from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import choose_noise, ledger_frame, plan_levels
+from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
-from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
+from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
 from hierdp_core.queries.counts import CountData
 from hierdp_core.release import Release
@@ -49,28 +49,6 @@ NOISE_PARAM = Parameter("noise", "choice", "auto",
                         "discrete Gaussian for rho", choices=NOISE_CHOICES)
 ROOT_PARAM = Parameter("root_invariant", "bool", False,
                        "publish the root total exactly (NOT private; as the Census does)")
-
-
-def _privacy_record(plans, budget: PrivacyBudget, noise: str, invariants,
-                    privacy_plan: PrivacyPlan) -> dict:
-    """The summary for the manifest: definition, totals spent, invariants; the relation is
-    the plan's."""
-    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
-    definition = plans_definition(plans, budget)
-    relation = privacy_plan.stages[0].relation
-    record = {"definition": definition, "relation": relation,
-              "neighbouring": RELATIONS[relation], "noise": noise,
-              "invariants": list(invariants)}
-    total = PrivacyBudget(definition, spent, budget.delta)
-    record.update(total.as_dict())
-    return record
-
-
-def plans_definition(plans, budget: PrivacyBudget) -> str:
-    for p in plans:
-        if p.budget is not None:
-            return p.budget.definition
-    return budget.definition
 
 
 @dataclass
@@ -93,12 +71,11 @@ class _CountMechanism(Mechanism):
 
     def level_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
         """(the noise's name, one `LevelPlan` per level) for ``hierarchy``."""
-        noise = self.fixed_noise or p.get("noise", "auto")
-        noise = choose_noise(noise, budget)
-        stage = self.privacy_plan(**p).stages[0]
-        return noise, plan_levels(hierarchy, budget, noise, split,
-                                  root_invariant=p.get("root_invariant", False),
-                                  sensitivity=stage.sensitivity)
+        noise = choose_noise(self.fixed_noise or p.get("noise", "auto"), budget)
+        shares = resolve_shares(hierarchy.n_levels, split,
+                                skip_root=p.get("root_invariant", False))
+        return noise, derive_levels(self.privacy_plan(**p), budget, shares,
+                                    hierarchy.level_names, "counts", noise=noise)
 
     def ledger(self, data: CountData, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
@@ -127,7 +104,8 @@ class _CountMechanism(Mechanism):
             values=values,
             mechanism=self.info.name,
             parameters=p,
-            privacy=_privacy_record(plans, budget, noise, invariants, self.privacy_plan(**p)),
+            privacy=privacy_record(self.privacy_plan(**p), plans, noise=noise,
+                                   invariants=invariants, delta=budget.delta),
             ledger=ledger_frame(plans),
             randomness=source.as_dict(),
             categories=categories,

@@ -19,7 +19,7 @@ positive leaf cells only and suppresses those below 1 + 2 ln(2/delta)/epsilon:
 
 The claim is data: each mechanism's `privacy_plan` (one stage, with the sensitivity of
 `SENSITIVITY` or the stability histogram's `STABILITY_SENSITIVITY`), from which the noise is
-calibrated (`plan_flow_levels`, `LeafBaseline.leaf_noise`), and which the manifest and the
+calibrated (`hierdp_core.privacy.levels.derive_levels`), and which the manifest and the
 audit read.
 """
 
@@ -38,16 +38,16 @@ from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import LevelPlan, as_zcdp, ledger_frame, resolve_shares
-from hierdp_core.privacy.budget import APPROX_DP, ZCDP, Accountant, PrivacyBudget
+from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
+from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_TRIP,
-    RELATIONS,
     SUBSTITUTE_TRIP,
     PrivacyPlan,
     Stage,
 )
-from hierdp_core.privacy.samplers import DiscreteGaussian, Laplace, Noise, NoiseSource
+from hierdp_core.privacy.samplers import NoiseSource
 
 QUERY = "flows"
 REFERENCE = ("Boninsegna & Silvestri (2025), Differentially private release of hierarchical "
@@ -98,42 +98,11 @@ def split_shares_flows(data: FlowData, split, measured_root: bool) -> np.ndarray
     return resolve_shares(n, split, skip_root=not measured_root)
 
 
-def plan_flow_levels(data: FlowData, budget: PrivacyBudget, split, neighbouring: str,
-                     authors_budget: bool = False, *, sensitivity: float) -> list[LevelPlan]:
-    """Per tree level: its share of rho and its discrete Gaussian noise, calibrated to
-    ``sensitivity`` (L2, per level; the mechanism's privacy plan states it). The accountant
-    refuses a split that would overspend."""
-    rho = as_zcdp(budget)
-    shares = split_shares_flows(data, split, measured_root=neighbouring == "unbounded")
-    if authors_budget:
-        shares = shares / 2
-    accountant = Accountant(rho)
-    plans = []
-    for level, (share, name) in enumerate(zip(shares, data.level_names, strict=True)):
-        if share <= 0:
-            plans.append(LevelPlan(level, name, QUERY, 0.0, None, None))
-            continue
-        part = accountant.spend(rho.value * share, level=level, query=QUERY)
-        noise = DiscreteGaussian.for_zcdp(part.value, sensitivity)
-        plans.append(LevelPlan(level, name, QUERY, float(share), part, noise, sensitivity))
-    return plans
-
-
 def _check_data(name: str, data) -> FlowData:
     if not isinstance(data, FlowData):
         raise MechanismError(f"{name} releases origin/destination flows: load trips or an O/D "
                              "table as flows (e.g. `--query flows`)")
     return data
-
-
-def _zcdp_privacy(plans, budget: PrivacyBudget, plan: PrivacyPlan, invariants) -> dict:
-    """The summary for the manifest: definition, totals spent, invariants; the relation is
-    the plan's."""
-    spent = math.fsum(p.budget.value for p in plans if p.budget is not None)
-    total = PrivacyBudget.zcdp(spent, budget.delta)
-    relation = plan.stages[0].relation
-    return {"definition": ZCDP, "relation": relation, "neighbouring": RELATIONS[relation],
-            "noise": "discrete-gaussian", "invariants": list(invariants), **total.as_dict()}
 
 
 @dataclass
@@ -172,10 +141,12 @@ class TopDownFlows(Mechanism):
         return PrivacyPlan(self.info.name, ZCDP, (stage,))
 
     def _plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
+        """(the privacy plan, one `LevelPlan` per tree level: its share of rho and its
+        discrete Gaussian noise; with ``authors_budget`` the plan spends half of rho)."""
         plan = self.privacy_plan(**p)
-        return plan, plan_flow_levels(data, budget, split, p["neighbouring"],
-                                      p["authors_budget"],
-                                      sensitivity=plan.stages[0].sensitivity)
+        shares = split_shares_flows(data, split,
+                                    measured_root=p["neighbouring"] == "unbounded")
+        return plan, derive_levels(plan, budget, shares, data.level_names, QUERY)
 
     def projection(self, p: dict) -> Callable:
         if self.option is None:
@@ -219,7 +190,7 @@ class TopDownFlows(Mechanism):
         """The FlowRelease of the released ``levels``, as every engine makes it."""
         return FlowRelease.of(
             data, levels, mechanism=self.info.name, parameters=p,
-            privacy=_zcdp_privacy(plans, budget, plan, invariants),
+            privacy=privacy_record(plan, plans, invariants=invariants, delta=budget.delta),
             ledger=ledger_frame(plans), randomness=source.as_dict(), invariants=invariants,
             diagnostics=diagnostics)
 
@@ -253,8 +224,8 @@ TDA_LINF_MILP = TopDownFlows(
 @dataclass
 class LeafBaseline(Mechanism):
     """A baseline that spends the whole budget on the leaf cells and sums them up the tree.
-    Subclasses give the leaf noise (`leaf_noise`) and the released leaf cells
-    (`noisy_leaves`)."""
+    Subclasses give the leaf noise in their privacy plan, the budgets they refuse
+    (`check_budget`) and the released leaf cells (`noisy_leaves`)."""
 
     info: MechanismInfo = field(init=False)
     noise_name = ""
@@ -271,28 +242,24 @@ class LeafBaseline(Mechanism):
                       1.0, note=self.info.neighbouring)
         return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
-    def leaf_noise(self, budget: PrivacyBudget,
-                   sensitivity: float) -> tuple[PrivacyBudget, Noise]:
-        """The budget spent and the leaf noise, calibrated to ``sensitivity``."""
-        raise NotImplementedError
+    def check_budget(self, budget: PrivacyBudget) -> None:
+        """Refuse a budget of a definition the baseline cannot spend (none by default)."""
+
+    def record_note(self, plan: PrivacyPlan) -> dict:
+        """Extra facts of the privacy record (none by default)."""
+        return {}
 
     def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
                      source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The released leaf cells (origin, destination, value), measured with ``plan``."""
         raise NotImplementedError
 
-    def privacy(self, plans, budget: PrivacyBudget, plan: PrivacyPlan) -> dict:
-        return _zcdp_privacy(plans, budget, plan, ())
-
     def _plans(self, data: FlowData, budget: PrivacyBudget,
                plan: PrivacyPlan) -> list[LevelPlan]:
-        sensitivity = plan.stages[0].sensitivity
-        total, noise = self.leaf_noise(budget, sensitivity)
-        part = Accountant(total).spend(total.value, level=data.depth, query=QUERY)
-        plans = [LevelPlan(level, name, QUERY, 0.0, None, None)
-                 for level, name in enumerate(data.level_names[:-1])]
-        return plans + [LevelPlan(data.depth, data.level_names[-1], QUERY, 1.0, part, noise,
-                                  sensitivity)]
+        self.check_budget(budget)
+        leaves_only = np.zeros(data.depth + 1)
+        leaves_only[-1] = 1.0
+        return derive_levels(plan, budget, leaves_only, data.level_names, QUERY)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         plan = self.privacy_plan(**params)
@@ -307,7 +274,8 @@ class LeafBaseline(Mechanism):
         plans = self._plans(data, budget, plan)
         levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
         return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
-                              privacy=self.privacy(plans, budget, plan),
+                              privacy=privacy_record(plan, plans, delta=budget.delta,
+                                                     **self.record_note(plan)),
                               ledger=ledger_frame(plans),
                               randomness=source.as_dict())
 
@@ -332,10 +300,6 @@ class VanillaGauss(LeafBaseline):
             private=True, consistent=False, privacy_definitions=(ZCDP, APPROX_DP),
             neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
                          "sqrt(2), all of rho on it")
-
-    def leaf_noise(self, budget, sensitivity):
-        rho = as_zcdp(budget)
-        return rho, DiscreteGaussian.for_zcdp(rho.value, sensitivity)
 
     def noisy_leaves(self, data, budget, plan, source):
         leaves = data.level_width(data.geo_levels)
@@ -383,11 +347,10 @@ class StabilityHistogram(LeafBaseline):
     def threshold(epsilon: float, delta: float) -> float:
         return 1 + 2 * math.log(2 / delta) / epsilon
 
-    def leaf_noise(self, budget, sensitivity):
+    def check_budget(self, budget):
         if budget.definition != APPROX_DP:
             raise BudgetError("stability-histogram is (epsilon, delta)-DP: give epsilon and "
                               "delta")
-        return budget, Laplace.for_epsilon(budget.value, sensitivity)
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         frame = super().ledger(data, budget, split, **params)
@@ -400,11 +363,9 @@ class StabilityHistogram(LeafBaseline):
         kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 
-    def privacy(self, plans, budget, plan):
-        relation = plan.stages[0].relation
-        return {"definition": APPROX_DP, "relation": relation,
-                "neighbouring": RELATIONS[relation], "note": plan.stages[0].note,
-                "noise": "laplace", "invariants": [], **budget.as_dict()}
+    def record_note(self, plan):
+        """The record states the threshold's argument (the stage's note)."""
+        return {"note": plan.stages[0].note}
 
 
 for _mechanism in (INFTDA, TDA_L2, TDA_LINF_MILP, VanillaGauss(), StabilityHistogram()):

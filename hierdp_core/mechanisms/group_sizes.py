@@ -15,13 +15,12 @@ or every region's G_v (kept by `group_counts.keep_group_counts` with ``groups="e
 (``--invariant total`` / ``groups``).
 
 The claim is data: `GroupSizeMechanism.privacy_plan` (one stage, "levels", its sensitivity
-from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`plan_levels`, Kuo's
+from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`privacy.levels.derive_levels`, Kuo's
 `kuo_release`), and which the manifest and the audit read.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,9 +32,10 @@ from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.groupsizes.group_counts import keep_group_counts
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import ledger_frame, measure, plan_levels
+from hierdp_core.mechanisms.measure import ledger_frame, measure, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
-from hierdp_core.privacy.plan import PERSON_IN_GROUP, RELATIONS, PrivacyPlan, Stage
+from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
+from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.release import Release
 
@@ -128,9 +128,9 @@ class GroupSizeMechanism(Mechanism):
         """One plan per level of ``hierarchy``: the noise of its share of ``budget``."""
         if budget.definition != PURE_DP:
             raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
-        stage = self.privacy_plan(**p).stages[0]
-        return plan_levels(hierarchy, budget, p.get("noise", "geometric"), split,
-                           query=QUERY, sensitivity=stage.sensitivity)
+        return derive_levels(self.privacy_plan(**p), budget,
+                             resolve_shares(hierarchy.n_levels, split), hierarchy.level_names,
+                             QUERY, noise=choose_noise(p.get("noise", "geometric"), budget))
 
     def measured_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
         """`level_plans` of a release: every level measured, else a `BudgetError`."""
@@ -163,17 +163,13 @@ class GroupSizeMechanism(Mechanism):
         ``plans``, as every engine makes it. ``groups_declared``: whether the numbers of
         groups came from a declaration (recorded as ``privacy["group_counts"]``, which the
         verdict reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
-        spent = math.fsum(plan.budget.value for plan in plans)
-        relation = self.privacy_plan(**p).stages[0].relation
         invariants = self.kept_invariants(**p)
         return Release(
             hierarchy=hierarchy, values=np.asarray(values), mechanism=self.info.name,
             parameters=p,
-            privacy={"definition": PURE_DP, "relation": relation,
-                     "neighbouring": RELATIONS[relation],
-                     "noise": p.get("noise", "geometric"), "invariants": list(invariants),
-                     "group_counts": "declared" if groups_declared else "from-data",
-                     **PrivacyBudget.pure(spent).as_dict()},
+            privacy=privacy_record(self.privacy_plan(**p), plans, invariants=invariants,
+                                   group_counts="declared"
+                                   if groups_declared else "from-data"),
             ledger=ledger_frame(plans), randomness=source.as_dict(),
             categories=categories, invariants=invariants, noisy=noisy,
         )

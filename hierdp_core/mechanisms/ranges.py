@@ -26,7 +26,6 @@ TopDown is post-processing. ``dawa-reference`` is NOT established as private (se
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -36,8 +35,9 @@ import pandas as pd
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import records_frame, resolve_shares
-from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, Accountant, PrivacyBudget
-from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, PrivacyPlan, Stage
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, PrivacyBudget
+from hierdp_core.privacy.levels import derive_levels, privacy_record
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
@@ -99,7 +99,9 @@ class RangeMechanism(Mechanism):
     sensitivity: float | None = MEASUREMENT_SENSITIVITY
     sensitivity_note: str = ""
 
-    def _level_budgets(self, data: RangeData, budget: PrivacyBudget, split):
+    def _levels(self, data: RangeData, budget: PrivacyBudget, split, params: dict):
+        """(one `LevelPlan` per level, its budget None where unmeasured; the split's shares),
+        from the privacy plan (`derive_levels`); its stages divide a level's epsilon."""
         if budget.definition == APPROX_DP:
             budget = PrivacyBudget.pure(budget.value)
         if budget.definition != PURE_DP:
@@ -109,9 +111,8 @@ class RangeMechanism(Mechanism):
         if (shares[1:] <= 0).any():
             raise BudgetError("range mechanisms release every level below the root: give "
                               "each of them a share")
-        accountant = Accountant(budget)
-        return [accountant.spend(budget.value * s, level=lv, query="ranges") if s > 0 else None
-                for lv, s in enumerate(shares)], shares
+        return derive_levels(self.privacy_plan(**params), budget, shares,
+                             data.hierarchy.level_names, "ranges"), shares
 
     @staticmethod
     def _level_params(p: dict, level: int, n_levels: int, workload=None) -> dict:
@@ -223,7 +224,8 @@ class RangeMechanism(Mechanism):
 
     def _ledger_rows(self, data: RangeData, budget: PrivacyBudget, split, p: dict) -> list:
         """The rows of `ledger` (one dict per level), before any frame is built."""
-        parts, shares = self._level_budgets(data, budget, split)
+        levels, shares = self._levels(data, budget, split, p)
+        parts = [level.budget for level in levels]
         rows = []
         for level, (part, share) in enumerate(zip(parts, shares, strict=True)):
             eps = 0.0 if part is None else part.value
@@ -256,7 +258,8 @@ class RangeMechanism(Mechanism):
                 source: NoiseSource | None = None, **params) -> RangeRelease:
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
-        parts, _ = self._level_budgets(data, budget, split)
+        levels, _ = self._levels(data, budget, split, p)
+        parts = [level.budget for level in levels]
         sensitivity = self.measurement_sensitivity(**p)
         h = data.hierarchy
         truth = data.node_counts()
@@ -286,11 +289,8 @@ class RangeMechanism(Mechanism):
         else:
             root = estimates[0]
         values = atom_topdown(h, np.nan_to_num(estimates), root, data.workload.atom_starts())
-        spent = math.fsum(part.value for part in parts if part is not None)
-        relation = self.privacy_plan(**p).stages[0].relation
-        privacy = {"definition": PURE_DP, "epsilon": spent, "relation": relation,
-                   "neighbouring": RELATIONS[relation], "note": NEIGHBOURING,
-                   "noise": "laplace", "invariants": [], "private": self.info.private}
+        privacy = privacy_record(self.privacy_plan(**p), levels, note=NEIGHBOURING,
+                                 private=self.info.private)
         return RangeRelease(
             hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
             privacy=privacy,

@@ -20,6 +20,7 @@ Example
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -110,6 +111,12 @@ class PrivacyPlan:
     def composite(self) -> bool:
         """More than one stage: the audit checks each against its own share."""
         return len(self.stages) > 1
+
+    @property
+    def spent_share(self) -> float:
+        """The share of the budget the stages spend together (1.0 when they divide all of
+        it; rounded to 12 digits so that stages of rho and 1 - rho spend exactly 1)."""
+        return min(1.0, round(math.fsum(s.share for s in self.stages), 12))
 
     def relations(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.relation for s in self.stages))
