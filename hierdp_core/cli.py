@@ -40,6 +40,19 @@ def run_command(args) -> int:
     return _function(COMMANDS[args.command])(args)
 
 
+def _interrupted_in(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt lies in ``exc``'s chain of causes: numpy turns Ctrl-C
+    during the import of its C extension into an ImportError (its "IMPORTANT: PLEASE READ
+    THIS" advice) raised from the interrupt."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -68,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:  # an unexpected failure: one line, details with --debug
+        if _interrupted_in(exc):  # Ctrl-C inside an extension's import, which wraps it
+            print("interrupted", file=sys.stderr)
+            return 130
         if args.debug:
             raise
         print(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",

@@ -212,3 +212,21 @@ def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
     code, _, err = run_cli(capsys, *argv, "--encoding", "no-such-codec", "--out",
                            tmp_path / "bad")
     assert code == 2 and "unknown encoding 'no-such-codec'" in err
+
+
+def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys):
+    """numpy wraps Ctrl-C during its extension's import in an ImportError (seen 1 run in 6
+    of the test above): the command still says ``interrupted`` and exits 130."""
+    import hierdp_core.cli as cli
+
+    def wrapped(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("IMPORTANT: PLEASE READ THIS FOR ADVICE") from exc
+
+    monkeypatch.setattr(cli, "run_command", wrapped)
+    assert cli.main(["mechanisms"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    monkeypatch.setattr(cli, "run_command", lambda args: (_ for _ in ()).throw(ImportError("x")))
+    assert cli.main(["mechanisms"]) == 1  # a plain ImportError stays an unexpected error
