@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from test_app import assert_clean, page
 
+from hierdp_core.intervals import bootstrap
 from hierdp_core.privacy.ledger import COMMITTED, Ledger
 from hierdp_core.ui import session
 
@@ -93,7 +94,11 @@ def test_exploration_spends_nothing_and_a_first_draw_beyond_the_total_is_not_off
     assert Ledger().datasets()[0].spends == ()
 
 
-def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample():
+def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample(monkeypatch):
+    # the secure draw makes its intervals by a re-run bootstrap (DAWA: ~20 s of re-runs);
+    # what is checked here is the ledger, so two replicates do
+    monkeypatch.setattr(bootstrap, "MIN_REPLICATES", 2)
+    monkeypatch.setattr(bootstrap, "RERUN_SECONDS", 0.0)
     at = page("pages/9_Ranges.py").run()
     assert_clean(at)
     assert "no publishable release of this dataset yet" in captions(at)

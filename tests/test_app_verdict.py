@@ -10,6 +10,7 @@ import pandas as pd
 from test_app import assert_clean, page, uploaded
 
 from hierdp_core.export import build_manifest
+from hierdp_core.intervals import bootstrap
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import session
 
@@ -81,6 +82,10 @@ def file_names(monkeypatch, contents: dict | None = None) -> dict:
 
 def test_exploration_file_names_carry_the_reason(monkeypatch):
     names = file_names(monkeypatch)
+    # the ranges files' intervals are a re-run bootstrap (DAWA: ~20 s of re-runs); what is
+    # checked here is the files' names, so two replicates do
+    monkeypatch.setattr(bootstrap, "MIN_REPLICATES", 2)
+    monkeypatch.setattr(bootstrap, "RERUN_SECONDS", 0.0)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)

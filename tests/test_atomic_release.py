@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +19,20 @@ from hierdp_core.errors import InputError
 from hierdp_core.export import read_release
 
 
-@pytest.fixture(scope="module")
-def table_csv(tmp_path_factory) -> Path:
+def counties_csv(folder: Path, n: int) -> Path:
+    """A table of ``n`` counties in 50 states with random counts, as a CSV in ``folder``."""
     rng = np.random.default_rng(0)
-    n = 60_000
     table = pd.DataFrame({"state": [f"s{i % 50:02d}" for i in range(n)],
                           "county": [f"s{i % 50:02d}c{i:06d}" for i in range(n)],
                           "people": rng.integers(0, 500, n)})
-    path = tmp_path_factory.mktemp("input") / "counties.csv"
+    path = folder / "counties.csv"
     table.to_csv(path, index=False)
     return path
+
+
+@pytest.fixture(scope="module")
+def table_csv(tmp_path_factory) -> Path:
+    return counties_csv(tmp_path_factory.mktemp("input"), 2_000)
 
 
 def release_argv(table_csv: Path, out: Path, seed: int, *extra) -> list:
@@ -84,27 +86,26 @@ def test_damaged_release_is_refused_on_read(capsys, table_csv, tmp_path, damage)
     assert code == 2 and err.startswith("error:")
 
 
-def test_killed_overwrite_leaves_the_old_or_the_new_release(table_csv, tmp_path):
-    """SIGKILL `hierdp release --overwrite` at moments spread over its whole run (seeded),
-    many times: the target always reads back complete and verified, old or new."""
+def test_killed_overwrite_leaves_the_old_or_the_new_release(tmp_path):
+    """SIGKILL `hierdp release --overwrite` just before each of its changes to the file
+    system beside the target in turn (every file opened for writing, folder made, renamed or
+    removed, the exchange; `kill_during_write`): after every kill the target reads back
+    complete and verified, the old release or the new one. The kills are placed by the
+    write's own steps, not by time, so a small table is enough."""
     out = tmp_path / "out"
-    cli = [sys.executable, "-m", "hierdp_core"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    t0 = time.perf_counter()
-    subprocess.run([*cli, *map(str, release_argv(table_csv, out, 0))], check=True, env=env,
-                   capture_output=True)
-    full_run = time.perf_counter() - t0
-    rng = np.random.default_rng(7)
-    seen = set()
-    for trial, delay in enumerate(rng.uniform(0.2, 1.5, size=10) * full_run, start=1):
-        proc = subprocess.Popen([*cli, *map(str, release_argv(table_csv, out, trial,
-                                                              "--overwrite"))],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        _, manifest = read_release(out)  # complete, and every file matches its sha256
-        seed = manifest["randomness"]["seed"]
-        assert seed <= trial
-        seen.add("new" if seed == trial else "old")
-    assert seen == {"old", "new"}, f"kill moments did not cover both outcomes: {seen}"
+    argv = [str(a) for a in release_argv(counties_csv(tmp_path, 600), out, 0)]
+    argv = argv[:argv.index("--seed")]
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("kill_during_write.py")),
+                          str(out), json.dumps(argv)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])})
+    assert run.returncode == 0, run.stderr[-2000:]
+    trials = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    old, outcomes = 0, []
+    for trial in trials:
+        assert trial["seed"] in (old, trial["k"]), trial  # complete: old or new, nothing else
+        outcomes.append(("new" if trial["seed"] == trial["k"] else "old", trial["killed"]))
+        old = trial["seed"]
+    assert [killed for _, killed in outcomes] == [True] * (len(trials) - 1) + [False]
+    assert len(trials) >= 5, f"too few steps to kill at: {trials}"
+    assert ("old", True) in outcomes and ("new", True) in outcomes, outcomes  # both sides
