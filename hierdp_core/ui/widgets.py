@@ -261,10 +261,12 @@ def sidebar_status(slot, budget_on_page: bool = False) -> None:
                 st.markdown(f"**Categories:** {', '.join(r['category_columns'])}")
         s = st.session_state.get(SETTINGS)
         if s:
-            budget = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
-                      else f"ρ = {s['rho']:g}")
             if budget_on_page:
                 budget = "ε or ρ: the slider above the map"
+            elif s["definition"] == "pure-dp":
+                budget = f"ε = {s['epsilon']:g}"
+            else:
+                budget = f"ρ = {s['rho']:g}"
             st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
         st.markdown("**Release:** " + ("ready" if current_release() is not None
                                        else "not run for these settings"))
