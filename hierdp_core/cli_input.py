@@ -163,16 +163,43 @@ def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=
         raise InputError(f"declare the values of the category column(s) {list(undeclared)} "
                          f"with --category-values COL=V1|V2|... (or use --structure-from-data "
                          "for exploration)")
-    from hierdp_core.structure import read_geography
+    return _read_geography_once(Path(path), tuple(levels), tuple((names or {}).items()),
+                                bool(getattr(args, "local_codes", False)),
+                                bool(getattr(args, "ragged", False)),
+                                getattr(args, "encoding", None),
+                                tuple(map(tuple, flows)) if flows is not None else None)
 
-    ragged = bool(getattr(args, "ragged", False))
-    encoding = getattr(args, "encoding", None)
+
+#: geographies read by this process, by file (its path, size and modification time) and
+#: reading options: a release asks for its geography more than once (memory plan, data)
+_READ: dict[tuple, object] = {}
+
+
+def _read_geography_once(path: Path, levels: tuple, names: tuple, local_codes: bool,
+                         ragged: bool, encoding: str | None, flows: tuple | None):
+    """The geography file ``path`` read with these options, or the same object read earlier
+    in this process while the file is unchanged (a geography is public and not modified)."""
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, levels, names,
+               local_codes, ragged, encoding, flows)
+    except OSError:
+        key = None  # the reader says what is wrong with the file
+    if key is not None and key in _READ:
+        return _READ[key]
     if flows is not None:  # columns named as either end or by their common names
         from hierdp_core.flows.data import read_flow_geography
 
-        return read_flow_geography(path, *flows, ragged=ragged, encoding=encoding)
-    return read_geography(path, levels, name_columns=names, local_codes=args.local_codes,
-                          ragged=ragged, encoding=encoding)
+        geography = read_flow_geography(path, *flows, ragged=ragged, encoding=encoding)
+    else:
+        from hierdp_core.structure import read_geography
+
+        geography = read_geography(path, list(levels), name_columns=dict(names) or None,
+                                   local_codes=local_codes, ragged=ragged, encoding=encoding)
+    if key is not None:
+        _READ.clear()  # one file at a time: a long-lived process does not accumulate them
+        _READ[key] = geography
+    return geography
 
 
 def _flow_data(args, table):

@@ -68,13 +68,27 @@ def _key(path: Path, create: bool) -> bytes:
 def keyed_fingerprint(content: bytes | str | Path | list, key: bytes) -> str:
     """HMAC-SHA256 under a secret key (hex) of the input: its bytes, or the file at a path,
     or the files of a list of paths one after the other (a dataset's files, in order; read
-    in blocks, never whole into memory)."""
+    in blocks, never whole into memory). Files unchanged since the last call with the same
+    key (path, size, modification time) are not read again: a release fingerprints its
+    input for the ledger and for the manifest."""
     mac = hmac.new(key, digestmod=hashlib.sha256)
     if isinstance(content, bytes):
         mac.update(content)
-    else:
-        for path in content if isinstance(content, list) else [content]:
-            with open(path, "rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
-                    mac.update(block)
-    return mac.hexdigest()
+        return mac.hexdigest()
+    paths = content if isinstance(content, list) else [content]
+    seen = (hashlib.sha256(key).digest(),
+            tuple((str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns)
+                  for p in paths))
+    if _LAST_FILES[:1] == [seen]:
+        return _LAST_FILES[1]
+    for path in paths:
+        with open(path, "rb") as handle:
+            for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                mac.update(block)
+    _LAST_FILES[:] = [seen, mac.hexdigest()]
+    return _LAST_FILES[1]
+
+
+#: the files last fingerprinted (a digest of the key, each file's path, size and
+#: modification time) and their fingerprint
+_LAST_FILES: list = []

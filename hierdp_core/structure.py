@@ -108,6 +108,44 @@ class Geography:
             raise StructureError(f"the geography has {len(self.levels)} level(s) "
                                  f"{list(self.levels)}; got {len(columns)}: {columns}")
         _check_columns(table, columns, "geography level")
+        by_finest = self._leaf_by_finest_code(table, columns)
+        return by_finest if by_finest is not None else self._leaf_by_levels(table, columns)
+
+    def _leaf_by_finest_code(self, table: pd.DataFrame, columns: list[str],
+                             ) -> np.ndarray | None:
+        """`leaf_of_rows` of a table whose level columns are Categoricals (read by pyarrow)
+        and whose finest code fixes the coarser ones (every row of a finest code has the
+        same codes above it: checked): the levels are matched on one row per finest code
+        and the leaves gathered back, a few passes over the rows instead of several per
+        level. None when that does not hold or a row is at fault (missing code, outside
+        the geography): `_leaf_by_levels` then matches every row and says what is wrong."""
+        series = [table[column] for column in columns]
+        if len(table) == 0 or not all(isinstance(s.dtype, pd.CategoricalDtype) for s in series):
+            return None
+        codes = [s.cat.codes.to_numpy() for s in series]
+        finest = codes[-1]
+        if any(int(c.min()) < 0 for c in codes):
+            return None  # a missing code
+        n_finest = len(series[-1].cat.categories)
+        representative = np.full(n_finest, -1, dtype=np.int64)
+        representative[finest] = np.arange(finest.size)  # any row of each finest code
+        present = np.flatnonzero(representative >= 0)
+        rows = representative[present]
+        for coarser in codes[:-1]:
+            above = np.zeros(n_finest, dtype=coarser.dtype)
+            above[present] = coarser[rows]
+            if not np.array_equal(above[finest], coarser):
+                return None  # a finest code under two parents (codes local to their parent)
+        try:
+            leaf_of_present = self._leaf_by_levels(table.iloc[rows], columns)
+        except StructureError:
+            return None  # said, with the rows at fault counted, by `_leaf_by_levels`
+        leaf = np.zeros(n_finest, dtype=np.int64)
+        leaf[present] = leaf_of_present
+        return leaf[finest]
+
+    def _leaf_by_levels(self, table: pd.DataFrame, columns: list[str]) -> np.ndarray:
+        """`leaf_of_rows`, matching every row level by level."""
         n_rows = len(table)
         node = np.zeros(n_rows, dtype=np.int64)  # node within the previous level (root = 0)
         outside = np.zeros(n_rows, dtype=bool)

@@ -553,3 +553,22 @@ def test_lookalike_codes_of_a_categorical_ignore_unused_categories():
     assert lookalike_codes(pd.DataFrame({"c": codes}), ["c"]) == [("c", "01", "1")]
     assert lookalike_codes(pd.DataFrame({"c": codes.astype(object)}), ["c"]) == [
         ("c", "01", "1")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(" 0120a", max_size=4), max_size=25), st.integers(1, 6))
+def test_lookalike_codes_equal_a_naive_pairing(values, limit):
+    """Every later code (in sorted order) whose form without surrounding spaces and leading
+    zeros ('0' for zeros only) equals an earlier one's is paired with the first of them."""
+    from hierdp_core.data.loaders import lookalike_codes
+
+    pairs, first = [], {}
+    for value in sorted(set(values)):
+        stripped = value.strip()
+        key = stripped.lstrip("0") or ("0" if stripped else "")
+        if key in first:
+            pairs.append(("c", first[key], value))
+        else:
+            first[key] = value
+    for column in (pd.Series(values, dtype=object), pd.Series(values, dtype="category")):
+        assert lookalike_codes(pd.DataFrame({"c": column}), ["c"], limit) == pairs[:limit]

@@ -160,33 +160,41 @@ def check_column_roles(count_column: str | None, **roles: Sequence[str] | str | 
                                   f"and as a {noun} column; a column has one role")
 
 
-def _code_key(code: str) -> str:
-    stripped = code.strip()
-    trimmed = stripped.lstrip("0")
-    return trimmed if trimmed or not stripped else "0"
-
-
 def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
                     limit: int = 5) -> list[tuple[str, str, str]]:
     """Pairs of distinct codes of the same column that differ only by leading zeros or
     surrounding whitespace (``'1'`` and ``'01'``, ``'06 '`` and ``'06'``), as
-    ``(column, code, code)``, at most ``limit``. Codes are left as they are (two units); the
-    caller may warn."""
+    ``(column, code, code)``, at most ``limit``, in the codes' sorted order. Codes are left
+    as they are (two units); the caller may warn."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     pairs: list[tuple[str, str, str]] = []
     for column in columns:
-        if column not in table.columns:
+        if column not in table.columns or len(pairs) >= limit:
             continue
-        values = pd.unique(table[column].dropna())
-        seen: dict[str, str] = {}
-        for value in sorted({str(v) for v in values}):
-            key = _code_key(value)
-            if key in seen:
-                pairs.append((column, seen[key], value))
-                if len(pairs) >= limit:
-                    return pairs
-            else:
-                seen[key] = value
+        text = np.unique(np.asarray([str(v) for v in _present_values(table[column])],
+                                    dtype=object))
+        stripped = pc.utf8_trim_whitespace(pa.array(text, type=pa.string()))
+        key = pc.utf8_ltrim(stripped, characters="0")
+        key = pc.if_else(pc.and_(pc.equal(key, ""), pc.not_equal(stripped, "")), "0", key)
+        key = np.asarray(key.to_pylist(), dtype=object)  # '00' is '0'
+        keys, first = np.unique(key, return_index=True)
+        twins = np.flatnonzero(pd.Series(key).duplicated().to_numpy())
+        for i in twins[: limit - len(pairs)]:
+            pairs.append((column, str(text[first[np.searchsorted(keys, key[i])]]),
+                          str(text[i])))
     return pairs
+
+
+def _present_values(series: pd.Series):
+    """The distinct non-missing values of a column (of a Categorical: its categories that
+    some row holds, counted from the codes, with no pass over the values)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy()
+        used = np.bincount(codes[codes >= 0], minlength=len(series.cat.categories)) > 0
+        return np.asarray(series.cat.categories)[used]
+    return pd.unique(series.dropna())
 
 
 def default_max_cells() -> int:

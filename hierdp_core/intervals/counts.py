@@ -55,6 +55,8 @@ True
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from hierdp_core.errors import InputError
@@ -261,6 +263,13 @@ def _redraw(release: Release, noises: list[Noise | None], base: np.ndarray,
     """The mechanism's estimate from fresh noisy measurements of ``base`` (n_nodes, m):
     each level's noise drawn from ``source`` (default seeded by `SEED`), NaN where not
     measured, estimated column by column; an invariant root keeps ``base``'s."""
+    return _estimate(release, _measured(release, noises, base, source), base, variance)
+
+
+def _measured(release: Release, noises: list[Noise | None], base: np.ndarray,
+              source: NoiseSource | None = None) -> np.ndarray:
+    """Fresh noisy measurements of ``base``: each level's noise drawn from ``source``
+    (default seeded by `SEED`), NaN where the level is not measured."""
     h = release.hierarchy
     source = source or NoiseSource(seed=SEED)
     noisy = np.full(base.shape, np.nan)
@@ -268,10 +277,46 @@ def _redraw(release: Release, noises: list[Noise | None], base: np.ndarray,
         if noise is not None:
             sl = h.level_slice(lv)
             noisy[sl] = base[sl] + noise.sample(base[sl].shape, source)
+    return noisy
+
+
+def _estimate(release: Release, noisy: np.ndarray, base: np.ndarray,
+              variance: np.ndarray) -> np.ndarray:
+    """The release's mechanism's estimate from the measurements ``noisy`` of ``base``; an
+    invariant root keeps ``base``'s."""
+    h = release.hierarchy
     root = base[0] if release.invariants else None
     data = CountData(h, base[h.level_slice(h.depth)])
     return get_mechanism(release.mechanism).estimate(data, noisy, variance, root,
                                                      release.parameters)
+
+
+def _redraw_errors(release: Release, noises: list[Noise | None], cols: np.ndarray,
+                   replicates: int, per_chunk: int, variance: np.ndarray,
+                   source: NoiseSource) -> np.ndarray:
+    """The bootstrap's errors (redraw - value) of the categories ``cols`` (n_nodes, width),
+    shaped (n_nodes, width, replicates), ``per_chunk`` replicates per call of the
+    estimator. The noise is drawn in order (the same draws on every run), the estimates run
+    on both cores (numpy releases the GIL), at most two chunks in flight."""
+    n, width = cols.shape
+    d = np.empty((n, width, replicates), dtype=cols.dtype)
+
+    def estimate_into(start: int, m: int, base: np.ndarray, noisy: np.ndarray) -> None:
+        redraw = _estimate(release, noisy, base, variance)
+        d[:, :, start:start + m] = (redraw - base).reshape(n, m, width).transpose(0, 2, 1)
+
+    with ThreadPoolExecutor(2) as pool:
+        pending = []
+        for start in range(0, replicates, per_chunk):
+            m = min(per_chunk, replicates - start)
+            base = np.tile(cols, m)  # column j: replicate j // width, category j % width
+            pending.append(pool.submit(estimate_into, start, m, base,
+                                       _measured(release, noises, base, source)))
+            if len(pending) >= 2:
+                pending.pop(0).result()
+        for job in pending:
+            job.result()
+    return d
 
 
 def _bootstrap(release: Release, noises: list[Noise | None], level: float,
@@ -294,12 +339,7 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
         cols = values[:, first:first + block]
         width = cols.shape[1]
         per_chunk = max(1, min(replicates, _CHUNK_CELLS // (n * width)))
-        d = np.empty((n, width, replicates), dtype=values.dtype)
-        for start in range(0, replicates, per_chunk):
-            m = min(per_chunk, replicates - start)
-            base = np.tile(cols, m)  # column j: replicate j // width, category j % width
-            redraw = _redraw(release, noises, base, variance, source)
-            d[:, :, start:start + m] = (redraw - base).reshape(n, m, width).transpose(0, 2, 1)
+        d = _redraw_errors(release, noises, cols, replicates, per_chunk, variance, source)
         below[:, first:first + block], above[:, first:first + block] = \
             symmetric_half_widths(d, r, release.is_integer)
     return below, above, replicates
