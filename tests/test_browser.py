@@ -260,6 +260,14 @@ def test_group_sizes_page(server, page):
     page.wait_for_selector(".js-plotly-plot .scatterlayer")
     no_exception(page)
     shot(page, "9_group_sizes")
+    # a page switch in a browser drops every widget value of the page left (AppTest does
+    # not show it): the settings are put back (`ui.session.keep_page_settings`)
+    seed = page.locator(".st-key-gs_seed input")
+    seed.fill("3")
+    timed_rerun(page, lambda: seed.press("Enter"))
+    goto(page, "Hierarchy")
+    goto(page, "Group sizes")
+    assert page.locator(".st-key-gs_seed input").input_value() == "3", "the seed was reset"
 
 
 def test_flows_page(server, page):

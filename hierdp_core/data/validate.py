@@ -192,7 +192,9 @@ def _present_values(series: pd.Series):
     some row holds, counted from the codes, with no pass over the values)."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
-        used = np.bincount(codes[codes >= 0], minlength=len(series.cat.categories)) > 0
+        if codes.size and codes.min() < 0:
+            codes = codes[codes >= 0]  # missing values
+        used = np.bincount(codes, minlength=len(series.cat.categories)) > 0
         return np.asarray(series.cat.categories)[used]
     return pd.unique(series.dropna())
 

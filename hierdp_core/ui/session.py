@@ -49,6 +49,10 @@ Session-state keys (all under ``st.session_state``):
                  optimiser, used while the sliders show them (`ui.split`)
 ``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`)
 
+``hd_kept_settings`` the values of the query pages' settings widgets (`PAGE_SETTINGS`), put
+                 back when a visit to another page dropped them (`keep_page_settings`,
+                 called first by every page; emptied with a new dataset)
+
 Everything expensive is cached: the CountData per (dataset version, roles) in session state,
 sample tables and geometries with ``st.cache_data`` / ``lru_cache`` (`ui.samples`).
 """
@@ -85,9 +89,68 @@ RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "h
 _DATA_CACHE = "hd_count_data_cache"
 INPUT = "hd_input"  # an upload's shape (`ui.inputs`)
 PALETTE_CHOICE = "hd_palette"
+KEPT = "hd_kept_settings"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+
+
+#: the settings widgets each page keeps across visits to other pages: keys, or prefixes
+#: ending in '*' for keys made per view, side or level; never buttons, uploads or charts
+#: (their values cannot be set); `PARAMETER_PREFIXES` adds each mechanism's parameters
+PAGE_SETTINGS = {
+    "Results": ("res_map", "res_metric", "res_level", "res_within", "res_category",
+                "res_iv_level"),
+    "Trade-offs": ("sw_mechs", "sw_eps", "sw_trials", "sw_metric", "sw_level", "sw_view",
+                   "cmp_a", "cmp_b", "cmp_mech", "cmp_eps"),
+    "Group sizes": ("gs_mechanism", "gs_epsilon", "gs_seed", "gs_level*", "gs_region*",
+                    "gs_sw_mechs", "gs_sw_eps", "gs_sw_trials", "gs_sw_metric", "gs_sw_level",
+                    "gs_iv_level", "gs_up_max", "gs_up_min", "gs_up_rows"),
+    "Flows": ("fl_mechanism", "fl_epsilon", "fl_delta", "fl_split", "fl_seed", "fl_map_level*",
+              "fl_map_show", "fl_map_top", "fl_sw_mechs", "fl_sw_eps", "fl_sw_trials",
+              "fl_sw_metric", "fl_sw_level", "fl_iv_level"),
+    "Range queries": ("rg_mechanism", "rg_epsilon", "rg_seed", "rg_workload", "rg_level*",
+                      "rg_unit*", "rg_cmp_mechs", "rg_municipalities", "rg_bands",
+                      "rg_up_domain", "rg_sw_mechs", "rg_sw_eps", "rg_sw_trials",
+                      "rg_sw_metric", "rg_sw_level", "rg_iv_level"),
+    "Compare": ("cmp_same_seed", "cmp_metric", "cmp_level", "cmp_category", "cmp_mech_*",
+                "cmp_eps_*", "cmp_split_*", "cmp_seed_*"),
+}
+#: page -> (the prefix of its mechanism parameters' keys ``{prefix}_{mechanism}_{name}``,
+#: its query kind)
+PARAMETER_PREFIXES = {"Group sizes": ("gs", "group-sizes"), "Flows": ("fl", "flows"),
+                      "Range queries": ("rg", "ranges")}
+
+
+def _kept_keys(page: str, keys: list[str]) -> list[str]:
+    """The ``keys`` that are settings of ``page`` (`PAGE_SETTINGS`, its parameters)."""
+    patterns = PAGE_SETTINGS.get(page, ())
+    kept = [key for key in keys if any(key == p or (p.endswith("*") and key.startswith(p[:-1]))
+                                       for p in patterns)]
+    if page in PARAMETER_PREFIXES:
+        prefix, query = PARAMETER_PREFIXES[page]
+        if any(key.startswith(f"{prefix}_") for key in keys):  # the page has run
+            from hierdp_core.mechanisms.base import list_mechanisms
+
+            starts = tuple(f"{prefix}_{i.name}_" for i in list_mechanisms(query))
+            kept += [key for key in keys if key.startswith(starts) and key not in kept]
+    return kept
+
+
+def keep_page_settings(page: str) -> None:
+    """Called first by every run of ``page``: its settings widgets keep their values across
+    visits to other pages. A browser's page switch drops every widget value of the page
+    left (an analyst who set ε on Group sizes, looked at Results and came back found ε
+    reset), so each run of a page records its settings' values as they arrive (a change
+    reruns its page: the run records it) under `KEPT`, and a run that finds them dropped
+    puts them back before the widgets are drawn."""
+    kept = st.session_state.setdefault(KEPT, {})
+    present = [str(k) for k in st.session_state.keys()]
+    for key in _kept_keys(page, present):
+        kept[key] = st.session_state[key]
+    for key in _kept_keys(page, list(kept)):
+        if key not in st.session_state:
+            st.session_state[key] = kept[key]
 
 
 def load_sample_into_state(name: str) -> None:
@@ -106,6 +169,7 @@ def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> No
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
                                  "version": version, "loaded": version}
     _drop_results()
+    st.session_state.pop(KEPT, None)  # levels, categories and metrics of other data
     structure.reset()
     inputs.reset()
 

@@ -23,6 +23,7 @@ from hierdp_core.ui.session import (
     count_data,
     current_release,
     ensure_dataset,
+    keep_page_settings,
     roles,
     set_roles,
 )
@@ -195,6 +196,7 @@ def page_header(title: str, caption: str):
     summary slot: pass it to `sidebar_status` to refresh it after the page changed state.
     The first page shown by a server process starts writing the bundled map files."""
     st.set_page_config(page_title=f"{title} · hierdp", page_icon=page_icon(), layout="wide")
+    keep_page_settings(title)
     map_layers.prepare_bundled_maps()
     ensure_dataset()
     with st.sidebar:
