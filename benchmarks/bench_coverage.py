@@ -129,8 +129,11 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
     iv = intervals_for(release, nominal, replicates if mechanism == "topdown" else None)
     hit = (iv.lower <= truth) & (truth <= iv.upper)
     levels = level_coverage(hit, h, nominal)
-    for entry, fc, method, manifest in zip(levels, forecast, iv.record["method"].values(),
-                                           iv.record["calibration"].values(), strict=True):
+    width = iv.upper - iv.lower
+    for lv, (entry, fc, method, manifest) in enumerate(zip(
+            levels, forecast, iv.record["method"].values(),
+            iv.record["calibration"].values(), strict=True)):
+        entry["mean_width"] = _round(float(width[h.level_slice(lv)].mean()))
         entry["forecast"] = fc
         entry["method"] = method
         entry["manifest_calibrated"] = manifest["calibrated"]
