@@ -236,7 +236,7 @@ def wide_tiny_tree(seed: int = 0) -> CountData:
 def test_topdown_sparse_children_hold_inverted_near_zero():
     """The plain bootstrap held 0.6-0.7 of such counties (their released 0 gets [0, 1]);
     inverted near 0 they get [0, value + the unclipped error's quantile] and hold more
-    often than the level (a truth near 0 is missed only above: 1 - (1 - level) / 2)."""
+    often than the level (a truth near 0 is missed only below: 1 - (1 - level) / 2)."""
     data = batched(wide_tiny_tree(), 200)
     release = get_mechanism("topdown").release(data, PURE, source=NoiseSource(seed=6))
     iv = count_intervals(release, LEVEL, replicates=50)
