@@ -71,3 +71,22 @@ def test_small_benchmark_holds_every_level(small_run):
                 assert level["forecast"]["holds"], (shape, case, level)
     assert not small_run["under_not_flagged"]
     assert not small_run["flagged_in_manifest"]  # no counts level is left uncalibrated
+
+
+def test_group_sizes_are_measured_on_request():
+    """``--mechanisms gs-topdown``: releases of groups of 1-4 people per shape, one after
+    the other, coverage per level over regions x sizes x releases, no error forecast."""
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    out = StringIO()
+    with redirect_stdout(out), redirect_stderr(StringIO()):
+        assert bench_coverage.main(["--shapes", "flat-few", "--mechanisms", "gs-topdown",
+                                    "--eps", "1", "--runs", "6", "--replicates", "20"]) == 0
+    run = json.loads(out.getvalue())
+    levels = run["results"]["flat-few"]["cases"]["gs-topdown eps=1"]["levels"]
+    assert [lv["releases"] for lv in levels] == [6, 6]
+    assert all(0 <= lv["coverage"] <= 1 and lv["forecast"] is None for lv in levels)
+    assert run["forecast_misses"] == [] and run["worst_forecast_ratio"] is None
+    with pytest.raises(SystemExit):
+        bench_coverage.main(["--mechanisms", "gs-nothing"])
