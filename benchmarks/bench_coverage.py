@@ -37,10 +37,11 @@ import sys
 import time
 
 import numpy as np
-from coverage_shapes import SHAPES, make_counts
+from coverage_shapes import SHAPES, make_counts, make_group_sizes
 from machine import machine_info
 
 from hierdp_core.explain_errors import a_priori_errors
+from hierdp_core.groupsizes.data import GroupSizeData
 from hierdp_core.intervals import intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -50,10 +51,13 @@ from hierdp_core.queries.counts import CountData
 TARGET = 0.03  # points of coverage from nominal
 FORECAST_TOLERANCE = 0.10  # relative, of the a priori mean |error| (issue 30 item 3)
 MECHANISMS = ("least-squares", "topdown")
+#: group-size mechanisms also measured on ``--mechanisms`` (not by default: a release and
+#: its bootstrap per run, about 2 minutes per case at 240 releases x 50 replicates)
+GROUP_SIZE_MECHANISMS = ("gs-topdown",)
 #: independent releases per case (the root's standard error sqrt(.09 / runs) <= 0.02 from
 #: 225 runs) and TopDown's bootstrap replicates per release (an order statistic of m draws
 #: covers (rank + 1) / (m + 1) on average, 0.902 for m = 50, 0.901 for the default 200)
-RUNS = {"least-squares": 400, "topdown": 240}
+RUNS = {"least-squares": 400, "topdown": 240, "gs-topdown": 240}
 TOPDOWN_REPLICATES = 50
 
 
@@ -67,9 +71,9 @@ def level_coverage(hit: np.ndarray, hierarchy, nominal: float) -> list[dict]:
     """Per level: coverage over its cells x releases, the standard error of the mean of
     the per-release coverages, and the verdict (module doc)."""
     out = []
-    runs = hit.shape[1]
-    for lv in range(hierarchy.n_levels):
-        per_release = hit[hierarchy.level_slice(lv)].mean(axis=0)
+    runs = hit.shape[-1]
+    for lv in range(hierarchy.n_levels):  # rows: nodes (x categories), columns: releases
+        per_release = hit[hierarchy.level_slice(lv)].reshape(-1, runs).mean(axis=0)
         cov = float(per_release.mean())
         se = float(per_release.std(ddof=1) / np.sqrt(runs)) if runs > 1 else float("nan")
         se = max(se, float(np.sqrt(cov * (1 - cov) / hit[hierarchy.level_slice(lv)].size)))
@@ -128,17 +132,54 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
                 "seconds": round(time.perf_counter() - start, 2)}
     iv = intervals_for(release, nominal, replicates if mechanism == "topdown" else None)
     hit = (iv.lower <= truth) & (truth <= iv.upper)
-    levels = level_coverage(hit, h, nominal)
-    for entry, fc, method, manifest in zip(levels, forecast, iv.record["method"].values(),
-                                           iv.record["calibration"].values(), strict=True):
-        entry["forecast"] = fc
-        entry["method"] = method
-        entry["manifest_calibrated"] = manifest["calibrated"]
+    return {"levels": coverage_levels(hit, iv.upper - iv.lower, h, nominal, [iv.record],
+                                      forecast),
+            "seconds": round(time.perf_counter() - start, 2),
+            "replicates": iv.record["replicates"]}
+
+
+def group_size_case(data: GroupSizeData, mechanism: str, eps: float, runs: int,
+                    nominal: float, seed: int, replicates: int | None) -> dict:
+    """``runs`` independent releases of the group sizes ``data`` one after the other (a
+    release's categories are the sizes), each with its bootstrap intervals: per level the
+    coverage over its regions x sizes x releases (no error forecast: `explain()` gives
+    group sizes one figure for every level)."""
+    source = NoiseSource(seed=seed)
+    truth = data.node_counts()
+    start = time.perf_counter()
+    hit = np.empty((*truth.shape, runs), dtype=bool)
+    width = np.empty(hit.shape)
+    records = []
+    for run in range(runs):
+        release = get_mechanism(mechanism).release(data, PrivacyBudget.pure(eps),
+                                                   source=source)
+        iv = intervals_for(release, nominal, replicates)
+        hit[..., run] = (iv.lower <= truth) & (truth <= iv.upper)
+        width[..., run] = iv.upper - iv.lower
+        records.append(iv.record)
+    return {"levels": coverage_levels(hit, width, data.hierarchy, nominal, records),
+            "seconds": round(time.perf_counter() - start, 2),
+            "replicates": records[0]["replicates"]}
+
+
+def coverage_levels(hit: np.ndarray, width: np.ndarray, hierarchy, nominal: float,
+                    records: list[dict], forecast: list[dict] | None = None) -> list[dict]:
+    """`level_coverage` with each level's mean width, its error forecast (None where not
+    made), the intervals' methods (every one the ``records`` name) and whether each
+    release's manifest marked the level calibrated."""
+    levels = level_coverage(hit, hierarchy, nominal)
+    runs = hit.shape[-1]
+    for lv, entry in enumerate(levels):
+        name = entry["level"]
+        entry["mean_width"] = _round(float(width[hierarchy.level_slice(lv)].mean()))
+        entry["forecast"] = forecast[lv] if forecast else None
+        entry["method"] = " | ".join(sorted({r["method"][name] for r in records}))
+        entry["manifest_calibrated"] = all(r["calibration"][name]["calibrated"]
+                                           for r in records)
         if not entry["calibrated"]:
             entry["reason"] = (f"measured {entry['coverage']} at nominal {nominal} over "
                                f"{runs} releases (standard error {entry['se']})")
-    return {"levels": levels, "seconds": round(time.perf_counter() - start, 2),
-            "replicates": iv.record["replicates"]}
+    return levels
 
 
 def coverage_summary(cells: list[tuple]) -> dict:
@@ -165,6 +206,7 @@ def forecast_summary(cells: list[tuple]) -> dict:
     """``worst_forecast_ratio`` (the point forecast / measured farthest from 1, with its
     cell), ``forecast_misses`` (levels whose measured error is outside the forecast's
     point or range beyond the tolerance) and the point forecasts' ratios' range."""
+    cells = [(s, n, lv) for s, n, lv in cells if lv["forecast"]]  # counts only
     points = [(s, n, lv) for s, n, lv in cells
               if not lv["forecast"]["range"] and lv["forecast"]["ratio"]]
     worst = max(points, key=lambda t: abs(np.log(t[2]["forecast"]["ratio"])), default=None)
@@ -195,6 +237,9 @@ def main(argv=None) -> int:
     unknown = set(wanted) - {s.name for s in SHAPES}
     if unknown:
         p.error(f"unknown shapes: {sorted(unknown)}")
+    unknown = set(args.mechanisms.split(",")) - {*MECHANISMS, *GROUP_SIZE_MECHANISMS}
+    if unknown:
+        p.error(f"unknown mechanisms: {sorted(unknown)}")
     results, seed = {}, args.seed * 100_000
     for index, shape in enumerate(SHAPES):
         if shape.name not in wanted:
@@ -209,10 +254,15 @@ def main(argv=None) -> int:
             for eps in map(float, args.eps.split(",")):
                 seed += 1
                 name = f"{mechanism} eps={eps:g}"
-                entry["cases"][name] = case(data, mechanism, eps, args.runs
-                                            or RUNS[mechanism], args.level, seed,
-                                            args.replicates, not args.forecast_only)
-                print(shape.name, name, [lv.get("coverage", lv["forecast"]["ratio"])
+                runs = args.runs or RUNS[mechanism]
+                entry["cases"][name] = (
+                    group_size_case(make_group_sizes(shape, index), mechanism, eps, runs,
+                                    args.level, seed, args.replicates)
+                    if mechanism in GROUP_SIZE_MECHANISMS else
+                    case(data, mechanism, eps, runs, args.level, seed, args.replicates,
+                         not args.forecast_only))
+                print(shape.name, name, [lv["coverage"] if "coverage" in lv else
+                                         lv["forecast"]["ratio"]
                                          for lv in entry["cases"][name]["levels"]],
                       file=sys.stderr)
         results[shape.name] = entry

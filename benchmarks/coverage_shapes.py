@@ -5,7 +5,8 @@ pass through a level with a single child, as a unit with no subdivision there).
 
 A `Shape` is a small public recipe; `make_counts` turns it into a `CountData` with one
 level loop (no Python loop per node): every parent draws its number of children at once,
-the children's parents are `np.repeat`ed, and the leaf populations are drawn in one call.
+the children's parents are `np.repeat`ed, and the leaf populations are drawn in one call;
+`make_group_sizes` splits those populations into groups of 1-4 people.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hierdp_core.groupsizes.data import GroupSizeData
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.queries.counts import CountData
 
@@ -93,3 +95,19 @@ def make_counts(shape: Shape, seed: int) -> CountData:
     leaves = np.zeros((h.n_leaves, 1), dtype=np.int64)
     leaves[leaf_of_row, 0] = pop
     return CountData(h, leaves)
+
+
+#: the share of the people living in groups of 1, 2, 3 and 4 (households)
+GROUP_SHARES = (0.3, 0.35, 0.2, 0.15)
+
+
+def make_group_sizes(shape: Shape, seed: int) -> GroupSizeData:
+    """The shape's tree and leaf populations (`make_counts`), each leaf's people in groups
+    of 1-4: per size a Poisson number of groups, mean the leaf's people x `GROUP_SHARES` /
+    size (an empty leaf has none)."""
+    data = make_counts(shape, seed)
+    sizes = np.arange(1, len(GROUP_SHARES) + 1)
+    mean = data.leaf_counts[:, :1] * np.array(GROUP_SHARES) / sizes
+    groups = np.random.default_rng(seed).poisson(mean).astype(np.int64)
+    return GroupSizeData(data.hierarchy, groups, tuple(map(str, sizes)), ("size",),
+                         max_size=int(sizes[-1]), min_size=1)

@@ -2,9 +2,8 @@
 issue 30 item 2) in CI: its shapes are unlike each other as it claims, and on three of
 them (one of tiny sparse units at a small budget, where TopDown's plain bootstrap held
 0.60 of the leaves) every level's coverage over independent releases is within 4 of its
-standard errors of nominal (0.90 and 0.95) or above it, a level under it is marked
-``calibrated: false`` by the release's manifest, and the error forecast holds (issue 30
-item 3)."""
+standard errors of nominal (0.90 and 0.95) or above it, the release's manifest marks no
+counts level ``calibrated: false``, and the error forecast holds (issue 30 item 3)."""
 
 from __future__ import annotations
 
@@ -71,3 +70,23 @@ def test_small_benchmark_holds_every_level(small_run):
                 assert level["coverage"] >= nominal - 4 * level["se"], (shape, case, level)
                 assert level["forecast"]["holds"], (shape, case, level)
     assert not small_run["under_not_flagged"]
+    assert not small_run["flagged_in_manifest"]  # no counts level is left uncalibrated
+
+
+def test_group_sizes_are_measured_on_request():
+    """``--mechanisms gs-topdown``: releases of groups of 1-4 people per shape, one after
+    the other, coverage per level over regions x sizes x releases, no error forecast."""
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    out = StringIO()
+    with redirect_stdout(out), redirect_stderr(StringIO()):
+        assert bench_coverage.main(["--shapes", "flat-few", "--mechanisms", "gs-topdown",
+                                    "--eps", "1", "--runs", "6", "--replicates", "20"]) == 0
+    run = json.loads(out.getvalue())
+    levels = run["results"]["flat-few"]["cases"]["gs-topdown eps=1"]["levels"]
+    assert [lv["releases"] for lv in levels] == [6, 6]
+    assert all(0 <= lv["coverage"] <= 1 and lv["forecast"] is None for lv in levels)
+    assert run["forecast_misses"] == [] and run["worst_forecast_ratio"] is None
+    with pytest.raises(SystemExit):
+        bench_coverage.main(["--mechanisms", "gs-nothing"])

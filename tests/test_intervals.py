@@ -160,9 +160,9 @@ def test_written_files_and_manifest(tmp_path):
         assert (frame["lower"] <= frame["value"]).all() and (frame["value"] <= frame["upper"]).all()
         assert frame["lower"].dtype.kind == "i" and frame["lower"].ge(0).all()
     assert manifest["intervals"]["level"] == 0.9
-    # counts below 60 at epsilon 0.1 per level: some counties are sparse children
-    assert manifest["intervals"]["method"]["county"] == ("parametric bootstrap, sparse "
-                                                         "children bounded by their parent")
+    # counts below 60 at epsilon 0.1 per level: some counties are released near 0
+    assert manifest["intervals"]["method"]["county"] == ("parametric bootstrap, inverted "
+                                                         "near 0")
     assert manifest["intervals"]["inputs"] == INPUTS
 
 
@@ -233,9 +233,10 @@ def wide_tiny_tree(seed: int = 0) -> CountData:
     return count_data_from_table(t, ["state", "county"], count_column="n")
 
 
-def test_topdown_sparse_children_are_bounded_by_their_parent():
+def test_topdown_sparse_children_hold_inverted_near_zero():
     """The plain bootstrap held 0.6-0.7 of such counties (their released 0 gets [0, 1]);
-    bounded by their state's upper end they hold at least as often as the state's."""
+    inverted near 0 they get [0, value + the unclipped error's quantile] and hold more
+    often than the level (a truth near 0 is missed only below: 1 - (1 - level) / 2)."""
     data = batched(wide_tiny_tree(), 200)
     release = get_mechanism("topdown").release(data, PURE, source=NoiseSource(seed=6))
     iv = count_intervals(release, LEVEL, replicates=50)
@@ -244,12 +245,12 @@ def test_topdown_sparse_children_are_bounded_by_their_parent():
     h = data.hierarchy
     counties = hit[h.level_slice(2)]
     assert counties.mean() >= LEVEL, counties.mean()
-    assert iv.record["method"]["county"].endswith("bounded by their parent")
-    parent = h.parent[h.level_slice(2)]
-    assert (iv.upper[h.level_slice(2)] >= iv.upper[parent]).all()
+    assert iv.record["method"]["county"].endswith("inverted near 0")
+    near = release.values[h.level_slice(2)] < 10  # the geometric sd per level is about 14
+    assert (iv.lower[h.level_slice(2)][near] == 0).all()
     dense = count_intervals(get_mechanism("topdown").release(
         tree(low=500, high=900), PURE, source=NoiseSource(seed=6)), LEVEL)
-    assert dense.record["method"]["county"] == "parametric bootstrap"  # no bound needed
+    assert dense.record["method"]["county"] == "parametric bootstrap"  # none near 0
 
 
 def even_tree(leaf: int) -> CountData:
@@ -259,21 +260,29 @@ def even_tree(leaf: int) -> CountData:
     return count_data_from_table(table, ["r", "d"], count_column="n")
 
 
-def test_topdown_levels_near_zero_are_marked_uncalibrated_in_the_manifest(tmp_path):
-    """Cells within 0.5-3 noise standard deviations of 0 that the parent bound leaves
-    alone (measured 0.857 at nominal 0.9 on the benchmark's balanced-4): the manifest says
-    ``calibrated: false`` with the reason for that level only; the same tree of larger
-    units is calibrated."""
-    budget = PrivacyBudget.pure(0.1)  # geometric sd about 42 per level
-    release = with_intervals(get_mechanism("topdown").release(
-        even_tree(60), budget, source=NoiseSource(seed=2)))
-    write_release(release, tmp_path / "rel", formats=("csv",), structure_declared=False)
+def test_topdown_cells_a_few_noise_sds_above_zero_hold(tmp_path):
+    """Districts of 60 people, about 1.5 noise standard deviations at epsilon 0.1: the
+    bootstrap around a district released near 0 sees the clipped spread, narrower than at
+    its truth (measured 0.847 at nominal 0.9 here before the inversion, 0.858 on the
+    benchmark's balanced-4, then flagged ``calibrated: false``). Over 1,000 independent
+    releases the leaves hold the level within 3 binomial standard errors of the releases
+    (a per-release coverage in [0, 1] varies at most as a Bernoulli of its mean), and at
+    most 1 - (1 - level) / 2 (what a truth this near 0 gets); the manifest flags no
+    level."""
+    runs = 1000
+    data = batched(even_tree(60), runs)
+    release = get_mechanism("topdown").release(data, PrivacyBudget.pure(0.1),
+                                               source=NoiseSource(seed=2))
+    iv = count_intervals(release, LEVEL, replicates=50)
+    truth = data.node_counts()
+    h = data.hierarchy
+    districts = ((iv.lower <= truth) & (truth <= iv.upper))[h.level_slice(2)].mean()
+    margin = 3 * math.sqrt(LEVEL * (1 - LEVEL) / runs)
+    assert LEVEL - margin <= districts <= 1 - (1 - LEVEL) / 2 + margin, districts
+    assert iv.record["method"]["d"] == "parametric bootstrap, inverted near 0"
+    small = with_intervals(get_mechanism("topdown").release(
+        even_tree(60), PrivacyBudget.pure(0.1), source=NoiseSource(seed=2)))
+    write_release(small, tmp_path / "rel", formats=("csv",), structure_declared=False)
     calibration = read_release(tmp_path / "rel")[1]["intervals"]["calibration"]
-    assert [c["calibrated"] for c in calibration.values()] == [True, True, False]
-    assert "0.857 at nominal 0.9" in calibration["d"]["reason"]
-    assert "uncalibrated" not in read_release(tmp_path / "rel")[1]["intervals"]
-    assert "d are not calibrated" in uncalibrated_warning(release)
-    large = with_intervals(get_mechanism("topdown").release(
-        even_tree(2_000), budget, source=NoiseSource(seed=2)))
-    assert all(c["calibrated"] for c in large.intervals.record["calibration"].values())
-    assert uncalibrated_warning(large) is None
+    assert all(c["calibrated"] for c in calibration.values())
+    assert uncalibrated_warning(small) is None

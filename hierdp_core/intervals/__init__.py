@@ -54,8 +54,7 @@ def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
                   workload: Workload | None = None) -> CellIntervals:
     """The intervals of any release, by its query kind (``workload``: a range release's
     public workload, see `range_intervals`), their record saying per level whether they
-    are calibrated (`calibration`: by the mechanism, and the levels a query kind's
-    intervals flag from the release, e.g. TopDown counts' `near_zero_levels`)."""
+    are calibrated (`calibration`, by the mechanism)."""
     if isinstance(release, FlowRelease):
         iv = flow_intervals(release, level, replicates)
     else:
@@ -66,10 +65,8 @@ def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
             iv = group_size_intervals(release, level, replicates)
         else:
             iv = count_intervals(release, level, replicates)
-    record = {k: v for k, v in iv.record.items() if k != "uncalibrated"}
-    return dataclasses.replace(iv, record={**record, "calibration": calibration(
-        release.mechanism, level_names_of(release), iv.record["method"],
-        iv.record.get("uncalibrated"))})
+    return dataclasses.replace(iv, record={**iv.record, "calibration": calibration(
+        release.mechanism, level_names_of(release), iv.record["method"])})
 
 
 def closed_form(release: Release | FlowRelease) -> bool:

@@ -6,9 +6,9 @@ correction is available the manifest's ``intervals`` record says so per level
 ``warning:`` line and the dashboard pages show `uncalibrated_warning`.
 
 The table names levels by position from the leaves, so it applies to every geography; it
-depends on the mechanism only (public), never on the data. A query kind's intervals may
-flag more levels from the release's public values (``flagged``: TopDown counts' levels near
-0, `intervals.counts.near_zero_levels`).
+depends on the mechanism only (public), never on the data. (TopDown counts' levels near 0
+were flagged from the release's values until their intervals were inverted there,
+`intervals.counts.near_zero_inversion`.)
 """
 
 from __future__ import annotations
@@ -30,15 +30,11 @@ UNCALIBRATED = {
 
 
 def calibration(mechanism: str, level_names: Sequence[str],
-                methods: dict | None = None, flagged: dict | None = None) -> dict:
-    """Per level, ``{"calibrated": True}`` or ``{"calibrated": False, "reason": ...}``: by
-    the mechanism's rule above and by ``flagged`` (level name -> reason, from the
-    intervals of the release, which read its public values); a level published exactly
-    (its method in ``methods`` starting with "exact") is calibrated."""
+                methods: dict | None = None) -> dict:
+    """Per level, ``{"calibrated": True}`` or ``{"calibrated": False, "reason": ...}`` by
+    the mechanism's rule above; a level published exactly (its method in ``methods``
+    starting with "exact") is calibrated."""
     out = {name: {"calibrated": True} for name in level_names}
-    for name, reason in (flagged or {}).items():
-        if not str((methods or {}).get(name, "")).startswith("exact"):
-            out[name] = {"calibrated": False, "reason": reason}
     if mechanism in UNCALIBRATED:
         which, reason = UNCALIBRATED[mechanism]
         for lv in LEVELS[which](len(level_names)):

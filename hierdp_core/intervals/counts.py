@@ -16,8 +16,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   by `FLOAT_SLACK` of the value: with integer noise of a large budget the error is exactly
   0 more often than the level, c_l is 0, and the value's rounding error in floating point
   alone would leave its truth outside (measured: coverage 0.0 at epsilon 10).
-* ``topdown`` (non-negative, integral: not linear): parametric bootstrap, and a parent's
-  bound for its sparse children (`parent_bounds`). The released
+* ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
+  (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
   ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`), the
   replicates stacked as extra category columns of a few calls (the count mechanisms treat
@@ -26,6 +26,16 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   value -/+ d_c. The symmetric form is chosen because clipping at 0 makes the redraws of a
   small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
   [0, 0] and covered only about 2 in 3 cells of counts below 5 in our tests.
+  Near 0 the bootstrap's spread is the clipped one, narrower than the spread at a truth
+  further from 0 that was released low: a cell released v below u_v, the level's quantile
+  of |error| of the estimate TopDown projects before clipping (least squares' c_l
+  sqrt(P_v) above, or the raw noise's with ``estimate="noisy"``), gets [0, v + max(d_c,
+  u_v)], the inversion of a test at each candidate truth t: v is released that low
+  with probability about (1 - level) / 2 or less when t > v + u_v (clipping only moves
+  low values up to 0), and no t >= 0 makes it too high. Measured before:
+  0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
+  (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
+  parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`.
 
 Integer errors (integer noise for raw; TopDown) make the smallest symmetric interval cover
 more than the level, e.g. 0.96 for a 0.9 interval under discrete Gaussian noise of
@@ -55,6 +65,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -97,15 +108,7 @@ FLOAT_SLACK = 1e-9
 #: `benchmarks/bench_coverage.py`: 1 and 2 over-cover levels the bootstrap already held)
 SPARSE_SHARE = 0.5
 PARENT_BOUNDED = ", sparse children bounded by their parent"
-#: `near_zero_levels`: a TopDown level whose median cell lies between `SPARSE_SHARE` and
-#: this many noise standard deviations above 0
-NEAR_ZERO_SDS = 3.0
-NEAR_ZERO_REASON = (
-    "TopDown keeps every count at or above 0, which biases the cells within a few noise "
-    "standard deviations of 0, and the bootstrap around the released values does not see "
-    "that bias where the parent bound does not apply: measured 0.857 at nominal 0.9 over "
-    "240 releases at the 1,000 leaves of about 100 people each, 1.9 noise standard "
-    "deviations (epsilon 0.1; benchmarks/bench_coverage.py, balanced-4)")
+NEAR_ZERO_INVERTED = ", inverted near 0"
 RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 
@@ -126,12 +129,17 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     elif name == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
-        lower, upper, methods, draws = _least_squares(release, noises, level, draws)
+        half, methods, draws = _least_squares(release, noises, level, draws)
+        half = half + FLOAT_SLACK * (1 + np.abs(release.values))
+        lower, upper = release.values - half, release.values + half
     elif name == "topdown":
         below, above, draws = _bootstrap(release, noises, level, replicates
                                          or bootstrap_replicates(release.values.size))
-        lower, upper = release.values - below, release.values + above
-        methods = ["parametric bootstrap"] * len(noises)
+        lower, upper, inverted = near_zero_inversion(
+            release.values, below, above, unclipped_half_widths(release, noises, level))
+        h = release.hierarchy
+        methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
+            h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
     else:
         raise InputError(f"intervals are computed for counts releases ({', '.join(RAW)}, "
                          f"least-squares, topdown), not for {name!r}")
@@ -139,31 +147,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
     names = release.hierarchy.level_names
-    uncalibrated = {}
-    if name == "topdown":
-        sd = _topdown_sd(release, noises)
-        bounded = parent_bounds(release, sd, lower, upper)
-        methods = [m + PARENT_BOUNDED if b else m for m, b in zip(methods, bounded,
-                                                                  strict=True)]
-        uncalibrated = {names[lv]: NEAR_ZERO_REASON
-                        for lv in np.flatnonzero(near_zero_levels(release, sd))}
-    record = interval_record(level, dict(zip(names, methods, strict=True)), draws,
-                             **({"uncalibrated": uncalibrated} if uncalibrated else {}))
+    record = interval_record(level, dict(zip(names, methods, strict=True)), draws)
     return feasible(lower, upper, record)
-
-
-def near_zero_levels(release: Release, sd: np.ndarray) -> np.ndarray:
-    """Per level, whether its median released cell lies between `SPARSE_SHARE` and
-    `NEAR_ZERO_SDS` of its noise standard deviation ``sd`` (per node) above 0: there
-    TopDown's non-negativity biases cells the parent bound leaves alone (`NEAR_ZERO_REASON`).
-    The root and an exact level (sd 0) never are."""
-    h = release.hierarchy
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = release.values / sd[:, None]
-    median = np.array([np.median(ratio[h.level_slice(lv)]) for lv in range(h.n_levels)])
-    near = (median >= SPARSE_SHARE) & (median < NEAR_ZERO_SDS)
-    near[0] = False
-    return near
 
 
 def bootstrap_replicates(cells: int) -> int:
@@ -175,10 +160,10 @@ def bootstrap_replicates(cells: int) -> int:
 
 def parent_bounds(release: Release, sd: np.ndarray, lower: np.ndarray,
                   upper: np.ndarray) -> np.ndarray:
-    """Sparse children of a consistent release, in place, level by level from the root: a
-    child whose parent's released value per child is below `SPARSE_SHARE` of the child's
-    noise standard deviation ``sd`` (per node, public) gets [0, max(its upper end, its
-    parent's)]: there non-negativity piles the parent's total on a few children, the
+    """Sparse children of a consistent group-size release, in place, level by level from
+    the root: a child whose parent's released value per child is below `SPARSE_SHARE` of
+    the child's noise standard deviation ``sd`` (per node, public) gets [0, max(its upper
+    end, its parent's)]: there non-negativity piles the parent's total on a few children, the
     released values are sparser than the truth, and the bootstrap around them misses the
     small true counts (measured 0.60 at the leaves of 299 units of ~1 person at epsilon
     0.1). The bound holds whenever the parent's interval does (a child holds at most its
@@ -195,17 +180,6 @@ def parent_bounds(release: Release, sd: np.ndarray, lower: np.ndarray,
         lower[sl] = np.where(sparse, 0, lower[sl])
         bounded[lv] = bool(sparse.any())
     return bounded
-
-
-def _topdown_sd(release: Release, noises: list[Noise | None]) -> np.ndarray:
-    """Each node's noise standard deviation under TopDown: its GLS estimate's, the
-    measured noise's with ``estimate="noisy"``."""
-    h = release.hierarchy
-    variance = _variances(noises)
-    if release.parameters.get("estimate") == "noisy":
-        return np.sqrt(variance[h.level_of_nodes()])
-    return np.sqrt(np.concatenate(gls_variances(
-        h, variance, bool(release.parameters.get("root_invariant")))))
 
 
 def raw_half_widths(noises: list[Noise | None], level: float,
@@ -230,10 +204,38 @@ def per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
     return per_level[release.hierarchy.level_of_nodes()][:, None]
 
 
+def near_zero_inversion(values: np.ndarray, below: np.ndarray, above: np.ndarray,
+                        unclipped: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TopDown's (lower, upper) from the bootstrap's half-widths ``below``/``above``,
+    except where a released value lies within its ``unclipped`` half-width (per node, a
+    column) of 0: there [0, value + max(above, unclipped)] (module doc). Also returns
+    where that was so."""
+    near = values < unclipped
+    lower = np.where(near, 0, values - below)
+    upper = values + np.where(near, np.maximum(above, unclipped), above)
+    return lower, upper, near
+
+
+def unclipped_half_widths(release: Release, noises: list[Noise | None],
+                          level: float) -> np.ndarray:
+    """Per node (a column), TopDown's half-width before clipping: the level's quantile of
+    the error of the estimate it projects (least squares' ``c_l sqrt(P_v)``, simulated;
+    the raw noise's with ``estimate="noisy"``, 0 where a level is not measured)."""
+    if release.parameters.get("estimate") == "noisy":
+        measured = [n for n in noises if n is not None]
+        above = raw_half_widths(measured, level, False)[1]
+        per_level = np.zeros(len(noises))
+        per_level[[n is not None for n in noises]] = above
+        return per_node(release, per_level)
+    as_least_squares = dataclasses.replace(release, mechanism="least-squares")
+    draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
+    return _least_squares(as_least_squares, noises, level, draws)[0]
+
+
 def _least_squares(release: Release, noises: list[Noise | None], level: float,
                    replicates: int):
-    """Least squares' (lower, upper), methods per level and draws (None for normal): value
-    -/+ c_l sqrt(P_v) (module doc)."""
+    """Least squares' half-widths c_l sqrt(P_v) per node (a column; module doc), methods
+    per level and draws (None for normal)."""
     h = release.hierarchy
     variance = _variances(noises)
     root_invariant = bool(release.parameters.get("root_invariant"))
@@ -250,8 +252,7 @@ def _least_squares(release: Release, noises: list[Noise | None], level: float,
                                        level)
                       for lv in range(h.n_levels)])
         methods, draws = ["simulated"] * h.n_levels, replicates
-    half = per_node(release, c) * sd[:, None] + FLOAT_SLACK * (1 + np.abs(release.values))
-    return release.values - half, release.values + half, methods, draws
+    return per_node(release, c) * sd[:, None], methods, draws
 
 
 def _variances(noises: list[Noise | None]) -> np.ndarray:
