@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hierdp_core.data import loaders, sources, validate
@@ -572,3 +572,18 @@ def test_lookalike_codes_equal_a_naive_pairing(values, limit):
             first[key] = value
     for column in (pd.Series(values, dtype=object), pd.Series(values, dtype="category")):
         assert lookalike_codes(pd.DataFrame({"c": column}), ["c"], limit) == pairs[:limit]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(" 0123.-aN\x1f\xa0\u0660", max_size=4), min_size=1, max_size=12))
+@example(["1\x1f", " 2", "0\u0661"])
+def test_the_string_kernels_strip_and_match_as_python_does(values):
+    """The type rule runs on distinct values with pyarrow's kernels: they strip what
+    ``str.strip`` strips and find a leading-zero code where ``re.match(r"0\\d")`` does."""
+    import re
+
+    from hierdp_core.data.loaders import _has_leading_zero, _stripped
+
+    stripped = _stripped(values)
+    assert stripped.tolist() == [v.strip() for v in values]
+    assert _has_leading_zero(stripped) == any(re.match(r"0\d", v.strip()) for v in values)

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hierdp_core.data.sources import (
     SUPPORTED_FORMATS,
@@ -207,7 +209,7 @@ def _infer_types(table: pd.DataFrame, force_str: Sequence[str], name: str) -> pd
     for col in table.columns:
         series = table[col]
         out[col] = series if col in force_str else _maybe_numeric(series)
-    return pd.DataFrame(out, index=table.index)
+    return pd.DataFrame(out, index=table.index, copy=False)
 
 
 def _maybe_numeric(series: pd.Series) -> pd.Series:
@@ -220,8 +222,8 @@ def _maybe_numeric(series: pd.Series) -> pd.Series:
         codes, distinct = series.cat.codes.to_numpy(), series.cat.categories
     else:
         codes, distinct = pd.factorize(series)  # missing -> code -1
-    present = pd.Series(distinct, dtype=object).str.strip()
-    if present.empty or present.str.match(_LEADING_ZERO).any():
+    present = _stripped(distinct)
+    if present.empty or _has_leading_zero(present):
         return series
     is_na_token = present.isin(_NA_TOKENS) | present.eq("")
     numbers = pd.to_numeric(present[~is_na_token], errors="coerce")
@@ -230,7 +232,29 @@ def _maybe_numeric(series: pd.Series) -> pd.Series:
     values = pd.to_numeric(present.mask(is_na_token)).to_numpy()
     if (codes < 0).any():
         values = np.append(values.astype(float), np.nan)  # code -1 takes the trailing NaN
-    return pd.Series(values[codes], index=series.index, name=series.name)
+    return pd.Series(values[codes], index=series.index, name=series.name, copy=False)
+
+
+def _stripped(distinct) -> pd.Series:
+    """The distinct values without surrounding whitespace, as Python objects (text by
+    pyarrow's string kernel, one call for all, which strips what ``str.strip`` does; other
+    values as pandas strips them)."""
+    values = pd.Series(distinct, dtype=object)
+    try:
+        text = pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowException, TypeError):
+        return values.str.strip()
+    return pd.Series(pc.utf8_trim_whitespace(text).to_numpy(zero_copy_only=False),
+                     dtype=object)
+
+
+def _has_leading_zero(present: pd.Series) -> bool:
+    """Whether some value looks like a code with a leading zero (`_LEADING_ZERO`)."""
+    try:
+        text = pa.array(present, type=pa.string(), from_pandas=True)
+    except (pa.ArrowException, TypeError):
+        return bool(present.str.match(_LEADING_ZERO).any())
+    return bool(pc.any(pc.match_substring_regex(text, r"^0\p{Nd}")).as_py())
 
 
 def _force_strings(table: pd.DataFrame, force_str: Sequence[str], name: str) -> pd.DataFrame:
