@@ -70,7 +70,7 @@ from hierdp_core.intervals.bootstrap import (
     rank,
     symmetric_half_widths,
 )
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
 from hierdp_core.queries.counts import CountData
@@ -104,7 +104,6 @@ NEAR_ZERO_REASON = (
     "that bias where the parent bound does not apply: measured 0.857 at nominal 0.9 over "
     "240 releases at the 1,000 leaves of about 100 people each, 1.9 noise standard "
     "deviations (epsilon 0.1; benchmarks/bench_coverage.py, balanced-4)")
-RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 
 
@@ -116,29 +115,30 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     level = check_level(level, replicates)
     noises = release.level_noises()
     name = release.mechanism
-    if name in RAW:
+    shape = capabilities(name).estimate  # the estimate's shape says how
+    if shape == "raw":
         methods, draws = ["exact"] * len(noises), None
         below, above = (per_node(release, h) for h in raw_half_widths(
             noises, level, release.parameters.get("round_clamp", False)))
         lower, upper = release.values - below, release.values + above
-    elif name == "least-squares":
+    elif shape == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
         lower, upper, methods, draws = _least_squares(release, noises, level, draws)
-    elif name == "topdown":
+    elif shape == "topdown":
         below, above, draws = _bootstrap(release, noises, level, replicates
                                          or bootstrap_replicates(release.values.size))
         lower, upper = release.values - below, release.values + above
         methods = ["parametric bootstrap"] * len(noises)
     else:
-        raise InputError(f"intervals are computed for counts releases ({', '.join(RAW)}, "
-                         f"least-squares, topdown), not for {name!r}")
+        raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
+                         f"or topdown estimate, not for {name!r}")
     if release.invariants:  # the root, published exactly
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
     names = release.hierarchy.level_names
     uncalibrated = {}
-    if name == "topdown":
+    if shape == "topdown":
         sd = _topdown_sd(release, noises)
         bounded = parent_bounds(release, sd, lower, upper)
         methods = [m + PARENT_BOUNDED if b else m for m, b in zip(methods, bounded,
