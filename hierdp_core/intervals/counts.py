@@ -70,7 +70,7 @@ from hierdp_core.intervals.bootstrap import (
     rank,
     symmetric_half_widths,
 )
-from hierdp_core.mechanisms.base import capabilities, get_mechanism
+from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
 from hierdp_core.queries.counts import CountData
@@ -115,7 +115,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     level = check_level(level, replicates)
     noises = release.level_noises()
     name = release.mechanism
-    shape = capabilities(name).estimate  # the estimate's shape says how
+    info = get_mechanism(name).info  # a counts mechanism's estimate's shape says how
+    shape = info.capabilities.estimate if "counts" in info.queries else None
     if shape == "raw":
         methods, draws = ["exact"] * len(noises), None
         below, above = (per_node(release, h) for h in raw_half_widths(
