@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from hierdp_core.cli_input import csv_list, declared_categories, declared_geography, flow_levels
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
-    SPARSE_FLOWS,
     MemoryPlan,
     bytes_per_cell,
     check_replicates,
@@ -25,6 +24,7 @@ from hierdp_core.memory_plan import (
     default_max_memory,
     flows_plan,
     group_sizes_plan,
+    keeps_flows_sparse,
     level_sizes,
     plan_of_data,
     ranges_plan,
@@ -106,7 +106,7 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     """The memory plan of the release ``args`` ask for, from the declared structure (or
     the table's units, with --structure-from-data); None when it cannot be told yet."""
     query, mechanism = args.query, args.mechanism
-    if query == "flows" and mechanism in SPARSE_FLOWS:
+    if query == "flows" and keeps_flows_sparse(mechanism):
         return None  # its plan needs the trips and the tree: `check_data_memory`
     if query == "flows":
         origin, destination = flow_levels(args)

@@ -10,11 +10,20 @@ root first; ``-`` leaves a level out)."""
 from __future__ import annotations
 
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.base import capabilities, list_mechanisms
 from hierdp_core.privacy.split_optimiser import Goal, optimise_split
 
-#: the optimiser's family of each counts mechanism
-FAMILY = {"raw-laplace": "raw", "raw-geometric": "raw", "raw-discrete-gaussian": "raw",
-          "least-squares": "least-squares", "topdown": "topdown"}
+
+def optimiser_family(mechanism_name: str) -> str | None:
+    """The split optimiser's model (family) of the counts mechanism ``mechanism_name``: the
+    shape of its estimate when its `Capabilities` say ``split_optimiser``, else None."""
+    declared = capabilities(mechanism_name)
+    return declared.estimate if declared.split_optimiser else None
+
+
+def optimised_mechanisms() -> list[str]:
+    """The counts mechanisms the split optimiser models (their `Capabilities` say so)."""
+    return [i.name for i in list_mechanisms("counts") if i.capabilities.split_optimiser]
 
 
 def parse_goal(spec: str) -> Goal:
@@ -51,10 +60,11 @@ def goal_split(args, mechanism_name: str, data, budget, params: dict):
         return None
     if args.split or args.split_preset != "uniform":
         raise InputError("give --split-goal or --split / --split-preset, not both")
-    family = FAMILY.get(mechanism_name)
-    if args.query != "counts" or family is None:
+    family = optimiser_family(mechanism_name) if args.query == "counts" else None
+    if family is None:
         raise InputError(f"--split-goal chooses the split of a counts release by "
-                         f"{', '.join(FAMILY)}; not of {mechanism_name} ({args.query})")
+                         f"{', '.join(optimised_mechanisms())}; not of {mechanism_name} "
+                         f"({args.query})")
     return optimise_split(data.hierarchy, family, budget, parse_goal(spec),
                           noise=str(params.get("noise", "auto")),
                           root_invariant=bool(params.get("root_invariant", False)))

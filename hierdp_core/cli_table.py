@@ -189,9 +189,9 @@ def prepare_input(args, table: pd.DataFrame,
 def _sparse_memory(args, data) -> dict | None:
     """The manifest's word on a flow release that kept its O/D space sparse, or None."""
     from hierdp_core.flows.data import FlowData
-    from hierdp_core.memory_plan import SPARSE_FLOWS, plan_of_data, sparse_record
+    from hierdp_core.memory_plan import keeps_flows_sparse, plan_of_data, sparse_record
 
-    if args.mechanism not in SPARSE_FLOWS or not isinstance(data, FlowData):
+    if not keeps_flows_sparse(args.mechanism) or not isinstance(data, FlowData):
         return None
     return sparse_record(plan_of_data(data, args.mechanism))
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierdp_core.cli_split import FAMILY
+from hierdp_core.cli_split import optimiser_family
 from hierdp_core.count_forecast import count_forecast
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -73,7 +73,7 @@ def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     p = mechanism.params(**params)
     units = [h.level_size(level) for level in range(h.n_levels)]
     per = "cell (unit × category)" if data.has_categories else "unit"
-    family = FAMILY.get(name)
+    family = optimiser_family(name)
     if family is None:
         ledger = mechanism.ledger(data, budget, split=split, **params)
         return APriori(_ledger_table(ledger, units, rmse=False), "the raw measurement "

@@ -11,7 +11,7 @@ Cells per query kind (every node of every level):
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
 * ranges: nodes (units) x the values of ``--domain``;
 * flows: per level of the geography, origin areas x destination areas (areas squared);
-  the mechanisms of `SPARSE_FLOWS` keep that space sparse (`sparse_flows_plan`: at most
+  the mechanisms that `keeps_flows_sparse` keep that space sparse (`sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
 
 Example
@@ -32,7 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hierdp_core.defaults import MAX_REPLICATES
-from hierdp_core.errors import InputError, MemoryLimitError, SizeLimitError
+from hierdp_core.errors import InputError, MechanismError, MemoryLimitError, SizeLimitError
+from hierdp_core.mechanisms.base import capabilities
 
 #: the default ``--max-memory``: this share of the memory this process may use
 #: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
@@ -55,7 +56,18 @@ BYTES_PER_CELL = {"counts": 600, "group-sizes": 450, "ranges": 500, "flows": 600
 #: of released positive O/D pairs, the stability histogram only the positive pairs (the
 #: bench's slope over the dense O/D cells was nil: inftda -7, tda-l2 1 bytes per cell).
 #: Their plan is `sparse_flows_plan`.
-SPARSE_FLOWS = frozenset({"inftda", "tda-l2", "tda-linf-milp", "stability-histogram"})
+
+
+def keeps_flows_sparse(mechanism: str | None) -> bool:
+    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
+    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
+    mechanism (refused where it runs)."""
+    if mechanism is None:
+        return False
+    try:
+        return capabilities(mechanism, "flows").sparse_flows
+    except MechanismError:
+        return False
 #: peak bytes per O/D cell a sparse flow mechanism noises: InfTDA's release measured 114
 #: (traced peak over the cells noised, 0.37M and 4.1M cells), with room for the positive
 #: nodes it writes
@@ -134,7 +146,7 @@ def format_bytes(size: float) -> str:
 
 def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
     """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
-    if query == "flows" and mechanism in SPARSE_FLOWS:
+    if query == "flows" and keeps_flows_sparse(mechanism):
         return SPARSE_FLOW_BYTES_PER_CELL
     return BYTES_PER_CELL[query]
 
@@ -256,7 +268,7 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
 
 def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
                       trips: int) -> MemoryPlan:
-    """Flows with a mechanism of `SPARSE_FLOWS`: tree level l (``dense[l]`` O/D pairs)
+    """Flows with a mechanism that `keeps_flows_sparse`: tree level l (``dense[l]`` O/D pairs)
     noises the children of its released positive parents, at most ``trips`` of them (the
     released values are non-negative integers summing to the total) with at most
     ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
@@ -354,7 +366,7 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
 
     if isinstance(data, FlowData):
         g = data.geography
-        if mechanism in SPARSE_FLOWS:
+        if keeps_flows_sparse(mechanism):
             return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
         return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
     nodes = data.hierarchy.n_nodes

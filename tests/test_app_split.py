@@ -6,9 +6,9 @@ model."""
 from __future__ import annotations
 
 import numpy as np
+from capability_helpers import declare
 from test_app import assert_clean, page
 
-from hierdp_core import cli_split
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
 
@@ -107,7 +107,7 @@ def test_weighted_levels_goal():
 
 
 def test_a_mechanism_the_optimiser_does_not_model_gets_an_info(monkeypatch):
-    monkeypatch.delitem(cli_split.FAMILY, "topdown")
+    declare(monkeypatch, "topdown", split_optimiser=False)
     at = opened()
     assert_clean(at)
     assert any("not one of them" in i.value for i in at.info)

@@ -1,6 +1,6 @@
 """Streaming where the size is legitimate (issue 32): the O/D space of a flow release grows
 as areas squared per level but is mostly empty; the mechanisms that hold only the children
-of released positive pairs (`memory_plan.SPARSE_FLOWS`) are bounded by a sparse plan (at
+of released positive pairs (`memory_plan.keeps_flows_sparse`) are bounded by a sparse plan (at
 most the trips times the fan-out per level, never more than the level's pairs) instead of
 the dense one, release where the dense space would be refused, and say so (a note on
 stderr, ``input.memory`` in the manifest); the dense vanilla-gauss is still refused."""
@@ -14,7 +14,7 @@ from conftest import run_cli as run
 from hierdp_core.export import read_release
 from hierdp_core.flows.synthetic import synthetic_flows
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.memory_plan import SPARSE_FLOWS, flow_tree_shape, plan_of_data
+from hierdp_core.memory_plan import flow_tree_shape, keeps_flows_sparse, plan_of_data
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 
@@ -83,7 +83,7 @@ def test_a_small_space_gets_no_note(capsys, flows, tmp_path):
 def test_the_sparse_bound_holds_every_cell_noised(mechanism, tree):
     """Per tree level, the cells the top-down noised are at most the plan's bound (the
     trips times the fan-out, capped by the level's pairs)."""
-    assert mechanism in SPARSE_FLOWS
+    assert keeps_flows_sparse(mechanism)
     data = synthetic_flows(levels=2, branching=6, zero_probability=0.97, max_flow=3,
                            tree=tree)
     dense, fans = flow_tree_shape(data)

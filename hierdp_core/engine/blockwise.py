@@ -16,7 +16,8 @@ after the other). A ``placement`` (`balanced_placement`) keeps each block's task
 worker, the blocks spread so that every worker has about as many leaves. With a
 ``parts_folder`` the blocks write their part files of the release there themselves
 (`hierdp_core.engine.written`) and the client keeps only the top of the tree.
-Supported: the registered count mechanisms (``raw-*``, ``least-squares``, ``topdown``).
+Supported: the count mechanisms whose `Capabilities` say ``blockwise``, by the shape of
+their ``estimate`` (raw: `Mechanism.estimate` of each block's rows; least squares; TopDown).
 """
 
 from __future__ import annotations
@@ -46,10 +47,19 @@ from hierdp_core.engine.streams import (
 )
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.privacy.samplers import NoiseSource
 
-BLOCKWISE_MECHANISMS = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian",
-                        "least-squares", "topdown")
+
+def check_blockwise(mechanism) -> None:
+    """Refuse, in one line naming the ones that do, a mechanism whose `Capabilities` do not
+    say ``blockwise`` (of any query kind: counts, group sizes, flows)."""
+    info = mechanism.info
+    if not info.capabilities.blockwise:
+        kind = info.queries[0]
+        able = [i.name for i in list_mechanisms(kind) if i.capabilities.blockwise]
+        raise InputError(f"{kind} mechanism {info.name!r} cannot run block by block; use one "
+                         f"of {', '.join(able)}, or the in-memory engine")
 
 
 class InProcess:
@@ -98,9 +108,11 @@ def block_sizes(hierarchy: Hierarchy) -> np.ndarray:
     return np.array([hi - lo for lo, hi in ends], dtype=np.int64)
 
 
-def _uses_least_squares(mechanism: str, p: dict) -> bool:
-    return mechanism == "least-squares" or (mechanism == "topdown"
-                                            and p.get("estimate") == "least-squares")
+def _uses_least_squares(estimate: str, p: dict) -> bool:
+    """Whether an estimate of shape ``estimate`` (`Capabilities.estimate`) with parameters
+    ``p`` goes through tree least squares."""
+    return estimate == "least-squares" or (estimate == "topdown"
+                                           and p.get("estimate") == "least-squares")
 
 
 def block_tree(whole, first: int, end: int) -> Hierarchy:
@@ -133,9 +145,9 @@ def block_finish(state: BlockState, top_est: np.ndarray | None, top_values: np.n
                  mechanism, p: dict, variance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Step 3 of a block: (released values, noisy values) of its nodes, levels 1 to the
     leaves, given its top-level units' estimates (least squares) and released values."""
-    tree, noisy, name = state.tree, state.noisy, mechanism.info.name
+    tree, noisy, shape = state.tree, state.noisy, mechanism.info.capabilities.estimate
     top = tree.level_slice(1)
-    if name.startswith("raw-"):
+    if shape == "raw":
         return mechanism.estimate(None, noisy[1:], variance, None, p), noisy[1:]
     if state.up is not None:
         est = state.up.z.copy()  # the down pass below the top writes over z
@@ -143,7 +155,7 @@ def block_finish(state: BlockState, top_est: np.ndarray | None, top_values: np.n
         down_pass(tree, state.up, est, first_level=2)
     else:
         est = noisy
-    if name == "least-squares":
+    if shape == "least-squares":
         return est[1:], noisy[1:]
     out = np.empty(est.shape, dtype=np.int64)
     out[top] = top_values
@@ -168,11 +180,11 @@ def _top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
                 tops: list[dict], variance: np.ndarray, root) -> tuple:
     """The root's and top-level units' (estimates, released values) from the blocks'
     summaries, as the whole-tree pass computes them."""
-    name = mechanism.info.name
-    if name.startswith("raw-"):
+    shape = mechanism.info.capabilities.estimate
+    if shape == "raw":
         return None, mechanism.estimate(None, noisy, variance, None, p)
     ht = top_tree(hierarchy)
-    if _uses_least_squares(name, p):
+    if _uses_least_squares(shape, p):
         var = level_variances(hierarchy, variance)
         up = UpPass(np.concatenate([noisy[:1], *(t["z"] for t in tops)]),
                     np.concatenate([[0.0], *(t["node_var"] for t in tops)]))
@@ -183,7 +195,7 @@ def _top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
         down_pass(ht, up, est, first_level=1)
     else:
         est = noisy
-    if name == "least-squares":
+    if shape == "least-squares":
         return est, est
     if root is not None:
         root_values = root
@@ -205,20 +217,18 @@ def blockwise_release(mechanism, hierarchy: Hierarchy, categories, leaf_blocks: 
     the executor's handle of ``hierarchy`` (default: ``hierarchy`` itself); ``placement``:
     the worker of every block (`balanced_placement`). With ``parts_folder``, a
     `hierdp_core.engine.written.WrittenRelease` whose part files the blocks wrote there."""
-    name = mechanism.info.name
-    if name not in BLOCKWISE_MECHANISMS:
-        raise InputError(f"mechanism {name!r} cannot run block by block; use one of "
-                         f"{', '.join(BLOCKWISE_MECHANISMS)}")
+    check_blockwise(mechanism)
+    shape = mechanism.info.capabilities.estimate
     executor = executor or InProcess()
     tree = hierarchy if tree is None else tree
     p = mechanism.params(**params)
     source = source or NoiseSource(secure=True)
     noise, plans = mechanism.level_plans(hierarchy, budget, split, p)
     variance = noise_variances(hierarchy, plans)
-    if name == "topdown" and p["estimate"] == "noisy" and np.isinf(variance[1:]).any():
+    if shape == "topdown" and p.get("estimate") == "noisy" and np.isinf(variance[1:]).any():
         raise BudgetError("topdown with estimate='noisy' needs every level below the root "
                           "measured; give them a share or use least-squares")
-    lsq = _uses_least_squares(name, p)
+    lsq = _uses_least_squares(shape, p)
     ls_variance = level_variances(hierarchy, variance) if lsq else variance
     streams = Streams.of(source)
     n_blocks = block_starts(hierarchy).size

@@ -14,7 +14,7 @@ therefore subtrees of the O/D tree, and the top-down loop is per parent
 3. every block: levels 2 to the leaves from its released level-1 nodes, its noise from its
    own stream (`block_levels`).
 
-Supported: `BLOCKWISE_FLOW_MECHANISMS` (the top-down loop); the leaf baselines
+Supported: the mechanisms whose `Capabilities` say ``blockwise`` (the top-down loop); the leaf baselines
 (``vanilla-gauss``, ``stability-histogram``) are refused. Tasks go through an executor
 (`hierdp_core.engine.blockwise.InProcess` or a Dask client).
 """
@@ -25,22 +25,12 @@ import functools
 
 import numpy as np
 
-from hierdp_core.engine.blockwise import InProcess
+from hierdp_core.engine.blockwise import InProcess, check_blockwise
 from hierdp_core.engine.streams import Streams, block_starts, merge_measurements
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.tree import TreeLevel, block_of_nodes, draw_whole, grow, root_level
 from hierdp_core.privacy.samplers import NoiseSource
-
-BLOCKWISE_FLOW_MECHANISMS = ("inftda", "tda-l2", "tda-linf-milp")
-
-
-def check_blockwise_flows(mechanism) -> None:
-    """Refuse, in one line, a flow mechanism that does not run block by block."""
-    if mechanism.info.name not in BLOCKWISE_FLOW_MECHANISMS:
-        raise InputError(f"flow mechanism {mechanism.info.name!r} cannot run block by block; "
-                         f"use one of {', '.join(BLOCKWISE_FLOW_MECHANISMS)}, or the "
-                         "in-memory engine")
 
 
 def block_data(shape: FlowData, origin: np.ndarray, destination: np.ndarray,
@@ -90,7 +80,7 @@ def blockwise_flows(mechanism, shape: FlowData, blocks: list, budget, *, split=N
     """The flow release of ``mechanism`` block by block. ``shape``: a `FlowData` of the
     public geography and tree (its trips unused); ``blocks``: every block's `FlowData`
     (`block_data`), or the executor's handles of them."""
-    check_blockwise_flows(mechanism)
+    check_blockwise(mechanism)
     executor = executor or InProcess()
     p = mechanism.params(**params)
     source = source or NoiseSource(secure=True)

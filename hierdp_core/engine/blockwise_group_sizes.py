@@ -8,8 +8,8 @@ secure (OpenDP) noise the same distribution.
    whole-tree mechanism computes them (`top_values`);
 3. every block: the levels below its top-level units given their values (`block_finish`).
 
-Separable this way (`BLOCKWISE_GROUP_SIZE_MECHANISMS`): ``gs-noisy`` (every cell on its
-own) and ``gs-topdown`` (TopDown, and with ``groups="exact"`` the hand-down of every
+Separable this way (their `Capabilities` say ``blockwise``, by the ``estimate`` shape):
+``gs-noisy`` (raw: every cell on its own) and ``gs-topdown`` (TopDown, and with ``groups="exact"`` the hand-down of every
 parent's groups by rank, both per parent). Refused: the relaxed QPs (one solver call over
 the whole tree) and the chain mechanisms (chains across the top-level units of a level):
 not separable; the exact dynamic programs (``gs-mh-dp``, ``gs-mc-dp``: cost tables merged
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hierdp_core.consistency.topdown import topdown, topdown_levels
-from hierdp_core.engine.blockwise import InProcess, block_tree, top_tree
+from hierdp_core.engine.blockwise import InProcess, block_tree, check_blockwise, top_tree
 from hierdp_core.engine.streams import (
     Streams,
     block_bounds,
@@ -35,13 +35,10 @@ from hierdp_core.engine.streams import (
     subtree_ranges,
     subtree_rows,
 )
-from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.group_counts import hand_down, keep_group_counts, rescale_rows
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanisms.group_sizes import estimated_total, root_on_simplex
 from hierdp_core.privacy.samplers import NoiseSource
-
-BLOCKWISE_GROUP_SIZE_MECHANISMS = ("gs-noisy", "gs-topdown")
 
 
 @dataclass
@@ -52,14 +49,6 @@ class GroupBlock:
     noisy: np.ndarray
     groups: np.ndarray  # the number of groups of every node of the block (public)
     top: dict
-
-
-def check_blockwise(mechanism) -> None:
-    """Refuse, in one line, a group-size mechanism that cannot run block by block."""
-    if mechanism.info.name not in BLOCKWISE_GROUP_SIZE_MECHANISMS:
-        raise InputError(f"group-size mechanism {mechanism.info.name!r} cannot run block by "
-                         f"block; use one of {', '.join(BLOCKWISE_GROUP_SIZE_MECHANISMS)}, or "
-                         "the in-memory engine")
 
 
 def block_measure(tree: Hierarchy, leaf_hist: np.ndarray, plans, streams: Streams,
@@ -85,7 +74,7 @@ def top_values(mechanism, p: dict, hierarchy: Hierarchy, noisy: np.ndarray,
                groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(TopDown's values, released values) of the root and the top-level units from their
     noisy histograms and numbers of groups, as the whole-tree release computes them."""
-    if mechanism.info.name == "gs-noisy":
+    if mechanism.info.capabilities.estimate == "raw":
         values = mechanism.estimate(None, noisy, None, p)
         return values, values
     ht = top_tree(hierarchy)
@@ -101,7 +90,7 @@ def block_finish(state: GroupBlock, top_topdown: np.ndarray, top_released: np.nd
     """Step 3 of a block: (released values, noisy values) of its nodes, levels 1 to the
     leaves, given its top-level units' values (`top_values`)."""
     tree, noisy = state.tree, state.noisy
-    if mechanism.info.name == "gs-noisy":
+    if mechanism.info.capabilities.estimate == "raw":
         return mechanism.estimate(None, noisy[1:], None, p), noisy[1:]
     top = tree.level_slice(1)
     out = np.empty(noisy.shape, dtype=np.int64)

@@ -31,15 +31,14 @@ IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates
 
 def check_dask_args(args, mechanism) -> None:
     """Refuse, in one line, what the Dask engine does not run."""
-    from hierdp_core.engine.blockwise import BLOCKWISE_MECHANISMS
+    from hierdp_core.engine.blockwise import check_blockwise
 
     if args.query not in SUPPORTED_QUERIES:
         raise InputError(f"--engine dask releases counts (with or without categories), "
                          f"group sizes and flows, not {args.query}; run {args.query} with the "
                          "in-memory engine (the default, --engine memory)")
-    if args.query == "counts" and mechanism.info.name not in BLOCKWISE_MECHANISMS:
-        raise InputError(f"--engine dask runs {', '.join(BLOCKWISE_MECHANISMS)}, not "
-                         f"{mechanism.info.name!r}")
+    if args.query == "counts":
+        check_blockwise(mechanism)
     for flag, unset in IN_MEMORY_ONLY.items():
         if getattr(args, flag, unset) not in (unset, None):
             raise InputError(f"--{flag} needs the in-memory engine; prepare the dataset "

@@ -229,7 +229,7 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
     """A counts Release of the records in ``dataset`` (a folder of CSV or Parquet files, a
     glob, or a list of files) on Dask, and the `DatasetCounts` of its data.
 
-    ``mechanism``: a count mechanism (`hierdp_core.engine.blockwise.BLOCKWISE_MECHANISMS`,
+    ``mechanism``: a count mechanism (its `Capabilities` say ``blockwise``,
     by name or object); ``geography``: the declared `hierdp_core.structure.Geography`
     (None: the units of the data, exploration); ``category_values``: column -> declared
     values (a category column without them takes the data's values, exploration);

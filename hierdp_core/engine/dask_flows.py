@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hierdp_core.engine.blockwise_flows import blockwise_flows, check_blockwise_flows
+from hierdp_core.engine.blockwise import check_blockwise
+from hierdp_core.engine.blockwise_flows import blockwise_flows
 from hierdp_core.engine.dask_engine import (
     check_dataset_total,
     client_for,
@@ -98,7 +99,7 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
     (a folder of CSV or Parquet files, a glob, or a list of files) on Dask, and the
     `FlowData` of its public shape (no trips).
 
-    ``mechanism``: a top-down flow mechanism (`blockwise_flows.BLOCKWISE_FLOW_MECHANISMS`,
+    ``mechanism``: a top-down flow mechanism (its `Capabilities` say ``blockwise``,
     by name or object); ``geography``: the declared areas of both ends
     (`hierdp_core.flows.data.read_flow_geography`); ``tree``: ``destination`` or ``origin``.
     ``client``, ``scheduler``, ``workers``, ``memory_limit``: as
@@ -106,7 +107,7 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
     from hierdp_core.mechanisms.base import get_mechanism
 
     mechanism = get_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
-    check_blockwise_flows(mechanism)
+    check_blockwise(mechanism)
     origin_levels, destination_levels = list(origin_levels), list(destination_levels)
     if geography is None:
         raise InputError("flows on Dask need the declared geography of both ends "

@@ -16,11 +16,11 @@ def dask_flow_release(args, mechanism, budget, source, choose_split, params: dic
     """(the FlowRelease, the `FlowData` of its public shape, the input files for the
     fingerprint, the split goal's choice or None), as
     `hierdp_core.engine.dask_cli.dask_release`."""
-    from hierdp_core.engine.blockwise_flows import check_blockwise_flows
+    from hierdp_core.engine.blockwise import check_blockwise
     from hierdp_core.engine.dask_engine import dataset_files
     from hierdp_core.engine.dask_flows import release_flows_dataset
 
-    check_blockwise_flows(mechanism)
+    check_blockwise(mechanism)
     if "parquet-dataset" in csv_list(args.format):
         raise InputError("a flow release is one table: --format csv or parquet")
     origin, destination = flow_levels(args)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes, check_blockwise
+from hierdp_core.engine.blockwise import check_blockwise
+from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes
 from hierdp_core.engine.dask_engine import (
     DatasetCounts,
     client_for,

@@ -31,16 +31,13 @@ from hierdp_core.intervals.bootstrap import (
 from hierdp_core.intervals.calibration import calibration, level_names_of, uncalibrated_warning
 from hierdp_core.intervals.counts import (
     BOOTSTRAP_CELL_DRAWS,
-    RAW,
     bootstrap_replicates,
     count_intervals,
 )
-from hierdp_core.intervals.flows import CLOSED_FORM as FLOWS_CLOSED_FORM
 from hierdp_core.intervals.flows import flow_intervals
-from hierdp_core.intervals.group_sizes import CLOSED_FORM as GROUP_SIZES_CLOSED_FORM
 from hierdp_core.intervals.group_sizes import group_size_intervals
 from hierdp_core.intervals.ranges import range_intervals
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.release import CellIntervals, Release
 
@@ -71,11 +68,9 @@ def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
 
 def closed_form(release: Release | FlowRelease) -> bool:
     """Whether `intervals_for` makes ``release``'s intervals without re-running its mechanism
-    (raw and least-squares counts, ``gs-noisy``, ``vanilla-gauss``): a fraction of a second,
-    where a bootstrap takes seconds."""
-    if isinstance(release, FlowRelease):
-        return release.mechanism in FLOWS_CLOSED_FORM
-    return release.mechanism in (*RAW, "least-squares", *GROUP_SIZES_CLOSED_FORM)
+    (its `Capabilities` say ``closed-form``: raw and least-squares counts, ``gs-noisy``,
+    ``vanilla-gauss``): a fraction of a second, where a bootstrap takes seconds."""
+    return capabilities(release.mechanism).intervals == "closed-form"
 
 
 def expected_seconds(release: Release | FlowRelease, release_seconds: float) -> float:
@@ -86,7 +81,7 @@ def expected_seconds(release: Release | FlowRelease, release_seconds: float) -> 
     `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`)."""
     if closed_form(release):
         return 0.0
-    if release.mechanism == "topdown":
+    if capabilities(release.mechanism).intervals == "stacked bootstrap":
         cells = release.values.size
         return bootstrap_replicates(cells) * cells / BOOTSTRAP_CELL_DRAWS
     runs = np.clip(RERUN_SECONDS / max(release_seconds, 1e-6), MIN_REPLICATES,

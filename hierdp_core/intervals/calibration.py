@@ -5,9 +5,10 @@ correction is available the manifest's ``intervals`` record says so per level
 (``calibration``: ``{"calibrated": false, "reason": ...}``), the command line prints a
 ``warning:`` line and the dashboard pages show `uncalibrated_warning`.
 
-The table names levels by position from the leaves, so it applies to every geography; it
-depends on the mechanism only (public), never on the data. (TopDown counts' levels near 0
-were flagged from the release's values until their intervals were inverted there,
+The mechanism declares its levels and reason (`Capabilities.uncalibrated`); `LEVELS` names
+levels by position from the leaves, so it applies to every geography; it depends on the
+mechanism only (public), never on the data. (TopDown counts' levels near 0 were flagged
+from the release's values until their intervals were inverted there,
 `intervals.counts.near_zero_inversion`.)
 """
 
@@ -15,28 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hierdp_core.mechanisms.base import capabilities
+
 #: which levels of a release of n levels (root first) a rule flags (InfTDA, TDA and
 #: gs-kuo-hierarchical were flagged too until their bootstrap was bias-widened)
 LEVELS = {
     "above the leaves": lambda n: range(0, n - 1),
-}
-#: mechanism -> (levels, reason)
-UNCALIBRATED = {
-    "stability-histogram": ("above the leaves", "a coarser node sums the released leaves "
-                            "only and misses the suppressed cells, which the plug-in (all "
-                            "above the threshold) cannot show; measured 0.00-0.89 at "
-                            "nominal 0.9 (US flights, NY commuting)"),
 }
 
 
 def calibration(mechanism: str, level_names: Sequence[str],
                 methods: dict | None = None) -> dict:
     """Per level, ``{"calibrated": True}`` or ``{"calibrated": False, "reason": ...}`` by
-    the mechanism's rule above; a level published exactly (its method in ``methods``
-    starting with "exact") is calibrated."""
+    the mechanism's `Capabilities.uncalibrated`; a level published exactly (its method in
+    ``methods`` starting with "exact") is calibrated."""
     out = {name: {"calibrated": True} for name in level_names}
-    if mechanism in UNCALIBRATED:
-        which, reason = UNCALIBRATED[mechanism]
+    declared = capabilities(mechanism).uncalibrated
+    if declared is not None:
+        which, reason = declared
         for lv in LEVELS[which](len(level_names)):
             if not str((methods or {}).get(level_names[lv], "")).startswith("exact"):
                 out[level_names[lv]] = {"calibrated": False, "reason": reason}

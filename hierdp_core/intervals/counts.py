@@ -109,7 +109,6 @@ FLOAT_SLACK = 1e-9
 SPARSE_SHARE = 0.5
 PARENT_BOUNDED = ", sparse children bounded by their parent"
 NEAR_ZERO_INVERTED = ", inverted near 0"
-RAW = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian")
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 
 
@@ -121,18 +120,20 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     level = check_level(level, replicates)
     noises = release.level_noises()
     name = release.mechanism
-    if name in RAW:
+    info = get_mechanism(name).info  # a counts mechanism's estimate's shape says how
+    shape = info.capabilities.estimate if "counts" in info.queries else None
+    if shape == "raw":
         methods, draws = ["exact"] * len(noises), None
         below, above = (per_node(release, h) for h in raw_half_widths(
             noises, level, release.parameters.get("round_clamp", False)))
         lower, upper = release.values - below, release.values + above
-    elif name == "least-squares":
+    elif shape == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
         half, methods, draws = _least_squares(release, noises, level, draws)
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
-    elif name == "topdown":
+    elif shape == "topdown":
         below, above, draws = _bootstrap(release, noises, level, replicates
                                          or bootstrap_replicates(release.values.size))
         lower, upper, inverted = near_zero_inversion(
@@ -141,8 +142,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
             h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
     else:
-        raise InputError(f"intervals are computed for counts releases ({', '.join(RAW)}, "
-                         f"least-squares, topdown), not for {name!r}")
+        raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
+                         f"or topdown estimate, not for {name!r}")
     if release.invariants:  # the root, published exactly
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]

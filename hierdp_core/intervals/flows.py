@@ -42,13 +42,9 @@ from hierdp_core.intervals.bootstrap import (
     rerun_bootstrap,
 )
 from hierdp_core.intervals.counts import raw_half_widths
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.privacy.samplers import NOISES, Gaussian
 from hierdp_core.release import CellIntervals
-
-CLOSED_FORM = ("vanilla-gauss",)
-#: the top-down loops, whose pruning and false positives bias small cells (module doc)
-WIDENED = ("inftda", "tda-l2", "tda-linf-milp")
 
 
 def flow_intervals(release: FlowRelease, level: float,
@@ -57,13 +53,14 @@ def flow_intervals(release: FlowRelease, level: float,
     bootstrap's (default chosen by time)."""
     level = check_level(level, replicates)
     values = np.concatenate([lv.value for lv in release.levels]).astype(np.float64)
-    if release.mechanism in CLOSED_FORM:
+    how = capabilities(release.mechanism).intervals
+    if how == "closed-form":
         below, above = _leaf_sums(release, level)
         methods = ["normal"] * release.depth + ["exact"]
         draws, extra = None, {}
     else:
         below, above, draws = _bootstrap(release, level, replicates)
-        methods = [BIAS_WIDENED if release.mechanism in WIDENED else "parametric bootstrap"
+        methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
     lower, upper = values - below, values + above
@@ -120,8 +117,9 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
         return np.concatenate([_values_at(lv, w, keys) for lv, w, keys
                                in zip(redraw.levels, widths, wanted, strict=True)])
 
+    widen = capabilities(release.mechanism).intervals == BIAS_WIDENED
     return rerun_bootstrap(rerun, cells, truth, release.ledger, level, replicates,
-                           release.is_integer, widen=release.mechanism in WIDENED)
+                           release.is_integer, widen=widen)
 
 
 def _values_at(level: TreeLevel, width: int, keys: np.ndarray) -> np.ndarray:

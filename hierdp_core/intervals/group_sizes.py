@@ -62,13 +62,9 @@ from hierdp_core.intervals.counts import (
     per_node,
     raw_half_widths,
 )
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.release import CellIntervals, Release
-
-CLOSED_FORM = ("gs-noisy",)
-#: bias-widened (module doc)
-WIDENED = ("gs-kuo-hierarchical",)
 
 
 def group_size_intervals(release: Release, level: float,
@@ -77,7 +73,8 @@ def group_size_intervals(release: Release, level: float,
     bootstrap's (default chosen by time)."""
     level = check_level(level, replicates)
     h = release.hierarchy
-    if release.mechanism in CLOSED_FORM:
+    how = capabilities(release.mechanism).intervals
+    if how == "closed-form":
         below, above = (per_node(release, w) for w in raw_half_widths(
             release.level_noises(), level, rounded=True))
         method, draws = "exact", None
@@ -85,7 +82,7 @@ def group_size_intervals(release: Release, level: float,
         plugin = GroupSizeData(h, released_leaves(release), release.categories,
                                (SIZE_COLUMN,), max_size=int(release.categories[-1]),
                                min_size=int(release.categories[0]))
-        widen = release.mechanism in WIDENED
+        widen = how == BIAS_WIDENED
         below, above, draws, _ = table_bootstrap(release, plugin, level, replicates,
                                                  widen=widen)
         method = BIAS_WIDENED if widen else "parametric bootstrap"

@@ -26,6 +26,13 @@ from hierdp_core.privacy.plan import (
 from hierdp_core.privacy.samplers import NoiseSource
 
 QUERY_KINDS = ("counts", "group-sizes", "flows", "ranges")
+#: the estimate shapes the block-by-block engines, the counts intervals and the split
+#: optimiser know how to run or model (`Capabilities.estimate`)
+ESTIMATES = ("raw", "least-squares", "topdown")
+#: how a release's intervals are made (`Capabilities.intervals`, `hierdp_core.intervals`):
+#: without re-running the mechanism, by TopDown's stacked bootstrap, or by re-running it on
+#: the released values as plug-in truth (widened for its bias at small cells)
+INTERVAL_METHODS = ("closed-form", "stacked bootstrap", "bootstrap", "bias-widened bootstrap")
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,40 @@ class Parameter:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a mechanism can do, declared where it is registered (as scikit-learn's
+    estimator tags): the engines, intervals, command line and dashboard ask here and keep
+    no list of names."""
+
+    #: the shape of its estimate from the level measurements (`ESTIMATES`): "raw" (every
+    #: measured cell on its own, `Mechanism.estimate` of any rows), "least-squares" (tree
+    #: least squares), "topdown" (TopDown's projection of the least-squares estimates or,
+    #: with ``estimate="noisy"``, of the noisy values); None: another estimate
+    estimate: str | None = None
+    #: runs block by block (`hierdp_core.engine.blockwise*`, ``--engine dask``), bit for bit
+    #: the whole-tree release
+    blockwise: bool = False
+    #: the split optimiser (`hierdp_core.privacy.split_optimiser`) models its error
+    split_optimiser: bool = False
+    #: how its intervals are made (`INTERVAL_METHODS`)
+    intervals: str = "bootstrap"
+    #: (levels, reason): the levels (`hierdp_core.intervals.calibration.LEVELS`) where its
+    #: intervals are measured to cover less than their level, and why
+    uncalibrated: tuple[str, str] | None = None
+    #: flows: keeps the origin-destination space sparse (`hierdp_core.memory_plan`)
+    sparse_flows: bool = False
+
+    def __post_init__(self):
+        if self.estimate not in (*ESTIMATES, None):
+            raise MechanismError(f"unknown estimate {self.estimate!r}; one of {ESTIMATES}")
+        if self.intervals not in INTERVAL_METHODS:
+            raise MechanismError(f"unknown intervals {self.intervals!r}; one of "
+                                 f"{INTERVAL_METHODS}")
+        if self.split_optimiser and self.estimate is None:
+            raise MechanismError("the split optimiser models a declared estimate")
+
+
+@dataclass(frozen=True)
 class MechanismInfo:
     """What the registry says of a mechanism (serialised by ``hierdp mechanisms --json``)."""
 
@@ -93,6 +134,7 @@ class MechanismInfo:
     #: the audit's default number of trials per side when one release is slow (None: the
     #: audit's own default); an explicit number of trials overrides it
     audit_trials: int | None = None
+    capabilities: Capabilities = Capabilities()
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -189,6 +231,12 @@ def get_mechanism(name: str, query: str | None = None) -> Mechanism:
         raise MechanismError(
             f"unknown mechanism {name!r}; available: {', '.join(sorted(_REGISTRY))}"
         ) from None
+
+
+def capabilities(name: str, query: str | None = None) -> Capabilities:
+    """The `Capabilities` of the registered mechanism ``name`` (``query``: as for
+    `get_mechanism`)."""
+    return get_mechanism(name, query).info.capabilities
 
 
 def list_mechanisms(query: str | None = None) -> list[MechanismInfo]:

@@ -8,7 +8,7 @@ sequentially, so the release is epsilon-DP with epsilon = sum epsilon_l (or rho-
 rho = sum rho_l). Everything after measuring is post-processing. An invariant root (off by
 default) is published exactly and is NOT protected.
 
-The claim is data: `_CountMechanism.privacy_plan` (one stage, "levels"), from which the noise
+The claim is data: `CountMechanism.privacy_plan` (one stage, "levels"), from which the noise
 is calibrated (`privacy.levels.derive_levels`), and which the manifest and the audit read.
 
 Categories are processed independently column by column (`MechanismInfo` of these entries
@@ -25,7 +25,7 @@ from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError
-from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
@@ -51,9 +51,18 @@ ROOT_PARAM = Parameter("root_invariant", "bool", False,
                        "publish the root total exactly (NOT private; as the Census does)")
 
 
+def count_capabilities(estimate: str, intervals: str) -> Capabilities:
+    """A count mechanism's capabilities: its ``estimate`` shape runs block by block and the
+    split optimiser models it."""
+    return Capabilities(estimate=estimate, blockwise=True, split_optimiser=True,
+                        intervals=intervals)
+
+
 @dataclass
-class _CountMechanism(Mechanism):
-    """Shared machinery: plan, measure, estimate. Subclasses implement `estimate`."""
+class CountMechanism(Mechanism):
+    """Shared machinery: plan, measure, estimate. Subclasses implement `estimate` and set
+    ``info`` (with their `Capabilities`); a new count mechanism is such a subclass and one
+    `register` line."""
 
     info: MechanismInfo = field(init=False)
     fixed_noise: str | None = None
@@ -118,7 +127,7 @@ class _CountMechanism(Mechanism):
 
 
 @dataclass
-class RawCounts(_CountMechanism):
+class RawCounts(CountMechanism):
     """Noisy values as measured at every level (inconsistent across levels).
 
     With ``round_clamp`` the noisy values are rounded and clamped at 0 (post-processing)."""
@@ -142,6 +151,7 @@ class RawCounts(_CountMechanism):
                                   "round noisy values and clamp them at 0"),),
             neighbouring=NEIGHBOURING,
             independent_columns=True,
+            capabilities=count_capabilities("raw", intervals="closed-form"),
         )
 
     def estimate(self, data, noisy, variance, root, p):
@@ -153,7 +163,7 @@ class RawCounts(_CountMechanism):
 
 
 @dataclass
-class LeastSquares(_CountMechanism):
+class LeastSquares(CountMechanism):
     """Generalised least squares over the tree: exactly consistent, real-valued (may be
     negative or fractional)."""
 
@@ -171,6 +181,7 @@ class LeastSquares(_CountMechanism):
             privacy_definitions=(PURE_DP, ZCDP),
             neighbouring=NEIGHBOURING,
             independent_columns=True,
+            capabilities=count_capabilities("least-squares", intervals="closed-form"),
         )
 
     def estimate(self, data, noisy, variance, root, p):
@@ -178,7 +189,7 @@ class LeastSquares(_CountMechanism):
 
 
 @dataclass
-class TopDown(_CountMechanism):
+class TopDown(CountMechanism):
     """Census-style TopDown: consistent, non-negative integer counts.
 
     ``estimate="least-squares"`` (default) first combines all levels' measurements by tree
@@ -207,6 +218,7 @@ class TopDown(_CountMechanism):
             privacy_definitions=(PURE_DP, ZCDP),
             neighbouring=NEIGHBOURING,
             independent_columns=True,
+            capabilities=count_capabilities("topdown", intervals="stacked bootstrap"),
         )
 
     def estimate(self, data, noisy, variance, root, p):

@@ -37,7 +37,7 @@ from hierdp_core.flows import projections
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import from_leaves, topdown
-from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
@@ -126,7 +126,10 @@ class TopDownFlows(Mechanism):
             privacy_definitions=(ZCDP, APPROX_DP), neighbouring=NEIGHBOURING["bounded"],
             # one HiGHS call per parent and trial: 4,000 trials per side keep an audit
             # under 5 minutes on 2 cores
-            audit_trials=4000 if self.project is projections.linf_milp else None)
+            audit_trials=4000 if self.project is projections.linf_milp else None,
+            # the loop's pruning and false positives bias small cells: widened bootstrap
+            capabilities=Capabilities(blockwise=True, intervals="bias-widened bootstrap",
+                                      sparse_flows=True))
 
     def privacy_plan(self, **params) -> PrivacyPlan:
         """One stage: every level of the O/D tree below the root (the root too under
@@ -299,7 +302,8 @@ class VanillaGauss(LeafBaseline):
             reference=REFERENCE + " (baseline)", queries=(QUERY,), privacy=ZCDP,
             private=True, consistent=False, privacy_definitions=(ZCDP, APPROX_DP),
             neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
-                         "sqrt(2), all of rho on it")
+                         "sqrt(2), all of rho on it",
+            capabilities=Capabilities(intervals="closed-form"))
 
     def noisy_leaves(self, data, budget, plan, source):
         leaves = data.level_width(data.geo_levels)
@@ -319,6 +323,14 @@ class VanillaGauss(LeafBaseline):
             nz = v != 0
             parts.append((o[nz], d[nz], v[nz]))
         return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+
+
+#: `Capabilities.uncalibrated` of the stability histogram (measured,
+#: `benchmarks/bench_intervals.py`)
+STABILITY_UNCALIBRATED = (
+    "above the leaves", "a coarser node sums the released leaves only and misses the "
+    "suppressed cells, which the plug-in (all above the threshold) cannot show; measured "
+    "0.00-0.89 at nominal 0.9 (US flights, NY commuting)")
 
 
 @dataclass
@@ -341,7 +353,8 @@ class StabilityHistogram(LeafBaseline):
             queries=(QUERY,), privacy=APPROX_DP, private=True, consistent=True,
             neighbouring="bounded DP: one trip substituted; leaf histogram L1 sensitivity 2; "
                          "a cell absent from one dataset passes the threshold with "
-                         "probability <= delta/4")
+                         "probability <= delta/4",
+            capabilities=Capabilities(sparse_flows=True, uncalibrated=STABILITY_UNCALIBRATED))
 
     @staticmethod
     def threshold(epsilon: float, delta: float) -> float:

@@ -31,7 +31,7 @@ from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.groupsizes.group_counts import keep_group_counts
-from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame, measure, resolve_shares
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
@@ -195,11 +195,13 @@ class GroupSizeMechanism(Mechanism):
 
 
 def _info(name: str, description: str, reference: str, *, consistent: bool,
-          private: bool = True, parameters=(NOISE_PARAM,), warning: str = "") -> MechanismInfo:
+          private: bool = True, parameters=(NOISE_PARAM,), warning: str = "",
+          capabilities: Capabilities | None = None) -> MechanismInfo:
     return MechanismInfo(name=name, description=description, reference=reference,
                          queries=(QUERY,), privacy=PURE_DP, private=private,
                          consistent=consistent, parameters=tuple(parameters),
-                         neighbouring=NEIGHBOURING, warning=warning)
+                         neighbouring=NEIGHBOURING, warning=warning,
+                         capabilities=capabilities or Capabilities())
 
 
 @dataclass
@@ -212,7 +214,9 @@ class NoisyBaseline(GroupSizeMechanism):
     def __post_init__(self):
         self.info = _info("gs-noisy", "Geometric noise on every region's size histogram at "
                           "every level, rounded and clamped at 0; no consistency (baseline).",
-                          FIORETTO + " (step 1 of M_H)", consistent=False)
+                          FIORETTO + " (step 1 of M_H)", consistent=False,
+                          capabilities=Capabilities(estimate="raw", blockwise=True,
+                                                    intervals="closed-form"))
 
     def estimate(self, data, noisy, variance, p):
         return np.maximum(np.rint(noisy), 0).astype(np.int64)
@@ -229,7 +233,8 @@ class GroupSizeTopDown(GroupSizeMechanism):
                           "projected to sum G, then children onto their parent, size by "
                           "size, with sum-keeping rounding. Consistent integers.",
                           TOPDOWN_REF, consistent=True,
-                          parameters=(NOISE_PARAM, groups_parameter("noisy")))
+                          parameters=(NOISE_PARAM, groups_parameter("noisy")),
+                          capabilities=Capabilities(estimate="topdown", blockwise=True))
 
     def estimate(self, data, noisy, variance, p):
         root = root_on_simplex(total_groups(data, noisy[0], p), noisy[0])
@@ -409,6 +414,8 @@ class KuoEstimator(GroupSizeMechanism):
                 "top-down optimal matching of parent and child groups, variance-weighted "
                 "merge and back-substitution. Consistent integers; every region keeps its "
                 "number of groups.", KUO, consistent=True,
+                # matching and rounding bias small cells: the bootstrap is widened
+                capabilities=Capabilities(intervals="bias-widened bootstrap"),
                 parameters=(NOISE_PARAM, loss,
                             Parameter("methods", "choice", "hc", "; ".join(
                                 f"{k}: {v}" for k, v in KUO_METHODS.items()),

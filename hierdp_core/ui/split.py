@@ -27,7 +27,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from hierdp_core.cli_split import FAMILY
+from hierdp_core.cli_split import optimised_mechanisms, optimiser_family
 from hierdp_core.errors import HierdpError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanisms.base import get_mechanism
@@ -279,9 +279,10 @@ def optimiser_section(h: Hierarchy, s: dict, budget: PrivacyBudget, *,
                       sample: str | None, declared: bool) -> None:
     """The "Optimise the split" section: goal, current vs optimised expected errors (table,
     chart, goal values) and "Use this split", which sets the page's split."""
-    family = FAMILY.get(s["mechanism"])
+    family = optimiser_family(s["mechanism"])
     if family is None:
-        st.info(f"The split optimiser models the counts mechanisms {', '.join(FAMILY)}; "
+        st.info(f"The split optimiser models the counts mechanisms "
+                f"{', '.join(optimised_mechanisms())}; "
                 f"{s['mechanism']} is not one of them: set its split by hand above.")
         return
     st.caption(f"Uses public parameters only: the tree's shape ({h.n_nodes:,} units on "
