@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from test_app import assert_clean, page, uploaded
+from test_app import assert_clean, on_upload, page, uploaded
 
 from hierdp_core.export import build_manifest
 from hierdp_core.intervals import bootstrap
@@ -182,9 +182,8 @@ def test_uploaded_table_over_a_declared_geography_is_publishable():
 def test_query_pages_use_the_declared_geography_of_an_upload():
     people = pd.DataFrame({"state": ["A"] * 4 + ["B"] * 3, "county": ["a1"] * 4 + ["b1"] * 3,
                            "household": [1, 1, 2, 3, 4, 4, 4]})
-    at = declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
-                  GEOGRAPHY).run()
-    at.radio(key="gs_source").set_value("upload").run()
+    at = on_upload(declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
+                            GEOGRAPHY), "gs")
     at.button(key="gs_up_suggest").click().run()  # the household id column
     assert_clean(at)
     assert "units declared by units.csv" in at.radio(key="gs_source").options[1]
@@ -194,9 +193,8 @@ def test_query_pages_use_the_declared_geography_of_an_upload():
     trips = pd.DataFrame({"o_state": ["A", "A", "B"], "o_county": ["a1", "a2", "b1"],
                           "d_state": ["B", "A", "A"], "d_county": ["b1", "a1", "a2"],
                           "count": [5, 2, 7]})
-    at = declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
-                  GEOGRAPHY).run()
-    at.radio(key="fl_source").set_value("upload").run()
+    at = on_upload(declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
+                            GEOGRAPHY), "fl")
     at.button(key="fl_up_suggest").click().run()  # origin, destination and count columns
     assert_clean(at)
     data = at.session_state["hd_src_cache"]["fl"][1]
