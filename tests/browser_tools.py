@@ -171,5 +171,18 @@ def select_option(page, label: str, option: str) -> None:
     settle(page)
 
 
+def explains_in_plain_words(page, protects: str, per: str):
+    """Open a query page's "In plain words" panel and wait until it names the neighbour
+    (``protects``), the odds bound at ε = 1 and the a priori error (``per``) in a table;
+    the panel's locator."""
+    panel = page.locator(".st-key-explain_panel")
+    panel.get_by_text("In plain words").click()
+    panel.get_by_text(protects).wait_for()
+    panel.get_by_text("at most e^ε ≈ 2.72 times as likely").wait_for()
+    panel.get_by_text(per, exact=False).first.wait_for()
+    panel.locator("[data-testid='stDataFrame']").wait_for()
+    return panel
+
+
 def has_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() > 0

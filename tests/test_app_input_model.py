@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from test_app import assert_clean, page, uploaded
+from test_app import assert_clean, on_upload, page, uploaded
 from test_app_verdict import declared
 
 from hierdp_core.ui import inputs as inp
@@ -160,9 +160,7 @@ def test_the_query_pages_apply_the_data_pages_choices():
     people = pd.DataFrame({"state": ["A"] * 5 + ["B"] * 3,
                            "county": ["A1", "A1", "A2", "A2", "A2", "", "", ""],
                            "household": ["h1", "h1", "h2", "h3", "h3", "h4", "h4", "h5"]})
-    at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"])
-    at.run()
-    at.radio(key="gs_source").set_value("upload").run()
+    at = on_upload(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]), "gs")
     at.button(key="gs_up_suggest").click().run()  # the household id column
     errors = " ".join(e.value for e in at.error)
     assert "Units may skip a level" in errors and "--ragged" not in errors

@@ -54,14 +54,11 @@ CASES = {"gs": ("pages/7_Group_sizes.py", session.GS_RELEASE, _gs),
          "rg": ("pages/9_Ranges.py", session.RANGE_RELEASE, _rg)}
 
 
-@pytest.mark.parametrize("prefix", list(CASES))
-def test_saved_and_loaded_back_gives_the_same_release(prefix):
-    path, release_key, choose = CASES[prefix]
-    at = page(path).run()
-    default = released(at.session_state[release_key][1])
-    choose(at)
-    at.run()
-    assert_clean(at)
+def saved_and_loaded_back_gives_the_same_release(prefix: str, at, default: list) -> None:
+    """The configuration of ``at`` (the page run with ``prefix``'s settings; ``default``:
+    its release before them), saved, read back and loaded into a fresh session, gives the
+    same release."""
+    path, release_key, _ = CASES[prefix]
     saved = at.session_state[CONFIGS][prefix]
     first = released(at.session_state[release_key][1])
     cfg = config_from_dict(json.loads(config_json(saved)))  # the file, read back
@@ -74,13 +71,14 @@ def test_saved_and_loaded_back_gives_the_same_release(prefix):
         fresh.session_state[key] = value
     fresh.run()
     assert_clean(fresh)
-    assert fresh.session_state[CONFIGS][prefix] == cfg
+    assert fresh.session_state[CONFIGS][prefix] == cfg, "loaded back: another configuration"
     again = released(fresh.session_state[release_key][1])
     assert len(again) == len(first)
     for a, b in zip(again, first, strict=True):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, b, err_msg="loaded back: another release")
     assert any(a.shape != d.shape or (a != d).any() for a, d in zip(again, default,
-                                                                      strict=True))
+                                                                      strict=True)), \
+        "the chosen settings gave the default release"
 
 
 BASE = {"format": FORMAT, "mechanism": "inftda", "epsilon": 1.0, "delta": 1e-8,
@@ -117,33 +115,45 @@ def test_an_upload_gets_its_role_pickers():
     assert "secure noise" in widget_state("fl", secure, None)[1][0]
 
 
-@pytest.fixture(scope="module")
-def sample_files(tmp_path_factory):
-    """The bundled samples of the query pages written as `hierdp sample` writes them."""
+def sample_file(name: str, folder):
+    """The bundled sample ``name`` written in ``folder`` as `hierdp sample` writes it (only
+    the sample of the page tested: the households take the longest)."""
     from hierdp_core.cli import main
 
-    folder = tmp_path_factory.mktemp("samples")
-    for name in ("us-households", "us-flights", "italy-municipalities"):
-        assert main(["sample", name, "--out", str(folder / f"{name}.csv")]) == 0
-    return folder
+    assert main(["sample", name, "--out", str(folder / f"{name}.csv")]) == 0
+    return folder / f"{name}.csv"
 
 
 @pytest.mark.parametrize("prefix", list(CASES))
-def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
-        capsys, monkeypatch, tmp_path, sample_files, prefix):
-    """Run the page with the chosen settings, save its configuration, give the file and the
+def test_a_pages_configuration_reproduces_its_release(capsys, monkeypatch, tmp_path,
+                                                      tmp_path_factory, prefix):
+    """One run of the page with ``prefix``'s settings for both checks: its saved
+    configuration, loaded back into a fresh session, gives the same release; and the
+    command line on the file and the sample gives the same values too."""
+    path, release_key, choose = CASES[prefix]
+    at = page(path).run()
+    default = released(at.session_state[release_key][1])
+    choose(at)
+    at.run()
+    assert_clean(at)
+    saved_and_loaded_back_gives_the_same_release(prefix, at, default)
+    the_command_line_takes_the_pages_file_and_gives_the_same_release(
+        capsys, monkeypatch, tmp_path, tmp_path_factory.mktemp("samples"), prefix, at)
+
+
+def the_command_line_takes_the_pages_file_and_gives_the_same_release(
+        capsys, monkeypatch, tmp_path, samples_folder, prefix, at):
+    """Give the configuration saved by ``at`` (the page with the chosen settings) and the
     sample (as `hierdp sample` writes it) to `hierdp release --config`: the same values;
     the Python script the page shows writes the same table."""
     import pandas as pd
     from conftest import run_cli
 
-    path, release_key, choose = CASES[prefix]
-    at = page(path).run()
-    choose(at)
-    at.run()
+    _, release_key, _ = CASES[prefix]
     cfg = at.session_state[CONFIGS][prefix]
     (tmp_path / "c.json").write_text(config_json(cfg))
-    code, _, err = run_cli(capsys, "release", sample_files / f"{cfg.data['sample']}.csv",
+    sample = sample_file(cfg.data["sample"], samples_folder)
+    code, _, err = run_cli(capsys, "release", sample,
                            "--config", tmp_path / "c.json", "--interval", "none",
                            "--out", tmp_path / "out")
     assert code == 0, err
@@ -171,7 +181,7 @@ def test_the_command_line_takes_the_pages_file_and_gives_the_same_release(
         return
     script = next(c.value for c in at.code if c.language == "python")
     (tmp_path / "release.py").write_text(script)
-    monkeypatch.chdir(sample_files)
+    monkeypatch.chdir(samples_folder)
     runpy.run_path(str(tmp_path / "release.py"), run_name="__main__")
-    assert (sample_files / "release.csv").read_bytes() == \
+    assert (samples_folder / "release.csv").read_bytes() == \
         (tmp_path / "out" / "release.csv").read_bytes()

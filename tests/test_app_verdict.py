@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from test_app import assert_clean, page, uploaded
+from test_app import assert_clean, on_upload, page, uploaded
 
 from hierdp_core.export import build_manifest
 from hierdp_core.intervals import bootstrap
@@ -96,7 +96,9 @@ def test_exploration_file_names_carry_the_reason(monkeypatch):
         assert "NOT-PUBLISHABLE" not in names[key]
     assert names["ex_pub_dl_manifest"] == "counts_manifest.json"
     names.clear()
-    at = page("pages/9_Ranges.py").run()
+    at = page("pages/9_Ranges.py")  # a quick private mechanism: the names are checked
+    at.session_state["rg_mechanism"] = "identity"
+    at.run()
     at.button(key="rg_prepare").click().run()
     assert_clean(at)
     assert names["rg_dl_manifest"] == "ranges_NOT-PUBLISHABLE_seeded_manifest.json"
@@ -106,16 +108,22 @@ def test_exploration_file_names_carry_the_reason(monkeypatch):
 
 
 def test_nonprivate_mechanisms_get_a_red_warning_naming_the_private_one():
-    at = page("pages/7_Group_sizes.py").run()
-    at.selectbox(key="gs_mechanism").select("gs-mc-chain-paper").run()
+    # each page opens with the non-private mechanism already chosen (its widget state set
+    # as a saved configuration sets it): the private default's release is not needed here
+    at = page("pages/7_Group_sizes.py")
+    at.session_state["gs_mechanism"] = "gs-mc-chain-paper"
+    at.run()
+    assert at.selectbox(key="gs_mechanism").value == "gs-mc-chain-paper"
     assert not at.exception
     errors = " | ".join(e.value for e in at.error)
     assert "not differentially private" in errors and "gs-mc-chain," in errors
     assert "not differentially private" in warnings_text(at)  # the verdict says why too
     assert any("Secure noise alone will not make this one publishable" in c.value
                for c in at.caption)
-    at = page("pages/9_Ranges.py").run()
-    at.selectbox(key="rg_mechanism").select("dawa-reference").run()
+    at = page("pages/9_Ranges.py")
+    at.session_state["rg_mechanism"] = "dawa-reference"
+    at.run()
+    assert at.selectbox(key="rg_mechanism").value == "dawa-reference"
     errors = " | ".join(e.value for e in at.error)
     assert "not differentially private" in errors and "use dawa" in errors
 
@@ -174,9 +182,8 @@ def test_uploaded_table_over_a_declared_geography_is_publishable():
 def test_query_pages_use_the_declared_geography_of_an_upload():
     people = pd.DataFrame({"state": ["A"] * 4 + ["B"] * 3, "county": ["a1"] * 4 + ["b1"] * 3,
                            "household": [1, 1, 2, 3, 4, 4, 4]})
-    at = declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
-                  GEOGRAPHY).run()
-    at.radio(key="gs_source").set_value("upload").run()
+    at = on_upload(declared(uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]),
+                            GEOGRAPHY), "gs")
     at.button(key="gs_up_suggest").click().run()  # the household id column
     assert_clean(at)
     assert "units declared by units.csv" in at.radio(key="gs_source").options[1]
@@ -186,9 +193,8 @@ def test_query_pages_use_the_declared_geography_of_an_upload():
     trips = pd.DataFrame({"o_state": ["A", "A", "B"], "o_county": ["a1", "a2", "b1"],
                           "d_state": ["B", "A", "A"], "d_county": ["b1", "a1", "a2"],
                           "count": [5, 2, 7]})
-    at = declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
-                  GEOGRAPHY).run()
-    at.radio(key="fl_source").set_value("upload").run()
+    at = on_upload(declared(uploaded(page("pages/8_Flows.py"), trips, ["o_state", "o_county"]),
+                            GEOGRAPHY), "fl")
     at.button(key="fl_up_suggest").click().run()  # origin, destination and count columns
     assert_clean(at)
     data = at.session_state["hd_src_cache"]["fl"][1]

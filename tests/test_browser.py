@@ -1,7 +1,8 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Playwright): load a sample,
 choose levels and a mechanism, run a release, see a map, download the release CSV and check
-that it adds up and carries intervals. Screenshots of every page go to
-test-artifacts/screenshots/."""
+that it adds up and carries intervals; on the Group sizes and Flows pages (in the same walk)
+the plain-language panel explains the guarantee and the configuration box offers a save.
+Screenshots of every page go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from hierdp_core.data.samples import load_sample
 from tests.browser_tools import (
     empty_folder,
+    explains_in_plain_words,
     has_exception,
     open_page,
     press_start,
@@ -74,6 +76,18 @@ def shot(pg, name: str) -> None:
 
 def no_exception(pg) -> None:
     assert not has_exception(pg)
+
+
+def explain_panel(pg, name: str, protects: str, per: str) -> None:
+    """The page's "In plain words" panel explains (`explains_in_plain_words`), the page
+    raised nothing; screenshots of the panel (explain_{name}.png) and of the whole page
+    (explain_{name}_page.png)."""
+    panel = explains_in_plain_words(pg, protects, per)
+    no_exception(pg)
+    panel.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    panel.screenshot(path=str(SHOTS / f"explain_{name}.png"))
+    shot(pg, f"explain_{name}_page")
 
 
 def press(pg, button: str) -> None:
@@ -260,6 +274,9 @@ def test_group_sizes_page(server, page):
     page.wait_for_selector(".js-plotly-plot .scatterlayer")
     no_exception(page)
     shot(page, "9_group_sizes")
+    explain_panel(page, "group_sizes", "The guarantee protects one household member",
+                  "per region and size")
+    offers_to_save_the_configuration(page)
     # a page switch in a browser drops every widget value of the page left (AppTest does
     # not show it): the settings are put back (`ui.session.keep_page_settings`)
     seed = page.locator(".st-key-gs_seed input")
@@ -290,6 +307,14 @@ def test_flows_page(server, page):
     no_exception(page)
     page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(page, "10_flows")
+    explain_panel(page, "flows", "The guarantee protects one trip", "per O/D pair, in trips")
+    offers_to_save_the_configuration(page)
+
+
+def offers_to_save_the_configuration(pg) -> None:
+    """A query page's configuration box, opened, offers to save the configuration."""
+    pg.get_by_text("Configuration: save it, or load a saved one").click()
+    pg.get_by_role("button", name="Save the configuration (JSON)").wait_for()
 
 
 def test_bad_upload_shows_an_error(server, page, tmp_path):

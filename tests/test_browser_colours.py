@@ -216,30 +216,40 @@ def open_themed(pg, url: str, scheme: str, label: str) -> tuple:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_flow_map_legend_reads_in_both_themes(server, browser, scheme):  # noqa: F811
+def test_the_flow_legend_and_the_range_true_line_read_in_both_themes(server, browser,  # noqa: F811
+                                                                     scheme):
+    """One session per theme: the Flows page, then the Range queries page."""
     with themed_page(browser, scheme, height=4500) as pg:
         background = open_themed(pg, server, scheme, "Flows")
-        legend = drawn(pg, FLOW_LEGEND, "state.texts.length >= 5")
-        box = rgba(legend["background"][0])[:3] + (float(legend["background"][1]),)
-        # the legend lies over the map's background (on the page) or the base map's areas
-        under = [over(rgba(legend["map"]), background)] + [rgba(c) for c in legend["areas"]]
-        (_, title), *entries = legend["texts"]  # the title in Streamlit's secondary grey
-        pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
-        tb.shot(pg, f"colours_flows_{scheme}")
-        for fills, least in (([title], LINE_CONTRAST), ([f for _, f in entries], TEXT_CONTRAST)):
-            assert min(contrast(rgba(fill), over(box, u)) for fill in fills
-                       for u in under) >= least, legend
+        the_flow_map_legend_reads(pg, scheme, background)
+        pg.set_viewport_size({"width": 1440, "height": 4100})
+        open_page(pg, "Range queries")
+        tb.no_exception(pg)
+        the_range_true_values_line_shows(pg, scheme, background)
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_range_true_values_line_shows_in_both_themes(server, browser, scheme):  # noqa: F811
-    with themed_page(browser, scheme, height=4100) as pg:
-        background = open_themed(pg, server, scheme, "Range queries")
-        truth = drawn(pg, TRUE_LINE, "true")
-        pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
-        tb.shot(pg, f"colours_ranges_{scheme}")
-        bar = over(painted(truth["bar"][0], str(truth["bar"][1])), background)
-        for part in ("line", "swatch"):
-            colour = painted(*truth[part])
-            for below in (background, bar):  # the line runs over the page and the bars
-                assert contrast(over(colour, below), below) >= LINE_CONTRAST, (part, truth)
+def the_flow_map_legend_reads(pg, scheme: str, background: tuple) -> None:
+    """The Flows map's legend text stands out from the legend box over what lies under it."""
+    legend = drawn(pg, FLOW_LEGEND, "state.texts.length >= 5")
+    box = rgba(legend["background"][0])[:3] + (float(legend["background"][1]),)
+    # the legend lies over the map's background (on the page) or the base map's areas
+    under = [over(rgba(legend["map"]), background)] + [rgba(c) for c in legend["areas"]]
+    (_, title), *entries = legend["texts"]  # the title in Streamlit's secondary grey
+    pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    tb.shot(pg, f"colours_flows_{scheme}")
+    for fills, least in (([title], LINE_CONTRAST), ([f for _, f in entries], TEXT_CONTRAST)):
+        assert min(contrast(rgba(fill), over(box, u)) for fill in fills
+                   for u in under) >= least, legend
+
+
+def the_range_true_values_line_shows(pg, scheme: str, background: tuple) -> None:
+    """The Range queries' true-values line and its legend swatch stand out from the page
+    and the bars."""
+    truth = drawn(pg, TRUE_LINE, "true")
+    pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    tb.shot(pg, f"colours_ranges_{scheme}")
+    bar = over(painted(truth["bar"][0], str(truth["bar"][1])), background)
+    for part in ("line", "swatch"):
+        colour = painted(*truth[part])
+        for below in (background, bar):  # the line runs over the page and the bars
+            assert contrast(over(colour, below), below) >= LINE_CONTRAST, (part, truth)

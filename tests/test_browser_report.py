@@ -46,17 +46,9 @@ def start_us(pg, server_url: str) -> None:  # noqa: F811
     maps_drawn(pg)
 
 
-def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):  # noqa: F811
-    start_us(page, server)
-    goto(page, "Export")
-    press(page, "Prepare the report")
-    shot(page, "export_report")
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Download the report (HTML)").click()
-    path = tmp_path / download.value.suggested_filename
-    download.value.save_as(path)
-    assert path.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
-
+def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
+    """The exploration report at ``path``, opened from disk in a context with every network
+    request blocked: its figures (maps included) draw, and no request leaves it."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
     requests = []
 
@@ -78,11 +70,13 @@ def test_report_opens_offline_with_its_figures(server, page, browser, tmp_path):
         timeout=120_000)
     counties = offline.evaluate(f"""() => Math.max(...[...document.querySelectorAll(
         '{FIGURES}')].map(p => p.querySelectorAll('path.choroplethlocation').length))""")
-    assert counties >= 3000
-    assert offline.locator(f"{FIGURES} .barlayer").count() >= 1  # the ledger
-    assert offline.locator(f"{FIGURES} .scatterlayer .trace").count() >= 3  # trade-off
-    assert offline.get_by_text("Not publishable as it is", exact=True).count() == 1
-    assert requests == []
+    assert counties >= 3000, f"offline report: its county map drew {counties} areas"
+    assert offline.locator(f"{FIGURES} .barlayer").count() >= 1, "offline report: no ledger"
+    assert offline.locator(f"{FIGURES} .scatterlayer .trace").count() >= 3, \
+        "offline report: no trade-off figure"
+    assert offline.get_by_text("Not publishable as it is", exact=True).count() == 1, \
+        "offline report: the exploration's verdict is not shown once"
+    assert requests == [], f"offline report: requests left it: {requests}"
     offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
     context.close()
 
@@ -119,13 +113,18 @@ def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F81
     return pd.Series(shown[1], index=shown[0]).sort_index(), banner
 
 
-def test_report_after_the_publishable_draw_shows_the_publishable_values(
-        server, page, browser, tmp_path):  # noqa: F811
+def test_report_offline_then_after_the_publishable_draw(server, page, browser,  # noqa: F811
+                                                        tmp_path):
+    """One walk (one sample load, one exploration report) for both report checks: the
+    exploration report opens offline with its figures; after the publishable draw the
+    report shows the publishable values."""
     start_us(page, server)
     goto(page, "Export")
     (tmp_path / "exploration").mkdir()
     before = download_report(page, tmp_path / "exploration")
+    shot(page, "export_report")
     assert before.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
+    assert_opens_offline(browser, before)
     seeded, banner = state_map_values(browser, before)
     assert banner.startswith("EXPLORATION - NOT FOR PUBLICATION")
 

@@ -1,42 +1,25 @@
-"""The plain-language panel of the Group sizes, Flows and Range queries pages in a real
-headless Chromium: opened, it names the page's neighbour, the odds bound and the a priori
-error per level in the page's unit, and the configuration box offers save and load.
-Screenshots: test-artifacts/screenshots/explain_{group_sizes,flows,ranges}.png (the panel)
-and explain_{...}_page.png (the whole page)."""
+"""The Range queries page in a real headless Chromium: its plain-language panel (as on the
+Group sizes and Flows pages, checked in their walks in test_browser.py) names the page's
+neighbour, the odds bound and the a priori error in the page's unit; a configuration saved
+there loads back in a new session. Screenshots: test-artifacts/screenshots/explain_ranges.png
+(the panel), explain_ranges_page.png (the whole page) and ranges_config.png."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from test_browser import SHOTS, browser, goto, no_exception, page, server, shot  # noqa: F401
+from test_browser import (  # noqa: F401  (fixtures)
+    SHOTS,
+    browser,
+    explain_panel,
+    goto,
+    no_exception,
+    page,
+    server,
+)
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.mark.parametrize(("label", "name", "protects", "per"), [
-    ("Group sizes", "group_sizes", "The guarantee protects one household member",
-     "per region and size"),
-    ("Flows", "flows", "The guarantee protects one trip", "per O/D pair, in trips"),
-    ("Range queries", "ranges", "The guarantee protects one person",
-     "RMSE per query of the workload"),
-])
-def test_the_query_pages_explain_in_plain_words(server, page, label, name, protects, per):  # noqa: F811
-    page.goto(server)
-    goto(page, label)
-    panel = page.locator(".st-key-explain_panel")
-    panel.get_by_text("In plain words").click()
-    panel.get_by_text(protects).wait_for()
-    panel.get_by_text("at most e^ε ≈ 2.72 times as likely").wait_for()
-    panel.get_by_text(per, exact=False).first.wait_for()
-    panel.locator("[data-testid='stDataFrame']").wait_for()
-    no_exception(page)
-    page.get_by_text("Configuration: save it, or load a saved one").click()
-    page.get_by_role("button", name="Save the configuration (JSON)").wait_for()
-    panel.scroll_into_view_if_needed()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    panel.screenshot(path=str(SHOTS / f"explain_{name}.png"))
-    shot(page, f"explain_{name}_page")
 
 
 def unit_error(pg) -> str:
@@ -47,8 +30,9 @@ def unit_error(pg) -> str:
 
 
 def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser, tmp_path):  # noqa: F811
-    """Save on the Range queries page (another mechanism and seed), open a new browser
-    session, load the file there: the page shows the same release."""
+    """The Range queries page explains itself in plain words; save there (another mechanism
+    and seed), open a new browser session, load the file there: the page shows the same
+    release."""
     from tests.browser_tools import select_option, settle
 
     first = browser.new_context(viewport={"width": 1440, "height": 2600})
@@ -56,6 +40,8 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     pg.set_default_timeout(90_000)
     pg.goto(server)
     goto(pg, "Range queries")
+    explain_panel(pg, "ranges", "The guarantee protects one person",
+                  "RMSE per query of the workload")
     select_option(pg, "Mechanism", "greedy-h")
     seed = pg.get_by_label("Seed (exploration)")
     seed.fill("7")

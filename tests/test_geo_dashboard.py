@@ -16,7 +16,8 @@ from tests.test_geo_upload import squares_geojson
 DATA_PAGE = "pages/1_Data.py"
 
 
-def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTest:
+def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None,
+         upload_on: str | None = None) -> AppTest:
     from hierdp_core.ui import geo as geo_ui
     from hierdp_core.ui import inputs as inp
     from hierdp_core.ui import session
@@ -30,7 +31,11 @@ def _app(path: str, table: pd.DataFrame, geo_state: dict | None = None) -> AppTe
         **roles, **roles["guessed"], "count_confirmed": True}  # as "Use the guessed columns"
     if geo_state is not None:
         at.session_state[geo_ui.GEO] = geo_state
+    if upload_on is not None:  # the query page of this prefix on the upload from the start
+        at.session_state[f"{upload_on}_source"] = "upload"  # (no bundled sample release first)
     at.run()
+    if upload_on is not None:
+        assert at.radio(key=f"{upload_on}_source").value == "upload"
     if path == DATA_PAGE:  # the guessed roles wait for the click
         at.button(key="roles_guess_1").click().run()
     return at
@@ -98,8 +103,7 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
                           "hh_size": [1, 2, 3, 4] * 2, "households": [9, 8, 7, 6] * 2})
     assert column_roles.size_candidates(table, ["region_code", "commune"])[0] == "hh_size"
     assert "region_code" not in column_roles.count_candidates(table)
-    at = _app("pages/7_Group_sizes.py", table)
-    at.radio(key="gs_source").set_value("upload").run()
+    at = _app("pages/7_Group_sizes.py", table, upload_on="gs")
     at.radio(key="gs_up_rows").set_value("size").run()
     assert not at.exception
     assert at.selectbox(key="gs_up_size").value is None  # a guess waits for a click
@@ -108,8 +112,7 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
     assert at.selectbox(key="gs_up_count").value == "households"
     assert "region_code" not in at.selectbox(key="gs_up_size").options
     text = table.assign(hh_size=table["hh_size"].astype(str) + " persons")
-    at = _app("pages/7_Group_sizes.py", text.drop(columns="households"))
-    at.radio(key="gs_source").set_value("upload").run()
+    at = _app("pages/7_Group_sizes.py", text.drop(columns="households"), upload_on="gs")
     at.radio(key="gs_up_rows").set_value("size").run()
     assert not at.exception
     assert any("no column can be the size column" in e.value for e in at.error)
@@ -131,8 +134,7 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
     o, d = rng.integers(0, 4, 200), rng.integers(0, 4, 200)
     trips = pd.DataFrame({"o_zone": np.array(zones)[o], "o_tract": np.array(codes)[o],
                           "d_zone": np.array(zones)[d], "d_tract": np.array(codes)[d]})
-    at = _app("pages/8_Flows.py", trips, own)
-    at.radio(key="fl_source").set_value("upload").run()
+    at = _app("pages/8_Flows.py", trips, own, upload_on="fl")
     at.button(key="fl_up_suggest").click().run()
     assert_clean(at)
     assert not any("No flow map" in i.value for i in at.info)
@@ -140,8 +142,7 @@ def test_own_boundaries_give_flow_and_group_size_maps_and_a_geojson_export():
 
     people = pd.DataFrame({"zone": np.repeat(zones, 3), "tract": np.repeat(codes, 3),
                            "household": [f"h{i // 3}" for i in range(12)]})
-    at = _app("pages/7_Group_sizes.py", people, own)
-    at.radio(key="gs_source").set_value("upload").run()
+    at = _app("pages/7_Group_sizes.py", people, own, upload_on="gs")
     at.button(key="gs_up_suggest").click().run()
     assert_clean(at)
     assert any(own["geometry"].source in s.replace("\\u002f", "/") for s in figure_specs(at))
