@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 from hierdp_core.defaults import MAX_REPLICATES
 from hierdp_core.errors import InputError, MechanismError, MemoryLimitError, SizeLimitError
-from hierdp_core.mechanisms.base import capabilities
 
 #: the default ``--max-memory``: this share of the memory this process may use
 #: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
@@ -52,22 +51,6 @@ MEMORY_SHARE = 0.5
 #: cells, the others not yet measured); flows vanilla-gauss 509. Each kind's constant is
 #: its largest measured slope with a margin.
 BYTES_PER_CELL = {"counts": 600, "group-sizes": 450, "ranges": 500, "flows": 600}
-#: flow mechanisms that never hold areas x areas: the top-down ones noise only the children
-#: of released positive O/D pairs, the stability histogram only the positive pairs (the
-#: bench's slope over the dense O/D cells was nil: inftda -7, tda-l2 1 bytes per cell).
-#: Their plan is `sparse_flows_plan`.
-
-
-def keeps_flows_sparse(mechanism: str | None) -> bool:
-    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
-    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
-    mechanism (refused where it runs)."""
-    if mechanism is None:
-        return False
-    try:
-        return capabilities(mechanism, "flows").sparse_flows
-    except MechanismError:
-        return False
 #: peak bytes per O/D cell a sparse flow mechanism noises: InfTDA's release measured 114
 #: (traced peak over the cells noised, 0.37M and 4.1M cells), with room for the positive
 #: nodes it writes
@@ -79,6 +62,24 @@ DASK_CLIENT_BYTES_PER_CELL = 150
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
           "tib": 2**40}
+
+
+def keeps_flows_sparse(mechanism: str | None) -> bool:
+    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
+    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
+    mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
+    top-down ones noise only the children of released positive O/D pairs, the stability
+    histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
+    inftda -7, tda-l2 1 bytes per cell); its plan is `sparse_flows_plan`."""
+    if mechanism is None:
+        return False
+    from hierdp_core.mechanisms.base import capabilities  # only for flows: the early
+    # refusals of the other query kinds run before numpy is imported
+
+    try:
+        return capabilities(mechanism, "flows").sparse_flows
+    except MechanismError:
+        return False
 
 
 def total_memory() -> int:
