@@ -41,9 +41,14 @@ def run_command(args) -> int:
 
 
 def _interrupted_in(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt lies in ``exc``'s chain of causes: numpy turns Ctrl-C
-    during the import of its C extension into an ImportError (its "IMPORTANT: PLEASE READ
-    THIS" advice) raised from the interrupt."""
+    """Whether a KeyboardInterrupt lies in ``exc``'s chain of causes, or Ctrl-C reached the
+    command at all (`cli_entry.interrupt_received`): numpy turns Ctrl-C during the import
+    of its C extension into an ImportError (its "IMPORTANT: PLEASE READ THIS" advice)
+    raised from the interrupt, and pandas re-raises that as an ImportError of its own."""
+    from hierdp_core.cli_entry import interrupt_received
+
+    if interrupt_received():
+        return True
     seen = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):

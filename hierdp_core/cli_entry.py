@@ -39,10 +39,29 @@ def _leave_now(signum, frame) -> None:
     os._exit(INTERRUPTED)
 
 
+#: the Ctrl-Cs received while the command ran (`_interrupt`)
+_RECEIVED: list[int] = []
+
+
+def _interrupt(signum, frame) -> None:
+    """Ctrl-C while the command runs: Python's own KeyboardInterrupt, remembered, since an
+    extension's import may turn it into an ImportError with no link to it (pandas re-raises
+    numpy's that way)."""
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupt_received() -> bool:
+    """Whether Ctrl-C reached the command (`run`) at some point."""
+    return bool(_RECEIVED)
+
+
 def run(argv: list[str] | None = None) -> int:
     """The command's exit status: `hierdp_core.cli.main`'s, or 130 after one
     ``interrupted`` line when Ctrl-C comes before it handles it (imports, arguments) or
     while it reports an error. Later Ctrl-Cs leave at once (`_leave_now`)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         from hierdp_core.cli import main
 
@@ -51,7 +70,7 @@ def run(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _leave_now)
         _say_interrupted()
         return INTERRUPTED
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _interrupt):
         signal.signal(signal.SIGINT, _leave_now)  # interpreter shutdown: no traceback either
     return code
 
