@@ -50,6 +50,7 @@ from hierdp_core.data.validate import (
     check_column_roles,
     default_max_cells,
     lookalike_codes,
+    stripped_text,
     validate_columns,
     validate_counts,
 )
@@ -241,11 +242,10 @@ def _stripped(distinct) -> pd.Series:
     values as pandas strips them)."""
     values = pd.Series(distinct, dtype=object)
     try:
-        text = pa.array(values, type=pa.string(), from_pandas=True)
+        text = stripped_text(values)
     except (pa.ArrowException, TypeError):
         return values.str.strip()
-    return pd.Series(pc.utf8_trim_whitespace(text).to_numpy(zero_copy_only=False),
-                     dtype=object)
+    return pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _has_leading_zero(present: pd.Series) -> bool:

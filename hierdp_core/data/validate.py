@@ -160,13 +160,22 @@ def check_column_roles(count_column: str | None, **roles: Sequence[str] | str | 
                                   f"and as a {noun} column; a column has one role")
 
 
+def stripped_text(values):
+    """Text ``values`` without surrounding whitespace, as a pyarrow string array (one call
+    of its kernel, which strips what ``str.strip`` does); a pyarrow error or TypeError when
+    some value is not text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.utf8_trim_whitespace(pa.array(values, type=pa.string(), from_pandas=True))
+
+
 def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
                     limit: int = 5) -> list[tuple[str, str, str]]:
     """Pairs of distinct codes of the same column that differ only by leading zeros or
     surrounding whitespace (``'1'`` and ``'01'``, ``'06 '`` and ``'06'``), as
     ``(column, code, code)``, at most ``limit``, in the codes' sorted order. Codes are left
     as they are (two units); the caller may warn."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     pairs: list[tuple[str, str, str]] = []
@@ -175,7 +184,7 @@ def lookalike_codes(table: pd.DataFrame, columns: Sequence[str],
             continue
         text = np.unique(np.asarray([str(v) for v in _present_values(table[column])],
                                     dtype=object))
-        stripped = pc.utf8_trim_whitespace(pa.array(text, type=pa.string()))
+        stripped = stripped_text(text)
         key = pc.utf8_ltrim(stripped, characters="0")
         key = pc.if_else(pc.and_(pc.equal(key, ""), pc.not_equal(stripped, "")), "0", key)
         key = np.asarray(key.to_pylist(), dtype=object)  # '00' is '0'
