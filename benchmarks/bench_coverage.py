@@ -1,7 +1,10 @@
 """Coverage of the release intervals on shapes unlike the repository's tables (issue 30,
 item 2): every shape of `coverage_shapes.SHAPES` (2-6 levels, fan-out 1-500, units of a
 few people to millions, 0-60% empty leaves, ragged trees), the consistent counts
-mechanisms (least squares, TopDown), epsilon 0.1 / 1 / 10, uniform split.
+mechanisms (least squares, TopDown), epsilon 0.1 / 1 / 10, uniform split; on request
+(``--mechanisms``) every consistent private group-size mechanism (`GROUP_SIZE_MECHANISMS`,
+households of 1-4 people) and range mechanism (`RANGE_MECHANISMS`, 32 ordered values, the
+prefix workload), each release with its re-run bootstrap.
 
 Each (shape, mechanism, epsilon) makes ``--runs`` independent seeded releases at once
 (copies of the table as category columns, which the count mechanisms treat
@@ -37,7 +40,7 @@ import sys
 import time
 
 import numpy as np
-from coverage_shapes import SHAPES, make_counts, make_group_sizes
+from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
 
 from hierdp_core.explain_errors import a_priori_errors
@@ -47,17 +50,24 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
+from hierdp_core.queries.ranges import RangeData
 
 TARGET = 0.03  # points of coverage from nominal
 FORECAST_TOLERANCE = 0.10  # relative, of the a priori mean |error| (issue 30 item 3)
 MECHANISMS = ("least-squares", "topdown")
-#: group-size mechanisms also measured on ``--mechanisms`` (not by default: a release and
-#: its bootstrap per run, about 2 minutes per case at 240 releases x 50 replicates)
-GROUP_SIZE_MECHANISMS = ("gs-topdown",)
+#: group-size and range mechanisms also measured on ``--mechanisms`` (not by default: a
+#: release and its re-run bootstrap per run, about 2 minutes per case at 240 releases x 50
+#: replicates): every consistent private one of their query kinds
+GROUP_SIZE_MECHANISMS = ("gs-topdown", "gs-mh-dp", "gs-mc-dp", "gs-mc-chain",
+                         "gs-kuo-hierarchical")
+RANGE_MECHANISMS = ("dawa", "greedy-h", "partition-laplace", "identity", "uniform", "h2",
+                    "hb", "privelet")
+RERUN_MECHANISMS = {**dict.fromkeys(GROUP_SIZE_MECHANISMS, make_group_sizes),
+                    **dict.fromkeys(RANGE_MECHANISMS, make_ranges)}
 #: independent releases per case (the root's standard error sqrt(.09 / runs) <= 0.02 from
 #: 225 runs) and TopDown's bootstrap replicates per release (an order statistic of m draws
 #: covers (rank + 1) / (m + 1) on average, 0.902 for m = 50, 0.901 for the default 200)
-RUNS = {"least-squares": 400, "topdown": 240, "gs-topdown": 240}
+RUNS = {"least-squares": 400, "topdown": 240, **dict.fromkeys(RERUN_MECHANISMS, 240)}
 TOPDOWN_REPLICATES = 50
 
 
@@ -138,12 +148,13 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
             "replicates": iv.record["replicates"]}
 
 
-def group_size_case(data: GroupSizeData, mechanism: str, eps: float, runs: int,
-                    nominal: float, seed: int, replicates: int | None) -> dict:
-    """``runs`` independent releases of the group sizes ``data`` one after the other (a
-    release's categories are the sizes), each with its bootstrap intervals: per level the
-    coverage over its regions x sizes x releases (no error forecast: `explain()` gives
-    group sizes one figure for every level)."""
+def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs: int,
+               nominal: float, seed: int, replicates: int | None) -> dict:
+    """``runs`` independent releases of the group sizes or ranges ``data`` one after the
+    other (a release's categories are the sizes or the attribute's values), each with its
+    re-run bootstrap intervals: per level the coverage over its units x categories x
+    releases (no error forecast: `explain()` gives these kinds one figure for every
+    level)."""
     source = NoiseSource(seed=seed)
     truth = data.node_counts()
     start = time.perf_counter()
@@ -237,7 +248,7 @@ def main(argv=None) -> int:
     unknown = set(wanted) - {s.name for s in SHAPES}
     if unknown:
         p.error(f"unknown shapes: {sorted(unknown)}")
-    unknown = set(args.mechanisms.split(",")) - {*MECHANISMS, *GROUP_SIZE_MECHANISMS}
+    unknown = set(args.mechanisms.split(",")) - {*MECHANISMS, *RERUN_MECHANISMS}
     if unknown:
         p.error(f"unknown mechanisms: {sorted(unknown)}")
     results, seed = {}, args.seed * 100_000
@@ -256,9 +267,9 @@ def main(argv=None) -> int:
                 name = f"{mechanism} eps={eps:g}"
                 runs = args.runs or RUNS[mechanism]
                 entry["cases"][name] = (
-                    group_size_case(make_group_sizes(shape, index), mechanism, eps, runs,
-                                    args.level, seed, args.replicates)
-                    if mechanism in GROUP_SIZE_MECHANISMS else
+                    rerun_case(RERUN_MECHANISMS[mechanism](shape, index), mechanism, eps,
+                               runs, args.level, seed, args.replicates)
+                    if mechanism in RERUN_MECHANISMS else
                     case(data, mechanism, eps, runs, args.level, seed, args.replicates,
                          not args.forecast_only))
                 print(shape.name, name, [lv["coverage"] if "coverage" in lv else

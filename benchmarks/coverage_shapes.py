@@ -6,7 +6,9 @@ pass through a level with a single child, as a unit with no subdivision there).
 A `Shape` is a small public recipe; `make_counts` turns it into a `CountData` with one
 level loop (no Python loop per node): every parent draws its number of children at once,
 the children's parents are `np.repeat`ed, and the leaf populations are drawn in one call;
-`make_group_sizes` splits those populations into groups of 1-4 people.
+`make_group_sizes` splits those populations into groups of 1-4 people; `make_ranges` spreads
+them over `RANGE_VALUES` ordered attribute values (ages in bands) with a profile of its own per
+leaf.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 from hierdp_core.groupsizes.data import GroupSizeData
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.queries.counts import CountData
+from hierdp_core.queries.ranges import RangeData
+from hierdp_core.ranges.workloads import prefix_ranges
 
 
 @dataclass(frozen=True)
@@ -111,3 +115,25 @@ def make_group_sizes(shape: Shape, seed: int) -> GroupSizeData:
     groups = np.random.default_rng(seed).poisson(mean).astype(np.int64)
     return GroupSizeData(data.hierarchy, groups, tuple(map(str, sizes)), ("size",),
                          max_size=int(sizes[-1]), min_size=1)
+
+
+#: the ordered attribute of `make_ranges`: this many values (a power of two: H2's tree is full)
+RANGE_VALUES = 32
+
+
+def make_ranges(shape: Shape, seed: int) -> RangeData:
+    """The shape's tree and leaf populations (`make_counts`), each leaf's people spread over
+    `RANGE_VALUES` ordered values by a multinomial draw from a profile of its own: a
+    declining curve (an age pyramid) whose slope varies from leaf to leaf, times a random
+    factor per value (lumpy), so some values of a small leaf are empty and buckets differ
+    between leaves. The workload is the public prefix ranges."""
+    data = make_counts(shape, seed)
+    rng = np.random.default_rng(seed)
+    n = data.hierarchy.n_leaves
+    slope = rng.uniform(0.0, 4.0, (n, 1))
+    profile = np.exp(-slope * np.linspace(0, 1, RANGE_VALUES)) * rng.gamma(2.0, 0.5,
+                                                                          (n, RANGE_VALUES))
+    profile /= profile.sum(axis=1, keepdims=True)
+    counts = rng.multinomial(data.leaf_counts[:, 0], profile).astype(np.int64)
+    return RangeData(data.hierarchy, counts, tuple(map(str, range(RANGE_VALUES))), "value",
+                     prefix_ranges(RANGE_VALUES))

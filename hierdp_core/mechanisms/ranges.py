@@ -346,10 +346,17 @@ def _dawa_with(**fixed) -> Estimator:
 
 
 def _baseline(function) -> Estimator:
+    """A data-independent 1-D method as an estimator; one that spreads each row's total
+    evenly (``function.one_bucket``) states its one bucket per row (public: the same for
+    every input), so its intervals bound each cell by its row's total."""
     def estimate(x, workload, epsilon, source, *, sensitivity, **params):
         if sensitivity is None:  # Privelet: calibrated from the public domain size
-            return RangeEstimate(function(x, epsilon, source, **params))
-        return RangeEstimate(function(x, epsilon, source, sensitivity=sensitivity, **params))
+            values = function(x, epsilon, source, **params)
+        else:
+            values = function(x, epsilon, source, sensitivity=sensitivity, **params)
+        if not getattr(function, "one_bucket", False):
+            return RangeEstimate(values)
+        return RangeEstimate(values, [np.array([0, values.shape[-1]])] * len(values))
     return estimate
 
 

@@ -133,6 +133,9 @@ def uniform_estimate(x, epsilon: float, source: NoiseSource, *,
     return _shaped_like_input(np.repeat((noisy_total / n)[:, None], n, axis=1), single)
 
 
+uniform_estimate.one_bucket = True  # its output is one bucket per row: the whole domain
+
+
 # ---- trees: H2, H_b, HB ----------------------------------------------------------------------
 
 
