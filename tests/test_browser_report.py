@@ -198,7 +198,7 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
     context.close()
     pd.testing.assert_series_equal(values(first), values(again))
 
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     assert main(["sample", "us-counties", "--out", str(tmp_path / "s.csv")]) == 0
     assert main(["release", str(tmp_path / "s.csv"), "--config", str(saved), "--out",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from hierdp_core.cli_input import DEFAULT_MIN_SIZE
+from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.config import ConfigError, ReleaseConfig, config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms

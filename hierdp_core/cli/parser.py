@@ -1,12 +1,13 @@
 """The ``hierdp`` argument parser: its commands and options. Usage errors are one
-``error:`` line and exit status 2 (`OneLineErrors`); `hierdp_core.cli` runs the command."""
+``error:`` line and exit status 2 (`OneLineErrors`); `hierdp_core.cli.main` runs the command."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from hierdp_core import __version__, cli_budget
+from hierdp_core import __version__
+from hierdp_core.cli import budget
 from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
@@ -363,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing release in --out whole (written beside it, "
                         "then swapped in one step)")
-    cli_budget.add_release_options(p)
+    budget.add_release_options(p)
 
     p = sub.add_parser("evaluate", help="error metrics of a release against the true input "
                                         "(reads confidential data)")
@@ -408,5 +409,5 @@ def build_parser() -> argparse.ArgumentParser:
                         "release uses (no seed: --seed is ignored and the run cannot be "
                         "repeated draw for draw; the bound needs only the draws)")
     p.add_argument("--json", action="store_true")
-    cli_budget.add_command(sub)
+    budget.add_command(sub)
     return parser

@@ -14,17 +14,17 @@ import importlib
 import os
 import sys
 
-from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
+from hierdp_core.cli.parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.errors import HierdpError
 
 #: each command's function, as "module:function" under hierdp_core, imported when it runs
-COMMANDS = {"mechanisms": "cli_commands:cmd_mechanisms", "release": "cli_release:cmd_release",
-            "evaluate": "cli_evaluate:cmd_evaluate", "verify": "cli_commands:cmd_verify",
-            "sample": "cli_commands:cmd_sample", "audit": "cli_commands:cmd_audit",
-            "budget": "cli_budget:cmd_budget"}
+COMMANDS = {"mechanisms": "cli.commands:cmd_mechanisms", "release": "cli.release:cmd_release",
+            "evaluate": "cli.evaluate:cmd_evaluate", "verify": "cli.commands:cmd_verify",
+            "sample": "cli.commands:cmd_sample", "audit": "cli.commands:cmd_audit",
+            "budget": "cli.budget:cmd_budget"}
 #: checks on the arguments alone that run, in turn, before the command's modules are
 #: imported: the budget's ranges, then the sizes typed against the memory
-EARLY_CHECKS = {"release": ("cli_budget:budget_from_args", "cli_memory:check_declared_memory")}
+EARLY_CHECKS = {"release": ("cli.budget:budget_from_args", "cli.memory:check_declared_memory")}
 
 
 def _function(where: str):
@@ -42,10 +42,10 @@ def run_command(args) -> int:
 
 def _interrupted_in(exc: BaseException) -> bool:
     """Whether a KeyboardInterrupt lies in ``exc``'s chain of causes, or Ctrl-C reached the
-    command at all (`cli_entry.interrupt_received`): numpy turns Ctrl-C during the import
+    command at all (`entry.interrupt_received`): numpy turns Ctrl-C during the import
     of its C extension into an ImportError (its "IMPORTANT: PLEASE READ THIS" advice)
     raised from the interrupt, and pandas re-raises that as an ImportError of its own."""
-    from hierdp_core.cli_entry import interrupt_received
+    from hierdp_core.cli.entry import interrupt_received
 
     if interrupt_received():
         return True
