@@ -9,7 +9,7 @@ import streamlit as st
 from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
-from hierdp_core.geo import level_geojson
+from hierdp_core.geo.maps import level_geojson
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report import evaluation_report_html
