@@ -12,9 +12,9 @@ from hierdp_core.export import manifest_bytes
 from hierdp_core.geo.maps import level_geojson
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.report import evaluation_report_html
-from hierdp_core.report_pdf import chromium_path, report_pdf
-from hierdp_core.report_stakeholder import report_file_stem, report_html
+from hierdp_core.report.evaluation import evaluation_report_html
+from hierdp_core.report.pdf import chromium_path, report_pdf
+from hierdp_core.report.stakeholder import report_file_stem, report_html
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel

@@ -32,7 +32,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from hierdp_core.report_stakeholder import PUBLIC_BANNER
+from hierdp_core.report.stakeholder import PUBLIC_BANNER
 from tests.browser_tools import press_start, settle
 
 pytestmark = pytest.mark.browser
