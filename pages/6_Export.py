@@ -26,7 +26,7 @@ from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
 def load_config() -> None:
     """Apply the uploaded configuration (on upload, before the page is drawn)."""
-    uploaded = st.session_state.get("cfg_upload")
+    uploaded = st.session_state.get(session.CONFIG_UPLOAD)
     if uploaded is None:
         return
     try:
@@ -47,7 +47,7 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
     st.download_button("Save the configuration (JSON)",
                        config_json(config_ui.current_config(release)),
                        "hierdp_config.json", "application/json", key="cfg_save")
-    st.file_uploader("Load a configuration (JSON)", type=["json"], key="cfg_upload",
+    st.file_uploader("Load a configuration (JSON)", type=["json"], key=session.CONFIG_UPLOAD,
                      on_change=load_config)
     st.caption("Data, levels, mechanism, parameters, budget, split and seed; the same file "
                "works on the command line: `hierdp release --config hierdp_config.json`.")
