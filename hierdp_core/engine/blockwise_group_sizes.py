@@ -37,7 +37,8 @@ from hierdp_core.engine.streams import (
 )
 from hierdp_core.groupsizes.group_counts import hand_down, keep_group_counts, rescale_rows
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.mechanisms.group_sizes import estimated_total, root_on_simplex
+from hierdp_core.mechanisms.group_sizes import root_on_simplex
+from hierdp_core.mechanisms.group_sizes_base import estimated_total
 from hierdp_core.privacy.samplers import NoiseSource
 
 
