@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter
 from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
+from hierdp_core.mechanisms.streams import measure_in_blocks
 from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
 from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
@@ -176,7 +176,7 @@ class GroupSizeMechanism(Mechanism):
                              source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
         """(released values, noisy plain histograms for display). The default measures the
         plain or cumulative histograms of every level, a seeded source's noise per block of
-        top-level units from its own stream (`hierdp_core.engine.streams`, as the Dask
+        top-level units from its own stream (`hierdp_core.mechanisms.streams`, as the Dask
         engine draws it), and calls `estimate`."""
         truth = data.node_counts()
         if self.representation == "plain":
