@@ -29,9 +29,9 @@ import numpy as np
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter
-from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
+from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.mechanisms.streams import measure_in_blocks
-from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
+from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
 from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
