@@ -230,3 +230,13 @@ def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys)
     assert capsys.readouterr().err == "interrupted\n"
     monkeypatch.setattr(cli, "run_command", lambda args: (_ for _ in ()).throw(ImportError("x")))
     assert cli.main(["mechanisms"]) == 1  # a plain ImportError stays an unexpected error
+
+
+def test_an_import_error_after_a_received_ctrl_c_is_an_interrupt(monkeypatch, capsys):
+    """pandas re-raises numpy's wrapped interrupt as an ImportError with no link to it: when
+    the entry point says Ctrl-C was received, the command says ``interrupted``, 130."""
+    import hierdp_core.cli.main as cli
+
+    monkeypatch.setattr(cli, "run_command", lambda args: (_ for _ in ()).throw(ImportError("x")))
+    assert cli.main(["mechanisms"], interrupt_received=lambda: True) == 130
+    assert capsys.readouterr().err == "interrupted\n"

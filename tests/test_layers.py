@@ -186,8 +186,6 @@ KNOWN_LOOPS = {
      "intervals.counts", "intervals.flows", "intervals.group_sizes", "intervals.ranges",
      "invariants", "mechanisms.group_sizes", "mechanisms.group_sizes_base", "release",
      "table_rules"),
-    # the entry point runs main; main asks the entry point whether Ctrl-C was received
-    ("cli.entry", "cli.main"),
     ("cli.inputs", "cli.memory"),
     # the loaders, the memory planner and the query data call each other; among them
     # structure <-> queries.counts

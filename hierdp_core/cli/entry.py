@@ -65,7 +65,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         from hierdp_core.cli.main import main
 
-        code = main(argv)
+        code = main(argv, interrupt_received=interrupt_received)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, _leave_now)
         _say_interrupted()
