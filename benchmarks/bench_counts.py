@@ -33,9 +33,9 @@ from synthetic_geography import level_names, synthetic_geography
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
-from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.hierarchy import build_from_codes
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.streams import measure_in_blocks
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.opendp_noise import opendp_apply
 from hierdp_core.privacy.samplers import NoiseSource

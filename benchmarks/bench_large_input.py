@@ -57,8 +57,8 @@ TARGET_RATIO, TARGET_RSS_MB = 3.0, 1536.0
 #: the release's stages (``--stages``): the functions of the CLI whose cumulative profiled
 #: seconds make each (``minus`` taken out of ``noise`` / ``estimate``)
 STAGES = {
-    "read": ("cli_table.py", ("read_input", "lookalike_warning", "prepare_input")),
-    "build": ("cli_input.py", ("input_data",)),
+    "read": ("cli/table.py", ("read_input", "lookalike_warning", "prepare_input")),
+    "build": ("cli/inputs.py", ("input_data",)),
     "noise": ("samplers.py", ("apply",)),
     "release": ("mechanisms/counts.py", ("release",)),
     "intervals": ("intervals/__init__.py", ("with_intervals",)),

@@ -1,3 +1,3 @@
-from hierdp_core.cli_entry import entry
+from hierdp_core.cli.entry import entry
 
 entry()

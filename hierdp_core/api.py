@@ -1,5 +1,5 @@
 """The Python API of a counts release: `release` makes the release ``hierdp release`` makes,
-with the same code (`hierdp_core.cli_release`) and the same rules, from a table in memory
+with the same code (`hierdp_core.cli.release`) and the same rules, from a table in memory
 (a DataFrame) or a file, and returns it as a `CountRelease`: ``to_frame()`` (the released
 table), ``manifest`` (with the publishable verdict), ``intervals`` and ``write(folder)``
 (the folder ``hierdp release --out`` writes). Bad input raises a
@@ -147,8 +147,8 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     charge is reserved in the dataset's budget ledger before the noise is drawn (an
     overspend raises a `BudgetError` and draws nothing) and the release is written there.
     Bad input raises a `HierdpError`, as the command line's one-line errors."""
-    from hierdp_core.cli_budget import commit_release, reserve_release
-    from hierdp_core.cli_table import input_spec
+    from hierdp_core.cli.budget import commit_release, reserve_release
+    from hierdp_core.cli.table import input_spec
     from hierdp_core.export import build_manifest
     from hierdp_core.intervals import with_intervals
     from hierdp_core.privacy.samplers import NoiseSource
@@ -205,12 +205,12 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
                     before_noise=None):
     """(release, args, data, budget) of parsed ``hierdp release`` arguments on the table at
     ``path`` (or ``table``, a DataFrame in memory) with the noise ``source``, made by the
-    command line's code (`hierdp_core.cli_release`); nothing written; ``before_noise(budget)``
+    command line's code (`hierdp_core.cli.release`); nothing written; ``before_noise(budget)``
     is called once the input is checked, before any noise is drawn (to charge a ledger);
     ``args`` as the table's preparation left them. A mechanism that is not private is
     refused. Raises a `HierdpError` for bad input."""
-    from hierdp_core.cli_budget import budget_from_args
-    from hierdp_core.cli_release import (
+    from hierdp_core.cli.budget import budget_from_args
+    from hierdp_core.cli.release import (
         _params,
         _split,
         check_invariants,
@@ -236,7 +236,7 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
 def _arguments(input_name, levels, count_column, mechanism, category_columns,
                category_values, names, split, params, invariants) -> argparse.Namespace:
     """The parsed ``hierdp release`` arguments these keywords stand for."""
-    from hierdp_core.cli_parser import build_parser
+    from hierdp_core.cli.parser import build_parser
 
     args = argparse.ArgumentParser.parse_args(build_parser(),
                                               ["release", input_name, "--out", "-"])

@@ -20,7 +20,7 @@ def exact_quantities(mechanism, query: str, params: dict) -> list[str]:
     if query == "flows":
         return ["total"] if params.get("neighbouring") == "bounded" else []
     if query == "group-sizes":
-        from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
+        from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 
         kept = set(mechanism.kept_invariants(**params))  # with groups=exact: every G_v
         return ["groups"] if G_V_PUBLIC in kept else ["total"] if G_PUBLIC in kept else []

@@ -46,7 +46,8 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
     from hierdp_core.api import release_of_args
-    from hierdp_core.cli_parser import build_parser, fill_from_config
+    from hierdp_core.cli.config_file import fill_from_config
+    from hierdp_core.cli.parser import build_parser
     from hierdp_core.privacy.samplers import NoiseSource
 
     cfg = config if isinstance(config, ReleaseConfig) else load_config(config)

@@ -102,7 +102,7 @@ def written_table_rules(release, folder) -> dict:
     from pathlib import Path
 
     from hierdp_core.engine.partitioned import part_name
-    from hierdp_core.engine.streams import subtree
+    from hierdp_core.mechanisms.streams import subtree
 
     top, h = release.top, release.hierarchy
     k = top.values.shape[1]

@@ -9,12 +9,12 @@ import streamlit as st
 from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
-from hierdp_core.geo import level_geojson
+from hierdp_core.geo.maps import level_geojson
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.report import evaluation_report_html
-from hierdp_core.report_pdf import chromium_path, report_pdf
-from hierdp_core.report_stakeholder import report_file_stem, report_html
+from hierdp_core.report.evaluation import evaluation_report_html
+from hierdp_core.report.pdf import chromium_path, report_pdf
+from hierdp_core.report.stakeholder import report_file_stem, report_html
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
@@ -26,7 +26,7 @@ from hierdp_core.viz import metric_by_level, true_vs_released_scatter
 
 def load_config() -> None:
     """Apply the uploaded configuration (on upload, before the page is drawn)."""
-    uploaded = st.session_state.get("cfg_upload")
+    uploaded = st.session_state.get(session.CONFIG_UPLOAD)
     if uploaded is None:
         return
     try:
@@ -47,7 +47,7 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
     st.download_button("Save the configuration (JSON)",
                        config_json(config_ui.current_config(release)),
                        "hierdp_config.json", "application/json", key="cfg_save")
-    st.file_uploader("Load a configuration (JSON)", type=["json"], key="cfg_upload",
+    st.file_uploader("Load a configuration (JSON)", type=["json"], key=session.CONFIG_UPLOAD,
                      on_change=load_config)
     st.caption("Data, levels, mechanism, parameters, budget, split and seed; the same file "
                "works on the command line: `hierdp release --config hierdp_config.json`.")

@@ -16,7 +16,7 @@ from hierdp_core.flows.figures import (
     od_matrix,
 )
 from hierdp_core.flows.metrics import flow_metrics
-from hierdp_core.geo import level_geojson
+from hierdp_core.geo.maps import level_geojson
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table

@@ -138,7 +138,7 @@ def run_workshop(url: str, n_sessions: int, folder: Path) -> list[Attendee]:
 
 def expected_release(sample: str, config_json: Path, folder: Path) -> pd.DataFrame:
     """The library's release of a saved configuration (as `hierdp release --config`)."""
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     table = folder / f"{sample}.csv"
     if not table.exists():

@@ -209,8 +209,8 @@ def warm_up() -> None:
     """Import, once in this process, every module a release may use, so that the children
     of `run_case_forked` start with them (the long run's cases then cost their work, not
     the seconds of numpy, pandas and scipy imports each)."""
-    import hierdp_core.cli_commands  # noqa: F401
-    import hierdp_core.cli_release  # noqa: F401
+    import hierdp_core.cli.commands  # noqa: F401
+    import hierdp_core.cli.release  # noqa: F401
     import hierdp_core.export  # noqa: F401
     import hierdp_core.intervals  # noqa: F401
 
@@ -220,7 +220,7 @@ def warm_up() -> None:
 def run_case_forked(case: Case, folder: Path, timeout: float = 240
                     ) -> tuple[int | None, str, Path]:
     """`run_case` in a child forked from this (warmed-up: `warm_up`) process: the same
-    entry (`hierdp_core.cli_entry.run`), address-space cap, HOME and working folder, and
+    entry (`hierdp_core.cli.entry.run`), address-space cap, HOME and working folder, and
     the same result; an exception escaping the entry is printed as the interpreter would
     (a traceback, exit 1). Only the start-up imports are not exercised (the CI run,
     `run_case`, does)."""
@@ -237,7 +237,7 @@ def run_case_forked(case: Case, folder: Path, timeout: float = 240
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
             os.dup2(os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
             _limit()
-            from hierdp_core.cli_entry import run
+            from hierdp_core.cli.entry import run
 
             code = run(argv)
         except SystemExit as exc:

@@ -171,7 +171,7 @@ def square_geojson(ids) -> dict:
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
     """Run the `hierdp` command line in-process: (exit code, stdout, stderr)."""
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()

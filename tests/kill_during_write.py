@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 
-from hierdp_core.cli import main
+from hierdp_core.cli.main import main
 from hierdp_core.export import read_release
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND

@@ -118,7 +118,7 @@ def test_an_upload_gets_its_role_pickers():
 def sample_file(name: str, folder):
     """The bundled sample ``name`` written in ``folder`` as `hierdp sample` writes it (only
     the sample of the page tested: the households take the longest)."""
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     assert main(["sample", name, "--out", str(folder / f"{name}.csv")]) == 0
     return folder / f"{name}.csv"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.cli import main
+from hierdp_core.cli.main import main
 from hierdp_core.data.loaders import read_table
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import read_release

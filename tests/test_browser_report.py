@@ -32,7 +32,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
 )
 
-from hierdp_core.report_stakeholder import PUBLIC_BANNER
+from hierdp_core.report.stakeholder import PUBLIC_BANNER
 from tests.browser_tools import press_start, settle
 
 pytestmark = pytest.mark.browser
@@ -198,7 +198,7 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
     context.close()
     pd.testing.assert_series_equal(values(first), values(again))
 
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     assert main(["sample", "us-counties", "--out", str(tmp_path / "s.csv")]) == 0
     assert main(["release", str(tmp_path / "s.csv"), "--config", str(saved), "--out",

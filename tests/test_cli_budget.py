@@ -193,7 +193,7 @@ def stalled(*args, **kwargs):  # the noise is drawn; the folder is never written
     print("drawn", flush=True)
     time.sleep(600)
 hierdp_core.export.write_release = stalled
-from hierdp_core.cli import main
+from hierdp_core.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.cli_release import budget_warnings
+from hierdp_core.cli.release import budget_warnings
 
 
 @pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
@@ -66,7 +66,7 @@ def test_an_allowed_nonprivate_mechanism_warns_after_the_release_not_before_a_re
 def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
     """Found by the long fuzz run: --max-memory 10TB under a 2 GB address-space limit let a
     release start that numpy could not allocate ("unexpected MemoryError", exit 1)."""
-    import hierdp_core.cli as cli
+    import hierdp_core.cli.main as cli
 
     def out_of_memory(args):
         raise MemoryError("Unable to allocate 22.9 MiB")

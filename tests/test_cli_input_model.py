@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.cli_table import input_columns
+from hierdp_core.cli.table import input_columns
 from hierdp_core.export import read_release
 
 BANDS = [f"age_{lo}_{lo + 4}" for lo in range(0, 100, 5)] + ["age_100"]

@@ -1,5 +1,5 @@
 """The command line under a hostile environment (issue 27, item 7): Ctrl-C at start-up and
-during a release prints one line and exits 130 (`hierdp_core.cli_entry`), an ``--out`` that
+during a release prints one line and exits 130 (`hierdp_core.cli.entry`), an ``--out`` that
 cannot be written is one line naming it and the reason, exit 2, before any work
 (`hierdp_core.atomic.check_writable`), and a Latin-1 table is read with ``--encoding``."""
 
@@ -107,7 +107,7 @@ def test_ctrl_c_during_a_release_is_one_line_and_leaves_nothing(tmp_path_factory
 @pytest.fixture
 def no_work(monkeypatch):
     """The input is never read: the refusal comes first."""
-    import hierdp_core.cli_release as cli
+    import hierdp_core.cli.release as cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("the input was read before --out was checked")
@@ -217,7 +217,7 @@ def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
 def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys):
     """numpy wraps Ctrl-C during its extension's import in an ImportError (seen 1 run in 6
     of the test above): the command still says ``interrupted`` and exits 130."""
-    import hierdp_core.cli as cli
+    import hierdp_core.cli.main as cli
 
     def wrapped(args):
         try:
@@ -230,3 +230,13 @@ def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys)
     assert capsys.readouterr().err == "interrupted\n"
     monkeypatch.setattr(cli, "run_command", lambda args: (_ for _ in ()).throw(ImportError("x")))
     assert cli.main(["mechanisms"]) == 1  # a plain ImportError stays an unexpected error
+
+
+def test_an_import_error_after_a_received_ctrl_c_is_an_interrupt(monkeypatch, capsys):
+    """pandas re-raises numpy's wrapped interrupt as an ImportError with no link to it: when
+    the entry point says Ctrl-C was received, the command says ``interrupted``, 130."""
+    import hierdp_core.cli.main as cli
+
+    monkeypatch.setattr(cli, "run_command", lambda args: (_ for _ in ()).throw(ImportError("x")))
+    assert cli.main(["mechanisms"], interrupt_received=lambda: True) == 130
+    assert capsys.readouterr().err == "interrupted\n"

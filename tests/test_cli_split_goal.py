@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from hierdp_core.cli_split import parse_goal
+from hierdp_core.cli.split import parse_goal
 from hierdp_core.errors import InputError
 
 

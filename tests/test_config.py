@@ -81,7 +81,7 @@ FLAGS = ["--levels", "state,county", "--count-column", "count", "--categories", 
 @pytest.fixture(scope="module")
 def sample_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("sample")
-    from hierdp_core.cli import main
+    from hierdp_core.cli.main import main
 
     assert main(["sample", "synthetic-us-like", "--out", str(folder / "s.csv")]) == 0
     config = {**BASE, "data": {"file": "s.csv", "geography": "s-geography.csv"},

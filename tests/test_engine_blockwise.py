@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from hierdp_core.consistency.segments import segmented_cumsum
-from hierdp_core.engine import blockwise, streams
+from hierdp_core.engine import blockwise
+from hierdp_core.mechanisms import streams
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import Geometric, NoiseSource

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hierdp_core.engine import blockwise_flows, streams
+from hierdp_core.engine import blockwise_flows
 from hierdp_core.errors import InputError
 from hierdp_core.flows.synthetic import synthetic_flows
+from hierdp_core.mechanisms import streams
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource

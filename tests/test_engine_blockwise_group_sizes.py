@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from hierdp_core.engine import blockwise_group_sizes as bgs
-from hierdp_core.engine import streams
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.data import group_size_data_from_people
+from hierdp_core.mechanisms import streams
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import Geometric, NoiseSource

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from capability_helpers import declare
 
-from hierdp_core import cli_split
+from hierdp_core.cli import split as cli_split
 from hierdp_core.explain import NEIGHBOURS, error_digits, explain, ratio_text
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierdp_core import geo
 from hierdp_core.data.samples import SAMPLES, load_sample
 from hierdp_core.errors import InputError
+from hierdp_core.geo import maps as geo
 
 ROOT = Path(__file__).resolve().parents[1]
 GEO_LEVELS = {
@@ -163,7 +163,7 @@ def test_files_are_small():
 
 
 def _table_units(sample: str) -> dict:
-    """A sample table's units for `geo_match`: level -> (codes, parent codes)."""
+    """A sample table's units for `geo.match`: level -> (codes, parent codes)."""
     table = load_sample(sample)
     levels = list(SAMPLES[sample].levels)
     out = {}

@@ -76,7 +76,7 @@ def test_a_table_of_bundled_units_gets_their_map_and_can_refuse_it():
 
 
 def test_own_boundaries_draw_the_maps(tmp_path):
-    from hierdp_core.geo_upload import build_geometry, read_boundaries
+    from hierdp_core.geo.upload import build_geometry, read_boundaries
 
     table = pd.DataFrame({"zone": ["A", "A", "B", "B"], "tract": ["a1", "a2", "b1", "b2"],
                           "tract_name": ["North", "East", "South", "West"],
@@ -119,7 +119,7 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
 
 
 def _own_geometry(codes: list[str], zones: list[str]):
-    from hierdp_core.geo_upload import build_geometry, read_boundaries
+    from hierdp_core.geo.upload import build_geometry, read_boundaries
 
     b = read_boundaries(squares_geojson(codes), "tracts.geojson")
     units = pd.DataFrame({"zone": zones, "tract": codes})

@@ -9,8 +9,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.geo_guess import guess_properties
-from hierdp_core.geo_match import MATCH_COVERAGE
+from hierdp_core.geo.guess import guess_properties
+from hierdp_core.geo.match import MATCH_COVERAGE
 
 TOWNS = np.repeat(["101", "102", "103", "104"], 5)
 TRACTS = np.array([f"{t}{i:02d}" for t, i in zip(TOWNS, list(range(5)) * 4, strict=True)])

@@ -11,9 +11,9 @@ import pytest
 
 shapely = pytest.importorskip("shapely")
 
-from hierdp_core import geo_overview  # noqa: E402
-from hierdp_core.geo import level_geojson  # noqa: E402
-from hierdp_core.geo_overview import overview_geojson, overview_tolerance  # noqa: E402
+from hierdp_core.geo import overview as geo_overview  # noqa: E402
+from hierdp_core.geo.maps import level_geojson  # noqa: E402
+from hierdp_core.geo.overview import overview_geojson, overview_tolerance  # noqa: E402
 
 
 def _geoms(fc: dict) -> np.ndarray:

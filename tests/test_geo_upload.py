@@ -1,4 +1,4 @@
-"""Boundary files a user brings (`hierdp_core.geo_upload`): GeoJSON, zipped Shapefile and
+"""Boundary files a user brings (`hierdp_core.geo.upload`): GeoJSON, zipped Shapefile and
 GeoPackage read and validated with typed errors, layers built by property or by dissolving
 along the table's hierarchy, and matched against the table (both directions). Geometries are
 tiny squares made here."""
@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hierdp_core import geo
 from hierdp_core.errors import (
     GeometryCRSError,
     GeometryError,
@@ -24,8 +23,9 @@ from hierdp_core.errors import (
     GeometryTooLargeError,
     InvalidGeometryError,
 )
-from hierdp_core.geo_match import hierarchy_units, match_units
-from hierdp_core.geo_upload import build_geometry, read_boundaries, register_geometry
+from hierdp_core.geo import maps as geo
+from hierdp_core.geo.match import hierarchy_units, match_units
+from hierdp_core.geo.upload import build_geometry, read_boundaries, register_geometry
 
 pytest.importorskip("geopandas")
 
@@ -186,7 +186,7 @@ def test_malformed_uploads_raise_a_geometry_error_only(data, name):
 
 
 def test_the_property_holding_most_codes_is_suggested():
-    from hierdp_core.geo_guess import guess_properties
+    from hierdp_core.geo.guess import guess_properties
 
     b = read_boundaries(squares_geojson(["a1", "a2", "b1"], zone=["A", "A", "B"],
                                         other=["a1", "x", "y"]), "t.geojson")
@@ -211,7 +211,7 @@ def test_the_core_geography_needs_no_geopandas():
     import subprocess
     import sys
 
-    code = ("import sys, hierdp_core, hierdp_core.geo, hierdp_core.geo_match, "
-            "hierdp_core.geo_upload, hierdp_core.column_roles; "
+    code = ("import sys, hierdp_core, hierdp_core.geo.maps, hierdp_core.geo.match, "
+            "hierdp_core.geo.upload, hierdp_core.column_roles; "
             "assert 'geopandas' not in sys.modules and 'shapely' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierdp_core.cli import main
+from hierdp_core.cli.main import main
 from hierdp_core.errors import InputError
 from hierdp_core.export import read_release, write_release
 from hierdp_core.intervals import (

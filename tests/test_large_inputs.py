@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.cli_table import input_columns
+from hierdp_core.cli.table import input_columns
 from hierdp_core.data import arrow_io
 from hierdp_core.data.arrow_io import release_csv_bytes, table_from_frame
 from hierdp_core.data.loaders import read_table

@@ -1,4 +1,4 @@
-"""The release report as a PDF (hierdp_core.report_pdf), printed by Debian's headless
+"""The release report as a PDF (hierdp_core.report.pdf), printed by Debian's headless
 Chromium: a PDF of several pages; without Chromium a typed error that says the HTML
 report works on its own."""
 
@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from hierdp_core import report_pdf as pdf
 from hierdp_core.compare import Side, release_side
-from hierdp_core.report_stakeholder import report_html
+from hierdp_core.report import pdf
+from hierdp_core.report.stakeholder import report_html
 
 
 def test_without_chromium_a_typed_error(monkeypatch):

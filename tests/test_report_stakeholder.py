@@ -1,4 +1,4 @@
-"""The release report for stakeholders (hierdp_core.report_stakeholder): self-contained
+"""The release report for stakeholders (hierdp_core.report.stakeholder): self-contained
 (plotly.js inlined once, no http(s) resource loaded), public by default (no true count in
 it), CONFIDENTIAL with the evaluation, with the configuration, verdict, ledger, maps,
 a priori errors, trade-off and explanation; the Export page prepares it in one click."""
@@ -15,8 +15,8 @@ from test_app import assert_clean, page
 
 from hierdp_core.compare import Side, release_side
 from hierdp_core.config import ReleaseConfig
-from hierdp_core.report import CONFIDENTIAL_BANNER
-from hierdp_core.report_stakeholder import (
+from hierdp_core.report.evaluation import CONFIDENTIAL_BANNER
+from hierdp_core.report.stakeholder import (
     EXPLORATION,
     EXPLORATION_BANNER,
     PUBLIC_BANNER,

@@ -1,5 +1,5 @@
 """The release report a director reads in one minute (issue 31, item 2): the five summary
-lines (hierdp_core.report_summary) say what was published, where, how private against a
+lines (hierdp_core.report.summary) say what was published, where, how private against a
 sourced agency yardstick, the typical error in people and relative to a typical released
 number, and the verdict, from the release and public parameters only; the report holds the
 error table with intervals, every map or the reason it has none, plain column names, and
@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 from conftest import square_geojson
 
-from hierdp_core import report_figures
 from hierdp_core.compare import Side, release_side
 from hierdp_core.data.samples import synthetic_us_like
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
-from hierdp_core.report_stakeholder import report_html
-from hierdp_core.report_summary import (
+from hierdp_core.report import figures as report_figures
+from hierdp_core.report.stakeholder import report_html
+from hierdp_core.report.summary import (
     YARDSTICKS,
     error_by_level,
     plural,

@@ -61,7 +61,7 @@ def people(n: int = 3_000, seed: int = 2) -> pd.DataFrame:
 
 
 def test_the_blockwise_engine_runs_the_toy_bit_for_bit(toy, monkeypatch):
-    from hierdp_core.engine import streams
+    from hierdp_core.mechanisms import streams
 
     monkeypatch.setattr(streams, "MAX_BLOCKS", 2)  # more than one block
     data = count_data_from_table(people(), ["state", "county"])

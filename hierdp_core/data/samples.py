@@ -13,7 +13,7 @@
 The real samples are read from ``sample_data/`` (derived by
 ``scripts/derive_sample_data.py``; sources, versions and licences in
 ``sample_data/README.md``). Loaders are cached and return a fresh copy on every call.
-Geometry for the real samples is in `hierdp_core.geo`.
+Geometry for the real samples is in `hierdp_core.geo.maps`.
 
 Example
 -------

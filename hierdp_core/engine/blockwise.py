@@ -1,4 +1,4 @@
-"""A count release computed block by block (`hierdp_core.engine.streams`): the same values,
+"""A count release computed block by block (`hierdp_core.mechanisms.streams`): the same values,
 bit for bit, as the mechanism's whole-tree release from the same seed.
 
 1. every block (one task each): its true node counts from its leaf counts, its noise from
@@ -34,7 +34,10 @@ from hierdp_core.consistency.least_squares import (
     up_pass,
 )
 from hierdp_core.consistency.topdown import topdown_levels
-from hierdp_core.engine.streams import (
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.mechanisms.base import list_mechanisms
+from hierdp_core.mechanisms.streams import (
     Streams,
     block_bounds,
     block_starts,
@@ -45,9 +48,6 @@ from hierdp_core.engine.streams import (
     subtree_ranges,
     subtree_rows,
 )
-from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.privacy.samplers import NoiseSource
 
 

@@ -4,7 +4,7 @@ and with secure (OpenDP) noise the same distribution.
 
 The O/D tree's level 1 splits one end into its top-level areas (the destination in a
 destination tree, the origin in an origin tree), and every node below lies under one of
-them; the blocks of top-level areas (`hierdp_core.engine.streams.block_starts`) are
+them; the blocks of top-level areas (`hierdp_core.mechanisms.streams.block_starts`) are
 therefore subtrees of the O/D tree, and the top-down loop is per parent
 (`hierdp_core.flows.tree.block_of_nodes`). Each block holds the trips of its areas only:
 
@@ -26,10 +26,10 @@ import functools
 import numpy as np
 
 from hierdp_core.engine.blockwise import InProcess, check_blockwise
-from hierdp_core.engine.streams import Streams, block_starts, merge_measurements
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.tree import TreeLevel, block_of_nodes, draw_whole, grow, root_level
+from hierdp_core.mechanisms.streams import Streams, block_starts, merge_measurements
 from hierdp_core.privacy.samplers import NoiseSource
 
 

@@ -1,4 +1,4 @@
-"""A group-size release computed block by block (`hierdp_core.engine.streams`): the same
+"""A group-size release computed block by block (`hierdp_core.mechanisms.streams`): the same
 values, bit for bit, as the mechanism's whole-tree release from the same seed, and with
 secure (OpenDP) noise the same distribution.
 
@@ -26,7 +26,11 @@ import numpy as np
 
 from hierdp_core.consistency.topdown import topdown, topdown_levels
 from hierdp_core.engine.blockwise import InProcess, block_tree, check_blockwise, top_tree
-from hierdp_core.engine.streams import (
+from hierdp_core.groupsizes.group_counts import hand_down, keep_group_counts, rescale_rows
+from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.mechanisms.group_sizes import root_on_simplex
+from hierdp_core.mechanisms.group_sizes_base import estimated_total
+from hierdp_core.mechanisms.streams import (
     Streams,
     block_bounds,
     block_starts,
@@ -35,9 +39,6 @@ from hierdp_core.engine.streams import (
     subtree_ranges,
     subtree_rows,
 )
-from hierdp_core.groupsizes.group_counts import hand_down, keep_group_counts, rescale_rows
-from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.mechanisms.group_sizes import estimated_total, root_on_simplex
 from hierdp_core.privacy.samplers import NoiseSource
 
 

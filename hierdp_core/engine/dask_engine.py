@@ -32,8 +32,8 @@ from hierdp_core.engine.blockwise import (
     blockwise_release,
     on_worker,
 )
-from hierdp_core.engine.streams import first_leaves
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.streams import first_leaves
 
 #: the size of a CSV dataset's partitions (Parquet: one per row group or file)
 PARTITION_BYTES = "64MB"

@@ -24,10 +24,10 @@ from hierdp_core.engine.dask_engine import (
     dataset_files,
     read_dataset,
 )
-from hierdp_core.engine.streams import block_starts
 from hierdp_core.errors import InputError
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.tree import block_of_nodes
+from hierdp_core.mechanisms.streams import block_starts
 
 
 def partition_pairs(frame: pd.DataFrame, geography, shape: FlowData,

@@ -8,7 +8,7 @@ the in-memory engine.
 
 from __future__ import annotations
 
-from hierdp_core.cli_input import csv_list, declared_geography, flow_levels
+from hierdp_core.cli.inputs import csv_list, declared_geography, flow_levels
 from hierdp_core.errors import InputError
 
 

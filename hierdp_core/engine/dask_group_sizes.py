@@ -27,8 +27,8 @@ from hierdp_core.engine.dask_engine import (
     read_dataset,
     units_of_data,
 )
-from hierdp_core.engine.streams import first_leaves
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.streams import first_leaves
 
 #: the columns of `group_rows`' output besides the group id
 LEAF, PERSONS = "_leaf", "_persons"

@@ -7,7 +7,7 @@ Size histograms (``--size-column``) need the in-memory engine.
 
 from __future__ import annotations
 
-from hierdp_core.cli_input import (
+from hierdp_core.cli.inputs import (
     cell_limit,
     check_group_size_args,
     csv_list,

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hierdp_core.engine.streams import subtree_ranges, subtree_rows
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.streams import subtree_ranges, subtree_rows
 from hierdp_core.release import release_table
 
 DATASET = "release.parquet"
@@ -43,7 +43,7 @@ def write_part(table: pa.Table, folder: Path, index: int) -> tuple[str, str, int
 def write_units(hierarchy, values: np.ndarray, categories, intervals, folder: Path,
                 first_unit: int = 0) -> list[tuple[str, str, int]]:
     """Write the part of every top-level unit of ``hierarchy`` (a whole tree, or a block's
-    `hierdp_core.engine.streams.subtree` whose first unit is ``first_unit`` of the whole)
+    `hierdp_core.mechanisms.streams.subtree` whose first unit is ``first_unit`` of the whole)
     from its ``values`` (n_nodes, k) into ``folder`` (a loop per top-level unit)."""
     out = []
     for unit in range(hierarchy.level_size(1)):

@@ -21,8 +21,8 @@ import numpy as np
 
 from hierdp_core.engine.blockwise import block_finish
 from hierdp_core.engine.partitioned import DATASET, write_part, write_units
-from hierdp_core.engine.streams import block_bounds
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.mechanisms.streams import block_bounds
 from hierdp_core.release import Release, structure_record
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hierdp_core.engine.streams import Streams, block_starts
 from hierdp_core.flows.data import FlowData
+from hierdp_core.mechanisms.streams import Streams, block_starts
 from hierdp_core.privacy.samplers import NoiseSource
 
 Projection = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -57,7 +57,7 @@ def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
 
     A seeded source draws level 1 itself, then, below, the noise of every block of
     top-level areas (`block_of_nodes`) from the block's own stream
-    (`hierdp_core.engine.streams`), as the block-by-block engine does; a secure source
+    (`hierdp_core.mechanisms.streams`), as the block-by-block engine does; a secure source
     measures every level at once.
     """
     levels = [root_level(root_value)]
@@ -94,7 +94,7 @@ def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
 
 def block_of_nodes(data: FlowData, level: int, origin: np.ndarray,
                    destination: np.ndarray) -> np.ndarray:
-    """The block (`hierdp_core.engine.streams.block_starts`, of top-level areas) of every
+    """The block (`hierdp_core.mechanisms.streams.block_starts`, of top-level areas) of every
     node of tree level ``level`` >= 1: that of its top-level area on the side that tree
     level 1 splits (the destination in a destination tree, the origin in an origin tree).
     A node's children are in its block, so the blocks are subtrees of the O/D tree."""

@@ -63,7 +63,7 @@ from hierdp_core.intervals.counts import (
     raw_half_widths,
 )
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.mechanisms.group_sizes import G_PUBLIC, G_V_PUBLIC
+from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.release import CellIntervals, Release
 
 

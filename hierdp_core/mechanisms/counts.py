@@ -23,11 +23,11 @@ import numpy as np
 
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
-from hierdp_core.engine.streams import measure_in_blocks
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
-from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.mechanisms.measure import ledger_frame
+from hierdp_core.mechanisms.streams import measure_in_blocks
+from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource

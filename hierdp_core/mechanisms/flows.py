@@ -38,8 +38,8 @@ from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import ledger_frame, resolve_shares
-from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
+from hierdp_core.mechanisms.measure import ledger_frame
+from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_TRIP,

@@ -1,207 +1,31 @@
-"""Group-size release mechanisms: how many groups (households) of each size 0..N in every
-region, consistent over the hierarchy.
-
-Privacy (all entries): neighbouring datasets differ by one person added to or removed from
-an existing group; the groups, their regions, hence the number of groups of every region
-``G_v`` and the total ``G``, are public (`hierdp_core.groupsizes.data`). Sizes are top-coded
-at the public N. Per level, the plain size histograms of all regions have L1 sensitivity 2
-(one group moves from size k to k +- 1) and the per-region cumulative histograms L1
-sensitivity 1. Every level is measured once with geometric (or Laplace) noise calibrated to
-its share epsilon_l of the budget; levels compose sequentially to epsilon = sum epsilon_l;
-everything after measuring is post-processing. Numbers of groups published exactly (public
-by the model, not protected) are the release's invariants (`kept_invariants`): the total G,
-or every region's G_v (kept by `group_counts.keep_group_counts` with ``groups="exact"``;
-``"noisy"``: estimated, consistent); none for gs-noisy. The CLI has them declared
-(``--invariant total`` / ``groups``).
-
-The claim is data: `GroupSizeMechanism.privacy_plan` (one stage, "levels", its sensitivity
-from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`privacy.levels.derive_levels`, Kuo's
-`kuo_release`), and which the manifest and the audit read.
+"""The group-size release mechanisms, registered: the noisy baseline, TopDown, Fioretto et
+al.'s dynamic programs and relaxed QPs, the paper's chain and Kuo et al.'s estimators. Their
+privacy claim and shared machinery are in `hierdp_core.mechanisms.group_sizes_base`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
-from hierdp_core.engine.streams import measure_in_blocks
-from hierdp_core.errors import BudgetError, MechanismError
-from hierdp_core.groupsizes.data import GroupSizeData, cumulative, decumulate
+from hierdp_core.groupsizes.data import GroupSizeData
 from hierdp_core.groupsizes.group_counts import keep_group_counts
-from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import ledger_frame, measure, resolve_shares
-from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget
-from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
-from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
-from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.release import Release
-
-QUERY = "group-sizes"
-#: L1 sensitivity per level of what a level measures, by representation, under one person
-#: added to or removed from an existing group: the plain size histograms of all regions 2
-#: (one group moves from size k to k +- 1), the per-region cumulative histograms 1 (one
-#: cell of one region); Kuo's Hg (sorted sizes of every region) is 1 too (one rank)
-LEVEL_SENSITIVITY = {"plain": 2.0, "cumulative": 1.0}
-LEVELS_NOTE = ("every level measured once; the levels compose sequentially")
-NEIGHBOURING = ("add/remove one person in an existing group (groups and their regions "
-                "public); per level L1 sensitivity 2 (plain histograms) or 1 (cumulative); "
-                "sequential composition over levels")
-FIORETTO = ("Fioretto, Van Hentenryck & Zhu (2021), Differential privacy of hierarchical "
-            "census data: an optimization approach, Artificial Intelligence 296")
-KUO = ("Kuo, Chiu, Kifer, Hay & Machanavajjhala (2018), Differentially private hierarchical "
-       "count-of-counts histograms, PVLDB 11(11)")
-TOPDOWN_REF = ("Abowd et al. (2022), The 2020 Census Disclosure Avoidance System TopDown "
-               "Algorithm; as the group-size baseline of " + FIORETTO)
-NOISE_PARAM = Parameter("noise", "choice", "geometric",
-                        "noise distribution: two-sided geometric (exact, integer) or Laplace",
-                        choices=("geometric", "laplace"))
-G_PUBLIC = "number of groups G (public by the model)"
-G_V_PUBLIC = "number of groups of every region (public by the model)"
-GROUP_COUNTS = ("noisy", "exact", "estimated")
-
-
-def groups_parameter(default: str, *, estimated: bool = True) -> Parameter:
-    """The ``groups`` option; ``estimated``: whether the total G can be estimated too (plain
-    histograms only: their sensitivity holds when a group appears or disappears, that of
-    cumulative histograms does not)."""
-    text = ("every region's number of groups: exact (public G_v kept; --invariant groups) "
-            "or noisy (estimated, consistent; the total G exact, --invariant total)")
-    if estimated:
-        text = text.replace(" or noisy", ", noisy") + (
-            " or estimated (the total G too, from the root's noisy histogram: nothing exact, "
-            "for group counts that are not declared)")
-    return Parameter("groups", "choice", default, text,
-                     choices=GROUP_COUNTS if estimated else GROUP_COUNTS[:2])
-
-
-def estimated_total(noisy_root: np.ndarray) -> int:
-    """The total G estimated from the root's noisy plain histogram (post-processing):
-    its sum, rounded, at least 0."""
-    return max(0, int(np.rint(np.sum(noisy_root))))
-
-
-def total_groups(data: GroupSizeData, noisy_root: np.ndarray, p: dict) -> int:
-    """The G a release uses: the public one, or with ``groups="estimated"`` the estimate
-    from the root's noisy histogram (`estimated_total`)."""
-    if p.get("groups") == "estimated":
-        return estimated_total(noisy_root)
-    return data.total_groups
-
-
-@dataclass
-class GroupSizeMechanism(Mechanism):
-    """Shared machinery: plan the levels, measure plain or cumulative histograms, estimate.
-    Subclasses set ``info``, ``representation`` and implement `estimate`."""
-
-    info: MechanismInfo = field(init=False)
-    representation: str = "plain"  # or "cumulative"
-    invariants: tuple[str, ...] = (G_PUBLIC,)
-
-    #: what the plan's note adds to the per-level sensitivity
-    measured: str = ""
-
-    def kept_invariants(self, **params) -> tuple[str, ...]:
-        """What a release with these parameters publishes exactly: G_v with ``groups="exact"``,
-        G with ``"noisy"``; ``invariants`` for a mechanism without the option."""
-        p = self.params(**params)
-        if "groups" not in p:
-            return self.invariants
-        return {"exact": (G_V_PUBLIC,), "noisy": (G_PUBLIC,)}.get(p["groups"], ())
-
-    def privacy_plan(self, **params) -> PrivacyPlan:
-        """One stage: every level measured once, L1 sensitivity per level by representation
-        (`LEVEL_SENSITIVITY`), the levels composing sequentially."""
-        p = self.params(**params)
-        sensitivity = LEVEL_SENSITIVITY[self.representation]
-        what = self.measured or f"{self.representation} size histograms of every region"
-        exact = "; ".join(self.kept_invariants(**p)) or "nothing"
-        note = (f"{what}: L1 sensitivity {sensitivity:g} per level; {LEVELS_NOTE}; published "
-                f"exactly (declared invariants, not protected): {exact}")
-        stage = Stage("levels", PERSON_IN_GROUP, sensitivity, p.get("noise", "geometric"),
-                      1.0, note=note)
-        return PrivacyPlan(self.info.name, PURE_DP, (stage,))
-
-    def level_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
-        """One plan per level of ``hierarchy``: the noise of its share of ``budget``."""
-        if budget.definition != PURE_DP:
-            raise BudgetError(f"{self.info.name} gives pure epsilon-DP: give an epsilon budget")
-        return derive_levels(self.privacy_plan(**p), budget,
-                             resolve_shares(hierarchy.n_levels, split), hierarchy.level_names,
-                             QUERY, noise=choose_noise(p.get("noise", "geometric"), budget))
-
-    def measured_plans(self, hierarchy, budget: PrivacyBudget, split, p: dict):
-        """`level_plans` of a release: every level measured, else a `BudgetError`."""
-        plans = self.level_plans(hierarchy, budget, split, p)
-        if any(plan.noise is None for plan in plans):
-            raise BudgetError(f"{self.info.name} measures every level: give every level a "
-                              "share of the budget")
-        return plans
-
-    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
-        return ledger_frame(self.level_plans(data.hierarchy, budget, split,
-                                             self.params(**params)))
-
-    def release(self, data, budget: PrivacyBudget, *, split=None,
-                source: NoiseSource | None = None, **params) -> Release:
-        if not isinstance(data, GroupSizeData):
-            raise MechanismError(f"{self.info.name} releases group sizes: load the data as "
-                                 "groups (person records with a group column, or size "
-                                 "histograms), e.g. `--query group-sizes`")
-        p = self.params(**params)
-        source = source or NoiseSource(secure=True)
-        plans = self.measured_plans(data.hierarchy, budget, split, p)
-        values, noisy = self.measure_and_estimate(data, plans, p, source)
-        return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
-                                 source, groups_declared=data.groups_declared)
-
-    def make_release(self, hierarchy, categories, plans, p: dict, values, noisy,
-                     source: NoiseSource, *, groups_declared: bool = False) -> Release:
-        """The Release of ``values`` (and the ``noisy`` plain histograms) measured with
-        ``plans``, as every engine makes it. ``groups_declared``: whether the numbers of
-        groups came from a declaration (recorded as ``privacy["group_counts"]``, which the
-        verdict reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
-        invariants = self.kept_invariants(**p)
-        return Release(
-            hierarchy=hierarchy, values=np.asarray(values), mechanism=self.info.name,
-            parameters=p,
-            privacy=privacy_record(self.privacy_plan(**p), plans, invariants=invariants,
-                                   group_counts="declared"
-                                   if groups_declared else "from-data"),
-            ledger=ledger_frame(plans), randomness=source.as_dict(),
-            categories=categories, invariants=invariants, noisy=noisy,
-        )
-
-    def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
-                             source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
-        """(released values, noisy plain histograms for display). The default measures the
-        plain or cumulative histograms of every level, a seeded source's noise per block of
-        top-level units from its own stream (`hierdp_core.engine.streams`, as the Dask
-        engine draws it), and calls `estimate`."""
-        truth = data.node_counts()
-        if self.representation == "plain":
-            noisy, variance = measure_in_blocks(truth, data.hierarchy, plans, source)
-            return self.estimate(data, noisy, variance, p), noisy
-        noisy, variance = measure_in_blocks(cumulative(truth), data.hierarchy, plans, source)
-        if G_V_PUBLIC in self.kept_invariants(**p):
-            noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
-        return self.estimate(data, noisy, variance, p), decumulate(noisy)
-
-    def estimate(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
-                 p: dict) -> np.ndarray:
-        raise NotImplementedError
-
-
-def _info(name: str, description: str, reference: str, *, consistent: bool,
-          private: bool = True, parameters=(NOISE_PARAM,), warning: str = "",
-          capabilities: Capabilities | None = None) -> MechanismInfo:
-    return MechanismInfo(name=name, description=description, reference=reference,
-                         queries=(QUERY,), privacy=PURE_DP, private=private,
-                         consistent=consistent, parameters=tuple(parameters),
-                         neighbouring=NEIGHBOURING, warning=warning,
-                         capabilities=capabilities or Capabilities())
+from hierdp_core.mechanisms.base import Capabilities, Parameter, register
+from hierdp_core.mechanisms.group_sizes_base import (
+    FIORETTO,
+    G_V_PUBLIC,
+    KUO,
+    NOISE_PARAM,
+    TOPDOWN_REF,
+    GroupSizeMechanism,
+    groups_parameter,
+    gs_info,
+    total_groups,
+)
+from hierdp_core.mechanisms.measure import measure
 
 
 @dataclass
@@ -212,10 +36,10 @@ class NoisyBaseline(GroupSizeMechanism):
     invariants: tuple[str, ...] = ()
 
     def __post_init__(self):
-        self.info = _info("gs-noisy", "Geometric noise on every region's size histogram at "
-                          "every level, rounded and clamped at 0; no consistency (baseline).",
-                          FIORETTO + " (step 1 of M_H)", consistent=False,
-                          capabilities=Capabilities(estimate="raw", blockwise=True,
+        self.info = gs_info("gs-noisy", "Geometric noise on every region's size histogram at "
+                            "every level, rounded and clamped at 0; no consistency (baseline).",
+                            FIORETTO + " (step 1 of M_H)", consistent=False,
+                            capabilities=Capabilities(estimate="raw", blockwise=True,
                                                     intervals="closed-form"))
 
     def estimate(self, data, noisy, variance, p):
@@ -229,12 +53,12 @@ class GroupSizeTopDown(GroupSizeMechanism):
     children projected onto its released histogram (size by size) and rounded."""
 
     def __post_init__(self):
-        self.info = _info("gs-topdown", "Census-style TopDown on size histograms: root "
-                          "projected to sum G, then children onto their parent, size by "
-                          "size, with sum-keeping rounding. Consistent integers.",
-                          TOPDOWN_REF, consistent=True,
-                          parameters=(NOISE_PARAM, groups_parameter("noisy")),
-                          capabilities=Capabilities(estimate="topdown", blockwise=True))
+        self.info = gs_info("gs-topdown", "Census-style TopDown on size histograms: root "
+                            "projected to sum G, then children onto their parent, size by "
+                            "size, with sum-keeping rounding. Consistent integers.",
+                            TOPDOWN_REF, consistent=True,
+                            parameters=(NOISE_PARAM, groups_parameter("noisy")),
+                            capabilities=Capabilities(estimate="topdown", blockwise=True))
 
     def estimate(self, data, noisy, variance, p):
         root = root_on_simplex(total_groups(data, noisy[0], p), noisy[0])
@@ -284,29 +108,29 @@ class FiorettoDP(GroupSizeMechanism):
 
     def __post_init__(self):
         if self.variant == "mh":
-            self.info = _info("gs-mh-dp", "M_H^dp: noisy size histograms at every level, then "
-                              "the exact integer least-squares hierarchy (cost tables merged "
-                              "by sorted slopes). Consistent integers summing to G.",
-                              FIORETTO, consistent=True,
-                              parameters=(NOISE_PARAM, groups_parameter("noisy")))
+            self.info = gs_info("gs-mh-dp", "M_H^dp: noisy size histograms at every level, then "
+                                "the exact integer least-squares hierarchy (cost tables merged "
+                                "by sorted slopes). Consistent integers summing to G.",
+                                FIORETTO, consistent=True,
+                                parameters=(NOISE_PARAM, groups_parameter("noisy")))
         elif self.variant == "mc":
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)  # the last cumulative cell of a region is G_v
-            self.info = _info("gs-mc-dp", "M_c^dp: noisy cumulative histograms per region "
-                              "(sensitivity 1), isotonic regression, the exact integer "
-                              "hierarchy of M_H^dp, reconciled top down from the root's own "
-                              "fit. Consistent integers summing to G.", FIORETTO,
-                              consistent=True,
-                              parameters=(NOISE_PARAM,
+            self.info = gs_info("gs-mc-dp", "M_c^dp: noisy cumulative histograms per region "
+                                "(sensitivity 1), isotonic regression, the exact integer "
+                                "hierarchy of M_H^dp, reconciled top down from the root's own "
+                                "fit. Consistent integers summing to G.", FIORETTO,
+                                consistent=True,
+                                parameters=(NOISE_PARAM,
                                           groups_parameter("exact", estimated=False)))
         else:
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)
-            self.info = _info("gs-mc-chain", "M_c^ch made private (variant S1): noisy "
-                              "cumulative histograms per region, level-wide chain values "
-                              "derived from them, then the exact chain program. Consistent "
-                              "integers summing to G.", FIORETTO + " (corrected: as published "
-                              "the chain mechanism is not epsilon-DP)", consistent=True)
+            self.info = gs_info("gs-mc-chain", "M_c^ch made private (variant S1): noisy "
+                                "cumulative histograms per region, level-wide chain values "
+                                "derived from them, then the exact chain program. Consistent "
+                                "integers summing to G.", FIORETTO + " (corrected: as published "
+                                "the chain mechanism is not epsilon-DP)", consistent=True)
 
     def estimate(self, data, noisy, variance, p):
         from hierdp_core.groupsizes import fioretto
@@ -340,11 +164,11 @@ class RelaxedQP(GroupSizeMechanism):
             self.representation = "cumulative"
             self.invariants = (G_V_PUBLIC,)
         model = "Model 2 (cumulative)" if self.variant == "mc" else "Model 1"
-        self.info = _info(f"gs-{self.variant}-relaxed", f"M_{'c' if self.variant == 'mc' else 'H'}"
-                          f"^r: {model} relaxed to a convex QP over non-negative reals "
-                          "(Clarabel), then rounded cell by cell; the rounding breaks "
-                          "consistency (slow; the baseline of the exact programs).",
-                          FIORETTO, consistent=False)
+        self.info = gs_info(f"gs-{self.variant}-relaxed", f"M_{'c' if self.variant == 'mc' else 'H'}"
+                            f"^r: {model} relaxed to a convex QP over non-negative reals "
+                            "(Clarabel), then rounded cell by cell; the rounding breaks "
+                            "consistency (slow; the baseline of the exact programs).",
+                            FIORETTO, consistent=False)
 
     def estimate(self, data, noisy, variance, p):
         from hierdp_core.groupsizes import relaxed
@@ -367,7 +191,7 @@ class PaperChain(GroupSizeMechanism):
     def __post_init__(self):
         self.measured = ("level-wide chain cumulative counts, noise as published (the claim "
                          "is wrong: their L1 sensitivity per level is the number of regions)")
-        self.info = _info(
+        self.info = gs_info(
             "gs-mc-chain-paper", "M_c^ch as published (NOT private): noise calibrated to "
             "sensitivity 1 on level-wide chain counts whose sensitivity is the number of "
             "regions of the level. For reproducing the paper only.", FIORETTO,
@@ -409,7 +233,7 @@ class KuoEstimator(GroupSizeMechanism):
         loss = Parameter("isotonic_p", "choice", "2", "isotonic regression loss: L2 (PAV) or "
                          "L1", choices=("2", "1"))
         if self.hierarchical:
-            self.info = _info(
+            self.info = gs_info(
                 "gs-kuo-hierarchical", "Kuo et al.: Hc or Hg per region at every level, then "
                 "top-down optimal matching of parent and child groups, variance-weighted "
                 "merge and back-substitution. Consistent integers; every region keeps its "
@@ -427,11 +251,11 @@ class KuoEstimator(GroupSizeMechanism):
             what = ("cumulative histogram (sensitivity 1), isotonic regression"
                     if self.method == "hc" else "sorted group sizes (sensitivity 1), isotonic "
                     "regression")
-            self.info = _info(f"gs-kuo-{self.method}", f"Kuo et al. {self.method.upper()} per "
-                              f"region: noisy {what}, rounded; levels not made consistent.",
-                              KUO, consistent=False,
-                              parameters=(NOISE_PARAM, loss) if self.method == "hc"
-                              else (NOISE_PARAM,))
+            self.info = gs_info(f"gs-kuo-{self.method}", f"Kuo et al. {self.method.upper()} per "
+                                f"region: noisy {what}, rounded; levels not made consistent.",
+                                KUO, consistent=False,
+                                parameters=(NOISE_PARAM, loss) if self.method == "hc"
+                                else (NOISE_PARAM,))
 
     def measure_and_estimate(self, data, plans, p, source):
         from hierdp_core.groupsizes.kuo import kuo_release

@@ -1,8 +1,9 @@
-"""Level-wise measurement: the split over levels, the ledger, the noise applied per level.
+"""Level-wise measurement: the ledger and the noise applied per level.
 
 The per-level budgets and noise come from the mechanism's privacy plan
-(`hierdp_core.privacy.levels.derive_levels`); this module resolves the split into shares,
-applies each level's noise and writes the ledger of what was spent.
+(`hierdp_core.privacy.levels.derive_levels`), the split's shares from
+`hierdp_core.privacy.budget.resolve_shares`; this module applies each level's noise and
+writes the ledger of what was spent.
 """
 
 from __future__ import annotations
@@ -13,29 +14,9 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from hierdp_core.errors import BudgetError
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.privacy.budget import split_shares
 from hierdp_core.privacy.levels import LevelPlan
 from hierdp_core.privacy.samplers import NoiseSource
-
-Split = str | Sequence[float] | None
-
-
-def resolve_shares(n_levels: int, split: Split, skip_root: bool = False) -> np.ndarray:
-    """Shares per level, root first, from a preset name or weights (None = uniform).
-    With ``skip_root`` the root gets nothing and the rest is renormalised."""
-    if split is None or isinstance(split, str):
-        shares = split_shares(n_levels, split or "uniform")
-    else:
-        shares = split_shares(n_levels, weights=split)
-    if skip_root:
-        shares = shares.copy()
-        shares[0] = 0.0
-        if shares.sum() <= 0:
-            raise BudgetError("with an invariant root, some level below it needs a share")
-        shares /= shares.sum()
-    return shares
 
 
 def ledger_frame(plans: Sequence[LevelPlan]) -> pd.DataFrame:

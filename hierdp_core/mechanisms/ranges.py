@@ -34,8 +34,8 @@ import pandas as pd
 
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, Parameter, register
-from hierdp_core.mechanisms.measure import records_frame, resolve_shares
-from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, PrivacyBudget
+from hierdp_core.mechanisms.measure import records_frame
+from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import derive_levels, privacy_record
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource

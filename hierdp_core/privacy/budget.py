@@ -288,6 +288,25 @@ def split_shares(n_parts: int, preset: str = "uniform",
     return w / w.sum()
 
 
+Split = str | Sequence[float] | None
+
+
+def resolve_shares(n_levels: int, split: Split, skip_root: bool = False) -> np.ndarray:
+    """Shares per level, root first, from a preset name or weights (None = uniform).
+    With ``skip_root`` the root gets nothing and the rest is renormalised."""
+    if split is None or isinstance(split, str):
+        shares = split_shares(n_levels, split or "uniform")
+    else:
+        shares = split_shares(n_levels, weights=split)
+    if skip_root:
+        shares = shares.copy()
+        shares[0] = 0.0
+        if shares.sum() <= 0:
+            raise BudgetError("with an invariant root, some level below it needs a share")
+        shares /= shares.sum()
+    return shares
+
+
 # ---- accounting -------------------------------------------------------------------------
 @dataclass
 class Accountant:

@@ -35,10 +35,9 @@ from scipy.special import ndtr, ndtri
 
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.exact import apply_exact, exact_noise
-from hierdp_core.privacy.exact.apply import ALGORITHM as EXACT_ALGORITHM
+from hierdp_core.privacy.noise_source import NoiseSource
 from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
-BACKENDS = ("hierdp", "opendp")  # secure noise: hierdp's exact sampler, or OpenDP's
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 #: beyond this sigma the discrete Gaussian's moments and quantiles are the continuous
 #: ones (the pmf's sum over its support, 80 sigma values, would take memory in proportion
@@ -50,78 +49,6 @@ _CONTINUOUS_SIGMA = 4096.0
 #: accepts (`hierdp_core.privacy.budget.EPSILON_RANGE`), room for its split and
 #: sensitivities, while draws stay far inside the int64 range of the counts
 MAX_NOISE_SCALE = 1e12
-
-
-class NoiseSource:
-    """Where randomness comes from.
-
-    ``NoiseSource(seed=s)`` (or no seed): numpy's PCG64, reproducible, for exploration;
-    ``NoiseSource(generator=g)`` draws from the numpy generator ``g``.
-    ``NoiseSource(secure=True)``: noise for releases applied to the true values, from
-    hierdp's exact sampler (``backend="hierdp"``, the default) or OpenDP's measurements
-    (``backend="opendp"``). A secure source keeps the log of its measurements, each with its
-    privacy loss (`measurements`): computed from the exact rational sampled (hierdp), or
-    OpenDP's privacy map (opendp, and continuous noise on either backend).
-    """
-
-    def __init__(self, seed: int | None = None, secure: bool = False,
-                 generator: np.random.Generator | None = None, backend: str = "hierdp"):
-        if secure and (seed is not None or generator is not None):
-            raise ValueError("a secure source cannot be seeded")
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown noise backend {backend!r}; choose from {BACKENDS}")
-        self.seed = seed
-        self.secure = secure
-        self.backend = backend
-        self.rng = generator if generator is not None else np.random.default_rng(seed)
-        self._log: dict[tuple, dict] = {}
-
-    def describe(self) -> str:
-        if self.secure:
-            return ("os-entropy (opendp measurements)" if self.backend == "opendp"
-                    else "os-entropy (hierdp exact sampler, ChaCha20)")
-        return f"seed {self.seed}" if self.seed is not None else "unseeded numpy PCG64"
-
-    def as_dict(self) -> dict:
-        """How the noise was made, for the manifest; a secure source lists its measurements
-        with the privacy loss of each (a seed is listed only for exploration)."""
-        if self.secure:
-            sampler = {"sampler": "opendp", "algorithm": "OpenDP measurements"} \
-                if self.backend == "opendp" else {"sampler": "hierdp-exact",
-                                                  "algorithm": EXACT_ALGORITHM}
-            return {"mode": "secure", "source": "os-entropy", **sampler,
-                    "measurements": self.measurements}
-        return {"mode": "exploration", "source": "numpy-pcg64", "seed": self.seed}
-
-    def record(self, label: str, noise: Noise, cells: int, sensitivity: float | None,
-               loss: float | None, budget: float | None, how: dict) -> None:
-        """Log one measurement; measurements of the same label, noise and sensitivity
-        (e.g. batches of one level) are one entry with their cells added up. ``loss`` is
-        the privacy loss of the noise drawn (hierdp backend: computed from the rational
-        sampled; OpenDP's: its privacy map), ``how`` the ``sampler`` (and the rational
-        ``sampled``)."""
-        key = (label, noise.name, noise.scale, sensitivity, budget)
-        entry = self._log.get(key)
-        if entry is None:
-            self._log[key] = {
-                "measurement": label, "noise": noise.name, "scale": noise.scale,
-                "cells": int(cells), "sensitivity": sensitivity,
-                "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
-                else "epsilon",
-                "privacy_loss": loss, "budget_share": budget, **how}
-            if sensitivity is None:  # e.g. DAWA's Stage-1 scores, Privelet's coefficients
-                self._log[key]["privacy_argument"] = (
-                    "the mechanism's analysis of its stage (noisy scores for a selection, or "
-                    "weighted coefficients), not one privacy map")
-        else:
-            entry["cells"] += int(cells)
-            if loss is not None:
-                entry["privacy_loss"] = max(entry["privacy_loss"], loss)
-
-    @property
-    def measurements(self) -> list[dict]:
-        """Every secure measurement made so far (secure sources only)."""
-        return [dict(e) for e in self._log.values()]
 
 
 def _shape(size) -> tuple[int, ...]:

@@ -53,8 +53,7 @@ from scipy.special import erfcx
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.mechanisms.measure import resolve_shares
-from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget
+from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.gls_moments import GlsPasses
 from hierdp_core.privacy.levels import PURE_NOISES, as_zcdp, choose_noise
 

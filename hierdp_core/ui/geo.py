@@ -1,9 +1,9 @@
 """Which boundaries draw the maps of an uploaded table: a bundled geometry whose codes AND
 parents match every level (`geo.match_bundled`), the user's own boundary file
-(`geo_upload`), or none; the Data page shows the match and lets the user change it.
+(`geo.upload`), or none; the Data page shows the match and lets the user change it.
 
 Session state ``hd_geo``: ``choice`` ('auto', 'none' or a source name), ``boundaries``
-(the validated file, `geo_upload.Boundaries`), ``geometry`` (`geo_upload.UserGeometry`
+(the validated file, `geo.upload.Boundaries`), ``geometry`` (`geo.upload.UserGeometry`
 built from it, ``built`` the file and choices it was built with) and ``matches`` (content key -> list of `GeoMatch`, `matches`).
 """
 
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import geo
 from hierdp_core.errors import HierdpError
-from hierdp_core.geo_match import GeoMatch, hierarchy_units, match_units, percent
+from hierdp_core.geo import maps as geo
+from hierdp_core.geo.match import GeoMatch, hierarchy_units, match_units, percent
 
 GEO = "hd_geo"
 CHOICE = "geo_choice"  # the widget's key
@@ -35,7 +35,7 @@ def user_geometry():
     bounded, so they are registered again on every use), or None."""
     g = state().get("geometry")
     if g is not None:
-        from hierdp_core.geo_upload import register_geometry
+        from hierdp_core.geo.upload import register_geometry
 
         register_geometry(g)
     return g
@@ -114,9 +114,9 @@ def unmatched_table(m: GeoMatch) -> pd.DataFrame:
 
 
 def _guess(b, h):
-    """The property guess (`geo_guess.guess_properties`) of the boundaries ``b`` for
+    """The property guess (`geo.guess.guess_properties`) of the boundaries ``b`` for
     ``h``, computed once per file and table."""
-    from hierdp_core.geo_guess import guess_properties
+    from hierdp_core.geo.guess import guess_properties
 
     s = state()
     key = (b.digest, _content_key(h, None))
@@ -130,7 +130,7 @@ def _upload_panel(h) -> None:
     """Upload a boundary file, pick the property holding each level's codes (preset from
     the guess by codes AND parents, shown with what it gives) and draw the maps on one
     click: nothing is drawn from a guess that was not accepted."""
-    from hierdp_core.geo_upload import build_geometry, read_boundaries
+    from hierdp_core.geo.upload import build_geometry, read_boundaries
 
     s = state()
     upload = st.file_uploader("GeoJSON, zipped Shapefile (.zip) or GeoPackage (.gpkg)",

@@ -14,7 +14,7 @@ import hashlib
 import streamlit as st
 
 from hierdp_core import column_roles
-from hierdp_core.cli_input import DEFAULT_MIN_SIZE
+from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.groupsizes.data import MAX_SIZE_LIMIT
 from hierdp_core.ui import session
 from hierdp_core.ui import structure as structure

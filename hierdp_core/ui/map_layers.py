@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.geo import available_levels, level_geojson
-from hierdp_core.geo_overview import overview_geojson
+from hierdp_core.geo.maps import available_levels, level_geojson
+from hierdp_core.geo.overview import overview_geojson
 
 WHOLE_LEVEL_AREAS = 4000  # Results first shows a whole level of at most this many areas
 MAP_PROJECTIONS = {"us-counties": "albers usa", "synthetic-us-like": "albers usa"}
@@ -24,7 +24,7 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
 def map_geojson(sample: str | None, level: str, *, overview: bool = False) -> str | None:
     """URL of a level's boundaries for Plotly maps (None without geometry); with
-    ``overview`` the lighter ones for a map of the whole level (`geo_overview`), else the
+    ``overview`` the lighter ones for a map of the whole level (`geo.overview`), else the
     full detail (for a drill-down to a few units).
 
     The boundaries are written once, uncompressed, to ``static/geo/`` (git-ignored), which
@@ -91,7 +91,7 @@ def matched_flow_layers(geo) -> dict[int, tuple[pd.DataFrame, tuple | None, str]
     (`map_sources`): per geography level, the area positions (bundled centroids: index = area
     code; latitude, longitude, label), the top level's boundaries as a base map (URL, ids)
     and the projection, for `flows.figures.flow_map`. Levels without a match are left out."""
-    from hierdp_core.geo import centroids
+    from hierdp_core.geo.maps import centroids
 
     sources = map_sources(None, geo)
     base = None

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from hierdp_core.cli_input import DEFAULT_MIN_SIZE
+from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.config import ConfigError, ReleaseConfig, config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.ui.reproduce import reproduce_box
-from hierdp_core.ui.session import EPSILON_GRID
+from hierdp_core.ui.session import EPSILON_GRID, config_upload_key
 from hierdp_core.ui.sources import PERSON_ROWS, TRIP_ROWS
 
 CONFIGS, LOADED = "hd_query_config", "hd_query_config_loaded"
@@ -190,7 +190,7 @@ def widget_state(prefix: str, cfg: ReleaseConfig, upload_name: str | None
 
 def _load(prefix: str, upload_name: str | None) -> None:
     """Apply the uploaded configuration (the loader's on_change, before the page redraws)."""
-    uploaded = st.session_state.get(f"{prefix}_cfg_upload")
+    uploaded = st.session_state.get(config_upload_key(prefix))
     if uploaded is None:
         return
     try:
@@ -214,7 +214,7 @@ def config_box(prefix: str, cfg: ReleaseConfig, upload: dict | None) -> None:
                            f"hierdp_{cfg.query}_config.json", "application/json",
                            key=f"{prefix}_cfg_save")
         st.file_uploader("Load a configuration (JSON)", type=["json"],
-                         key=f"{prefix}_cfg_upload", on_change=_load,
+                         key=config_upload_key(prefix), on_change=_load,
                          args=(prefix, None if upload is None else upload["name"]))
         st.caption("Data, column roles, mechanism, parameters, budget, split, workload and "
                    "seed; the same file works on the command line: `hierdp release "

@@ -47,7 +47,11 @@ Session-state keys (all under ``st.session_state``):
                  every release file offered carries (`ui.downloads`)
 ``hd_split_held`` the exact weights of the split last set by a preset or the split
                  optimiser, used while the sliders show them (`ui.split`)
-``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`)
+``hd_palette``   the colour palette chosen in the sidebar (`hierdp_core.palette`), shown by
+                 the widget ``palette_pick``
+``cfg_upload``   the Export page's configuration file loader; ``<prefix>_cfg_upload`` a
+                 query page's (`config_upload_key`)
+``<sweep key>_timing`` the wall time of the sweep kept under that key (`sweep_timing_key`)
 
 ``hd_kept_settings`` the values of the query pages' settings widgets (`PAGE_SETTINGS`), put
                  back when a visit to another page dropped them (`keep_page_settings`,
@@ -89,10 +93,22 @@ RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "h
 _DATA_CACHE = "hd_count_data_cache"
 INPUT = "hd_input"  # an upload's shape (`ui.inputs`)
 PALETTE_CHOICE = "hd_palette"
+PALETTE_PICK = "palette_pick"  # the sidebar's colour widget, showing PALETTE_CHOICE
+CONFIG_UPLOAD = "cfg_upload"  # the Export page's configuration loader (query pages: prefixed)
 KEPT = "hd_kept_settings"
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+
+
+def config_upload_key(prefix: str) -> str:
+    """The key of the configuration loader of the query page of widget ``prefix``."""
+    return f"{prefix}_{CONFIG_UPLOAD}"
+
+
+def sweep_timing_key(state_key: str) -> str:
+    """The key of the wall time of the sweep kept under ``state_key``."""
+    return f"{state_key}_timing"
 
 
 #: the settings widgets each page keeps across visits to other pages: keys, or prefixes

@@ -18,6 +18,7 @@ from hierdp_core.ui.session import (
     DATASET,
     EPSILON_GRID,
     PALETTE_CHOICE,
+    PALETTE_PICK,
     ROLES,
     SETTINGS,
     count_data,
@@ -26,6 +27,7 @@ from hierdp_core.ui.session import (
     keep_page_settings,
     roles,
     set_roles,
+    sweep_timing_key,
 )
 from hierdp_core.verdict import not_private_reason
 
@@ -154,7 +156,7 @@ def run_sweep(state_key: str, compute, key=None, *, shared: bool = False) -> Non
         st.session_state[state_key] = sweep_jobs.wait(job, lambda done, total: bar.progress(
             done / total, text=f"Release {done} of {total}") if total
             else bar.progress(0.0, text="Waiting for the sweep to start…"))
-        st.session_state[f"{state_key}_timing"] = job.timing(pressed)
+        st.session_state[sweep_timing_key(state_key)] = job.timing(pressed)
     except HierdpError as exc:
         st.error(str(exc))
     bar.empty()
@@ -162,7 +164,7 @@ def run_sweep(state_key: str, compute, key=None, *, shared: bool = False) -> Non
 
 def sweep_timing(state_key: str) -> None:
     """The wall time of the sweep kept under ``state_key`` (see `run_sweep`), if any."""
-    if timing := st.session_state.get(f"{state_key}_timing"):
+    if timing := st.session_state.get(sweep_timing_key(state_key)):
         st.caption(f"Sweep: {timing}")
 
 
@@ -215,7 +217,7 @@ def page_header(title: str, caption: str):
 
 
 def _palette_chosen() -> None:
-    st.session_state[PALETTE_CHOICE] = st.session_state["palette_pick"]
+    st.session_state[PALETTE_CHOICE] = st.session_state[PALETTE_PICK]
 
 
 def palette_picker() -> None:
@@ -223,9 +225,9 @@ def palette_picker() -> None:
     palette of this run's figures with the browser's light or dark theme
     (`hierdp_core.palette.use`): maps and charts follow both."""
     # the widget is another one on every page: it shows the choice kept across them
-    st.session_state["palette_pick"] = st.session_state.setdefault(PALETTE_CHOICE,
+    st.session_state[PALETTE_PICK] = st.session_state.setdefault(PALETTE_CHOICE,
                                                                    palette.DEFAULT)
-    choice = st.selectbox("Colours", list(palette.PALETTES), key="palette_pick",
+    choice = st.selectbox("Colours", list(palette.PALETTES), key=PALETTE_PICK,
                           format_func=lambda name: palette.PALETTES[name].label,
                           on_change=_palette_chosen,
                           help="Colour-blind safe choices keep categories, map shades and "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierdp_core.cli_input import csv_list, name_columns
+from hierdp_core.cli.inputs import csv_list, name_columns
 from hierdp_core.errors import InputError
 
 
@@ -201,7 +201,7 @@ def input_spec(args, data, path: Path) -> dict:
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
     declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
-    from hierdp_core.cli_memory import memory_limit
+    from hierdp_core.cli.memory import memory_limit
 
     spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
             "count_column": args.count_column,
@@ -214,7 +214,7 @@ def input_spec(args, data, path: Path) -> dict:
         spec.update(wide=list(args.wide_columns), wide_patterns=_parts(args.wide),
                     wide_name=_melted_columns(args)[0])
     if args.query == "group-sizes":
-        from hierdp_core.cli_input import min_size_of
+        from hierdp_core.cli.inputs import min_size_of
 
         spec.update(group_column=args.group_column, size_column=args.size_column,
                     max_size=args.max_size, min_size=min_size_of(args))

@@ -1,4 +1,4 @@
-"""The one-minute summary on top of the release report (`hierdp_core.report_stakeholder`):
+"""The one-minute summary on top of the release report (`hierdp_core.report.stakeholder`):
 five plain lines (what was published, where, how private with a yardstick of what an agency
 has used, the typical error in people and as a share of a typical number, the verdict),
 and the error table by level behind them. Everything comes from the release and public

@@ -12,7 +12,7 @@ dependency, imported here only).
 
 Example
 -------
->>> from hierdp_core.geo import level_geojson
+>>> from hierdp_core.geo.maps import level_geojson
 >>> fc = overview_geojson(level_geojson("italy-municipalities", "province"))
 >>> len(fc["features"]), fc["features"][0]["id"] == level_geojson(
 ...     "italy-municipalities", "province")["features"][0]["id"]

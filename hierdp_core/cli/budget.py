@@ -71,9 +71,9 @@ def parse_total(text: str, default_unit: str) -> tuple[float, str]:
 
 def budget_from_args(args) -> PrivacyBudget:
     """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP; the
-    total checked by `option_budget`. One of the early checks (`hierdp_core.cli`): numpy
+    total checked by `option_budget`. One of the early checks (`hierdp_core.cli.main`): numpy
     is not imported yet. Implausible values get a warning from
-    `hierdp_core.cli_release.budget_warnings`, said after the release."""
+    `hierdp_core.cli.release.budget_warnings`, said after the release."""
     from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
 
     if (args.epsilon is None) == (args.rho is None):

@@ -37,7 +37,7 @@ def chromium_path() -> str | None:
 
 
 def report_pdf(html: str, *, chromium: str | None = None) -> bytes:
-    """Print the report ``html`` (from `hierdp_core.report_stakeholder.report_html`) to PDF
+    """Print the report ``html`` (from `hierdp_core.report.stakeholder.report_html`) to PDF
     bytes with headless Chromium, no network needed. Raises `PdfUnavailable`."""
     browser = chromium or chromium_path()
     if browser is None:

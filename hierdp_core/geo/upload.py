@@ -7,7 +7,7 @@ invalid rings repaired) and raises a `GeometryError` subclass naming what is wro
 `build_geometry` turns the chosen properties into a `UserGeometry`: per level a GeoJSON
 FeatureCollection whose feature ids are the codes (as `geo.level_geojson` gives for the
 bundled samples), area centroids for flow maps, and the units with their parents for
-`geo_match`. `register_geometry` makes it readable through `hierdp_core.geo` by its source
+`geo.match`. `register_geometry` makes it readable through `hierdp_core.geo.maps` by its source
 name. geopandas / pyogrio are imported here only (not needed to import `hierdp_core`).
 """
 
@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierdp_core import geo
 from hierdp_core.errors import (
     GeometryCRSError,
     GeometryFileError,
@@ -31,7 +30,8 @@ from hierdp_core.errors import (
     GeometryTooLargeError,
     InvalidGeometryError,
 )
-from hierdp_core.geo_match import Reference
+from hierdp_core.geo import maps as geo
+from hierdp_core.geo.match import Reference
 
 MAX_BYTES = 60 * 2**20
 MAX_FEATURES = 100_000
@@ -57,7 +57,7 @@ class Boundaries:
 @dataclass
 class UserGeometry:
     """Boundaries per level: ``layers`` level -> FeatureCollection (ids = codes, coarse to
-    fine), ``points`` (level, id, lon, lat), ``reference`` (for `geo_match.match_units`)."""
+    fine), ``points`` (level, id, lon, lat), ``reference`` (for `geo.match.match_units`)."""
 
     source: str
     layers: dict[str, dict]
@@ -267,6 +267,6 @@ def build_geometry(b: Boundaries, levels: list[str], properties: dict[str, str],
 
 
 def register_geometry(g: UserGeometry) -> str:
-    """Make ``g`` readable through `hierdp_core.geo` (level_geojson, centroids,
+    """Make ``g`` readable through `hierdp_core.geo.maps` (level_geojson, centroids,
     available_levels) under its source name; returns the name."""
     return geo.register(g.source, g.layers, g.points)

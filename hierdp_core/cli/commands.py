@@ -61,7 +61,7 @@ def cmd_sample(args) -> int:
 
 def cmd_audit(args) -> int:
     from hierdp_core.audit import audit_mechanism
-    from hierdp_core.cli_budget import option_budget
+    from hierdp_core.cli.budget import option_budget
     from hierdp_core.privacy.budget import PURE_DP
 
     get_mechanism(args.mechanism)

@@ -13,18 +13,19 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 
-from hierdp_core.cli_parser import EXIT_BAD_INPUT, build_parser
+from hierdp_core.cli.parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.errors import HierdpError
 
 #: each command's function, as "module:function" under hierdp_core, imported when it runs
-COMMANDS = {"mechanisms": "cli_commands:cmd_mechanisms", "release": "cli_release:cmd_release",
-            "evaluate": "cli_evaluate:cmd_evaluate", "verify": "cli_commands:cmd_verify",
-            "sample": "cli_commands:cmd_sample", "audit": "cli_commands:cmd_audit",
-            "budget": "cli_budget:cmd_budget"}
+COMMANDS = {"mechanisms": "cli.commands:cmd_mechanisms", "release": "cli.release:cmd_release",
+            "evaluate": "cli.evaluate:cmd_evaluate", "verify": "cli.commands:cmd_verify",
+            "sample": "cli.commands:cmd_sample", "audit": "cli.commands:cmd_audit",
+            "budget": "cli.budget:cmd_budget"}
 #: checks on the arguments alone that run, in turn, before the command's modules are
 #: imported: the budget's ranges, then the sizes typed against the memory
-EARLY_CHECKS = {"release": ("cli_budget:budget_from_args", "cli_memory:check_declared_memory")}
+EARLY_CHECKS = {"release": ("cli.budget:budget_from_args", "cli.memory:check_declared_memory")}
 
 
 def _function(where: str):
@@ -40,13 +41,11 @@ def run_command(args) -> int:
     return _function(COMMANDS[args.command])(args)
 
 
-def _interrupted_in(exc: BaseException) -> bool:
+def _interrupted_in(exc: BaseException, interrupt_received: Callable[[], bool]) -> bool:
     """Whether a KeyboardInterrupt lies in ``exc``'s chain of causes, or Ctrl-C reached the
-    command at all (`cli_entry.interrupt_received`): numpy turns Ctrl-C during the import
+    command at all (``interrupt_received()``, the entry point's): numpy turns Ctrl-C during the import
     of its C extension into an ImportError (its "IMPORTANT: PLEASE READ THIS" advice)
     raised from the interrupt, and pandas re-raises that as an ImportError of its own."""
-    from hierdp_core.cli_entry import interrupt_received
-
     if interrupt_received():
         return True
     seen = set()
@@ -58,7 +57,10 @@ def _interrupted_in(exc: BaseException) -> bool:
     return False
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *,
+         interrupt_received: Callable[[], bool] = lambda: False) -> int:
+    """Run the command of ``argv``: its exit status. ``interrupt_received``: whether Ctrl-C
+    reached the command (`hierdp_core.cli.entry` tells, which runs this)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:  # an unexpected failure: one line, details with --debug
-        if _interrupted_in(exc):  # Ctrl-C inside an extension's import, which wraps it
+        if _interrupted_in(exc, interrupt_received):  # Ctrl-C inside an extension's import, which wraps it
             print("interrupted", file=sys.stderr)
             return 130
         if args.debug:

@@ -1,7 +1,7 @@
 """``hierdp release``: read the input, bound its memory, draw the noise and write the
 release folder; the budget (``--epsilon``/``--rho``), its split, the declared invariants
 and the refusal of a mechanism that is not private. Bad input raises a `HierdpError`
-(one line and exit status 2 from `hierdp_core.cli.main`)."""
+(one line and exit status 2 from `hierdp_core.cli.main.main`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import math
 import sys
 from pathlib import Path
 
-from hierdp_core.cli_budget import (
+from hierdp_core.cli.budget import (
     budget_from_args,
     check_release_fits,
     commit_release,
     reserve_release,
 )
-from hierdp_core.cli_input import csv_list, input_data
-from hierdp_core.cli_memory import check_args_memory, check_data_memory, memory_limit
-from hierdp_core.cli_split import describe_choice, goal_split
-from hierdp_core.cli_table import input_spec, lookalike_warning, prepare_input, read_input
+from hierdp_core.cli.inputs import csv_list, input_data
+from hierdp_core.cli.memory import check_args_memory, check_data_memory, memory_limit
+from hierdp_core.cli.split import describe_choice, goal_split
+from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.invariants import exact_quantities

@@ -1,7 +1,7 @@
 """The ``hierdp`` command's entry point (the console script and ``python -m hierdp_core``):
 Ctrl-C at any moment prints one line, ``interrupted``, and exits with status 130, never a
 traceback: while the command's modules are imported (numpy, pandas, ... take a second),
-while its arguments are read, while it runs (`hierdp_core.cli.main` says it), and after it
+while its arguments are read, while it runs (`hierdp_core.cli.main.main` says it), and after it
 ended. An interrupted release leaves nothing half-written (`hierdp_core.atomic`: the
 staging folder is removed as the interrupt unwinds).
 
@@ -57,15 +57,15 @@ def interrupt_received() -> bool:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """The command's exit status: `hierdp_core.cli.main`'s, or 130 after one
+    """The command's exit status: `hierdp_core.cli.main.main`'s, or 130 after one
     ``interrupted`` line when Ctrl-C comes before it handles it (imports, arguments) or
     while it reports an error. Later Ctrl-Cs leave at once (`_leave_now`)."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)
     try:
-        from hierdp_core.cli import main
+        from hierdp_core.cli.main import main
 
-        code = main(argv)
+        code = main(argv, interrupt_received=interrupt_received)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, _leave_now)
         _say_interrupted()

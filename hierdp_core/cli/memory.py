@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hierdp_core.cli_input import csv_list, declared_categories, declared_geography, flow_levels
+from hierdp_core.cli.inputs import csv_list, declared_categories, declared_geography, flow_levels
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
     MemoryPlan,
@@ -137,7 +137,7 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
 def _nodes(args, table, levels, query) -> int | None:
     """The units of every level: the declared geography's, else the table's."""
     if getattr(args, "geography", None) and not getattr(args, "structure_from_data", False):
-        from hierdp_core.cli_input import name_columns
+        from hierdp_core.cli.inputs import name_columns
 
         geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
                                        query)

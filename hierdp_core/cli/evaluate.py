@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-from hierdp_core.cli_input import input_data
-from hierdp_core.cli_table import evaluate_args, prepare_input
+from hierdp_core.cli.inputs import input_data
+from hierdp_core.cli.table import evaluate_args, prepare_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals.coverage import coverage_per_level
 

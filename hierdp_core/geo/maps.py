@@ -1,5 +1,5 @@
 """Boundaries and centroids for maps: the bundled real samples', and boundaries a user
-uploaded (`register`, built by `geo_upload`), all read through the same functions by a
+uploaded (`register`, built by `geo.upload`), all read through the same functions by a
 *source* name (a sample name, or ``upload-<content hash>``).
 
 The files live in ``sample_data/geo/`` (derived by ``scripts/derive_sample_data.py``; sources
@@ -42,9 +42,9 @@ from pathlib import Path
 import pandas as pd
 
 from hierdp_core.errors import InputError
-from hierdp_core.geo_match import GeoMatch, Reference, Units, match_units
+from hierdp_core.geo.match import GeoMatch, Reference, Units, match_units
 
-GEO_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "geo"
+GEO_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "geo"
 
 #: Units of the sample tables that have no polygon in the shipped files (sample, level) -> ids.
 MISSING_UNITS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -158,7 +158,7 @@ def missing_units(sample_name: str, level: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4)
 def bundled_reference(sample_name: str) -> Reference:
-    """The units of a bundled geometry for `geo_match`: per level with boundaries (coarse to
+    """The units of a bundled geometry for `geo.match`: per level with boundaries (coarse to
     fine) the unit codes, each with its parent's code (from the sample's public geography
     table)."""
     from hierdp_core.data.sample_files import SAMPLE_FILES
@@ -175,10 +175,10 @@ def bundled_reference(sample_name: str) -> Reference:
 
 
 def match_bundled(units: Units) -> list[GeoMatch]:
-    """The table's ``units`` (`geo_match.hierarchy_units`) against every bundled geometry,
+    """The table's ``units`` (`geo.match.hierarchy_units`) against every bundled geometry,
     usable matches first, then by rate.
 
-    >>> from hierdp_core.geo_match import best_match
+    >>> from hierdp_core.geo.match import best_match
     >>> import numpy as np
     >>> units = {"st": (np.array(["06", "36"]), None),
     ...          "fips": (np.array(["06037", "36061"]), np.array(["06", "36"]))}

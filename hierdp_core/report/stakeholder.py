@@ -1,11 +1,11 @@
 """The one-click report of a counts release for stakeholders: one self-contained HTML file
 (plotly.js inlined once, maps drawn from GeoJSON embedded in the figures, the offline plotly
-config of `hierdp_core.viz`), readable without a network, and printable (`report_pdf`).
+config of `hierdp_core.viz`), readable without a network, and printable (`report.pdf`).
 
-Sections, for a reader with a minute first: a five-line summary (`report_summary`: what was
+Sections, for a reader with a minute first: a five-line summary (`report.summary`: what was
 published, where, how private against a yardstick, the typical error, the verdict), the
 verdict, the error by level (typical error in people and relative to a typical released
-number, the intervals), the maps (every level, or why not: `report_figures`), figures with
+number, the intervals), the maps (every level, or why not: `report.figures`), figures with
 intervals, a plain-language explanation, and an appendix with the configuration (as saved by
 `hierdp_core.config`), the mechanism, the budget, the budget ledger and the a priori error
 per level and epsilon. All of these come
@@ -16,7 +16,7 @@ title and (`report_file_stem`) in its file name. A report of a secure release sh
 seed, even if the configuration given holds one (the exploration's).
 With ``evaluation=True`` it also holds the error against the TRUE data (tables, a true vs
 released plot, and the Trade-offs page's sweep when given): it then carries the red
-CONFIDENTIAL banner of `hierdp_core.report`.
+CONFIDENTIAL banner of `hierdp_core.report.evaluation`.
 
 Example
 -------
@@ -46,7 +46,7 @@ from hierdp_core.experiments import budget_for, summarise
 from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
-from hierdp_core.report import (
+from hierdp_core.report.evaluation import (
     CONFIDENTIAL_BANNER,
     budget_summary,
     document,
@@ -58,8 +58,8 @@ from hierdp_core.report import (
     kv_table,
     mechanism_summary,
 )
-from hierdp_core.report_figures import release_maps, small_numbers_with_intervals, tradeoff_figure
-from hierdp_core.report_summary import (
+from hierdp_core.report.figures import release_maps, small_numbers_with_intervals, tradeoff_figure
+from hierdp_core.report.summary import (
     error_by_level,
     format_error_table,
     release_explanation,

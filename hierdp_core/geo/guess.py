@@ -5,7 +5,7 @@ A guess is only a proposal (DESIGN principle 10): the dashboard shows it with wh
 accepts it. Per level, coarse to fine, every property holding more than half of the level's
 codes is scored by that share times the share of the matched codes whose parent in the
 table is the feature's value of the property chosen for the nearest coarser well-matched
-level (`geo_match.MATCH_COVERAGE`): a property holding municipality codes in another order
+level (`geo.match.MATCH_COVERAGE`): a property holding municipality codes in another order
 scores low. A level other than the finest whose best property stays below the coverage is
 built by merging the finest well-matched level instead when every one of its units then
 has an area (100%).
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierdp_core.geo_match import MATCH_COVERAGE, Units, percent
-from hierdp_core.geo_upload import property_codes
+from hierdp_core.geo.match import MATCH_COVERAGE, Units, percent
+from hierdp_core.geo.upload import property_codes
 
 _MORE_THAN = 0.5  # a property holds a level's codes when it has more than this share
 
@@ -93,7 +93,7 @@ def _parents_agree(values: dict[str, pd.Series], prop: str, above: tuple[str, st
 
 def guess_properties(frame: pd.DataFrame, properties: list[str], units: Units,
                      ) -> PropertyGuess:
-    """The guess for the table's ``units`` (`geo_match.hierarchy_units`, coarse to fine)
+    """The guess for the table's ``units`` (`geo.match.hierarchy_units`, coarse to fine)
     over the ``properties`` of a boundary ``frame`` (values as codes, see the module
     docstring)."""
     values = {p: property_codes(frame, p) for p in properties if frame[p].notna().any()}

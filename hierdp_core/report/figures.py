@@ -1,4 +1,4 @@
-"""The figures of the release report (`hierdp_core.report_stakeholder`), from the release and
+"""The figures of the release report (`hierdp_core.report.stakeholder`), from the release and
 public parameters only: the maps of the released totals (and, for every level left off the
 maps, the reason), the smallest tenth of the released numbers with their intervals, and the a priori
 trade-off of error against epsilon.
@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hierdp_core.map_figures import choropleth
-from hierdp_core.report_summary import plural
+from hierdp_core.report.summary import plural
 from hierdp_core.viz import PALETTE
 
 MAX_MAP_UNITS = 4000  # levels with more units are left off the maps (the file stays small)

@@ -1,4 +1,4 @@
-"""How the command line turns a prepared input table (`hierdp_core.cli_table`) into the
+"""How the command line turns a prepared input table (`hierdp_core.cli.table`) into the
 data object of its query (counts, group sizes, flows, ranges), shaped by the declared
 structure (``--geography``, ``--category-values``, ``--domain``) or by the data.
 
@@ -116,8 +116,8 @@ def _duplicates(args) -> str:
 
 def cell_limit(args) -> int:
     """``--max-cells``, else the default sized to this machine's memory; never more cells
-    than ``--max-memory`` holds with the mechanism (`hierdp_core.cli_memory`)."""
-    from hierdp_core.cli_memory import cells_within_memory
+    than ``--max-memory`` holds with the mechanism (`hierdp_core.cli.memory`)."""
+    from hierdp_core.cli.memory import cells_within_memory
     from hierdp_core.data.loaders import default_max_cells
 
     value = getattr(args, "max_cells", None)
@@ -250,7 +250,7 @@ def _range_data(args, table, levels, names):
     if csv_list(args.categories) or getattr(args, "category_values", None):
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
-    from hierdp_core.cli_memory import memory_limit
+    from hierdp_core.cli.memory import memory_limit
     from hierdp_core.data.loaders import check_cells
 
     domain = parse_domain(args.domain) if args.domain else None
