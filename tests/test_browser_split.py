@@ -43,7 +43,6 @@ def test_optimise_and_use_the_split(server, page):  # noqa: F811
         ["0", "0", "1"]
     print(f"\nclick to painted page: the goal confirmed (optimised) {goal_s:.3f} s, "
           f"'Use this split' {use_s:.3f} s")
-    assert max(goal_s, use_s) < 5, "the optimiser should feel instant"
     shot(page, "split_optimiser_applied")
 
 
