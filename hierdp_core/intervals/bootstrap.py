@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.stats import binom
 
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
@@ -29,6 +30,9 @@ from hierdp_core.release import CellIntervals
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
 INPUTS = "released values and public parameters only"
 MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default
+#: `confident_order_statistic`: the chance that a quantile read from a simulation shared by
+#: every release holds its level
+QUANTILE_CONFIDENCE = 0.9
 #: re-run bootstraps (group sizes, flows, ranges): at most this many replicates, as many as
 #: fit in `RERUN_SECONDS` of the first re-run's time, never below `MIN_REPLICATES`
 RERUN_REPLICATES = 200
@@ -61,10 +65,17 @@ def rank(level: float, m: int) -> int:
     return min(math.ceil(level * (m + 1)), m) - 1
 
 
-def order_statistic(sample: np.ndarray, level: float) -> float:
-    """`rank`'s order statistic of a flat sample."""
-    r = rank(level, sample.size)
-    return float(np.partition(sample, r)[r])
+def confident_order_statistic(sample: np.ndarray, level: float,
+                              confidence: float = QUANTILE_CONFIDENCE) -> float:
+    """The order statistic of a flat sample of m draws that holds at least ``level`` of
+    their distribution with probability ``confidence`` over the draws (the largest when
+    none does): the (k + 1)-th smallest holds F(X_(k+1)) >= level exactly when at most k
+    draws fall below the level-quantile, so k is the ``confidence``-quantile of
+    Binomial(m, level). For a simulation with a fixed public seed, whose draws every
+    release of a table shares, `rank`'s average guarantee is not enough: one sample of
+    1,000 draws left a root's coverage at 0.885 over 3,000 releases at nominal 0.9."""
+    k = min(int(binom.ppf(confidence, sample.size, level)), sample.size - 1)
+    return float(np.partition(sample, k)[k])
 
 
 def symmetric_half_widths(d: np.ndarray, r: int,

@@ -12,7 +12,10 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   estimate (`gls_variances`). Gaussian noise (``normal``): c_l = z. Laplace or geometric
   noise (``simulated``): the estimator is linear, so its error does not depend on the
   truth; noise alone is drawn (``replicates`` times), passed through the estimator, and
-  c_l is the level's quantile of |error_v| / sqrt(P_v) pooled over its nodes. Both grow
+  c_l is the level's quantile of |error_v| / sqrt(P_v) pooled over its nodes, read with
+  90% confidence (`confident_order_statistic`: the draws come from a public seed, so every
+  release of a tree shares them and an unlucky sample would under-cover every time at a
+  level of few nodes, such as the root). Both grow
   by `FLOAT_SLACK` of the value: with integer noise of a large budget the error is exactly
   0 more often than the level, c_l is 0, and the value's rounding error in floating point
   alone would leave its truth outside (measured: coverage 0.0 at epsilon 10).
@@ -77,9 +80,9 @@ from hierdp_core.intervals.bootstrap import (
     SEED,
     by_time,
     check_level,
+    confident_order_statistic,
     feasible,
     interval_record,
-    order_statistic,
     rank,
     symmetric_half_widths,
 )
@@ -249,9 +252,8 @@ def _least_squares(release: Release, noises: list[Noise | None], level: float,
         errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.abs(errors) / sd[:, None]
-        c = np.array([order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
-                                       level)
-                      for lv in range(h.n_levels)])
+        c = np.array([confident_order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
+                                                 level) for lv in range(h.n_levels)])
         methods, draws = ["simulated"] * h.n_levels, replicates
     return per_node(release, c) * sd[:, None], methods, draws
 
