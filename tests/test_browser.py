@@ -22,6 +22,7 @@ from tests.browser_tools import (
     empty_folder,
     explains_in_plain_words,
     has_exception,
+    new_context,
     open_page,
     press_start,
     select_option,
@@ -61,7 +62,7 @@ def browser(shared_chromium):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 2600},
+    context = new_context(browser, viewport={"width": 1440, "height": 2600},
                                   accept_downloads=True)
     pg = context.new_page()
     pg.set_default_timeout(90_000)
