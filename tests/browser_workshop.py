@@ -97,8 +97,11 @@ def _walk(page, url: str, who: Attendee, folder: Path) -> None:
     step("export_s", export)
 
 
-def attend(url: str, who: Attendee, folder: Path, chromium: str) -> Attendee:
-    """Walk the demo path as ``who`` in a fresh Chromium; errors are recorded, not raised."""
+def attend(url: str, who: Attendee, folder: Path, chromium: str,
+           reduced_motion: bool = False) -> Attendee:
+    """Walk the demo path as ``who`` in a fresh Chromium (its page preferring reduced motion
+    if asked, as the tests do: see `browser_tools.new_context`); errors are recorded, not
+    raised."""
     from playwright.sync_api import sync_playwright
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -106,8 +109,9 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str) -> Attendee:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True,
                                         args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 800},
-                                          accept_downloads=True)
+            context = browser.new_context(
+                viewport={"width": 1280, "height": 800}, accept_downloads=True,
+                reduced_motion="reduce" if reduced_motion else "no-preference")
             page = context.new_page()
             page.set_default_timeout(STEP_TIMEOUT_MS)
             said: list[str] = []  # the page's console errors and crashes, for the report
@@ -126,14 +130,16 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str) -> Attendee:
     return who
 
 
-def run_workshop(url: str, n_sessions: int, folder: Path) -> list[Attendee]:
-    """``n_sessions`` attendees at once (samples in turn from DEMO_SAMPLES, seed 101 + i)."""
+def run_workshop(url: str, n_sessions: int, folder: Path,
+                 reduced_motion: bool = False) -> list[Attendee]:
+    """``n_sessions`` attendees at once (samples in turn from DEMO_SAMPLES, seed 101 + i),
+    each as `attend`."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     people = [Attendee(i, DEMO_SAMPLES[i % len(DEMO_SAMPLES)], 101 + i)
               for i in range(n_sessions)]
     with ThreadPoolExecutor(n_sessions) as pool:
-        return list(pool.map(lambda who: attend(url, who, folder / f"s{who.index}", chromium),
-                             people))
+        return list(pool.map(lambda who: attend(url, who, folder / f"s{who.index}", chromium,
+                                             reduced_motion), people))
 
 
 def expected_release(sample: str, config_json: Path, folder: Path) -> pd.DataFrame:

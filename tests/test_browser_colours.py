@@ -21,7 +21,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import open_page, settle, start_with_sample
+from tests.browser_tools import new_context, open_page, settle, start_with_sample
 
 pytestmark = pytest.mark.browser
 TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
@@ -30,7 +30,7 @@ TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (gr
 @contextmanager
 def themed_page(browser, scheme: str, height: int = 2600):  # noqa: F811
     """A fresh page whose browser prefers the ``scheme`` ('light' or 'dark') colours."""
-    context = browser.new_context(viewport={"width": 1440, "height": height},
+    context = new_context(browser, viewport={"width": 1440, "height": height},
                                   color_scheme=scheme)
     pg = context.new_page()
     pg.set_default_timeout(90_000)

@@ -141,6 +141,9 @@ def test_group_sizes_offer_no_code_column_as_the_size(server, page, tmp_path):  
     assert page.get_by_label("Size column", exact=True).input_value() == ""  # not preset
     press(page, "Use the guessed columns")
     size = page.get_by_label("Size column", exact=True)
+    page.wait_for_function(  # the select box can show its new value a frame after the run
+        "() => document.querySelector('input[aria-label=\"Size column\"]')?.value"
+        " === 'hh_size'", timeout=30_000)
     assert size.input_value() == "hh_size"
     size.click()
     options = page.get_by_role("option").all_inner_texts()

@@ -25,7 +25,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     server,
 )
 
-from tests.browser_tools import settle
+from tests.browser_tools import new_context, settle
 
 pytestmark = pytest.mark.browser
 WIDTH, FOLD = 1280, 800
@@ -52,7 +52,7 @@ def choropleths(pg) -> list[dict]:
 
 def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa: F811
     SHOTS.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": WIDTH, "height": FOLD})
+    context = new_context(browser, viewport={"width": WIDTH, "height": FOLD})
     pg = context.new_page()
     pg.set_default_timeout(120_000)
     try:

@@ -20,13 +20,13 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.ui.widgets import PAGES
-from tests.browser_tools import select_option
+from tests.browser_tools import new_context, select_option
 
 pytestmark = pytest.mark.browser
 
 
 def test_a_tour_of_every_page_requests_nothing_outside(server, browser):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1440, "height": 2200},
+    context = new_context(browser, viewport={"width": 1440, "height": 2200},
                                   color_scheme="dark")
     outside: list[str] = []
     local = re.escape(server)

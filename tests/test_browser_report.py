@@ -33,7 +33,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.report.stakeholder import PUBLIC_BANNER
-from tests.browser_tools import press_start, settle
+from tests.browser_tools import new_context, press_start, settle
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
@@ -49,7 +49,7 @@ def start_us(pg, server_url: str) -> None:  # noqa: F811
 def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
     """The exploration report at ``path``, opened from disk in a context with every network
     request blocked: its figures (maps included) draw, and no request leaves it."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    context = new_context(browser, viewport={"width": 1280, "height": 900}, offline=True)
     requests = []
 
     def block(route):
@@ -94,7 +94,7 @@ def download_report(pg, folder: Path) -> Path:
 def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
     """The values the report at ``path`` shows on its state map (by state name, from the
     hover data plotly.js drew) and the text of its top banner."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = new_context(browser, viewport={"width": 1280, "height": 900})
     report = context.new_page()
     report.goto(path.as_uri())
     report.wait_for_function(
@@ -175,7 +175,7 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
     config = json.loads(saved.read_text())
     assert config["seed"] == 5 and config["data"] == {"sample": "us-counties"}
 
-    context = browser.new_context(viewport={"width": 1440, "height": 2600},
+    context = new_context(browser, viewport={"width": 1440, "height": 2600},
                                   accept_downloads=True)
     other = context.new_page()
     other.set_default_timeout(90_000)

@@ -19,7 +19,7 @@ MEMORY_LIMIT_MB = 3_000
 
 def test_three_sessions_at_once_keep_their_own_data_and_release(server, tmp_path):  # noqa: F811
     before = server_memory_mb(urlparse(server).port)
-    people = run_workshop(server, 3, tmp_path)
+    people = run_workshop(server, 3, tmp_path, reduced_motion=True)  # as every test page
     assert check_isolation(people, tmp_path) == []
     assert {who.sample for who in people} == {"us-counties", "italy-municipalities",
                                               "synthetic-us-like"}

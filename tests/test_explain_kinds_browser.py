@@ -33,9 +33,9 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     """The Range queries page explains itself in plain words; save there (another mechanism
     and seed), open a new browser session, load the file there: the page shows the same
     release."""
-    from tests.browser_tools import select_option, settle
+    from tests.browser_tools import new_context, select_option, settle
 
-    first = browser.new_context(viewport={"width": 1440, "height": 2600})
+    first = new_context(browser, viewport={"width": 1440, "height": 2600})
     pg = first.new_page()
     pg.set_default_timeout(90_000)
     pg.goto(server)
@@ -59,7 +59,7 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     assert saved["query"] == "ranges" and saved["mechanism"] == "greedy-h"
     assert saved["seed"] == 7 and saved["data"] == {"sample": "italy-municipalities"}
 
-    second = browser.new_context(viewport={"width": 1440, "height": 2600})
+    second = new_context(browser, viewport={"width": 1440, "height": 2600})
     pg = second.new_page()
     pg.set_default_timeout(90_000)
     pg.goto(server)
