@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import binom
@@ -171,30 +172,48 @@ def released_leaves(release) -> np.ndarray:
     return np.maximum(np.rint(release.values[h.level_slice(h.depth)]), 0).astype(np.int64)
 
 
+class TableBootstrap(NamedTuple):
+    """`table_bootstrap`'s half-widths (below, above) shaped like the values, the replicates
+    drawn, the half-widths above the ``sums`` (None without) and above the re-runs'
+    estimates before consistency (None unless asked)."""
+
+    below: np.ndarray
+    above: np.ndarray
+    draws: int
+    sums_above: np.ndarray | None
+    unclipped_above: np.ndarray | None
+
+
 def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None,
-                    widen: bool = False):
+                    widen: bool = False, unclipped: bool = False) -> TableBootstrap:
     """`rerun_bootstrap` of a table release (values (n_nodes, k)) whose mechanism re-runs
     on ``plugin`` (data over the same tree) with the release's budget, split (the ledger's
-    shares) and parameters: half-widths (below, above) shaped like the values, the
-    replicates drawn, and with ``sums`` (a sparse matrix over the flat cells: aggregates
-    such as bands or buckets) the half-widths above those aggregates (else None), from the
+    shares) and parameters, with ``sums`` (a sparse matrix over the flat cells: aggregates
+    such as bands or buckets) and, with ``unclipped``, the re-runs' estimates before their
+    consistency clipped them at 0 (``noisy``; a level not measured: no error), all from the
     same redraws; ``widen``: see `rerun_bootstrap`."""
     mechanism = get_mechanism(release.mechanism)
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
+    truth = plugin.node_counts().ravel()
 
     def rerun(source):
         return mechanism.release(plugin, budget, split=split, source=source,
                                  **release.parameters)
 
-    def with_sums(flat: np.ndarray) -> np.ndarray:
-        return flat if sums is None else np.concatenate([flat, sums @ flat])
+    def cells(flat: np.ndarray, noisy: np.ndarray | None) -> np.ndarray:
+        parts = [flat] + ([] if sums is None else [sums @ flat])
+        if unclipped:
+            parts.append(truth if noisy is None else np.where(np.isnan(noisy), truth, noisy))
+        return np.concatenate(parts)
 
     below, above, draws = rerun_bootstrap(
-        rerun, lambda r: with_sums(r.values.ravel()), with_sums(plugin.node_counts().ravel()),
-        release.ledger, level, replicates, release.is_integer, widen)
+        rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),
+        cells(truth, None), release.ledger, level, replicates, release.is_integer, widen)
     shape, n = release.values.shape, release.values.size
-    return (below[:n].reshape(shape), above[:n].reshape(shape), draws,
-            None if sums is None else above[n:])
+    m = n + (0 if sums is None else sums.shape[0])
+    return TableBootstrap(below[:n].reshape(shape), above[:n].reshape(shape), draws,
+                          None if sums is None else above[n:m],
+                          above[m:].reshape(shape) if unclipped else None)
 
 
 def _check_ledger(original, rerun) -> None:

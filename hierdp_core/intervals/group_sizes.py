@@ -83,8 +83,8 @@ def group_size_intervals(release: Release, level: float,
                                (SIZE_COLUMN,), max_size=int(release.categories[-1]),
                                min_size=int(release.categories[0]))
         widen = how == BIAS_WIDENED
-        below, above, draws, _ = table_bootstrap(release, plugin, level, replicates,
-                                                 widen=widen)
+        below, above, draws = table_bootstrap(release, plugin, level, replicates,
+                                              widen=widen)[:3]
         method = BIAS_WIDENED if widen else "parametric bootstrap"
     lower, upper = release.values - below, release.values + above
     bounded = np.zeros(h.n_levels, dtype=bool)
