@@ -54,10 +54,12 @@ MECHANISMS = ("least-squares", "topdown")
 #: group-size mechanisms also measured on ``--mechanisms`` (not by default: a release and
 #: its bootstrap per run, about 2 minutes per case at 240 releases x 50 replicates)
 GROUP_SIZE_MECHANISMS = ("gs-topdown",)
-#: independent releases per case (the root's standard error sqrt(.09 / runs) <= 0.02 from
-#: 225 runs) and TopDown's bootstrap replicates per release (an order statistic of m draws
-#: covers (rank + 1) / (m + 1) on average, 0.902 for m = 50, 0.901 for the default 200)
-RUNS = {"least-squares": 400, "topdown": 240, "gs-topdown": 240}
+#: independent releases per case (a root has one value per release: its standard error
+#: sqrt(.09 / runs) is 0.0067 at least squares' 2,000, so its two-standard-error tolerance
+#: is below 0.02; TopDown's 240 give 0.019, two of them 0.039) and TopDown's bootstrap
+#: replicates per release (an order statistic of m draws covers (rank + 1) / (m + 1) on
+#: average, 0.902 for m = 50, 0.901 for the default 200)
+RUNS = {"least-squares": 2000, "topdown": 240, "gs-topdown": 240}
 TOPDOWN_REPLICATES = 50
 
 
