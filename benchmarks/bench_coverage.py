@@ -64,11 +64,11 @@ RANGE_MECHANISMS = ("dawa", "greedy-h", "partition-laplace", "identity", "unifor
                     "hb", "privelet")
 RERUN_MECHANISMS = {**dict.fromkeys(GROUP_SIZE_MECHANISMS, make_group_sizes),
                     **dict.fromkeys(RANGE_MECHANISMS, make_ranges)}
-#: independent releases per case (the root's standard error sqrt(.09 / runs) <= 0.02 from
-#: 225 runs; least squares, whose releases are cheap, 0.0067 at 2,000: a root measured
-#: 0.8475 at 400 runs, within the target at 3,000) and TopDown's bootstrap replicates per
-#: release (an order statistic of m draws covers (rank + 1) / (m + 1) on average, 0.902
-#: for m = 50, 0.901 for the default 200)
+#: independent releases per case (a root has one value per release: its standard error
+#: sqrt(.09 / runs) is 0.0067 at least squares' 2,000, so its two-standard-error tolerance
+#: is below 0.02; TopDown's 240 give 0.019, two of them 0.039) and TopDown's bootstrap
+#: replicates per release (an order statistic of m draws covers (rank + 1) / (m + 1) on
+#: average, 0.902 for m = 50, 0.901 for the default 200)
 RUNS = {"least-squares": 2000, "topdown": 240, **dict.fromkeys(RERUN_MECHANISMS, 240)}
 TOPDOWN_REPLICATES = 50
 

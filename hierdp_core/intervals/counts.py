@@ -93,8 +93,12 @@ from hierdp_core.queries.counts import CountData
 from hierdp_core.release import CellIntervals, Release
 
 #: least-squares simulation draws at most (noise only, one float column each), fewer when
-#: nodes x draws would pass `SIMULATION_DRAWS`: 1,000 for the 3,193 US nodes (0.2 s)
-LS_REPLICATES = 1000
+#: nodes x draws would pass `SIMULATION_DRAWS`: 1,252 for the 3,193 US nodes (0.2 s). A
+#: root's c_l is the quantile of its draws alone: from 1,000 it covered 0.878-0.888 at
+#: nominal 0.90 on four shapes of `benchmarks/bench_coverage.py` (chain-top,
+#: swiss-small-eps, one-child-level, levels-5; 20,000 fresh draws each), 0.887-0.895 from
+#: as many draws as `SIMULATION_DRAWS` allows (2,715-20,000)
+LS_REPLICATES = 20_000
 SIMULATION_DRAWS = 4_000_000
 #: TopDown bootstrap replicates at most, fewer when cells x replicates would pass
 #: `BOOTSTRAP_CELL_DRAWS` (`bootstrap_replicates`): 200 for the 3,141 US counties x 4 age
