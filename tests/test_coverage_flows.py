@@ -56,3 +56,11 @@ def test_flow_cells_enter_the_benchmark_summary(capsys):
     assert out["worst_cell"]["shape"].startswith("flows-")
     assert out["worst_coverage"] == min(lv["coverage"] for e in out["results"].values()
                                         for c in e["cases"].values() for lv in c["levels"])
+
+
+def test_a_release_with_every_leaf_suppressed_still_bounds_its_coarse_nodes():
+    """At epsilon 0.1 the threshold (about 300 trips) suppresses every leaf of this table:
+    the coarse nodes, released as 0, get the bound (they got [0, 0] before)."""
+    data = make_flows("flows-sparse", 3)
+    case = flow_case(data, "stability-histogram", 0.1, 3, 0.9, 1, 20, bench_coverage.TARGET)
+    assert all(lv["coverage"] == 1.0 for lv in case["levels"])

@@ -78,8 +78,8 @@ def flow_intervals(release: FlowRelease, level: float,
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
         if release.mechanism == "stability-histogram":
-            below[:-release.levels[-1].size], above[:-release.levels[-1].size] = \
-                _suppression_bound(release, level)
+            coarse = slice(0, below.size - release.levels[-1].size)  # none may be released
+            below[coarse], above[coarse] = _suppression_bound(release, level)
             methods[:-1] = [SUPPRESSION_BOUND] * release.depth
     lower, upper = values - below, values + above
     if release.invariants:  # bounded DP: n published exactly
