@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_coverage  # noqa: E402
 from coverage_flows import flow_case, make_flows  # noqa: E402
 
+from hierdp_core.flows.synthetic import synthetic_flows
 from hierdp_core.intervals.flows import SUPPRESSION_BOUND, half_laplace_sum_bound
 
 
@@ -59,8 +60,9 @@ def test_flow_cells_enter_the_benchmark_summary(capsys):
 
 
 def test_a_release_with_every_leaf_suppressed_still_bounds_its_coarse_nodes():
-    """At epsilon 0.1 the threshold (about 300 trips) suppresses every leaf of this table:
-    the coarse nodes, released as 0, get the bound (they got [0, 0] before)."""
-    data = make_flows("flows-sparse", 3)
+    """At epsilon 0.1 the threshold (about 300 trips) suppresses every leaf of a table of
+    at most 5 trips per pair: the coarse nodes, released as 0, get the bound (they got
+    [0, 0] before)."""
+    data = synthetic_flows(1, 3, 0.0, 5, seed=2)
     case = flow_case(data, "stability-histogram", 0.1, 3, 0.9, 1, 20, bench_coverage.TARGET)
     assert all(lv["coverage"] == 1.0 for lv in case["levels"])
