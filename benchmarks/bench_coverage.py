@@ -4,7 +4,8 @@ few people to millions, 0-60% empty leaves, ragged trees), the consistent counts
 mechanisms (least squares, TopDown), epsilon 0.1 / 1 / 10, uniform split; on request
 (``--mechanisms``) every consistent private group-size mechanism (`GROUP_SIZE_MECHANISMS`,
 households of 1-4 people) and range mechanism (`RANGE_MECHANISMS`, 32 ordered values, the
-prefix workload), each release with its re-run bootstrap.
+prefix workload), each release with its re-run bootstrap; with ``--flows`` the consistent
+flow mechanisms on the O/D shapes of `coverage_flows` (``--flows-only``: those alone).
 
 Each (shape, mechanism, epsilon) makes ``--runs`` independent seeded releases at once
 (copies of the table as category columns, which the count mechanisms treat
@@ -40,6 +41,7 @@ import sys
 import time
 
 import numpy as np
+from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
 
@@ -245,8 +247,13 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--forecast-only", action="store_true",
                    help="no intervals: the error forecast against the measured error only")
+    p.add_argument("--flows", help="flow mechanisms too, on coverage_flows.FLOW_SHAPES "
+                   f"(comma-separated, of {','.join(FLOW_MECHANISMS)})")
+    p.add_argument("--flows-only", action="store_true", help="no count shapes")
+    p.add_argument("--flow-runs", type=int, default=100, help="releases per flow case")
     args = p.parse_args(argv)
     wanted = args.shapes.split(",") if args.shapes else [s.name for s in SHAPES]
+    wanted = [] if args.flows_only else wanted
     unknown = set(wanted) - {s.name for s in SHAPES}
     if unknown:
         p.error(f"unknown shapes: {sorted(unknown)}")
@@ -279,6 +286,11 @@ def main(argv=None) -> int:
                                          for lv in entry["cases"][name]["levels"]],
                       file=sys.stderr)
         results[shape.name] = entry
+    if args.flows:  # issue 30: the flow mechanisms on O/D shapes (coverage_flows)
+        results.update(flow_cases(FLOW_SHAPES, args.flows.split(","),
+                                  list(map(float, args.eps.split(","))), args.flow_runs,
+                                  args.level, seed, args.replicates, TARGET,
+                                  lambda *a: print(*a, file=sys.stderr)))
     cells = [(shape, name, lv) for shape, e in results.items()
              for name, c in e["cases"].items() for lv in c["levels"]]
     out = {"benchmark": "bench_coverage", "level": args.level, "target": TARGET,

@@ -1,7 +1,7 @@
 """The dashboard's publishable flow and range releases (secure redraw) carry ``lower`` and
 ``upper`` at 90%, recorded in their manifests; a page warns exactly when the release's
-intervals are flagged as not calibrated (stability-histogram's coarser levels are; the Ranges
-page's default is calibrated). (The Group sizes page's default, the whole
+intervals are flagged as not calibrated (none is: stability-histogram's coarser levels carry
+the suppression bound). (The Group sizes page's default, the whole
 us-households sample, takes about a minute to redraw with intervals: left to the CLI tests.)"""
 
 from __future__ import annotations
@@ -37,4 +37,4 @@ def test_publishable_releases_of_the_query_pages_carry_intervals(path, prefix, m
     caveat = uncalibrated_warning(secure)
     assert [w.value for w in at.warning if "not calibrated" in w.value] == \
         ([caveat] if caveat else [])
-    assert (caveat is not None) == (mechanism == "stability-histogram")
+    assert caveat is None

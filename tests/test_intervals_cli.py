@@ -4,6 +4,9 @@ manifest's ``intervals`` record saying how they were made."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+
 import pandas as pd
 import pytest
 from conftest import run_cli as run
@@ -11,6 +14,7 @@ from test_intervals_kinds import UNITS, ages, flows, group_sizes
 
 from hierdp_core.export import read_release
 from hierdp_core.intervals import INPUTS
+from hierdp_core.mechanisms.base import capabilities
 
 
 def _csv(tmp_path, query: str):
@@ -69,15 +73,29 @@ def test_release_files_carry_intervals_for_every_query(capsys, tmp_path, query):
     assert "lower" not in table.columns and "intervals" not in manifest
 
 
-def test_uncalibrated_levels_are_flagged_in_the_manifest_with_one_warning(capsys, tmp_path):
-    """stability-histogram's levels above the leaves are measured below nominal
-    (bench_intervals.py): the manifest says so per level, with the reason, and the command
+def test_uncalibrated_levels_are_flagged_in_the_manifest_with_one_warning(capsys, tmp_path,
+                                                                          monkeypatch):
+    """stability-histogram's levels above the leaves carry the suppression bound and are
+    calibrated; a mechanism that declares levels uncalibrated (here stability-histogram
+    made to) gets them marked per level in the manifest, with the reason, and the command
     line warns once, after the release is written; a calibrated release (InfTDA's, DAWA's
     over ranges) gets no such line."""
     path, options = _csv(tmp_path, "flows")
     options = [*options[:options.index("--mechanism")], "--mechanism", "stability-histogram",
                "--epsilon", "1", "--delta", "1e-6"]
     base = ["release", path, *options, "--structure-from-data", "--seed", 3]
+    code, out, err = run(capsys, *base, "--out", tmp_path / "s")
+    assert code == 0 and "not calibrated" not in err, err
+    record = read_release(tmp_path / "s")[1]["intervals"]
+    assert all(c["calibrated"] for c in record["calibration"].values())
+    assert list(record["method"].values())[:-1] == ["suppression bound"] * (
+        len(record["method"]) - 1)
+    declared = dataclasses.replace(capabilities("stability-histogram"),
+                                   uncalibrated=("above the leaves", "suppressed cells"))
+    calibration_module = importlib.import_module("hierdp_core.intervals.calibration")
+    monkeypatch.setattr(calibration_module, "capabilities",
+                        lambda name: declared if name == "stability-histogram"
+                        else capabilities(name))
     code, out, err = run(capsys, *base, "--out", tmp_path / "a")
     assert code == 0, err
     calibration = read_release(tmp_path / "a")[1]["intervals"]["calibration"]

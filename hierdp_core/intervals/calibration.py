@@ -9,7 +9,8 @@ The mechanism declares its levels and reason (`Capabilities.uncalibrated`); `LEV
 levels by position from the leaves, so it applies to every geography; it depends on the
 mechanism only (public), never on the data. (TopDown counts' levels near 0 were flagged
 from the release's values until their intervals were inverted there,
-`intervals.counts.near_zero_inversion`.)
+`intervals.counts.near_zero_inversion`; the stability histogram's levels above the
+leaves until they got the suppression bound, `intervals.flows`.)
 """
 
 from __future__ import annotations

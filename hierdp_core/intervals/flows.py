@@ -7,14 +7,27 @@ from the release alone. Nodes that are not released (released as 0) get no row.
   quantile (`counts.raw_half_widths`); a coarser node sums the noise of its m leaf pairs
   (m from the public geography: leaves under the origin times leaves under the
   destination), so value -/+ floor(z sqrt(m) sigma) (truth and value are integers).
-* ``stability-histogram`` (``parametric bootstrap``; ``inftda``, ``tda-*``: next): the
-  released leaf cells are the plug-in truth (its number of trips the released n); the
+* ``stability-histogram`` at the leaves (``parametric bootstrap``; ``inftda``,
+  ``tda-*``: next): the released leaf cells are the plug-in truth (its number of trips the released n); the
   mechanism's public release API is re-run on it with the release's budget, split and
   parameters and the public seed (`bootstrap.rerun_bootstrap`); per row, value -/+ the
   level-quantile of |redraw - plug-in| (a node the redraw does not release counts as 0).
   The authors' half-budget option is re-run as the levels' budgets it spent. A release
   with no leaf cell (all suppressed) has nothing to redraw: its rows get [value, value] (0
   replicates).
+* ``stability-histogram`` above the leaves (``suppression bound``): a node's value V sums
+  its k released leaf cells, each rint(c + Z) with Z ~ Laplace(b) (the ledger's leaf
+  scale); the other noised cells under it were suppressed (c + Z < tau, the ledger's
+  threshold) and count 0; untouched pairs have c = 0. Of its m leaf pairs (public
+  geography) at most m are noised, so with S+ and S- the sums of max(Z, 0) and max(-Z, 0)
+  over them: truth >= V - k/2 - S+ (released cells only, rint(Z) <= max(Z, 0) + 1/2) and
+  truth <= V + k/2 + S- + (m - k)(tau - 1) (a suppressed integer cell is below tau - Z).
+  S+ and S- are each bounded at probability (1 - level)/2 by Chernoff's bound on m
+  i.i.d. half-Laplace terms (E exp(lambda max(Z, 0)) = 1/2 + 1/(2 (1 - lambda b)),
+  minimised over lambda in (0, 1/b)): the interval holds with probability >= level from
+  public parameters only (b, tau, the geography) and released values (V, k); it is wide
+  where many pairs are suppressed (the unknown mass is up to tau - 1 each). Measured at
+  or above nominal on every shape of `benchmarks/coverage_flows.py`.
 * ``inftda``, ``tda-*`` (``bias-widened bootstrap``): the same, but their top-down loop
   prunes small cells and keeps false positives, a bias at the truth the plug-in's redraws
   do not show (the plain bootstrap covered 0.75-0.86 of the US flights' two finest levels
@@ -43,6 +56,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
+from hierdp_core.mechanisms.flows import StabilityHistogram
 from hierdp_core.privacy.samplers import NOISES, Gaussian
 from hierdp_core.release import CellIntervals
 
@@ -63,6 +77,10 @@ def flow_intervals(release: FlowRelease, level: float,
         methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
+        if release.mechanism == "stability-histogram":
+            coarse = slice(0, below.size - release.levels[-1].size)  # none may be released
+            below[coarse], above[coarse] = _suppression_bound(release, level)
+            methods[:-1] = [SUPPRESSION_BOUND] * release.depth
     lower, upper = values - below, values + above
     if release.invariants:  # bounded DP: n published exactly
         methods[0] = "exact (invariant)"
@@ -71,6 +89,55 @@ def flow_intervals(release: FlowRelease, level: float,
                              draws, rows="released nodes (absent nodes are 0, no row)",
                              **extra)
     return feasible(lower, upper, record, values[0] if release.invariants else None)
+
+
+SUPPRESSION_BOUND = "suppression bound"
+threshold = StabilityHistogram.threshold
+
+
+def _suppression_bound(release: FlowRelease, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """stability-histogram's half-widths (below, above) per row above the leaves
+    (module doc)."""
+    last = release.ledger.iloc[-1]
+    budget = release_budget(release.privacy)
+    scale, tau = float(last["noise_scale"]), threshold(budget.value, budget.delta)
+    geo = release.geography
+    leaves_under = geo.aggregate(np.ones((geo.n_leaves, 1)))[:, 0]
+    leaf = release.levels[-1]
+    released = leaf.value > 0
+    below, above = [], []
+    for lv, (lo, ld) in zip(release.levels[:-1], release.pair_levels[:-1], strict=True):
+        m = (leaves_under[geo.level_offsets[lo] + lv.origin]
+             * leaves_under[geo.level_offsets[ld] + lv.destination])
+        width = geo.level_size(ld)
+        under = (_ancestor(geo, leaf.origin[released], lo) * width
+                 + _ancestor(geo, leaf.destination[released], ld))
+        keys = lv.keys(width)
+        k = np.bincount(np.searchsorted(np.unique(keys), under[np.isin(under, keys)]),
+                        minlength=np.unique(keys).size)[np.searchsorted(np.unique(keys),
+                                                                         keys)]
+        tail = half_laplace_sum_bound(m, scale, (1 - level) / 2)
+        below.append(np.floor(k / 2 + tail))
+        above.append(np.ceil(k / 2 + tail + (m - k) * max(tau - 1, 0)))
+    return np.concatenate(below), np.concatenate(above)
+
+
+def _ancestor(geo, leaves: np.ndarray, level: int) -> np.ndarray:
+    """The leaves' (local indices) ancestors at ``level``, as local indices there."""
+    node = leaves + geo.level_offsets[geo.depth]
+    for _ in range(geo.depth - level):
+        node = geo.parent[node]
+    return node - geo.level_offsets[level]
+
+
+def half_laplace_sum_bound(n: np.ndarray, scale: float, p: float) -> np.ndarray:
+    """t with P(sum of n i.i.d. max(Z, 0), Z ~ Laplace(scale), >= t) <= p, per n:
+    Chernoff's bound min over lambda of (n log M(lambda) - log p) / lambda, M the
+    moment generating function 1/2 + 1/(2 (1 - lambda scale))."""
+    lam = np.linspace(0.01, 0.99, 99)[None, :] / scale
+    log_m = np.log(0.5 + 0.5 / (1 - lam * scale))
+    n = np.asarray(n, dtype=np.float64)[:, None]
+    return ((n * log_m - np.log(p)) / lam).min(axis=1)
 
 
 def _leaf_sums(release: FlowRelease, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -325,14 +325,6 @@ class VanillaGauss(LeafBaseline):
         return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
-#: `Capabilities.uncalibrated` of the stability histogram (measured,
-#: `benchmarks/bench_intervals.py`)
-STABILITY_UNCALIBRATED = (
-    "above the leaves", "a coarser node sums the released leaves only and misses the "
-    "suppressed cells, which the plug-in (all above the threshold) cannot show; measured "
-    "0.00-0.89 at nominal 0.9 (US flights, NY commuting)")
-
-
 @dataclass
 class StabilityHistogram(LeafBaseline):
     """Laplace noise on the positive leaf cells only, suppressed below a threshold."""
@@ -354,7 +346,7 @@ class StabilityHistogram(LeafBaseline):
             neighbouring="bounded DP: one trip substituted; leaf histogram L1 sensitivity 2; "
                          "a cell absent from one dataset passes the threshold with "
                          "probability <= delta/4",
-            capabilities=Capabilities(sparse_flows=True, uncalibrated=STABILITY_UNCALIBRATED))
+            capabilities=Capabilities(sparse_flows=True))
 
     @staticmethod
     def threshold(epsilon: float, delta: float) -> float:
