@@ -177,14 +177,16 @@ KNOWN_UPWARD = {
 #: import loops not yet broken (issue 29), each as its sorted modules; the same rule
 KNOWN_LOOPS = {
     # closed by release -> api (above): the API reads the command line's arguments, whose
-    # release runs the engines, which make `Release`s
+    # release runs the engines, which make `Release`s (mechanisms.flows joins it through
+    # intervals.flows, which reads the stability histogram's public threshold from it)
     ("api", "cli.budget", "cli.config_file", "cli.parser", "cli.release", "cli.table",
      "config", "engine.blockwise", "engine.blockwise_flows", "engine.blockwise_group_sizes",
      "engine.dask_cli", "engine.dask_engine", "engine.dask_flows", "engine.dask_flows_cli",
      "engine.dask_group_sizes", "engine.dask_group_sizes_cli", "engine.partitioned",
      "engine.written", "export", "flows.release", "intervals", "intervals.bootstrap",
      "intervals.counts", "intervals.flows", "intervals.group_sizes", "intervals.ranges",
-     "invariants", "mechanisms.group_sizes", "mechanisms.group_sizes_base", "release",
+     "invariants", "mechanisms.flows", "mechanisms.group_sizes",
+     "mechanisms.group_sizes_base", "release",
      "table_rules"),
     ("cli.inputs", "cli.memory"),
     # the loaders, the memory planner and the query data call each other; among them
