@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from hierdp_core import interrupts
 from hierdp_core.errors import InputError
 
 _RENAME_EXCHANGE = 2
@@ -139,6 +140,8 @@ def staged_folder(target: str | Path, *, overwrite: bool, marker: str) -> Iterat
                           Path(exc.filename or target)) from None
     try:
         yield stage
+        if interrupts.received():  # a Ctrl-C swallowed on its way (`hierdp_core.interrupts`)
+            raise KeyboardInterrupt
         _fsync_tree(stage)
         check_target(target, overwrite, marker)  # it may have appeared meanwhile
         if target.exists():

@@ -15,7 +15,7 @@ PACKAGE = ROOT / "hierdp_core"
 #: bottom to top; a module belongs to the layer of the longest prefix naming it (a package
 #: or a module, dotted under hierdp_core)
 LAYERS = (
-    ("foundations", ("errors", "ids", "atomic", "defaults", "palette", "metric_names",
+    ("foundations", ("errors", "ids", "atomic", "interrupts", "defaults", "palette", "metric_names",
                      "tree_levels", "declared_values", "column_roles", "publisher_key",
                      "manifest_seal")),
     ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "groupsizes.data",

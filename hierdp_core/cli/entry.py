@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 
+from hierdp_core.interrupts import RECEIVED, received
+
 INTERRUPTED = 130
 
 
@@ -39,21 +41,12 @@ def _leave_now(signum, frame) -> None:
     os._exit(INTERRUPTED)
 
 
-#: the Ctrl-Cs received while the command ran (`_interrupt`)
-_RECEIVED: list[int] = []
-
-
 def _interrupt(signum, frame) -> None:
-    """Ctrl-C while the command runs: Python's own KeyboardInterrupt, remembered, since an
-    extension's import may turn it into an ImportError with no link to it (pandas re-raises
-    numpy's that way)."""
-    _RECEIVED.append(signum)
+    """Ctrl-C while the command runs: Python's own KeyboardInterrupt, remembered
+    (`hierdp_core.interrupts`), since an extension's import may turn it into an ImportError
+    with no link to it (pandas re-raises numpy's that way)."""
+    RECEIVED.append(signum)
     raise KeyboardInterrupt
-
-
-def interrupt_received() -> bool:
-    """Whether Ctrl-C reached the command (`run`) at some point."""
-    return bool(_RECEIVED)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -65,7 +58,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         from hierdp_core.cli.main import main
 
-        code = main(argv, interrupt_received=interrupt_received)
+        code = main(argv, interrupt_received=received)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, _leave_now)
         _say_interrupted()
