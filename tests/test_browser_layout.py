@@ -74,6 +74,7 @@ def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa:
         (the_map,) = choropleths(pg)
         assert the_map["y"] + 150 <= FOLD, the_map  # at least 150 px of the map in sight
         group = pg.locator("[data-testid='stButtonGroup']").first
+        group.get_by_role("radio").nth(3).wait_for()  # painted after the map on a busy machine
         assert group.get_by_role("radio").count() == 4
         assert group.evaluate(CUT) == []  # every map option whole
         assert pg.get_by_label("Drill down: show the units inside").input_value() \
