@@ -22,6 +22,17 @@ from coverage_shapes import SHAPES, make_counts  # noqa: E402
 SMALL = ("flat-tiny", "tiny-units", "ragged-5")
 
 
+def run_benchmark(argv: list[str]) -> dict:
+    """`bench_coverage.main` on ``argv``: its printed JSON (its progress lines dropped)."""
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    out = StringIO()
+    with redirect_stdout(out), redirect_stderr(StringIO()):
+        assert bench_coverage.main(argv) == 0
+    return json.loads(out.getvalue())
+
+
 def test_shapes_cover_the_asked_range():
     assert len(SHAPES) >= 20
     levels, fanouts, empty, ragged, sizes = set(), [], [], [], []
@@ -41,15 +52,9 @@ def test_shapes_cover_the_asked_range():
 
 @pytest.fixture(scope="module", params=[0.9, 0.95])
 def small_run(request):
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    out = StringIO()
-    with redirect_stdout(out), redirect_stderr(StringIO()):
-        assert bench_coverage.main(["--shapes", ",".join(SMALL), "--eps", "0.1",
-                                    "--runs", "120", "--replicates", "20",
-                                    "--level", str(request.param)]) == 0
-    return json.loads(out.getvalue())
+    return run_benchmark(["--shapes", ",".join(SMALL), "--eps", "0.1",
+                          "--runs", "120", "--replicates", "20",
+                          "--level", str(request.param)])
 
 
 def test_small_benchmark_json(small_run):
@@ -76,14 +81,8 @@ def test_small_benchmark_holds_every_level(small_run):
 def test_group_sizes_are_measured_on_request():
     """``--mechanisms gs-topdown``: releases of groups of 1-4 people per shape, one after
     the other, coverage per level over regions x sizes x releases, no error forecast."""
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    out = StringIO()
-    with redirect_stdout(out), redirect_stderr(StringIO()):
-        assert bench_coverage.main(["--shapes", "flat-few", "--mechanisms", "gs-topdown",
-                                    "--eps", "1", "--runs", "6", "--replicates", "20"]) == 0
-    run = json.loads(out.getvalue())
+    run = run_benchmark(["--shapes", "flat-few", "--mechanisms", "gs-topdown",
+                         "--eps", "1", "--runs", "6", "--replicates", "20"])
     levels = run["results"]["flat-few"]["cases"]["gs-topdown eps=1"]["levels"]
     assert [lv["releases"] for lv in levels] == [6, 6]
     assert all(0 <= lv["coverage"] <= 1 and lv["forecast"] is None for lv in levels)
@@ -97,15 +96,9 @@ def test_ranges_are_measured_on_request_and_uniform_bounds_its_cells():
     shape. Uniform spreads each unit's noisy total evenly, so its cells are biased wherever
     the profile is not flat; its intervals bound each cell by its unit's total (one bucket)
     and cover (they covered 0.00-0.09 of chain-top's cells as a plain bootstrap)."""
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    out = StringIO()
-    with redirect_stdout(out), redirect_stderr(StringIO()):
-        assert bench_coverage.main(["--shapes", "chain-top", "--mechanisms",
-                                    "uniform,identity", "--eps", "1", "--runs", "8",
-                                    "--replicates", "20"]) == 0
-    run = json.loads(out.getvalue())
+    run = run_benchmark(["--shapes", "chain-top", "--mechanisms",
+                         "uniform,identity", "--eps", "1", "--runs", "8",
+                         "--replicates", "20"])
     cases = run["results"]["chain-top"]["cases"]
     uniform = cases["uniform eps=1"]["levels"]
     assert [lv["releases"] for lv in uniform] == [8] * 4
@@ -119,15 +112,9 @@ def test_range_leaves_released_near_zero_are_inverted():
     """H2 on chain-top's leaves (50 units of ~500 people over 32 values) at epsilon 0.1:
     TopDown clips its cells at 0, so a plain bootstrap around cells released near 0 covered
     0.58 of them; inverted near 0 they hold their level."""
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    out = StringIO()
-    with redirect_stdout(out), redirect_stderr(StringIO()):
-        assert bench_coverage.main(["--shapes", "chain-top", "--mechanisms", "h2", "--eps",
-                                    "0.1", "--runs", "6", "--replicates", "20"]) == 0
-    leaves = json.loads(out.getvalue())["results"]["chain-top"]["cases"]["h2 eps=0.1"][
-        "levels"][-1]
+    run = run_benchmark(["--shapes", "chain-top", "--mechanisms", "h2", "--eps", "0.1",
+                         "--runs", "6", "--replicates", "20"])
+    leaves = run["results"]["chain-top"]["cases"]["h2 eps=0.1"]["levels"][-1]
     assert leaves["coverage"] >= 0.9 - 4 * leaves["se"], leaves
     assert leaves["method"] == "parametric bootstrap, inverted near 0"
 
@@ -138,15 +125,9 @@ def test_least_squares_root_holds_over_enough_releases(nominal):
     benchmark's former 400 releases, 0.878 over 2,000 with the former 1,000 simulation
     draws): over the benchmark's default releases its coverage is within 0.03 of nominal,
     beyond two of its standard errors (a binomial tolerance <= 0.02, issue 30 item 2)."""
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    out = StringIO()
-    with redirect_stdout(out), redirect_stderr(StringIO()):
-        assert bench_coverage.main(["--shapes", "chain-top", "--mechanisms",
-                                    "least-squares", "--eps", "1", "--seed", "3",
-                                    "--level", str(nominal)]) == 0
-    run = json.loads(out.getvalue())
+    run = run_benchmark(["--shapes", "chain-top", "--mechanisms",
+                         "least-squares", "--eps", "1", "--seed", "3",
+                         "--level", str(nominal)])
     root = run["results"]["chain-top"]["cases"]["least-squares eps=1"]["levels"][0]
     assert 2 * root["se"] <= 0.02, root
     assert root["coverage"] - 2 * root["se"] >= nominal - bench_coverage.TARGET, root
