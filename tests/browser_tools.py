@@ -113,11 +113,13 @@ def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
     return timed_rerun(page, locator.click, timeout_ms)
 
 
-def timed_rerun(page, act, timeout_ms: int = 120_000) -> float:
+def timed_rerun(page, act, timeout_ms: int = 120_000, again_after_ms: int | None = None) -> float:
     """Do ``act()`` (an input that reruns the script), then return the seconds until that
     rerun has finished and the browser has painted twice. An input given while a run is
     under way restarts that run without the page ever showing 'notRunning' in between: the
-    state at the start counts as seen."""
+    state at the start counts as seen. ``again_after_ms``: for an act that may be repeated
+    (typing a value), do it once more if no run has started that long after it (an input
+    lost under load: a workshop session once waited 300 s for a seed nobody received)."""
     page.evaluate("""() => {
         const app = document.querySelector('[data-testid="stApp"]');
         window.__hdStates = [app.dataset.testScriptState];  // a run under way counts
@@ -129,6 +131,14 @@ def timed_rerun(page, act, timeout_ms: int = 120_000) -> float:
     }""")
     started = time.perf_counter()
     act()
+    if again_after_ms is not None:
+        try:
+            page.wait_for_function("() => window.__hdStates.includes('running')",
+                                   timeout=again_after_ms, polling="raf")
+        except Exception as exc:  # Playwright's TimeoutError (not imported here)
+            if type(exc).__name__ != "TimeoutError":
+                raise
+            act()
     page.wait_for_function("""() => {
         const s = window.__hdStates;
         return s.includes('running') && s[s.length - 1] === 'notRunning';

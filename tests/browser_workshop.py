@@ -33,6 +33,7 @@ from tests.browser_tools import (
 
 DEMO_SAMPLES = ("us-counties", "italy-municipalities", "synthetic-us-like")
 STEP_TIMEOUT_MS = 300_000  # a step that takes longer fails its session
+SEED_AGAIN_MS = 30_000  # the seed is typed once more if no run has started by then
 STEPS = ("home_s", "start_s", "seed_s", "epsilon_s", "run_release_s", "export_s")
 
 
@@ -89,7 +90,8 @@ def _walk(page, url: str, who: Attendee, folder: Path) -> None:
 
     step("home_s", lambda: (page.goto(url), settle(page, STEP_TIMEOUT_MS)))
     step("start_s", lambda: press_start(page, who.sample, STEP_TIMEOUT_MS))
-    step("seed_s", lambda: timed_rerun(page, set_seed, STEP_TIMEOUT_MS))
+    step("seed_s", lambda: timed_rerun(page, set_seed, STEP_TIMEOUT_MS,
+                                       again_after_ms=SEED_AGAIN_MS))
     step("epsilon_s", lambda: timed_rerun(page, lambda: epsilon_move(page, "ArrowRight"),
                                           STEP_TIMEOUT_MS))
     run = page.get_by_role("button", name="Run release")
