@@ -111,10 +111,11 @@ def test_stage2_batches_route_every_row_to_its_own_partitions_strategy(monkeypat
         def __init__(self, bounds):
             self.bounds = bounds
 
-        def release(self, counts, which, epsilon, source, *, sensitivity):
-            return self.bounds[which, 1:].astype(float)
+    def measure_and_fit(batch, counts, which, epsilon, source, sensitivity):
+        return batch.bounds[which, 1:].astype(float)
 
     monkeypatch.setattr(module, "stage2_strategies", lambda w, bounds, kind, b: Stub(bounds))
+    monkeypatch.setattr(module, "_measure_and_fit", measure_and_fit)
     monkeypatch.setattr(module, "BATCH_CELLS", 3 * 4 * 16)  # three partitions per batch
     rng = np.random.default_rng(0)
     bounds = np.stack([np.r_[0, np.sort(rng.choice(np.arange(1, 16), 3, replace=False)), 16]

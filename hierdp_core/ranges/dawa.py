@@ -36,14 +36,12 @@ import numpy as np
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
-from hierdp_core.ranges.greedy import (
-    StrategyBatch,
-    geometric_batch,
-    greedy_strategies,
-    uniform_batch,
-)
+from hierdp_core.ranges.greedy_strategy import geometric_batch, greedy_strategies, uniform_batch
+from hierdp_core.ranges.interval_strategy import StrategyBatch
 from hierdp_core.ranges.partition import private_partition
 from hierdp_core.ranges.privtree import privtree_partition
+from hierdp_core.ranges.strategy_inference import least_squares_batch
+from hierdp_core.ranges.strategy_measurement import measure_batch
 from hierdp_core.ranges.workloads import Workload
 
 STAGE2 = ("greedy", "uniform", "geometric", "laplace")
@@ -223,8 +221,8 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, sensiti
                            label="ranges: DAWA bucket counts"), "laplace"
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
-        return strategy.release(counts, np.zeros(len(counts), dtype=np.int64), epsilon2,
-                                source, sensitivity=sensitivity), kind
+        return _measure_and_fit(strategy, counts, np.zeros(len(counts), dtype=np.int64),
+                                epsilon2, source, sensitivity), kind
     if bounds.shape[0] == 1:
         distinct, which = bounds, np.zeros(1, dtype=np.int64)
     else:
@@ -235,6 +233,13 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, sensiti
     for first in range(0, distinct.shape[0], step):
         batch = stage2_strategies(workload, distinct[first:first + step], kind, branching)
         rows = np.flatnonzero((which >= first) & (which < first + step))
-        estimate[rows] = batch.release(counts[rows], which[rows] - first, epsilon2, source,
-                                       sensitivity=sensitivity)
+        estimate[rows] = _measure_and_fit(batch, counts[rows], which[rows] - first, epsilon2,
+                                          source, sensitivity)
     return estimate, kind
+
+
+def _measure_and_fit(batch: StrategyBatch, counts, which, epsilon2, source, sensitivity):
+    """Estimated bucket counts (R, k): row j measured with strategy ``which[j]`` of
+    ``batch`` (`measure_batch`), then fitted by least squares (`least_squares_batch`)."""
+    answers = measure_batch(batch, counts, which, epsilon2, source, sensitivity=sensitivity)
+    return least_squares_batch(batch, answers, which)
