@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from release_inputs import UNIT_MEASUREMENT
 from scipy.linalg import block_diag
 from scipy.optimize import minimize_scalar
 
@@ -60,13 +61,13 @@ def every_kind(k: int, branching: int, seed: int = 0):
 
 def release(strategy, counts, epsilon: float, source: NoiseSource) -> np.ndarray:
     """Measure then fit: the strategy's least-squares estimate of noisy answers."""
-    return least_squares(strategy, measure(strategy, counts, epsilon, source, sensitivity=1.0))
+    return least_squares(strategy, measure(strategy, counts, epsilon, source, stage=UNIT_MEASUREMENT))
 
 
 def release_batch(batch, counts, which, epsilon: float, source: NoiseSource,
                   **options) -> np.ndarray:
     """`release` for a batch, row j with strategy ``which[j]``."""
-    answers = measure_batch(batch, counts, which, epsilon, source, sensitivity=1.0)
+    answers = measure_batch(batch, counts, which, epsilon, source, stage=UNIT_MEASUREMENT)
     return least_squares_batch(batch, answers, which, **options)
 
 
@@ -400,8 +401,8 @@ def test_shapes_and_laplace_errors():
     strategy = greedy_strategy(random_gram(5, 0))
     source = NoiseSource(seed=0)
     q = strategy.lo.size
-    assert measure(strategy, np.ones(5), 1.0, source, sensitivity=1.0).shape == (q,)
-    assert measure(strategy, np.ones((3, 5)), 1.0, source, sensitivity=1.0).shape == (3, q)
+    assert measure(strategy, np.ones(5), 1.0, source, stage=UNIT_MEASUREMENT).shape == (q,)
+    assert measure(strategy, np.ones((3, 5)), 1.0, source, stage=UNIT_MEASUREMENT).shape == (3, q)
     assert release(strategy, np.ones(5), 1.0, source).shape == (5,)
     assert release(strategy, np.ones((3, 5)), 1.0, source).shape == (3, 5)
     ranges = np.triu(np.ones((4, 4)))  # [i, 4) for i = 0..3
@@ -421,11 +422,11 @@ def test_invalid_arguments():
         uniform_strategy(0)
     strategy = greedy_strategy(gram)
     with pytest.raises(InputError):
-        measure(strategy, np.ones(3), 1.0, NoiseSource(seed=0), sensitivity=1.0)
+        measure(strategy, np.ones(3), 1.0, NoiseSource(seed=0), stage=UNIT_MEASUREMENT)
     with pytest.raises(InputError):
         least_squares(strategy, np.ones(strategy.lo.size + 1))
     with pytest.raises(BudgetError):
-        measure(strategy, np.ones(4), 0.0, NoiseSource(seed=0), sensitivity=1.0)
+        measure(strategy, np.ones(4), 0.0, NoiseSource(seed=0), stage=UNIT_MEASUREMENT)
     with pytest.raises(BudgetError):
         strategy.expected_squared_errors(np.ones((1, 4)), -1.0)
 
