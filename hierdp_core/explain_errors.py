@@ -11,9 +11,9 @@ plan, the budget, the split and, for ranges, the public workload), never a count
 * flows: the ledger's noise on one origin/destination pair measured at a tree level, in
   trips; the total is exact (0) when the mechanism publishes it (bounded neighbours);
 * ranges: the root mean squared error of a workload query from the Stage-2 strategy's
-  least-squares covariance (`ranges.greedy.Strategy.expected_squared_errors`, sensitivity
-  from the plan) over the workload's atoms, at the level's Stage-2 epsilon; None (NaN) for
-  the methods whose error depends on the data or that this model does not cover.
+  least-squares covariance (`ranges.interval_strategy.Strategy.expected_squared_errors`,
+  sensitivity from the plan) over the workload's atoms, at the level's Stage-2 epsilon; None
+  (NaN) for the methods whose error depends on the data or that this model does not cover.
 
 Every table has the columns level_name, units (regions for group sizes, pairs for flows:
 what the level has), mae, rmse (NaN: not measured or not modelled); the numbers are checked against seeded releases in ``tests/test_explain_kinds``.

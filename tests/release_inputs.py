@@ -1,5 +1,6 @@
 """Small inputs of every query kind and a budget of every privacy definition, shared by the
-tests that release every registered mechanism (`test_privacy_plans`, `test_seeded_digests`)."""
+tests that release every registered mechanism (`test_privacy_plans`, `test_seeded_digests`),
+and the measuring stage the tests of the range estimators hand them (`UNIT_MEASUREMENT`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,13 @@ import pandas as pd
 from hierdp_core.flows.data import flow_data_from_trips
 from hierdp_core.groupsizes.data import group_size_data_from_people
 from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
+
+#: a range mechanism's measurement as its privacy plan states it: L1 sensitivity 1 under
+#: add/remove one person, Laplace noise, the whole budget
+UNIT_MEASUREMENT = Stage("measurement", ADD_REMOVE_PERSON, 1.0, "laplace", 1.0)
 
 
 def small_data(kind: str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from release_inputs import UNIT_MEASUREMENT
 from scipy import sparse
 
 from hierdp_core.consistency.topdown import topdown
@@ -81,7 +82,7 @@ def test_disjoint_bands_are_measured_once_each():
     rng = np.random.default_rng(5)
     x = rng.poisson(30, (2000, 101)).astype(float)
     workload = bands(AGES, BANDS)
-    est = dawa(x, workload, 1.0, NoiseSource(seed=5), rho=0.0, sensitivity=1.0).values
+    est = dawa(x, workload, 1.0, NoiseSource(seed=5), rho=0.0, stage=UNIT_MEASUREMENT).values
     error = np.abs(workload.answer(est) - workload.answer(x)).mean()
     assert 0.94 < error < 1.06
 
@@ -91,11 +92,11 @@ def test_the_partition_is_skipped_where_it_cannot_pay():
     assert partition_can_pay(prefix_ranges(101), 0.25)
     x = np.random.default_rng(6).poisson(5, (30, 101)).astype(float)
     workload = bands(AGES, BANDS)
-    skipped = dawa(x, workload, 1.0, NoiseSource(seed=6), sensitivity=1.0,
+    skipped = dawa(x, workload, 1.0, NoiseSource(seed=6), stage=UNIT_MEASUREMENT,
                    partition_if="it-can-pay")
-    alone = dawa(x, workload, 1.0, NoiseSource(seed=6), rho=0.0, sensitivity=1.0)
+    alone = dawa(x, workload, 1.0, NoiseSource(seed=6), rho=0.0, stage=UNIT_MEASUREMENT)
     assert skipped.edges is None and np.array_equal(skipped.values, alone.values)
-    kept = dawa(x, workload, 1.0, NoiseSource(seed=6), sensitivity=1.0)
+    kept = dawa(x, workload, 1.0, NoiseSource(seed=6), stage=UNIT_MEASUREMENT)
     assert kept.edges is not None
 
 

@@ -10,11 +10,12 @@ import math
 import pytest
 from release_inputs import budget_for, small_data
 
+from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.export import build_manifest
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.plan import RELATIONS
-from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS, Stage
+from hierdp_core.privacy.samplers import Geometric, Laplace, NoiseSource
 
 #: the query kinds whose mechanisms calibrate their noise from their plan
 CONVERTED = ("counts", "group-sizes", "flows")
@@ -83,7 +84,7 @@ def test_secure_range_noise_is_mapped_with_the_plan_sensitivity(info):
     assert release.privacy["relation"] == stages[0].relation
 
 
-@pytest.mark.parametrize("name", ["identity", "h2", "greedy-h", "dawa"])
+@pytest.mark.parametrize("name", ["identity", "uniform", "h2", "greedy-h", "dawa"])
 def test_range_noise_is_calibrated_from_the_plan(name):
     """A plan stating another sensitivity scales every measurement's noise with it (the
     estimators take no default)."""
@@ -102,3 +103,20 @@ def test_range_noise_is_calibrated_from_the_plan(name):
     else:
         assert all(b["sensitivity"] == 2.0 and math.isclose(b["scale"], 2 * a["scale"])
                    for a, b in zip(one, two, strict=True))
+
+
+def test_a_stage_gives_its_noise_at_the_exact_scale():
+    """`Stage.noise_for`: the stage's noise with scale sensitivity / epsilon, bit for bit;
+    refused for a stage without a sensitivity, for noise without an epsilon calibration and
+    for epsilon <= 0."""
+    stage = Stage("measurement", ADD_REMOVE_PERSON, 3.0, "laplace", 1.0)
+    noise = stage.noise_for(0.7)
+    assert isinstance(noise, Laplace) and noise.scale == 3.0 / 0.7
+    geometric = dataclasses.replace(stage, noise="geometric").noise_for(0.7)
+    assert isinstance(geometric, Geometric) and geometric.scale == 3.0 / 0.7
+    for bad in (dataclasses.replace(stage, sensitivity=None),
+                dataclasses.replace(stage, noise="gaussian")):
+        with pytest.raises(MechanismError, match="no epsilon calibration"):
+            bad.noise_for(1.0)
+    with pytest.raises(BudgetError):
+        stage.noise_for(0.0)

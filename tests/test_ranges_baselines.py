@@ -15,6 +15,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from release_inputs import UNIT_MEASUREMENT
 
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.samplers import NoiseSource
@@ -51,21 +52,21 @@ def estimator(key):
     """The baseline's estimator with the L1 sensitivity its mechanism's plan states (1);
     Privelet calibrates its own (weighted coefficients)."""
     function = BASELINES[key][0]
-    return function if key == "privelet" else partial(function, sensitivity=1.0)
+    return function if key == "privelet" else partial(function, stage=UNIT_MEASUREMENT)
 
 
 def tree_with(branching, weights_of_height):
     def estimate(x, epsilon, source):
         height = tree_height(np.shape(x)[-1], branching)
         return tree_estimate(x, epsilon, source, branching=branching,
-                             level_weights=weights_of_height(height), sensitivity=1.0)
+                             level_weights=weights_of_height(height), stage=UNIT_MEASUREMENT)
     return estimate
 
 
 UNBIASED = {
-    "identity": partial(identity_estimate, sensitivity=1.0),
+    "identity": partial(identity_estimate, stage=UNIT_MEASUREMENT),
     "privelet": privelet_estimate,
-    "hb": partial(hb_estimate, sensitivity=1.0),
+    "hb": partial(hb_estimate, stage=UNIT_MEASUREMENT),
     "tree b=2 uniform": tree_with(2, lambda h: None),
     "tree b=3 uniform": tree_with(3, lambda h: None),
     "tree b=2 geometric": tree_with(2, geometric_weights),
@@ -154,7 +155,7 @@ def test_unbiased(name):
 def test_uniform_is_unbiased_for_the_total_and_flat():
     r, epsilon = 4000, 0.5
     estimates = uniform_estimate(np.tile(HISTOGRAM, (r, 1)), epsilon, NoiseSource(seed=12),
-                                 sensitivity=1.0)
+                                 stage=UNIT_MEASUREMENT)
     assert np.allclose(estimates, estimates[:, :1])
     totals = estimates.sum(axis=1)
     standard_error = math.sqrt(2 / epsilon**2 / r)
@@ -168,7 +169,7 @@ def test_identity_cell_variance():
     """Per-cell variance 2/epsilon^2 over m = 100,000 Laplace draws; Var(e^2) = 24 b^4 - 4 b^4."""
     epsilon, b = 0.5, 2.0
     x = np.tile(HISTOGRAM, (8000, 1))
-    errors = (identity_estimate(x, epsilon, NoiseSource(seed=13), sensitivity=1.0) - x).reshape(-1, 1)
+    errors = (identity_estimate(x, epsilon, NoiseSource(seed=13), stage=UNIT_MEASUREMENT) - x).reshape(-1, 1)
     assert_second_moment(errors, np.array([2 * b**2]), np.array([12 * b**4]))
 
 
@@ -208,7 +209,7 @@ def test_tree_range_variance_matches_the_gls_covariance(n, branching, weights):
     variance = (loadings**2 * 2 * b**2).sum(axis=1)
     fourth_cumulant = (loadings**4 * 12 * b**4).sum(axis=1)
     estimates = tree_estimate(np.zeros((r, n)), epsilon, NoiseSource(seed=15),
-                              branching=branching, level_weights=w, sensitivity=1.0)
+                              branching=branching, level_weights=w, stage=UNIT_MEASUREMENT)
     assert_second_moment(estimates @ queries.T, variance, fourth_cumulant)
 
 
@@ -234,10 +235,10 @@ def test_tree_least_squares_equals_explicit_gls(n, branching, weights):
     # the estimator on the same noise draw (same seed), 3 histograms at once
     x = np.random.default_rng(17).poisson(20, size=(3, n)).astype(float)
     noisy, variance = measure_tree(tree, x, epsilon * level_shares(height, w),
-                                   NoiseSource(seed=18), sensitivity=1.0)
+                                   NoiseSource(seed=18), stage=UNIT_MEASUREMENT)
     assert np.allclose(variance, level_variance)
     assert np.allclose(tree_estimate(x, epsilon, NoiseSource(seed=18), branching=branching,
-                                     level_weights=w, sensitivity=1.0),
+                                     level_weights=w, stage=UNIT_MEASUREMENT),
                        explicit_gls(matrix, levels, noisy, level_variance).T)
 
 
@@ -249,7 +250,7 @@ def test_measured_nodes_are_the_tree_counts():
     x = HISTOGRAM[:n][None, :]
     shares = hb_level_shares(int(levels.max()))
     noisy, variance = measure_tree(b_ary_tree(n, branching), x, 1e12 * shares,
-                                   NoiseSource(seed=19), sensitivity=1.0)
+                                   NoiseSource(seed=19), stage=UNIT_MEASUREMENT)
     expected = matrix @ x[0]
     expected[levels == 0] = 0.0
     assert np.allclose(noisy[:, 0], expected, atol=1e-6)
@@ -374,13 +375,13 @@ def test_bad_epsilon(key, epsilon):
 
 def test_bad_tree_parameters():
     with pytest.raises(MechanismError):
-        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), branching=1, sensitivity=1.0)
+        tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), branching=1, stage=UNIT_MEASUREMENT)
     with pytest.raises(BudgetError):  # height 4 needs 5 weights
         tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1],
-                      sensitivity=1.0)
+                      stage=UNIT_MEASUREMENT)
     with pytest.raises(BudgetError):  # unmeasured leaves
         tree_estimate(HISTOGRAM, 1.0, NoiseSource(seed=25), level_weights=[1, 1, 1, 1, 0],
-                      sensitivity=1.0)
+                      stage=UNIT_MEASUREMENT)
 
 
 def test_registry():

@@ -1,4 +1,5 @@
-"""DAWA Stage 2 (`hierdp_core.ranges.greedy`): the corrected closed form of spec 2.3.3 against
+"""DAWA Stage 2 (`hierdp_core.ranges.greedy_strategy`, `greedy_closed_form`, `strategy_tree`,
+`strategy_measurement`, `strategy_inference`): the corrected closed form of spec 2.3.3 against
 brute-force inverses, the returned inverse against numpy on the explicit strategy matrix (with
 and without collapsed nodes), column sums, the greedy choice of every node against a
 brute-force objective, the identity workload (Laplace), the noise and the least squares
@@ -10,23 +11,28 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from release_inputs import UNIT_MEASUREMENT
 from scipy.linalg import block_diag
 from scipy.optimize import minimize_scalar
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.ranges.greedy import (
-    _build_tree,
-    _objective,
+from hierdp_core.ranges.greedy_closed_form import (
+    lambda_objective,
+    woodbury_regular,
+    woodbury_single,
+)
+from hierdp_core.ranges.greedy_strategy import (
     _refine,
-    _woodbury_regular,
-    _woodbury_single,
     geometric_strategy,
     greedy_strategies,
     greedy_strategy,
     laplace_strategy,
     uniform_strategy,
 )
+from hierdp_core.ranges.strategy_inference import least_squares, least_squares_batch
+from hierdp_core.ranges.strategy_measurement import measure, measure_batch
+from hierdp_core.ranges.strategy_tree import build_tree
 from hierdp_core.ranges.workloads import prefix_ranges, random_ranges
 
 SIZES = (1, 2, 3, 5, 8, 13)
@@ -51,6 +57,18 @@ def every_kind(k: int, branching: int, seed: int = 0):
     return [greedy_strategy(gram, branching), greedy_strategy(gram, branching,
                                                               objective="reference"),
             uniform_strategy(k, branching), geometric_strategy(k, branching), laplace_strategy(k)]
+
+
+def release(strategy, counts, epsilon: float, source: NoiseSource) -> np.ndarray:
+    """Measure then fit: the strategy's least-squares estimate of noisy answers."""
+    return least_squares(strategy, measure(strategy, counts, epsilon, source, stage=UNIT_MEASUREMENT))
+
+
+def release_batch(batch, counts, which, epsilon: float, source: NoiseSource,
+                  **options) -> np.ndarray:
+    """`release` for a batch, row j with strategy ``which[j]``."""
+    answers = measure_batch(batch, counts, which, epsilon, source, stage=UNIT_MEASUREMENT)
+    return least_squares_batch(batch, answers, which, **options)
 
 
 def dense(strategy) -> np.ndarray:
@@ -99,12 +117,12 @@ def test_closed_forms_equal_brute_force(sizes, lam, mu, seed):
     brute = np.linalg.inv(parent.T @ parent)
     decayed = mu * gram + (1 - mu) * block_diag(*blocks)
 
-    closed = _woodbury_single(inverses, v, lam, kappa)
+    closed = woodbury_single(inverses, v, lam, kappa)
     assert relative_gap(closed, brute) < 1e-8
     blend = mu * m_full + (1 - mu) * m_blk
-    obj = _objective(lam, error_sum, blend, kappa)
+    obj = lambda_objective(lam, error_sum, blend, kappa)
     assert obj == pytest.approx(np.trace(decayed @ brute), rel=1e-8)
-    assert _objective(lam, error_sum, m_full, kappa) == pytest.approx(np.trace(gram @ brute),
+    assert lambda_objective(lam, error_sum, m_full, kappa) == pytest.approx(np.trace(gram @ brute),
                                                                       rel=1e-8)
     # the updates passed up: v_q = M_q 1 = v / d and K_q = 1^T M_q 1 = K / d
     d = (1 - lam) ** 2 + lam**2 * kappa
@@ -121,9 +139,9 @@ def test_batched_woodbury_equals_the_single_form():
     v = children.sum(axis=3).reshape(n, t * s)
     kappa = children.sum(axis=(1, 2, 3))
     lam = np.array([0.0, 0.4, 0.97])
-    batched = _woodbury_regular(children, v, lam, kappa)
+    batched = woodbury_regular(children, v, lam, kappa)
     for i in range(n):
-        single = _woodbury_single(list(children[i]), v[i], lam[i], kappa[i])
+        single = woodbury_single(list(children[i]), v[i], lam[i], kappa[i])
         assert relative_gap(batched[i], single) < 1e-12
 
 
@@ -134,7 +152,7 @@ def test_paper_formula_would_be_wrong():
     lam, error_sum, kappa, quad = 0.5, 2.0, 2.0, 2.0
     printed = error_sum - quad / (lam**-2 + kappa)
     brute = np.linalg.inv(np.array([[lam**2 + 0.25, lam**2], [lam**2, lam**2 + 0.25]]))
-    assert _objective(lam, error_sum, quad, kappa) == pytest.approx(np.trace(brute))
+    assert lambda_objective(lam, error_sum, quad, kappa) == pytest.approx(np.trace(brute))
     assert printed != pytest.approx(np.trace(brute))
 
 
@@ -146,17 +164,17 @@ def test_refinement_matches_scipy_and_never_worsens_the_grid():
 
     def value(lam):
         tail = (None,) * (np.ndim(lam) - 1)
-        return _objective(lam, error_sum[(..., *tail)], quad[(..., *tail)], kappa[(..., *tail)])
+        return lambda_objective(lam, error_sum[(..., *tail)], quad[(..., *tail)], kappa[(..., *tail)])
 
     grid = np.arange(100) / 100
-    start = grid[np.argmin(_objective(grid, error_sum[:, None], quad[:, None],
+    start = grid[np.argmin(lambda_objective(grid, error_sum[:, None], quad[:, None],
                                       kappa[:, None]), axis=1)]
     refined = _refine(value, start, 0.01, 0.99)
     assert (value(refined) <= value(start)).all() and (refined <= 0.99).all()
     assert ((refined > 0) & (refined != start)).all()  # interior minima between grid points
     for i in range(n):
         bracket = (max(start[i] - 0.01, 0.0), min(start[i] + 0.01, 0.99))
-        best = minimize_scalar(lambda x, i=i: _objective(x, error_sum[i], quad[i], kappa[i]),
+        best = minimize_scalar(lambda x, i=i: lambda_objective(x, error_sum[i], quad[i], kappa[i]),
                                bounds=bracket, method="bounded",
                                options={"xatol": 1e-10})
         assert value(refined)[i] <= best.fun + 1e-9 * abs(best.fun)
@@ -165,14 +183,14 @@ def test_refinement_matches_scipy_and_never_worsens_the_grid():
 # --- the tree -------------------------------------------------------------------------------
 
 def test_bottom_up_tree_moves_single_nodes_up():
-    tree = _build_tree(5, 2)
+    tree = build_tree(5, 2)
     assert [e.tolist() for e in tree.edges] == [[0, 1, 2, 3, 4, 5], [0, 2, 4, 5], [0, 4, 5],
                                                 [0, 5]]
     assert [m.tolist() for m in tree.made] == [[True] * 5, [True, True, False], [True, False],
                                                [True]]
     assert [t.tolist() for t in tree.top] == [[0, 0, 0, 0, 2], [1, 1, 2], [2, 2], [3]]
     assert tree.decay(3) == 1.0 and tree.decay(0) == pytest.approx(2 ** -1.5)
-    assert _build_tree(1, 3).height == 0 and _build_tree(9, 3).height == 2
+    assert build_tree(1, 3).height == 0 and build_tree(9, 3).height == 2
 
 
 @pytest.mark.parametrize("k", [1, 5, 13, 40])
@@ -224,7 +242,7 @@ def test_collapsed_nodes_spread_evenly_like_minimum_norm_least_squares():
     assert np.linalg.matrix_rank(a.T @ a) == 4
     assert relative_gap(strategy.inverse, np.linalg.pinv(a.T @ a)) < 1e-9
     answers = np.random.default_rng(0).normal(size=(3, strategy.lo.size))
-    estimate = strategy.estimate(answers)
+    estimate = least_squares(strategy, answers)
     assert relative_gap(estimate, np.linalg.lstsq(a, answers.T, rcond=None)[0].T) < 1e-9
     assert np.allclose(estimate[:, :4], estimate[:, :1]) and np.allclose(estimate[:, 4],
                                                                          estimate[:, 5])
@@ -236,7 +254,7 @@ def test_total_only_workload_collapses_to_the_root():
     assert (strategy.lo.tolist(), strategy.hi.tolist(), strategy.weights.tolist()) == (
         [0], [6], [1.0])
     assert np.allclose(strategy.inverse, np.full((6, 6), 1 / 36))
-    assert np.allclose(strategy.estimate(np.array([12.0])), 2.0)
+    assert np.allclose(least_squares(strategy, np.array([12.0])), 2.0)
 
 
 # --- the greedy choice ----------------------------------------------------------------------
@@ -268,7 +286,7 @@ def test_every_lambda_minimises_the_brute_force_objective(k, branching):
     gram = w_hat.T @ w_hat
     strategy = greedy_strategy(gram, branching)
     assert (strategy.hi - strategy.lo > 1).any()  # some internal node is asked
-    tree = _build_tree(k, branching)
+    tree = build_tree(k, branching)
     for level in range(1, tree.height + 1):
         edges, below = tree.edges[level], tree.edges[level - 1]
         for node in np.flatnonzero(tree.made[level]):
@@ -318,8 +336,8 @@ def test_identity_workload_gives_the_laplace_mechanism():
         assert np.array_equal(greedy.inverse, np.eye(k))
         counts = np.arange(k, dtype=float)
         assert np.array_equal(
-            greedy.release(counts, 0.5, NoiseSource(seed=4), sensitivity=1.0),
-            laplace.release(counts, 0.5, NoiseSource(seed=4), sensitivity=1.0))
+            release(greedy, counts, 0.5, NoiseSource(seed=4)),
+            release(laplace, counts, 0.5, NoiseSource(seed=4)))
 
 
 def test_greedy_beats_the_uniform_tree_and_laplace_on_random_ranges():
@@ -366,8 +384,7 @@ def test_estimate_is_unbiased_with_the_predicted_covariance():
     w_hat = ranges_w_hat(k, m=30, seed=5)
     strategy = greedy_strategy(w_hat.T @ w_hat)
     truth = np.array([3.0, 0.0, 10.0, 7.0, 1.0, 4.0])
-    estimates = strategy.release(np.tile(truth, (draws, 1)), epsilon, NoiseSource(seed=11),
-                                 sensitivity=1.0)
+    estimates = release(strategy, np.tile(truth, (draws, 1)), epsilon, NoiseSource(seed=11))
     covariance = 2 / epsilon**2 * strategy.inverse
     sd = np.sqrt(np.diag(covariance))
     assert (np.abs(estimates.mean(axis=0) - truth) < 5 * sd / np.sqrt(draws)).all()
@@ -384,10 +401,10 @@ def test_shapes_and_laplace_errors():
     strategy = greedy_strategy(random_gram(5, 0))
     source = NoiseSource(seed=0)
     q = strategy.lo.size
-    assert strategy.measure(np.ones(5), 1.0, source, sensitivity=1.0).shape == (q,)
-    assert strategy.measure(np.ones((3, 5)), 1.0, source, sensitivity=1.0).shape == (3, q)
-    assert strategy.release(np.ones(5), 1.0, source, sensitivity=1.0).shape == (5,)
-    assert strategy.release(np.ones((3, 5)), 1.0, source, sensitivity=1.0).shape == (3, 5)
+    assert measure(strategy, np.ones(5), 1.0, source, stage=UNIT_MEASUREMENT).shape == (q,)
+    assert measure(strategy, np.ones((3, 5)), 1.0, source, stage=UNIT_MEASUREMENT).shape == (3, q)
+    assert release(strategy, np.ones(5), 1.0, source).shape == (5,)
+    assert release(strategy, np.ones((3, 5)), 1.0, source).shape == (3, 5)
     ranges = np.triu(np.ones((4, 4)))  # [i, 4) for i = 0..3
     assert np.allclose(laplace_strategy(4).expected_squared_errors(ranges, 0.5),
                        2 / 0.25 * np.array([4, 3, 2, 1]))
@@ -405,11 +422,11 @@ def test_invalid_arguments():
         uniform_strategy(0)
     strategy = greedy_strategy(gram)
     with pytest.raises(InputError):
-        strategy.measure(np.ones(3), 1.0, NoiseSource(seed=0), sensitivity=1.0)
+        measure(strategy, np.ones(3), 1.0, NoiseSource(seed=0), stage=UNIT_MEASUREMENT)
     with pytest.raises(InputError):
-        strategy.estimate(np.ones(strategy.lo.size + 1))
+        least_squares(strategy, np.ones(strategy.lo.size + 1))
     with pytest.raises(BudgetError):
-        strategy.measure(np.ones(4), 0.0, NoiseSource(seed=0), sensitivity=1.0)
+        measure(strategy, np.ones(4), 0.0, NoiseSource(seed=0), stage=UNIT_MEASUREMENT)
     with pytest.raises(BudgetError):
         strategy.expected_squared_errors(np.ones((1, 4)), -1.0)
 
@@ -451,17 +468,16 @@ def test_batch_release_is_unbiased_with_each_strategys_covariance():
     assert np.diag(batch.inverse[0]).max() > 1.5 * np.diag(batch.inverse[1]).max()
     truth = np.random.default_rng(2).integers(0, 50, k).astype(float)
     which = np.arange(2 * draws) % 2
-    estimates = batch.release(np.tile(truth, (2 * draws, 1)), which, epsilon,
-                              NoiseSource(seed=4), max_cells=500 * k * k,  # in chunks
-                              sensitivity=1.0)
+    estimates = release_batch(batch, np.tile(truth, (2 * draws, 1)), which, epsilon,
+                              NoiseSource(seed=4), max_cells=500 * k * k)  # in chunks
     for i in range(2):
         rows = estimates[which == i]
         variance = 2 / epsilon**2 * np.diag(batch.inverse[i])
         assert (np.abs(rows.mean(axis=0) - truth) < 5 * np.sqrt(variance / draws)).all()
         # sd of a sample variance: sigma^2 sqrt((kurtosis - 1) / n), kurtosis <= 6 (Laplace)
         assert (np.abs(rows.var(axis=0) - variance) < 5 * variance * np.sqrt(5 / draws)).all()
-    exact = batch.release(np.tile(truth, (2, 1)), np.arange(2), 1e12, NoiseSource(seed=0),
-                          sensitivity=1.0)
+    exact = release_batch(batch, np.tile(truth, (2, 1)), np.arange(2), 1e12,
+                          NoiseSource(seed=0))
     assert np.allclose(exact, truth, atol=1e-6)
 
 
@@ -484,4 +500,4 @@ def test_random_workloads_give_valid_strategies(m, k, branching, objective, seed
     assert relative_gap(strategy.inverse, np.linalg.pinv(a.T @ a)) < 1e-7
     answers = rng.normal(size=strategy.lo.size)
     fit = np.linalg.lstsq(a, answers, rcond=None)[0]
-    assert relative_gap(strategy.estimate(answers), fit) < 1e-7
+    assert relative_gap(least_squares(strategy, answers), fit) < 1e-7

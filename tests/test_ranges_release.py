@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli as run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from release_inputs import UNIT_MEASUREMENT
 
 from hierdp_core.audit import audit_mechanism
 from hierdp_core.errors import BudgetError, InputError
@@ -77,9 +78,9 @@ def test_identity_workload_makes_dawa_partition_laplace():
     buckets, so DAWA is Partition + Laplace (same noise draws)."""
     x = np.random.default_rng(1).poisson(30, size=(3, 64)).astype(float)
     w = identity(64)
-    a = dawa(x, w, 1.0, NoiseSource(seed=9), sensitivity=1.0).values
+    a = dawa(x, w, 1.0, NoiseSource(seed=9), stage=UNIT_MEASUREMENT).values
     b = dawa(x, w, 1.0, NoiseSource(seed=9), stage2="laplace",
-             sensitivity=1.0).values
+             stage=UNIT_MEASUREMENT).values
     assert np.allclose(a, b, atol=1e-9)
 
 
@@ -94,7 +95,7 @@ def test_rows_with_different_partitions_get_their_own_buckets(stage2):
                   for s in steps]).astype(float)
     x[20:] = x[0]  # ten rows share their data, hence (mostly) their partition
     est = dawa(x, prefix_ranges(32), 1e9, NoiseSource(seed=2), stage2=stage2, rho=1e-7,
-               sensitivity=1.0)
+               stage=UNIT_MEASUREMENT)
     assert len({e.size for e in est.edges}) > 3 and est.stage2 == (stage2,) * 30
     for i, edges in enumerate(est.edges):
         totals = np.add.reduceat(x[i], edges[:-1])
@@ -111,17 +112,18 @@ def test_stage2_batches_route_every_row_to_its_own_partitions_strategy(monkeypat
         def __init__(self, bounds):
             self.bounds = bounds
 
-        def release(self, counts, which, epsilon, source, *, sensitivity):
-            return self.bounds[which, 1:].astype(float)
+    def measure_and_fit(batch, counts, which, epsilon, source, stage):
+        return batch.bounds[which, 1:].astype(float)
 
     monkeypatch.setattr(module, "stage2_strategies", lambda w, bounds, kind, b: Stub(bounds))
+    monkeypatch.setattr(module, "_measure_and_fit", measure_and_fit)
     monkeypatch.setattr(module, "BATCH_CELLS", 3 * 4 * 16)  # three partitions per batch
     rng = np.random.default_rng(0)
     bounds = np.stack([np.r_[0, np.sort(rng.choice(np.arange(1, 16), 3, replace=False)), 16]
                        for _ in range(25)])
     bounds = bounds[rng.integers(0, 25, 60)]  # 60 rows, shared partitions in any order
     estimate, used = module._stage2(prefix_ranges(16), bounds, np.zeros((60, 4)), "greedy", 2,
-                                    1.0, NoiseSource(seed=0), 1.0)
+                                    1.0, NoiseSource(seed=0), UNIT_MEASUREMENT)
     assert used == "greedy" and np.array_equal(estimate, bounds[:, 1:])
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from release_inputs import UNIT_MEASUREMENT
 
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -70,7 +71,7 @@ def tree_measurements(fill: int) -> np.ndarray:
     tree = baselines.b_ary_tree(rows.shape[1], 2)
     epsilons = np.full(tree.n_levels, 1.0 / tree.n_levels)
     noisy, _ = baselines.measure_tree(tree, rows, epsilons, NoiseSource(secure=True),
-                                      sensitivity=1.0)
+                                      stage=UNIT_MEASUREMENT)
     return noisy[tree.level_slice(tree.depth)]
 
 
@@ -85,7 +86,7 @@ PATHS = {
     "least-squares-gaussian": lambda fill: counts_measurements("least-squares", fill,
                                                                noise="gaussian"),
     "ranges-identity": lambda fill: baselines.identity_estimate(
-        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True), sensitivity=1.0),
+        np.full((4, CELLS // 4), fill), 1.0, NoiseSource(secure=True), stage=UNIT_MEASUREMENT),
     "ranges-h2-tree": tree_measurements,
 }
 

@@ -145,14 +145,20 @@ class RangeMechanism(Mechanism):
         """The 1-D method alone, as applied to a one-level release: a function of
         (histograms (r, n), workload, epsilon, source)."""
         level_params = self._level_params(self.params(**params), 0, 1)
-        sensitivity = self.measurement_sensitivity(**params)
+        stage = self.measurement_stage(**params)
         return lambda x, workload, epsilon, source: self.estimator(
-            x, workload, epsilon, source, sensitivity=sensitivity, **level_params)
+            x, workload, epsilon, source, stage=stage, **level_params)
+
+    def measurement_stage(self, **params) -> Stage:
+        """The plan's last stage, the measurement, whose noise at its exact scale
+        (`Stage.noise_for`) the estimators draw (DAWA's Stage 1 is a selection with its own
+        calibration)."""
+        return self.privacy_plan(**params).stages[-1]
 
     def measurement_sensitivity(self, **params) -> float | None:
-        """The L1 sensitivity the measurement's noise is calibrated with: the plan's last
-        stage (the measurement; DAWA's Stage 1 is a selection with its own calibration)."""
-        return self.privacy_plan(**params).stages[-1].sensitivity
+        """The L1 sensitivity the measurement's noise is calibrated with (None: Privelet,
+        which calibrates its own)."""
+        return self.measurement_stage(**params).sensitivity
 
     def privacy_plan(self, **params) -> PrivacyPlan:
         """DAWA-style methods with a partition (rho > 0): Stage 1, the partition, with share
@@ -162,7 +168,7 @@ class RangeMechanism(Mechanism):
         the public partition into single cells: its claim holds for every partition fixed
         before it. Methods without a partition: one stage, the measurement. Every measurement
         states its L1 sensitivity (``sensitivity``, 1), from which the release calibrates its
-        noise (`measurement_sensitivity`); Privelet's and DAWA Stage 1's are None, with the
+        noise (`measurement_stage`); Privelet's and DAWA Stage 1's are None, with the
         reason in their note."""
         options = getattr(self.estimator, "options", None)
         p = {"partition": "privtree", "candidates": "pow2", "penalty": 0.0,
@@ -184,7 +190,7 @@ class RangeMechanism(Mechanism):
         def measurement(x, workload, epsilon, source):
             return dawa(x, workload, (1 - rho) * epsilon, source, rho=0.0,
                         stage2=p["stage2"], branching=p["branching"],
-                        sensitivity=stage2.sensitivity).values
+                        stage=stage2).values
 
         provable = p["partition"] != "least-cost-reference"
         stage1 = Stage("partition", ADD_REMOVE_PERSON, None, "laplace", rho,
@@ -214,7 +220,7 @@ class RangeMechanism(Mechanism):
 
     @staticmethod
     def _partitioned_units(data: RangeData, estimates: np.ndarray, level: int,
-                           epsilon: float, level_params: dict, sensitivity) -> np.ndarray:
+                           epsilon: float, level_params: dict, stage: Stage) -> np.ndarray:
         """Which units of ``level`` DAWA partitions (bool per unit): all of them where the
         level has a partition, except, with ``partition_if="it-can-pay"``, the children of
         parents whose released estimates say it does not pay (`partition_pays_below`)."""
@@ -226,7 +232,7 @@ class RangeMechanism(Mechanism):
             return units
         children = np.diff(np.append(h.child_starts(level), h.level_size(level)))
         pays = partition_pays_below(above, children, data.workload, epsilon, level_params,
-                                    sensitivity=sensitivity)
+                                    stage=stage)
         return pays[h.segment_of_level(level)]
 
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
@@ -270,7 +276,7 @@ class RangeMechanism(Mechanism):
         source = source or NoiseSource(secure=True)
         levels, _ = self._levels(data, budget, split, p)
         parts = [level.budget for level in levels]
-        sensitivity = self.measurement_sensitivity(**p)
+        stage = self.measurement_stage(**p)
         h = data.hierarchy
         truth = data.node_counts()
         estimates = np.full(truth.shape, np.nan)
@@ -282,14 +288,14 @@ class RangeMechanism(Mechanism):
             sl = h.level_slice(level)
             level_params = self._level_params(p, level, h.n_levels, data.workload)
             partitioned = self._partitioned_units(data, estimates, level, part.value,
-                                                  level_params, sensitivity)
+                                                  level_params, stage)
             stage1_units[level] = int(partitioned.sum())
             for rows, rho in ((partitioned, None), (~partitioned, 0.0)):
                 if not rows.any():
                     continue
                 rho_param = {"rho": rho} if rho is not None and "rho" in level_params else {}
                 est = self.estimator(truth[sl][rows], data.workload, part.value, source,
-                                     sensitivity=sensitivity, **{**level_params, **rho_param})
+                                     stage=stage, **{**level_params, **rho_param})
                 estimates[np.flatnonzero(rows) + sl.start] = est.values
                 if est.edges is not None:
                     for i, e in zip(np.flatnonzero(rows) + sl.start, est.edges, strict=True):
@@ -314,9 +320,8 @@ class RangeMechanism(Mechanism):
 
 
 def _dawa_with(**fixed) -> Estimator:
-    def estimate(x, workload, epsilon, source, *, sensitivity, **params):
-        return dawa(x, workload, epsilon, source, sensitivity=sensitivity,
-                    **{**params, **fixed})
+    def estimate(x, workload, epsilon, source, *, stage, **params):
+        return dawa(x, workload, epsilon, source, stage=stage, **{**params, **fixed})
     estimate.options = fixed  # what the privacy plan reads
     return estimate
 
@@ -325,11 +330,11 @@ def _baseline(function) -> Estimator:
     """A data-independent 1-D method as an estimator; one that spreads each row's total
     evenly (``function.one_bucket``) states its one bucket per row (public: the same for
     every input), so its intervals bound each cell by its row's total."""
-    def estimate(x, workload, epsilon, source, *, sensitivity, **params):
-        if sensitivity is None:  # Privelet: calibrated from the public domain size
+    def estimate(x, workload, epsilon, source, *, stage, **params):
+        if stage.sensitivity is None:  # Privelet: calibrated from the public domain size
             values = function(x, epsilon, source, **params)
         else:
-            values = function(x, epsilon, source, sensitivity=sensitivity, **params)
+            values = function(x, epsilon, source, stage=stage, **params)
         if not getattr(function, "one_bucket", False):
             return RangeEstimate(values)
         return RangeEstimate(values, [np.array([0, values.shape[-1]])] * len(values))

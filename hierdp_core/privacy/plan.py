@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hierdp_core.errors import MechanismError
+from hierdp_core.privacy.samplers import NOISES, Noise
 
 ADD_REMOVE_PERSON = "add-remove-person"
 PERSON_IN_GROUP = "person-in-existing-group"
@@ -82,6 +83,17 @@ class Stage:
         if self.output not in ("values", "partition"):
             raise MechanismError(f"stage {self.name!r}: output must be 'values' or "
                                  f"'partition', got {self.output!r}")
+
+    def noise_for(self, epsilon: float) -> Noise:
+        """The stage's noise at its exact scale for spending ``epsilon`` (pure DP) on what it
+        measures: sensitivity / epsilon. The one place a measurement's scale is computed from
+        the plan; MechanismError for a stage that states no sensitivity or whose noise is not
+        pure-DP noise, BudgetError for epsilon <= 0."""
+        noise = NOISES.get(self.noise)
+        if self.sensitivity is None or not hasattr(noise, "for_epsilon"):
+            raise MechanismError(f"stage {self.name!r} has no epsilon calibration "
+                                 f"(sensitivity {self.sensitivity}, noise {self.noise!r})")
+        return noise.for_epsilon(epsilon, self.sensitivity)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "relation": self.relation,

@@ -3,9 +3,10 @@
 Every estimator takes histograms ``x`` of shape (n,) or (r, n) (r independent histograms, e.g.
 the age histograms of all municipalities of one level) and returns real-valued estimates of
 the same shape: they may be negative, and nothing is rounded. Their error does not depend on
-the data. All but Privelet take ``sensitivity`` (keyword, no default): the L1 sensitivity of
-one histogram under the neighbouring relation, read from the mechanism's privacy plan
-(`hierdp_core.mechanisms.ranges`); the noise is calibrated and OpenDP-mapped with it.
+the data. All but Privelet take ``stage`` (keyword, no default): the measuring stage of the
+mechanism's privacy plan (`hierdp_core.mechanisms.ranges`), which states the L1 sensitivity
+of one histogram under the neighbouring relation and gives the noise at its exact scale for
+each epsilon spent (`Stage.noise_for`); the noise is OpenDP-mapped with that sensitivity.
 
 Privacy. Neighbouring inputs differ by adding or removing one record, so one cell of one
 histogram changes by 1 (spec section 3). Every method is pure epsilon-DP for each histogram,
@@ -52,8 +53,10 @@ Example
 -------
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> x = np.array([[3.0, 0.0, 5.0, 1.0, 2.0]])
+>>> from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
+>>> stage = Stage("measurement", ADD_REMOVE_PERSON, 1.0, "laplace", 1.0)
 >>> est = tree_estimate(x, 1e9, NoiseSource(seed=1), branching=3,
-...                     sensitivity=1.0)  # almost no noise
+...                     stage=stage)  # almost no noise
 >>> est.shape, bool(np.allclose(est, x))
 ((1, 5), True)
 >>> hb_branching(101), hb_branching(4096)
@@ -70,6 +73,7 @@ import numpy as np
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.errors import BudgetError, InputError, MechanismError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes
+from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
 
 # ---- shared checks ---------------------------------------------------------------------------
@@ -98,38 +102,36 @@ def _check_branching(branching: int) -> None:
         raise MechanismError(f"the branching factor must be an integer >= 2, got {branching!r}")
 
 
-def _laplace(values: np.ndarray, scale: float, source: NoiseSource, label: str, *,
-             sensitivity: float | None = None, budget: float | None = None) -> np.ndarray:
-    """Laplace(scale) applied to ``values``; with ``sensitivity`` and ``budget`` (an epsilon)
-    the values are a vector of that L1 sensitivity whose privacy loss (Laplace noise is
-    continuous: OpenDP's map) is checked against the budget."""
-    return Laplace(scale=scale).apply(values, source, sensitivity=sensitivity, budget=budget,
-                                      label=label)
+def _measure(values: np.ndarray, stage: Stage, epsilon: float, source: NoiseSource,
+             label: str) -> tuple[np.ndarray, Laplace]:
+    """``values`` plus the plan's noise for spending ``epsilon`` (`Stage.noise_for`); their
+    privacy loss (Laplace noise is continuous: OpenDP's map) at the stage's L1 sensitivity is
+    checked against epsilon. Returns (values, the noise used)."""
+    noise = stage.noise_for(epsilon)
+    return noise.apply(values, source, sensitivity=stage.sensitivity, budget=epsilon,
+                       label=label), noise
 
 
 # ---- Identity and Uniform --------------------------------------------------------------------
 
 
-def identity_estimate(x, epsilon: float, source: NoiseSource, *,
-                      sensitivity: float) -> np.ndarray:
-    """Laplace(sensitivity/epsilon) on every cell (``sensitivity``: the histogram's L1
-    sensitivity, from the mechanism's privacy plan; 1 under add/remove one record)."""
+def identity_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -> np.ndarray:
+    """The plan's Laplace(sensitivity/epsilon) on every cell (``stage``: the measuring stage,
+    whose sensitivity is the histogram's, 1 under add/remove one record)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
-    return _shaped_like_input(_laplace(rows, sensitivity / epsilon, source,
-                                       "ranges: identity cells", sensitivity=sensitivity,
-                                       budget=epsilon), single)
+    noisy, _ = _measure(rows, stage, epsilon, source, "ranges: identity cells")
+    return _shaped_like_input(noisy, single)
 
 
-def uniform_estimate(x, epsilon: float, source: NoiseSource, *,
-                     sensitivity: float) -> np.ndarray:
-    """The total with Laplace(sensitivity/epsilon), spread evenly over the cells (the total's
-    L1 sensitivity is the histogram's, from the mechanism's privacy plan)."""
+def uniform_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -> np.ndarray:
+    """The total with the plan's Laplace(sensitivity/epsilon), spread evenly over the cells
+    (the total's L1 sensitivity is the histogram's, the measuring ``stage``'s)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape
-    noisy_total = _laplace(rows.sum(axis=1), sensitivity / epsilon, source,
-                           "ranges: uniform totals", sensitivity=sensitivity, budget=epsilon)
+    noisy_total, _ = _measure(rows.sum(axis=1), stage, epsilon, source,
+                              "ranges: uniform totals")
     return _shaped_like_input(np.repeat((noisy_total / n)[:, None], n, axis=1), single)
 
 
@@ -177,9 +179,10 @@ def level_shares(height: int, level_weights=None) -> np.ndarray:
 
 
 def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons, source: NoiseSource, *,
-                 sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
-    """Laplace(sensitivity/epsilon_l) on every node count of level l (a record is in one node
-    per level, so each level has the histogram's L1 sensitivity). Histograms are columns.
+                 stage: Stage) -> tuple[np.ndarray, np.ndarray]:
+    """The plan's Laplace(sensitivity/epsilon_l) on every node count of level l (a record is
+    in one node per level, so each level has the histogram's L1 sensitivity, the measuring
+    ``stage``'s). Histograms are columns.
     Returns the noisy node counts (n_nodes, r) and each level's noise variance. A level with
     epsilon_l = 0 is not measured: its variance is inf and its entries are 0."""
     noisy = tree.aggregate(rows.T).astype(float)  # noise is continuous: never truncated
@@ -187,10 +190,8 @@ def measure_tree(tree: Hierarchy, rows: np.ndarray, level_epsilons, source: Nois
     for level, level_epsilon in enumerate(level_epsilons):
         nodes = tree.level_slice(level)
         if level_epsilon > 0:
-            noise = Laplace.for_epsilon(level_epsilon, l1_sensitivity=sensitivity)
-            noisy[nodes] = noise.apply(noisy[nodes], source, sensitivity=sensitivity,
-                                       budget=level_epsilon,
-                                       label=f"ranges: tree level {level}")
+            noisy[nodes], noise = _measure(noisy[nodes], stage, level_epsilon, source,
+                                           f"ranges: tree level {level}")
             variance[level] = noise.variance
         else:
             noisy[nodes] = 0.0
@@ -206,27 +207,26 @@ def tree_least_squares_leaves(tree: Hierarchy, noisy: np.ndarray,
 
 
 def tree_estimate(x, epsilon: float, source: NoiseSource, branching: int = 2,
-                  level_weights=None, *, sensitivity: float) -> np.ndarray:
+                  level_weights=None, *, stage: Stage) -> np.ndarray:
     """H_b: noisy counts of every node of the b-ary tree over the cells (level l with
     Laplace(sensitivity/(w_l epsilon))), then generalised least squares; returns the cells.
     ``level_weights``: one relative weight per level, root first (see `level_shares`).
-    ``sensitivity``: the histogram's L1 sensitivity, from the mechanism's privacy plan."""
+    ``stage``: the measuring stage of the mechanism's privacy plan (its noise and scale)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     _check_branching(branching)
     n = rows.shape[1]
     shares = level_shares(tree_height(n, branching), level_weights)
     if n == 1:  # the single cell is root and leaf at once
-        return identity_estimate(x, epsilon, source, sensitivity=sensitivity)
+        return identity_estimate(x, epsilon, source, stage=stage)
     tree = b_ary_tree(n, branching)
-    noisy, variance = measure_tree(tree, rows, epsilon * shares, source,
-                                   sensitivity=sensitivity)
+    noisy, variance = measure_tree(tree, rows, epsilon * shares, source, stage=stage)
     return _shaped_like_input(tree_least_squares_leaves(tree, noisy, variance), single)
 
 
-def h2_estimate(x, epsilon: float, source: NoiseSource, *, sensitivity: float) -> np.ndarray:
+def h2_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -> np.ndarray:
     """H2: the binary tree with epsilon split evenly over its levels, root included."""
-    return tree_estimate(x, epsilon, source, branching=2, sensitivity=sensitivity)
+    return tree_estimate(x, epsilon, source, branching=2, stage=stage)
 
 
 def hb_variance_bound(n: int, branching: int) -> float:
@@ -265,13 +265,13 @@ def hb_level_shares(height: int) -> np.ndarray:
     return np.concatenate([[0.0], np.full(height, 1.0 / height)])
 
 
-def hb_estimate(x, epsilon: float, source: NoiseSource, *, sensitivity: float) -> np.ndarray:
+def hb_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -> np.ndarray:
     """HB: the tree with Qardaji et al.'s branching for the domain size, root not measured."""
     n = _as_rows(x)[0].shape[1]
     branching = hb_branching(n)
     return tree_estimate(x, epsilon, source, branching=branching,
                          level_weights=hb_level_shares(tree_height(n, branching)),
-                         sensitivity=sensitivity)
+                         stage=stage)
 
 
 # ---- Privelet --------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ def privelet_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
     padded = np.zeros((r, 2**height))
     padded[:, :n] = rows
     lam = (1 + height) / epsilon
-    noisy = [_laplace(c, lam / w, source, "ranges: privelet Haar coefficients")
+    noisy = [Laplace(scale=lam / w).apply(c, source, label="ranges: privelet Haar coefficients")
              for c, w in zip(haar_coefficients(padded), privelet_weights(height), strict=True)]
     return _shaped_like_input(haar_cells(noisy)[:, :n], single)
 

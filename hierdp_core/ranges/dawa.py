@@ -1,6 +1,6 @@
 """DAWA (Li, Hay, Miklau & Wang, PVLDB 7(5) 2014) for many histograms at once.
 
-``dawa(x, workload, epsilon, source, sensitivity=...)`` runs, for every row of x (r, n): Stage 1, a private
+``dawa(x, workload, epsilon, source, stage=...)`` runs, for every row of x (r, n): Stage 1, a private
 partition into near-uniform buckets with ``epsilon1 = rho * epsilon``; Stage 2,
 the bucket counts measured through a workload-adapted strategy with ``epsilon2 = (1 - rho) *
 epsilon`` and combined by least squares (`greedy`); Stage 3, each bucket spread evenly over its
@@ -35,15 +35,14 @@ from functools import lru_cache
 import numpy as np
 
 from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.privacy.samplers import Laplace, NoiseSource
-from hierdp_core.ranges.greedy import (
-    StrategyBatch,
-    geometric_batch,
-    greedy_strategies,
-    uniform_batch,
-)
+from hierdp_core.privacy.plan import Stage
+from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.ranges.greedy_strategy import geometric_batch, greedy_strategies, uniform_batch
+from hierdp_core.ranges.interval_strategy import StrategyBatch
 from hierdp_core.ranges.partition import private_partition
 from hierdp_core.ranges.privtree import privtree_partition
+from hierdp_core.ranges.strategy_inference import least_squares_batch
+from hierdp_core.ranges.strategy_measurement import measure_batch
 from hierdp_core.ranges.workloads import Workload
 
 STAGE2 = ("greedy", "uniform", "geometric", "laplace")
@@ -178,14 +177,15 @@ def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: st
 
 
 def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource, *,
-         sensitivity: float, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
+         stage: Stage, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
          candidates: str = "pow2", penalty: float = 0.0,
          stage2: str = "greedy", partition_if: str = "always") -> RangeEstimate:
     """DAWA on every row of x (r, n) or (n,), answering ``workload`` (see the module).
     ``partition_if="it-can-pay"`` skips Stage 1 (the whole epsilon to Stage 2) when
     `partition_can_pay` says no, from the public workload alone.
-    ``sensitivity``: the L1 sensitivity of the Stage-2 measurement, from the mechanism's
-    privacy plan (no default: 1 under add/remove one record, the strategies' column L1 norm).
+    ``stage``: the Stage-2 measurement of the mechanism's privacy plan, whose noise at its
+    exact scale (`Stage.noise_for`) every bucket or strategy answer gets (no default; L1
+    sensitivity 1 under add/remove one record, the strategies' column L1 norm).
     ``candidates`` and ``penalty`` apply to the least-cost partitions only."""
     check_stage_arguments(epsilon, rho, stage2, partition, partition_if)
     x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -207,24 +207,24 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
         rows = np.flatnonzero(sizes == k)
         bounds = np.stack([edges[i] for i in rows])
         estimate, used[rows] = _stage2(workload, bounds, bucket_sums(x[rows], bounds), stage2,
-                                       branching, epsilon2, source, sensitivity)
+                                       branching, epsilon2, source, stage)
         values[rows] = expand(estimate, bounds)
     return RangeEstimate(values, edges if rho > 0 else None, tuple(used))
 
 
-def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, sensitivity):
+def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage):
     """Stage 2 for rows that all have k buckets (bounds (R, k + 1), counts (R, k)): the
     estimated bucket counts and the strategy used. Distinct partitions are solved in batches
     of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
-        noise = Laplace.for_epsilon(epsilon2, sensitivity)
-        return noise.apply(counts, source, sensitivity=sensitivity, budget=epsilon2,
-                           label="ranges: DAWA bucket counts"), "laplace"
+        return stage.noise_for(epsilon2).apply(counts, source, sensitivity=stage.sensitivity,
+                                               budget=epsilon2,
+                                               label="ranges: DAWA bucket counts"), "laplace"
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
-        return strategy.release(counts, np.zeros(len(counts), dtype=np.int64), epsilon2,
-                                source, sensitivity=sensitivity), kind
+        return _measure_and_fit(strategy, counts, np.zeros(len(counts), dtype=np.int64),
+                                epsilon2, source, stage), kind
     if bounds.shape[0] == 1:
         distinct, which = bounds, np.zeros(1, dtype=np.int64)
     else:
@@ -235,6 +235,13 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, sensiti
     for first in range(0, distinct.shape[0], step):
         batch = stage2_strategies(workload, distinct[first:first + step], kind, branching)
         rows = np.flatnonzero((which >= first) & (which < first + step))
-        estimate[rows] = batch.release(counts[rows], which[rows] - first, epsilon2, source,
-                                       sensitivity=sensitivity)
+        estimate[rows] = _measure_and_fit(batch, counts[rows], which[rows] - first, epsilon2,
+                                          source, stage)
     return estimate, kind
+
+
+def _measure_and_fit(batch: StrategyBatch, counts, which, epsilon2, source, stage):
+    """Estimated bucket counts (R, k): row j measured with strategy ``which[j]`` of
+    ``batch`` (`measure_batch`), then fitted by least squares (`least_squares_batch`)."""
+    answers = measure_batch(batch, counts, which, epsilon2, source, stage=stage)
+    return least_squares_batch(batch, answers, which)

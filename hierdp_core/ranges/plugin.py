@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.dawa import dawa
 from hierdp_core.ranges.workloads import Workload
@@ -29,7 +30,7 @@ SEED = 0  # public: the simulation draws on released values only
 
 
 def partition_pays_below(parents: np.ndarray, children: np.ndarray, workload: Workload,
-                         epsilon: float, params: dict, *, sensitivity: float,
+                         epsilon: float, params: dict, *, stage: Stage,
                          runs: int = RUNS) -> np.ndarray:
     """Per parent (rows of ``parents`` (p, n), released estimates; ``children`` (p,) their
     numbers of children): True where DAWA beats its Stage 2 alone on the average child."""
@@ -38,7 +39,7 @@ def partition_pays_below(parents: np.ndarray, children: np.ndarray, workload: Wo
     truth = workload.answer(plug_in)
     errors = []
     for rho in (params.get("rho", 0.25), 0.0):
-        est = dawa(plug_in, workload, epsilon, NoiseSource(seed=SEED), sensitivity=sensitivity,
+        est = dawa(plug_in, workload, epsilon, NoiseSource(seed=SEED), stage=stage,
                    **{**params, "rho": rho, "partition_if": "always"}).values
         per_row = np.abs(workload.answer(est) - truth).mean(axis=1)
         errors.append(per_row.reshape(-1, runs).mean(axis=1))
