@@ -11,4 +11,6 @@ fi
 .venv/bin/ruff check .
 # worksteal: a worker that runs out of tests takes the other's, so the last slow (browser) tests
 # are not left to one of the two cores
-.venv/bin/python -m pytest -n 2 --dist worksteal -q "$@"
+# the 40 slowest tests are listed at the end, so a run that creeps towards the 20-minute limit
+# shows where
+.venv/bin/python -m pytest -n 2 --dist worksteal -q --durations=40 "$@"
