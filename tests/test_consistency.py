@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import itertools
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,15 @@ def test_module_doctests_pass(module):
 
 def _starts(lengths) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+def _both_paths(fn, *args):
+    """``fn(*args)`` on small inputs' path (one lexsort, one padded block) and on the
+    blocks' path of large ones (the small-input thresholds set to 0)."""
+    small = fn(*args)
+    with mock.patch.multiple(seg_module, SMALL_SORT=0, SMALL_CUMSUM_CELLS=0):
+        blocks = fn(*args)
+    return small, blocks
 
 
 def test_segment_ids():
@@ -164,8 +174,9 @@ def _reference_cumsum(values, starts):
 def test_segmented_cumsum_matches_per_segment_cumsum(segments):
     values = np.concatenate([np.asarray(s) for s in segments])
     starts = _starts([len(s) for s in segments])
-    np.testing.assert_allclose(segmented_cumsum(values, starts),
-                               _reference_cumsum(values, starts), rtol=0, atol=1e-9)
+    small, blocks = _both_paths(segmented_cumsum, values, starts)
+    np.testing.assert_allclose(small, _reference_cumsum(values, starts), rtol=0, atol=1e-9)
+    assert np.array_equal(small, blocks)  # bit for bit, whatever the padding
 
 
 def test_segmented_cumsum_precision_many_segments_large_values():
@@ -315,7 +326,8 @@ def test_segmented_argsort_matches_lexsort(pairs):
 
     seg = np.sort(np.array([p[0] for p in pairs]))
     values = np.array([p[1] for p in pairs], dtype=float)
-    assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
+    for order in _both_paths(segmented_argsort_desc, values, seg):
+        assert np.array_equal(order, np.lexsort((-values, seg)))
 
 
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=30),
@@ -330,9 +342,10 @@ def test_segmented_argsort_matches_lexsort_on_any_floats(lengths, pool, draw):
     seg = np.repeat(np.arange(len(lengths)) * 2, lengths)  # ids need not be consecutive
     rng = np.random.default_rng(draw)
     values = rng.choice(np.array(pool, dtype=float), size=seg.size)
-    assert np.array_equal(segmented_argsort_desc(values, seg), np.lexsort((-values, seg)))
     ints = rng.integers(-3, 4, size=seg.size)
-    assert np.array_equal(segmented_argsort_desc(ints, seg), np.lexsort((-ints, seg)))
+    for x in (values, ints):
+        for order in _both_paths(segmented_argsort_desc, x, seg):
+            assert np.array_equal(order, np.lexsort((-x, seg)))
 
 
 @given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(0, 2**32 - 1))

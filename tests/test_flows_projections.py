@@ -154,3 +154,27 @@ def test_bad_arguments_are_refused():
         l2_rounded([1, 2], [0, 1], [3])
     with pytest.raises(MechanismError, match="rounding"):
         l2_rounded([1], [0], [1], rounding="up")
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_milp_constraints_are_the_programme_row_by_row(lengths, draw):
+    """The MILP's matrix, built at once in compressed columns, holds the rows y_i - alpha_s,
+    y_i + alpha_s and the segment sums (checked densely), in canonical form (sorted row
+    indices, no explicit zeros), with the limits x, x and c."""
+    from hierdp_core.flows.projections import _milp_limits, _milp_matrix
+
+    rng = np.random.default_rng(draw)
+    k = len(lengths)
+    seg = np.repeat(np.arange(k), lengths)
+    m = seg.size
+    a = _milp_matrix(seg, k)
+    assert a.has_canonical_format and np.all(a.data != 0)
+    y, alpha = rng.integers(-9, 9, m), rng.integers(-9, 9, k)
+    rows = a.toarray() @ np.concatenate([y, alpha])
+    sums = np.bincount(seg, weights=y, minlength=k)
+    assert np.array_equal(rows, np.concatenate([y - alpha[seg], y + alpha[seg], sums]))
+    x, c = rng.integers(-5, 9, m), rng.integers(0, 20, k)
+    lower, upper = _milp_limits(x, c)
+    assert np.array_equal(lower, np.concatenate([np.full(m, -np.inf), x, c]))
+    assert np.array_equal(upper, np.concatenate([x, np.full(m, np.inf), c]))

@@ -144,3 +144,35 @@ def test_few_segments_of_a_width_stay_row_major():
     many = np.arange(0, 3 * rows_module.COLUMN_MIN_SEGMENTS, 3, dtype=np.int64)
     blocks = list(row_blocks(many, many.size * 3, column_major_up_to=NARROW))
     assert blocks and all(b.column_major for b in blocks)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data(), st.integers(0, 2**32 - 1))
+def test_few_small_segments_in_one_block_give_the_merged_layouts_release(data, seed):
+    """Few small segments are laid out at once in one block at the widest width (in index
+    order): bit for bit what the layout merging every width into the next gives, weighted
+    or not, with NaN, ties and zero totals."""
+    lengths, starts = _segments(data, 40)
+    rng = np.random.default_rng(seed)
+    y = _values(rng, int(lengths.sum()))
+    y_nan = y.copy()  # NaN in the projection only (rounding needs numbers)
+    y_nan[rng.integers(y.size)] = np.nan
+    w = rng.uniform(0.5, 3.0, y.size)
+    totals = rng.integers(0, 60, lengths.size).astype(float)
+    totals[rng.random(totals.size) < 0.2] = 0.0
+
+    def released():
+        return [project_and_round(y, starts, totals).tobytes(),
+                project_segments(y, starts, totals).tobytes(),
+                project_segments(y_nan, starts, totals).tobytes(),
+                project_segments(y, starts, totals, w).tobytes(),
+                round_segments(project_segments(y, starts, totals), starts,
+                               totals).tobytes()]
+
+    at_once = released()
+    assert rows_module._one_block(lengths.size, int(row_width(lengths).max()),
+                                  rows_module.BLOCK_CELLS) == (
+        lengths.size * int(row_width(lengths).max()) <= rows_module.MERGED_CELLS
+        and lengths.size < rows_module.COLUMN_MIN_SEGMENTS)
+    with mock.patch.object(rows_module, "_one_block", lambda *a: False):
+        assert released() == at_once

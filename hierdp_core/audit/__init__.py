@@ -31,7 +31,10 @@ Method
    identical category columns; every column of the release is an independent trial. That
    is only valid for mechanisms known to work column by column: the declared set
    `BATCHED_COUNT_MECHANISMS` (every entry whose queries are ``('counts',)``). Any other
-   count mechanism is run one release per trial (slow but always valid).
+   count mechanism is run one release per trial (slow but always valid). Group-size
+   mechanisms whose estimate takes every cell on its own (``Capabilities.estimate ==
+   "raw"``) measure the trials side by side (`GroupSizeMechanism.raw_trials`); the others
+   run one release per trial, their set-up made once per side (`Mechanism.releaser`).
 3. Statistics and events. Each output is reduced to scalar statistics. For counts (nodes on
    the path root -> region -> changed leaf, ``x`` the true values under D, per-level weights
    ``w_l`` from the mechanism's own ledger: epsilon_l = 1/scale for Laplace / geometric noise,

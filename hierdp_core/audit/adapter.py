@@ -103,12 +103,18 @@ class Setup:
 
     def per_trial(self, width: int, vector: Callable[[Any, Any], np.ndarray]) -> Runner:
         """A runner making one release per trial, each turned into a row of ``width``
-        numbers by ``vector(data, release)``."""
+        numbers by ``vector(data, release)``; the trials of one side share the
+        mechanism's set-up (`Mechanism.releaser`, made once per side)."""
+        releasers: dict[int, tuple[Any, Callable]] = {}  # by id: the data kept alive
 
         def run(data, n: int, source: NoiseSource) -> np.ndarray:
+            if id(data) not in releasers:
+                releasers[id(data)] = data, self.mechanism.releaser(
+                    data, self.budget, split=self.split, **self.params)
+            release = releasers[id(data)][1]
             out = np.empty((n, width))
             for i in range(n):
-                out[i] = vector(data, self.release(data, source))
+                out[i] = vector(data, release(source))
             return out
 
         return run

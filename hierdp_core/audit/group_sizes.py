@@ -1,7 +1,10 @@
 """Audit adapter for group-size mechanisms (the pairs: `neighbours.group_size_pair`, one per
 relation the mechanism declares).
 
-One release per trial (sizes are not independent columns). Statistics over the changed cells
+One release per trial (sizes are not independent columns), except for a mechanism whose
+estimate takes every cell on its own (``Capabilities.estimate == "raw"``, e.g. gs-noisy):
+its ``n`` trials are measured at once, side by side (`GroupSizeMechanism.raw_trials`).
+Statistics over the changed cells
 on the path root -> region -> leaf (one size loses a group under D', another gains it),
 weighted per level by the ledger's epsilon_l per unit: ``path-weighted`` / ``path-clipped``
 (`adapter.path_statistics`); ``chain-weighted``, the level-wide chain counts (Fioretto et
@@ -23,7 +26,9 @@ from hierdp_core.audit.adapter import (
 )
 from hierdp_core.audit.neighbours import group_size_pair
 from hierdp_core.mechanisms.base import Mechanism
+from hierdp_core.mechanisms.group_sizes_base import GroupSizeMechanism
 from hierdp_core.privacy.plan import PERSON_IN_GROUP
+from hierdp_core.privacy.samplers import NoiseSource
 
 
 @register_adapter("group-sizes")
@@ -64,6 +69,15 @@ def group_size_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = D
                 stats[f"groups at level {level}"] = node_cells.sum(axis=1)
         return stats
 
-    run = setup.per_trial(h.n_nodes * width,
-                          lambda data, rel: np.asarray(rel.values, dtype=float).ravel())
-    return AuditAdapter((pair.d1, pair.d2), run, statistics, setup.budget, pair.description)
+    if batch is None:
+        batch = (isinstance(mechanism, GroupSizeMechanism)
+                 and mechanism.info.capabilities.estimate == "raw")
+
+    def batched(data, n: int, source: NoiseSource) -> np.ndarray:
+        return mechanism.raw_trials(data, setup.budget, n, source, split=split,
+                                    **setup.params).reshape(n, -1).astype(float)
+
+    one_by_one = setup.per_trial(h.n_nodes * width,
+                                 lambda data, rel: np.asarray(rel.values, dtype=float).ravel())
+    return AuditAdapter((pair.d1, pair.d2), batched if batch else one_by_one, statistics,
+                        setup.budget, pair.description, bool(batch))

@@ -109,8 +109,10 @@ def audit_mechanism(
     """Audit a registered mechanism (by name) or a `Mechanism` instance at a claimed
     ``epsilon`` (pure DP; (epsilon, ``delta``)-DP for zCDP mechanisms, see the package
     docstring). ``params`` are the mechanism's own parameters; ``split`` its budget split.
-    ``batch`` overrides whether count trials are batched over category columns (default:
-    what the mechanism declares, ``MechanismInfo.independent_columns``). ``secure`` uses
+    ``batch`` overrides whether trials are batched: count trials over category columns
+    (default: what the mechanism declares, ``MechanismInfo.independent_columns``), group-size
+    trials side by side (default: for an estimate cell by cell, ``Capabilities.estimate ==
+    "raw"``). ``secure`` uses
     OpenDP's samplers (then ``seed`` is ignored). A composite mechanism (several stages in
     its `privacy_plan`) is audited stage by stage, each against its share of ``epsilon``
     (`stages.stage_audits`); ``whole=True`` adds the whole mechanism against ``epsilon``

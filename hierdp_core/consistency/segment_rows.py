@@ -111,6 +111,9 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
     lengths = segment_lengths(starts, size)
     chosen = np.arange(starts.size) if only is None else np.flatnonzero(only)
     widths = row_width(lengths[chosen])
+    if chosen.size and _one_block(chosen.size, int(widths.max()), block_cells):
+        yield _block(chosen, starts, lengths, size, np.arange(widths.max(), dtype=np.int64))
+        return
     by_width = np.argsort(_small(widths), kind="stable")
     order, widths = chosen[by_width], widths[by_width]
     if order.size == 0:
@@ -130,11 +133,24 @@ def row_blocks(starts: np.ndarray, size: int, block_cells: int = BLOCK_CELLS,
         columns = np.arange(width, dtype=np.int64)
         per_block = max(1, block_cells // width)
         for first in range(0, group.size, per_block):
-            segs = group[first:first + per_block]
-            index = starts[segs, None] + columns
-            np.minimum(index, size - 1, out=index)
-            seg_lengths = lengths[segs]
-            yield RowBlock(segs, seg_lengths, index, columns >= seg_lengths[:, None])
+            yield _block(group[first:first + per_block], starts, lengths, size, columns)
+
+
+def _one_block(n_segments: int, width: int, block_cells: int) -> bool:
+    """Whether segments this few and narrow end up in one row block at the widest width
+    (every width merged into the next, `MERGED_CELLS`; not cut, ``block_cells``; too few
+    for column blocks, `COLUMN_MIN_SEGMENTS`): then they are laid out so at once."""
+    return (n_segments * width <= min(MERGED_CELLS, block_cells)
+            and n_segments < COLUMN_MIN_SEGMENTS)
+
+
+def _block(segs: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size: int,
+           columns: np.ndarray) -> RowBlock:
+    """The segments ``segs`` as the rows of one block of ``columns.size`` columns."""
+    index = starts[segs, None] + columns
+    np.minimum(index, size - 1, out=index)
+    seg_lengths = lengths[segs]
+    return RowBlock(segs, seg_lengths, index, columns >= seg_lengths[:, None])
 
 
 def _small(values: np.ndarray) -> np.ndarray:

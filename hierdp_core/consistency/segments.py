@@ -31,6 +31,13 @@ from hierdp_core.consistency.segment_columns import NARROW, nth_smallest, projec
 from hierdp_core.consistency.segment_rows import RowBlock, row_blocks
 from hierdp_core.errors import MechanismError
 
+#: arrays of at most this many elements are ordered by one `numpy.lexsort` (the same order;
+#: below it one C call costs less than laying out and sorting the padded blocks, measured
+#: ~50x less at a hundred elements, about even near ten thousand)
+SMALL_SORT = 4096
+#: segmented cumulative sums padded to at most this many cells are computed as one block
+SMALL_CUMSUM_CELLS = 4096
+
 
 def segment_ids(starts: np.ndarray, size: int) -> np.ndarray:
     """Segment index of every element."""
@@ -41,12 +48,13 @@ def segment_ids(starts: np.ndarray, size: int) -> np.ndarray:
 def segmented_argsort_desc(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
     """The order of ``np.lexsort((-values, seg))`` (by segment, then value descending, ties by
     position; NaN last) for non-decreasing ``seg``, computed faster: each segment sorted
-    alone as a row of a padded block (`row_blocks`), no sort of the whole array."""
+    alone as a row of a padded block (`row_blocks`), no sort of the whole array (arrays of
+    at most `SMALL_SORT` elements: that lexsort itself)."""
     values = np.asarray(values)
     m = values.size
+    if m <= SMALL_SORT:
+        return np.lexsort((-values, seg)).astype(np.int64, copy=False)
     order = np.empty(m, dtype=np.int64)
-    if m == 0:
-        return order
     starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
     # the padding sorts after every value, stably: NaN for floats, the largest integer else
     pad = np.nan if values.dtype.kind == "f" else np.iinfo(values.dtype).max
@@ -62,20 +70,29 @@ def segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     bit for bit the cumsum of that segment alone, whatever the other segments hold (so a
     subtree released apart gives the whole tree's values). Segments are grouped by length
     (powers of two) and every group summed as the rows of a zero-padded 2-D array (a loop
-    over at most 64 length groups)."""
+    over at most 64 length groups; one group when all fit in `SMALL_CUMSUM_CELLS`: a
+    row's sums do not depend on its padding)."""
     values = np.asarray(values, dtype=float)
     m = values.size
     lengths = np.diff(np.append(starts, m))
     out = np.empty(m)
+    if m and lengths.size * int(lengths.max()) <= SMALL_CUMSUM_CELLS:
+        _cumsum_rows(values, starts, lengths, np.arange(lengths.size), out)
+        return out
     group = np.frexp(lengths - 1)[1]  # 0 for length 1, then ceil(log2(length))
     for g in np.unique(group):
-        segs = np.flatnonzero(group == g)
-        width = int(lengths[segs].max())
-        index = starts[segs][:, None] + np.arange(width)
-        inside = np.arange(width) < lengths[segs][:, None]
-        padded = np.where(inside, values[np.minimum(index, m - 1)], 0.0)
-        out[index[inside]] = np.cumsum(padded, axis=1)[inside]
+        _cumsum_rows(values, starts, lengths, np.flatnonzero(group == g), out)
     return out
+
+
+def _cumsum_rows(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                 segs: np.ndarray, out: np.ndarray) -> None:
+    """The cumulative sums of segments ``segs`` as the zero-padded rows of one block."""
+    width = int(lengths[segs].max())
+    index = starts[segs][:, None] + np.arange(width)
+    inside = np.arange(width) < lengths[segs][:, None]
+    padded = np.where(inside, values[np.minimum(index, values.size - 1)], 0.0)
+    out[index[inside]] = np.cumsum(padded, axis=1)[inside]
 
 
 def project_segments(

@@ -160,23 +160,43 @@ def linf_milp(x, starts, c, batch: int = MILP_BATCH) -> np.ndarray:
 
 
 def _milp_block(x: np.ndarray, seg: np.ndarray, c: np.ndarray) -> np.ndarray:
-    from scipy import sparse  # scipy.optimize takes a second to import: only for the MILP
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     m, k = x.size, c.size
-    rows = np.arange(m)
-    eye = sparse.csr_array((np.ones(m), (rows, rows)), shape=(m, m))
-    alpha = sparse.csr_array((np.ones(m), (rows, seg)), shape=(m, k))
-    upper = sparse.hstack([eye, -alpha])  # y_i - alpha_s <= x_i
-    lower = sparse.hstack([eye, alpha])  # y_i + alpha_s >= x_i
-    sums = sparse.hstack([sparse.csr_array((np.ones(m), (seg, rows)), shape=(k, m)),
-                          sparse.csr_array((k, k))])
-    constraints = [LinearConstraint(upper, -np.inf, x), LinearConstraint(lower, x, np.inf),
-                   LinearConstraint(sums, c, c)]
-    cost = np.concatenate([np.zeros(m), np.ones(k)])
-    integrality = np.concatenate([np.ones(m), np.zeros(k)])
-    res = milp(cost, constraints=constraints, integrality=integrality,
+    res = milp(np.concatenate([np.zeros(m), np.ones(k)]),
+               constraints=LinearConstraint(_milp_matrix(seg, k), *_milp_limits(x, c)),
+               integrality=np.concatenate([np.ones(m), np.zeros(k)]),
                bounds=Bounds(np.zeros(m + k), np.full(m + k, np.inf)))
     if res.status != 0 or res.x is None:
         raise MechanismError(f"the MILP solver failed: {res.message}")
     return np.rint(res.x[:m]).astype(np.int64)
+
+
+def _milp_matrix(seg: np.ndarray, k: int):
+    """The constraints' matrix over (y, alpha), built at once in compressed columns: rows
+    ``y_i - alpha_s`` (i < m), then ``y_i + alpha_s``, then every segment's sum of y."""
+    from scipy import sparse  # scipy takes a second to import: only for the MILP
+
+    m = seg.size
+    rows = np.arange(m)
+    y_rows = np.stack([rows, m + rows, 2 * m + seg], axis=1).ravel()  # ascending per y_i
+    # alpha_s: rows i of segment s (coefficient -1), then rows m + i (+1), each ascending
+    by_seg = np.argsort(seg, kind="stable")
+    per_alpha = np.bincount(seg, minlength=k)
+    first = np.concatenate([[0], np.cumsum(per_alpha)])
+    s = seg[by_seg]
+    at = 2 * first[s] + np.arange(m) - first[s]  # where row i of the -1 part goes
+    alpha_rows, alpha_data = np.empty(2 * m, np.int64), np.empty(2 * m)
+    alpha_rows[at], alpha_data[at] = by_seg, -1.0
+    alpha_rows[at + per_alpha[s]], alpha_data[at + per_alpha[s]] = m + by_seg, 1.0
+    indptr = np.concatenate([3 * np.arange(m + 1), 3 * m + 2 * first[1:]])
+    return sparse.csc_array((np.concatenate([np.ones(3 * m), alpha_data]),
+                             np.concatenate([y_rows, alpha_rows]), indptr),
+                            shape=(2 * m + k, m + k))
+
+
+def _milp_limits(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper limits of the rows of `_milp_matrix`."""
+    x, c = x.astype(np.float64), c.astype(np.float64)
+    return (np.concatenate([np.full(x.size, -np.inf), x, c]),
+            np.concatenate([x, np.full(x.size, np.inf), c]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -195,6 +196,16 @@ class Mechanism(ABC):
     @abstractmethod
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params): ...
+
+    def releaser(self, data, budget: PrivacyBudget, *, split=None,
+                 **params) -> Callable[[NoiseSource], Any]:
+        """``f`` with ``f(source)`` the release ``release(data, budget, split=split,
+        source=source, **params)`` gives, for many releases of one dataset (audits). By
+        default every call is a whole `release`; a mechanism whose checks and plans do not
+        depend on the noise makes them once, and its releases then share their privacy
+        record and ledger (read them, never change them)."""
+        return lambda source: self.release(data, budget, split=split, source=source,
+                                           **params)
 
 
 _REGISTRY: dict[str, Mechanism] = {}

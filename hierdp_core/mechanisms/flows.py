@@ -163,14 +163,27 @@ class TopDownFlows(Mechanism):
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> FlowRelease:
+        return self.releaser(data, budget, split=split, **params)(
+            source or NoiseSource(secure=True))
+
+    def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`Mechanism.releaser`: the data checked, the levels planned and the privacy
+        record and ledger made once; every call measures and projects."""
         data = _check_data(self.info.name, data)
         p = self.params(**params)
-        source = source or NoiseSource(secure=True)
         plan, plans = self.measured_plans(data, budget, split, p)
-        root, invariants = self.root_value(data.n, plans, p, source)
-        levels, diagnostics = topdown(data, root, plans[1:], self.projection(p), source)
-        return self.make_release(data, levels, diagnostics, plan, plans, budget, p,
-                                 invariants, source)
+        project = self.projection(p)
+        records = {}  # by invariants: the root is public (bounded) or not, for every call
+
+        def release(source: NoiseSource) -> FlowRelease:
+            root, invariants = self.root_value(data.n, plans, p, source)
+            levels, diagnostics = topdown(data, root, plans[1:], project, source)
+            if invariants not in records:
+                records[invariants] = self.release_record(plan, plans, budget, invariants)
+            return self.make_release(data, levels, diagnostics, plan, plans, budget, p,
+                                     invariants, source, record=records[invariants])
+
+        return release
 
     def measured_plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
         """(the privacy plan, a plan per tree level) of a release over ``data``'s (public)
@@ -188,13 +201,21 @@ class TopDownFlows(Mechanism):
             return n, ("number of trips n (public under bounded DP)",)
         return max(0, int(plans[0].apply(np.array([n]), source)[0])), ()
 
+    def release_record(self, plan, plans, budget: PrivacyBudget, invariants):
+        """(privacy record, ledger) of a release measured with ``plans``: what does not
+        depend on the noise."""
+        return (privacy_record(plan, plans, invariants=invariants, delta=budget.delta),
+                ledger_frame(plans))
+
     def make_release(self, data: FlowData, levels, diagnostics, plan, plans,
-                     budget: PrivacyBudget, p: dict, invariants, source) -> FlowRelease:
-        """The FlowRelease of the released ``levels``, as every engine makes it."""
+                     budget: PrivacyBudget, p: dict, invariants, source,
+                     record=None) -> FlowRelease:
+        """The FlowRelease of the released ``levels``, as every engine makes it;
+        ``record``: its `release_record` when made already."""
+        privacy, ledger = record or self.release_record(plan, plans, budget, invariants)
         return FlowRelease.of(
-            data, levels, mechanism=self.info.name, parameters=p,
-            privacy=privacy_record(plan, plans, invariants=invariants, delta=budget.delta),
-            ledger=ledger_frame(plans), randomness=source.as_dict(), invariants=invariants,
+            data, levels, mechanism=self.info.name, parameters=p, privacy=privacy,
+            ledger=ledger, randomness=source.as_dict(), invariants=invariants,
             diagnostics=diagnostics)
 
 

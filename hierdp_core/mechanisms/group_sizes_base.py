@@ -144,31 +144,65 @@ class GroupSizeMechanism(Mechanism):
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> Release:
+        return self.releaser(data, budget, split=split, **params)(
+            source or NoiseSource(secure=True))
+
+    def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`Mechanism.releaser`: the data checked, the levels planned and the privacy record
+        and ledger made once; every call measures and estimates."""
         if not isinstance(data, GroupSizeData):
             raise MechanismError(f"{self.info.name} releases group sizes: load the data as "
                                  "groups (person records with a group column, or size "
                                  "histograms), e.g. `--query group-sizes`")
         p = self.params(**params)
-        source = source or NoiseSource(secure=True)
         plans = self.measured_plans(data.hierarchy, budget, split, p)
-        values, noisy = self.measure_and_estimate(data, plans, p, source)
-        return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
-                                 source, groups_declared=data.groups_declared)
+        record = self.release_record(plans, p, groups_declared=data.groups_declared)
+
+        def release(source: NoiseSource) -> Release:
+            values, noisy = self.measure_and_estimate(data, plans, p, source)
+            return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
+                                     source, record=record)
+
+        return release
+
+    def raw_trials(self, data: GroupSizeData, budget: PrivacyBudget, n: int,
+                   source: NoiseSource, *, split=None, **params) -> np.ndarray:
+        """The values (n, n_nodes, N + 1) of ``n`` independent releases of ``data`` at once,
+        for a mechanism whose estimate takes every measured cell on its own
+        (``Capabilities.estimate == "raw"``, plain histograms): the ``n`` copies of every
+        histogram are measured side by side (every cell's noise is independent) and
+        estimated together. ``n = 1`` is bit for bit the values `release` gives with
+        ``source``."""
+        if self.info.capabilities.estimate != "raw" or self.representation != "plain":
+            raise MechanismError(f"{self.info.name} does not estimate cell by cell")
+        p = self.params(**params)
+        h = data.hierarchy
+        plans = self.measured_plans(h, budget, split, p)
+        noisy, variance = measure_in_blocks(np.tile(data.node_counts(), n), h, plans, source)
+        values = np.asarray(self.estimate(data, noisy, variance, p))
+        return values.reshape(h.n_nodes, n, -1).transpose(1, 0, 2)
+
+    def release_record(self, plans, p: dict, *, groups_declared: bool = False):
+        """(invariants, privacy record, ledger) of a release measured with ``plans``: what
+        does not depend on the noise. ``groups_declared``: whether the numbers of groups
+        came from a declaration (recorded as ``privacy["group_counts"]``, which the verdict
+        reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
+        invariants = self.kept_invariants(**p)
+        privacy = privacy_record(self.privacy_plan(**p), plans, invariants=invariants,
+                                 group_counts="declared" if groups_declared else "from-data")
+        return invariants, privacy, ledger_frame(plans)
 
     def make_release(self, hierarchy, categories, plans, p: dict, values, noisy,
-                     source: NoiseSource, *, groups_declared: bool = False) -> Release:
+                     source: NoiseSource, *, groups_declared: bool = False,
+                     record=None) -> Release:
         """The Release of ``values`` (and the ``noisy`` plain histograms) measured with
-        ``plans``, as every engine makes it. ``groups_declared``: whether the numbers of
-        groups came from a declaration (recorded as ``privacy["group_counts"]``, which the
-        verdict reads: `hierdp_core.verdict.GROUPS_FROM_DATA`)."""
-        invariants = self.kept_invariants(**p)
+        ``plans``, as every engine makes it; ``record``: its `release_record` when made
+        already (else made here, with ``groups_declared``)."""
+        invariants, privacy, ledger = record or self.release_record(
+            plans, p, groups_declared=groups_declared)
         return Release(
             hierarchy=hierarchy, values=np.asarray(values), mechanism=self.info.name,
-            parameters=p,
-            privacy=privacy_record(self.privacy_plan(**p), plans, invariants=invariants,
-                                   group_counts="declared"
-                                   if groups_declared else "from-data"),
-            ledger=ledger_frame(plans), randomness=source.as_dict(),
+            parameters=p, privacy=privacy, ledger=ledger, randomness=source.as_dict(),
             categories=categories, invariants=invariants, noisy=noisy,
         )
 
