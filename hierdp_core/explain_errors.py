@@ -174,17 +174,17 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     p = mechanism.params(**params)
     ledger = mechanism.ledger(data, budget, split=split, **params)
     options = getattr(mechanism.estimator, "options", None)
-    sensitivity = mechanism.measurement_sensitivity(**params)
+    stage = mechanism.measurement_stage(**params)
     workload = data.workload
     if name == "identity":
         kind, bounds = "laplace", np.arange(workload.n + 1)
-    elif options is not None and sensitivity is not None:
+    elif options is not None:
         kind, bounds = {**p, **options}.get("stage2", "greedy"), atom_edges(workload)
     else:
         kind = bounds = None
     unit = (math.nan if kind is None else
             _unit_error(workload, bounds, kind, int(p.get("branching", 2))))
-    rmse = [sensitivity / eps2 * math.sqrt(unit) if kind is not None and eps2 > 0
+    rmse = [stage.scale_for(eps2) * math.sqrt(unit) if kind is not None and eps2 > 0
             else math.nan for eps2 in ledger["epsilon_stage2"]]
     table = pd.DataFrame({"level_name": ledger["level_name"], "units": ledger["units"],
                           "mae": math.nan, "rmse": rmse})

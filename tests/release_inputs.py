@@ -1,6 +1,7 @@
 """Small inputs of every query kind and a budget of every privacy definition, shared by the
 tests that release every registered mechanism (`test_privacy_plans`, `test_seeded_digests`),
-and the measuring stage the tests of the range estimators hand them (`UNIT_MEASUREMENT`)."""
+and the stages the tests of the range estimators hand them (`UNIT_MEASUREMENT`, and DAWA's
+Stage 1 `PRIVTREE_PARTITION`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
+from hierdp_core.ranges.privtree import selection_stage
 
 #: a range mechanism's measurement as its privacy plan states it: L1 sensitivity 1 under
 #: add/remove one person, Laplace noise, the whole budget
 UNIT_MEASUREMENT = Stage("measurement", ADD_REMOVE_PERSON, 1.0, "laplace", 1.0)
+#: DAWA's default Stage 1 as its plan states it (PrivTree: sensitivity 1, factor 3)
+PRIVTREE_PARTITION = selection_stage()
 
 
 def small_data(kind: str):

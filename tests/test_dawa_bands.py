@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from release_inputs import UNIT_MEASUREMENT
+from release_inputs import PRIVTREE_PARTITION, UNIT_MEASUREMENT
 from scipy import sparse
 
 from hierdp_core.consistency.topdown import topdown
@@ -93,10 +93,11 @@ def test_the_partition_is_skipped_where_it_cannot_pay():
     x = np.random.default_rng(6).poisson(5, (30, 101)).astype(float)
     workload = bands(AGES, BANDS)
     skipped = dawa(x, workload, 1.0, NoiseSource(seed=6), stage=UNIT_MEASUREMENT,
-                   partition_if="it-can-pay")
+                   partition_stage=PRIVTREE_PARTITION, partition_if="it-can-pay")
     alone = dawa(x, workload, 1.0, NoiseSource(seed=6), rho=0.0, stage=UNIT_MEASUREMENT)
     assert skipped.edges is None and np.array_equal(skipped.values, alone.values)
-    kept = dawa(x, workload, 1.0, NoiseSource(seed=6), stage=UNIT_MEASUREMENT)
+    kept = dawa(x, workload, 1.0, NoiseSource(seed=6), stage=UNIT_MEASUREMENT,
+                partition_stage=PRIVTREE_PARTITION)
     assert kept.edges is not None
 
 

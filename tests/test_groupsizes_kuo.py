@@ -6,7 +6,6 @@ fixed seeds (tolerances derived in the test docstrings)."""
 from __future__ import annotations
 
 import doctest
-import functools
 import itertools
 import math
 from fractions import Fraction
@@ -29,16 +28,32 @@ from hierdp_core.groupsizes import (
 )
 from hierdp_core.groupsizes.data import cumulative, emd
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
+from hierdp_core.privacy.plan import PERSON_IN_GROUP, Stage
 from hierdp_core.privacy.samplers import Geometric, NoiseSource
 
-# The per-level L1 sensitivities (the mechanisms read them from their privacy plan): Hc and
-# Hg 1 (Lemma 4; Hay et al.), Naive 2 (Lemma 3).
+# The per-level L1 sensitivities (the mechanisms' privacy plans state them): Hc and Hg 1
+# (Lemma 4; Hay et al.), Naive 2 (Lemma 3).
 HC_SENSITIVITY = HG_SENSITIVITY = 1.0
 NAIVE_SENSITIVITY = 2.0
-hc_level = functools.partial(kuo_estimators.hc_level, sensitivity=HC_SENSITIVITY)
-hg_level = functools.partial(kuo_estimators.hg_level, sensitivity=HG_SENSITIVITY)
-naive_level = functools.partial(kuo_estimators.naive_level, sensitivity=NAIVE_SENSITIVITY)
-kuo_release = functools.partial(kuo.kuo_release, sensitivity=HC_SENSITIVITY)
+
+
+def level_stage(sensitivity: float, noise: str = "geometric") -> Stage:
+    """The measuring stage a group-size mechanism's privacy plan hands the estimators."""
+    return Stage("levels", PERSON_IN_GROUP, sensitivity, noise, 1.0)
+
+
+def with_stage(function, sensitivity: float):
+    """``function`` given the plan stage of ``sensitivity`` and ``noise`` (geometric unless
+    said), as the mechanisms call it."""
+    def call(*args, noise: str = "geometric", **kwargs):
+        return function(*args, stage=level_stage(sensitivity, noise), **kwargs)
+    return call
+
+
+hc_level = with_stage(kuo_estimators.hc_level, HC_SENSITIVITY)
+hg_level = with_stage(kuo_estimators.hg_level, HG_SENSITIVITY)
+naive_level = with_stage(kuo_estimators.naive_level, NAIVE_SENSITIVITY)
+kuo_release = with_stage(kuo.kuo_release, HC_SENSITIVITY)
 
 HUGE_EPS = 1e9  # noise scale 1e-9: the geometric draws are exactly 0, Laplace ones ~1e-9
 
@@ -196,14 +211,14 @@ def test_appendix_emd():
 def test_appendix_variances():
     # Hg: eps_l = 0.5, a PAV block of 8 groups: 2 / (8 * 0.25) = 1.0
     blocks = kuo_runs.Runs(np.array([0]), np.array([4.0]), np.array([np.nan]), np.array([8]), 1)
-    info = kuo_estimators.Phase1Info("hg", 0.5, "geometric", 2, 1.0, blocks)
+    info = kuo_estimators.Phase1Info("hg", 0.5, level_stage(1.0), 2, blocks)
     est = np.zeros((1, 6), np.int64)
     est[0, 4] = 8
     assert kuo_variance.estimate_variances(est, info, hg_count="blocks").var.tolist() == [1.0]
     assert kuo_variance.estimate_variances(est, info).var.tolist() == [1.0]  # "equal": 8 at size 4
     # Hc: eps_l = 0.5, a group of size 3 with H_hat[3] = 40: 4 / (0.25 * 40) = 0.4
     est = np.array([[2, 0, 0, 40, 5]])
-    info = kuo_estimators.Phase1Info("hc", 0.5, "geometric", 2, 1.0)
+    info = kuo_estimators.Phase1Info("hc", 0.5, level_stage(1.0), 2)
     runs = kuo_variance.estimate_variances(est, info)
     assert dict(zip(runs.value.tolist(), runs.var.tolist(), strict=True))[3.0] == \
         pytest.approx(0.4)
@@ -211,10 +226,11 @@ def test_appendix_variances():
     assert runs.var[runs.value == 3].tolist() == [pytest.approx(4 / (0.25 * 1600))]
     assert np.array_equal(runs.to_hist(4), est)
     # pitfall 14: the exact geometric variance is smaller (0.36 vs 0.5 at eps = 2)
-    info = kuo_estimators.Phase1Info("hc", 2.0, "geometric", 2, 1.0)
+    info = kuo_estimators.Phase1Info("hc", 2.0, level_stage(1.0), 2)
     assert info.noise_variance() == pytest.approx(0.5)
     assert info.noise_variance("exact") == pytest.approx(0.362, abs=1e-3)
-    assert kuo_estimators.Phase1Info("hc", 2.0, "laplace", 2, 1.0).noise_variance("exact") == 0.5
+    laplace = kuo_estimators.Phase1Info("hc", 2.0, level_stage(1.0, "laplace"), 2)
+    assert laplace.noise_variance("exact") == 0.5
 
 
 # ---- isotonic regression ---------------------------------------------------------------
@@ -312,6 +328,20 @@ def test_hg_level_matches_per_node_reference():
     # the blocks are the same groups, run-length encoded
     assert np.array_equal(info.blocks.to_hist(6), est)
     assert np.array_equal(info.blocks.groups(), groups)
+
+
+@pytest.mark.parametrize("estimator", [kuo_estimators.hc_level, kuo_estimators.hg_level,
+                                       kuo_estimators.naive_level])
+def test_phase1_draws_the_noise_of_the_plan_stage(estimator):
+    """The estimators take their noise from the plan's stage (`Stage.noise_for`): a stage
+    stating twice the sensitivity draws at twice the scale, mapped at that sensitivity."""
+    hist = np.array([[1, 2, 0, 1], [0, 0, 3, 0]])
+    logged = []
+    for sensitivity in (1.0, 2.0):
+        source = NoiseSource(secure=True)
+        estimator(hist, hist.sum(axis=1), 0.5, source, stage=level_stage(sensitivity))
+        logged.append({(m["scale"], m["sensitivity"]) for m in source.measurements})
+    assert logged == [{(2.0, 1.0)}, {(4.0, 2.0)}]
 
 
 @pytest.mark.parametrize("p", [1, 2])

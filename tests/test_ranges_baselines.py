@@ -49,10 +49,9 @@ def geometric_weights(height: int) -> np.ndarray:
 
 
 def estimator(key):
-    """The baseline's estimator with the L1 sensitivity its mechanism's plan states (1);
-    Privelet calibrates its own (weighted coefficients)."""
-    function = BASELINES[key][0]
-    return function if key == "privelet" else partial(function, stage=UNIT_MEASUREMENT)
+    """The baseline's estimator with the L1 sensitivity its mechanism's plan states (1;
+    Privelet's per group of weighted coefficients)."""
+    return partial(BASELINES[key][0], stage=UNIT_MEASUREMENT)
 
 
 def tree_with(branching, weights_of_height):
@@ -65,7 +64,7 @@ def tree_with(branching, weights_of_height):
 
 UNBIASED = {
     "identity": partial(identity_estimate, stage=UNIT_MEASUREMENT),
-    "privelet": privelet_estimate,
+    "privelet": partial(privelet_estimate, stage=UNIT_MEASUREMENT),
     "hb": partial(hb_estimate, stage=UNIT_MEASUREMENT),
     "tree b=2 uniform": tree_with(2, lambda h: None),
     "tree b=3 uniform": tree_with(3, lambda h: None),
@@ -184,7 +183,8 @@ def test_privelet_range_variance_matches_the_transform(n):
     loadings = queries @ basis[:n]  # (queries, coefficients)
     variance = (loadings**2 * 2 * scale**2).sum(axis=1)
     fourth_cumulant = (loadings**4 * 12 * scale**4).sum(axis=1)
-    estimates = privelet_estimate(np.zeros((r, n)), epsilon, NoiseSource(seed=14))
+    estimates = privelet_estimate(np.zeros((r, n)), epsilon, NoiseSource(seed=14),
+                                  stage=UNIT_MEASUREMENT)
     assert_second_moment(estimates @ queries.T, variance, fourth_cumulant)
 
 

@@ -17,6 +17,7 @@ from hierdp_core.audit import audit_callable
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.partition import (
+    MODES,
     Candidates,
     bucket_costs,
     deviations,
@@ -24,8 +25,10 @@ from hierdp_core.ranges.partition import (
     least_cost_edges_batch,
     noise_scales,
     private_partition,
+    selection_stage,
 )
 
+PROVABLE = selection_stage("provable")
 EXAMPLE = np.array([2, 3, 8, 1, 0, 2, 0, 4, 2, 4])
 
 
@@ -103,24 +106,36 @@ def test_bucket_costs_are_indexed_by_end():
     assert np.isinf(costs[0, i4, 2])
 
 
-def test_noise_scales():
-    cands = Candidates.make(8, "pow2")  # lengths 8, 4, 2, 1; Delta = 2 (1 - 1/8)
-    provable = noise_scales(cands, 0.5, "provable")
-    own = 2 * (1 - 1 / cands.lengths)
-    assert np.allclose(provable, (1.75 + own) / 0.5)
-    reference = noise_scales(cands, 0.5, "reference")
-    assert np.allclose(reference, np.where(cands.lengths > 1,
-                                           (2 - 1 / cands.lengths - 1 / 8) / 0.5, 0))
+@pytest.mark.parametrize("epsilon1", [0.5, 0.1, 1 / 3, 0.0625])
+@pytest.mark.parametrize("kind", ["pow2", "all"])
+def test_noise_scales(epsilon1, kind):
+    """The plan's stage (bucket-cost sensitivity 2, factor 2 provable / 1 reference) gives
+    the Remark's scales (Delta + Delta_b)/epsilon1 and the reference code's, bit for bit
+    (the formulas the scales had before they moved into the plan)."""
+    cands = Candidates.make(8, kind)  # pow2: lengths 8, 4, 2, 1; Delta = 2 (1 - 1/8)
+    provable_stage, reference_stage = (selection_stage(mode) for mode in MODES)
+    assert provable_stage.sensitivity == reference_stage.sensitivity == 2.0
+    assert (provable_stage.scale_factor, reference_stage.scale_factor) == (2.0, 1.0)
+    lengths = cands.lengths.astype(float)
+    own = 2.0 * (1.0 - 1.0 / lengths)
+    provable = noise_scales(cands, epsilon1, "provable", provable_stage)
+    assert np.array_equal(provable, (cands.max_sensitivity + own) / epsilon1)
+    assert np.allclose(provable, (1.75 + own) / epsilon1)
+    reference = noise_scales(cands, epsilon1, "reference", reference_stage)
+    assert np.array_equal(reference, np.where(lengths > 1, (2.0 - 1.0 / lengths - 1.0 / 8)
+                                              / epsilon1, 0.0))
     with pytest.raises(InputError):
-        noise_scales(cands, 0.5, "clamped")
+        noise_scales(cands, epsilon1, "clamped", provable_stage)
+    with pytest.raises(InputError):
+        selection_stage("clamped")
 
 
 def test_partition_arguments():
     x = np.zeros((1, 8))
     with pytest.raises(BudgetError):
-        private_partition(x, 0.0, 1.0, NoiseSource(seed=1))
+        private_partition(x, 0.0, 1.0, NoiseSource(seed=1), stage=PROVABLE)
     with pytest.raises(InputError):
-        private_partition(x, 1.0, 1.0, NoiseSource(seed=1), penalty=-1)
+        private_partition(x, 1.0, 1.0, NoiseSource(seed=1), stage=PROVABLE, penalty=-1)
     with pytest.raises(InputError, match="pow2"):
         Candidates.make(5000, "all")
 
@@ -130,9 +145,10 @@ def test_provable_partition_overpartitions_and_penalty_reduces_it():
     of flat data still has many buckets; the reference clamp keeps few; a penalty helps."""
     x = np.full((1, 256), 10.0)
     src = NoiseSource(seed=3)
-    k = {mode: len(private_partition(x, 0.25, 0.75, src, mode=mode)[0]) - 1
+    k = {mode: len(private_partition(x, 0.25, 0.75, src, mode=mode,
+                                     stage=selection_stage(mode))[0]) - 1
          for mode in ("provable", "reference")}
-    penalised = len(private_partition(x, 0.25, 0.75, src, penalty=4.0)[0]) - 1
+    penalised = len(private_partition(x, 0.25, 0.75, src, penalty=4.0, stage=PROVABLE)[0]) - 1
     assert k["provable"] > 40 and k["reference"] < 10 and penalised < k["provable"] / 2
 
 
@@ -146,7 +162,8 @@ BITS = 2 ** np.arange(N_AUDIT - 1)
 def partition_codes(mode):
     def run(x, trials, source):
         rows = np.repeat(x[None], trials, axis=0)
-        edges = private_partition(rows, 1.0, 1.0, source, mode=mode)
+        edges = private_partition(rows, 1.0, 1.0, source, mode=mode,
+                                  stage=selection_stage(mode))
         return np.array([[BITS[e[1:-1] - 1].sum()] for e in edges], dtype=float)
     return run
 

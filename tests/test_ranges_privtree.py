@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from hierdp_core.audit import audit_callable
 from hierdp_core.errors import BudgetError
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.ranges.privtree import median_deviations, noise_scale, privtree_partition
+from hierdp_core.ranges.privtree import median_deviations, privtree_partition, selection_stage
+
+STAGE = selection_stage()
 
 
 def brute_median_deviation(values):
@@ -45,7 +47,8 @@ def test_partition_follows_the_data():
     """Flat runs stay merged, a jump gets an edge; a flat histogram gets few buckets."""
     src = NoiseSource(seed=4)
     step = np.r_[np.zeros(512), np.full(512, 400.0)]
-    edges = privtree_partition(np.stack([step, np.full(1024, 7.0)]), 2.0, 2.0, src)
+    edges = privtree_partition(np.stack([step, np.full(1024, 7.0)]), 2.0, 2.0, src,
+                               stage=STAGE)
     assert 512 in edges[0].tolist() and len(edges[0]) - 1 < 40
     assert len(edges[1]) - 1 < 40
     for e in edges:
@@ -53,11 +56,16 @@ def test_partition_follows_the_data():
 
 
 def test_parameters():
-    assert noise_scale(0.5) == pytest.approx(6.0)
+    """The plan's stage: score sensitivity 1, PrivTree's factor 3, so lambda = 3/epsilon1
+    bit for bit (the formula the scale had before it moved into the plan)."""
+    assert (STAGE.sensitivity, STAGE.scale_factor, STAGE.output) == (1.0, 3.0, "partition")
+    for epsilon1 in (0.5, 0.1, 0.3, 1 / 3, 2.7):
+        assert STAGE.noise_for(epsilon1).scale == (2 * 2 - 1) / (2 - 1) * 1.0 / epsilon1
+    assert STAGE.noise_for(0.5).scale == 6.0
     with pytest.raises(BudgetError):
-        privtree_partition(np.zeros((1, 4)), 0.0, 1.0, NoiseSource(seed=1))
-    assert privtree_partition(np.zeros((2, 1)), 1.0, 1.0, NoiseSource(seed=1))[1].tolist() \
-        == [0, 1]
+        privtree_partition(np.zeros((1, 4)), 0.0, 1.0, NoiseSource(seed=1), stage=STAGE)
+    assert privtree_partition(np.zeros((2, 1)), 1.0, 1.0, NoiseSource(seed=1),
+                              stage=STAGE)[1].tolist() == [0, 1]
 
 
 N = 8
@@ -73,7 +81,8 @@ PAIRS = [
 @pytest.mark.parametrize("pair", range(len(PAIRS)))
 def test_privtree_stage1_passes_the_audit(pair):
     def run(x, trials, source):
-        edges = privtree_partition(np.repeat(x[None], trials, axis=0), 1.0, 1.0, source)
+        edges = privtree_partition(np.repeat(x[None], trials, axis=0), 1.0, 1.0, source,
+                                   stage=STAGE)
         return np.array([[BITS[e[1:-1] - 1].sum()] for e in edges], dtype=float)
 
     def indicators(out):

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_cli as run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from release_inputs import UNIT_MEASUREMENT
+from release_inputs import PRIVTREE_PARTITION, UNIT_MEASUREMENT
 
 from hierdp_core.audit import audit_mechanism
 from hierdp_core.errors import BudgetError, InputError
@@ -78,9 +78,10 @@ def test_identity_workload_makes_dawa_partition_laplace():
     buckets, so DAWA is Partition + Laplace (same noise draws)."""
     x = np.random.default_rng(1).poisson(30, size=(3, 64)).astype(float)
     w = identity(64)
-    a = dawa(x, w, 1.0, NoiseSource(seed=9), stage=UNIT_MEASUREMENT).values
-    b = dawa(x, w, 1.0, NoiseSource(seed=9), stage2="laplace",
-             stage=UNIT_MEASUREMENT).values
+    a = dawa(x, w, 1.0, NoiseSource(seed=9), stage=UNIT_MEASUREMENT,
+             partition_stage=PRIVTREE_PARTITION).values
+    b = dawa(x, w, 1.0, NoiseSource(seed=9), stage2="laplace", stage=UNIT_MEASUREMENT,
+             partition_stage=PRIVTREE_PARTITION).values
     assert np.allclose(a, b, atol=1e-9)
 
 
@@ -95,7 +96,7 @@ def test_rows_with_different_partitions_get_their_own_buckets(stage2):
                   for s in steps]).astype(float)
     x[20:] = x[0]  # ten rows share their data, hence (mostly) their partition
     est = dawa(x, prefix_ranges(32), 1e9, NoiseSource(seed=2), stage2=stage2, rho=1e-7,
-               stage=UNIT_MEASUREMENT)
+               stage=UNIT_MEASUREMENT, partition_stage=PRIVTREE_PARTITION)
     assert len({e.size for e in est.edges}) > 3 and est.stage2 == (stage2,) * 30
     for i, edges in enumerate(est.edges):
         totals = np.add.reduceat(x[i], edges[:-1])

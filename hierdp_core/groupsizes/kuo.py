@@ -26,12 +26,14 @@ Example
 -------
 >>> import pandas as pd
 >>> from hierdp_core.hierarchy import build_hierarchy
+>>> from hierdp_core.privacy.plan import PERSON_IN_GROUP, Stage
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> h, _ = build_hierarchy(pd.DataFrame({"state": ["A", "B"]}), ["state"])
 >>> leaves = np.array([[0, 5, 3, 1], [2, 0, 4, 0]])
 >>> hist = h.aggregate(leaves)
+>>> stage = Stage("levels", PERSON_IN_GROUP, 1.0, "geometric", 1.0)  # the plan's
 >>> out, phase1 = kuo_release(h, hist, hist.sum(1), [1e9, 1e9], ("hg", "hc"),
-...                           NoiseSource(seed=0), sensitivity=1.0)
+...                           NoiseSource(seed=0), stage=stage)
 >>> out.tolist()  # no noise at this budget: the truth comes back
 [[2, 5, 7, 1], [0, 5, 3, 1], [2, 0, 4, 0]]
 """
@@ -48,6 +50,7 @@ from hierdp_core.groupsizes.kuo_matching import MERGES, match_level, merge_level
 from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _coalesce
 from hierdp_core.groupsizes.kuo_variance import estimate_variances
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import NoiseSource
 
 
@@ -131,12 +134,11 @@ def kuo_release(
     p: int = 2,
     hg_p: int = 2,
     merge: str = "weighted",
-    noise: str = "geometric",
     hg_count: str = "equal",
     hc_divisor: str = "count",
     noise_variance: str = "laplace",
     tie_split: str = "proportional",
-    sensitivity: float,
+    stage: Stage,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 end to end: Phase 1 per level, variances, top-down match and merge.
 
@@ -149,8 +151,9 @@ def kuo_release(
     `estimate_variances` and `kuo_hierarchical`.
 
     Privacy: level l is eps_l-DP for the add/remove-one-person neighbour with public G_v
-    (L1 sensitivity 1 for Hc and Hg, parallel within the level: ``sensitivity``, from the
-    mechanism's privacy plan, calibrates the noise of both); the release is
+    (L1 sensitivity 1 for Hc and Hg, parallel within the level: ``stage``, the measuring
+    stage of the mechanism's privacy plan, gives the noise of both at its exact scale,
+    `Stage.noise_for`); the release is
     sum(epsilon_per_level)-DP by sequential composition. The caller accounts for it.
 
     Returns ``(released, phase1)``: the consistent release (see `kuo_hierarchical`), and
@@ -174,10 +177,10 @@ def kuo_release(
         sl = h.level_slice(level)
         if methods[level] == "hc":
             est, info = hc_level(hist[sl], np.asarray(groups)[sl], eps[level], source, p=p,
-                                 noise=noise, sensitivity=sensitivity)
+                                 stage=stage)
         else:
             est, info = hg_level(hist[sl], np.asarray(groups)[sl], eps[level], source,
-                                 p=hg_p, noise=noise, sensitivity=sensitivity)
+                                 p=hg_p, stage=stage)
         phase1[sl] = est
         estimates.append(est)
         variances.append(estimate_variances(est, info, hg_count=hg_count,

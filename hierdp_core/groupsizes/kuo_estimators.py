@@ -22,8 +22,9 @@ Privacy (spec 1.3-1.5; the caller does the accounting):
 * One person changes one node per level. Per level (parallel composition over its disjoint
   nodes) the L1 sensitivity is 1 for Hc (one cell of one cumulative histogram) and for Hg
   (one rank of one sorted size list), 2 for Naive (two cells of a plain histogram). The
-  caller gives it (``sensitivity``): the registered mechanisms read it from their privacy
-  plan (`hierdp_core.mechanisms.group_sizes`), and the noise is calibrated to it.
+  caller gives the measuring stage of the mechanism's privacy plan (``stage``,
+  `hierdp_core.mechanisms.group_sizes`): its noise and sensitivity, and the noise at its
+  exact scale (`Stage.noise_for`), so no scale is computed here.
 * The levels compose sequentially: a release with ``epsilon_per_level`` costs
   ``sum(epsilon_per_level)``. Everything after the noise (isotonic regression, rounding,
   variance estimates, matching, merging, back-substitution) is post-processing.
@@ -42,7 +43,8 @@ from hierdp_core.errors import InputError, MechanismError
 from hierdp_core.groupsizes.data import cumulative, decumulate
 from hierdp_core.groupsizes.isotonic import isotonic_box, isotonic_l1_segments, pava_blocks
 from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _empty_runs, _round_half_up
-from hierdp_core.privacy.samplers import Geometric, Laplace, Noise, NoiseSource
+from hierdp_core.privacy.plan import Stage
+from hierdp_core.privacy.samplers import Noise, NoiseSource
 
 NOISES = ("geometric", "laplace")
 METHODS = ("hc", "hg")
@@ -61,27 +63,26 @@ class Phase1Info:
 
     method: str  # "hc" or "hg"
     epsilon: float  # the level's budget epsilon_l
-    noise: str  # "geometric" or "laplace"
+    stage: Stage  # the plan's measuring stage: noise, L1 sensitivity per level
     p: int  # isotonic loss
-    sensitivity: float  # L1, per level: the noise's scale is sensitivity / epsilon
     blocks: Runs | None = None
 
     def noise_variance(self, kind: str = "laplace") -> float:
-        """Variance of one noise draw: ``"laplace"`` = 2 (sensitivity / eps)^2, the paper's
-        approximation (spec 1.5, pitfall 14, the default); ``"exact"`` = the variance of the
-        distribution actually used (smaller for the geometric at large eps)."""
+        """Variance of one noise draw: ``"laplace"`` = 2 scale^2 (scale = sensitivity / eps,
+        the stage's), the paper's approximation (spec 1.5, pitfall 14, the default);
+        ``"exact"`` = the variance of the distribution actually used (smaller for the
+        geometric at large eps)."""
         _check_choice("noise_variance", kind, NOISE_VARIANCES)
         if kind == "laplace":
-            return 2.0 * (self.sensitivity / self.epsilon) ** 2
-        return _noise(self.noise, self.epsilon, self.sensitivity).variance
+            return 2.0 * self.stage.scale_for(self.epsilon) ** 2
+        return _noise(self.stage, self.epsilon).variance
 
 
-def _noise(kind: str, epsilon: float, sensitivity: float) -> Noise:
-    """Double-geometric (default) or Laplace noise with scale sensitivity / epsilon."""
-    _check_choice("noise", kind, NOISES)
-    if kind == "geometric":
-        return Geometric.for_epsilon(epsilon, sensitivity)
-    return Laplace.for_epsilon(epsilon, sensitivity)
+def _noise(stage: Stage, epsilon: float) -> Noise:
+    """The plan stage's noise (double-geometric or Laplace) at its exact scale for
+    ``epsilon`` (`Stage.noise_for`: sensitivity / epsilon)."""
+    _check_choice("noise", stage.noise, NOISES)
+    return stage.noise_for(epsilon)
 
 
 def _check_level(hist_level, groups_level) -> tuple[np.ndarray, np.ndarray]:
@@ -119,13 +120,13 @@ def _chunks(weights: np.ndarray, limit: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _isotonic_level(hist_level, groups_level, epsilon_level: float, *, p: int, noise: str,
-                    sensitivity: float) -> tuple[np.ndarray, np.ndarray, Noise]:
+def _isotonic_level(hist_level, groups_level, epsilon_level: float, *, p: int,
+                    stage: Stage) -> tuple[np.ndarray, np.ndarray, Noise]:
     """The checked level (`_check_level`) and the noise of an isotonic estimator (Hc, Hg)."""
     hist, groups = _check_level(hist_level, groups_level)
     if p not in (1, 2):
         raise MechanismError(f"the isotonic loss p must be 1 or 2, got {p!r}")
-    return hist, groups, _noise(noise, epsilon_level, sensitivity)
+    return hist, groups, _noise(stage, epsilon_level)
 
 
 # ---- the estimators ---------------------------------------------------------------------
@@ -136,14 +137,13 @@ def hc_level(
     source: NoiseSource,
     *,
     p: int = 2,
-    noise: str = "geometric",
-    sensitivity: float,
+    stage: Stage,
 ) -> tuple[np.ndarray, Phase1Info]:
     """Hc (spec 2.3): every node's cumulative histogram, noised, made monotone, rounded.
 
     Per node v of the level: ``Hc = cumsum(H)`` over sizes 0..N; cells 0..N-1 get
-    independent noise of scale sensitivity/eps_l (the L1 sensitivity per level is 1,
-    Lemma 4, as the mechanism's privacy plan states); the last
+    independent noise of the plan ``stage``'s scale sensitivity/eps_l (the L1 sensitivity
+    per level is 1, Lemma 4, as the mechanism's privacy plan states); the last
     cell is the public G_v and is pinned, not noised (pitfall 4). Then the isotonic
     regression subject to 0 <= x_0 <= ... <= x_{N-1} <= G_v (p = 2: PAV then clip, exact;
     p = 1: the exact L1 fit of `isotonic_l1_segments`, which returns integers for integer
@@ -155,7 +155,7 @@ def hc_level(
     loop per node).
     """
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
-                                        noise=noise, sensitivity=sensitivity)
+                                        stage=stage)
     n, width = hist.shape
     size = width - 1
     est_cum = np.empty((n, width), dtype=np.int64)
@@ -163,13 +163,12 @@ def hc_level(
     if size:
         cum = cumulative(hist)
         for a, b in _chunks(np.full(n, size), CHUNK):
-            noisy = gen.apply(cum[a:b, :size], source, sensitivity=sensitivity,
+            noisy = gen.apply(cum[a:b, :size], source, sensitivity=stage.sensitivity,
                               budget=epsilon_level, label="group sizes: Hc cumulative counts")
             starts = np.arange(b - a, dtype=np.int64) * size
             fit = isotonic_box(noisy.ravel(), starts, groups[a:b], p)
             est_cum[a:b, :size] = _round_half_up(fit).reshape(b - a, size)
-    return decumulate(est_cum), Phase1Info("hc", float(epsilon_level), noise, p,
-                                           float(sensitivity))
+    return decumulate(est_cum), Phase1Info("hc", float(epsilon_level), stage, p)
 
 
 def hg_level(
@@ -178,16 +177,16 @@ def hg_level(
     epsilon_level: float,
     source: NoiseSource,
     *,
-    noise: str = "geometric",
     p: int = 2,
     chunk: int = CHUNK,
-    sensitivity: float,
+    stage: Stage,
 ) -> tuple[np.ndarray, Phase1Info]:
     """Hg (spec 2.2): every node's sorted list of group sizes, noised per group, made
     monotone, rounded, counted back into a histogram.
 
-    Per node v: the ascending sizes of its G_v groups (size-0 groups included), noise of
-    scale sensitivity/eps_l on each entry (L1 sensitivity 1 per level), the isotonic regression with
+    Per node v: the ascending sizes of its G_v groups (size-0 groups included), the plan
+    ``stage``'s noise of scale sensitivity/eps_l on each entry (L1 sensitivity 1 per
+    level), the isotonic regression with
     0 <= x_0 <= ... (p = 2, the paper's choice: PAV via scipy, then clip; p = 1: exact L1
     fit, slower), round half up, bincount. **Output sizes are clipped at the public N**
     (the paper's Hg has no cap; clipping to the input's size domain is post-processing and
@@ -200,7 +199,7 @@ def hg_level(
     blocks for the "blocks" variance switch.
     """
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
-                                        noise=noise, sensitivity=sensitivity)
+                                        stage=stage)
     n, width = hist.shape
     size = width - 1
     est = np.zeros((n, width), dtype=np.int64)
@@ -210,7 +209,8 @@ def hg_level(
         if nodes.size == 0:
             continue
         g = groups[nodes]
-        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level, sensitivity)
+        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level,
+                                stage.sensitivity)
         starts = np.concatenate([[0], np.cumsum(g[:-1])])
         if p == 2:
             bstart, bval = pava_blocks(y, starts)
@@ -234,7 +234,7 @@ def hg_level(
                       count.astype(np.int64), n)
     else:
         blocks = _empty_runs(n)
-    return est, Phase1Info("hg", float(epsilon_level), noise, p, float(sensitivity), blocks)
+    return est, Phase1Info("hg", float(epsilon_level), stage, p, blocks)
 
 
 def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,
@@ -267,20 +267,19 @@ def naive_level(
     epsilon_level: float,
     source: NoiseSource,
     *,
-    noise: str = "geometric",
-    sensitivity: float,
+    stage: Stage,
 ) -> np.ndarray:
     """Naive (spec 2.1, the baseline that fails): the plain histogram over sizes 0..N with
-    noise of scale sensitivity/eps_l on every cell (the L1 sensitivity per level is 2,
-    Lemma 3; pitfall 7),
+    the plan ``stage``'s noise of scale sensitivity/eps_l on every cell (the L1
+    sensitivity per level is 2, Lemma 3; pitfall 7),
     the Euclidean projection onto {x >= 0, sum x = G_v} (exact, by sorting), then
     largest-remainder rounding (ties to the smaller size). Returns (n, N + 1) int64, >= 0,
     rows summing to G_v. Noise on empty cells creates phantom groups at large sizes, so the
     emd grows with N (spec 4.3). No variance estimate: not used in the hierarchy."""
     hist, groups = _check_level(hist_level, groups_level)
     n, width = hist.shape
-    gen = _noise(noise, epsilon_level, sensitivity)
-    noisy = gen.apply(hist, source, sensitivity=sensitivity, budget=epsilon_level,
+    gen = _noise(stage, epsilon_level)
+    noisy = gen.apply(hist, source, sensitivity=stage.sensitivity, budget=epsilon_level,
                       label="group sizes: size histograms").astype(np.float64)
     starts = np.arange(n, dtype=np.int64) * width
     proj = project_segments(noisy.ravel(), starts, groups.astype(np.float64))

@@ -267,7 +267,7 @@ class KuoEstimator(GroupSizeMechanism):
         released, phase1 = kuo_release(
             h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
             methods, source, p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
-            noise=p["noise"], sensitivity=plans[0].sensitivity)
+            stage=self.privacy_plan(**p).stages[0])
         return (released if self.hierarchical else phase1), phase1
 
 

@@ -45,6 +45,17 @@ from hierdp_core.mechanisms.range_parameters import (
     RHO,
     STAGE2_PARAM,
 )
+from hierdp_core.mechanisms.range_statements import (
+    DAWA_REF,
+    NEIGHBOURING,
+    NOT_PRIVATE,
+    PRIVELET_PARTS,
+    PRIVELET_SENSITIVITY,
+    REFERENCE_STAGE1,
+    STAGE1_PRIVACY,
+    STAGE1_SELECTION,
+    STAGE2_PRIVACY,
+)
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import derive_levels, privacy_record
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
@@ -52,34 +63,23 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
 from hierdp_core.ranges.consistency import atom_topdown
-from hierdp_core.ranges.dawa import RangeEstimate, dawa, partition_can_pay, stage1_partition
+from hierdp_core.ranges.dawa import (
+    RangeEstimate,
+    dawa,
+    partition_can_pay,
+    partition_stage,
+    stage1_partition,
+)
 from hierdp_core.ranges.plugin import partition_pays_below
 from hierdp_core.release import Release
-
-NEIGHBOURING = ("add/remove one person; per level one cell of one unit's histogram changes "
-                "by 1; units of a level are disjoint (parallel composition); levels compose "
-                "sequentially")
-DAWA_REF = ("Li, Hay, Miklau & Wang (2014), A data- and workload-aware algorithm for range "
-            "queries under differential privacy, PVLDB 7(5)")
-NOT_PRIVATE = ("privacy not established: the authors' code's Stage 1 (half the noise, none on "
-               "single cells, costs clamped at 1/epsilon2) exceeds its epsilon in this "
-               "project's audit; for reproducing published numbers only; use dawa, whose "
-               "Stage 1 is provably private")
 
 Estimator = Callable[..., RangeEstimate]
 
 #: L1 sensitivity, under add/remove one person, of what the range mechanisms measure: one
-#: histogram (one cell changes by 1), its total, each level of a tree over it, or strategy
-#: answers whose columns have L1 norm 1. Stated once here, in the plans; the noise reads it.
+#: histogram (one cell changes by 1), its total, each level of a tree over it, strategy
+#: answers whose columns have L1 norm 1, or one group of Privelet's weighted Haar
+#: coefficients. Stated once here, in the plans; the noise reads it.
 MEASUREMENT_SENSITIVITY = 1.0
-PRIVELET_SENSITIVITY = ("no single sensitivity in the plan: Privelet's Haar coefficients are "
-                        "weighted, their generalised L1 sensitivity 1 + log2 N depends on the "
-                        "(public) padded domain size N, which the plan does not see; the "
-                        "estimator calibrates Laplace((1 + log2 N)/(epsilon W)) itself")
-STAGE1_SELECTION = ("no single sensitivity: Stage 1 selects a partition from noisy scores "
-                    "(PrivTree's scores have sensitivity 1, the least-cost candidates' costs "
-                    "Delta + Delta_b), its privacy is the selection's argument, not a vector "
-                    "measured once")
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,10 +104,11 @@ class RangeMechanism(Mechanism):
 
     info: MechanismInfo
     estimator: Estimator = field(repr=False)
-    #: the measurement stage's L1 sensitivity (None: the estimator calibrates its own, with
-    #: ``sensitivity_note`` saying why)
+    #: the measurement stage's L1 sensitivity (``sensitivity_note`` saying what it is of and
+    #: ``parts`` in how many groups sharing epsilon it is measured, if not once)
     sensitivity: float | None = MEASUREMENT_SENSITIVITY
     sensitivity_note: str = ""
+    parts: str = ""
 
     def _levels(self, data: RangeData, budget: PrivacyBudget, split, params: dict):
         """(one `LevelPlan` per level, its budget None where unmeasured; the split's shares),
@@ -145,19 +146,25 @@ class RangeMechanism(Mechanism):
         """The 1-D method alone, as applied to a one-level release: a function of
         (histograms (r, n), workload, epsilon, source)."""
         level_params = self._level_params(self.params(**params), 0, 1)
-        stage = self.measurement_stage(**params)
+        stages = self.estimator_stages(**params)
         return lambda x, workload, epsilon, source: self.estimator(
-            x, workload, epsilon, source, stage=stage, **level_params)
+            x, workload, epsilon, source, **stages, **level_params)
 
     def measurement_stage(self, **params) -> Stage:
         """The plan's last stage, the measurement, whose noise at its exact scale
-        (`Stage.noise_for`) the estimators draw (DAWA's Stage 1 is a selection with its own
-        calibration)."""
+        (`Stage.noise_for`) the estimators draw."""
         return self.privacy_plan(**params).stages[-1]
 
+    def estimator_stages(self, **params) -> dict:
+        """The plan's stages the estimator draws its noise from: the measurement
+        (``stage``) and, for DAWA with a partition, Stage 1 (``partition_stage``)."""
+        plan = self.privacy_plan(**params)
+        if not plan.composite:
+            return {"stage": plan.stages[-1]}
+        return {"stage": plan.stages[-1], "partition_stage": plan.stages[0]}
+
     def measurement_sensitivity(self, **params) -> float | None:
-        """The L1 sensitivity the measurement's noise is calibrated with (None: Privelet,
-        which calibrates its own)."""
+        """The L1 sensitivity the measurement's noise is calibrated with."""
         return self.measurement_stage(**params).sensitivity
 
     def privacy_plan(self, **params) -> PrivacyPlan:
@@ -166,14 +173,16 @@ class RangeMechanism(Mechanism):
         buckets, with the rest; each runnable on its own on many histograms (one unit of a
         level each, ``run(x, workload, epsilon_l, source)``) for the audit. Stage 2 runs on
         the public partition into single cells: its claim holds for every partition fixed
-        before it. Methods without a partition: one stage, the measurement. Every measurement
-        states its L1 sensitivity (``sensitivity``, 1), from which the release calibrates its
-        noise (`measurement_stage`); Privelet's and DAWA Stage 1's are None, with the
-        reason in their note."""
+        before it. Methods without a partition: one stage, the measurement. Every stage
+        states its L1 sensitivity (``sensitivity``, 1 for the measurements, per group for
+        Privelet's; Stage 1's that of its scores or costs, with its ``scale_factor``), from
+        which the release calibrates its noise (`estimator_stages`). The plan describes a
+        partitioned level whatever ``partition_from`` (`release_plan`: the stages that ran)."""
         options = getattr(self.estimator, "options", None)
         p = {"partition": "privtree", "candidates": "pow2", "penalty": 0.0,
              "stage2": "greedy", "branching": 2,
-             **self._level_params(self.params(**params), 0, 1), **(options or {})}
+             **{k: v for k, v in self.params(**params).items() if k != "partition_from"},
+             **(options or {})}
         rho = float(p.get("rho", 0.0))
         if options is None or rho <= 0:
             return self._one_stage_plan()
@@ -181,7 +190,7 @@ class RangeMechanism(Mechanism):
         def partition(x, workload, epsilon, source):
             edges = stage1_partition(np.asarray(x, dtype=float), rho * epsilon,
                                      (1 - rho) * epsilon, source, p["partition"],
-                                     p["candidates"], p["penalty"])
+                                     p["candidates"], p["penalty"], stage=stage1)
             inner = np.zeros((len(edges), x.shape[1] - 1))
             for row, e in enumerate(edges):
                 inner[row, e[1:-1] - 1] = 1.0
@@ -193,10 +202,9 @@ class RangeMechanism(Mechanism):
                         stage=stage2).values
 
         provable = p["partition"] != "least-cost-reference"
-        stage1 = Stage("partition", ADD_REMOVE_PERSON, None, "laplace", rho,
-                       output="partition", run=partition,
-                       note=(STAGE1_PRIVACY if provable else REFERENCE_STAGE1) + "; "
-                       + STAGE1_SELECTION)
+        stage1 = partition_stage(p["partition"], rho, run=partition,
+                                 note=(STAGE1_PRIVACY if provable else REFERENCE_STAGE1)
+                                 + "; " + STAGE1_SELECTION)
         stage2 = Stage("measurement", ADD_REMOVE_PERSON, self.sensitivity, "laplace",
                        1.0 - rho, note=STAGE2_PRIVACY, run=measurement)
         return PrivacyPlan(self.info.name, PURE_DP, (stage1, stage2))
@@ -207,7 +215,7 @@ class RangeMechanism(Mechanism):
         if self.sensitivity_note:
             note += "; " + self.sensitivity_note
         stage = Stage("release", ADD_REMOVE_PERSON, self.sensitivity, "laplace", 1.0,
-                      note=note)
+                      note=note, parts=self.parts)
         return PrivacyPlan(self.info.name, PURE_DP, (stage,))
 
     def release_plan(self, release) -> PrivacyPlan:
@@ -220,7 +228,7 @@ class RangeMechanism(Mechanism):
 
     @staticmethod
     def _partitioned_units(data: RangeData, estimates: np.ndarray, level: int,
-                           epsilon: float, level_params: dict, stage: Stage) -> np.ndarray:
+                           epsilon: float, level_params: dict, stages: dict) -> np.ndarray:
         """Which units of ``level`` DAWA partitions (bool per unit): all of them where the
         level has a partition, except, with ``partition_if="it-can-pay"``, the children of
         parents whose released estimates say it does not pay (`partition_pays_below`)."""
@@ -232,7 +240,7 @@ class RangeMechanism(Mechanism):
             return units
         children = np.diff(np.append(h.child_starts(level), h.level_size(level)))
         pays = partition_pays_below(above, children, data.workload, epsilon, level_params,
-                                    stage=stage)
+                                    **stages)
         return pays[h.segment_of_level(level)]
 
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
@@ -276,7 +284,7 @@ class RangeMechanism(Mechanism):
         source = source or NoiseSource(secure=True)
         levels, _ = self._levels(data, budget, split, p)
         parts = [level.budget for level in levels]
-        stage = self.measurement_stage(**p)
+        stages = self.estimator_stages(**p)
         h = data.hierarchy
         truth = data.node_counts()
         estimates = np.full(truth.shape, np.nan)
@@ -288,14 +296,14 @@ class RangeMechanism(Mechanism):
             sl = h.level_slice(level)
             level_params = self._level_params(p, level, h.n_levels, data.workload)
             partitioned = self._partitioned_units(data, estimates, level, part.value,
-                                                  level_params, stage)
+                                                  level_params, stages)
             stage1_units[level] = int(partitioned.sum())
             for rows, rho in ((partitioned, None), (~partitioned, 0.0)):
                 if not rows.any():
                     continue
                 rho_param = {"rho": rho} if rho is not None and "rho" in level_params else {}
                 est = self.estimator(truth[sl][rows], data.workload, part.value, source,
-                                     stage=stage, **{**level_params, **rho_param})
+                                     **stages, **{**level_params, **rho_param})
                 estimates[np.flatnonzero(rows) + sl.start] = est.values
                 if est.edges is not None:
                     for i, e in zip(np.flatnonzero(rows) + sl.start, est.edges, strict=True):
@@ -320,8 +328,9 @@ class RangeMechanism(Mechanism):
 
 
 def _dawa_with(**fixed) -> Estimator:
-    def estimate(x, workload, epsilon, source, *, stage, **params):
-        return dawa(x, workload, epsilon, source, stage=stage, **{**params, **fixed})
+    def estimate(x, workload, epsilon, source, *, stage, partition_stage=None, **params):
+        return dawa(x, workload, epsilon, source, stage=stage, partition_stage=partition_stage,
+                    **{**params, **fixed})
     estimate.options = fixed  # what the privacy plan reads
     return estimate
 
@@ -331,10 +340,7 @@ def _baseline(function) -> Estimator:
     evenly (``function.one_bucket``) states its one bucket per row (public: the same for
     every input), so its intervals bound each cell by its row's total."""
     def estimate(x, workload, epsilon, source, *, stage, **params):
-        if stage.sensitivity is None:  # Privelet: calibrated from the public domain size
-            values = function(x, epsilon, source, **params)
-        else:
-            values = function(x, epsilon, source, stage=stage, **params)
+        values = function(x, epsilon, source, stage=stage, **params)
         if not getattr(function, "one_bucket", False):
             return RangeEstimate(values)
         return RangeEstimate(values, [np.array([0, values.shape[-1]])] * len(values))
@@ -348,16 +354,6 @@ def _info(name: str, description: str, reference: str, privacy_note: str, *,
         privacy=PURE_DP, private=private, consistent=True, parameters=parameters,
         neighbouring=NEIGHBOURING + "; " + privacy_note, warning=warning)
 
-
-STAGE1_PRIVACY = ("Stage 1 epsilon1 = rho epsilon_l: PrivTree bisection (median-deviation "
-                  "score, sensitivity 1, monotone; Laplace(3/epsilon1), depth bias "
-                  "(3 ln 2)/epsilon1) or the least-cost partition with Laplace((Delta + "
-                  "Delta_b)/epsilon1) on every candidate cost")
-REFERENCE_STAGE1 = ("Stage 1 epsilon1 = rho epsilon_l as claimed by the authors' code: half "
-                    "the Laplace noise of the proof, none on single cells, costs clamped at "
-                    "1/epsilon2 (the claim the audit refutes)")
-STAGE2_PRIVACY = ("Stage 2 epsilon2 = (1 - rho) epsilon_l: weighted queries with column L1 norm "
-                  "1, Laplace(1/epsilon2)")
 
 register(RangeMechanism(
     info=_info("dawa", "DAWA: a private partition into near-uniform buckets, then "
@@ -393,5 +389,5 @@ for _key, (_function, _display, _summary, _statement) in BASELINES.items():
         info=_info(_key, f"{_display} (data-independent): {_summary}", REFERENCES[_key],
                    _statement),
         estimator=_baseline(_function),
-        sensitivity=None if _key == "privelet" else MEASUREMENT_SENSITIVITY,
-        sensitivity_note=PRIVELET_SENSITIVITY if _key == "privelet" else ""))
+        sensitivity_note=PRIVELET_SENSITIVITY if _key == "privelet" else "",
+        parts=PRIVELET_PARTS if _key == "privelet" else ""))

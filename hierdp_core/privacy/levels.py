@@ -111,8 +111,9 @@ def derive_levels(plan: PrivacyPlan, budget: PrivacyBudget, shares: Sequence[flo
     """One `LevelPlan` per level, root first: level l spends ``shares[l]`` (the split) of
     the plan's share of ``budget`` (the sum of its stages' shares), in the currency of the
     measuring stage's noise (``noise``: that noise, resolved from ``auto``, when the plan
-    leaves it to the budget). A one-stage plan with a sensitivity gets the level's noise at
-    its exact scale; a composite plan's levels carry their budget only (the stages divide it).
+    leaves it to the budget). A one-stage plan measured once with a sensitivity gets the
+    level's noise at its exact scale; a composite plan's levels, and those of a stage in parts
+    (`Stage.single_measurement`), carry their budget only (the stages divide it).
     The accountant refuses a split that would overspend."""
     stage = plan.stages[-1]
     noise = noise or stage.noise
@@ -126,7 +127,7 @@ def derive_levels(plan: PrivacyPlan, budget: PrivacyBudget, shares: Sequence[flo
             levels.append(LevelPlan(level, name, query, 0.0, None, None))
             continue
         part = accountant.spend(total.value * share, level=level, query=query)
-        if plan.composite or stage.sensitivity is None:
+        if plan.composite or stage.sensitivity is None or not stage.single_measurement:
             levels.append(LevelPlan(level, name, query, share, part, None))
             continue
         levels.append(LevelPlan(level, name, query, share, part,

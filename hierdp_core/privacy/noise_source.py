@@ -74,10 +74,10 @@ class NoiseSource:
                 "privacy_measure": "rho (zCDP)" if noise._opendp_kind == "gaussian"
                 else "epsilon",
                 "privacy_loss": loss, "budget_share": budget, **how}
-            if sensitivity is None:  # e.g. DAWA's Stage-1 scores, Privelet's coefficients
+            if sensitivity is None:  # e.g. DAWA's Stage-1 scores and bucket costs
                 self._log[key]["privacy_argument"] = (
-                    "the mechanism's analysis of its stage (noisy scores for a selection, or "
-                    "weighted coefficients), not one privacy map")
+                    "the mechanism's analysis of its stage (noisy scores or costs for a "
+                    "selection), not one privacy map")
         else:
             entry["cells"] += int(cells)
             if loss is not None:

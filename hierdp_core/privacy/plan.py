@@ -24,7 +24,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hierdp_core.errors import MechanismError
+import numpy as np
+
+from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.samplers import NOISES, Noise
 
 ADD_REMOVE_PERSON = "add-remove-person"
@@ -62,7 +64,12 @@ class Stage:
     """One measurement of the confidential data: a relation key of `RELATIONS`, the L1 (or
     L2, for Gaussian noise) sensitivity of what is measured, the noise, the share of the
     budget, and optionally ``run``, the stage on its own (for the audit). ``output`` says
-    what ``run`` returns: ``"values"`` (numbers) or ``"partition"`` (one code per row)."""
+    what ``run`` returns: ``"values"`` (numbers) or ``"partition"`` (one code per row).
+    The noise's scale for epsilon is ``scale_factor * sensitivity * k / epsilon``
+    (`scale_for`): ``scale_factor`` is 1 for a measurement and a selection's own calibration
+    otherwise (PrivTree's (2 beta - 1)/(beta - 1) = 3, a noisy minimum's 2); ``parts``, when
+    given, names the public number k of groups of this sensitivity that share the stage's
+    epsilon equally (Privelet's "1 + log2 N", N known only with the domain)."""
 
     name: str
     relation: str
@@ -71,6 +78,8 @@ class Stage:
     share: float
     note: str = ""
     output: str = "values"
+    scale_factor: float = 1.0
+    parts: str = ""
     run: StageRunner | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -83,23 +92,48 @@ class Stage:
         if self.output not in ("values", "partition"):
             raise MechanismError(f"stage {self.name!r}: output must be 'values' or "
                                  f"'partition', got {self.output!r}")
+        if not (math.isfinite(self.scale_factor) and self.scale_factor > 0):
+            raise MechanismError(f"stage {self.name!r}: scale_factor must be positive, got "
+                                 f"{self.scale_factor}")
 
-    def noise_for(self, epsilon: float) -> Noise:
-        """The stage's noise at its exact scale for spending ``epsilon`` (pure DP) on what it
-        measures: sensitivity / epsilon. The one place a measurement's scale is computed from
-        the plan; MechanismError for a stage that states no sensitivity or whose noise is not
-        pure-DP noise, BudgetError for epsilon <= 0."""
-        noise = NOISES.get(self.noise)
-        if self.sensitivity is None or not hasattr(noise, "for_epsilon"):
+    def scale_for(self, epsilon: float, *, sensitivity=None, parts: int = 1):
+        """The stage's exact noise scale for spending ``epsilon`` (pure DP):
+        ``scale_factor * sensitivity * parts / epsilon``, the one place a scale is computed
+        from the plan. ``sensitivity``: a query's own (a float or an array, one per query), at
+        most the stage's (a selection calibrated per candidate); ``parts``: the number of
+        groups sharing ``epsilon`` (the stage's ``parts``). MechanismError for a stage that
+        states no sensitivity or whose noise is not pure-DP noise, or a larger
+        ``sensitivity``; BudgetError for epsilon <= 0."""
+        if self.sensitivity is None or not hasattr(NOISES.get(self.noise), "for_epsilon"):
             raise MechanismError(f"stage {self.name!r} has no epsilon calibration "
                                  f"(sensitivity {self.sensitivity}, noise {self.noise!r})")
-        return noise.for_epsilon(epsilon, self.sensitivity)
+        if not epsilon > 0:
+            raise BudgetError(f"epsilon must be positive, got {epsilon}")
+        own = self.sensitivity if sensitivity is None else sensitivity
+        if np.any(np.asarray(own) < 0) or np.any(np.asarray(own) > self.sensitivity):
+            raise MechanismError(f"stage {self.name!r}: a query's sensitivity must lie in "
+                                 f"[0, {self.sensitivity}] (the stage's)")
+        return self.scale_factor * own * parts / epsilon
+
+    def noise_for(self, epsilon: float, *, sensitivity: float | None = None,
+                  parts: int = 1) -> Noise:
+        """The stage's noise at its exact scale for spending ``epsilon`` (`scale_for`; for a
+        measurement sensitivity / epsilon)."""
+        return NOISES[self.noise](self.scale_for(epsilon, sensitivity=sensitivity,
+                                                 parts=parts))
+
+    @property
+    def single_measurement(self) -> bool:
+        """Measured once at sensitivity / epsilon (no selection factor, no parts)."""
+        return self.scale_factor == 1.0 and not self.parts
 
     def as_dict(self) -> dict:
         return {"name": self.name, "relation": self.relation,
                 "neighbouring": RELATIONS[self.relation], "sensitivity": self.sensitivity,
                 "noise": self.noise, "share": self.share, "note": self.note,
-                "runnable": self.run is not None}
+                "runnable": self.run is not None,
+                **({"scale_factor": self.scale_factor} if self.scale_factor != 1.0 else {}),
+                **({"parts": self.parts} if self.parts else {})}
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,11 @@
 Every estimator takes histograms ``x`` of shape (n,) or (r, n) (r independent histograms, e.g.
 the age histograms of all municipalities of one level) and returns real-valued estimates of
 the same shape: they may be negative, and nothing is rounded. Their error does not depend on
-the data. All but Privelet take ``stage`` (keyword, no default): the measuring stage of the
-mechanism's privacy plan (`hierdp_core.mechanisms.ranges`), which states the L1 sensitivity
-of one histogram under the neighbouring relation and gives the noise at its exact scale for
-each epsilon spent (`Stage.noise_for`); the noise is OpenDP-mapped with that sensitivity.
+the data. All take ``stage`` (keyword, no default): the measuring stage of the mechanism's
+privacy plan (`hierdp_core.mechanisms.ranges`), which states the L1 sensitivity of one
+histogram (Privelet: of one group of weighted coefficients) under the neighbouring relation
+and gives the noise at its exact scale for each epsilon spent (`Stage.noise_for`); the noise
+is OpenDP-mapped with that sensitivity.
 
 Privacy. Neighbouring inputs differ by adding or removing one record, so one cell of one
 histogram changes by 1 (spec section 3). Every method is pure epsilon-DP for each histogram,
@@ -41,8 +42,10 @@ units, sequential for nested levels) is the caller's accounting.
   with weight W = N. Each tree node over s cells has the detail coefficient
   ``(mean of left half - mean of right half) / 2``, with weight W = s. One record moves the
   base by 1/N and one detail per level by 1/s, so the weighted coefficients move by at most
-  1 + log2 N in L1 (the generalised sensitivity). Laplace(lambda / W) on each coefficient with
-  ``lambda = (1 + log2 N) / epsilon`` is therefore epsilon-DP. The original paper states 2x
+  1 + log2 N in L1 (the generalised sensitivity): each of the 1 + log2 N groups of weighted
+  coefficients (W c) moves by at most 1. Laplace(lambda / W) on each coefficient with
+  ``lambda = (1 + log2 N) / epsilon`` (the plan's stage in 1 + log2 N parts: epsilon / (1 +
+  log2 N) per group) is therefore epsilon-DP. The original paper states 2x
   for "change one tuple"; spec section 8 item 30 asks for add/remove throughout. The
   coefficients are inverted without least squares.
 
@@ -66,6 +69,7 @@ Example
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -304,20 +308,23 @@ def privelet_weights(height: int) -> np.ndarray:
     return 2.0 ** np.concatenate([[height], np.arange(height, 0, -1)])
 
 
-def privelet_estimate(x, epsilon: float, source: NoiseSource) -> np.ndarray:
+def privelet_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -> np.ndarray:
     """Privelet: Laplace(lambda / W) on every Haar coefficient of the zero-padded histogram,
-    lambda = (1 + log2 N) / epsilon, then the inverse transform. The weighted coefficients'
-    generalised sensitivity 1 + log2 N depends on the (public) domain size, so it is computed
-    here rather than taken from the privacy plan, whose stage leaves it None with that note;
-    no single vector sensitivity is mapped by OpenDP."""
+    then the inverse transform. ``stage``: the plan's measurement, whose sensitivity is that
+    of one group of weighted coefficients (W c) and whose noise for epsilon in 1 + log2 N
+    parts is Laplace(lambda), lambda = (1 + log2 N) / epsilon (`Stage.noise_for`); a group's
+    coefficients c get it divided by W, mapped at sensitivity / W against epsilon / (1 +
+    log2 N)."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape
     height = tree_height(n, 2)
     padded = np.zeros((r, 2**height))
     padded[:, :n] = rows
-    lam = (1 + height) / epsilon
-    noisy = [Laplace(scale=lam / w).apply(c, source, label="ranges: privelet Haar coefficients")
+    weighted = stage.noise_for(epsilon, parts=1 + height)
+    noisy = [replace(weighted, scale=weighted.scale / w).apply(
+                 c, source, sensitivity=float(stage.sensitivity / w), budget=epsilon / (1 + height),
+                 label="ranges: privelet Haar coefficients")
              for c, w in zip(haar_coefficients(padded), privelet_weights(height), strict=True)]
     return _shaped_like_input(haar_cells(noisy)[:, :n], single)
 

@@ -34,13 +34,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.errors import BudgetError, InputError, MechanismError
 from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.greedy_strategy import geometric_batch, greedy_strategies, uniform_batch
 from hierdp_core.ranges.interval_strategy import StrategyBatch
 from hierdp_core.ranges.partition import private_partition
+from hierdp_core.ranges.partition import selection_stage as least_cost_stage
 from hierdp_core.ranges.privtree import privtree_partition
+from hierdp_core.ranges.privtree import selection_stage as privtree_stage
 from hierdp_core.ranges.strategy_inference import least_squares_batch
 from hierdp_core.ranges.strategy_measurement import measure_batch
 from hierdp_core.ranges.workloads import Workload
@@ -126,12 +128,27 @@ def _strategies(workload: Workload, bounds: np.ndarray, kind: str, branching: in
     return greedy_strategies(grams, branching, groups=column_groups(w_hat))
 
 
-def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty):
-    """Bucket edges of every row by the chosen Stage 1."""
+def partition_mode(partition: str) -> str:
+    """The least-cost partition's mode (`partition.MODES`) of a Stage-1 choice."""
+    return "reference" if partition == "least-cost-reference" else "provable"
+
+
+def partition_stage(partition: str, share: float = 1.0, **fields) -> Stage:
+    """The privacy-plan stage of the chosen Stage 1 (`privtree.selection_stage` or
+    `partition.selection_stage`): its sensitivity and calibration."""
     if partition == "privtree":
-        return privtree_partition(x, epsilon1, epsilon2, source)
-    mode = "reference" if partition == "least-cost-reference" else "provable"
-    return private_partition(x, epsilon1, epsilon2, source, candidates=candidates, mode=mode,
+        return privtree_stage(share, **fields)
+    return least_cost_stage(partition_mode(partition), share, **fields)
+
+
+def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty, *,
+                     stage: Stage):
+    """Bucket edges of every row by the chosen Stage 1, its noise from the plan's partition
+    ``stage`` (`partition_stage`)."""
+    if partition == "privtree":
+        return privtree_partition(x, epsilon1, epsilon2, source, stage=stage)
+    return private_partition(x, epsilon1, epsilon2, source, stage=stage,
+                             candidates=candidates, mode=partition_mode(partition),
                              penalty=penalty)
 
 
@@ -179,13 +196,16 @@ def check_stage_arguments(epsilon: float, rho: float, stage2: str, partition: st
 def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource, *,
          stage: Stage, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
          candidates: str = "pow2", penalty: float = 0.0,
-         stage2: str = "greedy", partition_if: str = "always") -> RangeEstimate:
+         stage2: str = "greedy", partition_if: str = "always",
+         partition_stage: Stage | None = None) -> RangeEstimate:
     """DAWA on every row of x (r, n) or (n,), answering ``workload`` (see the module).
     ``partition_if="it-can-pay"`` skips Stage 1 (the whole epsilon to Stage 2) when
     `partition_can_pay` says no, from the public workload alone.
     ``stage``: the Stage-2 measurement of the mechanism's privacy plan, whose noise at its
     exact scale (`Stage.noise_for`) every bucket or strategy answer gets (no default; L1
     sensitivity 1 under add/remove one record, the strategies' column L1 norm).
+    ``partition_stage``: the plan's Stage 1, whose calibration the partition's noise
+    follows (needed when rho > 0; MechanismError without it).
     ``candidates`` and ``penalty`` apply to the least-cost partitions only."""
     check_stage_arguments(epsilon, rho, stage2, partition, partition_if)
     x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -197,7 +217,11 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
         rho = 0.0
     epsilon1, epsilon2 = rho * epsilon, (1.0 - rho) * epsilon
     if rho > 0:
-        edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty)
+        if partition_stage is None:
+            raise MechanismError("DAWA's Stage 1 draws its noise from the plan's partition "
+                                 "stage: give partition_stage")
+        edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
+                                 stage=partition_stage)
     else:
         edges = [atom_edges(workload)] * r
     values = np.empty_like(x)

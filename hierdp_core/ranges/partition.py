@@ -41,11 +41,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.privacy.samplers import Laplace, NoiseSource
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
+from hierdp_core.privacy.samplers import NOISES, NoiseSource
 
 CANDIDATES = ("pow2", "all")
 MODES = ("provable", "reference")
 MAX_ALL_INTERVALS = 2048
+#: the paper's bound on a bucket cost's L1 sensitivity, Delta_bcost <= 2
+COST_SENSITIVITY = 2.0
+#: the selection's calibration per mode: a noisy minimum needs twice a cost's sensitivity
+#: (the Remark's ``Delta + Delta_b`` is 2 x their mean); the reference code uses half
+SCALE_FACTORS = {"provable": 2.0, "reference": 1.0}
+
+
+def selection_stage(mode: str = "provable", share: float = 1.0, **fields) -> Stage:
+    """The least-cost partition as a stage of a privacy plan (share ``share``, other `Stage`
+    fields in ``fields``): bucket-cost sensitivity at most 2, Laplace of ``scale_factor``
+    times each candidate's calibration sensitivity (`calibration_sensitivities`)."""
+    if mode not in SCALE_FACTORS:
+        raise InputError(f"unknown Stage-1 mode {mode!r}; use one of {list(MODES)}")
+    return Stage("partition", ADD_REMOVE_PERSON, COST_SENSITIVITY, "laplace", share,
+                 output="partition", scale_factor=SCALE_FACTORS[mode], **fields)
 
 
 @dataclass(frozen=True)
@@ -147,15 +163,24 @@ def bucket_costs(x: np.ndarray, cands: Candidates, epsilon2: float) -> np.ndarra
     return costs
 
 
-def noise_scales(cands: Candidates, epsilon1: float, mode: str) -> np.ndarray:
-    """Laplace scale per candidate length (see the module docstring)."""
+def calibration_sensitivities(cands: Candidates, mode: str) -> np.ndarray:
+    """Per candidate length, the sensitivity its noise is calibrated with (at most
+    `COST_SENSITIVITY`; times the stage's ``scale_factor`` over epsilon1, its scale):
+    provable, the mean of ``Delta`` and the bucket's own ``Delta_b`` (the Remark's scale
+    ``(Delta + Delta_b)/epsilon1`` with factor 2); reference, ``2 - 1/|b| - 1/n`` (half the
+    Remark's with ``Delta = 2 - 2/n``, factor 1) and 0 (no noise) on single cells."""
     lengths = cands.lengths.astype(float)
-    own = 2.0 * (1.0 - 1.0 / lengths)
     if mode == "provable":
-        return (cands.max_sensitivity + own) / epsilon1
+        return (cands.max_sensitivity + 2.0 * (1.0 - 1.0 / lengths)) / 2.0
     if mode == "reference":
-        return np.where(lengths > 1, (2.0 - 1.0 / lengths - 1.0 / cands.n) / epsilon1, 0.0)
+        return np.where(lengths > 1, 2.0 - 1.0 / lengths - 1.0 / cands.n, 0.0)
     raise InputError(f"unknown Stage-1 mode {mode!r}; use one of {list(MODES)}")
+
+
+def noise_scales(cands: Candidates, epsilon1: float, mode: str, stage: Stage) -> np.ndarray:
+    """Laplace scale per candidate length: the plan's ``stage`` (`selection_stage`) at each
+    candidate's calibration sensitivity (`Stage.scale_for`; see the module docstring)."""
+    return stage.scale_for(epsilon1, sensitivity=calibration_sensitivities(cands, mode))
 
 
 def least_cost_edges_batch(costs: np.ndarray, cands: Candidates) -> list[np.ndarray]:
@@ -190,10 +215,11 @@ def least_cost_edges(x: np.ndarray, epsilon2: float, candidates: str = "pow2") -
 
 
 def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: NoiseSource, *,
-                      candidates: str = "pow2", mode: str = "provable",
+                      stage: Stage, candidates: str = "pow2", mode: str = "provable",
                       penalty: float = 0.0) -> list[np.ndarray]:
     """DAWA Alg. 1 for every row of ``x`` (r, n): bucket edges per row. Only the partitions
-    leave this function; the noisy costs never do."""
+    leave this function; the noisy costs never do. ``stage``: the partition stage of the
+    mechanism's privacy plan (`selection_stage` of ``mode``), which gives the scales."""
     if epsilon1 <= 0 or epsilon2 <= 0:
         raise BudgetError("both DAWA stages need a positive epsilon")
     if penalty < 0:
@@ -201,11 +227,11 @@ def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: N
     x = np.asarray(x, dtype=float)
     cands = Candidates.make(x.shape[1], candidates)
     costs = bucket_costs(x, cands, epsilon2)
-    scales = noise_scales(cands, epsilon1, mode)
+    scales = noise_scales(cands, epsilon1, mode, stage)
     noisy = costs.copy()
     for scale in np.unique(scales[scales > 0]):  # one measurement per candidate noise scale
         cols = scales == scale
-        noisy[:, cols] = Laplace(scale=float(scale)).apply(
+        noisy[:, cols] = NOISES[stage.noise](float(scale)).apply(
             costs[:, cols], source, label="ranges: DAWA Stage 1 bucket costs")
     noisy += penalty * scales[None, :, None]
     if mode == "reference":

@@ -31,15 +31,17 @@ SEED = 0  # public: the simulation draws on released values only
 
 def partition_pays_below(parents: np.ndarray, children: np.ndarray, workload: Workload,
                          epsilon: float, params: dict, *, stage: Stage,
-                         runs: int = RUNS) -> np.ndarray:
+                         partition_stage: Stage, runs: int = RUNS) -> np.ndarray:
     """Per parent (rows of ``parents`` (p, n), released estimates; ``children`` (p,) their
-    numbers of children): True where DAWA beats its Stage 2 alone on the average child."""
+    numbers of children): True where DAWA beats its Stage 2 alone on the average child
+    (``stage``, ``partition_stage``: the plan's, as for the release)."""
     child = np.maximum(parents, 0) / np.maximum(children, 1)[:, None]
     plug_in = np.repeat(child, runs, axis=0)
     truth = workload.answer(plug_in)
     errors = []
     for rho in (params.get("rho", 0.25), 0.0):
         est = dawa(plug_in, workload, epsilon, NoiseSource(seed=SEED), stage=stage,
+                   partition_stage=partition_stage,
                    **{**params, "rho": rho, "partition_if": "always"}).values
         per_row = np.abs(workload.answer(est) - truth).mean(axis=1)
         errors.append(per_row.reshape(-1, runs).mean(axis=1))

@@ -29,7 +29,8 @@ Example
 -------
 >>> from hierdp_core.privacy.samplers import NoiseSource
 >>> x = np.r_[np.zeros(64), np.full(64, 500.0)]
->>> edges = privtree_partition(x[None], 5.0, 1.0, NoiseSource(seed=1))[0]
+>>> edges = privtree_partition(x[None], 5.0, 1.0, NoiseSource(seed=1),
+...                            stage=selection_stage())[0]
 >>> bool(64 in edges.tolist()), len(edges) - 1 < 16
 (True, True)
 """
@@ -41,15 +42,22 @@ import math
 import numpy as np
 
 from hierdp_core.errors import BudgetError
-from hierdp_core.privacy.samplers import Laplace, NoiseSource
+from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
+from hierdp_core.privacy.samplers import NoiseSource
 
 FANOUT = 2
+#: the score's L1 sensitivity under add/remove one record
 SENSITIVITY = 1.0
+#: PrivTree's calibration for fan-out beta: lambda = (2 beta - 1)/(beta - 1) * sensitivity
+#: / epsilon1 (3 for beta = 2)
+SCALE_FACTOR = (2 * FANOUT - 1) / (FANOUT - 1)
 
 
-def noise_scale(epsilon1: float) -> float:
-    """PrivTree's lambda for fan-out 2 and score sensitivity 1."""
-    return (2 * FANOUT - 1) / (FANOUT - 1) * SENSITIVITY / epsilon1
+def selection_stage(share: float = 1.0, **fields) -> Stage:
+    """The bisection as a stage of a privacy plan (share ``share`` of the budget, other
+    `Stage` fields in ``fields``): score sensitivity 1, Laplace(3 / epsilon1)."""
+    return Stage("partition", ADD_REMOVE_PERSON, SENSITIVITY, "laplace", share,
+                 output="partition", scale_factor=SCALE_FACTOR, **fields)
 
 
 def median_deviations(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -67,13 +75,16 @@ def median_deviations(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def privtree_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: NoiseSource, *,
-                       threshold: float | None = None) -> list[np.ndarray]:
-    """Bucket edges for every row of x (r, n); epsilon1-DP per row (see the module)."""
+                       stage: Stage, threshold: float | None = None) -> list[np.ndarray]:
+    """Bucket edges for every row of x (r, n); epsilon1-DP per row (see the module).
+    ``stage``: the partition stage of the mechanism's privacy plan (`selection_stage`), whose
+    noise at its exact scale (`Stage.noise_for`, lambda) every score gets."""
     if epsilon1 <= 0 or epsilon2 <= 0:
         raise BudgetError("both DAWA stages need a positive epsilon")
     x = np.asarray(x, dtype=float)
     r, n = x.shape
-    lam = noise_scale(epsilon1)
+    noise = stage.noise_for(epsilon1)
+    lam = noise.scale
     bias_step = lam * math.log(FANOUT)
     theta = 1.0 / epsilon2 if threshold is None else float(threshold)
     lo, hi = np.array([0]), np.array([n])
@@ -84,7 +95,7 @@ def privtree_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: 
     while active.any():
         score = median_deviations(x, lo, hi)
         biased = np.maximum(score - depth * bias_step, theta - bias_step)
-        noisy = Laplace(scale=lam).apply(biased, source, label="ranges: DAWA Stage 1 scores")
+        noisy = noise.apply(biased, source, label="ranges: DAWA Stage 1 scores")
         split = active & (noisy > theta) & ((hi - lo) > 1)[None, :]
         mid = (lo + hi) // 2
         rows, nodes = np.nonzero(split)
