@@ -15,7 +15,7 @@ Example
 -------
 >>> values = np.array([3.0, 1.0, 2.0, 7.0, 5.0])
 >>> [b.rows(values, np.inf).tolist() for b in row_blocks(np.array([0, 3]), 5)]
-[[[7.0, 5.0, inf], [3.0, 1.0, 2.0]]]
+[[[3.0, 1.0, 2.0], [7.0, 5.0, inf]]]
 """
 
 from __future__ import annotations
