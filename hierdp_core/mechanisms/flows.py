@@ -173,15 +173,14 @@ class TopDownFlows(Mechanism):
         p = self.params(**params)
         plan, plans = self.measured_plans(data, budget, split, p)
         project = self.projection(p)
-        records = {}  # by invariants: the root is public (bounded) or not, for every call
+        invariants = self.root_invariants(p)
+        record = self.release_record(plan, plans, budget, invariants)
 
         def release(source: NoiseSource) -> FlowRelease:
-            root, invariants = self.root_value(data.n, plans, p, source)
+            root, _ = self.root_value(data.n, plans, p, source)
             levels, diagnostics = topdown(data, root, plans[1:], project, source)
-            if invariants not in records:
-                records[invariants] = self.release_record(plan, plans, budget, invariants)
             return self.make_release(data, levels, diagnostics, plan, plans, budget, p,
-                                     invariants, source, record=records[invariants])
+                                     invariants, source, record=record)
 
         return release
 
@@ -194,11 +193,18 @@ class TopDownFlows(Mechanism):
                               "each a share of the budget")
         return plan, plans
 
+    @staticmethod
+    def root_invariants(p: dict) -> tuple[str, ...]:
+        """The invariants: the number of trips under bounded DP (public), else none."""
+        bounded = p["neighbouring"] == "bounded"
+        return ("number of trips n (public under bounded DP)",) if bounded else ()
+
     def root_value(self, n: int, plans, p: dict, source: NoiseSource):
         """(the root's released value, the invariants): ``n`` itself under bounded DP (public),
         measured under unbounded DP."""
-        if p["neighbouring"] == "bounded":
-            return n, ("number of trips n (public under bounded DP)",)
+        invariants = self.root_invariants(p)
+        if invariants:
+            return n, invariants
         return max(0, int(plans[0].apply(np.array([n]), source)[0])), ()
 
     def release_record(self, plan, plans, budget: PrivacyBudget, invariants):
