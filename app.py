@@ -3,13 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from hierdp_core import __version__
+from hierdp_core import __version__, palette
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.ui import map_layers, plotly_view, session, widgets
 from hierdp_core.ui.samples import units_below_top_level
-from hierdp_core.viz import plotly_config
 
 widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
                               f"{__version__}")
@@ -25,24 +23,14 @@ st.markdown(
 
 def geography_preview(sample) -> None:
     """A small map of a bundled sample's top level, each unit shaded by how many finest-level
-    units it holds (public structure, no count of people); none without boundaries."""
+    units it holds (public structure, no count of people), drawn by the server (painted with
+    the page); none without boundaries."""
     top, finest = sample.levels[0], sample.levels[-1]
-    geojson = map_layers.map_geojson(sample.name, top, overview=True)
-    if geojson is None:
-        return
     units = units_below_top_level(sample.name)
-    fig = choropleth(geojson, units.index, units["units"], names=units["name"],
-                     title=f"{len(units)} {widgets.plural(top)}",
-                     colorbar_title=widgets.plural(finest), height=240,
-                     projection=map_layers.map_projection(sample.name))
-    fig.update_layout(margin={"l": 0, "r": 0, "t": 30, "b": 0})
-    # the map Results first shows: the whole finest level when it is small enough
-    opens_whole = units["units"].sum() <= map_layers.WHOLE_LEVEL_AREAS
-    finest_map = map_layers.map_geojson(sample.name, finest, overview=True) \
-        if opens_whole else None
-    plotly_view.show(fig, key=f"preview_{sample.name}",
-                     config=plotly_config(displayModeBar=False),
-                     prefetch=[finest_map] if finest_map else [])
+    svg = map_layers.top_level_preview(sample.name, f"{len(units)} {widgets.plural(top)}",
+                                       widgets.plural(finest), palette.current())
+    if svg is not None:
+        st.markdown(svg, unsafe_allow_html=True)
 
 
 st.subheader("Start in one click")
@@ -83,3 +71,5 @@ st.dataframe(pd.DataFrame([{
     "private": "yes" if i.private else "NO (published variant)",
     "consistent integers": "yes" if i.consistent else "no", "reference": i.reference,
 } for i in list_mechanisms()]), hide_index=True, width="stretch")
+# plotly.js and the US county boundaries, fetched once Home is painted: Results draws at once
+plotly_view.preload(key="home_preload", prefetch=map_layers.first_results_maps())

@@ -184,10 +184,17 @@ def new_page(browser, url: str, outside: list[str]):
     started = time.perf_counter()
     page.goto(url)
     settle(page)
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot, "
-                           "[data-testid=stBidiComponentRegular]')]"
-                           ".every(g => g.querySelector('.main-svg'))")  # plotly_view's too
+    page.wait_for_function(HOME_FIGURES_DRAWN)
     return page, round(time.perf_counter() - started, 3)
+
+
+# every plotly figure (plotly_view's too, but not its preloads) is drawn, and the server's
+# SVG maps are on the page
+HOME_FIGURES_DRAWN = """() => [...document.querySelectorAll(
+    '.js-plotly-plot, [data-testid=stBidiComponentRegular]')]
+    .filter(g => !g.querySelector('.hierdp-preload'))
+    .every(g => g.querySelector('.main-svg'))
+  && document.querySelectorAll('svg.hierdp-svg-map').length > 0"""
 
 
 def start_sample(page, index: int, min_areas: int) -> float:

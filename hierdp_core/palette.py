@@ -77,6 +77,11 @@ def use(name: str, dark: bool = False) -> None:
     _ACTIVE.set((name, bool(dark)))
 
 
+def current() -> tuple[str, bool]:
+    """The active palette's name and whether the look is dark."""
+    return _ACTIVE.get()
+
+
 def active() -> Palette:
     """The palette figures are drawn with now."""
     return PALETTES[_ACTIVE.get()[0]]
@@ -97,11 +102,16 @@ _TEXT = {False: "#31333f", True: "#fafafa"}
 _FONT_FAMILY = '"Source Sans", "Source Sans Pro", sans-serif'
 
 
+def text_colour() -> str:
+    """The dashboard's text colour in the current theme."""
+    return _TEXT[is_dark()]
+
+
 def figure_template() -> dict:
     """A plotly template (as a dict) giving a figure the page's look in the current theme:
     its font and text colour, transparent backgrounds, faint grid lines and the active
     palette's category colours (what ``st.plotly_chart`` does with Streamlit's theme)."""
-    text = _TEXT[is_dark()]
+    text = text_colour()
     faint = "rgba(250,250,250,0.16)" if is_dark() else "rgba(49,51,63,0.14)"
     font = {"family": _FONT_FAMILY, "color": text, "size": 13}
     axis = {"gridcolor": faint, "zerolinecolor": faint, "linecolor": faint,

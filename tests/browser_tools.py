@@ -40,7 +40,7 @@ def running_dashboard(start_timeout: float = 60.0, home: Path | None = None) -> 
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
            "HIERDP_HOME": str(home)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+        [sys.executable, "-m", "hierdp_core.ui.serve", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
         cwd=APP.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

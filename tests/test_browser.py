@@ -186,6 +186,10 @@ def test_us_release_end_to_end(server, page, tmp_path):
     starts.nth(1).wait_for()  # a first visit can paint them after the run is done
     assert starts.count() >= 2
     shot(page, "0_home")
+    # the previews are the server's SVG (painted with the page: 51 states, 20 regions); then
+    # plotly.js and the county boundaries Results opens with are loaded in the background
+    assert page.locator("svg.hierdp-svg-map path").count() == 71
+    page.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
     press_start(page, "us-counties")
     assert maps_drawn(page, expect=[3141]) == [3141]  # every US county with a boundary
     no_exception(page)

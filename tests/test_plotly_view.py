@@ -50,10 +50,14 @@ def test_the_results_map_keeps_its_colour_scale_and_the_page_look_across_release
     assert all(after["data"][0][k] == before["data"][0][k] for k in unchanged)
 
 
-def test_home_previews_prefetch_the_map_results_opens_with():
+def test_home_draws_its_maps_as_svg_and_preloads_what_results_opens_with():
     at = page("app.py").run()
     assert_clean(at)
-    previews = [json.loads(e.proto.json) for e in at.get("bidi_component")]
-    assert len(previews) == 2
+    maps = [m.value for m in at.markdown if m.value.startswith("<svg")]
+    assert len(maps) == 2  # the third sample has no boundaries
+    assert maps[0].count("<path") == 51 and "<title>Texas: 254 counties</title>" in maps[0]
+    assert maps[1].count("<path") == 20 and ">20 regions</text>" in maps[1]
+    (preload,) = [json.loads(e.proto.json) for e in at.get("bidi_component")]
+    assert preload["figure"] is None and preload["plotly"] == plotly_view.plotly_js_url()
     us = map_layers.map_geojson("us-counties", "county", overview=True)
-    assert [p["prefetch"] for p in previews] == [[us], []]  # Italy opens drilled down
+    assert preload["prefetch"] == [us]  # Italy opens drilled down

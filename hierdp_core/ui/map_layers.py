@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from hierdp_core import palette
 from hierdp_core.geo.maps import available_levels, level_geojson
 from hierdp_core.geo.overview import overview_geojson
 
@@ -50,11 +51,22 @@ def static_url(relative: Path, text: Callable[[], str]) -> str:
     return f"app/static/{relative.as_posix()}"
 
 
-@st.cache_resource(show_spinner=False)
+_MAP_WRITER: list[threading.Thread] = []  # the one writer thread of this process
+_MAP_WRITER_LOCK = threading.Lock()
+
+
 def prepare_bundled_maps() -> threading.Thread:
     """Write the map files of every bundled sample's levels (full detail and overview) in a
-    background thread, once per server process, so that no user waits for them (the
-    municipalities' overview takes seconds); files already written are kept."""
+    background thread, once per process (the first page shown, or `ui.serve` before the
+    server starts), so that no user waits for them (the municipalities' overview takes
+    seconds); files already written are kept."""
+    with _MAP_WRITER_LOCK:
+        if not _MAP_WRITER:
+            _MAP_WRITER.append(_start_map_writer())
+        return _MAP_WRITER[0]
+
+
+def _start_map_writer() -> threading.Thread:
     from hierdp_core.data.samples import SAMPLES
 
     def write_all() -> None:
@@ -66,6 +78,40 @@ def prepare_bundled_maps() -> threading.Thread:
     thread = threading.Thread(target=write_all, name="hierdp-map-files", daemon=True)
     thread.start()
     return thread
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def top_level_preview(sample: str, title: str, colorbar_title: str,
+                      look: tuple[str, bool]) -> str | None:
+    """An SVG map (`geo.svg_map`) of the bundled sample's top level, each unit shaded by
+    how many finest-level units it holds (public structure, no count of people), in the
+    palette and theme ``look`` (`palette.current`); None without boundaries."""
+    from hierdp_core.data.samples import SAMPLES
+    from hierdp_core.geo.svg_map import choropleth_svg
+    from hierdp_core.ui.samples import units_below_top_level
+
+    fc = level_geojson(sample, SAMPLES[sample].levels[0])
+    if fc is None:
+        return None
+    palette.use(*look)
+    units = units_below_top_level(sample)
+    return choropleth_svg(overview_geojson(fc), units.index, units["units"],
+                          names=units["name"], title=title, colorbar_title=colorbar_title,
+                          projection=map_projection(sample))
+
+
+def first_results_maps() -> list[str]:
+    """The boundaries (URLs) of the maps Results first shows for the bundled samples: the
+    whole finest level, where it has at most `WHOLE_LEVEL_AREAS` areas."""
+    from hierdp_core.data.samples import SAMPLES
+    from hierdp_core.ui.samples import units_below_top_level
+
+    urls = []
+    for sample in SAMPLES.values():
+        if units_below_top_level(sample.name)["units"].sum() <= WHOLE_LEVEL_AREAS:
+            url = map_geojson(sample.name, sample.levels[-1], overview=True)
+            urls += [url] if url else []
+    return urls
 
 
 def map_sources(sample: str | None, h) -> dict[int, tuple[str, str]]:

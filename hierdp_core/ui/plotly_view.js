@@ -136,9 +136,33 @@ function then(view, step) {
   view.queue = view.queue.then(step).catch(error => { view.gd.textContent = String(error); });
 }
 
+// A preload (no figure): plotly.js and the boundaries of the map the user is likely to open
+// next, fetched once the page has been painted; the element stays empty (marked, so a test
+// waiting for every figure to be drawn can pass it by).
+function preload(data, parentElement) {
+  const view = views.get(parentElement);
+  if (view) {  // Streamlit reuses a figure's element for the preload
+    if (window.Plotly) window.Plotly.purge(view.gd);
+    views.delete(parentElement);
+    parentElement.replaceChildren();
+  }
+  if (!parentElement.querySelector(".hierdp-preload")) {
+    const mark = document.createElement("div");
+    mark.className = "hierdp-preload";
+    parentElement.appendChild(mark);
+  }
+  const later = window.requestIdleCallback ?? (step => setTimeout(step, 200));
+  later(() => {
+    loadPlotly(data.plotly).catch(() => {});  // a figure that needs it reports the error
+    for (const url of data.prefetch ?? []) fetchBoundaries(url).catch(() => {});
+  }, {timeout: 1500});
+}
+
 export default function ({data, parentElement}) {
+  if (!data.figure) return preload(data, parentElement);
   let view = views.get(parentElement);
   if (!view) {
+    parentElement.querySelector(".hierdp-preload")?.remove();
     const gd = document.createElement("div");
     gd.className = "hierdp-plotly";
     parentElement.appendChild(gd);

@@ -48,3 +48,11 @@ def show(fig: go.Figure, *, key: str, config: dict | None = None,
     _mount(key=key, data={"figure": to_json_plotly(spec), "config": config or plotly_config(),
                           "plotly": plotly_js_url(), "prefetch": list(prefetch), "key": key},
            height=int(fig.layout.height or 450))
+
+
+def preload(*, key: str, prefetch: Sequence[str] = ()) -> None:
+    """Draw nothing; once the page is painted, the browser loads plotly.js and fetches and
+    parses the boundaries at the URLs ``prefetch``, so the next page's map draws at once
+    (a page of static figures, such as Home's, stays light)."""
+    _mount(key=key, data={"figure": None, "plotly": plotly_js_url(),
+                          "prefetch": list(prefetch), "key": key}, height=0)
