@@ -41,4 +41,4 @@ else
 fi
 bash scripts/setup.sh
 echo "hierdp dashboard: http://localhost:$port"
-exec .venv/bin/streamlit run app.py --server.headless true "${args[@]}"
+exec .venv/bin/python -m hierdp_core.ui.serve --server.headless true "${args[@]}"
