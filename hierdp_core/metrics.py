@@ -159,53 +159,40 @@ def error_metrics(
     r_tot = r.sum(axis=1)
     unit_pos = t_tot > 0
 
-    n = hierarchy.n_nodes
     bin_idx = np.searchsorted(edges, t_tot, side="right") - 1
     bin_idx[(t_tot < edges[0]) | (t_tot >= edges[-1])] = -1
-    per_node = pd.DataFrame(
-        {
-            "level": hierarchy.level_of_nodes().astype(np.int64),
-            "bin": bin_idx.astype(np.int64),
-            "units": np.ones(n, dtype=np.int64),
-            "cells": np.full(n, k, dtype=np.int64),
-            "abs_sum": abs_err.sum(axis=1),
-            "sq_sum": np.square(err).sum(axis=1),
-            "max_abs": abs_err.max(axis=1),
-            "truth_sum": t_tot,
-            "pos_cells": pos.sum(axis=1),
-            "abs_rel_sum": np.abs(rel).sum(axis=1),
-            "rel_sum": rel.sum(axis=1),
-            "false_zero": (pos & (r == 0)).sum(axis=1),
-            "zero_cells": (t == 0).sum(axis=1),
-            "ghost": ((t == 0) & (r > 0)).sum(axis=1),
-            "pos_units": unit_pos.astype(np.int64),
-            "over10": (unit_pos & (10 * np.abs(r_tot - t_tot) > t_tot)).astype(np.int64),
-        }
-    )
-    how = {c: "sum" for c in per_node.columns if c not in ("level", "bin")}
-    how["max_abs"] = "max"
-    by_bin = per_node[per_node["bin"] >= 0].groupby(["level", "bin"], sort=False).agg(how)
-    by_level = per_node.groupby("level", sort=False).agg(how)
-    by_level["bin"] = len(labels)  # sorts after every real bin
-    groups = pd.concat(
-        [by_bin.reset_index(), by_level.reset_index()], ignore_index=True
-    ).sort_values(["level", "bin"], ignore_index=True)
-
+    per_node = {
+        "units": np.ones(hierarchy.n_nodes),
+        "cells": np.full(hierarchy.n_nodes, float(k)),
+        "abs_sum": abs_err.sum(axis=1),
+        "sq_sum": np.square(err).sum(axis=1),
+        "truth_sum": t_tot,
+        "pos_cells": pos.sum(axis=1),
+        "abs_rel_sum": np.abs(rel).sum(axis=1),
+        "rel_sum": rel.sum(axis=1),
+        "false_zero": (pos & (r == 0)).sum(axis=1),
+        "zero_cells": (t == 0).sum(axis=1),
+        "ghost": ((t == 0) & (r > 0)).sum(axis=1),
+        "pos_units": unit_pos,
+        "over10": unit_pos & (10 * np.abs(r_tot - t_tot) > t_tot),
+    }
+    groups, level_of, bin_of = _group_sums(hierarchy.level_of_nodes(), bin_idx, len(labels),
+                                           per_node, abs_err.max(axis=1))
     out = pd.DataFrame(
         {
-            "level": groups["level"].to_numpy(np.int64),
-            "level_name": np.asarray(hierarchy.level_names, dtype=object)[groups["level"]],
-            "bin": np.asarray([*labels, ALL_BIN], dtype=object)[groups["bin"]],
-            "units": groups["units"].to_numpy(np.int64),
-            "cells": groups["cells"].to_numpy(np.int64),
+            "level": level_of,
+            "level_name": np.asarray(hierarchy.level_names, dtype=object)[level_of],
+            "bin": np.asarray([*labels, ALL_BIN], dtype=object)[bin_of],
+            "units": groups["units"].astype(np.int64),
+            "cells": groups["cells"].astype(np.int64),
         }
     )
-    cells = groups["cells"].to_numpy(float)
-    out["mae"] = groups["abs_sum"].to_numpy() / cells
-    out["rmse"] = np.sqrt(groups["sq_sum"].to_numpy() / cells)
+    cells = groups["cells"]
+    out["mae"] = groups["abs_sum"] / cells
+    out["rmse"] = np.sqrt(groups["sq_sum"] / cells)
     out["mape"] = 100 * _ratio(groups["abs_rel_sum"], groups["pos_cells"])
     out["malpe"] = 100 * _ratio(groups["rel_sum"], groups["pos_cells"])
-    out["max_abs_error"] = groups["max_abs"].to_numpy(float)
+    out["max_abs_error"] = groups["max_abs"]
     out["tvd_accuracy"] = 1 - _ratio(groups["abs_sum"], 2 * groups["truth_sum"])
     out["share_over_10pct"] = _ratio(groups["over10"], groups["pos_units"])
     out["false_zero_rate"] = _ratio(groups["false_zero"], groups["pos_cells"])
@@ -223,6 +210,26 @@ def error_metrics(
 
 
 # ---- helpers ---------------------------------------------------------------------------
+def _group_sums(level: np.ndarray, bin_idx: np.ndarray, n_bins: int, columns: dict,
+                max_abs: np.ndarray) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Per-node ``columns`` summed (and ``max_abs`` maxed) over the groups (level, size
+    bin) that hold a unit, then (level, all): a node counts in its bin (``bin_idx`` >= 0)
+    and in its level. Returns the sums (``max_abs`` too) and each group's level and bin
+    (``n_bins`` for all), ordered by level, then bin, the "all" row last."""
+    width = n_bins + 1
+    binned = np.flatnonzero(bin_idx >= 0)
+    nodes = np.concatenate([binned, np.arange(level.size)])
+    key = np.concatenate([level[binned] * width + bin_idx[binned], level * width + n_bins])
+    size = (int(level.max()) + 1) * width if level.size else 0
+    present = np.flatnonzero(np.bincount(key, minlength=size))
+    sums = {name: np.bincount(key, weights=np.asarray(values, float)[nodes],
+                              minlength=size)[present] for name, values in columns.items()}
+    most = np.full(size, -np.inf)
+    np.maximum.at(most, key, max_abs[nodes])
+    sums["max_abs"] = most[present]
+    return sums, (present // width).astype(np.int64), present % width
+
+
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
