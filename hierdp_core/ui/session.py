@@ -240,11 +240,12 @@ def count_data() -> CountData:
     cache = st.session_state.get(_DATA_CACHE)
     if cache is None or cache[0] != key:
         names, table = name_columns(ds, r["levels"]), ds["table"]
-        if ds["sample"]:  # a bundled sample: its public geography and category values
-            declared = {"geography": sample_geography(ds["sample"], tuple(r["levels"])),
-                        "category_values": sample_category_values(ds["sample"],
-                                                                  r["category_columns"])}
-        elif structure.state()["declared"]:  # an upload with its declared structure
+        if ds["sample"]:  # a bundled sample: built once for every session (read-only)
+            st.session_state[_DATA_CACHE] = cache = (key, *_sample_count_data(
+                ds["sample"], tuple(r["levels"]), r["count_column"],
+                tuple(r["category_columns"]), missing, ragged, tuple(sorted(names.items()))))
+            return cache[1]
+        if structure.state()["declared"]:  # an upload with its declared structure
             values = structure.state()["category_values"]
             declared = {"geography": structure.declared_geography(r["levels"], ragged=ragged),
                         "category_values": {c: values[c] for c in r["category_columns"]
@@ -256,14 +257,38 @@ def count_data() -> CountData:
                     and shape["name"] in r["category_columns"] else {})
             declared = {"local_codes": r["local_codes"], "name_columns": names,
                         "category_values": wide}
-        table, handled, passed = prepare(table, [r["levels"]], r["count_column"],
-                                         missing=missing, ragged=ragged, names=names)
-        data = count_data_from_table(table, r["levels"], count_column=r["count_column"],
-                                     category_columns=r["category_columns"],
-                                     max_cells=default_max_cells(), **declared)
-        note = preparation_note(missing, handled, passed, flags=False)
-        st.session_state[_DATA_CACHE] = cache = (key, data, note)
+        st.session_state[_DATA_CACHE] = cache = (key, *_prepared_count_data(
+            table, r["levels"], r["count_column"], r["category_columns"], missing, ragged,
+            names, declared))
     return cache[1]
+
+
+@st.cache_resource(show_spinner="Preparing the sample…", max_entries=8)
+def _sample_count_data(sample: str, levels: tuple[str, ...], count_column: str,
+                       category_columns: tuple[str, ...], missing: str, ragged: bool,
+                       names: tuple[tuple[str, str], ...]) -> tuple[CountData, str]:
+    """The CountData of a bundled sample over the given roles, on its public geography and
+    category values, with its preparation note; shared by every session (its counts are
+    read-only), so a second visitor does not wait for it (seconds for Italy)."""
+    declared = {"geography": sample_geography(sample, levels),
+                "category_values": sample_category_values(sample, list(category_columns))}
+    data, note = _prepared_count_data(sample_table(sample), list(levels), count_column,
+                                      list(category_columns), missing, ragged, dict(names),
+                                      declared)
+    data.leaf_counts.setflags(write=False)
+    return data, note
+
+
+def _prepared_count_data(table, levels, count_column, category_columns, missing, ragged,
+                         names, declared) -> tuple[CountData, str]:
+    """The table's empty cells and skipped levels handled as the roles say (`prepare`),
+    then its CountData; and the note of what preparing did."""
+    table, handled, passed = prepare(table, [levels], count_column, missing=missing,
+                                     ragged=ragged, names=names)
+    data = count_data_from_table(table, levels, count_column=count_column,
+                                 category_columns=category_columns,
+                                 max_cells=default_max_cells(), **declared)
+    return data, preparation_note(missing, handled, passed, flags=False)
 
 
 def _declared_wide(table: pd.DataFrame, values: dict, categories: list[str]) -> pd.DataFrame:
