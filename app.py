@@ -7,7 +7,6 @@ from hierdp_core import __version__, palette
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.ui import map_layers, plotly_view, session, widgets
-from hierdp_core.ui.samples import units_below_top_level
 
 widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
                               f"{__version__}")
@@ -25,10 +24,7 @@ def geography_preview(sample) -> None:
     """A small map of a bundled sample's top level, each unit shaded by how many finest-level
     units it holds (public structure, no count of people), drawn by the server (painted with
     the page); none without boundaries."""
-    top, finest = sample.levels[0], sample.levels[-1]
-    units = units_below_top_level(sample.name)
-    svg = map_layers.top_level_preview(sample.name, f"{len(units)} {widgets.plural(top)}",
-                                       widgets.plural(finest), palette.current())
+    svg = map_layers.top_level_preview(sample.name, palette.current())
     if svg is not None:
         st.markdown(svg, unsafe_allow_html=True)
 

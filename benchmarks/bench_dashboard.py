@@ -301,7 +301,7 @@ def bench_publishable(browser, repeats: int, outside: list[str]) -> dict:
     docstring); a page that fails records its error (and no time)."""
     times: dict[str, list] = {label: [] for label in DRAW_PAGES}
     for _ in range(repeats):
-        with running_dashboard() as url:
+        with running_dashboard(warm_samples=True) as url:
             page, _ = new_page(browser, url, outside)
             start_sample(page, 0, US_MAPS)
             for label in DRAW_PAGES:
@@ -324,7 +324,7 @@ def verdicts(out: dict) -> dict:
 
 def workshop(n_sessions: int) -> dict:
     """N sessions at once on one dashboard (see the module docstring)."""
-    with running_dashboard() as url, tempfile.TemporaryDirectory() as folder:
+    with running_dashboard(warm_samples=True) as url, tempfile.TemporaryDirectory() as folder:
         port = urlparse(url).port
         before = server_memory_mb(port)
         started = time.perf_counter()
@@ -358,7 +358,7 @@ def main() -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     out = {"chromium": chromium, "repeats": args.repeats, "samples": list(SAMPLES)[:2]}
     outside: list[str] = []
-    with running_dashboard() as url, sync_playwright() as p:
+    with running_dashboard(warm_samples=True) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True,
                                     args=CHROMIUM_ARGS)
         out["us_counties"], page = bench_us(browser, url, args.repeats, outside)

@@ -29,16 +29,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_dashboard(start_timeout: float = 60.0, home: Path | None = None) -> Iterator[str]:
-    """Yield the URL of a freshly started dashboard; stop it on exit. ``home``: its
-    HIERDP_HOME (the budget ledger's folder), kept; by default a fresh temporary one, removed
-    on exit. Raises RuntimeError (with the server's last output) if it does not become
-    healthy."""
+def running_dashboard(start_timeout: float = 60.0, home: Path | None = None,
+                      warm_samples: bool = False) -> Iterator[str]:
+    """Yield the URL of a freshly started dashboard (`hierdp_core.ui.serve`, as
+    `scripts/run-dashboard.sh` starts it); stop it on exit. ``home``: its HIERDP_HOME (the
+    budget ledger's folder), kept; by default a fresh temporary one, removed on exit.
+    ``warm_samples``: the server prepares the bundled samples in the background as it does
+    for a user (the benchmark); a test leaves them to the pages it opens (seconds of CPU
+    per server otherwise). Raises RuntimeError (with the server's last output) if it does
+    not become healthy."""
     port = free_port()
     own_home = home is None
     home = tempfile.mkdtemp(prefix="hierdp_home_") if own_home else home
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
-           "HIERDP_HOME": str(home)}
+           "HIERDP_HOME": str(home), "HIERDP_WARM_SAMPLES": "1" if warm_samples else "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "hierdp_core.ui.serve", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],

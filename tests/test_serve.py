@@ -52,3 +52,17 @@ def test_a_page_whose_import_fails_fails_the_start(tmp_path):
 def test_the_dashboards_own_pages_are_all_warmed():
     done = serve.warm()
     assert {"hierdp_core.ui.widgets", "hierdp_core.ui.plotly_view", "streamlit"} <= set(done)
+
+
+def test_warming_the_samples_prepares_what_start_opens(monkeypatch):
+    from hierdp_core.data.samples import SAMPLES
+    from hierdp_core.ui import map_layers, session
+
+    built = []
+    monkeypatch.setattr(session, "sample_count_data", built.append)
+    monkeypatch.setattr(map_layers, "top_level_preview",
+                        lambda sample, look: built.append((sample, look)))
+    map_layers.warm_bundled_samples()
+    assert built[-len(SAMPLES):] == list(SAMPLES)  # every sample's counts, after Home's maps
+    assert {look for item in built[:-len(SAMPLES)] for look in [item[1]]} == {
+        ("standard", False), ("standard", True)}

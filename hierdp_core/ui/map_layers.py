@@ -81,23 +81,39 @@ def _start_map_writer() -> threading.Thread:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def top_level_preview(sample: str, title: str, colorbar_title: str,
-                      look: tuple[str, bool]) -> str | None:
+def top_level_preview(sample: str, look: tuple[str, bool]) -> str | None:
     """An SVG map (`geo.svg_map`) of the bundled sample's top level, each unit shaded by
     how many finest-level units it holds (public structure, no count of people), in the
     palette and theme ``look`` (`palette.current`); None without boundaries."""
     from hierdp_core.data.samples import SAMPLES
     from hierdp_core.geo.svg_map import choropleth_svg
     from hierdp_core.ui.samples import units_below_top_level
+    from hierdp_core.ui.widgets import plural
 
-    fc = level_geojson(sample, SAMPLES[sample].levels[0])
+    top, finest = SAMPLES[sample].levels[0], SAMPLES[sample].levels[-1]
+    fc = level_geojson(sample, top)
     if fc is None:
         return None
     palette.use(*look)
     units = units_below_top_level(sample)
     return choropleth_svg(overview_geojson(fc), units.index, units["units"],
-                          names=units["name"], title=title, colorbar_title=colorbar_title,
-                          projection=map_projection(sample))
+                          names=units["name"], title=f"{len(units)} {plural(top)}",
+                          colorbar_title=plural(finest), projection=map_projection(sample))
+
+
+def warm_bundled_samples() -> None:
+    """Compute what a first visitor of Home and Results would wait for, for every bundled
+    sample (each kept for the whole server): Home's previews in the default palette, light
+    and dark, and each sample's prepared counts (`ui.session.sample_count_data`)."""
+    from hierdp_core.data.samples import SAMPLES
+    from hierdp_core.ui import session
+
+    for dark in (False, True):
+        for sample in SAMPLES:
+            top_level_preview(sample, (palette.DEFAULT, dark))
+    first_results_maps()
+    for sample in SAMPLES:
+        session.sample_count_data(sample)
 
 
 def first_results_maps() -> list[str]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,8 +58,16 @@ def warm(app: Path = APP) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Warm, then ``streamlit run app.py`` with ``argv`` (Streamlit's own options)."""
+    """Warm, then ``streamlit run app.py`` with ``argv`` (Streamlit's own options), while a
+    background thread computes what the first visitor of Home and Results would wait for
+    (`map_layers.warm_bundled_samples`); ``HIERDP_WARM_SAMPLES=0`` leaves that to the
+    first visitor."""
     warm()
+    if os.environ.get("HIERDP_WARM_SAMPLES", "1") != "0":
+        from hierdp_core.ui import map_layers
+
+        threading.Thread(target=map_layers.warm_bundled_samples, name="hierdp-warm-samples",
+                         daemon=True).start()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]

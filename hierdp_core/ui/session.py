@@ -279,6 +279,16 @@ def _sample_count_data(sample: str, levels: tuple[str, ...], count_column: str,
     return data, note
 
 
+def sample_count_data(name: str) -> CountData:
+    """The shared CountData of the bundled sample ``name`` with its own roles (what "Start
+    with this sample" opens)."""
+    sample = SAMPLES[name]
+    names = name_columns({"sample": name, "table": sample_table(name)}, list(sample.levels))
+    return _sample_count_data(name, tuple(sample.levels), sample.count_column,
+                              tuple(sample.category_columns), "error", False,
+                              tuple(sorted(names.items())))[0]
+
+
 def _prepared_count_data(table, levels, count_column, category_columns, missing, ragged,
                          names, declared) -> tuple[CountData, str]:
     """The table's empty cells and skipped levels handled as the roles say (`prepare`),
