@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
 import os
 import sys
 import threading
@@ -43,6 +44,9 @@ def warm(app: Path = APP) -> list[str]:
     `imported_modules`); any other import error is raised, as the page would."""
     names = sorted({name for script in page_scripts(app) for name in imported_modules(script)})
     done = []
+    # the caches made before the server's runtime exists are the ones it uses: not a warning
+    logging.getLogger("streamlit.runtime.caching.cache_data_api").addFilter(
+        lambda record: "No runtime found" not in record.getMessage())
     for name in names:
         try:
             importlib.import_module(name)
