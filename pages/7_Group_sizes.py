@@ -67,6 +67,21 @@ else:
 view = sources.on_data(session.GS_DATA_KEY, upload, data_key,
                        (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)
+
+
+SWEEP_EPSILONS = (0.1, 0.5, 1.0)
+
+
+def sweep_job(mechanisms, epsilons, trials: int):
+    """The key (data and settings) and the computation of a group-size sweep."""
+    return (("gs", data_key, tuple(mechanisms), tuple(epsilons), trials),
+            lambda progress: group_size_sweep(data, mechanisms, epsilons, trials, max_runs=60,
+                                              progress=progress))
+
+
+if upload is None:  # the default sweep of the sample starts in the background at once
+    sweep_jobs.prefetch(*sweep_job(samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
+                                   widgets.SWEEP_TRIALS))
 infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
@@ -138,21 +153,11 @@ with c2:
                         width="stretch", key="gs_map", config=plotly_config())
 
 st.divider()
-SWEEP_EPSILONS = (0.1, 0.5, 1.0)
-
-
-def sweep_job(mechanisms, epsilons, trials: int):
-    """The key (data and settings) and the computation of a group-size sweep."""
-    return (("gs", data_key, tuple(mechanisms), tuple(epsilons), trials),
-            lambda progress: group_size_sweep(data, mechanisms, epsilons, trials, max_runs=60,
-                                              progress=progress))
-
-
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
     "gs", names, samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
     {"l1": "L1 error", "emd_mean": "mean EMD per region"})
 st.caption("Trial t uses seed t for every mechanism. With the bundled sample, the sweep of "
-           "these default settings starts in the background once the page is drawn; every "
+           "these default settings starts in the background when the page opens; every "
            "sweep is kept, so running it again is instant.")
 if clicked:
     key, compute = sweep_job(chosen, eps_grid, trials)
@@ -183,6 +188,3 @@ st.caption(f"One row per region and size ({rows:,} rows): level, level_name, nod
            "lower, upper"
            + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")
            + ". The manifest holds no true value.")
-if upload is None:  # the page is drawn: the default sweep of the sample starts in the background
-    sweep_jobs.prefetch(*sweep_job(samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
-                                   widgets.SWEEP_TRIALS))
