@@ -107,3 +107,13 @@ def test_flow_downloads_carry_intervals(monkeypatch):
     record = json.loads(contents["fl_dl_manifest"])["intervals"]
     assert record["level"] == 0.9 and record["replicates"] >= 20
     assert set(record["method"].values()) <= {"bias-widened bootstrap", "exact (invariant)"}
+
+
+def test_the_interval_methods_are_named_once_with_their_levels():
+    from hierdp_core.ui.downloads import methods_by_level
+
+    inverted = "parametric bootstrap, inverted near 0"
+    assert methods_by_level({"total": "parametric bootstrap", "state": inverted,
+                             "county": inverted}) == (
+        f"parametric bootstrap (total); {inverted} (state, county)")
+    assert methods_by_level({"total": "closed form", "county": "closed form"}) == "closed form"

@@ -131,3 +131,11 @@ def test_a_preset_sets_the_sliders_and_its_exact_shares():
     weights = np.asarray(at.session_state[session.SETTINGS]["weights"])
     np.testing.assert_allclose(weights / weights.sum(), [1 / 6, 2 / 6, 3 / 6])
     assert [s.value for s in at.slider if s.key.startswith("weight_")] == [0.33, 0.67, 1.0]
+
+
+def test_shares_are_described_so_that_they_add_up():
+    from types import SimpleNamespace
+
+    h = SimpleNamespace(level_names=["total", "state", "county"])
+    assert split_ui.describe_shares(h, [1 / 3] * 3) == "total 33.3%, state 33.3%, county 33.3%"
+    assert split_ui.describe_shares(h, [0.25, 0.25, 0.5]) == "total 25%, state 25%, county 50%"

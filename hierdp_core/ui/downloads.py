@@ -112,9 +112,21 @@ def prepared(release, prefix: str, level: float, workload: Workload | None = Non
     replicates = f", {record['replicates']} replicates" if record["replicates"] else ""
     seconds = kept.get(key, (None, None))[1]
     st.caption(f"{label}Every file carries `lower` and `upper`: {level:.0%} intervals by "
-               + ", ".join(dict.fromkeys(record["method"].values())) + replicates
-               + (f", made in {seconds:.1f} s" if seconds is not None else "") + ".")
+               + methods_by_level(record["method"]) + replicates
+               + (f", made in {seconds:.1f}\u00a0s" if seconds is not None else "") + ".")
     return release
+
+
+def methods_by_level(methods: dict) -> str:
+    """The interval methods of a record (level -> method), each once, naming its levels
+    when they differ: ``parametric bootstrap (total); parametric bootstrap, inverted near 0
+    (state, county)``."""
+    levels: dict[str, list[str]] = {}
+    for level, method in methods.items():
+        levels.setdefault(method, []).append(str(level))
+    if len(levels) == 1:
+        return next(iter(levels))
+    return "; ".join(f"{method} ({', '.join(names)})" for method, names in levels.items())
 
 
 def _has(release, level: float) -> bool:

@@ -151,8 +151,12 @@ def percent(share: float) -> str:
 
 
 def describe_shares(h: Hierarchy, shares) -> str:
-    return ", ".join(f"{name} {percent(x)}" for name, x in zip(h.level_names, shares,
-                                                                 strict=True))
+    """Each level's share in per cent, with one decimal where whole per cents would not
+    add up to 100 (thirds: 33.3% each, not 33%)."""
+    texts = [percent(x) for x in shares]
+    if all(0.01 <= x for x in shares) and round(sum(round(100 * x) for x in shares)) != 100:
+        texts = [f"{100 * x:.1f}%" for x in shares]
+    return ", ".join(f"{name} {text}" for name, text in zip(h.level_names, texts, strict=True))
 
 
 # ---- the optimiser (public parameters only) ---------------------------------------------
