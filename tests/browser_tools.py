@@ -167,6 +167,29 @@ def open_page(page, label: str) -> None:
     settle(page)
 
 
+def page_url(url: str, label: str) -> str:
+    """The address of the dashboard page ``label`` (a sidebar label of `widgets.PAGES`) on
+    the dashboard at ``url``: Streamlit serves Home at the root and every other page at the
+    name it derives from the page's file (pages/7_Group_sizes.py at /Group_sizes)."""
+    from streamlit.source_util import page_icon_and_name
+
+    from hierdp_core.ui.widgets import PAGES  # the dashboard's own modules: on first use
+
+    path = next(path for path, name, _ in PAGES if name == label)
+    return url if path == PAGES[0][0] else f"{url}/{page_icon_and_name(Path(path))[1]}"
+
+
+def open_directly(page, url: str, label: str) -> None:
+    """Open the dashboard page ``label`` by its address in a new session (its defaults set
+    up as on any first page: the default sample, no release), without running Home first;
+    wait until its title is shown and the script is done. For tests not about Home: a
+    visit to Home costs seconds of browser time (its map previews)."""
+    page.goto(page_url(url, label))
+    page.wait_for_function(_SHOWN, arg="hierdp" if label == "Home" else label,
+                           timeout=120_000)
+    settle(page)
+
+
 def start_with_sample(page, url: str, index: int = 0) -> None:
     """Open Home at ``url`` and press "Start with this sample" of the ``index``-th bundled
     sample (0: the US counties, 1: Italy); wait until the Results page it opens has run

@@ -23,6 +23,7 @@ from tests.browser_tools import (
     explains_in_plain_words,
     has_exception,
     new_context,
+    open_directly,
     open_page,
     press_start,
     select_option,
@@ -100,6 +101,13 @@ def press(pg, button: str) -> None:
 
 def goto(pg, label: str) -> None:
     open_page(pg, label)
+    no_exception(pg)
+
+
+def start_on(pg, server: str, label: str) -> None:
+    """Open the page ``label`` by its address in a new session (not through Home: its map
+    previews cost seconds of browser time); check it raised nothing."""
+    open_directly(pg, server, label)
     no_exception(pg)
 
 
@@ -272,9 +280,7 @@ def test_italy_maps_at_every_level(server, page, tmp_path):
 
 
 def test_group_sizes_page(server, page):
-    page.goto(server)
-    settle(page)
-    goto(page, "Group sizes")
+    start_on(page, server, "Group sizes")
     assert min(maps_drawn(page, 1)) >= 3000  # per-county EMD map
     page.get_by_role("button", name="Run the sweep").click()
     settle(page)
@@ -296,9 +302,7 @@ def test_group_sizes_page(server, page):
 
 def test_flows_page(server, page):
     page.set_viewport_size({"width": 1440, "height": 4500})  # the whole page in the shot
-    page.goto(server)
-    settle(page)
-    goto(page, "Flows")
+    start_on(page, server, "Flows")
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"
     page.wait_for_selector(lines, state="attached")
     assert page.locator(lines).count() >= 4  # the width classes of the flow map
@@ -327,9 +331,7 @@ def offers_to_save_the_configuration(pg) -> None:
 def test_bad_upload_shows_an_error(server, page, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_bytes("state,county,count\nA,x,1\nB,\xe9,2\n".encode("latin-1"))
-    page.goto(server)
-    settle(page)
-    goto(page, "Data")
+    start_on(page, server, "Data")
     page.locator("input[type='file']").set_input_files(str(bad))
     page.get_by_role("button", name="Use this file").click()
     settle(page)
@@ -342,9 +344,7 @@ def test_bad_upload_shows_an_error(server, page, tmp_path):
 
 def test_ranges_page(server, page, tmp_path):
     page.set_viewport_size({"width": 1440, "height": 4100})  # the whole page in the shot
-    page.goto(server)
-    settle(page)
-    goto(page, "Range queries")
+    start_on(page, server, "Range queries")
     page.wait_for_selector(".js-plotly-plot .barlayer")
     # by default DAWA skips its partition on the provinces at epsilon 1 (their release says
     # it does not pay); "always" runs it, and its buckets are drawn behind the histogram
@@ -382,9 +382,7 @@ def upload_on_data_page(pg, server: str, table: pd.DataFrame, path: Path) -> Non
     """Write ``table`` to ``path``, use it as the session's data on the Data page and accept
     the guessed level and count columns (nothing is preset without that click)."""
     table.to_csv(path, index=False)
-    pg.goto(server)
-    settle(pg)
-    goto(pg, "Data")
+    start_on(pg, server, "Data")
     pg.locator("input[type='file']").set_input_files(str(path))
     press(pg, "Use this file")
     pg.get_by_text("Guessed from the table, not applied").wait_for()

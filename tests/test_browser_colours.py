@@ -21,7 +21,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import new_context, open_page, settle, start_with_sample
+from tests.browser_tools import new_context, open_directly, open_page, settle
 
 pytestmark = pytest.mark.browser
 TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
@@ -137,7 +137,7 @@ def choose_map(pg, shown: str, colorbar: str) -> dict:
 def test_the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
         server, browser, scheme, first):  # noqa: F811
     with themed_page(browser, scheme) as pg:
-        start_with_sample(pg, server)
+        tb.start_on(pg, server, "Results")  # the US counties, the default sample
         background = assert_theme(pg, scheme)
         assert tb.maps_drawn(pg, expect=[3141]) == [3141]
         # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
@@ -207,12 +207,9 @@ def painted(stroke: str, *opacities: str) -> tuple:
 def open_themed(pg, url: str, scheme: str, label: str) -> tuple:
     """Open the page ``label`` in a new session; check it shows the ``scheme`` theme; the
     page's background colour."""
-    pg.goto(url)
-    settle(pg)
-    background = assert_theme(pg, scheme)
-    open_page(pg, label)
+    open_directly(pg, url, label)
     tb.no_exception(pg)
-    return background
+    return assert_theme(pg, scheme)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
     browser,
-    goto,
     maps_drawn,
     no_exception,
     page,
     press,
     server,
     shot,
+    start_on,
 )
 
 from tests.browser_tools import settle, timed_click
@@ -31,9 +31,7 @@ def colour_ranges(pg) -> list[list[float]]:
 
 
 def test_two_configurations_side_by_side(server, page):  # noqa: F811
-    page.goto(server)
-    settle(page)
-    goto(page, "Compare")
+    start_on(page, server, "Compare")
     assert maps_drawn(page, 3, expect=[3141] * 3) == [3141, 3141, 3141]
     a, b, diff = colour_ranges(page)
     assert a == b  # one colour scale for A and B

@@ -16,6 +16,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     press,
     server,
     shot,
+    start_on,
     upload_on_data_page,
 )
 from test_geo_dashboard import colliding_table
@@ -119,9 +120,7 @@ def test_a_table_from_another_country_gets_no_bundled_map(server, page, tmp_path
 
 
 def test_us_drill_down_zooms_to_the_state(server, page):  # noqa: F811
-    page.goto(server)
-    settle(page)
-    goto(page, "Results")
+    start_on(page, server, "Results")
     page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length > 1000")
     select_option(page, "Drill down", "California")
     page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 58")

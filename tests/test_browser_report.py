@@ -30,19 +30,22 @@ from test_browser import (  # noqa: F401  (fixtures)
     press,
     server,
     shot,
+    start_on,
 )
 
+from hierdp_core.data.samples import SAMPLES
 from hierdp_core.report.stakeholder import PUBLIC_BANNER
-from tests.browser_tools import new_context, press_start, settle
+from tests.browser_tools import new_context, settle
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
 
 
 def start_us(pg, server_url: str) -> None:  # noqa: F811
-    pg.goto(server_url)
-    settle(pg)
-    press_start(pg, "us-counties")
+    """A new session on Results: the US counties (the default sample, as "Start with this
+    sample" on Home loads it) released and mapped."""
+    start_on(pg, server_url, "Results")
+    pg.get_by_text(f"Data: {SAMPLES['us-counties'].title}").first.wait_for()
     maps_drawn(pg)
 
 
@@ -179,9 +182,7 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
                                   accept_downloads=True)
     other = context.new_page()
     other.set_default_timeout(90_000)
-    other.goto(server)
-    settle(other)
-    goto(other, "Export")  # no release yet: the configuration section is open
+    start_on(other, server, "Export")  # no release yet: the configuration section is open
     other.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
         str(saved))
     other.get_by_text("Loaded hierdp_config.json").wait_for()

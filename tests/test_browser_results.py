@@ -9,7 +9,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import select_option, settle, start_with_sample
+from tests.browser_tools import select_option, settle
 
 pytestmark = pytest.mark.browser
 MAP_STATE = """() => {
@@ -32,7 +32,7 @@ def epsilon_slider(pg):
 
 
 def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page):  # noqa: F811
-    start_with_sample(page, server)
+    tb.start_on(page, server, "Results")  # the US counties, the default sample
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
     before = page.evaluate(MAP_STATE)
     assert before["title"] == "Released, ε = 1"

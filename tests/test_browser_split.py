@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
     browser,
-    goto,
     no_exception,
     page,
     server,
     shot,
+    start_on,
 )
 
 from tests.browser_tools import settle, timed_click
@@ -22,9 +22,7 @@ pytestmark = pytest.mark.browser
 
 def test_optimise_and_use_the_split(server, page):  # noqa: F811
     page.set_viewport_size({"width": 1440, "height": 2200})
-    page.goto(server)
-    settle(page)
-    goto(page, "Mechanism & budget")  # the US counties, topdown, epsilon 1
+    start_on(page, server, "Mechanism & budget")  # the US counties, topdown, epsilon 1
     page.get_by_text("Optimise the split").click()  # computed only once opened
     settle(page)
     page.get_by_text("Worst relative error").click()

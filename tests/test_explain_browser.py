@@ -6,7 +6,7 @@ Screenshot: test-artifacts/screenshots/mechanism_explain.png."""
 from __future__ import annotations
 
 import pytest
-from test_browser import browser, goto, no_exception, page, server, shot  # noqa: F401
+from test_browser import browser, goto, no_exception, page, server, shot, start_on  # noqa: F401
 from test_browser_split import weight_slider
 
 from tests.browser_tools import select_option
@@ -21,8 +21,7 @@ def preset_shown(pg) -> str:
 
 
 def test_a_preset_stays_chosen_and_the_panel_explains(server, page):  # noqa: F811
-    page.goto(server)
-    goto(page, "Mechanism & budget")  # the US counties, topdown, epsilon 1
+    start_on(page, server, "Mechanism & budget")  # the US counties, topdown, epsilon 1
     assert preset_shown(page) == "Uniform"
     select_option(page, "Preset", "More to finer levels")  # no second click needed
     no_exception(page)

@@ -13,10 +13,10 @@ from test_browser import (  # noqa: F401  (fixtures)
     SHOTS,
     browser,
     explain_panel,
-    goto,
     no_exception,
     page,
     server,
+    start_on,
 )
 
 pytestmark = pytest.mark.browser
@@ -38,8 +38,7 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     first = new_context(browser, viewport={"width": 1440, "height": 2600})
     pg = first.new_page()
     pg.set_default_timeout(90_000)
-    pg.goto(server)
-    goto(pg, "Range queries")
+    start_on(pg, server, "Range queries")
     explain_panel(pg, "ranges", "The guarantee protects one person",
                   "RMSE per query of the workload")
     select_option(pg, "Mechanism", "greedy-h")
@@ -62,8 +61,7 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     second = new_context(browser, viewport={"width": 1440, "height": 2600})
     pg = second.new_page()
     pg.set_default_timeout(90_000)
-    pg.goto(server)
-    goto(pg, "Range queries")
+    start_on(pg, server, "Range queries")
     assert unit_error(pg) != released  # dawa, seed 0 by default
     pg.get_by_text("Configuration: save it, or load a saved one").click()
     pg.locator(".st-key-rg_cfg_upload input[type='file']").set_input_files(str(path))
