@@ -148,18 +148,21 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         replicates = int(np.clip(RERUN_SECONDS / max(took, 1e-6), MIN_REPLICATES,
                                  RERUN_REPLICATES))
     replicates = min(replicates, max(MAX_DRAWS // max(plugin.size, 1), MIN_REPLICATES))
-    d = np.empty((plugin.size, replicates), dtype=np.float32)
-    d[:, 0] = cells(first) - plugin
+    # a replicate per row: each is written at once (a column of (cells, replicates) is
+    # strided), and a block of cells is read back as (cells, replicates), contiguous
+    d = np.empty((replicates, plugin.size), dtype=np.float32)
+    d[0] = cells(first) - plugin
     for j in range(1, replicates):  # one vectorised release per replicate
-        d[:, j] = cells(rerun(source)) - plugin
+        d[j] = cells(rerun(source)) - plugin
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
     for row in range(0, plugin.size, block):
         rows = slice(row, row + block)
-        below[rows], above[rows] = symmetric_half_widths(d[rows], rank(level, replicates),
+        errors = np.ascontiguousarray(d[:, rows].T)
+        below[rows], above[rows] = symmetric_half_widths(errors, rank(level, replicates),
                                                          integer)
         if widen:
-            bias = np.abs(d[rows].mean(axis=1, dtype=np.float64))
+            bias = np.abs(errors.mean(axis=1, dtype=np.float64))
             bias = np.ceil(bias) if integer else bias
             below[rows] += bias
             above[rows] += bias
@@ -196,9 +199,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
     truth = plugin.node_counts().ravel()
 
-    def rerun(source):
-        return mechanism.release(plugin, budget, split=split, source=source,
-                                 **release.parameters)
+    rerun = mechanism.releaser(plugin, budget, split=split, **release.parameters)
 
     def cells(flat: np.ndarray, noisy: np.ndarray | None) -> np.ndarray:
         parts = [flat] + ([] if sums is None else [sums @ flat])
