@@ -1,7 +1,7 @@
 """A guard for speed-ups of the re-run bootstraps (`hierdp_core.intervals.bootstrap`): the
 intervals of seeded releases, with a fixed number of replicates, are bit-identical to the
-ones recorded here, and DAWA's strategies kept per partition (`strategy_cache`) are the
-numbers a batch of its own gives.
+ones recorded here, their progress is reported re-run by re-run, and DAWA's strategies kept
+per partition (`strategy_cache`) are the numbers a batch of its own gives.
 
 The digests were recorded on the code before the bootstrap made its mechanism's releaser
 once and laid its replicates out one per row, and before DAWA kept its greedy strategies
@@ -17,6 +17,7 @@ import pytest
 from release_inputs import budget_for, small_data
 
 from hierdp_core.intervals import intervals_for
+from hierdp_core.intervals.bootstrap import reporting
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import range_data_from_table
@@ -79,6 +80,18 @@ def test_dawa_intervals_the_same_with_strategies_kept():
     _digest("dawa")
     assert dawa.GREEDY.kept  # the re-runs kept their strategies
     assert _digest("dawa") == RECORDED["dawa"]
+
+
+def test_the_bootstrap_reports_every_re_run():
+    """`bootstrap.reporting` sees each re-run in turn (a page's progress bar), and the
+    intervals do not change."""
+    seen = []
+    with reporting(lambda done, total: seen.append((done, total))):
+        assert _digest("inftda") == RECORDED["inftda"]
+    assert seen == [(j, REPLICATES) for j in range(1, REPLICATES + 1)]
+    seen.clear()
+    _digest("inftda")  # outside: no report
+    assert seen == []
 
 
 def test_a_kept_strategy_is_the_one_its_own_batch_gives():

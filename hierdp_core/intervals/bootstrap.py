@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +46,21 @@ MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
+
+
+_PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("bootstrap_progress",
+                                                                     default=None)
+
+
+@contextmanager
+def reporting(progress: Callable[[int, int], None]) -> Iterator[None]:
+    """Within it (in this thread), every `rerun_bootstrap` calls ``progress(done, total)``
+    after each re-run: a page's progress bar, with no argument passed down the layers."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 def check_level(level: float, replicates: int | None) -> float:
@@ -139,8 +156,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
-    truth (`BIAS_WIDENED`). Returns the half-widths (below, above) per cell and the
-    replicates drawn."""
+    truth (`BIAS_WIDENED`). Progress goes to `reporting`'s callback. Returns the
+    half-widths (below, above) per cell and the replicates drawn."""
     source = NoiseSource(seed=SEED)
     start = time.perf_counter()
     first = rerun(source)
@@ -154,8 +171,11 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     # strided), and a block of cells is read back as (cells, replicates), contiguous
     d = np.empty((replicates, plugin.size), dtype=np.float32)
     d[0] = cells(first) - plugin
+    report = _PROGRESS.get() or (lambda done, total: None)
+    report(1, replicates)
     for j in range(1, replicates):  # one vectorised release per replicate
         d[j] = cells(rerun(source)) - plugin
+        report(j + 1, replicates)
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
     for row in range(0, plugin.size, block):

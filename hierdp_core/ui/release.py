@@ -30,6 +30,7 @@ from hierdp_core.ui import ledger as ledger_ui
 from hierdp_core.ui import sweep_jobs
 from hierdp_core.ui.downloads import (
     attach_intervals,
+    bootstrap_progress,
     download_buttons,
     interval_level,
     release_token,
@@ -219,7 +220,8 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
                  icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:
-            with st.spinner("Drawing secure noise…"), sweep_jobs.foreground():
+            with st.spinner("Drawing secure noise…"), sweep_jobs.foreground(), \
+                    bootstrap_progress("Intervals of the secure release"):
                 drawn[prefix] = (token, redraw() if ledger is None
                                  else ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:
