@@ -109,6 +109,25 @@ def test_a_kept_strategy_is_the_one_its_own_batch_gives():
         np.testing.assert_array_equal(mixed.lo, alone.lo)
 
 
+def test_the_same_workload_made_again_finds_its_strategies():
+    calls = []
+
+    def solve(workload, bounds, branching):
+        calls.append(len(bounds))
+        return dawa._greedy(workload, bounds, branching)
+
+    cache = StrategyCache(solve)
+    bounds = np.array([[0, 3, 24], [0, 9, 24]])
+    first = cache.batch(prefix_ranges(24), bounds, 2)
+    again = cache.batch(prefix_ranges(24), bounds[::-1], 2)  # a new object, same queries
+    assert calls == [2]
+    np.testing.assert_array_equal(again.inverse, first.inverse[::-1])
+    cache.batch(prefix_ranges(25), np.array([[0, 3, 25]]), 2)  # other queries: solved
+    cache.batch(dawa.Workload(24, "bands", lo=np.array([0, 12]), hi=np.array([11, 23])),
+                bounds, 2)
+    assert calls == [2, 1, 2]
+
+
 def test_the_cache_stays_within_its_bytes():
     workload = prefix_ranges(24)
     bounds = np.array([[0, c, 24] for c in range(1, 24)])

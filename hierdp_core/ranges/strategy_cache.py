@@ -12,12 +12,14 @@ partition; a test compares a batch with its rows solved one by one).
 
 The cache holds at most `MAX_BYTES` of strategies (each a (k, k) least-squares inverse and
 its weights), the least recently used dropped first, shared by the threads of a server
-(the dashboard's sessions and sweeps) under a lock. Keys hold the workload object itself,
-so one that is no longer used elsewhere stays alive only while it has rows kept.
+(the dashboard's sessions and sweeps) under a lock. Keys hold a digest of the workload's
+queries (`workload_key`), so the same workload made again (each run of a dashboard page
+makes its own) finds the strategies solved for it before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -28,6 +30,21 @@ from hierdp_core.ranges.interval_strategy import StrategyBatch
 from hierdp_core.ranges.workloads import Workload
 
 MAX_BYTES = 64 << 20  # e.g. 1,600 strategies over the 101 single ages
+
+
+def workload_key(workload: Workload) -> bytes:
+    """A digest of the queries of ``workload`` (its cells and ranges, or its matrix)."""
+    digest = hashlib.blake2b(str(workload.n).encode(), digest_size=16)
+    if workload.is_ranges:
+        parts = (workload.lo, workload.hi)
+    else:
+        matrix = workload.matrix.tocsr()
+        parts = (matrix.indptr, matrix.indices, matrix.data)
+    for part in parts:
+        part = np.ascontiguousarray(part)
+        digest.update(f"{part.dtype.str}{part.shape}".encode())
+        digest.update(part.tobytes())
+    return digest.digest()
 
 
 class StrategyCache:
@@ -45,7 +62,8 @@ class StrategyCache:
     def batch(self, workload: Workload, bounds: np.ndarray, branching: int) -> StrategyBatch:
         """The strategies of the partitions ``bounds`` (U, k + 1), in their order."""
         bounds = np.ascontiguousarray(bounds, dtype=np.int64)
-        keys = [(workload, int(branching), row.tobytes()) for row in bounds]
+        asked = (workload_key(workload), int(branching))
+        keys = [(*asked, row.tobytes()) for row in bounds]
         with self.lock:
             rows = [self.kept.get(key) for key in keys]
             for key, row in zip(keys, rows, strict=True):
