@@ -47,7 +47,10 @@ each release must equal the library's release of the configuration that session 
 the dashboard's resident memory before and at its peak.
 
     python benchmarks/bench_dashboard.py [--repeats 3] [--skip-sweeps] [--skip-publishable]
-                                         [--sessions 10]
+                                         [--publishable-only] [--sessions 10]
+
+``--publishable-only`` times the publishable draws alone (``publishable`` and
+``publishable_download_s``, with no other scenario and no verdicts).
 """
 
 from __future__ import annotations
@@ -315,6 +318,12 @@ def bench_publishable(browser, repeats: int, outside: list[str]) -> dict:
             for label, t in times.items()}
 
 
+def worst_draw(publishable: dict) -> float | None:
+    """The worst publishable draw of every page (None when one failed or none ran)."""
+    draws = [d["worst_s"] for d in publishable.values()]
+    return max(draws) if draws and None not in draws else None
+
+
 def verdicts(out: dict) -> dict:
     return {name: {"value": out[name], "target": target,
                    "pass": out[name] is not None and (out[name] < target if target
@@ -349,6 +358,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-sweeps", action="store_true")
     parser.add_argument("--skip-publishable", action="store_true")
+    parser.add_argument("--publishable-only", action="store_true",
+                        help="time the publishable draws alone")
     parser.add_argument("--sessions", type=int, default=0,
                         help="run a workshop of this many sessions at once instead")
     args = parser.parse_args()
@@ -358,6 +369,16 @@ def main() -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     out = {"chromium": chromium, "repeats": args.repeats, "samples": list(SAMPLES)[:2]}
     outside: list[str] = []
+    if args.publishable_only:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                        args=CHROMIUM_ARGS)
+            out["publishable"] = bench_publishable(browser, args.repeats, outside)
+            browser.close()
+        out["publishable_download_s"] = worst_draw(out["publishable"])
+        out["external_requests"] = len(outside)
+        print(json.dumps(out, indent=2))
+        return
     with running_dashboard(warm_samples=True) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True,
                                     args=CHROMIUM_ARGS)
@@ -375,8 +396,7 @@ def main() -> None:
     out["home_ready_s"] = max(us["home_shown_s"])
     out["italy_start_s"] = italy["start"]["worst_s"]
     out["italy_all_s"] = italy["drill_down_all"]["worst_s"]
-    draws = [d["worst_s"] for d in out.get("publishable", {}).values()]
-    out["publishable_download_s"] = max(draws) if draws and None not in draws else None
+    out["publishable_download_s"] = worst_draw(out.get("publishable", {}))
     sweeps = [s["sweep_s"] for s in out.get("sweeps", {}).values()]
     out["sweep_s"] = max(sweeps) if sweeps and None not in sweeps else None
     out["external_requests"] = len(outside)

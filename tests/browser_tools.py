@@ -41,7 +41,8 @@ def running_dashboard(start_timeout: float = 60.0, home: Path | None = None,
     port = free_port()
     own_home = home is None
     home = tempfile.mkdtemp(prefix="hierdp_home_") if own_home else home
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+    env = {"OPENBLAS_NUM_THREADS": "1",  # as scripts/run-dashboard.sh starts it
+           **os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
            "HIERDP_HOME": str(home), "HIERDP_WARM_SAMPLES": "1" if warm_samples else "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "hierdp_core.ui.serve", "--server.headless", "true",

@@ -94,7 +94,7 @@ def test_expected_seconds_follow_the_bootstraps_choice_of_replicates():
     rerun = release_of("gs-kuo-hierarchical", data)
     assert expected_seconds(rerun, 1.0) == 21.0  # the least replicates (20), and the first run
     assert expected_seconds(rerun, 0.001) == pytest.approx(0.201)  # the most (200)
-    assert expected_seconds(rerun, 0.05) == pytest.approx(5.05)  # as many as fit in 5 s
+    assert expected_seconds(rerun, 0.05) == pytest.approx(2.05)  # as many as fit in 2 s: 40
 
 
 def test_bounded_flows_keep_n_exact():

@@ -261,6 +261,23 @@ def test_geometric_draws_are_the_two_draws_in_turn():
     assert got.dtype == np.int64 and np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("scale", [0.5, 2.4663034623764317, 2.466303462376432, 3.0, 40.0,
+                                   1e6, 1e12])
+def test_geometric_draws_are_numpys_bit_for_bit(scale):
+    """Geometric noise inverts the exponential draws itself (below p = 1/3, numpy's
+    inversion; at or above, numpy's search): the numbers `Generator.geometric` gives, and
+    the generator left in the same state. Scales 2.46630346237643(17|2) straddle p = 1/3
+    (the first searched, the second inverted)."""
+    noise, size = Geometric(scale), (3, 20_000)
+    rng = np.random.default_rng(5)
+    p = -math.expm1(-1.0 / scale)
+    expected = rng.geometric(p, size) - rng.geometric(p, size)
+    source = NoiseSource(seed=5)
+    got = noise.sample(size, source)
+    assert got.dtype == np.int64 and np.array_equal(got, expected)
+    assert source.rng.integers(1 << 62) == rng.integers(1 << 62)
+
+
 def test_a_source_draws_from_the_generator_it_is_given():
     a = Laplace(1.0).sample(5, NoiseSource(generator=np.random.default_rng(21)))
     assert np.array_equal(a, Laplace(1.0).sample(5, NoiseSource(seed=21)))

@@ -1,9 +1,11 @@
 """hierdp_core.ui.sweep_jobs: sweeps kept per key, started once, restarted after a failure,
-the oldest finished dropped beyond KEEP, progress followed while they run."""
+the oldest finished dropped beyond KEEP, progress followed while they run; a prefetch paused
+while foreground work runs, until someone asks for it."""
 
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -71,3 +73,41 @@ def test_only_the_last_keep_finished_sweeps_are_kept(jobs, monkeypatch):
     for key in range(4):
         sweep_jobs.wait(jobs.job(key, lambda progress, key=key: key), lambda d, t: None)
     assert list(jobs.jobs) == [2, 3]
+
+
+
+def _steps(steps: list):
+    """A sweep of 3 releases that records each one."""
+    def compute(progress):
+        for done in range(1, 4):
+            steps.append(done)
+            progress(done, 3)
+        return "done"
+    return compute
+
+
+def test_a_background_sweep_pauses_while_foreground_work_runs(jobs):
+    steps = []
+    with sweep_jobs.foreground():
+        job = jobs.job("prefetch", _steps(steps), background=True)
+        time.sleep(0.5)
+        assert steps == [1] and not job.future.done()  # paused after its first release
+    assert sweep_jobs.wait(job, lambda d, t: None) == "done" and steps == [1, 2, 3]
+
+
+def test_a_sweep_asked_for_no_longer_pauses(jobs):
+    steps = []
+    with sweep_jobs.foreground():
+        job = jobs.job("prefetch", _steps(steps), background=True)
+        time.sleep(0.3)
+        assert steps == [1]
+        assert jobs.job("prefetch", _steps([])) is job  # "Run the sweep" pressed
+        assert job.future.result(timeout=5) == "done" and steps == [1, 2, 3]  # woken
+        assert not job.background
+
+
+def test_a_sweep_pressed_does_not_pause(jobs):
+    steps = []
+    with sweep_jobs.foreground():
+        job = jobs.job("pressed", _steps(steps))
+        assert job.future.result(timeout=5) == "done" and steps == [1, 2, 3]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -35,13 +37,30 @@ MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default
 #: every release holds its level
 QUANTILE_CONFIDENCE = 0.9
 #: re-run bootstraps (group sizes, flows, ranges): at most this many replicates, as many as
-#: fit in `RERUN_SECONDS` of the first re-run's time, never below `MIN_REPLICATES`
+#: fit in `RERUN_SECONDS` of the first re-run's time, never below `MIN_REPLICATES`; 2 s
+#: leaves room in the 5 s the dashboard's publishable draw may take (its secure release,
+#: the files and the page drawn again): a flow release re-run in 0.05 s gets 40 replicates
 RERUN_REPLICATES = 200
-RERUN_SECONDS = 5.0
+RERUN_SECONDS = 2.0
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
+
+
+_PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("bootstrap_progress",
+                                                                     default=None)
+
+
+@contextmanager
+def reporting(progress: Callable[[int, int], None]) -> Iterator[None]:
+    """Within it (in this thread), every `rerun_bootstrap` calls ``progress(done, total)``
+    after each re-run: a page's progress bar, with no argument passed down the layers."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 def check_level(level: float, replicates: int | None) -> float:
@@ -137,8 +156,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
-    truth (`BIAS_WIDENED`). Returns the half-widths (below, above) per cell and the
-    replicates drawn."""
+    truth (`BIAS_WIDENED`). Progress goes to `reporting`'s callback. Returns the
+    half-widths (below, above) per cell and the replicates drawn."""
     source = NoiseSource(seed=SEED)
     start = time.perf_counter()
     first = rerun(source)
@@ -148,18 +167,24 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         replicates = int(np.clip(RERUN_SECONDS / max(took, 1e-6), MIN_REPLICATES,
                                  RERUN_REPLICATES))
     replicates = min(replicates, max(MAX_DRAWS // max(plugin.size, 1), MIN_REPLICATES))
-    d = np.empty((plugin.size, replicates), dtype=np.float32)
-    d[:, 0] = cells(first) - plugin
+    # a replicate per row: each is written at once (a column of (cells, replicates) is
+    # strided), and a block of cells is read back as (cells, replicates), contiguous
+    d = np.empty((replicates, plugin.size), dtype=np.float32)
+    d[0] = cells(first) - plugin
+    report = _PROGRESS.get() or (lambda done, total: None)
+    report(1, replicates)
     for j in range(1, replicates):  # one vectorised release per replicate
-        d[:, j] = cells(rerun(source)) - plugin
+        d[j] = cells(rerun(source)) - plugin
+        report(j + 1, replicates)
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
     for row in range(0, plugin.size, block):
         rows = slice(row, row + block)
-        below[rows], above[rows] = symmetric_half_widths(d[rows], rank(level, replicates),
+        errors = np.ascontiguousarray(d[:, rows].T)
+        below[rows], above[rows] = symmetric_half_widths(errors, rank(level, replicates),
                                                          integer)
         if widen:
-            bias = np.abs(d[rows].mean(axis=1, dtype=np.float64))
+            bias = np.abs(errors.mean(axis=1, dtype=np.float64))
             bias = np.ceil(bias) if integer else bias
             below[rows] += bias
             above[rows] += bias
@@ -196,9 +221,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
     truth = plugin.node_counts().ravel()
 
-    def rerun(source):
-        return mechanism.release(plugin, budget, split=split, source=source,
-                                 **release.parameters)
+    rerun = mechanism.releaser(plugin, budget, split=split, **release.parameters)
 
     def cells(flat: np.ndarray, noisy: np.ndarray | None) -> np.ndarray:
         parts = [flat] + ([] if sums is None else [sums @ flat])

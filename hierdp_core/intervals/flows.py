@@ -178,8 +178,7 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
         params["authors_budget"] = False
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
 
-    def rerun(source):
-        return mechanism.release(plugin, budget, split=split, source=source, **params)
+    rerun = mechanism.releaser(plugin, budget, split=split, **params)
 
     def cells(redraw: FlowRelease) -> np.ndarray:
         return np.concatenate([_values_at(lv, w, keys) for lv, w, keys

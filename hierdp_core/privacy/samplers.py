@@ -51,6 +51,14 @@ _CONTINUOUS_SIGMA = 4096.0
 MAX_NOISE_SCALE = 1e12
 
 
+#: numpy's `Generator.geometric` draws p at or above this by a search, below it by inversion:
+#: ceil(-E / log1p(-p)) of one standard exponential E each (ziggurat), as an int64 (the
+#: largest where the double reaches `_INT64_BEYOND`, the first double above it)
+_GEOMETRIC_SEARCH = 0.333333333333333333333333
+_INT64_BEYOND = 9.223372036854776e18
+_EXACT_IN_DOUBLE = 2.0**53  # below it, whole doubles and their differences are exact
+
+
 def _shape(size) -> tuple[int, ...]:
     """The shape numpy gives ``size`` (an int or a tuple of ints)."""
     return np.empty(size, dtype=np.int8).shape
@@ -254,7 +262,17 @@ class Geometric(_PureDPNoise):
 
     def _sample_numpy(self, size, rng):
         p = self._one_minus_alpha
-        first, second = rng.geometric(p, (2, *_shape(size)))  # two draws of size, in turn
+        shape = (2, *_shape(size))  # two draws of size, in turn
+        if p < _GEOMETRIC_SEARCH:  # numpy's inversion on whole arrays: the same numbers
+            z = rng.standard_exponential(shape)
+            z /= -np.log1p(-p)  # E / -log1p(-p) is -E / log1p(-p) to the last bit
+            np.ceil(z, out=z)
+            if z.size == 0 or z.max() < _EXACT_IN_DOUBLE:  # whole numbers: exact differences
+                return np.subtract(z[0], z[1]).astype(np.int64)
+            first, second = np.where(z >= _INT64_BEYOND, np.iinfo(np.int64).max,
+                                     z.astype(np.int64))
+        else:
+            first, second = rng.geometric(p, shape)
         return np.subtract(first, second, dtype=np.int64)
 
 

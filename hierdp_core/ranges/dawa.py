@@ -43,6 +43,7 @@ from hierdp_core.ranges.partition import private_partition
 from hierdp_core.ranges.partition import selection_stage as least_cost_stage
 from hierdp_core.ranges.privtree import privtree_partition
 from hierdp_core.ranges.privtree import selection_stage as privtree_stage
+from hierdp_core.ranges.strategy_cache import StrategyCache
 from hierdp_core.ranges.strategy_inference import least_squares_batch
 from hierdp_core.ranges.strategy_measurement import measure_batch
 from hierdp_core.ranges.workloads import Workload
@@ -98,34 +99,32 @@ def stage2_strategies(workload: Workload, bounds: np.ndarray, kind: str,
                       branching: int) -> StrategyBatch | None:
     """Stage-2 strategies for the distinct partitions ``bounds`` (U, k + 1), all into k
     buckets: a batch of U (greedy) or one shared strategy (uniform, geometric); None means
-    Laplace per bucket. A single partition into few buckets is cached (per workload object),
-    since every audit trial and many small units ask for the same ones."""
+    Laplace per bucket. Greedy strategies over at most `CACHED_BUCKETS` buckets are kept per
+    partition (`GREEDY`: every audit trial, bootstrap re-run and many small units ask for
+    the same ones), the shared ones per number of buckets."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
         return None
-    if kind != "greedy" or (bounds.shape[0] == 1 and k <= CACHED_BUCKETS):
-        key = bounds[0].tobytes() if kind == "greedy" else np.int64(k).tobytes()
-        return _cached_strategies(workload, key, kind, branching)
-    return _strategies(workload, bounds, kind, branching)
-
-
-@lru_cache(maxsize=4096)
-def _cached_strategies(workload: Workload, key: bytes, kind: str, branching: int):
-    values = np.frombuffer(key, dtype=np.int64)
     if kind != "greedy":
-        return _strategies(workload, np.arange(int(values[0]) + 1)[None], kind, branching)
-    return _strategies(workload, values[None], kind, branching)
+        return _shared_strategies(k, kind, branching)
+    if k <= CACHED_BUCKETS:
+        return GREEDY.batch(workload, bounds, branching)
+    return _greedy(workload, bounds, branching)
 
 
-def _strategies(workload: Workload, bounds: np.ndarray, kind: str, branching: int):
-    k = bounds.shape[1] - 1
-    if kind == "uniform":
-        return uniform_batch(k, branching)
-    if kind == "geometric":
-        return geometric_batch(k, branching)
+@lru_cache(maxsize=256)
+def _shared_strategies(k: int, kind: str, branching: int):
+    return uniform_batch(k, branching) if kind == "uniform" else geometric_batch(k, branching)
+
+
+def _greedy(workload: Workload, bounds: np.ndarray, branching: int) -> StrategyBatch:
+    """DAWA's greedy strategies of the partitions ``bounds`` (U, k + 1), as one batch."""
     w_hat = workload.bucket_matrices(bounds)
     grams = np.matmul(w_hat.transpose(0, 2, 1), w_hat)
     return greedy_strategies(grams, branching, groups=column_groups(w_hat))
+
+
+GREEDY = StrategyCache(_greedy)
 
 
 def partition_mode(partition: str) -> str:

@@ -19,6 +19,8 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -31,6 +33,7 @@ from hierdp_core.intervals import (
     expected_seconds,
     with_intervals,
 )
+from hierdp_core.intervals.bootstrap import reporting
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.verdict import short_reason_tag
 
@@ -64,6 +67,22 @@ def interval_level(prefix: str) -> float:
                          "how, per level.")
 
 
+@contextmanager
+def bootstrap_progress(what: str) -> Iterator[None]:
+    """A progress bar of the re-runs of any bootstrap made within (``what`` names it),
+    removed once done."""
+    bar = st.empty()
+
+    def show(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"{what}: re-run {done} of {total}")
+
+    try:
+        with reporting(show):
+            yield
+    finally:
+        bar.empty()
+
+
 def attach_intervals(release, level: float, workload: Workload | None = None):
     """``release`` carrying its intervals at ``level`` (``workload``: a range release's
     public one), computed (and timed) unless it already has them or they are kept in
@@ -94,13 +113,14 @@ def prepared(release, prefix: str, level: float, workload: Workload | None = Non
     about = f"about {expected:.0f} s" if expected >= 3 else "a few seconds"
     if wait and not (_has(release, level) or key in kept or closed_form(release)):
         with st.spinner(f"Making the files with {level:.0%} intervals (a bootstrap: "
-                        f"{about})…"):
+                        f"{about})…"), bootstrap_progress(f"{level:.0%} intervals"):
             release = attach_intervals(release, level, workload)
     if not (_has(release, level) or key in kept or closed_form(release)):
         if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
                      f"{about})",
                      key=f"{prefix}_prepare", icon=":material/calculate:"):
-            with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"):
+            with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"), \
+                    bootstrap_progress(f"{level:.0%} intervals"):
                 attach_intervals(release, level, workload)
             st.rerun()
         st.caption("Each file carries `lower` and `upper` for every released value; here "

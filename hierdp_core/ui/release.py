@@ -27,8 +27,10 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.table_rules import RULE_NAMES, table_rules
 from hierdp_core.ui import ledger as ledger_ui
+from hierdp_core.ui import sweep_jobs
 from hierdp_core.ui.downloads import (
     attach_intervals,
+    bootstrap_progress,
     download_buttons,
     interval_level,
     release_token,
@@ -124,7 +126,7 @@ def cached_release(state_key: str, key: tuple, release_with: Callable[[NoiseSour
         if wait_for_click and not run:
             st.info(wait_for_click)
             st.stop()
-        with st.spinner(f"Releasing {what}…"):
+        with st.spinner(f"Releasing {what}…"), sweep_jobs.foreground():
             started = time.perf_counter()
             try:
                 release = release_with(NoiseSource(seed=int(seed)))
@@ -218,7 +220,8 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
                  icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:
-            with st.spinner("Drawing secure noise…"):
+            with st.spinner("Drawing secure noise…"), sweep_jobs.foreground(), \
+                    bootstrap_progress("Intervals of the secure release"):
                 drawn[prefix] = (token, redraw() if ledger is None
                                  else ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:

@@ -5,6 +5,12 @@ A page starts the sweep of its default settings on a bundled sample when it open
 with a key is kept once finished (the last `KEEP` of the bundled samples for the whole
 server, those of uploaded data in the session that uploaded them), so running it again is
 instant. `wait` follows a job's progress; `SweepJob.timing` says what the wait really was.
+
+A prefetch nobody has asked for yet runs in the background: while the server does work a
+user waits for (`foreground`: a release, a publishable draw), it pauses between its
+releases, so that on a machine of two cores it does not halve the speed of that work (the
+Group sizes page starts its sweep, 6-9 s of CPU, as it opens, just before its "Draw the
+publishable release" is pressed). Once "Run the sweep" asks for it, it no longer pauses.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
@@ -25,7 +32,43 @@ Compute = Callable[[Progress], object]
 KEEP = 16  # finished sweeps kept per registry
 WORKERS = 2  # sweeps computed at once (a prefetch and one pressed for other settings)
 POLL_S = 0.1  # how often the progress bar is redrawn
+PAUSE_S = 60.0  # the longest a background sweep waits for foreground work at once
 _SESSION_JOBS = "hd_sweep_jobs"
+
+
+class _Foreground:
+    """How many computations a user waits for run on this server now."""
+
+    def __init__(self):
+        self.idle = threading.Condition()
+        self.running = 0
+
+    @contextmanager
+    def running_now(self) -> Iterator[None]:
+        with self.idle:
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.idle:
+                self.running -= 1
+                self.idle.notify_all()
+
+    def pause(self, job: SweepJob) -> None:
+        """Wait while foreground work runs and ``job`` is in the background (at most
+        `PAUSE_S`)."""
+        with self.idle:
+            self.idle.wait_for(lambda: self.running == 0 or not job.background, PAUSE_S)
+
+    def ask_for(self, job: SweepJob) -> None:
+        """Someone waits for ``job`` now: it no longer pauses."""
+        with self.idle:
+            job.background = False
+            self.idle.notify_all()
+
+
+_FOREGROUND = _Foreground()
+foreground = _FOREGROUND.running_now  # `with foreground():` around work a user waits for
 
 
 @dataclass
@@ -39,9 +82,12 @@ class SweepJob:
     started: float | None = None
     finished: float | None = None
     cpu: float = 0.0  # seconds of CPU of the worker thread
+    background: bool = False  # a prefetch nobody waits for: pauses for foreground work
 
     def progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
+        if self.background:
+            _FOREGROUND.pause(self)
 
     def run(self, compute: Compute):
         self.started, cpu = time.perf_counter(), time.thread_time()
@@ -70,12 +116,15 @@ class _Jobs:
         self.lock = threading.Lock()
         self.jobs: OrderedDict[Hashable, SweepJob] = OrderedDict()
 
-    def job(self, key: Hashable, compute: Compute) -> SweepJob:
-        """The job of ``key``, started with ``compute`` unless one runs or succeeded."""
+    def job(self, key: Hashable, compute: Compute, background: bool = False) -> SweepJob:
+        """The job of ``key``, started with ``compute`` unless one runs or succeeded; in
+        the ``background`` only until a caller asks for it without."""
         with self.lock:
             job = self.jobs.get(key)
             if job is None or (job.future.done() and job.future.exception() is not None):
-                job = self.jobs[key] = _start(self.worker, compute)
+                job = self.jobs[key] = _start(self.worker, compute, background)
+            if job.background and not background:
+                _FOREGROUND.ask_for(job)
             self.jobs.move_to_end(key)
             finished = [k for k, j in self.jobs.items() if j.future.done()]
             for old in finished[:max(0, len(self.jobs) - KEEP)]:
@@ -83,8 +132,8 @@ class _Jobs:
             return job
 
 
-def _start(worker: ThreadPoolExecutor, compute: Compute) -> SweepJob:
-    job = SweepJob()
+def _start(worker: ThreadPoolExecutor, compute: Compute, background: bool = False) -> SweepJob:
+    job = SweepJob(background=background)
     job.future = worker.submit(job.run, compute)
     return job
 
@@ -95,22 +144,23 @@ def _server_jobs() -> _Jobs:
     return _Jobs(ThreadPoolExecutor(WORKERS, thread_name_prefix="hierdp-sweep"))
 
 
-def job_for(key: Hashable | None, compute: Compute, *, shared: bool) -> SweepJob:
+def job_for(key: Hashable | None, compute: Compute, *, shared: bool,
+            background: bool = False) -> SweepJob:
     """The sweep job of ``key`` (None: a new job, not kept), started if needed. ``shared``:
     the key names the data for the whole server (a bundled sample), not just this session's
-    upload."""
+    upload; ``background``: nobody waits for it yet (see the module)."""
     server = _server_jobs()
     if key is None:
-        return _start(server.worker, compute)
+        return _start(server.worker, compute, background)
     if shared:
-        return server.job(key, compute)
+        return server.job(key, compute, background)
     mine = st.session_state.setdefault(_SESSION_JOBS, _Jobs(server.worker))
-    return mine.job(key, compute)
+    return mine.job(key, compute, background)
 
 
 def prefetch(key: Hashable, compute: Compute) -> None:
     """Start the sweep of a bundled sample's default settings in the background (once)."""
-    job_for(key, compute, shared=True)
+    job_for(key, compute, shared=True, background=True)
 
 
 def wait(job: SweepJob, progress: Progress):
