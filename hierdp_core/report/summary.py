@@ -131,11 +131,14 @@ def _what(release, data, unit: str) -> str:
 
 def plural(n: int, noun: str) -> str:
     """"1 county", "3,141 counties", "51 states"."""
-    if n == 1:
-        return f"1 {noun}"
+    return f"1 {noun}" if n == 1 else f"{n:,} {plural_noun(noun)}"
+
+
+def plural_noun(noun: str) -> str:
+    """English plural of a level name: county -> counties, state -> states."""
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return f"{n:,} {noun[:-1]}ies"
-    return f"{n:,} {noun}" + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 def _where(release, source: str | None) -> str:

@@ -87,8 +87,8 @@ def top_level_preview(sample: str, look: tuple[str, bool]) -> str | None:
     palette and theme ``look`` (`palette.current`); None without boundaries."""
     from hierdp_core.data.samples import SAMPLES
     from hierdp_core.geo.svg_map import choropleth_svg
+    from hierdp_core.report.summary import plural, plural_noun
     from hierdp_core.ui.samples import units_below_top_level
-    from hierdp_core.ui.widgets import plural
 
     top, finest = SAMPLES[sample].levels[0], SAMPLES[sample].levels[-1]
     fc = level_geojson(sample, top)
@@ -97,8 +97,8 @@ def top_level_preview(sample: str, look: tuple[str, bool]) -> str | None:
     palette.use(*look)
     units = units_below_top_level(sample)
     return choropleth_svg(overview_geojson(fc), units.index, units["units"],
-                          names=units["name"], title=f"{len(units)} {plural(top)}",
-                          colorbar_title=plural(finest), projection=map_projection(sample))
+                          names=units["name"], title=plural(len(units), top),
+                          colorbar_title=plural_noun(finest), projection=map_projection(sample))
 
 
 def warm_bundled_samples() -> None:

@@ -13,6 +13,7 @@ from PIL import Image
 from hierdp_core import palette
 from hierdp_core.errors import HierdpError
 from hierdp_core.queries.counts import CountData
+from hierdp_core.report.summary import plural_noun
 from hierdp_core.ui import map_layers, sweep_jobs
 from hierdp_core.ui.session import (
     DATASET,
@@ -307,11 +308,7 @@ def require_count_data() -> CountData:
         st.stop()
 
 
-def plural(noun: str) -> str:
-    """English plural of a level name: county -> counties, state -> states."""
-    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+plural = plural_noun  # county -> counties (`report.summary.plural_noun`)
 
 
 def node_display_names(data: CountData, level: int) -> np.ndarray:
