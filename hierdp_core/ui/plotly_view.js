@@ -137,7 +137,7 @@ function then(view, step) {
 }
 
 // A preload (no figure): plotly.js and the boundaries of the map the user is likely to open
-// next, fetched once the page has been painted; the element stays empty (marked, so a test
+// next, fetched as soon as the page has been painted; the element stays empty (marked, so a test
 // waiting for every figure to be drawn can pass it by).
 function preload(data, parentElement) {
   const view = views.get(parentElement);
@@ -151,11 +151,12 @@ function preload(data, parentElement) {
     mark.className = "hierdp-preload";
     parentElement.appendChild(mark);
   }
-  const later = window.requestIdleCallback ?? (step => setTimeout(step, 200));
-  later(() => {
+  // right after the next paint: the page shows first, and a click on it a moment later
+  // finds plotly.js loaded (an idle callback could wait past that click)
+  requestAnimationFrame(() => setTimeout(() => {
     loadPlotly(data.plotly).catch(() => {});  // a figure that needs it reports the error
     for (const url of data.prefetch ?? []) fetchBoundaries(url).catch(() => {});
-  }, {timeout: 1500});
+  }, 0));
 }
 
 export default function ({data, parentElement}) {
