@@ -84,11 +84,11 @@ def test_the_dark_theme_draws_dark_borders_and_light_text():
     palette.use("colour-blind", dark=True)
     try:
         svg = svg_map.choropleth_svg(fc, ["a"], [1], title="T", colorbar_title="u")
+        dark_line = palette.figure_look()["line"]
     finally:
         palette.use(palette.DEFAULT)
     root = ET.fromstring(svg)
-    assert root.find(f"{SVG}g[@stroke]").get("stroke") == palette.figure_look()["line"] \
-        .replace("255,255,255,0.6", "14,17,23,0.7")
+    assert root.find(f"{SVG}g[@stroke]").get("stroke") == dark_line == "rgba(14,17,23,0.7)"
     assert root.find(f"{SVG}text").get("fill") == "#fafafa"
 
 

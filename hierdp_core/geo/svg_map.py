@@ -18,6 +18,7 @@ Example
 
 from __future__ import annotations
 
+import json
 import zlib
 from html import escape
 
@@ -46,18 +47,13 @@ def _rings(fc: dict, ids: list[str]):
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise InputError(f"no boundary for {len(missing)} area(s), e.g. {missing[0]!r}")
-    geoms = shapely.from_geojson([_geojson_text(by_id[i]) for i in ids])
+    geoms = shapely.from_geojson([json.dumps(by_id[i], separators=(",", ":"))
+                                  for i in ids])
     polygons, polygon_feature = shapely.get_parts(geoms, return_index=True)
     rings, ring_polygon = shapely.get_rings(polygons, return_index=True)
     coords, coord_ring = shapely.get_coordinates(rings, return_index=True)
     inside = shapely.get_coordinates(shapely.point_on_surface(geoms))
     return coords, coord_ring, polygon_feature[ring_polygon], inside
-
-
-def _geojson_text(geometry: dict) -> str:
-    import json
-
-    return json.dumps(geometry, separators=(",", ":"))
 
 
 def _fitted(coords, coord_ring, ring_feature, inside, projection, width, height):
