@@ -60,8 +60,9 @@ def integer_valued(series: pd.Series) -> bool:
     if series.dtype.kind not in "iuf":
         return False
     values = series.to_numpy(dtype=float, na_value=np.nan)
-    values = values[np.isfinite(values)]
-    return values.size > 0 and bool(np.all(values >= 0) and np.all(values == np.floor(values)))
+    values = values[~np.isnan(values)]  # missing; an infinity is a value, and not whole
+    return values.size > 0 and bool(np.all(np.isfinite(values)) and np.all(values >= 0)
+                                    and np.all(values == np.floor(values)))
 
 
 def _ranked(table: pd.DataFrame, exclude: Iterable[str], hints: tuple[str, ...]) -> list[str]:

@@ -63,3 +63,9 @@ def test_origin_and_destination_columns_by_name():
     table = pd.DataFrame(columns=["home_tract", "work_tract", "workers", "date"])
     assert roles.od_candidates(table) == (["home_tract"], ["work_tract"])
     assert roles.od_candidates(pd.DataFrame(columns=["state", "county"])) == ([], [])
+
+
+def test_a_column_with_an_infinity_is_not_a_count():
+    table = pd.DataFrame({"size": [-np.inf, 0.0], "people": [3, 4]})
+    assert "size" not in roles.count_candidates(table) + roles.size_candidates(table)
+    assert not roles.integer_valued(pd.Series([np.inf, 1.0]))
