@@ -9,7 +9,9 @@ Cells per query kind (every node of every level):
 * counts: nodes x the categories' combinations (the cartesian product of the declared
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
-* ranges: nodes (units) x the values of ``--domain``;
+* ranges: nodes (units) x the values of ``--domain``; the mechanisms in `SPARSE_RANGES`
+  keep a domain too large to hold sparse (`sparse_ranges_plan`: units x the intervals
+  released, `hierdp_core.mechanisms.range_sparse`);
 * flows: per level of the geography, origin areas x destination areas (areas squared);
   the mechanisms that `keeps_flows_sparse` keep that space sparse (`sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
@@ -58,6 +60,13 @@ SPARSE_FLOW_BYTES_PER_CELL = 250
 #: peak bytes per cell of the Dask client that gathers a release: 7.3 GB for the 66.6M
 #: cells of the 300M-person release with its bootstrap intervals (docs/scale-out.md), with a margin
 DASK_CLIENT_BYTES_PER_CELL = 150
+
+#: the range mechanisms whose `Capabilities` say ``sparse_ranges`` (a test keeps them equal):
+#: named here for the refusal of a domain too large before the registry (numpy, 2 s) loads
+SPARSE_RANGES = ("partition-laplace",)
+SPARSE_RANGES_HELD = ("each unit's non-zero cells; PrivTree's buckets and their noisy counts "
+                      "(the dense mechanism's draws); released per interval of the buckets' "
+                      "common refinement, never per value of the domain")
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -168,8 +177,13 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
-    #: the cells of the dense space a sparse plan does not hold (0: a dense plan)
+    #: the cells of the dense space a sparse plan does not hold (0: a dense plan), that
+    #: space in words (opening a parenthesis the note closes) and how it is held instead
     dense_cells: int = 0
+    space: str = ""
+    held: str = ""
+    #: what would fit instead of the dense space, when the refusal has an alternative
+    alternative: str = ""
     #: the cells are a lower bound (the units not yet counted: at least one per level), so
     #: the largest value that fits is an upper bound
     at_least: bool = False
@@ -213,17 +227,40 @@ class MemoryPlan:
             f"the release would need {about} {format_bytes(self.bytes)} of memory "
             f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
             f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
-            "--max-memory)")
+            f"--max-memory{self.alternative})")
 
 
 def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                 at_least: bool = False) -> MemoryPlan:
     """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
     lo, hi = domain
+    sparse = ", or --mechanism " + " or ".join(SPARSE_RANGES) + ", which keeps the domain " \
+        "sparse" if mechanism not in SPARSE_RANGES else ""
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
                       f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
                       lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
-                      at_least=at_least)
+                      at_least=at_least, alternative=sparse)
+
+
+def sparse_ranges_plan(mechanism: str | None, nodes: int, levels: int, nonzero: int,
+                       n: int) -> MemoryPlan:
+    """Ranges over a domain of ``n`` values kept sparse (`SPARSE_RANGES`): ``nodes`` units
+    x the released intervals, at most the buckets of all units. PrivTree visits the buckets
+    on the paths to the ``nonzero`` leaf cells (at most one per level of the bisection, for
+    each of the ``levels`` measured levels) and, below a split, empty buckets that split
+    again with probability 1/4 (two visits each on average): about 3 buckets a path step.
+    The table's non-zero cells multiply."""
+    depth = max(n - 1, 1).bit_length() + 1
+
+    def cells_at(v: int) -> int:
+        return nodes * min(n, 3 * v * levels * depth + nodes)
+
+    return MemoryPlan("ranges", mechanism, "the table's distinct (unit, value) cells",
+                      nonzero, cells_at, f"{nodes:,} units x about {cells_at(nonzero) // nodes:,}"
+                      " released intervals at most", lambda v: f"{v:,} distinct cells",
+                      dense_cells=nodes * n,
+                      space=f"the domain of {n:,} values for {nodes:,} units ({nodes * n:,} "
+                            "cells", held=SPARSE_RANGES_HELD)
 
 
 def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
@@ -280,7 +317,10 @@ def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequenc
     return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
                       f"at most {cells_at(trips):,} O/D cells noised, the children of "
                       f"released positive pairs for {trips:,} trips",
-                      lambda v: f"{v:,} trips", dense_cells=space)
+                      lambda v: f"{v:,} trips", dense_cells=space,
+                      space=f"the O/D space of {space:,} cells (areas squared per level",
+                      held="only the children of released positive O/D pairs (top-down) or "
+                           "the positive pairs (stability histogram), never areas x areas")
 
 
 def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
@@ -289,20 +329,18 @@ def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
     dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
     if dense_bytes <= limit:
         return None
-    return (f"the O/D space of {plan.dense_cells:,} cells (areas squared per level; about "
+    return (f"{plan.space}; about "
             f"{format_bytes(dense_bytes)} held dense, above --max-memory "
             f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
             f"about {format_bytes(plan.bytes)}")
 
 
 def sparse_record(plan: MemoryPlan) -> dict | None:
-    """What the manifest says of a sparse plan (public: the O/D space of the geography and
-    how it was held, never the trips-derived bound), or None for a dense one."""
+    """What the manifest says of a sparse plan (public: the dense space of the declared
+    structure and how it was held, never the data-derived bound), or None for a dense one."""
     if not plan.dense_cells:
         return None
-    return {"representation": "sparse", "dense_cells": plan.dense_cells,
-            "held": "only the children of released positive O/D pairs (top-down) or the "
-                    "positive pairs (stability histogram), never areas x areas"}
+    return {"representation": "sparse", "dense_cells": plan.dense_cells, "held": plan.held}
 
 
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
@@ -364,6 +402,7 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
     from hierdp_core.flows.data import FlowData
     from hierdp_core.groupsizes.data import GroupSizeData
     from hierdp_core.queries.ranges import RangeData
+    from hierdp_core.queries.sparse_ranges import SparseRangeData
 
     if isinstance(data, FlowData):
         g = data.geography
@@ -371,6 +410,9 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
             return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
         return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
     nodes = data.hierarchy.n_nodes
+    if isinstance(data, SparseRangeData):
+        return sparse_ranges_plan(mechanism, nodes, data.hierarchy.n_levels,
+                                  data.nonzero_cells, data.n)
     if isinstance(data, RangeData):
         try:
             lo = int(data.values[0])

@@ -252,9 +252,14 @@ def _range_data(args, table, levels, names):
                          "attribute's values in --domain are the categories)")
     from hierdp_core.cli.memory import memory_limit
     from hierdp_core.data.loaders import check_cells
+    from hierdp_core.memory_plan import table_nodes
+    from hierdp_core.queries.sparse_ranges import domain_kept_sparse
 
     domain = parse_domain(args.domain) if args.domain else None
     max_cells = cell_limit(args)
+    if domain is not None and domain_kept_sparse(args.mechanism, table_nodes(table, levels)
+                                                 or 1, domain, memory_limit(args), max_cells):
+        return _sparse_range_data(args, table, levels, names, domain, max_cells)
     if domain is not None:  # before the domain's values are made: the domain alone, ...
         size = domain[1] - domain[0] + 1
         check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
@@ -283,6 +288,24 @@ def _range_data(args, table, levels, names):
     else:
         workload = bands(data.values, spec)
     return data.with_workload(workload)
+
+
+def _sparse_range_data(args, table, levels, names, domain, max_cells):
+    """`SparseRangeData` over ``--attribute``: ``domain`` kept sparse, answered by the
+    released intervals (no ``--workload``, no ``--interval``: they hold every value)."""
+    from hierdp_core.queries.sparse_ranges import sparse_range_data_from_table
+
+    for flag, value in (("--workload", args.workload not in (None, "prefix")),
+                        ("--interval", args.interval)):
+        if value:
+            raise InputError(f"{flag} does not apply to a domain kept sparse ({args.mechanism} "
+                             f"over {args.domain}: ranges are answered by the released "
+                             f"intervals); drop {flag} or declare a smaller --domain")
+    geography = declared_geography(args, levels, names, "ranges")
+    shape = {"geography": geography} if geography is not None else {"name_columns": names}
+    return sparse_range_data_from_table(table, levels, args.attribute, domain=domain,
+                                        count_column=args.count_column, max_cells=max_cells,
+                                        duplicates=_duplicates(args), **shape)
 
 
 def name_columns(text: str | None) -> dict[str, str]:

@@ -29,11 +29,6 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.sparse_ranges import SparseRangeData
 from hierdp_core.ranges.sparse_privtree import sparse_partition_laplace
 
-#: the manifest's word on a range release whose domain was kept sparse
-HELD = ("each unit's non-zero cells; PrivTree's buckets and their noisy counts (the dense "
-        "mechanism's draws); released per interval of the buckets' common refinement, "
-        "never per value of the domain")
-
 
 def sparse_range_release(mechanism, data: SparseRangeData, budget, *, split=None,
                          source: NoiseSource | None = None, **params):

@@ -28,6 +28,7 @@ import pandas as pd
 
 from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.memory_plan import SPARSE_RANGES, ranges_plan
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.ranges.sparse_privtree import SparseRows
 from hierdp_core.structure import Geography
@@ -67,6 +68,17 @@ class SparseRangeData:
         keys = self.leaves.keys
         return SparseRows.from_triples(unit[keys // self.n], keys % self.n,
                                        self.leaves.counts, rows=h.level_size(level), n=self.n)
+
+
+def domain_kept_sparse(mechanism: str | None, nodes: int, domain: tuple[int, int],
+                       max_memory: int, max_cells: int) -> bool:
+    """Whether a range release of ``nodes`` units (at least) over ``domain`` keeps it
+    sparse: the mechanism can (`memory_plan.SPARSE_RANGES`) and the dense histograms would
+    not fit (``max_memory`` bytes, `memory_plan.ranges_plan`, or ``max_cells``). A domain
+    that fits stays dense, so a seeded release that fitted is drawn as it always was."""
+    size = domain[1] - domain[0] + 1
+    return mechanism in SPARSE_RANGES and (
+        ranges_plan(mechanism, nodes, domain).bytes > max_memory or nodes * size > max_cells)
 
 
 def sparse_range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute: str,
