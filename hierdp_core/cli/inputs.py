@@ -257,8 +257,9 @@ def _range_data(args, table, levels, names):
 
     domain = parse_domain(args.domain) if args.domain else None
     max_cells = cell_limit(args)
-    if domain is not None and domain_kept_sparse(args.mechanism, table_nodes(table, levels)
-                                                 or 1, domain, memory_limit(args), max_cells):
+    mechanism = getattr(args, "mechanism", None)  # none when evaluating: dense
+    if domain is not None and domain_kept_sparse(mechanism, table_nodes(table, levels) or 1,
+                                                 domain, memory_limit(args), max_cells):
         return _sparse_range_data(args, table, levels, names, domain, max_cells)
     if domain is not None:  # before the domain's values are made: the domain alone, ...
         size = domain[1] - domain[0] + 1

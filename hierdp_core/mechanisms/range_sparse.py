@@ -57,13 +57,13 @@ def sparse_range_release(mechanism, data: SparseRangeData, budget, *, split=None
         edges[sl], counts[sl] = out.edges, out.counts
         stage1_units[level] = h.level_size(level)
     cuts = np.unique(np.concatenate([e for e in edges if e is not None]))
-    estimates = np.zeros((h.n_nodes, cuts.size - 1))
+    estimates = np.full((h.n_nodes, cuts.size - 1), np.nan)  # NaN: not measured
     measured = np.flatnonzero([e is not None for e in edges])
     estimates[measured] = by_overlap([edges[i] for i in measured],
                                      [counts[i] for i in measured], cuts)
-    if levels[0].budget is None:
-        estimates[0] = estimates[h.level_slice(1)].sum(axis=0)
-    values = topdown(h, estimates, np.maximum(np.rint(estimates[0]), 0))
+    root = estimates[h.level_slice(1)].sum(axis=0) if levels[0].budget is None \
+        else estimates[0]
+    values = topdown(h, np.nan_to_num(estimates), np.maximum(np.rint(root), 0))
     lo = data.domain[0]
     categories = tuple(f"{lo + a}-{lo + b - 1}" for a, b in zip(cuts[:-1], cuts[1:],
                                                                 strict=True))
