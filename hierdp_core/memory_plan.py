@@ -10,10 +10,11 @@ Cells per query kind (every node of every level):
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
 * ranges: nodes (units) x the values of ``--domain``; the mechanisms in `SPARSE_RANGES`
-  keep a domain too large to hold sparse (`sparse_ranges_plan`: units x the intervals
-  released, `hierdp_core.mechanisms.range_sparse`);
+  keep a domain too large to hold sparse (`hierdp_core.memory_sparse.sparse_ranges_plan`:
+  units x the intervals released, `hierdp_core.mechanisms.range_sparse`);
 * flows: per level of the geography, origin areas x destination areas (areas squared);
-  the mechanisms that `keeps_flows_sparse` keep that space sparse (`sparse_flows_plan`: at most
+  the mechanisms that `keeps_flows_sparse` keep that space sparse
+  (`hierdp_core.memory_sparse.sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
 
 Example
@@ -64,9 +65,6 @@ DASK_CLIENT_BYTES_PER_CELL = 150
 #: the range mechanisms whose `Capabilities` say ``sparse_ranges`` (a test keeps them equal):
 #: named here for the refusal of a domain too large before the registry (numpy, 2 s) loads
 SPARSE_RANGES = ("partition-laplace",)
-SPARSE_RANGES_HELD = ("each unit's non-zero cells; PrivTree's buckets and their noisy counts "
-                      "(the dense mechanism's draws); released per interval of the buckets' "
-                      "common refinement, never per value of the domain")
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -79,7 +77,7 @@ def keeps_flows_sparse(mechanism: str | None) -> bool:
     mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
     top-down ones noise only the children of released positive O/D pairs, the stability
     histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
-    inftda -7, tda-l2 1 bytes per cell); its plan is `sparse_flows_plan`."""
+    inftda -7, tda-l2 1 bytes per cell); its plan is `memory_sparse.sparse_flows_plan`."""
     if mechanism is None:
         return False
     from hierdp_core.mechanisms.base import capabilities  # only for flows: the early
@@ -242,27 +240,6 @@ def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                       at_least=at_least, alternative=sparse)
 
 
-def sparse_ranges_plan(mechanism: str | None, nodes: int, levels: int, nonzero: int,
-                       n: int) -> MemoryPlan:
-    """Ranges over a domain of ``n`` values kept sparse (`SPARSE_RANGES`): ``nodes`` units
-    x the released intervals, at most the buckets of all units. PrivTree visits the buckets
-    on the paths to the ``nonzero`` leaf cells (at most one per level of the bisection, for
-    each of the ``levels`` measured levels) and, below a split, empty buckets that split
-    again with probability 1/4 (two visits each on average): about 3 buckets a path step.
-    The table's non-zero cells multiply."""
-    depth = max(n - 1, 1).bit_length() + 1
-
-    def cells_at(v: int) -> int:
-        return nodes * min(n, 3 * v * levels * depth + nodes)
-
-    return MemoryPlan("ranges", mechanism, "the table's distinct (unit, value) cells",
-                      nonzero, cells_at, f"{nodes:,} units x about {cells_at(nonzero) // nodes:,}"
-                      " released intervals at most", lambda v: f"{v:,} distinct cells",
-                      dense_cells=nodes * n,
-                      space=f"the domain of {n:,} values for {nodes:,} units ({nodes * n:,} "
-                            "cells", held=SPARSE_RANGES_HELD)
-
-
 def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
                      at_least: bool = False) -> MemoryPlan:
     """Group sizes: ``nodes`` regions (``at_least``: or more) x the sizes 0..``max_size``."""
@@ -302,45 +279,6 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
     return MemoryPlan("flows", mechanism, "the finest level's areas", finest,
                       lambda v: coarse + v * v, f"O/D pairs {levels}",
                       lambda v: f"{v:,} areas at the finest level")
-
-
-def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
-                      trips: int) -> MemoryPlan:
-    """Flows with a mechanism that `keeps_flows_sparse`: tree level l (``dense[l]`` O/D pairs)
-    noises the children of its released positive parents, at most ``trips`` of them (the
-    released values are non-negative integers summing to the total) with at most
-    ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
-    def cells_at(n: int) -> int:
-        return sum(min(d, n * f) for d, f in zip(dense, fans, strict=True))
-
-    space = sum(dense)
-    return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
-                      f"at most {cells_at(trips):,} O/D cells noised, the children of "
-                      f"released positive pairs for {trips:,} trips",
-                      lambda v: f"{v:,} trips", dense_cells=space,
-                      space=f"the O/D space of {space:,} cells (areas squared per level",
-                      held="only the children of released positive O/D pairs (top-down) or "
-                           "the positive pairs (stability histogram), never areas x areas")
-
-
-def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
-    """The words saying that ``plan`` keeps sparse a space that, held dense, would not fit
-    in ``limit`` bytes; None otherwise (a dense plan, or a space that would fit)."""
-    dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
-    if dense_bytes <= limit:
-        return None
-    return (f"{plan.space}; about "
-            f"{format_bytes(dense_bytes)} held dense, above --max-memory "
-            f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
-            f"about {format_bytes(plan.bytes)}")
-
-
-def sparse_record(plan: MemoryPlan) -> dict | None:
-    """What the manifest says of a sparse plan (public: the dense space of the declared
-    structure and how it was held, never the data-derived bound), or None for a dense one."""
-    if not plan.dense_cells:
-        return None
-    return {"representation": "sparse", "dense_cells": plan.dense_cells, "held": plan.held}
 
 
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
@@ -401,6 +339,7 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
     allocation), so a shape read from the data is bounded too."""
     from hierdp_core.flows.data import FlowData
     from hierdp_core.groupsizes.data import GroupSizeData
+    from hierdp_core.memory_sparse import flow_tree_shape, sparse_flows_plan, sparse_ranges_plan
     from hierdp_core.queries.ranges import RangeData
     from hierdp_core.queries.sparse_ranges import SparseRangeData
 
@@ -423,19 +362,3 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
         return group_sizes_plan(mechanism, nodes, data.max_size)
     k = len(data.categories)
     return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
-
-
-def flow_tree_shape(data) -> tuple[list[int], list[int]]:
-    """Per level of ``data``'s O/D tree below the root (a `FlowData`): its O/D pairs and
-    the most children a node of the level above has (the fan-out of the side it splits)."""
-    import numpy as np
-
-    g = data.geography
-    dense, fans = [], []
-    for level in range(1, data.depth + 1):
-        lo, ld = data.pair_levels(level)
-        dense.append(g.level_size(lo) * g.level_size(ld))
-        split = lo if data.split_side(level) == "origin" else ld
-        fans.append(int(np.diff(g.child_ptr[g.level_offsets[split - 1]:
-                                            g.level_offsets[split] + 1]).max(initial=0)))
-    return dense, fans

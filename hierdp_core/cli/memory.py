@@ -92,7 +92,7 @@ def check_data_memory(args, data) -> MemoryPlan:
     """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
     `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
-    (`memory_plan.sparse_note` says when it keeps a large space sparse)."""
+    (`memory_sparse.sparse_note` says when it keeps a large space sparse)."""
     limit = memory_limit(args)
     plan = plan_of_data(data, args.mechanism)
     plan.check(limit)

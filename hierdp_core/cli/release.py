@@ -24,7 +24,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.memory_plan import sparse_note
+from hierdp_core.memory_sparse import sparse_note
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.sparse_ranges import SparseRangeData
 from hierdp_core.table_rules import describe as describe_rules

@@ -15,7 +15,7 @@ categories are those intervals ("LO-HI" of the attribute): their number follows 
 through PrivTree's partition (private), never the domain, and the manifest says so.
 
 Memory: the units x intervals of the release (the intervals at most the buckets of all
-units), never the domain (`hierdp_core.memory_plan.sparse_ranges_plan`).
+units), never the domain (`hierdp_core.memory_sparse.sparse_ranges_plan`).
 """
 
 from __future__ import annotations
