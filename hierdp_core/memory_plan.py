@@ -230,10 +230,12 @@ class MemoryPlan:
 
 def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                 at_least: bool = False) -> MemoryPlan:
-    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
+    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI).
+    The refusal of a chosen ``mechanism`` that holds the domain dense names the ones that
+    keep it sparse (none for the library's check, made before a mechanism is chosen)."""
     lo, hi = domain
     sparse = ", or --mechanism " + " or ".join(SPARSE_RANGES) + ", which keeps the domain " \
-        "sparse" if mechanism not in SPARSE_RANGES else ""
+        "sparse" if mechanism is not None and mechanism not in SPARSE_RANGES else ""
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
                       f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
                       lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
