@@ -108,6 +108,20 @@ def test_secure_source_gives_a_partition_that_follows_the_data():
     assert abs(got.answer(0, 1000, 1009) - 5000.0) < 500.0  # Laplace(1/1.5) per bucket
 
 
+def test_secure_draws_have_the_dense_scales_on_fewer_cells():
+    """A secure source: the same measurements (label, noise, scale, sensitivity, budget
+    share) as the dense mechanism's, the scores drawn on the visited buckets only."""
+    x = np.zeros((2, 64))
+    x[0, 10:12] = 300.0
+    dense, sparse = NoiseSource(secure=True), NoiseSource(secure=True)
+    dawa(x, prefix_ranges(64), 2.0, dense, stage2="laplace", **STAGES)
+    sparse_partition_laplace(SparseRows.from_dense(x), 2.0, sparse, **STAGES)
+    keys = ("measurement", "noise", "scale", "sensitivity", "budget_share")
+    assert [{k: m[k] for k in keys} for m in dense.measurements] == \
+        [{k: m[k] for k in keys} for m in sparse.measurements]
+    assert sparse.measurements[0]["cells"] < dense.measurements[0]["cells"] == 2 * 127
+
+
 def test_bad_sparse_input_is_refused():
     with pytest.raises(InputError):
         SparseRows.from_triples([0], [5], [1.0], rows=1, n=5)
