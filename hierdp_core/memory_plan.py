@@ -231,11 +231,14 @@ class MemoryPlan:
 def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                 at_least: bool = False) -> MemoryPlan:
     """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI).
-    The refusal of a chosen ``mechanism`` that holds the domain dense names the ones that
-    keep it sparse (none for the library's check, made before a mechanism is chosen)."""
+    The refusal names the mechanisms that keep the domain sparse (`SPARSE_RANGES`): as
+    ``--mechanism`` when a dense one was chosen; as what the command line runs sparse for
+    the library's check, made before a mechanism is chosen (the dashboard's data)."""
     lo, hi = domain
-    sparse = ", or --mechanism " + " or ".join(SPARSE_RANGES) + ", which keeps the domain " \
-        "sparse" if mechanism is not None and mechanism not in SPARSE_RANGES else ""
+    names = " or ".join(SPARSE_RANGES)
+    sparse = "" if mechanism in SPARSE_RANGES else \
+        f", or --mechanism {names}, which keeps the domain sparse" if mechanism else \
+        f", or keep the domain sparse: the command line's --mechanism {names}"
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
                       f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
                       lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",

@@ -17,7 +17,7 @@ from conftest import run_cli as run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import InputError, MemoryLimitError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.memory_plan import SPARSE_RANGES
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -69,6 +69,15 @@ def test_values_outside_the_domain_or_not_integers_are_refused():
     with pytest.raises(InputError, match="'-1'"):
         sparse_range_data_from_table(table.assign(age=["3", "-1"]), ["r"], "age",
                                      domain=(0, 10**9))
+
+
+def test_the_librarys_refusal_names_the_sparse_path():
+    """The check made before a mechanism is chosen (the library, the dashboard's data)."""
+    table = pd.DataFrame({"r": ["A", "B"], "age": [3, 7]})
+    with pytest.raises(MemoryLimitError, match="--domain is too large.*keep the domain "
+                       "sparse: the command line's --mechanism partition-laplace"):
+        range_data_from_table(table, ["r"], "age", domain=(0, 10**8), max_memory=2**30,
+                              max_cells=10**12)
 
 
 def test_the_named_sparse_mechanisms_are_the_registrys():
