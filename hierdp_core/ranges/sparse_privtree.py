@@ -12,9 +12,11 @@ carry over unchanged.
 * The output distribution is the dense one's. Each visited bucket gets the same score
   (`median_deviations`; the zeros that are not stored are counted, never read) and the same
   independent Laplace(lambda) draw against the same threshold; the buckets the dense loop
-  scores without having split their parent (a draw it discards) are never visited here, and
-  discarding independent draws does not change the law of the others. The buckets' counts
-  then get the same Laplace(1/epsilon2) draws.
+  scores although their decision cannot matter (their parent did not split, or they hold
+  one cell: draws it discards) are not scored here, and discarding independent draws does
+  not change the law of the others. The buckets' counts then get the same
+  Laplace(1/epsilon2) draws. (Scores are sums of counts: exact for whole counts below
+  2**53, so the same numbers; fractional counts could differ in the last bit.)
 * With a seeded (exploration) source the draws are even the same numbers: the dense loop's
   stream position of every visited bucket is computed (`_dense_index`) and the stream is
   skipped (``bit_generator.advance``) over the draws the dense loop discards, so the edges,
