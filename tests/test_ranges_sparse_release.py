@@ -129,3 +129,23 @@ def test_options_that_hold_every_value_are_refused_on_a_sparse_domain(capsys, tm
         code, _, err = run(capsys, "release", *flags, "--mechanism", "partition-laplace",
                            "--out", tmp_path / "out", *extra)
         assert code == 2 and extra[0] in err and not (tmp_path / "out").exists(), err
+
+
+def test_a_declared_geography_decides_and_shapes_the_sparse_release(capsys, tmp_path):
+    """Over a declared geography the choice is made on its units (public), and every
+    declared unit is released, the empty one too."""
+    path = tmp_path / "ages.csv"
+    path.write_text("region,province,age,residents\nN,Na,34,120\nS,Sa,71,80\n")
+    (tmp_path / "geography.csv").write_text("region,province\nN,Na\nN,Nb\nS,Sa\n")
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "release", path, "--levels", "region,province", "--query",
+                       "ranges", "--attribute", "age", "--count-column", "residents",
+                       "--domain", "0-100000000", "--geography", tmp_path / "geography.csv",
+                       "--mechanism", "partition-laplace", "--epsilon", 1, "--seed", 1,
+                       "--out", out)
+    assert code == 0 and "domain kept sparse" in err, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["input"]["structure"] == "declared"
+    assert manifest["input"]["memory"]["dense_cells"] == 6 * 100_000_001  # root, 2, 3
+    table = pd.read_csv(out / "release.csv")
+    assert "N/Nb" in set(table["node_id"])
