@@ -9,9 +9,12 @@ Cells per query kind (every node of every level):
 * counts: nodes x the categories' combinations (the cartesian product of the declared
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
-* ranges: nodes (units) x the values of ``--domain``;
+* ranges: nodes (units) x the values of ``--domain``; the mechanisms in `SPARSE_RANGES`
+  keep a domain too large to hold sparse (`hierdp_core.memory_sparse.sparse_ranges_plan`:
+  units x the intervals released, `hierdp_core.mechanisms.range_sparse`);
 * flows: per level of the geography, origin areas x destination areas (areas squared);
-  the mechanisms that `keeps_flows_sparse` keep that space sparse (`sparse_flows_plan`: at most
+  the mechanisms that `keeps_flows_sparse` keep that space sparse
+  (`hierdp_core.memory_sparse.sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
 
 Example
@@ -59,6 +62,10 @@ SPARSE_FLOW_BYTES_PER_CELL = 250
 #: cells of the 300M-person release with its bootstrap intervals (docs/scale-out.md), with a margin
 DASK_CLIENT_BYTES_PER_CELL = 150
 
+#: the range mechanisms whose `Capabilities` say ``sparse_ranges`` (a test keeps them equal):
+#: named here for the refusal of a domain too large before the registry (numpy, 2 s) loads
+SPARSE_RANGES = ("partition-laplace",)
+
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
           "tib": 2**40}
@@ -70,7 +77,7 @@ def keeps_flows_sparse(mechanism: str | None) -> bool:
     mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
     top-down ones noise only the children of released positive O/D pairs, the stability
     histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
-    inftda -7, tda-l2 1 bytes per cell); its plan is `sparse_flows_plan`."""
+    inftda -7, tda-l2 1 bytes per cell); its plan is `memory_sparse.sparse_flows_plan`."""
     if mechanism is None:
         return False
     from hierdp_core.mechanisms.base import capabilities  # only for flows: the early
@@ -168,8 +175,13 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
-    #: the cells of the dense space a sparse plan does not hold (0: a dense plan)
+    #: the cells of the dense space a sparse plan does not hold (0: a dense plan), that
+    #: space in words (opening a parenthesis the note closes) and how it is held instead
     dense_cells: int = 0
+    space: str = ""
+    held: str = ""
+    #: what would fit instead of the dense space, when the refusal has an alternative
+    alternative: str = ""
     #: the cells are a lower bound (the units not yet counted: at least one per level), so
     #: the largest value that fits is an upper bound
     at_least: bool = False
@@ -213,17 +225,24 @@ class MemoryPlan:
             f"the release would need {about} {format_bytes(self.bytes)} of memory "
             f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
             f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
-            "--max-memory)")
+            f"--max-memory{self.alternative})")
 
 
 def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                 at_least: bool = False) -> MemoryPlan:
-    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
+    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI).
+    The refusal names the mechanisms that keep the domain sparse (`SPARSE_RANGES`): as
+    ``--mechanism`` when a dense one was chosen; as what the command line runs sparse for
+    the library's check, made before a mechanism is chosen (the dashboard's data)."""
     lo, hi = domain
+    names = " or ".join(SPARSE_RANGES)
+    sparse = "" if mechanism in SPARSE_RANGES else \
+        f", or --mechanism {names}, which keeps the domain sparse" if mechanism else \
+        f", or keep the domain sparse: the command line's --mechanism {names}"
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
                       f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
                       lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
-                      at_least=at_least)
+                      at_least=at_least, alternative=sparse)
 
 
 def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
@@ -265,44 +284,6 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
     return MemoryPlan("flows", mechanism, "the finest level's areas", finest,
                       lambda v: coarse + v * v, f"O/D pairs {levels}",
                       lambda v: f"{v:,} areas at the finest level")
-
-
-def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
-                      trips: int) -> MemoryPlan:
-    """Flows with a mechanism that `keeps_flows_sparse`: tree level l (``dense[l]`` O/D pairs)
-    noises the children of its released positive parents, at most ``trips`` of them (the
-    released values are non-negative integers summing to the total) with at most
-    ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
-    def cells_at(n: int) -> int:
-        return sum(min(d, n * f) for d, f in zip(dense, fans, strict=True))
-
-    space = sum(dense)
-    return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
-                      f"at most {cells_at(trips):,} O/D cells noised, the children of "
-                      f"released positive pairs for {trips:,} trips",
-                      lambda v: f"{v:,} trips", dense_cells=space)
-
-
-def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
-    """The words saying that ``plan`` keeps sparse a space that, held dense, would not fit
-    in ``limit`` bytes; None otherwise (a dense plan, or a space that would fit)."""
-    dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
-    if dense_bytes <= limit:
-        return None
-    return (f"the O/D space of {plan.dense_cells:,} cells (areas squared per level; about "
-            f"{format_bytes(dense_bytes)} held dense, above --max-memory "
-            f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
-            f"about {format_bytes(plan.bytes)}")
-
-
-def sparse_record(plan: MemoryPlan) -> dict | None:
-    """What the manifest says of a sparse plan (public: the O/D space of the geography and
-    how it was held, never the trips-derived bound), or None for a dense one."""
-    if not plan.dense_cells:
-        return None
-    return {"representation": "sparse", "dense_cells": plan.dense_cells,
-            "held": "only the children of released positive O/D pairs (top-down) or the "
-                    "positive pairs (stability histogram), never areas x areas"}
 
 
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
@@ -363,7 +344,9 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
     allocation), so a shape read from the data is bounded too."""
     from hierdp_core.flows.data import FlowData
     from hierdp_core.groupsizes.data import GroupSizeData
+    from hierdp_core.memory_sparse import flow_tree_shape, sparse_flows_plan, sparse_ranges_plan
     from hierdp_core.queries.ranges import RangeData
+    from hierdp_core.queries.sparse_ranges import SparseRangeData
 
     if isinstance(data, FlowData):
         g = data.geography
@@ -371,6 +354,9 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
             return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
         return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
     nodes = data.hierarchy.n_nodes
+    if isinstance(data, SparseRangeData):
+        return sparse_ranges_plan(mechanism, nodes, data.hierarchy.n_levels,
+                                  data.nonzero_cells, data.n)
     if isinstance(data, RangeData):
         try:
             lo = int(data.values[0])
@@ -381,19 +367,3 @@ def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
         return group_sizes_plan(mechanism, nodes, data.max_size)
     k = len(data.categories)
     return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
-
-
-def flow_tree_shape(data) -> tuple[list[int], list[int]]:
-    """Per level of ``data``'s O/D tree below the root (a `FlowData`): its O/D pairs and
-    the most children a node of the level above has (the fan-out of the side it splits)."""
-    import numpy as np
-
-    g = data.geography
-    dense, fans = [], []
-    for level in range(1, data.depth + 1):
-        lo, ld = data.pair_levels(level)
-        dense.append(g.level_size(lo) * g.level_size(ld))
-        split = lo if data.split_side(level) == "origin" else ld
-        fans.append(int(np.diff(g.child_ptr[g.level_offsets[split - 1]:
-                                            g.level_offsets[split] + 1]).max(initial=0)))
-    return dense, fans

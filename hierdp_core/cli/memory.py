@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from hierdp_core.cli.inputs import csv_list, declared_categories, declared_geography, flow_levels
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
+    SPARSE_RANGES,
     MemoryPlan,
     bytes_per_cell,
     check_replicates,
@@ -63,7 +64,7 @@ def check_declared_memory(args) -> None:
         return
     nodes, limit = 1 + len(levels), memory_limit(args)
     plan = None
-    if args.query == "ranges" and args.domain:
+    if args.query == "ranges" and args.domain and args.mechanism not in SPARSE_RANGES:
         plan = ranges_plan(args.mechanism, nodes, parse_domain(args.domain), at_least=True)
     elif args.query == "group-sizes" and args.max_size is not None and args.max_size >= 0:
         plan = group_sizes_plan(args.mechanism, nodes, args.max_size, at_least=True)
@@ -91,7 +92,7 @@ def check_data_memory(args, data) -> MemoryPlan:
     """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
     `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
-    (`memory_plan.sparse_note` says when it keeps a large space sparse)."""
+    (`memory_sparse.sparse_note` says when it keeps a large space sparse)."""
     limit = memory_limit(args)
     plan = plan_of_data(data, args.mechanism)
     plan.check(limit)
@@ -120,8 +121,9 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     nodes = _nodes(args, table, levels, query)
     if nodes is None:
         return None
-    if query == "ranges":
-        return ranges_plan(mechanism, nodes, parse_domain(args.domain)) if args.domain else None
+    if query == "ranges":  # a mechanism that keeps a large domain sparse: `_range_data`
+        return ranges_plan(mechanism, nodes, parse_domain(args.domain)) \
+            if args.domain and mechanism not in SPARSE_RANGES else None
     if query == "group-sizes":
         return group_sizes_plan(mechanism, nodes, args.max_size) \
             if args.max_size is not None and args.max_size >= 0 else None

@@ -102,6 +102,9 @@ class Capabilities:
     uncalibrated: tuple[str, str] | None = None
     #: flows: keeps the origin-destination space sparse (`hierdp_core.memory_plan`)
     sparse_flows: bool = False
+    #: ranges: runs on a declared domain too large to hold, by its non-zero cells, with an
+    #: output that follows the data, not the domain (`hierdp_core.mechanisms.range_sparse`)
+    sparse_ranges: bool = False
 
     def __post_init__(self):
         if self.estimate not in (*ESTIMATES, None):
