@@ -18,7 +18,8 @@ LAYERS = (
     ("foundations", ("errors", "ids", "atomic", "interrupts", "defaults", "palette", "metric_names",
                      "tree_levels", "declared_values", "column_roles", "publisher_key",
                      "manifest_seal")),
-    ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "groupsizes.data",
+    ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "memory_sparse",
+              "memory_of_data", "groupsizes.data",
               "groupsizes.declared_groups", "groupsizes.samples", "flows.data",
               "flows.samples", "flows.synthetic", "ranges.workloads", "ranges.hilbert")),
     ("privacy", ("privacy", "count_forecast")),
@@ -189,11 +190,9 @@ KNOWN_LOOPS = {
      "mechanisms.group_sizes_base", "release",
      "table_rules"),
     ("cli.inputs", "cli.memory"),
-    # the loaders, the memory planner and the query data call each other; among them
-    # structure <-> queries.counts
-    ("data.loaders", "data.reshape", "data.validate", "flows.data", "groupsizes.data",
-     "groupsizes.declared_groups", "memory_plan", "queries.counts", "queries.ranges",
-     "structure"),
+    # structure <-> queries.counts (the memory planner no longer joins the loaders and the
+    # query data in it: `memory_of_data` reads the data objects from above)
+    ("queries.counts", "structure"),
     ("ui.inputs", "ui.session"),
 }
 

@@ -14,7 +14,8 @@ from conftest import run_cli as run
 from hierdp_core.export import read_release
 from hierdp_core.flows.synthetic import synthetic_flows
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.memory_plan import keeps_flows_sparse, plan_of_data
+from hierdp_core.memory_of_data import plan_of_data
+from hierdp_core.memory_plan import keeps_flows_sparse
 from hierdp_core.memory_sparse import flow_tree_shape
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.sparse_rows import SparseRows
 from hierdp_core.ranges.dawa import dawa, expand
 from hierdp_core.ranges.privtree import privtree_partition, selection_stage
 from hierdp_core.ranges.sparse_privtree import (
-    SparseRows,
     sparse_median_deviations,
     sparse_partition_laplace,
     sparse_privtree_partition,
@@ -135,7 +135,8 @@ HUGE = textwrap.dedent("""
     start = time.perf_counter()
     from hierdp_core.mechanisms.base import get_mechanism
     from hierdp_core.privacy.samplers import NoiseSource
-    from hierdp_core.ranges.sparse_privtree import SparseRows, sparse_partition_laplace
+    from hierdp_core.queries.sparse_rows import SparseRows
+    from hierdp_core.ranges.sparse_privtree import sparse_partition_laplace
     stages = get_mechanism("partition-laplace", "ranges").estimator_stages()
     # the issue's two-row table: 3 units (root, two regions) over the ages 0-100000000
     data = SparseRows.from_triples([0, 0, 1, 2], [34, 71, 34, 71], [120, 80, 120, 80],

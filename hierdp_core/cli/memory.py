@@ -27,7 +27,6 @@ from hierdp_core.memory_plan import (
     group_sizes_plan,
     keeps_flows_sparse,
     level_sizes,
-    plan_of_data,
     ranges_plan,
     replicates_plan,
     table_nodes,
@@ -93,6 +92,8 @@ def check_data_memory(args, data) -> MemoryPlan:
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
     `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
     (`memory_sparse.sparse_note` says when it keeps a large space sparse)."""
+    from hierdp_core.memory_of_data import plan_of_data
+
     limit = memory_limit(args)
     plan = plan_of_data(data, args.mechanism)
     plan.check(limit)

@@ -24,6 +24,8 @@ import numpy as np
 
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import InputError
+from hierdp_core.mechanisms.range_release import RangeRelease
+from hierdp_core.mechanisms.range_statements import NEIGHBOURING
 from hierdp_core.privacy.levels import privacy_record
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.sparse_ranges import SparseRangeData
@@ -34,8 +36,6 @@ def sparse_range_release(mechanism, data: SparseRangeData, budget, *, split=None
                          source: NoiseSource | None = None, **params):
     """The `RangeRelease` of ``data`` by ``mechanism`` (a `RangeMechanism` that keeps
     ranges sparse) over the intervals of its buckets (module doc)."""
-    from hierdp_core.mechanisms.ranges import NEIGHBOURING, RangeRelease
-
     p = mechanism.params(**params)
     if p.get("partition", "privtree") != "privtree":
         raise InputError(f"a domain kept sparse is partitioned by PrivTree: drop partition="

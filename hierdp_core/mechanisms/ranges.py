@@ -45,6 +45,7 @@ from hierdp_core.mechanisms.range_parameters import (
     RHO,
     STAGE2_PARAM,
 )
+from hierdp_core.mechanisms.range_release import RangeRelease
 from hierdp_core.mechanisms.range_statements import (
     DAWA_REF,
     NEIGHBOURING,
@@ -71,7 +72,6 @@ from hierdp_core.ranges.dawa import (
     stage1_partition,
 )
 from hierdp_core.ranges.plugin import partition_pays_below
-from hierdp_core.release import Release
 
 Estimator = Callable[..., RangeEstimate]
 
@@ -80,22 +80,6 @@ Estimator = Callable[..., RangeEstimate]
 #: answers whose columns have L1 norm 1, or one group of Privelet's weighted Haar
 #: coefficients. Stated once here, in the plans; the noise reads it.
 MEASUREMENT_SENSITIVITY = 1.0
-
-
-@dataclass(frozen=True, eq=False)
-class RangeRelease(Release):
-    """A range-query release: the consistent integer histograms (``values``), the real-valued
-    per-level estimates before consistency (``noisy``), each node's private bucket edges
-    (None for methods without a partition) and the public workload's name and size."""
-
-    edges: tuple | None = None
-    attribute: str = ""
-    workload: dict = field(default_factory=dict)
-
-    def manifest_structure(self) -> dict:
-        out = super().manifest_structure()
-        out.update(attribute=self.attribute, workload=self.workload)
-        return out
 
 
 @dataclass

@@ -30,7 +30,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.memory_plan import SPARSE_RANGES, ranges_plan
 from hierdp_core.queries.counts import count_data_from_table
-from hierdp_core.ranges.sparse_privtree import SparseRows
+from hierdp_core.queries.sparse_rows import SparseRows
 from hierdp_core.structure import Geography
 
 
