@@ -167,9 +167,6 @@ def import_loops(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
 #: upward imports not yet removed (issue 29): each one is a known debt, and the test fails
 #: once one is gone so that the list only shrinks
 KNOWN_UPWARD = {
-    # explain_errors asks the command line which split optimiser family a mechanism has:
-    # a capability the registry should answer
-    ("explain_errors", "cli.split"),
     # the memory planner asks the registry which flow mechanisms can run block by block
     ("memory_plan", "mechanisms.base"),
     # `hierdp_core.release`, called, is the Python API (`hierdp_core.api.release`)

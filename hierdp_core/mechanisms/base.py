@@ -266,3 +266,15 @@ def _load(query: str | None) -> None:
     kinds = [query] if query in MODULES else list(MODULES)
     for kind in kinds:
         importlib.import_module(f"hierdp_core.mechanisms.{MODULES[kind]}")
+
+
+def optimiser_family(mechanism_name: str) -> str | None:
+    """The split optimiser's model (family) of the counts mechanism ``mechanism_name``: the
+    shape of its estimate when its `Capabilities` say ``split_optimiser``, else None."""
+    declared = capabilities(mechanism_name)
+    return declared.estimate if declared.split_optimiser else None
+
+
+def optimised_mechanisms() -> list[str]:
+    """The counts mechanisms the split optimiser models (their `Capabilities` say so)."""
+    return [i.name for i in list_mechanisms("counts") if i.capabilities.split_optimiser]
