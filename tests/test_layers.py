@@ -186,11 +186,6 @@ KNOWN_LOOPS = {
      "invariants", "mechanisms.flows", "mechanisms.group_sizes",
      "mechanisms.group_sizes_base", "release",
      "table_rules"),
-    ("cli.inputs", "cli.memory"),
-    # structure <-> queries.counts (the memory planner no longer joins the loaders and the
-    # query data in it: `memory_of_data` reads the data objects from above)
-    ("queries.counts", "structure"),
-    ("ui.inputs", "ui.session"),
 }
 
 

@@ -117,7 +117,7 @@ def _duplicates(args) -> str:
 def cell_limit(args) -> int:
     """``--max-cells``, else the default sized to this machine's memory; never more cells
     than ``--max-memory`` holds with the mechanism (`hierdp_core.cli.memory`)."""
-    from hierdp_core.cli.memory import cells_within_memory
+    from hierdp_core.cli.limits import cells_within_memory
     from hierdp_core.data.loaders import default_max_cells
 
     value = getattr(args, "max_cells", None)
@@ -250,7 +250,7 @@ def _range_data(args, table, levels, names):
     if csv_list(args.categories) or getattr(args, "category_values", None):
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
-    from hierdp_core.cli.memory import memory_limit
+    from hierdp_core.cli.limits import memory_limit
     from hierdp_core.data.loaders import check_cells
     from hierdp_core.memory_plan import table_nodes
     from hierdp_core.queries.sparse_ranges import domain_kept_sparse

@@ -15,14 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hierdp_core.cli.inputs import csv_list, declared_categories, declared_geography, flow_levels
+from hierdp_core.cli.limits import memory_limit
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
     SPARSE_RANGES,
     MemoryPlan,
-    bytes_per_cell,
     check_replicates,
     counts_plan,
-    default_max_memory,
     flows_plan,
     group_sizes_plan,
     keeps_flows_sparse,
@@ -34,19 +33,6 @@ from hierdp_core.memory_plan import (
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def memory_limit(args) -> int:
-    """``--max-memory`` in bytes, else the default (half of this machine's memory)."""
-    value = getattr(args, "max_memory", None)
-    return int(value) if value is not None else default_max_memory()
-
-
-def cells_within_memory(args) -> int:
-    """The most cells `memory_limit` holds for the release ``args`` ask for."""
-    query = getattr(args, "query", None) or "counts"
-    per_cell = bytes_per_cell(query, getattr(args, "mechanism", None))
-    return max(1, memory_limit(args) // per_cell) if per_cell else memory_limit(args)
 
 
 def check_declared_memory(args) -> None:

@@ -17,7 +17,8 @@ from hierdp_core.cli.budget import (
     reserve_release,
 )
 from hierdp_core.cli.inputs import csv_list, input_data
-from hierdp_core.cli.memory import check_args_memory, check_data_memory, memory_limit
+from hierdp_core.cli.limits import memory_limit
+from hierdp_core.cli.memory import check_args_memory, check_data_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError

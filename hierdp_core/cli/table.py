@@ -206,7 +206,7 @@ def input_spec(args, data, path: Path) -> dict:
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
     declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
-    from hierdp_core.cli.memory import memory_limit
+    from hierdp_core.cli.limits import memory_limit
 
     spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
             "count_column": args.count_column,
