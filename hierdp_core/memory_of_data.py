@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from hierdp_core.flows.data import FlowData
 from hierdp_core.groupsizes.data import GroupSizeData
+from hierdp_core.mechanisms.base import keeps_flows_sparse
 from hierdp_core.memory_plan import (
     MemoryPlan,
     counts_plan,
     flows_plan,
     group_sizes_plan,
-    keeps_flows_sparse,
     ranges_plan,
 )
 from hierdp_core.memory_sparse import flow_tree_shape, sparse_flows_plan, sparse_ranges_plan

@@ -13,7 +13,7 @@ Cells per query kind (every node of every level):
   keep a domain too large to hold sparse (`hierdp_core.memory_sparse.sparse_ranges_plan`:
   units x the intervals released, `hierdp_core.mechanisms.range_sparse`);
 * flows: per level of the geography, origin areas x destination areas (areas squared);
-  the mechanisms that `keeps_flows_sparse` keep that space sparse
+  the mechanisms that `mechanisms.base.keeps_flows_sparse` keep that space sparse
   (`hierdp_core.memory_sparse.sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
 
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hierdp_core.defaults import MAX_REPLICATES
-from hierdp_core.errors import InputError, MechanismError, MemoryLimitError, SizeLimitError
+from hierdp_core.errors import InputError, MemoryLimitError, SizeLimitError
 
 #: the default ``--max-memory``: this share of the memory this process may use
 #: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
@@ -69,24 +69,6 @@ SPARSE_RANGES = ("partition-laplace",)
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
           "tib": 2**40}
-
-
-def keeps_flows_sparse(mechanism: str | None) -> bool:
-    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
-    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
-    mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
-    top-down ones noise only the children of released positive O/D pairs, the stability
-    histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
-    inftda -7, tda-l2 1 bytes per cell); its plan is `memory_sparse.sparse_flows_plan`."""
-    if mechanism is None:
-        return False
-    from hierdp_core.mechanisms.base import capabilities  # only for flows: the early
-    # refusals of the other query kinds run before numpy is imported
-
-    try:
-        return capabilities(mechanism, "flows").sparse_flows
-    except MechanismError:
-        return False
 
 
 def total_memory() -> int:
@@ -152,11 +134,11 @@ def format_bytes(size: float) -> str:
     return f"{int(size)} B"
 
 
-def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
-    """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
-    if query == "flows" and keeps_flows_sparse(mechanism):
-        return SPARSE_FLOW_BYTES_PER_CELL
-    return BYTES_PER_CELL[query]
+def bytes_per_cell(query: str, sparse_flows: bool = False) -> int:
+    """The measured peak bytes per cell of a ``query`` release (the worst of its
+    mechanisms), or of a flow mechanism that keeps the O/D space sparse (``sparse_flows``:
+    its `Capabilities`, `hierdp_core.mechanisms.base.keeps_flows_sparse`)."""
+    return SPARSE_FLOW_BYTES_PER_CELL if sparse_flows else BYTES_PER_CELL[query]
 
 
 @dataclass(frozen=True)
@@ -192,7 +174,7 @@ class MemoryPlan:
 
     @property
     def cell_bytes(self) -> int:
-        return self.per_cell or bytes_per_cell(self.query, self.mechanism)
+        return self.per_cell or bytes_per_cell(self.query)
 
     @property
     def bytes(self) -> int:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hierdp_core.memory_plan import BYTES_PER_CELL, MemoryPlan, format_bytes
+from hierdp_core.memory_plan import (
+    BYTES_PER_CELL,
+    SPARSE_FLOW_BYTES_PER_CELL,
+    MemoryPlan,
+    format_bytes,
+)
 
 SPARSE_RANGES_HELD = ("each unit's non-zero cells; PrivTree's buckets and their noisy counts "
                       "(the dense mechanism's draws); released per interval of the buckets' "
@@ -50,8 +55,8 @@ def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequenc
     return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
                       f"at most {cells_at(trips):,} O/D cells noised, the children of "
                       f"released positive pairs for {trips:,} trips",
-                      lambda v: f"{v:,} trips", dense_cells=space,
-                      space=f"the O/D space of {space:,} cells (areas squared per level",
+                      lambda v: f"{v:,} trips", per_cell=SPARSE_FLOW_BYTES_PER_CELL,
+                      dense_cells=space, space=f"the O/D space of {space:,} cells (areas squared per level",
                       held="only the children of released positive O/D pairs (top-down) or "
                            "the positive pairs (stability histogram), never areas x areas")
 

@@ -16,5 +16,10 @@ def memory_limit(args) -> int:
 def cells_within_memory(args) -> int:
     """The most cells `memory_limit` holds for the release ``args`` ask for."""
     query = getattr(args, "query", None) or "counts"
-    per_cell = bytes_per_cell(query, getattr(args, "mechanism", None))
+    sparse_flows = False
+    if query == "flows":  # the registry imports numpy: flows only
+        from hierdp_core.mechanisms.base import keeps_flows_sparse
+
+        sparse_flows = keeps_flows_sparse(getattr(args, "mechanism", None))
+    per_cell = bytes_per_cell(query, sparse_flows)
     return max(1, memory_limit(args) // per_cell) if per_cell else memory_limit(args)

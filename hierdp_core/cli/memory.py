@@ -24,7 +24,6 @@ from hierdp_core.memory_plan import (
     counts_plan,
     flows_plan,
     group_sizes_plan,
-    keeps_flows_sparse,
     level_sizes,
     ranges_plan,
     replicates_plan,
@@ -94,9 +93,11 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     """The memory plan of the release ``args`` ask for, from the declared structure (or
     the table's units, with --structure-from-data); None when it cannot be told yet."""
     query, mechanism = args.query, args.mechanism
-    if query == "flows" and keeps_flows_sparse(mechanism):
-        return None  # its plan needs the trips and the tree: `check_data_memory`
     if query == "flows":
+        from hierdp_core.mechanisms.base import keeps_flows_sparse  # numpy: flows only
+
+        if keeps_flows_sparse(mechanism):
+            return None  # its plan needs the trips and the tree: `check_data_memory`
         origin, destination = flow_levels(args)
         geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
         areas = (_geography_sizes(geography) if geography is not None

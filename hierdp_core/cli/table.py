@@ -190,8 +190,8 @@ def _sparse_memory(args, data) -> dict | None:
     """The manifest's word on a flow release that kept its O/D space sparse, or a range
     release its domain; None otherwise."""
     from hierdp_core.flows.data import FlowData
+    from hierdp_core.mechanisms.base import keeps_flows_sparse
     from hierdp_core.memory_of_data import plan_of_data
-    from hierdp_core.memory_plan import keeps_flows_sparse
     from hierdp_core.memory_sparse import sparse_record
     from hierdp_core.queries.sparse_ranges import SparseRangeData
 

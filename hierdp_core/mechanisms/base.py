@@ -278,3 +278,18 @@ def optimiser_family(mechanism_name: str) -> str | None:
 def optimised_mechanisms() -> list[str]:
     """The counts mechanisms the split optimiser models (their `Capabilities` say so)."""
     return [i.name for i in list_mechanisms("counts") if i.capabilities.split_optimiser]
+
+
+def keeps_flows_sparse(mechanism: str | None) -> bool:
+    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
+    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
+    mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
+    top-down ones noise only the children of released positive O/D pairs, the stability
+    histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
+    inftda -7, tda-l2 1 bytes per cell); its plan is `memory_sparse.sparse_flows_plan`."""
+    if mechanism is None:
+        return False
+    try:
+        return capabilities(mechanism, "flows").sparse_flows
+    except MechanismError:
+        return False
