@@ -8,10 +8,11 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``release``, imported on first use (importing hierdp_core stays cheap): the module
-    `hierdp_core.release`, which calls `hierdp_core.api.release` when called."""
+    """``release``, imported on first use (importing hierdp_core stays cheap): the Python
+    API's function `hierdp_core.api.release` (the release objects are in
+    `hierdp_core.releases`)."""
     if name == "release":
-        import importlib
+        from hierdp_core.api import release
 
-        return importlib.import_module("hierdp_core.release")
+        return release
     raise AttributeError(f"module 'hierdp_core' has no attribute {name!r}")

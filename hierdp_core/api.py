@@ -88,7 +88,7 @@ class CountRelease:
 
     @property
     def intervals(self):
-        """The cells' intervals (`hierdp_core.release.CellIntervals`), or None when the
+        """The cells' intervals (`hierdp_core.releases.CellIntervals`), or None when the
         release was made without ``interval``."""
         return self.release.intervals
 

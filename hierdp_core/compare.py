@@ -35,7 +35,7 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metric_names import axis_title, name
 from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.release import Release
+from hierdp_core.releases import Release
 from hierdp_core.viz import PALETTE
 
 SIDES = ("A", "B")

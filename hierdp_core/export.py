@@ -39,7 +39,7 @@ from hierdp_core.publisher_key import (  # noqa: F401  (default_key_file, keyed_
     local_key,
     publisher_key,
 )
-from hierdp_core.release import Release, ReleaseRecord
+from hierdp_core.releases import Release, ReleaseRecord
 from hierdp_core.table_rules import table_rules, written_table_rules
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON, release_verdict
 

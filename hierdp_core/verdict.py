@@ -34,7 +34,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
 
 if TYPE_CHECKING:
-    from hierdp_core.release import ReleaseRecord
+    from hierdp_core.releases import ReleaseRecord
 
 #: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
 DEFAULT_MAX_EPSILON = 10.0

@@ -26,7 +26,7 @@ from hierdp_core.mechanisms.base import (
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData, count_data_from_table
-from hierdp_core.release import RELEASE_COLUMNS
+from hierdp_core.releases import RELEASE_COLUMNS
 
 NAMES = ("raw-laplace", "raw-geometric", "raw-discrete-gaussian", "least-squares", "topdown")
 ZCDP_ONLY = ("raw-discrete-gaussian",)

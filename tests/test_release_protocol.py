@@ -14,7 +14,7 @@ from hierdp_core.export import build_manifest
 from hierdp_core.intervals import with_intervals
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.release import ReleaseRecord
+from hierdp_core.releases import ReleaseRecord
 from hierdp_core.verdict import release_verdict
 
 KINDS = {"counts": "topdown", "group-sizes": "gs-topdown", "flows": "inftda",

@@ -29,7 +29,7 @@ from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
-from hierdp_core.release import CellIntervals
+from hierdp_core.releases import CellIntervals
 from hierdp_core.report.evaluation import CONFIDENTIAL_BANNER, evaluation_report_html
 
 EVIL = "<script>alert(1)</script>"

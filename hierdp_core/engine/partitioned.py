@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.streams import subtree_ranges, subtree_rows
-from hierdp_core.release import release_table
+from hierdp_core.releases import release_table
 
 DATASET = "release.parquet"
 

@@ -1,5 +1,5 @@
 """A counts release whose table the workers write: every block's task makes its subtree
-consistent (`hierdp_core.engine.blockwise.block_finish`) and writes its top-level units'
+consistent (`hierdp_core.engine.block_steps.block_finish`) and writes its top-level units'
 part files of the partitioned Parquet dataset (`hierdp_core.engine.partitioned`) into a
 folder, returning their names, sha256 and rows only; the client writes the root's part and
 keeps a `WrittenRelease`: the release's public metadata and its top (root and top-level
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hierdp_core.engine.blockwise import block_finish
+from hierdp_core.engine.block_steps import block_finish
 from hierdp_core.engine.partitioned import DATASET, write_part, write_units
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanisms.streams import block_bounds
-from hierdp_core.release import Release, structure_record
+from hierdp_core.releases import Release, structure_record
 
 
 @dataclass(frozen=True, eq=False)

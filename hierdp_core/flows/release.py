@@ -14,7 +14,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.release import ReleaseRecord
+from hierdp_core.releases import ReleaseRecord
 
 FLOW_RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "origin_id",
                         "destination_id", "value")

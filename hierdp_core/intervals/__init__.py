@@ -39,7 +39,7 @@ from hierdp_core.intervals.group_sizes import group_size_intervals
 from hierdp_core.intervals.ranges import range_intervals
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.ranges.workloads import Workload
-from hierdp_core.release import CellIntervals, ReleaseRecord
+from hierdp_core.releases import CellIntervals, ReleaseRecord
 
 __all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "closed_form",
            "count_intervals", "expected_seconds", "flow_intervals", "group_size_intervals",

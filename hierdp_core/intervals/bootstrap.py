@@ -32,7 +32,7 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.release import CellIntervals
+from hierdp_core.releases import CellIntervals
 
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
 INPUTS = "released values and public parameters only"

@@ -90,7 +90,7 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
 from hierdp_core.queries.counts import CountData
-from hierdp_core.release import CellIntervals, Release
+from hierdp_core.releases import CellIntervals, Release
 
 #: least-squares simulation draws at most (noise only, one float column each), fewer when
 #: nodes x draws would pass `SIMULATION_DRAWS`: 1,252 for the 3,193 US nodes (0.2 s). A

@@ -59,7 +59,7 @@ from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.flows import StabilityHistogram
 from hierdp_core.privacy.samplers import NOISES, Gaussian
-from hierdp_core.release import CellIntervals
+from hierdp_core.releases import CellIntervals
 
 
 def flow_intervals(release: FlowRelease, level: float,

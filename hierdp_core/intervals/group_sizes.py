@@ -64,7 +64,7 @@ from hierdp_core.intervals.counts import (
 )
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
-from hierdp_core.release import CellIntervals, Release
+from hierdp_core.releases import CellIntervals, Release
 
 
 def group_size_intervals(release: Release, level: float,

@@ -49,7 +49,7 @@ from hierdp_core.intervals.bootstrap import (
 from hierdp_core.intervals.counts import NEAR_ZERO_INVERTED, near_zero_inversion
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
-from hierdp_core.release import CellIntervals, Release
+from hierdp_core.releases import CellIntervals, Release
 
 SHARE_BOUND = ("a cell in a band or bucket of several cells (a run that is a union of the "
                "workload's atoms and of the released partition's buckets) gets [0, the "

@@ -32,7 +32,7 @@ from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_reco
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
 from hierdp_core.queries.counts import CountData
-from hierdp_core.release import Release
+from hierdp_core.releases import Release
 
 #: the count vector of one level (nodes x categories) under add/remove one person
 LEVEL_SENSITIVITY = 1.0

@@ -35,7 +35,7 @@ from hierdp_core.privacy.budget import PURE_DP, PrivacyBudget, resolve_shares
 from hierdp_core.privacy.levels import choose_noise, derive_levels, privacy_record
 from hierdp_core.privacy.plan import PERSON_IN_GROUP, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.release import Release
+from hierdp_core.releases import Release
 
 QUERY = "group-sizes"
 #: L1 sensitivity per level of what a level measures, by representation, under one person

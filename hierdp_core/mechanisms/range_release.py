@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hierdp_core.release import Release
+from hierdp_core.releases import Release
 
 
 @dataclass(frozen=True, eq=False)

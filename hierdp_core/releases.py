@@ -2,15 +2,11 @@
 display, the noisy measurements they came from, which are private too); evaluation against
 the truth is a separate step (`hierdp_core.metrics`). A counts release may carry an
 interval for every cell (`CellIntervals`, made by `hierdp_core.intervals` from the release
-alone).
-
-Called, the module is the Python API's function: ``hierdp_core.release(table, levels=...,
-...)`` is `hierdp_core.api.release`."""
+alone). ``hierdp_core.release(table, levels=..., ...)`` is the Python API's function,
+`hierdp_core.api.release`."""
 
 from __future__ import annotations
 
-import sys
-import types
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -158,16 +154,3 @@ def release_table(hierarchy: Hierarchy, values: np.ndarray, categories: tuple[st
         cols["lower"] = pa.array(intervals.lower[nodes].ravel())
         cols["upper"] = pa.array(intervals.upper[nodes].ravel())
     return pa.table(cols)
-
-
-class _CallableModule(types.ModuleType):
-    """``hierdp_core.release`` is both this module and the Python API's function
-    (`hierdp_core.api.release`): calling the module calls the function."""
-
-    def __call__(self, *args, **kwargs):
-        from hierdp_core.api import release
-
-        return release(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
