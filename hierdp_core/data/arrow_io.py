@@ -47,7 +47,8 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
-__all__ = ["column_names", "read_columns", "release_csv_bytes", "table_from_frame", "write_release_csv"]
+__all__ = ["column_names", "read_columns", "text_string_batches", "release_csv_bytes",
+           "table_from_frame", "write_release_csv"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _STRUCTURAL = r'[,"\r\n]'
@@ -123,6 +124,41 @@ def _text_header(src, encoding: str | None, *, gz: bool,
 
 def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool,
                        ) -> pd.DataFrame | None:
+    read = _text_csv(src, wanted, encoding, _DICT, gz=gz)
+    if read is None:
+        return None
+    table, names = read
+    if table.num_rows == 0:
+        return None
+    last = table.slice(table.num_rows - 1)
+    if all(last.column(i).null_count == 1 for i in range(table.num_columns)):
+        return None  # trailing empty rows: the careful reader drops them
+    return pd.DataFrame({name: table.column(i).to_pandas() for i, name in enumerate(names)})
+
+
+def text_string_batches(src, columns: Sequence[str], encoding: str | None):
+    """The ``columns`` of the delimited text file ``src``, block by block, as record batches
+    of pyarrow strings (empty cells null) named as in the file, or None when the careful
+    reader must read it (an unusual header, a wanted column missing). A batch reader stops
+    with an `pa.ArrowException` where the file is malformed or undecodable."""
+    from hierdp_core.data.sources import kind_of
+
+    kind = kind_of(src.name)
+    if not kind.startswith("text"):
+        return None
+    read = _text_csv(src, list(dict.fromkeys(columns)), encoding, pa.string(),
+                     gz=kind.endswith(".gz"), stream=True)
+    if read is None:
+        return None
+    reader, names = read
+    return (batch.rename_columns(names) for batch in reader)
+
+
+def _text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
+              gz: bool, stream: bool = False):
+    """(the ``wanted`` columns of a delimited text file read by pyarrow as ``kind``, in the
+    file's order: a Table, or with ``stream`` a batch reader; their names), or None when
+    the careful reader must read it."""
     header = _text_header(src, encoding, gz=gz)
     if header is None or not set(wanted) <= set(header[0]):
         return None
@@ -131,22 +167,18 @@ def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool
     keep = [raw[i] for i, n in enumerate(names) if n in wanted]
     quoted = gz or _has_quote(src)
     arrow_enc = "utf8" if enc in ("utf-8", "utf-8-sig") else enc
-    table = pacsv.read_csv(
+    read = pacsv.open_csv if stream else pacsv.read_csv
+    table = read(
         _arrow_source(src, gz),
         read_options=pacsv.ReadOptions(skip_rows=1, column_names=raw, encoding=arrow_enc,
-                                       block_size=32 << 20),
+                                       block_size=(8 if stream else 32) << 20),
         parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
         convert_options=pacsv.ConvertOptions(
-            include_columns=keep, column_types=dict.fromkeys(keep, _DICT),
+            include_columns=keep, column_types=dict.fromkeys(keep, kind),
             strings_can_be_null=True, quoted_strings_can_be_null=True, null_values=[""]),
     )
-    if table.num_rows == 0:
-        return None
-    last = table.slice(table.num_rows - 1)
-    if all(last.column(c).null_count == 1 for c in keep):
-        return None  # trailing empty rows: the careful reader drops them
     by_raw = dict(zip(raw, names, strict=True))
-    return pd.DataFrame({by_raw[c]: table.column(c).to_pandas() for c in keep})
+    return table, [by_raw[c] for c in keep]
 
 
 def _has_quote(src) -> bool:
