@@ -247,10 +247,19 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
 
 
 def _float_text(values: np.ndarray) -> pa.Array:
-    """Floats as pandas' CSV writer prints them (numpy's repr; NaN empty)."""
-    text = values.astype(str).astype(object)
-    text[np.isnan(values)] = ""
-    return pa.array(text, pa.string())
+    """Floats as pandas' CSV writer prints them (numpy's repr; NaN empty). A whole number
+    below 1e16 (but -0.0) prints as the integer and '.0', which pyarrow writes at about 30x
+    the speed of numpy's repr; numpy prints the others."""
+    whole = ((np.abs(values) < 1e16) & (values == np.round(values))
+             & ((values != 0) | ~np.signbit(values)))
+    text = pc.binary_join_element_wise(
+        pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string()), ".0", "")
+    if whole.all():
+        return text
+    other = values[~whole]
+    rest = other.astype(str).astype(object)
+    rest[np.isnan(other)] = ""
+    return pc.replace_with_mask(text, pa.array(~whole), pa.array(rest, pa.string()))
 
 
 def release_csv_bytes(table: pa.Table) -> bytes:
