@@ -247,19 +247,25 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
 
 
 def _float_text(values: np.ndarray) -> pa.Array:
-    """Floats as pandas' CSV writer prints them (numpy's repr; NaN empty). A whole number
-    below 1e16 (but -0.0) prints as the integer and '.0', which pyarrow writes at about 30x
-    the speed of numpy's repr; numpy prints the others."""
-    whole = ((np.abs(values) < 1e16) & (values == np.round(values))
-             & ((values != 0) | ~np.signbit(values)))
+    """Floats as pandas' CSV writer prints them (numpy's shortest repr; NaN empty), made by
+    pyarrow where its text is the same, about 10x faster: a whole number below 1e16 (but
+    -0.0) is the integer and '.0'; from 1e-4 to 1e9 pyarrow's shortest text of a float is
+    numpy's (it turns to exponents from 1e10, numpy from 1e16); numpy prints the rest."""
+    size = np.abs(values)
+    whole = (size < 1e16) & (values == np.round(values)) & ((values != 0) | ~np.signbit(values))
+    short = (size >= 1e-4) & (size < 1e9) & ~whole
     text = pc.binary_join_element_wise(
         pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string()), ".0", "")
-    if whole.all():
-        return text
-    other = values[~whole]
-    rest = other.astype(str).astype(object)
-    rest[np.isnan(other)] = ""
-    return pc.replace_with_mask(text, pa.array(~whole), pa.array(rest, pa.string()))
+    if short.any():
+        text = pc.replace_with_mask(text, pa.array(short),
+                                    pc.cast(pa.array(values[short]), pa.string()))
+    rest = ~(whole | short)
+    if rest.any():
+        other = values[rest]
+        digits = other.astype(str).astype(object)
+        digits[np.isnan(other)] = ""
+        text = pc.replace_with_mask(text, pa.array(rest), pa.array(digits, pa.string()))
+    return text
 
 
 def release_csv_bytes(table: pa.Table) -> bytes:
