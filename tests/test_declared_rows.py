@@ -17,7 +17,7 @@ from hierdp_core.cli.parser import build_parser
 from hierdp_core.cli.release import memory_input
 from hierdp_core.cli.table import lookalike_warning, read_input
 from hierdp_core.data import declared_rows
-from hierdp_core.data.declared_rows import _plain
+from hierdp_core.data.declared_rows import _usable
 from hierdp_core.errors import HierdpError
 
 GEO = "state,county,tract\n06,06037,06037000100\n06,06037,06037000200\n06,06059,06059000100\n" \
@@ -137,7 +137,7 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
     assert _release_input(args) == careful and careful[0] == "InputError"
 
 
-@pytest.mark.parametrize("code", ["1e3", "1.50", "NA", "inf", "1_000", "+5"])
+@pytest.mark.parametrize("code", ["1e3", "1.50", "NA", "inf", "+5", " 5"])
 def test_codes_the_type_rule_may_change_go_to_the_careful_path(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
     args = _write(tmp_path, ROWS, geo, "--count-column", "n")
@@ -146,9 +146,24 @@ def test_codes_the_type_rule_may_change_go_to_the_careful_path(tmp_path, code):
 
 
 def test_plain_codes():
-    assert all(map(_plain, ["06", "0", "12345678901234567", "A1", "06-x", "0-17", "65+"]))
-    assert not any(map(_plain, ["", " 06", "1e3", "1.0", "nan", "NaN", "NA", "-", "inf",
-                                "123456789012345678", "٣", "1_0"]))
+    def plain(code: str) -> bool:
+        return _usable(np.array([code]))
+
+    assert all(map(plain, ["06", "0", "12345678901234567", "A1", "06-x", "0-17", "65+",
+                           "1_0", "0x10"]))
+    assert not any(map(plain, ["", " 06", "1e3", "1.0", "nan", "NaN", "NA", "-", "inf",
+                               "123456789012345678", "+5"]))
+    assert not _usable(np.array(["A1", "B2", "A1"]))  # a repeated code
+
+
+@pytest.mark.parametrize("code", ["1_0", "0x10", "\u0663", "A 1"])
+def test_text_codes_pandas_does_not_read_as_numbers(tmp_path, code):
+    """Codes pandas does not read as numbers stay text on both paths."""
+    geo = GEO + f"41,41051,{code}\n"
+    rows = ROWS + f"41,41051,{code},M,4\n"
+    args = _write(tmp_path, rows, geo, "--count-column", "n")
+    assert declared_count_input(args, args.input) is not None
+    assert _release_input(args) == _careful(args)
 
 
 def test_other_flags_use_the_careful_path(tmp_path):

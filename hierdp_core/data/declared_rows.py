@@ -15,7 +15,7 @@ integer, an undecodable byte, a ragged row.
 
 Why the results agree: the careful path types a column by its distinct values, strips
 them, and turns an all-numeric column into numbers. A declared code is used here only when
-that cannot change it (`_plain`): digits alone (up to 17: an integer column prints them
+that cannot change it (`_usable`): digits alone (up to 17: an integer column prints them
 back unchanged, and one with a leading zero stays text), or text that is no number and no
 NA token, with nothing to strip. A row is placed only when its text equals such a code, so
 the careful path would read the same code for it.
@@ -42,7 +42,6 @@ True
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -57,7 +56,6 @@ __all__ = ["PlacedRows", "place_rows"]
 #: above this many codes a level of digit codes is matched by integer keys (value, length):
 #: pyarrow's hash of 80,000 strings cost about 200 ns a row here, the integer keys 80
 DIGIT_KEYS_FROM = 10_000
-_DIGITS = re.compile(r"[0-9]{1,17}")
 _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 
 
@@ -149,9 +147,21 @@ def _ancestors(h) -> list[np.ndarray]:
 
 
 def _usable(codes: np.ndarray) -> bool:
-    """Whether every code is `_plain` and none repeats."""
-    return (codes.size > 0 and np.unique(codes).size == codes.size
-            and (_digit_codes(codes) or all(map(_plain, codes))))
+    """Whether none of the codes repeats and every one is plain: the careful path reads a
+    cell holding exactly the code as the code. Digits alone (at most 17) are; other text
+    is when it is no number to pandas (the type rule's ``pd.to_numeric``), no NA token and
+    has nothing to strip."""
+    if codes.size == 0 or np.unique(codes).size != codes.size:
+        return False
+    text = pa.array(codes, pa.string())
+    digits = pc.and_(pc.ascii_is_decimal(text), pc.less_equal(pc.binary_length(text), 17))
+    other = codes[~digits.to_numpy(zero_copy_only=False)]
+    if other.size == 0:
+        return True
+    numbers = pd.to_numeric(pd.Series(other, dtype=object), errors="coerce")
+    return bool(numbers.isna().all() and (other != "").all()
+                and (np.char.strip(other) == other).all()
+                and not np.isin(other, list(_NA_TOKENS)).any())
 
 
 def _digit_codes(codes: np.ndarray) -> bool:
@@ -159,20 +169,6 @@ def _digit_codes(codes: np.ndarray) -> bool:
     text = pa.array(codes, pa.string())
     return bool(pc.all(pc.ascii_is_decimal(text)).as_py()
                 and pc.max(pc.binary_length(text)).as_py() <= 17)
-
-
-def _plain(code: str) -> bool:
-    """Whether the careful path reads a cell holding exactly ``code`` as ``code``: digits
-    alone (at most 17), or text that is no number, no NA token and has nothing to strip."""
-    if _DIGITS.fullmatch(code):
-        return True
-    if not code or code != code.strip() or code in _NA_TOKENS:
-        return False
-    try:
-        float(code)
-    except ValueError:
-        return bool(pd.isna(pd.to_numeric(pd.Series([code]), errors="coerce")[0]))
-    return False
 
 
 class _Lookup:
