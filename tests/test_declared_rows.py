@@ -18,6 +18,7 @@ from hierdp_core.cli.release import memory_input
 from hierdp_core.cli.table import lookalike_warning, read_input
 from hierdp_core.data import declared_rows
 from hierdp_core.data.declared_rows import _usable
+from hierdp_core.data.sources import resolve_source
 from hierdp_core.errors import HierdpError
 
 GEO = "state,county,tract\n06,06037,06037000100\n06,06037,06037000200\n06,06059,06059000100\n" \
@@ -172,3 +173,29 @@ def test_other_flags_use_the_careful_path(tmp_path):
         if "--structure-from-data" in flags:
             args.geography = None
         assert declared_count_input(args, args.input) is None
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newline, parts):
+    """A large file is parsed in stretches of whole lines on several threads (here any
+    file): the same data in the same row order (a duplicate names its rows), and a bad row
+    in the last stretch still goes to the careful path."""
+    from hierdp_core.data import arrow_io
+
+    monkeypatch.setattr(arrow_io, "SPLIT_FROM", 1)
+    monkeypatch.setattr(declared_rows, "PARTS", parts)
+    body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
+    rows = (ROWS.splitlines()[0] + "\n" + body).replace("\n", newline)
+    args = _write(tmp_path, rows, GEO, "--count-column", "n")
+    src = resolve_source(args.input, None, 10**9)
+    assert len(arrow_io.text_string_parts(src, ["tract"], None, parts)) == parts
+    assert declared_count_input(args, args.input) is not None
+    assert _release_input(args) == _careful(args)
+    args = _write(tmp_path, rows, GEO, "--count-column", "n", "--duplicates", "error")
+    refused = _release_input(args)
+    assert refused == _careful(args) and refused[0] == "DuplicateRowsError"
+    args = _write(tmp_path, rows + "06,06059,06037000100,F,3" + newline, GEO,
+                  "--count-column", "n")
+    assert declared_count_input(args, args.input) is None
+    assert _release_input(args) == _careful(args)

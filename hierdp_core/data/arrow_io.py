@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import mmap
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,7 +48,7 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
-__all__ = ["column_names", "read_columns", "text_string_batches", "release_csv_bytes",
+__all__ = ["column_names", "read_columns", "text_string_parts", "release_csv_bytes",
            "table_from_frame", "write_release_csv"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -136,29 +137,32 @@ def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool
     return pd.DataFrame({name: table.column(i).to_pandas() for i, name in enumerate(names)})
 
 
-def text_string_batches(src, columns: Sequence[str], encoding: str | None):
-    """The ``columns`` of the delimited text file ``src``, block by block, as record batches
-    of pyarrow strings (empty cells null) named as in the file, or None when the careful
-    reader must read it (an unusual header, a wanted column missing). A batch reader stops
-    with an `pa.ArrowException` where the file is malformed or undecodable."""
+def text_string_parts(src, columns: Sequence[str], encoding: str | None,
+                      parts: int = 1) -> list | None:
+    """The ``columns`` of the delimited text file ``src`` as record batch readers of pyarrow
+    strings (empty cells null), named as in the file: one, or for a large uncompressed
+    UTF-8 file without quotes up to ``parts`` over consecutive stretches of its lines (each
+    read on its own thread, two cores parse it); None when the careful reader must read
+    it (an unusual header, a wanted column missing). A reader stops with an
+    `pa.ArrowException` where the file is malformed or undecodable."""
     from hierdp_core.data.sources import kind_of
 
     kind = kind_of(src.name)
     if not kind.startswith("text"):
         return None
     read = _text_csv(src, list(dict.fromkeys(columns)), encoding, pa.string(),
-                     gz=kind.endswith(".gz"), stream=True)
+                     gz=kind.endswith(".gz"), parts=parts)
     if read is None:
         return None
-    reader, names = read
-    return (batch.rename_columns(names) for batch in reader)
+    readers, names = read
+    return [(batch.rename_columns(names) for batch in reader) for reader in readers]
 
 
 def _text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
-              gz: bool, stream: bool = False):
+              gz: bool, parts: int = 0):
     """(the ``wanted`` columns of a delimited text file read by pyarrow as ``kind``, in the
-    file's order: a Table, or with ``stream`` a batch reader; their names), or None when
-    the careful reader must read it."""
+    file's order: a Table, or with ``parts`` a list of batch readers (`text_string_parts`);
+    their names), or None when the careful reader must read it."""
     header = _text_header(src, encoding, gz=gz)
     if header is None or not set(wanted) <= set(header[0]):
         return None
@@ -167,18 +171,61 @@ def _text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *
     keep = [raw[i] for i, n in enumerate(names) if n in wanted]
     quoted = gz or _has_quote(src)
     arrow_enc = "utf8" if enc in ("utf-8", "utf-8-sig") else enc
-    read = pacsv.open_csv if stream else pacsv.read_csv
-    table = read(
-        _arrow_source(src, gz),
-        read_options=pacsv.ReadOptions(skip_rows=1, column_names=raw, encoding=arrow_enc,
-                                       block_size=(8 if stream else 32) << 20),
-        parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
-        convert_options=pacsv.ConvertOptions(
-            include_columns=keep, column_types=dict.fromkeys(keep, kind),
-            strings_can_be_null=True, quoted_strings_can_be_null=True, null_values=[""]),
-    )
     by_raw = dict(zip(raw, names, strict=True))
-    return table, [by_raw[c] for c in keep]
+
+    def options(skip: int) -> dict:
+        return {"read_options": pacsv.ReadOptions(skip_rows=skip, column_names=raw,
+                                                  encoding=arrow_enc,
+                                                  block_size=(8 if parts else 32) << 20),
+                "parse_options": pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
+                "convert_options": pacsv.ConvertOptions(
+                    include_columns=keep, column_types=dict.fromkeys(keep, kind),
+                    strings_can_be_null=True, quoted_strings_can_be_null=True,
+                    null_values=[""])}
+
+    if not parts:
+        return pacsv.read_csv(_arrow_source(src, gz), **options(1)), [by_raw[c] for c in keep]
+    stretches = (_stretches(src, parts) if not quoted and arrow_enc == "utf8" else None)
+    if stretches is None:
+        readers = [pacsv.open_csv(_arrow_source(src, gz), **options(1))]
+    else:
+        content, cuts = stretches
+        readers = [pacsv.open_csv(pa.BufferReader(content.slice(a, b - a)),
+                                  **options(1 if a == 0 else 0))
+                   for a, b in itertools.pairwise(cuts)]
+    return readers, [by_raw[c] for c in keep]
+
+
+#: a file is parsed in stretches on several threads from this size (bytes)
+SPLIT_FROM = 64 << 20
+
+
+def _stretches(src, parts: int) -> tuple[pa.Buffer, list[int]] | None:
+    """(the file's bytes, mapped; the offsets of ``parts`` stretches of whole lines, from 0
+    to its size, each cut just after a line break), or None for a file below `SPLIT_FROM`."""
+    content = (pa.py_buffer(src.data) if src.data is not None
+               else pa.memory_map(str(src.path)).read_buffer())
+    size = content.size
+    if parts < 2 or size < SPLIT_FROM:
+        return None
+    cuts = [0]
+    for i in range(1, parts):
+        at = _line_break(content, i * size // parts)
+        if at < 0 or at + 1 >= size:
+            break
+        cuts.append(at + 1)
+    return (content, [*cuts, size]) if len(cuts) > 1 else None
+
+
+def _line_break(content: pa.Buffer, start: int) -> int:
+    """The offset of the first ``\\n`` of ``content`` at or after ``start``, or -1."""
+    step = 1 << 16
+    while start < content.size:
+        at = content.slice(start, min(step, content.size - start)).to_pybytes().find(b"\n")
+        if at >= 0:
+            return start + at
+        start += step
+    return -1
 
 
 def _has_quote(src) -> bool:

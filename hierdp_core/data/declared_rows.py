@@ -56,6 +56,8 @@ __all__ = ["PlacedRows", "place_rows"]
 #: above this many codes a level of digit codes is matched by integer keys (value, length):
 #: pyarrow's hash of 80,000 strings cost about 200 ns a row here, the integer keys 80
 DIGIT_KEYS_FROM = 10_000
+#: the parts of a large file read at once (`hierdp_core.data.arrow_io.text_string_parts`)
+PARTS = 2
 _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 
 
@@ -77,7 +79,7 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     placed in ``geography`` (whose levels are the columns ``levels``) and the product of the
     ``declared`` values of the category columns, or None when the careful path must read
     it (see the module doc)."""
-    from hierdp_core.data.arrow_io import text_string_batches
+    from hierdp_core.data.arrow_io import text_string_parts
 
     h = geography.hierarchy
     codes = [np.asarray(h.codes[lv]).astype(str) for lv in range(1, h.n_levels)]
@@ -87,9 +89,9 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
         return None
     columns = [*levels, *declared, *([count_column] if count_column else [])]
     try:
-        batches = text_string_batches(src, columns, encoding)
-        placed = None if batches is None else _place(batches, h, levels, count_column,
-                                                     codes, values)
+        parts = text_string_parts(src, columns, encoding, parts=PARTS)
+        placed = None if parts is None else _place(parts, h, levels, count_column, codes,
+                                                   values)
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None  # a malformed or undecodable file: the careful reader says where
     if not placed:
@@ -101,38 +103,66 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     return PlacedRows(leaf.astype(np.int64), cell.astype(np.int64), counts, present)
 
 
-def _place(batches, h, levels, count_column, codes, values) -> list | None:
+def _place(parts: list, h, levels, count_column, codes, values) -> list | None:
     """[the codes of each level some row holds (flags), then per batch (leaves, cells,
-    counts)], or None when a row is not plain (see `place_rows`). The next block is parsed
-    on a thread while this one is placed (pyarrow and numpy let go of the GIL)."""
+    counts)], or None when a row is not plain (see `place_rows`). Each part of the file
+    (`text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
+    of the GIL); a single part is read one block ahead on a thread while a block is
+    placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
     ancestors = _ancestors(h)
     sizes = [v.size for v in values.values()]
     cell_type = np.int32 if np.prod(sizes) < 2**31 else np.int64
-    seen = [np.zeros(k.size, dtype=bool) for k in codes]
-    placed: list = [seen]
-    with ThreadPoolExecutor(1) as reader:
-        ahead = reader.submit(next, batches, None)
-        while (batch := ahead.result()) is not None:
-            ahead = reader.submit(next, batches, None)
-            if any(column.null_count for column in batch.columns):
-                return None  # a missing cell
-            at = [lookup(batch.column(c)) for lookup, c in zip(lookups, [*levels, *values],
-                                                               strict=True)]
-            counts = _counts(batch.column(count_column)) if count_column else None
-            if any(a is None for a in at) or (count_column and counts is None):
-                return None
-            leaf = at[len(levels) - 1]
-            if not all(np.array_equal(up[leaf], a)
-                       for up, a in zip(ancestors, at, strict=False)):
-                return None  # a coarser code is not the leaf's ancestor's
-            cell = np.zeros(leaf.size, dtype=cell_type)
-            for size, index in zip(sizes, at[len(levels):], strict=True):
-                cell = cell * size + index
-            for flags, a in zip(seen, at, strict=False):
-                flags[a] = True
-            placed.append((leaf, cell, counts))
-    return placed if len(placed) > 1 else None
+
+    def place(batch) -> tuple | None:
+        if any(column.null_count for column in batch.columns):
+            return None  # a missing cell
+        at = [lookup(batch.column(c)) for lookup, c in zip(lookups, [*levels, *values],
+                                                           strict=True)]
+        counts = _counts(batch.column(count_column)) if count_column else None
+        if any(a is None for a in at) or (count_column and counts is None):
+            return None
+        leaf = at[len(levels) - 1]
+        if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
+            return None  # a coarser code is not the leaf's ancestor's
+        cell = np.zeros(leaf.size, dtype=cell_type)
+        for size, index in zip(sizes, at[len(levels):], strict=True):
+            cell = cell * size + index
+        seen = [np.bincount(a, minlength=k.size) > 0 for a, k in zip(at, codes, strict=False)]
+        return leaf, cell, counts, seen
+
+    with ThreadPoolExecutor(max(len(parts), 2)) as pool:
+        if len(parts) == 1:
+            done = list(_read_ahead(pool, parts[0], place))
+        else:
+            done = [p for part in pool.map(lambda part: _until_none(part, place), parts)
+                    for p in part]
+    if not done or any(p is None for p in done):
+        return None
+    seen = [np.logical_or.reduce([p[3][i] for p in done]) for i in range(len(codes))]
+    return [seen, *(p[:3] for p in done)]
+
+
+def _until_none(batches, place) -> list:
+    """``place`` of each batch, up to the first None."""
+    out = []
+    for batch in batches:
+        out.append(place(batch))
+        if out[-1] is None:
+            break
+    return out
+
+
+def _read_ahead(pool, batches, place):
+    """``place`` of each batch, the next batch read on ``pool`` meanwhile; stops after the
+    first None."""
+    ahead = pool.submit(next, batches, None)
+    while (batch := ahead.result()) is not None:
+        ahead = pool.submit(next, batches, None)
+        placed = place(batch)
+        yield placed
+        if placed is None:
+            return
 
 
 def _ancestors(h) -> list[np.ndarray]:
