@@ -1,9 +1,9 @@
 """The rows of a large delimited text file placed straight in a declared structure: each
 row's leaf, category cell and count, with no pandas table of the rows.
 
-`place_rows` reads the level, category and count columns with pyarrow as plain strings (the
-read of the file itself, on every core) and matches them against the declared codes and
-values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
+`place_rows` reads the level, category and count columns with pyarrow as plain strings, block
+by block (a large file in two stretches of whole lines, each on its own thread), and matches
+each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
 lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
 coarser level's code must be the leaf's ancestor's, each category value a declared one, each
 count a canonical non-negative integer. It gives the same leaves, cells and counts as the
