@@ -209,6 +209,8 @@ class _Lookup:
         self.digits = codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes)
         if self.digits:
             self.keys = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
+            self.keys.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash table made
+            # here, whole: the threads reading parts of the file then only look it up
         else:
             self.codes = pa.array(codes, pa.string())
 
