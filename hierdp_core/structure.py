@@ -366,10 +366,16 @@ def category_index(table: pd.DataFrame, columns: Sequence[str],
                                  + ", ".join(repr(v) for v in shown))
         index = index * values.size + code
         value_lists.append(values.tolist())
+    return index, category_labels(value_lists)
+
+
+def category_labels(value_lists: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The labels ``'v1 / v2'`` of the product of the category columns' values (first
+    column slowest)."""
     labels: list[tuple[str, ...]] = [()]
     for values in value_lists:
         labels = [p + (v,) for p in labels for v in values]
-    return index, tuple(" / ".join(p) for p in labels)
+    return tuple(" / ".join(p) for p in labels)
 
 
 def _describe_values(values: list[str]) -> str:

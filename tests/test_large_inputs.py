@@ -246,6 +246,22 @@ def test_csv_of_floats_and_quoted_text_equals_pandas():
     assert release_csv_bytes(table_from_frame(frame)) == frame.to_csv(index=False).encode()
 
 
+
+def test_csv_of_whole_floats_equals_pandas():
+    """Whole numbers (written as pyarrow's integer text and '.0'), fractions from 1e-4 to
+    1e9 (pyarrow's shortest text) and the others (numpy's repr) mixed: the bytes of pandas."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.integers(-10**7, 10**7, 2000).astype(float),
+                             rng.normal(0, 1, 5000) * 10.0 ** rng.integers(-7, 18, 5000),
+                             [1e15, 9999999999999998.0, -9999999999999998.0, 1e16, -1e16,
+                              -0.0, 0.0, np.nan, np.inf, -np.inf, 0.5, 3e20, 1e-4, 1e9,
+                              999999999.5, 1 / 3, 1e-4 - 1e-20]])
+    rng.shuffle(values)
+    frame = pd.DataFrame({"label": [f"u{i}" for i in range(values.size)], "value": values})
+    assert release_csv_bytes(table_from_frame(frame)) == frame.to_csv(index=False).encode()
+    frame = frame[(np.abs(values) < 1e16) & (values == np.round(values)) & (values != 0)]
+    assert release_csv_bytes(table_from_frame(frame)) == frame.to_csv(index=False).encode()
+
 # ---- the CLI reads the columns it needs --------------------------------------------------
 def test_input_columns_of_the_cli():
     args = argparse.Namespace(levels="state,county", categories="sex", names="county=cname",

@@ -169,11 +169,18 @@ def memory_input(args, path: Path, table=None):
     """(args, table, preparation note, data, sparse note or None) of a release held in
     memory: the table at ``path`` (or ``table``, a DataFrame already in memory) read and
     prepared (`prepare_input`), its data object (`input_data`), both checked against the
-    memory limit."""
-    source = read_input(args, path) if table is None else table
-    args, table, prepared = prepare_input(args, source)
-    check_args_memory(args, table)  # before anything grows with a size typed
-    data = input_data(args, table)
+    memory limit. A counts release over a declared structure is read straight to its leaf
+    counts when it can (`declared_count_input`; the table is then the codes some row holds)."""
+    from hierdp_core.cli.declared_input import declared_count_input
+
+    placed = declared_count_input(args, path) if table is None else None
+    if placed is not None:
+        (table, data), prepared = placed, ""
+    else:
+        source = read_input(args, path) if table is None else table
+        args, table, prepared = prepare_input(args, source)
+        check_args_memory(args, table)  # before anything grows with a size typed
+        data = input_data(args, table)
     sparse = sparse_note(check_data_memory(args, data), memory_limit(args))
     return args, table, prepared, data, sparse
 

@@ -140,16 +140,29 @@ def count_data_from_table(
         cat_index, categories = _category_index(table, category_columns, declared)
     else:
         cat_index, categories = np.zeros(len(table), dtype=np.int64), (TOTAL,)
-    k = len(categories)
-    cells = leaf * k + cat_index
-    merged = (0 if count_column is None
-              else repeated_rows(cells, duplicates, duplicate_cell))
-    leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
-        hierarchy.n_leaves, k)
     if name_columns:
         hierarchy = hierarchy.with_names(unit_names(table, hierarchy, leaf, list(levels),
                                                      name_columns))
     declared_structure = geography is not None and set(category_columns) <= set(declared)
+    return count_data_of_rows(hierarchy, leaf, cat_index, weights, categories,
+                              category_columns, declared_structure=declared_structure,
+                              aggregated=count_column is not None, duplicates=duplicates,
+                              duplicate_cell=duplicate_cell)
+
+
+def count_data_of_rows(hierarchy: Hierarchy, leaf: np.ndarray, cell: np.ndarray,
+                       weights: np.ndarray, categories: tuple[str, ...],
+                       category_columns: Sequence[str], *, declared_structure: bool,
+                       aggregated: bool, duplicates: str = "sum",
+                       duplicate_cell: str = "unit and category") -> CountData:
+    """The CountData of rows placed at their ``leaf`` and category ``cell``, each standing
+    for ``weights`` persons; ``aggregated`` rows repeating a leaf and category are summed
+    (`merged_rows`) or refused by ``duplicates``."""
+    k = len(categories)
+    cells = leaf * k + cell
+    merged = repeated_rows(cells, duplicates, duplicate_cell) if aggregated else 0
+    leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
+        hierarchy.n_leaves, k)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),
                      declared_structure, merged)
 

@@ -1,0 +1,252 @@
+"""The rows of a large delimited text file placed straight in a declared structure: each
+row's leaf, category cell and count, with no pandas table of the rows.
+
+`place_rows` reads the level, category and count columns with pyarrow as plain strings, block
+by block (a large file in two stretches of whole lines, each on its own thread), and matches
+each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
+lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
+coarser level's code must be the leaf's ancestor's, each category value a declared one, each
+count a canonical non-negative integer. It gives the same leaves, cells and counts as the
+careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
+`hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
+careful path reads the file and says what is wrong: a missing cell, a code outside the
+geography or under another parent, an undeclared value, a count that is not a plain
+integer, an undecodable byte, a ragged row.
+
+Why the results agree: the careful path types a column by its distinct values, strips
+them, and turns an all-numeric column into numbers. A declared code is used here only when
+that cannot change it (`_usable`): digits alone (up to 17: an integer column prints them
+back unchanged, and one with a leading zero stays text), or text that is no number and no
+NA token, with nothing to strip. A row is placed only when its text equals such a code, so
+the careful path would read the same code for it.
+
+Example
+-------
+>>> import io
+>>> import pandas as pd
+>>> from hierdp_core.data.sources import resolve_source
+>>> from hierdp_core.structure import geography_from_table
+>>> geo = geography_from_table(pd.DataFrame({"state": ["06", "06", "41"],
+...                                          "county": ["06037", "06059", "41051"]}),
+...                            ["state", "county"])
+>>> csv = b"state,county,sex,n\\n06,06059,F,3\\n41,41051,M,2\\n06,06059,F,1\\n"
+>>> rows = place_rows(resolve_source(io.BytesIO(csv), "t.csv", 10**6), ["state", "county"], "n",
+...                   {"sex": ["F", "M"]}, geo)
+>>> rows.leaf.tolist(), rows.cell.tolist(), rows.counts.tolist(), rows.present["county"]
+([1, 2, 1], [0, 1, 0], [3, 2, 1], ['06059', '41051'])
+>>> place_rows(resolve_source(io.BytesIO(csv.replace(b"06,06059,F,3", b"06,41051,F,3")),
+...                           "t.csv", 10**6),
+...            ["state", "county"], "n", {"sex": ["F", "M"]}, geo) is None  # not nested
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["PlacedRows", "place_rows"]
+
+#: above this many codes a level of digit codes is matched by integer keys (value, length):
+#: pyarrow's hash of 80,000 strings cost about 200 ns a row here, the integer keys 80
+DIGIT_KEYS_FROM = 10_000
+#: the parts of a large file read at once (`hierdp_core.data.arrow_io.text_string_parts`)
+PARTS = 2
+_NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
+
+
+class PlacedRows(NamedTuple):
+    """Per row: its leaf (within the leaf level), its category cell (index in the product
+    of the declared values, first column slowest) and its count (None: one per row); per
+    level column, the codes some row holds (sorted)."""
+
+    leaf: np.ndarray
+    cell: np.ndarray
+    counts: np.ndarray | None
+    present: dict[str, list[str]]
+
+
+def place_rows(src, levels: Sequence[str], count_column: str | None,
+               declared: Mapping[str, Sequence[str]], geography,
+               encoding: str | None = None) -> PlacedRows | None:
+    """The rows of the delimited text file ``src`` (a `hierdp_core.data.sources.Source`)
+    placed in ``geography`` (whose levels are the columns ``levels``) and the product of the
+    ``declared`` values of the category columns, or None when the careful path must read
+    it (see the module doc)."""
+    from hierdp_core.data.arrow_io import text_string_parts
+
+    h = geography.hierarchy
+    codes = [np.asarray(h.codes[lv]).astype(str) for lv in range(1, h.n_levels)]
+    values = {c: np.asarray([str(v).strip() for v in vs]).astype(str)
+              for c, vs in declared.items()}
+    if len(levels) != len(codes) or not all(map(_usable, [*codes, *values.values()])):
+        return None
+    columns = [*levels, *declared, *([count_column] if count_column else [])]
+    try:
+        parts = text_string_parts(src, columns, encoding, parts=PARTS)
+        placed = None if parts is None else _place(parts, h, levels, count_column, codes,
+                                                   values)
+    except (pa.ArrowException, OSError, UnicodeError, ValueError):
+        return None  # a malformed or undecodable file: the careful reader says where
+    if not placed:
+        return None
+    leaf, cell, counts = (np.concatenate(part) if part[0] is not None else None
+                          for part in zip(*placed[1:], strict=True))
+    present = {c: codes[i][seen].tolist() for (i, c), seen in zip(enumerate(levels), placed[0],
+                                                                 strict=True)}
+    return PlacedRows(leaf.astype(np.int64), cell.astype(np.int64), counts, present)
+
+
+def _place(parts: list, h, levels, count_column, codes, values) -> list | None:
+    """[the codes of each level some row holds (flags), then per batch (leaves, cells,
+    counts)], or None when a row is not plain (see `place_rows`). Each part of the file
+    (`text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
+    of the GIL); a single part is read one block ahead on a thread while a block is
+    placed."""
+    lookups = [_Lookup(k) for k in [*codes, *values.values()]]
+    ancestors = _ancestors(h)
+    sizes = [v.size for v in values.values()]
+    cell_type = np.int32 if np.prod(sizes) < 2**31 else np.int64
+
+    def place(batch) -> tuple | None:
+        if any(column.null_count for column in batch.columns):
+            return None  # a missing cell
+        at = [lookup(batch.column(c)) for lookup, c in zip(lookups, [*levels, *values],
+                                                           strict=True)]
+        counts = _counts(batch.column(count_column)) if count_column else None
+        if any(a is None for a in at) or (count_column and counts is None):
+            return None
+        leaf = at[len(levels) - 1]
+        if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
+            return None  # a coarser code is not the leaf's ancestor's
+        cell = np.zeros(leaf.size, dtype=cell_type)
+        for size, index in zip(sizes, at[len(levels):], strict=True):
+            cell = cell * size + index
+        seen = [np.bincount(a, minlength=k.size) > 0 for a, k in zip(at, codes, strict=False)]
+        return leaf, cell, counts, seen
+
+    with ThreadPoolExecutor(max(len(parts), 2)) as pool:
+        if len(parts) == 1:
+            done = list(_read_ahead(pool, parts[0], place))
+        else:
+            done = [p for part in pool.map(lambda part: _until_none(part, place), parts)
+                    for p in part]
+    if not done or any(p is None for p in done):
+        return None
+    seen = [np.logical_or.reduce([p[3][i] for p in done]) for i in range(len(codes))]
+    return [seen, *(p[:3] for p in done)]
+
+
+def _until_none(batches, place) -> list:
+    """``place`` of each batch, up to the first None."""
+    out = []
+    for batch in batches:
+        out.append(place(batch))
+        if out[-1] is None:
+            break
+    return out
+
+
+def _read_ahead(pool, batches, place):
+    """``place`` of each batch, the next batch read on ``pool`` meanwhile; stops after the
+    first None."""
+    ahead = pool.submit(next, batches, None)
+    while (batch := ahead.result()) is not None:
+        ahead = pool.submit(next, batches, None)
+        placed = place(batch)
+        yield placed
+        if placed is None:
+            return
+
+
+def _ancestors(h) -> list[np.ndarray]:
+    """For each geography level above the leaves, coarse to fine, the node within that
+    level of every leaf's ancestor."""
+    node = np.arange(h.level_offsets[h.depth], h.level_offsets[h.depth + 1])
+    out = []
+    for level in range(h.depth - 1, 0, -1):
+        node = h.parent[node]
+        out.append((node - h.level_offsets[level]).astype(np.int32))
+    return out[::-1]
+
+
+def _usable(codes: np.ndarray) -> bool:
+    """Whether none of the codes repeats and every one is plain: the careful path reads a
+    cell holding exactly the code as the code. Digits alone (at most 17) are; other text
+    is when it is no number to pandas (the type rule's ``pd.to_numeric``), no NA token and
+    has nothing to strip."""
+    if codes.size == 0 or np.unique(codes).size != codes.size:
+        return False
+    text = pa.array(codes, pa.string())
+    digits = pc.and_(pc.ascii_is_decimal(text), pc.less_equal(pc.binary_length(text), 17))
+    other = codes[~digits.to_numpy(zero_copy_only=False)]
+    if other.size == 0:
+        return True
+    numbers = pd.to_numeric(pd.Series(other, dtype=object), errors="coerce")
+    return bool(numbers.isna().all() and (other != "").all()
+                and (np.char.strip(other) == other).all()
+                and not np.isin(other, list(_NA_TOKENS)).any())
+
+
+def _digit_codes(codes: np.ndarray) -> bool:
+    """Whether every code is 1-17 ASCII digits."""
+    text = pa.array(codes, pa.string())
+    return bool(pc.all(pc.ascii_is_decimal(text)).as_py()
+                and pc.max(pc.binary_length(text)).as_py() <= 17)
+
+
+class _Lookup:
+    """The position in ``codes`` of every row's text (None when one is not there): by
+    pyarrow's hash of the codes, or for many digit codes by their integer keys."""
+
+    def __init__(self, codes: np.ndarray):
+        self.digits = codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes)
+        if self.digits:
+            self.keys = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
+            self.keys.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash table made
+            # here, whole: the threads reading parts of the file then only look it up
+        else:
+            self.codes = pa.array(codes, pa.string())
+
+    def __call__(self, column: pa.Array) -> np.ndarray | None:
+        if self.digits:
+            keys = _digit_keys(column)
+            if keys is None:
+                return None
+            at = self.keys.get_indexer(keys)
+        else:
+            found = pc.index_in(column, value_set=self.codes)
+            if found.null_count:
+                return None
+            at = found.to_numpy()
+        return None if at.size and at.min() < 0 else at.astype(np.int32, copy=False)
+
+
+def _digit_keys(column: pa.Array) -> np.ndarray | None:
+    """value * 32 + length of every row's text when each is 1-17 ASCII digits (the pair
+    tells digit strings apart, leading zeros included), else None."""
+    if not pc.all(pc.ascii_is_decimal(column)).as_py():
+        return None
+    length = pc.binary_length(column).to_numpy().astype(np.int64)
+    if length.size and length.max() > 17:
+        return None
+    return pc.cast(column, pa.int64()).to_numpy() * 32 + length
+
+
+def _counts(column: pa.Array) -> np.ndarray | None:
+    """The counts as int64 when every cell is a canonical non-negative integer (digits,
+    no leading zero, at most 18), which the careful path reads as the same integer; else
+    None."""
+    if not pc.all(pc.ascii_is_decimal(column)).as_py():
+        return None
+    length = pc.binary_length(column)
+    if pc.max(length).as_py() > 18 or pc.any(pc.and_(pc.starts_with(column, "0"),
+                                                     pc.greater(length, 1))).as_py():
+        return None
+    return pc.cast(column, pa.int64()).to_numpy()
