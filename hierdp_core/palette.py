@@ -162,8 +162,11 @@ def colour_scale(diverging: bool = False) -> list[list]:
         low, high = 0.0, 1.0  # no part of the scale stands off the page: all of it
     if (low, high) == (0.0, 1.0):
         return scale
-    inner = [[at, colour] for at, colour in scale if low < at < high]
-    cut = [[low, _at(scale, low)], *inner, [high, _at(scale, high)]]
+    cut = [[at, colour] for at, colour in scale if low <= at <= high]  # stops kept as named
+    if cut[0][0] > low:
+        cut.insert(0, [low, _at(scale, low)])
+    if cut[-1][0] < high:
+        cut.append([high, _at(scale, high)])
     return [[(at - low) / (high - low), colour] for at, colour in cut]
 
 
