@@ -17,9 +17,9 @@ import pandas as pd
 
 TITLES: dict[str, str] = {
     # counts
-    "raw-laplace": "Noise only (Laplace)",
-    "raw-geometric": "Noise only (geometric)",
-    "raw-discrete-gaussian": "Noise only (discrete Gaussian)",
+    "raw-laplace": "Laplace noise",
+    "raw-geometric": "Geometric noise",
+    "raw-discrete-gaussian": "Discrete Gaussian noise",
     "least-squares": "Least squares",
     "topdown": "TopDown",
     # group sizes
@@ -36,20 +36,20 @@ TITLES: dict[str, str] = {
     "gs-kuo-hierarchical": "Kuo et al., hierarchical",
     # flows
     "inftda": "InfTDA",
-    "tda-l2": "TopDown, Euclidean projection (TDA-l2)",
+    "tda-l2": "TopDown, Euclidean (TDA-l2)",
     "tda-linf-milp": "TopDown, integer program (TDA-l-inf)",
     "vanilla-gauss": "Gaussian noise on every pair",
     "stability-histogram": "Stability-based histogram",
     # ranges
     "dawa": "DAWA",
     "dawa-reference": "DAWA, the authors' partition",
-    "greedy-h": "Greedy H (DAWA without partition)",
+    "greedy-h": "Greedy H",  # the baselines by their published names (DPBench's)
     "partition-laplace": "DAWA partition, Laplace noise",
-    "identity": "Identity (noise on every cell)",
-    "uniform": "Uniform (one noisy total)",
-    "h2": "H2 (binary tree of ranges)",
-    "hb": "HB (tree of ranges)",
-    "privelet": "Privelet (wavelets)",
+    "identity": "Identity",
+    "uniform": "Uniform",
+    "h2": "H2",
+    "hb": "HB",
+    "privelet": "Privelet",
 }
 
 #: the privacy definitions' plain names (keys as in `hierdp_core.privacy.budget`)

@@ -23,6 +23,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 from test_browser_colours import LINE_CONTRAST, TEXT_CONTRAST, assert_theme, contrast, over, rgba
+from test_browser_layout import HIDDEN_CHIPS
 
 from tests.browser_tools import new_context
 
@@ -107,3 +108,14 @@ def test_every_treemap_label_reads_on_its_tile(server, browser, scheme):  # noqa
         ratios = [(contrast(rgba(text), over((*rgba(fill)[:3], float(opacity)), background)),
                    label) for label, text, fill, opacity in tiles]
         assert min(ratios)[0] >= TEXT_CONTRAST, sorted(ratios)[:5]
+
+
+@pytest.mark.parametrize("label", ["Trade-offs", "Group sizes", "Flows", "Range queries"])
+def test_every_default_mechanism_of_a_sweep_is_shown_whole(server, browser, label):  # noqa: F811
+    """The sweep's mechanisms, now shown by their plain (longer) names, each whole in its
+    box at 1280 px (a chip past the box's right end fades out)."""
+    with first_screen(browser, "light") as pg:
+        tb.start_on(pg, server, label)
+        chips = pg.locator("[data-testid='stMultiSelect']").filter(has_text="Mechanisms")
+        chips.first.locator("[data-tag]").first.wait_for()
+        assert pg.evaluate(HIDDEN_CHIPS) == []

@@ -129,7 +129,8 @@ def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics
     ``format_func``), epsilons, trials, metric (``metrics``: column -> label) and the run
     button. Returns (mechanisms, sorted epsilons, trials, metric, clicked)."""
     st.subheader("Trade-off: error against ε")
-    s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
+    s1 = st.container()  # a row of its own: every default mechanism's name whole at 1280 px
+    s2, s3, s4 = st.columns([2, 1, 2])
     with s1:
         chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
                                 format_func=format_func, key=f"{prefix}_sw_mechs")
