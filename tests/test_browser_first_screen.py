@@ -17,15 +17,19 @@ Screenshots: test-artifacts/screenshots/first_screen_*.png (with HIERDP_SCREENSH
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
-from test_browser_colours import LINE_CONTRAST, TEXT_CONTRAST, assert_theme, contrast, over, rgba
+from test_browser_colours import (
+    LINE_CONTRAST,
+    TEXT_CONTRAST,
+    assert_theme,
+    contrast,
+    over,
+    rgba,
+    themed_page,
+)
 from test_browser_layout import HIDDEN_CHIPS
-
-from tests.browser_tools import new_context
 
 pytestmark = pytest.mark.browser
 WIDTH, FOLD = 1280, 800
@@ -48,17 +52,9 @@ TILES = """() => Array.from(document.querySelectorAll('.treemaplayer g.slice'), 
 }).filter(t => t)"""
 
 
-@contextmanager
 def first_screen(browser, scheme: str):  # noqa: F811
     """A fresh 1280 x 800 page whose browser prefers the ``scheme`` colours."""
-    context = new_context(browser, viewport={"width": WIDTH, "height": FOLD},
-                          color_scheme=scheme)
-    pg = context.new_page()
-    pg.set_default_timeout(120_000)
-    try:
-        yield pg
-    finally:
-        context.close()
+    return themed_page(browser, scheme, height=FOLD, width=WIDTH)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
