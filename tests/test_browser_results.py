@@ -35,12 +35,12 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     tb.start_on(page, server, "Results")  # the US counties, the default sample
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
     before = page.evaluate(MAP_STATE)
-    assert before["title"] == "Released, ε = 1"
+    assert before["title"] == "Released, TopDown, ε = 1"
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "1.0"
 
     epsilon_slider(page).focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, ε = 0.5'",
+    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, TopDown, ε = 0.5'",
                            timeout=60_000)
     settle(page)
     tb.no_exception(page)
@@ -57,7 +57,7 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     page.mouse.move(1, 1)
     settle(page)
     drawn = page.evaluate(MAP_STATE)
-    assert drawn["title"] == "Released, ε = 0.5"
+    assert drawn["title"] == "Released, TopDown, ε = 0.5"
     worst = max(abs(a - b) for ours, plotlys in zip(recoloured["fills"], drawn["fills"],
                                                     strict=True)
                 for a, b in zip(channels(ours), channels(plotlys), strict=True))
