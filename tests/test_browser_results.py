@@ -62,11 +62,11 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
                                                     strict=True)
                 for a, b in zip(channels(ours), channels(plotlys), strict=True))
     assert worst <= 1  # the same colours, up to rounding of a channel
-    assert page.get_by_text("Mechanism topdown, ε = 0.5").count() == 1
+    assert page.get_by_text("TopDown, ε = 0.5, split").count() == 1  # under the map
     # the sidebar points to the slider: the fragment never writes outside itself (a write
     # to the sidebar from it blanked the app under load), so it shows no stale ε = 1
     sidebar = page.locator("[data-testid='stSidebar']")
-    pointer = "topdown · ε or ρ: the slider above the map"
+    pointer = "TopDown · ε or ρ: the slider above the map"
     assert sidebar.get_by_text(pointer).count() == 1
     assert sidebar.get_by_text("ε = 1").count() == 0
     tb.shot(page, "results_epsilon")
