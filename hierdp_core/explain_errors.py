@@ -27,9 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierdp_core.cli.split import optimiser_family
 from hierdp_core.count_forecast import count_forecast
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import get_mechanism, optimiser_family
 from hierdp_core.privacy.budget import PrivacyBudget
 
 COLUMNS = ["level_name", "units", "mae", "rmse"]

@@ -39,7 +39,7 @@ from hierdp_core.publisher_key import (  # noqa: F401  (default_key_file, keyed_
     local_key,
     publisher_key,
 )
-from hierdp_core.release import Release
+from hierdp_core.release import Release, ReleaseRecord
 from hierdp_core.table_rules import table_rules, written_table_rules
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON, release_verdict
 
@@ -58,7 +58,7 @@ def _jsonable(value):
     return value
 
 
-def build_manifest(release: Release, *, structure_declared: bool,
+def build_manifest(release: ReleaseRecord, *, structure_declared: bool,
                    input_spec: dict | None = None, input_fingerprint: dict | None = None,
                    files: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
                    rules: dict | None = None) -> dict:
@@ -99,7 +99,7 @@ def build_manifest(release: Release, *, structure_declared: bool,
     return _jsonable(manifest)
 
 
-def intervals_record(release) -> dict:
+def intervals_record(release: ReleaseRecord) -> dict:
     """``{"intervals": record}`` for a release with intervals (any query kind, see
     `hierdp_core.intervals`), else ``{}`` (``--interval none``)."""
     intervals = getattr(release, "intervals", None)
@@ -269,7 +269,7 @@ def read_release(release_dir: str | Path,
 
 
 # ---- in-memory exports (dashboard downloads) ---------------------------------------------
-def release_table_bytes(release: Release, fmt: str) -> bytes:
+def release_table_bytes(release: ReleaseRecord, fmt: str) -> bytes:
     """The release table as a file's bytes: ``fmt`` "csv" or "parquet", the same table
     `write_release` writes (the CSV bytes are identical to ``release.csv``)."""
     table = release.to_arrow()
@@ -282,7 +282,7 @@ def release_table_bytes(release: Release, fmt: str) -> bytes:
     raise InputError(f"unknown export format {fmt!r}; use csv or parquet")
 
 
-def manifest_bytes(release: Release, *, structure_declared: bool,
+def manifest_bytes(release: ReleaseRecord, *, structure_declared: bool,
                    input_spec: dict | None = None,
                    max_epsilon: float = DEFAULT_MAX_EPSILON) -> bytes:
     """`build_manifest` as JSON bytes, sealed and signed with the publisher's key and

@@ -9,9 +9,12 @@ Cells per query kind (every node of every level):
 * counts: nodes x the categories' combinations (the cartesian product of the declared
   or observed values);
 * group sizes: nodes (regions) x sizes 0..``--max-size``;
-* ranges: nodes (units) x the values of ``--domain``;
+* ranges: nodes (units) x the values of ``--domain``; the mechanisms in `SPARSE_RANGES`
+  keep a domain too large to hold sparse (`hierdp_core.memory_sparse.sparse_ranges_plan`:
+  units x the intervals released, `hierdp_core.mechanisms.range_sparse`);
 * flows: per level of the geography, origin areas x destination areas (areas squared);
-  the mechanisms that `keeps_flows_sparse` keep that space sparse (`sparse_flows_plan`: at most
+  the mechanisms that `mechanisms.base.keeps_flows_sparse` keep that space sparse
+  (`hierdp_core.memory_sparse.sparse_flows_plan`: at most
   the trips times the fan-out per level of the O/D tree).
 
 Example
@@ -32,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hierdp_core.defaults import MAX_REPLICATES
-from hierdp_core.errors import InputError, MechanismError, MemoryLimitError, SizeLimitError
+from hierdp_core.errors import InputError, MemoryLimitError, SizeLimitError
 
 #: the default ``--max-memory``: this share of the memory this process may use
 #: (`total_memory`: the machine's, or less under ``ulimit -v`` or a cgroup limit)
@@ -59,27 +62,13 @@ SPARSE_FLOW_BYTES_PER_CELL = 250
 #: cells of the 300M-person release with its bootstrap intervals (docs/scale-out.md), with a margin
 DASK_CLIENT_BYTES_PER_CELL = 150
 
+#: the range mechanisms whose `Capabilities` say ``sparse_ranges`` (a test keeps them equal):
+#: named here for the refusal of a domain too large before the registry (numpy, 2 s) loads
+SPARSE_RANGES = ("partition-laplace",)
+
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
           "tib": 2**40}
-
-
-def keeps_flows_sparse(mechanism: str | None) -> bool:
-    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
-    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
-    mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
-    top-down ones noise only the children of released positive O/D pairs, the stability
-    histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
-    inftda -7, tda-l2 1 bytes per cell); its plan is `sparse_flows_plan`."""
-    if mechanism is None:
-        return False
-    from hierdp_core.mechanisms.base import capabilities  # only for flows: the early
-    # refusals of the other query kinds run before numpy is imported
-
-    try:
-        return capabilities(mechanism, "flows").sparse_flows
-    except MechanismError:
-        return False
 
 
 def total_memory() -> int:
@@ -145,11 +134,11 @@ def format_bytes(size: float) -> str:
     return f"{int(size)} B"
 
 
-def bytes_per_cell(query: str, mechanism: str | None = None) -> int:
-    """The measured peak bytes per cell of ``mechanism`` (else the worst of ``query``)."""
-    if query == "flows" and keeps_flows_sparse(mechanism):
-        return SPARSE_FLOW_BYTES_PER_CELL
-    return BYTES_PER_CELL[query]
+def bytes_per_cell(query: str, sparse_flows: bool = False) -> int:
+    """The measured peak bytes per cell of a ``query`` release (the worst of its
+    mechanisms), or of a flow mechanism that keeps the O/D space sparse (``sparse_flows``:
+    its `Capabilities`, `hierdp_core.mechanisms.base.keeps_flows_sparse`)."""
+    return SPARSE_FLOW_BYTES_PER_CELL if sparse_flows else BYTES_PER_CELL[query]
 
 
 @dataclass(frozen=True)
@@ -168,8 +157,13 @@ class MemoryPlan:
     fits: Callable[[int], str]
     #: bytes per cell when not the mechanism's (`bytes_per_cell`)
     per_cell: int = 0
-    #: the cells of the dense space a sparse plan does not hold (0: a dense plan)
+    #: the cells of the dense space a sparse plan does not hold (0: a dense plan), that
+    #: space in words (opening a parenthesis the note closes) and how it is held instead
     dense_cells: int = 0
+    space: str = ""
+    held: str = ""
+    #: what would fit instead of the dense space, when the refusal has an alternative
+    alternative: str = ""
     #: the cells are a lower bound (the units not yet counted: at least one per level), so
     #: the largest value that fits is an upper bound
     at_least: bool = False
@@ -180,7 +174,7 @@ class MemoryPlan:
 
     @property
     def cell_bytes(self) -> int:
-        return self.per_cell or bytes_per_cell(self.query, self.mechanism)
+        return self.per_cell or bytes_per_cell(self.query)
 
     @property
     def bytes(self) -> int:
@@ -213,17 +207,24 @@ class MemoryPlan:
             f"the release would need {about} {format_bytes(self.bytes)} of memory "
             f"({self.cells:,} cells: {self.what}{who}), above --max-memory "
             f"{format_bytes(limit)}: {self.parameter} is too large; {hint} (or raise "
-            "--max-memory)")
+            f"--max-memory{self.alternative})")
 
 
 def ranges_plan(mechanism: str | None, nodes: int, domain: tuple[int, int], *,
                 at_least: bool = False) -> MemoryPlan:
-    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI)."""
+    """Ranges: ``nodes`` units (``at_least``: or more) x the values of ``domain`` (LO, HI).
+    The refusal names the mechanisms that keep the domain sparse (`SPARSE_RANGES`): as
+    ``--mechanism`` when a dense one was chosen; as what the command line runs sparse for
+    the library's check, made before a mechanism is chosen (the dashboard's data)."""
     lo, hi = domain
+    names = " or ".join(SPARSE_RANGES)
+    sparse = "" if mechanism in SPARSE_RANGES else \
+        f", or --mechanism {names}, which keeps the domain sparse" if mechanism else \
+        f", or keep the domain sparse: the command line's --mechanism {names}"
     return MemoryPlan("ranges", mechanism, "--domain", hi - lo + 1, lambda v: nodes * v,
                       f"{_units(nodes, at_least)} x a domain of {hi - lo + 1:,} values",
                       lambda v: f"a domain of {v:,} values ({lo}-{lo + v - 1})",
-                      at_least=at_least)
+                      at_least=at_least, alternative=sparse)
 
 
 def group_sizes_plan(mechanism: str | None, nodes: int, max_size: int, *,
@@ -265,44 +266,6 @@ def flows_plan(mechanism: str | None, areas: Sequence[int]) -> MemoryPlan:
     return MemoryPlan("flows", mechanism, "the finest level's areas", finest,
                       lambda v: coarse + v * v, f"O/D pairs {levels}",
                       lambda v: f"{v:,} areas at the finest level")
-
-
-def sparse_flows_plan(mechanism: str | None, dense: Sequence[int], fans: Sequence[int],
-                      trips: int) -> MemoryPlan:
-    """Flows with a mechanism that `keeps_flows_sparse`: tree level l (``dense[l]`` O/D pairs)
-    noises the children of its released positive parents, at most ``trips`` of them (the
-    released values are non-negative integers summing to the total) with at most
-    ``fans[l]`` children each, and never more than its pairs. The trips multiply."""
-    def cells_at(n: int) -> int:
-        return sum(min(d, n * f) for d, f in zip(dense, fans, strict=True))
-
-    space = sum(dense)
-    return MemoryPlan("flows", mechanism, "the number of trips", trips, cells_at,
-                      f"at most {cells_at(trips):,} O/D cells noised, the children of "
-                      f"released positive pairs for {trips:,} trips",
-                      lambda v: f"{v:,} trips", dense_cells=space)
-
-
-def sparse_note(plan: MemoryPlan, limit: int) -> str | None:
-    """The words saying that ``plan`` keeps sparse a space that, held dense, would not fit
-    in ``limit`` bytes; None otherwise (a dense plan, or a space that would fit)."""
-    dense_bytes = plan.dense_cells * BYTES_PER_CELL[plan.query]
-    if dense_bytes <= limit:
-        return None
-    return (f"the O/D space of {plan.dense_cells:,} cells (areas squared per level; about "
-            f"{format_bytes(dense_bytes)} held dense, above --max-memory "
-            f"{format_bytes(limit)}) is held sparsely by {plan.mechanism}: {plan.what}, "
-            f"about {format_bytes(plan.bytes)}")
-
-
-def sparse_record(plan: MemoryPlan) -> dict | None:
-    """What the manifest says of a sparse plan (public: the O/D space of the geography and
-    how it was held, never the trips-derived bound), or None for a dense one."""
-    if not plan.dense_cells:
-        return None
-    return {"representation": "sparse", "dense_cells": plan.dense_cells,
-            "held": "only the children of released positive O/D pairs (top-down) or the "
-                    "positive pairs (stability histogram), never areas x areas"}
 
 
 def wide_plan(rows: int, columns: int, id_columns: int) -> MemoryPlan:
@@ -355,45 +318,3 @@ def table_nodes(table, levels: Sequence[str]) -> int | None:
     column is missing."""
     sizes = level_sizes(table, levels)
     return None if sizes is None else 1 + sum(sizes)
-
-
-def plan_of_data(data, mechanism: str | None) -> MemoryPlan:
-    """The plan of releasing ``data`` (a counts, group-size, range or flow data object)
-    with ``mechanism``: checked before the mechanism runs (its release is the largest
-    allocation), so a shape read from the data is bounded too."""
-    from hierdp_core.flows.data import FlowData
-    from hierdp_core.groupsizes.data import GroupSizeData
-    from hierdp_core.queries.ranges import RangeData
-
-    if isinstance(data, FlowData):
-        g = data.geography
-        if keeps_flows_sparse(mechanism):
-            return sparse_flows_plan(mechanism, *flow_tree_shape(data), data.n)
-        return flows_plan(mechanism, [g.level_size(lv) for lv in range(g.n_levels)])
-    nodes = data.hierarchy.n_nodes
-    if isinstance(data, RangeData):
-        try:
-            lo = int(data.values[0])
-        except (ValueError, IndexError):
-            lo = 0
-        return ranges_plan(mechanism, nodes, (lo, lo + len(data.values) - 1))
-    if isinstance(data, GroupSizeData):
-        return group_sizes_plan(mechanism, nodes, data.max_size)
-    k = len(data.categories)
-    return counts_plan(mechanism, nodes, {"categories": k} if k > 1 else None)
-
-
-def flow_tree_shape(data) -> tuple[list[int], list[int]]:
-    """Per level of ``data``'s O/D tree below the root (a `FlowData`): its O/D pairs and
-    the most children a node of the level above has (the fan-out of the side it splits)."""
-    import numpy as np
-
-    g = data.geography
-    dense, fans = [], []
-    for level in range(1, data.depth + 1):
-        lo, ld = data.pair_levels(level)
-        dense.append(g.level_size(lo) * g.level_size(ld))
-        split = lo if data.split_side(level) == "origin" else ld
-        fans.append(int(np.diff(g.child_ptr[g.level_offsets[split - 1]:
-                                            g.level_offsets[split] + 1]).max(initial=0)))
-    return dense, fans

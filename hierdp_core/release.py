@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import types
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,25 +35,53 @@ class CellIntervals:
     record: dict
 
 
-@dataclass(frozen=True, eq=False)
-class Release:
-    """Released values for every node (shape (n_nodes, k)), with how they were made.
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ReleaseRecord(ABC):
+    """What every release carries, whatever its query (`Release` and `RangeRelease` for
+    tables, `hierdp_core.flows.release.FlowRelease` for O/D flows): how it was made
+    (``mechanism``, ``parameters``), its privacy claim (``privacy``, ``ledger``), its
+    randomness, the statistics published exactly (``invariants``: not protected by DP) and
+    an interval per released value (``intervals``, made by `hierdp_core.intervals` from the
+    release alone). Each kind adds its values and their shape, and says whether they are
+    integers, its public shape for the manifest and its release table (the export writes
+    any release through these)."""
 
-    ``categories`` is None when plain totals were released (k = 1). ``invariants`` lists
-    statistics published exactly (e.g. ``"root total"``); they are not protected by DP.
-    """
-
-    hierarchy: Hierarchy
-    values: np.ndarray
     mechanism: str
     parameters: dict
     privacy: dict
     ledger: pd.DataFrame
     randomness: dict
-    categories: tuple[str, ...] | None = None
     invariants: tuple[str, ...] = ()
-    noisy: np.ndarray | None = field(default=None, repr=False)
     intervals: CellIntervals | None = field(default=None, repr=False)
+
+    @property
+    @abstractmethod
+    def is_integer(self) -> bool:
+        """Whether every released value is an integer."""
+
+    @abstractmethod
+    def manifest_structure(self) -> dict:
+        """The public shape of the release, for the manifest."""
+
+    @abstractmethod
+    def to_frame(self) -> pd.DataFrame:
+        """The release table, one row per released value."""
+
+    @abstractmethod
+    def to_arrow(self) -> pa.Table:
+        """`to_frame`'s table as a pyarrow Table (what the export writes)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Release(ReleaseRecord):
+    """Released values for every node (shape (n_nodes, k)), with how they were made
+    (`ReleaseRecord`). ``categories`` is None when plain totals were released (k = 1);
+    ``noisy``: the measurements the values came from (private too; for display)."""
+
+    hierarchy: Hierarchy
+    values: np.ndarray
+    categories: tuple[str, ...] | None = None
+    noisy: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def is_integer(self) -> bool:

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.unit_names import unit_names
 from hierdp_core.declared_values import (  # noqa: F401  (re-exported)
     VALUE_SEPARATOR,
     domain_values,
@@ -297,8 +298,6 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
         raise StructureError(f"{where}{int((repeats > 1).sum()):,} unit(s) are listed more "
                              f"than once (one row per leaf unit): " + "; ".join(shown))
     if name_columns:
-        from hierdp_core.queries.counts import unit_names
-
         _check_columns(table, list(name_columns.values()), "name", source)
         try:
             h = h.with_names(unit_names(table, h, leaf, levels, dict(name_columns)))

@@ -28,9 +28,13 @@ False
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from hierdp_core.errors import InputError
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
+
+if TYPE_CHECKING:
+    from hierdp_core.release import ReleaseRecord
 
 #: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
 DEFAULT_MAX_EPSILON = 10.0
@@ -129,7 +133,7 @@ def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
     return {"publishable": not reasons, "not_publishable_because": reasons, **out}
 
 
-def release_verdict(release, *, structure_declared: bool,
+def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
                     max_epsilon: float = DEFAULT_MAX_EPSILON) -> dict:
     """The verdict of a Release / FlowRelease / RangeRelease from its randomness, its
     privacy record (against ``max_epsilon``) and its mechanism's registry entry."""

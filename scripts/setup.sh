@@ -12,3 +12,6 @@ if [ "${1:-}" = "dev" ]; then
 else
   .venv/bin/python -m pip install -q -r requirements.txt
 fi
+# plotly.js of the dashboard's traces from npm (hierdp_core/ui/plotly_bundle.py): best effort,
+# without npm the dashboard loads the full plotly.js
+.venv/bin/python -m hierdp_core.ui.plotly_bundle 2>/dev/null || echo "plotly.js bundle: not built"

@@ -9,6 +9,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
+from hierdp_core.ui import plotly_bundle
 from tests.browser_tools import select_option, settle
 
 pytestmark = pytest.mark.browser
@@ -36,6 +37,10 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
     before = page.evaluate(MAP_STATE)
     assert before["title"] == "Released, TopDown, ε = 1"
+    if plotly_bundle.bundle_path().is_file():  # built at set-up (npm): the map needs no more
+        loaded = page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)"
+                               ".filter(n => n.includes('/static/js/plotly'))")
+        assert [url.rsplit("/", 1)[1] for url in loaded] == [plotly_bundle.bundle_name()]
     assert epsilon_slider(page).get_attribute("aria-valuetext") == "1.0"
 
     epsilon_slider(page).focus()

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from capability_helpers import declare
 
-from hierdp_core.cli import split as cli_split
 from hierdp_core.explain import NEIGHBOURS, error_digits, explain, ratio_text
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import get_mechanism, optimiser_family
 from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors
@@ -59,7 +58,7 @@ def test_continuous_noise_errors_are_the_split_optimisers(small_county_data, mec
     params = {} if mechanism == "raw-laplace" else {"noise": "laplace"}
     e = explain(small_county_data, mechanism, budget, split, **params)
     model = NoiseModel.of(budget, "laplace")
-    expected = expected_errors(h, cli_split.optimiser_family(mechanism), model,
+    expected = expected_errors(h, optimiser_family(mechanism), model,
                                np.array(split) / sum(split))
     np.testing.assert_allclose(e.errors["mae"], expected["mae"])
     np.testing.assert_allclose(e.errors["rmse"], expected["rmse"])

@@ -18,13 +18,14 @@ LAYERS = (
     ("foundations", ("errors", "ids", "atomic", "interrupts", "defaults", "palette", "metric_names",
                      "mechanism_names", "tree_levels", "declared_values", "column_roles",
                      "publisher_key", "manifest_seal")),
-    ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "groupsizes.data",
+    ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "memory_sparse",
+              "groupsizes.data",
               "groupsizes.declared_groups", "groupsizes.samples", "flows.data",
               "flows.samples", "flows.synthetic", "ranges.workloads", "ranges.hilbert")),
     ("privacy", ("privacy", "count_forecast")),
     ("algorithms", ("consistency", "groupsizes", "flows", "ranges")),
-    ("mechanisms", ("mechanisms", "release", "flows.release", "flows.tree", "invariants",
-                    "verdict", "metrics")),
+    ("mechanisms", ("mechanisms", "memory_of_data", "release", "flows.release", "flows.tree",
+                    "invariants", "verdict", "metrics")),
     ("intervals", ("intervals",)),
     ("engines", ("engine", "export", "table_rules", "audit", "config")),
     ("analysis", ("experiments", "ranges_sweep", "compare", "explain", "explain_errors",
@@ -166,11 +167,6 @@ def import_loops(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
 #: upward imports not yet removed (issue 29): each one is a known debt, and the test fails
 #: once one is gone so that the list only shrinks
 KNOWN_UPWARD = {
-    # explain_errors asks the command line which split optimiser family a mechanism has:
-    # a capability the registry should answer
-    ("explain_errors", "cli.split"),
-    # the memory planner asks the registry which flow mechanisms can run block by block
-    ("memory_plan", "mechanisms.base"),
     # `hierdp_core.release`, called, is the Python API (`hierdp_core.api.release`)
     ("release", "api"),
 }
@@ -188,13 +184,6 @@ KNOWN_LOOPS = {
      "invariants", "mechanisms.flows", "mechanisms.group_sizes",
      "mechanisms.group_sizes_base", "release",
      "table_rules"),
-    ("cli.inputs", "cli.memory"),
-    # the loaders, the memory planner and the query data call each other; among them
-    # structure <-> queries.counts
-    ("data.loaders", "data.reshape", "data.validate", "flows.data", "groupsizes.data",
-     "groupsizes.declared_groups", "memory_plan", "queries.counts", "queries.ranges",
-     "structure"),
-    ("ui.inputs", "ui.session"),
 }
 
 

@@ -19,13 +19,13 @@ from hierdp_core.errors import MemoryLimitError
 from hierdp_core.export import read_release
 from hierdp_core.groupsizes.data import group_size_data_from_histograms
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.memory_of_data import plan_of_data
 from hierdp_core.memory_plan import (
     counts_plan,
     default_max_memory,
     flows_plan,
     group_sizes_plan,
     parse_memory_size,
-    plan_of_data,
     ranges_plan,
 )
 from hierdp_core.privacy.budget import PrivacyBudget

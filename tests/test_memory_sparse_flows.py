@@ -1,6 +1,6 @@
 """Streaming where the size is legitimate (issue 32): the O/D space of a flow release grows
 as areas squared per level but is mostly empty; the mechanisms that hold only the children
-of released positive pairs (`memory_plan.keeps_flows_sparse`) are bounded by a sparse plan (at
+of released positive pairs (`mechanisms.base.keeps_flows_sparse`) are bounded by a sparse plan (at
 most the trips times the fan-out per level, never more than the level's pairs) instead of
 the dense one, release where the dense space would be refused, and say so (a note on
 stderr, ``input.memory`` in the manifest); the dense vanilla-gauss is still refused."""
@@ -13,8 +13,9 @@ from conftest import run_cli as run
 
 from hierdp_core.export import read_release
 from hierdp_core.flows.synthetic import synthetic_flows
-from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.memory_plan import flow_tree_shape, keeps_flows_sparse, plan_of_data
+from hierdp_core.mechanisms.base import get_mechanism, keeps_flows_sparse
+from hierdp_core.memory_of_data import plan_of_data
+from hierdp_core.memory_sparse import flow_tree_shape
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 

@@ -12,7 +12,7 @@ import plotly
 import pytest
 from plotly.offline import get_plotlyjs
 
-from hierdp_core.ui import map_layers, plotly_view
+from hierdp_core.ui import map_layers, plotly_bundle, plotly_view
 from tests.test_app import assert_clean, figure_specs, page
 
 
@@ -25,6 +25,50 @@ def test_plotly_js_is_the_packages_own_copy_written_once(tmp_path, monkeypatch):
     written.write_text("kept", encoding="utf-8")
     assert plotly_view.plotly_js_url() == url and written.read_text() == "kept"
     assert [p.name for p in written.parent.iterdir()] == [written.name]  # no partial file
+
+
+def test_a_figure_of_the_bundles_traces_gets_the_bundle_and_any_other_the_full_copy(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(map_layers, "STATIC_DIR", tmp_path)
+    full = f"app/static/js/plotly-{plotly.__version__}.min.js"
+    assert plotly_view.plotly_js_url(["choropleth", "bar"]) == full  # not built: full
+    bundle = tmp_path / "js" / plotly_bundle.bundle_name()
+    bundle.write_text("built", encoding="utf-8")
+    ours = f"app/static/js/{bundle.name}"
+    assert plotly_view.plotly_js_url(["choropleth", "bar"]) == ours
+    assert plotly_view.plotly_js_url(["scatter", "box", "scattergeo"]) == ours
+    assert plotly_view.plotly_js_url() == ours  # a preload: the bundle
+    for other in (["scattergl"], ["treemap"], ["choropleth", "heatmap"]):
+        assert plotly_view.plotly_js_url(other) == full
+
+
+def test_the_bundle_registers_every_trace_and_is_named_after_them(monkeypatch):
+    source = plotly_bundle.entry_source()
+    assert source.startswith("var Plotly = require('plotly.js/lib/core');")
+    for trace in plotly_bundle.TRACES:  # scatter is in plotly.js's core
+        assert trace == "scatter" or f"require('plotly.js/lib/{trace}')" in source
+    name = plotly_bundle.bundle_name()
+    monkeypatch.setattr(plotly_bundle, "TRACES", (*plotly_bundle.TRACES, "treemap"))
+    assert plotly_bundle.bundle_name() != name  # a new trace list is built anew
+
+
+def test_without_npm_the_bundle_is_not_built_and_set_up_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(map_layers, "STATIC_DIR", tmp_path)
+    monkeypatch.setattr(plotly_bundle.shutil, "which", lambda name: None)
+    assert plotly_bundle.build(cache=tmp_path) == (
+        "plotly.js bundle: npm not found, the dashboard uses the full plotly.js")
+    assert not plotly_bundle.bundle_path().exists()
+    plotly_bundle.bundle_path().parent.mkdir(parents=True)
+    plotly_bundle.bundle_path().write_text("built", encoding="utf-8")
+    assert plotly_bundle.build(cache=tmp_path).startswith("plotly.js bundle: kept")
+
+
+def test_a_failed_npm_install_is_one_line_and_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(map_layers, "STATIC_DIR", tmp_path)
+    monkeypatch.setattr(plotly_bundle.shutil, "which", lambda name: "/bin/false")
+    said = plotly_bundle.build(cache=tmp_path)
+    assert said.startswith("plotly.js bundle: not built (") and "\n" not in said
+    assert not (tmp_path / "js").exists() or not any((tmp_path / "js").iterdir())
 
 
 def results_map(at) -> dict:

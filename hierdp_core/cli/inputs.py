@@ -117,7 +117,7 @@ def _duplicates(args) -> str:
 def cell_limit(args) -> int:
     """``--max-cells``, else the default sized to this machine's memory; never more cells
     than ``--max-memory`` holds with the mechanism (`hierdp_core.cli.memory`)."""
-    from hierdp_core.cli.memory import cells_within_memory
+    from hierdp_core.cli.limits import cells_within_memory
     from hierdp_core.data.loaders import default_max_cells
 
     value = getattr(args, "max_cells", None)
@@ -250,16 +250,25 @@ def _range_data(args, table, levels, names):
     if csv_list(args.categories) or getattr(args, "category_values", None):
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
-    from hierdp_core.cli.memory import memory_limit
+    from hierdp_core.cli.limits import memory_limit
     from hierdp_core.data.loaders import check_cells
+    from hierdp_core.memory_plan import table_nodes
+    from hierdp_core.queries.sparse_ranges import domain_kept_sparse
 
     domain = parse_domain(args.domain) if args.domain else None
     max_cells = cell_limit(args)
-    if domain is not None:  # before the domain's values are made: the domain alone, ...
-        size = domain[1] - domain[0] + 1
-        check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
+    mechanism = getattr(args, "mechanism", None)  # none when evaluating: dense
     geography = declared_geography(args, levels, names, "ranges")
-    if domain is not None:  # ... then with the units (declared, or the data's leaves)
+    # sparse or dense from public sizes: the declared units when there are (DESIGN 7)
+    nodes = (geography.hierarchy.n_nodes if geography is not None
+             else table_nodes(table, levels) or 1)
+    shape = {"geography": geography} if geography is not None else {"name_columns": names}
+    if domain is not None and domain_kept_sparse(mechanism, nodes, domain, memory_limit(args),
+                                                 max_cells):
+        return _sparse_range_data(args, table, levels, domain, max_cells, shape)
+    if domain is not None:  # before the domain's values are made: the domain alone, then
+        size = domain[1] - domain[0] + 1  # with the units (declared, or the data's leaves)
+        check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
         leaves = (geography.hierarchy.n_leaves if geography is not None
                   else len(table[levels].drop_duplicates()) if set(levels) <= set(table)
                   else 1)
@@ -269,7 +278,6 @@ def _range_data(args, table, levels, names):
         raise InputError("a ranges release over a declared --geography needs --domain LO-HI, "
                          "the public range of the attribute (or --structure-from-data for "
                          "exploration)")
-    shape = {"geography": geography} if geography is not None else {"name_columns": names}
     data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
                                  domain=domain, max_cells=max_cells,
                                  max_memory=memory_limit(args),
@@ -283,6 +291,23 @@ def _range_data(args, table, levels, names):
     else:
         workload = bands(data.values, spec)
     return data.with_workload(workload)
+
+
+def _sparse_range_data(args, table, levels, domain, max_cells, shape):
+    """`SparseRangeData` over ``--attribute``: ``domain`` kept sparse, answered by the
+    released intervals (no ``--workload``, no ``--interval``: they hold every value);
+    ``shape``: the declared geography or the unit names."""
+    from hierdp_core.queries.sparse_ranges import sparse_range_data_from_table
+
+    for flag, value in (("--workload", args.workload not in (None, "prefix")),
+                        ("--interval", args.interval)):
+        if value:
+            raise InputError(f"{flag} does not apply to a domain kept sparse ({args.mechanism} "
+                             f"over {args.domain}: ranges are answered by the released "
+                             f"intervals); drop {flag} or declare a smaller --domain")
+    return sparse_range_data_from_table(table, levels, args.attribute, domain=domain,
+                                        count_column=args.count_column, max_cells=max_cells,
+                                        duplicates=_duplicates(args), **shape)
 
 
 def name_columns(text: str | None) -> dict[str, str]:

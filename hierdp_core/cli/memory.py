@@ -15,18 +15,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hierdp_core.cli.inputs import csv_list, declared_categories, declared_geography, flow_levels
+from hierdp_core.cli.limits import memory_limit
 from hierdp_core.declared_values import parse_domain
 from hierdp_core.memory_plan import (
+    SPARSE_RANGES,
     MemoryPlan,
-    bytes_per_cell,
     check_replicates,
     counts_plan,
-    default_max_memory,
     flows_plan,
     group_sizes_plan,
-    keeps_flows_sparse,
     level_sizes,
-    plan_of_data,
     ranges_plan,
     replicates_plan,
     table_nodes,
@@ -34,19 +32,6 @@ from hierdp_core.memory_plan import (
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def memory_limit(args) -> int:
-    """``--max-memory`` in bytes, else the default (half of this machine's memory)."""
-    value = getattr(args, "max_memory", None)
-    return int(value) if value is not None else default_max_memory()
-
-
-def cells_within_memory(args) -> int:
-    """The most cells `memory_limit` holds for the release ``args`` ask for."""
-    query = getattr(args, "query", None) or "counts"
-    per_cell = bytes_per_cell(query, getattr(args, "mechanism", None))
-    return max(1, memory_limit(args) // per_cell) if per_cell else memory_limit(args)
 
 
 def check_declared_memory(args) -> None:
@@ -63,7 +48,7 @@ def check_declared_memory(args) -> None:
         return
     nodes, limit = 1 + len(levels), memory_limit(args)
     plan = None
-    if args.query == "ranges" and args.domain:
+    if args.query == "ranges" and args.domain and args.mechanism not in SPARSE_RANGES:
         plan = ranges_plan(args.mechanism, nodes, parse_domain(args.domain), at_least=True)
     elif args.query == "group-sizes" and args.max_size is not None and args.max_size >= 0:
         plan = group_sizes_plan(args.mechanism, nodes, args.max_size, at_least=True)
@@ -91,7 +76,9 @@ def check_data_memory(args, data) -> MemoryPlan:
     """`MemoryLimitError` when releasing ``data`` (shaped, before the mechanism runs) with
     the mechanism, or its intervals with ``--interval-replicates``, would not fit in
     `memory_limit`: a shape read from the data is bounded too. Returns the release's plan
-    (`memory_plan.sparse_note` says when it keeps a large space sparse)."""
+    (`memory_sparse.sparse_note` says when it keeps a large space sparse)."""
+    from hierdp_core.memory_of_data import plan_of_data
+
     limit = memory_limit(args)
     plan = plan_of_data(data, args.mechanism)
     plan.check(limit)
@@ -106,9 +93,11 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     """The memory plan of the release ``args`` ask for, from the declared structure (or
     the table's units, with --structure-from-data); None when it cannot be told yet."""
     query, mechanism = args.query, args.mechanism
-    if query == "flows" and keeps_flows_sparse(mechanism):
-        return None  # its plan needs the trips and the tree: `check_data_memory`
     if query == "flows":
+        from hierdp_core.mechanisms.base import keeps_flows_sparse  # numpy: flows only
+
+        if keeps_flows_sparse(mechanism):
+            return None  # its plan needs the trips and the tree: `check_data_memory`
         origin, destination = flow_levels(args)
         geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
         areas = (_geography_sizes(geography) if geography is not None
@@ -120,8 +109,9 @@ def args_plan(args, table: pd.DataFrame) -> MemoryPlan | None:
     nodes = _nodes(args, table, levels, query)
     if nodes is None:
         return None
-    if query == "ranges":
-        return ranges_plan(mechanism, nodes, parse_domain(args.domain)) if args.domain else None
+    if query == "ranges":  # a mechanism that keeps a large domain sparse: `_range_data`
+        return ranges_plan(mechanism, nodes, parse_domain(args.domain)) \
+            if args.domain and mechanism not in SPARSE_RANGES else None
     if query == "group-sizes":
         return group_sizes_plan(mechanism, nodes, args.max_size) \
             if args.max_size is not None and args.max_size >= 0 else None

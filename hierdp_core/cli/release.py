@@ -17,15 +17,17 @@ from hierdp_core.cli.budget import (
     reserve_release,
 )
 from hierdp_core.cli.inputs import csv_list, input_data
-from hierdp_core.cli.memory import check_args_memory, check_data_memory, memory_limit
+from hierdp_core.cli.limits import memory_limit
+from hierdp_core.cli.memory import check_args_memory, check_data_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.memory_plan import sparse_note
+from hierdp_core.memory_sparse import sparse_note
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.queries.sparse_ranges import SparseRangeData
 from hierdp_core.table_rules import describe as describe_rules
 from hierdp_core.verdict import describe as describe_verdict
 from hierdp_core.verdict import not_private_reason
@@ -113,7 +115,11 @@ def cmd_release(args) -> int:
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
                                     **_params(args.param))
-    if args.interval != 0.0:  # every query kind; --interval none gives none
+    if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
+        sparse = (f"{sparse}; " if sparse else "") + (
+            f"domain kept sparse: {len(release.categories):,} intervals released for each "
+            f"unit instead of {data.n:,} values, without lower and upper bounds")
+    elif args.interval != 0.0:  # every query kind; --interval none gives none
         release = with_intervals(release, args.interval or DEFAULT_LEVEL,
                                  args.interval_replicates,
                                  workload=getattr(data, "workload", None))

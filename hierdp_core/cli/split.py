@@ -10,20 +10,8 @@ root first; ``-`` leaves a level out)."""
 from __future__ import annotations
 
 from hierdp_core.errors import InputError
-from hierdp_core.mechanisms.base import capabilities, list_mechanisms
+from hierdp_core.mechanisms.base import optimised_mechanisms, optimiser_family
 from hierdp_core.privacy.split_optimiser import Goal, optimise_split
-
-
-def optimiser_family(mechanism_name: str) -> str | None:
-    """The split optimiser's model (family) of the counts mechanism ``mechanism_name``: the
-    shape of its estimate when its `Capabilities` say ``split_optimiser``, else None."""
-    declared = capabilities(mechanism_name)
-    return declared.estimate if declared.split_optimiser else None
-
-
-def optimised_mechanisms() -> list[str]:
-    """The counts mechanisms the split optimiser models (their `Capabilities` say so)."""
-    return [i.name for i in list_mechanisms("counts") if i.capabilities.split_optimiser]
 
 
 def parse_goal(spec: str) -> Goal:

@@ -187,11 +187,16 @@ def prepare_input(args, table: pd.DataFrame,
 
 # ---- the manifest's record --------------------------------------------------------------
 def _sparse_memory(args, data) -> dict | None:
-    """The manifest's word on a flow release that kept its O/D space sparse, or None."""
+    """The manifest's word on a flow release that kept its O/D space sparse, or a range
+    release its domain; None otherwise."""
     from hierdp_core.flows.data import FlowData
-    from hierdp_core.memory_plan import keeps_flows_sparse, plan_of_data, sparse_record
+    from hierdp_core.mechanisms.base import keeps_flows_sparse
+    from hierdp_core.memory_of_data import plan_of_data
+    from hierdp_core.memory_sparse import sparse_record
+    from hierdp_core.queries.sparse_ranges import SparseRangeData
 
-    if not keeps_flows_sparse(args.mechanism) or not isinstance(data, FlowData):
+    flows = keeps_flows_sparse(args.mechanism) and isinstance(data, FlowData)
+    if not flows and not isinstance(data, SparseRangeData):
         return None
     return sparse_record(plan_of_data(data, args.mechanism))
 
@@ -201,7 +206,7 @@ def input_spec(args, data, path: Path) -> dict:
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
     declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
-    from hierdp_core.cli.memory import memory_limit
+    from hierdp_core.cli.limits import memory_limit
 
     spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
             "count_column": args.count_column,
@@ -224,9 +229,9 @@ def input_spec(args, data, path: Path) -> dict:
         spec.update(origin_levels=csv_list(args.origin_levels),
                     destination_levels=csv_list(args.destination_levels),
                     tree=args.tree or "destination")
-        memory = _sparse_memory(args, data)
-        if memory:
-            spec["memory"] = memory
+    memory = _sparse_memory(args, data)
+    if memory:
+        spec["memory"] = memory
     spec.update(structure_spec(args, data), max_memory=memory_limit(args))
     return spec
 

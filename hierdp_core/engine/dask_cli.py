@@ -56,7 +56,7 @@ def dask_cell_limit(args) -> int | None:
     the workers write the release (each holds its blocks within ``--memory-per-worker``,
     the client only the parts' names), else what ``--max-memory`` holds of the table
     gathered on the client (`DASK_CLIENT_BYTES_PER_CELL`)."""
-    from hierdp_core.cli.memory import memory_limit
+    from hierdp_core.cli.limits import memory_limit
     from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
 
     value = getattr(args, "max_cells", None)

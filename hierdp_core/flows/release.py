@@ -14,32 +14,25 @@ from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.hierarchy import Hierarchy
-from hierdp_core.release import CellIntervals
+from hierdp_core.release import ReleaseRecord
 
 FLOW_RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "origin_id",
                         "destination_id", "value")
 
 
 @dataclass(frozen=True, eq=False)
-class FlowRelease:
-    """Released O/D tree. ``levels[l]`` holds the nodes of tree level l that were released
-    non-zero (a node that is absent is released as 0). ``geography``, ``tree`` and
-    ``level_names`` are public."""
+class FlowRelease(ReleaseRecord):
+    """Released O/D tree, with how it was made (`ReleaseRecord`; its ``intervals`` are per
+    released row, in `to_frame`'s order). ``levels[l]`` holds the nodes of tree level l
+    that were released non-zero (a node that is absent is released as 0). ``geography``,
+    ``tree`` and ``level_names`` are public."""
 
     geography: Hierarchy
     tree: str
     level_names: tuple[str, ...]
     pair_levels: tuple[tuple[int, int], ...]
     levels: list[TreeLevel]
-    mechanism: str
-    parameters: dict
-    privacy: dict
-    ledger: pd.DataFrame
-    randomness: dict
-    invariants: tuple[str, ...] = ()
     diagnostics: list[dict] = field(default_factory=list)
-    #: per released row (in `to_frame`'s order), made by `hierdp_core.intervals`
-    intervals: CellIntervals | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, data: FlowData, levels: list[TreeLevel], **kwargs) -> FlowRelease:

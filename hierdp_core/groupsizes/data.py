@@ -50,10 +50,11 @@ from hierdp_core.data.loaders import (
     validate_columns,
     validate_counts,
 )
+from hierdp_core.data.unit_names import unit_names
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.declared_groups import with_declared_groups
 from hierdp_core.hierarchy import build_hierarchy
-from hierdp_core.queries.counts import CountData, unit_names
+from hierdp_core.queries.counts import CountData
 from hierdp_core.structure import Geography
 
 MAX_SIZE_LIMIT = 100_000

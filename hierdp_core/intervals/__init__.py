@@ -39,14 +39,14 @@ from hierdp_core.intervals.group_sizes import group_size_intervals
 from hierdp_core.intervals.ranges import range_intervals
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.ranges.workloads import Workload
-from hierdp_core.release import CellIntervals, Release
+from hierdp_core.release import CellIntervals, ReleaseRecord
 
 __all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "closed_form",
            "count_intervals", "expected_seconds", "flow_intervals", "group_size_intervals",
            "intervals_for", "range_intervals", "uncalibrated_warning", "with_intervals"]
 
 
-def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
+def intervals_for(release: ReleaseRecord, level: float = DEFAULT_LEVEL,
                   replicates: int | None = None, *,
                   workload: Workload | None = None) -> CellIntervals:
     """The intervals of any release, by its query kind (``workload``: a range release's
@@ -66,14 +66,14 @@ def intervals_for(release: Release | FlowRelease, level: float = DEFAULT_LEVEL,
         release.mechanism, level_names_of(release), iv.record["method"])})
 
 
-def closed_form(release: Release | FlowRelease) -> bool:
+def closed_form(release: ReleaseRecord) -> bool:
     """Whether `intervals_for` makes ``release``'s intervals without re-running its mechanism
     (its `Capabilities` say ``closed-form``: raw and least-squares counts, ``gs-noisy``,
     ``vanilla-gauss``): a fraction of a second, where a bootstrap takes seconds."""
     return capabilities(release.mechanism).intervals == "closed-form"
 
 
-def expected_seconds(release: Release | FlowRelease, release_seconds: float) -> float:
+def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
     """About how long `intervals_for` takes on ``release``, whose mechanism took
     ``release_seconds``: 0 in closed form; TopDown's stacked bootstrap about a second per
     `BOOTSTRAP_CELL_DRAWS` cell draws (1.0 s of CPU for the 12,772 US county cells x 200);
@@ -89,7 +89,7 @@ def expected_seconds(release: Release | FlowRelease, release_seconds: float) -> 
     return float((runs + 1) * release_seconds)
 
 
-def with_intervals(release, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,
+def with_intervals(release: ReleaseRecord, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,
                    workload: Workload | None = None):
     """The release carrying `intervals_for` (its table gains ``lower`` and ``upper``)."""
     return dataclasses.replace(release, intervals=intervals_for(

@@ -102,6 +102,9 @@ class Capabilities:
     uncalibrated: tuple[str, str] | None = None
     #: flows: keeps the origin-destination space sparse (`hierdp_core.memory_plan`)
     sparse_flows: bool = False
+    #: ranges: runs on a declared domain too large to hold, by its non-zero cells, with an
+    #: output that follows the data, not the domain (`hierdp_core.mechanisms.range_sparse`)
+    sparse_ranges: bool = False
 
     def __post_init__(self):
         if self.estimate not in (*ESTIMATES, None):
@@ -263,3 +266,30 @@ def _load(query: str | None) -> None:
     kinds = [query] if query in MODULES else list(MODULES)
     for kind in kinds:
         importlib.import_module(f"hierdp_core.mechanisms.{MODULES[kind]}")
+
+
+def optimiser_family(mechanism_name: str) -> str | None:
+    """The split optimiser's model (family) of the counts mechanism ``mechanism_name``: the
+    shape of its estimate when its `Capabilities` say ``split_optimiser``, else None."""
+    declared = capabilities(mechanism_name)
+    return declared.estimate if declared.split_optimiser else None
+
+
+def optimised_mechanisms() -> list[str]:
+    """The counts mechanisms the split optimiser models (their `Capabilities` say so)."""
+    return [i.name for i in list_mechanisms("counts") if i.capabilities.split_optimiser]
+
+
+def keeps_flows_sparse(mechanism: str | None) -> bool:
+    """Whether the flow mechanism ``mechanism`` keeps the O/D space sparse (its
+    `Capabilities` say ``sparse_flows``); False for None or a name that is no flow
+    mechanism (refused where it runs). Such a mechanism never holds areas x areas: the
+    top-down ones noise only the children of released positive O/D pairs, the stability
+    histogram only the positive pairs (the bench's slope over the dense O/D cells was nil:
+    inftda -7, tda-l2 1 bytes per cell); its plan is `memory_sparse.sparse_flows_plan`."""
+    if mechanism is None:
+        return False
+    try:
+        return capabilities(mechanism, "flows").sparse_flows
+    except MechanismError:
+        return False

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.errors import BudgetError
-from hierdp_core.mechanisms.base import Mechanism, MechanismInfo, register
+from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, register
 from hierdp_core.mechanisms.measure import records_frame
 from hierdp_core.mechanisms.range_parameters import (
     BRANCHING,
@@ -45,6 +45,7 @@ from hierdp_core.mechanisms.range_parameters import (
     RHO,
     STAGE2_PARAM,
 )
+from hierdp_core.mechanisms.range_release import RangeRelease
 from hierdp_core.mechanisms.range_statements import (
     DAWA_REF,
     NEIGHBOURING,
@@ -71,7 +72,6 @@ from hierdp_core.ranges.dawa import (
     stage1_partition,
 )
 from hierdp_core.ranges.plugin import partition_pays_below
-from hierdp_core.release import Release
 
 Estimator = Callable[..., RangeEstimate]
 
@@ -80,22 +80,6 @@ Estimator = Callable[..., RangeEstimate]
 #: answers whose columns have L1 norm 1, or one group of Privelet's weighted Haar
 #: coefficients. Stated once here, in the plans; the noise reads it.
 MEASUREMENT_SENSITIVITY = 1.0
-
-
-@dataclass(frozen=True, eq=False)
-class RangeRelease(Release):
-    """A range-query release: the consistent integer histograms (``values``), the real-valued
-    per-level estimates before consistency (``noisy``), each node's private bucket edges
-    (None for methods without a partition) and the public workload's name and size."""
-
-    edges: tuple | None = None
-    attribute: str = ""
-    workload: dict = field(default_factory=dict)
-
-    def manifest_structure(self) -> dict:
-        out = super().manifest_structure()
-        out.update(attribute=self.attribute, workload=self.workload)
-        return out
 
 
 @dataclass
@@ -280,6 +264,11 @@ class RangeMechanism(Mechanism):
 
     def release(self, data: RangeData, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> RangeRelease:
+        if not isinstance(data, RangeData):  # a domain kept sparse (`range_sparse`)
+            from hierdp_core.mechanisms.range_sparse import sparse_range_release
+
+            return sparse_range_release(self, data, budget, split=split, source=source,
+                                        **params)
         p = self.params(**params)
         source = source or NoiseSource(secure=True)
         levels, _ = self._levels(data, budget, split, p)
@@ -348,11 +337,13 @@ def _baseline(function) -> Estimator:
 
 
 def _info(name: str, description: str, reference: str, privacy_note: str, *,
-          parameters=(), private: bool = True, warning: str = "") -> MechanismInfo:
+          parameters=(), private: bool = True, warning: str = "",
+          capabilities: Capabilities | None = None) -> MechanismInfo:
     return MechanismInfo(
         name=name, description=description, reference=reference, queries=("ranges",),
         privacy=PURE_DP, private=private, consistent=True, parameters=parameters,
-        neighbouring=NEIGHBOURING + "; " + privacy_note, warning=warning)
+        neighbouring=NEIGHBOURING + "; " + privacy_note, warning=warning,
+        capabilities=capabilities or Capabilities())
 
 
 register(RangeMechanism(
@@ -381,7 +372,8 @@ register(RangeMechanism(
     info=_info("partition-laplace", "DAWA's private partition, then Laplace noise on each "
                "bucket count.", DAWA_REF,
                STAGE1_PRIVACY + "; Stage 2: Laplace(1/epsilon2) per bucket",
-               parameters=(RHO, PARTITION, CANDIDATES, PENALTY)),
+               parameters=(RHO, PARTITION, CANDIDATES, PENALTY),
+               capabilities=Capabilities(sparse_ranges=True)),
     estimator=_dawa_with(stage2="laplace")))
 
 for _key, (_function, _display, _summary, _statement) in BASELINES.items():

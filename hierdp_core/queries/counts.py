@@ -36,6 +36,7 @@ import pandas as pd
 from hierdp_core.data.duplicates import check_policy, repeated_rows
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
+from hierdp_core.data.unit_names import unit_names
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
 from hierdp_core.structure import Geography, category_index, distinct_codes
 
@@ -151,41 +152,6 @@ def count_data_from_table(
     declared_structure = geography is not None and set(category_columns) <= set(declared)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),
                      declared_structure, merged)
-
-
-def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
-                name_columns: dict[str, str]) -> dict[int, np.ndarray]:
-    """One name per node for each level in ``name_columns``; a unit with two different names
-    is an error naming it."""
-    from hierdp_core.errors import InputError
-
-    unknown = set(name_columns) - set(levels)
-    if unknown:
-        raise InputError(f"names given for {sorted(unknown)}, which are not levels {levels}")
-    validate_columns(table, list(name_columns.values()), "name")
-    h = hierarchy
-    node = leaf + h.level_offsets[h.depth]
-    names = {}
-    for level in range(h.depth, 0, -1):
-        column = name_columns.get(levels[level - 1])
-        if column is not None:
-            local = (node - h.level_offsets[level]).astype(np.int64)
-            name_id, uniques = pd.factorize(table[column].astype(str), use_na_sentinel=False)
-            pairs = np.unique(local * len(uniques) + name_id)
-            unit, name = pairs // len(uniques), np.asarray(uniques, dtype=object)[
-                pairs % len(uniques)]
-            clash = np.isin(unit, unit[1:][np.diff(unit) == 0])
-            if clash.any():
-                codes = np.asarray(h.codes[level]).astype(str)[unit[clash]]
-                raise InputError(f"name column {column!r} gives unit(s) "
-                                 f"{sorted(set(codes.tolist()))[:4]} of level "
-                                 f"{levels[level - 1]!r} more than one name: "
-                                 f"{name[clash][:4].tolist()}")
-            out = np.asarray(h.codes[level]).astype(str).astype(object)
-            out[unit] = name
-            names[level] = out
-        node = h.parent[node]
-    return names
 
 
 def _category_index(table: pd.DataFrame, columns: list[str],

@@ -33,11 +33,6 @@ def shape() -> dict:
     return st.session_state.setdefault(SHAPE, {"wide": [], "name": "category"})
 
 
-def reset() -> None:
-    """Forget the shape (a new table was loaded)."""
-    st.session_state.pop(SHAPE, None)
-
-
 def upload_key(name: str) -> str:
     """A widget key of one upload (its shape, empty cells, skipped levels): a new upload
     gets new widgets, drawn from their defaults (a key dropped from the session state would

@@ -11,16 +11,27 @@
 
 const views = new WeakMap();  // parentElement -> its view
 
+// plotly.js by URL, each loaded once per page and one at a time, so the plotly.js that sets
+// window.Plotly is the one just loaded: the bundle of the dashboard's traces, or the full
+// plotly.js for a figure with other traces (each view keeps the plotly.js that drew it).
+const plotlyLoads = window.__hierdpPlotly ??= {byUrl: new Map(), last: Promise.resolve()};
+
 function loadPlotly(url) {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
-  window.__hierdpPlotly ??= new Promise((resolve, reject) => {
-    const script = document.createElement("script");
-    script.src = url;
-    script.onload = () => resolve(window.Plotly);
-    script.onerror = () => reject(new Error(`plotly.js could not be loaded from ${url}`));
-    document.head.appendChild(script);
-  });
-  return window.__hierdpPlotly;
+  if (!plotlyLoads.byUrl.has(url)) {
+    const loaded = plotlyLoads.last.catch(() => {}).then(() => new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => {
+        plotlyLoads.byUrl.delete(url);  // tried again by the next figure
+        reject(new Error(`plotly.js could not be loaded from ${url}`));
+      };
+      document.head.appendChild(script);
+    }));
+    plotlyLoads.byUrl.set(url, loaded);
+    plotlyLoads.last = loaded;
+  }
+  return plotlyLoads.byUrl.get(url);
 }
 
 const TYPED = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array,
@@ -114,7 +125,12 @@ async function withBoundaries(figure) {
 }
 
 async function draw(view, figure, config) {
-  view.Plotly = await loadPlotly(view.plotlyUrl);
+  const Plotly = await loadPlotly(view.plotlyUrl);
+  if (view.Plotly && view.Plotly !== Plotly) {  // drawn by the other plotly.js: start anew
+    view.Plotly.purge(view.gd);
+    view.shape = null;
+  }
+  view.Plotly = Plotly;
   const shape = skeleton(figure);
   if (view.shape === shape && recolour(view, figure)) return;
   view.pending = null;
@@ -142,7 +158,7 @@ function then(view, step) {
 function preload(data, parentElement) {
   const view = views.get(parentElement);
   if (view) {  // Streamlit reuses a figure's element for the preload
-    if (window.Plotly) window.Plotly.purge(view.gd);
+    view.Plotly?.purge(view.gd);
     views.delete(parentElement);
     parentElement.replaceChildren();
   }
@@ -178,7 +194,7 @@ export default function ({data, parentElement}) {
   if (view.key !== data.key) {  // Streamlit reuses this element for another figure
     view.key = data.key;
     view.shape = view.pending = null;
-    if (window.Plotly) window.Plotly.purge(view.gd);  // the old figure goes at once
+    view.Plotly?.purge(view.gd);  // the old figure goes at once
     view.gd.replaceChildren();
   }
   view.plotlyUrl = data.plotly;

@@ -4,9 +4,10 @@ instead of replacing it (``st.plotly_chart`` makes a new plot whenever its figur
 
 A map whose new figure differs only in its colour values and title (a new release over the
 same areas and the same colour scale) is recoloured in place in about 40 ms for 3,000 areas;
-any other change goes through ``Plotly.react``. The browser loads plotly.js once, from the
-copy that ships with the plotly package, served from ``static/js/`` (git-ignored, written on
-first use), so no page fetches anything from the internet.
+any other change goes through ``Plotly.react``. The browser loads plotly.js once: the bundle
+of the dashboard's traces (`plotly_bundle`, built at set-up) for a figure it can draw, else
+the copy that ships with the plotly package; both served from ``static/js/`` (git-ignored),
+so no page fetches anything from the internet.
 
 The figure travels as its JSON (numeric arrays base64-encoded) in the page's look
 (`palette.figure_template`); tests read it back (``tests.test_app.figure_specs``).
@@ -24,6 +25,7 @@ from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from hierdp_core import palette
+from hierdp_core.ui import plotly_bundle
 from hierdp_core.ui.map_layers import static_url
 from hierdp_core.viz import plotly_config
 
@@ -32,8 +34,12 @@ _JS = (Path(__file__).with_name("plotly_view.js")).read_text(encoding="utf-8")
 _mount = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
 
 
-def plotly_js_url() -> str:
-    """The URL of plotly.js for this plotly version, written to ``static/js/`` once."""
+def plotly_js_url(trace_types: Sequence[str] = plotly_bundle.TRACES) -> str:
+    """The URL of a plotly.js that draws ``trace_types``: the dashboard's bundle when it is
+    built and holds them all (`plotly_bundle`), else the full plotly.js of this plotly
+    version (written to ``static/js/`` once)."""
+    if plotly_bundle.covers(trace_types):
+        return f"app/static/js/{plotly_bundle.bundle_name()}"
     return static_url(Path("js") / f"plotly-{plotly.__version__}.min.js", get_plotlyjs)
 
 
@@ -45,8 +51,9 @@ def show(fig: go.Figure, *, key: str, config: dict | None = None,
     now, for a map the user is likely to open next."""
     spec = fig.to_plotly_json()
     spec["layout"]["template"] = palette.figure_template()  # the page's look, not plotly's
+    plotly_js = plotly_js_url([trace.get("type", "scatter") for trace in spec["data"]])
     _mount(key=key, data={"figure": to_json_plotly(spec), "config": config or plotly_config(),
-                          "plotly": plotly_js_url(), "prefetch": list(prefetch), "key": key},
+                          "plotly": plotly_js, "prefetch": list(prefetch), "key": key},
            height=int(fig.layout.height or 450))
 
 

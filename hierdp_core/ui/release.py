@@ -22,7 +22,7 @@ from typing import NamedTuple
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.memory_plan import plan_of_data
+from hierdp_core.memory_of_data import plan_of_data
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.table_rules import RULE_NAMES, table_rules

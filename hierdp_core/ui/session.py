@@ -179,15 +179,13 @@ def load_sample_into_state(name: str) -> None:
 
 
 def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> None:
-    from hierdp_core.ui import inputs
-
     version = st.session_state.get(DATASET, {}).get("version", 0) + 1
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
                                  "version": version, "loaded": version}
     _drop_results()
     st.session_state.pop(KEPT, None)  # levels, categories and metrics of other data
     structure.reset()
-    inputs.reset()
+    st.session_state.pop(INPUT, None)  # the old upload's shape (`ui.inputs`)
 
 
 def replace_table(table: pd.DataFrame) -> None:

@@ -27,11 +27,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from hierdp_core.cli.split import optimised_mechanisms, optimiser_family
 from hierdp_core.errors import HierdpError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanism_names import title
-from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.base import get_mechanism, optimised_mechanisms, optimiser_family
 from hierdp_core.privacy.budget import PrivacyBudget, resolve_shares, split_shares
 from hierdp_core.privacy.split_optimiser import (
     WEIGHTED,
