@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import budget_for
 from hierdp_core.map_figures import choropleth
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metric_names import axis_title, name
 from hierdp_core.metrics import ALL_BIN, error_metrics
@@ -54,7 +55,8 @@ class Side:
     params: dict = field(default_factory=dict)
 
     def label(self) -> str:
-        return f"{self.mechanism}, ε = {self.epsilon:g}"
+        """The mechanism's plain name and ε, as a reader sees them."""
+        return f"{title(self.mechanism)}, ε = {self.epsilon:g}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +129,8 @@ def comparison_maps(geojson, view: pd.DataFrame, labels: list[str], *, names=Non
     top = float(max(view["A"].max(), view["B"].max(), 1.0))
     maps = [choropleth(geojson, view["code"], view[side], title=f"Released, {label}",
                        colorbar_title="count", names=names, log_scale=True,
-                       value_range=(0.0, top), height=height, projection=projection)
+                       value_range=(0.0, top), height=height, projection=projection,
+                       colorbar_below=True)  # side by side: each map its column's width
             for side, label in zip(SIDES, labels, strict=True)]
     maps.append(choropleth(geojson, view["code"], view["difference"],
                            title="Difference B − A (released)", colorbar_title="B − A",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from hierdp_core.explain_errors import APriori, a_priori_errors
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import (
@@ -205,7 +206,7 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
     info = m.info
     conditions = (
         (SECURE_NOISE if info.queries[0] == "counts" else SECURE_NOISE_QUERY_PAGE, None),
-        (f"a private mechanism: {info.name} "
+        (f"a private mechanism: {title(info.name)} "
          + ("is differentially private" if info.private
             else "is NOT differentially private as published"), info.private),
         ("a declared structure: " + ("the units and categories come from a declared public "

@@ -95,6 +95,7 @@ def choropleth(
     value_range: tuple | None = None,
     height: int = 420,
     projection: str = "mercator",
+    colorbar_below: bool = False,
 ) -> go.Figure:
     """A map of ``values`` over the GeoJSON features whose ``id`` equals ``locations``.
 
@@ -109,6 +110,8 @@ def choropleth(
     share one scale (with ``diverging`` it is widened to be symmetric about 0).
     Hover: the area's name (``names``, default its id) and its value. NaN values (e.g. an
     unmeasured level) are left blank. Render with ``config=plotly_config()`` offline.
+    ``colorbar_below``: the colour bar across the foot of the figure, not beside the map
+    (a map in a narrow column keeps its width).
     """
     if not isinstance(geojson, dict | str):
         raise InputError("geojson must be a GeoJSON dict (a FeatureCollection) or its URL")
@@ -125,7 +128,7 @@ def choropleth(
         tickvals, ticktext = log_ticks(zmin, zmax)
         colorbar.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
 
-    colours, look = palette.active(), palette.figure_look()
+    look = palette.figure_look()
     trace = go.Choropleth(
         geojson=geojson,
         featureidkey="id",
@@ -133,7 +136,7 @@ def choropleth(
         z=z.astype(np.float32),  # colour only: single precision is plenty
         zmin=zmin,
         zmax=zmax,
-        colorscale=colours.diverging if diverging else colours.sequential,
+        colorscale=palette.colour_scale(diverging),  # its ends stand off the page
         colorbar=colorbar,
         marker_line_width=0.3,
         marker_line_color=look["line"],
@@ -144,9 +147,12 @@ def choropleth(
     )
     if diverging:
         trace.update(zmid=0)
+    if colorbar_below:
+        trace.colorbar.update(orientation="h", x=0.5, xanchor="center", y=0, yanchor="top",
+                              len=0.9, thickness=12, title_side="top")
     fig = go.Figure(trace)
     fig.update_geos(fitbounds="locations", visible=False, projection_type=projection,
                     bgcolor=look["bgcolor"])
     fig.update_layout(title=_title(_esc(title)), height=height,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+                      margin={"l": 10, "r": 10, "t": 50, "b": 70 if colorbar_below else 10})
     return fig

@@ -15,6 +15,8 @@ Example
 >>> use("colour-blind", dark=True)
 >>> active().sequential, figure_look()["line"]
 ('Cividis', 'rgba(14,17,23,0.7)')
+>>> colour_scale()[0]  # Cividis from its first colour that stands off the dark page
+[0.0, 'rgb(94, 99, 111)']
 >>> use(DEFAULT)
 """
 
@@ -23,7 +25,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from plotly.colors import qualitative
+from plotly.colors import (
+    find_intermediate_color,
+    get_colorscale,
+    hex_to_rgb,
+    label_rgb,
+    qualitative,
+    unlabel_rgb,
+)
 
 from hierdp_core.errors import InputError
 
@@ -100,6 +109,65 @@ def figure_look() -> dict:
 #: the dashboard's text colour per theme (Streamlit's defaults) and its font
 _TEXT = {False: "#31333f", True: "#fafafa"}
 _FONT_FAMILY = '"Source Sans", "Source Sans Pro", sans-serif'
+
+
+#: the page's background per theme (Streamlit 1.67's light and dark themes)
+BACKGROUND = {False: "#ffffff", True: "#171614"}
+#: the least WCAG contrast of a map's colour with the page (WCAG 2.1, 1.4.11: graphics 3:1)
+MAP_CONTRAST = 3.0
+
+
+def luminance(colour: str) -> float:
+    """WCAG relative luminance of '#rrggbb' or 'rgb(r, g, b)'."""
+    rgb = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+              for c in (v / 255 for v in rgb)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _at(scale: list, t: float) -> str:
+    """The colour of the plotly colour scale ``scale`` ([position, colour] stops) at ``t``."""
+    k = next(i for i in range(1, len(scale)) if scale[i][0] >= t or i == len(scale) - 1)
+    (a0, c0), (a1, c1) = scale[k - 1], scale[k]
+    rgb = [tuple(hex_to_rgb(c)) if c.startswith("#") else unlabel_rgb(c) for c in (c0, c1)]
+    return label_rgb(tuple(round(v) for v in find_intermediate_color(
+        *rgb, (t - a0) / (a1 - a0) if a1 > a0 else 0.0)))
+
+
+def colour_scale(diverging: bool = False) -> list[list]:
+    """The active palette's sequential (or ``diverging``) colour scale as [position, colour]
+    stops, without the ends that would vanish into the current theme's page: each end
+    moved inwards to the first colour that stands at least `MAP_CONTRAST` off `BACKGROUND`
+    (the dark theme loses the darkest purples and blues, the light one the palest yellows).
+    A diverging scale is cut by the same amount at both ends, so its middle (no error)
+    stays at 0; its middle is pale by design and not held to the contrast. The colours in
+    between are the scale's own, so it stays as readable by colour-blind people as it
+    was."""
+    scale = [[float(at), colour] for at, colour in get_colorscale(
+        active().diverging if diverging else active().sequential)]
+    page = BACKGROUND[is_dark()]
+    steps = [i / 200 for i in range(201)]
+    low = next(t for t in steps if contrast(_at(scale, t), page) >= MAP_CONTRAST)
+    high = next(t for t in reversed(steps) if contrast(_at(scale, t), page) >= MAP_CONTRAST)
+    if diverging:
+        low = max(low, 1 - high)
+        low, high = (low, 1 - low) if low < 0.5 else (0.0, 1.0)
+    elif low >= high:
+        low, high = 0.0, 1.0  # no part of the scale stands off the page: all of it
+    if (low, high) == (0.0, 1.0):
+        return scale
+    cut = [[at, colour] for at, colour in scale if low <= at <= high]  # stops kept as named
+    if cut[0][0] > low:
+        cut.insert(0, [low, _at(scale, low)])
+    if cut[-1][0] < high:
+        cut.append([high, _at(scale, high)])
+    return [[(at - low) / (high - low), colour] for at, colour in cut]
 
 
 def text_colour() -> str:

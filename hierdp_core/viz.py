@@ -232,12 +232,15 @@ def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
     level_names = np.asarray(h.level_names, dtype=object)[h.level_of_nodes()[:n]]
     names = h.labels() if labels is None else np.asarray(labels, dtype=object)
     labels = [_esc(x) for x in names[:n]]
+    tiles, texts = _treemap_colours(h, n)
     fig = go.Figure(go.Treemap(
         ids=list(h.node_ids()[:n]),
         parents=list(h.parent_ids()[:n]),
         labels=labels,
         values=sizes,
         branchvalues="total",
+        marker={"colors": tiles, "line": {"color": palette.BACKGROUND[palette.is_dark()]}},
+        textfont={"color": texts},
         customdata=np.column_stack([[_esc(x) for x in level_names], _fmt_array(t[:n])]),
         hovertemplate="<b>%{label}</b> (%{customdata[0]})<br>count: %{customdata[1]}"
                       "<br>share of parent: %{percentParent:.1%}<extra></extra>",
@@ -252,6 +255,26 @@ def hierarchy_treemap(hierarchy, totals, *, max_depth: int | None = None,
     fig.update_layout(title=_title("Hierarchy (click a tile to zoom)", sub), height=560,
                       margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
+
+
+def _treemap_colours(h, n: int) -> tuple[list[str], list[str]]:
+    """The tile and label colours of the first ``n`` nodes of a treemap: each branch below
+    the root in the next category colour (its units in its colour), the root in the page's;
+    each label black or white, whichever stands further off its tile (WCAG contrast >= 4.5
+    for any tile: the worse of the two is at least 4.58)."""
+    branch = np.arange(n)
+    for level in range(2, h.depth + 1):
+        sl = h.level_slice(level)
+        if sl.start >= n:
+            break
+        branch[sl.start:min(sl.stop, n)] = branch[h.parent[sl.start:min(sl.stop, n)]]
+    colours = np.asarray([*palette.active().categorical,
+                          palette.BACKGROUND[palette.is_dark()]], dtype=object)
+    pick = (branch - 1) % (len(colours) - 1)
+    pick[0] = len(colours) - 1  # the root: the page's colour
+    texts = np.asarray([max(("#000000", "#ffffff"), key=lambda t, c=c: palette.contrast(t, c))
+                        for c in colours], dtype=object)  # one choice per colour
+    return colours[pick].tolist(), texts[pick].tolist()
 
 
 # ---- metrics ---------------------------------------------------------------------------

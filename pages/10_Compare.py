@@ -31,24 +31,29 @@ same_seed = st.checkbox("Same seed for both (the difference is then the mechanis
                         "not the noise draw's)", value=True, key="cmp_same_seed")
 defaults = {"A": s["mechanism"], "B": "raw-geometric" if s["mechanism"] != "raw-geometric"
             else "least-squares"}
+# A's and B's controls row by row (a row per setting), so each lines up with its match
+# whatever the length of the mechanisms' descriptions, which come last
+heads, mechs, budgets, split_row, seeds, about = (st.columns(2) for _ in range(6))
 sides = {}
-for column, side in zip(st.columns(2), cmp.SIDES, strict=True):
-    with column:
-        st.subheader(f"Configuration {side}")
-        mechanism = widgets.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}")
-        eps = st.select_slider("Total ε", list(session.EPSILON_GRID), key=f"cmp_eps_{side}",
-                               value=s["epsilon"] if s["epsilon"] in session.EPSILON_GRID else 1.0)
-        split = st.selectbox("Split over levels", splits, format_func=split_labels.get,
-                             key=f"cmp_split_{side}")
-        if same_seed and side == "B":
-            seed = sides["A"].seed
-            st.caption(f"Seed {seed}: the same as A's.")
-        else:
-            seed = st.number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}")
-        sides[side] = cmp.Side(
-            mechanism, float(eps), tuple(s["weights"]) if split == CURRENT else split,
-            seed=int(seed), params={k: v for k, v in s["params"].items()
-                                    if k in {p.name for p in infos[mechanism].parameters}})
+for col, side in enumerate(cmp.SIDES):
+    heads[col].subheader(f"Configuration {side}")
+    with mechs[col]:
+        mechanism = widgets.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}",
+                                             about=about[col])
+    eps = budgets[col].select_slider("Total ε", list(session.EPSILON_GRID),
+                                   key=f"cmp_eps_{side}", value=s["epsilon"]
+                                   if s["epsilon"] in session.EPSILON_GRID else 1.0)
+    split = split_row[col].selectbox("Split over levels", splits,
+                                     format_func=split_labels.get, key=f"cmp_split_{side}")
+    if same_seed and side == "B":
+        seed = sides["A"].seed
+        seeds[col].caption(f"Seed {seed}: the same as A's.")
+    else:
+        seed = seeds[col].number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}")
+    sides[side] = cmp.Side(
+        mechanism, float(eps), tuple(s["weights"]) if split == CURRENT else split,
+        seed=int(seed), params={k: v for k, v in s["params"].items()
+                                if k in {p.name for p in infos[mechanism].parameters}})
 
 key = (sides["A"], sides["B"], session.settings_key(s))
 stored = st.session_state.get(session.COMPARE)
@@ -84,8 +89,9 @@ else:
     names_shown = widgets.node_display_names(data, level)[view["node"] - h.level_offsets[level]]
     figures = cmp.comparison_maps(map_layers.map_geojson(*source, overview=True), view, labels, names=names_shown,
                                   projection=map_layers.map_projection(source[0]))
-    # A beside B, their difference under them at full width: at 1280 px three maps in a
-    # row were about 100 px wide each
+    # A beside B, their difference under them at full width, each map as wide as its
+    # column (colour bars under the maps: at 1280 px a bar beside a half-width map left
+    # the map about 150 px wide)
     for column, fig, tag in zip([*st.columns(2), st.container()], figures, ("a", "b", "diff"),
                                 strict=True):
         column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",

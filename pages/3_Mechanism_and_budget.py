@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
+from hierdp_core.mechanism_names import DEFINITIONS
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
@@ -26,7 +27,8 @@ with left:
     st.subheader("Mechanism")
     names = list(infos)
     s["mechanism"] = st.selectbox("Mechanism", names, index=names.index(s["mechanism"])
-                                  if s["mechanism"] in names else 0, key="mech_name")
+                                  if s["mechanism"] in names else 0, key="mech_name",
+                                  format_func=widgets.mechanism_label(infos))
     info = infos[s["mechanism"]]
     widgets.warn_nonprivate(info)
     st.markdown(f"{info.description}  \n*{info.reference}*")
@@ -43,12 +45,11 @@ with left:
 with right:
     st.subheader("Privacy budget")
     definitions = list(info.privacy_definitions or (info.privacy,))
-    labels = {"pure-dp": "ε-differential privacy", "zcdp": "ρ-zero-concentrated DP"}
     if s["definition"] not in definitions:
         s["definition"] = definitions[0]
     s["definition"] = st.radio("Privacy definition", definitions, horizontal=True,
                                index=definitions.index(s["definition"]),
-                               format_func=labels.get, key="definition")
+                               format_func=DEFINITIONS.get, key="definition")
     budget.total_slider(s)
     if s["definition"] == "zcdp":
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,

@@ -11,6 +11,7 @@ import streamlit as st
 
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.map_figures import choropleth, nice_ceiling
+from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.noisy_view import noisy_vs_released_by_level
@@ -26,6 +27,7 @@ from hierdp_core.viz import (
     true_vs_released_scatter,
 )
 
+MAP_HEIGHT = 450  # px: with the controls above, the whole map in sight at 1280 x 800
 status_slot = widgets.page_header("Results", "What the release looks like next to the truth "
                                              "(the truth is shown here for evaluation only; it "
                                              "is never exported as a release).")
@@ -34,15 +36,19 @@ h = data.hierarchy
 s = session.settings(h.n_levels)
 ds = session.ensure_dataset()
 
-run_cols = st.columns([4.2, 1, 0.8], vertical_alignment="bottom")
-seed_used = config_ui.randomness_widgets(run_cols[0], run_cols[1])
-with run_cols[2]:
+# one line of controls above the pickers and the map: the map's top at 1280 x 800 is in
+# sight with the whole map (issue 31); the release's description goes under the map
+run_cols = st.columns([3.7, 0.35, 0.9, 0.95], vertical_alignment="center")
+seed_used = config_ui.randomness_widgets(run_cols[0], run_cols[2])
+run_cols[1].markdown("Seed")
+with run_cols[3]:
     run = st.button("Run release", type="primary", key="run_release")
+RAN_IN = "res_ran_in"  # the seconds of the release just made, said once under the map
 
 
 def release_now():
-    """Run the release with the current settings (a spinner if it is slow) and say its wall
-    time; a failure stops the page with a message."""
+    """Run the release with the current settings (a spinner if it is slow) and keep its
+    wall time to be said under the map; a failure stops the page with a message."""
     started = time.perf_counter()
     with st.spinner("Running the release…"):
         try:
@@ -50,8 +56,7 @@ def release_now():
         except Exception as exc:  # shown as a message, never a traceback
             widgets.friendly_error(exc)
             st.stop()
-    st.caption(f":material/check: Released {h.n_nodes:,} units, computed in "
-               f"{time.perf_counter() - started:.2f} s on the server")
+    st.session_state[RAN_IN] = time.perf_counter() - started
     return made
 
 
@@ -100,8 +105,7 @@ def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selecto
                    "Data page).")
     shown = selector_slot.segmented_control(
         "Map", list(values), default="Released", required=True, key="res_map",
-        help="The true, noisy and released counts share one colour scale; the error map is "
-             "centred at 0.")
+        label_visibility="collapsed")
     diverging = shown.startswith("Error")
     # colour scales ending at round numbers stay put when the slider re-releases
     same_kind = [v for k, v in values.items() if k.startswith("Error") == diverging]
@@ -113,7 +117,7 @@ def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selecto
                      colorbar_title="error" if diverging else "people", diverging=diverging,
                      log_scale=not diverging,
                      value_range=(-top, top) if diverging else (0.0, top),
-                     height=520, projection=map_layers.map_projection(source[0])
+                     height=MAP_HEIGHT, projection=map_layers.map_projection(source[0])
                      if whole_level else "mercator")  # albers usa cannot zoom to a unit
     plotly_view.show(fig, key="res_map_figure")
 
@@ -186,15 +190,19 @@ def results_view() -> None:
     """What the release changes, rerun alone when the ε (or ρ) slider above the map moves
     (or a picker beside it): the release, its verdict, the map, the charts and the tables."""
     widgets.use_chosen_palette()  # a rerun of the fragment alone draws in the page's look
-    about = st.container()  # filled once the slider below has set the budget
     level, nodes, category = units_shown()
     budget_text = (f"ε = {s['epsilon']:g}" if s["definition"] == "pure-dp"
                    else f"ρ = {s['rho']:g}")
+    map_area, about = st.container(), st.container()  # the map first, what it shows under it
     with about:
-        st.caption(f"Mechanism **{s['mechanism']}**, {budget_text}, split "
-                   + split_ui.describe_shares(h, session.shares_of(s))
-                   + ". Change the mechanism and the split on the Mechanism & budget page.")
         release = session.current_release() or release_now()
+        ran_in = st.session_state.pop(RAN_IN, None)
+        st.caption(f"**{mechanism_title(s['mechanism'])}**, {budget_text}, split "
+                   + split_ui.describe_shares(h, session.shares_of(s))
+                   + " (change them on the Mechanism & budget page). The true, noisy and "
+                     "released maps share one colour scale; the error map is centred at 0."
+                   + ("" if ran_in is None else f"  \n:material/check: Released "
+                      f"{h.n_nodes:,} units, computed in {ran_in:.2f} s on the server"))
 
     def column(values: np.ndarray) -> np.ndarray:
         v = values[nodes]
@@ -203,10 +211,12 @@ def results_view() -> None:
     true_v, rel_v = column(data.node_counts()), column(release.values)
     values = {"True": true_v, "Noisy (measured)": column(release.noisy), "Released": rel_v,
               "Error (released − true)": rel_v - true_v}
-    selector, badge = st.columns([3, 2], vertical_alignment="bottom")
-    with badge:
-        rel.verdict_badge(release, data.declared_structure)  # the full verdict under the map
-    release_map(level, nodes, values, budget_text, selector)
+    with map_area:
+        selector, badge = st.columns([3, 2], vertical_alignment="center")
+        with badge:
+            rel.verdict_badge(release, data.declared_structure)  # the full verdict below
+        release_map(level, nodes, values, f"{mechanism_title(s['mechanism'])}, {budget_text}",
+                    selector)
     rel.verdict_box(release, data.declared_structure)
     charts_and_tables(release, level, nodes, values)
 

@@ -5,6 +5,8 @@ import streamlit as st
 
 from hierdp_core.errors import HierdpError
 from hierdp_core.experiments import compare_splits, summarise, sweep
+from hierdp_core.mechanism_names import title as mechanism_title
+from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.metrics import METRICS as ALL_METRICS
@@ -25,7 +27,8 @@ names = [i.name for i in list_mechanisms("counts")]
 c1, c2 = st.columns([1.15, 1])  # every default chip whole at 1280 px
 with c1:
     mechanisms = st.multiselect("Mechanisms", names, default=[n for n in ("raw-geometric",
-                                "least-squares", "topdown") if n in names], key="sw_mechs")
+                                "least-squares", "topdown") if n in names], key="sw_mechs",
+                                format_func=mechanism_title)
 with c2:
     epsilons = st.multiselect("ε values", list(session.EPSILON_GRID),
                               default=[0.1, 0.5, 1.0, 2.0, 5.0], key="sw_eps")
@@ -59,8 +62,8 @@ if st.button("Run the sweep", type="primary", disabled=not mechanisms or not eps
 
 runs_df = st.session_state.get(session.SWEEP)
 if runs_df is not None and len(runs_df):
-    summary = summarise(runs_df, metric)
-    swept = list(dict.fromkeys(runs_df["mechanism"]))
+    summary = titled(summarise(runs_df, metric))  # the mechanisms' plain names
+    swept = list(dict.fromkeys(summary["mechanism"]))
     views = {"panels": "One panel per mechanism", "overlaid": "Overlaid",
              **({"relative": f"Relative to {swept[0]}"} if len(swept) > 1 else {})}
     view = st.segmented_control("Draw", list(views), format_func=views.get, default="panels",
@@ -87,7 +90,8 @@ with s2:
     split_b = st.selectbox("Split B", presets, index=1, format_func=split_ui.PRESETS.get,
                            key="cmp_b")
 with s3:
-    cmp_mech = st.selectbox("Mechanism", names, index=names.index("topdown"), key="cmp_mech")
+    cmp_mech = st.selectbox("Mechanism", names, index=names.index("topdown"), key="cmp_mech",
+                            format_func=mechanism_title)
 with s4:
     cmp_eps = st.select_slider("ε", list(session.EPSILON_GRID), value=1.0, key="cmp_eps")
 if st.button("Compare", key="cmp_run"):

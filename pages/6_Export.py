@@ -10,6 +10,8 @@ from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.export import manifest_bytes
 from hierdp_core.geo.maps import level_geojson
+from hierdp_core.mechanism_names import DEFINITIONS
+from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.metrics import error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.report.evaluation import evaluation_report_html
@@ -69,7 +71,8 @@ input_spec = {"file": ds["name"], "query": "counts", "levels": r["levels"],
               "local_codes": r["local_codes"]}
 
 st.subheader("The release")
-st.caption(f"{release.mechanism} · {release.privacy.get('definition')} · "
+st.caption(f"{mechanism_title(release.mechanism)} · "
+           f"{DEFINITIONS.get(release.privacy.get('definition'), '')} · "
            f"randomness: {release.randomness.get('mode')}")
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")

@@ -13,6 +13,8 @@ from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.map_figures import choropleth
+from hierdp_core.mechanism_names import title as mechanism_title
+from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -166,10 +168,11 @@ runs = st.session_state.get(session.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
                                key="gs_sw_level")
-    st.plotly_chart(sweep_figure(summarise(runs, metric), metric=metric,
+    st.plotly_chart(sweep_figure(titled(summarise(runs, metric)), metric=metric,
                                  level_name=sweep_level), width="stretch", key="gs_sweep_fig")
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
-    st.dataframe(**friendly_table(pd.DataFrame({"mechanism": seconds_per.index,
+    st.dataframe(**friendly_table(pd.DataFrame({"mechanism":
+                                                seconds_per.index.map(mechanism_title),
                                                 "seconds": seconds_per.round(3).to_numpy()})))
     widgets.sweep_timing(session.GS_SWEEP)
 

@@ -18,6 +18,8 @@ from hierdp_core.flows.figures import (
 from hierdp_core.flows.metrics import flow_metrics
 from hierdp_core.geo.maps import level_geojson
 from hierdp_core.intervals import uncalibrated_warning
+from hierdp_core.mechanism_names import title as mechanism_title
+from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -238,11 +240,11 @@ runs = st.session_state.get(session.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
                                key="fl_sw_level")
-    st.plotly_chart(flow_sweep_figure(runs, level_name=sweep_level, metric=metric,
+    st.plotly_chart(flow_sweep_figure(titled(runs), level_name=sweep_level, metric=metric,
                                       unit=counted),
                     width="stretch", key="fl_sweep_fig")
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
-    st.caption("Seconds per release: " + ", ".join(f"{m} {s:.2f}"
+    st.caption("Seconds per release: " + ", ".join(f"{mechanism_title(m)} {s:.2f}"
                                                    for m, s in seconds_per.items()) + ".")
     widgets.sweep_timing(session.FLOW_SWEEP)
 

@@ -12,6 +12,8 @@ from hierdp_core.data.samples import ITALY_MAX_AGE
 from hierdp_core.errors import HierdpError
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning
+from hierdp_core.mechanism_names import title as mechanism_title
+from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -241,8 +243,9 @@ if compared is not None and compared[0] == key:
     table = mean_by_level(per_method, "mean_query_error").round(2)
     release_seconds = per_method.groupby("mechanism")["seconds"].first().round(2)
     table["seconds"] = table["mechanism"].map(release_seconds)
-    st.dataframe(**friendly_table(table), width="stretch")
-    st.plotly_chart(method_comparison_figure(per_method, epsilon=epsilon), width="stretch",
+    st.dataframe(**friendly_table(titled(table)), width="stretch")
+    st.plotly_chart(method_comparison_figure(titled(per_method), epsilon=epsilon),
+                    width="stretch",
                     key="rg_cmp_fig", config=plotly_config())
     st.caption(f"Mean error per query by level, one release each with seed {int(seed)}, "
                "default options and the uniform split; the first row is the release above. "
@@ -270,11 +273,12 @@ if runs is not None and len(runs):
     with st.columns([1, 3])[0]:
         sweep_level = st.selectbox("Level shown", sweep_levels, index=len(sweep_levels) - 1,
                                    key="rg_sw_level")
-    st.plotly_chart(range_sweep_figure(runs, metric=metric, level_name=sweep_level),
+    st.plotly_chart(range_sweep_figure(titled(runs), metric=metric, level_name=sweep_level),
                     width="stretch", key="rg_sweep_fig", config=plotly_config())
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption(f"Workload: {runs['workload'].iloc[0]}. Seconds per release: "
-               + ", ".join(f"{m} {s:.2f}" for m, s in seconds_per.items()) + ".")
+               + ", ".join(f"{mechanism_title(m)} {s:.2f}"
+                           for m, s in seconds_per.items()) + ".")
     widgets.sweep_timing(session.RANGE_SWEEP)
 
 # ---- export -------------------------------------------------------------------------------

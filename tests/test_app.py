@@ -121,7 +121,7 @@ def test_tradeoff_sweep_runs():
 
     assert len(at.session_state[session.SWEEP]) > 0
     assert "one panel per mechanism" in figure_specs(at)[0]  # the default view (issue 31)
-    for view, title in (("relative", "relative to raw-geometric"), ("overlaid", " vs epsilon")):
+    for view, title in (("relative", "relative to Geometric noise"), ("overlaid", " vs epsilon")):
         at.button_group(key="sw_view").set_value(view).run()
         assert_clean(at)
         assert title in figure_specs(at)[0]

@@ -33,7 +33,7 @@ def test_the_panel_states_the_neighbour_the_odds_and_the_errors():
     text = panel_text(at)
     assert "protects one person" in text
     assert f"e^ε ≈ {math.e:.3g} times" in text  # epsilon 1 by default
-    assert "✓ a private mechanism: topdown" in text
+    assert "✓ a private mechanism: TopDown" in text
     assert "Released with secure noise, this configuration is publishable." in text
     expected = ERROR_NAMES["mae"]
     errors = next(d.value for d in at.dataframe if expected in d.value.columns)

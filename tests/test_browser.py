@@ -212,8 +212,8 @@ def test_us_release_end_to_end(server, page, tmp_path):
     page.wait_for_selector(".js-plotly-plot .treemaplayer")
     shot(page, "2_hierarchy")
     goto(page, "Mechanism & budget")
-    select_option(page, "Mechanism", "least-squares")
-    select_option(page, "Mechanism", "topdown")
+    select_option(page, "Mechanism", "Least squares")
+    select_option(page, "Mechanism", "TopDown")
     assert page.get_by_text("Noise per measured cell").count() >= 1
     shot(page, "3_mechanism")
 
@@ -367,7 +367,7 @@ def test_ranges_page(server, page, tmp_path):
     shot(page, "11_ranges")
     # the bundled sample's export, released with identity: its bootstrap takes seconds where
     # DAWA's re-runs take ~50 s (the upload test prepares a DAWA bootstrap in the browser)
-    select_option(page, "Mechanism", "identity")
+    select_option(page, "Mechanism", "Identity")
     table = save_release_csv(page, tmp_path / "ranges_release.csv")  # adds up, age by age
     assert (table["level"] == 2).sum() == 107 * 101  # provinces x single years of age
 

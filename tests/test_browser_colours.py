@@ -28,9 +28,9 @@ TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (gr
 
 
 @contextmanager
-def themed_page(browser, scheme: str, height: int = 2600):  # noqa: F811
+def themed_page(browser, scheme: str, height: int = 2600, width: int = 1440):  # noqa: F811
     """A fresh page whose browser prefers the ``scheme`` ('light' or 'dark') colours."""
-    context = new_context(browser, viewport={"width": 1440, "height": height},
+    context = new_context(browser, viewport={"width": width, "height": height},
                                   color_scheme=scheme)
     pg = context.new_page()
     pg.set_default_timeout(90_000)

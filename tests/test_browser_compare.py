@@ -46,13 +46,13 @@ def test_two_configurations_side_by_side(server, page):  # noqa: F811
 
     box = page.locator("[data-testid='stSelectbox']").filter(has_text="Mechanism").nth(1)
     box.click()
-    page.get_by_role("option", name="least-squares", exact=True).click()
+    page.get_by_role("option", name="Least squares", exact=True).click()
     settle(page)
     assert page.get_by_text("press Compare to release them again").count() == 1
     seconds = timed_click(page, page.get_by_role("button", name="Compare", exact=True))
     no_exception(page)
     assert maps_drawn(page, 3, expect=[3141] * 3) == [3141, 3141, 3141]
-    assert page.get_by_text("B: least-squares, ε = 1").count() >= 1
+    assert page.get_by_text("B: Least squares, ε = 1").count() >= 1
     assert page.get_by_text("press Compare to release them again").count() == 0
     print(f"\nCompare click to painted page (two US county releases): {seconds:.2f} s")
     shot(page, "compare_changed")

@@ -36,7 +36,7 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     tb.start_on(page, server, "Results")  # the US counties, the default sample
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
     before = page.evaluate(MAP_STATE)
-    assert before["title"] == "Released, ε = 1"
+    assert before["title"] == "Released, TopDown, ε = 1"
     if plotly_bundle.bundle_path().is_file():  # built at set-up (npm): the map needs no more
         loaded = page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)"
                                ".filter(n => n.includes('/static/js/plotly'))")
@@ -45,7 +45,7 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
 
     epsilon_slider(page).focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, ε = 0.5'",
+    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, TopDown, ε = 0.5'",
                            timeout=60_000)
     settle(page)
     tb.no_exception(page)
@@ -62,16 +62,16 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     page.mouse.move(1, 1)
     settle(page)
     drawn = page.evaluate(MAP_STATE)
-    assert drawn["title"] == "Released, ε = 0.5"
+    assert drawn["title"] == "Released, TopDown, ε = 0.5"
     worst = max(abs(a - b) for ours, plotlys in zip(recoloured["fills"], drawn["fills"],
                                                     strict=True)
                 for a, b in zip(channels(ours), channels(plotlys), strict=True))
     assert worst <= 1  # the same colours, up to rounding of a channel
-    assert page.get_by_text("Mechanism topdown, ε = 0.5").count() == 1
+    assert page.get_by_text("TopDown, ε = 0.5, split").count() == 1  # under the map
     # the sidebar points to the slider: the fragment never writes outside itself (a write
     # to the sidebar from it blanked the app under load), so it shows no stale ε = 1
     sidebar = page.locator("[data-testid='stSidebar']")
-    pointer = "topdown · ε or ρ: the slider above the map"
+    pointer = "TopDown · ε or ρ: the slider above the map"
     assert sidebar.get_by_text(pointer).count() == 1
     assert sidebar.get_by_text("ε = 1").count() == 0
     tb.shot(page, "results_epsilon")

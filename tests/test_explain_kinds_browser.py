@@ -41,7 +41,7 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     start_on(pg, server, "Range queries")
     explain_panel(pg, "ranges", "The guarantee protects one person",
                   "RMSE per query of the workload")
-    select_option(pg, "Mechanism", "greedy-h")
+    select_option(pg, "Mechanism", "Greedy H")
     seed = pg.get_by_label("Seed (exploration)")
     seed.fill("7")
     seed.press("Enter")

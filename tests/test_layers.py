@@ -16,8 +16,8 @@ PACKAGE = ROOT / "hierdp_core"
 #: or a module, dotted under hierdp_core)
 LAYERS = (
     ("foundations", ("errors", "ids", "atomic", "interrupts", "defaults", "palette", "metric_names",
-                     "tree_levels", "declared_values", "column_roles", "publisher_key",
-                     "manifest_seal")),
+                     "mechanism_names", "tree_levels", "declared_values", "column_roles",
+                     "publisher_key", "manifest_seal")),
     ("data", ("hierarchy", "data", "queries", "structure", "memory_plan", "memory_sparse",
               "groupsizes.data",
               "groupsizes.declared_groups", "groupsizes.samples", "flows.data",

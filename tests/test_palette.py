@@ -87,8 +87,9 @@ def test_viz_follows_the_active_palette_and_theme():
 
     fig, first, n = contextvars.copy_context().run(figures)
     trace = fig.data[0]
-    assert trace.colorscale == tuple(tuple(x) for x in get_colorscale("PuOr_r")) or \
-        [c for _, c in trace.colorscale] == [c for _, c in get_colorscale("PuOr_r")]
+    puor = [c for _, c in get_colorscale("PuOr_r")]
+    drawn = [c for _, c in trace.colorscale]
+    assert drawn[1:-1] == [c for c in puor if c in drawn[1:-1]]  # PuOr_r, its ends cut (dark)
     assert trace.marker.line.color == palette._LOOKS[True]["line"]
     assert fig.layout.geo.bgcolor == "rgba(0,0,0,0)"
     assert (first, n) == (palette.OKABE_ITO[0], len(palette.OKABE_ITO))
@@ -132,3 +133,64 @@ def test_the_flow_legend_and_the_true_values_line_follow_the_theme():
         assert (legend, around, truth) == (look["legend"], look["bgcolor"], look["truth"])
     assert palette._LOOKS[True]["legend"] != palette._LOOKS[False]["legend"]
     assert palette._LOOKS[True]["truth"] != palette._LOOKS[False]["truth"]
+
+
+def _scale(name: str, dark: bool, diverging: bool) -> list:
+    def run():
+        palette.use(name, dark=dark)
+        return palette.colour_scale(diverging)
+    return contextvars.copy_context().run(run)
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("name", list(palette.PALETTES))
+def test_both_ends_of_every_map_scale_stand_off_the_page(name, dark):
+    """A map's least and greatest values (and, on the error scale, the largest errors both
+    ways) never take a colour lost in the page: WCAG's 3:1 for graphics against the theme's
+    background (Viridis' dark purple stood 1.2:1 off the dark page, its yellow 1.3:1 off the
+    white one). The rest of the scale is the palette's own: its stops in order, colours of
+    the named scale, lightness still ordered (colour-blind readers read the order from it),
+    and the error scale's pale middle still at 0."""
+    page = palette.BACKGROUND[dark]
+    for diverging in (False, True):
+        scale = _scale(name, dark, diverging)
+        positions, colours = [at for at, _ in scale], [c for _, c in scale]
+        assert positions[0] == 0.0 and positions[-1] == 1.0 and np.all(np.diff(positions) > 0)
+        for end in (colours[0], colours[-1]):
+            assert palette.contrast(end, page) >= palette.MAP_CONTRAST, (diverging, end)
+        named = get_colorscale(palette.get(name).diverging if diverging
+                               else palette.get(name).sequential)
+        assert set(colours[1:-1]) <= {c for _, c in named}
+        if diverging:  # cut equally at both ends: the middle colour stays at 0.5
+            assert np.abs(np.subtract(_rgb(palette._at(named, 0.5)),
+                                      _rgb(palette._at(scale, 0.5)))).max() <= 1
+        elif name in SAFE:
+            lightness = [palette.luminance(c) for c in colours]
+            assert np.all(np.diff(lightness) > 0)
+
+
+def _rgb(colour: str) -> tuple:
+    return tuple(hex_to_rgb(colour)) if colour.startswith("#") else tuple(
+        int(v) for v in colour[colour.index("(") + 1:-1].split(","))
+
+
+def test_a_map_in_the_dark_theme_uses_the_scale_cut_for_the_dark_page():
+    """The map figures (plotly's and Home's SVG) draw with `colour_scale`: in the dark
+    theme their darkest colour stands 3:1 off the page (Viridis' #440154 did not)."""
+    from hierdp_core.geo import svg_map
+
+    def figures():
+        palette.use(palette.DEFAULT, dark=True)
+        fig = choropleth("geo.json", ["a", "b"], [1.0, 2.0], title="t", colorbar_title="n")
+        fc = {"type": "FeatureCollection", "features": [
+            {"type": "Feature", "id": k, "properties": {}, "geometry": {
+                "type": "Polygon", "coordinates": [[[x, 45], [x + 1, 45], [x + 1, 46],
+                                                    [x, 46], [x, 45]]]}}
+            for k, x in (("a", 10), ("b", 11))]}
+        svg = svg_map.choropleth_svg(fc, ["a", "b"], [1.0, 2.0], title="t", colorbar_title="n")
+        return [c for _, c in fig.data[0].colorscale], svg, palette.colour_scale()
+
+    drawn, svg, scale = contextvars.copy_context().run(figures)
+    assert drawn == [c for _, c in scale]
+    assert f'fill="{scale[0][1]}"' in svg  # the least value's area
+    assert palette.contrast(drawn[0], palette.BACKGROUND[True]) >= palette.MAP_CONTRAST

@@ -83,7 +83,7 @@ def test_the_results_map_keeps_its_colour_scale_and_the_page_look_across_release
     at.select_slider(key="res_epsilon").set_value(0.1).run()
     assert_clean(at)
     after = results_map(at)
-    assert after["layout"]["title"]["text"] == "Released, ε = 0.1"
+    assert after["layout"]["title"]["text"] == "Released, TopDown, ε = 0.1"
     assert after["data"][0]["z"] != before["data"][0]["z"]  # a new release
     for spec in (before, after):
         trace = spec["data"][0]

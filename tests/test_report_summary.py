@@ -55,7 +55,7 @@ def test_five_lines_what_where(by_sex, seeded):
                                              "Typical error", "Verdict"]
     text = dict(lines)
     assert text["What was published"].startswith("Counts of people by sex (2 groups)")
-    assert "the topdown mechanism" in text["What was published"]
+    assert "the TopDown mechanism" in text["What was published"]  # its plain name
     assert "whole numbers, never negative, each unit the sum of its parts" in \
         text["What was published"]
     assert text["Where"] == "Synthetic land: 6 states and 60 counties and their total."

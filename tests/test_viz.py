@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from hierdp_core import sweep_figures, viz
+from hierdp_core import palette, sweep_figures, viz
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise, sweep
 from hierdp_core.mechanisms.base import get_mechanism
@@ -88,6 +89,27 @@ def test_treemap_node_limit_and_depth(data, release):
     assert len(fig.data[0].ids) == 1 + n_states
     with pytest.raises(InputError):
         viz.hierarchy_treemap(h, release.values[:5])
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("name", list(palette.PALETTES))
+def test_treemap_labels_read_on_their_tiles(data, release, name, dark):
+    """Every tile label stands WCAG 4.5:1 off its tile, in both themes and every palette
+    (the dark theme's white on light pink read 1.9:1); a branch keeps its colour down the
+    tree, and the root tile is the page's colour."""
+    def figure():
+        palette.use(name, dark=dark)
+        return viz.hierarchy_treemap(data.hierarchy, release.values)
+
+    trace = contextvars.copy_context().run(figure).data[0]
+    tiles, texts = list(trace.marker.colors), list(trace.textfont.color)
+    assert len(tiles) == len(texts) == len(trace.ids)
+    assert min(palette.contrast(t, c) for t, c in zip(texts, tiles, strict=True)) >= 4.5
+    assert tiles[0] == palette.BACKGROUND[dark]
+    h = data.hierarchy
+    first_state = h.level_offsets[1]
+    county = h.children(first_state)[0]
+    assert tiles[county] == tiles[first_state] != tiles[first_state + 1]
 
 
 def test_treemap_draws_one_level_when_two_would_be_too_many_tiles(data, release):

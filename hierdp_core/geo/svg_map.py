@@ -23,7 +23,7 @@ import zlib
 from html import escape
 
 import numpy as np
-from plotly.colors import get_colorscale, sample_colorscale
+from plotly.colors import sample_colorscale
 
 from hierdp_core import palette
 from hierdp_core.errors import InputError
@@ -108,7 +108,7 @@ def choropleth_svg(fc: dict, ids, values, *, title: str, colorbar_title: str, na
                                 height - map_top)
     paths = _paths(px, py + map_top, coord_ring, ring_feature, ring_kept, len(ids))
     lo, hi = float(v.min()), float(v.max())
-    scale = get_colorscale(palette.active().sequential)
+    scale = palette.colour_scale()
     fills = sample_colorscale(scale, list((v - lo) / (hi - lo) if hi > lo else v * 0))
     look, text = palette.figure_look(), palette.text_colour()
     bar = _colour_bar(scale, lo, hi, colorbar_title, text, width, zlib.crc32(title.encode()))

@@ -8,7 +8,8 @@ that comes from the data or the caller is HTML-escaped; figure JSON is escaped b
 Example
 -------
 >>> from hierdp_core.data.samples import synthetic_us_like
->>> from hierdp_core.mechanisms.base import get_mechanism
+>>> from hierdp_core.mechanism_names import title
+from hierdp_core.mechanisms.base import get_mechanism
 >>> from hierdp_core.metrics import error_metrics
 >>> from hierdp_core.privacy.budget import PrivacyBudget
 >>> from hierdp_core.privacy.samplers import NoiseSource
@@ -35,6 +36,7 @@ import plotly.graph_objects as go
 
 from hierdp_core import __version__, metric_names
 from hierdp_core.errors import InputError, MechanismError
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import metric_descriptions
 from hierdp_core.viz import plotly_config
@@ -193,8 +195,9 @@ Values released as {"integers" if release.is_integer else "real numbers"}.</p>
 
 
 def mechanism_summary(name: str) -> dict:
-    """The registry's facts about a mechanism (only its name for an unregistered one)."""
-    summary = {"name": name}
+    """The registry's facts about a mechanism: its plain name, its key (as in the files and
+    the configuration), ... (only the name and key for an unregistered one)."""
+    summary = {"name": title(name), "key": name}
     try:
         info = get_mechanism(name).info
     except MechanismError:  # an unregistered name still gets a report

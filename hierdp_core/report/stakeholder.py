@@ -44,6 +44,7 @@ import pandas as pd
 from hierdp_core import __version__
 from hierdp_core.experiments import budget_for, summarise
 from hierdp_core.intervals import with_intervals
+from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.report.evaluation import (
@@ -128,7 +129,8 @@ def _evaluation(release, data, sweep: pd.DataFrame | None) -> tuple[str, dict]:
         level_name=h.level_names[h.depth])}
     if sweep is not None and len(sweep):
         figures["Trade-off over repeated releases (Trade-offs page)"] = sweep_figure(
-            summarise(sweep, "mae"), metric="mae", level_name=h.level_names[h.depth])
+            titled(summarise(sweep, "mae")), metric="mae",  # the mechanisms' plain names
+            level_name=h.level_names[h.depth])
     html = (f"<h2>Error against the true data (CONFIDENTIAL)</h2>"
             f"{frame_table(overall[[c for c in ERROR_COLUMNS if c in overall]])}"
             f"{glossary_html(ERROR_COLUMNS)}")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.explain import Explanation, explain
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
 from hierdp_core.verdict import release_verdict
@@ -125,7 +126,7 @@ def _what(release, data, unit: str) -> str:
              "NOT made consistent: parts need not add up to their unit")
     exact = (f"; published exactly, not protected: {', '.join(release.invariants)}"
              if release.invariants else "")
-    return (f"{what} for every unit of every level, released with the {info.name} mechanism "
+    return (f"{what} for every unit of every level, released with the {title(info.name)} mechanism "
             f"({rules}){exact}.")
 
 

@@ -129,13 +129,17 @@ def widget_keys() -> tuple[str, str]:
 def randomness_widgets(mode_column, seed_column) -> int | None:
     """Draw the Results page's randomness radio and seed box in the given columns, starting
     from the session's randomness, and keep what they show as the session's. Returns the
-    seed of an exploration release, None for secure noise."""
+    seed of an exploration release, None for secure noise. Their labels are hidden (one
+    line above the map: the options name the randomness, the column beside the box says
+    "Seed"; screen readers still read both labels)."""
     held, (mode_key, seed_key) = randomness_held(), widget_keys()
     with mode_column:
         mode = st.radio("Randomness", [EXPLORATION, SECURE], key=mode_key, horizontal=True,
-                        index=[EXPLORATION, SECURE].index(held[MODE]))
+                        index=[EXPLORATION, SECURE].index(held[MODE]),
+                        label_visibility="collapsed")
     with seed_column:
         seed = st.number_input("Seed", min_value=0, step=1, value=int(held[SEED]),
-                               key=seed_key, disabled=mode != EXPLORATION)
+                               key=seed_key, disabled=mode != EXPLORATION,
+                               label_visibility="collapsed")
     st.session_state[RANDOMNESS] = {MODE: mode, SEED: int(seed)}
     return int(seed) if mode == EXPLORATION else None

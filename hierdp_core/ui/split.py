@@ -29,6 +29,7 @@ import streamlit as st
 
 from hierdp_core.errors import HierdpError
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism, optimised_mechanisms, optimiser_family
 from hierdp_core.privacy.budget import PrivacyBudget, resolve_shares, split_shares
 from hierdp_core.privacy.split_optimiser import (
@@ -284,8 +285,8 @@ def optimiser_section(h: Hierarchy, s: dict, budget: PrivacyBudget, *,
     family = optimiser_family(s["mechanism"])
     if family is None:
         st.info(f"The split optimiser models the counts mechanisms "
-                f"{', '.join(optimised_mechanisms())}; "
-                f"{s['mechanism']} is not one of them: set its split by hand above.")
+                f"{', '.join(map(title, optimised_mechanisms()))}; "
+                f"{title(s['mechanism'])} is not one of them: set its split by hand above.")
         return
     st.caption(f"Uses public parameters only: the tree's shape ({h.n_nodes:,} units on "
                f"{h.n_levels} levels), the mechanism and the budget, never the counts."

@@ -12,6 +12,7 @@ from PIL import Image
 
 from hierdp_core import palette
 from hierdp_core.errors import HierdpError
+from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.queries.counts import CountData
 from hierdp_core.report.summary import plural_noun
 from hierdp_core.ui import map_layers, sweep_jobs
@@ -49,25 +50,26 @@ SWEEP_TRIALS = 2  # the trials of a sweep unless chosen otherwise
 
 
 def mechanism_label(infos: dict, not_private: str = "NOT private as published"):
-    """A ``format_func`` for pickers of the mechanisms in ``infos``: the name, with
+    """A ``format_func`` for pickers of the mechanisms in ``infos``: the plain name, with
     ``(not_private)`` after those that are not private."""
-    return lambda n: n + ("" if infos[n].private else f" ({not_private})")
+    return lambda n: mechanism_title(n) + ("" if infos[n].private else f" ({not_private})")
 
 
 def mechanism_picker(infos: dict, default: str, key: str, *,
-                     not_private: str = "NOT private as published") -> str:
+                     not_private: str = "NOT private as published", about=None) -> str:
     """Select box of the mechanisms in ``infos`` (name -> MechanismInfo; non-private ones
     labelled ``not_private``), with the chosen one's description, reference and warning (an
-    red box naming the flaw and the private alternative for a non-private one). Returns the
-    name."""
+    red box naming the flaw and the private alternative for a non-private one) under it or
+    in the container ``about``. Returns the name (the registry's key)."""
     names = list(infos)
     name = st.selectbox("Mechanism", names, index=names.index(default) if default in names
                         else 0, format_func=mechanism_label(infos, not_private), key=key)
     info = infos[name]
-    st.markdown(f"{info.description}  \n*{info.reference}*")
-    warn_nonprivate(info)
-    if info.warning and info.private:
-        st.warning(info.warning)
+    with about or st.container():
+        st.markdown(f"{info.description}  \n*{info.reference}*")
+        warn_nonprivate(info)
+        if info.warning and info.private:
+            st.warning(info.warning)
     return name
 
 
@@ -122,12 +124,13 @@ def parameter_widgets(info, prefix: str, values: dict | None = None,
 
 
 def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics: dict,
-                   format_func=str):
+                   format_func=mechanism_title):
     """The trade-off sweep widgets (keys ``{prefix}_sw_*``): mechanisms (shown with
     ``format_func``), epsilons, trials, metric (``metrics``: column -> label) and the run
     button. Returns (mechanisms, sorted epsilons, trials, metric, clicked)."""
     st.subheader("Trade-off: error against ε")
-    s1, s2, s3, s4 = st.columns([3, 2, 1, 2])
+    s1 = st.container()  # a row of its own: every default mechanism's name whole at 1280 px
+    s2, s3, s4 = st.columns([2, 1, 2])
     with s1:
         chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
                                 format_func=format_func, key=f"{prefix}_sw_mechs")
@@ -272,7 +275,7 @@ def sidebar_status(slot, budget_on_page: bool = False) -> None:
                 budget = f"ε = {s['epsilon']:g}"
             else:
                 budget = f"ρ = {s['rho']:g}"
-            st.markdown(f"**Mechanism:** {s['mechanism']} · {budget}")
+            st.markdown(f"**Mechanism:** {mechanism_title(s['mechanism'])} · {budget}")
         st.markdown("**Release:** " + ("ready" if current_release() is not None
                                        else "not run for these settings"))
 
