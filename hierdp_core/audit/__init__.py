@@ -75,7 +75,7 @@ is then (epsilon, delta)-DP, with the bound ``ln((p_lower - delta) / p_upper)``.
 Assumptions and limits
 ----------------------
 * Trials are independent and identically distributed: the seeded exploration sampler
-  (numpy PCG64) is used unless ``secure=True`` (OpenDP samplers, not reproducible). An
+  (numpy PCG64) is used unless ``secure=True`` (secure noise, not reproducible). An
   audit of the seeded sampler says nothing about floating-point attacks on it.
 * Batching over categories is valid only if categories really are processed independently.
   Unbatched audits cost one release per trial (a few ms each): use fewer trials.

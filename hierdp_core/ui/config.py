@@ -27,7 +27,7 @@ MODE, SEED = "mode", "seed"
 RANDOMNESS = "hd_randomness"  # {MODE: EXPLORATION or SECURE, SEED: int}
 GENERATION = "hd_randomness_generation"  # part of the widgets' keys; a load bumps it
 EXPLORATION = "Exploration (seeded, reproducible)"
-SECURE = "Release (OS entropy, OpenDP samplers)"
+SECURE = "Release (secure noise, OS entropy)"
 
 
 def current_config(release=None) -> ReleaseConfig:
