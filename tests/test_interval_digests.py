@@ -80,6 +80,7 @@ def test_bootstrap_intervals_are_bit_identical(name):
 def test_the_intervals_do_not_depend_on_the_threads(monkeypatch, threads):
     """Re-runs on one thread or on three (finishing in any order) give the same numbers."""
     monkeypatch.setattr(bootstrap, "RERUN_THREADS", threads)
+    monkeypatch.setattr(bootstrap, "THREADED_RERUN_SECONDS", 0.0)  # threads for any re-run
     assert _digest("gs-topdown") == RECORDED["gs-topdown"]
 
 
@@ -93,7 +94,7 @@ def test_an_error_in_a_re_run_is_raised_and_stops_the_others():
             raise ValueError("re-run 2 failed")
 
     with pytest.raises(ValueError, match="re-run 2 failed"):
-        bootstrap._in_threads(task, range(1, 400), lambda done: None)
+        bootstrap._in_threads(task, range(1, 400), lambda done: None, 2)
     assert len(ran) < 399  # the jobs not started were cancelled
 
 

@@ -46,10 +46,15 @@ QUANTILE_CONFIDENCE = 0.9
 #: the files and the page drawn again): a flow release re-run in 0.05 s gets 40 replicates
 RERUN_REPLICATES = 200
 RERUN_SECONDS = 2.0
-#: re-runs at once: numpy's generators and array loops let threads share the cores (a group
-#: size bootstrap of 3,193 regions x 1,001 sizes: 20 re-runs in 1.6x less time on 2 cores);
-#: the numbers do not depend on it (each re-run has its own stream)
-RERUN_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
+#: re-runs at once (``HIERDP_RERUN_THREADS``, else the cores, at most 4) when one takes at
+#: least `THREADED_RERUN_SECONDS`: numpy's generators and array loops let threads share the
+#: cores (the dashboard's group-size draw, 3,193 regions x 1,001 sizes, 0.45 s a re-run:
+#: 13.1 -> 10.8 s on 2 cores), while short re-runs, mostly Python, only contend for the
+#: interpreter (the range draw, DAWA: 4.1 -> 5.6 s; flows 3.2 -> 3.7 s); the numbers do not
+#: depend on it (each re-run has its own stream)
+RERUN_THREADS = max(1, int(os.environ.get("HIERDP_RERUN_THREADS", 0))
+                    or min(4, len(os.sched_getaffinity(0))))
+THREADED_RERUN_SECONDS = 0.25
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
@@ -166,8 +171,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
-    truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads;
-    progress goes to `reporting`'s callback. Returns the
+    truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
+    the first took `THREADED_RERUN_SECONDS` or more; progress goes to `reporting`'s callback. Returns the
     half-widths (below, above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
@@ -188,7 +193,9 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     def redraw(j: int) -> None:  # one vectorised release per replicate
         d[j] = cells(rerun(replicate_source(stream, j))) - plugin
 
-    _in_threads(redraw, range(1, replicates), lambda done: report(1 + done, replicates))
+    threads = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1
+    _in_threads(redraw, range(1, replicates), lambda done: report(1 + done, replicates),
+                threads)
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
     for row in range(0, plugin.size, block):
@@ -219,11 +226,12 @@ def replicate_source(stream: int, j: int) -> NoiseSource:
     return NoiseSource(generator=np.random.default_rng([SEED, stream, j]))
 
 
-def _in_threads(task: Callable[[int], None], jobs, done: Callable[[int], None]) -> None:
-    """``task(j)`` for every j of ``jobs`` on `RERUN_THREADS` threads, ``done(count)`` in
-    this thread after each; the first error is raised here once the running tasks end
-    (the others are cancelled), as is an interrupt."""
-    pool = ThreadPoolExecutor(max_workers=RERUN_THREADS, thread_name_prefix="hierdp-rerun")
+def _in_threads(task: Callable[[int], None], jobs, done: Callable[[int], None],
+                threads: int) -> None:
+    """``task(j)`` for every j of ``jobs`` on ``threads`` threads, ``done(count)`` in this
+    thread after each; the first error is raised here once the running tasks end (the
+    others are cancelled), as is an interrupt."""
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hierdp-rerun")
     try:
         futures = [pool.submit(task, j) for j in jobs]
         for count, future in enumerate(as_completed(futures), 1):
