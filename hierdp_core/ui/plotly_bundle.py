@@ -28,7 +28,7 @@ from hierdp_core.ui import map_layers
 
 TRACES = ("scatter", "bar", "box", "choropleth", "scattergeo")
 ESBUILD = "0.25"  # the esbuild release line the bundle is built with
-NPM_SECONDS = 600
+NPM_SECONDS = 180  # set-up never waits longer for npm (an unreachable registry)
 
 
 def bundle_name() -> str:
@@ -67,7 +67,8 @@ def build(cache: Path | None = None) -> str:
     work.mkdir(parents=True, exist_ok=True)
     try:
         subprocess.run([npm, "install", "--prefix", str(work), "--no-audit", "--no-fund",
-                        "--ignore-scripts", "--loglevel=error", f"plotly.js@{version}",
+                        "--ignore-scripts", "--loglevel=error", "--fetch-timeout=60000",
+                        "--fetch-retries=1", f"plotly.js@{version}",
                         f"esbuild@~{ESBUILD}.0"], check=True, timeout=NPM_SECONDS,
                        capture_output=True, text=True)
         entry = work / "entry.js"
