@@ -6,9 +6,9 @@ made from the released values.
 Contract: only released values and public parameters (the mechanism, its parameters, the
 budget and split the ledger records, public workloads and geographies) enter; the numpy
 noise of the re-runs comes from the public seed `SEED` and the plug-in (re-run j from its
-own stream, `replicate_source`), so computing an interval is post-processing and costs no
-privacy, and is reproducible from the release. Private data-dependent stages of a mechanism (DAWA's
-partition) are re-run on the plug-in too, with that seed.
+own stream, `replicate_source`), so computing an interval is post-processing, costs no
+privacy and is reproducible from the release. Private data-dependent stages of a mechanism
+(DAWA's partition) are re-run on the plug-in too, with that seed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special._ufuncs import _binom_ppf  # scipy.stats.binom.ppf's own kernel
+
+try:  # scipy.stats.binom.ppf's own kernel, without importing scipy.stats (0.6 s)
+    from scipy.special._ufuncs import _binom_ppf
+except ImportError:  # a scipy that moved its private kernel: the public function
+    from scipy.stats import binom
+
+    _binom_ppf = binom.ppf
 
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
@@ -172,8 +178,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
-    the first took `THREADED_RERUN_SECONDS` or more; progress goes to `reporting`'s callback. Returns the
-    half-widths (below, above) per cell and the replicates drawn."""
+    the first took `THREADED_RERUN_SECONDS` or more; progress goes to `reporting`'s
+    callback. Returns the half-widths (below, above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
