@@ -26,8 +26,9 @@ from hierdp_core.ui import structure as structure
 MODE, SEED = "mode", "seed"
 RANDOMNESS = "hd_randomness"  # {MODE: EXPLORATION or SECURE, SEED: int}
 GENERATION = "hd_randomness_generation"  # part of the widgets' keys; a load bumps it
-EXPLORATION = "Exploration (seeded, reproducible)"
-SECURE = "Release (secure noise, OS entropy)"
+#: the Results page's randomness options (short: the seed box beside them shows its +/-)
+EXPLORATION = "Exploration (seeded)"
+SECURE = "Release (secure noise)"
 
 
 def current_config(release=None) -> ReleaseConfig:
