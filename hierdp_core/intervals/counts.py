@@ -22,7 +22,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
   (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
-  ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`), the
+  ``replicates`` times on it (noise from the public `SEED` and a digest of the released
+  values, `plugin_stream`: releases of one table do not share their replicates' luck) (by default chosen by time, `bootstrap_replicates`), the
   replicates stacked as extra category columns of a few calls (the count mechanisms treat
   categories independently). Per cell, d_c is the
   level-quantile (an order statistic) of |redraw - plug-in| and the interval is
@@ -83,6 +84,7 @@ from hierdp_core.intervals.bootstrap import (
     confident_order_statistic,
     feasible,
     interval_record,
+    plugin_stream,
     rank,
     symmetric_half_widths,
 )
@@ -338,7 +340,7 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
     n, k = values.shape
     replicates = min(replicates, max(_MAX_DRAWS // n, MIN_REPLICATES))
     variance = _variances(noises)
-    source = NoiseSource(seed=SEED)
+    source = NoiseSource(generator=np.random.default_rng([SEED, plugin_stream(values)]))
     r = rank(level, replicates)
     above = np.empty_like(values)
     below = np.empty_like(values)
