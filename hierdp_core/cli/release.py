@@ -88,7 +88,7 @@ def cmd_release(args) -> int:
     path = Path(args.input)
     dask = getattr(args, "engine", "memory") == "dask"
     if dask:  # the records stay on the cluster: no table here
-        from hierdp_core.engine.dask_cli import check_dask_args, dask_release
+        from hierdp_core.cli.dask import check_dask_args, dask_release
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
