@@ -210,8 +210,8 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
     ``args`` as the table's preparation left them. A mechanism that is not private is
     refused. Raises a `HierdpError` for bad input."""
     from hierdp_core.cli.budget import budget_from_args
+    from hierdp_core.cli.inputs import param_values
     from hierdp_core.cli.release import (
-        _params,
         _split,
         check_invariants,
         memory_input,
@@ -229,7 +229,7 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
     _, split = _split(args, mechanism, data, budget)
     if before_noise is not None:
         before_noise(budget)
-    made = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    made = mechanism.release(data, budget, split=split, source=source, **param_values(args.param))
     return made, args, data, budget
 
 

@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a saved configuration (JSON, hierdp-config/1, as the dashboard "
                         "saves it): data, levels, query, mechanism, parameters, budget, split "
                         "and seed; options given on the command line override it")
+    p.add_argument("--save-config", metavar="FILE",
+                   help="write the release's settings as a configuration (JSON, "
+                        "hierdp-config/1) once it is written, which --config FILE and the "
+                        "dashboard read back")
     p.add_argument("--levels", help="level columns, coarse to fine: state,county (counts and "
                                     "group sizes)")
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
