@@ -123,10 +123,9 @@ COUNT_SETTINGS = {"mechanism": "topdown", "params": {"noise": "laplace"}, "epsil
 
 def _count_session(settings: dict, seed: int):
     """A dashboard session on the us-counties sample with ``settings``: its configuration
-    and the release the Results page makes of it."""
+    and the release the Results page makes from it."""
     import streamlit as st
 
-    from hierdp_core.privacy.samplers import NoiseSource
     from hierdp_core.ui import config as config_ui
     from hierdp_core.ui import session
 
@@ -136,8 +135,8 @@ def _count_session(settings: dict, seed: int):
     s.update(settings)
     st.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
                                               config_ui.SEED: seed}
-    release = session.release_for(data, s, NoiseSource(seed=seed))
-    st.session_state["out"] = (config_ui.current_config(), release.values.ravel())
+    cfg = config_ui.current_config()
+    st.session_state["out"] = (cfg, session.release_for(data, cfg).values.ravel())
 
 
 def _cli_on_sample(capsys, folder, sample, argv) -> tuple[ReleaseConfig, np.ndarray]:

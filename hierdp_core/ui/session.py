@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.config import ReleaseConfig
 from hierdp_core.data.loaders import default_max_cells
 from hierdp_core.data.reshape import preparation_note, prepare
 from hierdp_core.data.sample_files import sample_category_values
@@ -371,16 +372,21 @@ def settings_key(s: dict) -> tuple:
             tuple(sorted(roles().items(), key=str)).__repr__(), structure.key())
 
 
-def release_for(data: CountData, s: dict, source: NoiseSource):
-    """The release of ``data`` with the settings ``s`` and noise from ``source``."""
-    return get_mechanism(s["mechanism"]).release(data, budget_of(s), split=list(s["weights"]),
-                                                 source=source, **s["params"])
+def release_for(data: CountData, cfg: ReleaseConfig, source: NoiseSource | None = None):
+    """The release of ``data`` with the settings ``cfg`` (the session's `ReleaseConfig`,
+    `ui.config.current_config`) and noise from ``source`` (default: ``cfg``'s seed, else
+    secure noise)."""
+    if source is None:
+        source = (NoiseSource(seed=cfg.seed) if cfg.seed is not None
+                  else NoiseSource(secure=True))
+    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=list(cfg.split),
+                                                source=source, **cfg.params)
 
 
-def run_release(data: CountData, s: dict, seed: int | None):
-    """Run the chosen mechanism; stores and returns the Release."""
-    source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
-    release = release_for(data, s, source)
+def run_release(data: CountData, cfg: ReleaseConfig, s: dict):
+    """Run the release of ``cfg``, the configuration of the settings ``s``; stores and
+    returns the Release."""
+    release = release_for(data, cfg)
     st.session_state[RELEASE] = release
     st.session_state[RELEASE_KEY] = settings_key(s)
     return release
