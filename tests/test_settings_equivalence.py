@@ -128,9 +128,10 @@ def _count_session(settings: dict, seed: int):
 
     from hierdp_core.ui import config as config_ui
     from hierdp_core.ui import session
+    from hierdp_core.ui.count_data import count_data
 
     session.load_sample_into_state("us-counties")
-    data = session.count_data()
+    data = count_data()
     s = session.settings(data.hierarchy.n_levels)
     s.update(settings)
     st.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
