@@ -4,6 +4,7 @@ counties: for a reviewer to look at, not a test. Prints JSON: the files written,
 that raised, and the seconds each page took to settle.
 
     PYTHONPATH=. .venv/bin/python benchmarks/screenshot_tour.py --out /tmp/tour
+    PYTHONPATH=. .venv/bin/python benchmarks/screenshot_tour.py --pages Results --schemes light
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ PAGES = ["Data", "Hierarchy", "Mechanism & budget", "Results", "Trade-offs", "Ex
          "Group sizes", "Flows", "Range queries", "Compare"]
 
 
-def tour(url: str, out: Path, scheme: str, width: int, height: int) -> dict:
-    """Screenshots of Home and every page in ``scheme``; {page: seconds} and the failures."""
+def tour(url: str, out: Path, scheme: str, width: int, height: int,
+         pages: list[str] = PAGES) -> dict:
+    """Screenshots of Home and the ``pages`` in ``scheme``; {page: seconds} and the
+    failures."""
     from playwright.sync_api import sync_playwright
 
     seconds, failures = {}, []
@@ -50,6 +53,8 @@ def tour(url: str, out: Path, scheme: str, width: int, height: int) -> dict:
         page.screenshot(path=str(out / f"{scheme}_00_home.png"))
         press_start(page, "us-counties")
         for k, label in enumerate(PAGES, start=1):
+            if label not in pages:
+                continue
             started = time.perf_counter()
             open_page(page, label)
             page.wait_for_timeout(1000)  # figures drawn after the script is done
@@ -67,11 +72,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("test-artifacts/tour"))
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--pages", default=",".join(PAGES),
+                        help="comma-separated page titles (default: every page)")
+    parser.add_argument("--schemes", default="light,dark")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with running_dashboard() as url:
-        result = {scheme: tour(url, args.out, scheme, args.width, args.height)
-                  for scheme in ("light", "dark")}
+        result = {scheme: tour(url, args.out, scheme, args.width, args.height,
+                               args.pages.split(","))
+                  for scheme in args.schemes.split(",")}
     result["files"] = sorted(p.name for p in args.out.glob("*.png"))
     print(json.dumps(result, indent=1))
 

@@ -38,7 +38,7 @@ ds = session.ensure_dataset()
 
 # one line of controls above the pickers and the map: the map's top at 1280 x 800 is in
 # sight with the whole map (issue 31); the release's description goes under the map
-run_cols = st.columns([3.7, 0.35, 0.9, 0.95], vertical_alignment="center")
+run_cols = st.columns([3.0, 0.35, 1.3, 0.95], vertical_alignment="center")
 config_ui.randomness_widgets(run_cols[0], run_cols[2])  # the session's randomness: the seed
 run_cols[1].markdown("Seed")
 with run_cols[3]:

@@ -39,6 +39,7 @@ from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
 ISTAT_BANDS = "0-14,15-24,25-44,45-64,65-79,80-100"
+BANDS_HEIGHT = 68  # the band list wraps on two lines (a one-line box cut it at 1280 px)
 WORKLOADS = {"prefix": "prefixes (aged 0 to a)", "bands": "age bands",
              "all": "all ranges", "random": "2,000 random ranges"}
 NOT_ESTABLISHED = "privacy not established"
@@ -95,12 +96,14 @@ with right:
                     "chosen without looking at the data: DAWA adapts its measurements to "
                     "them. The errors below are averaged over these queries.")
     if upload is None:
-        text = st.text_input("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
-                             disabled=kind != "bands", help="Default: ISTAT's age groups.")
+        text = st.text_area("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
+                            height=BANDS_HEIGHT, disabled=kind != "bands",
+                            help="Default: ISTAT's age groups.")
     else:
-        text = st.text_input(f"Bands of {attribute} (a-b, comma separated)",
-                             default_bands(base.values), disabled=kind != "bands",
-                             key=f"rg_up_bands_{base.values[0]}_{base.values[-1]}")
+        text = st.text_area(f"Bands of {attribute} (a-b, comma separated)",
+                            default_bands(base.values), disabled=kind != "bands",
+                            height=BANDS_HEIGHT,
+                            key=f"rg_up_bands_{base.values[0]}_{base.values[-1]}")
     run = st.button("Run release", type="primary", key="rg_run")
 
 if upload is None:

@@ -377,7 +377,7 @@ def test_ranges_page_on_an_uploaded_table():
     assert at.session_state[session.RANGE_RELEASE][1].values.shape[1] == 60
     at.radio(key="rg_workload").set_value("bands").run()
     assert_clean(at)
-    assert at.text_input(key="rg_up_bands_0_59").value == "0-29,30-59"  # follows the domain
+    assert at.text_area(key="rg_up_bands_0_59").value == "0-29,30-59"  # follows the domain
     at.text_input(key="rg_up_domain").input("10-20").run()  # values outside: a message
     assert not at.exception
     assert any("cannot be used for range queries" in e.value and "outside the domain" in e.value

@@ -38,7 +38,7 @@ def _rg(at):
     at.selectbox(key="rg_mechanism").set_value("greedy-h").run()
     at.number_input(key="rg_greedy-h_branching").set_value(4)
     at.radio(key="rg_workload").set_value("bands").run()
-    at.text_input(key="rg_bands").set_value("0-17,18-100")
+    at.text_area(key="rg_bands").set_value("0-17,18-100")
     at.select_slider(key="rg_epsilon").set_value(2.0)
     at.number_input(key="rg_seed").set_value(5)
 

@@ -62,6 +62,8 @@ RERUN_THREADS = max(1, int(os.environ.get("HIERDP_RERUN_THREADS", 0))
                     or min(4, len(os.sched_getaffinity(0))))
 THREADED_RERUN_SECONDS = 0.25
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
+#: `integer_ends`: a float end within this share of its size of an integer is that integer
+INTEGER_SLACK = 1e-9
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
@@ -142,15 +144,31 @@ def interval_record(level: float, methods: dict, draws: int | None, **extra) -> 
 
 
 def feasible(lower: np.ndarray, upper: np.ndarray, record: dict,
-             cap: np.ndarray | None = None) -> CellIntervals:
+             cap: np.ndarray | None = None, integer: bool = False) -> CellIntervals:
     """The intervals intersected with the feasible set [0, inf), or [0, cap] with a public
     ``cap`` broadcast to the cells (an exact total no cell can pass); an interval wholly
-    outside becomes its nearest end."""
+    outside becomes its nearest end. ``integer`` (a release of integers; every true value
+    is a count): the ends move inward to the nearest integers, as integers (no integer
+    truth leaves the interval; a float end such as 275.0 or 12.7 reads as 275 or 12)."""
     lower, upper = np.maximum(lower, 0), np.maximum(upper, 0)
     if cap is not None:
         lower, upper = np.minimum(lower, cap), np.minimum(upper, cap)
         record = {**record, "capped_by": "a public exact total"}
+    if integer:
+        lower, upper = integer_ends(lower), integer_ends(upper, up=False)
     return CellIntervals(lower, upper, record)
+
+
+def integer_ends(ends: np.ndarray, up: bool = True) -> np.ndarray:
+    """``ends`` moved to the nearest integer above (``up``) or below, as int64 where every
+    end is finite (a float's rounding error of `INTEGER_SLACK` of the end is not a step),
+    else unchanged."""
+    ends = np.asarray(ends)
+    if ends.dtype.kind in "iu" or not np.isfinite(ends).all():
+        return ends
+    slack = INTEGER_SLACK * (1 + np.abs(ends))
+    moved = np.ceil(ends - slack) if up else np.floor(ends + slack)
+    return moved.astype(np.int64)
 
 
 def release_budget(privacy: dict) -> PrivacyBudget:

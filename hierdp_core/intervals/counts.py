@@ -156,7 +156,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         lower[0] = upper[0] = release.values[0]
     names = release.hierarchy.level_names
     record = interval_record(level, dict(zip(names, methods, strict=True)), draws)
-    return feasible(lower, upper, record)
+    return feasible(lower, upper, record, integer=release.is_integer)
 
 
 def bootstrap_replicates(cells: int) -> int:

@@ -89,7 +89,8 @@ def flow_intervals(release: FlowRelease, level: float,
     record = interval_record(level, dict(zip(release.level_names, methods, strict=True)),
                              draws, rows="released nodes (absent nodes are 0, no row)",
                              **extra)
-    return feasible(lower, upper, record, values[0] if release.invariants else None)
+    return feasible(lower, upper, record, values[0] if release.invariants else None,
+                    integer=release.is_integer)
 
 
 SUPPRESSION_BOUND = "suppression bound"

@@ -96,7 +96,7 @@ def group_size_intervals(release: Release, level: float,
                for name, b in zip(h.level_names, bounded, strict=True)}
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
                              if draws else None)
-    return feasible(lower, upper, record, _cap(release))
+    return feasible(lower, upper, record, _cap(release), integer=release.is_integer)
 
 
 def _cap(release: Release) -> np.ndarray | None:

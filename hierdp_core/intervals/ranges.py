@@ -84,7 +84,7 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
     record = interval_record(level, dict(zip(h.level_names, methods, strict=True)), draws,
                              plug_in="the released leaf histograms", workload=workload.name,
                              share_bound=SHARE_BOUND)
-    return feasible(lower, upper, record)
+    return feasible(lower, upper, record, integer=release.is_integer)
 
 
 def share_groups(release: Release, workload: Workload) -> tuple[np.ndarray, np.ndarray]:

@@ -26,8 +26,9 @@ from hierdp_core.ui.count_data import count_data
 from hierdp_core.ui.session import GENERATION, RANDOMNESS
 
 MODE, SEED = "mode", "seed"
-EXPLORATION = "Exploration (seeded, reproducible)"
-SECURE = "Release (secure noise, OS entropy)"
+#: the Results page's randomness options (short: the seed box beside them shows its +/-)
+EXPLORATION = "Exploration (seeded)"
+SECURE = "Release (secure noise)"
 
 
 def current_config(release=None) -> ReleaseConfig:
