@@ -1,8 +1,9 @@
 """The Python API of a counts release: `release` makes the release ``hierdp release`` makes,
 with the same code (`hierdp_core.cli.release`) and the same rules, from a table in memory
 (a DataFrame) or a file, and returns it as a `CountRelease`: ``to_frame()`` (the released
-table), ``manifest`` (with the publishable verdict), ``intervals`` and ``write(folder)``
-(the folder ``hierdp release --out`` writes). Bad input raises a
+table), ``manifest`` (with the publishable verdict), ``intervals``, ``write(folder)``
+(the folder ``hierdp release --out`` writes) and ``config``, its settings as the
+configuration ``hierdp release --config`` and the dashboard read (`hierdp_core.config`). Bad input raises a
 `hierdp_core.errors.HierdpError`. ``hierdp_core.release`` is this function.
 
 Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
@@ -23,6 +24,8 @@ Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
 ('declared', False)
 >>> rel.manifest["not_publishable_because"][0][:40]
 'the noise comes from a seeded generator '
+>>> rel.config.mechanism, rel.config.levels, rel.config.seed
+('topdown', ('state', 'county'), 7)
 
 Without a seed the noise is secure and the release publishable. Secure noise is drawn
 only once its charge is in the dataset's budget ledger, as on the command line: give the
@@ -58,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hierdp_core.config import ReleaseConfig
 from hierdp_core.errors import InputError
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 
@@ -68,11 +72,14 @@ DATAFRAME = "<DataFrame>"  # the manifest's input file name of a table given in 
 class CountRelease:
     """A counts release made by `release`: ``release`` (the core `Release`), ``manifest``
     (as ``hierdp release`` writes it, before its fingerprint, checksum and signature, which
-    `write` adds) and what `write` needs to write the same folder."""
+    `write` adds), ``config`` (its settings, the `hierdp_core.config.ReleaseConfig` that
+    ``hierdp release --config`` and the dashboard read: `hierdp_core.config.config_json`
+    saves it) and what `write` needs to write the same folder."""
 
     release: object
     manifest: dict
-    args: argparse.Namespace
+    config: ReleaseConfig
+    max_epsilon: float
     content: object
     paths: dict | None = None  # the written files, once written
 
@@ -104,7 +111,7 @@ class CountRelease:
                              "publishable release is written once (release again to draw "
                              "another, which spends budget again)")
         return _write(self.release, self.manifest, self.content, folder, overwrite,
-                      tuple(formats), key_file, self.args.max_epsilon)
+                      tuple(formats), key_file, self.max_epsilon)
 
 
 def _write(made, manifest, content, folder, overwrite, formats, key_file, max_epsilon) -> dict:
@@ -148,6 +155,8 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     overspend raises a `BudgetError` and draws nothing) and the release is written there.
     Bad input raises a `HierdpError`, as the command line's one-line errors."""
     from hierdp_core.cli.budget import commit_release, reserve_release
+    from hierdp_core.cli.inputs import csv_list
+    from hierdp_core.cli.parser import release_arguments
     from hierdp_core.cli.table import input_spec
     from hierdp_core.export import build_manifest
     from hierdp_core.intervals import with_intervals
@@ -157,11 +166,21 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     if path is None and not hasattr(table, "columns"):
         raise InputError(f"table is a DataFrame or the path of a file, got "
                          f"{type(table).__name__}")
-    args = _arguments(path.name if path else DATAFRAME, levels, count_column, mechanism,
-                      category_columns, category_values, names, split, params, invariants)
-    args.epsilon, args.rho, args.delta = (epsilon if rho is None else None), rho, delta
-    args.seed, args.max_epsilon = _seed(seed), max_epsilon
-    args.interval = _interval(interval)
+    name = path.name if path else DATAFRAME
+    config = ReleaseConfig(
+        mechanism=mechanism, epsilon=epsilon if rho is None else None, rho=rho, delta=delta,
+        data={"file": name, **({"geography": str(geography)}
+                               if isinstance(geography, (str, Path)) else {})},
+        levels=tuple(csv_list(levels) if isinstance(levels, str) else map(str, levels)),
+        count_column=count_column, category_columns=tuple(category_columns or ()),
+        category_values=_category_values(category_values),
+        structure="from-data" if geography is None else "declared",
+        params=dict(params or {}),
+        split=split if isinstance(split, str) else tuple(float(w) for w in split),
+        seed=_seed(seed), invariants=tuple(invariants))
+    args = release_arguments(config, name)
+    args.names = ",".join(f"{lv}={col}" for lv, col in (names or {}).items()) or None
+    args.max_epsilon, args.interval = max_epsilon, _interval(interval)
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
     if source.secure and out is None:
         raise InputError("secure noise is drawn only to be written, after its charge is in "
@@ -194,11 +213,11 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     manifest = build_manifest(made, structure_declared=declared, input_spec=spec,
                               max_epsilon=max_epsilon)
     if not source.secure:
-        return CountRelease(made, manifest, args, content)
+        return CountRelease(made, manifest, config, max_epsilon, content)
     paths = _write(made, manifest, content, out, overwrite, tuple(formats), key_file,
                    max_epsilon)
     commit_release(reserved[0], paths["manifest"])
-    return CountRelease(made, manifest, args, content, paths)
+    return CountRelease(made, manifest, config, max_epsilon, content, paths)
 
 
 def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
@@ -210,8 +229,8 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
     ``args`` as the table's preparation left them. A mechanism that is not private is
     refused. Raises a `HierdpError` for bad input."""
     from hierdp_core.cli.budget import budget_from_args
+    from hierdp_core.cli.inputs import param_values
     from hierdp_core.cli.release import (
-        _params,
         _split,
         check_invariants,
         memory_input,
@@ -229,33 +248,17 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
     _, split = _split(args, mechanism, data, budget)
     if before_noise is not None:
         before_noise(budget)
-    made = mechanism.release(data, budget, split=split, source=source, **_params(args.param))
+    made = mechanism.release(data, budget, split=split, source=source, **param_values(args.param))
     return made, args, data, budget
 
 
-def _arguments(input_name, levels, count_column, mechanism, category_columns,
-               category_values, names, split, params, invariants) -> argparse.Namespace:
-    """The parsed ``hierdp release`` arguments these keywords stand for."""
-    from hierdp_core.cli.parser import build_parser
-
-    args = argparse.ArgumentParser.parse_args(build_parser(),
-                                              ["release", input_name, "--out", "-"])
-    values = {str(c): [str(v) for v in vals] for c, vals in (category_values or {}).items()}
+def _category_values(category_values) -> dict[str, tuple[str, ...]]:
+    """The declared category values as text, each a non-empty value without '|'."""
+    values = {str(c): tuple(str(v) for v in vals) for c, vals in (category_values or {}).items()}
     for column, vals in values.items():
         if any("|" in v or not v.strip() for v in vals):
             raise InputError(f"category_values[{column!r}]: a value is empty or holds '|'")
-    args.levels = levels if isinstance(levels, str) else ",".join(map(str, levels))
-    args.count_column, args.mechanism = count_column, mechanism
-    args.categories = ",".join(category_columns) if category_columns else None
-    args.category_values = [f"{c}={'|'.join(v)}" for c, v in values.items()] or None
-    args.names = ",".join(f"{lv}={col}" for lv, col in (names or {}).items()) or None
-    if isinstance(split, str):
-        args.split, args.split_preset = None, split
-    else:
-        args.split = ",".join(str(float(w)) for w in split)
-    args.param = [f"{k}={v}" for k, v in (params or {}).items()]
-    args.invariant = list(invariants)
-    return args
+    return values
 
 
 def _seed(seed):

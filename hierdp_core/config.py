@@ -16,7 +16,8 @@ A configuration holds public choices only, never a value of the data:
 ``mechanism``, ``params`` the mechanism and its parameters
 ``epsilon`` | ``rho`` [``delta``] the budget: pure DP (epsilon, optionally with delta) or
                     zCDP (rho, delta)
-``split``           one weight per level (root first) or a preset name
+``split``           one weight per level (root first) or a preset name; null (or "uniform"):
+                    the uniform split
 ``seed``            an integer (seeded exploration noise) or null (secure noise)
 ``invariants``      what the release publishes exactly (not protected): ``"total"`` and/or
                     ``"groups"``, as ``hierdp release --invariant`` declares them
@@ -105,6 +106,10 @@ class ReleaseConfig:
     attribute: str | None = None
     domain: tuple[int, int] | None = None
     workload: str | None = None
+
+    def __post_init__(self):
+        if self.split == "uniform":  # the default split has one spelling: None
+            object.__setattr__(self, "split", None)
 
     def budget(self) -> PrivacyBudget:
         """The privacy budget: zCDP with ``rho``, else pure or (epsilon, delta) DP."""

@@ -19,7 +19,6 @@ Example
 
 from __future__ import annotations
 
-import argparse
 import pprint
 import shlex
 import textwrap
@@ -46,14 +45,12 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
     from hierdp_core.api import release_of_args
-    from hierdp_core.cli.config_file import fill_from_config
-    from hierdp_core.cli.parser import build_parser
+    from hierdp_core.cli.parser import release_arguments
     from hierdp_core.privacy.samplers import NoiseSource
 
     cfg = config if isinstance(config, ReleaseConfig) else load_config(config)
     path = Path(table if table is not None else table_file(cfg))
-    args = argparse.ArgumentParser.parse_args(build_parser(), ["release", str(path), "--out", "-"])
-    fill_from_config(args, cfg, {"input"})
+    args = release_arguments(cfg, str(path))
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(secure=True)
     return release_of_args(args, path, source)[0]
 

@@ -12,6 +12,7 @@ from hierdp_core.ui import inputs as inp
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import structure as structure
+from hierdp_core.ui.count_data import count_data, count_data_note
 
 status_slot = widgets.page_header("Data", "Load records or aggregated counts and tell hierdp "
                                           "what each column is.")
@@ -140,14 +141,14 @@ if not count_chosen:
     st.info("Choose the count column (or none: one row per person).")
     st.stop()
 try:
-    data = session.count_data()
+    data = count_data()
 except HierdpError as exc:
     st.error(f"These roles do not work yet: {inp.friendly(exc)}")
     st.stop()
-if session.count_data_note():
-    st.info(f"Prepared: {session.count_data_note()}.")
+if count_data_note():
+    st.info(f"Prepared: {count_data_note()}.")
 h = data.hierarchy
-declared = ds["sample"] is None and structure.state()["declared"]
+declared = ds["sample"] is None and session.structure_state()["declared"]
 named = structure.geography_name_columns(levels) if declared else session.name_columns(ds, levels)
 where = ", from the geography file" if declared else ""
 st.caption(f"Unit names (public, used as labels in the release{where}): "

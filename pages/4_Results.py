@@ -39,7 +39,7 @@ ds = session.ensure_dataset()
 # one line of controls above the pickers and the map: the map's top at 1280 x 800 is in
 # sight with the whole map (issue 31); the release's description goes under the map
 run_cols = st.columns([3.0, 0.35, 1.3, 0.95], vertical_alignment="center")
-seed_used = config_ui.randomness_widgets(run_cols[0], run_cols[2])
+config_ui.randomness_widgets(run_cols[0], run_cols[2])  # the session's randomness: the seed
 run_cols[1].markdown("Seed")
 with run_cols[3]:
     run = st.button("Run release", type="primary", key="run_release")
@@ -52,7 +52,7 @@ def release_now():
     started = time.perf_counter()
     with st.spinner("Running the release…"):
         try:
-            made = session.run_release(data, s, seed_used)
+            made = session.run_release(data, config_ui.current_config(), s)
         except Exception as exc:  # shown as a message, never a traceback
             widgets.friendly_error(exc)
             st.stop()

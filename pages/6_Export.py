@@ -81,7 +81,8 @@ offered = rel.release_downloads(release, "ex", "counts", input_spec, release.val
                                 structure_declared=data.declared_structure, heading=False,
                                 wait=True,  # the files at once: no "Prepare" click
                                 redraw=lambda: session.release_for(
-                                    data, settings, NoiseSource(secure=True)),
+                                    data, config_ui.current_config(release),
+                                    NoiseSource(secure=True)),
                                 ledger=current_charge(session.budget_of(settings),
                                                       settings["mechanism"]))
 secure = offered.secure

@@ -143,7 +143,7 @@ def declared(at, geography: pd.DataFrame, values: dict | None = None):
     uploaded public geography file (AppTest cannot upload a file) and category values."""
     from hierdp_core.ui import structure as structure
 
-    at.session_state[structure.STRUCTURE] = {
+    at.session_state[session.STRUCTURE] = {
         "declared": True, "category_values": dict(values or {}), "built": {},
         "geography": {"name": "units.csv", "sha256": "0" * 64, "table": geography}}
     return at

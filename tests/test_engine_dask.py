@@ -243,8 +243,8 @@ def test_a_release_refused_by_its_size_spends_no_budget(dataset, tmp_path, capsy
 def test_the_dask_cell_limit_is_the_clients_share_only_when_it_gathers(tmp_path):
     """The workers writing the release hold the cells, not the client: no client-side cap
     (the README's 64M-cell release); a gathered release is capped by --max-memory."""
+    from hierdp_core.cli.dask import dask_cell_limit
     from hierdp_core.cli.parser import build_parser
-    from hierdp_core.engine.dask_cli import dask_cell_limit
     from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
 
     def limit(*extra):

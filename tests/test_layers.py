@@ -34,9 +34,8 @@ LAYERS = (
                   "flows.figures", "flows.metrics", "ranges.evaluation", "ranges.figures",
                   "geo", "report")),
     # the two front ends: the command line and the Python API (which reads its arguments
-    # as the command line does), with the Dask engines' command-line glue
-    ("front ends", ("cli", "__main__", "api", "reproduce", "engine.dask_cli",
-                    "engine.dask_flows_cli", "engine.dask_group_sizes_cli")),
+    # as the command line does)
+    ("front ends", ("cli", "__main__", "api", "reproduce")),
     ("ui", ("ui",)),
 )
 LAYER_NAMES = [name for name, _ in LAYERS]

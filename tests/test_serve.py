@@ -56,10 +56,10 @@ def test_the_dashboards_own_pages_are_all_warmed():
 
 def test_warming_the_samples_prepares_what_start_opens(monkeypatch):
     from hierdp_core.data.samples import SAMPLES
-    from hierdp_core.ui import map_layers, session
+    from hierdp_core.ui import count_data, map_layers
 
     built = []
-    monkeypatch.setattr(session, "sample_count_data", built.append)
+    monkeypatch.setattr(count_data, "sample_count_data", built.append)
     monkeypatch.setattr(map_layers, "top_level_preview",
                         lambda sample, look: built.append((sample, look)))
     map_layers.warm_bundled_samples()

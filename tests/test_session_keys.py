@@ -60,3 +60,25 @@ def test_no_literal_session_keys_outside_the_session_module():
     found = {f"{path.relative_to(ROOT)}:{line}": key for path in dashboard_files()
              for line, key in literal_keys(path.read_text(encoding="utf-8"))}
     assert found == {}
+
+
+def key_names(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string in ``source`` that names a session key of the
+    dashboard's own (``hd_...``), written out or leading an f-string (its first part)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith("hd_"):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def test_the_key_check_sees_key_names():
+    source = 'A = "hd_a"\nB = f"hd_{x}"\nC = "the hd_ keys"\nD = key("x")\n'
+    assert [line for line, _ in key_names(source)] == [1, 2]
+
+
+def test_every_session_key_is_named_in_the_session_module():
+    found = {f"{path.relative_to(ROOT)}:{line}": text for path in dashboard_files()
+             for line, text in key_names(path.read_text(encoding="utf-8"))}
+    assert found == {}

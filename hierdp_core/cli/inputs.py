@@ -19,6 +19,27 @@ def csv_list(text: str | None) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()] if text else []
 
 
+def split_weights(text: str | None) -> list[float] | None:
+    """``--split``'s weights (root first), or None without it."""
+    if not text:
+        return None
+    try:
+        return [float(w) for w in csv_list(text)]
+    except ValueError:
+        raise InputError(f"--split takes numbers separated by commas, got {text!r}") from None
+
+
+def param_values(pairs: list[str] | None) -> dict:
+    """``--param NAME=VALUE`` pairs -> {NAME: VALUE} (text; the mechanism types them)."""
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise InputError(f"--param takes NAME=VALUE, got {pair!r}")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
 def input_data(args, table):
     """The data object of ``--query``: CountData (counts), GroupSizeData (person records
     with ``--group-column``, or size histograms with ``--size-column`` and

@@ -8,7 +8,7 @@ import sys
 
 from hierdp_core import __version__
 from hierdp_core.cli import budget
-from hierdp_core.cli.config_file import release_with_config
+from hierdp_core.cli.config_file import fill_from_config, release_with_config
 from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a saved configuration (JSON, hierdp-config/1, as the dashboard "
                         "saves it): data, levels, query, mechanism, parameters, budget, split "
                         "and seed; options given on the command line override it")
+    p.add_argument("--save-config", metavar="FILE",
+                   help="write the release's settings as a configuration (JSON, "
+                        "hierdp-config/1) once it is written, which --config FILE and the "
+                        "dashboard read back")
     p.add_argument("--levels", help="level columns, coarse to fine: state,county (counts and "
                                     "group sizes)")
     p.add_argument("--count-column", help="count column of aggregated rows (default: one row "
@@ -339,3 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     budget.add_command(sub)
     return parser
+
+
+def release_arguments(cfg, input_path: str) -> argparse.Namespace:
+    """The parsed ``hierdp release INPUT`` of the `ReleaseConfig` ``cfg``
+    (`fill_from_config`), for the front ends that run the command line's code on one (the
+    Python API, `hierdp_core.reproduce`); ``--out`` is '-': nothing is written by it."""
+    args = argparse.ArgumentParser.parse_args(build_parser(), ["release", input_path,
+                                                               "--out", "-"])
+    fill_from_config(args, cfg, {"input"})
+    return args

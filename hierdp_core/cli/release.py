@@ -16,7 +16,8 @@ from hierdp_core.cli.budget import (
     commit_release,
     reserve_release,
 )
-from hierdp_core.cli.inputs import csv_list, input_data
+from hierdp_core.cli.config_file import check_save_config, save_config
+from hierdp_core.cli.inputs import csv_list, input_data, param_values, split_weights
 from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_args_memory, check_data_memory
 from hierdp_core.cli.split import describe_choice, goal_split
@@ -31,25 +32,6 @@ from hierdp_core.queries.sparse_ranges import SparseRangeData
 from hierdp_core.table_rules import describe as describe_rules
 from hierdp_core.verdict import describe as describe_verdict
 from hierdp_core.verdict import not_private_reason
-
-
-def _weights(text: str | None):
-    if not text:
-        return None
-    try:
-        return [float(w) for w in csv_list(text)]
-    except ValueError:
-        raise InputError(f"--split takes numbers separated by commas, got {text!r}") from None
-
-
-def _params(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise InputError(f"--param takes NAME=VALUE, got {pair!r}")
-        name, value = pair.split("=", 1)
-        out[name.strip()] = value.strip()
-    return out
 
 
 def budget_warnings(epsilon: float | None, rho: float | None,
@@ -74,6 +56,8 @@ def cmd_release(args) -> int:
     from hierdp_core.export import write_release
 
     check_writable(args.out)  # an --out that cannot be written is refused before the work
+    if args.save_config:
+        check_save_config(args)
     mechanism = get_mechanism(args.mechanism, args.query)
     if args.query not in mechanism.info.queries:
         raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
@@ -88,7 +72,7 @@ def cmd_release(args) -> int:
     path = Path(args.input)
     dask = getattr(args, "engine", "memory") == "dask"
     if dask:  # the records stay on the cluster: no table here
-        from hierdp_core.engine.dask_cli import check_dask_args, dask_release
+        from hierdp_core.cli.dask import check_dask_args, dask_release
         from hierdp_core.engine.dask_engine import dataset_files
 
         check_dask_args(args, mechanism)
@@ -106,7 +90,7 @@ def cmd_release(args) -> int:
             return choice
 
         release, data, content, choice = dask_release(
-            args, mechanism, budget, source, split_then_reserve, _params(args.param))
+            args, mechanism, budget, source, split_then_reserve, param_values(args.param))
         reserved = spends[0]
     else:
         args, table, prepared, data, sparse = memory_input(args, path)
@@ -114,7 +98,7 @@ def cmd_release(args) -> int:
         choice, split = _split(args, mechanism, data, budget)
         reserved = reserve_release(args, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
-                                    **_params(args.param))
+                                    **param_values(args.param))
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
         sparse = (f"{sparse}; " if sparse else "") + (
             f"domain kept sparse: {len(release.categories):,} intervals released for each "
@@ -132,6 +116,7 @@ def cmd_release(args) -> int:
                           input_content=content, key_file=args.key_file,
                           overwrite=args.overwrite, max_epsilon=args.max_epsilon)
     spent = commit_release(reserved, paths["manifest"])
+    saved = save_config(args, choice and choice.shares) if args.save_config else None
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in [nonprivate] if text]
     said += [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
@@ -149,6 +134,8 @@ def cmd_release(args) -> int:
         said.append(f"note: {sparse}")
     if choice is not None:
         said.append(f"note: {describe_choice(choice)}")
+    if saved:
+        said.append(f"note: {saved}")
     for line in said:
         print(line, file=sys.stderr)
     if not release.privacy.get("invariants"):
@@ -156,6 +143,8 @@ def cmd_release(args) -> int:
     else:
         note = f" (published exactly, not private: {', '.join(release.invariants)})"
     print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
+    if args.save_config:
+        print(f"wrote {args.save_config} (the release's configuration)")
     manifest = json.loads(paths["manifest"].read_text())
     print(describe_verdict(manifest))
     print(describe_rules(manifest["table_rules"]))
@@ -189,9 +178,9 @@ def _split(args, mechanism, data, budget):
     """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
     weights, else ``--split-preset``)."""
     choice = goal_split(args, mechanism.info.name, data, budget,
-                        mechanism.params(**_params(args.param)))
+                        mechanism.params(**param_values(args.param)))
     return choice, (choice.shares if choice is not None
-                    else _weights(args.split) or args.split_preset)
+                    else split_weights(args.split) or args.split_preset)
 
 
 def check_invariants(args, mechanism) -> list[str]:
@@ -205,9 +194,9 @@ def check_invariants(args, mechanism) -> list[str]:
         if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
             raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
                              "or use least-squares or topdown")
-        if "root_invariant" not in _params(args.param):
+        if "root_invariant" not in param_values(args.param):
             args.param = [*(args.param or []), "root_invariant=true"]
-    params = mechanism.params(**_params(args.param))
+    params = mechanism.params(**param_values(args.param))
     exact = exact_quantities(mechanism, query, params)
     if query == "counts" and params.get("root_invariant") and "total" not in declared:
         raise InputError("--param root_invariant=true publishes the total exactly: declare "

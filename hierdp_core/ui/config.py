@@ -22,10 +22,10 @@ from hierdp_core.privacy.budget import split_shares
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui import structure as structure
+from hierdp_core.ui.count_data import count_data
+from hierdp_core.ui.session import GENERATION, RANDOMNESS
 
 MODE, SEED = "mode", "seed"
-RANDOMNESS = "hd_randomness"  # {MODE: EXPLORATION or SECURE, SEED: int}
-GENERATION = "hd_randomness_generation"  # part of the widgets' keys; a load bumps it
 #: the Results page's randomness options (short: the seed box beside them shows its +/-)
 EXPLORATION = "Exploration (seeded)"
 SECURE = "Release (secure noise)"
@@ -35,9 +35,9 @@ def current_config(release=None) -> ReleaseConfig:
     """The configuration of the count release as the session holds it; the seed is
     ``release``'s when given (None for secure noise), else the Results page's."""
     ds, r = session.ensure_dataset(), session.roles()
-    data = session.count_data()
+    data = count_data()
     s = session.settings(data.hierarchy.n_levels)
-    declared = structure.state()
+    declared = session.structure_state()
     if ds["sample"]:
         source = {"sample": ds["sample"]}
     else:

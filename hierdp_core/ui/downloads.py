@@ -35,9 +35,9 @@ from hierdp_core.intervals import (
 )
 from hierdp_core.intervals.bootstrap import reporting
 from hierdp_core.ranges.workloads import Workload
+from hierdp_core.ui.session import INTERVALS
 from hierdp_core.verdict import short_reason_tag
 
-INTERVALS = "hd_intervals"
 KEPT = 6
 LEVELS = (0.8, 0.9, 0.95)
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked

@@ -16,8 +16,8 @@ import streamlit as st
 from hierdp_core.errors import HierdpError
 from hierdp_core.geo import maps as geo
 from hierdp_core.geo.match import GeoMatch, hierarchy_units, match_units, percent
+from hierdp_core.ui.session import GEO
 
-GEO = "hd_geo"
 CHOICE = "geo_choice"  # the widget's key
 AUTO, NONE = "auto", "none"
 DISSOLVE = "(build by merging the level below)"

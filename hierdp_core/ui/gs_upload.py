@@ -135,7 +135,7 @@ def group_sizes_from_upload(ds: dict):
 
     ragged = upload_choices()[1]
     groups = None if uploaded is None else build_once(
-        "gs_groups", (groups_record["sha256"], tuple(levels), structure.key(), ragged), WHAT,
+        "gs_groups", (groups_record["sha256"], tuple(levels), session.structure_key(), ragged), WHAT,
         lambda: _declared_groups(uploaded, structure.declared_geography(levels,
                                                                         ragged=ragged),
                                  levels), failure="This groups file cannot be used")
@@ -150,7 +150,7 @@ def group_sizes_from_upload(ds: dict):
             return group_size_data_from_people(table, levels, roles[0], **sizes, **units)
         return group_size_data_from_histograms(table, levels, roles[0], roles[1], **sizes,
                                                **units)
-    key = (ds["version"], tuple(levels), layout, roles, min_size, max_size, structure.key(),
+    key = (ds["version"], tuple(levels), layout, roles, min_size, max_size, session.structure_key(),
            upload_choices(), groups_record and groups_record["sha256"])
     spec = {"query": "group-sizes", "levels": levels, "max_size": max_size,
             "min_size": min_size,

@@ -30,8 +30,8 @@ from hierdp_core.privacy.ledger import (
     unit_of,
 )
 from hierdp_core.ui import session
+from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
 
-FINGERPRINT = "hd_ledger_fp"
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
 
 

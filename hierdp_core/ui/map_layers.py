@@ -104,16 +104,16 @@ def top_level_preview(sample: str, look: tuple[str, bool]) -> str | None:
 def warm_bundled_samples() -> None:
     """Compute what a first visitor of Home and Results would wait for, for every bundled
     sample (each kept for the whole server): Home's previews in the default palette, light
-    and dark, and each sample's prepared counts (`ui.session.sample_count_data`)."""
+    and dark, and each sample's prepared counts (`ui.count_data.sample_count_data`)."""
     from hierdp_core.data.samples import SAMPLES
-    from hierdp_core.ui import session
+    from hierdp_core.ui import count_data
 
     for dark in (False, True):
         for sample in SAMPLES:
             top_level_preview(sample, (palette.DEFAULT, dark))
     first_results_maps()
     for sample in SAMPLES:
-        session.sample_count_data(sample)
+        count_data.sample_count_data(sample)
 
 
 def first_results_maps() -> list[str]:

@@ -22,9 +22,10 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.ui.reproduce import reproduce_box
 from hierdp_core.ui.session import EPSILON_GRID, config_upload_key
+from hierdp_core.ui.session import QUERY_CONFIG_LOADED as LOADED
+from hierdp_core.ui.session import QUERY_CONFIGS as CONFIGS
 from hierdp_core.ui.sources import PERSON_ROWS, TRIP_ROWS
 
-CONFIGS, LOADED = "hd_query_config", "hd_query_config_loaded"
 FLOW_DELTAS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)  # the Flows page's choices of delta
 FLOW_SPLITS = ("uniform", "geometric")
 WORKLOAD_KINDS = ("prefix", "all", "random")  # the Range page's named workloads; else bands

@@ -35,6 +35,7 @@ from hierdp_core.ui.downloads import (
     interval_level,
     release_token,
 )
+from hierdp_core.ui.session import DRAWN_IN, GEOJSON_CACHE, PUBLISHABLE
 from hierdp_core.verdict import (
     DEFAULT_MAX_EPSILON,
     SEEDED,
@@ -42,9 +43,6 @@ from hierdp_core.verdict import (
     release_verdict,
 )
 
-PUBLISHABLE = "hd_publishable"
-DRAWN_IN = "hd_publishable_seconds"
-GEOJSON_CACHE = "hd_geojson_cache"
 WHAT_MAKES_IT_PUBLISHABLE = (
     "A release can be published as it is only when all four hold:\n\n"
     "1. **Secure noise**: exact integer noise from a keystream keyed by the operating "

@@ -11,8 +11,7 @@ import streamlit as st
 
 from hierdp_core.config import ReleaseConfig
 from hierdp_core.reproduce import release_commands, release_script
-
-SHOWN = "hd_reproduce"
+from hierdp_core.ui.session import REPRODUCE_SHOWN as SHOWN
 
 
 def reproduce_box(cfg: ReleaseConfig, config_file: str, key: str) -> None:

@@ -1,5 +1,6 @@
-"""Session state of the Streamlit dashboard: the documented keys, the dataset and its roles,
-the count data built from them, the release settings and the latest release.
+"""Session state of the Streamlit dashboard: every key it keeps (this module names them all;
+no other module writes one out), the dataset and its roles, an upload's declared structure,
+the release settings and the latest release.
 
 Session-state keys (all under ``st.session_state``):
 
@@ -57,8 +58,8 @@ Session-state keys (all under ``st.session_state``):
                  back when a visit to another page dropped them (`keep_page_settings`,
                  called first by every page; emptied with a new dataset)
 
-Everything expensive is cached: the CountData per (dataset version, roles) in session state,
-sample tables and geometries with ``st.cache_data`` / ``lru_cache`` (`ui.samples`).
+Everything expensive is cached: the CountData per (dataset version, roles) in session state
+(`ui.count_data`), sample tables and geometries with ``st.cache_data`` / ``lru_cache`` (`ui.samples`).
 """
 
 from __future__ import annotations
@@ -67,17 +68,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hierdp_core.data.loaders import default_max_cells
-from hierdp_core.data.reshape import preparation_note, prepare
-from hierdp_core.data.sample_files import sample_category_values
+from hierdp_core.config import ReleaseConfig
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.errors import HierdpError, InputError
+from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
-from hierdp_core.queries.counts import CountData, count_data_from_table
-from hierdp_core.ui import structure
-from hierdp_core.ui.samples import sample_geography, sample_table
+from hierdp_core.queries.counts import CountData
+from hierdp_core.ui.samples import sample_table
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
@@ -90,7 +88,16 @@ RANGE_DATA_KEY = "hd_rg_data_key"
 GS_RELEASE, GS_SWEEP = "hd_gs_release", "hd_gs_sweep"
 FLOW_RELEASE, FLOW_SWEEP = "hd_flow_release", "hd_flow_sweep"
 RANGE_RELEASE, RANGE_COMPARE, RANGE_SWEEP = "hd_rg_release", "hd_rg_compare", "hd_rg_sweep"
-_DATA_CACHE = "hd_count_data_cache"
+DATA_CACHE = "hd_count_data_cache"  # (key, CountData, note) of `ui.count_data`
+STRUCTURE = "hd_structure"  # an upload's declared structure (`structure_state`)
+GEO, GEOJSON_CACHE = "hd_geo", "hd_geojson_cache"  # `ui.geo`, `ui.release`
+PUBLISHABLE, DRAWN_IN = "hd_publishable", "hd_publishable_seconds"  # `ui.release`
+RANDOMNESS = "hd_randomness"  # the Results page's {mode, seed} (`ui.config`)
+GENERATION = "hd_randomness_generation"  # part of its widgets' keys; a load bumps it
+INTERVALS, LEDGER_FP = "hd_intervals", "hd_ledger_fp"  # `ui.downloads`, `ui.ledger`
+SPLIT_HELD, SWEEP_JOBS = "hd_split_held", "hd_sweep_jobs"  # `ui.split`, `ui.sweep_jobs`
+QUERY_CONFIGS, QUERY_CONFIG_LOADED = "hd_query_config", "hd_query_config_loaded"
+SOURCE_CACHE, REPRODUCE_SHOWN = "hd_src_cache", "hd_reproduce"  # `ui.sources`, `ui.reproduce`
 INPUT = "hd_input"  # an upload's shape (`ui.inputs`)
 PALETTE_CHOICE = "hd_palette"
 PALETTE_PICK = "palette_pick"  # the sidebar's colour widget, showing PALETTE_CHOICE
@@ -184,7 +191,7 @@ def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> No
                                  "version": version, "loaded": version}
     _drop_results()
     st.session_state.pop(KEPT, None)  # levels, categories and metrics of other data
-    structure.reset()
+    st.session_state.pop(STRUCTURE, None)  # the old upload's declared structure
     st.session_state.pop(INPUT, None)  # the old upload's shape (`ui.inputs`)
 
 
@@ -197,7 +204,7 @@ def replace_table(table: pd.DataFrame) -> None:
 
 
 def _drop_results() -> None:
-    for key in (RELEASE, RELEASE_KEY, SWEEP, _DATA_CACHE):
+    for key in (RELEASE, RELEASE_KEY, SWEEP, DATA_CACHE):
         st.session_state.pop(key, None)
 
 
@@ -223,103 +230,6 @@ def set_roles(new_roles: dict) -> None:
             settings["weights"] = [1.0] * (len(new_roles["levels"]) + 1)
 
 
-def count_data() -> CountData:
-    """The CountData of the current dataset and roles (built once, then cached).
-    Raises HierdpError for bad roles or values, and while an upload's levels or count
-    column are not chosen on the Data page (a guess is not a choice)."""
-    ds, r = ensure_dataset(), roles()
-    if not r["levels"] or not r.get("count_confirmed", True):
-        raise InputError("choose the geography levels and the count column of your table on "
-                         "the Data page (or use the guessed columns there)")
-    missing, ragged = r.get("missing", "error"), bool(r.get("ragged", False))
-    key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
-           r["local_codes"], missing, ragged, None if ds["sample"] else structure.key(),
-           tuple(sorted(name_columns(ds, r["levels"]).items())))
-    cache = st.session_state.get(_DATA_CACHE)
-    if cache is None or cache[0] != key:
-        names, table = name_columns(ds, r["levels"]), ds["table"]
-        if ds["sample"]:  # a bundled sample: built once for every session (read-only)
-            st.session_state[_DATA_CACHE] = cache = (key, *_sample_count_data(
-                ds["sample"], tuple(r["levels"]), r["count_column"],
-                tuple(r["category_columns"]), missing, ragged, tuple(sorted(names.items()))))
-            return cache[1]
-        if structure.state()["declared"]:  # an upload with its declared structure
-            values = structure.state()["category_values"]
-            declared = {"geography": structure.declared_geography(r["levels"], ragged=ragged),
-                        "category_values": {c: values[c] for c in r["category_columns"]
-                                            if c in values}}
-            table = _declared_wide(table, values, r["category_columns"])
-        else:  # an upload: the structure is read from the table (exploration only) but
-            shape = st.session_state.get(INPUT) or {}  # the wide columns' order is kept
-            wide = ({shape["name"]: tuple(shape["wide"])} if shape.get("wide")
-                    and shape["name"] in r["category_columns"] else {})
-            declared = {"local_codes": r["local_codes"], "name_columns": names,
-                        "category_values": wide}
-        st.session_state[_DATA_CACHE] = cache = (key, *_prepared_count_data(
-            table, r["levels"], r["count_column"], r["category_columns"], missing, ragged,
-            names, declared))
-    return cache[1]
-
-
-@st.cache_resource(show_spinner="Preparing the sample…", max_entries=8)
-def _sample_count_data(sample: str, levels: tuple[str, ...], count_column: str,
-                       category_columns: tuple[str, ...], missing: str, ragged: bool,
-                       names: tuple[tuple[str, str], ...]) -> tuple[CountData, str]:
-    """The CountData of a bundled sample over the given roles, on its public geography and
-    category values, with its preparation note; shared by every session (its counts are
-    read-only), so a second visitor does not wait for it (seconds for Italy)."""
-    declared = {"geography": sample_geography(sample, levels),
-                "category_values": sample_category_values(sample, list(category_columns))}
-    data, note = _prepared_count_data(sample_table(sample), list(levels), count_column,
-                                      list(category_columns), missing, ragged, dict(names),
-                                      declared)
-    data.leaf_counts.setflags(write=False)
-    return data, note
-
-
-def sample_count_data(name: str) -> CountData:
-    """The shared CountData of the bundled sample ``name`` with its own roles (what "Start
-    with this sample" opens)."""
-    sample = SAMPLES[name]
-    names = name_columns({"sample": name, "table": sample_table(name)}, list(sample.levels))
-    return _sample_count_data(name, tuple(sample.levels), sample.count_column,
-                              tuple(sample.category_columns), "error", False,
-                              tuple(sorted(names.items())))[0]
-
-
-def _prepared_count_data(table, levels, count_column, category_columns, missing, ragged,
-                         names, declared) -> tuple[CountData, str]:
-    """The table's empty cells and skipped levels handled as the roles say (`prepare`),
-    then its CountData; and the note of what preparing did."""
-    table, handled, passed = prepare(table, [levels], count_column, missing=missing,
-                                     ragged=ragged, names=names)
-    data = count_data_from_table(table, levels, count_column=count_column,
-                                 category_columns=category_columns,
-                                 max_cells=default_max_cells(), **declared)
-    return data, preparation_note(missing, handled, passed, flags=False)
-
-
-def _declared_wide(table: pd.DataFrame, values: dict, categories: list[str]) -> pd.DataFrame:
-    """The melted table of a wide upload with its category column holding the declared
-    values (`wide_labels.declared_column`; the header is not a declaration), as is when the
-    upload is long or that category is not declared."""
-    shape = st.session_state.get(INPUT) or {}
-    name = shape.get("name")
-    if not shape.get("wide") or name not in categories or name not in values:
-        return table
-    from hierdp_core.data.wide_labels import declared_column
-
-    return table.assign(**{name: declared_column(table[name], shape["wide"], values[name],
-                                                 name)})
-
-
-def count_data_note() -> str:
-    """What preparing the table did for the current `count_data` (empty cells counted as 0
-    or left out, units passing through a level), in one sentence; '' for nothing."""
-    cache = st.session_state.get(_DATA_CACHE)
-    return cache[2] if cache else ""
-
-
 def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     """Columns of readable unit names for the chosen levels: a sample's own, else those
     chosen on the Data page (roles ``name_columns``), else a column called ``<level>_name``
@@ -330,6 +240,21 @@ def name_columns(ds: dict, levels: list[str]) -> dict[str, str]:
     chosen = {} if sample else st.session_state.get(ROLES, {}).get("name_columns") or {}
     named = {lv: chosen.get(lv, known.get(lv, f"{lv}_name")) for lv in levels}
     return {lv: c for lv, c in named.items() if c in columns}
+
+
+def structure_state() -> dict:
+    """An upload's declared structure (`ui.structure`): ``declared``, ``geography`` (the
+    file's name, sha256 and bytes, or None), ``category_values`` and ``built``."""
+    return st.session_state.setdefault(STRUCTURE, {"declared": False, "geography": None,
+                                                   "category_values": {}, "built": {}})
+
+
+def structure_key() -> tuple:
+    """What the data built from an upload depends on in its declared structure."""
+    s = structure_state()
+    geo = s["geography"]
+    return (s["declared"], geo["sha256"] if geo else None,
+            tuple(sorted(s["category_values"].items())))
 
 
 def settings(n_levels: int) -> dict:
@@ -368,19 +293,24 @@ def settings_key(s: dict) -> tuple:
     return (s["mechanism"], tuple(sorted(params_of(s).items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
             st.session_state[DATASET]["version"],
-            tuple(sorted(roles().items(), key=str)).__repr__(), structure.key())
+            tuple(sorted(roles().items(), key=str)).__repr__(), structure_key())
 
 
-def release_for(data: CountData, s: dict, source: NoiseSource):
-    """The release of ``data`` with the settings ``s`` and noise from ``source``."""
-    return get_mechanism(s["mechanism"]).release(data, budget_of(s), split=list(s["weights"]),
-                                                 source=source, **s["params"])
+def release_for(data: CountData, cfg: ReleaseConfig, source: NoiseSource | None = None):
+    """The release of ``data`` with the settings ``cfg`` (the session's `ReleaseConfig`,
+    `ui.config.current_config`) and noise from ``source`` (default: ``cfg``'s seed, else
+    secure noise)."""
+    if source is None:
+        source = (NoiseSource(seed=cfg.seed) if cfg.seed is not None
+                  else NoiseSource(secure=True))
+    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=list(cfg.split),
+                                                source=source, **cfg.params)
 
 
-def run_release(data: CountData, s: dict, seed: int | None):
-    """Run the chosen mechanism; stores and returns the Release."""
-    source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
-    release = release_for(data, s, source)
+def run_release(data: CountData, cfg: ReleaseConfig, s: dict):
+    """Run the release of ``cfg``, the configuration of the settings ``s``; stores and
+    returns the Release."""
+    release = release_for(data, cfg)
     st.session_state[RELEASE] = release
     st.session_state[RELEASE_KEY] = settings_key(s)
     return release

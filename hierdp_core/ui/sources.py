@@ -23,8 +23,8 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import structure as structure
 from hierdp_core.ui.inputs import friendly
+from hierdp_core.ui.session import SOURCE_CACHE as _CACHE
 
-_CACHE = "hd_src_cache"
 SAMPLE, UPLOAD = "sample", "upload"
 
 
@@ -186,7 +186,7 @@ def flows_from_upload(ds: dict):
                   "of your table, coarse to fine (e.g. o_state, o_county and d_state, "
                   "d_county), and the count column")
     count_column = None if count == TRIP_ROWS else count
-    key = (ds["version"], tuple(origin), tuple(destination), count_column, structure.key(),
+    key = (ds["version"], tuple(origin), tuple(destination), count_column, session.structure_key(),
            upload_choices())
 
     def build():
@@ -263,7 +263,7 @@ def ranges_from_upload(ds: dict):
         return range_data_from_table(prepared(ds, [levels], count_column), levels, attribute,
                                      count_column=count_column, domain=domain, **units)
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
-           structure.key(), upload_choices())
+           session.structure_key(), upload_choices())
     data = build_once("rg", key, "range queries", build)
     domain = _domain(domain_text)  # parsed without error: build() succeeded
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,

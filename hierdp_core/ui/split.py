@@ -41,9 +41,9 @@ from hierdp_core.privacy.split_optimiser import (
     expected_errors,
     optimise_split,
 )
+from hierdp_core.ui.session import SPLIT_HELD as HELD
 from hierdp_core.viz import PALETTE, _esc, _fmt_array, _title, plotly_config
 
-HELD = "hd_split_held"
 OPEN = "split_goal_open"  # the "Optimise the split" expander is open
 GOALS = {"equal": "Every level equally (MSE)", "weighted": "Weighted levels",
          "relative": "Worst relative error"}

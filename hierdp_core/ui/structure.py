@@ -27,8 +27,8 @@ from hierdp_core.structure import (
     level_columns_of,
     parse_category_values,
 )
+from hierdp_core.ui import session
 
-STRUCTURE = "hd_structure"
 FROM_DATA, DECLARED = "from-data", "declared"
 CHOICES = {
     FROM_DATA: "Units, categories and domain: read from this table (exploration only, "
@@ -38,25 +38,6 @@ CHOICES = {
 }
 
 
-def state() -> dict:
-    """The structure declaration of the current upload (see the module docstring)."""
-    return st.session_state.setdefault(STRUCTURE, {"declared": False, "geography": None,
-                                                   "category_values": {}, "built": {}})
-
-
-def reset() -> None:
-    """Forget the declaration (a new table was loaded)."""
-    st.session_state.pop(STRUCTURE, None)
-
-
-def key() -> tuple:
-    """What the data built from an upload depends on in the declaration."""
-    s = state()
-    geo = s["geography"]
-    return (s["declared"], geo["sha256"] if geo else None,
-            tuple(sorted(s["category_values"].items())))
-
-
 def set_geography_file(uploaded) -> None:
     """Read an uploaded geography file (any format `read_table` reads) into the
     declaration; raises `InputError` naming the file when it cannot be read."""
@@ -64,7 +45,7 @@ def set_geography_file(uploaded) -> None:
 
     raw = uploaded.getvalue()
     table = read_table(uploaded, name=uploaded.name)
-    s = state()
+    s = session.structure_state()
     s["geography"] = {"name": uploaded.name, "sha256": hashlib.sha256(raw).hexdigest(),
                       "table": table}
     s["built"] = {}
@@ -81,7 +62,7 @@ def set_category_values(texts: dict[str, str]) -> None:
             except StructureError:
                 raise StructureError(f"the values of {column} want V1|V2|... with no empty "
                                      f"or repeated value; got {text.strip()!r}") from None
-    state()["category_values"] = values
+    session.structure_state()["category_values"] = values
 
 
 def declared_geography(levels, *, alternatives=(), level_names=None,
@@ -91,7 +72,7 @@ def declared_geography(levels, *, alternatives=(), level_names=None,
     names; None unless the declared structure is chosen. ``ragged``: units may skip a
     level (`geography_from_table`). Raises `StructureError` when no file was uploaded or
     it does not fit."""
-    s = state()
+    s = session.structure_state()
     if not s["declared"]:
         return None
     geo = s["geography"]
@@ -113,7 +94,7 @@ def declared_geography(levels, *, alternatives=(), level_names=None,
 def geography_name_columns(levels) -> dict[str, str]:
     """The ``<level>_name`` columns of the uploaded geography for ``levels`` (its unit
     names); empty when no geography is declared."""
-    s = state()
+    s = session.structure_state()
     geo = s["geography"] if s["declared"] else None
     columns = set(map(str, geo["table"].columns)) if geo else set()
     return {lv: f"{lv}_name" for lv in levels if f"{lv}_name" in columns}
@@ -121,7 +102,7 @@ def geography_name_columns(levels) -> dict[str, str]:
 
 def describe() -> str:
     """One line for a "your table" choice: where its structure comes from."""
-    s = state()
+    s = session.structure_state()
     if s["declared"] and s["geography"] is not None:
         return f"units declared by {s['geography']['name']}"
     if s["declared"]:
@@ -134,7 +115,7 @@ def choose(category_columns: list[str], hints: dict[str, str] | None = None) -> 
     table (exploration), or declare it: upload the public geography file and give the
     values of each category column (``hints``: column -> what to declare, shown under its
     field). Messages for files that cannot be read."""
-    s = state()
+    s = session.structure_state()
     choice = st.radio("Where the release's units and categories come from", list(CHOICES),
                       index=1 if s["declared"] else 0, format_func=CHOICES.get,
                       key="structure_choice")

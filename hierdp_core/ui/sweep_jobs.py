@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from hierdp_core.ui.session import SWEEP_JOBS as _SESSION_JOBS
+
 Progress = Callable[[int, int], None]
 Compute = Callable[[Progress], object]
 
@@ -33,7 +35,6 @@ KEEP = 16  # finished sweeps kept per registry
 WORKERS = 2  # sweeps computed at once (a prefetch and one pressed for other settings)
 POLL_S = 0.1  # how often the progress bar is redrawn
 PAUSE_S = 60.0  # the longest a background sweep waits for foreground work at once
-_SESSION_JOBS = "hd_sweep_jobs"
 
 
 class _Foreground:

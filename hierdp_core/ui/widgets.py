@@ -16,6 +16,7 @@ from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.queries.counts import CountData
 from hierdp_core.report.summary import plural_noun
 from hierdp_core.ui import map_layers, sweep_jobs
+from hierdp_core.ui.count_data import count_data
 from hierdp_core.ui.session import (
     DATASET,
     EPSILON_GRID,
@@ -23,7 +24,6 @@ from hierdp_core.ui.session import (
     PALETTE_PICK,
     ROLES,
     SETTINGS,
-    count_data,
     current_release,
     ensure_dataset,
     keep_page_settings,

@@ -15,7 +15,7 @@ from hierdp_core.errors import InputError
 def dask_flow_release(args, mechanism, budget, source, choose_split, params: dict):
     """(the FlowRelease, the `FlowData` of its public shape, the input files for the
     fingerprint, the split goal's choice or None), as
-    `hierdp_core.engine.dask_cli.dask_release`."""
+    `hierdp_core.cli.dask.dask_release`."""
     from hierdp_core.engine.blockwise import check_blockwise
     from hierdp_core.engine.dask_engine import dataset_files
     from hierdp_core.engine.dask_flows import release_flows_dataset

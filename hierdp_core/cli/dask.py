@@ -1,6 +1,6 @@
 """``hierdp release --engine dask``: a counts release of a dataset on a Dask cluster
 (`hierdp_core.engine.dask_engine`), or of group sizes
-(`hierdp_core.engine.dask_group_sizes_cli`) or flows (`hierdp_core.engine.dask_flows_cli`),
+(`hierdp_core.cli.dask_group_sizes`) or flows (`hierdp_core.cli.dask_flows`),
 with the CLI's declarations (``--geography``,
 ``--category-values``, or ``--structure-from-data`` for exploration) and its errors (one
 line, exit status 2). Other query kinds, and the options that reshape a table in memory,
@@ -98,11 +98,11 @@ def dask_release(args, mechanism, budget, source, choose_split, params: dict):
 
     check_dask_args(args, mechanism)
     if args.query == "group-sizes":
-        from hierdp_core.engine.dask_group_sizes_cli import dask_group_size_release
+        from hierdp_core.cli.dask_group_sizes import dask_group_size_release
 
         return dask_group_size_release(args, mechanism, budget, source, choose_split, params)
     if args.query == "flows":
-        from hierdp_core.engine.dask_flows_cli import dask_flow_release
+        from hierdp_core.cli.dask_flows import dask_flow_release
 
         return dask_flow_release(args, mechanism, budget, source, choose_split, params)
     files = dataset_files(args.input)

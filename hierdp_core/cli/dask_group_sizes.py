@@ -21,7 +21,7 @@ from hierdp_core.errors import InputError
 
 def dask_group_size_release(args, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
-    the split goal's choice or None), as `hierdp_core.engine.dask_cli.dask_release`."""
+    the split goal's choice or None), as `hierdp_core.cli.dask.dask_release`."""
     from hierdp_core.engine.blockwise import check_blockwise
     from hierdp_core.engine.dask_engine import dataset_files
     from hierdp_core.engine.dask_group_sizes import release_group_sizes_dataset

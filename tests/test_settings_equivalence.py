@@ -1,0 +1,214 @@
+"""One settings object (issue 29 item 4): the same settings given as command-line flags
+(`hierdp_core.cli.config_file.config_of_args`), as a configuration file (`load_config`) and
+as a dashboard session (`ui.config.current_config`, a query page's configuration) are one
+`ReleaseConfig`, and give one release, for each query kind; ``--save-config`` writes that
+object, and ``--config`` reads it back to the same release."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+from test_app_query_config import CASES as PAGES
+from test_app_query_config import sample_file
+from test_config_queries import CASES as QUERY_CASES
+
+from hierdp_core.cli.config_file import config_of_args
+from hierdp_core.cli.parser import build_parser
+from hierdp_core.config import FORMAT, ReleaseConfig, load_config
+
+
+def _census(folder) -> str:
+    rng = np.random.default_rng(2)
+    table = pd.DataFrame({"state": rng.choice(["A", "B"], 300),
+                          "county": rng.choice(["1", "2", "3"], 300),
+                          "sex": rng.choice(["F", "M"], 300), "n": rng.integers(0, 9, 300)})
+    table["county"] = table["state"] + table["county"]
+    table.to_csv(folder / "census.csv", index=False)
+    return "census.csv"
+
+
+CASES = {
+    "counts": (_census, {
+        "levels": ["state", "county"], "count_column": "n", "category_columns": ["sex"],
+        "category_values": {"sex": ["F", "M"]}, "mechanism": "topdown",
+        "params": {"noise": "laplace", "root_invariant": True}, "invariants": ["total"],
+        "epsilon": 0.8, "split": [1, 2, 4]},
+        ["--levels", "state,county", "--count-column", "n", "--categories", "sex",
+         "--category-values", "sex=F|M", "--mechanism", "topdown", "--param", "noise=laplace",
+         "--param", "root_invariant=true", "--invariant", "total", "--epsilon", "0.8",
+         "--split", "1,2,4"]),
+    **QUERY_CASES,
+}
+
+
+def flags_config(argv: list) -> ReleaseConfig:
+    """The `ReleaseConfig` of ``hierdp release ARGV``, as the command line parses it."""
+    return config_of_args(build_parser().parse_args(["release", *map(str, argv)]))
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("query", list(CASES))
+def test_flags_and_a_file_are_one_configuration_and_one_release(capsys, tmp_path, query):
+    write, keys, flags = CASES[query]
+    table = tmp_path / write(tmp_path)
+    (tmp_path / "c.json").write_text(json.dumps({
+        "format": FORMAT, "query": query, "data": {"file": table.name},
+        "structure": "from-data", "seed": 4, **keys}))
+    given = [table, "--query", query, *flags, "--structure-from-data", "--seed", 4,
+             "--interval", "none"]
+    from_file = load_config(tmp_path / "c.json")
+    assert flags_config([*given, "--out", tmp_path / "x"]) == from_file
+
+    code, out, err = run_cli(capsys, "release", *given, "--out", tmp_path / "a",
+                             "--save-config", tmp_path / "saved" / "s.json")
+    assert code == 2 and "--save-config" in err and err.count("\n") == 1  # no folder
+    assert not (tmp_path / "a").exists()  # refused before the release
+    (tmp_path / "saved").mkdir()
+    code, out, err = run_cli(capsys, "release", *given, "--out", tmp_path / "a",
+                             "--save-config", tmp_path / "saved" / "s.json")
+    assert code == 0, err
+    assert "(the release's configuration)" in out
+    saved = load_config(tmp_path / "saved" / "s.json")
+    assert Path(saved.data["file"]).resolve() == table.resolve()
+    assert replace(saved, data=from_file.data) == from_file
+    assert json.loads((tmp_path / "saved" / "s.json").read_text())["data"] == \
+        {"file": f"../{table.name}"}  # relative to the file's folder
+    for config, side in ((tmp_path / "c.json", "b"), (tmp_path / "saved" / "s.json", "c")):
+        code, _, err = run_cli(capsys, "release", "--config", config, "--interval", "none",
+                               "--out", tmp_path / side)
+        assert code == 0, err
+    digests = {digest(tmp_path / side / "release.csv") for side in "abc"}
+    assert len(digests) == 1
+
+
+def test_a_saved_configuration_names_the_options_it_does_not_hold(capsys, tmp_path):
+    write, _, flags = CASES["counts"]
+    table = tmp_path / write(tmp_path)
+    code, _, err = run_cli(capsys, "release", table, *flags, "--structure-from-data",
+                           "--seed", 1, "--local-codes", "--missing", "zero",
+                           "--out", tmp_path / "a", "--save-config", tmp_path / "s.json")
+    assert code == 0, err
+    assert "s.json does not hold --local-codes, --missing (how the table is read)" in err
+
+
+def test_a_chosen_split_is_saved_with_every_digit(capsys, tmp_path):
+    write, _, flags = CASES["counts"]
+    table = tmp_path / write(tmp_path)
+    flags = [f for f in flags if f != "--split" and f != "1,2,4"]
+    code, _, err = run_cli(capsys, "release", table, *flags, "--structure-from-data",
+                           "--seed", 1, "--split-goal", "mse", "--interval", "none",
+                           "--out", tmp_path / "a", "--save-config", tmp_path / "s.json")
+    assert code == 0, err
+    assert len(load_config(tmp_path / "s.json").split) == 3
+    code, _, err = run_cli(capsys, "release", "--config", tmp_path / "s.json",
+                           "--interval", "none", "--out", tmp_path / "b")
+    assert code == 0, err
+    assert digest(tmp_path / "a" / "release.csv") == digest(tmp_path / "b" / "release.csv")
+
+
+# ---- the dashboard ------------------------------------------------------------------------
+COUNT_SETTINGS = {"mechanism": "topdown", "params": {"noise": "laplace"}, "epsilon": 0.5,
+                  "weights": [1.0, 2.0, 3.0]}
+
+
+def _count_session(settings: dict, seed: int):
+    """A dashboard session on the us-counties sample with ``settings``: its configuration
+    and the release the Results page makes from it."""
+    import streamlit as st
+
+    from hierdp_core.ui import config as config_ui
+    from hierdp_core.ui import session
+    from hierdp_core.ui.count_data import count_data
+
+    session.load_sample_into_state("us-counties")
+    data = count_data()
+    s = session.settings(data.hierarchy.n_levels)
+    s.update(settings)
+    st.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                              config_ui.SEED: seed}
+    cfg = config_ui.current_config()
+    st.session_state["out"] = (cfg, session.release_for(data, cfg).values.ravel())
+
+
+def _cli_on_sample(capsys, folder, sample, argv) -> tuple[ReleaseConfig, np.ndarray]:
+    """The configuration of ``argv`` on the bundled ``sample`` as `hierdp sample` writes it
+    (with its geography and groups files when it has them), and its released values."""
+    table = sample_file(sample, folder)
+    declared = [(flag, table.with_name(f"{table.stem}-{what}.csv"))
+                for flag, what in (("--geography", "geography"), ("--groups", "groups"))]
+    argv = [table, *argv, *(x for flag, path in declared if path.exists()
+                            for x in (flag, path)), "--interval", "none"]
+    code, _, err = run_cli(capsys, "release", *argv, "--out", folder / "out")
+    assert code == 0, err
+    values = pd.read_csv(folder / "out" / "release.csv", usecols=["value"])["value"]
+    return flags_config([*argv, "--out", folder / "out"]), values.to_numpy()
+
+
+def _same_but_the_data(dashboard: ReleaseConfig, cli: ReleaseConfig, sample: str) -> None:
+    """The dashboard names the bundled sample, the command line its files (as `hierdp
+    sample` writes them): the rest is one configuration."""
+    assert dashboard.data["sample"] == sample
+    assert cli.data["file"].endswith(f"{sample}.csv")
+    assert replace(dashboard, data={}) == replace(cli, data={})
+
+
+def test_a_count_session_is_the_configuration_of_the_flags(capsys, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_count_session, args=(COUNT_SETTINGS, 3),
+                               default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    dashboard, values = at.session_state["out"]
+    cli, released = _cli_on_sample(capsys, tmp_path, "us-counties", [
+        "--levels", "state,county", "--count-column", "population", "--categories",
+        "age_group", "--category-values", "age_group=0-18|19-64|65-84|85+",
+        "--mechanism", "topdown", "--param", "noise=laplace", "--epsilon", "0.5",
+        "--split", "1,2,3", "--seed", "3"])
+    _same_but_the_data(dashboard, cli, "us-counties")
+    np.testing.assert_array_equal(released, values)
+
+
+PAGE_FLAGS = {
+    "fl": ["--query", "flows", "--origin-levels", "o_state,o_airport",
+           "--destination-levels", "d_state,d_airport", "--count-column", "flights",
+           "--mechanism", "tda-l2", "--epsilon", "0.5", "--delta", "1e-6",
+           "--split-preset", "geometric", "--seed", "2", "--invariant", "total"],
+    "rg": ["--query", "ranges", "--levels", "region,province", "--attribute", "age",
+           "--count-column", "residents", "--domain", "0-100", "--workload", "0-17,18-100",
+           "--mechanism", "greedy-h", "--epsilon", "2", "--seed", "5"],
+}
+
+
+@pytest.mark.parametrize("prefix", ["fl", "rg"])
+def test_a_query_pages_session_is_the_configuration_of_the_flags(capsys, tmp_path, prefix):
+    """The Flows and Range queries pages (the group sizes' sample takes the longest to
+    release twice; `test_app_query_config` runs it through a configuration file)."""
+    from test_app import assert_clean, page
+    from test_app_query_config import released
+
+    from hierdp_core.ui.query_config import CONFIGS
+
+    path, release_key, choose = PAGES[prefix]
+    at = page(path).run()
+    choose(at)
+    at.run()
+    assert_clean(at)
+    dashboard = at.session_state[CONFIGS][prefix]
+    params = [x for k, v in dashboard.params.items()
+              for x in ("--param", f"{k}={str(v).lower() if isinstance(v, bool) else v}")]
+    cli, values = _cli_on_sample(capsys, tmp_path, dashboard.data["sample"],
+                                 [*PAGE_FLAGS[prefix], *params])
+    _same_but_the_data(dashboard, cli, dashboard.data["sample"])
+    np.testing.assert_array_equal(values, np.concatenate(
+        [v.ravel() for v in released(at.session_state[release_key][1])]
+        if prefix == "rg" else [lv.value for lv in at.session_state[release_key][1].levels]))
