@@ -76,7 +76,7 @@ def _pava_starts(shifted: np.ndarray, owned: bool) -> np.ndarray:
                                  "(scipy.optimize.isotonic_regression)") from exc
         return isotonic_regression(shifted).blocks[:-1].astype(np.int64)
     x = shifted if owned else np.array(shifted, dtype=np.float64, order="C")
-    blocks = np.full(x.size + 1, -1, dtype=np.intp)
+    blocks = np.empty(x.size + 1, dtype=np.intp)  # the kernel writes every block's start
     n_blocks = pava(x, np.ones(x.size), blocks)[3]
     return blocks[:n_blocks].astype(np.int64)
 

@@ -93,7 +93,7 @@ def _check_level(hist_level, groups_level) -> tuple[np.ndarray, np.ndarray]:
                          f"{hist.shape}")
     if hist.size and (hist.dtype.kind not in "iu" and not np.all(hist == np.rint(hist))):
         raise InputError("histogram counts must be integers")
-    hist = hist.astype(np.int64)
+    hist = np.asarray(hist, dtype=np.int64)  # no copy of int64 counts (read only here)
     if hist.size and hist.min() < 0:
         raise InputError("histogram counts must be non-negative")
     groups = np.asarray(groups_level).astype(np.int64).reshape(-1)

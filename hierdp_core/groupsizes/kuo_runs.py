@@ -40,10 +40,11 @@ class Runs:
         """One run per non-zero cell of ``hist`` (n_nodes, N + 1); ``var`` (same shape,
         optional) gives each cell's variance (nan otherwise)."""
         hist = np.asarray(hist)
-        node, size = np.nonzero(hist)
+        cells = np.flatnonzero(hist)  # 1-d: a third of the time of the 2-d np.nonzero
+        node, size = np.divmod(cells, hist.shape[1])
         v = np.full(node.size, np.nan) if var is None else np.asarray(var, float)[node, size]
         return cls(node.astype(np.int64), size.astype(np.float64), v,
-                   hist[node, size].astype(np.int64), hist.shape[0])
+                   hist.reshape(-1)[cells].astype(np.int64), hist.shape[0])
 
     def with_var(self, var: np.ndarray) -> Runs:
         return Runs(self.node, self.value, np.asarray(var, dtype=float), self.count,
