@@ -178,8 +178,9 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
-    the first took `THREADED_RERUN_SECONDS` or more; progress goes to `reporting`'s
-    callback. Returns the half-widths (below, above) per cell and the replicates drawn."""
+    the first took `THREADED_RERUN_SECONDS` or more, and so do the quantiles' blocks of
+    cells; progress goes to `reporting`'s callback. Returns the half-widths (below,
+    above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -204,7 +205,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
                 threads)
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
-    for row in range(0, plugin.size, block):
+
+    def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
         rows = slice(row, row + block)
         errors = np.ascontiguousarray(d[:, rows].T)
         below[rows], above[rows] = symmetric_half_widths(errors, rank(level, replicates),
@@ -214,6 +216,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             bias = np.ceil(bias) if integer else bias
             below[rows] += bias
             above[rows] += bias
+
+    _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     return below, above, replicates
 
 
