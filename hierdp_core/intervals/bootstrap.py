@@ -193,12 +193,13 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     # a replicate per row: each is written at once (a column of (cells, replicates) is
     # strided), and a block of cells is read back as (cells, replicates), contiguous
     d = np.empty((replicates, plugin.size), dtype=np.float32)
-    d[0] = cells(first) - plugin
+    np.subtract(cells(first), plugin, out=d[0], casting="unsafe")  # = d[0] = ..., no temporary
     report = _PROGRESS.get() or (lambda done, total: None)
     report(1, replicates)
 
     def redraw(j: int) -> None:  # one vectorised release per replicate
-        d[j] = cells(rerun(replicate_source(stream, j))) - plugin
+        np.subtract(cells(rerun(replicate_source(stream, j))), plugin, out=d[j],
+                    casting="unsafe")
 
     threads = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1
     _in_threads(redraw, range(1, replicates), lambda done: report(1 + done, replicates),
@@ -287,7 +288,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
         parts = [flat] + ([] if sums is None else [sums @ flat])
         if unclipped:
             parts.append(truth if noisy is None else np.where(np.isnan(noisy), truth, noisy))
-        return np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     below, above, draws = rerun_bootstrap(
         rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),
