@@ -8,6 +8,7 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -325,6 +326,22 @@ def test_box_rows_equal_the_per_row_fit(n, k, seed, p, spread):
     if p == 1:  # L1 blocks are where the fit changes
         same_row = np.diff(starts // k) == 0
         assert np.all(fit[1:][same_row] > fit[:-1][same_row])
+
+
+def test_pava_without_scipys_kernel_falls_back_to_the_function(monkeypatch):
+    """A scipy that moved its private PAVA kernel: `scipy.optimize.isotonic_regression`
+    gives the same blocks (the kernel is its own), for one segment and many."""
+    rng = np.random.default_rng(14)
+    y = rng.integers(-20, 20, (30, 12))
+    upper = rng.integers(0, 15, 30)
+    with_kernel = [isotonic.pava_blocks(y.ravel(), np.arange(30) * 12),
+                   isotonic.pava_blocks(y[0], np.array([0])), box_fit(y, upper, 2)]
+    monkeypatch.setitem(sys.modules, "scipy.optimize._pava_pybind", None)  # import fails
+    without = [isotonic.pava_blocks(y.ravel(), np.arange(30) * 12),
+               isotonic.pava_blocks(y[0], np.array([0])), box_fit(y, upper, 2)]
+    for a, b in zip(with_kernel[:2], without[:2], strict=True):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert np.array_equal(with_kernel[2], without[2])
 
 
 def _exact_means(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
