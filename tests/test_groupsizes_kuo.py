@@ -8,6 +8,7 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -26,7 +27,7 @@ from hierdp_core.groupsizes import (
     kuo_runs,
     kuo_variance,
 )
-from hierdp_core.groupsizes.data import cumulative, emd
+from hierdp_core.groupsizes.data import cumulative, decumulate, emd
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
 from hierdp_core.privacy.plan import PERSON_IN_GROUP, Stage
 from hierdp_core.privacy.samplers import Geometric, NoiseSource
@@ -241,7 +242,7 @@ def test_l2_isotonic_matches_scipy_per_segment(integer):
         y, starts, lens = random_segments(rng, integer)
         blocks, means = isotonic.pava_blocks(y, starts)
         assert set(starts.tolist()) <= set(blocks.tolist())  # no block straddles segments
-        x = isotonic.isotonic_l2_segments(y, starts)
+        x = np.repeat(means, np.diff(np.append(blocks, y.size)))
         for s, n in zip(starts, lens, strict=True):
             assert np.allclose(x[s:s + n], isotonic_regression(y[s:s + n].astype(float)).x)
 
@@ -273,25 +274,99 @@ def test_l1_isotonic_brute_force_tiny():
             assert np.abs(isotonic.isotonic_l1_segments(y, np.array([0])) - y).sum() == best
 
 
+def box_fit(y: np.ndarray, upper, p: int) -> np.ndarray:
+    """`isotonic.isotonic_box_rows`' blocks as the full fit (n, k)."""
+    starts, fit = isotonic.isotonic_box_rows(y, np.asarray(upper), p)
+    return np.repeat(fit, np.diff(np.append(starts, y.size))).reshape(y.shape)
+
+
 def test_box_constrained_isotonic_is_exact():
     """Hc's [0, G] constraint: L1 against the LP with bounds, L2 against a generic solver."""
     rng = np.random.default_rng(13)
     for _ in range(25):
         n, upper = int(rng.integers(1, 9)), int(rng.integers(0, 8))
         y = rng.integers(-4, 12, n)
-        x1 = isotonic.isotonic_box(y, np.array([0]), np.array([upper]), 1)
+        x1 = box_fit(y[None, :], [upper], 1)[0]
         assert np.all((x1 >= 0) & (x1 <= upper)) and np.all(np.diff(x1) >= 0)
         assert np.abs(x1 - y).sum() == pytest.approx(lp_l1_isotonic(y, upper), abs=1e-7)
     for _ in range(6):
         n, upper = int(rng.integers(2, 7)), 5.0
         y = rng.normal(2, 4, n)
-        x2 = isotonic.isotonic_box(y, np.array([0]), np.array([upper]), 2)
+        x2 = box_fit(y[None, :], [upper], 2)[0]
         cons = LinearConstraint(np.eye(n, k=1)[:-1] - np.eye(n)[:-1], 0, np.inf)
         ref = minimize(lambda x, y=y: ((x - y) ** 2).sum(), np.full(n, upper / 2),
                        jac=lambda x, y=y: 2 * (x - y), bounds=[(0, upper)] * n,
                        constraints=[cons], method="SLSQP", options={"ftol": 1e-12})
         assert ((x2 - y) ** 2).sum() <= ref.fun + 1e-6
         assert np.allclose(x2, ref.x, atol=1e-4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 9), st.integers(0, 2**32 - 1), st.sampled_from([1, 2]),
+       st.sampled_from([2, 6, 40]))
+def test_box_rows_equal_the_per_row_fit(n, k, seed, p, spread):
+    """Every row of `isotonic_box_rows` is the row's own fit in [0, upper] (L2: scipy's
+    `isotonic_regression` of the row, clipped; L1: `isotonic_l1_segments` of the clipped
+    row), to the last bit, blocks where the fit changes: small integer rows full of ties,
+    rows with an upper end of 0 (regions without groups), wide rows far from 0."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(-spread, spread, (n, k)) + rng.integers(0, 3 * spread, (n, 1))
+    upper = rng.integers(0, 3 * spread, n) * (rng.random(n) > 0.2)
+    starts, fit = isotonic.isotonic_box_rows(y, upper, p)
+    assert np.isin(np.arange(n) * k, starts).all()  # every row begins a block
+    full = box_fit(y, upper, p)
+    for v in range(n):
+        if p == 2:
+            ref = np.clip(isotonic_regression(y[v].astype(float)).x, 0, upper[v])
+            assert np.allclose(full[v], ref, rtol=0, atol=1e-9)
+            assert np.array_equal(full[v], np.clip(np.repeat(*_exact_means(y[v])), 0, upper[v]))
+        else:
+            row = np.clip(y[v], 0, upper[v])
+            assert np.array_equal(full[v], isotonic.isotonic_l1_segments(row, np.array([0])))
+    if p == 1:  # L1 blocks are where the fit changes
+        same_row = np.diff(starts // k) == 0
+        assert np.all(fit[1:][same_row] > fit[:-1][same_row])
+
+
+def test_pava_without_scipys_kernel_falls_back_to_the_function(monkeypatch):
+    """A scipy that moved its private PAVA kernel: `scipy.optimize.isotonic_regression`
+    gives the same blocks (the kernel is its own), for one segment and many."""
+    rng = np.random.default_rng(14)
+    y = rng.integers(-20, 20, (30, 12))
+    upper = rng.integers(0, 15, 30)
+    with_kernel = [isotonic.pava_blocks(y.ravel(), np.arange(30) * 12),
+                   isotonic.pava_blocks(y[0], np.array([0])), box_fit(y, upper, 2)]
+    monkeypatch.setitem(sys.modules, "scipy.optimize._pava_pybind", None)  # import fails
+    without = [isotonic.pava_blocks(y.ravel(), np.arange(30) * 12),
+               isotonic.pava_blocks(y[0], np.array([0])), box_fit(y, upper, 2)]
+    for a, b in zip(with_kernel[:2], without[:2], strict=True):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert np.array_equal(with_kernel[2], without[2])
+
+
+def _exact_means(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block means, block lengths) of one integer row's L2 fit, from scipy's blocks, the
+    means as exact sums over lengths (what the estimators use)."""
+    blocks = isotonic_regression(y.astype(float)).blocks
+    return np.add.reduceat(y, blocks[:-1]) / np.diff(blocks), np.diff(blocks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_decumulated_blocks_equal_the_decumulated_rows(n, k, seed):
+    """The histogram built from blocks of cumulative rows equals `decumulate` of the rows
+    made full (their last column the public G_v), whatever blocks repeat a value."""
+    rng = np.random.default_rng(seed)
+    cum = np.sort(rng.integers(0, 6, (n, k)), axis=1)
+    groups = cum[:, -1] + rng.integers(0, 3, n)
+    change = np.ones((n, k), dtype=bool)
+    change[:, 1:] = rng.random((n, k - 1)) < 0.5  # blocks may repeat a value
+    change[:, 1:] |= cum[:, 1:] != cum[:, :-1]
+    starts = np.flatnonzero(change)
+    est = np.zeros((n, k + 1), dtype=np.int64)
+    est[:, -1] = groups
+    kuo_estimators._decumulate_blocks(est, starts, cum.ravel()[starts].astype(float))
+    assert np.array_equal(est, decumulate(np.column_stack([cum, groups])))
 
 
 # ---- Phase 1 estimators against straightforward per-node references ---------------------

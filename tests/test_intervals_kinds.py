@@ -20,6 +20,7 @@ from hierdp_core.flows.data import flow_data_from_table
 from hierdp_core.groupsizes.data import group_size_data_from_histograms
 from hierdp_core.intervals import (
     INPUTS,
+    bootstrap,
     closed_form,
     expected_seconds,
     group_size_intervals,
@@ -88,11 +89,16 @@ def test_every_mechanism_gets_intervals_holding_its_values(query, name):
     assert closed_form(release) == (record["replicates"] is None)  # no bootstrap
 
 
-def test_expected_seconds_follow_the_bootstraps_choice_of_replicates():
+def test_expected_seconds_follow_the_bootstraps_choice_of_replicates(monkeypatch):
     data = group_sizes(scale=5)
     assert expected_seconds(release_of("gs-noisy", data), 3.0) == 0  # closed form
     rerun = release_of("gs-kuo-hierarchical", data)
+    monkeypatch.setattr(bootstrap, "RERUN_THREADS", 1)
     assert expected_seconds(rerun, 1.0) == 21.0  # the least replicates (20), and the first run
+    monkeypatch.setattr(bootstrap, "RERUN_THREADS", 2)  # the first alone, 19 on 2 threads
+    assert expected_seconds(rerun, 1.0) == 11.5
+    assert expected_seconds(rerun, 0.3) == pytest.approx(0.3 * 11.5)
+    assert expected_seconds(rerun, 0.2) == pytest.approx(4.2)  # short runs: no threads
     assert expected_seconds(rerun, 0.001) == pytest.approx(0.201)  # the most (200)
     assert expected_seconds(rerun, 0.05) == pytest.approx(2.05)  # as many as fit in 2 s: 40
 

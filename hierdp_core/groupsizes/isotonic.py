@@ -30,17 +30,12 @@ def pava_blocks(y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
     Segment ``s`` is ``y[starts[s]:starts[s + 1]]``. Returns ``(block_starts, means)``: the
     fit is constant ``means[b]`` on ``y[block_starts[b]:block_starts[b + 1]]``; every
-    segment start is a block start. One call of `scipy.optimize.isotonic_regression` (O(n)
-    PAVA) for all segments: each segment is shifted into its own value range, above the
-    previous one, so no block can straddle two segments (the segments' problems are
-    separable and each optimum lies within its segment's data range). The block means are
-    then recomputed from the unshifted data (exact sums for integer data).
+    segment start is a block start. One PAVA pass (`_pava_starts`) for all segments: each
+    segment is shifted into its own value range, above the previous one, so no block can
+    straddle two segments (the segments' problems are separable and each optimum lies
+    within its segment's data range). The block means are then recomputed from the
+    unshifted data (exact sums for integer data).
     """
-    try:
-        from scipy.optimize import isotonic_regression
-    except ImportError as exc:  # pragma: no cover - scipy < 1.12
-        raise MechanismError("Kuo et al.'s estimators need scipy >= 1.12 "
-                             "(scipy.optimize.isotonic_regression)") from exc
     y = np.asarray(y)
     m = y.size
     if m == 0:
@@ -51,19 +46,69 @@ def pava_blocks(y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
     else:
         lo = np.minimum.reduceat(y, starts).astype(np.float64)
         span = np.maximum.reduceat(y, starts) - lo + 1.0
-        base = np.concatenate([[0.0], np.cumsum(span[:-1])])
-        shifted = y + np.repeat(base - lo, np.diff(np.append(starts, m)))
-    blocks = isotonic_regression(shifted).blocks[:-1].astype(np.int64)
-    del shifted
+        shifted = y + np.repeat(_bases(span) - lo, np.diff(np.append(starts, m)))
+    return _block_means(y, _pava_starts(shifted, owned=starts.size > 1))
+
+
+def _bases(span: np.ndarray) -> np.ndarray:
+    """Where each segment's shifted range begins: after the spans of those before it."""
+    return np.concatenate([[0.0], np.cumsum(span[:-1])])
+
+
+def _block_means(y: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks, the mean of flat ``y`` on each block), exact sums for integer data."""
     sums = np.add.reduceat(y, blocks, dtype=np.int64 if y.dtype.kind in "iu" else np.float64)
-    return blocks, sums / np.diff(np.append(blocks, m))
+    return blocks, sums / np.diff(np.append(blocks, y.size))
 
 
-def isotonic_l2_segments(y: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """argmin_x sum (x - y)^2 with x non-decreasing within every segment (full length)."""
-    y = np.asarray(y)
-    blocks, means = pava_blocks(y, starts)
-    return np.repeat(means, np.diff(np.append(blocks, y.size)))
+def _pava_starts(shifted: np.ndarray, owned: bool) -> np.ndarray:
+    """The block starts of the L2 isotonic fit of ``shifted`` (int64): the PAVA of
+    `scipy.optimize.isotonic_regression` (its blocks, so its merge decisions, bit for bit),
+    its kernel called directly when it can be reached, without the function's copy of an
+    ``owned`` array (a float64 one of the caller's own, then overwritten)."""
+    try:  # scipy's own kernel: the function copies y first (25 MB a Hc level of counties)
+        from scipy.optimize._pava_pybind import pava
+    except ImportError:
+        try:
+            from scipy.optimize import isotonic_regression
+        except ImportError as exc:  # pragma: no cover - scipy < 1.12
+            raise MechanismError("Kuo et al.'s estimators need scipy >= 1.12 "
+                                 "(scipy.optimize.isotonic_regression)") from exc
+        return isotonic_regression(shifted).blocks[:-1].astype(np.int64)
+    x = shifted if owned else np.array(shifted, dtype=np.float64, order="C")
+    blocks = np.empty(x.size + 1, dtype=np.intp)  # the kernel writes every block's start
+    n_blocks = pava(x, np.ones(x.size), blocks)[3]
+    return blocks[:n_blocks].astype(np.int64)
+
+
+def isotonic_box_rows(y: np.ndarray, upper: np.ndarray, p: int) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+    """`isotonic_box` of every row of ``y`` (n, k), k >= 1, as blocks: ``(starts, fit)``,
+    the flat index (in ``y.ravel()``) where each block of constant fit begins, every row's
+    first cell among them, and the fit of each block, in [0, ``upper[row]``]. Exactly the
+    values `isotonic_box` gives on the rows as segments, without a full-length fit: L2
+    (integer ``y``): the PAVA blocks of the rows shifted apart (as `pava_blocks`: the same
+    shifted values, so the same blocks), their exact means, clipped; L1: the exact fit of
+    the clipped data, cut where it changes."""
+    n, k = y.shape
+    upper = np.asarray(upper)
+    if p == 1:
+        fit = isotonic_l1_segments(np.clip(y, 0, upper[:, None]).ravel(),
+                                   np.arange(n, dtype=np.int64) * k)
+        change = np.empty((n, k), dtype=bool)
+        change[:, 0] = True
+        change[:, 1:] = fit.reshape(n, k)[:, 1:] != fit.reshape(n, k)[:, :-1]
+        starts = np.flatnonzero(change)
+        return starts, fit[starts]
+    if n == 1:  # one segment: not shifted (as `pava_blocks`)
+        shifted = y.astype(np.float64)
+    else:
+        lo = y.min(axis=1).astype(np.float64)
+        span = y.max(axis=1) - lo + 1.0
+        shifted = np.add(y, (_bases(span) - lo)[:, None], dtype=np.float64)
+    starts, means = _block_means(y.ravel(), _pava_starts(shifted.ravel(), owned=True))
+    del shifted
+    return starts, np.clip(means, 0, upper[starts // k])
 
 
 def isotonic_l1_segments(y: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -154,24 +199,3 @@ def _l1_ranks(y: np.ndarray, starts: np.ndarray):
     rank = np.empty(m, dtype=idx)
     rank[order] = np.cumsum(new) - 1
     return rank, lambda code: distinct[code]
-
-
-def isotonic_segments(y: np.ndarray, starts: np.ndarray, *, p: int = 2) -> np.ndarray:
-    """Isotonic regression of every segment under the L``p`` loss, p in {1, 2}."""
-    if p == 2:
-        return isotonic_l2_segments(y, starts)
-    if p == 1:
-        return isotonic_l1_segments(y, starts)
-    raise MechanismError(f"the isotonic loss p must be 1 or 2, got {p!r}")
-
-
-def isotonic_box(y: np.ndarray, starts: np.ndarray, upper: np.ndarray, p: int) -> np.ndarray:
-    """Isotonic regression of every segment constrained to [0, upper[segment]], exact:
-    L2: the unconstrained PAV fit clipped (exact for L2); L1: the data clipped first (for
-    x in the box, |x - y| and |x - clip(y)| differ by a constant) then the exact L1 fit,
-    whose values come from the clipped data."""
-    seg_len = np.diff(np.append(starts, y.size))
-    up = np.repeat(upper, seg_len)
-    if p == 1:
-        return isotonic_l1_segments(np.clip(y, 0, up), starts)
-    return np.clip(isotonic_segments(y, starts, p=p), 0, up)

@@ -98,7 +98,22 @@ def kuo_hierarchical(
         child = level_variances[level]
         pairs = match_level(current, child, h.segment_of_level(level), tie_split=tie_split)
         current = merge_level(current, child, pairs, merge=merge)
-    return h.aggregate(current.to_hist(max_size))
+    return _back_substitute(h, current, max_size)
+
+
+def _back_substitute(h: Hierarchy, leaves: Runs, max_size: int) -> np.ndarray:
+    """The histograms (n_nodes, N + 1) of the leaves' final groups (``leaves``, the leaf
+    level's runs) and of every internal node, the sum of its leaves': each run counted at
+    its leaf and at every ancestor, one level at a time (O(runs) a level, where summing
+    the leaves' full histograms up the tree reads every cell)."""
+    width = max_size + 1
+    out = np.zeros((h.n_nodes, width), dtype=np.int64)
+    node = leaves.node + h.level_offsets[h.depth]
+    value = leaves.value.astype(np.int64)
+    for _level in range(h.depth, -1, -1):
+        np.add.at(out.reshape(-1), node * width + value, leaves.count)
+        node = h.parent[node]
+    return out
 
 
 def _canonical(runs: Runs) -> Runs:

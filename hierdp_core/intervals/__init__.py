@@ -20,6 +20,7 @@ import dataclasses
 import numpy as np
 
 from hierdp_core.flows.release import FlowRelease
+from hierdp_core.intervals import bootstrap
 from hierdp_core.intervals.bootstrap import (
     DEFAULT_LEVEL,
     INPUTS,
@@ -78,7 +79,10 @@ def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
     ``release_seconds``: 0 in closed form; TopDown's stacked bootstrap about a second per
     `BOOTSTRAP_CELL_DRAWS` cell draws (1.0 s of CPU for the 12,772 US county cells x 200);
     a re-run bootstrap re-runs the mechanism as often as fits in `RERUN_SECONDS`, at least
-    `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`)."""
+    `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`): the first run alone, and a run's
+    time for the plug-in and the quantiles, the others shared by `bootstrap.RERUN_THREADS`
+    threads when a run takes `bootstrap.THREADED_RERUN_SECONDS` or more (as if the threads
+    kept every core busy: a machine busy with other work takes longer)."""
     if closed_form(release):
         return 0.0
     if capabilities(release.mechanism).intervals == "stacked bootstrap":
@@ -86,7 +90,9 @@ def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
         return bootstrap_replicates(cells) * cells / BOOTSTRAP_CELL_DRAWS
     runs = np.clip(RERUN_SECONDS / max(release_seconds, 1e-6), MIN_REPLICATES,
                    RERUN_REPLICATES)
-    return float((runs + 1) * release_seconds)
+    threads = (bootstrap.RERUN_THREADS if release_seconds >= bootstrap.THREADED_RERUN_SECONDS
+               else 1)
+    return float((2 + (runs - 1) / threads) * release_seconds)
 
 
 def with_intervals(release: ReleaseRecord, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,

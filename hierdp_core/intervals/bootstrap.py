@@ -196,8 +196,9 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
-    the first took `THREADED_RERUN_SECONDS` or more; progress goes to `reporting`'s
-    callback. Returns the half-widths (below, above) per cell and the replicates drawn."""
+    the first took `THREADED_RERUN_SECONDS` or more, and so do the quantiles' blocks of
+    cells; progress goes to `reporting`'s callback. Returns the half-widths (below,
+    above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -210,19 +211,21 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     # a replicate per row: each is written at once (a column of (cells, replicates) is
     # strided), and a block of cells is read back as (cells, replicates), contiguous
     d = np.empty((replicates, plugin.size), dtype=np.float32)
-    d[0] = cells(first) - plugin
+    np.subtract(cells(first), plugin, out=d[0], casting="unsafe")  # = d[0] = ..., no temporary
     report = _PROGRESS.get() or (lambda done, total: None)
     report(1, replicates)
 
     def redraw(j: int) -> None:  # one vectorised release per replicate
-        d[j] = cells(rerun(replicate_source(stream, j))) - plugin
+        np.subtract(cells(rerun(replicate_source(stream, j))), plugin, out=d[j],
+                    casting="unsafe")
 
     threads = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1
     _in_threads(redraw, range(1, replicates), lambda done: report(1 + done, replicates),
                 threads)
     below, above = np.empty(plugin.size), np.empty(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
-    for row in range(0, plugin.size, block):
+
+    def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
         rows = slice(row, row + block)
         errors = np.ascontiguousarray(d[:, rows].T)
         below[rows], above[rows] = symmetric_half_widths(errors, rank(level, replicates),
@@ -232,6 +235,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             bias = np.ceil(bias) if integer else bias
             below[rows] += bias
             above[rows] += bias
+
+    _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     return below, above, replicates
 
 
@@ -301,7 +306,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
         parts = [flat] + ([] if sums is None else [sums @ flat])
         if unclipped:
             parts.append(truth if noisy is None else np.where(np.isnan(noisy), truth, noisy))
-        return np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     below, above, draws = rerun_bootstrap(
         rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),

@@ -268,7 +268,8 @@ class Geometric(_PureDPNoise):
             z /= -np.log1p(-p)  # E / -log1p(-p) is -E / log1p(-p) to the last bit
             np.ceil(z, out=z)
             if z.size == 0 or z.max() < _EXACT_IN_DOUBLE:  # whole numbers: exact differences
-                return np.subtract(z[0], z[1]).astype(np.int64)
+                return np.subtract(z[0], z[1], out=np.empty(z.shape[1:], np.int64),
+                                   casting="unsafe")  # cast as made: no float temporary
             first, second = np.where(z >= _INT64_BEYOND, np.iinfo(np.int64).max,
                                      z.astype(np.int64))
         else:
