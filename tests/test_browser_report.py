@@ -43,9 +43,10 @@ def start_us(pg, server_url: str) -> None:  # noqa: F811
     maps_drawn(pg)
 
 
-def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
+def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
     """The exploration report at ``path``, opened from disk in a context with every network
-    request blocked: its figures (maps included) draw, and no request leaves it."""
+    request blocked: its figures (maps included) draw, and no request leaves it. What its
+    state map shows and its banner (`read_state_map`)."""
     context = new_context(browser, viewport={"width": 1280, "height": 900}, offline=True)
     requests = []
 
@@ -75,7 +76,9 @@ def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
         "offline report: the exploration's verdict is not shown once"
     assert requests == [], f"offline report: requests left it: {requests}"
     offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
+    shown = read_state_map(offline)
     context.close()
+    return shown
 
 
 def download_report(pg, folder: Path) -> Path:
@@ -89,11 +92,19 @@ def download_report(pg, folder: Path) -> Path:
 
 
 def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
-    """The values the report at ``path`` shows on its state map (by state name, from the
-    hover data plotly.js drew) and the text of its top banner."""
+    """The report at ``path``, opened: what its state map shows and its banner
+    (`read_state_map`)."""
     context = new_context(browser, viewport={"width": 1280, "height": 900})
     report = context.new_page()
     report.goto(path.as_uri())
+    shown = read_state_map(report)
+    context.close()
+    return shown
+
+
+def read_state_map(report) -> tuple[pd.Series, str]:
+    """The values the report opened in ``report`` shows on its state map (by state name,
+    from the hover data plotly.js drew) and the text of its top banner."""
     report.wait_for_function(
         f"""() => [...document.querySelectorAll('{FIGURES}')].some(
                 p => (p.layout.title.text || '').startsWith('Released: state')
@@ -106,7 +117,6 @@ def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F81
     banner = report.locator(".banner.top").text_content()
     if "EXPLORATION" not in banner:
         report.screenshot(path=str(shot_path("report_publishable")))
-    context.close()
     return pd.Series(shown[1], index=shown[0]).sort_index(), banner
 
 

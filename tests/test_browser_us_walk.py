@@ -184,8 +184,7 @@ def the_exploration_report_opens_offline(pg, browser, folder: Path) -> pd.Series
     before = download_report(pg, folder)
     shot(pg, "export_report")
     assert before.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
-    assert_opens_offline(browser, before)
-    seeded, banner = state_map_values(browser, before)
+    seeded, banner = assert_opens_offline(browser, before)  # one opening, offline
     assert banner.startswith("EXPLORATION - NOT FOR PUBLICATION")
     return seeded
 
