@@ -74,7 +74,7 @@ def choropleths(pg) -> list[dict]:
         has=pg.locator("path.choroplethlocation")).all()]
 
 
-def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa: F811
+def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F811
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = new_context(browser, viewport={"width": WIDTH, "height": FOLD})
     pg = context.new_page()
