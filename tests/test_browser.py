@@ -1,13 +1,14 @@
-"""The dashboard in a real headless Chromium (Debian's, driven by Playwright): load a sample,
-choose levels and a mechanism, run a release, see a map, download the release CSV and check
-that it adds up and carries intervals; on the Group sizes and Flows pages (in the same walk)
-the plain-language panel explains the guarantee and the configuration box offers a save.
-Screenshots of every page go to test-artifacts/screenshots/."""
+"""The dashboard in a real headless Chromium (Debian's, driven by Playwright): the Italian
+sample's maps at every level; the Group sizes, Flows and Range queries pages (their sweeps,
+their plain-language panel, their configuration box, their release CSV); uploaded tables
+released on the Flows, Group sizes and Range queries pages; a bad upload. The helpers here
+(fixtures, page moves, `check_release_csv`) serve every browser test module; the US
+counties' walk from Home to a publishable release is test_browser_us_walk.py. Screenshots
+go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -189,74 +190,6 @@ def download_release_csv(pg, folder: Path) -> pd.DataFrame:
     """Open Export, download release.csv, and check it (`save_release_csv`)."""
     goto(pg, "Export")
     return save_release_csv(pg, folder / "release.csv")
-
-
-def test_us_release_end_to_end(server, page, tmp_path):
-    page.goto(server)
-    settle(page)
-    starts = page.get_by_role("button", name="Start with this sample")
-    starts.nth(1).wait_for()  # a first visit can paint them after the run is done
-    assert starts.count() >= 2
-    shot(page, "0_home")
-    # the previews are the server's SVG (painted with the page: 51 states, 20 regions); then
-    # plotly.js and the county boundaries Results opens with are loaded in the background
-    assert page.locator("svg.hierdp-svg-map path").count() == 71
-    page.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
-    press_start(page, "us-counties")
-    assert maps_drawn(page, expect=[3141]) == [3141]  # every US county with a boundary
-    no_exception(page)
-
-    goto(page, "Data")
-    shot(page, "1_data")
-    goto(page, "Hierarchy")
-    page.wait_for_selector(".js-plotly-plot .treemaplayer")
-    shot(page, "2_hierarchy")
-    goto(page, "Mechanism & budget")
-    select_option(page, "Mechanism", "Least squares")
-    select_option(page, "Mechanism", "TopDown")
-    assert page.get_by_text("Noise per measured cell").count() >= 1
-    shot(page, "3_mechanism")
-
-    goto(page, "Results")
-    page.get_by_role("button", name="Run release").click()
-    settle(page)
-    assert min(maps_drawn(page)) >= 3000
-    no_exception(page)
-    shot(page, "4_results")
-    assert "people:" in map_hover(page)  # the released counts first
-    page.locator("[data-testid='stButtonGroup'] button").filter(  # one map, four views
-        has_text="Error (released − true)").click()
-    settle(page)
-    page.get_by_text("error", exact=True).first.wait_for()  # the diverging map's colour bar
-    assert maps_drawn(page, expect=[3141]) == [3141] and "error:" in map_hover(page)
-    shot(page, "4a_results_error_map")
-    select_option(page, "Level", "state")
-    assert maps_drawn(page, expect=[51]) == [51]
-    shot(page, "4b_results_state")
-
-    goto(page, "Trade-offs")
-    one_trial_per_sweep(page, "Trials each", 5)  # the sweep's scale is not checked here
-    press(page, "Run the sweep")
-    page.wait_for_selector(".js-plotly-plot .scatterlayer")
-    press(page, "Compare")
-    shot(page, "5_tradeoffs")
-
-    table = download_release_csv(page, tmp_path)
-    assert table["level"].max() == 2 and (table["level"] == 2).sum() == 3141 * 4
-    page.get_by_role("button", name="Prepare the evaluation report").click()
-    settle(page)
-    no_exception(page)
-    shot(page, "6_export")
-    assert page.get_by_text("Not publishable as it is").count() >= 1  # seeded exploration
-    press(page, "Draw the publishable release (secure noise)")
-    page.get_by_text("Publishable as it is").first.wait_for(timeout=60_000)
-    shot(page, "6b_export_publishable")
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Secure: Manifest (JSON)").click()
-    manifest = json.loads(Path(download.value.path()).read_text())
-    assert manifest["publishable"] is True and manifest["structure"] == "declared"
-    assert manifest["randomness"]["mode"] == "secure" and "seed" not in manifest["randomness"]
-    assert "NOT-PUBLISHABLE" not in download.value.suggested_filename
 
 
 def test_italy_maps_at_every_level(server, page, tmp_path):

@@ -1,16 +1,21 @@
 """Colours as the browser paints them, in the light and the dark theme (the dashboard follows
-the browser's colour scheme), in a real headless Chromium (Debian's, driven by Playwright):
+the browser's colour scheme), in a real headless Chromium (Debian's, driven by Playwright).
+The checks are here; the dark theme's walk runs them here, the light theme's in the layout
+walk (test_browser_layout.py), each in one session with one release of the US counties:
 
+- the first screen of Results at 1280 x 800: the whole map in it, and no county lost in the
+  page (every area stands off the page's background);
 - the Results map switched from a recoloured view (True, or Noisy) to the error map paints
   every one of the 3,141 US counties with its error on the error scale (the in-place
   recolour once left the previous colours over the new colour bar), and its title and
   colour bar keep the theme's text colour when the map alone is redrawn (a fragment's
   rerun once drew them in the light look on the dark page);
+- every Hierarchy treemap label reads on its tile;
 - the Flows map's legend text and the Range queries' true-values line and its legend swatch
   stand out from what lies under them (WCAG contrast: 4.5 for text, 3 for lines and for
   the legend's title, which Streamlit draws in its secondary grey).
 
-Screenshots: test-artifacts/screenshots/colours_*.png."""
+Screenshots: test-artifacts/screenshots/colours_*.png and first_screen_*.png."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import new_context, open_directly, open_page, settle
+from tests.browser_tools import new_context, settle
 
 pytestmark = pytest.mark.browser
 TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
@@ -133,27 +138,24 @@ def choose_map(pg, shown: str, colorbar: str) -> dict:
     return pg.evaluate(AREAS)
 
 
-@pytest.mark.parametrize(("scheme", "first"), [("light", "True"), ("dark", "Noisy (measured)")])
-def test_the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
-        server, browser, scheme, first):  # noqa: F811
-    with themed_page(browser, scheme) as pg:
-        tb.start_on(pg, server, "Results")  # the US counties, the default sample
-        background = assert_theme(pg, scheme)
-        assert tb.maps_drawn(pg, expect=[3141]) == [3141]
-        # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
-        pick_map(pg, first)
-        pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})",
-                             timeout=60_000)
-        error = choose_map(pg, "Error (released − true)", "error")
-        tb.no_exception(pg)
-        tb.shot(pg, f"colours_error_map_{scheme}")
-        assert len({fill for _, fill in error["areas"]}) > 50  # the map shows its errors
-        assert worst_area(error) <= 2  # every area: its error's colour, up to rounding
-        released = choose_map(pg, "Released", "people")  # and back: the counts' colours
-        assert worst_area(released) <= 2
-        for state in (error, released):  # title and colour bar in the theme's text colour
-            assert min(contrast(rgba(fill), background) for fill in state["texts"]) \
-                >= TEXT_CONTRAST, state["texts"]
+def the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
+        pg, scheme: str, background: tuple) -> None:
+    """On Results (the US counties' release drawn): from a recoloured view (True in the
+    light theme, Noisy in the dark) to the error map and back to the released counts."""
+    first = {"light": "True", "dark": "Noisy (measured)"}[scheme]
+    # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
+    pick_map(pg, first)
+    pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
+    error = choose_map(pg, "Error (released − true)", "error")
+    tb.no_exception(pg)
+    tb.shot(pg, f"colours_error_map_{scheme}")
+    assert len({fill for _, fill in error["areas"]}) > 50  # the map shows its errors
+    assert worst_area(error) <= 2  # every area: its error's colour, up to rounding
+    released = choose_map(pg, "Released", "people")  # and back: the counts' colours
+    assert worst_area(released) <= 2
+    for state in (error, released):  # title and colour bar in the theme's text colour
+        assert min(contrast(rgba(fill), background) for fill in state["texts"]) \
+            >= TEXT_CONTRAST, state["texts"]
 
 
 # ---- 2. legends and lines in both themes --------------------------------------------------
@@ -204,27 +206,6 @@ def painted(stroke: str, *opacities: str) -> tuple:
     return r, g, b, a
 
 
-def open_themed(pg, url: str, scheme: str, label: str) -> tuple:
-    """Open the page ``label`` in a new session; check it shows the ``scheme`` theme; the
-    page's background colour."""
-    open_directly(pg, url, label)
-    tb.no_exception(pg)
-    return assert_theme(pg, scheme)
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_flow_legend_and_the_range_true_line_read_in_both_themes(server, browser,  # noqa: F811
-                                                                     scheme):
-    """One session per theme: the Flows page, then the Range queries page."""
-    with themed_page(browser, scheme, height=4500) as pg:
-        background = open_themed(pg, server, scheme, "Flows")
-        the_flow_map_legend_reads(pg, scheme, background)
-        pg.set_viewport_size({"width": 1440, "height": 4100})
-        open_page(pg, "Range queries")
-        tb.no_exception(pg)
-        the_range_true_values_line_shows(pg, scheme, background)
-
-
 def the_flow_map_legend_reads(pg, scheme: str, background: tuple) -> None:
     """The Flows map's legend text stands out from the legend box over what lies under it."""
     legend = drawn(pg, FLOW_LEGEND, "state.texts.length >= 5")
@@ -250,3 +231,116 @@ def the_range_true_values_line_shows(pg, scheme: str, background: tuple) -> None
         colour = painted(*truth[part])
         for below in (background, bar):  # the line runs over the page and the bars
             assert contrast(over(colour, below), below) >= LINE_CONTRAST, (part, truth)
+
+
+# ---- 3. the first screen at 1280 x 800 (issue 31 item 5) ----------------------------------
+WIDTH, FOLD = 1280, 800
+#: the bounding box of every map's drawn areas (not its figure: title, colour bar, margins)
+DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
+    .filter(p => p.querySelector('path.choroplethlocation')).map(p => {
+        const boxes = [...p.querySelectorAll('path.choroplethlocation')]
+            .map(a => a.getBoundingClientRect()).filter(b => b.width > 0);
+        const left = Math.min(...boxes.map(b => b.left)), top = Math.min(...boxes.map(b => b.top));
+        return {x: left, y: top, width: Math.max(...boxes.map(b => b.right)) - left,
+                height: Math.max(...boxes.map(b => b.bottom)) - top};
+    })"""
+FILLS = """() => [...new Set(Array.from(document.querySelectorAll('path.choroplethlocation'),
+                                     p => getComputedStyle(p).fill))]"""
+TILES = """() => Array.from(document.querySelectorAll('.treemaplayer g.slice'), g => {
+    const text = g.querySelector('text'), tile = g.querySelector('path.surface');
+    const style = tile && getComputedStyle(tile);
+    return text && text.textContent.trim() && style ? [text.textContent,
+        getComputedStyle(text).fill, style.fill, style.fillOpacity] : null;
+}).filter(t => t)"""
+
+
+def the_whole_results_map_is_in_the_first_screen(pg, scheme: str, background: tuple) -> None:
+    """At 1280 x 800, Results opened: the whole map in the first screen (its top was at y 502
+    and its foot at 1022), drawn at least 300 px high (not shrunk to fit); no county lost in
+    the page: every area stands WCAG 3:1 off the page's background (the dark theme's
+    darkest purples stood about 2:1 off it, the light theme's yellows 1.3:1)."""
+    assert tb.maps_drawn(pg, expect=[3141]) == [3141]
+    tb.no_exception(pg)
+    tb.shot(pg, f"first_screen_results_{scheme}")
+    figure = pg.locator(".js-plotly-plot").filter(
+        has=pg.locator("path.choroplethlocation")).first.bounding_box()
+    (shown,) = pg.evaluate(DRAWN)
+    assert figure["y"] >= 0 and figure["y"] + figure["height"] <= FOLD, figure
+    assert shown["y"] + shown["height"] <= FOLD and shown["height"] >= 300, shown
+    # every county's colour stands off the page (3:1 at each end of the scale; channel
+    # rounding moves a ratio by less than 0.05)
+    worst = min((contrast(over(rgba(f), background), background), f)
+                for f in pg.evaluate(FILLS))
+    assert worst[0] >= LINE_CONTRAST - 0.05, worst
+
+
+def every_treemap_label_reads_on_its_tile(pg, scheme: str, background: tuple) -> None:
+    """On Hierarchy: every treemap label stands WCAG 4.5:1 off its tile (white on light
+    pink in the dark theme)."""
+    pg.wait_for_function(f"() => ({TILES})().length > 50")
+    tb.shot(pg, f"first_screen_hierarchy_{scheme}")
+    tiles = pg.evaluate(TILES)
+    ratios = [(contrast(rgba(text), over((*rgba(fill)[:3], float(opacity)), background)),
+               label) for label, text, fill, opacity in tiles]
+    assert min(ratios)[0] >= TEXT_CONTRAST, sorted(ratios)[:5]
+
+
+def refuse_requests_outside(pg, url: str) -> list[str]:
+    """Abort every request of ``pg``'s context that goes anywhere but the dashboard at
+    ``url`` (or a data: or blob: address); the list the refused addresses are added to."""
+    outside: list[str] = []
+
+    def refuse(route):
+        outside.append(route.request.url)
+        route.abort()
+
+    pg.context.route(re.compile(rf"^(?!{re.escape(url)}|data:|blob:)"), refuse)
+    return outside
+
+
+def the_results_colours(pg, scheme: str) -> tuple:
+    """On Results at 1280 x 800 (the US counties' release drawn): the theme shown, the whole
+    map in the first screen, then (at 1440 x 2600) the error map after a recoloured view;
+    the page's background colour."""
+    background = assert_theme(pg, scheme)
+    the_whole_results_map_is_in_the_first_screen(pg, scheme, background)
+    pg.set_viewport_size({"width": 1440, "height": 2600})
+    the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(pg, scheme,
+                                                                         background)
+    return background
+
+
+def at_size(pg, width: int, height: int, check, *args) -> None:
+    """``check(pg, *args)`` with the viewport at ``width`` x ``height``, then back at the
+    first screen's 1280 x 800."""
+    pg.set_viewport_size({"width": width, "height": height})
+    check(pg, *args)
+    pg.set_viewport_size({"width": WIDTH, "height": FOLD})
+
+
+def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
+    """One session in the dark theme (one release of the US counties): Results' first screen
+    at 1280 x 800, its error map after a recoloured view and its colour-blind safe colours,
+    the Hierarchy treemap's labels, the Flows legend, the Range queries' true-values line;
+    none of these pages requests anything but the dashboard's own address (issue 18, item
+    6: the tab icon was fetched from Google's font server, which fails on an offline agency
+    network). The light theme's colours are checked in the layout walk
+    (test_browser_layout.py), which tours every page with the same refusal. Screenshots of
+    the Results maps: results_dark.png, results_dark_colour_blind.png."""
+    with themed_page(browser, "dark", height=FOLD, width=WIDTH) as pg:
+        outside = refuse_requests_outside(pg, server)
+        tb.start_on(pg, server, "Results")  # the US counties, the default sample
+        background = the_results_colours(pg, "dark")
+        tb.shot(pg, "results_dark")
+        tb.select_option(pg, "Colours", "Colour-blind safe: cividis")
+        assert tb.maps_drawn(pg, expect=[3141]) == [3141]
+        tb.shot(pg, "results_dark_colour_blind")
+        pg.set_viewport_size({"width": WIDTH, "height": FOLD})
+        tb.goto(pg, "Hierarchy")
+        every_treemap_label_reads_on_its_tile(pg, "dark", background)
+        for label, height, check in (("Flows", 4500, the_flow_map_legend_reads),
+                                     ("Range queries", 4100,
+                                      the_range_true_values_line_shows)):
+            tb.goto(pg, label)
+            at_size(pg, 1440, height, check, "dark", background)
+    assert outside == [], f"requests outside the dashboard: {sorted(set(outside))}"

@@ -1,14 +1,27 @@
-"""The layout at 1280 x 800 (issue 31, item 5), in a real headless Chromium (Debian's,
-driven by Playwright), on the US counties, in one session:
+"""The layout at 1280 x 800 (issue 31, item 5) and the light theme's colours, in a real
+headless Chromium (Debian's, driven by Playwright), on the US counties, in one session that
+tours every page; no page requests anything but the dashboard's own address (issue 18, item
+6: the tab icon was fetched from Google's font server, which fails on an offline agency
+network):
 
 - Home: the three "Start with this sample" buttons above the fold;
 - Results: the map above the fold, every map option shown whole (the last one was cut to
-  "Error (released - t..."), the drill-down reading "all of the United States";
+  "Error (released - t..."), the drill-down reading "all of the United States"; the light
+  theme's colours (test_browser_colours.py: the whole map in the first screen, no area
+  lost, the error map after a recoloured view);
 - Export: the release files offered at once (no "Prepare" click) and, once the publishable
   release is drawn, one verdict box (the exploration's orange box stood beside its green);
 - Compare: maps wide enough to read (three in a row were about 100 px wide) and inside the
-  window, the table of errors by level at full width (its B - A column was cut);
-- Trade-offs: every chosen mechanism and ε shown whole in its box ("topdown" faded out).
+  window, A's and B's controls and maps side by side on the same rows, the table of errors
+  by level at full width (its B - A column was cut); A (topdown) and B (raw-geometric) on
+  one colour scale, the difference B - A centred at 0, the error by level; B changed to
+  least squares and compared again;
+- Trade-offs, Group sizes, Flows, Range queries: every mechanism chosen for the sweep shown
+  whole in its box ("topdown" faded out); the Flows legend and the Range queries'
+  true-values line read in the light theme;
+- Hierarchy: every treemap label reads on its tile; Data and Mechanism & budget (the tour).
+
+The dark theme's colours are checked in test_browser_colours.py.
 
 Screenshots: test-artifacts/screenshots/layout_*.png."""
 
@@ -23,9 +36,20 @@ from test_browser import (  # noqa: F401  (fixtures)
     no_exception,
     press,
     server,
+    shot,
+)
+from test_browser_colours import (
+    DRAWN,
+    at_size,
+    every_treemap_label_reads_on_its_tile,
+    refuse_requests_outside,
+    the_flow_map_legend_reads,
+    the_range_true_values_line_shows,
+    the_results_colours,
 )
 
-from tests.browser_tools import new_context, settle
+from hierdp_core.ui.widgets import PAGES
+from tests.browser_tools import new_context, settle, timed_click
 
 pytestmark = pytest.mark.browser
 WIDTH, FOLD = 1280, 800
@@ -50,11 +74,12 @@ def choropleths(pg) -> list[dict]:
         has=pg.locator("path.choroplethlocation")).all()]
 
 
-def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa: F811
+def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F811
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = new_context(browser, viewport={"width": WIDTH, "height": FOLD})
     pg = context.new_page()
     pg.set_default_timeout(120_000)
+    outside = refuse_requests_outside(pg, server)
     try:
         pg.goto(server)
         settle(pg)
@@ -79,6 +104,8 @@ def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa:
         assert group.evaluate(CUT) == []  # every map option whole
         assert pg.get_by_label("Drill down: show the units inside").input_value() \
             == "all of the United States"
+        background = the_results_colours(pg, "light")  # then back at 1280 x 800
+        pg.set_viewport_size({"width": WIDTH, "height": FOLD})
 
         goto(pg, "Export")
         assert pg.get_by_role("button", name="Release table (CSV)").count() == 1  # at once
@@ -95,13 +122,82 @@ def test_the_first_screen_of_each_page_at_1280_by_800(server, browser):  # noqa:
         assert maps_drawn(pg, 3, expect=[3141] * 3) == [3141] * 3
         for box in choropleths(pg):
             assert box["width"] >= 300 and box["x"] + box["width"] <= WIDTH, box
+        a_and_b_line_up(pg)
+        two_configurations_side_by_side(pg)
         table = pg.locator("[data-testid='stDataFrame']").last.bounding_box()
         assert table["width"] >= 0.9 * choropleths(pg)[2]["width"], table  # the page's width
         no_exception(pg)
         pg.screenshot(path=f"{SHOTS}/layout_compare.png")
 
-        goto(pg, "Trade-offs")
-        assert pg.evaluate(HIDDEN_CHIPS) == []
-        pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
+        for label in ("Trade-offs", "Group sizes", "Flows", "Range queries"):
+            every_default_mechanism_of_the_sweep_is_shown_whole(pg, label)
+            if label == "Trade-offs":
+                pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
+            elif label == "Flows":
+                at_size(pg, 1440, 4500, the_flow_map_legend_reads, "light", background)
+            elif label == "Range queries":
+                at_size(pg, 1440, 4100, the_range_true_values_line_shows, "light",
+                        background)
+        goto(pg, "Hierarchy")
+        every_treemap_label_reads_on_its_tile(pg, "light", background)
+        for label in ("Data", "Mechanism & budget"):  # the rest of the offline tour
+            goto(pg, label)
+        assert {label for _, label, _ in PAGES} == {
+            "Home", "Results", "Export", "Compare", "Trade-offs", "Group sizes", "Flows",
+            "Range queries", "Hierarchy", "Data", "Mechanism & budget"}, "a page not toured"
     finally:
         context.close()
+    assert outside == [], f"requests outside the dashboard: {sorted(set(outside))}"
+
+
+def a_and_b_line_up(pg) -> None:
+    """On Compare: A's and B's controls on the same rows (A's long description pushed its
+    slider, split and seed 130 px below B's) and A's and B's maps side by side, at least
+    300 px wide (beside their colour bars they were about 150 px)."""
+    for label in ("Mechanism", "Total ε", "Split over levels"):
+        a, b = (w.bounding_box() for w in pg.get_by_text(label, exact=True).all())
+        assert abs(a["y"] - b["y"]) <= 2 and a["x"] < b["x"], (label, a, b)
+    a_map, b_map, difference = pg.evaluate(DRAWN)
+    for box in (a_map, b_map, difference):
+        assert box["width"] >= 300 and box["x"] + box["width"] <= WIDTH, box
+    assert abs(a_map["y"] - b_map["y"]) <= 2 and a_map["x"] + a_map["width"] < b_map["x"]
+
+
+def every_default_mechanism_of_the_sweep_is_shown_whole(pg, label: str) -> None:
+    """On the page ``label``: the sweep's mechanisms, shown by their plain (longer) names,
+    each whole in its box at 1280 px (a chip past the box's right end fades out)."""
+    goto(pg, label)
+    chips = pg.locator("[data-testid='stMultiSelect']").filter(has_text="Mechanisms")
+    chips.first.locator("[data-tag]").first.wait_for()
+    assert pg.evaluate(HIDDEN_CHIPS) == [], label
+
+
+def colour_ranges(pg) -> list[list[float]]:
+    """(zmin, zmax) of every choropleth on the page."""
+    return pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(p => p.data && p.data[0].type === 'choropleth')
+        .map(p => [p.data[0].zmin, p.data[0].zmax])""")
+
+
+def two_configurations_side_by_side(pg) -> None:
+    """On Compare (its three maps drawn): A (topdown) and B (raw-geometric) on one colour
+    scale, the difference B - A centred at 0, the error by level; B changed to least
+    squares is released again on Compare's click (the click to painted page printed)."""
+    a, b, diff = colour_ranges(pg)
+    assert a == b  # one colour scale for A and B
+    assert diff[0] == -diff[1]  # the difference is centred at 0
+    pg.locator("[data-testid='stDataFrame']").first.wait_for()
+    assert pg.get_by_text("B − A").count() >= 1
+    assert pg.locator(".js-plotly-plot .barlayer").count() == 1  # error by level
+    box = pg.locator("[data-testid='stSelectbox']").filter(has_text="Mechanism").nth(1)
+    box.click()
+    pg.get_by_role("option", name="Least squares", exact=True).click()
+    settle(pg)
+    assert pg.get_by_text("press Compare to release them again").count() == 1
+    seconds = timed_click(pg, pg.get_by_role("button", name="Compare", exact=True))
+    no_exception(pg)
+    assert maps_drawn(pg, 3, expect=[3141] * 3) == [3141, 3141, 3141]
+    assert pg.get_by_text("B: Least squares, ε = 1").count() >= 1
+    assert pg.get_by_text("press Compare to release them again").count() == 0
+    print(f"\nCompare click to painted page (two US county releases): {seconds:.2f} s")
+    shot(pg, "compare_changed")

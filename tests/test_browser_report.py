@@ -1,17 +1,12 @@
-"""The release report and saved configurations in a real headless Chromium (Debian's, driven
-by Playwright), on the US counties:
+"""Saved configurations in a real headless Chromium (Debian's, driven by Playwright), on the
+US counties: a configuration saved on the Export page (seed 5), loaded in a new session: the
+Results page's release is the same; ``hierdp release --config`` on the sample file gives the
+same values too. Screenshot: config_loaded.png.
 
-* the report prepared on the Export page, downloaded, and opened from disk in a context with
-  every network request blocked: its figures (maps included) draw, no request leaves it.
-  Screenshot: test-artifacts/screenshots/report_offline.png.
-* after "Draw the publishable release", the report is the publishable release's: its file
-  name plain, its banner green, "Publishable as it is", and the state map shows the secure
-  release's values (its CSV), not the exploration's (the report prepared before the draw,
-  named and marked EXPLORATION - NOT FOR PUBLICATION). Screenshot: report_publishable.png.
-* a configuration saved on the Export page (seed 5), loaded in a new session: the Results
-  page's release is the same; ``hierdp release --config`` on the sample file gives the
-  same values too. Screenshot: config_loaded.png.
-"""
+The helpers for the release report (`download_report`, `assert_opens_offline`,
+`state_map_values`) serve the report's checks in the US walk (test_browser_us_walk.py): the
+exploration report opens offline; after the publishable draw the report is the publishable
+release's. Screenshots: report_offline.png, report_publishable.png."""
 
 from __future__ import annotations
 
@@ -34,7 +29,6 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.report.stakeholder import PUBLIC_BANNER
 from tests.browser_tools import new_context, settle
 
 pytestmark = pytest.mark.browser
@@ -49,9 +43,10 @@ def start_us(pg, server_url: str) -> None:  # noqa: F811
     maps_drawn(pg)
 
 
-def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
+def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
     """The exploration report at ``path``, opened from disk in a context with every network
-    request blocked: its figures (maps included) draw, and no request leaves it."""
+    request blocked: its figures (maps included) draw, and no request leaves it. What its
+    state map shows and its banner (`read_state_map`)."""
     context = new_context(browser, viewport={"width": 1280, "height": 900}, offline=True)
     requests = []
 
@@ -81,7 +76,9 @@ def assert_opens_offline(browser, path: Path) -> None:  # noqa: F811
         "offline report: the exploration's verdict is not shown once"
     assert requests == [], f"offline report: requests left it: {requests}"
     offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
+    shown = read_state_map(offline)
     context.close()
+    return shown
 
 
 def download_report(pg, folder: Path) -> Path:
@@ -95,11 +92,19 @@ def download_report(pg, folder: Path) -> Path:
 
 
 def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
-    """The values the report at ``path`` shows on its state map (by state name, from the
-    hover data plotly.js drew) and the text of its top banner."""
+    """The report at ``path``, opened: what its state map shows and its banner
+    (`read_state_map`)."""
     context = new_context(browser, viewport={"width": 1280, "height": 900})
     report = context.new_page()
     report.goto(path.as_uri())
+    shown = read_state_map(report)
+    context.close()
+    return shown
+
+
+def read_state_map(report) -> tuple[pd.Series, str]:
+    """The values the report opened in ``report`` shows on its state map (by state name,
+    from the hover data plotly.js drew) and the text of its top banner."""
     report.wait_for_function(
         f"""() => [...document.querySelectorAll('{FIGURES}')].some(
                 p => (p.layout.title.text || '').startsWith('Released: state')
@@ -112,43 +117,7 @@ def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F81
     banner = report.locator(".banner.top").text_content()
     if "EXPLORATION" not in banner:
         report.screenshot(path=str(shot_path("report_publishable")))
-    context.close()
     return pd.Series(shown[1], index=shown[0]).sort_index(), banner
-
-
-def test_report_offline_then_after_the_publishable_draw(server, page, browser,  # noqa: F811
-                                                        tmp_path):
-    """One walk (one sample load, one exploration report) for both report checks: the
-    exploration report opens offline with its figures; after the publishable draw the
-    report shows the publishable values."""
-    start_us(page, server)
-    goto(page, "Export")
-    (tmp_path / "exploration").mkdir()
-    before = download_report(page, tmp_path / "exploration")
-    shot(page, "export_report")
-    assert before.name == "EXPLORATION-NOT-FOR-PUBLICATION_hierdp_release_report.html"
-    assert_opens_offline(browser, before)
-    seeded, banner = state_map_values(browser, before)
-    assert banner.startswith("EXPLORATION - NOT FOR PUBLICATION")
-
-    press(page, "Draw the publishable release (secure noise)")
-    page.get_by_text("Publishable as it is").first.wait_for(timeout=120_000)
-    secure_csv = page.get_by_role("button", name="Secure: Release table (CSV)")
-    secure_csv.wait_for(timeout=120_000)
-    settle(page)  # a click during a redraw can hit the previous file's URL
-    with page.expect_download() as download:
-        secure_csv.click()
-    table = pd.read_csv(download.value.path(), dtype={"node_id": str}, keep_default_na=False)
-    released = table[table["level"] == 1].groupby("label")["value"].sum().sort_index()
-    after = download_report(page, tmp_path)
-    assert after.name == "hierdp_release_report.html"
-    shown, banner = state_map_values(browser, after)
-    assert banner == PUBLIC_BANNER
-    text = after.read_text()
-    assert "Publishable as it is" in text and "Not publishable" not in text
-    assert len(shown) == len(released) == 51
-    pd.testing.assert_series_equal(shown, released, check_names=False, check_dtype=False)
-    assert (shown != seeded).sum() >= 40  # not the exploration values
 
 
 def shot_path(name: str) -> Path:
