@@ -344,6 +344,21 @@ def test_pava_without_scipys_kernel_falls_back_to_the_function(monkeypatch):
     assert np.array_equal(with_kernel[2], without[2])
 
 
+def test_pava_with_a_changed_kernel_signature_falls_back_to_the_function(monkeypatch):
+    """A scipy whose private kernel takes other arguments: the public function's blocks."""
+    import types
+
+    def changed(*args):
+        raise TypeError("pava(): incompatible function arguments")
+
+    y = np.random.default_rng(15).integers(-20, 20, (30, 12))
+    expected = isotonic.pava_blocks(y.ravel(), np.arange(30) * 12)
+    monkeypatch.setitem(sys.modules, "scipy.optimize._pava_pybind",
+                        types.SimpleNamespace(pava=changed))
+    got = isotonic.pava_blocks(y.ravel(), np.arange(30) * 12)
+    assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+
+
 def _exact_means(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(block means, block lengths) of one integer row's L2 fit, from scipy's blocks, the
     means as exact sums over lengths (what the estimators use)."""

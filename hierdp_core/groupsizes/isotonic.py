@@ -69,16 +69,22 @@ def _pava_starts(shifted: np.ndarray, owned: bool) -> np.ndarray:
     try:  # scipy's own kernel: the function copies y first (25 MB a Hc level of counties)
         from scipy.optimize._pava_pybind import pava
     except ImportError:
+        pava = None
+    if pava is not None:
+        x = shifted if owned else np.array(shifted, dtype=np.float64, order="C")
+        blocks = np.empty(x.size + 1, dtype=np.intp)  # the kernel writes every block's start
         try:
-            from scipy.optimize import isotonic_regression
-        except ImportError as exc:  # pragma: no cover - scipy < 1.12
-            raise MechanismError("Kuo et al.'s estimators need scipy >= 1.12 "
-                                 "(scipy.optimize.isotonic_regression)") from exc
-        return isotonic_regression(shifted).blocks[:-1].astype(np.int64)
-    x = shifted if owned else np.array(shifted, dtype=np.float64, order="C")
-    blocks = np.empty(x.size + 1, dtype=np.intp)  # the kernel writes every block's start
-    n_blocks = pava(x, np.ones(x.size), blocks)[3]
-    return blocks[:n_blocks].astype(np.int64)
+            n_blocks = pava(x, np.ones(x.size), blocks)[3]
+        except TypeError:  # a scipy whose private kernel takes other arguments (checked
+            pass           # before it touches x): the public function below
+        else:
+            return blocks[:n_blocks].astype(np.int64)
+    try:
+        from scipy.optimize import isotonic_regression
+    except ImportError as exc:  # pragma: no cover - scipy < 1.12
+        raise MechanismError("Kuo et al.'s estimators need scipy >= 1.12 "
+                             "(scipy.optimize.isotonic_regression)") from exc
+    return isotonic_regression(shifted).blocks[:-1].astype(np.int64)
 
 
 def isotonic_box_rows(y: np.ndarray, upper: np.ndarray, p: int) -> tuple[np.ndarray,
