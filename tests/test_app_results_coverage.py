@@ -36,7 +36,7 @@ def coverage_frame(at):
 
 def truth_of(at):
     """Every node's true values of the page's data (its cached CountData)."""
-    return at.session_state[session._DATA_CACHE][1].node_counts()
+    return at.session_state[session.DATA_CACHE][1].node_counts()
 
 
 def test_least_squares_coverage_is_shown_per_level_without_a_click():

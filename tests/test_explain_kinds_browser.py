@@ -33,7 +33,7 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     """The Range queries page explains itself in plain words; save there (another mechanism
     and seed), open a new browser session, load the file there: the page shows the same
     release."""
-    from tests.browser_tools import new_context, select_option, settle
+    from tests.browser_tools import new_context, select_option, settle, timed_rerun
 
     first = new_context(browser, viewport={"width": 1440, "height": 2600})
     pg = first.new_page()
@@ -44,8 +44,8 @@ def test_a_saved_range_configuration_loads_back_in_a_new_session(server, browser
     select_option(pg, "Mechanism", "Greedy H")
     seed = pg.get_by_label("Seed (exploration)")
     seed.fill("7")
-    seed.press("Enter")
-    settle(pg)
+    # the rerun of the new seed awaited (settle alone could read the seed-0 release under load)
+    timed_rerun(pg, lambda: seed.press("Enter"), again_after_ms=5_000)
     no_exception(pg)
     released = unit_error(pg)
     pg.get_by_text("Configuration: save it, or load a saved one").click()
