@@ -47,7 +47,7 @@ import numpy as np
 from hierdp_core.errors import InputError, MechanismError
 from hierdp_core.groupsizes.kuo_estimators import METHODS, hc_level, hg_level
 from hierdp_core.groupsizes.kuo_matching import MERGES, match_level, merge_level
-from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _coalesce
+from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _coalesce, add_counts
 from hierdp_core.groupsizes.kuo_variance import estimate_variances
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.plan import Stage
@@ -106,12 +106,11 @@ def _back_substitute(h: Hierarchy, leaves: Runs, max_size: int) -> np.ndarray:
     level's runs) and of every internal node, the sum of its leaves': each run counted at
     its leaf and at every ancestor, one level at a time (O(runs) a level, where summing
     the leaves' full histograms up the tree reads every cell)."""
-    width = max_size + 1
-    out = np.zeros((h.n_nodes, width), dtype=np.int64)
+    out = np.zeros((h.n_nodes, max_size + 1), dtype=np.int64)
     node = leaves.node + h.level_offsets[h.depth]
     value = leaves.value.astype(np.int64)
     for _level in range(h.depth, -1, -1):
-        np.add.at(out.reshape(-1), node * width + value, leaves.count)
+        add_counts(out, node, value, leaves.count)
         node = h.parent[node]
     return out
 

@@ -57,10 +57,8 @@ class Runs:
 
     def to_hist(self, max_size: int) -> np.ndarray:
         """The histograms (n_nodes, max_size + 1) int64 (values must be integers in range)."""
-        width = max_size + 1
-        out = np.zeros((self.n_nodes, width), dtype=np.int64)
-        np.add.at(out.reshape(-1), self.node * width + self.value.astype(np.int64),
-                  self.count)  # O(runs) integer adds; the untouched zeros cost nothing
+        out = np.zeros((self.n_nodes, max_size + 1), dtype=np.int64)
+        add_counts(out, self.node, self.value.astype(np.int64), self.count)
         return out
 
     def expand(self, node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -97,3 +95,10 @@ def _check_choice(name: str, value, allowed: Sequence[str]) -> str:
 def _round_half_up(x: np.ndarray) -> np.ndarray:
     """Nearest integer, halves up (monotone, so a sorted vector stays sorted)."""
     return np.floor(np.asarray(x, dtype=float) + 0.5)
+
+
+def add_counts(out: np.ndarray, node: np.ndarray, value: np.ndarray,
+               count: np.ndarray) -> None:
+    """``out[node, value] += count`` (int64 histograms (n_nodes, N + 1), repeated cells
+    summed): O(runs) integer adds, the untouched zeros cost nothing."""
+    np.add.at(out.reshape(-1), node * out.shape[1] + value, count)

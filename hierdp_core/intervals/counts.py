@@ -22,11 +22,11 @@ Methods, by mechanism (the level's method is recorded in the manifest):
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
   (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
-  ``replicates`` times on it (noise from the public `SEED` and a digest of the released
-  values, `plugin_stream`: releases of one table do not share their replicates' luck) (by default chosen by time, `bootstrap_replicates`), the
-  replicates stacked as extra category columns of a few calls (the count mechanisms treat
-  categories independently). Per cell, d_c is the
-  level-quantile (an order statistic) of |redraw - plug-in| and the interval is
+  ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`; noise
+  from the public `SEED` and a digest of the released values, `plugin_stream`, so
+  releases of one table do not share their replicates' luck), the replicates stacked as
+  extra category columns of a few calls (the count mechanisms treat categories
+  independently). Per cell, d_c is the level-quantile (an order statistic) of |redraw - plug-in| and the interval is
   value -/+ d_c. The symmetric form is chosen because clipping at 0 makes the redraws of a
   small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
   [0, 0] and covered only about 2 in 3 cells of counts below 5 in our tests.
