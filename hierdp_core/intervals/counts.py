@@ -27,8 +27,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   releases of one table do not share their replicates' luck), the replicates stacked as
   extra category columns of a few calls (the count mechanisms treat categories
   independently). Per cell, d_c is the level-quantile (an order statistic) of
-  |redraw - plug-in| and the interval is value -/+ d_c. The symmetric form is chosen because clipping at 0 makes the redraws of a
-  small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
+  |redraw - plug-in| and the interval is value -/+ d_c. The symmetric form is chosen
+  because clipping at 0 makes the redraws of a small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
   [0, 0] and covered only about 2 in 3 cells of counts below 5 in our tests.
   Near 0 the bootstrap's spread is the clipped one, narrower than the spread at a truth
   further from 0 that was released low: a cell released v below u_v, the level's quantile
