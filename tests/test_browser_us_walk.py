@@ -82,7 +82,10 @@ def home_then_start_the_us_counties(pg, url: str) -> None:
     starts.nth(1).wait_for()  # a first visit can paint them after the run is done
     assert starts.count() >= 2
     shot(pg, "0_home")
-    assert pg.locator("svg.hierdp-svg-map path").count() == 71
+    previews = pg.locator("svg.hierdp-svg-map path")  # painted after the run may end
+    pg.wait_for_function("() => document.querySelectorAll('svg.hierdp-svg-map path').length "
+                         ">= 71", timeout=30_000)
+    assert previews.count() == 71
     pg.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
     press_start(pg, "us-counties")
     assert maps_drawn(pg, expect=[3141]) == [3141]  # every US county with a boundary
