@@ -29,7 +29,7 @@ LAYERS = (
     ("intervals", ("intervals",)),
     ("engines", ("engine", "export", "table_rules", "audit", "config")),
     ("analysis", ("experiments", "ranges_sweep", "compare", "explain", "explain_errors",
-                  "viz", "map_figures", "noisy_view", "sweep_figures", "sweep_panels",
+                  "viz", "figure_parts", "map_figures", "noisy_view", "sweep_figures", "sweep_panels",
                   "groupsizes.experiments", "groupsizes.figures", "flows.experiments",
                   "flows.figures", "flows.metrics", "ranges.evaluation", "ranges.figures",
                   "geo", "report")),

@@ -36,10 +36,10 @@ import plotly.graph_objects as go
 
 from hierdp_core import __version__, metric_names
 from hierdp_core.errors import InputError, MechanismError
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import metric_descriptions
-from hierdp_core.viz import plotly_config
 
 CONFIDENTIAL_BANNER = ("CONFIDENTIAL \u2014 contains numbers derived from the true data; "
                        "do not publish.")
