@@ -197,3 +197,13 @@ def test_no_import_loop_but_the_known_ones():
     found = import_loops(import_graph())
     assert not found - KNOWN_LOOPS, "modules that import each other in a loop"
     assert not KNOWN_LOOPS - found, "gone or changed: update KNOWN_LOOPS"
+
+
+#: the house rule for a module's size (STYLE.md: small modules with one job)
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_the_size_rule():
+    long = {name: n for name, path in module_files().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
