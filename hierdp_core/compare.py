@@ -17,7 +17,7 @@ Example
 ...                              ["state", "county"], count_column="count")
 >>> c = compare(data, Side("topdown", 1.0, seed=1), Side("raw-laplace", 1.0, seed=1))
 >>> list(by_level_table(c, "mae").columns)
-['level', 'A: topdown, ε = 1', 'B: raw-laplace, ε = 1', 'B − A']
+['level', 'A: TopDown, ε = 1', 'B: Laplace noise, ε = 1', 'B − A']
 """
 
 from __future__ import annotations
