@@ -101,3 +101,15 @@ def test_the_registry_imports_only_the_kind_asked_for(monkeypatch, kind):
     assert alone == everything and alone
     assert [m for m in kinds if m in sys.modules] == [f"hierdp_core.mechanisms.{MODULES[kind]}"]
     assert base.get_mechanism(alone[0], kind).info.name == alone[0]
+
+
+def test_a_count_release_without_gaussian_noise_or_simulation_skips_scipy_special(tmp_path):
+    """scipy.special (normal quantiles, the binomial kernel of the simulated intervals) is
+    imported on first use: a seeded TopDown release with --interval none never needs it."""
+    (tmp_path / "t.csv").write_text("state,county,n\nA,a1,5\nA,a2,3\nB,b1,7\n")
+    done, imported, said = run_importing(
+        "release", "t.csv", "--structure-from-data", "--levels", "state,county",
+        "--count-column", "n", "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+        "--interval", "none", "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "numpy" in imported and "scipy.special" not in imported

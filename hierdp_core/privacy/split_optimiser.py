@@ -49,7 +49,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import erfcx
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.hierarchy import Hierarchy
@@ -156,6 +155,8 @@ def expected_abs(total_var: np.ndarray, own_var: np.ndarray, zcdp: bool) -> np.n
         return _SQRT_2_OVER_PI * np.sqrt(total_var)
     b = np.sqrt(np.asarray(own_var, dtype=float) / 2)
     s = np.sqrt(np.maximum(total_var - 2 * b**2, 0.0))
+    from scipy.special import erfcx  # on first use: not on a release's path
+
     with np.errstate(divide="ignore", invalid="ignore"):
         laplace_part = np.where(b > 0, b * erfcx(s / (math.sqrt(2) * b)), 0.0)
     return _SQRT_2_OVER_PI * s + laplace_part
