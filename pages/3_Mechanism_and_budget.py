@@ -76,7 +76,7 @@ s["weights"] = weights = split_ui.held_weights(weights)
 widgets.sidebar_status(status_slot)
 st.caption("Weights are normalised, so the total budget stays fixed: shares "
            + split_ui.describe_shares(h, np.asarray(weights) / sum(weights)) + ".")
-with st.expander("Optimise the split", icon=":material/tune:", key=split_ui.OPEN,
+with st.expander("Optimise the split", icon=":material/tune:", key=wk.SPLIT_GOAL_OPEN,
                  on_change="rerun") as optimiser:
     if optimiser.open:  # computed only when opened
         split_ui.optimiser_section(h, s, session.budget_of(s),

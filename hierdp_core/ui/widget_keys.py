@@ -83,6 +83,7 @@ MECH_NAME, DEFINITION, DELTA, LEDGER_FIG = "mech_name", "definition", "delta", "
 PARAM = "param"  # the prefix of the counts mechanism's parameters
 SPLIT_PRESET, SPLIT_GOAL, SPLIT_GOAL_METRIC = "split_preset", "split_goal", "split_goal_metric"
 SPLIT_GOAL_APPLY, SPLIT_GOAL_FIG = "split_goal_apply", "split_goal_fig"
+SPLIT_GOAL_OPEN = "split_goal_open"  # the "Optimise the split" expander (open: True)
 #: the split goal's weights and populations (+ the tree and the level) and their confirmation
 #: (+ the tree), as `page_key` joins them
 SPLIT_GOAL_W, SPLIT_GOAL_POP, SPLIT_GOAL_PUBLIC = ("split_goal_w", "split_goal_pop",
