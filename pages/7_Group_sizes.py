@@ -3,6 +3,8 @@ group-size mechanisms; histograms of one region, a map of the per-region error, 
 per-level error table and an epsilon sweep."""
 
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -15,9 +17,8 @@ from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.ui import (
@@ -98,20 +99,16 @@ with right:
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key=wk.GS_SEED)
     run = st.button("Run release", type="primary", key=wk.GS_RUN)
 
-key = (name, tuple(sorted(params.items())), epsilon, int(seed))
+cfg = query_config.page_config(wk.GS, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure)  # the release's settings
+key = (cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon, cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
-query_config.config_box(wk.GS, query_config.page_config(
-    wk.GS, spec, upload, name, params, epsilon, seed, declared=data.declared_structure), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), expanded=False, **cfg.params)
+query_config.config_box(wk.GS, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
-    run=run, what="group sizes", data=data, mechanism=name)
+    session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values),
+    cfg.seed, run=run, what="group sizes", data=data, mechanism=cfg.mechanism)
 st.caption(f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes, computed in "
            f"{seconds:.2f} s on the server.")
 rel.verdict_box(release, data.declared_structure)
@@ -184,7 +181,7 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, wk.GS, "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "us-households"),
                       seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "

@@ -3,6 +3,8 @@ and its baselines; the budget and noise per tree level, the error and false disc
 level, a flow map, O/D matrices, an epsilon sweep and the export."""
 
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -20,9 +22,8 @@ from hierdp_core.geo.maps import level_geojson
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ui import map_layers, query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
@@ -84,24 +85,18 @@ with right:
     seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key=wk.FL_SEED)
     run = st.button("Run release", type="primary", key=wk.FL_RUN)
 
-key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.items())),
-       int(seed))
+cfg = query_config.page_config(wk.FL, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure, delta=delta,
+                               split=split if topdown else None)  # the release's settings
+key = (cfg.mechanism, cfg.epsilon, cfg.delta, split if topdown else None,
+       tuple(sorted(cfg.params.items())), cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.approx(epsilon, delta),
-                                       split=split if topdown else None, source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.approx(epsilon, delta), split if topdown else None,
-              expanded=False, **params)
-query_config.config_box(wk.FL, query_config.page_config(
-    wk.FL, spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
-    delta=delta, split=split if topdown else None), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), cfg.split, expanded=False, **cfg.params)
+query_config.config_box(wk.FL, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
-    what=f"with {name}", data=data, mechanism=name)
+    session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), cfg.seed,
+    run=run, what=f"with {name}", data=data, mechanism=cfg.mechanism)
 rel.verdict_box(release, data.declared_structure)
 
 # ---- privacy: what was spent, the noise per level, the invariants ------------------------
@@ -255,7 +250,7 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release.levels),
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.approx(epsilon, delta), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "us-flights"),
                       rows_of=lambda r: sum(lv.size for lv in r.levels),
                       seconds=seconds)

@@ -4,6 +4,8 @@ be summed; the budget per level, the workload error by level, one unit's histogr
 private buckets, a comparison of methods, an epsilon sweep and the export."""
 
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -14,9 +16,8 @@ from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.evaluation import range_metrics, workload_errors
 from hierdp_core.ranges.figures import (
@@ -137,22 +138,18 @@ else:
                f"A range query counts the people of a unit with {attribute} a to b; "
                + workload_text)
 
-key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
-       text if kind == "bands" else None, int(seed))
+cfg = query_config.page_config(wk.RG, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure,
+                               workload=text if kind == "bands" else kind)  # its settings
+key = (data_key, cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon,
+       data.workload.name, text if kind == "bands" else None, cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
-query_config.config_box(wk.RG, query_config.page_config(
-    wk.RG, spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
-    workload=text if kind == "bands" else kind), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), expanded=False, **cfg.params)
+query_config.config_box(wk.RG, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
-    run=run, what=f"with {name}",
+    session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values),
+    cfg.seed, run=run, what=f"with {name}",
     wait_for_click="Press **Run release** to release down to the municipalities."
     if municipalities else "", data=data, mechanism=name)
 
@@ -240,7 +237,8 @@ with k2:
     compare = st.button("Compare", key=wk.RG_CMP_RUN, disabled=not others)
 if compare:
     widgets.run_sweep(session.RANGE_COMPARE, lambda progress: (key, compare_methods(
-        data, name, metrics, seconds, others, epsilon, int(seed), progress)))
+        data, cfg.mechanism, metrics, seconds, others, cfg.epsilon, cfg.seed,
+        progress)))
 compared = st.session_state.get(session.RANGE_COMPARE)
 if compared is not None and compared[0] == key:
     per_method = compared[1]
@@ -292,7 +290,7 @@ if caveat := uncalibrated_warning(release):  # intervals known to under-cover
 rel.release_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "italy-municipalities"),
                       workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "

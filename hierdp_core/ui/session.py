@@ -305,14 +305,17 @@ def settings_key(s: dict) -> tuple:
             tuple(sorted(roles().items(), key=str)).__repr__(), structure_key())
 
 
-def release_for(data: CountData, cfg: ReleaseConfig, source: NoiseSource | None = None):
-    """The release of ``data`` with the settings ``cfg`` (the session's `ReleaseConfig`,
-    `ui.config.current_config`) and noise from ``source`` (default: ``cfg``'s seed, else
-    secure noise)."""
+def release_for(data, cfg: ReleaseConfig, source: NoiseSource | None = None):
+    """The release of ``data`` (a `CountData`, or a query page's group-size, flow or range
+    data) with the settings ``cfg`` (the Results page's `ReleaseConfig`,
+    `ui.config.current_config`, or a query page's, `ui.query_config.page_config`):
+    mechanism, parameters, budget and split all read from it, and noise from ``source``
+    (default: ``cfg``'s seed, else secure noise)."""
     if source is None:
         source = (NoiseSource(seed=cfg.seed) if cfg.seed is not None
                   else NoiseSource(secure=True))
-    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=list(cfg.split),
+    split = list(cfg.split) if isinstance(cfg.split, tuple) else cfg.split  # weights: a list
+    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=split,
                                                 source=source, **cfg.params)
 
 
