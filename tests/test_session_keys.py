@@ -128,3 +128,33 @@ def test_every_session_key_is_named_in_the_session_module():
     found = {f"{path.relative_to(ROOT)}:{line}": text for path in dashboard_files()
              for line, text in key_names(path.read_text(encoding="utf-8"))}
     assert found == {}
+
+
+def named_keys() -> set[str]:
+    """The keys the key modules name (upper-case constants, one or a tuple of strings)
+    that hold an underscore (a bare word such as ``epsilon`` is also a settings field)."""
+    keys = set()
+    for path in KEY_MODULES:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and all(
+                    isinstance(t, ast.Name | ast.Tuple) for t in node.targets):
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                keys |= {v.value for v in values
+                         if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    return {k for k in keys if "_" in k and " " not in k}
+
+
+def test_the_named_keys_are_read():
+    assert {"hd_dataset", "gs_up_count", "split_preset", "cfg_upload"} <= named_keys()
+    assert "epsilon" not in named_keys()
+
+
+def test_no_dashboard_module_writes_out_a_named_key():
+    """Not as a positional argument (a picker's key) or a dict key (widget values a loaded
+    configuration sets) either."""
+    keys = named_keys()
+    found = {f"{path.relative_to(ROOT)}:{node.lineno}": node.value
+             for path in dashboard_files()
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and node.value in keys}
+    assert found == {}

@@ -36,7 +36,7 @@ def parameter_key(prefix: str, mechanism: str, parameter: str) -> str:
     return page_key(prefix, mechanism, parameter)
 
 
-# ---- Home (app.py) and the sidebar -----------------------------------------------------------
+# ---- Home (app.py; the sidebar's palette: `session.PALETTE_PICK`) -----------------------------
 HOME_PRELOAD = "home_preload"
 
 
