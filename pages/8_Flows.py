@@ -88,8 +88,8 @@ with right:
 cfg = query_config.page_config(wk.FL, spec, upload, name, params, epsilon, seed,
                                declared=data.declared_structure, delta=delta,
                                split=split if topdown else None)  # the release's settings
-key = (cfg.mechanism, cfg.epsilon, cfg.delta, split if topdown else None,
-       tuple(sorted(cfg.params.items())), cfg.seed)
+key = (cfg.mechanism, cfg.epsilon, cfg.delta, cfg.split, tuple(sorted(cfg.params.items())),
+       cfg.seed)
 release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
 explain_panel(data, cfg.mechanism, cfg.budget(), cfg.split, expanded=False, **cfg.params)

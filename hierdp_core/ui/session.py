@@ -113,7 +113,7 @@ RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 
 def config_upload_key(prefix: str) -> str:
     """The key of the configuration loader of the query page of widget ``prefix``."""
-    return f"{prefix}_{CONFIG_UPLOAD}"
+    return wk.page_key(prefix, CONFIG_UPLOAD)
 
 
 def sweep_timing_key(state_key: str) -> str:
