@@ -17,7 +17,7 @@ Example
 ...                              ["state", "county"], count_column="count")
 >>> c = compare(data, Side("topdown", 1.0, seed=1), Side("raw-laplace", 1.0, seed=1))
 >>> list(by_level_table(c, "mae").columns)
-['level', 'A: topdown, ε = 1', 'B: raw-laplace, ε = 1', 'B − A']
+['level', 'A: TopDown, ε = 1', 'B: Laplace noise, ε = 1', 'B − A']
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import budget_for
+from hierdp_core.figure_parts import PALETTE
 from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
@@ -37,7 +38,6 @@ from hierdp_core.metric_names import axis_title, name
 from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.releases import Release
-from hierdp_core.viz import PALETTE
 
 SIDES = ("A", "B")
 

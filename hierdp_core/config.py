@@ -42,7 +42,7 @@ Example
 -------
 >>> cfg = config_from_dict({"format": FORMAT, "data": {"sample": "us-counties"},
 ...                         "mechanism": "topdown", "epsilon": 1, "seed": 3})
->>> cfg.budget().epsilon, cfg.seed
+>>> cfg.budget().value, cfg.seed
 (1.0, 3)
 """
 

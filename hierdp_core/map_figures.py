@@ -2,7 +2,7 @@
 
 Maps are `go.Choropleth` traces over a GeoJSON given by the caller (a dict, or the URL of a
 file the browser fetches once and caches; no tile server) with the base map hidden. Render
-them with ``config=viz.plotly_config()`` so they work offline (see `hierdp_core.viz`).
+them with ``config=figure_parts.plotly_config()`` so they work offline (see `hierdp_core.figure_parts`).
 
 A figure carries, per area, its id, its colour value, its value for the hover (full
 precision) and its name; the numbers travel as typed arrays (plotly's binary encoding), and
@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 
 from hierdp_core import palette
 from hierdp_core.errors import InputError
-from hierdp_core.viz import _as_1d, _esc, _names, _short, _title
+from hierdp_core.figure_parts import esc, escaped_names, figure_title, numeric_1d, short_number
 
 HOVER_FORMAT = ",.1~f"  # d3-format: 1,234 for counts, 1,234.5 for a noisy measurement
 
@@ -49,7 +49,7 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
         if len(inside) >= 3:
             break
     ticks = sorted(inside)
-    return [float(symlog(np.array(t))) for t in ticks], [_short(t) for t in ticks]
+    return [float(symlog(np.array(t))) for t in ticks], [short_number(t) for t in ticks]
 
 
 def nice_ceiling(value: float) -> float:
@@ -116,14 +116,14 @@ def choropleth(
     if not isinstance(geojson, dict | str):
         raise InputError("geojson must be a GeoJSON dict (a FeatureCollection) or its URL")
     locs = np.asarray(locations, dtype=object).ravel().astype(str)
-    v = _as_1d("values", values, locs.size)
-    labels = _names(names, locs.size, locs)
+    v = numeric_1d("values", values, locs.size)
+    labels = escaped_names(names, locs.size, locs)
     lo, hi = colour_range(v, value_range, diverging)
 
     z = symlog(v) if log_scale else v
     zmin, zmax = (float(symlog(np.array(lo))), float(symlog(np.array(hi)))) \
         if log_scale else (lo, hi)
-    colorbar = {"title": {"text": _esc(colorbar_title) + (" (log scale)" if log_scale else "")}}
+    colorbar = {"title": {"text": esc(colorbar_title) + (" (log scale)" if log_scale else "")}}
     if log_scale:
         tickvals, ticktext = log_ticks(zmin, zmax)
         colorbar.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
@@ -142,7 +142,7 @@ def choropleth(
         marker_line_color=look["line"],
         text=np.asarray(labels, dtype=str),
         customdata=v,
-        hovertemplate="<b>%{text}</b><br>" + _esc(colorbar_title)
+        hovertemplate="<b>%{text}</b><br>" + esc(colorbar_title)
         + ": %{customdata:" + HOVER_FORMAT + "}<extra></extra>",
     )
     if diverging:
@@ -153,6 +153,6 @@ def choropleth(
     fig = go.Figure(trace)
     fig.update_geos(fitbounds="locations", visible=False, projection_type=projection,
                     bgcolor=look["bgcolor"])
-    fig.update_layout(title=_title(_esc(title)), height=height,
+    fig.update_layout(title=figure_title(esc(title)), height=height,
                       margin={"l": 10, "r": 10, "t": 50, "b": 70 if colorbar_below else 10})
     return fig

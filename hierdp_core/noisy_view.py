@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from hierdp_core.errors import InputError
-from hierdp_core.viz import PALETTE, _esc, _title
+from hierdp_core.figure_parts import PALETTE, esc, figure_title
 
 NOISY_GREY = "#8c8c8c"
 
@@ -45,7 +45,7 @@ def noisy_vs_released_by_level(hierarchy, true, noisy, released) -> go.Figure:
     for level in range(hierarchy.n_levels):
         sl = hierarchy.level_slice(level)
         truth = t[sl]
-        name = _esc(hierarchy.level_names[level])
+        name = esc(hierarchy.level_names[level])
         names.append(name)
         errors = {"noisy": z[sl] - truth, "released": r[sl] - truth}
         maes = {}
@@ -65,7 +65,7 @@ def noisy_vs_released_by_level(hierarchy, true, noisy, released) -> go.Figure:
     fig.add_hline(y=0.0, line={"color": "grey", "dash": "dash", "width": 1})
     fig.update_layout(
         boxmode="group",
-        title=_title("Noisy vs consistent vs true, per level",
+        title=figure_title("Noisy vs consistent vs true, per level",
                      "the error of each unit, noisy measurement and consistent release; "
                      "dashed line: the truth (error 0)"),
         xaxis={"title": {"text": "geography level"}, "type": "category",

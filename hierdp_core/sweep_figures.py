@@ -7,17 +7,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hierdp_core.errors import InputError
+from hierdp_core.figure_parts import PALETTE, esc, figure_title, log_axis_ticks, number_texts, rgba
 from hierdp_core.metric_names import definition
-from hierdp_core.viz import (
-    METRIC_AXES,
-    PALETTE,
-    _esc,
-    _fmt_array,
-    _log_axis_ticks,
-    _rgba,
-    _title,
-    metric_axis_title,
-)
+from hierdp_core.viz import METRIC_AXES, metric_axis_title
 
 
 def level_rows(summary: pd.DataFrame, level_name: str, by: str) -> pd.DataFrame:
@@ -60,15 +52,15 @@ def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
         part = rows[rows[by] == g].sort_values("epsilon")
         eps = part["epsilon"].to_numpy(float)
         mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
-        custom = np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high),
+        custom = np.column_stack([number_texts(mean), number_texts(low), number_texts(high),
                                   part["trials"].astype(str)])
-        hover = (f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>{_esc(label)}, mean: "
+        hover = (f"<b>{esc(g)}</b><br>epsilon %{{x}}<br>{esc(label)}, mean: "
                  "%{customdata[0]}<br>band: %{customdata[1]} to %{customdata[2]}"
-                 f"<br>trials: %{{customdata[3]}}<br><i>{_esc(definition(metric))}</i>"
+                 f"<br>trials: %{{customdata[3]}}<br><i>{esc(definition(metric))}</i>"
                  "<extra></extra>")
         if single_eps:
             fig.add_trace(go.Bar(
-                x=[_esc(g)], y=mean, name=_esc(g), marker_color=colour,
+                x=[esc(g)], y=mean, name=esc(g), marker_color=colour,
                 error_y={"type": "data", "symmetric": False, "array": high - mean,
                          "arrayminus": mean - low},
                 customdata=custom,
@@ -76,28 +68,28 @@ def sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str,
             continue
         fig.add_trace(go.Scatter(
             x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
-            mode="lines", fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
+            mode="lines", fill="toself", fillcolor=rgba(colour, 0.18), line={"width": 0},
             hoverinfo="skip", showlegend=False, legendgroup=str(g), name=f"{g} band"))
         fig.add_trace(go.Scatter(
-            x=eps, y=mean, mode="lines+markers", name=_esc(g), legendgroup=str(g),
+            x=eps, y=mean, mode="lines+markers", name=esc(g), legendgroup=str(g),
             line={"color": colour}, customdata=custom, hovertemplate=hover))
     sub = f"mean over {n_trials} trials; {'bars' if single_eps else 'band'}: {band}"
     if log_y and not use_log and not single_eps:
         sub += "; linear y axis (some values are <= 0)"
     eps_text = f" at epsilon = {rows['epsilon'].iloc[0]:g}" if single_eps else " vs epsilon"
     fig.update_layout(
-        title=_title(f"{label.capitalize()}{eps_text}: {_esc(level_name)}", sub),
-        xaxis=({"title": {"text": _esc(by)}, "type": "category"} if single_eps else
+        title=figure_title(f"{label.capitalize()}{eps_text}: {esc(level_name)}", sub),
+        xaxis=({"title": {"text": esc(by)}, "type": "category"} if single_eps else
                {"title": {"text": "privacy budget epsilon (log scale)"}, "type": "log",
                 "tickmode": "array", "tickvals": sorted(rows["epsilon"].unique()),
                 "ticktext": [f"{e:g}" for e in sorted(rows["epsilon"].unique())]}),
         yaxis={"title": {"text": metric_axis_title(metric)
                          + (" (log scale)" if use_log else "")},
                "type": "log" if use_log else "linear",
-               **(_log_axis_ticks(rows[["low", "high", "mean"]].to_numpy()) if use_log
+               **(log_axis_ticks(rows[["low", "high", "mean"]].to_numpy()) if use_log
                   else {}),
                **({} if use_log else {"rangemode": "tozero"})},
-        legend={"title": {"text": _esc(by)}},
+        legend={"title": {"text": esc(by)}},
         hovermode="closest",
     )
     return fig
@@ -116,18 +108,18 @@ def split_comparison_figure(summary: pd.DataFrame, *, metric: str) -> go.Figure:
         part = part.sort_values("level")
         mean, low, high = (part[c].to_numpy(float) for c in ("mean", "low", "high"))
         fig.add_trace(go.Bar(
-            x=[_esc(v) for v in part["level_name"]], y=mean, name=_esc(split),
+            x=[esc(v) for v in part["level_name"]], y=mean, name=esc(split),
             marker_color=PALETTE[i % len(PALETTE)],
             error_y={"type": "data", "symmetric": False, "array": high - mean,
                      "arrayminus": mean - low},
-            customdata=np.column_stack([_fmt_array(mean), _fmt_array(low), _fmt_array(high)]),
-            hovertemplate=f"<b>{_esc(split)}</b> · %{{x}}<br>mean: %{{customdata[0]}}"
+            customdata=np.column_stack([number_texts(mean), number_texts(low), number_texts(high)]),
+            hovertemplate=f"<b>{esc(split)}</b> · %{{x}}<br>mean: %{{customdata[0]}}"
                           "<br>range: %{customdata[1]} to %{customdata[2]}<extra></extra>"))
     eps = summary["epsilon"].iloc[0]
     trials = int(summary["trials"].min())
     fig.update_layout(
         barmode="group",
-        title=_title(f"{label.capitalize()} by level for two budget splits (epsilon = {eps:g})",
+        title=figure_title(f"{label.capitalize()} by level for two budget splits (epsilon = {eps:g})",
                      f"mean over {trials} trials; error bars: 5%-95% of trials"),
         xaxis={"title": {"text": "geography level"}, "type": "category"},
         yaxis={"title": {"text": metric_axis_title(metric)}, "rangemode": "tozero"},

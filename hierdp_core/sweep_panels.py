@@ -17,16 +17,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from hierdp_core.errors import InputError
+from hierdp_core.figure_parts import PALETTE, esc, figure_title, log_axis_ticks, rgba
 from hierdp_core.sweep_figures import level_rows
-from hierdp_core.viz import (
-    METRIC_AXES,
-    PALETTE,
-    _esc,
-    _log_axis_ticks,
-    _rgba,
-    _title,
-    metric_axis_title,
-)
+from hierdp_core.viz import METRIC_AXES, metric_axis_title
 
 REFERENCE_GREY = "rgba(128, 128, 128, 0.7)"
 
@@ -35,7 +28,7 @@ def _band(fig: go.Figure, eps, low, high, colour: str, group: str, **cell) -> No
     """A filled band from ``low`` to ``high`` over ``eps``."""
     fig.add_trace(go.Scatter(
         x=np.concatenate([eps, eps[::-1]]), y=np.concatenate([high, low[::-1]]),
-        mode="lines", fill="toself", fillcolor=_rgba(colour, 0.3), line={"width": 0},
+        mode="lines", fill="toself", fillcolor=rgba(colour, 0.3), line={"width": 0},
         hoverinfo="skip", showlegend=False, legendgroup=group, name=f"{group} band"), **cell)
 
 
@@ -55,7 +48,7 @@ def sweep_panels(summary: pd.DataFrame, *, metric: str, level_name: str,
     values = rows[["mean", "low", "high"]].to_numpy(float)
     use_log = log_y and bool((values > 0).all())
     fig = make_subplots(rows=1, cols=len(groups), shared_yaxes=True,
-                        subplot_titles=[_esc(g) for g in groups], horizontal_spacing=0.03)
+                        subplot_titles=[esc(g) for g in groups], horizontal_spacing=0.03)
     lines = {g: rows[rows[by] == g].sort_values("epsilon") for g in groups}
     for col, g in enumerate(groups, start=1):
         for other in groups:
@@ -64,7 +57,7 @@ def sweep_panels(summary: pd.DataFrame, *, metric: str, level_name: str,
                 fig.add_trace(go.Scatter(
                     x=part["epsilon"], y=part["mean"], mode="lines", showlegend=False,
                     line={"color": REFERENCE_GREY, "width": 1, "dash": "dot"},
-                    name=_esc(other), hovertemplate=f"{_esc(other)}: %{{y:.4g}}<extra></extra>"),
+                    name=esc(other), hovertemplate=f"{esc(other)}: %{{y:.4g}}<extra></extra>"),
                     row=1, col=col)
         part = lines[g]
         colour = PALETTE[(col - 1) % len(PALETTE)]
@@ -72,21 +65,21 @@ def sweep_panels(summary: pd.DataFrame, *, metric: str, level_name: str,
         _band(fig, eps, part["low"].to_numpy(float), part["high"].to_numpy(float), colour,
               str(g), row=1, col=col)
         fig.add_trace(go.Scatter(
-            x=eps, y=part["mean"], mode="lines+markers", name=_esc(g), legendgroup=str(g),
+            x=eps, y=part["mean"], mode="lines+markers", name=esc(g), legendgroup=str(g),
             line={"color": colour, "width": 2.5},
-            hovertemplate=f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>mean %{{y:.4g}}"
+            hovertemplate=f"<b>{esc(g)}</b><br>epsilon %{{x}}<br>mean %{{y:.4g}}"
                           "<extra></extra>"), row=1, col=col)
         fig.update_xaxes(**_eps_axis(rows["epsilon"].unique()), row=1, col=col)
     label = METRIC_AXES.get(metric, (metric,))[0]
     fig.update_xaxes(title={"text": "epsilon (log)"})
     fig.update_yaxes(type="log" if use_log else "linear",
-                     **(_log_axis_ticks(values) if use_log else {"rangemode": "tozero"}))
+                     **(log_axis_ticks(values) if use_log else {"rangemode": "tozero"}))
     fig.update_yaxes(title={"text": metric_axis_title(metric)
                             + (" (log scale)" if use_log else "")}, row=1, col=1)
     trials = int(rows["trials"].min())
     fig.update_layout(
-        title=_title(f"{label.capitalize()} vs epsilon, one panel per {by}: "
-                     f"{_esc(level_name)}",
+        title=figure_title(f"{label.capitalize()} vs epsilon, one panel per {by}: "
+                     f"{esc(level_name)}",
                      f"mean over {trials}+ trials; band: 5%-95% of trials; grey dotted: "
                      f"the other {by}s"),
         showlegend=False, hovermode="closest", margin={"t": 90})
@@ -114,18 +107,18 @@ def relative_sweep_figure(summary: pd.DataFrame, *, metric: str, level_name: str
               part["high"].to_numpy(float) / scale, colour, str(g))
         fig.add_trace(go.Scatter(
             x=eps, y=part["mean"].to_numpy(float) / scale, mode="lines+markers",
-            name=_esc(g), legendgroup=str(g), line={"color": colour, "width": 2.5},
-            hovertemplate=f"<b>{_esc(g)}</b><br>epsilon %{{x}}<br>%{{y:.3f}} x "
-                          f"{_esc(baseline)}<extra></extra>"))
+            name=esc(g), legendgroup=str(g), line={"color": colour, "width": 2.5},
+            hovertemplate=f"<b>{esc(g)}</b><br>epsilon %{{x}}<br>%{{y:.3f}} x "
+                          f"{esc(baseline)}<extra></extra>"))
     label = METRIC_AXES.get(metric, (metric,))[0]
     fig.add_hline(y=1.0, line={"color": REFERENCE_GREY, "dash": "dash", "width": 1})
     fig.update_layout(
-        title=_title(f"{label.capitalize()} relative to {_esc(baseline)}: "
-                     f"{_esc(level_name)}",
-                     f"mean divided by {_esc(baseline)}'s mean at the same epsilon (below 1: "
+        title=figure_title(f"{label.capitalize()} relative to {esc(baseline)}: "
+                     f"{esc(level_name)}",
+                     f"mean divided by {esc(baseline)}'s mean at the same epsilon (below 1: "
                      "better); band: 5%-95% of trials, divided the same way"),
         xaxis={**_eps_axis(rows["epsilon"].unique()),
                "title": {"text": "privacy budget epsilon (log scale)"}},
-        yaxis={"title": {"text": f"{label} / {_esc(baseline)}'s"}},
-        legend={"title": {"text": _esc(by)}}, hovermode="closest")
+        yaxis={"title": {"text": f"{label} / {esc(baseline)}'s"}},
+        legend={"title": {"text": esc(by)}}, hovermode="closest")
     return fig

@@ -5,12 +5,12 @@ import streamlit as st
 
 from hierdp_core import compare as cmp
 from hierdp_core.errors import HierdpError
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.privacy.budget import SPLIT_PRESETS
 from hierdp_core.ui import map_layers, session, widgets
 from hierdp_core.ui import widget_keys as wk
-from hierdp_core.viz import plotly_config
 
 CURRENT = "current"
 METRICS = ["mae", "rmse", "mape", "max_abs_error", "tvd_accuracy", "share_over_10pct"]

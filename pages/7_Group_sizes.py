@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from hierdp_core.experiments import summarise
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.groupsizes.data import emd, group_size_metrics
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
@@ -36,7 +37,6 @@ from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
-from hierdp_core.viz import plotly_config
 
 widgets.page_header("Group sizes", "How many households of each size live in every region: size "
                                    "histograms that add up over the hierarchy, with the number "

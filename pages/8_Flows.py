@@ -8,6 +8,7 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.flows.experiments import flow_sweep
 from hierdp_core.flows.figures import (
     EVALUATION,
@@ -32,7 +33,6 @@ from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
 from hierdp_core.ui.query_config import FLOW_DELTAS
-from hierdp_core.viz import plotly_config
 
 SPLITS = {"uniform": "uniform", "geometric": "geometric (finer levels get more)"}
 MATRIX_MAX_AREAS = 300  # larger O/D heat maps are unreadable and slow

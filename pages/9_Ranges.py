@@ -12,6 +12,7 @@ import streamlit as st
 
 from hierdp_core.data.samples import ITALY_MAX_AGE
 from hierdp_core.errors import HierdpError
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanism_names import title as mechanism_title
@@ -37,7 +38,6 @@ from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
-from hierdp_core.viz import plotly_config
 
 LEVELS = ("region", "province")
 ISTAT_BANDS = "0-14,15-24,25-44,45-64,65-79,80-100"

@@ -17,11 +17,12 @@ import hierdp_core.flows.tree as tree_module
 from hierdp_core.errors import BudgetError, HierarchyError, InputError, MechanismError
 from hierdp_core.flows import projections
 from hierdp_core.flows.data import flow_data_from_table, flow_data_from_trips
+from hierdp_core.flows.level_split import mean_branching
 from hierdp_core.flows.metrics import flow_metrics, pair_metrics
 from hierdp_core.flows.synthetic import gravity_flows, synthetic_flows, synthetic_shape
 from hierdp_core.flows.tree import topdown
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.mechanisms.flows import StabilityHistogram, mean_branching
+from hierdp_core.mechanisms.flows import StabilityHistogram
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import DiscreteGaussian, NoiseSource
 

@@ -286,3 +286,30 @@ def test_topdown_cells_a_few_noise_sds_above_zero_hold(tmp_path):
     calibration = read_release(tmp_path / "rel")[1]["intervals"]["calibration"]
     assert all(c["calibrated"] for c in calibration.values())
     assert uncalibrated_warning(small) is None
+
+
+def test_topdown_bootstrap_is_the_same_whichever_thread_draws_a_call(monkeypatch):
+    """Each call of the bootstrap draws from a stream of its own: in many small calls, run
+    on two threads in any order or one after another, the intervals are the same."""
+    import concurrent.futures
+
+    from hierdp_core.intervals import counts
+
+    release = get_mechanism("topdown").release(tree(4), PURE, source=NoiseSource(seed=6))
+    monkeypatch.setattr(counts, "_CHUNK_CELLS", 1)  # one replicate per call: 20 calls
+    threaded = count_intervals(release, replicates=20)
+
+    class InTurn(concurrent.futures.Executor):  # every call made at once, in order
+        def __init__(self, workers):
+            pass
+
+        def submit(self, fn, *args):
+            done = concurrent.futures.Future()
+            done.set_result(fn(*args))
+            return done
+
+    monkeypatch.setattr(counts, "ThreadPoolExecutor", InTurn)
+    in_turn = count_intervals(release, replicates=20)
+    assert np.array_equal(threaded.lower, in_turn.lower)
+    assert np.array_equal(threaded.upper, in_turn.upper)
+    assert threaded.record["replicates"] == 20 and (threaded.upper > threaded.lower).any()

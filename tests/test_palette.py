@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import pytest
 from plotly.colors import convert_colors_to_same_type, get_colorscale, hex_to_rgb
 
-from hierdp_core import palette, viz
+from hierdp_core import figure_parts, palette
 from hierdp_core.errors import InputError
 from hierdp_core.map_figures import choropleth
 
@@ -83,7 +83,7 @@ def test_viz_follows_the_active_palette_and_theme():
         palette.use("colour-blind", dark=True)
         fig = choropleth("geo.json", ["a", "b"], [1.0, -2.0], title="t",
                          colorbar_title="error", diverging=True)
-        return fig, viz.PALETTE[0], len(viz.PALETTE)
+        return fig, figure_parts.PALETTE[0], len(figure_parts.PALETTE)
 
     fig, first, n = contextvars.copy_context().run(figures)
     trace = fig.data[0]
@@ -93,7 +93,7 @@ def test_viz_follows_the_active_palette_and_theme():
     assert trace.marker.line.color == palette._LOOKS[True]["line"]
     assert fig.layout.geo.bgcolor == "rgba(0,0,0,0)"
     assert (first, n) == (palette.OKABE_ITO[0], len(palette.OKABE_ITO))
-    assert viz.PALETTE[0] == palette.get("standard").categorical[0]  # here: the default
+    assert figure_parts.PALETTE[0] == palette.get("standard").categorical[0]  # here: the default
 
 
 def test_the_figure_template_follows_the_theme_and_the_palette():

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from hierdp_core import palette, sweep_figures, viz
+from hierdp_core import figure_parts, palette, sweep_figures, viz
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise, sweep
 from hierdp_core.mechanisms.base import get_mechanism
@@ -40,7 +40,7 @@ def _title(fig) -> str:
 
 # ---- offline config ------------------------------------------------------------------
 def test_plotly_config_serves_topology_offline():
-    config = viz.plotly_config()
+    config = figure_parts.plotly_config()
     assert config["topojsonURL"].startswith("data:application/json,")
     assert "http" not in config["topojsonURL"]
 

@@ -13,20 +13,20 @@ from plotly.subplots import make_subplots
 from hierdp_core import palette
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise
+from hierdp_core.figure_parts import (
+    PALETTE,
+    esc,
+    figure_title,
+    log_axis_ticks,
+    number_text,
+    number_texts,
+    rgba,
+)
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.metrics import aligned_level
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.map_figures import log_ticks, symlog
-from hierdp_core.viz import (
-    DIVERGING_SCALE,
-    PALETTE,
-    _esc,
-    _fmt,
-    _fmt_array,
-    _log_axis_ticks,
-    _rgba,
-    _title,
-)
+from hierdp_core.viz import DIVERGING_SCALE
 
 WIDTH_CLASSES = (1.0, 2.2, 3.8, 6.0)  # line width of the value quartiles of the shown flows
 OPACITY_CLASSES = (0.35, 0.45, 0.55, 0.7)
@@ -70,9 +70,9 @@ def _lines(part: pd.DataFrame, coords: pd.DataFrame) -> tuple[list, list]:
 
 def _class_labels(edges: np.ndarray) -> list[str]:
     """Legend text of the width classes cut at ``edges`` (class i: edges[i-1] <= v < edges[i])."""
-    labels = [f"< {_fmt(edges[0])}"]
-    labels += [f"{_fmt(a)} – {_fmt(b)}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    return labels + [f"≥ {_fmt(edges[-1])}"]
+    labels = [f"< {number_text(edges[0])}"]
+    labels += [f"{number_text(a)} – {number_text(b)}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return labels + [f"≥ {number_text(edges[-1])}"]
 
 
 def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int = 200,
@@ -86,7 +86,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
     flows in red. ``coords`` is indexed by area id with latitude, longitude and optionally
     ``label`` (hover text); flows with an end not in ``coords`` (off the map), from an area
     to itself, or <= 0 are left out. ``base`` = (GeoJSON dict or URL, feature ids) draws
-    those boundaries in grey underneath (render with ``viz.plotly_config()``)."""
+    those boundaries in grey underneath (render with ``figure_parts.plotly_config()``)."""
     _check_pairs(pairs, coords)
     known = pairs["origin_id"].isin(coords.index) & pairs["destination_id"].isin(coords.index)
     flagged = (np.zeros(len(pairs), dtype=bool) if false_positive is None
@@ -122,7 +122,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
         ends = [coords.loc[shown[col]] for col in ("origin_id", "destination_id")]
         names = [ends[i]["label"] if "label" in coords.columns else shown[col]
                  for i, col in enumerate(("origin_id", "destination_id"))]
-        text = [f"{a} → {b}: {_fmt(v)} {unit}" + (" (false positive: truly 0)" if fp else "")
+        text = [f"{a} → {b}: {number_text(v)} {unit}" + (" (false positive: truly 0)" if fp else "")
                 for a, b, v, fp in zip(names[0], names[1], shown["value"], shown["_fp"],
                                        strict=True)]
         fig.add_trace(go.Scattergeo(
@@ -143,7 +143,7 @@ def flow_map(pairs: pd.DataFrame, coords: pd.DataFrame, *, title: str, top: int 
     if off_map:
         sub += f"; {off_map:,} flows to or from areas off the map left out"
     fig.update_layout(
-        title=_title(_esc(title), sub), height=height,
+        title=figure_title(esc(title), sub), height=height,
         margin={"l": 0, "r": 0, "t": 60, "b": 0},
         legend={"title": {"text": unit}, "x": 0.99, "xanchor": "right", "y": 0.02,
                 "yanchor": "bottom", "bgcolor": palette.figure_look()["legend"]},
@@ -179,7 +179,7 @@ def od_matrix(pairs: pd.DataFrame, areas: list[str], *, title: str,
                   "thickness": 12, "y": -0.16, "yanchor": "top", "title": {
                       "text": f"error ({unit})" if signed else unit, "side": "top"}},
         hovertemplate="%{y} → %{x}: %{customdata:,.0f}<extra></extra>"))
-    fig.update_layout(title=_title(_esc(title)), height=height,
+    fig.update_layout(title=figure_title(esc(title)), height=height,
                       margin={"l": 40, "r": 10, "t": 40, "b": 110},
                       xaxis={"title": {"text": "destination", "standoff": 4},
                              "tickfont": {"size": 8}, "type": "category"},
@@ -209,7 +209,7 @@ def metrics_by_level(metrics: pd.DataFrame, unit: str = "flights") -> go.Figure:
     fig.update_yaxes(title_text="% of released pairs > 0", range=[0, 100],
                      row=1, col=2)
     fig.update_xaxes(title_text="tree level (origin → destination)", tickfont={"size": 10})
-    fig.update_layout(title=_title("Error and false discoveries by tree level",
+    fig.update_layout(title=figure_title("Error and false discoveries by tree level",
                                    EVALUATION),
                       height=380, margin={"l": 60, "r": 20, "t": 80, "b": 40})
     return fig
@@ -241,26 +241,26 @@ def flow_sweep_figure(runs: pd.DataFrame, *, level_name: str,
             fig.add_trace(go.Scatter(
                 x=np.concatenate([eps, eps[::-1]]), y=np.concatenate(
                     [part["high"].to_numpy(float), part["low"].to_numpy(float)[::-1]]) + shift,
-                fill="toself", fillcolor=_rgba(colour, 0.15), line={"width": 0},
+                fill="toself", fillcolor=rgba(colour, 0.15), line={"width": 0},
                 mode="lines", hoverinfo="skip", showlegend=False, legendgroup=name), row=1,
                 col=col)
             mean = part["mean"].to_numpy(float)
             fig.add_trace(go.Scatter(
-                x=eps, y=mean + shift, name=_esc(name), mode="lines+markers",
+                x=eps, y=mean + shift, name=esc(name), mode="lines+markers",
                 line={"color": colour}, legendgroup=name, showlegend=col == 1,
-                customdata=_fmt_array(mean),
-                hovertemplate=f"<b>{_esc(name)}</b><br>ε %{{x}}<br>mean: %{{customdata}}"
+                customdata=number_texts(mean),
+                hovertemplate=f"<b>{esc(name)}</b><br>ε %{{x}}<br>mean: %{{customdata}}"
                               "<extra></extra>"), row=1, col=col)
     eps_values = sorted(runs["epsilon"].unique())
     fig.update_xaxes(type="log", title_text="total ε (log scale)", tickmode="array",
                      tickvals=eps_values, ticktext=[f"{e:g}" for e in eps_values])
     errors = runs.loc[runs["level_name"] == level_name, metric].to_numpy(float) + 1
     fig.update_yaxes(type="log", title_text=f"{unit} (+1)", row=1, col=1,
-                     **_log_axis_ticks(errors))
+                     **log_axis_ticks(errors))
     fig.update_yaxes(title_text="% of released pairs > 0", rangemode="tozero", row=1, col=2)
     trials = int(runs["trial"].nunique())
     fig.update_layout(
-        title=_title(f"Error against ε: {_esc(level_name.replace('>', ' → '))}",
+        title=figure_title(f"Error against ε: {esc(level_name.replace('>', ' → '))}",
                      f"mean over {trials} trial{'' if trials == 1 else 's'}; band: 5-95% of "
                      f"trials; {EVALUATION}"),
         height=440, margin={"l": 60, "r": 20, "t": 90, "b": 50},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from hierdp_core.viz import PALETTE, _esc, _fmt_array, _title
+from hierdp_core.figure_parts import PALETTE, esc, figure_title, number_texts
 
 
 def size_histogram_figure(truth, noisy, released, *, region: str) -> go.Figure:
@@ -21,15 +21,15 @@ def size_histogram_figure(truth, noisy, released, *, region: str) -> go.Figure:
         if values is None:
             continue
         v = np.asarray(values, dtype=float)
-        notes.append(f"{name} size 0: {_fmt_array(v[:1])[0]}")
+        notes.append(f"{name} size 0: {number_texts(v[:1])[0]}")
         sizes = np.flatnonzero(v[1:] > 0) + 1
         fig.add_trace(go.Scatter(
             x=sizes, y=v[sizes], name=name, mode=mode,
             line={"color": colour, "width": 1.5}, marker={"size": 5, "color": colour},
-            customdata=_fmt_array(v[sizes]),
+            customdata=number_texts(v[sizes]),
             hovertemplate=f"size %{{x}}<br>{name}: %{{customdata}} groups<extra></extra>"))
     fig.update_layout(
-        title=_title(f"Groups by size: {_esc(region)}", "; ".join(notes)),
+        title=figure_title(f"Groups by size: {esc(region)}", "; ".join(notes)),
         xaxis={"title": {"text": "group size (people, log scale)"}, "type": "log", "dtick": 1},
         yaxis={"title": {"text": "number of groups (log scale)"}, "type": "log", "dtick": 1},
         legend={"orientation": "h", "y": -0.2}, hovermode="closest",

@@ -22,10 +22,11 @@ Methods, by mechanism (the level's method is recorded in the manifest):
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
   (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
-  ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`; noise
-  from the public `SEED` and a digest of the released values, `plugin_stream`, so
-  releases of one table do not share their replicates' luck), the replicates stacked as
-  extra category columns of a few calls (the count mechanisms treat categories
+  ``replicates`` times on it (by default chosen by time, `bootstrap_replicates`; each
+  call's noise from its own stream of the public `SEED`, a digest of the released values,
+  `plugin_stream`, and the call's place, so releases of one table do not share their
+  replicates' luck and the calls draw and estimate on both cores), the replicates stacked
+  as extra category columns of a few calls (the count mechanisms treat categories
   independently). Per cell, d_c is the level-quantile (an order statistic) of
   |redraw - plug-in| and the interval is value -/+ d_c. The symmetric form is chosen
   because clipping at 0 makes the redraws of a small plug-in one-sided: the basic bootstrap [value - d_hi, value - d_lo] then shrinks to
@@ -303,26 +304,26 @@ def _estimate(release: Release, noisy: np.ndarray, base: np.ndarray,
 
 def _redraw_errors(release: Release, noises: list[Noise | None], cols: np.ndarray,
                    replicates: int, per_chunk: int, variance: np.ndarray,
-                   source: NoiseSource) -> np.ndarray:
+                   stream: tuple[int, ...]) -> np.ndarray:
     """The bootstrap's errors (redraw - value) of the categories ``cols`` (n_nodes, width),
     shaped (n_nodes, width, replicates), ``per_chunk`` replicates per call of the
-    estimator. The noise is drawn in order (the same draws on every run), the estimates run
-    on both cores (numpy releases the GIL), at most two chunks in flight."""
+    estimator. Each call draws its noise from a stream of its own (``stream`` and its first
+    replicate: the same numbers on every run, whichever thread makes them); the calls run
+    on both cores (numpy releases the GIL), two at a time and a third waiting."""
     n, width = cols.shape
     d = np.empty((n, width, replicates), dtype=cols.dtype)
 
-    def estimate_into(start: int, m: int, base: np.ndarray, noisy: np.ndarray) -> None:
-        redraw = _estimate(release, noisy, base, variance)
+    def redraw_into(start: int, m: int) -> None:
+        base = np.tile(cols, m)  # column j: replicate j // width, category j % width
+        source = NoiseSource(generator=np.random.default_rng([*stream, start]))
+        redraw = _estimate(release, _measured(release, noises, base, source), base, variance)
         d[:, :, start:start + m] = (redraw - base).reshape(n, m, width).transpose(0, 2, 1)
 
     with ThreadPoolExecutor(2) as pool:
         pending = []
         for start in range(0, replicates, per_chunk):
-            m = min(per_chunk, replicates - start)
-            base = np.tile(cols, m)  # column j: replicate j // width, category j % width
-            pending.append(pool.submit(estimate_into, start, m, base,
-                                       _measured(release, noises, base, source)))
-            if len(pending) >= 2:
+            pending.append(pool.submit(redraw_into, start, min(per_chunk, replicates - start)))
+            if len(pending) > 2:
                 pending.pop(0).result()
         for job in pending:
             job.result()
@@ -340,7 +341,7 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
     n, k = values.shape
     replicates = min(replicates, max(_MAX_DRAWS // n, MIN_REPLICATES))
     variance = _variances(noises)
-    source = NoiseSource(generator=np.random.default_rng([SEED, plugin_stream(values)]))
+    stream = (SEED, plugin_stream(values))
     r = rank(level, replicates)
     above = np.empty_like(values)
     below = np.empty_like(values)
@@ -349,7 +350,8 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
         cols = values[:, first:first + block]
         width = cols.shape[1]
         per_chunk = max(1, min(replicates, _CHUNK_CELLS // (n * width)))
-        d = _redraw_errors(release, noises, cols, replicates, per_chunk, variance, source)
+        d = _redraw_errors(release, noises, cols, replicates, per_chunk, variance,
+                           (*stream, first))
         below[:, first:first + block], above[:, first:first + block] = \
             symmetric_half_widths(d, r, release.is_integer)
     return below, above, replicates

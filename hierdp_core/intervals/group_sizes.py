@@ -42,7 +42,7 @@ Example
 >>> bool((iv.lower <= r.values).all() and (r.values <= iv.upper).all())
 True
 >>> iv.record["method"]["s"]
-'parametric bootstrap'
+'parametric bootstrap, sparse children bounded by their parent'
 """
 
 from __future__ import annotations

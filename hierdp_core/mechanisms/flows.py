@@ -35,11 +35,12 @@ import numpy as np
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.flows import projections
 from hierdp_core.flows.data import FlowData
+from hierdp_core.flows.level_split import split_shares_flows
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import from_leaves, topdown
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame
-from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget, resolve_shares
+from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_TRIP,
@@ -65,7 +66,6 @@ SENSITIVITY = {"bounded": math.sqrt(2.0), "unbounded": 1.0}
 #: L1 sensitivity of the leaf histogram under bounded DP (one cell -1, another +1)
 STABILITY_SENSITIVITY = 2.0
 RELATION = {"bounded": SUBSTITUTE_TRIP, "unbounded": ADD_REMOVE_TRIP}
-SPLITS = ("uniform", "geometric")
 MAX_VANILLA_CELLS = 200_000_000
 VANILLA_CHUNK_CELLS = 4_000_000
 
@@ -77,25 +77,6 @@ AUTHORS_BUDGET_PARAM = Parameter(
     "authors_budget", "bool", False,
     "spend half the budget, as the authors' code does (rho split into 2T shares over T "
     "levels), to reproduce their figures; the release still reports what was spent")
-
-
-def mean_branching(data: FlowData) -> float:
-    """Mean number of children of the geography's internal areas."""
-    h = data.geography
-    internal = h.level_offsets[-2]
-    return (h.n_nodes - 1) / internal
-
-
-def split_shares_flows(data: FlowData, split, measured_root: bool) -> np.ndarray:
-    """Shares of rho over tree levels 0..T (root first). ``"geometric"`` gives level l a
-    weight b^(-(2/3)(T - l)), b the mean branching (the authors' 'smart' split: finer
-    levels, which have more and smaller cells, get more); other values as the core's
-    splits (None = uniform; weights root first). The root gets nothing unless measured."""
-    n = data.depth + 1
-    if isinstance(split, str) and split == "geometric":
-        b = mean_branching(data)
-        split = [b ** (-(2 / 3) * (data.depth - level)) for level in range(n)]
-    return resolve_shares(n, split, skip_root=not measured_root)
 
 
 def _check_data(name: str, data) -> FlowData:

@@ -23,13 +23,13 @@ import plotly.graph_objects as go
 from hierdp_core import palette
 from hierdp_core.errors import InputError
 from hierdp_core.experiments import summarise
+from hierdp_core.figure_parts import PALETTE, esc, figure_title, log_axis_ticks, number_texts, rgba
 from hierdp_core.sweep_figures import sweep_figure
-from hierdp_core.viz import PALETTE, _esc, _fmt_array, _log_axis_ticks, _rgba, _title
 
 EVALUATION = "true values: confidential, evaluation only, not a DP release"
 RELEASED_COLOUR = PALETTE[0]
 NOISY_COLOUR = PALETTE[1]
-BAND_COLOUR = _rgba("#2f5d8a", 0.10)
+BAND_COLOUR = rgba("#2f5d8a", 0.10)
 # metric of `hierdp_core.ranges.evaluation.range_metrics` -> (label, unit)
 RANGE_METRICS = {
     "mean_query_error": ("mean error per query", "people"),
@@ -60,7 +60,7 @@ def _cells(values: Sequence[str], *series) -> tuple[np.ndarray, list[np.ndarray]
     step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, n) if n / s <= 12)
     ticks = list(range(0, n, step))
     axis = {"tickmode": "array", "tickvals": ticks,
-            "ticktext": [_esc(values[i]) for i in ticks], "range": [-0.5, n - 0.5]}
+            "ticktext": [esc(values[i]) for i in ticks], "range": [-0.5, n - 0.5]}
     return np.arange(n), arrays, axis
 
 
@@ -87,40 +87,40 @@ def histogram_with_buckets(values: Sequence[str], true, released, edges, title: 
     and the private buckets of ``edges`` (DAWA's Stage 1; None for methods without a
     partition) as alternating shaded bands, their number in the title."""
     x, (t, r), axis = _cells(values, true, released)
-    labels = [_esc(v) for v in values]
+    labels = [esc(v) for v in values]
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=x, y=t, name="true (confidential)", mode="lines",
         line={"shape": "hvh", "width": 1.5, "color": palette.figure_look()["truth"]},
-        customdata=np.column_stack([labels, _fmt_array(t)]),
-        hovertemplate=f"{_esc(attribute)} %{{customdata[0]}}<br>true: %{{customdata[1]}}"
+        customdata=np.column_stack([labels, number_texts(t)]),
+        hovertemplate=f"{esc(attribute)} %{{customdata[0]}}<br>true: %{{customdata[1]}}"
                       "<extra></extra>"))
     fig.add_trace(go.Bar(
         x=x, y=r, name="released", marker_color=RELEASED_COLOUR, opacity=0.6,
-        customdata=np.column_stack([labels, _fmt_array(r)]),
-        hovertemplate=f"{_esc(attribute)} %{{customdata[0]}}<br>released: "
+        customdata=np.column_stack([labels, number_texts(r)]),
+        hovertemplate=f"{esc(attribute)} %{{customdata[0]}}<br>released: "
                       "%{customdata[1]}<extra></extra>"))
     if noisy is not None:
         _, (z,), _ = _cells(values, noisy)
         fig.add_trace(go.Scatter(
             x=x, y=z, name="estimate before consistency", mode="lines",
             line={"color": NOISY_COLOUR, "width": 1.2, "dash": "dot"}, visible="legendonly",
-            customdata=np.column_stack([labels, _fmt_array(z)]),
-            hovertemplate=f"{_esc(attribute)} %{{customdata[0]}}<br>estimate: "
+            customdata=np.column_stack([labels, number_texts(z)]),
+            hovertemplate=f"{esc(attribute)} %{{customdata[0]}}<br>estimate: "
                           "%{customdata[1]}<extra></extra>"))
     for x0, x1 in bucket_bands(edges, len(values)):
         fig.add_vrect(x0=x0, x1=x1, fillcolor=BAND_COLOUR, line_width=0, layer="below")
     if edges is None:
-        head, sub = f"{_esc(title)}: no partition", "every value measured"
+        head, sub = f"{esc(title)}: no partition", "every value measured"
     else:
         k = len(edges) - 1
-        head = f"{_esc(title)}: {k} bucket{'s' if k != 1 else ''}"
+        head = f"{esc(title)}: {k} bucket{'s' if k != 1 else ''}"
         sub = ("one bucket per value" if k == len(values)
                else "shaded: the private buckets (every other one)")
     fig.update_layout(
-        title=_title(head, f"{sub}; step line: true values (evaluation only)"),
+        title=figure_title(head, f"{sub}; step line: true values (evaluation only)"),
         height=height, bargap=0.05,
-        xaxis={"title": {"text": _esc(attribute)}, **axis},
+        xaxis={"title": {"text": esc(attribute)}, **axis},
         yaxis={"title": {"text": "people"}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.22}, hovermode="x unified",
         margin={"t": 70, "r": 30})
@@ -133,23 +133,23 @@ def cumulative_figure(values: Sequence[str], true, released, title: str, *,
     (confidential, `EVALUATION`) and released; the largest gap is in the subtitle."""
     x, (t, r), axis = _cells(values, true, released)
     ct, cr = np.cumsum(t), np.cumsum(r)
-    labels = [_esc(v) for v in values]
+    labels = [esc(v) for v in values]
     fig = go.Figure()
     for name, y, style in (("true", ct, {"color": "rgb(110, 110, 110)", "width": 3}),
                            ("released", cr, {"color": RELEASED_COLOUR, "width": 1.5,
                                              "dash": "dash"})):
         fig.add_trace(go.Scatter(
             x=x, y=y, name=name, mode="lines", line=style,
-            customdata=np.column_stack([labels, _fmt_array(y)]),
-            hovertemplate=f"{_esc(attribute)} ≤ %{{customdata[0]}}<br>{name}: "
+            customdata=np.column_stack([labels, number_texts(y)]),
+            hovertemplate=f"{esc(attribute)} ≤ %{{customdata[0]}}<br>{name}: "
                           "%{customdata[1]}<extra></extra>"))
     gap = np.abs(cr - ct)
     worst = int(gap.argmax())
     fig.update_layout(
-        title=_title(f"Cumulative: {_esc(title)}",
-                     f"largest gap {_fmt_array(gap[worst:worst + 1])[0]} people at "
-                     f"{_esc(attribute)} ≤ {labels[worst]}; true: evaluation only"),
-        height=height, xaxis={"title": {"text": f"{_esc(attribute)} (at most)"}, **axis},
+        title=figure_title(f"Cumulative: {esc(title)}",
+                     f"largest gap {number_texts(gap[worst:worst + 1])[0]} people at "
+                     f"{esc(attribute)} ≤ {labels[worst]}; true: evaluation only"),
+        height=height, xaxis={"title": {"text": f"{esc(attribute)} (at most)"}, **axis},
         yaxis={"title": {"text": "people (cumulative)"}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.22}, hovermode="x unified",
         margin={"t": 70, "r": 30})
@@ -171,20 +171,20 @@ def method_comparison_figure(table: pd.DataFrame, *, metric: str = "mean_query_e
         part = part.set_index("level_name").reindex(levels)
         y = part[metric].to_numpy(float)
         fig.add_trace(go.Bar(
-            x=[_esc(lv) for lv in levels], y=y, name=_esc(method),
-            marker_color=PALETTE[i % len(PALETTE)], customdata=_fmt_array(y),
-            hovertemplate=f"<b>{_esc(method)}</b><br>%{{x}}: %{{customdata}}<extra></extra>"))
+            x=[esc(lv) for lv in levels], y=y, name=esc(method),
+            marker_color=PALETTE[i % len(PALETTE)], customdata=number_texts(y),
+            hovertemplate=f"<b>{esc(method)}</b><br>%{{x}}: %{{customdata}}<extra></extra>"))
     positive = table[metric].to_numpy(float)
     use_log = bool((positive > 0).all() and positive.max() > 20 * positive.min())
     eps = f" at ε = {epsilon:g}" if epsilon is not None else ""
     fig.update_layout(
         barmode="group", height=height,
-        title=_title(f"{RANGE_METRICS.get(metric, (metric,))[0].capitalize()} by level{eps}",
+        title=figure_title(f"{RANGE_METRICS.get(metric, (metric,))[0].capitalize()} by level{eps}",
                      f"one release per mechanism ({EVALUATION})"),
         xaxis={"title": {"text": "level"}, "type": "category"},
         yaxis={"title": {"text": metric_title(metric) + (" (log scale)" if use_log else "")},
                "type": "log" if use_log else "linear",
-               **(_log_axis_ticks(positive) if use_log else {})},
+               **(log_axis_ticks(positive) if use_log else {})},
         legend={"title": {"text": "mechanism"}})
     return fig
 

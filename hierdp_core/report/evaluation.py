@@ -2,14 +2,13 @@
 
 The report holds numbers derived from the TRUE data (error metrics, and whatever the given
 figures show), so it opens with a banner saying it is confidential. It works offline:
-plotly.js is inlined once, and maps get the offline config of `hierdp_core.viz`. All text
+plotly.js is inlined once, and maps get the offline config of `hierdp_core.figure_parts`. All text
 that comes from the data or the caller is HTML-escaped; figure JSON is escaped by plotly.
 
 Example
 -------
 >>> from hierdp_core.data.samples import synthetic_us_like
->>> from hierdp_core.mechanism_names import title
-from hierdp_core.mechanisms.base import get_mechanism
+>>> from hierdp_core.mechanisms.base import get_mechanism
 >>> from hierdp_core.metrics import error_metrics
 >>> from hierdp_core.privacy.budget import PrivacyBudget
 >>> from hierdp_core.privacy.samplers import NoiseSource
@@ -36,10 +35,10 @@ import plotly.graph_objects as go
 
 from hierdp_core import __version__, metric_names
 from hierdp_core.errors import InputError, MechanismError
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import metric_descriptions
-from hierdp_core.viz import plotly_config
 
 CONFIDENTIAL_BANNER = ("CONFIDENTIAL \u2014 contains numbers derived from the true data; "
                        "do not publish.")

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from hierdp_core.figure_parts import PALETTE
 from hierdp_core.map_figures import choropleth
 from hierdp_core.report.summary import plural
-from hierdp_core.viz import PALETTE
 
 MAX_MAP_UNITS = 4000  # levels with more units are left off the maps (the file stays small)
 SHOWN = 20  # released numbers in the intervals figure

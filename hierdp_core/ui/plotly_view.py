@@ -25,9 +25,9 @@ from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from hierdp_core import palette
+from hierdp_core.figure_parts import plotly_config
 from hierdp_core.ui import plotly_bundle
 from hierdp_core.ui.map_layers import static_url
-from hierdp_core.viz import plotly_config
 
 COMPONENT_NAME = "hierdp_plotly_view"
 _JS = (Path(__file__).with_name("plotly_view.js")).read_text(encoding="utf-8")
@@ -46,7 +46,7 @@ def plotly_js_url(trace_types: Sequence[str] = plotly_bundle.TRACES) -> str:
 def show(fig: go.Figure, *, key: str, config: dict | None = None,
          prefetch: Sequence[str] = ()) -> None:
     """Draw ``fig`` (its layout's height, the container's width) under ``key``: the same key
-    at the next rerun updates this drawing. ``config``: plotly's, `viz.plotly_config` by
+    at the next rerun updates this drawing. ``config``: plotly's, `figure_parts.plotly_config` by
     default (offline maps). ``prefetch``: URLs of boundaries the browser fetches and parses
     now, for a map the user is likely to open next."""
     spec = fig.to_plotly_json()

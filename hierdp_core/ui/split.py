@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
+from hierdp_core.figure_parts import PALETTE, esc, figure_title, number_texts, plotly_config
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism, optimised_mechanisms, optimiser_family
@@ -43,7 +44,6 @@ from hierdp_core.privacy.split_optimiser import (
 )
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import SPLIT_HELD as HELD
-from hierdp_core.viz import PALETTE, _esc, _fmt_array, _title, plotly_config
 
 GOALS = {"equal": "Every level equally (MSE)", "weighted": "Weighted levels",
          "relative": "Worst relative error"}
@@ -189,9 +189,9 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
     with the RMSE as a dotted line of the same colour."""
     fig = go.Figure()
     for i, (split, part) in enumerate(table.groupby("split", sort=False)):
-        x = [_esc(v) for v in part["level_name"]]
+        x = [esc(v) for v in part["level_name"]]
         colour = PALETTE[2 * i]
-        custom = np.column_stack([_fmt_array(part["mae"]), _fmt_array(part["rmse"]),
+        custom = np.column_stack([number_texts(part["mae"]), number_texts(part["rmse"]),
                                   [percent(v) for v in part["share"]]])
         hover = (f"<b>{split} split</b> · %{{x}}<br>mean |error|: %{{customdata[0]}}<br>"
                  "RMSE: %{customdata[1]}<br>share: %{customdata[2]}<extra></extra>")
@@ -203,7 +203,7 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
                                  hovertemplate=hover))
     fig.update_layout(
         barmode="group", height=360, margin={"t": 70, "b": 40, "l": 60, "r": 20},
-        title=_title("Expected error per cell, by level",
+        title=figure_title("Expected error per cell, by level",
                      "a priori, from the tree's shape and the budget alone"),
         xaxis={"type": "category"},
         yaxis={"title": {"text": "error per cell (count)"}, "rangemode": "tozero"},
