@@ -7,6 +7,7 @@ from hierdp_core import __version__, palette
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.ui import map_layers, plotly_view, session, widgets
+from hierdp_core.ui import widget_keys as wk
 
 widgets.page_header("hierdp", f"Hierarchical counts under differential privacy · version "
                               f"{__version__}")
@@ -35,7 +36,7 @@ for col, sample in zip(cols, SAMPLES.values(), strict=True):
     with col:
         st.markdown(f"**{sample.title}**")
         # the button before the description: all three above the fold at 1280 x 800
-        if st.button("Start with this sample", key=f"start_{sample.name}", type="primary"):
+        if st.button("Start with this sample", key=wk.start_key(sample.name), type="primary"):
             session.load_sample_into_state(sample.name)
             st.switch_page("pages/4_Results.py")
         st.markdown(sample.description)
@@ -68,4 +69,4 @@ st.dataframe(pd.DataFrame([{
     "consistent integers": "yes" if i.consistent else "no", "reference": i.reference,
 } for i in list_mechanisms()]), hide_index=True, width="stretch")
 # plotly.js and the US county boundaries, fetched once Home is painted: Results draws at once
-plotly_view.preload(key="home_preload", prefetch=map_layers.first_results_maps())
+plotly_view.preload(key=wk.HOME_PRELOAD, prefetch=map_layers.first_results_maps())

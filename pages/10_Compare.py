@@ -10,6 +10,7 @@ from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
 from hierdp_core.privacy.budget import SPLIT_PRESETS
 from hierdp_core.ui import map_layers, session, widgets
+from hierdp_core.ui import widget_keys as wk
 
 CURRENT = "current"
 METRICS = ["mae", "rmse", "mape", "max_abs_error", "tvd_accuracy", "share_over_10pct"]
@@ -28,7 +29,7 @@ split_labels = {CURRENT: "as on Mechanism & budget", "uniform": "uniform",
                 "leaves-only": "all on the finest level"}
 
 same_seed = st.checkbox("Same seed for both (the difference is then the mechanisms', "
-                        "not the noise draw's)", value=True, key="cmp_same_seed")
+                        "not the noise draw's)", value=True, key=wk.CMP_SAME_SEED)
 defaults = {"A": s["mechanism"], "B": "raw-geometric" if s["mechanism"] != "raw-geometric"
             else "least-squares"}
 # A's and B's controls row by row (a row per setting), so each lines up with its match
@@ -38,18 +39,21 @@ sides = {}
 for col, side in enumerate(cmp.SIDES):
     heads[col].subheader(f"Configuration {side}")
     with mechs[col]:
-        mechanism = widgets.mechanism_picker(infos, defaults[side], key=f"cmp_mech_{side}",
+        mechanism = widgets.mechanism_picker(infos, defaults[side],
+                                             key=wk.page_key(wk.CMP_MECH, side),
                                              about=about[col])
     eps = budgets[col].select_slider("Total ε", list(session.EPSILON_GRID),
-                                   key=f"cmp_eps_{side}", value=s["epsilon"]
+                                   key=wk.page_key(wk.CMP_EPS, side), value=s["epsilon"]
                                    if s["epsilon"] in session.EPSILON_GRID else 1.0)
     split = split_row[col].selectbox("Split over levels", splits,
-                                     format_func=split_labels.get, key=f"cmp_split_{side}")
+                                     format_func=split_labels.get,
+                                     key=wk.page_key(wk.CMP_SPLIT, side))
     if same_seed and side == "B":
         seed = sides["A"].seed
         seeds[col].caption(f"Seed {seed}: the same as A's.")
     else:
-        seed = seeds[col].number_input("Seed", min_value=0, step=1, key=f"cmp_seed_{side}")
+        seed = seeds[col].number_input("Seed", min_value=0, step=1,
+                                       key=wk.page_key(wk.CMP_SEED, side))
     sides[side] = cmp.Side(
         mechanism, float(eps), tuple(s["weights"]) if split == CURRENT else split,
         seed=int(seed), params={k: v for k, v in s["params"].items()
@@ -59,7 +63,7 @@ key = (sides["A"], sides["B"], session.settings_key(s))
 stored = st.session_state.get(session.COMPARE)
 if stored is not None and stored[1].releases[0].hierarchy is not h:  # other data: redo
     stored = None
-if st.button("Compare", type="primary", key="cmp_run") or stored is None:
+if st.button("Compare", type="primary", key=wk.CMP_RUN) or stored is None:
     try:
         with st.spinner("Releasing both configurations…"):
             stored = (key, cmp.compare(data, sides["A"], sides["B"]))
@@ -77,10 +81,10 @@ pick = st.columns(2)
 with pick[0]:
     level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key="cmp_level")
+                         key=wk.CMP_LEVEL)
 with pick[1]:
     category = st.selectbox("Category", ["total", *(data.categories if data.has_categories
-                                                    else [])], key="cmp_category")
+                                                    else [])], key=wk.CMP_CATEGORY)
 view = cmp.level_view(comparison, data, level, category)
 source = map_layers.map_sources(session.ensure_dataset()["sample"], h).get(level)
 if source is None:
@@ -94,15 +98,15 @@ else:
     # the map about 150 px wide)
     for column, fig, tag in zip([*st.columns(2), st.container()], figures, ("a", "b", "diff"),
                                 strict=True):
-        column.plotly_chart(fig, width="stretch", key=f"cmp_map_{tag}",
+        column.plotly_chart(fig, width="stretch", key=wk.page_key(wk.CMP_MAP, tag),
                             config=plotly_config())
     st.caption("A and B share one colour scale; the difference map is centred at 0 (red: "
                "B released more than A).")
 
 # ---- error by level ---------------------------------------------------------------------
 st.subheader("Error by level")
-metric = st.selectbox("Metric", METRICS, key="cmp_metric", format_func=name)
+metric = st.selectbox("Metric", METRICS, key=wk.CMP_METRIC, format_func=name)
 st.plotly_chart(cmp.error_by_level_figure(comparison, metric), width="stretch",
-                key="cmp_by_level")
+                key=wk.CMP_BY_LEVEL)
 st.dataframe(cmp.by_level_table(comparison, metric), hide_index=True, width="stretch")
 st.caption(label(metric))

@@ -12,6 +12,7 @@ from hierdp_core.ui import inputs as inp
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import structure as structure
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.count_data import count_data, count_data_note
 
 status_slot = widgets.page_header("Data", "Load records or aggregated counts and tell hierdp "
@@ -24,10 +25,10 @@ with source:
     names = list(SAMPLES)
     current = ds["sample"] if ds["sample"] in names else names[0]
     choice = st.selectbox("Sample", names, index=names.index(current),
-                          format_func=lambda n: SAMPLES[n].title, key="data_sample")
+                          format_func=lambda n: SAMPLES[n].title, key=wk.DATA_SAMPLE)
     st.caption(f"{SAMPLES[choice].description}  \nSource: {SAMPLES[choice].source} · "
                f"licence: {SAMPLES[choice].licence}")
-    if st.button("Load this sample", type="primary", key="load_sample"):
+    if st.button("Load this sample", type="primary", key=wk.LOAD_SAMPLE):
         session.load_sample_into_state(choice)
         st.rerun()
 with upload:
@@ -35,10 +36,10 @@ with upload:
     uploaded = st.file_uploader(
         "CSV, TSV, Parquet, Excel or Feather: one row per person (microdata), or one row per "
         "unit with a count column", type=["csv", "tsv", "txt", "gz", "parquet", "xlsx",
-                                          "xls", "feather"], key="upload")
+                                          "xls", "feather"], key=wk.UPLOAD)
     encoding = st.selectbox("Text encoding", ["auto (UTF-8)", "latin-1", "cp1252"],
-                            key="encoding")
-    if uploaded is not None and st.button("Use this file", key="use_upload"):
+                            key=wk.ENCODING)
+    if uploaded is not None and st.button("Use this file", key=wk.USE_UPLOAD):
         try:
             table = read_table(uploaded, name=uploaded.name,
                                encoding=None if encoding.startswith("auto") else encoding)
@@ -74,17 +75,17 @@ if ds["sample"] is None:
                 "Tick the box below to melt them.")
     wide, name = [], current["name"]
     if st.checkbox("One column per category (a wide table)", value=bool(current["wide"]),
-                   key=inp.upload_key("shape_wide")):
+                   key=inp.upload_key(wk.SHAPE_WIDE)):
         left, right = st.columns([3, 1])
         options = meltable_columns(raw, levels_now)
         wide = left.multiselect("The columns holding the counts, one per category", options,
                                 default=[c for c in current["wide"] or guess.columns
                                          if c in options],
-                                key=inp.upload_key("shape_columns"),
+                                key=inp.upload_key(wk.SHAPE_COLUMNS),
                                 help="Only numeric columns that are not a level or a code "
                                      "are offered.")
         name = right.text_input("Name of the category they make", current["name"],
-                                key=inp.upload_key("shape_name")).strip() or "category"
+                                key=inp.upload_key(wk.SHAPE_NAME)).strip() or "category"
         if wide:
             st.caption(consequence(raw, wide, guess.total))
     try:
@@ -103,27 +104,27 @@ st.subheader("Column roles")
 inp.guess_panel(table)
 r = session.roles()
 columns = [str(c) for c in table.columns]
-levels = widgets.level_picker(inp.table_key("roles_levels"))
+levels = widgets.level_picker(inp.table_key(wk.ROLES_LEVELS))
 r = session.roles()
 count, count_chosen = inp.count_picker(table, levels, r["count_column"],
                                        r.get("count_confirmed", True))
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
                             default=[c for c in r["category_columns"] if c in others],
-                            key=inp.table_key("roles_categories"))
+                            key=inp.table_key(wk.ROLES_CATEGORIES))
 local = st.checkbox("Codes are unique only within their parent (e.g. 3-digit county codes)",
-                    value=r["local_codes"], key="roles_local")
+                    value=r["local_codes"], key=wk.ROLES_LOCAL)
 missing, ragged = "error", False
 if ds["sample"] is None:
     policies = list(inp.MISSING_LABELS)
     missing = st.radio("Empty count cells", policies, format_func=inp.MISSING_LABELS.get,
                        index=policies.index(r.get("missing", "error")), horizontal=True,
-                       key=inp.upload_key("roles_missing"))
+                       key=inp.upload_key(wk.ROLES_MISSING))
     ragged = st.checkbox("Units may skip a level: an empty code means the unit above passes "
                          "through that level as its own child (a city outside any county "
                          "sits in its state, shown as '06 (no county)')",
                          value=bool(r.get("ragged", False)),
-                         key=inp.upload_key("roles_ragged"))
+                         key=inp.upload_key(wk.ROLES_RAGGED))
 names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
 session.set_roles({**r, "levels": levels, "count_column": count,
                    "count_confirmed": count_chosen, "category_columns": categories,

@@ -4,12 +4,13 @@ import streamlit as st
 
 from hierdp_core.ui import inputs as inp
 from hierdp_core.ui import session, widgets
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.viz import hierarchy_treemap
 
 status_slot = widgets.page_header("Hierarchy", "The tree the release must add up over: every "
                                                "parent equals the sum of its children.")
 session.ensure_dataset()
-levels = widgets.level_picker(inp.table_key("hierarchy_levels"))  # new widget per table
+levels = widgets.level_picker(inp.table_key(wk.HIERARCHY_LEVELS))  # new widget per table
 widgets.sidebar_status(status_slot)
 if not levels:
     st.warning("Choose at least one geography level.")
@@ -31,5 +32,5 @@ st.caption(f"{small:,} of {h.n_leaves:,} units at the finest level have fewer th
            "their released counts will carry the largest relative error.")
 st.subheader("The tree (area = population)")
 st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=widgets.all_display_names(data)),
-                width="stretch", key="treemap")
+                width="stretch", key=wk.TREEMAP)
 widgets.next_page("pages/3_Mechanism_and_budget.py", "Next: choose a mechanism and a budget")

@@ -11,6 +11,7 @@ from hierdp_core.metric_names import definition, friendly_table, name
 from hierdp_core.privacy.budget import rho_to_epsilon
 from hierdp_core.ui import budget, session, widgets
 from hierdp_core.ui import split as split_ui
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.viz import ledger_figure
 
@@ -27,7 +28,7 @@ with left:
     st.subheader("Mechanism")
     names = list(infos)
     s["mechanism"] = st.selectbox("Mechanism", names, index=names.index(s["mechanism"])
-                                  if s["mechanism"] in names else 0, key="mech_name",
+                                  if s["mechanism"] in names else 0, key=wk.MECH_NAME,
                                   format_func=widgets.mechanism_label(infos))
     info = infos[s["mechanism"]]
     widgets.warn_nonprivate(info)
@@ -36,7 +37,7 @@ with left:
               ("consistent non-negative integers" if info.consistent
                else "not consistent integers")]
     st.caption(" · ".join(badges) + f" · neighbours: {info.neighbouring}")
-    params = widgets.parameter_widgets(info, "param", s["params"])
+    params = widgets.parameter_widgets(info, wk.PARAM, s["params"])
     s["params"] = params
     if params.get("root_invariant"):
         st.warning("The root total will be published exactly: it is NOT protected by "
@@ -49,12 +50,12 @@ with right:
         s["definition"] = definitions[0]
     s["definition"] = st.radio("Privacy definition", definitions, horizontal=True,
                                index=definitions.index(s["definition"]),
-                               format_func=DEFINITIONS.get, key="definition")
+                               format_func=DEFINITIONS.get, key=wk.DEFINITION)
     budget.total_slider(s)
     if s["definition"] == "zcdp":
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,
                                                                           1e-5], value=s["delta"],
-                                      format_func=lambda d: f"{d:.0e}", key="delta")
+                                      format_func=lambda d: f"{d:.0e}", key=wk.DELTA)
         st.caption(f"ρ = {s['rho']:g} implies (ε = {rho_to_epsilon(s['rho'], s['delta']):.3g}, "
                    f"δ = {s['delta']:.0e})-DP.")
 
@@ -75,7 +76,7 @@ s["weights"] = weights = split_ui.held_weights(weights)
 widgets.sidebar_status(status_slot)
 st.caption("Weights are normalised, so the total budget stays fixed: shares "
            + split_ui.describe_shares(h, np.asarray(weights) / sum(weights)) + ".")
-with st.expander("Optimise the split", icon=":material/tune:", key=split_ui.OPEN,
+with st.expander("Optimise the split", icon=":material/tune:", key=wk.SPLIT_GOAL_OPEN,
                  on_change="rerun") as optimiser:
     if optimiser.open:  # computed only when opened
         split_ui.optimiser_section(h, s, session.budget_of(s),
@@ -89,7 +90,7 @@ try:
 except HierdpError as exc:
     st.error(str(exc))
     st.stop()
-st.plotly_chart(ledger_figure(ledger), width="stretch", key="ledger_fig")
+st.plotly_chart(ledger_figure(ledger), width="stretch", key=wk.LEDGER_FIG)
 show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
                "ci95_abs_error"]]
 table = friendly_table(show)

@@ -20,6 +20,7 @@ from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import coverage as coverage_ui
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import split as split_ui
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.geo import label as geometry_label
 from hierdp_core.viz import (
     metric_by_bin,
@@ -42,8 +43,7 @@ run_cols = st.columns([3.0, 0.35, 1.3, 0.95], vertical_alignment="center")
 config_ui.randomness_widgets(run_cols[0], run_cols[2])  # the session's randomness: the seed
 run_cols[1].markdown("Seed")
 with run_cols[3]:
-    run = st.button("Run release", type="primary", key="run_release")
-RAN_IN = "res_ran_in"  # the seconds of the release just made, said once under the map
+    run = st.button("Run release", type="primary", key=wk.RUN_RELEASE)
 
 
 def release_now():
@@ -56,7 +56,7 @@ def release_now():
         except Exception as exc:  # shown as a message, never a traceback
             widgets.friendly_error(exc)
             st.stop()
-    st.session_state[RAN_IN] = time.perf_counter() - started
+    st.session_state[session.RAN_IN] = time.perf_counter() - started
     return made
 
 
@@ -67,7 +67,7 @@ def units_shown() -> tuple[int, np.ndarray, str]:
     with pick[0]:
         level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                              format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                             key="res_level")
+                             key=wk.RES_LEVEL)
     with pick[1]:
         parents = widgets.node_display_names(data, level - 1) if level > 1 else None
         options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
@@ -76,13 +76,13 @@ def units_shown() -> tuple[int, np.ndarray, str]:
             else f"all {widgets.plural(h.level_names[level])}"
         within = st.selectbox("Drill down: show the units inside", options, index=default,
                               format_func=lambda o: whole if o == "all" else f"{parents[o]}",
-                              key="res_within")
+                              key=wk.RES_WITHIN)
     with pick[2]:
         category = st.selectbox("Category", ["total"] + (list(data.categories)
                                                          if data.has_categories else []),
-                                key="res_category")
+                                key=wk.RES_CATEGORY)
     with pick[3]:
-        budget.total_slider(s, key_prefix="res_")
+        budget.total_slider(s, prefix=wk.RES)
     if within == "all":
         sl = h.level_slice(level)
         return level, np.arange(sl.start, sl.stop), category
@@ -104,7 +104,7 @@ def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selecto
         st.caption(f"Boundaries: {geometry_label(source[0])}, level {source[1]} (chosen on the "
                    "Data page).")
     shown = selector_slot.segmented_control(
-        "Map", list(values), default="Released", required=True, key="res_map",
+        "Map", list(values), default="Released", required=True, key=wk.RES_MAP,
         label_visibility="collapsed")
     diverging = shown.startswith("Error")
     # colour scales ending at round numbers stay put when the slider re-releases
@@ -119,7 +119,7 @@ def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selecto
                      value_range=(-top, top) if diverging else (0.0, top),
                      height=MAP_HEIGHT, projection=map_layers.map_projection(source[0])
                      if whole_level else "mercator")  # albers usa cannot zoom to a unit
-    plotly_view.show(fig, key="res_map_figure")
+    plotly_view.show(fig, key=wk.RES_MAP_FIGURE)
 
 
 def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> None:
@@ -136,27 +136,27 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
     true_v, rel_v = values["True"], values["Released"]
 
     metric = st.selectbox("Metric", [m for m in METRICS if m != "consistency_violations"],
-                          format_func=name, key="res_metric")
+                          format_func=name, key=wk.RES_METRIC)
     st.caption(label(metric))
     tab_level, tab_bin, tab_scatter, tab_noisy = st.tabs(
         ["Error by level", f"Error by population size ({h.level_names[level]})",
-         "True vs released", "Noisy vs consistent vs true, per level"], key="res_chart",
+         "True vs released", "Noisy vs consistent vs true, per level"], key=wk.RES_CHART,
         on_change="rerun")  # only the open one is drawn
     if tab_level.open:
         with tab_level:
-            plotly_view.show(metric_by_level(metrics, metric), key="by_level")
+            plotly_view.show(metric_by_level(metrics, metric), key=wk.BY_LEVEL)
     if tab_bin.open:
         with tab_bin:
-            plotly_view.show(metric_by_bin(metrics, metric, level), key="by_bin")
+            plotly_view.show(metric_by_bin(metrics, metric, level), key=wk.BY_BIN)
     if tab_scatter.open:
         with tab_scatter:
             plotly_view.show(true_vs_released_scatter(true_v, rel_v, names=names,
                                                       level_name=h.level_names[level]),
-                             key="scatter")
+                             key=wk.SCATTER)
     if tab_noisy.open:
         with tab_noisy:
             plotly_view.show(noisy_vs_released_by_level(h, data.node_counts(), release.noisy,
-                                                        release.values), key="noisy_levels")
+                                                        release.values), key=wk.NOISY_LEVELS)
             st.caption("What consistency does: the raw noisy measurements may be negative, "
                        "fractional and disagree between levels; the released values add up. "
                        "Both are compared with the truth here (evaluation only).")
@@ -169,10 +169,10 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
     coverage_ui.coverage_section(release, data.node_counts())
 
     with st.expander("Every unit: true, noisy and released counts, searchable",
-                     icon=":material/table_rows:", key="res_units",
+                     icon=":material/table_rows:", key=wk.RES_UNITS,
                      on_change="rerun") as every_unit:
         if every_unit.open:  # sent only when opened (3,141 rows for the US counties)
-            query = st.text_input("Search by name or code", key="res_search")
+            query = st.text_input("Search by name or code", key=wk.RES_SEARCH)
             table = pd.DataFrame({"node_id": h.node_ids()[nodes], "name": names,
                                   "true": true_v, "noisy": values["Noisy (measured)"],
                                   "released": rel_v, "error": values["Error (released − true)"]})
@@ -185,7 +185,7 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
                        "consistency.")
 
 
-@st.fragment(key="res_view")
+@st.fragment(key=wk.RES_VIEW)
 def results_view() -> None:
     """What the release changes, rerun alone when the ε (or ρ) slider above the map moves
     (or a picker beside it): the release, its verdict, the map, the charts and the tables."""
@@ -196,7 +196,7 @@ def results_view() -> None:
     map_area, about = st.container(), st.container()  # the map first, what it shows under it
     with about:
         release = session.current_release() or release_now()
-        ran_in = st.session_state.pop(RAN_IN, None)
+        ran_in = st.session_state.pop(session.RAN_IN, None)
         st.caption(f"**{mechanism_title(s['mechanism'])}**, {budget_text}, split "
                    + split_ui.describe_shares(h, session.shares_of(s))
                    + " (change them on the Mechanism & budget page). The true, noisy and "

@@ -20,6 +20,7 @@ from hierdp_core.report.stakeholder import report_file_stem, report_html
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import downloads, map_layers, session, widgets
 from hierdp_core.ui import release as rel
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.ledger import current_charge
 from hierdp_core.ui.reproduce import reproduce_box
 from hierdp_core.verdict import release_verdict
@@ -48,7 +49,7 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
                  expanded=release is None):
     st.download_button("Save the configuration (JSON)",
                        config_json(config_ui.current_config(release)),
-                       "hierdp_config.json", "application/json", key="cfg_save")
+                       "hierdp_config.json", "application/json", key=wk.CFG_SAVE)
     st.file_uploader("Load a configuration (JSON)", type=["json"], key=session.CONFIG_UPLOAD,
                      on_change=load_config)
     st.caption("Data, levels, mechanism, parameters, budget, split and seed; the same file "
@@ -59,7 +60,7 @@ with st.expander("Configuration: save it, or load a saved one", icon=":material/
         if loaded[0]:
             widgets.next_page("pages/4_Results.py", "See the release on the Results page")
 if release is not None:
-    reproduce_box(config_ui.current_config(release), "hierdp_config.json", "ex")
+    reproduce_box(config_ui.current_config(release), "hierdp_config.json", wk.EX)
 if release is None:
     st.info("No release for the current settings yet.")
     widgets.next_page("pages/4_Results.py", "Run it on the Results page")
@@ -77,7 +78,7 @@ st.caption(f"{mechanism_title(release.mechanism)} · "
 if release.invariants:
     st.warning(f"Published exactly, not protected: {', '.join(release.invariants)}.")
 settings = session.settings(h.n_levels)
-offered = rel.release_downloads(release, "ex", "counts", input_spec, release.values.size,
+offered = rel.release_downloads(release, wk.EX, "counts", input_spec, release.values.size,
                                 structure_declared=data.declared_structure, heading=False,
                                 wait=True,  # the files at once: no "Prepare" click
                                 redraw=lambda: session.release_for(
@@ -105,10 +106,10 @@ sources = map_layers.map_sources(ds["sample"], h)
 geo_levels = list(sources)
 if geo_levels:
     level = st.selectbox("GeoJSON level", geo_levels, index=len(geo_levels) - 1,
-                         format_func=lambda lv: h.level_names[lv], key="dl_geo_level")
+                         format_func=lambda lv: h.level_names[lv], key=wk.DL_GEO_LEVEL)
     missing = []
-    for label, key, one in (("", "dl_geojson", offered.exploration),
-                            ("Secure: ", "dl_geojson_pub", secure)):
+    for label, key, one in (("", wk.DL_GEOJSON, offered.exploration),
+                            ("Secure: ", wk.DL_GEOJSON_PUB, secure)):
         if one is None:
             continue
         geojson, missing = rel.geojson_bytes(one, level_geojson(*sources[level]), level)
@@ -134,8 +135,8 @@ st.caption("One self-contained file that opens offline and prints cleanly (or as
               "It reports the exploration release (marked EXPLORATION - NOT FOR "
               "PUBLICATION); draw the publishable release above to report that one."))
 evaluate = st.checkbox("Add the error against the true data (the report is then "
-                       "CONFIDENTIAL)", key="report_truth")
-if st.button("Prepare the report", key="prep_stakeholder", type="primary"):
+                       "CONFIDENTIAL)", key=wk.REPORT_TRUTH)
+if st.button("Prepare the report", key=wk.PREP_STAKEHOLDER, type="primary"):
     with st.spinner("Writing the report…"):
         html = report_html(
             reported, data, config_ui.current_config(reported).to_dict(),
@@ -150,10 +151,10 @@ if prepared and prepared[0] == (rel.release_token(reported), evaluate):
                             evaluation=evaluate)
     html_col, pdf_col = st.columns(2)
     html_col.download_button("Download the report (HTML)", prepared[1], f"{stem}.html",
-                             "text/html", key="dl_stakeholder")
+                             "text/html", key=wk.DL_STAKEHOLDER)
     if chromium_path() is None:
         pdf_col.caption("A PDF needs Chromium on this server; print the HTML from a browser.")
-    elif pdf_col.button("Make a PDF of it", key="prep_pdf"):
+    elif pdf_col.button("Make a PDF of it", key=wk.PREP_PDF):
         try:
             with st.spinner("Printing the report with Chromium…"):
                 st.session_state[session.PDF] = (prepared[0], report_pdf(prepared[1]))
@@ -162,12 +163,12 @@ if prepared and prepared[0] == (rel.release_token(reported), evaluate):
     pdf = st.session_state.get(session.PDF)
     if pdf and pdf[0] == prepared[0]:
         pdf_col.download_button("Download the report (PDF)", pdf[1], f"{stem}.pdf",
-                                "application/pdf", key="dl_stakeholder_pdf")
+                                "application/pdf", key=wk.DL_STAKEHOLDER_PDF)
 
 st.divider()
 st.subheader(":material/warning: Evaluation report (CONFIDENTIAL — do not publish)")
 st.caption("Contains error metrics computed against the true data. For internal review only.")
-if st.button("Prepare the evaluation report", key="prep_report"):
+if st.button("Prepare the evaluation report", key=wk.PREP_REPORT):
     metrics = error_metrics(h, data.node_counts(), release.values,
                             categories=data.categories if data.has_categories else None)
     leaf = h.level_slice(h.depth)
@@ -182,4 +183,4 @@ if st.button("Prepare the evaluation report", key="prep_report"):
 report = st.session_state.get(session.REPORT)
 if report and report[0] == rel.release_token(release):
     st.download_button("Download the CONFIDENTIAL report (HTML)", report[1],
-                       "CONFIDENTIAL_evaluation_report.html", "text/html", key="dl_report")
+                       "CONFIDENTIAL_evaluation_report.html", "text/html", key=wk.DL_REPORT)

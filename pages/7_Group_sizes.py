@@ -3,6 +3,8 @@ group-size mechanisms; histograms of one region, a map of the per-region error, 
 per-level error table and an epsilon sweep."""
 
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -16,9 +18,8 @@ from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.map_figures import choropleth
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.ui import (
@@ -32,6 +33,7 @@ from hierdp_core.ui import (
 )
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
@@ -41,7 +43,7 @@ widgets.page_header("Group sizes", "How many households of each size live in eve
                                    "of households kept exact.")
 MODEL = ("Who lives with whom is what is protected (neighbours: one person added to or "
          "removed from a household).")
-upload = sources.choose_source("gs", "bundled households (US counties)")
+upload = sources.choose_source(wk.GS, "bundled households (US counties)")
 if upload is None:
     data, data_key, geometry = samples.group_size_data(), "sample", samples.GS_SAMPLE_GEOMETRY
     spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],
@@ -76,7 +78,7 @@ SWEEP_EPSILONS = (0.1, 0.5, 1.0)
 
 def sweep_job(mechanisms, epsilons, trials: int):
     """The key (data and settings) and the computation of a group-size sweep."""
-    return (("gs", data_key, tuple(mechanisms), tuple(epsilons), trials),
+    return ((wk.GS, data_key, tuple(mechanisms), tuple(epsilons), trials),
             lambda progress: group_size_sweep(data, mechanisms, epsilons, trials, max_runs=60,
                                               progress=progress))
 
@@ -88,29 +90,25 @@ infos = {i.name: i for i in list_mechanisms("group-sizes")}
 
 left, right = st.columns([3, 2])
 with left:
-    name = widgets.mechanism_picker(infos, samples.GS_DEFAULT_MECHANISM, "gs_mechanism")
+    name = widgets.mechanism_picker(infos, samples.GS_DEFAULT_MECHANISM, wk.GS_MECHANISM)
     names = list(infos)
-    params = widgets.parameter_widgets(infos[name], "gs", shown=())
+    params = widgets.parameter_widgets(infos[name], wk.GS, shown=())
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
-                               value=1.0, key="gs_epsilon")
-    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="gs_seed")
-    run = st.button("Run release", type="primary", key="gs_run")
+                               value=1.0, key=wk.GS_EPSILON)
+    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key=wk.GS_SEED)
+    run = st.button("Run release", type="primary", key=wk.GS_RUN)
 
-key = (name, tuple(sorted(params.items())), epsilon, int(seed))
+cfg = query_config.page_config(wk.GS, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure)  # the release's settings
+key = (cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon, cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
-query_config.config_box("gs", query_config.page_config(
-    "gs", spec, upload, name, params, epsilon, seed, declared=data.declared_structure), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), expanded=False, **cfg.params)
+query_config.config_box(wk.GS, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values), seed,
-    run=run, what="group sizes", data=data, mechanism=name)
+    session.GS_RELEASE, key, release_with, lambda r: group_size_metrics(data, r.values),
+    cfg.seed, run=run, what="group sizes", data=data, mechanism=cfg.mechanism)
 st.caption(f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes, computed in "
            f"{seconds:.2f} s on the server.")
 rel.verdict_box(release, data.declared_structure)
@@ -126,19 +124,19 @@ pick = st.columns([1, 2])
 with pick[0]:
     level = st.selectbox("Level", list(range(1, h.n_levels)), index=h.n_levels - 2,
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key=f"gs_level{view}")
+                         key=wk.GS_LEVEL + view)
 sl = h.level_slice(level)
 names_level = widgets.node_display_names(data, level)
 with pick[1]:
     region = st.selectbox("Region", list(range(h.level_size(level))),
-                          format_func=lambda i: names_level[i], key=f"gs_region{view}")
+                          format_func=lambda i: names_level[i], key=wk.GS_REGION + view)
 
 c1, c2 = st.columns(2)
 with c1:
     node = sl.start + region
     st.plotly_chart(size_histogram_figure(truth[node], release.noisy[node], release.values[node],
                                           region=str(names_level[region])),
-                    width="stretch", key="gs_hist")
+                    width="stretch", key=wk.GS_HIST)
 with c2:
     source = map_layers.map_sources(geometry, h).get(level)
     geojson = map_layers.map_geojson(*source, overview=True) if source else None
@@ -152,11 +150,11 @@ with c2:
                                    "per region (released vs true)", colorbar_title="people",
                                    names=names_level, log_scale=True, height=420,
                                    projection=map_layers.map_projection(source[0])),
-                        width="stretch", key="gs_map", config=plotly_config())
+                        width="stretch", key=wk.GS_MAP, config=plotly_config())
 
 st.divider()
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
-    "gs", names, samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
+    wk.GS, names, samples.GS_SWEEP_DEFAULT, SWEEP_EPSILONS,
     {"l1": "L1 error", "emd_mean": "mean EMD per region"})
 st.caption("Trial t uses seed t for every mechanism. With the bundled sample, the sweep of "
            "these default settings starts in the background when the page opens; every "
@@ -167,9 +165,9 @@ if clicked:
 runs = st.session_state.get(session.GS_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(h.level_names), index=h.n_levels - 1,
-                               key="gs_sw_level")
+                               key=wk.GS_SWEEP_LEVEL)
     st.plotly_chart(sweep_figure(titled(summarise(runs, metric)), metric=metric,
-                                 level_name=sweep_level), width="stretch", key="gs_sweep_fig")
+                                 level_name=sweep_level), width="stretch", key=wk.GS_SWEEP_FIG)
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.dataframe(**friendly_table(pd.DataFrame({"mechanism":
                                                 seconds_per.index.map(mechanism_title),
@@ -180,10 +178,10 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.categories)
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, "gs", "group_sizes", spec, rows,
+rel.release_downloads(release, wk.GS, "group_sizes", spec, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "us-households"),
                       seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "

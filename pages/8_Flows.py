@@ -3,6 +3,8 @@ and its baselines; the budget and noise per tree level, the error and false disc
 level, a flow map, O/D matrices, an epsilon sweep and the export."""
 
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -21,13 +23,13 @@ from hierdp_core.geo.maps import level_geojson
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ui import map_layers, query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
 from hierdp_core.ui.query_config import FLOW_DELTAS
@@ -41,7 +43,7 @@ SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
 widgets.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                              "of the geography: state to state, state to airport, airport to "
                              "airport, all adding up, with the number of trips kept exact.")
-upload = sources.choose_source("fl", "bundled US flights (airports)")
+upload = sources.choose_source(wk.FL, "bundled US flights (airports)")
 if upload is None:
     data, data_key, spec, counted = samples.flow_data(), "sample", SAMPLE_SPEC, "flights"
     geo = data.geography
@@ -64,43 +66,37 @@ infos = {i.name: i for i in list_mechanisms("flows")}
 
 left, right = st.columns([3, 2])
 with left:
-    name = widgets.mechanism_picker(infos, samples.FLOW_DEFAULT_MECHANISM, "fl_mechanism")
+    name = widgets.mechanism_picker(infos, samples.FLOW_DEFAULT_MECHANISM, wk.FL_MECHANISM)
     names = list(infos)
-    params = widgets.parameter_widgets(infos[name], "fl")
+    params = widgets.parameter_widgets(infos[name], wk.FL)
     if name == "tda-linf-milp":
         st.caption("Solves one integer program per released parent: 10-20 s on this sample.")
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
-                               value=1.0, key="fl_epsilon")
-    delta = st.selectbox("δ", FLOW_DELTAS, index=FLOW_DELTAS.index(1e-8), key="fl_delta",
+                               value=1.0, key=wk.FL_EPSILON)
+    delta = st.selectbox("δ", FLOW_DELTAS, index=FLOW_DELTAS.index(1e-8), key=wk.FL_DELTA,
                          format_func=lambda d: f"{d:.0e}")
     topdown = "neighbouring" in params  # the top-down mechanisms spend a budget per level
     split = st.radio("Budget over tree levels", list(SPLITS), format_func=SPLITS.get,
-                     horizontal=True, key="fl_split", disabled=not topdown,
+                     horizontal=True, key=wk.FL_SPLIT, disabled=not topdown,
                      help="Top-down mechanisms only. geometric: level l gets a share "
                           "proportional to b^(-2/3 (T - l)), b the mean branching (the "
                           "authors' split).")
-    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="fl_seed")
-    run = st.button("Run release", type="primary", key="fl_run")
+    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key=wk.FL_SEED)
+    run = st.button("Run release", type="primary", key=wk.FL_RUN)
 
-key = (name, epsilon, delta, split if topdown else None, tuple(sorted(params.items())),
-       int(seed))
+cfg = query_config.page_config(wk.FL, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure, delta=delta,
+                               split=split if topdown else None)  # the release's settings
+key = (cfg.mechanism, cfg.epsilon, cfg.delta, cfg.split, tuple(sorted(cfg.params.items())),
+       cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.approx(epsilon, delta),
-                                       split=split if topdown else None, source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.approx(epsilon, delta), split if topdown else None,
-              expanded=False, **params)
-query_config.config_box("fl", query_config.page_config(
-    "fl", spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
-    delta=delta, split=split if topdown else None), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), cfg.split, expanded=False, **cfg.params)
+query_config.config_box(wk.FL, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), seed, run=run,
-    what=f"with {name}", data=data, mechanism=name)
+    session.FLOW_RELEASE, key, release_with, lambda r: flow_metrics(data, r), cfg.seed,
+    run=run, what=f"with {name}", data=data, mechanism=cfg.mechanism)
 rel.verdict_box(release, data.declared_structure)
 
 # ---- privacy: what was spent, the noise per level, the invariants ------------------------
@@ -146,7 +142,7 @@ st.caption(f"True values: {EVALUATION}. MAE and RMSE are over all possible pairs
            "perfect).")
 st.dataframe(**friendly_table(metrics.round(3), level_name="origin → destination"),
              width="stretch")
-st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key="fl_levels")
+st.plotly_chart(metrics_by_level(metrics, counted), width="stretch", key=wk.FL_LEVELS)
 
 # ---- flow map ----------------------------------------------------------------------------
 st.subheader("Flow map")
@@ -166,14 +162,14 @@ else:
     m1, m2, m3 = st.columns([2, 3, 3])
     with m1:
         map_level = st.selectbox(
-            "Level", [2 * lv for lv in layers], key=f"fl_map_level{view}",
+            "Level", [2 * lv for lv in layers], key=wk.FL_MAP_LEVEL + view,
             format_func=lambda lv: f"{data.level_names[lv]} ({geo.level_size(lv // 2):,} areas)")
     with m2:
         shown = st.radio("Show", ["released", "true", "false positives"], horizontal=True,
-                         key="fl_map_show",
+                         key=wk.FL_MAP_SHOW,
                          help="true and false positives read the true flows: " + EVALUATION)
     with m3:
-        top = st.slider("Largest flows shown", 20, 1000, 200, step=20, key="fl_map_top")
+        top = st.slider("Largest flows shown", 20, 1000, 200, step=20, key=wk.FL_MAP_TOP)
     pairs = level_pairs(data, release, map_level)
     false_positive = (pairs["released"] > 0) & (pairs["true"] == 0)
     level_text = data.level_names[map_level].replace(">", " → ")
@@ -191,7 +187,7 @@ else:
     st.plotly_chart(flow_map(pairs, coords, title=title, top=top,
                              false_positive=false_positive, base=base, unit=counted,
                              projection=projection),
-                    width="stretch", key="fl_map", config=plotly_config())
+                    width="stretch", key=wk.FL_MAP, config=plotly_config())
     st.caption("Lines join area positions from the public airport list (a state at the mean "
                "position of its airports), hover a line's middle for its value. Flows within "
                "an area and those of Puerto Rico and the Virgin Islands (off the Albers USA "
@@ -211,10 +207,10 @@ else:
     matrix = level_pairs(data, release, 2)
     h1, h2, h3 = st.columns(3)
     for col, values, title, signed, k in [
-            (h1, matrix["true"], f"True ({EVALUATION})", False, "fl_true"),
-            (h2, matrix["released"], f"Released ({name}, ε = {epsilon:g})", False, "fl_rel"),
+            (h1, matrix["true"], f"True ({EVALUATION})", False, wk.FL_TRUE),
+            (h2, matrix["released"], f"Released ({name}, ε = {epsilon:g})", False, wk.FL_REL),
             (h3, matrix["released"] - matrix["true"], "Error: released − true", True,
-             "fl_err")]:
+             wk.FL_ERR)]:
         with col:
             st.plotly_chart(od_matrix(matrix.assign(value=values), states, title=title,
                                       signed=signed, height=470, unit=counted),
@@ -226,7 +222,7 @@ else:
 # ---- epsilon sweep -----------------------------------------------------------------------
 st.divider()
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
-    "fl", names, samples.FLOW_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
+    wk.FL, names, samples.FLOW_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
     {"max_abs_error": "max |error|", "rmse": "RMSE", "mae": "MAE"})
 st.caption(f"Each mechanism with its default options and the uniform split, at (ε, δ = "
            f"{delta:.0e}); trial t uses seed t for every mechanism. Right panel: false "
@@ -234,15 +230,15 @@ st.caption(f"Each mechanism with its default options and the uniform split, at (
 if clicked:
     widgets.run_sweep(session.FLOW_SWEEP, lambda progress: flow_sweep(
         data, chosen, eps_grid, trials, delta=delta, max_runs=90, progress=progress),
-        ("fl", data_key, tuple(chosen), tuple(eps_grid), trials, delta),
+        (wk.FL, data_key, tuple(chosen), tuple(eps_grid), trials, delta),
         shared=upload is None)
 runs = st.session_state.get(session.FLOW_SWEEP)
 if runs is not None and len(runs):
     sweep_level = st.selectbox("Level shown", list(data.level_names), index=data.depth,
-                               key="fl_sw_level")
+                               key=wk.FL_SWEEP_LEVEL)
     st.plotly_chart(flow_sweep_figure(titled(runs), level_name=sweep_level, metric=metric,
                                       unit=counted),
-                    width="stretch", key="fl_sweep_fig")
+                    width="stretch", key=wk.FL_SWEEP_FIG)
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption("Seconds per release: " + ", ".join(f"{mechanism_title(m)} {s:.2f}"
                                                    for m, s in seconds_per.items()) + ".")
@@ -251,10 +247,10 @@ if runs is not None and len(runs):
 # ---- export ------------------------------------------------------------------------------
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, "fl", "flows", spec, sum(lv.size for lv in release.levels),
+rel.release_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release.levels),
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.approx(epsilon, delta), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "us-flights"),
                       rows_of=lambda r: sum(lv.size for lv in r.levels),
                       seconds=seconds)

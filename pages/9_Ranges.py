@@ -4,6 +4,8 @@ be summed; the budget per level, the workload error by level, one unit's histogr
 private buckets, a comparison of methods, an epsilon sweep and the export."""
 
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -15,9 +17,8 @@ from hierdp_core.groupsizes.experiments import mean_by_level
 from hierdp_core.intervals import uncalibrated_warning
 from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.mechanism_names import titled
-from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
-from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.evaluation import range_metrics, workload_errors
 from hierdp_core.ranges.figures import (
@@ -33,6 +34,7 @@ from hierdp_core.ranges_sweep import compare_methods, method_runs
 from hierdp_core.ui import query_config, samples, session, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import sources as sources
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
@@ -62,7 +64,7 @@ widgets.page_header("Range queries", "How many people aged a to b live in each r
                                      "province? Histograms over single years of age released at "
                                      "every level of the geography: they add up, and any range "
                                      "of ages can be summed from them.")
-upload = sources.choose_source("rg", "bundled Italian residents by age")
+upload = sources.choose_source(wk.RG, "bundled Italian residents by age")
 if upload is not None:
     base, data_key, spec = sources.ranges_from_upload(upload)
     attribute, cell, root_name = base.attribute, "value", "total"
@@ -75,36 +77,36 @@ label = widgets.mechanism_label(infos, NOT_ESTABLISHED)
 
 left, middle, right = st.columns([5, 3, 3])
 with left:
-    name = widgets.mechanism_picker(infos, samples.RANGE_DEFAULT_MECHANISM, "rg_mechanism",
+    name = widgets.mechanism_picker(infos, samples.RANGE_DEFAULT_MECHANISM, wk.RG_MECHANISM,
                                          not_private=NOT_ESTABLISHED)
-    params = widgets.parameter_widgets(infos[name], "rg", shown=("rho",))
+    params = widgets.parameter_widgets(infos[name], wk.RG, shown=("rho",))
 with middle:
     municipalities = upload is None and st.checkbox("Add municipalities (7,901 units)",
-                                                    key="rg_municipalities")
+                                                    key=wk.RG_MUNICIPALITIES)
     if upload is None:
         st.caption("Slower: a DAWA release then takes 1-3 s (the reference mode up to 10 s) "
                    "and 43 MB of tables, so it runs only when you press Run release."
                    if municipalities else "Levels: Italy › 20 regions › 107 provinces.")
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
-                               value=1.0, key="rg_epsilon")
-    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key="rg_seed")
+                               value=1.0, key=wk.RG_EPSILON)
+    seed = st.number_input("Seed (exploration)", min_value=0, value=0, step=1, key=wk.RG_SEED)
 with right:
     workload_names = WORKLOADS if upload is None else {
         **WORKLOADS, "prefix": "prefixes (lowest value to a)", "bands": "bands"}
     kind = st.radio("Workload (public)", list(WORKLOADS), format_func=workload_names.get,
-                    key="rg_workload", help="The ranges the release should answer well, "
+                    key=wk.RG_WORKLOAD, help="The ranges the release should answer well, "
                     "chosen without looking at the data: DAWA adapts its measurements to "
                     "them. The errors below are averaged over these queries.")
     if upload is None:
-        text = st.text_area("Age bands (a-b, comma separated)", ISTAT_BANDS, key="rg_bands",
+        text = st.text_area("Age bands (a-b, comma separated)", ISTAT_BANDS, key=wk.RG_BANDS,
                             height=BANDS_HEIGHT, disabled=kind != "bands",
                             help="Default: ISTAT's age groups.")
     else:
         text = st.text_area(f"Bands of {attribute} (a-b, comma separated)",
                             default_bands(base.values), disabled=kind != "bands",
                             height=BANDS_HEIGHT,
-                            key=f"rg_up_bands_{base.values[0]}_{base.values[-1]}")
-    run = st.button("Run release", type="primary", key="rg_run")
+                            key=wk.range_upload_bands(base.values[0], base.values[-1]))
+    run = st.button("Run release", type="primary", key=wk.RG_RUN)
 
 if upload is None:
     levels = LEVELS + (("municipality",) if municipalities else ())
@@ -136,22 +138,18 @@ else:
                f"A range query counts the people of a unit with {attribute} a to b; "
                + workload_text)
 
-key = (data_key, name, tuple(sorted(params.items())), epsilon, data.workload.name,
-       text if kind == "bands" else None, int(seed))
+cfg = query_config.page_config(wk.RG, spec, upload, name, params, epsilon, seed,
+                               declared=data.declared_structure,
+                               workload=text if kind == "bands" else kind)  # its settings
+key = (data_key, cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon,
+       data.workload.name, text if kind == "bands" else None, cfg.seed)
+release_with = partial(session.release_for, data, cfg)  # noise source -> release
 
-
-def release_with(source: NoiseSource):
-    return get_mechanism(name).release(data, PrivacyBudget.pure(epsilon), source=source,
-                                       **params)
-
-
-explain_panel(data, name, PrivacyBudget.pure(epsilon), expanded=False, **params)
-query_config.config_box("rg", query_config.page_config(
-    "rg", spec, upload, name, params, epsilon, seed, declared=data.declared_structure,
-    workload=text if kind == "bands" else kind), upload)
+explain_panel(data, cfg.mechanism, cfg.budget(), expanded=False, **cfg.params)
+query_config.config_box(wk.RG, cfg, upload)
 release, metrics, seconds = rel.cached_release(
-    session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values), seed,
-    run=run, what=f"with {name}",
+    session.RANGE_RELEASE, key, release_with, lambda r: range_metrics(data, r.values),
+    cfg.seed, run=run, what=f"with {name}",
     wait_for_click="Press **Run release** to release down to the municipalities."
     if municipalities else "", data=data, mechanism=name)
 
@@ -201,14 +199,14 @@ pick = st.columns([1, 2, 2])
 with pick[0]:
     level = st.selectbox("Level", list(range(h.n_levels)), index=min(2, h.n_levels - 1),
                          format_func=lambda lv: f"{h.level_names[lv]} ({h.level_size(lv):,})",
-                         key=f"rg_level{view}")
+                         key=wk.RG_LEVEL + view)
 sl = h.level_slice(level)
 shown = widgets.node_display_names(base, level) if level else [root_name]
 largest = int(release.values[sl].sum(axis=1).argmax())  # by released totals: no leak
 with pick[1]:
     unit = st.selectbox("Unit (default: the largest released)", range(h.level_size(level)),
                         index=largest, format_func=lambda i: shown[i],
-                        key=f"rg_unit{view}_{level}")
+                        key=wk.range_unit(view, level))
 node = sl.start + unit
 edges = release.edges[node] if release.edges is not None else None  # DAWA's Stage 1 ran
 unit_error = workload_errors(truth[node], release.values[node], data.workload)[0]
@@ -220,11 +218,11 @@ with c1:
     st.plotly_chart(histogram_with_buckets(data.values, truth[node], release.values[node],
                                            edges, str(shown[unit]), noisy=release.noisy[node],
                                            attribute=attribute),
-                    width="stretch", key="rg_hist", config=plotly_config())
+                    width="stretch", key=wk.RG_HIST, config=plotly_config())
 with c2:
     st.plotly_chart(cumulative_figure(data.values, truth[node], release.values[node],
                                       str(shown[unit]), attribute=attribute),
-                    width="stretch", key="rg_cum", config=plotly_config())
+                    width="stretch", key=wk.RG_CUM, config=plotly_config())
 st.caption(f"The buckets are released privately (DAWA's Stage 1); within a bucket the {cells} "
            "are spread evenly before the top-down adjustment. The dotted estimate before "
            "consistency is in the legend.")
@@ -233,13 +231,14 @@ st.caption(f"The buckets are released privately (DAWA's Stage 1); within a bucke
 st.subheader(f"Workload error by method at ε = {epsilon:g}")
 k1, k2 = st.columns([5, 1], vertical_alignment="bottom")
 with k1:
-    others = st.multiselect("Compare with", names, format_func=label, key="rg_cmp_mechs",
+    others = st.multiselect("Compare with", names, format_func=label, key=wk.RG_CMP_MECHS,
                             default=[n for n in samples.RANGE_BASELINES if n != name])
 with k2:
-    compare = st.button("Compare", key="rg_cmp_run", disabled=not others)
+    compare = st.button("Compare", key=wk.RG_CMP_RUN, disabled=not others)
 if compare:
     widgets.run_sweep(session.RANGE_COMPARE, lambda progress: (key, compare_methods(
-        data, name, metrics, seconds, others, epsilon, int(seed), progress)))
+        data, cfg.mechanism, metrics, seconds, others, cfg.epsilon, cfg.seed,
+        progress)))
 compared = st.session_state.get(session.RANGE_COMPARE)
 if compared is not None and compared[0] == key:
     per_method = compared[1]
@@ -249,7 +248,7 @@ if compared is not None and compared[0] == key:
     st.dataframe(**friendly_table(titled(table)), width="stretch")
     st.plotly_chart(method_comparison_figure(titled(per_method), epsilon=epsilon),
                     width="stretch",
-                    key="rg_cmp_fig", config=plotly_config())
+                    key=wk.RG_CMP_FIG, config=plotly_config())
     st.caption(f"Mean error per query by level, one release each with seed {int(seed)}, "
                "default options and the uniform split; the first row is the release above. "
                f"{EVALUATED}.")
@@ -260,7 +259,7 @@ else:
 # ---- epsilon sweep ------------------------------------------------------------------------
 st.divider()
 chosen, eps_grid, trials, metric, clicked = widgets.sweep_controls(
-    "rg", names, samples.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
+    wk.RG, names, samples.RANGE_SWEEP_DEFAULT, [0.1, 1.0, 10.0],
     {k: v[0] for k, v in RANGE_METRICS.items()}, format_func=label)
 st.caption(f"Each method with its default options and the uniform split on the workload "
            f"above; trial t uses seed {int(seed)} + t for every method. DAWA takes up to a "
@@ -268,16 +267,16 @@ st.caption(f"Each method with its default options and the uniform split on the w
 if clicked:
     widgets.run_sweep(session.RANGE_SWEEP, lambda progress: method_runs(
         data, chosen, eps_grid, trials, int(seed), progress),
-        ("rg", data_key, kind, text, tuple(chosen), tuple(eps_grid), trials, int(seed)),
+        (wk.RG, data_key, kind, text, tuple(chosen), tuple(eps_grid), trials, int(seed)),
         shared=upload is None)
 runs = st.session_state.get(session.RANGE_SWEEP)
 if runs is not None and len(runs):
     sweep_levels = list(pd.unique(runs["level_name"]))
     with st.columns([1, 3])[0]:
         sweep_level = st.selectbox("Level shown", sweep_levels, index=len(sweep_levels) - 1,
-                                   key="rg_sw_level")
+                                   key=wk.RG_SWEEP_LEVEL)
     st.plotly_chart(range_sweep_figure(titled(runs), metric=metric, level_name=sweep_level),
-                    width="stretch", key="rg_sweep_fig", config=plotly_config())
+                    width="stretch", key=wk.RG_SWEEP_FIG, config=plotly_config())
     seconds_per = runs.groupby("mechanism", sort=False)["seconds"].mean()
     st.caption(f"Workload: {runs['workload'].iloc[0]}. Seconds per release: "
                + ", ".join(f"{mechanism_title(m)} {s:.2f}"
@@ -288,10 +287,10 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.values)
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, "rg", "ranges", {**spec, "workload": data.workload.name}, rows,
+rel.release_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload.name}, rows,
                       structure_declared=data.declared_structure,
                       redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(PrivacyBudget.pure(epsilon), name, upload,
+                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
                                          "italy-municipalities"),
                       workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "

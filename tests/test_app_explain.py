@@ -14,6 +14,7 @@ from hierdp_core.explain import ERROR_NAMES
 from hierdp_core.metric_names import definition, name
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
+from hierdp_core.ui import widget_keys as wk
 
 PATH = "pages/3_Mechanism_and_budget.py"
 SAMPLE = "us-counties"
@@ -63,8 +64,8 @@ def test_the_ledger_table_has_friendly_names_and_definitions_on_hover():
 
 def test_a_chosen_preset_applies_at_once_and_stays_chosen():
     at = page(PATH, SAMPLE).run()
-    assert at.selectbox(key=split_ui.PRESET_KEY).value == "uniform"
-    at.selectbox(key=split_ui.PRESET_KEY).set_value("finer").run()  # no second click
+    assert at.selectbox(key=wk.SPLIT_PRESET).value == "uniform"
+    at.selectbox(key=wk.SPLIT_PRESET).set_value("finer").run()  # no second click
     assert_clean(at)
     assert weights_shown(at) == [0.33, 0.67, 1.0]
     weights = np.asarray(at.session_state[session.SETTINGS]["weights"])
@@ -74,14 +75,14 @@ def test_a_chosen_preset_applies_at_once_and_stays_chosen():
     assert_clean(at)
     assert "split total 17%, state 33%, county 50%" in " ".join(c.value for c in at.caption)
     at.switch_page(PATH).run()  # back: still the preset, not "uniform" over its weights
-    assert at.selectbox(key=split_ui.PRESET_KEY).value == "finer"
+    assert at.selectbox(key=wk.SPLIT_PRESET).value == "finer"
     assert weights_shown(at) == [0.33, 0.67, 1.0]
 
     at.slider(key="weight_0").set_value(0.5).run()  # a slider moved: the split is custom
     assert_clean(at)
-    assert at.selectbox(key=split_ui.PRESET_KEY).value == split_ui.CUSTOM
+    assert at.selectbox(key=wk.SPLIT_PRESET).value == split_ui.CUSTOM
     assert at.session_state[session.SETTINGS]["weights"] == [0.5, 0.67, 1.0]
-    at.selectbox(key=split_ui.PRESET_KEY).set_value("leaves-only").run()
+    at.selectbox(key=wk.SPLIT_PRESET).set_value("leaves-only").run()
     assert weights_shown(at) == [0.0, 0.0, 1.0]
 
 

@@ -11,6 +11,7 @@ from test_app import assert_clean, page
 
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
+from hierdp_core.ui import widget_keys as wk
 
 PATH = "pages/3_Mechanism_and_budget.py"
 SAMPLE = "us-counties"
@@ -19,7 +20,7 @@ SAMPLE = "us-counties"
 def opened():
     """The page with "Optimise the split" open, run."""
     at = page(PATH, SAMPLE)
-    at.session_state[split_ui.OPEN] = True
+    at.session_state[wk.SPLIT_GOAL_OPEN] = True
     return at.run()
 
 

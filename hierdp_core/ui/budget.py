@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import EPSILON_GRID, RHO_GRID
 
 DEFAULTS = {"epsilon": 1.0, "rho": 0.5}
 
 
-def total_slider(s: dict, key_prefix: str = "") -> float:
+def total_slider(s: dict, prefix: str | None = None) -> float:
     """The log-scale slider of the settings ``s``'s total budget (ε for pure DP, ρ for zCDP;
-    widget key ``{key_prefix}epsilon`` or ``{key_prefix}rho``), showing the value kept in
+    widget key ``epsilon`` or ``rho``, or ``{prefix}_epsilon`` ...), showing the value kept in
     ``s`` (a step of its own when it is not on the grid, e.g. from a loaded configuration,
     so that drawing the slider never changes it) and writing the one chosen back there.
     Returns the value."""
@@ -22,7 +23,7 @@ def total_slider(s: dict, key_prefix: str = "") -> float:
     symbol = "ε" if name == "epsilon" else "ρ"
     s[name] = st.select_slider(f"Total {symbol} (log scale)",
                                options=sorted({*grid, value}), value=value,
-                               key=f"{key_prefix}{name}",
+                               key=name if prefix is None else wk.page_key(prefix, name),
                                help="The privacy budget of the whole release: smaller is "
                                     "more private (more noise).")
     return s[name]

@@ -14,6 +14,7 @@ import streamlit as st
 from hierdp_core.intervals import DEFAULT_LEVEL, closed_form, expected_seconds
 from hierdp_core.intervals.coverage import coverage_table
 from hierdp_core.metric_names import friendly_table
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import INTERVALS, LEVELS, attach_intervals, release_token
 
 
@@ -22,7 +23,7 @@ def coverage_section(release, truth) -> None:
     ``truth`` (every node's true values), or the button that makes its bootstrap."""
     st.subheader("Interval coverage by level")
     level = st.radio("Interval level", LEVELS, index=LEVELS.index(DEFAULT_LEVEL),
-                     format_func=lambda x: f"{x:.0%}", horizontal=True, key="res_iv_level",
+                     format_func=lambda x: f"{x:.0%}", horizontal=True, key=wk.RES_IV_LEVEL,
                      help="The intervals every downloaded file carries (lower, upper): "
                           "each should hold the true value this often.")
     made = (release_token(release), level) in st.session_state.get(INTERVALS, {})
@@ -30,7 +31,7 @@ def coverage_section(release, truth) -> None:
         seconds = expected_seconds(release, 0.0)
         about = f"about {seconds:.0f} s" if seconds >= 3 else "a few seconds"
         if not st.button(f"Check the {level:.0%} intervals against the truth (a bootstrap: "
-                         f"{about})", key="res_iv_make", icon=":material/rule:"):
+                         f"{about})", key=wk.RES_IV_MAKE, icon=":material/rule:"):
             return
         with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"):
             with_iv = attach_intervals(release, level)

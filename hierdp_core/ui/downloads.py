@@ -35,6 +35,7 @@ from hierdp_core.intervals import (
 )
 from hierdp_core.intervals.bootstrap import reporting
 from hierdp_core.ranges.workloads import Workload
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import INTERVALS
 from hierdp_core.verdict import short_reason_tag
 
@@ -60,7 +61,7 @@ def interval_level(prefix: str) -> float:
     """The level of the intervals in a page's files, picked by the user (default 90%)."""
     return st.radio("Intervals in the files", LEVELS, index=LEVELS.index(DEFAULT_LEVEL),
                     format_func=lambda level: f"{level:.0%}", horizontal=True,
-                    key=f"{prefix}_iv_level",
+                    key=wk.page_key(prefix, wk.IV_LEVEL),
                     help="Every released value gets a `lower` and an `upper` column: an "
                          "interval at this level, computed from the release alone (its "
                          "values and public parameters; no privacy cost). The manifest says "
@@ -118,7 +119,7 @@ def prepared(release, prefix: str, level: float, workload: Workload | None = Non
     if not (_has(release, level) or key in kept or closed_form(release)):
         if st.button(f"{label}Prepare the downloads with {level:.0%} intervals (a bootstrap: "
                      f"{about})",
-                     key=f"{prefix}_prepare", icon=":material/calculate:"):
+                     key=wk.page_key(prefix, wk.PREPARE), icon=":material/calculate:"):
             with st.spinner(f"Computing the {level:.0%} intervals (a bootstrap)…"), \
                     bootstrap_progress(f"{level:.0%} intervals"):
                 attach_intervals(release, level, workload)
@@ -185,10 +186,11 @@ def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: in
         column.download_button(f"{label}Release table "
                                f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
                                data, file_name=f"{stem}_release.{fmt}", mime=mime,
-                               key=f"{prefix}_dl_{fmt}", type=kind)
+                               key=wk.page_key(prefix, wk.DL, fmt), type=kind)
     manifest = manifest_bytes(release, structure_declared=structure_declared,
                               input_spec=input_spec)
     columns[2].download_button(f"{label}Manifest (JSON)", manifest,
                                file_name=f"{stem}_manifest.json",
-                               mime="application/json", key=f"{prefix}_dl_manifest", type=kind)
+                               mime="application/json", type=kind,
+                               key=wk.page_key(prefix, wk.DL_MANIFEST))
     return release

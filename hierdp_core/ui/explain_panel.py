@@ -9,9 +9,8 @@ import streamlit as st
 from hierdp_core.errors import HierdpError
 from hierdp_core.explain import ERROR_NAMES, explain
 from hierdp_core.metric_names import friendly_table
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.inputs import friendly
-
-KEY = "explain_panel"  # the panel's container key (CSS class st-key-explain_panel)
 
 
 def explain_panel(data, mechanism: str, budget, split=None, *, expanded: bool = True,
@@ -20,7 +19,7 @@ def explain_panel(data, mechanism: str, budget, split=None, *, expanded: bool = 
     with ``params`` (as `explain` takes them), in a bordered container; collapsed in an
     expander when not ``expanded``. Settings the mechanism refuses become a message in the
     panel."""
-    with st.container(border=True, key=KEY):
+    with st.container(border=True, key=wk.EXPLAIN_PANEL):
         if expanded:
             st.subheader("In plain words", anchor="in-plain-words")
             _body(data, mechanism, budget, split, params)

@@ -16,9 +16,9 @@ import streamlit as st
 from hierdp_core.errors import HierdpError
 from hierdp_core.geo import maps as geo
 from hierdp_core.geo.match import GeoMatch, hierarchy_units, match_units, percent
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import GEO
 
-CHOICE = "geo_choice"  # the widget's key
 AUTO, NONE = "auto", "none"
 DISSOLVE = "(build by merging the level below)"
 NO_PROPERTY = "(no boundaries for this level)"
@@ -134,8 +134,8 @@ def _upload_panel(h) -> None:
 
     s = state()
     upload = st.file_uploader("GeoJSON, zipped Shapefile (.zip) or GeoPackage (.gpkg)",
-                              type=["geojson", "json", "zip", "gpkg"], key="geo_upload")
-    if upload is not None and st.button("Use these boundaries", key="geo_use"):
+                              type=["geojson", "json", "zip", "gpkg"], key=wk.GEO_UPLOAD)
+    if upload is not None and st.button("Use these boundaries", key=wk.GEO_USE):
         try:
             s["boundaries"] = read_boundaries(upload.getvalue(), upload.name)
         except HierdpError as exc:
@@ -155,7 +155,7 @@ def _upload_panel(h) -> None:
         default = DISSOLVE if level in guess.merged else guess.properties.get(level)
         chosen[level] = col.selectbox(f"Codes of {level}", options,
                                       index=options.index(default) if default else 0,
-                                      key=f"geo_prop_{b.digest}_{level}",
+                                      key=wk.geo_property(b.digest, level),
                                       help="The property holding this level's codes (preset "
                                            "from the codes AND their parents), or merge the "
                                            "areas of the level below.")
@@ -168,7 +168,7 @@ def _upload_panel(h) -> None:
         return
     if s.get("built") == key:
         return
-    if not st.button("Draw the maps with these properties", key="geo_accept",
+    if not st.button("Draw the maps with these properties", key=wk.GEO_ACCEPT,
                      type="primary"):
         st.info("Check the properties above, then draw the maps with them: a guess is "
                 "used only once you accept it.")
@@ -180,7 +180,7 @@ def _upload_panel(h) -> None:
         st.error(f"These boundaries cannot be used: {exc}")
         return
     s["built"], s["geometry"] = key, g
-    s["choice"] = st.session_state[CHOICE] = g.source  # new boundaries: drawn at once
+    s["choice"] = st.session_state[wk.GEO_CHOICE] = g.source  # new boundaries: drawn at once
 
 
 def _ancestors(h) -> pd.DataFrame:
@@ -204,14 +204,14 @@ def panel(h) -> None:
     options = [AUTO, *sources, NONE]
     if state()["choice"] not in options:
         state()["choice"] = AUTO
-    if st.session_state.get(CHOICE, AUTO) not in options:  # a source of another table
-        st.session_state[CHOICE] = state()["choice"]
+    if st.session_state.get(wk.GEO_CHOICE, AUTO) not in options:  # a source of another table
+        st.session_state[wk.GEO_CHOICE] = state()["choice"]
     auto = next((m for m in found if m.ok), None)
     names = {AUTO: "automatic: " + (label(auto.source) if auto else "no map (nothing fits)"),
              NONE: "no maps", **{m.source: f"{label(m.source)} ({percent(m.rate)} matched)"
                                  for m in found}}
     choice = st.selectbox("Boundaries for the maps", options, format_func=names.get,
-                          index=options.index(state()["choice"]), key=CHOICE,
+                          index=options.index(state()["choice"]), key=wk.GEO_CHOICE,
                           help="A geometry is matched automatically only when the codes of "
                                "every level are in it AND each unit's parent code is its "
                                "parent there, so a table from another country is not drawn "

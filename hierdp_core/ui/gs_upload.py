@@ -18,6 +18,7 @@ from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.groupsizes.data import MAX_SIZE_LIMIT
 from hierdp_core.ui import session
 from hierdp_core.ui import structure as structure
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.sources import (
     build_once,
     confirm_roles,
@@ -41,35 +42,35 @@ def _roles(table, levels: list[str], layout: str) -> tuple:
     if layout == "person":
         groups = valid_columns("household id", column_roles.group_candidates(table, levels), WHAT,
                         "any column other than the levels")
-        roles = (pick_column("Household id column", groups, "gs_up_group"),)
+        roles = (pick_column("Household id column", groups, wk.GS_UP_GROUP),)
         hints = [c for c in column_roles.group_candidates(table, guessed)
                  if column_roles.hinted(c, column_roles.GROUP_HINTS)]
-        guesses = {"gs_up_group": ("household id", hints[0] if hints else None)}
+        guesses = {wk.GS_UP_GROUP: ("household id", hints[0] if hints else None)}
     else:
         sizes = valid_columns("size column", column_roles.size_candidates(table, levels), WHAT,
                        "whole numbers of 1 or more, not a level or a code column")
-        size = pick_column("Size column", sizes, "gs_up_size")
+        size = pick_column("Size column", sizes, wk.GS_UP_SIZE)
         counts = valid_columns("number of households", column_roles.count_candidates(
             table, [*levels, size]), WHAT, "whole numbers, not a level, code or the size")
-        roles = (size, pick_column("Number of households column", counts, "gs_up_count"))
+        roles = (size, pick_column("Number of households column", counts, wk.GS_UP_COUNT))
         size_guess = next(iter(column_roles.size_candidates(table, guessed)), None)
         count_guess = [c for c in column_roles.count_candidates(table, [*guessed, size_guess])
                        if c in GROUP_COUNT_NAMES]
-        guesses = {"gs_up_size": ("size", size_guess),
-                   "gs_up_count": ("households", count_guess[0] if count_guess else None)}
-    return roles, {"gs_up_levels": ("levels", guessed), **guesses}
+        guesses = {wk.GS_UP_SIZE: ("size", size_guess),
+                   wk.GS_UP_COUNT: ("households", count_guess[0] if count_guess else None)}
+    return roles, {wk.GS_UP_LEVELS: ("levels", guessed), **guesses}
 
 
 def _size_domain() -> tuple[int, int]:
     """(m, N): the public smallest and largest sizes (m defaults to 1, as on the command
     line: a household has a member)."""
     max_size = st.number_input("Largest size N (public)", min_value=1, max_value=MAX_SIZE_LIMIT,
-                               value=64, step=1, key="gs_up_max",
+                               value=64, step=1, key=wk.GS_UP_MAX,
                                help="Sizes above N count as N. Choose N without looking at "
                                     "the data: it is part of the public model.")
     min_size = st.number_input("Smallest size m (public)", min_value=0,
                                max_value=MAX_SIZE_LIMIT - 1, value=DEFAULT_MIN_SIZE, step=1,
-                               key="gs_up_min",
+                               key=wk.GS_UP_MIN,
                                help="Sizes m..N are released; a smaller group (a declared "
                                     "group with no member in the records) counts as m. 1: "
                                     "every household has a member; 0 releases size 0 too.")
@@ -83,7 +84,7 @@ def groups_file_input():
     uploaded = st.file_uploader(
         "Groups file (public, optional): the level columns and 'groups' (every finest "
         "region's number of households, 0 for none), or the level columns and 'group' (one "
-        "row per household id)", type=GROUPS_FILE_TYPES, key="gs_up_groups_file",
+        "row per household id)", type=GROUPS_FILE_TYPES, key=wk.GS_UP_GROUPS_FILE,
         help="The same file as `hierdp release --groups`. With it every number of "
              "households a release keeps exactly is declared, and the release can be "
              "publishable; without it they are counted from your table (exploration only "
@@ -120,16 +121,16 @@ def group_sizes_from_upload(ds: dict):
 
     left, middle, right = st.columns(3)
     with left:
-        levels = level_columns(ds, "gs_up_levels")
+        levels = level_columns(ds, wk.GS_UP_LEVELS)
     with middle:
-        layout = st.radio("One row per", ["person", "size"], horizontal=True, key="gs_up_rows",
+        layout = st.radio("One row per", ["person", "size"], horizontal=True, key=wk.GS_UP_ROWS,
                           format_func={"person": "person (household id)",
                                        "size": "region and size"}.get)
         roles, guesses = _roles(ds["table"], levels, layout)
     with right:
         min_size, max_size = _size_domain()
     uploaded, groups_record = groups_file_input()
-    suggestion("gs_up_suggest", guesses)
+    suggestion(wk.GS_UP_SUGGEST, guesses)
     confirm_roles([levels, *roles], "the geography level columns (coarse to fine) and the "
                                     "columns of your table")
 
@@ -157,4 +158,4 @@ def group_sizes_from_upload(ds: dict):
             **({"group_column": roles[0]} if layout == "person" else
                {"size_column": roles[0], "count_column": roles[1]}),
             **({"groups": groups_record} if groups_record else {})}
-    return build_once("gs", key, WHAT, build), key, spec
+    return build_once(wk.GS, key, WHAT, build), key, spec

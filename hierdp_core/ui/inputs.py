@@ -19,6 +19,7 @@ from hierdp_core.data.reshape import melt_wide
 from hierdp_core.data.shape_guess import code_like_columns
 from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
 from hierdp_core.ui import session
+from hierdp_core.ui import widget_keys as wk
 
 SHAPE = session.INPUT
 COUNT = "count"  # the count column of a melted table
@@ -127,8 +128,8 @@ def default_roles(table: pd.DataFrame) -> dict:
 
 def _use_guess(guessed: dict) -> None:
     """Apply the guessed roles (the button's on_click, before the page redraws)."""
-    st.session_state[table_key("roles_levels")] = list(guessed["levels"])
-    st.session_state[table_key("roles_count")] = guessed["count_column"] or NO_COUNT
+    st.session_state[table_key(wk.ROLES_LEVELS)] = list(guessed["levels"])
+    st.session_state[table_key(wk.ROLES_COUNT)] = guessed["count_column"] or NO_COUNT
     session.set_roles({**session.roles(), "levels": list(guessed["levels"]),
                        "count_column": guessed["count_column"], "count_confirmed": True})
 
@@ -146,7 +147,7 @@ def guess_panel(table: pd.DataFrame) -> None:
              else f"no count column: each of the {len(table):,} rows is one person")
     st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}; "
             f"{total}. Check it, then use it (or choose the columns below).")
-    st.button("Use the guessed columns", key=table_key("roles_guess"), on_click=_use_guess,
+    st.button("Use the guessed columns", key=table_key(wk.ROLES_GUESS), on_click=_use_guess,
               args=(guessed,))
 
 
@@ -157,7 +158,7 @@ def count_picker(table: pd.DataFrame, levels: list[str], current: str | None,
     (a new upload's). Returns (the column, whether one was chosen)."""
     options = [NO_COUNT] + column_roles.count_candidates(table, levels)
     index = (options.index(current) if current in options else 0) if confirmed else None
-    count = st.selectbox("Count column", options, index=index, key=table_key("roles_count"),
+    count = st.selectbox("Count column", options, index=index, key=table_key(wk.ROLES_COUNT),
                          placeholder="choose the count column, or none",
                          help="Only columns of whole numbers (0 or more) that are not a level "
                               "or a code are offered.")
@@ -175,6 +176,6 @@ def name_pickers(table: pd.DataFrame, levels: list[str],
     for col, level in zip(st.columns(max(len(levels), 1)), levels, strict=False):
         pick = col.selectbox(f"Names of {level}", options,
                              index=options.index(chosen[level]) if chosen.get(level) in options
-                             else 0, key=table_key(f"roles_names_{level}"))
+                             else 0, key=table_key(wk.roles_names(level)))
         out[level] = None if pick == NO_NAME else pick
     return out

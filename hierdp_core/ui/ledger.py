@@ -30,6 +30,7 @@ from hierdp_core.privacy.ledger import (
     unit_of,
 )
 from hierdp_core.ui import session
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
 
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
@@ -105,7 +106,7 @@ def gate(charge: Charge, prefix: str) -> bool:
         return fits
     return st.checkbox(f"Draw again: this spends another {_amount(unit, cost)}, a total of "
                        f"{now.spent + cost:g} of {now.total:g} on this dataset",
-                       key=f"{prefix}_budget_confirm_{len(now.spends)}")
+                       key=wk.page_key(prefix, wk.BUDGET_CONFIRM, len(now.spends)))
 
 
 def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None:
@@ -113,12 +114,13 @@ def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None
     with st.expander("Declare this dataset's total budget across releases"):
         total = st.number_input(f"Total {SYMBOL[unit]} of every publishable release of this "
                                 "dataset", min_value=0.0, value=float(now.total or 0.0),
-                                step=0.5, key=f"{prefix}_budget_total")
+                                step=0.5, key=wk.page_key(prefix, wk.BUDGET_TOTAL))
         change = True
         if now.declared:
             change = st.checkbox(f"Change the declared total ({now.total:g})",
-                                 key=f"{prefix}_budget_change")
-        if st.button("Declare the total", key=f"{prefix}_budget_declare", disabled=not change):
+                                 key=wk.page_key(prefix, wk.BUDGET_CHANGE))
+        if st.button("Declare the total", key=wk.page_key(prefix, wk.BUDGET_DECLARE),
+                     disabled=not change):
             try:
                 Ledger().declare_total(now.fingerprint, total, unit=unit,
                                        label=now.label or label, change=change)

@@ -20,6 +20,7 @@ from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.config import ConfigError, ReleaseConfig, config_from_dict, config_json
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.reproduce import reproduce_box
 from hierdp_core.ui.session import EPSILON_GRID, config_upload_key
 from hierdp_core.ui.session import QUERY_CONFIG_LOADED as LOADED
@@ -43,13 +44,13 @@ class QueryPage:
 
 
 PAGES = {
-    "gs": QueryPage("group-sizes", "Group sizes", "us-households", {
+    wk.GS: QueryPage("group-sizes", "Group sizes", "us-households", {
         "levels": ("state", "county"), "size_column": "size", "count_column": "households",
         "max_size": 1000}),
-    "fl": QueryPage("flows", "Flows", "us-flights", {
+    wk.FL: QueryPage("flows", "Flows", "us-flights", {
         "origin_levels": ("o_state", "o_airport"), "destination_levels": ("d_state", "d_airport"),
         "count_column": "flights"}),
-    "rg": QueryPage("ranges", "Range queries", "italy-municipalities", {
+    wk.RG: QueryPage("ranges", "Range queries", "italy-municipalities", {
         "attribute": "age", "count_column": "residents", "domain": (0, 100)}),
 }
 RANGE_SAMPLE_LEVELS = ("region", "province", "municipality")
@@ -112,50 +113,50 @@ def _check(page: QueryPage, cfg: ReleaseConfig) -> list[str]:
 
 def _sample_state(prefix: str, page: QueryPage, cfg: ReleaseConfig) -> dict:
     given = {k: getattr(cfg, k) for k in page.sample_roles}
-    if given != page.sample_roles and not (prefix == "rg" and cfg.domain is None
+    if given != page.sample_roles and not (prefix == wk.RG and cfg.domain is None
                                            and {**given, "domain": (0, 100)}
                                            == page.sample_roles):
         raise ConfigError(f"the bundled sample {page.sample} is released with "
                           f"{page.sample_roles}; this configuration has {given}")
-    if prefix == "gs" and cfg.levels != page.sample_roles["levels"]:
+    if prefix == wk.GS and cfg.levels != page.sample_roles["levels"]:
         raise ConfigError(f"the bundled sample {page.sample} has the levels state, county")
-    if prefix == "rg":
+    if prefix == wk.RG:
         if cfg.levels not in (RANGE_SAMPLE_LEVELS[:2], RANGE_SAMPLE_LEVELS):
             raise ConfigError("the bundled Italian sample has the levels region, province "
                               "and optionally municipality")
-        return {"rg_municipalities": len(cfg.levels) == 3}
+        return {wk.RG_MUNICIPALITIES: len(cfg.levels) == 3}
     return {}
 
 
 def _upload_state(prefix: str, cfg: ReleaseConfig) -> dict:
     """The role pickers of an uploaded table (`ui.sources`, `ui.gs_upload`); the smallest
     size m defaults to the command line's."""
-    if prefix == "gs":
+    if prefix == wk.GS:
         person = cfg.group_column is not None
-        return {"gs_up_levels": list(cfg.levels), "gs_up_rows": "person" if person else "size",
-                **({"gs_up_group": cfg.group_column} if person else
-                   {"gs_up_size": cfg.size_column, "gs_up_count": cfg.count_column}),
-                "gs_up_max": int(cfg.max_size or 64),
-                "gs_up_min": int(DEFAULT_MIN_SIZE if cfg.min_size is None else cfg.min_size)}
-    if prefix == "fl":
-        return {"fl_up_origin": list(cfg.origin_levels),
-                "fl_up_destination": list(cfg.destination_levels),
-                "fl_up_count": cfg.count_column or TRIP_ROWS}
-    return {"rg_up_levels": list(cfg.levels), "rg_up_attribute": cfg.attribute,
-            "rg_up_count": cfg.count_column or PERSON_ROWS,
-            "rg_up_domain": f"{cfg.domain[0]}-{cfg.domain[1]}" if cfg.domain else ""}
+        return {wk.GS_UP_LEVELS: list(cfg.levels), wk.GS_UP_ROWS: "person" if person else "size",
+                **({wk.GS_UP_GROUP: cfg.group_column} if person else
+                   {wk.GS_UP_SIZE: cfg.size_column, wk.GS_UP_COUNT: cfg.count_column}),
+                wk.GS_UP_MAX: int(cfg.max_size or 64),
+                wk.GS_UP_MIN: int(DEFAULT_MIN_SIZE if cfg.min_size is None else cfg.min_size)}
+    if prefix == wk.FL:
+        return {wk.FL_UP_ORIGIN: list(cfg.origin_levels),
+                wk.FL_UP_DESTINATION: list(cfg.destination_levels),
+                wk.FL_UP_COUNT: cfg.count_column or TRIP_ROWS}
+    return {wk.RG_UP_LEVELS: list(cfg.levels), wk.RG_UP_ATTRIBUTE: cfg.attribute,
+            wk.RG_UP_COUNT: cfg.count_column or PERSON_ROWS,
+            wk.RG_UP_DOMAIN: f"{cfg.domain[0]}-{cfg.domain[1]}" if cfg.domain else ""}
 
 
 def _workload_state(cfg: ReleaseConfig, upload: bool) -> dict:
     kind = cfg.workload or "prefix"
     if kind in WORKLOAD_KINDS:
-        return {"rg_workload": kind}
+        return {wk.RG_WORKLOAD: kind}
     if not upload:
-        return {"rg_workload": "bands", "rg_bands": kind}
+        return {wk.RG_WORKLOAD: "bands", wk.RG_BANDS: kind}
     if cfg.domain is None:
         raise ConfigError("bands on your table need its public domain in the configuration")
     lo, hi = cfg.domain
-    return {"rg_workload": "bands", f"rg_up_bands_{lo}_{hi}": kind}
+    return {wk.RG_WORKLOAD: "bands", wk.range_upload_bands(lo, hi): kind}
 
 
 def widget_state(prefix: str, cfg: ReleaseConfig, upload_name: str | None
@@ -169,22 +170,23 @@ def widget_state(prefix: str, cfg: ReleaseConfig, upload_name: str | None
         if cfg.data["sample"] != page.sample:
             raise ConfigError(f"the {page.title} page's sample is {page.sample}, not "
                               f"{cfg.data['sample']}")
-        state = {f"{prefix}_source": "sample", **_sample_state(prefix, page, cfg)}
+        state = {wk.page_key(prefix, wk.SOURCE): "sample", **_sample_state(prefix, page, cfg)}
     elif cfg.data.get("file") is not None and cfg.data["file"] == upload_name:
-        state = {f"{prefix}_source": "upload", **_upload_state(prefix, cfg)}
+        state = {wk.page_key(prefix, wk.SOURCE): "upload", **_upload_state(prefix, cfg)}
         if cfg.data.get("groups"):
             notes.append(f"upload the groups file {cfg.data['groups']!r} on the page: a file "
                          "is never loaded from a configuration")
     else:
         raise ConfigError(f"the configuration is for the file {cfg.data.get('file')!r}: "
                           "upload it on the Data page first, then load the configuration")
-    state.update({f"{prefix}_mechanism": cfg.mechanism, f"{prefix}_epsilon": cfg.epsilon,
-                  f"{prefix}_seed": int(cfg.seed or 0)})
-    state.update({f"{prefix}_{cfg.mechanism}_{name}": value for name, value in
+    state.update({wk.page_key(prefix, wk.MECHANISM): cfg.mechanism,
+                  wk.page_key(prefix, wk.EPSILON): cfg.epsilon,
+                  wk.page_key(prefix, wk.SEED): int(cfg.seed or 0)})
+    state.update({wk.parameter_key(prefix, cfg.mechanism, name): value for name, value in
                   get_mechanism(cfg.mechanism).params(**cfg.params).items()})
-    if prefix == "fl":
-        state.update(fl_delta=cfg.delta, fl_split=cfg.split or "uniform")
-    if prefix == "rg":
+    if prefix == wk.FL:
+        state.update({wk.FL_DELTA: cfg.delta, wk.FL_SPLIT: cfg.split or "uniform"})
+    if prefix == wk.RG:
         state.update(_workload_state(cfg, "file" in cfg.data))
     return state, notes
 
@@ -213,7 +215,7 @@ def config_box(prefix: str, cfg: ReleaseConfig, upload: dict | None) -> None:
                      icon=":material/settings:"):
         st.download_button("Save the configuration (JSON)", config_json(cfg),
                            f"hierdp_{cfg.query}_config.json", "application/json",
-                           key=f"{prefix}_cfg_save")
+                           key=wk.page_key(prefix, wk.CFG_SAVE))
         st.file_uploader("Load a configuration (JSON)", type=["json"],
                          key=config_upload_key(prefix), on_change=_load,
                          args=(prefix, None if upload is None else upload["name"]))

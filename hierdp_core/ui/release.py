@@ -28,6 +28,7 @@ from hierdp_core.ranges.workloads import Workload
 from hierdp_core.table_rules import RULE_NAMES, table_rules
 from hierdp_core.ui import ledger as ledger_ui
 from hierdp_core.ui import sweep_jobs
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.downloads import (
     attach_intervals,
     bootstrap_progress,
@@ -214,7 +215,7 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
     drawn = st.session_state.setdefault(PUBLISHABLE, {})
     allowed = ledger is None or ledger_ui.gate(ledger, prefix)
     took = st.session_state.setdefault(DRAWN_IN, {})
-    if st.button("Draw the publishable release (secure noise)", key=f"{prefix}_secure",
+    if st.button("Draw the publishable release (secure noise)", key=wk.page_key(prefix, wk.SECURE),
                  icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:

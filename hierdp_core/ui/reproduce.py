@@ -11,6 +11,7 @@ import streamlit as st
 
 from hierdp_core.config import ReleaseConfig
 from hierdp_core.reproduce import release_commands, release_script
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import REPRODUCE_SHOWN as SHOWN
 
 
@@ -31,5 +32,5 @@ def reproduce_box(cfg: ReleaseConfig, config_file: str, key: str) -> None:
         st.code("\n".join(release_commands(cfg, config_file)), language="bash")
         script = release_script(cfg, config_file)
         st.download_button("Download the Python script", script, "hierdp_release.py",
-                           "text/x-python", key=f"{key}_script")
+                           "text/x-python", key=wk.page_key(key, wk.SCRIPT))
         st.code(script, language="python")

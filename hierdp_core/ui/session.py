@@ -1,5 +1,6 @@
-"""Session state of the Streamlit dashboard: every key it keeps (this module names them all;
-no other module writes one out), the dataset and its roles, an upload's declared structure,
+"""Session state of the Streamlit dashboard: every key it keeps (this module and
+`ui.widget_keys`, the keys of the widgets, name them all; no other module writes one out:
+``tests/test_session_keys.py``), the dataset and its roles, an upload's declared structure,
 the release settings and the latest release.
 
 Session-state keys (all under ``st.session_state``):
@@ -75,6 +76,7 @@ from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget, split_shares
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.samples import sample_table
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
@@ -92,6 +94,7 @@ DATA_CACHE = "hd_count_data_cache"  # (key, CountData, note) of `ui.count_data`
 STRUCTURE = "hd_structure"  # an upload's declared structure (`structure_state`)
 GEO, GEOJSON_CACHE = "hd_geo", "hd_geojson_cache"  # `ui.geo`, `ui.release`
 PUBLISHABLE, DRAWN_IN = "hd_publishable", "hd_publishable_seconds"  # `ui.release`
+RAN_IN = "res_ran_in"  # the seconds of the Results page's release just made, said once
 RANDOMNESS = "hd_randomness"  # the Results page's {mode, seed} (`ui.config`)
 GENERATION = "hd_randomness_generation"  # part of its widgets' keys; a load bumps it
 INTERVALS, LEDGER_FP = "hd_intervals", "hd_ledger_fp"  # `ui.downloads`, `ui.ledger`
@@ -110,7 +113,7 @@ RHO_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 
 def config_upload_key(prefix: str) -> str:
     """The key of the configuration loader of the query page of widget ``prefix``."""
-    return f"{prefix}_{CONFIG_UPLOAD}"
+    return wk.page_key(prefix, CONFIG_UPLOAD)
 
 
 def sweep_timing_key(state_key: str) -> str:
@@ -118,31 +121,37 @@ def sweep_timing_key(state_key: str) -> str:
     return f"{state_key}_timing"
 
 
+def _sweep_settings(prefix: str) -> tuple[str, ...]:
+    """The keys of the sweep settings and of the intervals' level of a query page."""
+    return tuple(wk.page_key(prefix, k) for k in (wk.SW_MECHS, wk.SW_EPS, wk.SW_TRIALS,
+                                                  wk.SW_METRIC, wk.SW_LEVEL, wk.IV_LEVEL))
+
+
 #: the settings widgets each page keeps across visits to other pages: keys, or prefixes
 #: ending in '*' for keys made per view, side or level; never buttons, uploads or charts
 #: (their values cannot be set); `PARAMETER_PREFIXES` adds each mechanism's parameters
 PAGE_SETTINGS = {
-    "Results": ("res_map", "res_metric", "res_level", "res_within", "res_category",
-                "res_iv_level"),
-    "Trade-offs": ("sw_mechs", "sw_eps", "sw_trials", "sw_metric", "sw_level", "sw_view",
-                   "cmp_a", "cmp_b", "cmp_mech", "cmp_eps"),
-    "Group sizes": ("gs_mechanism", "gs_epsilon", "gs_seed", "gs_level*", "gs_region*",
-                    "gs_sw_mechs", "gs_sw_eps", "gs_sw_trials", "gs_sw_metric", "gs_sw_level",
-                    "gs_iv_level", "gs_up_max", "gs_up_min", "gs_up_rows"),
-    "Flows": ("fl_mechanism", "fl_epsilon", "fl_delta", "fl_split", "fl_seed", "fl_map_level*",
-              "fl_map_show", "fl_map_top", "fl_sw_mechs", "fl_sw_eps", "fl_sw_trials",
-              "fl_sw_metric", "fl_sw_level", "fl_iv_level"),
-    "Range queries": ("rg_mechanism", "rg_epsilon", "rg_seed", "rg_workload", "rg_level*",
-                      "rg_unit*", "rg_cmp_mechs", "rg_municipalities", "rg_bands",
-                      "rg_up_domain", "rg_sw_mechs", "rg_sw_eps", "rg_sw_trials",
-                      "rg_sw_metric", "rg_sw_level", "rg_iv_level"),
-    "Compare": ("cmp_same_seed", "cmp_metric", "cmp_level", "cmp_category", "cmp_mech_*",
-                "cmp_eps_*", "cmp_split_*", "cmp_seed_*"),
+    "Results": (wk.RES_MAP, wk.RES_METRIC, wk.RES_LEVEL, wk.RES_WITHIN, wk.RES_CATEGORY,
+                wk.RES_IV_LEVEL),
+    "Trade-offs": (wk.SW_MECHS, wk.SW_EPS, wk.SW_TRIALS, wk.SW_METRIC, wk.SW_LEVEL,
+                   wk.SWEEP_VIEW, wk.CMP_A, wk.CMP_B, wk.CMP_MECH, wk.CMP_EPS),
+    "Group sizes": (wk.GS_MECHANISM, wk.GS_EPSILON, wk.GS_SEED, wk.GS_LEVEL + "*",
+                    wk.GS_REGION + "*", *_sweep_settings(wk.GS), wk.GS_UP_MAX, wk.GS_UP_MIN,
+                    wk.GS_UP_ROWS),
+    "Flows": (wk.FL_MECHANISM, wk.FL_EPSILON, wk.FL_DELTA, wk.FL_SPLIT, wk.FL_SEED,
+              wk.FL_MAP_LEVEL + "*", wk.FL_MAP_SHOW, wk.FL_MAP_TOP, *_sweep_settings(wk.FL)),
+    "Range queries": (wk.RG_MECHANISM, wk.RG_EPSILON, wk.RG_SEED, wk.RG_WORKLOAD,
+                      wk.RG_LEVEL + "*", wk.RG_UNIT + "*", wk.RG_CMP_MECHS,
+                      wk.RG_MUNICIPALITIES, wk.RG_BANDS, wk.RG_UP_DOMAIN,
+                      *_sweep_settings(wk.RG)),
+    "Compare": (wk.CMP_SAME_SEED, wk.CMP_METRIC, wk.CMP_LEVEL, wk.CMP_CATEGORY,
+                *(wk.page_key(k, "*") for k in (wk.CMP_MECH, wk.CMP_EPS, wk.CMP_SPLIT,
+                                                wk.CMP_SEED))),
 }
-#: page -> (the prefix of its mechanism parameters' keys ``{prefix}_{mechanism}_{name}``,
-#: its query kind)
-PARAMETER_PREFIXES = {"Group sizes": ("gs", "group-sizes"), "Flows": ("fl", "flows"),
-                      "Range queries": ("rg", "ranges")}
+#: page -> (the prefix of its mechanism parameters' keys (`widget_keys.parameter_key`), its
+#: query kind)
+PARAMETER_PREFIXES = {"Group sizes": (wk.GS, "group-sizes"), "Flows": (wk.FL, "flows"),
+                      "Range queries": (wk.RG, "ranges")}
 
 
 def _kept_keys(page: str, keys: list[str]) -> list[str]:
@@ -296,14 +305,17 @@ def settings_key(s: dict) -> tuple:
             tuple(sorted(roles().items(), key=str)).__repr__(), structure_key())
 
 
-def release_for(data: CountData, cfg: ReleaseConfig, source: NoiseSource | None = None):
-    """The release of ``data`` with the settings ``cfg`` (the session's `ReleaseConfig`,
-    `ui.config.current_config`) and noise from ``source`` (default: ``cfg``'s seed, else
-    secure noise)."""
+def release_for(data, cfg: ReleaseConfig, source: NoiseSource | None = None):
+    """The release of ``data`` (a `CountData`, or a query page's group-size, flow or range
+    data) with the settings ``cfg`` (the Results page's `ReleaseConfig`,
+    `ui.config.current_config`, or a query page's, `ui.query_config.page_config`):
+    mechanism, parameters, budget and split all read from it, and noise from ``source``
+    (default: ``cfg``'s seed, else secure noise)."""
     if source is None:
         source = (NoiseSource(seed=cfg.seed) if cfg.seed is not None
                   else NoiseSource(secure=True))
-    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=list(cfg.split),
+    split = list(cfg.split) if isinstance(cfg.split, tuple) else cfg.split  # weights: a list
+    return get_mechanism(cfg.mechanism).release(data, cfg.budget(), split=split,
                                                 source=source, **cfg.params)
 
 

@@ -22,6 +22,7 @@ from hierdp_core.data.reshape import prepare
 from hierdp_core.errors import HierdpError
 from hierdp_core.ui import session, widgets
 from hierdp_core.ui import structure as structure
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.inputs import friendly
 from hierdp_core.ui.session import SOURCE_CACHE as _CACHE
 
@@ -44,7 +45,7 @@ def choose_source(prefix: str, sample_label: str) -> dict | None:
               UPLOAD: f"your table: {ds['name']} ({structure.describe()})" if ds
               else "your table (upload it first)"}
     choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True,
-                      key=f"{prefix}_source")
+                      key=wk.page_key(prefix, wk.SOURCE))
     if choice == SAMPLE:
         return None
     if ds is None:
@@ -165,23 +166,23 @@ def flows_from_upload(ds: dict):
     guessed = column_roles.od_candidates(ds["table"])
     left, middle, right = st.columns(3)
     with left:
-        origin = level_columns(ds, "fl_up_origin", "Origin levels, coarse to fine",
+        origin = level_columns(ds, wk.FL_UP_ORIGIN, "Origin levels, coarse to fine",
                                from_roles=False)
     with middle:
-        destination = level_columns(ds, "fl_up_destination",
+        destination = level_columns(ds, wk.FL_UP_DESTINATION,
                                     "Destination levels (same geography)", from_roles=False)
     with right:
         options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
                                                               [*origin, *destination])]
-        count = pick_column("Count column", options, "fl_up_count",
+        count = pick_column("Count column", options, wk.FL_UP_COUNT,
                             help="The number of trips of each row, or none when every row "
                                  "is one trip.")
     guessed_options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
                                                                  [*guessed[0], *guessed[1]])]
-    suggestion("fl_up_suggest", {
-        "fl_up_origin": ("origin levels", guessed[0]),
-        "fl_up_destination": ("destination levels", guessed[1]),
-        "fl_up_count": ("count", _first(guessed_options, _count_names(FLOW_COUNT_NAMES)))})
+    suggestion(wk.FL_UP_SUGGEST, {
+        wk.FL_UP_ORIGIN: ("origin levels", guessed[0]),
+        wk.FL_UP_DESTINATION: ("destination levels", guessed[1]),
+        wk.FL_UP_COUNT: ("count", _first(guessed_options, _count_names(FLOW_COUNT_NAMES)))})
     confirm_roles([origin, destination, count], "the origin and destination level columns "
                   "of your table, coarse to fine (e.g. o_state, o_county and d_state, "
                   "d_county), and the count column")
@@ -198,7 +199,7 @@ def flows_from_upload(ds: dict):
                                                  ragged=upload_choices()[1])
         return flow_data_from_table(prepared(ds, [origin, destination], count_column),
                                     origin, destination, count_column, geography=geography)
-    data = build_once("fl", key, "flows", build)
+    data = build_once(wk.FL, key, "flows", build)
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
 
@@ -225,19 +226,19 @@ def ranges_from_upload(ds: dict):
     table = ds["table"]
     left, middle, right = st.columns(3)
     with left:
-        levels = level_columns(ds, "rg_up_levels")
+        levels = level_columns(ds, wk.RG_UP_LEVELS)
     with middle:
         attribute = pick_column("Ordered attribute", valid_columns(
             "ordered attribute", column_roles.attribute_candidates(table, levels),
-            "range queries", "integers, not a level or a code column"), "rg_up_attribute",
+            "range queries", "integers, not a level or a code column"), wk.RG_UP_ATTRIBUTE,
             help="Its values are the histogram's cells, in order (integers: every value from "
                  "the lowest to the highest).")
         options = [PERSON_ROWS, *column_roles.count_candidates(table, [*levels, attribute])]
-        count = pick_column("Count column", options, "rg_up_count",
+        count = pick_column("Count column", options, wk.RG_UP_COUNT,
                             help="The number of people of each row, or none when every row "
                                  "is one person.")
     with right:
-        domain_text = st.text_input("Domain LO-HI (public)", "", key="rg_up_domain",
+        domain_text = st.text_input("Domain LO-HI (public)", "", key=wk.RG_UP_DOMAIN,
                                     placeholder="e.g. 0-100; empty: the values in the table",
                                     help="Integer attributes: the range of values the "
                                          "histograms cover, chosen without looking at the "
@@ -245,10 +246,10 @@ def ranges_from_upload(ds: dict):
                                          "the table, which is not private.")
     guessed = levels or column_roles.guess_levels(table)
     attribute_guess = next(iter(column_roles.attribute_candidates(table, guessed)), None)
-    suggestion("rg_up_suggest", {
-        "rg_up_levels": ("levels", guessed),
-        "rg_up_attribute": ("ordered attribute", attribute_guess),
-        "rg_up_count": ("count", _first(
+    suggestion(wk.RG_UP_SUGGEST, {
+        wk.RG_UP_LEVELS: ("levels", guessed),
+        wk.RG_UP_ATTRIBUTE: ("ordered attribute", attribute_guess),
+        wk.RG_UP_COUNT: ("count", _first(
             [PERSON_ROWS, *column_roles.count_candidates(table, [*guessed, attribute_guess])],
             _count_names(RANGE_COUNT_NAMES)))})
     confirm_roles([levels, attribute, count], "the geography level columns of your table "
@@ -264,7 +265,7 @@ def ranges_from_upload(ds: dict):
                                      count_column=count_column, domain=domain, **units)
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
            session.structure_key(), upload_choices())
-    data = build_once("rg", key, "range queries", build)
+    data = build_once(wk.RG, key, "range queries", build)
     domain = _domain(domain_text)  # parsed without error: build() succeeded
     return data, key, {"query": "ranges", "levels": levels, "attribute": attribute,
                        "count_column": count_column, "domain": domain}

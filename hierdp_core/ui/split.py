@@ -42,9 +42,9 @@ from hierdp_core.privacy.split_optimiser import (
     expected_errors,
     optimise_split,
 )
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import SPLIT_HELD as HELD
 
-OPEN = "split_goal_open"  # the "Optimise the split" expander is open
 GOALS = {"equal": "Every level equally (MSE)", "weighted": "Weighted levels",
          "relative": "Worst relative error"}
 METRIC_LABELS = {"mse": "mean squared error", "mae": "mean |error|"}
@@ -64,11 +64,6 @@ def slider_value(weight: float) -> float:
     return float(np.round(weight, 2))
 
 
-def slider_key(level: int) -> str:
-    return f"weight_{level}"
-
-
-PRESET_KEY = "split_preset"  # the preset picker
 CUSTOM = "custom"
 PRESETS = {CUSTOM: "Custom (as the sliders show)", "uniform": "Uniform",
            "finer": "More to finer levels", "coarser": "More to coarser levels",
@@ -90,7 +85,7 @@ def preset_of(s: dict) -> str:
 
 
 def _preset_chosen(s: dict, n_levels: int) -> None:
-    preset = st.session_state[PRESET_KEY]
+    preset = st.session_state[wk.SPLIT_PRESET]
     if preset == CUSTOM:
         s["preset"] = CUSTOM
     else:
@@ -98,29 +93,29 @@ def _preset_chosen(s: dict, n_levels: int) -> None:
 
 
 def _slider_moved(s: dict) -> None:
-    s["preset"] = st.session_state[PRESET_KEY] = CUSTOM
+    s["preset"] = st.session_state[wk.SPLIT_PRESET] = CUSTOM
 
 
 def preset_picker(s: dict, n_levels: int) -> str:
     """The preset select box: choosing a preset sets the split at once, and it stays shown
     until a slider moves (then "custom"). Draw it before the sliders. Returns the preset."""
-    st.session_state.setdefault(PRESET_KEY, preset_of(s))
+    st.session_state.setdefault(wk.SPLIT_PRESET, preset_of(s))
     return st.selectbox("Preset (then adjust the weights below)", list(PRESETS),
-                        format_func=PRESETS.get, key=PRESET_KEY, on_change=_preset_chosen,
+                        format_func=PRESETS.get, key=wk.SPLIT_PRESET, on_change=_preset_chosen,
                         args=(s, n_levels))
 
 
 def weight_slider(s: dict, level: int, label: str) -> float:
     """The weight slider of ``level`` (0 to 1, step 0.01); moving it makes the split
     custom."""
-    return st.slider(label, 0.0, 1.0, step=0.01, key=slider_key(level),
+    return st.slider(label, 0.0, 1.0, step=0.01, key=wk.weight_key(level),
                      on_change=_slider_moved, args=(s,))
 
 
 def init_sliders(s: dict) -> None:
     """Give the weight sliders the split's weights where they have no value yet."""
     for level, weight in enumerate(s["weights"]):
-        st.session_state.setdefault(slider_key(level), slider_value(weight))
+        st.session_state.setdefault(wk.weight_key(level), slider_value(weight))
 
 
 def set_split(s: dict, weights, preset: str = CUSTOM) -> None:
@@ -129,10 +124,10 @@ def set_split(s: dict, weights, preset: str = CUSTOM) -> None:
     the preset picker. Call it before they are drawn (e.g. in a button's ``on_click``)."""
     weights = np.asarray(weights, dtype=float)
     s["weights"] = [float(w) for w in weights / weights.max()]
-    s["preset"] = st.session_state[PRESET_KEY] = preset
+    s["preset"] = st.session_state[wk.SPLIT_PRESET] = preset
     st.session_state[HELD] = (tuple(s["weights"]), tuple(map(slider_value, s["weights"])))
     for level, weight in enumerate(s["weights"]):
-        st.session_state[slider_key(level)] = slider_value(weight)
+        st.session_state[wk.weight_key(level)] = slider_value(weight)
 
 
 def held_weights(slider_values: list[float]) -> list[float]:
@@ -241,24 +236,25 @@ def _goal_inputs(h: Hierarchy, sample: str | None) -> tuple | None:
     are confirmed public."""
     tree = f"{h.n_levels}_{h.n_nodes}"
     kind = st.radio("Goal", list(GOALS), format_func=GOALS.get, horizontal=True,
-                    key="split_goal")
+                    key=wk.SPLIT_GOAL)
     if kind == "equal":
         return WEIGHTED, "mse", None
     cols = st.columns([1.4] + [1] * h.n_levels)
     if kind == "weighted":
         metric = cols[0].selectbox("Error measure", list(METRIC_LABELS),
-                                   format_func=METRIC_LABELS.get, key="split_goal_metric")
+                                   format_func=METRIC_LABELS.get, key=wk.SPLIT_GOAL_METRIC)
         values = [cols[level + 1].number_input(
-            f"Weight: {name}", min_value=0.0, value=1.0, step=0.5, key=f"split_goal_w_{tree}_"
-            f"{level}", help="How much this level's error counts (0 leaves it out).")
+            f"Weight: {name}", min_value=0.0, value=1.0, step=0.5,
+            key=wk.page_key(wk.SPLIT_GOAL_W, tree, level),
+            help="How much this level's error counts (0 leaves it out).")
             for level, name in enumerate(h.level_names)]
         return WEIGHTED, metric, tuple(values)
     with cols[0]:
-        confirmed = st.checkbox("These populations are public figures", key=f"split_goal_"
-                                f"public_{tree}", help=POPULATION_HELP)
+        confirmed = st.checkbox("These populations are public figures",
+                                key=wk.page_key(wk.SPLIT_GOAL_PUBLIC, tree), help=POPULATION_HELP)
     values = [cols[level + 1].number_input(
         f"Population: {name}", min_value=0.0, value=default, step=default / 10, format="%.0f",
-        key=f"split_goal_pop_{tree}_{level}", help=POPULATION_HELP)
+        key=wk.page_key(wk.SPLIT_GOAL_POP, tree, level), help=POPULATION_HELP)
         for level, (name, default) in enumerate(zip(h.level_names,
                                                    default_populations(h, sample),
                                                    strict=True))]
@@ -316,12 +312,12 @@ def optimiser_section(h: Hierarchy, s: dict, budget: PrivacyBudget, *,
             st.success(f"In use: {describe_shares(h, choice.shares)}.",
                        icon=":material/check:")
         else:
-            st.button("Use this split", type="primary", key="split_goal_apply",
+            st.button("Use this split", type="primary", key=wk.SPLIT_GOAL_APPLY,
                       on_click=set_split, args=(s, choice.shares))
         st.caption(f"Optimised split ({choice.method}): {describe_shares(h, choice.shares)}.")
     shown = display_table(table)
     st.dataframe(shown, hide_index=True, width="stretch", column_config={
         name: st.column_config.NumberColumn(format="percent" if name.startswith("share")
                                             else "%.2f") for name in shown.columns[1:]})
-    st.plotly_chart(comparison_figure(table), width="stretch", key="split_goal_fig",
+    st.plotly_chart(comparison_figure(table), width="stretch", key=wk.SPLIT_GOAL_FIG,
                     config=plotly_config())

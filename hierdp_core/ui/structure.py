@@ -28,6 +28,7 @@ from hierdp_core.structure import (
     parse_category_values,
 )
 from hierdp_core.ui import session
+from hierdp_core.ui import widget_keys as wk
 
 FROM_DATA, DECLARED = "from-data", "declared"
 CHOICES = {
@@ -118,7 +119,7 @@ def choose(category_columns: list[str], hints: dict[str, str] | None = None) -> 
     s = session.structure_state()
     choice = st.radio("Where the release's units and categories come from", list(CHOICES),
                       index=1 if s["declared"] else 0, format_func=CHOICES.get,
-                      key="structure_choice")
+                      key=wk.STRUCTURE_CHOICE)
     s["declared"] = choice == DECLARED
     if not s["declared"]:
         return
@@ -127,7 +128,7 @@ def choose(category_columns: list[str], hints: dict[str, str] | None = None) -> 
         "columns as your table (and optional <level>_name columns for unit names); a unit "
         "with nobody in it is released with noise like any other",
         type=["csv", "tsv", "txt", "gz", "parquet", "xlsx", "xls", "feather"],
-        key="structure_geography")
+        key=wk.STRUCTURE_GEOGRAPHY)
     if geo_file is not None and (s["geography"] is None
                                  or s["geography"]["name"] != geo_file.name
                                  or s["geography"]["sha256"]
@@ -144,7 +145,7 @@ def choose(category_columns: list[str], hints: dict[str, str] | None = None) -> 
         current = "|".join(s["category_values"].get(column, ()))
         texts[column] = st.text_input(
             f"Values of {column} (public), separated by |", current,
-            key=f"structure_values_{column}",
+            key=wk.structure_values(column),
             placeholder="e.g. F|M; empty: read from the table (not publishable)")
         if (hints or {}).get(column):
             st.caption(hints[column])

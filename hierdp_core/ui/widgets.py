@@ -16,6 +16,7 @@ from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.queries.counts import CountData
 from hierdp_core.report.summary import plural_noun
 from hierdp_core.ui import map_layers, sweep_jobs
+from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.count_data import count_data
 from hierdp_core.ui.session import (
     DATASET,
@@ -113,7 +114,7 @@ def parameter_widgets(info, prefix: str, values: dict | None = None,
     more = [p for p in info.parameters if p not in first]
 
     def draw(params):
-        return {p.name: parameter_widget(p, f"{prefix}_{info.name}_{p.name}",
+        return {p.name: parameter_widget(p, wk.parameter_key(prefix, info.name, p.name),
                                          values.get(p.name)) for p in params}
 
     chosen = draw(first)
@@ -133,16 +134,16 @@ def sweep_controls(prefix: str, names: list[str], defaults, eps_default, metrics
     s2, s3, s4 = st.columns([2, 1, 2])
     with s1:
         chosen = st.multiselect("Mechanisms", names, default=[n for n in defaults if n in names],
-                                format_func=format_func, key=f"{prefix}_sw_mechs")
+                                format_func=format_func, key=wk.page_key(prefix, wk.SW_MECHS))
     with s2:
         eps_grid = st.multiselect("ε values", list(EPSILON_GRID), default=list(eps_default),
-                                  key=f"{prefix}_sw_eps")
+                                  key=wk.page_key(prefix, wk.SW_EPS))
     with s3:
-        trials = st.slider("Trials", 1, 5, SWEEP_TRIALS, key=f"{prefix}_sw_trials")
+        trials = st.slider("Trials", 1, 5, SWEEP_TRIALS, key=wk.page_key(prefix, wk.SW_TRIALS))
     with s4:
         metric = st.selectbox("Metric", list(metrics), format_func=metrics.get,
-                              key=f"{prefix}_sw_metric")
-    clicked = st.button("Run the sweep", key=f"{prefix}_sw_run",
+                              key=wk.page_key(prefix, wk.SW_METRIC))
+    clicked = st.button("Run the sweep", key=wk.page_key(prefix, wk.SW_RUN),
                         disabled=not chosen or not eps_grid)
     return chosen, sorted(eps_grid), trials, metric, clicked
 
