@@ -23,6 +23,24 @@ MAP_STATE = """() => {
 }"""
 
 
+# counts plotly.js's full drawings: Plotly.react (a figure drawn) and Plotly.Plots.resize
+# (drawn again at its element's new width)
+COUNT_DRAWINGS = """(() => {
+  window.__hdDrawings = {react: 0, resize: 0};
+  let loaded;
+  Object.defineProperty(window, 'Plotly', {configurable: true, get: () => loaded, set(P) {
+    loaded = P;
+    for (const [owner, name] of [[P, 'react'], [P.Plots, 'resize']]) {
+      const drawing = owner[name];
+      owner[name] = function (...args) {
+        window.__hdDrawings[name]++;
+        return drawing.apply(this, args);
+      };
+    }
+  }});
+})();"""
+
+
 def channels(fill: str) -> list[int]:
     return [int(c) for c in fill[fill.index("(") + 1:-1].split(",")[:3]]
 
@@ -33,8 +51,13 @@ def epsilon_slider(pg):
 
 
 def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page):  # noqa: F811
+    page.add_init_script(COUNT_DRAWINGS)
     tb.start_on(page, server, "Results")  # the US counties, the default sample
     assert tb.maps_drawn(page, expect=[3141]) == [3141]
+    # every figure drawn once: not again when its element first reports its size (the map
+    # of 3,141 counties took as long again to redraw, at the same width)
+    drawings = page.evaluate("() => window.__hdDrawings")
+    assert drawings["react"] >= 1 and drawings["resize"] == 0, drawings
     before = page.evaluate(MAP_STATE)
     assert before["title"] == "Released, TopDown, ε = 1"
     if plotly_bundle.bundle_path().is_file():  # built at set-up (npm): the map needs no more
@@ -78,6 +101,11 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     select_option(page, "Level", "state")  # the fragment again, without a new release
     assert tb.maps_drawn(page, expect=[51]) == [51]
     assert sidebar.get_by_text(pointer).count() == 1  # the summary is kept
+    width = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullLayout.width")
+    page.set_viewport_size({"width": 1100, "height": 2600})  # a narrower window: fitted
+    page.wait_for_function("w => document.querySelector('.js-plotly-plot')._fullLayout.width"
+                           " < w", arg=width, timeout=60_000)
+    assert page.evaluate("() => window.__hdDrawings")["resize"] >= 1
     assert sidebar.get_by_text("ready").count() == 1
 
     tb.goto(page, "Mechanism & budget")
