@@ -350,8 +350,27 @@ def level_codes(series: pd.Series) -> pd.Categorical:
         rows, raw = series.cat.codes.to_numpy(), series.cat.categories
     else:
         rows, raw = pd.factorize(series)
-    text = codes_of(pd.Series(np.asarray(raw)))
-    distinct, code = np.unique(text.astype(str), return_inverse=True)
+    raw = np.asarray(raw)
+    if raw.dtype.kind in "iu":  # distinct integers: distinct texts, sorted by pyarrow
+        distinct, code = _sorted_int_texts(raw)
+    else:
+        text = codes_of(pd.Series(raw))
+        distinct, code = np.unique(text.astype(str), return_inverse=True)
     code = np.append(code, -1)[rows]  # a missing value stays missing
     return pd.Categorical.from_codes(code, categories=pd.Index(distinct.astype(object),
                                                                dtype=object))
+
+
+def _sorted_int_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique` of the texts of distinct integers (``str(v)``, `codes_of`'s text of an
+    integer), with every value's index into them: the texts made and sorted by pyarrow
+    (byte order, which is code point order in UTF-8, as numpy sorts), without a Python
+    string per value until the result."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.cast(pa.array(values), pa.string())
+    order = pc.array_sort_indices(text).to_numpy().astype(np.int64)
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return text.take(pa.array(order)).to_numpy(zero_copy_only=False), rank

@@ -383,3 +383,21 @@ def test_more_than_127_levels():
     assert np.all(np.diff(levels) >= 0) and levels[-1] == depth
     totals = h.aggregate(np.array([3, 4]))
     assert totals[0] == 7 and totals[-2:].tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint16", "uint64", "Int64"])
+def test_integer_level_codes_are_those_of_their_texts(dtype):
+    """Integer codes take a path of their own (texts made and sorted by pyarrow): the same
+    Categorical as the texts' sorted distinct values, '10' before '9', missing kept."""
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype.lower())
+    values = rng.integers(info.min, info.max, 5000, dtype=dtype.lower(), endpoint=True)
+    ends = np.array([info.min, info.max, 0, 9, 10], dtype=dtype.lower())
+    values = pd.Series(np.concatenate([values, ends]), dtype=dtype)
+    if dtype == "Int64":
+        values.iloc[3] = pd.NA
+    got = hierarchy_module.level_codes(values)
+    text = values.astype(str).where(values.notna())
+    want = pd.Categorical(text, categories=sorted(set(text.dropna())))
+    assert got.categories.tolist() == want.categories.tolist()
+    assert got.codes.tolist() == want.codes.tolist()
