@@ -32,6 +32,7 @@ import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError
 from hierdp_core.ids import PATH_SEPARATOR, ROOT_ID, escape_codes
+from hierdp_core.text_arrays import packed, sorted_int_texts, unpacked
 from hierdp_core.tree_levels import levels_any_order, levels_in_tree_order
 
 _MAX_LISTED = 5
@@ -60,6 +61,14 @@ class Hierarchy:
     codes: tuple[np.ndarray, ...]
     names: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __reduce__(self):
+        """Pickled with its text codes and names as pyarrow arrays
+        (`hierdp_core.text_arrays.packed`): a buffer each instead of a Python string per
+        node (a geography sent to every Dask worker)."""
+        return (_unpacked, (self.level_names, self.level_offsets, self.parent,
+                            self.child_ptr, tuple(map(packed, self.codes)),
+                            {lv: packed(v) for lv, v in self.names.items()}, self._cache))
 
     # ---- shape -------------------------------------------------------------------------
     @property
@@ -352,7 +361,7 @@ def level_codes(series: pd.Series) -> pd.Categorical:
         rows, raw = pd.factorize(series)
     raw = np.asarray(raw)
     if raw.dtype.kind in "iu":  # distinct integers: distinct texts, sorted by pyarrow
-        distinct, code = _sorted_int_texts(raw)
+        distinct, code = sorted_int_texts(raw)
     else:
         text = codes_of(pd.Series(raw))
         distinct, code = np.unique(text.astype(str), return_inverse=True)
@@ -361,16 +370,8 @@ def level_codes(series: pd.Series) -> pd.Categorical:
                                                                dtype=object))
 
 
-def _sorted_int_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique` of the texts of distinct integers (``str(v)``, `codes_of`'s text of an
-    integer), with every value's index into them: the texts made and sorted by pyarrow
-    (byte order, which is code point order in UTF-8, as numpy sorts), without a Python
-    string per value until the result."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    text = pc.cast(pa.array(values), pa.string())
-    order = pc.array_sort_indices(text).to_numpy().astype(np.int64)
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    return text.take(pa.array(order)).to_numpy(zero_copy_only=False), rank
+def _unpacked(level_names, level_offsets, parent, child_ptr, codes, names, cache):
+    """The `Hierarchy` that `Hierarchy.__reduce__` pickled, object arrays back."""
+    return Hierarchy(level_names, level_offsets, parent, child_ptr, tuple(map(unpacked, codes)),
+                     {lv: unpacked(v) for lv, v in names.items()}, cache)
