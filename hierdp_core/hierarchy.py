@@ -66,7 +66,7 @@ class Hierarchy:
         """Pickled with its text codes and names as pyarrow arrays
         (`hierdp_core.text_arrays.packed`): a buffer each instead of a Python string per
         node (a geography sent to every Dask worker)."""
-        return (_unpacked, (self.level_names, self.level_offsets, self.parent,
+        return (_unpacked, (type(self), self.level_names, self.level_offsets, self.parent,
                             self.child_ptr, tuple(map(packed, self.codes)),
                             {lv: packed(v) for lv, v in self.names.items()}, self._cache))
 
@@ -370,8 +370,7 @@ def level_codes(series: pd.Series) -> pd.Categorical:
                                                                dtype=object))
 
 
-
-def _unpacked(level_names, level_offsets, parent, child_ptr, codes, names, cache):
+def _unpacked(cls, level_names, level_offsets, parent, child_ptr, codes, names, cache):
     """The `Hierarchy` that `Hierarchy.__reduce__` pickled, object arrays back."""
-    return Hierarchy(level_names, level_offsets, parent, child_ptr, tuple(map(unpacked, codes)),
-                     {lv: unpacked(v) for lv, v in names.items()}, cache)
+    return cls(level_names, level_offsets, parent, child_ptr, tuple(map(unpacked, codes)),
+               {lv: unpacked(v) for lv, v in names.items()}, cache)
