@@ -32,6 +32,7 @@ import pandas as pd
 
 from hierdp_core.errors import HierarchyError, InputError
 from hierdp_core.ids import PATH_SEPARATOR, ROOT_ID, escape_codes
+from hierdp_core.text_arrays import packed, sorted_int_texts, unpacked
 from hierdp_core.tree_levels import levels_any_order, levels_in_tree_order
 
 _MAX_LISTED = 5
@@ -60,6 +61,14 @@ class Hierarchy:
     codes: tuple[np.ndarray, ...]
     names: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __reduce__(self):
+        """Pickled with its text codes and names as pyarrow arrays
+        (`hierdp_core.text_arrays.packed`): a buffer each instead of a Python string per
+        node (a geography sent to every Dask worker)."""
+        return (_unpacked, (type(self), self.level_names, self.level_offsets, self.parent,
+                            self.child_ptr, tuple(map(packed, self.codes)),
+                            {lv: packed(v) for lv, v in self.names.items()}, self._cache))
 
     # ---- shape -------------------------------------------------------------------------
     @property
@@ -350,8 +359,18 @@ def level_codes(series: pd.Series) -> pd.Categorical:
         rows, raw = series.cat.codes.to_numpy(), series.cat.categories
     else:
         rows, raw = pd.factorize(series)
-    text = codes_of(pd.Series(np.asarray(raw)))
-    distinct, code = np.unique(text.astype(str), return_inverse=True)
+    raw = np.asarray(raw)
+    if raw.dtype.kind in "iu":  # distinct integers: distinct texts, sorted by pyarrow
+        distinct, code = sorted_int_texts(raw)
+    else:
+        text = codes_of(pd.Series(raw))
+        distinct, code = np.unique(text.astype(str), return_inverse=True)
     code = np.append(code, -1)[rows]  # a missing value stays missing
     return pd.Categorical.from_codes(code, categories=pd.Index(distinct.astype(object),
                                                                dtype=object))
+
+
+def _unpacked(cls, level_names, level_offsets, parent, child_ptr, codes, names, cache):
+    """The `Hierarchy` that `Hierarchy.__reduce__` pickled, object arrays back."""
+    return cls(level_names, level_offsets, parent, child_ptr, tuple(map(unpacked, codes)),
+               {lv: unpacked(v) for lv, v in names.items()}, cache)

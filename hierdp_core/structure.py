@@ -334,9 +334,12 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
     path = Path(path)
     table = read_table(path, encoding=encoding)
     chosen = level_columns_of(table, path.name, levels, alternatives)
-    if not table.duplicated().any():  # finer units: their units at the chosen levels
-        names = [c for c in (name_columns or {}).values() if c in table.columns]
-        table = table.drop_duplicates(subset=[*chosen, *names])
+    names = [c for c in (name_columns or {}).values() if c in table.columns]
+    kept = list(dict.fromkeys([*chosen, *names]))
+    # finer units: their units at the chosen levels (none to drop when the file has no
+    # other column: its rows are then distinct at the chosen levels already)
+    if len(kept) < len(table.columns) and not table.duplicated().any():
+        table = table.drop_duplicates(subset=kept)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return geography_from_table(table, chosen, name_columns=name_columns,
                                 local_codes=local_codes,

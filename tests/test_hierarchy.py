@@ -383,3 +383,39 @@ def test_more_than_127_levels():
     assert np.all(np.diff(levels) >= 0) and levels[-1] == depth
     totals = h.aggregate(np.array([3, 4]))
     assert totals[0] == 7 and totals[-2:].tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint16", "uint64", "Int64"])
+def test_integer_level_codes_are_those_of_their_texts(dtype):
+    """Integer codes take a path of their own (texts made and sorted by pyarrow): the same
+    Categorical as the texts' sorted distinct values, '10' before '9', missing kept."""
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype.lower())
+    values = rng.integers(info.min, info.max, 5000, dtype=dtype.lower(), endpoint=True)
+    ends = np.array([info.min, info.max, 0, 9, 10], dtype=dtype.lower())
+    values = pd.Series(np.concatenate([values, ends]), dtype=dtype)
+    if dtype == "Int64":
+        values.iloc[3] = pd.NA
+    got = hierarchy_module.level_codes(values)
+    text = values.astype(str).where(values.notna())
+    want = pd.Categorical(text, categories=sorted(set(text.dropna())))
+    assert got.categories.tolist() == want.categories.tolist()
+    assert got.codes.tolist() == want.codes.tolist()
+
+
+def test_a_pickled_hierarchy_is_the_same_tree():
+    """Text codes and names travel as pyarrow arrays (`Hierarchy.__reduce__`) and come
+    back as the same object arrays; other arrays as they were."""
+    import pickle
+
+    codes = [np.array(["A", "A", "B"], dtype=object), np.array(["a1", "a/2", "b1"], dtype=object)]
+    h, _ = build_from_codes(codes, ["state", "county"])
+    h = h.with_names({1: np.array(["Ay", None], dtype=object), 2: np.array([1, 2, 3])})
+    back = pickle.loads(pickle.dumps(h))
+    for was, now in [*zip(h.codes, back.codes, strict=True),
+                     *((h.names[lv], back.names[lv]) for lv in (1, 2))]:
+        assert now.dtype == was.dtype and now.tolist() == was.tolist()
+        assert [type(v) for v in now] == [type(v) for v in was]
+    assert back.node_ids().tolist() == h.node_ids().tolist()
+    assert back.labels().tolist() == h.labels().tolist()
+    assert np.array_equal(back.parent, h.parent) and back.level_names == h.level_names

@@ -131,6 +131,11 @@ def test_a_file_of_finer_units_is_read_at_the_chosen_levels(tmp_path):
     pd.concat([finer, finer.head(1)]).to_csv(tmp_path / "twice.csv", index=False)
     with pytest.raises(StructureError, match="listed more than once"):
         read_geography(tmp_path / "twice.csv", ["region", "province"])
+    # a file of the level columns alone (not searched for finer units): still refused
+    only = finer[["region", "province"]]
+    pd.concat([only, only.head(1)]).to_parquet(tmp_path / "levels.parquet")
+    with pytest.raises(StructureError, match=r"listed more than once.*rows \[1, 2, 5\]"):
+        read_geography(tmp_path / "levels.parquet", ["region", "province"])
 
 
 @st.composite

@@ -77,8 +77,10 @@ def open_client(scheduler: str | None = None, workers: int | None = None,
     import dask
 
     # no work stealing: a block's tasks stay on the worker they are placed on, where its
-    # data is (`hierdp_core.engine.blockwise.balanced_placement`)
-    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+    # data is (`hierdp_core.engine.blockwise.balanced_placement`); no statistical profiler
+    # sampling every worker's stack every 10 ms (CPU taken from the tasks; nothing reads it)
+    with dask.config.set({"distributed.scheduler.work-stealing": False,
+                          "distributed.worker.profile.enabled": False}):
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                threads_per_worker=1, processes=processes,
                                memory_limit=memory_limit, dashboard_address=":0",
