@@ -5,7 +5,6 @@ import streamlit as st
 
 from hierdp_core import __version__, palette
 from hierdp_core.data.samples import SAMPLES
-from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.ui import map_layers, plotly_view, session, widgets
 from hierdp_core.ui import widget_keys as wk
@@ -63,16 +62,11 @@ for path, label, _ in widgets.PAGES:
         widgets.next_page(path, f"{label}: {STEPS[path]}")
 
 st.subheader("Mechanisms")
-MECHANISMS = list_mechanisms()
-# a static table in a closed expander: Home shows at once (an interactive st.dataframe
-# loads its grid's code first: about a sixth of Home's time in a fresh browser)
-with st.expander(f"Every mechanism ({len(MECHANISMS)}): what it does, its privacy, "
-                 "its reference"):
-    st.table(pd.DataFrame([{
-        "mechanism": f"{title(i.name)} ({i.name})", "description": i.description,
-        "privacy": ", ".join(i.privacy_definitions or (i.privacy,)),
-        "private": "yes" if i.private else "NO (published variant)",
-        "consistent integers": "yes" if i.consistent else "no", "reference": i.reference,
-    } for i in MECHANISMS]).set_index("mechanism"))
+st.dataframe(pd.DataFrame([{
+    "name": i.name, "description": i.description,
+    "privacy": ", ".join(i.privacy_definitions or (i.privacy,)),
+    "private": "yes" if i.private else "NO (published variant)",
+    "consistent integers": "yes" if i.consistent else "no", "reference": i.reference,
+} for i in list_mechanisms()]), hide_index=True, width="stretch")
 # plotly.js and the US county boundaries, fetched once Home is painted: Results draws at once
 plotly_view.preload(key=wk.HOME_PRELOAD, prefetch=map_layers.first_results_maps())

@@ -415,16 +415,3 @@ def test_uploaded_us_codes_get_the_bundled_maps():
                   ["state", "fips"], "population").run()
     assert_clean(at)
     assert any("no bundled boundaries match" in i.value for i in at.info)
-
-
-def test_home_lists_every_mechanism_in_a_static_table_by_its_plain_name():
-    """Home's table of mechanisms is a static table (no interactive grid to load before Home
-    shows), one row per registered mechanism, named as a person reads it, its key beside."""
-    from hierdp_core.mechanisms.base import list_mechanisms
-
-    at = page("app.py").run()
-    assert_clean(at)
-    assert not at.dataframe
-    [table] = [t.value for t in at.table]
-    assert len(table) == len(list_mechanisms())
-    assert "TopDown (topdown)" in table.index and "description" in table.columns
