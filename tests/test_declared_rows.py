@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import doctest
+import re
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hierdp_core.cli.declared_input import declared_count_input
 from hierdp_core.cli.parser import build_parser
@@ -199,3 +203,39 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
                   "--count-column", "n")
     assert declared_count_input(args, args.input) is None
     assert _release_input(args) == _careful(args)
+
+
+@pytest.mark.parametrize("header, data_quote, split", [
+    ('"state","county","tract","sex","n"', False, True),  # as pyarrow and R write it
+    ("state,county,tract,sex,n", True, False),  # a quote in a row: a value may hold a break
+])
+def test_a_quoted_header_alone_does_not_stop_the_parts(tmp_path, monkeypatch, header,
+                                                        data_quote, split):
+    """A quoted header holds no line break, so the rows below may still be cut at any line
+    break and parsed on several threads; a quote in a row may not be."""
+    from hierdp_core.data import arrow_io
+
+    monkeypatch.setattr(arrow_io, "SPLIT_FROM", 1)
+    body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
+    if data_quote:
+        body = body.replace("06,06059,06059000100,F,0", '06,06059,"06059000100",F,0')
+    args = _write(tmp_path, header + "\n" + body, GEO, "--count-column", "n")
+    src = resolve_source(args.input, None, 10**9)
+    assert len(arrow_io.text_string_parts(src, ["tract"], None, 2)) == (2 if split else 1)
+    assert _release_input(args) == _careful(args)
+
+
+_COUNT_TEXT = st.text(alphabet="0123456789 +-./:a\u0663", min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_COUNT_TEXT, min_size=1, max_size=30), st.integers(0, 3))
+def test_counts_are_read_only_when_canonical(texts, skip):
+    """Any count texts (and a slice of them, as a batch of a file is): their integers when
+    every one is canonical (ASCII digits, no leading zero, at most 18), else None, on the
+    one-digit fast path and the general one alike."""
+    column = pa.array(["7"] * skip + texts, pa.string()).slice(skip)
+    canonical = all(re.fullmatch(r"0|[1-9][0-9]{0,17}", t) for t in texts)
+    got = declared_rows._counts(column)
+    assert (got.tolist() if got is not None else None) == (
+        [int(t) for t in texts] if canonical else None)

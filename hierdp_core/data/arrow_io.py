@@ -229,13 +229,25 @@ def _line_break(content: pa.Buffer, start: int) -> int:
 
 
 def _has_quote(src) -> bool:
-    """Whether the (uncompressed) content holds a double quote: without one no value can
-    hold a line break, and pyarrow may split the file into blocks at any line break."""
+    """Whether a line after the header of the (uncompressed) content holds a double quote:
+    without one no value can hold a line break, and pyarrow may split the file into blocks
+    at any line break. A quoted header (as many writers make it) does not count: its names
+    hold no line break (`_text_header`), so it ends at the first one."""
     if src.data is not None:
-        return b'"' in src.data
+        return _quote_after_header(src.data)
     with open(src.path, "rb") as handle, \
             mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        return view.find(b'"') >= 0
+        return _quote_after_header(view)
+
+
+def _quote_after_header(content) -> bool:
+    """`_has_quote` of ``content`` (bytes or a memory map)."""
+    quote = content.find(b'"')
+    if quote < 0:
+        return False
+    breaks = [at for at in (content.find(b"\n"), content.find(b"\r")) if at >= 0]
+    header_end = min(breaks, default=len(content))
+    return quote > header_end or content.find(b'"', header_end) >= 0
 
 
 def _read_parquet_columns(src, wanted: list[str]) -> pd.DataFrame | None:
