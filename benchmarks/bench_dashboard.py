@@ -164,8 +164,25 @@ def painted(page, act, sel: str, min_count: int = 1, timeout_ms: int = 180_000) 
     page.evaluate("([sel, n]) => __hdWatch(sel, n)", [sel, min_count])
     act()
     page.mouse.move(1, 1)  # no hover label over a figure
-    page.wait_for_function("q => __hdDone(q)", arg=QUIET_MS, polling=100, timeout=timeout_ms)
+    try:
+        page.wait_for_function("q => __hdDone(q)", arg=QUIET_MS, polling=100,
+                               timeout=timeout_ms)
+    except PlaywrightError as exc:  # say what was still missing, and show the page
+        shot = Path(tempfile.gettempdir()) / "bench_dashboard_timeout.png"
+        page.screenshot(path=str(shot), full_page=True)
+        raise RuntimeError(f"{sel!r} not painted anew: {page.evaluate(WATCH_STATE)}; the "
+                           f"page is in {shot}") from exc
     return round(page.evaluate("() => (__hdW.last - __hdW.t0) / 1000"), 3)
+
+
+#: what `painted` was waiting for: whether the input reached the page (t0) and ran the
+#: script, the script's state, the figure's hash before and now
+WATCH_STATE = """() => { const w = window.__hdW;
+  return {input_seen: w.t0 !== null, script_ran: w.ran,
+          script_state: document.querySelector('[data-testid="stApp"]').dataset.testScriptState,
+          before: w.before, now: __hdFp(w.sel).join(':'), min_count: w.minCount,
+          focused: document.activeElement?.getAttribute('aria-label')
+                   ?? document.activeElement?.tagName}; }"""
 
 
 def worst(times: list[float]) -> dict:
