@@ -6,12 +6,13 @@ steps aside (None), so a release gives the careful path's result or its error, w
 
 from __future__ import annotations
 
-import argparse
 import doctest
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from hierdp_core.cli.config_file import settings_of_args
 from hierdp_core.cli.declared_input import declared_count_input
 from hierdp_core.cli.parser import build_parser
 from hierdp_core.cli.release import memory_input
@@ -27,33 +28,41 @@ ROWS = "state,county,tract,sex,n\n06,06037,06037000100,F,3\n41,41051,41051000100
        "06,06059,06059000100,F,0\n06,06037,06037000100,F,4\n"
 
 
-def _write(tmp_path, rows: str | bytes, geo: str = GEO, *flags: str) -> argparse.Namespace:
+def _write(tmp_path, rows: str | bytes, geo: str = GEO, *flags: str) -> tuple:
+    """The settings (`ReleaseConfig`, `RunOptions`) of a release of ``rows``."""
     (tmp_path / "geo.csv").write_text(geo)
     people = tmp_path / "people.csv"
     people.write_bytes(rows if isinstance(rows, bytes) else rows.encode())
-    return build_parser().parse_args(
+    return settings_of_args(build_parser().parse_args(
         ["release", str(people), "--levels", "state,county,tract", "--categories", "sex",
          "--category-values", "sex=F|M", "--geography", str(tmp_path / "geo.csv"),
-         "--mechanism", "topdown", "--epsilon", "1", "--out", str(tmp_path / "out"), *flags])
+         "--mechanism", "topdown", "--epsilon", "1", "--out", str(tmp_path / "out"), *flags]))
+
+
+def _input(settings):
+    return settings[0].data["file"]
 
 
 def _careful(args):
     """What the careful path makes of the input: (data facts, lookalike warning) or the
     error's class and message."""
+    cfg, run = args
     try:
-        args, table, _, data, _ = memory_input(args, args.input, read_input(args, args.input))
+        cfg, table, _, data, _ = memory_input(cfg, run, _input(args),
+                                              read_input(cfg, _input(args)))
     except HierdpError as exc:
         return type(exc).__name__, str(exc)
-    return _facts(data), lookalike_warning(args, table)
+    return _facts(data), lookalike_warning(cfg, table)
 
 
 def _release_input(args):
     """The same through `memory_input` as a release runs it (the declared reader first)."""
+    cfg, run = args
     try:
-        args, table, _, data, _ = memory_input(args, args.input)
+        cfg, table, _, data, _ = memory_input(cfg, run, _input(args))
     except HierdpError as exc:
         return type(exc).__name__, str(exc)
-    return _facts(data), lookalike_warning(args, table)
+    return _facts(data), lookalike_warning(cfg, table)
 
 
 def _facts(data):
@@ -68,7 +77,7 @@ def test_doctests():
 @pytest.mark.parametrize("count", [["--count-column", "n"], []])
 def test_plain_rows_give_the_careful_data(tmp_path, count):
     args = _write(tmp_path, ROWS, GEO, *count)
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
 
 
@@ -89,7 +98,7 @@ def test_many_digit_codes_are_matched_by_integer_keys(tmp_path):
         f"{state[i]:02d},{state[i]:02d}{county[i]:03d},{tract[i]},{s},{w}\n"
         for i, s, w in zip(pick, sexes, rng.integers(0, 5, pick.size), strict=True))
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    placed = declared_count_input(args, args.input)
+    placed = declared_count_input(*args, _input(args))
     assert placed is not None and placed[1].merged_rows > 0
     assert _release_input(args) == _careful(args)
 
@@ -100,7 +109,7 @@ def test_text_codes_and_lookalikes(tmp_path):
     geo = "state,county,tract\nA,1,A-1-x\nA,01,A-01-y\nB,2,B-2-z\n"
     rows = "state,county,tract,sex,n\nA,1,A-1-x,M,1\nA,01,A-01-y,F,2\nB,2,B-2-z,F,5\n"
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     result = _release_input(args)
     assert result == _careful(args) and "'01'" in result[1]
 
@@ -126,14 +135,14 @@ def test_text_codes_and_lookalikes(tmp_path):
 ])
 def test_odd_rows_go_to_the_careful_path(tmp_path, row):
     args = _write(tmp_path, ROWS + row + "\n", GEO, "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
 
 def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
     args = _write(tmp_path, ROWS.encode() + b"06,06037,06037000100,\xff,3\n", GEO,
                   "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
     assert _release_input(args) == careful and careful[0] == "InputError"
 
@@ -142,7 +151,7 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
 def test_codes_the_type_rule_may_change_go_to_the_careful_path(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
     args = _write(tmp_path, ROWS, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
 
@@ -163,7 +172,7 @@ def test_text_codes_pandas_does_not_read_as_numbers(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
     rows = ROWS + f"41,41051,{code},M,4\n"
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
 
 
@@ -171,8 +180,8 @@ def test_other_flags_use_the_careful_path(tmp_path):
     for flags in (["--ragged"], ["--structure-from-data"], ["--local-codes"]):
         args = _write(tmp_path, ROWS, GEO, "--count-column", "n", *flags)
         if "--structure-from-data" in flags:
-            args.geography = None
-        assert declared_count_input(args, args.input) is None
+            args = (replace(args[0], data={"file": _input(args)}), args[1])
+        assert declared_count_input(*args, _input(args)) is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
@@ -188,14 +197,14 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     rows = (ROWS.splitlines()[0] + "\n" + body).replace("\n", newline)
     args = _write(tmp_path, rows, GEO, "--count-column", "n")
-    src = resolve_source(args.input, None, 10**9)
+    src = resolve_source(_input(args), None, 10**9)
     assert len(arrow_io.text_string_parts(src, ["tract"], None, parts)) == parts
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
     args = _write(tmp_path, rows, GEO, "--count-column", "n", "--duplicates", "error")
     refused = _release_input(args)
     assert refused == _careful(args) and refused[0] == "DuplicateRowsError"
     args = _write(tmp_path, rows + "06,06059,06037000100,F,3" + newline, GEO,
                   "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
