@@ -41,8 +41,8 @@ raise `ConfigError` naming the key.
 `ReleaseConfig` is the one settings object of a release, whichever front end makes it (the
 command line, a configuration file, the dashboard, the Python API). Besides the keys above
 it holds how the table is read, the split goal and the intervals asked for (not saved in a
-file: `hierdp_core.cli.config_file.NOT_IN_CONFIG`); `RunOptions` holds what only one run needs (where it is written, the
-ledger, the engine, the limits of this machine).
+file: `hierdp_core.cli.config_file.NOT_IN_CONFIG`); `RunOptions` holds what only one run
+needs (where it is written, the ledger, the engine, the limits of this machine).
 
 Example
 -------

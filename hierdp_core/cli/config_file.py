@@ -1,8 +1,9 @@
 """The command line's release settings as the one settings object,
 `hierdp_core.config.ReleaseConfig`, and back: a ``--config`` file fills the options the
-command line left silent (what the command line gives wins; `fill_from_config`), and the
-options of a release are converted into that object at the command's boundary
-(`settings_of_args`, with the `RunOptions` of the run), and ``--save-config`` writes it. Imports only the standard library until a file is read or written."""
+command line left silent (what the command line gives wins; `fill_from_config`); the
+options of a release are converted into that object, with the `RunOptions` of the run, at
+the command's boundary (`settings_of_args`); ``--save-config`` writes it
+(`config_to_save`). Imports only the standard library until a file is read or written."""
 
 from __future__ import annotations
 

@@ -56,11 +56,11 @@ def split_argument(config):
 
 
 def input_data(cfg, run, table):
-    """The data object of ``cfg.query`` (a `ReleaseConfig`; ``run``: its `RunOptions`): CountData (counts), GroupSizeData (person records
-    with ``--group-column``, or size histograms with ``--size-column`` and
-    ``--count-column``), FlowData or RangeData, shaped by the declared structure
-    (``--geography``, ``--category-values``, ``--domain``) or, with
-    ``--structure-from-data``, by the data (exploration)."""
+    """The data object of ``cfg.query`` (a `ReleaseConfig`; ``run``: its `RunOptions`):
+    CountData (counts), GroupSizeData (person records with ``--group-column``, or size
+    histograms with ``--size-column`` and ``--count-column``), FlowData or RangeData,
+    shaped by the declared structure (``--geography``, ``--category-values``,
+    ``--domain``) or, with ``--structure-from-data``, by the data (exploration)."""
     from hierdp_core.data.loaders import check_column_roles
 
     query = cfg.query

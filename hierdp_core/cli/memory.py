@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 
 
 def check_declared_memory(cfg, run) -> None:
-    """`MemoryLimitError` when the release of ``cfg`` (``run``: its `RunOptions`) cannot fit in `memory_limit`
-    whatever the table holds: a size typed (``--domain``, ``--max-size``, the declared
-    ``--category-values``, ``--interval-replicates``) times the fewest units a release over
-    ``--levels`` has (the root and one unit per level). Replicates beyond
+    """`MemoryLimitError` when the release of ``cfg`` (``run``: its `RunOptions`) cannot fit
+    in `memory_limit` whatever the table holds: a size typed (``--domain``, ``--max-size``,
+    the declared ``--category-values``, ``--interval-replicates``) times the fewest units a
+    release over ``--levels`` has (the root and one unit per level). Replicates beyond
     `hierdp_core.defaults.MAX_REPLICATES` are refused whatever the memory
     (`check_replicates`). Reads no file."""
     if cfg.interval != 0.0:

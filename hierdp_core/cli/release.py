@@ -160,12 +160,13 @@ def cmd_release(cfg, run) -> int:
 
 
 def memory_input(cfg, run, path: Path, table=None):
-    """(the settings as the table's preparation left them, the table, the preparation
-    note, the data, the sparse note or None) of the release of ``cfg`` (with the
-    `RunOptions` ``run``) held in memory: the table at ``path`` (or ``table``, a DataFrame already in memory) read and
-    prepared (`prepare_input`), its data object (`input_data`), both checked against the
-    memory limit. A counts release over a declared structure is read straight to its leaf
-    counts when it can (`declared_count_input`; the table is then the codes some row holds)."""
+    """(the settings as the table's preparation left them, the table, the preparation note,
+    the data, the sparse note or None) of the release of ``cfg`` (with the `RunOptions`
+    ``run``) held in memory: the table at ``path`` (or ``table``, a DataFrame already in
+    memory) read and prepared (`prepare_input`), its data object (`input_data`), both
+    checked against the memory limit. A counts release over a declared structure is read
+    straight to its leaf counts when it can (`declared_count_input`; the table is then the
+    codes some row holds)."""
     from hierdp_core.cli.declared_input import declared_count_input
 
     placed = declared_count_input(cfg, run, path) if table is None else None

@@ -84,11 +84,11 @@ def _melted_columns(cfg) -> tuple[str, str]:
 
 
 def with_wide_roles(cfg, columns: list[str]):
-    """A copy of ``cfg`` (a `ReleaseConfig`) whose roles name the melted columns of ``--wide`` (the wide
-    ``columns``): the count column, and the category column, whose values are those
-    ``--category-values NAME=...`` declares (never the header: without a declaration the
-    column names are its values only with ``--structure-from-data``, for exploration); the
-    size column (group sizes) or the attribute (ranges)."""
+    """A copy of ``cfg`` (a `ReleaseConfig`) whose roles name the melted columns of
+    ``--wide`` (the wide ``columns``): the count column, and the category column, whose
+    values are those ``--category-values NAME=...`` declares (never the header: without a
+    declaration the column names are its values only with ``--structure-from-data``, for
+    exploration); the size column (group sizes) or the attribute (ranges)."""
     query = cfg.query
     if query == "flows":
         raise InputError("--wide does not apply to flows: give one row per origin and "
