@@ -54,14 +54,13 @@ says it is not publishable:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hierdp_core.config import ReleaseConfig
+from hierdp_core.config import ReleaseConfig, RunOptions
 from hierdp_core.errors import InputError
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 
@@ -155,8 +154,7 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     overspend raises a `BudgetError` and draws nothing) and the release is written there.
     Bad input raises a `HierdpError`, as the command line's one-line errors."""
     from hierdp_core.cli.budget import commit_release, reserve_release
-    from hierdp_core.cli.inputs import csv_list
-    from hierdp_core.cli.parser import release_arguments
+    from hierdp_core.cli.inputs import csv_list, name_columns
     from hierdp_core.cli.table import input_spec
     from hierdp_core.export import build_manifest
     from hierdp_core.intervals import with_intervals
@@ -177,10 +175,9 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         structure="from-data" if geography is None else "declared",
         params=dict(params or {}),
         split=split if isinstance(split, str) else tuple(float(w) for w in split),
-        seed=_seed(seed), invariants=tuple(invariants))
-    args = release_arguments(config, name)
-    args.names = ",".join(f"{lv}={col}" for lv, col in (names or {}).items()) or None
-    args.max_epsilon, args.interval = max_epsilon, _interval(interval)
+        seed=_seed(seed), invariants=tuple(invariants),
+        names=name_columns(",".join(f"{lv}={col}" for lv, col in (names or {}).items())),
+        interval=_interval(interval))
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
     if source.secure and out is None:
         raise InputError("secure noise is drawn only to be written, after its charge is in "
@@ -188,9 +185,8 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     if out is not None and not source.secure:
         raise InputError("out= writes a secure release; write an exploration (seeded) one "
                          "with .write(folder)")
-    args.out, args.overwrite, args.key_file = (str(out) if out is not None else None,
-                                               overwrite, key_file)
-    args.budget_total = budget_total
+    run = RunOptions(out=str(out) if out is not None else None, overwrite=overwrite,
+                     key_file=key_file, max_epsilon=max_epsilon, budget_total=budget_total)
     content = path if path is not None else table.to_csv(index=False).encode()
     if source.secure:
         from hierdp_core.atomic import check_writable
@@ -199,14 +195,15 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     reserved = []  # the ledger's reservation, made after the checks, before the noise
 
     def reserve(budget) -> None:
-        reserved.append(reserve_release(args, budget, mechanism, source, content))
+        reserved.append(reserve_release(config, run, budget, mechanism, source, content))
 
     with _geography_file(geography) as geography_path:
-        args.geography, args.structure_from_data = geography_path, geography_path is None
-        made, args, data, _ = release_of_args(
-            args, path or Path(DATAFRAME), source,
+        settings = replace(config, data={"file": name, **(
+            {"geography": geography_path} if geography_path else {})})
+        made, settings, data, _ = release_of_config(
+            settings, run, path or Path(DATAFRAME), source,
             table=None if path is not None else table.copy(), before_noise=reserve)
-        spec = input_spec(args, data, path or Path(DATAFRAME))
+        spec = input_spec(settings, run, data, path or Path(DATAFRAME))
     if interval is not None:
         made = with_intervals(made, interval, None)
     declared = bool(getattr(data, "declared_structure", False))
@@ -220,16 +217,17 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     return CountRelease(made, manifest, config, max_epsilon, content, paths)
 
 
-def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
-                    before_noise=None):
-    """(release, args, data, budget) of parsed ``hierdp release`` arguments on the table at
-    ``path`` (or ``table``, a DataFrame in memory) with the noise ``source``, made by the
-    command line's code (`hierdp_core.cli.release`); nothing written; ``before_noise(budget)``
-    is called once the input is checked, before any noise is drawn (to charge a ledger);
-    ``args`` as the table's preparation left them. A mechanism that is not private is
-    refused. Raises a `HierdpError` for bad input."""
-    from hierdp_core.cli.budget import budget_from_args
-    from hierdp_core.cli.inputs import param_values
+def release_of_config(cfg: ReleaseConfig, run: RunOptions, path: Path, source, table=None,
+                      before_noise=None):
+    """(release, settings, data, budget) of the settings ``cfg`` with the run options
+    ``run`` on the table at ``path`` (or ``table``, a DataFrame in memory) with the noise
+    ``source``, made by the command line's code (`hierdp_core.cli.release`); nothing
+    written; ``before_noise(budget)`` is called once the input is checked, before any
+    noise is drawn (to charge a ledger); the settings as the table's preparation left
+    them. A mechanism that is not private is refused. Raises a `HierdpError` for bad
+    input."""
+    from hierdp_core.cli.budget import release_budget
+    from hierdp_core.cli.inputs import mechanism_params
     from hierdp_core.cli.release import (
         _split,
         check_invariants,
@@ -238,18 +236,19 @@ def release_of_args(args: argparse.Namespace, path: Path, source, table=None,
     )
     from hierdp_core.mechanisms.base import get_mechanism
 
-    mechanism = get_mechanism(args.mechanism, args.query)
-    if args.query not in mechanism.info.queries:
-        raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}")
+    mechanism = get_mechanism(cfg.mechanism, cfg.query)
+    if cfg.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}")
     refuse_nonprivate(mechanism.info, False)
-    check_invariants(args, mechanism)
-    budget = budget_from_args(args)
-    args, _, _, data, _ = memory_input(args, path, table)
-    _, split = _split(args, mechanism, data, budget)
+    cfg = check_invariants(cfg, mechanism)
+    budget = release_budget(cfg)
+    cfg, _, _, data, _ = memory_input(cfg, run, path, table)
+    _, split = _split(cfg, mechanism, data, budget)
     if before_noise is not None:
         before_noise(budget)
-    made = mechanism.release(data, budget, split=split, source=source, **param_values(args.param))
-    return made, args, data, budget
+    made = mechanism.release(data, budget, split=split, source=source,
+                             **mechanism_params(cfg))
+    return made, cfg, data, budget
 
 
 def _category_values(category_values) -> dict[str, tuple[str, ...]]:

@@ -38,6 +38,12 @@ ranges              ``attribute`` (the ordered column), ``domain`` ([LO, HI], it
 Every key but ``format``, ``mechanism`` and the budget may be left out. Bad or unknown keys
 raise `ConfigError` naming the key.
 
+`ReleaseConfig` is the one settings object of a release, whichever front end makes it (the
+command line, a configuration file, the dashboard, the Python API). Besides the keys above
+it holds how the table is read, the split goal and the intervals asked for (not saved in a
+file: `hierdp_core.cli.config_file.NOT_IN_CONFIG`); `RunOptions` holds what only one run
+needs (where it is written, the ledger, the engine, the limits of this machine).
+
 Example
 -------
 >>> cfg = config_from_dict({"format": FORMAT, "data": {"sample": "us-counties"},
@@ -56,6 +62,7 @@ from pathlib import Path
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget, check_total
+from hierdp_core.verdict import DEFAULT_MAX_EPSILON
 
 FORMAT = "hierdp-config/1"
 QUERIES = ("counts", "group-sizes", "flows", "ranges")
@@ -106,6 +113,19 @@ class ReleaseConfig:
     attribute: str | None = None
     domain: tuple[int, int] | None = None
     workload: str | None = None
+    # not saved: how the table is read, the split goal and the intervals
+    names: dict = field(default_factory=dict)  # level -> column of readable unit names
+    local_codes: bool = False
+    ragged: bool = False
+    encoding: str | None = None
+    wide: str | None = None  # the wide columns' names and patterns, comma-separated
+    wide_name: str | None = "category"  # the column of the wide columns' names
+    wide_columns: tuple[str, ...] = ()  # the wide columns the table was melted from
+    missing: str = "error"
+    duplicates: str = "sum"
+    split_goal: str | None = None
+    interval: float | None = None  # a confidence level; None the default, 0.0 none
+    interval_replicates: int | None = None
 
     def __post_init__(self):
         if self.split == "uniform":  # the default split has one spelling: None
@@ -127,6 +147,32 @@ class ReleaseConfig:
         other = {k for kind, keys in QUERY_KEYS.items() if kind != self.query for k in keys}
         return {"format": FORMAT, **{k: d[k] for k in KEYS if k != "format"
                                      and k not in other}}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What one run of a release needs besides its settings (`ReleaseConfig`): where it is
+    written (``out``, ``overwrite``, ``formats``: ``--format``'s text, ``key_file``,
+    ``save_config``), the publishable ceiling and the budget ledger, the noise, the engine
+    and this machine's limits. The defaults are the command line's."""
+
+    out: str | None = None
+    overwrite: bool = False
+    formats: str | None = None
+    key_file: str | None = None
+    save_config: str | None = None
+    max_epsilon: float = DEFAULT_MAX_EPSILON
+    budget_total: str | None = None
+    change_budget_total: bool = False
+    allow_nonprivate: bool = False
+    secure: bool = False
+    noise_backend: str = "hierdp"
+    engine: str = "memory"
+    scheduler: str | None = None
+    workers: int | None = None
+    memory_per_worker: str = "auto"
+    max_cells: int | None = None
+    max_memory: int | None = None
 
 
 def _fail(key: str, what: str, value) -> ConfigError:
@@ -306,6 +352,23 @@ def load_config(path: str | Path) -> ReleaseConfig:
     return replace(config, data={
         key: (value if key == "sample" or Path(value).is_absolute()
               else str(path.parent / value)) for key, value in config.data.items()})
+
+
+def with_input(config: ReleaseConfig, input_path: str | None) -> ReleaseConfig:
+    """``config`` run on the table at ``input_path``: its data that file, with the declared
+    geography (none for a structure read from the data) and groups files; a bundled
+    sample's are the files `hierdp sample` writes beside the table."""
+    data = {"file": input_path} if input_path else {}
+    sample = "sample" in config.data and input_path
+
+    def beside(what: str) -> str:
+        return str(Path(input_path).with_name(f"{Path(input_path).stem}-{what}.csv"))
+
+    if config.structure != "from-data" and ("geography" in config.data or sample):
+        data["geography"] = config.data.get("geography") or beside("geography")
+    if "groups" in config.data:
+        data["groups"] = beside("groups") if sample else config.data["groups"]
+    return replace(config, data=data)
 
 
 def config_json(config: ReleaseConfig) -> str:

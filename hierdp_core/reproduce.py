@@ -24,7 +24,7 @@ import shlex
 import textwrap
 from pathlib import Path
 
-from hierdp_core.config import ConfigError, ReleaseConfig, load_config
+from hierdp_core.config import ConfigError, ReleaseConfig, RunOptions, load_config, with_input
 
 CONFIG_FILE = "hierdp_config.json"  # the name the Export page saves the configuration under
 
@@ -44,15 +44,13 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
     ``table`` (default: `table_file`, relative to the working folder), made by the code of
     ``hierdp release --config`` (nothing is written, no budget is charged). Raises a
     `HierdpError` for a bad configuration or table."""
-    from hierdp_core.api import release_of_args
-    from hierdp_core.cli.parser import release_arguments
+    from hierdp_core.api import release_of_config
     from hierdp_core.privacy.samplers import NoiseSource
 
     cfg = config if isinstance(config, ReleaseConfig) else load_config(config)
     path = Path(table if table is not None else table_file(cfg))
-    args = release_arguments(cfg, str(path))
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(secure=True)
-    return release_of_args(args, path, source)[0]
+    return release_of_config(with_input(cfg, str(path)), RunOptions(), path, source)[0]
 
 
 def release_commands(cfg: ReleaseConfig, config_file: str = CONFIG_FILE,

@@ -140,7 +140,7 @@ def test_secure_noise_is_charged_before_it_is_drawn_and_written_once(sample, tmp
     with pytest.raises(InputError, match="written to"):
         first.write(tmp_path / "again")
     drawn = []
-    monkeypatch.setattr(api, "release_of_args", _counting(api.release_of_args, drawn))
+    monkeypatch.setattr(api, "release_of_config", _counting(api.release_of_config, drawn))
     with pytest.raises(BudgetError):
         hierdp_core.release(table, **args, out=tmp_path / "two")
     assert not (tmp_path / "two").exists() and drawn == ["checked"]  # no noise drawn
@@ -151,14 +151,14 @@ def test_secure_noise_is_charged_before_it_is_drawn_and_written_once(sample, tmp
         hierdp_core.release(table, **args, seed=1, out=tmp_path / "four")
 
 
-def _counting(release_of_args, drawn):
-    """``release_of_args`` noting 'checked' when its input checks are done and 'drawn' once
+def _counting(release_of_config, drawn):
+    """``release_of_config`` noting 'checked' when its input checks are done and 'drawn' once
     the mechanism has drawn its noise."""
     def wrapped(*a, before_noise=None, **k):
         def before(budget):
             drawn.append("checked")
             before_noise(budget)
-        made = release_of_args(*a, before_noise=before, **k)
+        made = release_of_config(*a, before_noise=before, **k)
         drawn.append("drawn")
         return made
     return wrapped

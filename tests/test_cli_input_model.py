@@ -126,15 +126,17 @@ def test_wide_household_sizes_and_ages(capsys, tmp_path):
 
 
 def test_input_columns_resolve_wide_patterns_against_the_header():
-    import argparse
+    from dataclasses import replace
 
-    args = argparse.Namespace(levels="state,county", count_column=None, wide="age_*,total",
-                              wide_name="category", query="counts")
-    assert input_columns(args) is None  # a pattern without the header: read everything
+    from hierdp_core.config import ReleaseConfig
+
+    cfg = ReleaseConfig(mechanism="topdown", levels=("state", "county"), wide="age_*,total",
+                        wide_name="category")
+    assert input_columns(cfg) is None  # a pattern without the header: read everything
     header = ["state", "county", "note", *BANDS, "total"]
-    assert input_columns(args, header) == ["state", "county", *BANDS, "total"]
-    args.wide = "age_0_4,age_5_9"
-    assert input_columns(args) == ["state", "county", "age_0_4", "age_5_9"]
+    assert input_columns(cfg, header) == ["state", "county", *BANDS, "total"]
+    cfg = replace(cfg, wide="age_0_4,age_5_9")
+    assert input_columns(cfg) == ["state", "county", "age_0_4", "age_5_9"]
 
 
 # ---- missing cells -------------------------------------------------------------------------

@@ -6,9 +6,9 @@ steps aside (None), so a release gives the careful path's result or its error, w
 
 from __future__ import annotations
 
-import argparse
 import doctest
 import re
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hierdp_core.cli.config_file import settings_of_args
 from hierdp_core.cli.declared_input import declared_count_input
 from hierdp_core.cli.parser import build_parser
 from hierdp_core.cli.release import memory_input
@@ -31,33 +32,41 @@ ROWS = "state,county,tract,sex,n\n06,06037,06037000100,F,3\n41,41051,41051000100
        "06,06059,06059000100,F,0\n06,06037,06037000100,F,4\n"
 
 
-def _write(tmp_path, rows: str | bytes, geo: str = GEO, *flags: str) -> argparse.Namespace:
+def _write(tmp_path, rows: str | bytes, geo: str = GEO, *flags: str) -> tuple:
+    """The settings (`ReleaseConfig`, `RunOptions`) of a release of ``rows``."""
     (tmp_path / "geo.csv").write_text(geo)
     people = tmp_path / "people.csv"
     people.write_bytes(rows if isinstance(rows, bytes) else rows.encode())
-    return build_parser().parse_args(
+    return settings_of_args(build_parser().parse_args(
         ["release", str(people), "--levels", "state,county,tract", "--categories", "sex",
          "--category-values", "sex=F|M", "--geography", str(tmp_path / "geo.csv"),
-         "--mechanism", "topdown", "--epsilon", "1", "--out", str(tmp_path / "out"), *flags])
+         "--mechanism", "topdown", "--epsilon", "1", "--out", str(tmp_path / "out"), *flags]))
+
+
+def _input(settings):
+    return settings[0].data["file"]
 
 
 def _careful(args):
     """What the careful path makes of the input: (data facts, lookalike warning) or the
     error's class and message."""
+    cfg, run = args
     try:
-        args, table, _, data, _ = memory_input(args, args.input, read_input(args, args.input))
+        cfg, table, _, data, _ = memory_input(cfg, run, _input(args),
+                                              read_input(cfg, _input(args)))
     except HierdpError as exc:
         return type(exc).__name__, str(exc)
-    return _facts(data), lookalike_warning(args, table)
+    return _facts(data), lookalike_warning(cfg, table)
 
 
 def _release_input(args):
     """The same through `memory_input` as a release runs it (the declared reader first)."""
+    cfg, run = args
     try:
-        args, table, _, data, _ = memory_input(args, args.input)
+        cfg, table, _, data, _ = memory_input(cfg, run, _input(args))
     except HierdpError as exc:
         return type(exc).__name__, str(exc)
-    return _facts(data), lookalike_warning(args, table)
+    return _facts(data), lookalike_warning(cfg, table)
 
 
 def _facts(data):
@@ -72,7 +81,7 @@ def test_doctests():
 @pytest.mark.parametrize("count", [["--count-column", "n"], []])
 def test_plain_rows_give_the_careful_data(tmp_path, count):
     args = _write(tmp_path, ROWS, GEO, *count)
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
 
 
@@ -93,7 +102,7 @@ def test_many_digit_codes_are_matched_by_integer_keys(tmp_path):
         f"{state[i]:02d},{state[i]:02d}{county[i]:03d},{tract[i]},{s},{w}\n"
         for i, s, w in zip(pick, sexes, rng.integers(0, 5, pick.size), strict=True))
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    placed = declared_count_input(args, args.input)
+    placed = declared_count_input(*args, _input(args))
     assert placed is not None and placed[1].merged_rows > 0
     assert _release_input(args) == _careful(args)
 
@@ -104,7 +113,7 @@ def test_text_codes_and_lookalikes(tmp_path):
     geo = "state,county,tract\nA,1,A-1-x\nA,01,A-01-y\nB,2,B-2-z\n"
     rows = "state,county,tract,sex,n\nA,1,A-1-x,M,1\nA,01,A-01-y,F,2\nB,2,B-2-z,F,5\n"
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     result = _release_input(args)
     assert result == _careful(args) and "'01'" in result[1]
 
@@ -130,14 +139,14 @@ def test_text_codes_and_lookalikes(tmp_path):
 ])
 def test_odd_rows_go_to_the_careful_path(tmp_path, row):
     args = _write(tmp_path, ROWS + row + "\n", GEO, "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
 
 def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
     args = _write(tmp_path, ROWS.encode() + b"06,06037,06037000100,\xff,3\n", GEO,
                   "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
     assert _release_input(args) == careful and careful[0] == "InputError"
 
@@ -146,7 +155,7 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
 def test_codes_the_type_rule_may_change_go_to_the_careful_path(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
     args = _write(tmp_path, ROWS, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
 
@@ -167,7 +176,7 @@ def test_text_codes_pandas_does_not_read_as_numbers(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
     rows = ROWS + f"41,41051,{code},M,4\n"
     args = _write(tmp_path, rows, geo, "--count-column", "n")
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
 
 
@@ -175,8 +184,8 @@ def test_other_flags_use_the_careful_path(tmp_path):
     for flags in (["--ragged"], ["--structure-from-data"], ["--local-codes"]):
         args = _write(tmp_path, ROWS, GEO, "--count-column", "n", *flags)
         if "--structure-from-data" in flags:
-            args.geography = None
-        assert declared_count_input(args, args.input) is None
+            args = (replace(args[0], data={"file": _input(args)}), args[1])
+        assert declared_count_input(*args, _input(args)) is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
@@ -192,16 +201,16 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     rows = (ROWS.splitlines()[0] + "\n" + body).replace("\n", newline)
     args = _write(tmp_path, rows, GEO, "--count-column", "n")
-    src = resolve_source(args.input, None, 10**9)
+    src = resolve_source(_input(args), None, 10**9)
     assert len(arrow_io.text_string_parts(src, ["tract"], None, parts)) == parts
-    assert declared_count_input(args, args.input) is not None
+    assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
     args = _write(tmp_path, rows, GEO, "--count-column", "n", "--duplicates", "error")
     refused = _release_input(args)
     assert refused == _careful(args) and refused[0] == "DuplicateRowsError"
     args = _write(tmp_path, rows + "06,06059,06037000100,F,3" + newline, GEO,
                   "--count-column", "n")
-    assert declared_count_input(args, args.input) is None
+    assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
 
@@ -220,7 +229,7 @@ def test_a_quoted_header_alone_does_not_stop_the_parts(tmp_path, monkeypatch, he
     if data_quote:
         body = body.replace("06,06059,06059000100,F,0", '06,06059,"06059000100",F,0')
     args = _write(tmp_path, header + "\n" + body, GEO, "--count-column", "n")
-    src = resolve_source(args.input, None, 10**9)
+    src = resolve_source(_input(args), None, 10**9)
     assert len(arrow_io.text_string_parts(src, ["tract"], None, 2)) == (2 if split else 1)
     assert _release_input(args) == _careful(args)
 

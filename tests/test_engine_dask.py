@@ -243,14 +243,15 @@ def test_a_release_refused_by_its_size_spends_no_budget(dataset, tmp_path, capsy
 def test_the_dask_cell_limit_is_the_clients_share_only_when_it_gathers(tmp_path):
     """The workers writing the release hold the cells, not the client: no client-side cap
     (the README's 64M-cell release); a gathered release is capped by --max-memory."""
+    from hierdp_core.cli.config_file import settings_of_args
     from hierdp_core.cli.dask import dask_cell_limit
     from hierdp_core.cli.parser import build_parser
     from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
 
     def limit(*extra):
-        return dask_cell_limit(build_parser().parse_args(
+        return dask_cell_limit(*settings_of_args(build_parser().parse_args(
             ["release", "persons/", "--engine", "dask", "--levels", "state", "--mechanism",
-             "topdown", "--epsilon", "1", "--out", str(tmp_path / "r"), *extra]))
+             "topdown", "--epsilon", "1", "--out", str(tmp_path / "r"), *extra])))
 
     assert limit("--interval", "none") is None
     assert limit("--interval", "none", "--max-cells", "5") == 5

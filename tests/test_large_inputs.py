@@ -5,7 +5,6 @@ only: the 10.8M-row measurement is benchmarks/bench_large_input.py."""
 
 from __future__ import annotations
 
-import argparse
 import doctest
 import gzip
 import io
@@ -264,11 +263,12 @@ def test_csv_of_whole_floats_equals_pandas():
 
 # ---- the CLI reads the columns it needs --------------------------------------------------
 def test_input_columns_of_the_cli():
-    args = argparse.Namespace(levels="state,county", categories="sex", names="county=cname",
-                              category_values=["age=0-17|18+"], count_column="n",
-                              attribute=None, group_column=None, size_column=None,
-                              origin_levels=None, destination_levels=None)
-    assert input_columns(args) == ["state", "county", "sex", "cname", "age", "n"]
-    flows = argparse.Namespace(levels=None, origin_levels="o_s,o_c",
-                               destination_levels="d_s,d_c", count_column="trips")
+    from hierdp_core.config import ReleaseConfig
+
+    cfg = ReleaseConfig(mechanism="topdown", levels=("state", "county"),
+                        category_columns=("sex",), names={"county": "cname"},
+                        category_values={"age": ("0-17", "18+")}, count_column="n")
+    assert input_columns(cfg) == ["state", "county", "sex", "cname", "age", "n"]
+    flows = ReleaseConfig(mechanism="tda-l2", query="flows", origin_levels=("o_s", "o_c"),
+                          destination_levels=("d_s", "d_c"), count_column="trips")
     assert input_columns(flows) == ["o_s", "o_c", "d_s", "d_c", "trips"]

@@ -33,8 +33,8 @@ LAYERS = (
                   "groupsizes.experiments", "groupsizes.figures", "flows.experiments",
                   "flows.figures", "flows.metrics", "ranges.evaluation", "ranges.figures",
                   "geo", "report")),
-    # the two front ends: the command line and the Python API (which reads its arguments
-    # as the command line does)
+    # the two front ends: the command line and the Python API (both run a release from
+    # one `ReleaseConfig`)
     ("front ends", ("cli", "__main__", "api", "reproduce")),
     ("ui", ("ui",)),
 )
@@ -207,3 +207,27 @@ def test_no_module_is_over_the_size_rule():
     long = {name: n for name, path in module_files().items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+#: the modules that may import argparse: the command line's parser; every other module
+#: (the release path, the Python API, reproduce, the engines, the dashboard) takes a
+#: `ReleaseConfig`, converted from the parsed arguments at the command's boundary
+ARGPARSE_MODULES = {"cli.parser"}
+
+
+def argparse_importers(sources: dict[str, str]) -> set[str]:
+    """The modules (name -> source) that import argparse or a name from it."""
+    return {name for name, source in sources.items()
+            for node in _runtime_nodes(ast.parse(source))
+            if (isinstance(node, ast.Import)
+                and any(a.name.split(".")[0] == "argparse" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and node.level == 0
+                and (node.module or "").split(".")[0] == "argparse")}
+
+
+def test_only_the_parser_imports_argparse():
+    assert argparse_importers({"a": "import os\ndef f():\n    import argparse\n",
+                               "b": "from argparse import Namespace\n",
+                               "c": "import argparser\n"}) == {"a", "b"}
+    sources = {name: path.read_text(encoding="utf-8") for name, path in module_files().items()}
+    assert argparse_importers(sources) == ARGPARSE_MODULES

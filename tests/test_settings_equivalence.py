@@ -1,5 +1,5 @@
 """One settings object (issue 29 item 4): the same settings given as command-line flags
-(`hierdp_core.cli.config_file.config_of_args`), as a configuration file (`load_config`) and
+(`hierdp_core.cli.config_file.settings_of_args`), as a configuration file (`load_config`) and
 as a dashboard session (`ui.config.current_config`, a query page's configuration) are one
 `ReleaseConfig`, and give one release, for each query kind; ``--save-config`` writes that
 object, and ``--config`` reads it back to the same release."""
@@ -19,7 +19,7 @@ from test_app_query_config import CASES as PAGES
 from test_app_query_config import sample_file
 from test_config_queries import CASES as QUERY_CASES
 
-from hierdp_core.cli.config_file import config_of_args
+from hierdp_core.cli.config_file import config_to_save, settings_of_args
 from hierdp_core.cli.parser import build_parser
 from hierdp_core.config import FORMAT, ReleaseConfig, load_config
 
@@ -49,8 +49,10 @@ CASES = {
 
 
 def flags_config(argv: list) -> ReleaseConfig:
-    """The `ReleaseConfig` of ``hierdp release ARGV``, as the command line parses it."""
-    return config_of_args(build_parser().parse_args(["release", *map(str, argv)]))
+    """The `ReleaseConfig` of ``hierdp release ARGV``, as the command line converts it at
+    its boundary, saved (`config_to_save`: what a configuration file holds)."""
+    config, _ = settings_of_args(build_parser().parse_args(["release", *map(str, argv)]))
+    return config_to_save(config)
 
 
 def digest(path) -> str:
@@ -212,3 +214,53 @@ def test_a_query_pages_session_is_the_configuration_of_the_flags(capsys, tmp_pat
     np.testing.assert_array_equal(values, np.concatenate(
         [v.ravel() for v in released(at.session_state[release_key][1])]
         if prefix == "rg" else [lv.value for lv in at.session_state[release_key][1].levels]))
+
+
+# ---- one release path -----------------------------------------------------------------------
+SEALED = ("created_utc", "checksum", "signature")  # differ between any two writes
+
+
+def test_flags_a_file_and_the_api_run_the_release_from_one_config(capsys, tmp_path,
+                                                                   monkeypatch):
+    """The command line (flags, or a configuration file) and the Python API run the release
+    path on one `ReleaseConfig` (as `hierdp_core.cli.release.check_invariants`, its first
+    step, returns it), the same but for where the API's data is, and write one release and
+    one manifest."""
+    import hierdp_core
+    from hierdp_core.cli import release as cli_release
+
+    seen = []
+    checked = cli_release.check_invariants
+    monkeypatch.setattr(cli_release, "check_invariants",
+                        lambda cfg, mechanism: seen.append(checked(cfg, mechanism)) or seen[-1])
+    table = tmp_path / _census(tmp_path)
+    geography = tmp_path / "geo.csv"
+    pd.read_csv(table, dtype=str)[["state", "county"]].drop_duplicates().to_csv(
+        geography, index=False)
+    _, keys, flags = CASES["counts"]
+    (tmp_path / "c.json").write_text(json.dumps({
+        "format": FORMAT, "data": {"file": table.name, "geography": geography.name},
+        "seed": 4, **keys}))
+    code, _, err = run_cli(capsys, "release", table, *flags, "--geography", geography,
+                           "--seed", 4, "--interval", "none", "--out", tmp_path / "flags")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "release", "--config", tmp_path / "c.json",
+                           "--interval", "none", "--out", tmp_path / "file")
+    assert code == 0, err
+    made = hierdp_core.release(
+        table, levels=keys["levels"], count_column="n", geography=geography,
+        category_columns=keys["category_columns"], category_values=keys["category_values"],
+        mechanism="topdown", params=keys["params"], invariants=keys["invariants"],
+        epsilon=keys["epsilon"], split=keys["split"], seed=4)
+    made.write(tmp_path / "api")
+    from_flags, from_file, from_api = seen
+    assert from_flags == from_file
+    assert from_flags.data == {"file": str(table), "geography": str(geography)}
+    assert from_api.data == {"file": table.name, "geography": str(geography)}
+    assert replace(from_api, data={}) == replace(from_flags, data={})
+    manifests = []
+    for side in ("flags", "file", "api"):
+        manifest = json.loads((tmp_path / side / "manifest.json").read_text())
+        manifests.append({k: v for k, v in manifest.items() if k not in SEALED})
+    assert manifests[0] == manifests[1] == manifests[2]
+    assert len({digest(tmp_path / side / "release.csv") for side in ("flags", "file", "api")}) == 1

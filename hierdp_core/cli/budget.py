@@ -69,19 +69,24 @@ def parse_total(text: str, default_unit: str) -> tuple[float, str]:
     return value, unit
 
 
-def budget_from_args(args) -> PrivacyBudget:
-    """--epsilon [--delta] gives pure (or approximate) DP; --rho [--delta] gives zCDP; the
-    total checked by `option_budget`. One of the early checks (`hierdp_core.cli.main`): numpy
-    is not imported yet. Implausible values get a warning from
-    `hierdp_core.cli.release.budget_warnings`, said after the release."""
+def release_budget(cfg) -> PrivacyBudget:
+    """The budget of the `ReleaseConfig` ``cfg``: --epsilon [--delta] gives pure (or
+    approximate) DP; --rho [--delta] gives zCDP; the total checked by `option_budget`.
+    Implausible values get a warning from `hierdp_core.cli.release.budget_warnings`, said
+    after the release."""
     from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
 
-    if (args.epsilon is None) == (args.rho is None):
+    if (cfg.epsilon is None) == (cfg.rho is None):
         raise InputError("give exactly one of --epsilon or --rho")
-    if args.rho is not None:
-        return option_budget(ZCDP, args.rho, args.delta)
-    return option_budget(PURE_DP if args.delta is None else APPROX_DP, args.epsilon,
-                         args.delta)
+    if cfg.rho is not None:
+        return option_budget(ZCDP, cfg.rho, cfg.delta)
+    return option_budget(PURE_DP if cfg.delta is None else APPROX_DP, cfg.epsilon, cfg.delta)
+
+
+def check_release_budget(cfg, run) -> None:
+    """`release_budget` as one of the early checks of ``hierdp release``
+    (`hierdp_core.cli.main`; ``run`` unused): numpy is not imported yet."""
+    release_budget(cfg)
 
 
 def option_budget(definition: str, value: float, delta: float | None) -> PrivacyBudget:
@@ -106,13 +111,14 @@ def input_fingerprint(content, key_file, out: Path | None) -> str:
     return keyed_fingerprint(content, key)
 
 
-def reserve_release(args, budget, mechanism: str, source, content,
+def reserve_release(cfg, run, budget, mechanism: str, source, content,
                     fingerprint: str | None = None) -> tuple | None:
-    """The write-ahead spend of ``hierdp release``: (ledger, fingerprint, `Spend`), or None
-    for a seeded release; the total declared first when ``--budget-total`` is given. Called
+    """The write-ahead spend of ``hierdp release`` of ``cfg`` with the `RunOptions` ``run``
+    (its ``--out`` and ledger options): (ledger, fingerprint, `Spend`), or None for a
+    seeded release; the total declared first when ``--budget-total`` is given. Called
     after the input is checked and before any noise is drawn."""
     if not source.secure:
-        if args.budget_total is not None or args.change_budget_total:
+        if run.budget_total is not None or run.change_budget_total:
             raise InputError("--budget-total counts publishable releases; a seeded "
                              "(exploration) release spends nothing: drop it, or --seed")
         return None
@@ -120,15 +126,15 @@ def reserve_release(args, budget, mechanism: str, source, content,
     from hierdp_core.export import MANIFEST
     from hierdp_core.privacy.ledger import Ledger, unit_of
 
-    out = Path(args.out)
+    out = Path(run.out)
     ledger = Ledger()
     if ledger.path.resolve().is_relative_to(out.resolve()):
         raise InputError(f"the budget ledger {str(ledger.path)!r} lies inside the release "
                          f"folder {str(out)!r}; set HIERDP_HOME elsewhere")
-    check_target(out, args.overwrite, MANIFEST)  # a refused --out spends nothing
-    fingerprint = fingerprint or input_fingerprint(content, args.key_file, out)
-    label = Path(str(args.input)).name
-    declare_if_given(args, ledger, fingerprint, label, unit_of(budget))
+    check_target(out, run.overwrite, MANIFEST)  # a refused --out spends nothing
+    fingerprint = fingerprint or input_fingerprint(content, run.key_file, out)
+    label = Path(str(cfg.data.get("file"))).name
+    declare_if_given(run, ledger, fingerprint, label, unit_of(budget))
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
                            mechanism=mechanism)
     return ledger, fingerprint, spend
@@ -137,7 +143,8 @@ def reserve_release(args, budget, mechanism: str, source, content,
 def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
                      default_unit: str) -> None:
     """The dataset's total declared when ``--budget-total`` is given (a plain number in
-    ``default_unit``); ``--change-budget-total`` alone is refused."""
+    ``default_unit``); ``--change-budget-total`` alone is refused. ``args``: the parsed
+    ``hierdp budget`` or a release's `RunOptions`."""
     if args.budget_total is not None:
         total, unit = parse_total(args.budget_total, default_unit)
         ledger.declare_total(fingerprint, total, unit=unit, label=label,
@@ -146,7 +153,7 @@ def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
         raise InputError("--change-budget-total goes with --budget-total N")
 
 
-def check_release_fits(args, budget, source, content) -> str | None:
+def check_release_fits(run, budget, source, content) -> str | None:
     """Refuse at once a secure release that its dataset's recorded total cannot hold
     (`BudgetError`), before a cluster is started; `reserve_release` checks again, in one
     transaction, when the noise is about to be drawn (give it the fingerprint returned
@@ -155,9 +162,9 @@ def check_release_fits(args, budget, source, content) -> str | None:
         return None
     from hierdp_core.privacy.ledger import Ledger, charge_of, refusal
 
-    fingerprint = input_fingerprint(content, args.key_file, Path(args.out))
+    fingerprint = input_fingerprint(content, run.key_file, Path(run.out))
     ledger = Ledger()
-    if args.budget_total is None and ledger.path.exists():
+    if run.budget_total is None and ledger.path.exists():
         now = ledger.status(fingerprint)
         if now.total is not None:
             charge = charge_of(budget, now.unit)

@@ -19,7 +19,6 @@ from hierdp_core.cli.inputs import (
     csv_list,
     declared_categories,
     declared_geography,
-    name_columns,
 )
 from hierdp_core.errors import InputError
 
@@ -29,29 +28,29 @@ IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates
                   "encoding": None}
 
 
-def check_dask_args(args, mechanism) -> None:
+def check_dask_settings(cfg, run, mechanism) -> None:
     """Refuse, in one line, what the Dask engine does not run."""
     from hierdp_core.engine.blockwise import check_blockwise
 
-    if args.query not in SUPPORTED_QUERIES:
+    if cfg.query not in SUPPORTED_QUERIES:
         raise InputError(f"--engine dask releases counts (with or without categories), "
-                         f"group sizes and flows, not {args.query}; run {args.query} with the "
+                         f"group sizes and flows, not {cfg.query}; run {cfg.query} with the "
                          "in-memory engine (the default, --engine memory)")
-    if args.query == "counts":
+    if cfg.query == "counts":
         check_blockwise(mechanism)
     for flag, unset in IN_MEMORY_ONLY.items():
-        if getattr(args, flag, unset) not in (unset, None):
+        if getattr(cfg, flag) not in (unset, None):
             raise InputError(f"--{flag} needs the in-memory engine; prepare the dataset "
                              "beforehand, or drop --engine dask")
-    if args.scheduler and args.workers:
+    if run.scheduler and run.workers:
         raise InputError("--workers sizes a local cluster; a running scheduler (--scheduler) "
                          "has its own workers")
-    if getattr(args, "names", None) and not getattr(args, "geography", None):
+    if cfg.names and not cfg.data.get("geography"):
         raise InputError("with --engine dask, unit names come from the geography's name "
                          "columns (--geography with --names)")
 
 
-def dask_cell_limit(args) -> int | None:
+def dask_cell_limit(cfg, run) -> int | None:
     """The most cells a Dask release may have: ``--max-cells`` when given; else none when
     the workers write the release (each holds its blocks within ``--memory-per-worker``,
     the client only the parts' names), else what ``--max-memory`` holds of the table
@@ -59,17 +58,16 @@ def dask_cell_limit(args) -> int | None:
     from hierdp_core.cli.limits import memory_limit
     from hierdp_core.memory_plan import DASK_CLIENT_BYTES_PER_CELL
 
-    value = getattr(args, "max_cells", None)
-    if value is not None:
-        return int(value)
-    if workers_write(args):
+    if run.max_cells is not None:
+        return int(run.max_cells)
+    if workers_write(cfg, run):
         return None
-    return max(1, memory_limit(args) // DASK_CLIENT_BYTES_PER_CELL)
+    return max(1, memory_limit(run) // DASK_CLIENT_BYTES_PER_CELL)
 
 
-def workers_write(args) -> bool:
+def workers_write(cfg, run) -> bool:
     """Whether the workers write the release (a parquet-dataset without intervals)."""
-    return args.interval == 0.0 and csv_list(args.format) in ([], ["parquet-dataset"])
+    return cfg.interval == 0.0 and csv_list(run.formats) in ([], ["parquet-dataset"])
 
 
 def parts_folder_beside(out, overwrite: bool) -> Path:
@@ -89,43 +87,44 @@ def parts_folder_beside(out, overwrite: bool) -> Path:
                          f"{(exc.strerror or str(exc)).lower()}") from None
 
 
-def dask_release(args, mechanism, budget, source, choose_split, params: dict):
+def dask_release(cfg, run, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
     the split goal's choice or None) of ``--engine dask`` with the mechanism's ``params``;
     ``choose_split(data)`` gives (choice, split) from the public shape and is called once,
     after the checks of the data's size and before any noise is drawn."""
     from hierdp_core.engine.dask_engine import dataset_files, release_dataset
 
-    check_dask_args(args, mechanism)
-    if args.query == "group-sizes":
+    check_dask_settings(cfg, run, mechanism)
+    if cfg.query == "group-sizes":
         from hierdp_core.cli.dask_group_sizes import dask_group_size_release
 
-        return dask_group_size_release(args, mechanism, budget, source, choose_split, params)
-    if args.query == "flows":
+        return dask_group_size_release(cfg, run, mechanism, budget, source, choose_split,
+                                       params)
+    if cfg.query == "flows":
         from hierdp_core.cli.dask_flows import dask_flow_release
 
-        return dask_flow_release(args, mechanism, budget, source, choose_split, params)
-    files = dataset_files(args.input)
-    levels = csv_list(args.levels)
+        return dask_flow_release(cfg, run, mechanism, budget, source, choose_split, params)
+    files = dataset_files(cfg.data["file"])
+    levels = list(cfg.levels)
     if not levels:
         raise InputError("counts need --levels, the level columns coarse to fine")
-    categories, values = declared_categories(args)
-    geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
-                           "counts", undeclared=[c for c in categories if c not in values])
+    categories, values = declared_categories(cfg)
+    geography = declared_geography(cfg, levels, dict(cfg.names), "counts",
+                                   undeclared=[c for c in categories if c not in values])
     chosen = []
 
     def split(shape):
         chosen.append(choose_split(shape))
         return chosen[-1][1]
 
-    parts = parts_folder_beside(args.out, args.overwrite) if workers_write(args) else None
+    parts = parts_folder_beside(run.out, run.overwrite) if workers_write(cfg, run) else None
     try:
         release, data = release_dataset(
             files, levels, mechanism, budget, geography=geography, categories=categories,
-            category_values=values, count_column=args.count_column, split=split,
-            source=source, local_codes=args.local_codes, max_cells=dask_cell_limit(args),
-            scheduler=args.scheduler, workers=args.workers,
-            memory_limit=args.memory_per_worker, parts_folder=parts, **params)
+            category_values=values, count_column=cfg.count_column, split=split,
+            source=source, local_codes=cfg.local_codes, max_cells=dask_cell_limit(cfg, run),
+            scheduler=run.scheduler, workers=run.workers,
+            memory_limit=run.memory_per_worker, parts_folder=parts, **params)
     except BaseException:
         if parts is not None:
             shutil.rmtree(parts, ignore_errors=True)

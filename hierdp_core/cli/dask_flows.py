@@ -12,7 +12,7 @@ from hierdp_core.cli.inputs import csv_list, declared_geography, flow_levels
 from hierdp_core.errors import InputError
 
 
-def dask_flow_release(args, mechanism, budget, source, choose_split, params: dict):
+def dask_flow_release(cfg, run, mechanism, budget, source, choose_split, params: dict):
     """(the FlowRelease, the `FlowData` of its public shape, the input files for the
     fingerprint, the split goal's choice or None), as
     `hierdp_core.cli.dask.dask_release`."""
@@ -21,18 +21,18 @@ def dask_flow_release(args, mechanism, budget, source, choose_split, params: dic
     from hierdp_core.engine.dask_flows import release_flows_dataset
 
     check_blockwise(mechanism)
-    if "parquet-dataset" in csv_list(args.format):
+    if "parquet-dataset" in csv_list(run.formats):
         raise InputError("a flow release is one table: --format csv or parquet")
-    origin, destination = flow_levels(args)
-    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
+    origin, destination = flow_levels(cfg)
+    geography = declared_geography(cfg, origin, {}, "flows", flows=(origin, destination))
     if geography is None:
         raise InputError("flows on Dask need the declared areas (--geography); "
                          "--structure-from-data needs the in-memory engine")
-    files = dataset_files(args.input)
+    files = dataset_files(cfg.data["file"])
     choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
     release, shape = release_flows_dataset(
         files, origin, destination, mechanism, budget, geography=geography,
-        count_column=args.count_column, tree=args.tree or "destination", split=split,
-        source=source, scheduler=args.scheduler, workers=args.workers,
-        memory_limit=args.memory_per_worker, **params)
+        count_column=cfg.count_column, tree=cfg.tree or "destination", split=split,
+        source=source, scheduler=run.scheduler, workers=run.workers,
+        memory_limit=run.memory_per_worker, **params)
     return release, shape, files, choice

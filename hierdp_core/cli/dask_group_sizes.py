@@ -9,40 +9,37 @@ from __future__ import annotations
 
 from hierdp_core.cli.inputs import (
     cell_limit,
-    check_group_size_args,
-    csv_list,
+    check_group_size_settings,
     declared_geography,
     declared_groups,
     min_size_of,
-    name_columns,
 )
 from hierdp_core.errors import InputError
 
 
-def dask_group_size_release(args, mechanism, budget, source, choose_split, params: dict):
+def dask_group_size_release(cfg, run, mechanism, budget, source, choose_split, params: dict):
     """(the Release, the `DatasetCounts` of its data, the input files for the fingerprint,
     the split goal's choice or None), as `hierdp_core.cli.dask.dask_release`."""
     from hierdp_core.engine.blockwise import check_blockwise
     from hierdp_core.engine.dask_engine import dataset_files
     from hierdp_core.engine.dask_group_sizes import release_group_sizes_dataset
 
-    check_group_size_args(args)
+    check_group_size_settings(cfg)
     check_blockwise(mechanism)
-    if not args.group_column:
+    if not cfg.group_column:
         raise InputError("--engine dask reads person records (--group-column); size "
                          "histograms (--size-column) need the in-memory engine")
-    files = dataset_files(args.input)
-    levels = csv_list(args.levels)
+    files = dataset_files(cfg.data["file"])
+    levels = list(cfg.levels)
     if not levels:
         raise InputError("group-sizes need --levels, the level columns coarse to fine")
-    geography = declared_geography(args, levels, name_columns(getattr(args, "names", None)),
-                                   "group-sizes")
+    geography = declared_geography(cfg, levels, dict(cfg.names), "group-sizes")
     choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
     release, data = release_group_sizes_dataset(
-        files, levels, args.group_column, mechanism, budget, max_size=args.max_size,
-        min_size=min_size_of(args), geography=geography,
-        group_counts=declared_groups(args, geography, levels), count_column=args.count_column, split=split,
-        source=source, local_codes=args.local_codes, max_cells=cell_limit(args),
-        scheduler=args.scheduler, workers=args.workers,
-        memory_limit=args.memory_per_worker, **params)
+        files, levels, cfg.group_column, mechanism, budget, max_size=cfg.max_size,
+        min_size=min_size_of(cfg), geography=geography,
+        group_counts=declared_groups(cfg, geography, levels), count_column=cfg.count_column,
+        split=split, source=source, local_codes=cfg.local_codes,
+        max_cells=cell_limit(cfg, run), scheduler=run.scheduler, workers=run.workers,
+        memory_limit=run.memory_per_worker, **params)
     return release, data, files, choice

@@ -17,45 +17,43 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierdp_core.cli.inputs import csv_list
 from hierdp_core.errors import HierdpError
 
 
-def declared_count_input(args, path: Path):
+def declared_count_input(cfg, run, path: Path):
     """(a table of the level codes some row holds, one column per level and category
     column, for `lookalike_warning` and the memory plan; the CountData) of the file at
     ``path``, or None when the careful path must read it (see the module doc)."""
     from hierdp_core.cli.inputs import cell_limit
-    from hierdp_core.cli.memory import check_args_memory
+    from hierdp_core.cli.memory import check_table_memory
     from hierdp_core.data.declared_rows import place_rows
     from hierdp_core.data.loaders import check_cells, validate_counts
     from hierdp_core.queries.counts import count_data_of_rows
     from hierdp_core.structure import category_labels
 
-    shape = _declared_shape(args, path)
+    shape = _declared_shape(cfg, path)
     if shape is None:
         return None
     src, levels, categories, declared, geography = shape
     values = {c: [str(v).strip() for v in declared[c]] for c in categories}
-    rows = place_rows(src, levels, args.count_column, values, geography,
-                      getattr(args, "encoding", None))
+    rows = place_rows(src, levels, cfg.count_column, values, geography, cfg.encoding)
     if rows is None:
         return None
     codes = _codes_table(rows.present, [*levels, *categories])
-    check_args_memory(args, codes)
-    count = args.count_column
+    check_table_memory(cfg, run, codes)
+    count = cfg.count_column
     weights = (validate_counts(pd.DataFrame({count: rows.counts}, copy=False), count)
                if count else np.ones(rows.leaf.size, dtype=np.int64))
     n_leaves, k = geography.hierarchy.n_leaves, int(np.prod([len(values[c]) for c in categories]))
-    check_cells(n_leaves * k, cell_limit(args), f"{n_leaves:,} units x {k:,} categories")
+    check_cells(n_leaves * k, cell_limit(cfg, run), f"{n_leaves:,} units x {k:,} categories")
     data = count_data_of_rows(geography.hierarchy, rows.leaf, rows.cell, weights,
                               category_labels([values[c] for c in categories]), categories,
                               declared_structure=True, aggregated=count is not None,
-                              duplicates=getattr(args, "duplicates", None) or "sum")
+                              duplicates=cfg.duplicates or "sum")
     return codes, data
 
 
-def _declared_shape(args, path: Path):
+def _declared_shape(cfg, path: Path):
     """(the input's Source, the level columns, the category columns, their declared values,
     the declared geography) of a release this module may read, else None; a declaration
     the careful path would refuse is None too (it says so after reading the input)."""
@@ -64,19 +62,17 @@ def _declared_shape(args, path: Path):
     from hierdp_core.data.sources import resolve_source
     from hierdp_core.defaults import MISSING_POLICIES
 
-    if (getattr(args, "query", "counts") != "counts" or getattr(args, "wide", None)
-            or getattr(args, "ragged", False) or getattr(args, "names", None)
-            or getattr(args, "local_codes", False) or not getattr(args, "geography", None)
-            or getattr(args, "structure_from_data", False)
-            or (getattr(args, "missing", None) or "error") not in MISSING_POLICIES):
+    if (cfg.query != "counts" or cfg.wide or cfg.ragged or cfg.names or cfg.local_codes
+            or not cfg.data.get("geography") or cfg.structure == "from-data"
+            or (cfg.missing or "error") not in MISSING_POLICIES):
         return None
-    levels = csv_list(args.levels)
+    levels = list(cfg.levels)
     try:
-        categories, declared = declared_categories(args)
+        categories, declared = declared_categories(cfg)
         if not levels or set(categories) - set(declared) or set(levels) & set(categories):
             return None
-        check_column_roles(args.count_column, levels=levels, categories=categories)
-        geography = declared_geography(args, levels, {}, "counts")
+        check_column_roles(cfg.count_column, levels=levels, categories=categories)
+        geography = declared_geography(cfg, levels, {}, "counts")
         src = resolve_source(path, None, 2_000_000_000)
     except (HierdpError, OSError):
         return None

@@ -28,23 +28,25 @@ def cmd_evaluate(args) -> int:
         raise InputError("the manifest does not say which level columns the input used")
     print("note: evaluate reads the confidential input; its output is confidential",
           file=sys.stderr)
-    ns, truth, _ = prepare_input(*evaluate_args(args, spec))
-    data = input_data(ns, truth)
+    from hierdp_core.config import RunOptions
+
+    cfg, truth, _ = prepare_input(*evaluate_args(args, spec))
+    data = input_data(cfg, RunOptions(), truth)
     coverage = None
-    if ns.query == "flows":
+    if cfg.query == "flows":
         from hierdp_core.flows.metrics import flow_metrics
         from hierdp_core.flows.release import levels_from_table
 
         released = levels_from_table(data, table)
         metrics = flow_metrics(data, released)
         coverage = _flow_coverage(data, released, table)
-    elif ns.query == "ranges":
+    elif cfg.query == "ranges":
         from hierdp_core.ranges.evaluation import range_metrics
 
         metrics = range_metrics(data, align_release(table, data))
     else:
         values = align_release(table, data)
-        if ns.query == "group-sizes":
+        if cfg.query == "group-sizes":
             from hierdp_core.groupsizes.data import group_size_metrics
 
             metrics = group_size_metrics(data, values)

@@ -40,86 +40,98 @@ def param_values(pairs: list[str] | None) -> dict:
     return out
 
 
-def input_data(args, table):
-    """The data object of ``--query``: CountData (counts), GroupSizeData (person records
-    with ``--group-column``, or size histograms with ``--size-column`` and
-    ``--count-column``), FlowData or RangeData, shaped by the declared structure
-    (``--geography``, ``--category-values``, ``--domain``) or, with
-    ``--structure-from-data``, by the data (exploration)."""
+def mechanism_params(config) -> dict:
+    """The mechanism parameters of ``config`` as text, as ``--param`` gives them (a
+    configuration file's ``true`` is ``"true"``): the mechanism types them."""
+    return {str(k).strip(): (str(v).lower() if isinstance(v, bool) else str(v)).strip()
+            for k, v in config.params.items()}
+
+
+def split_argument(config):
+    """The ``split`` a mechanism takes for ``config``: its weights (a list), else its preset
+    (``"uniform"`` by default)."""
+    if isinstance(config.split, tuple):
+        return list(config.split)
+    return config.split or "uniform"
+
+
+def input_data(cfg, run, table):
+    """The data object of ``cfg.query`` (a `ReleaseConfig`; ``run``: its `RunOptions`):
+    CountData (counts), GroupSizeData (person records with ``--group-column``, or size
+    histograms with ``--size-column`` and ``--count-column``), FlowData or RangeData,
+    shaped by the declared structure (``--geography``, ``--category-values``,
+    ``--domain``) or, with ``--structure-from-data``, by the data (exploration)."""
     from hierdp_core.data.loaders import check_column_roles
 
-    query = getattr(args, "query", "counts")
+    query = cfg.query
     if query == "flows":
-        return _flow_data(args, table)
-    levels, names = csv_list(args.levels), name_columns(getattr(args, "names", None))
-    check_column_roles(args.count_column, levels=levels,
-                       categories=csv_list(getattr(args, "categories", None)),
-                       attributes=getattr(args, "attribute", None),
-                       group_columns=getattr(args, "group_column", None),
-                       size_columns=getattr(args, "size_column", None))
+        return _flow_data(cfg, table)
+    levels, names = list(cfg.levels), dict(cfg.names)
+    check_column_roles(cfg.count_column, levels=levels, categories=list(cfg.category_columns),
+                       attributes=cfg.attribute, group_columns=cfg.group_column,
+                       size_columns=cfg.size_column)
     if not levels:
         raise InputError(f"{query} need --levels, the level columns coarse to fine")
     if query == "ranges":
-        return _range_data(args, table, levels, names)
+        return _range_data(cfg, run, table, levels, names)
     if query == "group-sizes":
         from hierdp_core.groupsizes.data import (
             group_size_data_from_histograms,
             group_size_data_from_people,
         )
 
-        check_group_size_args(args)
-        geography = declared_geography(args, levels, names, query)
+        check_group_size_settings(cfg)
+        geography = declared_geography(cfg, levels, names, query)
         shape = ({"geography": geography} if geography is not None
-                 else {"local_codes": args.local_codes, "name_columns": names})
-        sizes = {"max_size": args.max_size, "min_size": min_size_of(args),
-                 "group_counts": declared_groups(args, geography, levels),
-                 "max_cells": cell_limit(args)}
-        if args.group_column:
+                 else {"local_codes": cfg.local_codes, "name_columns": names})
+        sizes = {"max_size": cfg.max_size, "min_size": min_size_of(cfg),
+                 "group_counts": declared_groups(cfg, geography, levels),
+                 "max_cells": cell_limit(cfg, run)}
+        if cfg.group_column:
             return group_size_data_from_people(
-                table, levels, args.group_column, count_column=args.count_column,
+                table, levels, cfg.group_column, count_column=cfg.count_column,
                 **sizes, **shape)
-        if not args.count_column:
+        if not cfg.count_column:
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
-            table, levels, args.size_column, args.count_column,
-            duplicates=_duplicates(args), **sizes, **shape)
+            table, levels, cfg.size_column, cfg.count_column,
+            duplicates=cfg.duplicates or "sum", **sizes, **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
-    categories, declared = declared_categories(args)
-    geography = declared_geography(args, levels, names, query,
-                           undeclared=[c for c in categories if c not in declared])
+    categories, declared = declared_categories(cfg)
+    geography = declared_geography(cfg, levels, names, query,
+                                   undeclared=[c for c in categories if c not in declared])
     shape = ({"geography": geography} if geography is not None
-             else {"local_codes": args.local_codes, "name_columns": names})
-    return count_data_from_table(table, levels, count_column=args.count_column,
+             else {"local_codes": cfg.local_codes, "name_columns": names})
+    return count_data_from_table(table, levels, count_column=cfg.count_column,
                                  category_columns=categories, category_values=declared,
-                                 duplicates=_duplicates(args), max_cells=cell_limit(args),
-                                 **shape)
+                                 duplicates=cfg.duplicates or "sum",
+                                 max_cells=cell_limit(cfg, run), **shape)
 
 
-def check_group_size_args(args) -> None:
-    """Refuse group-size arguments that do not fit together (one line each)."""
-    if args.max_size is None:
+def check_group_size_settings(cfg) -> None:
+    """Refuse group-size settings that do not fit together (one line each)."""
+    if cfg.max_size is None:
         raise InputError("group sizes need --max-size N, the public top-code (sizes above N "
                          "count as N); choose it without looking at the data")
-    if csv_list(args.categories) or getattr(args, "category_values", None):
+    if cfg.category_columns or cfg.category_values:
         raise InputError("--categories and --category-values do not apply to group sizes "
                          "(the sizes 0..--max-size are the categories)")
-    if bool(args.group_column) == bool(args.size_column):
+    if bool(cfg.group_column) == bool(cfg.size_column):
         raise InputError("group sizes need either --group-column (one row per person) or "
                          "--size-column with --count-column (groups per size)")
 
 
-def min_size_of(args) -> int:
+def min_size_of(cfg) -> int:
     """``--min-size``: the public smallest group size m (default 1: a household has a
     member); smaller groups count as m."""
-    value = getattr(args, "min_size", None)
-    return DEFAULT_MIN_SIZE if value is None else value
+    return DEFAULT_MIN_SIZE if cfg.min_size is None else cfg.min_size
 
 
-def declared_groups(args, geography, levels):
+def declared_groups(cfg, geography, levels):
     """The `DeclaredGroups` of ``--groups FILE`` over the declared geography, or None
     without it (the numbers of groups are then counted from the records)."""
-    path = getattr(args, "groups", None)
+    path = cfg.data.get("groups")
     if not path:
         return None
     if geography is None:
@@ -130,29 +142,22 @@ def declared_groups(args, geography, levels):
     return read_declared_groups(path, geography, levels)
 
 
-def _duplicates(args) -> str:
-    """``--duplicates``: rows repeating a cell are summed ("sum", the default) or refused."""
-    return getattr(args, "duplicates", None) or "sum"
-
-
-def cell_limit(args) -> int:
+def cell_limit(cfg, run) -> int:
     """``--max-cells``, else the default sized to this machine's memory; never more cells
     than ``--max-memory`` holds with the mechanism (`hierdp_core.cli.memory`)."""
     from hierdp_core.cli.limits import cells_within_memory
     from hierdp_core.data.loaders import default_max_cells
 
-    value = getattr(args, "max_cells", None)
+    value = run.max_cells
     return min(int(value) if value is not None else default_max_cells(),
-               cells_within_memory(args))
+               cells_within_memory(cfg, run))
 
 
-def declared_categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+def declared_categories(cfg) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """The category columns (``--categories``, else the columns of ``--category-values``)
     and their declared values."""
-    from hierdp_core.declared_values import parse_category_values
-
-    declared = parse_category_values(getattr(args, "category_values", None))
-    categories = csv_list(args.categories) or list(declared)
+    declared = dict(cfg.category_values)
+    categories = list(cfg.category_columns) or list(declared)
     extra = [c for c in declared if c not in categories]
     if extra:
         raise InputError(f"--category-values declares {extra}, which are not in --categories "
@@ -160,12 +165,12 @@ def declared_categories(args) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     return categories, declared
 
 
-def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=None):
+def declared_geography(cfg, levels, names, query: str, *, undeclared=(), flows=None):
     """The declared geography (``--geography``), or None with ``--structure-from-data``;
     without either, an error naming the flags. ``undeclared``: category columns without
     declared values (an error with a geography); ``flows``: (origin, destination) levels."""
-    path = getattr(args, "geography", None)
-    from_data = bool(getattr(args, "structure_from_data", False))
+    path = cfg.data.get("geography")
+    from_data = cfg.structure == "from-data"
     needs = {"counts": "--geography FILE (the public units; with --category-values "
                        "COL=V1|V2|... for each category column)",
              "ranges": "--geography FILE (the public units) and --domain LO-HI",
@@ -185,9 +190,7 @@ def declared_geography(args, levels, names, query: str, *, undeclared=(), flows=
                          f"with --category-values COL=V1|V2|... (or use --structure-from-data "
                          "for exploration)")
     return _read_geography_once(Path(path), tuple(levels), tuple((names or {}).items()),
-                                bool(getattr(args, "local_codes", False)),
-                                bool(getattr(args, "ragged", False)),
-                                getattr(args, "encoding", None),
+                                bool(cfg.local_codes), bool(cfg.ragged), cfg.encoding,
                                 tuple(map(tuple, flows)) if flows is not None else None)
 
 
@@ -223,30 +226,29 @@ def _read_geography_once(path: Path, levels: tuple, names: tuple, local_codes: b
     return geography
 
 
-def _flow_data(args, table):
+def _flow_data(cfg, table):
     """FlowData from trips (one row per trip) or an O/D table with ``--count-column``."""
     from hierdp_core.flows.data import flow_data_from_table
 
-    origin, destination = flow_levels(args)
-    geography = declared_geography(args, origin, {}, "flows", flows=(origin, destination))
-    return flow_data_from_table(table, origin, destination, args.count_column,
-                                tree=args.tree or "destination", geography=geography,
-                                duplicates=_duplicates(args))
+    origin, destination = flow_levels(cfg)
+    geography = declared_geography(cfg, origin, {}, "flows", flows=(origin, destination))
+    return flow_data_from_table(table, origin, destination, cfg.count_column,
+                                tree=cfg.tree or "destination", geography=geography,
+                                duplicates=cfg.duplicates or "sum")
 
 
-def flow_levels(args) -> tuple[list[str], list[str]]:
+def flow_levels(cfg) -> tuple[list[str], list[str]]:
     """(origin level columns, destination level columns) of ``--origin-levels`` and
     ``--destination-levels``, checked (one line each)."""
     from hierdp_core.data.loaders import check_column_roles
 
-    origin, destination = csv_list(args.origin_levels), csv_list(args.destination_levels)
-    check_column_roles(args.count_column, origin_levels=origin, destination_levels=destination)
+    origin, destination = list(cfg.origin_levels), list(cfg.destination_levels)
+    check_column_roles(cfg.count_column, origin_levels=origin, destination_levels=destination)
     if not origin or not destination:
         raise InputError("flows need --origin-levels and --destination-levels, e.g. "
                          "--origin-levels o_state,o_county --destination-levels "
                          "d_state,d_county")
-    if csv_list(args.levels) or csv_list(args.categories) \
-            or getattr(args, "category_values", None):
+    if cfg.levels or cfg.category_columns or cfg.category_values:
         raise InputError("--levels and --categories do not apply to flows: use "
                          "--origin-levels and --destination-levels")
     if len(origin) != len(destination):
@@ -255,9 +257,8 @@ def flow_levels(args) -> tuple[list[str], list[str]]:
     return origin, destination
 
 
-def _range_data(args, table, levels, names):
+def _range_data(cfg, run, table, levels, names):
     """RangeData over ``--attribute`` with the ``--workload`` ranges."""
-    from hierdp_core.declared_values import parse_domain
     from hierdp_core.queries.ranges import range_data_from_table
     from hierdp_core.ranges.workloads import (
         WORKLOAD_KINDS,
@@ -266,9 +267,9 @@ def _range_data(args, table, levels, names):
         read_workload_file,
     )
 
-    if not args.attribute:
+    if not cfg.attribute:
         raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")
-    if csv_list(args.categories) or getattr(args, "category_values", None):
+    if cfg.category_columns or cfg.category_values:
         raise InputError("--categories and --category-values do not apply to ranges (the "
                          "attribute's values in --domain are the categories)")
     from hierdp_core.cli.limits import memory_limit
@@ -276,17 +277,17 @@ def _range_data(args, table, levels, names):
     from hierdp_core.memory_plan import table_nodes
     from hierdp_core.queries.sparse_ranges import domain_kept_sparse
 
-    domain = parse_domain(args.domain) if args.domain else None
-    max_cells = cell_limit(args)
-    mechanism = getattr(args, "mechanism", None)  # none when evaluating: dense
-    geography = declared_geography(args, levels, names, "ranges")
+    domain = cfg.domain
+    max_cells = cell_limit(cfg, run)
+    mechanism = cfg.mechanism or None  # none when evaluating: dense
+    geography = declared_geography(cfg, levels, names, "ranges")
     # sparse or dense from public sizes: the declared units when there are (DESIGN 7)
     nodes = (geography.hierarchy.n_nodes if geography is not None
              else table_nodes(table, levels) or 1)
     shape = {"geography": geography} if geography is not None else {"name_columns": names}
-    if domain is not None and domain_kept_sparse(mechanism, nodes, domain, memory_limit(args),
+    if domain is not None and domain_kept_sparse(mechanism, nodes, domain, memory_limit(run),
                                                  max_cells):
-        return _sparse_range_data(args, table, levels, domain, max_cells, shape)
+        return _sparse_range_data(cfg, table, levels, domain, max_cells, shape)
     if domain is not None:  # before the domain's values are made: the domain alone, then
         size = domain[1] - domain[0] + 1  # with the units (declared, or the data's leaves)
         check_cells(size, max_cells, f"at least 1 unit x a domain of {size:,} values")
@@ -299,11 +300,11 @@ def _range_data(args, table, levels, names):
         raise InputError("a ranges release over a declared --geography needs --domain LO-HI, "
                          "the public range of the attribute (or --structure-from-data for "
                          "exploration)")
-    data = range_data_from_table(table, levels, args.attribute, count_column=args.count_column,
+    data = range_data_from_table(table, levels, cfg.attribute, count_column=cfg.count_column,
                                  domain=domain, max_cells=max_cells,
-                                 max_memory=memory_limit(args),
-                                 duplicates=_duplicates(args), **shape)
-    spec = args.workload or "prefix"
+                                 max_memory=memory_limit(run),
+                                 duplicates=cfg.duplicates or "sum", **shape)
+    spec = cfg.workload or "prefix"
     n = len(data.values)
     if spec in WORKLOAD_KINDS:
         workload = named_workload(spec, n)
@@ -314,21 +315,26 @@ def _range_data(args, table, levels, names):
     return data.with_workload(workload)
 
 
-def _sparse_range_data(args, table, levels, domain, max_cells, shape):
+def _sparse_range_data(cfg, table, levels, domain, max_cells, shape):
     """`SparseRangeData` over ``--attribute``: ``domain`` kept sparse, answered by the
     released intervals (no ``--workload``, no ``--interval``: they hold every value);
     ``shape``: the declared geography or the unit names."""
     from hierdp_core.queries.sparse_ranges import sparse_range_data_from_table
 
-    for flag, value in (("--workload", args.workload not in (None, "prefix")),
-                        ("--interval", args.interval)):
+    for flag, value in (("--workload", cfg.workload not in (None, "prefix")),
+                        ("--interval", cfg.interval)):
         if value:
-            raise InputError(f"{flag} does not apply to a domain kept sparse ({args.mechanism} "
-                             f"over {args.domain}: ranges are answered by the released "
-                             f"intervals); drop {flag} or declare a smaller --domain")
-    return sparse_range_data_from_table(table, levels, args.attribute, domain=domain,
-                                        count_column=args.count_column, max_cells=max_cells,
-                                        duplicates=_duplicates(args), **shape)
+            raise InputError(f"{flag} does not apply to a domain kept sparse ({cfg.mechanism} "
+                             f"over {domain_text(domain)}: ranges are answered by the "
+                             f"released intervals); drop {flag} or declare a smaller --domain")
+    return sparse_range_data_from_table(table, levels, cfg.attribute, domain=domain,
+                                        count_column=cfg.count_column, max_cells=max_cells,
+                                        duplicates=cfg.duplicates or "sum", **shape)
+
+
+def domain_text(domain) -> str | None:
+    """``--domain``'s text of a (LO, HI) domain, as a manifest records it; None for none."""
+    return None if domain is None else f"{domain[0]}-{domain[1]}"
 
 
 def name_columns(text: str | None) -> dict[str, str]:

@@ -23,9 +23,13 @@ COMMANDS = {"mechanisms": "cli.commands:cmd_mechanisms", "release": "cli.release
             "evaluate": "cli.evaluate:cmd_evaluate", "verify": "cli.commands:cmd_verify",
             "sample": "cli.commands:cmd_sample", "audit": "cli.commands:cmd_audit",
             "budget": "cli.budget:cmd_budget"}
-#: checks on the arguments alone that run, in turn, before the command's modules are
+#: a command whose parsed arguments are converted, at its boundary, into the settings it
+#: runs on (``release``: its `ReleaseConfig` and `RunOptions`); the others take the arguments
+SETTINGS = {"release": "cli.config_file:settings_of_args"}
+#: checks on the settings alone that run, in turn, before the command's modules are
 #: imported: the budget's ranges, then the sizes typed against the memory
-EARLY_CHECKS = {"release": ("cli.budget:budget_from_args", "cli.memory:check_declared_memory")}
+EARLY_CHECKS = {"release": ("cli.budget:check_release_budget",
+                            "cli.memory:check_declared_memory")}
 
 
 def _function(where: str):
@@ -35,10 +39,13 @@ def _function(where: str):
 
 
 def run_command(args) -> int:
-    """The early checks of ``args.command``, then the command."""
+    """``args`` converted into the command's settings (`SETTINGS`), the early checks of
+    ``args.command`` on them, then the command."""
+    convert = SETTINGS.get(args.command)
+    settings = _function(convert)(args) if convert else (args,)
     for check in EARLY_CHECKS.get(args.command, ()):
-        _function(check)(args)
-    return _function(COMMANDS[args.command])(args)
+        _function(check)(*settings)
+    return _function(COMMANDS[args.command])(*settings)
 
 
 def _interrupted_in(exc: BaseException, interrupt_received: Callable[[], bool]) -> bool:

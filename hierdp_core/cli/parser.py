@@ -8,7 +8,7 @@ import sys
 
 from hierdp_core import __version__
 from hierdp_core.cli import budget
-from hierdp_core.cli.config_file import fill_from_config, release_with_config
+from hierdp_core.cli.config_file import release_with_config
 from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
@@ -343,13 +343,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     budget.add_command(sub)
     return parser
-
-
-def release_arguments(cfg, input_path: str) -> argparse.Namespace:
-    """The parsed ``hierdp release INPUT`` of the `ReleaseConfig` ``cfg``
-    (`fill_from_config`), for the front ends that run the command line's code on one (the
-    Python API, `hierdp_core.reproduce`); ``--out`` is '-': nothing is written by it."""
-    args = argparse.ArgumentParser.parse_args(build_parser(), ["release", input_path,
-                                                               "--out", "-"])
-    fill_from_config(args, cfg, {"input"})
-    return args

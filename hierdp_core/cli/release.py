@@ -8,18 +8,19 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from hierdp_core.cli.budget import (
-    budget_from_args,
     check_release_fits,
     commit_release,
+    release_budget,
     reserve_release,
 )
 from hierdp_core.cli.config_file import check_save_config, save_config
-from hierdp_core.cli.inputs import csv_list, input_data, param_values, split_weights
+from hierdp_core.cli.inputs import csv_list, input_data, mechanism_params, split_argument
 from hierdp_core.cli.limits import memory_limit
-from hierdp_core.cli.memory import check_args_memory, check_data_memory
+from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError
@@ -51,77 +52,81 @@ def budget_warnings(epsilon: float | None, rho: float | None,
     return out
 
 
-def cmd_release(args) -> int:
+def cmd_release(cfg, run) -> int:
+    """``hierdp release`` of the settings ``cfg`` (a `ReleaseConfig`) with the `RunOptions`
+    ``run``, both converted from the command line at its boundary
+    (`hierdp_core.cli.config_file.settings_of_args`): the release written to ``run.out``;
+    status 0."""
     from hierdp_core.atomic import check_writable
     from hierdp_core.export import write_release
 
-    check_writable(args.out)  # an --out that cannot be written is refused before the work
-    if args.save_config:
-        check_save_config(args)
-    mechanism = get_mechanism(args.mechanism, args.query)
-    if args.query not in mechanism.info.queries:
-        raise InputError(f"mechanism {args.mechanism!r} does not release {args.query}; it "
+    check_writable(run.out)  # an --out that cannot be written is refused before the work
+    if run.save_config:
+        check_save_config(run)
+    mechanism = get_mechanism(cfg.mechanism, cfg.query)
+    if cfg.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}; it "
                          f"supports {list(mechanism.info.queries)}")
-    nonprivate = refuse_nonprivate(mechanism.info, args.allow_nonprivate)
-    check_invariants(args, mechanism)
-    budget = budget_from_args(args)
-    if args.seed is not None and args.secure:
+    nonprivate = refuse_nonprivate(mechanism.info, run.allow_nonprivate)
+    cfg = check_invariants(cfg, mechanism)
+    budget = release_budget(cfg)
+    if cfg.seed is not None and run.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
-    source = NoiseSource(seed=args.seed) if args.seed is not None else NoiseSource(
-        secure=True, backend=getattr(args, "noise_backend", "hierdp"))
-    path = Path(args.input)
-    dask = getattr(args, "engine", "memory") == "dask"
+    source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(
+        secure=True, backend=run.noise_backend)
+    path = Path(cfg.data["file"])
+    dask = run.engine == "dask"
     if dask:  # the records stay on the cluster: no table here
-        from hierdp_core.cli.dask import check_dask_args, dask_release
+        from hierdp_core.cli.dask import check_dask_settings, dask_release
         from hierdp_core.engine.dask_engine import dataset_files
 
-        check_dask_args(args, mechanism)
-        files = dataset_files(args.input)
-        fingerprint = check_release_fits(args, budget, source, files)
+        check_dask_settings(cfg, run, mechanism)
+        files = dataset_files(cfg.data["file"])
+        fingerprint = check_release_fits(run, budget, source, files)
         table, prepared, sparse, spends = None, "", None, []
 
         def split_then_reserve(shape):
             """The split of the public ``shape``, then the write-ahead spend: the engine
             asks for it once the data's size is checked and before any noise, so a
             release refused by those checks spends nothing."""
-            choice = _split(args, mechanism, shape, budget)
-            spends.append(reserve_release(args, budget, mechanism.info.name, source, files,
-                                          fingerprint))
+            choice = _split(cfg, mechanism, shape, budget)
+            spends.append(reserve_release(cfg, run, budget, mechanism.info.name, source,
+                                          files, fingerprint))
             return choice
 
         release, data, content, choice = dask_release(
-            args, mechanism, budget, source, split_then_reserve, param_values(args.param))
+            cfg, run, mechanism, budget, source, split_then_reserve, mechanism_params(cfg))
         reserved = spends[0]
     else:
-        args, table, prepared, data, sparse = memory_input(args, path)
+        cfg, table, prepared, data, sparse = memory_input(cfg, run, path)
         content = path
-        choice, split = _split(args, mechanism, data, budget)
-        reserved = reserve_release(args, budget, mechanism.info.name, source, content)
+        choice, split = _split(cfg, mechanism, data, budget)
+        reserved = reserve_release(cfg, run, budget, mechanism.info.name, source, content)
         release = mechanism.release(data, budget, split=split, source=source,
-                                    **param_values(args.param))
+                                    **mechanism_params(cfg))
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
         sparse = (f"{sparse}; " if sparse else "") + (
             f"domain kept sparse: {len(release.categories):,} intervals released for each "
             f"unit instead of {data.n:,} values, without lower and upper bounds")
-    elif args.interval != 0.0:  # every query kind; --interval none gives none
-        release = with_intervals(release, args.interval or DEFAULT_LEVEL,
-                                 args.interval_replicates,
+    elif cfg.interval != 0.0:  # every query kind; --interval none gives none
+        release = with_intervals(release, cfg.interval or DEFAULT_LEVEL,
+                                 cfg.interval_replicates,
                                  workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
-    formats = csv_list(args.format) or [
-        "csv" if not dask else "parquet" if args.query == "flows" else "parquet-dataset"]
-    paths = write_release(release, args.out, formats=tuple(formats),
+    formats = csv_list(run.formats) or [
+        "csv" if not dask else "parquet" if cfg.query == "flows" else "parquet-dataset"]
+    paths = write_release(release, run.out, formats=tuple(formats),
                           structure_declared=structure_declared,
-                          input_spec=input_spec(args, data, path),
-                          input_content=content, key_file=args.key_file,
-                          overwrite=args.overwrite, max_epsilon=args.max_epsilon)
+                          input_spec=input_spec(cfg, run, data, path),
+                          input_content=content, key_file=run.key_file,
+                          overwrite=run.overwrite, max_epsilon=run.max_epsilon)
     spent = commit_release(reserved, paths["manifest"])
-    saved = save_config(args, choice and choice.shares) if args.save_config else None
+    saved = save_config(cfg, run, choice and choice.shares) if run.save_config else None
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in [nonprivate] if text]
-    said += [f"warning: {text}" for text in budget_warnings(args.epsilon, args.rho, args.delta)]
+    said += [f"warning: {text}" for text in budget_warnings(cfg.epsilon, cfg.rho, cfg.delta)]
     said += [f"warning: {text}" for text in
-             [lookalike_warning(args, table) if table is not None else None] if text]
+             [lookalike_warning(cfg, table) if table is not None else None] if text]
     if release.intervals is not None and (text := uncalibrated_warning(release)):
         said.append(f"warning: {text}")
     merged = int(getattr(data, "merged_rows", 0) or 0)
@@ -143,8 +148,8 @@ def cmd_release(args) -> int:
     else:
         note = f" (published exactly, not private: {', '.join(release.invariants)})"
     print(f"wrote {', '.join(str(p) for k, p in paths.items() if k != 'key')}{note}")
-    if args.save_config:
-        print(f"wrote {args.save_config} (the release's configuration)")
+    if run.save_config:
+        print(f"wrote {run.save_config} (the release's configuration)")
     manifest = json.loads(paths["manifest"].read_text())
     print(describe_verdict(manifest))
     print(describe_rules(manifest["table_rules"]))
@@ -154,49 +159,52 @@ def cmd_release(args) -> int:
     return 0
 
 
-def memory_input(args, path: Path, table=None):
-    """(args, table, preparation note, data, sparse note or None) of a release held in
-    memory: the table at ``path`` (or ``table``, a DataFrame already in memory) read and
-    prepared (`prepare_input`), its data object (`input_data`), both checked against the
-    memory limit. A counts release over a declared structure is read straight to its leaf
-    counts when it can (`declared_count_input`; the table is then the codes some row holds)."""
+def memory_input(cfg, run, path: Path, table=None):
+    """(the settings as the table's preparation left them, the table, the preparation note,
+    the data, the sparse note or None) of the release of ``cfg`` (with the `RunOptions`
+    ``run``) held in memory: the table at ``path`` (or ``table``, a DataFrame already in
+    memory) read and prepared (`prepare_input`), its data object (`input_data`), both
+    checked against the memory limit. A counts release over a declared structure is read
+    straight to its leaf counts when it can (`declared_count_input`; the table is then the
+    codes some row holds)."""
     from hierdp_core.cli.declared_input import declared_count_input
 
-    placed = declared_count_input(args, path) if table is None else None
+    placed = declared_count_input(cfg, run, path) if table is None else None
     if placed is not None:
         (table, data), prepared = placed, ""
     else:
-        source = read_input(args, path) if table is None else table
-        args, table, prepared = prepare_input(args, source)
-        check_args_memory(args, table)  # before anything grows with a size typed
-        data = input_data(args, table)
-    sparse = sparse_note(check_data_memory(args, data), memory_limit(args))
-    return args, table, prepared, data, sparse
+        source = read_input(cfg, path) if table is None else table
+        cfg, table, prepared = prepare_input(cfg, source)
+        check_table_memory(cfg, run, table)  # before anything grows with a size typed
+        data = input_data(cfg, run, table)
+    sparse = sparse_note(check_data_memory(cfg, run, data), memory_limit(run))
+    return cfg, table, prepared, data, sparse
 
 
-def _split(args, mechanism, data, budget):
+def _split(cfg, mechanism, data, budget):
     """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
     weights, else ``--split-preset``)."""
-    choice = goal_split(args, mechanism.info.name, data, budget,
-                        mechanism.params(**param_values(args.param)))
-    return choice, (choice.shares if choice is not None
-                    else split_weights(args.split) or args.split_preset)
+    choice = goal_split(cfg, mechanism.info.name, data, budget,
+                        mechanism.params(**mechanism_params(cfg)))
+    return choice, choice.shares if choice is not None else split_argument(cfg)
 
 
-def check_invariants(args, mechanism) -> list[str]:
-    """The declared ``--invariant`` names, checked against what the mechanism would publish
-    exactly (DESIGN principle 7: nothing exact unless declared, nothing declared that is not
-    exact). For counts, ``--invariant total`` sets the ``root_invariant`` parameter (added
-    to ``args.param``), and ``--param root_invariant=true`` without it is refused."""
-    declared = list(dict.fromkeys(args.invariant or []))
-    name, query = mechanism.info.name, args.query
+def check_invariants(cfg, mechanism):
+    """``cfg`` as the release runs on it: its declared invariants checked against what the
+    mechanism would publish exactly (DESIGN principle 7: nothing exact unless declared,
+    nothing declared that is not exact) and its parameters typed as the mechanism declares
+    them (``"true"`` and ``True`` are one setting). For counts, ``--invariant total`` sets
+    the ``root_invariant`` parameter, and ``--param root_invariant=true`` without it is
+    refused."""
+    declared = list(cfg.invariants)
+    name, query = mechanism.info.name, cfg.query
     if query == "counts" and "total" in declared:
         if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
             raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
                              "or use least-squares or topdown")
-        if "root_invariant" not in param_values(args.param):
-            args.param = [*(args.param or []), "root_invariant=true"]
-    params = mechanism.params(**param_values(args.param))
+        if "root_invariant" not in mechanism_params(cfg):
+            cfg = replace(cfg, params={**cfg.params, "root_invariant": "true"})
+    params = mechanism.params(**mechanism_params(cfg))
     exact = exact_quantities(mechanism, query, params)
     if query == "counts" and params.get("root_invariant") and "total" not in declared:
         raise InputError("--param root_invariant=true publishes the total exactly: declare "
@@ -217,7 +225,7 @@ def check_invariants(args, mechanism) -> list[str]:
     if extra:
         raise InputError(f"{name} does not publish {', '.join(extra)} exactly here; drop "
                          f"{' '.join('--invariant ' + q for q in extra)}")
-    return declared
+    return replace(cfg, params={k: params[k] for k in mechanism_params(cfg)})
 
 
 def refuse_nonprivate(info, allowed: bool) -> str | None:

@@ -39,20 +39,20 @@ def _number(text: str) -> float | None | str:
         return ""
 
 
-def goal_split(args, mechanism_name: str, data, budget, params: dict):
-    """The `SplitChoice` of ``--split-goal`` for this release over ``data``'s (public) tree,
-    or None without the flag.
-    Refused with ``--split`` or a non-default ``--split-preset``, and for other queries."""
-    spec = getattr(args, "split_goal", None)
+def goal_split(cfg, mechanism_name: str, data, budget, params: dict):
+    """The `SplitChoice` of ``--split-goal`` (``cfg.split_goal``) for this release over
+    ``data``'s (public) tree, or None without one. Refused with ``--split`` or a
+    non-default ``--split-preset``, and for other queries."""
+    spec = cfg.split_goal
     if spec is None:
         return None
-    if args.split or args.split_preset != "uniform":
+    if cfg.split is not None:
         raise InputError("give --split-goal or --split / --split-preset, not both")
-    family = optimiser_family(mechanism_name) if args.query == "counts" else None
+    family = optimiser_family(mechanism_name) if cfg.query == "counts" else None
     if family is None:
         raise InputError(f"--split-goal chooses the split of a counts release by "
                          f"{', '.join(optimised_mechanisms())}; not of {mechanism_name} "
-                         f"({args.query})")
+                         f"({cfg.query})")
     return optimise_split(data.hierarchy, family, budget, parse_goal(spec),
                           noise=str(params.get("noise", "auto")),
                           root_invariant=bool(params.get("root_invariant", False)))

@@ -7,23 +7,23 @@ evaluate`` rebuilds the data.
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from hierdp_core.cli.inputs import csv_list, name_columns
+from hierdp_core.cli.inputs import csv_list, domain_text
 from hierdp_core.errors import InputError
 
 
 # ---- the columns read ------------------------------------------------------------------
-def input_columns(args, header: list[str] | None = None) -> list[str] | None:
+def input_columns(cfg, header: list[str] | None = None) -> list[str] | None:
     """The input columns a release reads (level, count, category, name, attribute, group,
     size and O/D level columns, the ``--wide`` columns), so that a large file is read by
     those columns only. ``header``: the file's column names, to resolve ``--wide``
     patterns; None (read every column) for a pattern without them."""
-    columns = _role_columns(args)
-    spec = getattr(args, "wide", None)
+    columns = _role_columns(cfg)
+    spec = cfg.wide
     if spec:
         from hierdp_core.data.reshape import wide_columns
 
@@ -36,19 +36,13 @@ def input_columns(args, header: list[str] | None = None) -> list[str] | None:
     return list(dict.fromkeys(c for c in columns if c))
 
 
-def _role_columns(args) -> list[str]:
+def _role_columns(cfg) -> list[str]:
     """The columns of the table given a role (levels, categories, names, count, attribute,
     group, size), without the columns ``--wide`` makes."""
-    columns = [*csv_list(getattr(args, "levels", None)),
-               *csv_list(getattr(args, "origin_levels", None)),
-               *csv_list(getattr(args, "destination_levels", None)),
-               *csv_list(getattr(args, "categories", None)),
-               *name_columns(getattr(args, "names", None)).values()]
-    columns += [str(spec).partition("=")[0].strip()
-                for spec in getattr(args, "category_values", None) or []]
-    columns += [getattr(args, key, None) for key in
-                ("count_column", "attribute", "group_column", "size_column")]
-    melted = set(_melted_columns(args)) if getattr(args, "wide", None) else set()
+    columns = [*cfg.levels, *cfg.origin_levels, *cfg.destination_levels,
+               *cfg.category_columns, *cfg.names.values(), *cfg.category_values,
+               cfg.count_column, cfg.attribute, cfg.group_column, cfg.size_column]
+    melted = set(_melted_columns(cfg)) if cfg.wide else set()
     return list(dict.fromkeys(c for c in columns if c and c not in melted))
 
 
@@ -57,24 +51,21 @@ def _parts(spec: str | list[str]) -> list[str]:
     return csv_list(spec) if isinstance(spec, str) else list(spec)
 
 
-def read_input(args, path: Path) -> pd.DataFrame:
+def read_input(cfg, path: Path) -> pd.DataFrame:
     """The input table, read by the columns the release uses (`input_columns`; a
     ``--wide`` pattern is resolved against the file's header alone)."""
     from hierdp_core.data.loaders import read_header, read_table
 
-    encoding = getattr(args, "encoding", None)
-    header = read_header(path, encoding=encoding) if getattr(args, "wide", None) else None
-    return read_table(path, columns=input_columns(args, header), encoding=encoding)
+    header = read_header(path, encoding=cfg.encoding) if cfg.wide else None
+    return read_table(path, columns=input_columns(cfg, header), encoding=cfg.encoding)
 
 
-def lookalike_warning(args, table) -> str | None:
+def lookalike_warning(cfg, table) -> str | None:
     """A warning naming up to five pairs of codes of the same level that differ only by
     leading zeros or surrounding whitespace (they stay distinct strings), or None."""
     from hierdp_core.data.loaders import lookalike_codes
 
-    columns = [*csv_list(getattr(args, "levels", None)),
-               *csv_list(getattr(args, "origin_levels", None)),
-               *csv_list(getattr(args, "destination_levels", None))]
+    columns = [*cfg.levels, *cfg.origin_levels, *cfg.destination_levels]
     pairs = lookalike_codes(table, list(dict.fromkeys(columns)))
     if not pairs:
         return None
@@ -84,45 +75,40 @@ def lookalike_warning(args, table) -> str | None:
 
 
 # ---- preparing the table ---------------------------------------------------------------
-def _melted_columns(args) -> tuple[str, str]:
+def _melted_columns(cfg) -> tuple[str, str]:
     """(the column of the wide columns' names, the column of their cells) of ``--wide``:
     the size column (group sizes), the attribute (ranges), else ``--wide-name``; the count
     column (``--count-column``, else ``count``)."""
-    query = getattr(args, "query", "counts")
-    named = {"group-sizes": getattr(args, "size_column", None),
-             "ranges": getattr(args, "attribute", None)}.get(query)
-    return (named or getattr(args, "wide_name", None) or "category",
-            args.count_column or "count")
+    named = {"group-sizes": cfg.size_column, "ranges": cfg.attribute}.get(cfg.query)
+    return named or cfg.wide_name or "category", cfg.count_column or "count"
 
 
-def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
-    """A copy of ``args`` whose roles name the melted columns of ``--wide`` (the wide
-    ``columns``): the count column, and the category column, whose values are those
-    ``--category-values NAME=...`` declares (never the header: without a declaration the
-    column names are its values only with ``--structure-from-data``, for exploration); the
-    size column (group sizes) or the attribute (ranges)."""
-    query = getattr(args, "query", "counts")
+def with_wide_roles(cfg, columns: list[str]):
+    """A copy of ``cfg`` (a `ReleaseConfig`) whose roles name the melted columns of
+    ``--wide`` (the wide ``columns``): the count column, and the category column, whose
+    values are those ``--category-values NAME=...`` declares (never the header: without a
+    declaration the column names are its values only with ``--structure-from-data``, for
+    exploration); the size column (group sizes) or the attribute (ranges)."""
+    query = cfg.query
     if query == "flows":
         raise InputError("--wide does not apply to flows: give one row per origin and "
                          "destination pair (long form)")
-    if query == "group-sizes" and getattr(args, "group_column", None):
+    if query == "group-sizes" and cfg.group_column:
         raise InputError("--wide gives the number of groups per size (one column per size); "
                          "it does not go with --group-column (one row per person)")
-    name, value = _melted_columns(args)
-    out = argparse.Namespace(**vars(args))
-    out.count_column, out.wide_columns = value, list(columns)
+    name, value = _melted_columns(cfg)
+    roles = {"count_column": value, "wide_columns": tuple(columns)}
     if query == "group-sizes":
-        out.size_column = name
+        roles["size_column"] = name
     elif query == "ranges":
-        out.attribute = name
+        roles["attribute"] = name
     else:
-        out.categories = ",".join(dict.fromkeys([*csv_list(args.categories), name]))
-        declared = [str(v).partition("=")[0].strip() for v in args.category_values or []]
-        if name not in declared:
-            if not getattr(args, "structure_from_data", False):
+        roles["category_columns"] = tuple(dict.fromkeys([*cfg.category_columns, name]))
+        if name not in cfg.category_values:
+            if cfg.structure != "from-data":
                 from hierdp_core.data.wide_labels import column_label
 
-                example = column_label(columns[0], _parts(args.wide))
+                example = column_label(columns[0], _parts(cfg.wide))
                 raise InputError(f"--wide: declare the values of {name!r} with "
                                  f"--category-values {name}=V1|V2|... (a column's name or the "
                                  f"part its pattern matches, e.g. {example}; a value no column "
@@ -132,12 +118,12 @@ def with_wide_roles(args, columns: list[str]) -> argparse.Namespace:
             if unusable:
                 raise InputError(f"wide column names become category values and cannot "
                                  f"hold '|': {unusable[:5]}")
-            out.category_values = [*(args.category_values or []),
-                                   f"{name}={'|'.join(columns)}"]
-    return out
+            roles["category_values"] = {**cfg.category_values,
+                                        name: tuple(c.strip() for c in columns)}
+    return replace(cfg, **roles)
 
 
-def wide_labels(args, columns: list[str]):
+def wide_labels(cfg, columns: list[str]):
     """What each wide column stands for (`hierdp_core.data.wide_labels`): its declared
     category value (counts; a Categorical whose categories are the declaration), or its
     size (group sizes, top ``--max-size``) or attribute value (ranges, top the end of
@@ -145,48 +131,45 @@ def wide_labels(args, columns: list[str]):
     import pandas as pd
 
     from hierdp_core.data.wide_labels import declared_labels, integer_labels
-    from hierdp_core.structure import parse_category_values, parse_domain
 
-    parts = _parts(args.wide)
-    if args.query == "group-sizes":
-        return integer_labels(columns, parts, top=args.max_size, role="size")
-    if args.query == "ranges":
-        top = parse_domain(args.domain)[1] if getattr(args, "domain", None) else None
-        return integer_labels(columns, parts, top=top, role=f"{args.attribute} value")
-    name = _melted_columns(args)[0]
-    values = parse_category_values(args.category_values)[name]
+    parts = _parts(cfg.wide)
+    if cfg.query == "group-sizes":
+        return integer_labels(columns, parts, top=cfg.max_size, role="size")
+    if cfg.query == "ranges":
+        top = cfg.domain[1] if cfg.domain else None
+        return integer_labels(columns, parts, top=top, role=f"{cfg.attribute} value")
+    name = _melted_columns(cfg)[0]
+    values = cfg.category_values[name]
     return pd.Categorical(declared_labels(columns, parts, values, name), categories=values)
 
 
-def prepare_input(args, table: pd.DataFrame,
-                  ) -> tuple[argparse.Namespace, pd.DataFrame, str]:
-    """The table a release is built from, the arguments naming its columns, and one note
+def prepare_input(cfg, table: pd.DataFrame) -> tuple[object, pd.DataFrame, str]:
+    """The table a release is built from, the settings naming its columns, and one note
     for after the release ('' when nothing happened): ``--wide`` melted into long form
     (`with_wide_roles`), empty count cells handled by ``--missing``, and with ``--ragged``
     units that skip a level passed through it (else an empty level code is an error)."""
     from hierdp_core.data.reshape import apply_missing, melt_wide, preparation_note, prepare
     from hierdp_core.data.reshape import wide_columns as resolve
 
-    policy = getattr(args, "missing", None) or "error"
-    wide = resolve(args.wide, table.columns) if getattr(args, "wide", None) else []
+    policy = cfg.missing or "error"
+    wide = resolve(cfg.wide, table.columns) if cfg.wide else []
     if wide:
-        ids = [c for c in _role_columns(args) if c in table.columns]
-        args = with_wide_roles(args, wide)
+        ids = [c for c in _role_columns(cfg) if c in table.columns]
+        cfg = with_wide_roles(cfg, wide)
         if policy == "error":  # named by the wide columns and rows of the table
             apply_missing(table, wide, policy)
-        name, value = _melted_columns(args)
+        name, value = _melted_columns(cfg)
         table = melt_wide(table, wide, id_columns=ids, name=name, value_name=value,
-                          labels=wide_labels(args, wide))
-    level_sets = ([csv_list(args.origin_levels), csv_list(args.destination_levels)]
-                  if args.query == "flows" else [csv_list(args.levels)])
-    table, handled, passed = prepare(table, level_sets, args.count_column, missing=policy,
-                                     ragged=bool(getattr(args, "ragged", False)),
-                                     names=name_columns(getattr(args, "names", None)))
-    return args, table, preparation_note(policy, handled, passed)
+                          labels=wide_labels(cfg, wide))
+    level_sets = ([list(cfg.origin_levels), list(cfg.destination_levels)]
+                  if cfg.query == "flows" else [list(cfg.levels)])
+    table, handled, passed = prepare(table, level_sets, cfg.count_column, missing=policy,
+                                     ragged=bool(cfg.ragged), names=dict(cfg.names))
+    return cfg, table, preparation_note(policy, handled, passed)
 
 
 # ---- the manifest's record --------------------------------------------------------------
-def _sparse_memory(args, data) -> dict | None:
+def _sparse_memory(cfg, data) -> dict | None:
     """The manifest's word on a flow release that kept its O/D space sparse, or a range
     release its domain; None otherwise."""
     from hierdp_core.flows.data import FlowData
@@ -195,108 +178,104 @@ def _sparse_memory(args, data) -> dict | None:
     from hierdp_core.memory_sparse import sparse_record
     from hierdp_core.queries.sparse_ranges import SparseRangeData
 
-    flows = keeps_flows_sparse(args.mechanism) and isinstance(data, FlowData)
+    flows = keeps_flows_sparse(cfg.mechanism) and isinstance(data, FlowData)
     if not flows and not isinstance(data, SparseRangeData):
         return None
-    return sparse_record(plan_of_data(data, args.mechanism))
+    return sparse_record(plan_of_data(data, cfg.mechanism))
 
 
-def input_spec(args, data, path: Path) -> dict:
+def input_spec(cfg, run, data, path: Path) -> dict:
     """The manifest's ``input``: the file name, the query and the roles of its columns,
     how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
     units may skip a level; never how many cells or codes that touched) and the
     declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
     from hierdp_core.cli.limits import memory_limit
 
-    spec = {"file": path.name, "query": args.query, "levels": csv_list(args.levels),
-            "count_column": args.count_column,
-            "category_columns": csv_list(args.categories), "local_codes": args.local_codes,
-            "missing": getattr(args, "missing", None) or "error",
-            "ragged": bool(getattr(args, "ragged", False))}
-    if getattr(args, "split_goal", None):
-        spec["split_goal"] = args.split_goal  # public: chosen from the tree's shape only
-    if getattr(args, "wide_columns", None):
-        spec.update(wide=list(args.wide_columns), wide_patterns=_parts(args.wide),
-                    wide_name=_melted_columns(args)[0])
-    if args.query == "group-sizes":
+    spec = {"file": path.name, "query": cfg.query, "levels": list(cfg.levels),
+            "count_column": cfg.count_column,
+            "category_columns": list(cfg.category_columns), "local_codes": cfg.local_codes,
+            "missing": cfg.missing or "error", "ragged": bool(cfg.ragged)}
+    if cfg.split_goal:
+        spec["split_goal"] = cfg.split_goal  # public: chosen from the tree's shape only
+    if cfg.wide_columns:
+        spec.update(wide=list(cfg.wide_columns), wide_patterns=_parts(cfg.wide),
+                    wide_name=_melted_columns(cfg)[0])
+    if cfg.query == "group-sizes":
         from hierdp_core.cli.inputs import min_size_of
 
-        spec.update(group_column=args.group_column, size_column=args.size_column,
-                    max_size=args.max_size, min_size=min_size_of(args))
-    if args.query == "ranges":
-        spec.update(attribute=args.attribute, workload=args.workload, domain=args.domain)
-    if args.query == "flows":
-        spec.update(origin_levels=csv_list(args.origin_levels),
-                    destination_levels=csv_list(args.destination_levels),
-                    tree=args.tree or "destination")
-    memory = _sparse_memory(args, data)
+        spec.update(group_column=cfg.group_column, size_column=cfg.size_column,
+                    max_size=cfg.max_size, min_size=min_size_of(cfg))
+    if cfg.query == "ranges":
+        spec.update(attribute=cfg.attribute, workload=cfg.workload,
+                    domain=domain_text(cfg.domain))
+    if cfg.query == "flows":
+        spec.update(origin_levels=list(cfg.origin_levels),
+                    destination_levels=list(cfg.destination_levels),
+                    tree=cfg.tree or "destination")
+    memory = _sparse_memory(cfg, data)
     if memory:
         spec["memory"] = memory
-    spec.update(structure_spec(args, data), max_memory=memory_limit(args))
+    spec.update(structure_spec(cfg, data), max_memory=memory_limit(run))
     return spec
 
 
-def structure_spec(args, data) -> dict:
+def structure_spec(cfg, data) -> dict:
     """The declarations of a release, for its manifest's ``input`` (so that `cmd_evaluate`
     can rebuild the data): ``structure`` ('declared' or 'from-data'), the geography file's
     name and sha256, the declared category values and the invariants."""
     from hierdp_core.export import file_sha256
-    from hierdp_core.structure import parse_category_values
 
     spec = {"structure": "declared" if getattr(data, "declared_structure", False)
-            else "from-data",
-            "invariants": list(dict.fromkeys(args.invariant or []))}
+            else "from-data", "invariants": list(cfg.invariants)}
     for flag in ("geography", "groups"):
-        if getattr(args, flag, None):
-            path = Path(getattr(args, flag))
+        if cfg.data.get(flag):
+            path = Path(cfg.data[flag])
             spec[flag] = {"file": path.name, "sha256": file_sha256(path)}
-    values = parse_category_values(getattr(args, "category_values", None))
-    if values:
-        spec["category_values"] = {column: list(v) for column, v in values.items()}
-    if getattr(args, "names", None):
-        spec["names"] = args.names
+    if cfg.category_values:
+        spec["category_values"] = {column: list(v) for column, v in cfg.category_values.items()}
+    if cfg.names:
+        spec["names"] = ",".join(f"{level}={column}" for level, column in cfg.names.items())
     return spec
 
 
-def evaluate_args(args, spec: dict) -> tuple[argparse.Namespace, pd.DataFrame]:
-    """The arguments and the true input table that rebuild a release's data from its
-    manifest's ``input`` (``spec``) for ``hierdp evaluate``."""
+def evaluate_args(args, spec: dict) -> tuple[object, pd.DataFrame]:
+    """The settings (a `ReleaseConfig`, without a mechanism) and the true input table that
+    rebuild a release's data from its manifest's ``input`` (``spec``) for ``hierdp
+    evaluate`` (``args``: its parsed command line)."""
+    from hierdp_core.config import ReleaseConfig
     from hierdp_core.data.loaders import read_table
+    from hierdp_core.declared_values import parse_domain
 
-    ns = argparse.Namespace(levels=",".join(spec["levels"]),
-                            count_column=spec.get("count_column"),
-                            categories=",".join(spec.get("category_columns") or []),
-                            local_codes=bool(spec.get("local_codes")),
-                            query=spec.get("query", "counts"),
-                            group_column=spec.get("group_column"),
-                            size_column=spec.get("size_column"),
-                            max_size=spec.get("max_size"),
-                            min_size=spec.get("min_size", 0),
-                            origin_levels=",".join(spec.get("origin_levels") or []),
-                            destination_levels=",".join(spec.get("destination_levels") or []),
-                            tree=spec.get("tree"), attribute=spec.get("attribute"),
-                            workload=spec.get("workload"), domain=spec.get("domain"),
-                            wide=",".join(spec.get("wide_patterns") or spec.get("wide")
-                                          or []) or None,
-                            wide_name=spec.get("wide_name"),
-                            missing=spec.get("missing"), ragged=bool(spec.get("ragged")),
-                            names=None, **evaluate_structure(args, spec))
-    return ns, read_table(Path(args.input), encoding=getattr(args, "encoding", None))
+    cfg = ReleaseConfig(
+        mechanism="", query=spec.get("query", "counts"), levels=tuple(spec["levels"]),
+        count_column=spec.get("count_column"),
+        category_columns=tuple(spec.get("category_columns") or ()),
+        local_codes=bool(spec.get("local_codes")), group_column=spec.get("group_column"),
+        size_column=spec.get("size_column"), max_size=spec.get("max_size"),
+        min_size=spec.get("min_size", 0),
+        origin_levels=tuple(spec.get("origin_levels") or ()),
+        destination_levels=tuple(spec.get("destination_levels") or ()),
+        tree=spec.get("tree"), attribute=spec.get("attribute"), workload=spec.get("workload"),
+        domain=parse_domain(spec["domain"]) if spec.get("domain") else None,
+        wide=",".join(spec.get("wide_patterns") or spec.get("wide") or []) or None,
+        wide_name=spec.get("wide_name"), missing=spec.get("missing") or "error",
+        ragged=bool(spec.get("ragged")), **evaluate_structure(args, spec))
+    return cfg, read_table(Path(args.input), encoding=getattr(args, "encoding", None))
 
 
 def evaluate_structure(args, spec: dict) -> dict:
-    """The structure arguments that rebuild a release's data: its declarations from the
+    """The structure settings that rebuild a release's data: its declarations from the
     manifest, and the geography and groups files (`recorded_file`)."""
+    data = {"file": args.input}
     if spec.get("structure", "from-data") != "declared" and not spec.get("geography"):
-        return {"structure_from_data": True, "geography": None, "category_values": None,
-                "invariant": None, "groups": None}
-    values = spec.get("category_values") or {}
-    groups = (recorded_file(args, spec, "groups", "groups file")
-              if spec.get("groups") else None)
-    return {"structure_from_data": False,
-            "geography": recorded_file(args, spec, "geography", "geography"),
-            "category_values": [f"{c}={'|'.join(v)}" for c, v in values.items()],
-            "invariant": spec.get("invariants"), "groups": groups}
+        return {"structure": "from-data", "data": data}
+    if spec.get("groups"):
+        data["groups"] = recorded_file(args, spec, "groups", "groups file")
+    data["geography"] = recorded_file(args, spec, "geography", "geography")
+    return {"structure": "declared", "data": data,
+            "category_values": {c: tuple(v) for c, v in
+                                (spec.get("category_values") or {}).items()},
+            "invariants": tuple(spec.get("invariants") or ())}
 
 
 def recorded_file(args, spec: dict, flag: str, what: str) -> str:
