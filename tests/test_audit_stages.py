@@ -28,7 +28,7 @@ from hierdp_core.privacy.plan import (
 
 SEED = 7
 STAGE_TRIALS = 4000  # per side for the whole mechanism; stages run on their own get 5 x
-CHAIN_TRIALS = 4000  # as every group-size pass had before; its twin in test_groupsizes_audit runs 1,500
+CHAIN_TRIALS = 4000  # as every group-size pass had before; the only pass audit of gs-mc-chain
 PAPER_CHAIN_TRIALS = 12_000  # bound about 1.15 at 8,000 trials, 1.44 at 20,000
 
 

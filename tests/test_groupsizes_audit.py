@@ -21,7 +21,9 @@ SEED = 11
 #: (2.40 > 2)
 PASS_TRIALS = 1500
 TRIALS = 4000
-PRIVATE = [i.name for i in list_mechanisms("group-sizes") if i.private]
+#: gs-mc-chain's pass is test_audit_stages.test_private_chain_passes_at_epsilon_one, at 4,000
+#: trials (a stronger check than 1,500 here, and the same audit: one run of it in the suite)
+PRIVATE = [i.name for i in list_mechanisms("group-sizes") if i.private and i.name != "gs-mc-chain"]
 NOT_PRIVATE = [i.name for i in list_mechanisms("group-sizes") if not i.private]
 
 
