@@ -1,7 +1,12 @@
 """Maps of an uploaded table in a real headless Chromium: a table with its own codes and its
-own boundary file (a GeoJSON of tiny squares made here) gets maps drawn from that file; a
-table from another country whose codes collide with the bundled Italian ones (different
-parents) gets no bundled map. Screenshots: test-artifacts/screenshots/geo_*.png."""
+own boundary file (a GeoJSON of tiny squares made here, uploaded through the Data page's
+boundaries section, which AppTest cannot do) gets maps drawn from that file; a tract table's
+boundaries are found under their second property. What needs no file upload is in
+test_geo_dashboard (AppTest): a table from another country whose codes collide with the
+bundled Italian ones gets no map at all, the group sizes of such a table (read from a CSV as
+the Data page reads it) offer no code column as the size, the US drill-down draws
+California's 58 counties (the browser draws a drill-down in test_browser.py's Italy walk).
+Screenshots: test-artifacts/screenshots/geo_*.png."""
 
 from __future__ import annotations
 
@@ -17,13 +22,11 @@ from test_browser import (  # noqa: F401  (fixtures)
     press,
     server,
     shot,
-    start_on,
     upload_on_data_page,
 )
-from test_geo_dashboard import colliding_table
 from test_geo_upload import squares_geojson
 
-from tests.browser_tools import select_option, settle
+from tests.browser_tools import settle
 
 pytestmark = pytest.mark.browser
 TRACTS = ["t01", "t02", "t03", "t04", "t05", "t06"]
@@ -114,49 +117,3 @@ def test_a_tract_table_is_not_melted_and_its_boundaries_find_the_second_property
     page.get_by_text("Maps drawn on your boundaries (tracts.geojson): 100% matched").wait_for()
     no_exception(page)
     shot(page, "geo_tract_table_second_property")
-
-
-def test_a_table_from_another_country_gets_no_bundled_map(server, page, tmp_path):  # noqa: F811
-    upload_on_data_page(page, server, colliding_table(), tmp_path / "communes.csv")
-    page.get_by_text("A tree of").first.wait_for()
-    page.get_by_text("No maps: no boundaries match every level").wait_for()
-    no_exception(page)
-    shot(page, "geo_other_country_data")
-    goto(page, "Results")
-    page.get_by_text("No map for this level").wait_for()
-    assert page.locator(MAP_PATHS).count() == 0
-    shot(page, "geo_other_country_results")
-
-
-def test_us_drill_down_zooms_to_the_state(server, page):  # noqa: F811
-    start_on(page, server, "Results")
-    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length > 1000")
-    select_option(page, "Drill down", "California")
-    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 58")
-    no_exception(page)
-    shot(page, "geo_us_drill_down")
-
-
-def test_group_sizes_offer_no_code_column_as_the_size(server, page, tmp_path):  # noqa: F811
-    table = colliding_table().rename(columns={"count": "households"})
-    table.insert(3, "hh_size", [1 + i % 5 for i in range(len(table))])
-    upload_on_data_page(page, server, table, tmp_path / "communes_sizes.csv")
-    goto(page, "Group sizes")
-    page.get_by_text("your table: communes_sizes.csv").click()
-    settle(page)
-    page.get_by_text("region and size", exact=True).click()
-    settle(page)
-    assert page.get_by_label("Size column", exact=True).input_value() == ""  # not preset
-    press(page, "Use the guessed columns")
-    size = page.get_by_label("Size column", exact=True)
-    page.wait_for_function(  # the select box can show its new value a frame after the run
-        "() => document.querySelector('input[aria-label=\"Size column\"]')?.value"
-        " === 'hh_size'", timeout=30_000)
-    assert size.input_value() == "hh_size"
-    size.click()
-    options = page.get_by_role("option").all_inner_texts()
-    page.keyboard.press("Escape")
-    assert not any("code" in o for o in options), options
-    page.wait_for_selector(".js-plotly-plot", state="attached")
-    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
-    shot(page, "geo_group_sizes_columns")

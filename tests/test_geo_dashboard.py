@@ -6,6 +6,9 @@ roles get valid defaults."""
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
@@ -62,6 +65,7 @@ def test_a_table_from_another_country_gets_no_bundled_map():
     assert not res.exception
     assert any("No map for this level" in i.value for i in res.info)
     assert not any("geo/italy" in s for s in figure_specs(res))
+    assert not any("choropleth" in s for s in figure_specs(res))  # no map at all
 
 
 def test_a_table_of_bundled_units_gets_their_map_and_can_refuse_it():
@@ -98,6 +102,7 @@ def test_own_boundaries_draw_the_maps(tmp_path):
 
 def test_group_sizes_never_pick_a_code_column_as_the_size():
     from hierdp_core import column_roles
+    from hierdp_core.data.loaders import read_table
 
     table = pd.DataFrame({"region_code": np.repeat([1, 2], 4), "commune": list("abcdefgh"),
                           "hh_size": [1, 2, 3, 4] * 2, "households": [9, 8, 7, 6] * 2})
@@ -111,6 +116,18 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
     assert at.selectbox(key="gs_up_size").value == "hh_size"
     assert at.selectbox(key="gs_up_count").value == "households"
     assert "region_code" not in at.selectbox(key="gs_up_size").options
+    # the browser's upload: another country's codes (three code columns), read from a CSV
+    # as the Data page reads a file; after the click the size is hh_size, no code offered
+    uploaded = colliding_table().rename(columns={"count": "households"})
+    uploaded.insert(3, "hh_size", [1 + i % 5 for i in range(len(uploaded))])
+    at = _app("pages/7_Group_sizes.py", read_table(io.BytesIO(
+        uploaded.to_csv(index=False).encode()), name="communes_sizes.csv"), upload_on="gs")
+    at.radio(key="gs_up_rows").set_value("size").run()
+    assert at.selectbox(key="gs_up_size").value is None  # not preset
+    at.button(key="gs_up_suggest").click().run()
+    assert_clean(at)
+    assert at.selectbox(key="gs_up_size").value == "hh_size"
+    assert not any("code" in o for o in at.selectbox(key="gs_up_size").options)
     text = table.assign(hh_size=table["hh_size"].astype(str) + " persons")
     at = _app("pages/7_Group_sizes.py", text.drop(columns="households"), upload_on="gs")
     at.radio(key="gs_up_rows").set_value("size").run()
@@ -166,6 +183,10 @@ def test_us_drill_down_zooms_to_the_unit():
     assert not at.exception
     specs = [s for s in figure_specs(at) if "choropleth" in s]
     assert specs and all('"mercator"' in s and '"fitbounds":"locations"' in s for s in specs)
+    for spec in specs:  # California's 58 counties, and only them
+        locations = next(t["locations"] for t in json.loads(spec)["data"]
+                         if t["type"] == "choropleth")
+        assert len(locations) == 58 and all(str(c).startswith("06") for c in locations)
 
 
 def test_level_picker_and_names_after_an_upload():
