@@ -2,7 +2,8 @@
 (units x age bands) is detected, melted with a preview and released, publishable over a
 declared geography; empty count cells and units that skip a level get a friendly message
 and a choice. AppTest cannot upload files: the upload is set in session state (loaded as
-version 0, hence the widget keys ``*_0`` of `ui.inputs.upload_key`)."""
+version 0, hence the widget keys ``*_0`` of `ui.inputs.upload_key`). The click that melts an
+uploaded wide table in a browser is in test_browser_geo's tract table walk."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_a_wide_table_is_detected_melted_previewed_and_released():
     assert at.session_state[session.ROLES]["count_column"] == "count"
     assert at.session_state[session.ROLES]["category_columns"] == ["category"]
     assert "21 categories" in text(at)
+    assert "A tree of 8 units over 3 levels" in text(at)  # the levels kept through the melt
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
     release = at.session_state[session.RELEASE]
