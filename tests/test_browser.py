@@ -1,10 +1,10 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Playwright): the Italian
-sample's maps at every level; the Group sizes, Flows and Range queries pages (their sweeps,
-their plain-language panel, their configuration box, their release CSV); uploaded tables
-released on the Flows, Group sizes and Range queries pages; a bad upload. The helpers here
-(fixtures, page moves, `check_release_csv`) serve every browser test module; the US
-counties' walk from Home to a publishable release is test_browser_us_walk.py. Screenshots
-go to test-artifacts/screenshots/."""
+sample's maps at every level; the Group sizes and Flows pages (their sweeps, their
+plain-language panel, their configuration box); uploaded tables released on the Flows,
+Group sizes and Range queries pages; a bad upload. The helpers here (fixtures, page moves,
+`check_release_csv`) serve every browser test module; the Range queries page's own walk is
+test_browser_ranges.py, the US counties' walk from Home to a publishable release
+test_browser_us_walk.py. Screenshots go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -277,32 +277,6 @@ def test_bad_upload_shows_an_error(server, page, tmp_path):
     assert "latin-1" in alert.inner_text() or "encoding" in alert.inner_text().lower()
     no_exception(page)
     shot(page, "7_bad_upload")
-
-
-def test_ranges_page(server, page, tmp_path):
-    page.set_viewport_size({"width": 1440, "height": 4100})  # the whole page in the shot
-    start_on(page, server, "Range queries")
-    page.wait_for_selector(".js-plotly-plot .barlayer")
-    # by default DAWA skips its partition on the provinces at epsilon 1 (their release says
-    # it does not pay); "always" runs it, and its buckets are drawn behind the histogram
-    page.get_by_text("More options").first.click()
-    page.locator("label").filter(has_text="always").first.click()
-    bands = ".js-plotly-plot .layer-below .shapelayer path"
-    page.wait_for_function(f"() => document.querySelectorAll('{bands}').length >= 2")
-    assert page.get_by_text("buckets").count() >= 1
-    assert page.get_by_text("evaluation only, not a DP release").count() >= 1
-    press(page, "Compare")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
-    one_trial_per_sweep(page)  # the sweep's scale is not what this test checks
-    press(page, "Run the sweep")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
-    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
-    shot(page, "11_ranges")
-    # the bundled sample's export, released with identity: its bootstrap takes seconds where
-    # DAWA's re-runs take ~50 s (the upload test prepares a DAWA bootstrap in the browser)
-    select_option(page, "Mechanism", "Identity")
-    table = save_release_csv(page, tmp_path / "ranges_release.csv")  # adds up, age by age
-    assert (table["level"] == 2).sum() == 107 * 101  # provinces x single years of age
 
 
 def one_trial_per_sweep(pg, label: str = "Trials", default: int = 2) -> None:
