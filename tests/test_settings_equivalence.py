@@ -2,7 +2,9 @@
 (`hierdp_core.cli.config_file.settings_of_args`), as a configuration file (`load_config`) and
 as a dashboard session (`ui.config.current_config`, a query page's configuration) are one
 `ReleaseConfig`, and give one release, for each query kind; ``--save-config`` writes that
-object, and ``--config`` reads it back to the same release."""
+object, and ``--config`` reads it back to the same release. The Flows and Range queries
+pages' sessions are checked against the flags in `test_app_query_config`'s run of each page
+(`the_flags_give_the_pages_configuration_and_release`)."""
 
 from __future__ import annotations
 
@@ -191,24 +193,21 @@ PAGE_FLAGS = {
 }
 
 
-@pytest.mark.parametrize("prefix", ["fl", "rg"])
-def test_a_query_pages_session_is_the_configuration_of_the_flags(capsys, tmp_path, prefix):
-    """The Flows and Range queries pages (the group sizes' sample takes the longest to
-    release twice; `test_app_query_config` runs it through a configuration file)."""
-    from test_app import assert_clean, page
+def the_flags_give_the_pages_configuration_and_release(capsys, folder, prefix, at) -> None:
+    """The Flows and Range queries pages (``at``: the page of ``prefix`` run with
+    `test_app_query_config`'s settings, by its test, which shares that run): the command
+    line's flags give the page's configuration and its release (the group sizes' sample
+    takes the longest to release twice; `test_app_query_config` runs it through a
+    configuration file)."""
     from test_app_query_config import released
 
     from hierdp_core.ui.query_config import CONFIGS
 
-    path, release_key, choose = PAGES[prefix]
-    at = page(path).run()
-    choose(at)
-    at.run()
-    assert_clean(at)
+    _, release_key, _ = PAGES[prefix]
     dashboard = at.session_state[CONFIGS][prefix]
     params = [x for k, v in dashboard.params.items()
               for x in ("--param", f"{k}={str(v).lower() if isinstance(v, bool) else v}")]
-    cli, values = _cli_on_sample(capsys, tmp_path, dashboard.data["sample"],
+    cli, values = _cli_on_sample(capsys, folder, dashboard.data["sample"],
                                  [*PAGE_FLAGS[prefix], *params])
     _same_but_the_data(dashboard, cli, dashboard.data["sample"])
     np.testing.assert_array_equal(values, np.concatenate(
