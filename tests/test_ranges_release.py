@@ -223,9 +223,12 @@ def test_cli_workloads_and_errors(capsys, tmp_path, ages_csv):
 
 
 AUDIT_TRIALS = 1500
+#: dawa's and partition-laplace's passes are test_audit_stages.test_private_dawa_passes_every_stage,
+#: the same stage-by-stage audit at 4,000 trials (the reference DAWA's failure is there too)
+STAGE_AUDITED = ("dawa", "dawa-reference", "partition-laplace")
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "dawa-reference"])
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in STAGE_AUDITED])
 def test_private_range_mechanisms_pass_the_audit(name):
     r = audit_mechanism(name, 1.0, trials=AUDIT_TRIALS, seed=4)
     assert r.passed and r.epsilon_lower_bound <= 1.0, r.summary()
