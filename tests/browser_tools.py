@@ -129,9 +129,14 @@ def timed_rerun(page, act, timeout_ms: int = 120_000, again_after_ms: int | None
         const app = document.querySelector('[data-testid="stApp"]');
         window.__hdStates = [app.dataset.testScriptState];  // a run under way counts
         window.__hdObserver?.disconnect();
-        window.__hdObserver = new MutationObserver(() =>
-            window.__hdStates.push(app.dataset.testScriptState));
-        window.__hdObserver.observe(app, {attributes: true,
+        // every state passed through, even two changes in one batch (a rerun fast enough
+        // to start and end between two callbacks, as on a warm server): each record's old
+        // value is the one before it, the attribute's value now the last
+        window.__hdObserver = new MutationObserver(records => {
+            for (const r of records.slice(1)) window.__hdStates.push(r.oldValue);
+            window.__hdStates.push(app.dataset.testScriptState);
+        });
+        window.__hdObserver.observe(app, {attributes: true, attributeOldValue: true,
                                           attributeFilter: ['data-test-script-state']});
     }""")
     started = time.perf_counter()
