@@ -144,12 +144,10 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
     elif shape == "topdown":
-        with ThreadPoolExecutor(1) as pool:  # its own seed: the same on any thread
-            unclipped = pool.submit(unclipped_half_widths, release, noises, level)
-            below, above, draws = _bootstrap(release, noises, level, replicates
-                                             or bootstrap_replicates(release.values.size))
-            lower, upper, inverted = near_zero_inversion(release.values, below, above,
-                                                         unclipped.result())
+        below, above, draws = _bootstrap(release, noises, level, replicates
+                                         or bootstrap_replicates(release.values.size))
+        lower, upper, inverted = near_zero_inversion(
+            release.values, below, above, unclipped_half_widths(release, noises, level))
         h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
             h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
