@@ -38,16 +38,21 @@ def test_a_forked_child_never_repeats_its_parents_stream():
 
 def test_threads_get_distinct_keystreams():
     got = {}
+    # the generators are kept (a finished thread's one was freed and its address, ``id``,
+    # reused by the next: seen once in the suite) and the three threads live at once
+    all_drawn = threading.Barrier(3)
 
     def draw(name):
-        got[name] = (id(secure_words()), secure_words().random_bytes(32).tobytes())
+        words = secure_words()
+        got[name] = (words, words.random_bytes(32).tobytes())
+        all_drawn.wait(timeout=30)
 
     threads = [threading.Thread(target=draw, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len({g[0] for g in got.values()}) == 3
+    assert len({id(g[0]) for g in got.values()}) == 3
     assert len({g[1] for g in got.values()}) == 3
 
 
