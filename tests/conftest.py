@@ -87,6 +87,21 @@ def shared_dashboard(_publisher_key_in_a_temporary_config, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def shared_dask_cluster(_publisher_key_in_a_temporary_config):
+    """One Dask cluster of two single-threaded worker processes (1 GB each) per test process,
+    started on first use and shared by the Dask tests (a process cluster takes seconds to
+    start and to import hierdp in each worker): a `distributed.Client` of it. Its workers
+    are separate processes, as on a real cluster (everything pickled, each keying its own
+    keystream); the CLI tests reach it with ``--scheduler client.scheduler.address``."""
+    pytest.importorskip("distributed")
+    from hierdp_core.engine import dask_engine
+
+    client = dask_engine.open_client(workers=2, memory_limit="1GB")
+    yield client
+    dask_engine.close_client(client)
+
+
+@pytest.fixture(scope="session")
 def shared_chromium():
     """One headless Chromium (Debian's, driven by Playwright) per test process for the
     browser tests, started on first use; each test opens its own context (cookies, storage

@@ -93,8 +93,11 @@ def test_rows_outside_the_geography_are_a_typed_error(dataset, client):
                                     source=NoiseSource(seed=1), client=client)
 
 
-def release_args(dataset, out, *extra):
-    return [dataset / "csv", "--engine", "dask", "--workers", "2", "--levels",
+def release_args(dataset, out, *extra, cluster=None):
+    """The CLI's Dask release of ``dataset`` into ``out``: on a cluster of 2 workers it starts
+    itself, or on the running ``cluster`` (a client of it: ``--scheduler``)."""
+    where = ["--scheduler", cluster.scheduler.address] if cluster else ["--workers", "2"]
+    return [dataset / "csv", "--engine", "dask", *where, "--levels",
             ",".join(LEVELS), "--categories", "sex,age", "--category-values", "sex=F|M",
             "--category-values", "age=0-17|18-64|65+", "--geography", dataset / "geo.csv",
             "--mechanism", "topdown", "--epsilon", "1", "--seed", "3", "--out", out,
@@ -117,10 +120,11 @@ def test_cli_dask_release_is_a_partitioned_parquet_dataset_equal_to_in_memory(
         assert manifest.get(key) == expected_manifest.get(key)
 
 
-def test_a_changed_or_unlisted_part_is_refused(dataset, tmp_path, capsys):
+def test_a_changed_or_unlisted_part_is_refused(dataset, tmp_path, capsys, shared_dask_cluster):
     from hierdp_core.errors import InputError, ManifestError
 
-    assert run_cli(capsys, "release", *release_args(dataset, tmp_path / "r"))[0] == 0
+    args = release_args(dataset, tmp_path / "r", cluster=shared_dask_cluster)
+    assert run_cli(capsys, "release", *args)[0] == 0
     folder, key = tmp_path / "r", tmp_path / "key"
     extra = folder / "release.parquet" / "part-99999.parquet"
     extra.write_bytes((folder / "release.parquet" / "part-00001.parquet").read_bytes())
@@ -183,9 +187,10 @@ def test_parts_written_by_the_workers_are_the_gathered_release(dataset, client, 
     assert mb["table_rules"] == table_rules(gathered)
 
 
-def test_cli_interval_none_has_the_workers_write_the_release(dataset, tmp_path, capsys):
-    code, _, err = run_cli(capsys, "release", *release_args(dataset, tmp_path / "dask"),
-                           "--interval", "none")
+def test_cli_interval_none_has_the_workers_write_the_release(dataset, tmp_path, capsys,
+                                                             shared_dask_cluster):
+    code, _, err = run_cli(capsys, "release", *release_args(
+        dataset, tmp_path / "dask", "--interval", "none", cluster=shared_dask_cluster))
     assert code == 0, err
     memory = release_args(dataset, tmp_path / "mem", "--format", "parquet", "--interval",
                           "none")
@@ -228,11 +233,13 @@ def test_the_whole_datasets_total_is_checked_not_only_each_partition(tmp_path, c
     assert release.values.shape[0] == 5
 
 
-def test_a_release_refused_by_its_size_spends_no_budget(dataset, tmp_path, capsys):
+def test_a_release_refused_by_its_size_spends_no_budget(dataset, tmp_path, capsys,
+                                                        shared_dask_cluster):
     """The write-ahead spend of a secure Dask release comes after the size checks: a
     release refused for its cells leaves the ledger as it was, so the next one (under the
     implicit total of one release) is not refused for an earlier spend."""
-    args = [a for a in release_args(dataset, tmp_path / "r") if a not in ("--seed", "3")]
+    args = [a for a in release_args(dataset, tmp_path / "r", cluster=shared_dask_cluster)
+            if a not in ("--seed", "3")]
     code, _, err = run_cli(capsys, "release", *args, "--secure", "--max-cells", "10")
     assert code == 2 and "cells" in err and "budget" not in err
     code, out, err = run_cli(capsys, "release", *args, "--secure")

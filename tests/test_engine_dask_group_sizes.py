@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from hierdp_core.engine import dask_engine, dask_group_sizes  # noqa: E402
+from hierdp_core.engine import dask_group_sizes  # noqa: E402
 from hierdp_core.errors import InputError  # noqa: E402
 from hierdp_core.export import read_release  # noqa: E402
 from hierdp_core.groupsizes.data import group_size_data_from_people  # noqa: E402
@@ -45,12 +45,11 @@ def dataset(tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="module")
-def client():
-    """Two single-threaded worker processes (what a cluster does: everything pickled)."""
-    c = dask_engine.open_client(workers=2, memory_limit="1GB")
-    yield c
-    dask_engine.close_client(c)
+@pytest.fixture
+def client(shared_dask_cluster):
+    """Two single-threaded worker processes (what a cluster does: everything pickled): the
+    test process's shared cluster (conftest)."""
+    return shared_dask_cluster
 
 
 def geography(dataset):

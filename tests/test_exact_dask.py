@@ -16,15 +16,12 @@ from tests.test_engine_dask import LEVELS, persons  # noqa: E402
 
 
 @pytest.mark.slow
-def test_a_secure_dask_release_draws_exact_noise_in_every_worker(tmp_path):
+def test_a_secure_dask_release_draws_exact_noise_in_every_worker(tmp_path,
+                                                                 shared_dask_cluster):
     persons(6_000).to_parquet(tmp_path / "p.parquet", index=False)
-    client = dask_engine.open_client(workers=2, processes=True)
-    try:
-        release, _ = dask_engine.release_dataset(
-            tmp_path / "p.parquet", LEVELS, "topdown", PrivacyBudget.pure(1.0),
-            source=NoiseSource(secure=True), client=client)
-    finally:
-        dask_engine.close_client(client)
+    release, _ = dask_engine.release_dataset(
+        tmp_path / "p.parquet", LEVELS, "topdown", PrivacyBudget.pure(1.0),
+        source=NoiseSource(secure=True), client=shared_dask_cluster)
     randomness = release.randomness
     assert randomness["sampler"] == "hierdp-exact"
     measured = randomness["measurements"]
