@@ -80,6 +80,7 @@ from tests.browser_tools import (
     select_option,
     settle,
     timed_click,
+    watch_script_runs,
 )
 from tests.browser_workshop import (
     STEPS,
@@ -197,6 +198,7 @@ def new_page(browser, url: str, outside: list[str]):
     the URL until then."""
     context = browser.new_context(viewport={"width": 1440, "height": 2200})
     context.add_init_script(PAGE_SCRIPT)
+    watch_script_runs(context)
     context.route(re.compile(rf"^(?!{re.escape(url)}|data:|blob:)"),
                   lambda route: (outside.append(route.request.url), route.abort()))
     page = context.new_page()

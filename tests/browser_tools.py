@@ -92,16 +92,72 @@ def new_context(browser, **options):
     prefers reduced motion: Streamlit then drops its CSS animations (the running indicator,
     fades), which a headless Chromium composites in software at 60 frames a second for as
     long as a script runs (measured: 15-19 s of CPU per query-page walk, against 1-3). No
-    test checks an animation; every page, value and colour is the same."""
-    return browser.new_context(reduced_motion="reduce", **options)
+    test checks an animation; every page, value and colour is the same. Its pages count
+    their script runs (`watch_script_runs`)."""
+    context = browser.new_context(reduced_motion="reduce", **options)
+    watch_script_runs(context)
+    return context
+
+
+# Counts, in the page, the script runs its server reports: every binary websocket frame is a
+# Streamlit ForwardMsg; its top-level fields are read (a length-delimited one skipped by its
+# length, so nested messages are never mistaken for it): field 4 (new_session) starts a run,
+# field 6 (script_finished, a varint) ends one unless its status is 2 (FINISHED_EARLY_FOR_RERUN:
+# another run follows).
+RUN_COUNTER = """(() => {
+  if (window.__hdRuns !== undefined) return;
+  window.__hdRuns = 0;
+  window.__hdStarts = 0;
+  const varint = (b, i) => {
+    let v = 0, shift = 1, c;
+    do { c = b[i++]; v += (c & 127) * shift; shift *= 128; } while (c & 128 && i < b.length);
+    return [v, i];
+  };
+  window.__hdCountFrame = data => {
+    if (!(data instanceof ArrayBuffer)) return;
+    const b = new Uint8Array(data);
+    let i = 0, tag, v;
+    while (i < b.length) {
+      [tag, i] = varint(b, i);
+      const field = Math.floor(tag / 8), wire = tag % 8;
+      if (wire === 0) {
+        [v, i] = varint(b, i);
+        if (field === 6 && v !== 2) window.__hdRuns++;
+      } else if (wire === 2) {
+        [v, i] = varint(b, i);
+        if (field === 4) window.__hdStarts++;
+        i += v;
+      } else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return;
+    }
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", e => window.__hdCountFrame(e.data));
+    }
+  };
+})()"""
+
+
+def watch_script_runs(context) -> None:
+    """Have every page of ``context`` count the script runs its server starts
+    (``window.__hdStarts``) and finishes (``window.__hdRuns``), read from the websocket's
+    messages (`RUN_COUNTER`): what `timed_rerun` waits for. The page's own running state is
+    not enough: a run answered from warm caches can start and end within one frame, and
+    the page then never shows it running (tests waited 120-300 s for such runs under load)."""
+    context.add_init_script(RUN_COUNTER)
 
 
 _SHOWN = "t => [...document.querySelectorAll('h1')].some(h => h.innerText.trim() === t)"
 
 
 # ---- driving a Playwright page (the caller owns Playwright; nothing is imported here) -----
-IDLE = "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState" \
-       " === 'notRunning'"
+IS_IDLE = "document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState" \
+          " === 'notRunning'"
+IDLE = "() => " + IS_IDLE
 
 
 def settle(page, timeout_ms: int = 120_000) -> None:
@@ -119,40 +175,31 @@ def timed_click(page, locator, timeout_ms: int = 120_000) -> float:
 
 
 def timed_rerun(page, act, timeout_ms: int = 120_000, again_after_ms: int | None = None) -> float:
-    """Do ``act()`` (an input that reruns the script), then return the seconds until that
-    rerun has finished and the browser has painted twice. An input given while a run is
-    under way restarts that run without the page ever showing 'notRunning' in between: the
-    state at the start counts as seen. ``again_after_ms``: for an act that may be repeated
-    (typing a value), do it once more if no run has started that long after it (an input
-    lost under load: a workshop session once waited 300 s for a seed nobody received)."""
-    page.evaluate("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        window.__hdStates = [app.dataset.testScriptState];  // a run under way counts
-        window.__hdObserver?.disconnect();
-        // every state passed through, even two changes in one batch (a rerun fast enough
-        // to start and end between two callbacks, as on a warm server): each record's old
-        // value is the one before it, the attribute's value now the last
-        window.__hdObserver = new MutationObserver(records => {
-            for (const r of records.slice(1)) window.__hdStates.push(r.oldValue);
-            window.__hdStates.push(app.dataset.testScriptState);
-        });
-        window.__hdObserver.observe(app, {attributes: true, attributeOldValue: true,
-                                          attributeFilter: ['data-test-script-state']});
-    }""")
+    """Do ``act()`` (an input that reruns the script), then return the seconds until the
+    server has finished a run after it, the page shows no run under way and the browser has
+    painted twice (script run + transfer + rendering, as a user waits for it). The runs are
+    counted from the server's messages (the page's context made by `new_context` or given
+    `watch_script_runs`). An input given while a run is under way restarts that run: the
+    run cut short is not counted, the one that follows is. ``again_after_ms``: for an act
+    that may be repeated (typing a value), do it once more if no run has started that long
+    after it (an input lost under load: a workshop session once waited 300 s for a seed
+    nobody received)."""
+    counts = page.evaluate("() => [window.__hdStarts, window.__hdRuns]")
+    if counts[0] is None:
+        raise RuntimeError("timed_rerun needs a page that counts its script runs: make its "
+                           "context with new_context or watch_script_runs")
     started = time.perf_counter()
     act()
     if again_after_ms is not None:
         try:
-            page.wait_for_function("() => window.__hdStates.includes('running')",
+            page.wait_for_function("starts => window.__hdStarts > starts", arg=counts[0],
                                    timeout=again_after_ms, polling="raf")
         except Exception as exc:  # Playwright's TimeoutError (not imported here)
             if type(exc).__name__ != "TimeoutError":
                 raise
             act()
-    page.wait_for_function("""() => {
-        const s = window.__hdStates;
-        return s.includes('running') && s[s.length - 1] === 'notRunning';
-    }""", timeout=timeout_ms, polling="raf")
+    page.wait_for_function("runs => window.__hdRuns > runs && " + IS_IDLE, arg=counts[1],
+                           timeout=timeout_ms, polling="raf")
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return time.perf_counter() - started
 

@@ -29,6 +29,7 @@ from tests.browser_tools import (
     settle,
     timed_click,
     timed_rerun,
+    watch_script_runs,
 )
 
 DEMO_SAMPLES = ("us-counties", "italy-municipalities", "synthetic-us-like")
@@ -114,6 +115,7 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str,
             context = browser.new_context(
                 viewport={"width": 1280, "height": 800}, accept_downloads=True,
                 reduced_motion="reduce" if reduced_motion else "no-preference")
+            watch_script_runs(context)
             page = context.new_page()
             page.set_default_timeout(STEP_TIMEOUT_MS)
             said: list[str] = []  # the page's console errors and crashes, for the report
