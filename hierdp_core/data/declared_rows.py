@@ -88,29 +88,29 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     if len(levels) != len(codes) or not all(map(_usable, [*codes, *values.values()])):
         return None
     columns = [*levels, *declared, *([count_column] if count_column else [])]
+    ancestors = _ancestors(h)
     try:
         parts = text_string_parts(src, columns, encoding, parts=PARTS)
-        placed = None if parts is None else _place(parts, h, levels, count_column, codes,
-                                                   values)
+        placed = None if parts is None else _place(parts, ancestors, levels, count_column,
+                                                   codes, values)
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None  # a malformed or undecodable file: the careful reader says where
     if not placed:
         return None
     leaf, cell, counts = (np.concatenate(part) if part[0] is not None else None
                           for part in zip(*placed, strict=True))
-    seen = _present_nodes(h, leaf)
+    seen = _present_nodes(h, ancestors, leaf)
     present = {c: codes[i][seen[i]].tolist() for i, c in enumerate(levels)}
     return PlacedRows(leaf.astype(np.int64), cell.astype(np.int64), counts, present)
 
 
-def _place(parts: list, h, levels, count_column, codes, values) -> list | None:
+def _place(parts: list, ancestors, levels, count_column, codes, values) -> list | None:
     """Per batch (leaves, cells, counts), or None when a row is not plain (see
-    `place_rows`). Each part of the file
+    `place_rows`; ``ancestors``: `_ancestors` of the geography). Each part of the file
     (`text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
     of the GIL); a single part is read one block ahead on a thread while a block is
     placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
-    ancestors = _ancestors(h)
     sizes = [v.size for v in values.values()]
     cell_type = np.int32 if np.prod(sizes) < 2**31 else np.int64
 
@@ -141,13 +141,13 @@ def _place(parts: list, h, levels, count_column, codes, values) -> list | None:
     return done
 
 
-def _present_nodes(h, leaf: np.ndarray) -> list[np.ndarray]:
+def _present_nodes(h, ancestors: list[np.ndarray], leaf: np.ndarray) -> list[np.ndarray]:
     """For each geography level below the root, coarse to fine, whether a row lies under
-    each of its nodes: the leaves some row holds and their ancestors (a row's coarser codes
-    are its leaf's ancestors', `_place` checked)."""
+    each of its nodes: the leaves some row holds and their ancestors (``ancestors``:
+    `_ancestors`; a row's coarser codes are its leaf's ancestors', `_place` checked)."""
     leaves = np.bincount(leaf, minlength=h.n_leaves) > 0
     out = []
-    for level, up in enumerate(_ancestors(h), start=1):
+    for level, up in enumerate(ancestors, start=1):
         flags = np.zeros(h.level_size(level), dtype=bool)
         flags[up[leaves]] = True
         out.append(flags)
