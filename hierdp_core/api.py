@@ -226,29 +226,16 @@ def release_of_config(cfg: ReleaseConfig, run: RunOptions, path: Path, source, t
     noise is drawn (to charge a ledger); the settings as the table's preparation left
     them. A mechanism that is not private is refused. Raises a `HierdpError` for bad
     input."""
-    from hierdp_core.cli.budget import release_budget
-    from hierdp_core.cli.inputs import mechanism_params
-    from hierdp_core.cli.release import (
-        _split,
-        check_invariants,
-        memory_input,
-        refuse_nonprivate,
-    )
-    from hierdp_core.mechanisms.base import get_mechanism
+    from hierdp_core.cli.release import checked_mechanism, memory_release
 
-    mechanism = get_mechanism(cfg.mechanism, cfg.query)
-    if cfg.query not in mechanism.info.queries:
-        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}")
-    refuse_nonprivate(mechanism.info, False)
-    cfg = check_invariants(cfg, mechanism)
-    budget = release_budget(cfg)
-    cfg, _, _, data, _ = memory_input(cfg, run, path, table)
-    _, split = _split(cfg, mechanism, data, budget)
-    if before_noise is not None:
-        before_noise(budget)
-    made = mechanism.release(data, budget, split=split, source=source,
-                             **mechanism_params(cfg))
-    return made, cfg, data, budget
+    mechanism, cfg, budget, _ = checked_mechanism(cfg, allow_nonprivate=False)
+
+    def charge(_prepared_cfg) -> None:
+        if before_noise is not None:
+            before_noise(budget)
+
+    made = memory_release(cfg, run, path, mechanism, budget, source, charge, table=table)
+    return made.release, made.cfg, made.data, budget
 
 
 def _category_values(category_values) -> dict[str, tuple[str, ...]]:

@@ -10,6 +10,7 @@ import math
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from hierdp_core.cli.budget import (
     check_release_fits,
@@ -63,13 +64,7 @@ def cmd_release(cfg, run) -> int:
     check_writable(run.out)  # an --out that cannot be written is refused before the work
     if run.save_config:
         check_save_config(run)
-    mechanism = get_mechanism(cfg.mechanism, cfg.query)
-    if cfg.query not in mechanism.info.queries:
-        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}; it "
-                         f"supports {list(mechanism.info.queries)}")
-    nonprivate = refuse_nonprivate(mechanism.info, run.allow_nonprivate)
-    cfg = check_invariants(cfg, mechanism)
-    budget = release_budget(cfg)
+    mechanism, cfg, budget, nonprivate = checked_mechanism(cfg, run.allow_nonprivate)
     if cfg.seed is not None and run.secure:
         raise InputError("give --seed (exploration) or --secure (release), not both")
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(
@@ -98,12 +93,12 @@ def cmd_release(cfg, run) -> int:
             cfg, run, mechanism, budget, source, split_then_reserve, mechanism_params(cfg))
         reserved = spends[0]
     else:
-        cfg, table, prepared, data, sparse = memory_input(cfg, run, path)
-        content = path
-        choice, split = _split(cfg, mechanism, data, budget)
-        reserved = reserve_release(cfg, run, budget, mechanism.info.name, source, content)
-        release = mechanism.release(data, budget, split=split, source=source,
-                                    **mechanism_params(cfg))
+        content, spends = path, []
+        release, cfg, table, prepared, data, sparse, choice = memory_release(
+            cfg, run, path, mechanism, budget, source,
+            before_noise=lambda prepared_cfg: spends.append(reserve_release(
+                prepared_cfg, run, budget, mechanism.info.name, source, content)))
+        reserved = spends[0]
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
         sparse = (f"{sparse}; " if sparse else "") + (
             f"domain kept sparse: {len(release.categories):,} intervals released for each "
@@ -157,6 +152,46 @@ def cmd_release(cfg, run) -> int:
     if spent:
         print(spent)
     return 0
+
+
+def checked_mechanism(cfg, allow_nonprivate: bool):
+    """(the mechanism, ``cfg`` with its invariants checked (`check_invariants`), its budget,
+    the warning of an allowed non-private mechanism or None) of the settings ``cfg``; a
+    mechanism that does not release ``cfg``'s query, or is not private and not allowed
+    (`refuse_nonprivate`), is refused."""
+    mechanism = get_mechanism(cfg.mechanism, cfg.query)
+    if cfg.query not in mechanism.info.queries:
+        raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}; it "
+                         f"supports {list(mechanism.info.queries)}")
+    nonprivate = refuse_nonprivate(mechanism.info, allow_nonprivate)
+    cfg = check_invariants(cfg, mechanism)
+    return mechanism, cfg, release_budget(cfg), nonprivate
+
+
+class MemoryRelease(NamedTuple):
+    """A release made in memory and what it was made from (see `memory_input`)."""
+
+    release: object
+    cfg: object
+    table: object
+    prepared: str
+    data: object
+    sparse: str | None
+    choice: object
+
+
+def memory_release(cfg, run, path: Path, mechanism, budget, source, before_noise,
+                   table=None) -> MemoryRelease:
+    """The release of ``cfg`` held in memory: its input read and checked (`memory_input`),
+    its split (`_split`: the choice of ``--split-goal`` kept), then ``before_noise(cfg)``
+    with the settings as the input's preparation left them (the ledger's write-ahead
+    spend), then the ``mechanism``'s noise from ``source``."""
+    cfg, table, prepared, data, sparse = memory_input(cfg, run, path, table)
+    choice, split = _split(cfg, mechanism, data, budget)
+    before_noise(cfg)
+    release = mechanism.release(data, budget, split=split, source=source,
+                                **mechanism_params(cfg))
+    return MemoryRelease(release, cfg, table, prepared, data, sparse, choice)
 
 
 def memory_input(cfg, run, path: Path, table=None):
