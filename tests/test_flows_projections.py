@@ -178,3 +178,33 @@ def test_milp_constraints_are_the_programme_row_by_row(lengths, draw):
     lower, upper = _milp_limits(x, c)
     assert np.array_equal(lower, np.concatenate([np.full(m, -np.inf), x, c]))
     assert np.array_equal(upper, np.concatenate([x, np.full(m, np.inf), c]))
+
+
+def test_milp_skips_highs_only_where_the_optimum_is_unique(monkeypatch):
+    """linf_milp returns, on every segment, what HiGHS alone returns, calling HiGHS only for
+    batches with a segment of several optima (small instances with both kinds: every
+    segment with one optimum passes the uniqueness test, and some batches are solved
+    without HiGHS)."""
+    import hierdp_core.flows.projections as projections
+
+    solve = projections._milp_block
+    calls = []
+    monkeypatch.setattr(projections, "_milp_block",
+                        lambda x, seg, c: calls.append(x.size) or solve(x, seg, c))
+    rng = np.random.default_rng(11)
+    skipped = 0
+    for _ in range(60):
+        rows = [(rng.integers(-12, 20, size=rng.integers(1, 4)), int(rng.integers(0, 25)))
+                for _ in range(rng.integers(1, 4))]
+        xs, starts, c = batch(rows)
+        seg = np.repeat(np.arange(len(rows)), [len(x) for x, _ in rows])
+        alone = solve(xs, seg, c)  # HiGHS on the whole batch
+        calls.clear()
+        assert np.array_equal(linf_milp(xs, starts, c), alone)
+        skipped += not calls
+        if not calls:  # only when no segment has another y at HiGHS's optimum
+            for x, y, total in zip(split(xs, starts), split(alone, starts), c, strict=True):
+                alpha = np.abs(np.subtract(y, x)).max()
+                box = [range(max(v - alpha, 0), v + alpha + 1) for v in x]
+                assert sum(sum(p) == total for p in itertools.product(*box)) == 1
+    assert 5 < skipped < 55, skipped

@@ -85,8 +85,15 @@ class GroupSizeData(CountData):
         return counts
 
     def groups(self) -> np.ndarray:
-        """Number of groups of every node (public), shape (n_nodes,)."""
-        return self.node_totals()
+        """Number of groups of every node (public), shape (n_nodes,), computed once and
+        read-only."""
+        return self._groups
+
+    @cached_property
+    def _groups(self) -> np.ndarray:
+        groups = self.node_totals()
+        groups.flags.writeable = False
+        return groups
 
     @property
     def total_groups(self) -> int:

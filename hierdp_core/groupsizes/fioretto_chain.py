@@ -63,10 +63,21 @@ def _post_order(h: Hierarchy) -> np.ndarray:
 
 def chain_order(h: Hierarchy, n_sizes: int) -> ChainOrder:
     """The chain of ``n_sizes`` copies of the region tree (sizes 0..n_sizes-1); see
-    `ChainOrder`. The DFS child order is the hierarchy's node order (sorted codes)."""
+    `ChainOrder`. The DFS child order is the hierarchy's node order (sorted codes). Made
+    once per hierarchy and ``n_sizes`` (`Hierarchy.derived`); its arrays are read-only."""
     n_sizes = int(n_sizes)
     if n_sizes < 1:
         raise InputError(f"n_sizes must be >= 1, got {n_sizes}")
+    return h.derived(("chain_order", n_sizes), lambda: _read_only(_chain_order(h, n_sizes)))
+
+
+def _read_only(chain: ChainOrder) -> ChainOrder:
+    for a in chain:
+        a.flags.writeable = False
+    return chain
+
+
+def _chain_order(h: Hierarchy, n_sizes: int) -> ChainOrder:
     post = np.empty(h.n_nodes, dtype=np.int64)
     post[_post_order(h)] = np.arange(h.n_nodes)
     cells = (post[None, :] * n_sizes + np.arange(n_sizes)[:, None]).ravel()
@@ -147,16 +158,26 @@ def chain_dp(h: Hierarchy, chain_noisy, total_groups, *, delta=None) -> np.ndarr
     del delta
     c = _values(h, chain_noisy, "chain_noisy")
     G = _total(total_groups)
-    chain = chain_order(h, c.shape[1])
+    chain, starts, by_level = _chain_blocks(h, c.shape[1])
     y = c.ravel()[chain.cells]
-    starts = np.flatnonzero(np.concatenate([[True], ~chain.equal_next[:-1]]))
     values = _round_blocks(y, starts, G)
     fitted = np.repeat(values, np.diff(np.append(starts, y.size)))
     hist = np.empty(c.size, dtype=np.int64)
-    for level in range(h.n_levels):
-        at = chain.level == level
+    for at in by_level:
         hist[chain.cells[at]] = np.diff(fitted[at], prepend=0)
     return hist.reshape(c.shape)
+
+
+def _chain_blocks(h: Hierarchy, n_sizes: int):
+    """(`chain_order`, where each tied block of the chain starts, the chain positions of
+    every level), made once per hierarchy and ``n_sizes``."""
+    chain = chain_order(h, n_sizes)
+
+    def build():
+        starts = np.flatnonzero(np.concatenate([[True], ~chain.equal_next[:-1]]))
+        return chain, starts, [np.flatnonzero(chain.level == lv) for lv in range(h.n_levels)]
+
+    return h.derived(("chain_blocks", int(n_sizes)), build)
 
 
 def chain_cost_tables(values, equal_next, lo: int, hi: int) -> np.ndarray:

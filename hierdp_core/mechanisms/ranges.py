@@ -269,51 +269,66 @@ class RangeMechanism(Mechanism):
 
             return sparse_range_release(self, data, budget, split=split, source=source,
                                         **params)
+        return self.releaser(data, budget, split=split, **params)(
+            source or NoiseSource(secure=True))
+
+    def releaser(self, data: RangeData, budget: PrivacyBudget, *, split=None, **params):
+        """`Mechanism.releaser`: the levels planned, each level's parameters, the privacy
+        record and the ledger rows made once (the ledger frame once per set of units that
+        ran Stage 1); every call measures and estimates."""
+        if not isinstance(data, RangeData):
+            return super().releaser(data, budget, split=split, **params)
         p = self.params(**params)
-        source = source or NoiseSource(secure=True)
         levels, _ = self._levels(data, budget, split, p)
         parts = [level.budget for level in levels]
         stages = self.estimator_stages(**p)
         h = data.hierarchy
         truth = data.node_counts()
-        estimates = np.full(truth.shape, np.nan)
-        edges: list = [None] * h.n_nodes
-        stage1_units = [0] * h.n_levels
-        for level, part in enumerate(parts):
-            if part is None:
-                continue
-            sl = h.level_slice(level)
-            level_params = self._level_params(p, level, h.n_levels, data.workload)
-            partitioned = self._partitioned_units(data, estimates, level, part.value,
-                                                  level_params, stages)
-            stage1_units[level] = int(partitioned.sum())
-            for rows, rho in ((partitioned, None), (~partitioned, 0.0)):
-                if not rows.any():
-                    continue
-                rho_param = {"rho": rho} if rho is not None and "rho" in level_params else {}
-                est = self.estimator(truth[sl][rows], data.workload, part.value, source,
-                                     **stages, **{**level_params, **rho_param})
-                estimates[np.flatnonzero(rows) + sl.start] = est.values
-                if est.edges is not None:
-                    for i, e in zip(np.flatnonzero(rows) + sl.start, est.edges, strict=True):
-                        edges[i] = e
-        if parts[0] is None:
-            root = estimates[h.level_slice(1)].sum(axis=0)
-        else:
-            root = estimates[0]
-        values = atom_topdown(h, np.nan_to_num(estimates), root, data.workload.atom_starts())
+        level_params = [self._level_params(p, level, h.n_levels, data.workload)
+                        for level in range(h.n_levels)]
         privacy = privacy_record(self.privacy_plan(**p), levels, note=NEIGHBOURING,
                                  private=self.info.private)
-        return RangeRelease(
-            hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
-            privacy=privacy,
-            ledger=self._stages_that_ran(self._ledger_rows(data, budget, split, p),
-                                         stage1_units),
-            randomness=source.as_dict(), categories=data.values, noisy=estimates,
-            edges=tuple(edges) if any(e is not None for e in edges) else None,
-            attribute=data.attribute,
-            workload={"name": data.workload.name, "queries": data.workload.m},
-        )
+        rows = self._ledger_rows(data, budget, split, p)
+        ledgers: dict[tuple, pd.DataFrame] = {}
+
+        def release(source: NoiseSource) -> RangeRelease:
+            estimates = np.full(truth.shape, np.nan)
+            edges: list = [None] * h.n_nodes
+            stage1_units = [0] * h.n_levels
+            for level, part in enumerate(parts):
+                if part is None:
+                    continue
+                sl = h.level_slice(level)
+                partitioned = self._partitioned_units(data, estimates, level, part.value,
+                                                      level_params[level], stages)
+                stage1_units[level] = int(partitioned.sum())
+                for units, rho in ((partitioned, None), (~partitioned, 0.0)):
+                    if not units.any():
+                        continue
+                    rho_param = ({"rho": rho} if rho is not None and "rho" in level_params[level]
+                                 else {})
+                    est = self.estimator(truth[sl][units], data.workload, part.value, source,
+                                         **stages, **{**level_params[level], **rho_param})
+                    estimates[np.flatnonzero(units) + sl.start] = est.values
+                    if est.edges is not None:
+                        for i, e in zip(np.flatnonzero(units) + sl.start, est.edges,
+                                        strict=True):
+                            edges[i] = e
+            root = estimates[h.level_slice(1)].sum(axis=0) if parts[0] is None else estimates[0]
+            values = atom_topdown(h, np.nan_to_num(estimates), root,
+                                  data.workload.atom_starts())
+            if (key := tuple(stage1_units)) not in ledgers:
+                ledgers[key] = self._stages_that_ran(rows, stage1_units)
+            return RangeRelease(
+                hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
+                privacy=privacy, ledger=ledgers[key], randomness=source.as_dict(),
+                categories=data.values, noisy=estimates,
+                edges=tuple(edges) if any(e is not None for e in edges) else None,
+                attribute=data.attribute,
+                workload={"name": data.workload.name, "queries": data.workload.m},
+            )
+
+        return release
 
 
 def _dawa_with(**fixed) -> Estimator:

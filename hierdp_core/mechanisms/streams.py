@@ -69,8 +69,15 @@ def block_bounds(hierarchy: Hierarchy, block: int) -> tuple[int, int]:
 def first_leaves(hierarchy: Hierarchy) -> np.ndarray:
     """The first leaf (index within the leaf level) of every block."""
     base = int(hierarchy.level_offsets[hierarchy.depth])
-    return np.array([subtree_ranges(hierarchy, *block_bounds(hierarchy, b))[-1][0] - base
-                     for b in range(block_starts(hierarchy).size)], dtype=np.int64)
+    return np.array([ranges[-1][0] - base for ranges in block_ranges(hierarchy)],
+                    dtype=np.int64)
+
+
+def block_ranges(hierarchy: Hierarchy) -> list[list[tuple[int, int]]]:
+    """`subtree_ranges` of every block, made once per hierarchy (and `MAX_BLOCKS`)."""
+    return hierarchy.derived(("block_ranges", MAX_BLOCKS), lambda: [
+        subtree_ranges(hierarchy, *block_bounds(hierarchy, b))
+        for b in range(block_starts(hierarchy).size)])
 
 
 def subtree_ranges(hierarchy: Hierarchy, first: int, end: int) -> list[tuple[int, int]]:
@@ -175,8 +182,7 @@ def measure_in_blocks(truth: np.ndarray, hierarchy: Hierarchy, plans, source: No
     streams = Streams.of(source)
     noisy = np.full(truth.shape, np.nan)
     noisy[0] = measure_root(truth[0], plans, streams.source(0))
-    for block in range(block_starts(hierarchy).size):  # each level of a block is one run
-        ranges = subtree_ranges(hierarchy, *block_bounds(hierarchy, block))
+    for block, ranges in enumerate(block_ranges(hierarchy)):  # a level of a block: one run
         measure_ranges(truth, ranges, plans, streams.source(block + 1), noisy)
     return noisy, noise_variances(hierarchy, plans)
 

@@ -15,6 +15,7 @@ covariance ``(2/epsilon^2) * inverse``, the expected squared error of any linear
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
@@ -77,6 +78,21 @@ def interval_matrix(lo: np.ndarray, hi: np.ndarray, k: int) -> sparse.csr_matrix
     cols = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     cols += np.repeat(lo, lengths)
     return sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(lo.size, k))
+
+
+def covering(lo: np.ndarray, hi: np.ndarray, k: int) -> sparse.csc_matrix:
+    """Y^T (`interval_matrix` transposed: bucket j's row marks the intervals covering it),
+    made once per distinct intervals (the last 256): a strategy's intervals recur in every
+    batch assembled from kept strategies (`strategy_cache`), e.g. every audit trial. Shared:
+    read it, never change it."""
+    return _covering(np.asarray(lo, dtype=np.int64).tobytes(),
+                     np.asarray(hi, dtype=np.int64).tobytes(), int(k))
+
+
+@lru_cache(maxsize=256)
+def _covering(lo: bytes, hi: bytes, k: int) -> sparse.csc_matrix:
+    return interval_matrix(np.frombuffer(lo, dtype=np.int64),
+                           np.frombuffer(hi, dtype=np.int64), k).T
 
 
 def rows_of(values, size: int, what: str) -> np.ndarray:

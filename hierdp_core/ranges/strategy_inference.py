@@ -12,7 +12,7 @@ import numpy as np
 from hierdp_core.ranges.interval_strategy import (
     Strategy,
     StrategyBatch,
-    interval_matrix,
+    covering,
     rows_of,
 )
 
@@ -30,7 +30,7 @@ def least_squares_batch(batch: StrategyBatch, answers: np.ndarray, which: np.nda
     gathered at once."""
     weights = batch.weights[which]
     # (D Y)^T y: every bucket collects the weighted answers of the intervals covering it
-    normal = (interval_matrix(batch.lo, batch.hi, batch.k).T @ (weights * answers).T).T
+    normal = (covering(batch.lo, batch.hi, batch.k) @ (weights * answers).T).T
     if batch.inverse.shape[0] == 1:
         return normal @ batch.inverse[0].T
     out = np.empty_like(normal)
