@@ -9,8 +9,9 @@ network):
   "Error (released - t..."), the drill-down reading "all of the United States"; the light
   theme's colours (test_browser_colours.py: the whole map in the first screen, no area
   lost, the error map after a recoloured view);
-- Export: the release files offered at once (no "Prepare" click) and, once the publishable
-  release is drawn, one verdict box (the exploration's orange box stood beside its green);
+- Export: the release files offered at once (no "Prepare" click); the publishable draw's
+  one verdict box (the exploration's orange box stood beside its green) is checked in the
+  US walk (test_browser_us_walk.py), which draws it;
 - Compare: maps wide enough to read (three in a row were about 100 px wide) and inside the
   window, A's and B's controls and maps side by side on the same rows, the table of errors
   by level at full width (its B - A column was cut); A (topdown) and B (raw-geometric) on
@@ -18,7 +19,9 @@ network):
   least squares and compared again;
 - Trade-offs, Group sizes, Flows, Range queries: every mechanism chosen for the sweep shown
   whole in its box ("topdown" faded out); the Flows legend and the Range queries'
-  true-values line read in the light theme;
+  true-values line read in the light theme; on Group sizes (test_browser.py's checks of
+  the page) its map, a sweep, its plain-language panel and configuration box, and a seed
+  typed there kept through the rest of the tour;
 - Hierarchy: every treemap label reads on its tile; Data and Mechanism & budget (the tour).
 
 The dark theme's colours are checked in test_browser_colours.py.
@@ -37,6 +40,8 @@ from test_browser import (  # noqa: F401  (fixtures)
     press,
     server,
     shot,
+    the_group_sizes_page_sweeps_and_explains,
+    the_group_sizes_seed_is_kept,
 )
 from test_browser_colours import (
     DRAWN,
@@ -110,12 +115,6 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         goto(pg, "Export")
         assert pg.get_by_role("button", name="Release table (CSV)").count() == 1  # at once
         assert pg.get_by_role("button", name="Prepare the downloads").count() == 0
-        press(pg, "Draw the publishable release (secure noise)")
-        pg.get_by_text("Publishable as it is").first.wait_for()
-        settle(pg)
-        alerts = pg.locator("[data-testid='stAlert']")
-        assert alerts.filter(has_text="Not publishable as it is").count() == 0
-        assert alerts.filter(has_text="Publishable as it is").count() == 1
         pg.screenshot(path=f"{SHOTS}/layout_export.png")
 
         goto(pg, "Compare")
@@ -133,6 +132,8 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
             every_default_mechanism_of_the_sweep_is_shown_whole(pg, label)
             if label == "Trade-offs":
                 pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
+            elif label == "Group sizes":
+                the_group_sizes_page_sweeps_and_explains(pg)
             elif label == "Flows":
                 at_size(pg, 1440, 4500, the_flow_map_legend_reads, "light", background)
             elif label == "Range queries":
@@ -142,6 +143,7 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         every_treemap_label_reads_on_its_tile(pg, "light", background)
         for label in ("Data", "Mechanism & budget"):  # the rest of the offline tour
             goto(pg, label)
+        the_group_sizes_seed_is_kept(pg)  # after visits to five other pages
         assert {label for _, label, _ in PAGES} == {
             "Home", "Results", "Export", "Compare", "Trade-offs", "Group sizes", "Flows",
             "Range queries", "Hierarchy", "Data", "Mechanism & budget"}, "a page not toured"
