@@ -1,8 +1,10 @@
 """The demo path on the US counties in a real headless Chromium (Debian's, driven by
 Playwright), in one walk (one sample load, one session):
 
-* Home: the previews, plotly.js and the county boundaries loaded in the background, Start
-  with this sample: the release of every county mapped (its hover label the counts);
+* Home at 1280 x 800 (the layout walk's checks of Home, test_browser_layout.py): the three
+  "Start with this sample" buttons above the fold; the previews, plotly.js and the county
+  boundaries loaded in the background; Start with this sample: the release of every county
+  mapped (its hover label the counts);
 * the release is kept while nothing changes: Start on Home makes it; a first visit to
   Mechanism & budget (which draws the mechanism's parameters, filling in their defaults)
   leaves it the current release, so Results shows it without running it again and Export
@@ -15,7 +17,9 @@ Playwright), in one walk (one sample load, one session):
   verdict box is shown (the exploration's orange box stood beside its green), the secure
   manifest and table download, and the report is the publishable release's (its file
   name plain, its banner green, the state map showing the secure release's values, not
-  the exploration's).
+  the exploration's);
+* no page of the walk requests anything but the dashboard's own address (as in the layout
+  walk).
 
 What the walk once checked on the way and is checked elsewhere now: the Data page and the
 Hierarchy treemap (the layout walk, test_browser_layout.py, and the dark theme's walk,
@@ -38,6 +42,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
+    SHOTS,
     browser,
     check_release_csv,
     goto,
@@ -49,6 +54,7 @@ from test_browser import (  # noqa: F401  (fixtures)
     server,
     shot,
 )
+from test_browser_colours import refuse_requests_outside
 from test_browser_report import assert_opens_offline, download_report, state_map_values
 
 from hierdp_core.report.stakeholder import PUBLIC_BANNER
@@ -77,20 +83,28 @@ def download(pg, label: str, path: Path) -> Path:
 
 
 def home_then_start_the_us_counties(pg, url: str) -> None:
-    """Home shows the samples' previews (the server's SVG: 51 states, 20 regions) and loads
-    plotly.js and the county boundaries in the background; Start makes and maps the
-    release of every US county."""
+    """Home at 1280 x 800 (the layout walk's window, test_browser_layout.py) shows the three
+    "Start with this sample" buttons above the fold and the samples' previews (the server's
+    SVG: 51 states, 20 regions), and loads plotly.js and the county boundaries in the
+    background; Start makes and maps the release of every US county."""
+    pg.set_viewport_size({"width": 1280, "height": 800})
     pg.goto(url)
     settle(pg)
     starts = pg.get_by_role("button", name="Start with this sample")
-    starts.nth(1).wait_for()  # a first visit can paint them after the run is done
-    assert starts.count() >= 2
+    starts.nth(2).wait_for()  # a busy machine can paint them after the run is done
+    assert starts.count() == 3
+    for k in range(3):
+        box = starts.nth(k).bounding_box()
+        assert box["y"] + box["height"] <= 800, (k, box)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=f"{SHOTS}/layout_home.png")
     shot(pg, "0_home")
     previews = pg.locator("svg.hierdp-svg-map path")  # painted after the run may end
     pg.wait_for_function("() => document.querySelectorAll('svg.hierdp-svg-map path').length "
                          ">= 71", timeout=30_000)
     assert previews.count() == 71
     pg.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
+    pg.set_viewport_size({"width": 1440, "height": 2600})  # the whole of every page
     press_start(pg, "us-counties")
     assert maps_drawn(pg, expect=[3141]) == [3141]  # every US county with a boundary
     no_exception(pg)
@@ -189,8 +203,10 @@ def the_publishable_draw_and_its_files(pg, browser, tmp_path: Path,  # noqa: F81
 
 def test_the_us_counties_from_home_to_the_publishable_release(server, page, browser,  # noqa: F811
                                                               tmp_path):
+    outside = refuse_requests_outside(page, server)
     home_then_start_the_us_counties(page, server)
     a_first_visit_to_mechanism_and_budget_keeps_the_release(page)
     export_prepares_the_files_with_intervals(page, tmp_path)
     seeded = the_exploration_report_opens_offline(page, browser, tmp_path / "exploration")
     the_publishable_draw_and_its_files(page, browser, tmp_path, seeded)
+    assert outside == [], f"requests outside the dashboard: {sorted(set(outside))}"
