@@ -1,15 +1,16 @@
 """Every release file the dashboard offers carries intervals (issue 17, AppTest): the
 exploration downloads of the Export and Flows pages have ``lower`` and ``upper`` and the
-manifest its ``intervals`` record, at the level picked (90% by default); on the Flows page
-a bootstrap waits for the "Prepare" click, on Export it is made as the page opens (issue 31:
-the buttons at once), a closed form needs nothing; the publishable release gets its
-intervals with the secure draw, computed once."""
+manifest its ``intervals`` record, at the level picked (90% by default; at 95% every
+interval at least as wide); on the Flows page a bootstrap waits for the "Prepare" click, on
+Export it is made as the page opens (issue 31: the buttons at once), a closed form needs
+nothing; the publishable release gets its intervals with the secure draw, computed once."""
 
 from __future__ import annotations
 
 import io
 import json
 
+import pandas as pd
 import pyarrow.parquet as pq
 from test_app import assert_clean, page
 from test_app_verdict import file_names
@@ -21,6 +22,12 @@ SAMPLE = "us-counties"
 
 def header(csv: bytes) -> list[str]:
     return csv.splitlines()[0].decode().split(",")
+
+
+def widths(csv: bytes) -> pd.Series:
+    """``upper - lower`` of every row of a release CSV."""
+    table = pd.read_csv(io.BytesIO(csv), dtype={"node_id": str}, keep_default_na=False)
+    return table["upper"] - table["lower"]
 
 
 def offered(at) -> set[str]:
@@ -58,9 +65,12 @@ def test_the_level_is_chosen_and_the_secure_draw_computes_it_once(monkeypatch):
                             release, level, **kw))
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
+    at90 = widths(contents["ex_dl_csv"])
     at.radio(key="ex_iv_level").set_value(0.95).run()  # made at once, as the page opened
     assert_clean(at)
     assert json.loads(contents["ex_dl_manifest"])["intervals"]["level"] == 0.95
+    at95 = widths(contents["ex_dl_csv"])  # the file made again: every interval as wide
+    assert at95.index.equals(at90.index) and (at95 >= at90).all() and (at95 > at90).any()
     at.button(key="ex_secure").click().run()
     assert_clean(at)
     assert calls[1:] == [0.95, 0.95]  # the exploration release's, then the secure one's

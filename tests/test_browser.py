@@ -1,9 +1,11 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Playwright): the Italian
-sample's maps at every level; the Group sizes and Flows pages (their sweeps, their
-plain-language panel, their configuration box); uploaded tables released on the Flows,
-Group sizes and Range queries pages; a bad upload. The helpers here (fixtures, page moves,
-`check_release_csv`) serve every browser test module; the Range queries page's own walk is
-test_browser_ranges.py, the US counties' walk from Home to a publishable release
+sample's maps at every level; uploaded tables released on the Flows, Group sizes and Range
+queries pages; a bad upload. The helpers here (fixtures, page moves, `check_release_csv`,
+the Group sizes and Flows pages' checks) serve every browser test module: the Group sizes
+page's sweep, plain-language panel, configuration box and kept seed are checked in the
+layout walk (test_browser_layout.py), the Flows page's in the dark theme's walk
+(test_browser_colours.py), which open those pages anyway; the Range queries page's own walk
+is test_browser_ranges.py, the US counties' walk from Home to a publishable release
 test_browser_us_walk.py. Screenshots go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
@@ -192,7 +194,11 @@ def download_release_csv(pg, folder: Path) -> pd.DataFrame:
     return save_release_csv(pg, folder / "release.csv")
 
 
-def test_italy_maps_at_every_level(server, page, tmp_path):
+def test_italy_maps_at_every_level(server, page):
+    """Start with the Italian sample on Home: its maps at every level and a drill-down.
+    Its release table (the level names, adding up) is checked from the CLI's release of
+    the sample (test_cli_samples.py); the workshop downloads an Italian release from Export
+    and finds it equal to the CLI's release of its configuration (test_browser_workshop.py)."""
     page.goto(server)
     settle(page)
     press_start(page, "italy-municipalities")
@@ -212,51 +218,57 @@ def test_italy_maps_at_every_level(server, page, tmp_path):
     assert maps_drawn(page, expect=[7901]) == [7901]
     no_exception(page)
     shot(page, "8_italy_municipality")
-    table = download_release_csv(page, tmp_path)
-    assert list(table["level_name"].unique()) == ["total", "region", "province", "municipality"]
 
 
-def test_group_sizes_page(server, page):
-    start_on(page, server, "Group sizes")
-    assert min(maps_drawn(page, 1)) >= 3000  # per-county EMD map
-    page.get_by_role("button", name="Run the sweep").click()
-    settle(page)
-    page.wait_for_selector(".js-plotly-plot .scatterlayer")
-    no_exception(page)
-    shot(page, "9_group_sizes")
-    explain_panel(page, "group_sizes", "The guarantee protects one household member",
+def the_group_sizes_page_sweeps_and_explains(pg) -> None:
+    """On the Group sizes page (the US households): the per-county EMD map, a sweep drawn,
+    the plain-language panel, the configuration box; the seed set to 3 (the caller checks
+    it is kept, `the_group_sizes_seed_is_kept`). Run in the layout walk
+    (test_browser_layout.py), which opens the page anyway."""
+    assert min(maps_drawn(pg, 1)) >= 3000  # per-county EMD map
+    pg.get_by_role("button", name="Run the sweep").click()
+    settle(pg)
+    pg.wait_for_selector(".js-plotly-plot .scatterlayer")
+    no_exception(pg)
+    shot(pg, "9_group_sizes")
+    explain_panel(pg, "group_sizes", "The guarantee protects one household member",
                   "per region and size")
-    offers_to_save_the_configuration(page)
-    # a page switch in a browser drops every widget value of the page left (AppTest does
-    # not show it): the settings are put back (`ui.session.keep_page_settings`)
-    seed = page.locator(".st-key-gs_seed input")
+    offers_to_save_the_configuration(pg)
+    seed = pg.locator(".st-key-gs_seed input")
     seed.fill("3")
-    timed_rerun(page, lambda: seed.press("Enter"))
-    goto(page, "Hierarchy")
-    goto(page, "Group sizes")
-    assert page.locator(".st-key-gs_seed input").input_value() == "3", "the seed was reset"
+    timed_rerun(pg, lambda: seed.press("Enter"))
 
 
-def test_flows_page(server, page):
-    page.set_viewport_size({"width": 1440, "height": 4500})  # the whole page in the shot
-    start_on(page, server, "Flows")
+def the_group_sizes_seed_is_kept(pg) -> None:
+    """Back on Group sizes after visits to other pages: the seed is still 3. A page switch
+    in a browser drops every widget value of the page left (AppTest does not show it): the
+    settings are put back (`ui.session.keep_page_settings`)."""
+    goto(pg, "Group sizes")
+    assert pg.locator(".st-key-gs_seed input").input_value() == "3", "the seed was reset"
+
+
+def the_flows_page_draws_sweeps_and_explains(pg) -> None:
+    """On the Flows page (the US flights), the whole page in the window: the flow map's
+    width classes over the states, the O/D matrices, a sweep drawn, the plain-language
+    panel, the configuration box. Run in the dark theme's walk (test_browser_colours.py),
+    which opens the page anyway."""
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"
-    page.wait_for_selector(lines, state="attached")
-    assert page.locator(lines).count() >= 4  # the width classes of the flow map
-    assert page.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50  # states
-    assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 3  # O/D matrices
-    assert page.get_by_text("evaluation only, not a DP release").count() >= 1
-    charts = page.locator(".js-plotly-plot").count()
-    one_trial_per_sweep(page)  # the sweep's scale is not what this test checks
-    page.get_by_role("button", name="Run the sweep").click()
-    settle(page)
-    page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n",
-                           arg=charts)
-    no_exception(page)
-    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
-    shot(page, "10_flows")
-    explain_panel(page, "flows", "The guarantee protects one trip", "per O/D pair, in trips")
-    offers_to_save_the_configuration(page)
+    pg.wait_for_selector(lines, state="attached")
+    assert pg.locator(lines).count() >= 4  # the width classes of the flow map
+    assert pg.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50  # states
+    assert pg.locator(".js-plotly-plot .heatmaplayer").count() >= 3  # O/D matrices
+    assert pg.get_by_text("evaluation only, not a DP release").count() >= 1
+    charts = pg.locator(".js-plotly-plot").count()
+    one_trial_per_sweep(pg)  # the sweep's scale is not what this test checks
+    pg.get_by_role("button", name="Run the sweep").click()
+    settle(pg)
+    pg.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n",
+                         arg=charts)
+    no_exception(pg)
+    pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    shot(pg, "10_flows")
+    explain_panel(pg, "flows", "The guarantee protects one trip", "per O/D pair, in trips")
+    offers_to_save_the_configuration(pg)
 
 
 def offers_to_save_the_configuration(pg) -> None:

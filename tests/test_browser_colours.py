@@ -7,8 +7,8 @@ walk (test_browser_layout.py), each in one session with one release of the US co
   page (every area stands off the page's background);
 - the Results map switched from a recoloured view (True, or Noisy) to the error map paints
   every one of the 3,141 US counties with its error on the error scale (the in-place
-  recolour once left the previous colours over the new colour bar), and its title and
-  colour bar keep the theme's text colour when the map alone is redrawn (a fragment's
+  recolour once left the previous colours over the new colour bar; its hover label names
+  the error), and its title and colour bar keep the theme's text colour when the map alone is redrawn (a fragment's
   rerun once drew them in the light look on the dark page);
 - every Hierarchy treemap label reads on its tile;
 - the Flows map's legend text and the Range queries' true-values line and its legend swatch
@@ -148,6 +148,7 @@ def the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
     pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
     error = choose_map(pg, "Error (released − true)", "error")
     tb.no_exception(pg)
+    assert "error:" in tb.map_hover(pg)  # its hover label names the error
     tb.shot(pg, f"colours_error_map_{scheme}")
     assert len({fill for _, fill in error["areas"]}) > 50  # the map shows its errors
     assert worst_area(error) <= 2  # every area: its error's colour, up to rounding
@@ -218,6 +219,13 @@ def the_flow_map_legend_reads(pg, scheme: str, background: tuple) -> None:
     for fills, least in (([title], LINE_CONTRAST), ([f for _, f in entries], TEXT_CONTRAST)):
         assert min(contrast(rgba(fill), over(box, u)) for fill in fills
                    for u in under) >= least, legend
+
+
+def the_flows_page_and_its_legend(pg, scheme: str, background: tuple) -> None:
+    """The Flows legend reads (`the_flow_map_legend_reads`), then test_browser.py's checks
+    of the page: its maps, a sweep, its plain-language panel and configuration box."""
+    the_flow_map_legend_reads(pg, scheme, background)
+    tb.the_flows_page_draws_sweeps_and_explains(pg)
 
 
 def the_range_true_values_line_shows(pg, scheme: str, background: tuple) -> None:
@@ -321,7 +329,9 @@ def at_size(pg, width: int, height: int, check, *args) -> None:
 def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
     """One session in the dark theme (one release of the US counties): Results' first screen
     at 1280 x 800, its error map after a recoloured view and its colour-blind safe colours,
-    the Hierarchy treemap's labels, the Flows legend, the Range queries' true-values line;
+    the Hierarchy treemap's labels, the Flows legend (and the Flows page's maps, sweep,
+    plain-language panel and configuration box: test_browser.py's checks of the page), the
+    Range queries' true-values line;
     none of these pages requests anything but the dashboard's own address (issue 18, item
     6: the tab icon was fetched from Google's font server, which fails on an offline agency
     network). The light theme's colours are checked in the layout walk
@@ -338,7 +348,7 @@ def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
         pg.set_viewport_size({"width": WIDTH, "height": FOLD})
         tb.goto(pg, "Hierarchy")
         every_treemap_label_reads_on_its_tile(pg, "dark", background)
-        for label, height, check in (("Flows", 4500, the_flow_map_legend_reads),
+        for label, height, check in (("Flows", 4500, the_flows_page_and_its_legend),
                                      ("Range queries", 4100,
                                       the_range_true_values_line_shows)):
             tb.goto(pg, label)

@@ -4,13 +4,16 @@ tours every page; no page requests anything but the dashboard's own address (iss
 6: the tab icon was fetched from Google's font server, which fails on an offline agency
 network):
 
-- Home: the three "Start with this sample" buttons above the fold;
+- Home: the three "Start with this sample" buttons above the fold, with the same refusal
+  of requests outside, are checked in the US walk (test_browser_us_walk.py), which opens
+  Home at 1280 x 800 and starts from there;
 - Results: the map above the fold, every map option shown whole (the last one was cut to
   "Error (released - t..."), the drill-down reading "all of the United States"; the light
   theme's colours (test_browser_colours.py: the whole map in the first screen, no area
   lost, the error map after a recoloured view);
-- Export: the release files offered at once (no "Prepare" click) and, once the publishable
-  release is drawn, one verdict box (the exploration's orange box stood beside its green);
+- Export: the release files offered at once (no "Prepare" click); the publishable draw's
+  one verdict box (the exploration's orange box stood beside its green) is checked in the
+  US walk (test_browser_us_walk.py), which draws it;
 - Compare: maps wide enough to read (three in a row were about 100 px wide) and inside the
   window, A's and B's controls and maps side by side on the same rows, the table of errors
   by level at full width (its B - A column was cut); A (topdown) and B (raw-geometric) on
@@ -18,7 +21,9 @@ network):
   least squares and compared again;
 - Trade-offs, Group sizes, Flows, Range queries: every mechanism chosen for the sweep shown
   whole in its box ("topdown" faded out); the Flows legend and the Range queries'
-  true-values line read in the light theme;
+  true-values line read in the light theme; on Group sizes (test_browser.py's checks of
+  the page) its map, a sweep, its plain-language panel and configuration box, and a seed
+  typed there kept through the rest of the tour;
 - Hierarchy: every treemap label reads on its tile; Data and Mechanism & budget (the tour).
 
 The dark theme's colours are checked in test_browser_colours.py.
@@ -37,6 +42,9 @@ from test_browser import (  # noqa: F401  (fixtures)
     press,
     server,
     shot,
+    start_on,
+    the_group_sizes_page_sweeps_and_explains,
+    the_group_sizes_seed_is_kept,
 )
 from test_browser_colours import (
     DRAWN,
@@ -81,18 +89,7 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
     pg.set_default_timeout(120_000)
     outside = refuse_requests_outside(pg, server)
     try:
-        pg.goto(server)
-        settle(pg)
-        starts = pg.get_by_role("button", name="Start with this sample")
-        starts.nth(2).wait_for()  # a busy machine can paint them after the run is done
-        assert starts.count() == 3
-        for k in range(3):
-            box = starts.nth(k).bounding_box()
-            assert box["y"] + box["height"] <= FOLD, (k, box)
-        pg.screenshot(path=f"{SHOTS}/layout_home.png")
-
-        starts.first.click()
-        settle(pg)
+        start_on(pg, server, "Results")  # the US counties, the default sample
         assert maps_drawn(pg, expect=[3141]) == [3141]
         no_exception(pg)
         pg.screenshot(path=f"{SHOTS}/layout_results.png")
@@ -110,12 +107,6 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         goto(pg, "Export")
         assert pg.get_by_role("button", name="Release table (CSV)").count() == 1  # at once
         assert pg.get_by_role("button", name="Prepare the downloads").count() == 0
-        press(pg, "Draw the publishable release (secure noise)")
-        pg.get_by_text("Publishable as it is").first.wait_for()
-        settle(pg)
-        alerts = pg.locator("[data-testid='stAlert']")
-        assert alerts.filter(has_text="Not publishable as it is").count() == 0
-        assert alerts.filter(has_text="Publishable as it is").count() == 1
         pg.screenshot(path=f"{SHOTS}/layout_export.png")
 
         goto(pg, "Compare")
@@ -133,6 +124,8 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
             every_default_mechanism_of_the_sweep_is_shown_whole(pg, label)
             if label == "Trade-offs":
                 pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
+            elif label == "Group sizes":
+                the_group_sizes_page_sweeps_and_explains(pg)
             elif label == "Flows":
                 at_size(pg, 1440, 4500, the_flow_map_legend_reads, "light", background)
             elif label == "Range queries":
@@ -142,7 +135,8 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         every_treemap_label_reads_on_its_tile(pg, "light", background)
         for label in ("Data", "Mechanism & budget"):  # the rest of the offline tour
             goto(pg, label)
-        assert {label for _, label, _ in PAGES} == {
+        the_group_sizes_seed_is_kept(pg)  # after visits to five other pages
+        assert {label for _, label, _ in PAGES} == {  # Home: in the US walk, as said above
             "Home", "Results", "Export", "Compare", "Trade-offs", "Group sizes", "Flows",
             "Range queries", "Hierarchy", "Data", "Mechanism & budget"}, "a page not toured"
     finally:

@@ -171,8 +171,8 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
     from hierdp_core.cli.main import main
 
     assert main(["sample", "us-counties", "--out", str(tmp_path / "s.csv")]) == 0
-    assert main(["release", str(tmp_path / "s.csv"), "--config", str(saved), "--out",
-                 str(tmp_path / "cli")]) == 0
+    assert main(["release", str(tmp_path / "s.csv"), "--config", str(saved), "--interval",
+                 "none", "--out", str(tmp_path / "cli")]) == 0  # the values: no bootstrap
     cli = pd.read_csv(tmp_path / "cli" / "release.csv", dtype={"node_id": str},
                       keep_default_na=False)
     pd.testing.assert_series_equal(values(first), values(cli), check_dtype=False)

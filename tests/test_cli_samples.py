@@ -78,6 +78,9 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
         assert code == 0, (command, err)
         release = pd.read_csv(out_dir / "release.csv")
         assert len(release) > 0 and release["value"].ge(0).all()
+        if name == "italy-municipalities" and "--query" not in argv:  # every level named
+            assert list(release["level_name"].unique()) == [
+                "total", "region", "province", "municipality"]
         manifest = json.loads((out_dir / "manifest.json").read_text())
         assert manifest["input"]["structure"] == "declared"
         if "--groups" in argv:
