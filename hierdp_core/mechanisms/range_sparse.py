@@ -25,6 +25,7 @@ import numpy as np
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.range_release import RangeRelease
+from hierdp_core.mechanisms.range_releaser import stages_that_ran
 from hierdp_core.mechanisms.range_statements import NEIGHBOURING
 from hierdp_core.privacy.levels import privacy_record
 from hierdp_core.privacy.samplers import NoiseSource
@@ -71,8 +72,7 @@ def sparse_range_release(mechanism, data: SparseRangeData, budget, *, split=None
         hierarchy=h, values=values, mechanism=mechanism.info.name, parameters=p,
         privacy=privacy_record(mechanism.privacy_plan(**p), levels, note=NEIGHBOURING,
                                private=mechanism.info.private),
-        ledger=mechanism._stages_that_ran(
-            mechanism._ledger_rows(data, budget, split, p), stage1_units),
+        ledger=stages_that_ran(mechanism._ledger_rows(data, budget, split, p), stage1_units),
         randomness=source.as_dict(), categories=categories, noisy=estimates,
         edges=tuple(edges), attribute=data.attribute,
         workload={"name": "the released intervals (a range is answered by overlap)",

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from hierdp_core.errors import BudgetError
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, register
@@ -46,6 +45,7 @@ from hierdp_core.mechanisms.range_parameters import (
     STAGE2_PARAM,
 )
 from hierdp_core.mechanisms.range_release import RangeRelease
+from hierdp_core.mechanisms.range_releaser import RangeReleaser
 from hierdp_core.mechanisms.range_statements import (
     DAWA_REF,
     NEIGHBOURING,
@@ -63,7 +63,6 @@ from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.baselines import BASELINES, REFERENCES
-from hierdp_core.ranges.consistency import atom_topdown
 from hierdp_core.ranges.dawa import (
     RangeEstimate,
     dawa,
@@ -71,7 +70,6 @@ from hierdp_core.ranges.dawa import (
     partition_stage,
     stage1_partition,
 )
-from hierdp_core.ranges.plugin import partition_pays_below
 
 Estimator = Callable[..., RangeEstimate]
 
@@ -210,23 +208,6 @@ class RangeMechanism(Mechanism):
             return self._one_stage_plan()
         return self.privacy_plan(**release.parameters)
 
-    @staticmethod
-    def _partitioned_units(data: RangeData, estimates: np.ndarray, level: int,
-                           epsilon: float, level_params: dict, stages: dict) -> np.ndarray:
-        """Which units of ``level`` DAWA partitions (bool per unit): all of them where the
-        level has a partition, except, with ``partition_if="it-can-pay"``, the children of
-        parents whose released estimates say it does not pay (`partition_pays_below`)."""
-        h = data.hierarchy
-        units = np.full(h.level_size(level), level_params.get("rho", 0.0) > 0)
-        above = estimates[h.level_slice(level - 1)] if level > 0 else None
-        if (not units.any() or level_params.get("partition_if") != "it-can-pay"
-                or above is None or np.isnan(above).any()):
-            return units
-        children = np.diff(np.append(h.child_starts(level), h.level_size(level)))
-        pays = partition_pays_below(above, children, data.workload, epsilon, level_params,
-                                    **stages)
-        return pays[h.segment_of_level(level)]
-
     def ledger(self, data: RangeData, budget: PrivacyBudget, split=None, **params):
         return records_frame(self._ledger_rows(data, budget, split, self.params(**params)))
 
@@ -248,20 +229,6 @@ class RangeMechanism(Mechanism):
                          "noise": "laplace" if part is not None else "not measured"})
         return rows
 
-    @staticmethod
-    def _stages_that_ran(rows: list[dict], partitioned: list[int]) -> pd.DataFrame:
-        """The a priori ledger (its ``rows``) with the units each level partitioned
-        (``partitioned``, per level: how many ran Stage 1) as ``stage1_units``, and no
-        Stage-1 share at a level where none did (the plug-in test of ``partition_if``
-        skipped them all)."""
-        ran = []
-        for row, units in zip(rows, partitioned, strict=True):
-            row = {**row, "stage1_units": units}
-            if units == 0:
-                row.update(epsilon_stage1=0.0, epsilon_stage2=row["budget"])
-            ran.append(row)
-        return records_frame(ran)
-
     def release(self, data: RangeData, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> RangeRelease:
         if not isinstance(data, RangeData):  # a domain kept sparse (`range_sparse`)
@@ -273,62 +240,20 @@ class RangeMechanism(Mechanism):
             source or NoiseSource(secure=True))
 
     def releaser(self, data: RangeData, budget: PrivacyBudget, *, split=None, **params):
-        """`Mechanism.releaser`: the levels planned, each level's parameters, the privacy
-        record and the ledger rows made once (the ledger frame once per set of units that
-        ran Stage 1); every call measures and estimates."""
+        """`Mechanism.releaser`: a `RangeReleaser` (the levels planned, each level's
+        parameters, the privacy record and the ledger rows made once); every call measures
+        and estimates."""
         if not isinstance(data, RangeData):
             return super().releaser(data, budget, split=split, **params)
         p = self.params(**params)
         levels, _ = self._levels(data, budget, split, p)
-        parts = [level.budget for level in levels]
-        stages = self.estimator_stages(**p)
-        h = data.hierarchy
-        truth = data.node_counts()
-        level_params = [self._level_params(p, level, h.n_levels, data.workload)
-                        for level in range(h.n_levels)]
-        privacy = privacy_record(self.privacy_plan(**p), levels, note=NEIGHBOURING,
-                                 private=self.info.private)
-        rows = self._ledger_rows(data, budget, split, p)
-        ledgers: dict[tuple, pd.DataFrame] = {}
-
-        def release(source: NoiseSource) -> RangeRelease:
-            estimates = np.full(truth.shape, np.nan)
-            edges: list = [None] * h.n_nodes
-            stage1_units = [0] * h.n_levels
-            for level, part in enumerate(parts):
-                if part is None:
-                    continue
-                sl = h.level_slice(level)
-                partitioned = self._partitioned_units(data, estimates, level, part.value,
-                                                      level_params[level], stages)
-                stage1_units[level] = int(partitioned.sum())
-                for units, rho in ((partitioned, None), (~partitioned, 0.0)):
-                    if not units.any():
-                        continue
-                    rho_param = ({"rho": rho} if rho is not None and "rho" in level_params[level]
-                                 else {})
-                    est = self.estimator(truth[sl][units], data.workload, part.value, source,
-                                         **stages, **{**level_params[level], **rho_param})
-                    estimates[np.flatnonzero(units) + sl.start] = est.values
-                    if est.edges is not None:
-                        for i, e in zip(np.flatnonzero(units) + sl.start, est.edges,
-                                        strict=True):
-                            edges[i] = e
-            root = estimates[h.level_slice(1)].sum(axis=0) if parts[0] is None else estimates[0]
-            values = atom_topdown(h, np.nan_to_num(estimates), root,
-                                  data.workload.atom_starts())
-            if (key := tuple(stage1_units)) not in ledgers:
-                ledgers[key] = self._stages_that_ran(rows, stage1_units)
-            return RangeRelease(
-                hierarchy=h, values=values, mechanism=self.info.name, parameters=p,
-                privacy=privacy, ledger=ledgers[key], randomness=source.as_dict(),
-                categories=data.values, noisy=estimates,
-                edges=tuple(edges) if any(e is not None for e in edges) else None,
-                attribute=data.attribute,
-                workload={"name": data.workload.name, "queries": data.workload.m},
-            )
-
-        return release
+        n_levels = data.hierarchy.n_levels
+        return RangeReleaser(
+            self, data, [level.budget for level in levels], p,
+            [self._level_params(p, level, n_levels, data.workload) for level in range(n_levels)],
+            privacy_record(self.privacy_plan(**p), levels, note=NEIGHBOURING,
+                           private=self.info.private),
+            self._ledger_rows(data, budget, split, p))
 
 
 def _dawa_with(**fixed) -> Estimator:
