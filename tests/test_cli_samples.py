@@ -64,6 +64,10 @@ def test_printed_release_commands_run(capsys, monkeypatch, tmp_path, name):
     assert f"wrote {geography} (the public geography" in out and geography.is_file()
     groups = tmp_path / f"{name}-groups.csv"  # a group-size sample declares its groups
     assert groups.is_file() == (name == "us-households") == (f"wrote {groups}" in out)
+    sample = SAMPLE_FILES[name]  # the files hold the bytes of pandas' to_csv
+    for file, frame in [(path, sample.loader()), (geography, sample.geography()),
+                        *([(groups, sample.groups())] if sample.groups else [])]:
+        assert file.read_bytes() == frame.to_csv(index=False).encode(), file
     commands = [line.strip() for line in out.splitlines() if line.startswith("  hierdp release")]
     assert len(commands) == len(SAMPLE_FILES[name].release_examples) >= 1
     for i, command in enumerate(commands):

