@@ -3,7 +3,8 @@
 with the `RunOptions` of the run, at the command's boundary (`settings_of_args`); a
 ``--config`` file's object is merged with the command line's, field by field, the options
 given winning (`merged`, by the one table `FIELDS` of option -> field); ``--save-config``
-writes it (`config_to_save`). Imports only the standard library until a file is written."""
+writes it (`config_to_save`). Imports only the standard library until a configuration is
+saved."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.g
               "size_column", "max_size", "min_size", "origin_levels", "destination_levels",
               "tree", "attribute", "domain", "workload", *NOT_IN_CONFIG, "interval",
               "interval_replicates")}}
+#: the fields of ``data`` an option sets
 DATA_FIELDS = tuple(name for name in FIELDS.values() if name.startswith("data."))
 #: options that, given on the command line, replace more of a ``--config`` file's fields
 #: than their own: a budget all of epsilon, rho and delta, a split option the split and
