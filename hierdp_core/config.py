@@ -312,8 +312,11 @@ def config_from_dict(raw) -> ReleaseConfig:
     if not isinstance(values, dict):
         raise _fail("category_values", "an object of column: [values]", values)
     for column, declared in values.items():
-        if not isinstance(declared, list) or not declared:
-            raise _fail(f"category_values.{column}", "a non-empty list of values", declared)
+        texts = [str(v) for v in declared] if isinstance(declared, list) else []
+        if not texts or len(set(texts)) < len(texts) or any(
+                not t.strip() or "|" in t for t in texts):
+            raise _fail(f"category_values.{column}", "a non-empty list of distinct values, "
+                        "none empty or holding '|'", declared)
     params = _given(raw, "params", {})
     if not isinstance(params, dict):
         raise _fail("params", "an object of parameter: value", params)

@@ -54,6 +54,9 @@ def test_round_trip_through_json(tmp_path):
     ({"data": {"sample": "x", "file": "y.csv"}}, "both"),
     ({"data": {"url": "http://x"}}, "url"),
     ({"category_values": {"sex": []}}, "category_values.sex"),
+    ({"category_values": {"sex": ["F", "M", "F"]}}, "category_values.sex"),
+    ({"category_values": {"sex": ["F|M"]}}, "category_values.sex"),
+    ({"category_values": {"sex": ["F", " "]}}, "category_values.sex"),
 ])
 def test_bad_keys_are_typed_errors_naming_the_key(change, named):
     with pytest.raises(ConfigError, match=named) as info:

@@ -1,109 +1,139 @@
 """The command line's release settings as the one settings object,
-`hierdp_core.config.ReleaseConfig`, and back: a ``--config`` file fills the options the
-command line left silent (what the command line gives wins; `fill_from_config`); the
-options of a release are converted into that object, with the `RunOptions` of the run, at
-the command's boundary (`settings_of_args`); ``--save-config`` writes it
-(`config_to_save`). Imports only the standard library until a file is read or written."""
+`hierdp_core.config.ReleaseConfig`, and back: the options of a release become that object,
+with the `RunOptions` of the run, at the command's boundary (`settings_of_args`); a
+``--config`` file's object is merged with the command line's, field by field, the options
+given winning (`merged`, by the one table `FIELDS` of option -> field); ``--save-config``
+writes it (`config_to_save`). Imports only the standard library until a configuration is
+saved."""
 
 from __future__ import annotations
+
+import os
+from dataclasses import fields, replace
+from pathlib import Path
+
+from hierdp_core.cli.inputs import (
+    csv_list,
+    mechanism_params,
+    name_columns,
+    param_values,
+    split_weights,
+)
+from hierdp_core.cli.parser import release_usage_error
+from hierdp_core.config import (
+    KEYS,
+    QUERY_KEYS,
+    ConfigError,
+    ReleaseConfig,
+    RunOptions,
+    config_json,
+    load_config,
+    with_input,
+)
+from hierdp_core.declared_values import parse_category_values, parse_domain
+from hierdp_core.errors import InputError
 
 #: release options a configuration does not hold (how the table is read), with the value
 #: each has when not given: ``--save-config`` names those given, to be given again
 NOT_IN_CONFIG = {"names": {}, "local_codes": False, "wide": None, "wide_name": "category",
                  "missing": "error", "ragged": False, "duplicates": "sum", "encoding": None}
+#: each release option (argparse dest) -> the `ReleaseConfig` field it sets (``data.KEY``:
+#: that key of ``data``; ``--split-preset`` sets the split when ``--split`` gives none)
+FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.groups",
+          "structure_from_data": "structure", "categories": "category_columns",
+          "param": "params", "invariant": "invariants", "split_preset": "split",
+          **{dest: dest for dest in (
+              "mechanism", "epsilon", "rho", "delta", "query", "levels", "count_column",
+              "category_values", "split", "split_goal", "seed", "group_column",
+              "size_column", "max_size", "min_size", "origin_levels", "destination_levels",
+              "tree", "attribute", "domain", "workload", *NOT_IN_CONFIG, "interval",
+              "interval_replicates")}}
+#: the fields of ``data`` an option sets
+DATA_FIELDS = tuple(name for name in FIELDS.values() if name.startswith("data."))
+#: options that, given on the command line, replace more of a ``--config`` file's fields
+#: than their own: a budget all of epsilon, rho and delta, a split option the split and
+#: its goal, ``--secure`` the seed, a structure option the structure and the geography
+ALSO_REPLACES = {"epsilon": ("rho", "delta"), "rho": ("epsilon", "delta"),
+                 "split": ("split_goal",), "split_preset": ("split_goal",),
+                 "split_goal": ("split",), "secure": ("seed",),
+                 "geography": ("structure",), "structure_from_data": ("data.geography",)}
 
 
-def release_with_config(args, given: set[str]) -> None:
-    """Fill ``args`` (a parsed ``release``) from its ``--config`` file where the command
-    line (``given``: the options it gave) is silent. Raises `ConfigError`."""
-    from hierdp_core.config import load_config
-
-    fill_from_config(args, load_config(args.config), given)
+def _columns(text: str | None) -> tuple[str, ...]:
+    return tuple(csv_list(text))
 
 
-def fill_from_config(args, cfg, given: set[str]) -> None:
-    """Fill ``args`` (a parsed ``release``) from the configuration ``cfg`` (a
-    `ReleaseConfig`) where the options in ``given`` are silent. Raises `ConfigError`."""
-    from hierdp_core.config import ConfigError, with_input
+#: how an option's parsed value reads as its field, where it is text to parse (a bad one
+#: is an `InputError`); the others are taken as parsed
+READ = {"levels": _columns, "categories": _columns, "origin_levels": _columns,
+        "destination_levels": _columns, "category_values": parse_category_values,
+        "param": param_values, "names": name_columns,
+        "invariant": lambda names: tuple(dict.fromkeys(names or [])),
+        "domain": lambda text: parse_domain(text) if text else None,
+        "split": lambda text: tuple(split_weights(text) or ()) or None,
+        "structure_from_data": lambda on: "from-data" if on else "declared"}
 
-    data = cfg.data
-    if "input" not in given:
-        if "sample" in data and "file" not in data:
-            raise ConfigError(f"the configuration's data is the bundled sample "
-                              f"{data['sample']!r}: write it with `hierdp sample "
-                              f"{data['sample']} --out FILE` and give FILE")
-        args.input = data.get("file")
-    fill = {"query": cfg.query, "levels": ",".join(cfg.levels) or None,
-            "count_column": cfg.count_column,
-            "categories": ",".join(cfg.category_columns) or None,
-            "mechanism": cfg.mechanism, "group_column": cfg.group_column,
-            "size_column": cfg.size_column, "max_size": cfg.max_size,
-            "min_size": cfg.min_size,
-            "origin_levels": ",".join(cfg.origin_levels) or None,
-            "destination_levels": ",".join(cfg.destination_levels) or None,
-            "tree": cfg.tree, "attribute": cfg.attribute, "workload": cfg.workload,
-            "domain": f"{cfg.domain[0]}-{cfg.domain[1]}" if cfg.domain else None,
-            "invariant": list(cfg.invariants) or None}
-    placed = with_input(cfg, args.input).data  # a bundled sample's files beside it
-    if "geography" not in given and "structure_from_data" not in given:
-        if cfg.structure == "from-data":
-            fill["structure_from_data"] = True
-        elif "geography" in placed:
-            fill["geography"] = placed["geography"]
-    if "groups" not in given and "groups" in placed:
-        fill["groups"] = placed["groups"]
-    if cfg.category_values:
-        fill["category_values"] = [f"{c}={'|'.join(v)}" for c, v in cfg.category_values.items()]
-    if not given & {"epsilon", "rho"}:  # a budget on the command line replaces the file's
-        fill.update(epsilon=cfg.epsilon, rho=cfg.rho, delta=cfg.delta)
-    if not given & {"split", "split_preset", "split_goal"}:
-        if isinstance(cfg.split, tuple):
-            args.split = ",".join(map(repr, cfg.split))  # every digit: a chosen split
-        elif isinstance(cfg.split, str):
-            args.split_preset = cfg.split
-    if not given & {"seed", "secure"}:
-        fill["seed"] = cfg.seed
-    for dest, value in fill.items():
-        if dest not in given and value is not None:
-            setattr(args, dest, value)
-    named = {pair.split("=", 1)[0].strip() for pair in args.param or []}
-    args.param = [*(args.param or []), *(
-        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-        for k, v in cfg.params.items() if k not in named)]
+
+def command_line_config(args) -> ReleaseConfig:
+    """The `ReleaseConfig` of a parsed ``release``'s options alone: each option sets its
+    field (`FIELDS`), its text read (`READ`; a bad one is an `InputError`)."""
+    values, data = {}, {}
+    for dest, name in FIELDS.items():
+        value = READ[dest](getattr(args, dest)) if dest in READ else getattr(args, dest)
+        if name in DATA_FIELDS:
+            if value:
+                data[name.partition(".")[2]] = value
+        elif dest != "split_preset":
+            values[name] = value
+    return ReleaseConfig(data=data, **{**values, "split": values["split"] or args.split_preset})
+
+
+def merged(command_line: ReleaseConfig, file: ReleaseConfig, given) -> ReleaseConfig:
+    """``command_line``'s settings over a ``--config`` ``file``'s (``given``: the options
+    the command line gave, argparse dests): a field a given option sets or replaces
+    (`FIELDS`, `ALSO_REPLACES`) is the command line's; any other the file holds is the
+    file's where it has one (else the command line's default); the parameters merge by
+    name, the command line's winning; the file's geography and groups are placed beside
+    the input as `with_input` places them. Raises `ConfigError` for a file whose data is
+    a bundled sample when the command line gives no input."""
+    decided = {FIELDS[dest] for dest in given if dest in FIELDS} | {
+        name for dest in given for name in ALSO_REPLACES.get(dest, ())}
+    if "data.file" not in decided and "sample" in file.data and "file" not in file.data:
+        sample = file.data["sample"]
+        raise ConfigError(f"the configuration's data is the bundled sample {sample!r}: write "
+                          f"it with `hierdp sample {sample} --out FILE` and give FILE")
+    placed = with_input(file, (command_line if "data.file" in decided else file).data.get(
+        "file")).data
+    data = {}
+    for name in DATA_FIELDS:
+        key = name.partition(".")[2]
+        data[key] = (command_line.data if name in decided else placed).get(key)
+    kept = {name: getattr(file, name) for name in KEYS if name not in decided
+            and name not in ("format", "data", "params") and getattr(file, name) is not None}
+    params = {**command_line.params,
+              **{k: v for k, v in file.params.items() if k not in command_line.params}}
+    return replace(command_line, **kept, params=params,
+                   data={key: path for key, path in data.items() if path})
 
 
 def settings_of_args(args):
-    """(`ReleaseConfig`, `RunOptions`) of a parsed ``release`` (its options after any
-    ``--config``): the command line's settings as the one settings object, converted at the
-    command's boundary; the text of ``--levels``, ``--param``, ``--split``,
-    ``--category-values``, ``--domain`` and ``--names`` parsed (a bad one is an
-    `InputError`). Standard library only: it runs before the early checks."""
-    from hierdp_core.cli.inputs import csv_list, name_columns, param_values, split_weights
-    from hierdp_core.config import ReleaseConfig, RunOptions
-    from hierdp_core.declared_values import parse_category_values, parse_domain
-
-    paths = {"file": args.input, "geography": args.geography, "groups": args.groups}
-    weights = split_weights(args.split)
-    config = ReleaseConfig(
-        mechanism=args.mechanism, epsilon=args.epsilon, rho=args.rho, delta=args.delta,
-        data={k: v for k, v in paths.items() if v}, query=args.query,
-        levels=tuple(csv_list(args.levels)), count_column=args.count_column,
-        category_columns=tuple(csv_list(args.categories)),
-        category_values=parse_category_values(args.category_values),
-        structure="from-data" if args.structure_from_data else "declared",
-        params=param_values(args.param),
-        split=tuple(weights) if weights else args.split_preset, seed=args.seed,
-        invariants=tuple(dict.fromkeys(args.invariant or [])),
-        group_column=args.group_column, size_column=args.size_column,
-        max_size=args.max_size, min_size=args.min_size,
-        origin_levels=tuple(csv_list(args.origin_levels)),
-        destination_levels=tuple(csv_list(args.destination_levels)), tree=args.tree,
-        attribute=args.attribute, domain=parse_domain(args.domain) if args.domain else None,
-        workload=args.workload if args.query == "ranges" else None,  # ranges only
-        names=name_columns(args.names), local_codes=args.local_codes,
-        ragged=args.ragged, encoding=args.encoding, wide=args.wide, wide_name=args.wide_name,
-        missing=args.missing, duplicates=args.duplicates, split_goal=args.split_goal,
-        interval=args.interval, interval_replicates=args.interval_replicates)
+    """(`ReleaseConfig`, `RunOptions`) of a parsed ``release``, converted at the command's
+    boundary: the command line's settings (`command_line_config`) merged over its
+    ``--config`` file's (`merged`; ``args.given``: the options it gave). A bad
+    configuration, or no input table or mechanism in either, is a usage error. Standard
+    library only: it runs before the early checks."""
+    config = command_line_config(args)
+    if args.config:
+        try:
+            config = merged(config, load_config(args.config), args.given)
+        except ConfigError as exc:
+            raise release_usage_error(f"--config: {exc}") from None
+    if not config.data.get("file"):
+        raise release_usage_error("release needs the input table (or 'data' in --config)")
+    if config.mechanism is None:
+        raise release_usage_error("release needs --mechanism (or 'mechanism' in --config)")
+    if config.query != "ranges":
+        config = replace(config, workload=None)  # a setting of ranges only
     run = RunOptions(**{k: getattr(args, k) for k in RunOptions.__dataclass_fields__
                         if k != "formats"}, formats=args.format)
     return config, run
@@ -111,11 +141,6 @@ def settings_of_args(args):
 
 def check_save_config(run) -> None:
     """Refuse, before the release, a ``--save-config`` file that cannot be written."""
-    import os
-    from pathlib import Path
-
-    from hierdp_core.errors import InputError
-
     path = Path(run.save_config)
     if path.is_dir() or not os.access(path.resolve().parent, os.W_OK):
         raise InputError(f"--save-config: cannot write the configuration {str(path)!r} (a "
@@ -128,11 +153,6 @@ def config_to_save(config, *, split=None, folder=None):
     the weights the release used (a split chosen by ``--split-goal``); the data paths
     relative to ``folder`` (the folder of the file it is saved in); the parameters typed
     as the mechanism declares them."""
-    import os
-    from dataclasses import fields, replace
-
-    from hierdp_core.cli.inputs import mechanism_params
-    from hierdp_core.config import KEYS, QUERY_KEYS, ReleaseConfig
     from hierdp_core.mechanisms.base import get_mechanism
 
     raw = mechanism_params(config)
@@ -149,10 +169,6 @@ def config_to_save(config, *, split=None, folder=None):
 def save_config(config, run, split=None) -> str | None:
     """Write the configuration of a release (`config_to_save`) to ``--save-config``; the
     note naming the given options it does not hold, or None."""
-    from pathlib import Path
-
-    from hierdp_core.config import config_json
-
     path = Path(run.save_config)
     path.write_text(config_json(config_to_save(config, split=split,
                                                folder=path.resolve().parent)),

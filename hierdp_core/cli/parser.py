@@ -8,8 +8,8 @@ import sys
 
 from hierdp_core import __version__
 from hierdp_core.cli import budget
-from hierdp_core.cli.config_file import release_with_config
 from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
+from hierdp_core.errors import InputError
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
 from hierdp_core.verdict import DEFAULT_MAX_EPSILON
@@ -80,30 +80,30 @@ def _memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _with_help(prog: str, message: str) -> str:
+    return f"{message} (see {prog} --help)"
+
+
+def release_usage_error(message: str) -> InputError:
+    """A usage error of ``hierdp release`` found once its options are read as settings
+    (`hierdp_core.cli.config_file.settings_of_args`): one line as `OneLineErrors` says it,
+    exit status 2."""
+    return InputError(_with_help("hierdp release", message))
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line and exit status 2.
-    ``release`` takes its options from ``--config FILE`` where the command line does not
-    give them (`release_with_config`)."""
+    A parsed ``release`` holds ``given``: the options its command line gave (which win
+    over its ``--config`` file's)."""
 
     def error(self, message: str):
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"error: {_with_help(self.prog, message)}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
 
     def parse_args(self, args=None, namespace=None):
         parsed = super().parse_args(args, namespace)
-        if getattr(parsed, "command", None) != "release":
-            return parsed
-        if parsed.config:
-            from hierdp_core.errors import HierdpError
-
-            try:
-                release_with_config(parsed, self._given(args))
-            except HierdpError as exc:
-                self.error(f"--config: {exc}")
-        if parsed.input is None:
-            self.error("release needs the input table (or 'data' in --config)")
-        if parsed.mechanism is None:
-            self.error("release needs --mechanism (or 'mechanism' in --config)")
+        if getattr(parsed, "command", None) == "release":
+            parsed.given = self._given(args)
         return parsed
 
     def _given(self, argv) -> set[str]:
