@@ -148,18 +148,38 @@ class FiorettoDP(GroupSizeMechanism):
         from hierdp_core.groupsizes import fioretto
         from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
 
+        if self.variant != "chain":
+            return self._programs(data, noisy[None], variance, p)[0]
         h, g = data.hierarchy, data.total_groups
-        if self.variant == "mh":
-            g = total_groups(data, noisy[0], p)
-            released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
-            return _groups_kept(data, released, root_on_simplex(g, noisy[0]), p)
-        if self.variant == "mc":
-            groups = data.groups() if p["groups"] == "exact" else None
-            return fioretto.mc_dp(h, noisy, g, groups=groups,
-                                  level_weights=_level_weights(variance))
         root = fioretto.region_fits(noisy[:1], g, data.groups()[:1])  # the root's own fit
         released = chain_dp(h, chain_from_region_cumulative(h, noisy), g)
         return keep_group_counts(h, np.vstack([root, released[1:]]), data.groups())
+
+    def trial_values(self, data, plans, p, source, n):
+        """M_H^dp and M_c^dp: the ``n`` trials measured in turn, their exact programs solved
+        at once (`fioretto.mh_dp_trials`, `fioretto.mc_dp_trials`: the same values)."""
+        if self.variant == "chain":
+            return super().trial_values(data, plans, p, source, n)
+        measured = [self.measure(data, plans, p, source) for _ in range(n)]
+        return self._programs(data, np.stack([noisy for noisy, _ in measured]),
+                              measured[0][1], p)
+
+    def _programs(self, data, noisy, variance, p):
+        """M_H^dp or M_c^dp of trials ``noisy`` (K, n_nodes, N + 1) measured with the level
+        variances ``variance``: (K, n_nodes, N + 1)."""
+        from hierdp_core.groupsizes import fioretto
+
+        h, weights = data.hierarchy, _level_weights(variance)
+        if self.variant == "mc":
+            groups = data.groups() if p["groups"] == "exact" else None
+            return fioretto.mc_dp_trials(h, noisy, data.total_groups, groups=groups,
+                                         level_weights=weights)
+        g = [total_groups(data, y[0], p) for y in noisy]
+        released = fioretto.mh_dp_trials(h, noisy, g, level_weights=weights)
+        if p.get("groups") != "exact":
+            return released
+        return np.stack([_groups_kept(data, r, root_on_simplex(gk, y[0]), p)
+                         for r, gk, y in zip(released, g, noisy, strict=True)])
 
 
 @dataclass
