@@ -290,17 +290,31 @@ class KuoEstimator(GroupSizeMechanism):
                                 else (NOISE_PARAM,))
 
     def measure_and_estimate(self, data, plans, p, source):
-        from hierdp_core.groupsizes.kuo import kuo_release
+        released, phase1 = self._kuo(data, plans, p, source)
+        return (released if self.hierarchical else phase1), phase1
+
+    def trial_values(self, data, plans, p, source, n):
+        """The ``n`` trials drawn in turn and estimated at once (`kuo.kuo_release_trials`:
+        the same values)."""
+        released, phase1 = self._kuo(data, plans, p, source, n)
+        return released if self.hierarchical else phase1
+
+    def _kuo(self, data, plans, p, source, n=None):
+        """(released, Phase-1 estimates) of one release (``n`` None: `kuo.kuo_release`) or
+        of ``n`` trials (`kuo.kuo_release_trials`) with the plans' budgets."""
+        from hierdp_core.groupsizes import kuo
 
         h = data.hierarchy
         chosen = p.get("methods", self.method)
         methods = (["hg"] + ["hc"] * (h.n_levels - 1) if chosen == "hg-root"
                    else [chosen] * h.n_levels)
-        released, phase1 = kuo_release(
-            h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
-            methods, source, p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
-            stage=self.privacy_plan(**p).stages[0])
-        return (released if self.hierarchical else phase1), phase1
+        args = (h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
+                methods, source)
+        options = dict(p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
+                       stage=self.privacy_plan(**p).stages[0])
+        if n is None:
+            return kuo.kuo_release(*args, **options)
+        return kuo.kuo_release_trials(*args, n, **options)
 
 
 for _mechanism in (NoisyBaseline(), RelaxedQP(variant="mh"), FiorettoDP(variant="mh"),
