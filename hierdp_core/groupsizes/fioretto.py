@@ -56,7 +56,7 @@ from scipy.optimize import isotonic_regression
 
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.fioretto_dp import _default_half_widths, _MHSolver
-from hierdp_core.groupsizes.group_counts import keep_group_counts
+from hierdp_core.groupsizes.group_counts import keep_group_counts_trials
 from hierdp_core.hierarchy import Hierarchy
 
 
@@ -227,27 +227,29 @@ def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, groups=None, level_weights=N
     G = _total(total_groups)
     hist = region_fits(c, G, groups)
     program = mh_dp(h, hist, G, level_weights=level_weights, delta=delta, stats=stats)
-    return _anchored(h, hist, program, groups)
+    return _anchored(h, hist[None], program[None], groups)[0]
 
 
 def mc_dp_trials(h: Hierarchy, noisy_cum, total_groups, *, groups=None,
                  level_weights=None) -> np.ndarray:
     """`mc_dp` of K noisy inputs (K, n_nodes, N + 1) of one release (one public G and
     ``groups``): (K, n_nodes, N + 1) int64, ``[k]`` bit for bit ``mc_dp(h, noisy_cum[k],
-    ...)`` with the default windows; the K exact programs solved at once (`mh_dp_trials`),
-    the fits and the reconciliation trial by trial."""
+    ...)`` with the default windows: the K exact programs solved at once (`mh_dp_trials`)
+    and reconciled at once (`group_counts.keep_group_counts_trials`), the fits trial by
+    trial."""
     c = np.asarray(noisy_cum, dtype=np.float64)
     if c.ndim != 3:
         raise InputError(f"noisy_cum must have shape (trials, n_nodes, N + 1), got {c.shape}")
     G = _total(total_groups)
     hist = np.stack([region_fits(_values(h, ck, "noisy_cum"), G, groups) for ck in c])
     program = mh_dp_trials(h, hist, np.full(len(c), G), level_weights=level_weights)
-    return np.stack([_anchored(h, hk, pk, groups)
-                     for hk, pk in zip(hist, program, strict=True)])
+    return _anchored(h, hist, program, groups)
 
 
 def _anchored(h: Hierarchy, hist: np.ndarray, program: np.ndarray, groups) -> np.ndarray:
-    """`mc_dp`'s last step: the levels of ``program`` reconciled top down from the root's
-    own fit (``hist[0]``), every region keeping ``groups`` (None: ``program``'s)."""
-    anchored = np.vstack([hist[:1], program[1:]])
-    return keep_group_counts(h, anchored, program.sum(axis=1) if groups is None else groups)
+    """`mc_dp`'s last step for trials (K, n_nodes, N + 1): the levels of ``program``
+    reconciled top down from the root's own fit (``hist[:, 0]``), every region keeping
+    ``groups`` (None: ``program``'s)."""
+    anchored = np.concatenate([hist[:, :1], program[:, 1:]], axis=1)
+    return keep_group_counts_trials(h, anchored,
+                                    program.sum(axis=2) if groups is None else groups)

@@ -59,7 +59,13 @@ from hierdp_core.groupsizes.kuo_estimators import (
     hg_level,
 )
 from hierdp_core.groupsizes.kuo_matching import MERGES, match_level, merge_level
-from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _coalesce, add_counts
+from hierdp_core.groupsizes.kuo_runs import (
+    Runs,
+    _check_choice,
+    _coalesce,
+    add_counts,
+    side_by_side,
+)
 from hierdp_core.groupsizes.kuo_variance import estimate_variances
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.plan import Stage
@@ -118,16 +124,10 @@ def _consistent(h: Hierarchy, level_variances: Sequence[Runs], max_size: int, me
     current = _canonical(level_variances[0])
     for level in range(1, h.n_levels):
         child = level_variances[level]
-        parents = _side_by_side(h.segment_of_level(level), h.level_size(level - 1), trials)
+        parents = side_by_side(h.segment_of_level(level), h.level_size(level - 1), trials)
         pairs = match_level(current, child, parents, tie_split=tie_split)
         current = merge_level(current, child, pairs, merge=merge)
     return _back_substitute(h, current, max_size, trials)
-
-
-def _side_by_side(index: np.ndarray, size: int, trials: int) -> np.ndarray:
-    """``index`` (into a level of ``size`` nodes) for each of ``trials`` copies of the
-    level laid end to end."""
-    return (np.arange(trials)[:, None] * size + index).ravel()
 
 
 def _back_substitute(h: Hierarchy, leaves: Runs, max_size: int, trials: int) -> np.ndarray:

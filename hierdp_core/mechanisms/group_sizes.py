@@ -12,7 +12,7 @@ import numpy as np
 from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.groupsizes.data import GroupSizeData
-from hierdp_core.groupsizes.group_counts import keep_group_counts
+from hierdp_core.groupsizes.group_counts import keep_group_counts, keep_group_counts_trials
 from hierdp_core.mechanisms.base import Capabilities, Parameter, register
 from hierdp_core.mechanisms.group_sizes_base import (
     FIORETTO,
@@ -145,35 +145,32 @@ class FiorettoDP(GroupSizeMechanism):
                                                           uncalibrated=CHAIN_UNCALIBRATED))
 
     def estimate(self, data, noisy, variance, p):
-        from hierdp_core.groupsizes import fioretto
-        from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
-
-        if self.variant != "chain":
-            return self._programs(data, noisy[None], variance, p)[0]
-        h, g = data.hierarchy, data.total_groups
-        root = fioretto.region_fits(noisy[:1], g, data.groups()[:1])  # the root's own fit
-        released = chain_dp(h, chain_from_region_cumulative(h, noisy), g)
-        return keep_group_counts(h, np.vstack([root, released[1:]]), data.groups())
+        return self._programs(data, noisy[None], variance, p)[0]
 
     def trial_values(self, data, plans, p, source, n):
-        """M_H^dp and M_c^dp: the ``n`` trials measured in turn, their exact programs solved
-        at once (`fioretto.mh_dp_trials`, `fioretto.mc_dp_trials`: the same values)."""
-        if self.variant == "chain":
-            return super().trial_values(data, plans, p, source, n)
+        """The ``n`` trials measured in turn, their programs solved and reconciled at once
+        (`fioretto.mh_dp_trials`, `fioretto.mc_dp_trials`,
+        `group_counts.keep_group_counts_trials`: the same values)."""
         measured = [self.measure(data, plans, p, source) for _ in range(n)]
         return self._programs(data, np.stack([noisy for noisy, _ in measured]),
                               measured[0][1], p)
 
     def _programs(self, data, noisy, variance, p):
-        """M_H^dp or M_c^dp of trials ``noisy`` (K, n_nodes, N + 1) measured with the level
-        variances ``variance``: (K, n_nodes, N + 1)."""
+        """The estimates (K, n_nodes, N + 1) of trials ``noisy`` (K, n_nodes, N + 1)
+        measured with the level variances ``variance``."""
         from hierdp_core.groupsizes import fioretto
+        from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
 
-        h, weights = data.hierarchy, _level_weights(variance)
+        h, g, weights = data.hierarchy, data.total_groups, _level_weights(variance)
         if self.variant == "mc":
             groups = data.groups() if p["groups"] == "exact" else None
-            return fioretto.mc_dp_trials(h, noisy, data.total_groups, groups=groups,
-                                         level_weights=weights)
+            return fioretto.mc_dp_trials(h, noisy, g, groups=groups, level_weights=weights)
+        if self.variant == "chain":  # the root's own fit, the chain program below it
+            groups = data.groups()
+            return keep_group_counts_trials(h, np.stack([np.vstack([
+                fioretto.region_fits(y[:1], g, groups[:1]),
+                chain_dp(h, chain_from_region_cumulative(h, y), g)[1:]]) for y in noisy]),
+                groups)
         g = [total_groups(data, y[0], p) for y in noisy]
         released = fioretto.mh_dp_trials(h, noisy, g, level_weights=weights)
         if p.get("groups") != "exact":
