@@ -159,7 +159,10 @@ class FiorettoDP(GroupSizeMechanism):
         """The estimates (K, n_nodes, N + 1) of trials ``noisy`` (K, n_nodes, N + 1)
         measured with the level variances ``variance``."""
         from hierdp_core.groupsizes import fioretto
-        from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
+        from hierdp_core.groupsizes.fioretto_chain import (
+            chain_dp_trials,
+            chain_from_region_cumulative,
+        )
 
         h, g, weights = data.hierarchy, data.total_groups, _level_weights(variance)
         if self.variant == "mc":
@@ -167,10 +170,10 @@ class FiorettoDP(GroupSizeMechanism):
             return fioretto.mc_dp_trials(h, noisy, g, groups=groups, level_weights=weights)
         if self.variant == "chain":  # the root's own fit, the chain program below it
             groups = data.groups()
-            return keep_group_counts_trials(h, np.stack([np.vstack([
-                fioretto.region_fits(y[:1], g, groups[:1]),
-                chain_dp(h, chain_from_region_cumulative(h, y), g)[1:]]) for y in noisy]),
-                groups)
+            released = chain_dp_trials(h, [chain_from_region_cumulative(h, y) for y in noisy],
+                                       g)
+            released[:, 0] = [fioretto.region_fits(y[:1], g, groups[:1])[0] for y in noisy]
+            return keep_group_counts_trials(h, released, groups)
         g = [total_groups(data, y[0], p) for y in noisy]
         released = fioretto.mh_dp_trials(h, noisy, g, level_weights=weights)
         if p.get("groups") != "exact":
@@ -230,12 +233,18 @@ class PaperChain(GroupSizeMechanism):
                     "levels; use gs-mc-chain, the corrected private version")
 
     def measure_and_estimate(self, data, plans, p, source):
-        from hierdp_core.groupsizes.fioretto_chain import chain_cumulative, chain_dp
+        values = self.trial_values(data, plans, p, source, 1)[0]
+        return values, np.full(values.shape, np.nan)
+
+    def trial_values(self, data, plans, p, source, n):
+        """The chain values of ``n`` trials measured in turn, their programs solved at once
+        (`fioretto_chain.chain_dp_trials`: the same values)."""
+        from hierdp_core.groupsizes.fioretto_chain import chain_cumulative, chain_dp_trials
 
         h = data.hierarchy
-        chain, _ = measure(chain_cumulative(h, data.node_counts()), h, plans, source)
-        values = chain_dp(h, chain, data.total_groups)
-        return values, np.full(values.shape, np.nan)
+        truth = chain_cumulative(h, data.node_counts())
+        chains = [measure(truth, h, plans, source)[0] for _ in range(n)]
+        return chain_dp_trials(h, chains, data.total_groups)
 
 
 KUO_METHODS = {"hc": "Hc at every level", "hg": "Hg at every level",
