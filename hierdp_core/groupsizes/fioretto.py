@@ -167,7 +167,8 @@ def mh_dp_trials(h: Hierarchy, noisy, total_groups, *, level_weights=None) -> np
     live = np.flatnonzero(G > 0)  # G = 0: all zeros, as mh_dp
     if live.size:
         half = np.stack([_default_half_widths(h, y[k], w) for k in live], axis=1)
-        side_by_side = y[live].transpose(1, 0, 2).reshape(h.n_nodes, -1)
+        solved = y if live.size == len(y) else y[live]  # one release: no copy
+        side_by_side = solved.transpose(1, 0, 2).reshape(h.n_nodes, -1)
         x = _MHSolver(h, side_by_side, G[live], w, half).solve()
         out[live] = x.reshape(h.n_nodes, live.size, -1).transpose(1, 0, 2)
     return out
