@@ -57,8 +57,8 @@ THREADED_RERUN_SECONDS = 0.25
 #: shorter re-runs share the threads when re-runs 1 and 2, side by side on two threads, kept
 #: this many cores busy or more (the process's CPU time over their wall time): numpy's
 #: kernels ran at once (the Group sizes page's Kuo re-run, 3,193 regions x 1,001 sizes,
-#: 0.2 s: about 1.6 on 2 cores, 8 re-runs 2.05 -> 1.63 s on a busy machine), where re-runs
-#: that mostly wait for the interpreter keep about one
+#: 0.2 s: 8 of them on 2 threads kept 1.66 cores busy, 2.05 -> 1.63 s wall, on a machine
+#: busy with other work), where re-runs that mostly wait for the interpreter keep about one
 PARALLEL_PAIR = 1.5
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 #: `integer_ends`: a float end within this share of its size of an integer is that integer
