@@ -225,19 +225,10 @@ def kuo_release(
     return _consistent(h, variances, hist.shape[1] - 1, merge, tie_split)[0], phase1
 
 
-def kuo_release_trials(
-    h: Hierarchy,
-    hist: np.ndarray,
-    groups: np.ndarray,
-    epsilon_per_level: Sequence[float],
-    methods: Sequence[str],
-    source: NoiseSource,
-    n: int,
-    *,
-    p: int = 2,
-    merge: str = "weighted",
-    stage: Stage,
-) -> tuple[np.ndarray, np.ndarray]:
+def kuo_release_trials(h: Hierarchy, hist: np.ndarray, groups: np.ndarray,
+                       epsilon_per_level: Sequence[float], methods: Sequence[str],
+                       source: NoiseSource, n: int, *, p: int = 2, merge: str = "weighted",
+                       stage: Stage) -> tuple[np.ndarray, np.ndarray]:
     """``n`` successive `kuo_release` calls with ``source`` (its other switches at their
     defaults): ``(released, phase1)``, each (n, n_nodes, N + 1), bit for bit theirs. Every
     trial's noise is drawn in turn, level by level, as its release draws it; then each
