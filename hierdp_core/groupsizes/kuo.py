@@ -2,7 +2,8 @@
 group size estimation": Algorithm 1, "top-down consistency" (paper sec. 5, spec
 ``shared/specs/group-sizes-kuo.md`` sec. 2.4), as functions on whole levels of a `Hierarchy`.
 
-`kuo_release` runs the algorithm end to end; each phase lives in its own module:
+`kuo_release` runs the algorithm end to end (`kuo_release_trials`: many successive releases
+of one table at once, as the privacy audit makes them); each phase lives in its own module:
 
 * Phase 1, private measurement: the per-node estimators Naive, Hg and Hc (paper sec. 4),
   `hierdp_core.groupsizes.kuo_estimators`, with the isotonic regression of

@@ -7,7 +7,9 @@ top-code), whose rows sum to the public G_v, go in; noise of scale sensitivity /
 added to what the estimator measures (the cumulative histogram for Hc, the sorted group sizes
 for Hg, the plain histogram for Naive), the result is made monotone (`isotonic`) and rounded,
 and an integer estimate (n, N + 1) with rows summing to G_v comes out, plus a `Phase1Info`
-telling `kuo_variance` how it was measured.
+telling `kuo_variance` how it was measured. Hc and Hg are each a measurement, in batches
+(`hc_draws`, `hg_draws`), and a fit that never pools two nodes (`hc_fit`, `hg_fit`), so the
+measurements of several releases can be fitted together (`kuo.kuo_release_trials`).
 
 Reimplemented from the project's reading of the paper, ``shared/specs/group-sizes-kuo.md``
 ("the spec"; the paper's formulas were lost in conversion, so the spec tags them as stated,
