@@ -71,14 +71,35 @@ class GroupSizeTopDown(GroupSizeMechanism):
                             capabilities=Capabilities(estimate="topdown", blockwise=True))
 
     def estimate(self, data, noisy, variance, p):
-        root = root_on_simplex(total_groups(data, noisy[0], p), noisy[0])
-        return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
+        return self.estimate_trials(data, noisy[None], variance, p)[0]
+
+    def estimate_trials(self, data, noisy, variance, p):
+        """The K trials' roots projected at once and their levels handed down at once, the
+        trials' sizes side by side as columns (`consistency.topdown.topdown` takes every
+        column on its own): each trial's values as alone."""
+        h, (trials, _, width) = data.hierarchy, noisy.shape
+        roots = roots_on_simplex([total_groups(data, y[0], p) for y in noisy], noisy[:, 0])
+        released = topdown(h, noisy.transpose(1, 0, 2).reshape(h.n_nodes, -1), roots.ravel())
+        released = released.reshape(h.n_nodes, trials, width).transpose(1, 0, 2)
+        if p.get("groups") != "exact":
+            return released
+        return keep_group_counts_trials(h, np.concatenate([roots[:, None], released[:, 1:]],
+                                                          axis=1), data.groups())
 
 
 def root_on_simplex(total_groups: int, noisy_root: np.ndarray) -> np.ndarray:
     """The root's noisy histogram projected onto non-negative values summing to G, rounded."""
-    g, start = np.array([total_groups]), np.array([0])
-    return round_segments(project_segments(noisy_root, start, g), start, g)
+    return roots_on_simplex([total_groups], np.asarray(noisy_root)[None])[0]
+
+
+def roots_on_simplex(totals, noisy_roots: np.ndarray) -> np.ndarray:
+    """`root_on_simplex` of K roots (K, N + 1) with their G (K,) at once (one segment each:
+    each as alone)."""
+    noisy_roots = np.asarray(noisy_roots, dtype=float)
+    g = np.asarray(totals)
+    start = np.arange(len(noisy_roots)) * noisy_roots.shape[1]
+    flat = round_segments(project_segments(noisy_roots.ravel(), start, g), start, g)
+    return flat.reshape(noisy_roots.shape)
 
 
 def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
@@ -145,19 +166,12 @@ class FiorettoDP(GroupSizeMechanism):
                                                           uncalibrated=CHAIN_UNCALIBRATED))
 
     def estimate(self, data, noisy, variance, p):
-        return self._programs(data, noisy[None], variance, p)[0]
+        return self.estimate_trials(data, noisy[None], variance, p)[0]
 
-    def trial_values(self, data, plans, p, source, n):
-        """The ``n`` trials measured in turn, their programs solved and reconciled at once
-        (`fioretto.mh_dp_trials`, `fioretto.mc_dp_trials`,
-        `group_counts.keep_group_counts_trials`: the same values)."""
-        measured = [self.measure(data, plans, p, source) for _ in range(n)]
-        return self._programs(data, np.stack([noisy for noisy, _ in measured]),
-                              measured[0][1], p)
-
-    def _programs(self, data, noisy, variance, p):
-        """The estimates (K, n_nodes, N + 1) of trials ``noisy`` (K, n_nodes, N + 1)
-        measured with the level variances ``variance``."""
+    def estimate_trials(self, data, noisy, variance, p):
+        """The K trials' programs solved and reconciled at once (`fioretto.mh_dp_trials`,
+        `fioretto.mc_dp_trials`, `fioretto_chain.chain_dp_trials`,
+        `group_counts.keep_group_counts_trials`: each trial's values as alone)."""
         from hierdp_core.groupsizes import fioretto
         from hierdp_core.groupsizes.fioretto_chain import (
             chain_dp_trials,

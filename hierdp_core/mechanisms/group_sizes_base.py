@@ -181,11 +181,18 @@ class GroupSizeMechanism(Mechanism):
 
     def trial_values(self, data: GroupSizeData, plans, p: dict, source: NoiseSource,
                      n: int) -> np.ndarray:
-        """`trials` once set up: `measure_and_estimate` ``n`` times, in turn. A mechanism
-        that can estimate many measurements at once overrides it, measuring them in turn
-        (`measure`) with the same values."""
-        return np.stack([np.asarray(self.measure_and_estimate(data, plans, p, source)[0])
-                         for _ in range(n)])
+        """`trials` once set up: the ``n`` measurements drawn in turn (`measure`), then
+        estimated (`estimate_trials`). A mechanism that measures and estimates otherwise
+        (its own `measure_and_estimate`) overrides it."""
+        measured = [self.measure(data, plans, p, source) for _ in range(n)]
+        return self.estimate_trials(data, np.stack([noisy for noisy, _ in measured]),
+                                    measured[0][1], p)
+
+    def estimate_trials(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
+                        p: dict) -> np.ndarray:
+        """`estimate` of every trial of ``noisy`` (K, n_nodes, N + 1), in order; a
+        mechanism that solves many at once overrides it (with the same values)."""
+        return np.stack([np.asarray(self.estimate(data, y, variance, p)) for y in noisy])
 
     def raw_trials(self, data: GroupSizeData, budget: PrivacyBudget, n: int,
                    source: NoiseSource, *, split=None, **params) -> np.ndarray:
