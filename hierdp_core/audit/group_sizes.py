@@ -2,8 +2,9 @@
 relation the mechanism declares).
 
 One release per trial (sizes are not independent columns): the ``n`` trials of a side are
-``n`` successive releases (`GroupSizeMechanism.trials`: the same values, set up once, the
-exact programs of M_H^dp and M_c^dp solved at once), except for a mechanism whose estimate
+``n`` successive releases (`GroupSizeMechanism.trials`: the same values, set up once, each
+trial's noise drawn in turn, the trials estimated together where the mechanism can), except
+for a mechanism whose estimate
 takes every cell on its own (``Capabilities.estimate == "raw"``, e.g. gs-noisy): its ``n``
 trials are measured at once, side by side (`GroupSizeMechanism.raw_trials`).
 Statistics over the changed cells
