@@ -4,11 +4,10 @@ relation the mechanism declares).
 One release per trial (sizes are not independent columns): the ``n`` trials of a side are
 ``n`` successive releases (`GroupSizeMechanism.trials`: the same values, set up once, each
 trial's noise drawn in turn, the trials estimated together where the mechanism can), except
-for a mechanism whose estimate
-takes every cell on its own (``Capabilities.estimate == "raw"``, e.g. gs-noisy): its ``n``
-trials are measured at once, side by side (`GroupSizeMechanism.raw_trials`).
-Statistics over the changed cells
-on the path root -> region -> leaf (one size loses a group under D', another gains it),
+for a mechanism whose estimate takes every cell on its own (``Capabilities.estimate ==
+"raw"``, e.g. gs-noisy): its ``n`` trials are measured at once, side by side
+(`GroupSizeMechanism.raw_trials`). Statistics over the changed cells on the path root ->
+region -> leaf (one size loses a group under D', another gains it),
 weighted per level by the ledger's epsilon_l per unit: ``path-weighted`` / ``path-clipped``
 (`adapter.path_statistics`); ``chain-weighted``, the level-wide chain counts (Fioretto et
 al.'s size-major order) at the size that loses (or, for a new group, gains) it, whose leak
