@@ -34,7 +34,8 @@ Method
    count mechanism is run one release per trial (slow but always valid). Group-size
    mechanisms whose estimate takes every cell on its own (``Capabilities.estimate ==
    "raw"``) measure the trials side by side (`GroupSizeMechanism.raw_trials`); the others
-   run one release per trial, their set-up made once per side (`Mechanism.releaser`).
+   run one release per trial, their set-up made once per side (`Mechanism.releaser`; group
+   sizes: `GroupSizeMechanism.trials`, the same values, estimated together).
 3. Statistics and events. Each output is reduced to scalar statistics. For counts (nodes on
    the path root -> region -> changed leaf, ``x`` the true values under D, per-level weights
    ``w_l`` from the mechanism's own ledger: epsilon_l = 1/scale for Laplace / geometric noise,

@@ -1,11 +1,13 @@
 """Audit adapter for group-size mechanisms (the pairs: `neighbours.group_size_pair`, one per
 relation the mechanism declares).
 
-One release per trial (sizes are not independent columns), except for a mechanism whose
-estimate takes every cell on its own (``Capabilities.estimate == "raw"``, e.g. gs-noisy):
-its ``n`` trials are measured at once, side by side (`GroupSizeMechanism.raw_trials`).
-Statistics over the changed cells
-on the path root -> region -> leaf (one size loses a group under D', another gains it),
+One release per trial (sizes are not independent columns): the ``n`` trials of a side are
+``n`` successive releases (`GroupSizeMechanism.trials`: the same values, set up once, each
+trial's noise drawn in turn, the trials estimated together where the mechanism can), except
+for a mechanism whose estimate takes every cell on its own (``Capabilities.estimate ==
+"raw"``, e.g. gs-noisy): its ``n`` trials are measured at once, side by side
+(`GroupSizeMechanism.raw_trials`). Statistics over the changed cells on the path root ->
+region -> leaf (one size loses a group under D', another gains it),
 weighted per level by the ledger's epsilon_l per unit: ``path-weighted`` / ``path-clipped``
 (`adapter.path_statistics`); ``chain-weighted``, the level-wide chain counts (Fioretto et
 al.'s size-major order) at the size that loses (or, for a new group, gains) it, whose leak
@@ -77,7 +79,11 @@ def group_size_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = D
         return mechanism.raw_trials(data, setup.budget, n, source, split=split,
                                     **setup.params).reshape(n, -1).astype(float)
 
-    one_by_one = setup.per_trial(h.n_nodes * width,
-                                 lambda data, rel: np.asarray(rel.values, dtype=float).ravel())
+    def successive(data, n: int, source: NoiseSource) -> np.ndarray:
+        return mechanism.trials(data, setup.budget, n, source, split=split,
+                                **setup.params).reshape(n, -1).astype(float)
+
+    one_by_one = successive if isinstance(mechanism, GroupSizeMechanism) else setup.per_trial(
+        h.n_nodes * width, lambda data, rel: np.asarray(rel.values, dtype=float).ravel())
     return AuditAdapter((pair.d1, pair.d2), batched if batch else one_by_one, statistics,
                         setup.budget, pair.description, bool(batch))

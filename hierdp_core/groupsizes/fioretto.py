@@ -19,9 +19,10 @@ and **faithful** (the root sums to G, hence every level does).
   optimum of Model 3 with the "<= otherwise" fix, with the chain and its values
   (`hierdp_core.groupsizes.fioretto_chain`).
 
-This module holds the entry points of M_H^dp and M_c^dp and the input checks all of them
-share; each step of the paper has its own module: `fioretto_tables` (TableMerge, the
-bottom-up pass of sec. 2.4), `fioretto_topdown` (the top-down allocation of sec. 2.4),
+This module holds the entry points of M_H^dp and M_c^dp (one release, or many trials of one
+release at once: `mh_dp_trials`, `mc_dp_trials`) and the input checks all of them share;
+each step of the paper has its own module: `fioretto_tables` (TableMerge, the bottom-up
+pass of sec. 2.4), `fioretto_topdown` (the top-down allocation of sec. 2.4),
 `fioretto_dp` (the program running both on certified windows, behind `mh_dp`; its cost)
 and `fioretto_chain` (M_c^ch, sec. 2.7).
 
@@ -55,7 +56,7 @@ from scipy.optimize import isotonic_regression
 
 from hierdp_core.errors import InputError
 from hierdp_core.groupsizes.fioretto_dp import _default_half_widths, _MHSolver
-from hierdp_core.groupsizes.group_counts import keep_group_counts
+from hierdp_core.groupsizes.group_counts import keep_group_counts_trials
 from hierdp_core.hierarchy import Hierarchy
 
 
@@ -146,6 +147,33 @@ def mh_dp(h: Hierarchy, noisy, total_groups, *, level_weights=None, delta=None,
     return out
 
 
+def mh_dp_trials(h: Hierarchy, noisy, total_groups, *, level_weights=None) -> np.ndarray:
+    """`mh_dp` of K independent inputs at once (trials of one release, as an audit makes
+    them): ``noisy`` (K, n_nodes, N + 1), ``total_groups`` (K,). Returns (K, n_nodes, N + 1)
+    int64 whose ``[k]`` is bit for bit ``mh_dp(h, noisy[k], total_groups[k],
+    level_weights=level_weights)`` (its default windows): the K problems sit side by side in
+    one solver and never meet (`fioretto_dp._MHSolver`), so a small tree costs one call's
+    overhead for all of them."""
+    y = np.asarray(noisy, dtype=np.float64)
+    if y.ndim != 3:
+        raise InputError(f"noisy must have shape (trials, n_nodes, N + 1), got {y.shape}")
+    for k in range(y.shape[0]):
+        _values(h, y[k], "noisy")
+    G = np.array([_total(g) for g in np.asarray(total_groups).reshape(-1)], dtype=np.int64)
+    if G.shape != y.shape[:1]:
+        raise InputError(f"give one total_groups per trial ({y.shape[0]}), got {G.size}")
+    w = _weights(h, level_weights)
+    out = np.zeros(y.shape, dtype=np.int64)
+    live = np.flatnonzero(G > 0)  # G = 0: all zeros, as mh_dp
+    if live.size:
+        half = np.stack([_default_half_widths(h, y[k], w) for k in live], axis=1)
+        solved = y if live.size == len(y) else y[live]  # one release: no copy
+        side_by_side = solved.transpose(1, 0, 2).reshape(h.n_nodes, -1)
+        x = _MHSolver(h, side_by_side, G[live], w, half).solve()
+        out[live] = x.reshape(h.n_nodes, live.size, -1).transpose(1, 0, 2)
+    return out
+
+
 # ---- M_c^dp ------------------------------------------------------------------------------
 def isotonic_rows(values: np.ndarray) -> np.ndarray:
     """Row-wise least-squares isotonic (non-decreasing) regression, all rows in one PAVA call.
@@ -200,5 +228,29 @@ def mc_dp(h: Hierarchy, noisy_cum, total_groups, *, groups=None, level_weights=N
     G = _total(total_groups)
     hist = region_fits(c, G, groups)
     program = mh_dp(h, hist, G, level_weights=level_weights, delta=delta, stats=stats)
-    anchored = np.vstack([hist[:1], program[1:]])
-    return keep_group_counts(h, anchored, program.sum(axis=1) if groups is None else groups)
+    return _anchored(h, hist[None], program[None], groups)[0]
+
+
+def mc_dp_trials(h: Hierarchy, noisy_cum, total_groups, *, groups=None,
+                 level_weights=None) -> np.ndarray:
+    """`mc_dp` of K noisy inputs (K, n_nodes, N + 1) of one release (one public G and
+    ``groups``): (K, n_nodes, N + 1) int64, ``[k]`` bit for bit ``mc_dp(h, noisy_cum[k],
+    ...)`` with the default windows: the K exact programs solved at once (`mh_dp_trials`)
+    and reconciled at once (`group_counts.keep_group_counts_trials`), the fits trial by
+    trial."""
+    c = np.asarray(noisy_cum, dtype=np.float64)
+    if c.ndim != 3:
+        raise InputError(f"noisy_cum must have shape (trials, n_nodes, N + 1), got {c.shape}")
+    G = _total(total_groups)
+    hist = np.stack([region_fits(_values(h, ck, "noisy_cum"), G, groups) for ck in c])
+    program = mh_dp_trials(h, hist, np.full(len(c), G), level_weights=level_weights)
+    return _anchored(h, hist, program, groups)
+
+
+def _anchored(h: Hierarchy, hist: np.ndarray, program: np.ndarray, groups) -> np.ndarray:
+    """`mc_dp`'s last step for trials (K, n_nodes, N + 1): the levels of ``program``
+    reconciled top down from the root's own fit (``hist[:, 0]``), every region keeping
+    ``groups`` (None: ``program``'s)."""
+    anchored = np.concatenate([hist[:, :1], program[:, 1:]], axis=1)
+    return keep_group_counts_trials(h, anchored,
+                                    program.sum(axis=2) if groups is None else groups)

@@ -156,16 +156,52 @@ def chain_dp(h: Hierarchy, chain_noisy, total_groups, *, delta=None) -> np.ndarr
     over all integers in [0, G], so no domain truncation is needed.
     """
     del delta
-    c = _values(h, chain_noisy, "chain_noisy")
+    return chain_dp_trials(h, _values(h, chain_noisy, "chain_noisy")[None], total_groups)[0]
+
+
+def chain_dp_trials(h: Hierarchy, chain_noisy, total_groups) -> np.ndarray:
+    """`chain_dp` of K noisy chains (K, n_nodes, N + 1) with one public G: (K, n_nodes,
+    N + 1), ``[k]`` bit for bit ``chain_dp(h, chain_noisy[k], total_groups)``. Integral
+    chains share every step but their isotonic regression (one call each, on the same
+    values as alone; their block sums are exact integers in any order); the others are
+    fitted one by one as `_round_blocks` does."""
+    c = np.asarray(chain_noisy, dtype=np.float64)
+    if c.ndim != 3:
+        raise InputError(f"chain_noisy must have shape (trials, n_nodes, N + 1), got "
+                         f"{c.shape}")
+    for ck in c:
+        _values(h, ck, "chain_noisy")
     G = _total(total_groups)
-    chain, starts, by_level = _chain_blocks(h, c.shape[1])
-    y = c.ravel()[chain.cells]
-    values = _round_blocks(y, starts, G)
-    fitted = np.repeat(values, np.diff(np.append(starts, y.size)))
-    hist = np.empty(c.size, dtype=np.int64)
+    chain, starts, by_level = _chain_blocks(h, c.shape[2])
+    y = c.reshape(len(c), -1)[:, chain.cells]
+    counts = np.diff(np.append(starts, y.shape[1]))
+    integral = np.all(y == np.rint(y), axis=1) & (np.abs(y).sum(axis=1) < 2.0 ** 50)
+    values = np.full((len(c), starts.size), G, dtype=np.int64)
+    if starts.size > 1 and integral.any():
+        values[integral, :-1] = _round_integral(np.add.reduceat(y[integral], starts, axis=1),
+                                                counts, G)
+    for k in np.flatnonzero(~integral):
+        values[k] = _round_blocks(y[k], starts, G)
+    fitted = np.repeat(values, counts, axis=1)
+    hist = np.empty(c.shape, dtype=np.int64).reshape(len(c), -1)
     for at in by_level:
-        hist[chain.cells[at]] = np.diff(fitted[at], prepend=0)
+        hist[:, chain.cells[at]] = np.diff(fitted[:, at], axis=1, prepend=0)
     return hist.reshape(c.shape)
+
+
+def _round_integral(sums: np.ndarray, counts: np.ndarray, G: int) -> np.ndarray:
+    """`_round_blocks`' values of the free blocks (all but the last) of integral chains
+    from their block sums (K, blocks): each chain's isotonic regression of its block means,
+    then every pool's mean rounded half up exactly from integer sums, clipped to [0, G]."""
+    free = counts[:-1]
+    sums = np.rint(sums[:, :-1]).astype(np.int64)
+    pools = [isotonic_regression(row / free, weights=free.astype(float)).blocks[:-1]
+             for row in sums]
+    first = np.concatenate([b + k * free.size for k, b in enumerate(pools)])
+    s = np.add.reduceat(sums.ravel(), first)
+    wt = np.add.reduceat(np.tile(free, len(sums)), first)
+    value = np.clip(np.floor_divide(2 * s + wt, 2 * wt), 0, G)
+    return np.repeat(value, np.diff(np.append(first, sums.size))).reshape(sums.shape)
 
 
 def _chain_blocks(h: Hierarchy, n_sizes: int):

@@ -2,9 +2,13 @@
 ``shared/specs/group-sizes-fioretto.md`` sec. 2.3-2.4 and the sec. 3 optimality caveat),
 solved on certified windows: the solver behind `fioretto.mh_dp`.
 
-Contract: noisy values (n_nodes, N + 1), the public G, level weights and initial window
-half-widths go in (`_MHSolver`); the exact integer optimum of Model 1 comes out, consistent,
-non-negative and summing to G at the root. Each pass builds the tables bottom-up
+Contract: the noisy values (n_nodes, N + 1) of one or more independent problems side by side
+(columns ``k (N + 1) .. (k + 1) (N + 1) - 1`` are problem k), the public G of each, level
+weights and every problem's initial window half-widths go in (`_MHSolver`); the exact
+integer optimum of Model 1 of each comes out, consistent, non-negative and summing to its G
+at the root. A problem's columns never meet another's (every table, window and top-node
+allocation is per column or per problem), so each result is bit for bit the one it gets
+alone. Each pass builds the tables bottom-up
 (`fioretto_tables`), lets the top node choose, allocates top-down (`fioretto_topdown`) and
 widens the windows that bind.
 
@@ -72,19 +76,27 @@ class _MHSolver:
     """Model 1 with certified windows (see the module docstring). Internal levels
     ``0..L-1`` have windowed explicit tables, the leaf level L is closed-form.
 
-    A batch of columns (sizes) ``cols`` holds level l as ``cols.size * n_l`` cells, column
-    by column (so the children of a cell are one contiguous run of the next level)."""
+    ``y`` (n_nodes, K (N + 1)) holds K problems side by side, ``G`` (K,) their totals and
+    ``half`` (n_levels, K) their initial half-widths (one problem: G and ``half``
+    (n_levels,) will do). A batch of columns ``cols`` holds level
+    l as ``cols.size * n_l`` cells, column by column (so the children of a cell are one
+    contiguous run of the next level)."""
 
-    def __init__(self, h: Hierarchy, y: np.ndarray, G: int, w: np.ndarray, half):
-        self.h, self.y, self.G, self.w = h, y, G, w
-        self.half = np.asarray(half, dtype=np.int64)
+    def __init__(self, h: Hierarchy, y: np.ndarray, G: np.ndarray, w: np.ndarray, half):
+        self.h, self.y, self.w = h, y, w
         self.L = h.depth
         self.S = y.shape[1]
+        self.G = np.atleast_1d(np.asarray(G, dtype=np.int64))
+        self.width = self.S // self.G.size  # N + 1: the columns of one problem
+        self.tops = np.arange(self.G.size) * self.width  # where each problem's columns start
+        self.g = np.repeat(self.G, self.width)  # every column's G
+        half = np.asarray(half, dtype=np.int64)
+        self.half = np.repeat(half.reshape(h.n_levels, -1), self.width, axis=1)
         self.n = [h.level_size(level) for level in range(h.n_levels)]
         self.x = [np.zeros((self.n[lv], self.S), np.int64) for lv in range(h.n_levels)]
         self.tabs: list[_Tables | None] = [None] * self.L
         self.stats = {"passes": 0, "solved_columns": 0, "widened_cells": 0,
-                      "half_widths": self.half.tolist()}
+                      "half_widths": half.tolist()}
         # leaves sorted descending within (column, parent): one permutation per column
         leaf = y[h.level_slice(self.L)].T
         by_value = np.argsort(-leaf, axis=1, kind="stable")
@@ -98,8 +110,8 @@ class _MHSolver:
         if self.L > 0:
             for level, est in enumerate(self._estimates()):
                 c = np.rint(est).astype(np.int64)
-                self.own_lo.append(np.clip(c - self.half[level], 0, G))
-                self.own_hi.append(np.clip(c + self.half[level], 0, G))
+                self.own_lo.append(np.clip(c - self.half[level], 0, self.g))
+                self.own_hi.append(np.clip(c + self.half[level], 0, self.g))
 
     # -- layout ---------------------------------------------------------------------------
     def _flat(self, a: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -118,9 +130,10 @@ class _MHSolver:
 
     def _leaves(self, cols: np.ndarray, *, one_segment: bool = False) -> _Leaves:
         y = self._flat(self.y[self.h.level_slice(self.L)], cols)
-        if one_segment:  # the root is the only level: the top node's children
-            order = np.argsort(-y, kind="stable")
-            starts = np.array([0])
+        if one_segment:  # the root is the only level: each top node's children (all columns)
+            by_problem = -y.reshape(self.G.size, self.width)
+            order = (np.argsort(by_problem, axis=1, kind="stable") + self.tops[:, None]).ravel()
+            starts = self.tops
         else:
             nl = self.n[self.L]
             order = (np.arange(cols.size)[:, None] * nl + self.leaf_rank[cols]).ravel()
@@ -158,7 +171,7 @@ class _MHSolver:
             centre[level] = (w[level] * y_l + a * pooled[level]) / (w[level] + a)
             curv[level] = w[level] + a
         est = [None] * L
-        est[0] = project_segments(centre[0][0], np.array([0]), np.array([float(self.G)]),
+        est[0] = project_segments(centre[0][0], self.tops, self.G.astype(np.float64),
                                   curv[0][0])[None, :]
         for level in range(1, L):
             starts = h.child_starts(level)
@@ -214,11 +227,10 @@ class _MHSolver:
 
     # -- top-down -------------------------------------------------------------------------
     def _top(self) -> np.ndarray:
-        """The top node's allocation of G over the root cells (sizes)."""
+        """Every top node's allocation of its G over its root cells (sizes)."""
         if self.L == 0:
-            return _allocate_leaves(self._leaves(np.arange(self.S), one_segment=True),
-                                    np.array([self.G]))
-        return _allocate_tables(self.tabs[0], np.array([0]), np.array([self.G]))
+            return _allocate_leaves(self._leaves(np.arange(self.S), one_segment=True), self.G)
+        return _allocate_tables(self.tabs[0], self.tops, self.G)
 
     def _top_down(self, cols: np.ndarray, x_root: np.ndarray) -> None:
         for batch in self._chunks(cols, top_down=True):
@@ -242,11 +254,12 @@ class _MHSolver:
         for level in range(self.L):
             x = self.x[level][:, cols]
             lo, hi = self.own_lo[level][:, cols], self.own_hi[level][:, cols]
-            high = (x >= hi) & (hi < self.G)
+            g = self.g[cols]
+            high = (x >= hi) & (hi < g)
             low = (x <= lo) & (lo > 0)
-            step = np.maximum(hi - lo, self.half[level])
+            step = np.maximum(hi - lo, self.half[level, cols])
             self.own_hi[level][:, cols] = np.where(
-                high, np.minimum(self.G, np.maximum(hi, x) + step), hi)
+                high, np.minimum(g, np.maximum(hi, x) + step), hi)
             self.own_lo[level][:, cols] = np.where(
                 low, np.maximum(0, np.minimum(lo, x) - step), lo)
             flagged = high | low

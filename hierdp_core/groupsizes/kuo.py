@@ -2,7 +2,8 @@
 group size estimation": Algorithm 1, "top-down consistency" (paper sec. 5, spec
 ``shared/specs/group-sizes-kuo.md`` sec. 2.4), as functions on whole levels of a `Hierarchy`.
 
-`kuo_release` runs the algorithm end to end; each phase lives in its own module:
+`kuo_release` runs the algorithm end to end (`kuo_release_trials`: many successive releases
+of one table at once, as the privacy audit makes them); each phase lives in its own module:
 
 * Phase 1, private measurement: the per-node estimators Naive, Hg and Hc (paper sec. 4),
   `hierdp_core.groupsizes.kuo_estimators`, with the isotonic regression of
@@ -41,13 +42,31 @@ Example
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from hierdp_core.errors import InputError, MechanismError
-from hierdp_core.groupsizes.kuo_estimators import METHODS, hc_level, hg_level
+from hierdp_core.groupsizes.kuo_estimators import (
+    METHODS,
+    Phase1Info,
+    _isotonic_level,
+    hc_draws,
+    hc_fit,
+    hc_level,
+    hg_blocks,
+    hg_draws,
+    hg_fit,
+    hg_level,
+)
 from hierdp_core.groupsizes.kuo_matching import MERGES, match_level, merge_level
-from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _coalesce, add_counts
+from hierdp_core.groupsizes.kuo_runs import (
+    Runs,
+    _check_choice,
+    _coalesce,
+    add_counts,
+    side_by_side,
+)
 from hierdp_core.groupsizes.kuo_variance import estimate_variances
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.plan import Stage
@@ -93,24 +112,37 @@ def kuo_hierarchical(
     for level in range(h.n_levels):
         _check_phase1(h, level, level_estimates[level], level_variances[level],
                       groups, max_size)
+    return _consistent(h, level_variances, max_size, merge, tie_split)[0]
+
+
+def _consistent(h: Hierarchy, level_variances: Sequence[Runs], max_size: int, merge: str,
+                tie_split: str, trials: int = 1) -> np.ndarray:
+    """Phases 2-3 on Phase-1 runs (checked, or made by `kuo_release`) of ``trials``
+    releases side by side (level l's runs over ``trials * n_l`` nodes, trial t's nodes
+    ``t n_l .. (t + 1) n_l - 1``): their consistent histograms (trials, n_nodes, N + 1).
+    Every match and merge stays within one parent and its children, so each trial's are
+    the ones it gets alone."""
     current = _canonical(level_variances[0])
     for level in range(1, h.n_levels):
         child = level_variances[level]
-        pairs = match_level(current, child, h.segment_of_level(level), tie_split=tie_split)
+        parents = side_by_side(h.segment_of_level(level), h.level_size(level - 1), trials)
+        pairs = match_level(current, child, parents, tie_split=tie_split)
         current = merge_level(current, child, pairs, merge=merge)
-    return _back_substitute(h, current, max_size)
+    return _back_substitute(h, current, max_size, trials)
 
 
-def _back_substitute(h: Hierarchy, leaves: Runs, max_size: int) -> np.ndarray:
-    """The histograms (n_nodes, N + 1) of the leaves' final groups (``leaves``, the leaf
-    level's runs) and of every internal node, the sum of its leaves': each run counted at
-    its leaf and at every ancestor, one level at a time (O(runs) a level, where summing
-    the leaves' full histograms up the tree reads every cell)."""
-    out = np.zeros((h.n_nodes, max_size + 1), dtype=np.int64)
-    node = leaves.node + h.level_offsets[h.depth]
+def _back_substitute(h: Hierarchy, leaves: Runs, max_size: int, trials: int) -> np.ndarray:
+    """The histograms (trials, n_nodes, N + 1) of the leaves' final groups (``leaves``, the
+    leaf level's runs of every trial) and of every internal node, the sum of its leaves':
+    each run counted at its leaf and at every ancestor, one level at a time (O(runs) a
+    level, where summing the leaves' full histograms up the tree reads every cell)."""
+    out = np.zeros((trials, h.n_nodes, max_size + 1), dtype=np.int64)
+    trial, leaf = np.divmod(leaves.node, h.n_leaves)
+    node = leaf + h.level_offsets[h.depth]
     value = leaves.value.astype(np.int64)
     for _level in range(h.depth, -1, -1):
-        add_counts(out, node, value, leaves.count)
+        add_counts(out.reshape(trials * h.n_nodes, -1), trial * h.n_nodes + node, value,
+                   leaves.count)
         node = h.parent[node]
     return out
 
@@ -174,17 +206,7 @@ def kuo_release(
     the independent Phase-1 estimates of every node (the "no consistency" baseline), both
     (n_nodes, N + 1) int64.
     """
-    hist = np.asarray(hist)
-    if hist.ndim == 2 and hist.shape[0] == h.n_leaves and h.n_leaves != h.n_nodes:
-        hist = h.aggregate(hist)
-    if hist.ndim != 2 or hist.shape[0] != h.n_nodes:
-        raise InputError(f"hist must have shape (n_nodes={h.n_nodes}, N + 1)")
-    eps = [float(e) for e in epsilon_per_level]
-    methods = [str(m).lower() for m in methods]
-    if len(eps) != h.n_levels or len(methods) != h.n_levels:
-        raise MechanismError(f"give one epsilon and one method per level ({h.n_levels})")
-    for m in methods:
-        _check_choice("method", m, METHODS)
+    hist, eps, methods = _checked(h, hist, epsilon_per_level, methods)
     phase1 = np.empty(hist.shape, dtype=np.int64)
     estimates, variances = [], []
     for level in range(h.n_levels):
@@ -200,6 +222,85 @@ def kuo_release(
         variances.append(estimate_variances(est, info, hg_count=hg_count,
                                             hc_divisor=hc_divisor,
                                             noise_variance=noise_variance))
-    released = kuo_hierarchical(h, estimates, variances, groups, merge=merge,
-                                tie_split=tie_split)
-    return released, phase1
+    _check_choice("merge", merge, MERGES)
+    return _consistent(h, variances, hist.shape[1] - 1, merge, tie_split)[0], phase1
+
+
+def kuo_release_trials(h: Hierarchy, hist: np.ndarray, groups: np.ndarray,
+                       epsilon_per_level: Sequence[float], methods: Sequence[str],
+                       source: NoiseSource, n: int, *, p: int = 2, merge: str = "weighted",
+                       stage: Stage) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` successive `kuo_release` calls with ``source`` (its other switches at their
+    defaults): ``(released, phase1)``, each (n, n_nodes, N + 1), bit for bit theirs. Every
+    trial's noise is drawn in turn, level by level, as its release draws it; then each
+    level's fits, variances, matchings and merges are made for the n trials at once, side
+    by side (trial t's nodes of level l are ``t n_l .. (t + 1) n_l - 1``). A fit never
+    pools two nodes, and with integer noise (the geometric) the shifted rows of the
+    isotonic fits are exact whatever sits before them; Laplace noise is estimated one
+    trial at a time."""
+    hist, eps, methods = _checked(h, hist, epsilon_per_level, methods)
+    _check_choice("merge", merge, MERGES)
+    groups = np.asarray(groups)
+    levels = [_isotonic_level(hist[h.level_slice(lv)], groups[h.level_slice(lv)], eps[lv],
+                              p=p if methods[lv] == "hc" else 2, stage=stage)
+              for lv in range(h.n_levels)]
+    if not all(gen.integer for _, _, gen in levels):
+        return tuple(np.stack(x) for x in zip(*(
+            kuo_release(h, hist, groups, eps, methods, source, p=p, merge=merge, stage=stage)
+            for _ in range(n)), strict=True))
+    drawn = [[_draws(level, methods[lv], source, eps[lv], stage)
+              for lv, level in enumerate(levels)] for _ in range(n)]
+    phase1 = np.empty((n, *hist.shape), dtype=np.int64)
+    variances = []
+    for lv, (level_hist, level_groups, _) in enumerate(levels):
+        est = np.zeros((n * len(level_hist), hist.shape[1]), dtype=np.int64)
+        info = _fits(est, np.tile(level_groups, n), [trial[lv] for trial in drawn],
+                     methods[lv], p, Phase1Info(methods[lv], eps[lv], stage, 2))
+        phase1[:, h.level_slice(lv)] = est.reshape(n, len(level_hist), -1)
+        variances.append(estimate_variances(est, info))
+    return _consistent(h, variances, hist.shape[1] - 1, merge, "proportional", n), phase1
+
+
+def _draws(level, method: str, source: NoiseSource, epsilon: float, stage: Stage) -> list:
+    """One trial's measurement of a checked ``level`` (hist, groups, noise), as `hc_level`
+    or `hg_level` draws it: its batches, drawn now."""
+    level_hist, level_groups, gen = level
+    if method == "hc":
+        return [noisy for _, _, noisy in hc_draws(level_hist, gen, source, epsilon, stage)]
+    return list(hg_draws(level_hist, level_groups, gen, source, epsilon, stage))
+
+
+def _fits(est: np.ndarray, groups: np.ndarray, drawn: list, method: str, p: int,
+          info: Phase1Info) -> Phase1Info:
+    """Into ``est`` (the trials' rows of one level side by side, ``groups`` their G_v):
+    the Hc or Hg estimates of the trials' batches ``drawn`` (`_draws`, one list a trial),
+    all fitted at once; returns the level's `Phase1Info` (``info`` with Hc's loss ``p``,
+    or Hg's blocks)."""
+    rows = len(est) // len(drawn)
+    if method == "hc":
+        est[:, -1] = groups
+        if est.shape[1] > 1:
+            hc_fit(est, np.concatenate([y for batches in drawn for y in batches]), groups, p)
+        return replace(info, p=p)
+    nodes = [t * rows + nodes for t, batches in enumerate(drawn) for nodes, _ in batches]
+    if not nodes:
+        return replace(info, blocks=hg_blocks([], len(est)))
+    nodes = np.concatenate(nodes)
+    y = np.concatenate([y for batches in drawn for _, y in batches])
+    return replace(info, blocks=hg_blocks([hg_fit(est, nodes, groups[nodes], y, 2)], len(est)))
+
+
+def _checked(h: Hierarchy, hist, epsilon_per_level, methods):
+    """`kuo_release`'s inputs checked: (hist of every node, epsilons, methods)."""
+    hist = np.asarray(hist)
+    if hist.ndim == 2 and hist.shape[0] == h.n_leaves and h.n_leaves != h.n_nodes:
+        hist = h.aggregate(hist)
+    if hist.ndim != 2 or hist.shape[0] != h.n_nodes:
+        raise InputError(f"hist must have shape (n_nodes={h.n_nodes}, N + 1)")
+    eps = [float(e) for e in epsilon_per_level]
+    methods = [str(m).lower() for m in methods]
+    if len(eps) != h.n_levels or len(methods) != h.n_levels:
+        raise MechanismError(f"give one epsilon and one method per level ({h.n_levels})")
+    for m in methods:
+        _check_choice("method", m, METHODS)
+    return hist, eps, methods

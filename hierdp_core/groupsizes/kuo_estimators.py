@@ -7,7 +7,9 @@ top-code), whose rows sum to the public G_v, go in; noise of scale sensitivity /
 added to what the estimator measures (the cumulative histogram for Hc, the sorted group sizes
 for Hg, the plain histogram for Naive), the result is made monotone (`isotonic`) and rounded,
 and an integer estimate (n, N + 1) with rows summing to G_v comes out, plus a `Phase1Info`
-telling `kuo_variance` how it was measured.
+telling `kuo_variance` how it was measured. Hc and Hg are each a measurement, in batches
+(`hc_draws`, `hg_draws`), and a fit that never pools two nodes (`hc_fit`, `hg_fit`), so the
+measurements of several releases can be fitted together (`kuo.kuo_release_trials`).
 
 Reimplemented from the project's reading of the paper, ``shared/specs/group-sizes-kuo.md``
 ("the spec"; the paper's formulas were lost in conversion, so the spec tags them as stated,
@@ -156,19 +158,34 @@ def hc_level(
     """
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
                                         stage=stage)
-    n, width = hist.shape
-    size = width - 1
-    est = np.zeros((n, width), dtype=np.int64)
+    est = np.zeros(hist.shape, dtype=np.int64)
     est[:, -1] = groups
-    if size:
-        cum = cumulative(hist)
-        for a, b in _chunks(np.full(n, size), CHUNK):
-            noisy = gen.apply(cum[a:b, :size], source, sensitivity=stage.sensitivity,
-                              budget=epsilon_level, label="group sizes: Hc cumulative counts")
-            starts, fit = isotonic_box_rows(noisy, groups[a:b], p)
-            del noisy
-            _decumulate_blocks(est[a:b], starts, _round_half_up(fit))
+    for a, b, noisy in hc_draws(hist, gen, source, epsilon_level, stage):
+        hc_fit(est[a:b], noisy, groups[a:b], p)
+        del noisy
     return est, Phase1Info("hc", float(epsilon_level), stage, p)
+
+
+def hc_draws(hist: np.ndarray, gen: Noise, source: NoiseSource, epsilon_level: float,
+             stage: Stage):
+    """Hc's measurement of a checked level, in batches of whole rows: ``(a, b, noisy)``,
+    the noisy cumulative cells 0..N-1 of rows ``a..b-1``, drawn in that order (the last
+    cell, G_v, is public: not drawn)."""
+    n, width = hist.shape
+    if width == 1:
+        return
+    cum = cumulative(hist)
+    for a, b in _chunks(np.full(n, width - 1), CHUNK):
+        yield a, b, gen.apply(cum[a:b, :-1], source, sensitivity=stage.sensitivity,
+                              budget=epsilon_level, label="group sizes: Hc cumulative counts")
+
+
+def hc_fit(est: np.ndarray, noisy: np.ndarray, groups: np.ndarray, p: int) -> None:
+    """Hc's estimate of rows from their noisy cumulative cells (`hc_draws`), into ``est``
+    (those rows, the last column their G_v): isotonic fit in [0, G_v], rounded half up,
+    decumulated. Rows are fitted each on its own (`isotonic_box_rows`)."""
+    starts, fit = isotonic_box_rows(noisy, groups, p)
+    _decumulate_blocks(est, starts, _round_half_up(fit))
 
 
 def _decumulate_blocks(est: np.ndarray, starts: np.ndarray, value: np.ndarray) -> None:
@@ -215,41 +232,55 @@ def hg_level(
     """
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
                                         stage=stage)
-    n, width = hist.shape
-    size = width - 1
-    est = np.zeros((n, width), dtype=np.int64)
-    parts = []
+    est = np.zeros(hist.shape, dtype=np.int64)
+    parts = [hg_fit(est, nodes, groups[nodes], y, p)
+             for nodes, y in hg_draws(hist, groups, gen, source, epsilon_level, stage, chunk)]
+    return est, Phase1Info("hg", float(epsilon_level), stage, p, hg_blocks(parts, len(est)))
+
+
+def hg_draws(hist: np.ndarray, groups: np.ndarray, gen: Noise, source: NoiseSource,
+             epsilon_level: float, stage: Stage, chunk: int = CHUNK):
+    """Hg's measurement of a checked level, in batches of whole nodes: ``(nodes, y)``, the
+    nodes with groups (indices in the level) and their ascending group sizes, concatenated,
+    each with its noise, drawn in that order."""
     for a, b in _chunks(groups, chunk):
         nodes = a + np.flatnonzero(groups[a:b] > 0)
-        if nodes.size == 0:
-            continue
-        g = groups[nodes]
-        y = _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level,
-                                stage.sensitivity)
-        starts = np.concatenate([[0], np.cumsum(g[:-1])])
-        if p == 2:
-            bstart, bval = pava_blocks(y, starts)
-        else:
-            fit = isotonic_l1_segments(np.clip(y, 0, size), starts)
-            change = np.ones(fit.size, dtype=bool)
-            change[1:] = fit[1:] != fit[:-1]
-            change[starts] = True
-            bstart = np.flatnonzero(change)
-            bval = fit[bstart]
-        del y
-        bsize = np.diff(np.append(bstart, int(g.sum())))
-        bnode = nodes[np.searchsorted(starts, bstart, side="right") - 1]
-        bval = _round_half_up(np.clip(bval, 0, size))
-        est += np.bincount(bnode * width + bval.astype(np.int64), weights=bsize,
-                           minlength=n * width).astype(np.int64).reshape(n, width)
-        parts.append((bnode, bval, bsize))
-    if parts:
-        node, value, count = (np.concatenate(x) for x in zip(*parts, strict=True))
-        blocks = Runs(node.astype(np.int64), value, np.full(node.size, np.nan),
-                      count.astype(np.int64), n)
+        if nodes.size:
+            yield nodes, _noisy_sorted_sizes(hist[nodes], gen, source, chunk, epsilon_level,
+                                             stage.sensitivity)
+
+
+def hg_fit(est: np.ndarray, nodes: np.ndarray, g: np.ndarray, y: np.ndarray, p: int):
+    """Hg's estimate of ``nodes`` (``g`` groups each) from their noisy sorted sizes ``y``
+    (`hg_draws`), added to ``est`` (n, N + 1): every node's isotonic fit on its own, clipped
+    to [0, N], rounded half up, counted. Returns the fit's blocks ``(node, value, size)``."""
+    n, width = est.shape
+    size = width - 1
+    starts = np.concatenate([[0], np.cumsum(g[:-1])])
+    if p == 2:
+        bstart, bval = pava_blocks(y, starts)
     else:
-        blocks = _empty_runs(n)
-    return est, Phase1Info("hg", float(epsilon_level), stage, p, blocks)
+        fit = isotonic_l1_segments(np.clip(y, 0, size), starts)
+        change = np.ones(fit.size, dtype=bool)
+        change[1:] = fit[1:] != fit[:-1]
+        change[starts] = True
+        bstart = np.flatnonzero(change)
+        bval = fit[bstart]
+    bsize = np.diff(np.append(bstart, int(g.sum())))
+    bnode = nodes[np.searchsorted(starts, bstart, side="right") - 1]
+    bval = _round_half_up(np.clip(bval, 0, size))
+    est += np.bincount(bnode * width + bval.astype(np.int64), weights=bsize,
+                       minlength=n * width).astype(np.int64).reshape(n, width)
+    return bnode, bval, bsize
+
+
+def hg_blocks(parts: list, n: int) -> Runs:
+    """`Phase1Info.blocks` of a level of ``n`` nodes from the blocks of its `hg_fit`s."""
+    if not parts:
+        return _empty_runs(n)
+    node, value, count = (np.concatenate(x) for x in zip(*parts, strict=True))
+    return Runs(node.astype(np.int64), value, np.full(node.size, np.nan),
+                count.astype(np.int64), n)
 
 
 def _noisy_sorted_sizes(hist: np.ndarray, gen: Noise, source: NoiseSource,

@@ -102,3 +102,10 @@ def add_counts(out: np.ndarray, node: np.ndarray, value: np.ndarray,
     """``out[node, value] += count`` (int64 histograms (n_nodes, N + 1), repeated cells
     summed): O(runs) integer adds, the untouched zeros cost nothing."""
     np.add.at(out.reshape(-1), node * out.shape[1] + value, count)
+
+
+def side_by_side(index: np.ndarray, size: int, trials: int) -> np.ndarray:
+    """``index`` (into a level of ``size`` nodes) for each of ``trials`` copies of the
+    level laid end to end (copy t's nodes ``t size .. (t + 1) size - 1``): the parents of a
+    level of several independent releases side by side."""
+    return (np.arange(trials)[:, None] * size + index).ravel()

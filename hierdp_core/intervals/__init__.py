@@ -82,7 +82,8 @@ def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
     `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`): the first run alone, and a run's
     time for the plug-in and the quantiles, the others shared by `bootstrap.RERUN_THREADS`
     threads when a run takes `bootstrap.THREADED_RERUN_SECONDS` or more (as if the threads
-    kept every core busy: a machine busy with other work takes longer)."""
+    kept every core busy: a machine busy with other work takes longer; shorter runs that
+    share them, `bootstrap.PARALLEL_PAIR`, take less than announced)."""
     if closed_form(release):
         return 0.0
     if capabilities(release.mechanism).intervals == "stacked bootstrap":

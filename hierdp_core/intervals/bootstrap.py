@@ -54,6 +54,12 @@ RERUN_SECONDS = 2.0
 RERUN_THREADS = max(1, int(os.environ.get("HIERDP_RERUN_THREADS", 0))
                     or min(4, len(os.sched_getaffinity(0))))
 THREADED_RERUN_SECONDS = 0.25
+#: shorter re-runs share the threads when re-runs 1 and 2, side by side on two threads, kept
+#: this many cores busy or more (the process's CPU time over their wall time): numpy's
+#: kernels ran at once (the Group sizes page's Kuo re-run, 3,193 regions x 1,001 sizes,
+#: 0.2 s: 8 of them on 2 threads kept 1.66 cores busy, 2.05 -> 1.63 s wall, on a machine
+#: busy with other work), where re-runs that mostly wait for the interpreter keep about one
+PARALLEL_PAIR = 1.5
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 #: `integer_ends`: a float end within this share of its size of an integer is that integer
 INTEGER_SLACK = 1e-9
@@ -202,9 +208,10 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
-    the first took `THREADED_RERUN_SECONDS` or more, and so do the quantiles' blocks of
-    cells; progress goes to `reporting`'s callback. Returns the half-widths (below,
-    above) per cell and the replicates drawn."""
+    the first took `THREADED_RERUN_SECONDS` or more, or when re-runs 1 and 2 run side by
+    side kept `PARALLEL_PAIR` cores busy; so do the quantiles' blocks of cells; progress
+    goes to `reporting`'s callback. Returns the half-widths (below, above) per cell and the
+    replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -225,22 +232,29 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         np.subtract(cells(rerun(replicate_source(stream, j))), plugin, out=d[j],
                     casting="unsafe")
 
-    threads = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1
-    _in_threads(redraw, range(1, replicates), lambda done: report(1 + done, replicates),
-                threads)
-    below, above = np.empty(plugin.size), np.empty(plugin.size)
+    threads, first_jobs = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1, 1
+    if threads == 1 < RERUN_THREADS and replicates > 3:  # two re-runs side by side
+        cpu, wall = time.process_time(), time.perf_counter()
+        _in_threads(redraw, (1, 2), lambda done: report(1 + done, replicates), 2)
+        busy = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+        threads, first_jobs = (RERUN_THREADS if busy >= PARALLEL_PAIR else 1), 3
+    _in_threads(redraw, range(first_jobs, replicates),
+                lambda done: report(first_jobs + done, replicates), threads)
+    below, above = np.zeros(plugin.size), np.zeros(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
 
     def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
-        rows = slice(row, row + block)
-        errors = np.ascontiguousarray(d[:, rows].T)
-        below[rows], above[rows] = symmetric_half_widths(errors, rank(level, replicates),
-                                                         integer)
+        errors = np.ascontiguousarray(d[:, row:row + block].T)
+        # a cell every redraw left at its plug-in keeps 0 and 0 (no bias): most sizes of a
+        # sparse group-size table, whose quantiles then cost nothing
+        moved = np.flatnonzero(errors.any(axis=1))
+        errors = errors[moved]
+        lower, upper = symmetric_half_widths(errors, rank(level, replicates), integer)
         if widen:
             bias = np.abs(errors.mean(axis=1, dtype=np.float64))
             bias = np.ceil(bias) if integer else bias
-            below[rows] += bias
-            above[rows] += bias
+            lower, upper = lower + bias, upper + bias
+        below[row + moved], above[row + moved] = lower, upper
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     return below, above, replicates

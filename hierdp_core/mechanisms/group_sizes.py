@@ -12,7 +12,7 @@ import numpy as np
 from hierdp_core.consistency.segments import project_segments, round_segments
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.groupsizes.data import GroupSizeData
-from hierdp_core.groupsizes.group_counts import keep_group_counts
+from hierdp_core.groupsizes.group_counts import keep_group_counts, keep_group_counts_trials
 from hierdp_core.mechanisms.base import Capabilities, Parameter, register
 from hierdp_core.mechanisms.group_sizes_base import (
     FIORETTO,
@@ -71,14 +71,35 @@ class GroupSizeTopDown(GroupSizeMechanism):
                             capabilities=Capabilities(estimate="topdown", blockwise=True))
 
     def estimate(self, data, noisy, variance, p):
-        root = root_on_simplex(total_groups(data, noisy[0], p), noisy[0])
-        return _groups_kept(data, topdown(data.hierarchy, noisy, root), root, p)
+        return self.estimate_trials(data, noisy[None], variance, p)[0]
+
+    def estimate_trials(self, data, noisy, variance, p):
+        """The K trials' roots projected at once and their levels handed down at once, the
+        trials' sizes side by side as columns (`consistency.topdown.topdown` takes every
+        column on its own): each trial's values as alone."""
+        h, (trials, _, width) = data.hierarchy, noisy.shape
+        roots = roots_on_simplex([total_groups(data, y[0], p) for y in noisy], noisy[:, 0])
+        released = topdown(h, noisy.transpose(1, 0, 2).reshape(h.n_nodes, -1), roots.ravel())
+        released = released.reshape(h.n_nodes, trials, width).transpose(1, 0, 2)
+        if p.get("groups") != "exact":
+            return released
+        return keep_group_counts_trials(h, np.concatenate([roots[:, None], released[:, 1:]],
+                                                          axis=1), data.groups())
 
 
 def root_on_simplex(total_groups: int, noisy_root: np.ndarray) -> np.ndarray:
     """The root's noisy histogram projected onto non-negative values summing to G, rounded."""
-    g, start = np.array([total_groups]), np.array([0])
-    return round_segments(project_segments(noisy_root, start, g), start, g)
+    return roots_on_simplex([total_groups], np.asarray(noisy_root)[None])[0]
+
+
+def roots_on_simplex(totals, noisy_roots: np.ndarray) -> np.ndarray:
+    """`root_on_simplex` of K roots (K, N + 1) with their G (K,) at once (one segment each:
+    each as alone)."""
+    noisy_roots = np.asarray(noisy_roots, dtype=float)
+    g = np.asarray(totals)
+    start = np.arange(len(noisy_roots)) * noisy_roots.shape[1]
+    flat = round_segments(project_segments(noisy_roots.ravel(), start, g), start, g)
+    return flat.reshape(noisy_roots.shape)
 
 
 def _groups_kept(data: GroupSizeData, released: np.ndarray, root: np.ndarray,
@@ -145,21 +166,34 @@ class FiorettoDP(GroupSizeMechanism):
                                                           uncalibrated=CHAIN_UNCALIBRATED))
 
     def estimate(self, data, noisy, variance, p):
-        from hierdp_core.groupsizes import fioretto
-        from hierdp_core.groupsizes.fioretto_chain import chain_dp, chain_from_region_cumulative
+        return self.estimate_trials(data, noisy[None], variance, p)[0]
 
-        h, g = data.hierarchy, data.total_groups
-        if self.variant == "mh":
-            g = total_groups(data, noisy[0], p)
-            released = fioretto.mh_dp(h, noisy, g, level_weights=_level_weights(variance))
-            return _groups_kept(data, released, root_on_simplex(g, noisy[0]), p)
+    def estimate_trials(self, data, noisy, variance, p):
+        """The K trials' programs solved and reconciled at once (`fioretto.mh_dp_trials`,
+        `fioretto.mc_dp_trials`, `fioretto_chain.chain_dp_trials`,
+        `group_counts.keep_group_counts_trials`: each trial's values as alone)."""
+        from hierdp_core.groupsizes import fioretto
+        from hierdp_core.groupsizes.fioretto_chain import (
+            chain_dp_trials,
+            chain_from_region_cumulative,
+        )
+
+        h, g, weights = data.hierarchy, data.total_groups, _level_weights(variance)
         if self.variant == "mc":
             groups = data.groups() if p["groups"] == "exact" else None
-            return fioretto.mc_dp(h, noisy, g, groups=groups,
-                                  level_weights=_level_weights(variance))
-        root = fioretto.region_fits(noisy[:1], g, data.groups()[:1])  # the root's own fit
-        released = chain_dp(h, chain_from_region_cumulative(h, noisy), g)
-        return keep_group_counts(h, np.vstack([root, released[1:]]), data.groups())
+            return fioretto.mc_dp_trials(h, noisy, g, groups=groups, level_weights=weights)
+        if self.variant == "chain":  # the root's own fit, the chain program below it
+            groups = data.groups()
+            released = chain_dp_trials(h, [chain_from_region_cumulative(h, y) for y in noisy],
+                                       g)
+            released[:, 0] = [fioretto.region_fits(y[:1], g, groups[:1])[0] for y in noisy]
+            return keep_group_counts_trials(h, released, groups)
+        g = [total_groups(data, y[0], p) for y in noisy]
+        released = fioretto.mh_dp_trials(h, noisy, g, level_weights=weights)
+        if p.get("groups") != "exact":
+            return released
+        return np.stack([_groups_kept(data, r, root_on_simplex(gk, y[0]), p)
+                         for r, gk, y in zip(released, g, noisy, strict=True)])
 
 
 @dataclass
@@ -213,12 +247,18 @@ class PaperChain(GroupSizeMechanism):
                     "levels; use gs-mc-chain, the corrected private version")
 
     def measure_and_estimate(self, data, plans, p, source):
-        from hierdp_core.groupsizes.fioretto_chain import chain_cumulative, chain_dp
+        values = self.trial_values(data, plans, p, source, 1)[0]
+        return values, np.full(values.shape, np.nan)
+
+    def trial_values(self, data, plans, p, source, n):
+        """The chain values of ``n`` trials measured in turn, their programs solved at once
+        (`fioretto_chain.chain_dp_trials`: the same values)."""
+        from hierdp_core.groupsizes.fioretto_chain import chain_cumulative, chain_dp_trials
 
         h = data.hierarchy
-        chain, _ = measure(chain_cumulative(h, data.node_counts()), h, plans, source)
-        values = chain_dp(h, chain, data.total_groups)
-        return values, np.full(values.shape, np.nan)
+        truth = chain_cumulative(h, data.node_counts())
+        chains = [measure(truth, h, plans, source)[0] for _ in range(n)]
+        return chain_dp_trials(h, chains, data.total_groups)
 
 
 KUO_METHODS = {"hc": "Hc at every level", "hg": "Hg at every level",
@@ -270,17 +310,31 @@ class KuoEstimator(GroupSizeMechanism):
                                 else (NOISE_PARAM,))
 
     def measure_and_estimate(self, data, plans, p, source):
-        from hierdp_core.groupsizes.kuo import kuo_release
+        released, phase1 = self._kuo(data, plans, p, source)
+        return (released if self.hierarchical else phase1), phase1
+
+    def trial_values(self, data, plans, p, source, n):
+        """The ``n`` trials drawn in turn and estimated at once (`kuo.kuo_release_trials`:
+        the same values)."""
+        released, phase1 = self._kuo(data, plans, p, source, n)
+        return released if self.hierarchical else phase1
+
+    def _kuo(self, data, plans, p, source, n=None):
+        """(released, Phase-1 estimates) of one release (``n`` None: `kuo.kuo_release`) or
+        of ``n`` trials (`kuo.kuo_release_trials`) with the plans' budgets."""
+        from hierdp_core.groupsizes import kuo
 
         h = data.hierarchy
         chosen = p.get("methods", self.method)
         methods = (["hg"] + ["hc"] * (h.n_levels - 1) if chosen == "hg-root"
                    else [chosen] * h.n_levels)
-        released, phase1 = kuo_release(
-            h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
-            methods, source, p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
-            stage=self.privacy_plan(**p).stages[0])
-        return (released if self.hierarchical else phase1), phase1
+        args = (h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
+                methods, source)
+        options = dict(p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
+                       stage=self.privacy_plan(**p).stages[0])
+        if n is None:
+            return kuo.kuo_release(*args, **options)
+        return kuo.kuo_release_trials(*args, n, **options)
 
 
 for _mechanism in (NoisyBaseline(), RelaxedQP(variant="mh"), FiorettoDP(variant="mh"),

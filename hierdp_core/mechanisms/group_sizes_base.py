@@ -147,15 +147,20 @@ class GroupSizeMechanism(Mechanism):
         return self.releaser(data, budget, split=split, **params)(
             source or NoiseSource(secure=True))
 
-    def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
-        """`Mechanism.releaser`: the data checked, the levels planned and the privacy record
-        and ledger made once; every call measures and estimates."""
+    def prepared(self, data, budget: PrivacyBudget, split, params: dict):
+        """(parameters, level plans) of releases of ``data``: the data checked, the
+        parameters validated, every level planned."""
         if not isinstance(data, GroupSizeData):
             raise MechanismError(f"{self.info.name} releases group sizes: load the data as "
                                  "groups (person records with a group column, or size "
                                  "histograms), e.g. `--query group-sizes`")
         p = self.params(**params)
-        plans = self.measured_plans(data.hierarchy, budget, split, p)
+        return p, self.measured_plans(data.hierarchy, budget, split, p)
+
+    def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`Mechanism.releaser`: the data checked, the levels planned and the privacy record
+        and ledger made once; every call measures and estimates."""
+        p, plans = self.prepared(data, budget, split, params)
         record = self.release_record(plans, p, groups_declared=data.groups_declared)
 
         def release(source: NoiseSource) -> Release:
@@ -164,6 +169,30 @@ class GroupSizeMechanism(Mechanism):
                                      source, record=record)
 
         return release
+
+    def trials(self, data: GroupSizeData, budget: PrivacyBudget, n: int, source: NoiseSource,
+               *, split=None, **params) -> np.ndarray:
+        """The values (n, n_nodes, N + 1) of ``n`` successive releases of ``data`` from
+        ``source``, bit for bit those of ``n`` `release` calls in turn (every trial's noise
+        drawn as its release draws it, from the same source in the same order); the set-up
+        made once (`prepared`) and the trials estimated as `trial_values` does."""
+        p, plans = self.prepared(data, budget, split, params)
+        return self.trial_values(data, plans, p, source, n)
+
+    def trial_values(self, data: GroupSizeData, plans, p: dict, source: NoiseSource,
+                     n: int) -> np.ndarray:
+        """`trials` once set up: the ``n`` measurements drawn in turn (`measure`), then
+        estimated (`estimate_trials`). A mechanism that measures and estimates otherwise
+        (its own `measure_and_estimate`) overrides it."""
+        measured = [self.measure(data, plans, p, source) for _ in range(n)]
+        return self.estimate_trials(data, np.stack([noisy for noisy, _ in measured]),
+                                    measured[0][1], p)
+
+    def estimate_trials(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
+                        p: dict) -> np.ndarray:
+        """`estimate` of every trial of ``noisy`` (K, n_nodes, N + 1), in order; a
+        mechanism that solves many at once overrides it (with the same values)."""
+        return np.stack([np.asarray(self.estimate(data, y, variance, p)) for y in noisy])
 
     def raw_trials(self, data: GroupSizeData, budget: PrivacyBudget, n: int,
                    source: NoiseSource, *, split=None, **params) -> np.ndarray:
@@ -175,9 +204,8 @@ class GroupSizeMechanism(Mechanism):
         ``source``."""
         if self.info.capabilities.estimate != "raw" or self.representation != "plain":
             raise MechanismError(f"{self.info.name} does not estimate cell by cell")
-        p = self.params(**params)
+        p, plans = self.prepared(data, budget, split, params)
         h = data.hierarchy
-        plans = self.measured_plans(h, budget, split, p)
         noisy, variance = measure_in_blocks(np.tile(data.node_counts(), n), h, plans, source)
         values = np.asarray(self.estimate(data, noisy, variance, p))
         return values.reshape(h.n_nodes, n, -1).transpose(1, 0, 2)
@@ -208,18 +236,25 @@ class GroupSizeMechanism(Mechanism):
 
     def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
                              source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
-        """(released values, noisy plain histograms for display). The default measures the
-        plain or cumulative histograms of every level, a seeded source's noise per block of
-        top-level units from its own stream (`hierdp_core.mechanisms.streams`, as the Dask
-        engine draws it), and calls `estimate`."""
+        """(released values, noisy plain histograms for display). The default `measure`s
+        and calls `estimate`."""
+        noisy, variance = self.measure(data, plans, p, source)
+        shown = noisy if self.representation == "plain" else decumulate(noisy)
+        return self.estimate(data, noisy, variance, p), shown
+
+    def measure(self, data: GroupSizeData, plans, p: dict,
+                source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+        """(noisy plain or cumulative histograms of every level, each level's noise
+        variance): a seeded source's noise per block of top-level units from its own stream
+        (`hierdp_core.mechanisms.streams`, as the Dask engine draws it); the last
+        cumulative cell is the public G_v where the release keeps it."""
         truth = data.node_counts()
         if self.representation == "plain":
-            noisy, variance = measure_in_blocks(truth, data.hierarchy, plans, source)
-            return self.estimate(data, noisy, variance, p), noisy
+            return measure_in_blocks(truth, data.hierarchy, plans, source)
         noisy, variance = measure_in_blocks(cumulative(truth), data.hierarchy, plans, source)
         if G_V_PUBLIC in self.kept_invariants(**p):
             noisy[:, -1] = data.groups()  # the last cumulative cell is G_v: public
-        return self.estimate(data, noisy, variance, p), decumulate(noisy)
+        return noisy, variance
 
     def estimate(self, data: GroupSizeData, noisy: np.ndarray, variance: np.ndarray,
                  p: dict) -> np.ndarray:
