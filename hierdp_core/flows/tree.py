@@ -44,6 +44,18 @@ def root_level(value: int) -> TreeLevel:
                      np.array([-1], dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class Forest:
+    """The released trees of several releases, level by level: ``levels[l]`` holds every
+    release's nodes of tree level l, release after release (``parent`` indexes the level
+    above across releases), ``trial[l]`` the release of each node; ``diagnostics`` as
+    `topdown`'s, summed over the releases."""
+
+    levels: list[TreeLevel]
+    trial: list[np.ndarray]
+    diagnostics: list[dict]
+
+
 def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
             source: NoiseSource) -> tuple[list[TreeLevel], list[dict]]:
     """The top-down loop (Boninsegna & Silvestri, Alg. 1), one batch per level.
@@ -60,20 +72,84 @@ def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
     (`hierdp_core.mechanisms.streams`), as the block-by-block engine does; a secure source
     measures every level at once.
     """
-    levels = [root_level(root_value)]
-    diagnostics = [{"level": 0, "parents": 0, "noised": 0, "released": 1}]
-    streams = None
+    forest = topdown_trials(data, lambda _: root_value, noises, project, [source])
+    return forest.levels, forest.diagnostics
+
+
+def topdown_trials(data: FlowData, root: Callable[[NoiseSource], int], noises: list,
+                   project: Projection, sources: list[NoiseSource], *,
+                   jointly: bool = True) -> Forest:
+    """`topdown` for ``len(sources)`` releases at once (audits): release t's root is
+    ``root(sources[t])``, its noise comes from ``sources[t]`` and, for a seeded source, is
+    bit for bit `topdown`'s (a source may recur: its releases draw in turn, each its root,
+    level 1 and the streams below). Every level's parents of all releases are projected
+    together (``jointly=False``: release by release, for a projection whose choice among
+    optima depends on the other parents it is given)."""
+    n = len(sources)
+    origin, destination, _ = data.children(1, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    truth = data.lookup(1, origin, destination) if data.depth else None
+    roots, first, below = [], [], []
+    for source in sources:
+        roots.append(root(source))
+        if data.depth:
+            first.append(noises[0].apply(truth, source))
+        if data.depth > 1:
+            below.append(_block_sources(data, source))
+    prev = TreeLevel(np.zeros(n, np.int64), np.zeros(n, np.int64),
+                     np.asarray(roots, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+    levels, trials = [prev], [np.arange(n)]
+    diagnostics = [{"level": 0, "parents": 0, "noised": 0, "released": n}]
     for level in range(1, data.depth + 1):
-        if level == 2 and not source.secure:
-            streams = Streams.of(source)
-            sources = [streams.source(b + 1) for b in range(block_starts(data.geography).size)]
-        noise = noises[level - 1]
-        draw = (functools.partial(draw_whole, data, level, noise, source) if streams is None
-                else functools.partial(_draw_in_blocks, data, level, noise, sources))
-        node, diagnostic = grow(data, level, levels[-1], project, draw)
-        levels.append(node)
+        origin, destination, n_children = data.children(level, prev.origin, prev.destination)
+        trial = np.repeat(trials[-1], n_children)
+        noisy = (np.concatenate(first) if level == 1 else
+                 _draw_trials(data, level, noises[level - 1], below, trial, origin,
+                              destination))
+        each = (project if jointly or n == 1
+                else functools.partial(_each_trial, project, trials[-1]))
+        prev, diagnostic = projected(level, prev, origin, destination, n_children, noisy,
+                                     each)
+        levels.append(prev)
+        trials.append(trials[-1][prev.parent])
         diagnostics.append(diagnostic)
-    return levels, diagnostics
+    return Forest(levels, trials, diagnostics)
+
+
+def _block_sources(data: FlowData, source: NoiseSource) -> list[NoiseSource]:
+    """Where a release draws the levels below level 1: a secure source itself, a seeded
+    one the streams of every block (`hierdp_core.mechanisms.streams`), made once level 1
+    is drawn."""
+    if source.secure:
+        return [source]
+    streams = Streams.of(source)
+    return [streams.source(b + 1) for b in range(block_starts(data.geography).size)]
+
+
+def _draw_trials(data: FlowData, level: int, noise, sources: list[list[NoiseSource]],
+                 trial: np.ndarray, origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
+    """The true values of the given nodes (release after release) noised, those of release
+    t from ``sources[t]``: block by block when a release has a source per block (each
+    block's nodes contiguous, in block order; every block draws at every level, with or
+    without nodes)."""
+    values = data.lookup(level, origin, destination)
+    blocks = np.array([len(s) for s in sources], dtype=np.int64)
+    first = np.cumsum(blocks) - blocks  # the first block of every release
+    block = first[trial]
+    if blocks.max(initial=1) > 1:
+        block += np.where(blocks[trial] > 1, block_of_nodes(data, level, origin, destination), 0)
+    edges = np.searchsorted(block, np.arange(blocks.sum() + 1))
+    drawn = [s for release in sources for s in release]
+    return np.concatenate([noise.apply(values[a:b], drawn[i]) for i, (a, b) in
+                           enumerate(zip(edges[:-1], edges[1:], strict=True))])
+
+
+def _each_trial(project: Projection, trial: np.ndarray, x: np.ndarray, starts: np.ndarray,
+                c: np.ndarray) -> np.ndarray:
+    """``project`` release by release (``trial``: the release of every parent, in order)."""
+    ends = np.append(starts, x.size)
+    cuts = np.concatenate([[0], np.flatnonzero(np.diff(trial)) + 1, [trial.size]])
+    return np.concatenate([project(x[ends[a]:ends[b]], starts[a:b] - ends[a], c[a:b])
+                           for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
 
 
 def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
@@ -82,7 +158,15 @@ def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
     (``draw(origin, destination)`` gives their noisy values), projected, the zeros
     dropped; and its diagnostic (parents, children noised, children released)."""
     origin, destination, n_children = data.children(level, prev.origin, prev.destination)
-    noisy = draw(origin, destination)
+    return projected(level, prev, origin, destination, n_children,
+                     draw(origin, destination), project)
+
+
+def projected(level: int, prev: TreeLevel, origin: np.ndarray, destination: np.ndarray,
+              n_children: np.ndarray, noisy: np.ndarray, project: Projection,
+              ) -> tuple[TreeLevel, dict]:
+    """`grow` from the children of ``prev`` (``n_children`` per parent) and their noisy
+    values."""
     starts = np.cumsum(n_children) - n_children
     value = project(noisy, starts, prev.value)
     keep = value > 0
@@ -113,17 +197,6 @@ def draw_whole(data: FlowData, level: int, noise, source: NoiseSource, origin: n
                destination: np.ndarray) -> np.ndarray:
     """The true values of the given nodes of tree level ``level``, noised from ``source``."""
     return noise.apply(data.lookup(level, origin, destination), source)
-
-
-def _draw_in_blocks(data: FlowData, level: int, noise, sources: list[NoiseSource],
-                    origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
-    """`draw_whole` block by block, each block's nodes (contiguous, in block order) from
-    its own source; every block draws at every level, with or without nodes."""
-    values = data.lookup(level, origin, destination)
-    block = block_of_nodes(data, level, origin, destination)
-    edges = np.searchsorted(block, np.arange(len(sources) + 1))
-    return np.concatenate([noise.apply(values[a:b], sources[i]) for i, (a, b) in
-                           enumerate(zip(edges[:-1], edges[1:], strict=True))])
 
 
 def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,

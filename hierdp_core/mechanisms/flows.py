@@ -37,7 +37,7 @@ from hierdp_core.flows import projections
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.level_split import split_shares_flows
 from hierdp_core.flows.release import FlowRelease
-from hierdp_core.flows.tree import from_leaves, topdown
+from hierdp_core.flows.tree import Forest, from_leaves, topdown, topdown_trials
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
@@ -96,6 +96,9 @@ class TopDownFlows(Mechanism):
     description: str
     project: Callable
     option: Parameter | None = None
+    #: whether the projection of one release's parents is the same when other releases'
+    #: parents are projected with them (`topdown_trials`)
+    jointly: bool = True
     info: MechanismInfo = field(init=False)
 
     def __post_init__(self):
@@ -150,9 +153,7 @@ class TopDownFlows(Mechanism):
     def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
         """`Mechanism.releaser`: the data checked, the levels planned and the privacy
         record and ledger made once; every call measures and projects."""
-        data = _check_data(self.info.name, data)
-        p = self.params(**params)
-        plan, plans = self.measured_plans(data, budget, split, p)
+        data, p, plan, plans = self._checked(data, budget, split, params)
         project = self.projection(p)
         invariants = self.root_invariants(p)
         record = self.release_record(plan, plans, budget, invariants)
@@ -164,6 +165,26 @@ class TopDownFlows(Mechanism):
                                      invariants, source, record=record)
 
         return release
+
+    def trees(self, data, budget: PrivacyBudget, *, split=None,
+              **params) -> Callable[[list[NoiseSource]], Forest]:
+        """``f`` with ``f(sources)`` the released trees of ``len(sources)`` releases at once
+        (audits; `topdown_trials`): release t is the tree `releaser`'s ``f(sources[t])``
+        gives, releases made in turn (bit for bit with seeded sources)."""
+        data, p, plan, plans = self._checked(data, budget, split, params)
+        project = self.projection(p)
+
+        def root(source: NoiseSource) -> int:
+            return self.root_value(data.n, plans, p, source)[0]
+
+        return functools.partial(topdown_trials, data, root, plans[1:], project,
+                                 jointly=self.jointly)
+
+    def _checked(self, data, budget: PrivacyBudget, split, params: dict):
+        """(the data checked, the parameters, the privacy plan, the plan of every level)."""
+        data = _check_data(self.info.name, data)
+        p = self.params(**params)
+        return data, p, *self.measured_plans(data, budget, split, p)
 
     def measured_plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
         """(the privacy plan, a plan per tree level) of a release over ``data``'s (public)
@@ -229,7 +250,7 @@ TDA_LINF_MILP = TopDownFlows(
     "TDA-l-inf (black box): the same top-down loop, each parent's Chebyshev projection solved "
     "as an integer program by HiGHS (scipy.optimize.milp); optimal, but with the solver's "
     "choice among optima (no false-positive heuristic).",
-    projections.linf_milp)
+    projections.linf_milp, jointly=False)
 
 
 @dataclass
