@@ -1,5 +1,6 @@
-"""Many top-down flow releases grown together (`TopDownFlows.trees`, what the audit runs)
-are, release by release, the releases `releaser` makes one after another, bit for bit."""
+"""Many flow releases grown together (`FlowMechanism.trees`, what the audit and the
+intervals' bootstrap run) are, release by release, the releases `releaser` makes one after
+another, bit for bit."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 
 RHO = PrivacyBudget.zcdp(0.5)
+APPROX = PrivacyBudget.approx(4.0, 1e-3)  # a low threshold: some cells released
 
 
 def release_of(forest, t: int) -> list[tuple]:
@@ -38,11 +40,11 @@ def assert_same(forest, releases):
             assert diagnostic[key] == sum(r.diagnostics[level][key] for r in releases)
 
 
-def assert_grown_together_as_one_by_one(name: str, data, n: int, **params):
+def assert_grown_together_as_one_by_one(name: str, data, n: int, budget=RHO, **params):
     mechanism = get_mechanism(name)
-    trees = mechanism.trees(data, RHO, **params)
+    trees = mechanism.trees(data, budget, **params)
     forest = trees([NoiseSource(seed=3)] * n)  # one source: its releases draw in turn
-    release = mechanism.releaser(data, RHO, **params)
+    release = mechanism.releaser(data, budget, **params)
     source = NoiseSource(seed=3)
     assert_same(forest, [release(source) for _ in range(n)])
     sources = [NoiseSource(seed=s) for s in range(3)]  # or a source each
@@ -58,6 +60,14 @@ def assert_grown_together_as_one_by_one(name: str, data, n: int, **params):
 def test_releases_grown_together_are_the_releases_one_by_one(name, neighbouring, data):
     n = 8 if data.geography.n_leaves > 4 else 80
     assert_grown_together_as_one_by_one(name, data, n, neighbouring=neighbouring)
+
+
+@pytest.mark.parametrize(("name", "budget"), [("vanilla-gauss", RHO),
+                                            ("stability-histogram", APPROX)])
+@pytest.mark.parametrize("data", [synthetic_flows(2, 3, 0.5, seed=4), flow_pair().d1],
+                         ids=["destination", "audit"])
+def test_leaf_baselines_grown_together_are_the_releases_one_by_one(name, budget, data):
+    assert_grown_together_as_one_by_one(name, data, 30, budget)
 
 
 def test_milp_releases_grown_together_are_projected_release_by_release():

@@ -2,8 +2,8 @@
 unbounded as the mechanism's plan declares).
 
 One release per trial, the released tree as a dense vector over all 31 nodes of the audit
-O/D tree (the top-down mechanisms grow the trials' trees together, the same trees:
-`TopDownFlows.trees`). Statistics: per tree level, the shift of the pair gaining the trip minus that of
+O/D tree (a `FlowMechanism` grows the trials' trees together, the same trees: `trees`).
+Statistics: per tree level, the shift of the pair gaining the trip minus that of
 the pair losing it (where they differ), weighted by the ledger's 1/sigma_l^2 (the Gaussian
 privacy loss) or 1/scale (`adapter.path_statistics`); and the two leaf cells.
 """
@@ -21,7 +21,7 @@ from hierdp_core.audit.adapter import (
 )
 from hierdp_core.audit.neighbours import flow_pair
 from hierdp_core.mechanisms.base import Mechanism
-from hierdp_core.mechanisms.flows import TopDownFlows
+from hierdp_core.mechanisms.flows import FlowMechanism
 from hierdp_core.privacy.plan import SUBSTITUTE_TRIP
 from hierdp_core.privacy.samplers import NoiseSource
 
@@ -75,7 +75,7 @@ def flow_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = DEFAULT
             stats["losing leaf"] = out[:, lose[-1]]
         return stats
 
-    if isinstance(mechanism, TopDownFlows):  # the trials' trees grown together
+    if isinstance(mechanism, FlowMechanism):  # the trials' trees grown together
         trees = setup.per_side(mechanism.trees)
 
         def run(data, n: int, source: NoiseSource) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,12 +48,12 @@ def root_level(value: int) -> TreeLevel:
 class Forest:
     """The released trees of several releases, level by level: ``levels[l]`` holds every
     release's nodes of tree level l, release after release (``parent`` indexes the level
-    above across releases), ``trial[l]`` the release of each node; ``diagnostics`` as
-    `topdown`'s, summed over the releases."""
+    above across releases), ``trial[l]`` the release of each node; ``diagnostics`` (of
+    the top-down loop) as `topdown`'s, summed over the releases."""
 
     levels: list[TreeLevel]
     trial: list[np.ndarray]
-    diagnostics: list[dict]
+    diagnostics: list[dict] = field(default_factory=list)
 
 
 def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
@@ -204,22 +204,39 @@ def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,
     """The tree whose leaves are the given released cells (zeros dropped, negatives kept)
     and whose every other node is the sum of its children (kept even if the sum is 0, so
     that every node has its parent)."""
-    o, d, v = (np.asarray(a, dtype=np.int64) for a in (origin, destination, value))
-    o, d, v = o[v != 0], d[v != 0], v[v != 0]
+    return leaves_forest(data, origin, destination, value, np.zeros(np.size(value), np.int64),
+                         1).levels
+
+
+def leaves_forest(data: FlowData, origin: np.ndarray, destination: np.ndarray,
+                  value: np.ndarray, trial: np.ndarray, n: int) -> Forest:
+    """`from_leaves` of ``n`` releases at once, ``trial`` the release of every cell (each
+    release's root present, 0 when it released no cell)."""
+    o, d, v, t = (np.asarray(a, dtype=np.int64) for a in (origin, destination, value, trial))
+    o, d, v, t = o[v != 0], d[v != 0], v[v != 0], t[v != 0]
     levels: list[TreeLevel] = []
+    trials: list[np.ndarray] = []
     for level in range(data.depth, -1, -1):
         lo, ld = data.pair_levels(level)
         width = data.level_width(ld)
-        keys = data.ancestors(lo)[o] * width + data.ancestors(ld)[d]
-        uniq, total = _sum_by_key(keys, v, data.level_width(lo) * width)
+        space = data.level_width(lo) * width
+        keys = t * space + data.ancestors(lo)[o] * width + data.ancestors(ld)[d]
+        uniq, total = _sum_by_key(keys, v, n * space)
+        at, uniq = np.divmod(uniq, space)
         uo, ud = np.divmod(uniq, width)
         levels.append(TreeLevel(uo, ud, np.rint(total).astype(np.int64),
                                 np.full(uo.size, -1, dtype=np.int64)))
+        trials.append(at)
     levels.reverse()
-    if levels[0].size == 0:  # nothing released: an explicit zero root
-        levels[0] = root_level(0)
-    return [levels[0]] + [_with_parents(data, level, levels[level - 1], levels[level])
-                          for level in range(1, data.depth + 1)]
+    trials.reverse()
+    roots = np.zeros(n, dtype=np.int64)  # an explicit zero root where nothing is released
+    roots[trials[0]] = levels[0].value
+    levels[0] = TreeLevel(np.zeros(n, np.int64), np.zeros(n, np.int64), roots,
+                          np.full(n, -1, dtype=np.int64))
+    trials[0] = np.arange(n)
+    return Forest([levels[0]] + [_with_parents(data, level, levels[level - 1], levels[level],
+                                               trials[level - 1: level + 1], n)
+                                 for level in range(1, data.depth + 1)], trials)
 
 
 def _sum_by_key(keys: np.ndarray, values: np.ndarray, space: int):
@@ -232,7 +249,8 @@ def _sum_by_key(keys: np.ndarray, values: np.ndarray, space: int):
     return uniq, np.bincount(inverse, weights=values, minlength=uniq.size)
 
 
-def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLevel) -> TreeLevel:
+def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLevel,
+                  trials: list[np.ndarray], n: int) -> TreeLevel:
     side = data.split_side(level)
     lo, ld = data.pair_levels(level - 1)
     if side == "origin":
@@ -244,9 +262,11 @@ def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLev
         pd_ = data.geography.parent[nodes.destination + data.geography.level_offsets[ld + 1]]
         pd_ = pd_ - data.geography.level_offsets[ld]
     width = data.level_width(ld)
-    parent_keys = parents.keys(width)  # ascending: the levels come from _sum_by_key
-    wanted = po * width + pd_
     space = data.level_width(lo) * width
+    # ascending: the levels come from _sum_by_key (by release, then pair)
+    parent_keys = trials[0] * space + parents.keys(width)
+    wanted = trials[1] * space + po * width + pd_
+    space *= n
     if space <= max(4 * wanted.size, 1 << 20):  # a direct look-up table
         index = np.full(space, -1, dtype=np.int64)
         index[parent_keys] = np.arange(parent_keys.size)

@@ -57,7 +57,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.mechanisms.flows import StabilityHistogram, TopDownFlows
+from hierdp_core.mechanisms.flows import FlowMechanism, StabilityHistogram
 from hierdp_core.privacy.samplers import NOISES, Gaussian
 from hierdp_core.releases import CellIntervals
 
@@ -181,7 +181,7 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
 
     rerun = mechanism.releaser(plugin, budget, split=split, **params)
     redraws = None
-    if isinstance(mechanism, TopDownFlows):  # the re-runs' trees grown together
+    if isinstance(mechanism, FlowMechanism):  # the re-runs' trees grown together
         trees = mechanism.trees(plugin, budget, split=split, **params)
 
         def redraws(sources):

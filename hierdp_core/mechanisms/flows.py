@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,7 +38,13 @@ from hierdp_core.flows import projections
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.level_split import split_shares_flows
 from hierdp_core.flows.release import FlowRelease
-from hierdp_core.flows.tree import Forest, from_leaves, topdown, topdown_trials
+from hierdp_core.flows.tree import (
+    Forest,
+    from_leaves,
+    leaves_forest,
+    topdown,
+    topdown_trials,
+)
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
@@ -86,8 +93,19 @@ def _check_data(name: str, data) -> FlowData:
     return data
 
 
+class FlowMechanism(Mechanism):
+    """An O/D flow mechanism whose releases can be made many at once (`trees`)."""
+
+    @abstractmethod
+    def trees(self, data, budget: PrivacyBudget, *, split=None,
+              **params) -> Callable[[list[NoiseSource]], Forest]:
+        """``f`` with ``f(sources)`` the released trees of ``len(sources)`` releases at once
+        (audits, bootstraps): release t is the tree `releaser`'s ``f(sources[t])`` gives,
+        releases made in turn (bit for bit with seeded sources)."""
+
+
 @dataclass
-class TopDownFlows(Mechanism):
+class TopDownFlows(FlowMechanism):
     """The top-down loop (`hierdp_core.flows.tree.topdown`) with a per-parent projection
     ``project(x, starts, c, **option)``; ``option`` is the projection's one tunable
     parameter, if any."""
@@ -166,11 +184,8 @@ class TopDownFlows(Mechanism):
 
         return release
 
-    def trees(self, data, budget: PrivacyBudget, *, split=None,
-              **params) -> Callable[[list[NoiseSource]], Forest]:
-        """``f`` with ``f(sources)`` the released trees of ``len(sources)`` releases at once
-        (audits; `topdown_trials`): release t is the tree `releaser`'s ``f(sources[t])``
-        gives, releases made in turn (bit for bit with seeded sources)."""
+    def trees(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`FlowMechanism.trees`: the top-down loops grown together (`topdown_trials`)."""
         data, p, plan, plans = self._checked(data, budget, split, params)
         project = self.projection(p)
 
@@ -254,7 +269,7 @@ TDA_LINF_MILP = TopDownFlows(
 
 
 @dataclass
-class LeafBaseline(Mechanism):
+class LeafBaseline(FlowMechanism):
     """A baseline that spends the whole budget on the leaf cells and sums them up the tree.
     Subclasses give the leaf noise in their privacy plan, the budgets they refuse
     (`check_budget`) and the released leaf cells (`noisy_leaves`)."""
@@ -299,17 +314,43 @@ class LeafBaseline(Mechanism):
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
                 source: NoiseSource | None = None, **params) -> FlowRelease:
+        return self.releaser(data, budget, split=split, **params)(
+            source or NoiseSource(secure=True))
+
+    def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`Mechanism.releaser`: the data checked, the leaves planned and the privacy
+        record and ledger made once; every call measures the leaves and sums them up."""
+        data, p, plan, plans = self._checked(data, budget, params)
+        privacy = privacy_record(plan, plans, delta=budget.delta, **self.record_note(plan))
+        ledger = ledger_frame(plans)
+
+        def release(source: NoiseSource) -> FlowRelease:
+            levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
+            return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
+                                  privacy=privacy, ledger=ledger,
+                                  randomness=source.as_dict())
+
+        return release
+
+    def trees(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`FlowMechanism.trees`: every release's leaves measured in turn, then all summed
+        up together (`leaves_forest`)."""
+        data, p, plan, plans = self._checked(data, budget, params)
+
+        def grow(sources: list[NoiseSource]) -> Forest:
+            cells = [self.noisy_leaves(data, budget, plans[-1], s) for s in sources]
+            trial = np.repeat(np.arange(len(sources)), [c[2].size for c in cells])
+            return leaves_forest(data, *(np.concatenate(c) for c in zip(*cells, strict=True)),
+                                 trial, len(sources))
+
+        return grow
+
+    def _checked(self, data, budget: PrivacyBudget, params: dict):
+        """(the data checked, the parameters, the privacy plan, the plan of every level)."""
         data = _check_data(self.info.name, data)
         p = self.params(**params)
-        source = source or NoiseSource(secure=True)
         plan = self.privacy_plan(**p)
-        plans = self._plans(data, budget, plan)
-        levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
-        return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
-                              privacy=privacy_record(plan, plans, delta=budget.delta,
-                                                     **self.record_note(plan)),
-                              ledger=ledger_frame(plans),
-                              randomness=source.as_dict())
+        return data, p, plan, self._plans(data, budget, plan)
 
 
 @dataclass
