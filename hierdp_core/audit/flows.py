@@ -21,7 +21,7 @@ from hierdp_core.audit.adapter import (
 )
 from hierdp_core.audit.neighbours import flow_pair
 from hierdp_core.mechanisms.base import Mechanism
-from hierdp_core.mechanisms.flows import FlowMechanism
+from hierdp_core.mechanisms.flow_base import FlowMechanism
 from hierdp_core.privacy.plan import SUBSTITUTE_TRIP
 from hierdp_core.privacy.samplers import NoiseSource
 

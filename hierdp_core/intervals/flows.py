@@ -57,7 +57,8 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.mechanisms.flows import FlowMechanism, StabilityHistogram
+from hierdp_core.mechanisms.flow_base import FlowMechanism
+from hierdp_core.mechanisms.flow_baselines import StabilityHistogram
 from hierdp_core.privacy.samplers import NOISES, Gaussian
 from hierdp_core.releases import CellIntervals
 
