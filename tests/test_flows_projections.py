@@ -208,3 +208,24 @@ def test_milp_skips_highs_only_where_the_optimum_is_unique(monkeypatch):
                 box = [range(max(v - alpha, 0), v + alpha + 1) for v in x]
                 assert sum(sum(p) == total for p in itertools.product(*box)) == 1
     assert 5 < skipped < 55, skipped
+
+
+def test_milp_answers_a_batch_solved_before_as_highs_does():
+    """A batch asked again (the audits' small batches recur) is answered from the cache:
+    what HiGHS, deterministic, gives when it solves that batch afresh."""
+    import hierdp_core.flows.projections as projections
+
+    rng = np.random.default_rng(5)
+    instances = [batch([(rng.integers(-12, 20, size=3), int(rng.integers(0, 25)))
+                        for _ in range(2)]) for _ in range(8)]
+    projections._milp_solved.cache_clear()
+    first = [linf_milp(*instance) for instance in instances]
+    asked = projections._milp_solved.cache_info().misses
+    assert asked > 3  # most batches have several optima: HiGHS was asked
+    for (xs, starts, c), y in zip(instances, first, strict=True):
+        assert np.array_equal(linf_milp(xs, starts, c), y)  # from the cache
+        seg = np.repeat(np.arange(starts.size), np.diff(np.append(starts, xs.size)))
+        afresh = projections._milp_solved.__wrapped__(
+            *(np.asarray(a, dtype=np.int64).tobytes() for a in (xs, seg, c)))
+        assert np.array_equal(np.frombuffer(afresh, dtype=np.int64), y)
+    assert projections._milp_solved.cache_info().hits == asked

@@ -101,17 +101,26 @@ class Setup:
         return self.mechanism.release(data, self.budget, split=self.split, source=source,
                                       **self.params)
 
+    def per_side(self, make: Callable[..., Callable]) -> Callable[[Any], Callable]:
+        """``f`` with ``f(data)`` what ``make(data, budget, split=..., **params)`` gives
+        (e.g. `Mechanism.releaser`), made once per side."""
+        made: dict[int, tuple[Any, Callable]] = {}  # by id: the data kept alive
+
+        def of(data) -> Callable:
+            if id(data) not in made:
+                made[id(data)] = data, make(data, self.budget, split=self.split, **self.params)
+            return made[id(data)][1]
+
+        return of
+
     def per_trial(self, width: int, vector: Callable[[Any, Any], np.ndarray]) -> Runner:
         """A runner making one release per trial, each turned into a row of ``width``
         numbers by ``vector(data, release)``; the trials of one side share the
         mechanism's set-up (`Mechanism.releaser`, made once per side)."""
-        releasers: dict[int, tuple[Any, Callable]] = {}  # by id: the data kept alive
+        releaser = self.per_side(self.mechanism.releaser)
 
         def run(data, n: int, source: NoiseSource) -> np.ndarray:
-            if id(data) not in releasers:
-                releasers[id(data)] = data, self.mechanism.releaser(
-                    data, self.budget, split=self.split, **self.params)
-            release = releasers[id(data)][1]
+            release = releaser(data)
             out = np.empty((n, width))
             for i in range(n):
                 out[i] = vector(data, release(source))

@@ -2,7 +2,8 @@
 unbounded as the mechanism's plan declares).
 
 One release per trial, the released tree as a dense vector over all 31 nodes of the audit
-O/D tree. Statistics: per tree level, the shift of the pair gaining the trip minus that of
+O/D tree (a `FlowMechanism` grows the trials' trees together, the same trees: `trees`).
+Statistics: per tree level, the shift of the pair gaining the trip minus that of
 the pair losing it (where they differ), weighted by the ledger's 1/sigma_l^2 (the Gaussian
 privacy loss) or 1/scale (`adapter.path_statistics`); and the two leaf cells.
 """
@@ -20,16 +21,20 @@ from hierdp_core.audit.adapter import (
 )
 from hierdp_core.audit.neighbours import flow_pair
 from hierdp_core.mechanisms.base import Mechanism
+from hierdp_core.mechanisms.flow_base import FlowMechanism
 from hierdp_core.privacy.plan import SUBSTITUTE_TRIP
+from hierdp_core.privacy.samplers import NoiseSource
 
 
-def dense_flows(data, offsets: np.ndarray, levels) -> np.ndarray:
-    """A released (or true) O/D tree as one dense vector over all pairs of all levels."""
-    out = np.zeros(offsets[-1])
+def dense_flows(data, offsets: np.ndarray, levels, trials=None, n: int = 1) -> np.ndarray:
+    """A released (or true) O/D tree as one dense vector over all pairs of all levels; with
+    ``trials`` (the release of every node, per level: a `Forest`'s) ``n`` trees as rows."""
+    out = np.zeros((n, offsets[-1]))
     for level, lv in enumerate(levels):
         width = data.level_width(data.pair_levels(level)[1])
-        np.add.at(out, offsets[level] + lv.origin * width + lv.destination, lv.value)
-    return out
+        np.add.at(out, (0 if trials is None else trials[level],
+                        offsets[level] + lv.origin * width + lv.destination), lv.value)
+    return out if trials is not None else out[0]
 
 
 @register_adapter("flows")
@@ -70,6 +75,13 @@ def flow_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = DEFAULT
             stats["losing leaf"] = out[:, lose[-1]]
         return stats
 
-    run = setup.per_trial(int(offsets[-1]),
-                          lambda data, rel: dense_flows(data, offsets, rel.levels))
+    if isinstance(mechanism, FlowMechanism):  # the trials' trees grown together
+        trees = setup.per_side(mechanism.trees)
+
+        def run(data, n: int, source: NoiseSource) -> np.ndarray:
+            forest = trees(data)([source] * n)
+            return dense_flows(data, offsets, forest.levels, forest.trial, n)
+    else:
+        run = setup.per_trial(int(offsets[-1]),
+                              lambda data, rel: dense_flows(data, offsets, rel.levels))
     return AuditAdapter((pair.d1, pair.d2), run, statistics, setup.budget, pair.description)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +44,18 @@ def root_level(value: int) -> TreeLevel:
                      np.array([-1], dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class Forest:
+    """The released trees of several releases, level by level: ``levels[l]`` holds every
+    release's nodes of tree level l, release after release (``parent`` indexes the level
+    above across releases), ``trial[l]`` the release of each node; ``diagnostics`` (of
+    the top-down loop) as `topdown`'s, summed over the releases."""
+
+    levels: list[TreeLevel]
+    trial: list[np.ndarray]
+    diagnostics: list[dict] = field(default_factory=list)
+
+
 def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
             source: NoiseSource) -> tuple[list[TreeLevel], list[dict]]:
     """The top-down loop (Boninsegna & Silvestri, Alg. 1), one batch per level.
@@ -60,20 +72,84 @@ def topdown(data: FlowData, root_value: int, noises: list, project: Projection,
     (`hierdp_core.mechanisms.streams`), as the block-by-block engine does; a secure source
     measures every level at once.
     """
-    levels = [root_level(root_value)]
-    diagnostics = [{"level": 0, "parents": 0, "noised": 0, "released": 1}]
-    streams = None
+    forest = topdown_trials(data, lambda _: root_value, noises, project, [source])
+    return forest.levels, forest.diagnostics
+
+
+def topdown_trials(data: FlowData, root: Callable[[NoiseSource], int], noises: list,
+                   project: Projection, sources: list[NoiseSource], *,
+                   jointly: bool = True) -> Forest:
+    """`topdown` for ``len(sources)`` releases at once (audits): release t's root is
+    ``root(sources[t])``, its noise comes from ``sources[t]`` and, for a seeded source, is
+    bit for bit `topdown`'s (a source may recur: its releases draw in turn, each its root,
+    level 1 and the streams below). Every level's parents of all releases are projected
+    together (``jointly=False``: release by release, for a projection whose choice among
+    optima depends on the other parents it is given)."""
+    n = len(sources)
+    origin, destination, _ = data.children(1, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    truth = data.lookup(1, origin, destination) if data.depth else None
+    roots, first, below = [], [], []
+    for source in sources:
+        roots.append(root(source))
+        if data.depth:
+            first.append(noises[0].apply(truth, source))
+        if data.depth > 1:
+            below.append(_block_sources(data, source))
+    prev = TreeLevel(np.zeros(n, np.int64), np.zeros(n, np.int64),
+                     np.asarray(roots, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+    levels, trials = [prev], [np.arange(n)]
+    diagnostics = [{"level": 0, "parents": 0, "noised": 0, "released": n}]
     for level in range(1, data.depth + 1):
-        if level == 2 and not source.secure:
-            streams = Streams.of(source)
-            sources = [streams.source(b + 1) for b in range(block_starts(data.geography).size)]
-        noise = noises[level - 1]
-        draw = (functools.partial(draw_whole, data, level, noise, source) if streams is None
-                else functools.partial(_draw_in_blocks, data, level, noise, sources))
-        node, diagnostic = grow(data, level, levels[-1], project, draw)
-        levels.append(node)
+        origin, destination, n_children = data.children(level, prev.origin, prev.destination)
+        trial = np.repeat(trials[-1], n_children)
+        noisy = (np.concatenate(first) if level == 1 else
+                 _draw_trials(data, level, noises[level - 1], below, trial, origin,
+                              destination))
+        each = (project if jointly or n == 1
+                else functools.partial(_each_trial, project, trials[-1]))
+        prev, diagnostic = projected(level, prev, origin, destination, n_children, noisy,
+                                     each)
+        levels.append(prev)
+        trials.append(trials[-1][prev.parent])
         diagnostics.append(diagnostic)
-    return levels, diagnostics
+    return Forest(levels, trials, diagnostics)
+
+
+def _block_sources(data: FlowData, source: NoiseSource) -> list[NoiseSource]:
+    """Where a release draws the levels below level 1: a secure source itself, a seeded
+    one the streams of every block (`hierdp_core.mechanisms.streams`), made once level 1
+    is drawn."""
+    if source.secure:
+        return [source]
+    streams = Streams.of(source)
+    return [streams.source(b + 1) for b in range(block_starts(data.geography).size)]
+
+
+def _draw_trials(data: FlowData, level: int, noise, sources: list[list[NoiseSource]],
+                 trial: np.ndarray, origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
+    """The true values of the given nodes (release after release) noised, those of release
+    t from ``sources[t]``: block by block when a release has a source per block (each
+    block's nodes contiguous, in block order; every block draws at every level, with or
+    without nodes)."""
+    values = data.lookup(level, origin, destination)
+    blocks = np.array([len(s) for s in sources], dtype=np.int64)
+    first = np.cumsum(blocks) - blocks  # the first block of every release
+    block = first[trial]
+    if blocks.max(initial=1) > 1:
+        block += np.where(blocks[trial] > 1, block_of_nodes(data, level, origin, destination), 0)
+    edges = np.searchsorted(block, np.arange(blocks.sum() + 1))
+    drawn = [s for release in sources for s in release]
+    return np.concatenate([noise.apply(values[a:b], drawn[i]) for i, (a, b) in
+                           enumerate(zip(edges[:-1], edges[1:], strict=True))])
+
+
+def _each_trial(project: Projection, trial: np.ndarray, x: np.ndarray, starts: np.ndarray,
+                c: np.ndarray) -> np.ndarray:
+    """``project`` release by release (``trial``: the release of every parent, in order)."""
+    ends = np.append(starts, x.size)
+    cuts = np.concatenate([[0], np.flatnonzero(np.diff(trial)) + 1, [trial.size]])
+    return np.concatenate([project(x[ends[a]:ends[b]], starts[a:b] - ends[a], c[a:b])
+                           for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
 
 
 def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
@@ -82,7 +158,15 @@ def grow(data: FlowData, level: int, prev: TreeLevel, project: Projection,
     (``draw(origin, destination)`` gives their noisy values), projected, the zeros
     dropped; and its diagnostic (parents, children noised, children released)."""
     origin, destination, n_children = data.children(level, prev.origin, prev.destination)
-    noisy = draw(origin, destination)
+    return projected(level, prev, origin, destination, n_children,
+                     draw(origin, destination), project)
+
+
+def projected(level: int, prev: TreeLevel, origin: np.ndarray, destination: np.ndarray,
+              n_children: np.ndarray, noisy: np.ndarray, project: Projection,
+              ) -> tuple[TreeLevel, dict]:
+    """`grow` from the children of ``prev`` (``n_children`` per parent) and their noisy
+    values."""
     starts = np.cumsum(n_children) - n_children
     value = project(noisy, starts, prev.value)
     keep = value > 0
@@ -115,38 +199,44 @@ def draw_whole(data: FlowData, level: int, noise, source: NoiseSource, origin: n
     return noise.apply(data.lookup(level, origin, destination), source)
 
 
-def _draw_in_blocks(data: FlowData, level: int, noise, sources: list[NoiseSource],
-                    origin: np.ndarray, destination: np.ndarray) -> np.ndarray:
-    """`draw_whole` block by block, each block's nodes (contiguous, in block order) from
-    its own source; every block draws at every level, with or without nodes."""
-    values = data.lookup(level, origin, destination)
-    block = block_of_nodes(data, level, origin, destination)
-    edges = np.searchsorted(block, np.arange(len(sources) + 1))
-    return np.concatenate([noise.apply(values[a:b], sources[i]) for i, (a, b) in
-                           enumerate(zip(edges[:-1], edges[1:], strict=True))])
-
-
 def from_leaves(data: FlowData, origin: np.ndarray, destination: np.ndarray,
                 value: np.ndarray) -> list[TreeLevel]:
     """The tree whose leaves are the given released cells (zeros dropped, negatives kept)
     and whose every other node is the sum of its children (kept even if the sum is 0, so
     that every node has its parent)."""
-    o, d, v = (np.asarray(a, dtype=np.int64) for a in (origin, destination, value))
-    o, d, v = o[v != 0], d[v != 0], v[v != 0]
+    return leaves_forest(data, origin, destination, value, np.zeros(np.size(value), np.int64),
+                         1).levels
+
+
+def leaves_forest(data: FlowData, origin: np.ndarray, destination: np.ndarray,
+                  value: np.ndarray, trial: np.ndarray, n: int) -> Forest:
+    """`from_leaves` of ``n`` releases at once, ``trial`` the release of every cell (each
+    release's root present, 0 when it released no cell)."""
+    o, d, v, t = (np.asarray(a, dtype=np.int64) for a in (origin, destination, value, trial))
+    o, d, v, t = o[v != 0], d[v != 0], v[v != 0], t[v != 0]
     levels: list[TreeLevel] = []
+    trials: list[np.ndarray] = []
     for level in range(data.depth, -1, -1):
         lo, ld = data.pair_levels(level)
         width = data.level_width(ld)
-        keys = data.ancestors(lo)[o] * width + data.ancestors(ld)[d]
-        uniq, total = _sum_by_key(keys, v, data.level_width(lo) * width)
+        space = data.level_width(lo) * width
+        keys = t * space + data.ancestors(lo)[o] * width + data.ancestors(ld)[d]
+        uniq, total = _sum_by_key(keys, v, n * space)
+        at, uniq = np.divmod(uniq, space)
         uo, ud = np.divmod(uniq, width)
         levels.append(TreeLevel(uo, ud, np.rint(total).astype(np.int64),
                                 np.full(uo.size, -1, dtype=np.int64)))
+        trials.append(at)
     levels.reverse()
-    if levels[0].size == 0:  # nothing released: an explicit zero root
-        levels[0] = root_level(0)
-    return [levels[0]] + [_with_parents(data, level, levels[level - 1], levels[level])
-                          for level in range(1, data.depth + 1)]
+    trials.reverse()
+    roots = np.zeros(n, dtype=np.int64)  # an explicit zero root where nothing is released
+    roots[trials[0]] = levels[0].value
+    levels[0] = TreeLevel(np.zeros(n, np.int64), np.zeros(n, np.int64), roots,
+                          np.full(n, -1, dtype=np.int64))
+    trials[0] = np.arange(n)
+    return Forest([levels[0]] + [_with_parents(data, level, levels[level - 1], levels[level],
+                                               trials[level - 1: level + 1], n)
+                                 for level in range(1, data.depth + 1)], trials)
 
 
 def _sum_by_key(keys: np.ndarray, values: np.ndarray, space: int):
@@ -159,7 +249,8 @@ def _sum_by_key(keys: np.ndarray, values: np.ndarray, space: int):
     return uniq, np.bincount(inverse, weights=values, minlength=uniq.size)
 
 
-def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLevel) -> TreeLevel:
+def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLevel,
+                  trials: list[np.ndarray], n: int) -> TreeLevel:
     side = data.split_side(level)
     lo, ld = data.pair_levels(level - 1)
     if side == "origin":
@@ -171,9 +262,11 @@ def _with_parents(data: FlowData, level: int, parents: TreeLevel, nodes: TreeLev
         pd_ = data.geography.parent[nodes.destination + data.geography.level_offsets[ld + 1]]
         pd_ = pd_ - data.geography.level_offsets[ld]
     width = data.level_width(ld)
-    parent_keys = parents.keys(width)  # ascending: the levels come from _sum_by_key
-    wanted = po * width + pd_
     space = data.level_width(lo) * width
+    # ascending: the levels come from _sum_by_key (by release, then pair)
+    parent_keys = trials[0] * space + parents.keys(width)
+    wanted = trials[1] * space + po * width + pd_
+    space *= n
     if space <= max(4 * wanted.size, 1 << 20):  # a direct look-up table
         index = np.full(space, -1, dtype=np.int64)
         index[parent_keys] = np.arange(parent_keys.size)

@@ -61,6 +61,8 @@ THREADED_RERUN_SECONDS = 0.25
 #: busy with other work), where re-runs that mostly wait for the interpreter keep about one
 PARALLEL_PAIR = 1.5
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
+#: re-runs made at once (`rerun_bootstrap`'s ``redraws``) hold at most this many cells
+REDRAW_CELLS = 1 << 16
 #: `integer_ends`: a float end within this share of its size of an integer is that integer
 INTEGER_SLACK = 1e-9
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
@@ -198,7 +200,8 @@ def release_budget(privacy: dict) -> PrivacyBudget:
 
 def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[object],
                     np.ndarray], plugin: np.ndarray, ledger, level: float,
-                    replicates: int | None, integer: bool, widen: bool = False):
+                    replicates: int | None, integer: bool, widen: bool = False,
+                    redraws: Callable[[list[NoiseSource]], np.ndarray] | None = None):
     """Parametric bootstrap by re-running a mechanism: ``rerun(source)`` releases the
     plug-in truth once (public budget, split and parameters), ``cells(release)`` its values
     aligned with ``plugin`` (flat). The first re-run is timed: without ``replicates``, as
@@ -210,8 +213,9 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
     the first took `THREADED_RERUN_SECONDS` or more, or when re-runs 1 and 2 run side by
     side kept `PARALLEL_PAIR` cores busy; so do the quantiles' blocks of cells; progress
-    goes to `reporting`'s callback. Returns the half-widths (below, above) per cell and the
-    replicates drawn."""
+    goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
+    these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
+    each). Returns the half-widths (below, above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -227,19 +231,32 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     np.subtract(cells(first), plugin, out=d[0], casting="unsafe")  # = d[0] = ..., no temporary
     report = _PROGRESS.get() or (lambda done, total: None)
     report(1, replicates)
+    per_job = 1 if redraws is None else max(1, REDRAW_CELLS // max(plugin.size, 1))
 
-    def redraw(j: int) -> None:  # one vectorised release per replicate
-        np.subtract(cells(rerun(replicate_source(stream, j))), plugin, out=d[j],
-                    casting="unsafe")
+    def redraw(j: int) -> None:  # replicates j, j + 1, ..., per_job of them
+        js = range(j, min(j + per_job, replicates))
+        if redraws is None:  # one vectorised release per replicate
+            rows = cells(rerun(replicate_source(stream, j)))
+        else:
+            rows = redraws([replicate_source(stream, i) for i in js])
+        np.subtract(rows, plugin, out=d[js.start:js.stop], casting="unsafe")
 
-    threads, first_jobs = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1, 1
-    if threads == 1 < RERUN_THREADS and replicates > 3:  # two re-runs side by side
+    reported = [1]
+
+    def progress(finished: int) -> None:  # jobs finished: every re-run reported, in turn
+        now = 1 + min(finished * per_job, replicates - 1)
+        for done in range(reported[0] + 1, now + 1):
+            report(done, replicates)
+        reported[0] = now
+
+    jobs = range(1, replicates, per_job)
+    threads, first = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1, 0
+    if threads == 1 < RERUN_THREADS and len(jobs) > 2:  # two jobs side by side
         cpu, wall = time.process_time(), time.perf_counter()
-        _in_threads(redraw, (1, 2), lambda done: report(1 + done, replicates), 2)
+        _in_threads(redraw, jobs[:2], progress, 2)
         busy = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
-        threads, first_jobs = (RERUN_THREADS if busy >= PARALLEL_PAIR else 1), 3
-    _in_threads(redraw, range(first_jobs, replicates),
-                lambda done: report(first_jobs + done, replicates), threads)
+        threads, first = (RERUN_THREADS if busy >= PARALLEL_PAIR else 1), 2
+    _in_threads(redraw, jobs[first:], lambda done: progress(first + done), threads)
     below, above = np.zeros(plugin.size), np.zeros(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
 

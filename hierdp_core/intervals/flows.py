@@ -57,7 +57,8 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.mechanisms.flows import StabilityHistogram
+from hierdp_core.mechanisms.flow_base import FlowMechanism
+from hierdp_core.mechanisms.flow_baselines import StabilityHistogram
 from hierdp_core.privacy.samplers import NOISES, Gaussian
 from hierdp_core.releases import CellIntervals
 
@@ -180,23 +181,33 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
 
     rerun = mechanism.releaser(plugin, budget, split=split, **params)
+    redraws = None
+    if isinstance(mechanism, FlowMechanism):  # the re-runs' trees grown together
+        trees = mechanism.trees(plugin, budget, split=split, **params)
 
-    def cells(redraw: FlowRelease) -> np.ndarray:
-        return np.concatenate([_values_at(lv, w, keys) for lv, w, keys
-                               in zip(redraw.levels, widths, wanted, strict=True)])
+        def redraws(sources):
+            forest = trees(sources)
+            return _values_at(forest.levels, widths, wanted, forest.trial, len(sources))
 
     widen = capabilities(release.mechanism).intervals == BIAS_WIDENED
-    return rerun_bootstrap(rerun, cells, truth, release.ledger, level, replicates,
-                           release.is_integer, widen=widen)
+    return rerun_bootstrap(rerun, lambda r: _values_at(r.levels, widths, wanted), truth,
+                           release.ledger, level, replicates, release.is_integer,
+                           widen=widen, redraws=redraws)
 
 
-def _values_at(level: TreeLevel, width: int, keys: np.ndarray) -> np.ndarray:
-    """A redrawn tree level's values at the wanted pair keys (0 where not released)."""
-    own = level.keys(width)
-    order = np.argsort(own, kind="stable")
-    sorted_keys = own[order]
-    if sorted_keys.size == 0:
-        return np.zeros(keys.size)
-    pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-    return np.where(sorted_keys[pos] == keys, level.value[order][pos], 0)
+def _values_at(levels: list[TreeLevel], widths: list[int], wanted: list[np.ndarray],
+               trials=None, n: int = 1) -> np.ndarray:
+    """A redrawn tree's values at the wanted pair keys of every level (0 where not
+    released), one vector; with ``trials`` (a `Forest`'s) ``n`` trees' as rows."""
+    out = np.zeros((n, sum(keys.size for keys in wanted)))
+    column = 0
+    for level, (lv, width, keys) in enumerate(zip(levels, widths, wanted, strict=True)):
+        order = np.argsort(keys, kind="stable")
+        own = lv.keys(width)
+        pos = np.minimum(np.searchsorted(keys[order], own), max(keys.size - 1, 0))
+        hit = keys[order][pos] == own if keys.size else np.zeros(own.size, dtype=bool)
+        rows = 0 if trials is None else trials[level][hit]
+        out[rows, column + order[pos[hit]]] = lv.value[hit]
+        column += keys.size
+    return out if trials is not None else out[0]
 

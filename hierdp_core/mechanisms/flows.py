@@ -12,10 +12,8 @@ that implies it (`hierdp_core.privacy.budget.epsilon_delta_to_rho`); the release
 rho and the (epsilon, delta) it implies. Everything after the noise (the per-parent
 projections, pruning, aggregation) is post-processing.
 
-Baselines: ``vanilla-gauss`` spends all of rho on the leaf cells (every possible pair,
-zeros included) and aggregates; ``stability-histogram`` adds Laplace(2/epsilon) to the
-positive leaf cells only and suppresses those below 1 + 2 ln(2/delta)/epsilon:
-(epsilon, delta)-DP under bounded DP (Bun, Nissim & Stemmer 2019).
+Baselines (``vanilla-gauss``, ``stability-histogram``): `hierdp_core.mechanisms.flow_baselines`,
+registered here after the top-down ones; what all share: `hierdp_core.mechanisms.flow_base`.
 
 The claim is data: each mechanism's `privacy_plan` (one stage, with the sensitivity of
 `SENSITIVITY` or the stability histogram's `STABILITY_SENSITIVITY`), from which the noise is
@@ -26,48 +24,33 @@ audit read.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from hierdp_core.errors import BudgetError, MechanismError
+from hierdp_core.errors import BudgetError
 from hierdp_core.flows import projections
 from hierdp_core.flows.data import FlowData
 from hierdp_core.flows.level_split import split_shares_flows
 from hierdp_core.flows.release import FlowRelease
-from hierdp_core.flows.tree import from_leaves, topdown
-from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
+from hierdp_core.flows.tree import topdown, topdown_trials
+from hierdp_core.mechanisms.base import Capabilities, MechanismInfo, Parameter, register
+from hierdp_core.mechanisms.flow_base import (
+    NEIGHBOURING,
+    QUERY,
+    REFERENCE,
+    RELATION,
+    SENSITIVITY,
+    FlowMechanism,
+    check_flow_data,
+)
+from hierdp_core.mechanisms.flow_baselines import StabilityHistogram, VanillaGauss
 from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
-from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
-from hierdp_core.privacy.plan import (
-    ADD_REMOVE_TRIP,
-    SUBSTITUTE_TRIP,
-    PrivacyPlan,
-    Stage,
-)
+from hierdp_core.privacy.levels import derive_levels, privacy_record
+from hierdp_core.privacy.plan import PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
-
-QUERY = "flows"
-REFERENCE = ("Boninsegna & Silvestri (2025), Differentially private release of hierarchical "
-             "origin/destination data with a TopDown approach")
-NEIGHBOURING = {
-    "bounded": "bounded DP: one user's trip substituted (n public); per tree level L2 "
-               "sensitivity sqrt(2), discrete Gaussian noise of variance 1/rho_l on level l, "
-               "so the release is (rho_1 + ... + rho_T)-zCDP",
-    "unbounded": "unbounded DP: one trip added or removed; per tree level (root included) "
-                 "L2 sensitivity 1, discrete Gaussian noise of variance 1/(2 rho_l), so the "
-                 "release is (rho_0 + ... + rho_T)-zCDP",
-}
-#: L2 sensitivity of one level's (or the leaves') O/D histogram, by neighbouring relation
-SENSITIVITY = {"bounded": math.sqrt(2.0), "unbounded": 1.0}
-#: L1 sensitivity of the leaf histogram under bounded DP (one cell -1, another +1)
-STABILITY_SENSITIVITY = 2.0
-RELATION = {"bounded": SUBSTITUTE_TRIP, "unbounded": ADD_REMOVE_TRIP}
-MAX_VANILLA_CELLS = 200_000_000
-VANILLA_CHUNK_CELLS = 4_000_000
 
 NEIGHBOURING_PARAM = Parameter(
     "neighbouring", "choice", "bounded",
@@ -79,15 +62,8 @@ AUTHORS_BUDGET_PARAM = Parameter(
     "levels), to reproduce their figures; the release still reports what was spent")
 
 
-def _check_data(name: str, data) -> FlowData:
-    if not isinstance(data, FlowData):
-        raise MechanismError(f"{name} releases origin/destination flows: load trips or an O/D "
-                             "table as flows (e.g. `--query flows`)")
-    return data
-
-
 @dataclass
-class TopDownFlows(Mechanism):
+class TopDownFlows(FlowMechanism):
     """The top-down loop (`hierdp_core.flows.tree.topdown`) with a per-parent projection
     ``project(x, starts, c, **option)``; ``option`` is the projection's one tunable
     parameter, if any."""
@@ -96,6 +72,9 @@ class TopDownFlows(Mechanism):
     description: str
     project: Callable
     option: Parameter | None = None
+    #: whether the projection of one release's parents is the same when other releases'
+    #: parents are projected with them (`topdown_trials`)
+    jointly: bool = True
     info: MechanismInfo = field(init=False)
 
     def __post_init__(self):
@@ -139,7 +118,7 @@ class TopDownFlows(Mechanism):
 
     def ledger(self, data, budget: PrivacyBudget, split=None, **params):
         p = self.params(**params)
-        return ledger_frame(self._plans(_check_data(self.info.name, data), budget, split,
+        return ledger_frame(self._plans(check_flow_data(self.info.name, data), budget, split,
                                         p)[1])
 
     def release(self, data, budget: PrivacyBudget, *, split=None,
@@ -150,9 +129,7 @@ class TopDownFlows(Mechanism):
     def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
         """`Mechanism.releaser`: the data checked, the levels planned and the privacy
         record and ledger made once; every call measures and projects."""
-        data = _check_data(self.info.name, data)
-        p = self.params(**params)
-        plan, plans = self.measured_plans(data, budget, split, p)
+        data, p, plan, plans = self._checked(data, budget, split, params)
         project = self.projection(p)
         invariants = self.root_invariants(p)
         record = self.release_record(plan, plans, budget, invariants)
@@ -164,6 +141,23 @@ class TopDownFlows(Mechanism):
                                      invariants, source, record=record)
 
         return release
+
+    def trees(self, data, budget: PrivacyBudget, *, split=None, **params):
+        """`FlowMechanism.trees`: the top-down loops grown together (`topdown_trials`)."""
+        data, p, plan, plans = self._checked(data, budget, split, params)
+        project = self.projection(p)
+
+        def root(source: NoiseSource) -> int:
+            return self.root_value(data.n, plans, p, source)[0]
+
+        return functools.partial(topdown_trials, data, root, plans[1:], project,
+                                 jointly=self.jointly)
+
+    def _checked(self, data, budget: PrivacyBudget, split, params: dict):
+        """(the data checked, the parameters, the privacy plan, the plan of every level)."""
+        data = check_flow_data(self.info.name, data)
+        p = self.params(**params)
+        return data, p, *self.measured_plans(data, budget, split, p)
 
     def measured_plans(self, data: FlowData, budget: PrivacyBudget, split, p: dict):
         """(the privacy plan, a plan per tree level) of a release over ``data``'s (public)
@@ -229,156 +223,7 @@ TDA_LINF_MILP = TopDownFlows(
     "TDA-l-inf (black box): the same top-down loop, each parent's Chebyshev projection solved "
     "as an integer program by HiGHS (scipy.optimize.milp); optimal, but with the solver's "
     "choice among optima (no false-positive heuristic).",
-    projections.linf_milp)
-
-
-@dataclass
-class LeafBaseline(Mechanism):
-    """A baseline that spends the whole budget on the leaf cells and sums them up the tree.
-    Subclasses give the leaf noise in their privacy plan, the budgets they refuse
-    (`check_budget`) and the released leaf cells (`noisy_leaves`)."""
-
-    info: MechanismInfo = field(init=False)
-    noise_name = ""
-
-    def leaf_sensitivity(self) -> float:
-        """Of the leaf histogram, in the leaf noise's norm (read through the plan)."""
-        raise NotImplementedError
-
-    def privacy_plan(self, **params) -> PrivacyPlan:
-        """One stage: the leaf histogram measured once with the whole budget, under bounded
-        DP (one trip substituted)."""
-        self.params(**params)
-        stage = Stage("leaves", SUBSTITUTE_TRIP, self.leaf_sensitivity(), self.noise_name,
-                      1.0, note=self.info.neighbouring)
-        return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
-
-    def check_budget(self, budget: PrivacyBudget) -> None:
-        """Refuse a budget of a definition the baseline cannot spend (none by default)."""
-
-    def record_note(self, plan: PrivacyPlan) -> dict:
-        """Extra facts of the privacy record (none by default)."""
-        return {}
-
-    def noisy_leaves(self, data: FlowData, budget: PrivacyBudget, plan: LevelPlan,
-                     source: NoiseSource) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The released leaf cells (origin, destination, value), measured with ``plan``."""
-        raise NotImplementedError
-
-    def _plans(self, data: FlowData, budget: PrivacyBudget,
-               plan: PrivacyPlan) -> list[LevelPlan]:
-        self.check_budget(budget)
-        leaves_only = np.zeros(data.depth + 1)
-        leaves_only[-1] = 1.0
-        return derive_levels(plan, budget, leaves_only, data.level_names, QUERY)
-
-    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
-        plan = self.privacy_plan(**params)
-        return ledger_frame(self._plans(_check_data(self.info.name, data), budget, plan))
-
-    def release(self, data, budget: PrivacyBudget, *, split=None,
-                source: NoiseSource | None = None, **params) -> FlowRelease:
-        data = _check_data(self.info.name, data)
-        p = self.params(**params)
-        source = source or NoiseSource(secure=True)
-        plan = self.privacy_plan(**p)
-        plans = self._plans(data, budget, plan)
-        levels = from_leaves(data, *self.noisy_leaves(data, budget, plans[-1], source))
-        return FlowRelease.of(data, levels, mechanism=self.info.name, parameters=p,
-                              privacy=privacy_record(plan, plans, delta=budget.delta,
-                                                     **self.record_note(plan)),
-                              ledger=ledger_frame(plans),
-                              randomness=source.as_dict())
-
-
-@dataclass
-class VanillaGauss(LeafBaseline):
-    """All of rho on the leaf cells, every possible (origin, destination) pair; coarser
-    levels are sums, negatives kept."""
-
-    noise_name = "discrete-gaussian"
-
-    def leaf_sensitivity(self) -> float:
-        return SENSITIVITY["bounded"]  # L2
-
-    def __post_init__(self):
-        self.info = MechanismInfo(
-            name="vanilla-gauss",
-            description="Discrete Gaussian noise on every leaf O/D cell (all possible pairs, "
-                        "zeros included), then summed up the tree; negatives kept, so tables "
-                        "add up but are not non-negative (baseline).",
-            reference=REFERENCE + " (baseline)", queries=(QUERY,), privacy=ZCDP,
-            private=True, consistent=False, privacy_definitions=(ZCDP, APPROX_DP),
-            neighbouring="bounded DP: one trip substituted; leaf histogram L2 sensitivity "
-                         "sqrt(2), all of rho on it",
-            capabilities=Capabilities(intervals="closed-form"))
-
-    def noisy_leaves(self, data, budget, plan, source):
-        leaves = data.level_width(data.geo_levels)
-        if leaves * leaves > MAX_VANILLA_CELLS:
-            raise MechanismError(f"vanilla-gauss noises every one of the {leaves}^2 leaf cells; "
-                                 f"more than {MAX_VANILLA_CELLS:,} is refused (use InfTDA)")
-        rows = max(1, VANILLA_CHUNK_CELLS // leaves)
-        keys, true_counts = data.level_table(data.depth)
-        parts = []
-        for first in range(0, leaves, rows):  # a block of origin rows at a time
-            o = np.repeat(np.arange(first, min(first + rows, leaves)), leaves)
-            d = np.tile(np.arange(leaves), o.size // leaves)
-            true_block = np.zeros(o.size, dtype=np.int64)
-            lo, hi = np.searchsorted(keys, [first * leaves, (first + rows) * leaves])
-            true_block[keys[lo:hi] - first * leaves] = true_counts[lo:hi]
-            v = plan.apply(true_block, source)
-            nz = v != 0
-            parts.append((o[nz], d[nz], v[nz]))
-        return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
-
-
-@dataclass
-class StabilityHistogram(LeafBaseline):
-    """Laplace noise on the positive leaf cells only, suppressed below a threshold."""
-
-    noise_name = "laplace"
-
-    def leaf_sensitivity(self) -> float:
-        return STABILITY_SENSITIVITY  # L1
-
-    def __post_init__(self):
-        self.info = MechanismInfo(
-            name="stability-histogram",
-            description="Stability-based histogram: Laplace(2/epsilon) on the non-zero leaf "
-                        "cells only, cells below 1 + 2 ln(2/delta)/epsilon suppressed, the rest "
-                        "rounded; coarser levels are sums. No false positives, large errors at "
-                        "coarse levels (baseline; (epsilon, delta)-DP).",
-            reference="Bun, Nissim & Stemmer (2019); as the baseline of " + REFERENCE,
-            queries=(QUERY,), privacy=APPROX_DP, private=True, consistent=True,
-            neighbouring="bounded DP: one trip substituted; leaf histogram L1 sensitivity 2; "
-                         "a cell absent from one dataset passes the threshold with "
-                         "probability <= delta/4",
-            capabilities=Capabilities(sparse_flows=True))
-
-    @staticmethod
-    def threshold(epsilon: float, delta: float) -> float:
-        return 1 + 2 * math.log(2 / delta) / epsilon
-
-    def check_budget(self, budget):
-        if budget.definition != APPROX_DP:
-            raise BudgetError("stability-histogram is (epsilon, delta)-DP: give epsilon and "
-                              "delta")
-
-    def ledger(self, data, budget: PrivacyBudget, split=None, **params):
-        frame = super().ledger(data, budget, split, **params)
-        frame["threshold"] = np.nan
-        frame.loc[frame.index[-1], "threshold"] = self.threshold(budget.value, budget.delta)
-        return frame
-
-    def noisy_leaves(self, data, budget, plan, source):
-        noisy = plan.apply(data.counts, source)
-        kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
-        return data.origin, data.destination, kept.astype(np.int64)
-
-    def record_note(self, plan):
-        """The record states the threshold's argument (the stage's note)."""
-        return {"note": plan.stages[0].note}
+    projections.linf_milp, jointly=False)
 
 
 for _mechanism in (INFTDA, TDA_L2, TDA_LINF_MILP, VanillaGauss(), StabilityHistogram()):
