@@ -171,7 +171,7 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
                                    leaf.destination[keep], leaf.value[keep],
                                    tree=release.tree)
     widths = [release.geography.level_size(ld) for _, ld in release.pair_levels]
-    wanted = [lv.keys(w) for lv, w in zip(release.levels, widths, strict=True)]
+    wanted = [_sorted_keys(lv.keys(w)) for lv, w in zip(release.levels, widths, strict=True)]
     truth = np.concatenate([plugin.lookup(t, lv.origin, lv.destination)
                             for t, lv in enumerate(release.levels)]).astype(np.float64)
     mechanism = get_mechanism(release.mechanism)
@@ -195,19 +195,26 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
                            widen=widen, redraws=redraws)
 
 
-def _values_at(levels: list[TreeLevel], widths: list[int], wanted: list[np.ndarray],
+def _sorted_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the order that sorts ``keys``, the keys sorted): a level's wanted pair keys, sorted
+    once for every redraw `_values_at` reads."""
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
+
+
+def _values_at(levels: list[TreeLevel], widths: list[int], wanted: list[tuple],
                trials=None, n: int = 1) -> np.ndarray:
-    """A redrawn tree's values at the wanted pair keys of every level (0 where not
-    released), one vector; with ``trials`` (a `Forest`'s) ``n`` trees' as rows."""
-    out = np.zeros((n, sum(keys.size for keys in wanted)))
+    """A redrawn tree's values at the wanted pair keys of every level (``wanted``: each
+    level's `_sorted_keys`; 0 where not released), one vector; with ``trials`` (a
+    `Forest`'s) ``n`` trees' as rows."""
+    out = np.zeros((n, sum(keys.size for _, keys in wanted)))
     column = 0
-    for level, (lv, width, keys) in enumerate(zip(levels, widths, wanted, strict=True)):
-        order = np.argsort(keys, kind="stable")
+    for level, (lv, width, (order, keys)) in enumerate(zip(levels, widths, wanted,
+                                                           strict=True)):
         own = lv.keys(width)
-        pos = np.minimum(np.searchsorted(keys[order], own), max(keys.size - 1, 0))
-        hit = keys[order][pos] == own if keys.size else np.zeros(own.size, dtype=bool)
+        pos = np.minimum(np.searchsorted(keys, own), max(keys.size - 1, 0))
+        hit = keys[pos] == own if keys.size else np.zeros(own.size, dtype=bool)
         rows = 0 if trials is None else trials[level][hit]
         out[rows, column + order[pos[hit]]] = lv.value[hit]
         column += keys.size
     return out if trials is not None else out[0]
-

@@ -42,7 +42,13 @@ def check_flow_data(name: str, data) -> FlowData:
 
 
 class FlowMechanism(Mechanism):
-    """An O/D flow mechanism whose releases can be made many at once (`trees`)."""
+    """An O/D flow mechanism whose releases can be made many at once (`trees`); a release
+    is its `releaser`'s draw (secure noise unless a source is given)."""
+
+    def release(self, data, budget: PrivacyBudget, *, split=None,
+                source: NoiseSource | None = None, **params):
+        return self.releaser(data, budget, split=split, **params)(
+            source or NoiseSource(secure=True))
 
     @abstractmethod
     def trees(self, data, budget: PrivacyBudget, *, split=None,

@@ -79,11 +79,6 @@ class LeafBaseline(FlowMechanism):
         plan = self.privacy_plan(**params)
         return ledger_frame(self._plans(check_flow_data(self.info.name, data), budget, plan))
 
-    def release(self, data, budget: PrivacyBudget, *, split=None,
-                source: NoiseSource | None = None, **params) -> FlowRelease:
-        return self.releaser(data, budget, split=split, **params)(
-            source or NoiseSource(secure=True))
-
     def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
         """`Mechanism.releaser`: the data checked, the leaves planned and the privacy
         record and ledger made once; every call measures the leaves and sums them up."""

@@ -121,11 +121,6 @@ class TopDownFlows(FlowMechanism):
         return ledger_frame(self._plans(check_flow_data(self.info.name, data), budget, split,
                                         p)[1])
 
-    def release(self, data, budget: PrivacyBudget, *, split=None,
-                source: NoiseSource | None = None, **params) -> FlowRelease:
-        return self.releaser(data, budget, split=split, **params)(
-            source or NoiseSource(secure=True))
-
     def releaser(self, data, budget: PrivacyBudget, *, split=None, **params):
         """`Mechanism.releaser`: the data checked, the levels planned and the privacy
         record and ledger made once; every call measures and projects."""
