@@ -264,8 +264,11 @@ def press_start(page, sample: str, timeout_ms: int = 120_000) -> None:
 
 def select_option(page, label: str, option: str) -> None:
     """In the select box whose label contains ``label``, pick the first option whose text
-    starts with ``option``; wait for the rerun."""
+    starts with ``option``; wait for the rerun. The option is typed first: the box then
+    lists the options that match it (a long list is drawn only in part, the rest when
+    scrolled to, and a small window showed no "Colour-blind safe: cividis")."""
     page.locator("[data-testid='stSelectbox']").filter(has_text=label).first.click()
+    page.keyboard.type(option)
     page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first.click()
     settle(page)
 

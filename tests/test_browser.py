@@ -6,7 +6,8 @@ page's sweep, plain-language panel, configuration box and kept seed are checked 
 layout walk (test_browser_layout.py), the Flows page's in the dark theme's walk
 (test_browser_colours.py), which open those pages anyway; the Range queries page's own walk
 is test_browser_ranges.py, the US counties' walk from Home to a publishable release
-test_browser_us_walk.py. Screenshots go to test-artifacts/screenshots/."""
+test_browser_us_walk.py. Screenshots (`shot`, with HIERDP_SCREENSHOTS=1) go to
+test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -74,13 +75,15 @@ def page(browser):
     context.close()
 
 
-def shot(pg, name: str) -> None:
-    """A full-page screenshot for a reviewer, with HIERDP_SCREENSHOTS=1 (about 0.6 s of
-    Chromium each, and nothing asserts on them; `benchmarks/screenshot_tour.py` takes the
-    review set of every page)."""
+def shot(target, name: str, full_page: bool = True) -> None:
+    """A screenshot for a reviewer at SHOTS/{name}.png, with HIERDP_SCREENSHOTS=1: of a page
+    (the whole page, or its window with ``full_page=False``) or of an element (a locator).
+    Nothing asserts on them, and each costs Chromium 0.3-8 s (the whole of a report's page
+    the most); `benchmarks/screenshot_tour.py` takes the review set of every page."""
     if os.environ.get("HIERDP_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        whole = {"full_page": full_page} if hasattr(target, "goto") else {}
+        target.screenshot(path=str(SHOTS / f"{name}.png"), **whole)
 
 
 def no_exception(pg) -> None:
@@ -89,13 +92,11 @@ def no_exception(pg) -> None:
 
 def explain_panel(pg, name: str, protects: str, per: str) -> None:
     """The page's "In plain words" panel explains (`explains_in_plain_words`), the page
-    raised nothing; screenshots of the panel (explain_{name}.png) and of the whole page
-    (explain_{name}_page.png)."""
+    raised nothing; screenshots (`shot`) of the panel (explain_{name}.png) and of the whole
+    page (explain_{name}_page.png)."""
     panel = explains_in_plain_words(pg, protects, per)
     no_exception(pg)
-    panel.scroll_into_view_if_needed()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    panel.screenshot(path=str(SHOTS / f"explain_{name}.png"))
+    shot(panel, f"explain_{name}")
     shot(pg, f"explain_{name}_page")
 
 

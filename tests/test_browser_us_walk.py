@@ -31,7 +31,7 @@ Flows and Range queries pages); the files again at 95%, every interval at least 
 (AppTest: test_app_downloads.py); a second publishable draw waiting for a declared total
 and its confirmation (AppTest: test_app_ledger.py).
 
-Screenshots: test-artifacts/screenshots/ (0_home, release_kept_export, export_intervals,
+Screenshots (with HIERDP_SCREENSHOTS=1): test-artifacts/screenshots/ (layout_home, 0_home, release_kept_export, export_intervals,
 6_export, export_report, report_offline, 6b_export_publishable, report_publishable)."""
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
-    SHOTS,
     browser,
     check_release_csv,
     goto,
@@ -96,8 +95,7 @@ def home_then_start_the_us_counties(pg, url: str) -> None:
     for k in range(3):
         box = starts.nth(k).bounding_box()
         assert box["y"] + box["height"] <= 800, (k, box)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=f"{SHOTS}/layout_home.png")
+    shot(pg, "layout_home", full_page=False)
     shot(pg, "0_home")
     previews = pg.locator("svg.hierdp-svg-map path")  # painted after the run may end
     pg.wait_for_function("() => document.querySelectorAll('svg.hierdp-svg-map path').length "
