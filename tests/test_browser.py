@@ -34,6 +34,7 @@ from tests.browser_tools import (
     settle,
     timed_click,
     timed_rerun,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -123,7 +124,7 @@ def maps_drawn(pg, n_maps: int = 1, expect: list[int] | None = None) -> list[int
     """Wait until ``n_maps`` choropleths have drawn their areas; the areas drawn per map.
     With ``expect`` (the areas per map), wait up to 60 s for exactly that: a map kept
     across reruns shows its old areas until the new figure is drawn."""
-    pg.wait_for_function(
+    wait_until(pg,
         """n => [...document.querySelectorAll('.js-plotly-plot')].filter(
                p => p.querySelector('path.choroplethlocation')).length >= n""",
         arg=n_maps, timeout=120_000)
@@ -131,8 +132,8 @@ def maps_drawn(pg, n_maps: int = 1, expect: list[int] | None = None) -> list[int
         .map(p => p.querySelectorAll('path.choroplethlocation').length).filter(n => n > 0)"""
     if expect is not None:
         with contextlib.suppress(PlaywrightTimeoutError):  # the caller's assert shows the difference
-            pg.wait_for_function(f"e => JSON.stringify(({drawn})()) === JSON.stringify(e)",
-                                 arg=list(expect), timeout=60_000)
+            wait_until(pg, f"e => JSON.stringify(({drawn})()) === JSON.stringify(e)",
+                       arg=list(expect), timeout=60_000)
     return pg.evaluate(drawn)
 
 
@@ -263,8 +264,8 @@ def the_flows_page_draws_sweeps_and_explains(pg) -> None:
     one_trial_per_sweep(pg)  # the sweep's scale is not what this test checks
     pg.get_by_role("button", name="Run the sweep").click()
     settle(pg)
-    pg.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n",
-                         arg=charts)
+    wait_until(pg, "n => document.querySelectorAll('.js-plotly-plot').length > n",
+               arg=charts)
     no_exception(pg)
     pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(pg, "10_flows")
@@ -339,8 +340,8 @@ def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"  # on the bundled US states
     page.wait_for_selector(lines, state="attached")
     assert page.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .heatmaplayer')"
-                           ".length >= 3")
+    wait_until(page, "() => document.querySelectorAll('.js-plotly-plot .heatmaplayer')"
+               ".length >= 3")
     table = save_release_csv(page, tmp_path / "release.csv")
     assert table.loc[table["level"] == 0, "value"].tolist() == [400]
     page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")

@@ -26,7 +26,7 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import new_context, settle
+from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
 TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
@@ -133,7 +133,7 @@ def choose_map(pg, shown: str, colorbar: str) -> dict:
     """Pick the map ``shown`` above the Results map; wait until its 3,141 areas are drawn
     under its title and colour bar; the painted state (`AREAS`)."""
     pick_map(pg, shown)
-    pg.wait_for_function(f"""() => {{ const s = ({AREAS})();
+    wait_until(pg, f"""() => {{ const s = ({AREAS})();
         return s.areas.length === 3141 && s.title.startsWith({shown!r})
             && s.colorbar.startsWith({colorbar!r}); }}""", timeout=60_000)
     pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
@@ -147,7 +147,7 @@ def the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
     first = {"light": "True", "dark": "Noisy (measured)"}[scheme]
     # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
     pick_map(pg, first)
-    pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
+    wait_until(pg, f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
     error = choose_map(pg, "Error (released − true)", "error")
     tb.no_exception(pg)
     assert "error:" in tb.map_hover(pg)  # its hover label names the error
@@ -195,7 +195,7 @@ TRUE_LINE = """() => {
 def drawn(pg, state_js: str, ready: str = "true") -> dict:
     """``state_js``'s answer once it can be read (its figure drawn) and ``ready`` (a JS
     condition on ``state``) holds."""
-    pg.wait_for_function(f"""() => {{ let state;
+    wait_until(pg, f"""() => {{ let state;
         try {{ state = ({state_js})(); }} catch (error) {{ return false; }}
         return {ready}; }}""", timeout=120_000)
     return pg.evaluate(state_js)
@@ -286,7 +286,7 @@ def the_whole_results_map_is_in_the_first_screen(pg, scheme: str, background: tu
 def every_treemap_label_reads_on_its_tile(pg, scheme: str, background: tuple) -> None:
     """On Hierarchy: every treemap label stands WCAG 4.5:1 off its tile (white on light
     pink in the dark theme)."""
-    pg.wait_for_function(f"() => ({TILES})().length > 50")
+    wait_until(pg, f"() => ({TILES})().length > 50")
     tb.shot(pg, f"first_screen_hierarchy_{scheme}")
     tiles = pg.evaluate(TILES)
     ratios = [(contrast(rgba(text), over((*rgba(fill)[:3], float(opacity)), background)),

@@ -25,7 +25,13 @@ from test_browser import (  # noqa: F401  (fixtures)
     start_on,
 )
 
-from tests.browser_tools import new_context, select_option, settle, timed_rerun
+from tests.browser_tools import (
+    new_context,
+    select_option,
+    settle,
+    timed_rerun,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +109,7 @@ def dawa_buckets(pg) -> None:
     pg.get_by_text("More options").first.click()
     pg.locator("label").filter(has_text="always").first.click()
     bands = ".js-plotly-plot .layer-below .shapelayer path"
-    pg.wait_for_function(f"() => document.querySelectorAll('{bands}').length >= 2")
+    wait_until(pg, f"() => document.querySelectorAll('{bands}').length >= 2")
     settle(pg)
     assert pg.get_by_text("buckets").count() >= 1
     assert pg.get_by_text("evaluation only, not a DP release").count() >= 1

@@ -29,7 +29,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.data.samples import SAMPLES
-from tests.browser_tools import new_context, settle
+from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
@@ -59,10 +59,10 @@ def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa:
     context.route("**/*", block)
     offline = context.new_page()
     offline.goto(path.as_uri(), timeout=120_000)  # 7 MB of inlined figures and maps
-    offline.wait_for_function(
+    wait_until(offline,
         "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
         timeout=120_000)
-    offline.wait_for_function(  # the state and county maps drew their areas
+    wait_until(offline,  # the state and county maps drew their areas
         f"""() => [...document.querySelectorAll('{FIGURES}')].filter(
                 p => p.querySelector('path.choroplethlocation')).length >= 2""",
         timeout=120_000)
@@ -105,7 +105,7 @@ def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F81
 def read_state_map(report) -> tuple[pd.Series, str]:
     """The values the report opened in ``report`` shows on its state map (by state name,
     from the hover data plotly.js drew) and the text of its top banner."""
-    report.wait_for_function(
+    wait_until(report,
         f"""() => [...document.querySelectorAll('{FIGURES}')].some(
                 p => (p.layout.title.text || '').startsWith('Released: state')
                      && p.querySelector('path.choroplethlocation'))""", timeout=120_000)

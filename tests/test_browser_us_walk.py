@@ -57,7 +57,7 @@ from test_browser_colours import refuse_requests_outside
 from test_browser_report import assert_opens_offline, download_report, state_map_values
 
 from hierdp_core.report.stakeholder import PUBLIC_BANNER
-from tests.browser_tools import press_start, settle
+from tests.browser_tools import press_start, settle, wait_until
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 120_000  # a loaded machine: the bootstrap and the rerun may take a while
@@ -98,10 +98,10 @@ def home_then_start_the_us_counties(pg, url: str) -> None:
     shot(pg, "layout_home", full_page=False)
     shot(pg, "0_home")
     previews = pg.locator("svg.hierdp-svg-map path")  # painted after the run may end
-    pg.wait_for_function("() => document.querySelectorAll('svg.hierdp-svg-map path').length "
-                         ">= 71", timeout=30_000)
+    wait_until(pg, "() => document.querySelectorAll('svg.hierdp-svg-map path').length "
+               ">= 71", timeout=30_000)
     assert previews.count() == 71
-    pg.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
+    wait_until(pg, "() => window.Plotly && window.__hierdpBoundaries?.size === 1")
     pg.set_viewport_size({"width": 1440, "height": 2600})  # the whole of every page
     press_start(pg, "us-counties")
     assert maps_drawn(pg, expect=[3141]) == [3141]  # every US county with a boundary
