@@ -250,10 +250,10 @@ def the_group_sizes_seed_is_kept(pg) -> None:
 
 
 def the_flows_page_draws_sweeps_and_explains(pg) -> None:
-    """On the Flows page (the US flights), the whole page in the window: the flow map's
-    width classes over the states, the O/D matrices, a sweep drawn, the plain-language
-    panel, the configuration box. Run in the dark theme's walk (test_browser_colours.py),
-    which opens the page anyway."""
+    """On the Flows page (the US flights): the flow map's width classes over the states,
+    the O/D matrices, a sweep drawn, the plain-language panel, the configuration box. Run
+    in the dark theme's walk (test_browser_colours.py, at 1280 x 800), which opens the page
+    anyway."""
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"
     pg.wait_for_selector(lines, state="attached")
     assert pg.locator(lines).count() >= 4  # the width classes of the flow map
