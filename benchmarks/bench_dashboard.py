@@ -39,10 +39,10 @@ until the script is done and two frames, same seed). Prints one JSON object. Nee
 chromium and Playwright (requirements-dev.txt).
 
 With ``--sessions N`` it runs a workshop instead (issue 31, item 3; `tests/browser_workshop.py`):
-N people at once, each in a Chromium of their own, walk the demo path (Home, Start with a
-sample in turn, a seed, the ε slider, Run release, Export's table and configuration). It
-reports every step's worst and median over the sessions (input until the script is done, as
-each browser waits for it), the sessions whose downloads are not their own (``isolation``:
+N people at once, each in a browser session of their own (contexts of one Chromium), walk the
+demo path (Home, Start with a sample in turn, a seed, the ε slider, Run release, Export's table
+and configuration). It reports every step's worst and median over the sessions (input until
+the script is done, as each session waits for it), the sessions whose downloads are not their own (``isolation``:
 each release must equal the library's release of the configuration that session saved), and
 the dashboard's resident memory before and at its peak.
 

@@ -3,8 +3,9 @@ and walk the demo path (Home, Start with a sample, a seed, a move of the ε slid
 release, Export's release table and configuration). Used by the workshop browser test and
 `benchmarks/bench_dashboard.py --sessions N`.
 
-Each attendee runs in a thread with its own Playwright and Chromium (Playwright's sync API is
-per thread), so the server sees N independent sessions at the same time. What each attendee
+Each attendee runs in a thread with a browser context (cookies, storage, session) of its own in
+one shared Chromium (`browser_threads.one_chromium`: the threads' calls overlap), so the server
+sees N independent sessions at the same time. What each attendee
 downloads is checked against the library's own release of the configuration it saved
 (`check_isolation`): a session that saw another's data, settings or release fails it.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tests.browser_threads import one_chromium
 from tests.browser_tools import (
     CHROMIUM_ARGS,
     open_page,
@@ -100,21 +102,17 @@ def _walk(page, url: str, who: Attendee, folder: Path) -> None:
     step("export_s", export)
 
 
-def attend(url: str, who: Attendee, folder: Path, chromium: str,
+def attend(browser, url: str, who: Attendee, folder: Path,
            reduced_motion: bool = False) -> Attendee:
-    """Walk the demo path as ``who`` in a fresh Chromium (its page preferring reduced motion
-    if asked, as the tests do: see `browser_tools.new_context`); errors are recorded, not
-    raised."""
-    from playwright.sync_api import sync_playwright
-
+    """Walk the demo path as ``who`` in a fresh context of ``browser`` (its page preferring
+    reduced motion if asked, as the tests do: see `browser_tools.new_context`); errors are
+    recorded, not raised."""
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                        args=CHROMIUM_ARGS)
-            context = browser.new_context(
-                viewport={"width": 1280, "height": 800}, accept_downloads=True,
-                reduced_motion="reduce" if reduced_motion else "no-preference")
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 800}, accept_downloads=True,
+            reduced_motion="reduce" if reduced_motion else "no-preference")
+        try:
             watch_script_runs(context)
             page = context.new_page()
             page.set_default_timeout(STEP_TIMEOUT_MS)
@@ -128,7 +126,8 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str,
                 first_line = (str(exc).strip().splitlines() or [""])[0][:200]
                 raise RuntimeError(f"{type(exc).__name__}: {first_line}; console: "
                                    f"{said[-5:]}") from exc
-            browser.close()
+        finally:
+            context.close()
     except Exception:  # recorded: the workshop reports every attendee
         who.error = traceback.format_exc(limit=3)
     return who
@@ -137,13 +136,14 @@ def attend(url: str, who: Attendee, folder: Path, chromium: str,
 def run_workshop(url: str, n_sessions: int, folder: Path,
                  reduced_motion: bool = False) -> list[Attendee]:
     """``n_sessions`` attendees at once (samples in turn from DEMO_SAMPLES, seed 101 + i),
-    each as `attend`."""
+    each as `attend`, in one Chromium."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     people = [Attendee(i, DEMO_SAMPLES[i % len(DEMO_SAMPLES)], 101 + i)
               for i in range(n_sessions)]
-    with ThreadPoolExecutor(n_sessions) as pool:
-        return list(pool.map(lambda who: attend(url, who, folder / f"s{who.index}", chromium,
-                                             reduced_motion), people))
+    with one_chromium(chromium, CHROMIUM_ARGS) as browser, \
+            ThreadPoolExecutor(n_sessions) as pool:
+        return list(pool.map(lambda who: attend(browser, url, who, folder / f"s{who.index}",
+                                                reduced_motion), people))
 
 
 def expected_release(sample: str, config_json: Path, folder: Path) -> pd.DataFrame:

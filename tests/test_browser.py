@@ -6,7 +6,8 @@ page's sweep, plain-language panel, configuration box and kept seed are checked 
 layout walk (test_browser_layout.py), the Flows page's in the dark theme's walk
 (test_browser_colours.py), which open those pages anyway; the Range queries page's own walk
 is test_browser_ranges.py, the US counties' walk from Home to a publishable release
-test_browser_us_walk.py. Screenshots go to test-artifacts/screenshots/."""
+test_browser_us_walk.py. Screenshots (`shot`, with HIERDP_SCREENSHOTS=1) go to
+test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from tests.browser_tools import (
     settle,
     timed_click,
     timed_rerun,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -74,13 +76,15 @@ def page(browser):
     context.close()
 
 
-def shot(pg, name: str) -> None:
-    """A full-page screenshot for a reviewer, with HIERDP_SCREENSHOTS=1 (about 0.6 s of
-    Chromium each, and nothing asserts on them; `benchmarks/screenshot_tour.py` takes the
-    review set of every page)."""
+def shot(target, name: str, full_page: bool = True) -> None:
+    """A screenshot for a reviewer at SHOTS/{name}.png, with HIERDP_SCREENSHOTS=1: of a page
+    (the whole page, or its window with ``full_page=False``) or of an element (a locator).
+    Nothing asserts on them, and each costs Chromium 0.3-8 s (the whole of a report's page
+    the most); `benchmarks/screenshot_tour.py` takes the review set of every page."""
     if os.environ.get("HIERDP_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        whole = {"full_page": full_page} if hasattr(target, "goto") else {}
+        target.screenshot(path=str(SHOTS / f"{name}.png"), **whole)
 
 
 def no_exception(pg) -> None:
@@ -89,13 +93,11 @@ def no_exception(pg) -> None:
 
 def explain_panel(pg, name: str, protects: str, per: str) -> None:
     """The page's "In plain words" panel explains (`explains_in_plain_words`), the page
-    raised nothing; screenshots of the panel (explain_{name}.png) and of the whole page
-    (explain_{name}_page.png)."""
+    raised nothing; screenshots (`shot`) of the panel (explain_{name}.png) and of the whole
+    page (explain_{name}_page.png)."""
     panel = explains_in_plain_words(pg, protects, per)
     no_exception(pg)
-    panel.scroll_into_view_if_needed()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    panel.screenshot(path=str(SHOTS / f"explain_{name}.png"))
+    shot(panel, f"explain_{name}")
     shot(pg, f"explain_{name}_page")
 
 
@@ -122,7 +124,7 @@ def maps_drawn(pg, n_maps: int = 1, expect: list[int] | None = None) -> list[int
     """Wait until ``n_maps`` choropleths have drawn their areas; the areas drawn per map.
     With ``expect`` (the areas per map), wait up to 60 s for exactly that: a map kept
     across reruns shows its old areas until the new figure is drawn."""
-    pg.wait_for_function(
+    wait_until(pg,
         """n => [...document.querySelectorAll('.js-plotly-plot')].filter(
                p => p.querySelector('path.choroplethlocation')).length >= n""",
         arg=n_maps, timeout=120_000)
@@ -130,8 +132,8 @@ def maps_drawn(pg, n_maps: int = 1, expect: list[int] | None = None) -> list[int
         .map(p => p.querySelectorAll('path.choroplethlocation').length).filter(n => n > 0)"""
     if expect is not None:
         with contextlib.suppress(PlaywrightTimeoutError):  # the caller's assert shows the difference
-            pg.wait_for_function(f"e => JSON.stringify(({drawn})()) === JSON.stringify(e)",
-                                 arg=list(expect), timeout=60_000)
+            wait_until(pg, f"e => JSON.stringify(({drawn})()) === JSON.stringify(e)",
+                       arg=list(expect), timeout=60_000)
     return pg.evaluate(drawn)
 
 
@@ -248,10 +250,10 @@ def the_group_sizes_seed_is_kept(pg) -> None:
 
 
 def the_flows_page_draws_sweeps_and_explains(pg) -> None:
-    """On the Flows page (the US flights), the whole page in the window: the flow map's
-    width classes over the states, the O/D matrices, a sweep drawn, the plain-language
-    panel, the configuration box. Run in the dark theme's walk (test_browser_colours.py),
-    which opens the page anyway."""
+    """On the Flows page (the US flights): the flow map's width classes over the states,
+    the O/D matrices, a sweep drawn, the plain-language panel, the configuration box. Run
+    in the dark theme's walk (test_browser_colours.py, at 1280 x 800), which opens the page
+    anyway."""
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"
     pg.wait_for_selector(lines, state="attached")
     assert pg.locator(lines).count() >= 4  # the width classes of the flow map
@@ -262,8 +264,8 @@ def the_flows_page_draws_sweeps_and_explains(pg) -> None:
     one_trial_per_sweep(pg)  # the sweep's scale is not what this test checks
     pg.get_by_role("button", name="Run the sweep").click()
     settle(pg)
-    pg.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n",
-                         arg=charts)
+    wait_until(pg, "n => document.querySelectorAll('.js-plotly-plot').length > n",
+               arg=charts)
     no_exception(pg)
     pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(pg, "10_flows")
@@ -338,8 +340,8 @@ def test_flows_page_on_an_uploaded_table(server, page, tmp_path):
     lines = ".js-plotly-plot g.trace.scattergeo path.js-line"  # on the bundled US states
     page.wait_for_selector(lines, state="attached")
     assert page.locator(".js-plotly-plot g.trace.choropleth path").count() >= 50
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .heatmaplayer')"
-                           ".length >= 3")
+    wait_until(page, "() => document.querySelectorAll('.js-plotly-plot .heatmaplayer')"
+               ".length >= 3")
     table = save_release_csv(page, tmp_path / "release.csv")
     assert table.loc[table["level"] == 0, "value"].tolist() == [400]
     page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")

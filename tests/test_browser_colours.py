@@ -26,16 +26,18 @@ import pytest
 import test_browser as tb
 from test_browser import browser, server  # noqa: F401  (fixtures)
 
-from tests.browser_tools import new_context, settle
+from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
 TEXT_CONTRAST, LINE_CONTRAST = 4.5, 3.0  # WCAG 2.1: 1.4.3 (text) and 1.4.11 (graphics)
+WIDTH, FOLD = 1280, 800  # the window of every walk here and in the layout walk
 
 
 @contextmanager
-def themed_page(browser, scheme: str, height: int = 2600, width: int = 1440):  # noqa: F811
-    """A fresh page whose browser prefers the ``scheme`` ('light' or 'dark') colours."""
-    context = new_context(browser, viewport={"width": width, "height": height},
+def themed_page(browser, scheme: str):  # noqa: F811
+    """A fresh page at 1280 x 800 whose browser prefers the ``scheme`` ('light' or 'dark')
+    colours."""
+    context = new_context(browser, viewport={"width": WIDTH, "height": FOLD},
                                   color_scheme=scheme)
     pg = context.new_page()
     pg.set_default_timeout(90_000)
@@ -131,7 +133,7 @@ def choose_map(pg, shown: str, colorbar: str) -> dict:
     """Pick the map ``shown`` above the Results map; wait until its 3,141 areas are drawn
     under its title and colour bar; the painted state (`AREAS`)."""
     pick_map(pg, shown)
-    pg.wait_for_function(f"""() => {{ const s = ({AREAS})();
+    wait_until(pg, f"""() => {{ const s = ({AREAS})();
         return s.areas.length === 3141 && s.title.startsWith({shown!r})
             && s.colorbar.startsWith({colorbar!r}); }}""", timeout=60_000)
     pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
@@ -145,7 +147,7 @@ def the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(
     first = {"light": "True", "dark": "Noisy (measured)"}[scheme]
     # Released -> True (or Noisy): same areas, same colour scale: recoloured in place
     pick_map(pg, first)
-    pg.wait_for_function(f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
+    wait_until(pg, f"() => ({AREAS})().title.startsWith({first!r})", timeout=60_000)
     error = choose_map(pg, "Error (released − true)", "error")
     tb.no_exception(pg)
     assert "error:" in tb.map_hover(pg)  # its hover label names the error
@@ -193,7 +195,7 @@ TRUE_LINE = """() => {
 def drawn(pg, state_js: str, ready: str = "true") -> dict:
     """``state_js``'s answer once it can be read (its figure drawn) and ``ready`` (a JS
     condition on ``state``) holds."""
-    pg.wait_for_function(f"""() => {{ let state;
+    wait_until(pg, f"""() => {{ let state;
         try {{ state = ({state_js})(); }} catch (error) {{ return false; }}
         return {ready}; }}""", timeout=120_000)
     return pg.evaluate(state_js)
@@ -242,7 +244,6 @@ def the_range_true_values_line_shows(pg, scheme: str, background: tuple) -> None
 
 
 # ---- 3. the first screen at 1280 x 800 (issue 31 item 5) ----------------------------------
-WIDTH, FOLD = 1280, 800
 #: the bounding box of every map's drawn areas (not its figure: title, colour bar, margins)
 DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
     .filter(p => p.querySelector('path.choroplethlocation')).map(p => {
@@ -285,7 +286,7 @@ def the_whole_results_map_is_in_the_first_screen(pg, scheme: str, background: tu
 def every_treemap_label_reads_on_its_tile(pg, scheme: str, background: tuple) -> None:
     """On Hierarchy: every treemap label stands WCAG 4.5:1 off its tile (white on light
     pink in the dark theme)."""
-    pg.wait_for_function(f"() => ({TILES})().length > 50")
+    wait_until(pg, f"() => ({TILES})().length > 50")
     tb.shot(pg, f"first_screen_hierarchy_{scheme}")
     tiles = pg.evaluate(TILES)
     ratios = [(contrast(rgba(text), over((*rgba(fill)[:3], float(opacity)), background)),
@@ -308,22 +309,13 @@ def refuse_requests_outside(pg, url: str) -> list[str]:
 
 def the_results_colours(pg, scheme: str) -> tuple:
     """On Results at 1280 x 800 (the US counties' release drawn): the theme shown, the whole
-    map in the first screen, then (at 1440 x 2600) the error map after a recoloured view;
-    the page's background colour."""
+    map in the first screen, then the error map after a recoloured view; the page's
+    background colour."""
     background = assert_theme(pg, scheme)
     the_whole_results_map_is_in_the_first_screen(pg, scheme, background)
-    pg.set_viewport_size({"width": 1440, "height": 2600})
     the_error_map_after_a_recoloured_view_paints_every_area_by_its_error(pg, scheme,
                                                                          background)
     return background
-
-
-def at_size(pg, width: int, height: int, check, *args) -> None:
-    """``check(pg, *args)`` with the viewport at ``width`` x ``height``, then back at the
-    first screen's 1280 x 800."""
-    pg.set_viewport_size({"width": width, "height": height})
-    check(pg, *args)
-    pg.set_viewport_size({"width": WIDTH, "height": FOLD})
 
 
 def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
@@ -337,7 +329,7 @@ def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
     network). The light theme's colours are checked in the layout walk
     (test_browser_layout.py), which tours every page with the same refusal. Screenshots of
     the Results maps: results_dark.png, results_dark_colour_blind.png."""
-    with themed_page(browser, "dark", height=FOLD, width=WIDTH) as pg:
+    with themed_page(browser, "dark") as pg:
         outside = refuse_requests_outside(pg, server)
         tb.start_on(pg, server, "Results")  # the US counties, the default sample
         background = the_results_colours(pg, "dark")
@@ -345,12 +337,10 @@ def test_the_colours_in_the_dark_theme(server, browser):  # noqa: F811
         tb.select_option(pg, "Colours", "Colour-blind safe: cividis")
         assert tb.maps_drawn(pg, expect=[3141]) == [3141]
         tb.shot(pg, "results_dark_colour_blind")
-        pg.set_viewport_size({"width": WIDTH, "height": FOLD})
         tb.goto(pg, "Hierarchy")
         every_treemap_label_reads_on_its_tile(pg, "dark", background)
-        for label, height, check in (("Flows", 4500, the_flows_page_and_its_legend),
-                                     ("Range queries", 4100,
-                                      the_range_true_values_line_shows)):
+        for label, check in (("Flows", the_flows_page_and_its_legend),
+                             ("Range queries", the_range_true_values_line_shows)):
             tb.goto(pg, label)
-            at_size(pg, 1440, height, check, "dark", background)
+            check(pg, "dark", background)
     assert outside == [], f"requests outside the dashboard: {sorted(set(outside))}"

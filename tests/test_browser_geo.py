@@ -26,7 +26,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 from test_geo_upload import squares_geojson
 
-from tests.browser_tools import settle
+from tests.browser_tools import settle, wait_until
 
 pytestmark = pytest.mark.browser
 TRACTS = ["t01", "t02", "t03", "t04", "t05", "t06"]
@@ -55,7 +55,7 @@ def test_own_boundaries_draw_the_maps(server, page, tmp_path):  # noqa: F811
     shot(page, "geo_own_boundaries_data")
     goto(page, "Results")
     page.get_by_text("Boundaries: your boundaries (tracts.geojson), level tract").wait_for()
-    page.wait_for_function(f"() => document.querySelectorAll('{MAP_PATHS}').length === 6")
+    wait_until(page, f"() => document.querySelectorAll('{MAP_PATHS}').length === 6")
     no_exception(page)
     shot(page, "geo_own_boundaries_results")
 

@@ -28,13 +28,12 @@ network):
 
 The dark theme's colours are checked in test_browser_colours.py.
 
-Screenshots: test-artifacts/screenshots/layout_*.png."""
+Screenshots (with HIERDP_SCREENSHOTS=1): test-artifacts/screenshots/layout_*.png."""
 
 from __future__ import annotations
 
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
-    SHOTS,
     browser,
     goto,
     maps_drawn,
@@ -48,7 +47,6 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 from test_browser_colours import (
     DRAWN,
-    at_size,
     every_treemap_label_reads_on_its_tile,
     refuse_requests_outside,
     the_flow_map_legend_reads,
@@ -83,7 +81,6 @@ def choropleths(pg) -> list[dict]:
 
 
 def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F811
-    SHOTS.mkdir(parents=True, exist_ok=True)
     context = new_context(browser, viewport={"width": WIDTH, "height": FOLD})
     pg = context.new_page()
     pg.set_default_timeout(120_000)
@@ -92,7 +89,7 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         start_on(pg, server, "Results")  # the US counties, the default sample
         assert maps_drawn(pg, expect=[3141]) == [3141]
         no_exception(pg)
-        pg.screenshot(path=f"{SHOTS}/layout_results.png")
+        shot(pg, "layout_results", full_page=False)
         (the_map,) = choropleths(pg)
         assert the_map["y"] + 150 <= FOLD, the_map  # at least 150 px of the map in sight
         group = pg.locator("[data-testid='stButtonGroup']").first
@@ -101,13 +98,12 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         assert group.evaluate(CUT) == []  # every map option whole
         assert pg.get_by_label("Drill down: show the units inside").input_value() \
             == "all of the United States"
-        background = the_results_colours(pg, "light")  # then back at 1280 x 800
-        pg.set_viewport_size({"width": WIDTH, "height": FOLD})
+        background = the_results_colours(pg, "light")
 
         goto(pg, "Export")
         assert pg.get_by_role("button", name="Release table (CSV)").count() == 1  # at once
         assert pg.get_by_role("button", name="Prepare the downloads").count() == 0
-        pg.screenshot(path=f"{SHOTS}/layout_export.png")
+        shot(pg, "layout_export", full_page=False)
 
         goto(pg, "Compare")
         assert maps_drawn(pg, 3, expect=[3141] * 3) == [3141] * 3
@@ -118,19 +114,18 @@ def test_a_light_walk_of_every_page_at_1280_by_800(server, browser):  # noqa: F8
         table = pg.locator("[data-testid='stDataFrame']").last.bounding_box()
         assert table["width"] >= 0.9 * choropleths(pg)[2]["width"], table  # the page's width
         no_exception(pg)
-        pg.screenshot(path=f"{SHOTS}/layout_compare.png")
+        shot(pg, "layout_compare", full_page=False)
 
         for label in ("Trade-offs", "Group sizes", "Flows", "Range queries"):
             every_default_mechanism_of_the_sweep_is_shown_whole(pg, label)
             if label == "Trade-offs":
-                pg.screenshot(path=f"{SHOTS}/layout_tradeoffs.png")
+                shot(pg, "layout_tradeoffs", full_page=False)
             elif label == "Group sizes":
                 the_group_sizes_page_sweeps_and_explains(pg)
             elif label == "Flows":
-                at_size(pg, 1440, 4500, the_flow_map_legend_reads, "light", background)
+                the_flow_map_legend_reads(pg, "light", background)
             elif label == "Range queries":
-                at_size(pg, 1440, 4100, the_range_true_values_line_shows, "light",
-                        background)
+                the_range_true_values_line_shows(pg, "light", background)
         goto(pg, "Hierarchy")
         every_treemap_label_reads_on_its_tile(pg, "light", background)
         for label in ("Data", "Mechanism & budget"):  # the rest of the offline tour

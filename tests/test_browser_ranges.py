@@ -6,7 +6,7 @@ there (another mechanism and seed) loads back in a new session and shows the sam
 Checked elsewhere: the page's Compare and sweep, and the bundled sample's release adding up
 age by age (AppTest: test_app.py's test_ranges_page_releases_compares_and_sweeps); a Range
 queries release CSV downloaded and adding up (on an upload, test_browser.py); a sweep drawn
-in the browser (the Group sizes and Flows walks, test_browser.py). Screenshots:
+in the browser (the Group sizes and Flows walks, test_browser.py). Screenshots (with HIERDP_SCREENSHOTS=1):
 test-artifacts/screenshots/explain_ranges.png (the panel), explain_ranges_page.png (the
 whole page), 11_ranges.png and ranges_config.png."""
 
@@ -16,7 +16,6 @@ import json
 
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
-    SHOTS,
     browser,
     explain_panel,
     no_exception,
@@ -26,7 +25,13 @@ from test_browser import (  # noqa: F401  (fixtures)
     start_on,
 )
 
-from tests.browser_tools import new_context, select_option, settle, timed_rerun
+from tests.browser_tools import (
+    new_context,
+    select_option,
+    settle,
+    timed_rerun,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -93,9 +98,8 @@ def test_the_ranges_page_and_its_configuration_in_a_new_session(server, browser,
     no_exception(pg)
     assert unit_error(pg) == released
     assert pg.get_by_label("Seed (exploration)").input_value() == "7"
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.locator("[data-testid='stExpander']").filter(
-        has_text="Configuration: save it").screenshot(path=str(SHOTS / "ranges_config.png"))
+    shot(pg.locator("[data-testid='stExpander']").filter(has_text="Configuration: save it"),
+         "ranges_config")
     second.close()
 
 
@@ -105,7 +109,7 @@ def dawa_buckets(pg) -> None:
     pg.get_by_text("More options").first.click()
     pg.locator("label").filter(has_text="always").first.click()
     bands = ".js-plotly-plot .layer-below .shapelayer path"
-    pg.wait_for_function(f"() => document.querySelectorAll('{bands}').length >= 2")
+    wait_until(pg, f"() => document.querySelectorAll('{bands}').length >= 2")
     settle(pg)
     assert pg.get_by_text("buckets").count() >= 1
     assert pg.get_by_text("evaluation only, not a DP release").count() >= 1

@@ -1,7 +1,7 @@
 """Saved configurations in a real headless Chromium (Debian's, driven by Playwright), on the
 US counties: a configuration saved on the Export page (seed 5), loaded in a new session: the
 Results page's release is the same; ``hierdp release --config`` on the sample file gives the
-same values too. Screenshot: config_loaded.png.
+same values too. Screenshots (with HIERDP_SCREENSHOTS=1): config_loaded.png.
 
 The helpers for the release report (`download_report`, `assert_opens_offline`,
 `state_map_values`) serve the report's checks in the US walk (test_browser_us_walk.py): the
@@ -29,7 +29,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 from hierdp_core.data.samples import SAMPLES
-from tests.browser_tools import new_context, settle
+from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
@@ -59,10 +59,10 @@ def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa:
     context.route("**/*", block)
     offline = context.new_page()
     offline.goto(path.as_uri(), timeout=120_000)  # 7 MB of inlined figures and maps
-    offline.wait_for_function(
+    wait_until(offline,
         "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
         timeout=120_000)
-    offline.wait_for_function(  # the state and county maps drew their areas
+    wait_until(offline,  # the state and county maps drew their areas
         f"""() => [...document.querySelectorAll('{FIGURES}')].filter(
                 p => p.querySelector('path.choroplethlocation')).length >= 2""",
         timeout=120_000)
@@ -75,7 +75,7 @@ def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa:
     assert offline.get_by_text("Not publishable as it is", exact=True).count() == 1, \
         "offline report: the exploration's verdict is not shown once"
     assert requests == [], f"offline report: requests left it: {requests}"
-    offline.screenshot(path=str(shot_path("report_offline")), full_page=True)
+    shot(offline, "report_offline")
     shown = read_state_map(offline)
     context.close()
     return shown
@@ -105,7 +105,7 @@ def state_map_values(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F81
 def read_state_map(report) -> tuple[pd.Series, str]:
     """The values the report opened in ``report`` shows on its state map (by state name,
     from the hover data plotly.js drew) and the text of its top banner."""
-    report.wait_for_function(
+    wait_until(report,
         f"""() => [...document.querySelectorAll('{FIGURES}')].some(
                 p => (p.layout.title.text || '').startsWith('Released: state')
                      && p.querySelector('path.choroplethlocation'))""", timeout=120_000)
@@ -116,15 +116,8 @@ def read_state_map(report) -> tuple[pd.Series, str]:
         return [Array.from(t.text), Array.from(t.customdata)]; }}""")
     banner = report.locator(".banner.top").text_content()
     if "EXPLORATION" not in banner:
-        report.screenshot(path=str(shot_path("report_publishable")))
+        shot(report, "report_publishable", full_page=False)
     return pd.Series(shown[1], index=shown[0]).sort_index(), banner
-
-
-def shot_path(name: str) -> Path:
-    from test_browser import SHOTS
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    return SHOTS / f"{name}.png"
 
 
 def values(table: pd.DataFrame) -> pd.Series:

@@ -10,7 +10,7 @@ import test_browser as tb
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
 from hierdp_core.ui import plotly_bundle
-from tests.browser_tools import select_option, settle
+from tests.browser_tools import select_option, settle, wait_until
 
 pytestmark = pytest.mark.browser
 MAP_STATE = """() => {
@@ -68,8 +68,8 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
 
     epsilon_slider(page).focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"() => ({MAP_STATE})().title === 'Released, TopDown, ε = 0.5'",
-                           timeout=60_000)
+    wait_until(page, f"() => ({MAP_STATE})().title === 'Released, TopDown, ε = 0.5'",
+               timeout=60_000)
     settle(page)
     tb.no_exception(page)
     recoloured = page.evaluate(MAP_STATE)
@@ -80,8 +80,8 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     # values are the new release's and the colours it draws are the recoloured ones
     page.locator(".js-plotly-plot").filter(has=page.locator("path.choroplethlocation")) \
         .first.hover()
-    page.wait_for_function(f"v => ({MAP_STATE})().values.join() !== v",
-                           arg=",".join(map(str, before["values"])), timeout=60_000)
+    wait_until(page, f"v => ({MAP_STATE})().values.join() !== v",
+               arg=",".join(map(str, before["values"])), timeout=60_000)
     page.mouse.move(1, 1)
     settle(page)
     drawn = page.evaluate(MAP_STATE)
@@ -103,8 +103,8 @@ def test_a_key_press_on_the_results_epsilon_slider_redraws_the_map(server, page)
     assert sidebar.get_by_text(pointer).count() == 1  # the summary is kept
     width = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullLayout.width")
     page.set_viewport_size({"width": 1100, "height": 2600})  # a narrower window: fitted
-    page.wait_for_function("w => document.querySelector('.js-plotly-plot')._fullLayout.width"
-                           " < w", arg=width, timeout=60_000)
+    wait_until(page, "w => document.querySelector('.js-plotly-plot')._fullLayout.width"
+               " < w", arg=width, timeout=60_000)
     assert page.evaluate("() => window.__hdDrawings")["resize"] >= 1
     assert sidebar.get_by_text("ready").count() == 1
 

@@ -31,7 +31,7 @@ Flows and Range queries pages); the files again at 95%, every interval at least 
 (AppTest: test_app_downloads.py); a second publishable draw waiting for a declared total
 and its confirmation (AppTest: test_app_ledger.py).
 
-Screenshots: test-artifacts/screenshots/ (0_home, release_kept_export, export_intervals,
+Screenshots (with HIERDP_SCREENSHOTS=1): test-artifacts/screenshots/ (layout_home, 0_home, release_kept_export, export_intervals,
 6_export, export_report, report_offline, 6b_export_publishable, report_publishable)."""
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from test_browser import (  # noqa: F401  (fixtures)
-    SHOTS,
     browser,
     check_release_csv,
     goto,
@@ -58,7 +57,7 @@ from test_browser_colours import refuse_requests_outside
 from test_browser_report import assert_opens_offline, download_report, state_map_values
 
 from hierdp_core.report.stakeholder import PUBLIC_BANNER
-from tests.browser_tools import press_start, settle
+from tests.browser_tools import press_start, settle, wait_until
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 120_000  # a loaded machine: the bootstrap and the rerun may take a while
@@ -96,14 +95,13 @@ def home_then_start_the_us_counties(pg, url: str) -> None:
     for k in range(3):
         box = starts.nth(k).bounding_box()
         assert box["y"] + box["height"] <= 800, (k, box)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=f"{SHOTS}/layout_home.png")
+    shot(pg, "layout_home", full_page=False)
     shot(pg, "0_home")
     previews = pg.locator("svg.hierdp-svg-map path")  # painted after the run may end
-    pg.wait_for_function("() => document.querySelectorAll('svg.hierdp-svg-map path').length "
-                         ">= 71", timeout=30_000)
+    wait_until(pg, "() => document.querySelectorAll('svg.hierdp-svg-map path').length "
+               ">= 71", timeout=30_000)
     assert previews.count() == 71
-    pg.wait_for_function("() => window.Plotly && window.__hierdpBoundaries?.size === 1")
+    wait_until(pg, "() => window.Plotly && window.__hierdpBoundaries?.size === 1")
     pg.set_viewport_size({"width": 1440, "height": 2600})  # the whole of every page
     press_start(pg, "us-counties")
     assert maps_drawn(pg, expect=[3141]) == [3141]  # every US county with a boundary

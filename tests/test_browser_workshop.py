@@ -1,5 +1,5 @@
 """A workshop of three at once (issue 31, item 3): three people open the dashboard in
-browsers of their own at the same time, each with another sample and seed, and walk the demo
+browser sessions of their own (contexts of one Chromium) at the same time, each with another sample and seed, and walk the demo
 path; every step answers, each saved configuration and downloaded release is its own (equal
 to the library's release of that configuration), and the server's memory stays bounded."""
 
