@@ -52,7 +52,9 @@ __all__ = ["column_names", "read_columns", "release_csv_bytes", "table_from_fram
            "write_release_csv"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
-_STRUCTURAL = r'[,"\r\n]'
+#: the bytes that make pandas quote a text: comma, double quote, carriage return, line feed
+_STRUCTURAL = np.zeros(256, dtype=bool)
+_STRUCTURAL[np.frombuffer(b',"\r\n', dtype=np.uint8)] = True
 
 
 # ---- reading ---------------------------------------------------------------------------
@@ -153,7 +155,7 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
         else:
             values = column
         if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            if pc.any(pc.match_substring_regex(values, _STRUCTURAL)).as_py():
+            if _needs_quotes(values):
                 return None
             columns.append(column)
         elif pa.types.is_floating(kind):
@@ -165,6 +167,23 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
         else:
             return None
     return pa.table(columns, names=table.column_names)
+
+
+def _needs_quotes(values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a text of the string array may hold a structural byte (`_STRUCTURAL`),
+    looked up in its bytes: those of every text lie between its first and last offsets
+    (a null's bytes too, if any: then pandas writes the table, as it would anyway)."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    for chunk in chunks:
+        _, offsets, data = chunk.buffers()
+        if data is None or not len(chunk):
+            continue
+        wide = pa.types.is_large_string(chunk.type)
+        at = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32,
+                           count=len(chunk) + 1, offset=chunk.offset * (8 if wide else 4))
+        if _STRUCTURAL[np.frombuffer(data, dtype=np.uint8)[at[0]:at[-1]]].any():
+            return True
+    return False
 
 
 def _float_text(values: np.ndarray) -> pa.Array:
