@@ -143,9 +143,17 @@ def test_odd_rows_go_to_the_careful_path(tmp_path, row):
     assert _release_input(args) == _careful(args)
 
 
-def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
-    args = _write(tmp_path, ROWS.encode() + b"06,06037,06037000100,\xff,3\n", GEO,
-                  "--count-column", "n")
+@pytest.mark.parametrize("row", [b"06,06037,06037000100,\xff,3", b"06,06037,06037000100,F\xff,3",
+                                 b"06\xff,06037,06037000100,F,3", b"06,0603\xe9,06037000100,F,3",
+                                 b"06,06037,06037000100\xc3,F,3", b"06,06037,06037000100,F,3\xff"])
+@pytest.mark.parametrize("digit_keys", [False, True])
+def test_undecodable_bytes_go_to_the_careful_path(tmp_path, monkeypatch, row, digit_keys):
+    """The declared reader does not check its texts as UTF-8: a byte that is none, in any
+    column (codes looked up by hash or by digit keys, a category, a count), matches no
+    declared text, and the careful path names it."""
+    if digit_keys:
+        monkeypatch.setattr(declared_rows, "DIGIT_KEYS_FROM", 1)
+    args = _write(tmp_path, ROWS.encode() + row + b"\n", GEO, "--count-column", "n")
     assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
     assert _release_input(args) == careful and careful[0] == "InputError"

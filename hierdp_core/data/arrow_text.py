@@ -54,7 +54,11 @@ def text_string_parts(src, columns: Sequence[str], encoding: str | None,
     UTF-8 file without quotes up to ``parts`` over consecutive stretches of its lines (each
     read on its own thread, two cores parse it); None when the careful reader must read
     it (an unusual header, a wanted column missing). A reader stops with an
-    `pa.ArrowException` where the file is malformed or undecodable."""
+    `pa.ArrowException` where the file is malformed or, in an encoding other than UTF-8,
+    undecodable. Texts are not checked as UTF-8 (a sixth of the parsing's time): a byte
+    that is no UTF-8 stays in its text, which the caller must match against valid texts
+    or ASCII digits (`hierdp_core.data.declared_rows` does: such a text matches none, and
+    the careful reader then names the byte)."""
     from hierdp_core.data.sources import kind_of
 
     kind = kind_of(src.name)
@@ -71,8 +75,9 @@ def text_string_parts(src, columns: Sequence[str], encoding: str | None,
 def text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
               gz: bool, parts: int = 0):
     """(the ``wanted`` columns of a delimited text file read by pyarrow as ``kind``, in the
-    file's order: a Table, or with ``parts`` a list of batch readers (`text_string_parts`);
-    their names), or None when the careful reader must read it."""
+    file's order: a Table, or with ``parts`` a list of batch readers (`text_string_parts`,
+    texts not checked as UTF-8); their names), or None when the careful reader must read
+    it."""
     header = text_header(src, encoding, gz=gz)
     if header is None or not set(wanted) <= set(header[0]):
         return None
@@ -91,7 +96,7 @@ def text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
                 "convert_options": pacsv.ConvertOptions(
                     include_columns=keep, column_types=dict.fromkeys(keep, kind),
                     strings_can_be_null=True, quoted_strings_can_be_null=True,
-                    null_values=[""])}
+                    null_values=[""], check_utf8=not parts)}
 
     if not parts:
         return pacsv.read_csv(arrow_source(src, gz), **options(1)), [by_raw[c] for c in keep]
