@@ -149,7 +149,9 @@ def symmetric_half_widths(d: np.ndarray, r: int,
     errors a - 1 below when [-a, a - 1] still holds r + 1 draws (the smallest interval
     holding the level). The symmetric form keeps covering small counts, whose clipped
     redraws are one-sided."""
-    a = np.partition(np.abs(d), r, axis=-1)[..., r]
+    size = np.abs(d)
+    size.partition(r, axis=-1)  # in place: no copy of the errors' sizes
+    a = size[..., r]
     if not integer:
         return a, a
     inside = ((d >= -a[..., None]) & (d < a[..., None])).sum(axis=-1)
