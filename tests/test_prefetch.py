@@ -127,3 +127,16 @@ def test_only_a_declared_counts_release_in_memory_reads_ahead(tmp_path):
             assert not prefetch._AHEAD
     with reading_input(*args):
         assert prefetch._AHEAD
+
+
+def test_the_batches_read_ahead_stay_within_a_share_of_the_memory_limit(tmp_path):
+    """`AHEAD` batches a part under a large ``--max-memory``; one under a small one, whose
+    release is still read (and placed) the same."""
+    expected = None
+    for limit, batches in (("64GB", prefetch.AHEAD), ("1GB", 8), ("100MB", 1)):
+        args = _write(tmp_path, ROWS, GEO, "--count-column", "n", "--max-memory", limit)
+        with reading_input(*args):
+            assert prefetch._AHEAD[0].ahead == batches
+            facts = _release_input(args)
+        assert facts == (expected or facts)
+        expected = facts

@@ -49,13 +49,16 @@ def declared_columns(levels: list[str], categories: list[str], count: str | None
 @contextmanager
 def reading_input(cfg, run) -> Iterator[None]:
     """Within it, the input of a release whose rows are placed straight from the file (in
-    memory, `declared_roles`) is read ahead; others are read as before."""
+    memory, `declared_roles`) is read ahead, within a share of ``--max-memory``; others
+    are read as before."""
     roles = declared_roles(cfg) if run.engine != "dask" else None
     if roles is None:
         yield
         return
+    from hierdp_core.cli.limits import memory_limit
     from hierdp_core.data.prefetch import reading
 
     columns = declared_columns(roles[0], roles[1], cfg.count_column)
-    with reading(cfg.data["file"], columns, cfg.encoding, PARTS, MAX_BYTES):
+    with reading(cfg.data["file"], columns, cfg.encoding, PARTS, MAX_BYTES,
+                 memory_limit(run)):
         yield

@@ -30,9 +30,13 @@ __all__ = ["AHEAD", "PARTS", "read_parts", "reading"]
 
 #: the parts of a large file read at once (`hierdp_core.data.arrow_text.text_string_parts`)
 PARTS = 2
-#: batches (about 8 MB of text each) a part's thread reads ahead of its reader: two parts
-#: hold at most about 300 MB of strings, half of the 330 MB benchmark file
+#: batches (about 8 MB of text each) a part's thread reads ahead of its reader at most:
+#: two parts hold about 300 MB of strings (a batch's strings take about 13 MB), half of
+#: the 330 MB benchmark file; fewer under a small memory limit (`reading`)
 AHEAD = 12
+#: the batches read ahead take at most this share of the release's memory limit
+AHEAD_SHARE = 4
+_BATCH_BYTES = 16 << 20  # a batch's strings, counted generously
 _POLL = 0.05  # seconds between looks at the stop flag of a thread waiting to hand over
 _END = object()
 _AHEAD: list[_ReadAhead] = []  # the reading under way (one at most)
@@ -48,8 +52,8 @@ class _Failed:
 class _Part:
     """One part's batches, read on a thread of its own into a bounded queue."""
 
-    def __init__(self, batches: Iterator, stop: threading.Event):
-        self.queue: queue.Queue = queue.Queue(AHEAD)
+    def __init__(self, batches: Iterator, stop: threading.Event, ahead: int):
+        self.queue: queue.Queue = queue.Queue(ahead)
         self.stop = stop
         self.thread = threading.Thread(target=self._fill, args=(batches,), daemon=True,
                                        name="hierdp-read-ahead")
@@ -94,8 +98,9 @@ class _Part:
 class _ReadAhead:
     """`text_string_parts` of a file, started on a thread (`reading`)."""
 
-    def __init__(self, key: tuple, read: Callable[[], list | None]):
+    def __init__(self, key: tuple, read: Callable[[], list | None], ahead: int):
         self.key = key
+        self.ahead = ahead
         self.stop = threading.Event()
         self.parts: list[_Part] = []
         self.result: list | None = None
@@ -112,7 +117,7 @@ class _ReadAhead:
             self.error = exc
             return
         if readers is not None and not self.stop.is_set():
-            self.parts = [_Part(batches, threading.Event()) for batches in readers]
+            self.parts = [_Part(batches, threading.Event(), self.ahead) for batches in readers]
             self.result = [iter(part) for part in self.parts]
 
     def take(self) -> list | None:
@@ -141,10 +146,12 @@ def _key(path, columns: Sequence[str], encoding: str | None, parts: int) -> tupl
 
 @contextmanager
 def reading(path, columns: Sequence[str], encoding: str | None, parts: int,
-            max_bytes: int) -> Iterator[None]:
+            max_bytes: int, memory: int) -> Iterator[None]:
     """Within it, the ``columns`` of the delimited text file at ``path`` are read ahead in
-    ``parts`` (`read_parts` takes them); a file that cannot be (not found, over
-    ``max_bytes``, not text) is not, and is read where it is asked for as before."""
+    ``parts`` (`read_parts` takes them), the batches not yet taken within 1 / `AHEAD_SHARE`
+    of ``memory`` (the release's limit, bytes; `AHEAD` a part at most, one at least); a
+    file that cannot be (not found, over ``max_bytes``, not text) is not, and is read where
+    it is asked for as before."""
     try:
         from hierdp_core.data.arrow_text import text_string_parts
         from hierdp_core.data.sources import resolve_source
@@ -154,7 +161,9 @@ def reading(path, columns: Sequence[str], encoding: str | None, parts: int,
     except Exception:  # the reader says what is wrong, where it always did
         yield
         return
-    ahead = _ReadAhead(key, lambda: text_string_parts(src, columns, encoding, parts=parts))
+    batches = int(min(AHEAD, max(1, memory // AHEAD_SHARE // (_BATCH_BYTES * parts))))
+    ahead = _ReadAhead(key, lambda: text_string_parts(src, columns, encoding, parts=parts),
+                       batches)
     _AHEAD.append(ahead)
     try:
         yield
