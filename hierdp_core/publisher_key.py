@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import threading
 from pathlib import Path
 
 from hierdp_core.errors import InputError
@@ -70,25 +71,68 @@ def keyed_fingerprint(content: bytes | str | Path | list, key: bytes) -> str:
     or the files of a list of paths one after the other (a dataset's files, in order; read
     in blocks, never whole into memory). Files unchanged since the last call with the same
     key (path, size, modification time) are not read again: a release fingerprints its
-    input for the ledger and for the manifest."""
-    mac = hmac.new(key, digestmod=hashlib.sha256)
+    input for the ledger and for the manifest; nor are files `fingerprint_ahead` read
+    (this waits for it)."""
     if isinstance(content, bytes):
+        mac = hmac.new(key, digestmod=hashlib.sha256)
         mac.update(content)
         return mac.hexdigest()
     paths = content if isinstance(content, list) else [content]
-    seen = (hashlib.sha256(key).digest(),
-            tuple((str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns)
-                  for p in paths))
+    seen = _files_seen(paths, key)
     if _LAST_FILES[:1] == [seen]:
         return _LAST_FILES[1]
+    thread, value = _AHEAD.pop(seen, (None, []))
+    _AHEAD.clear()  # one at most, taken by the release that started it
+    if thread is not None:
+        thread.join()
+    _LAST_FILES[:] = [seen, value[0] if value else _files_mac(paths, key)]
+    return _LAST_FILES[1]
+
+
+def fingerprint_ahead(path: str | Path, key_file: str | Path | None) -> None:
+    """Start `keyed_fingerprint` of the file at ``path`` on a thread of its own when the
+    publisher's key exists here (`local_key`; never made here): hashing lets go of
+    Python's lock, so it runs beside a release's single-threaded stages. Anything amiss
+    (no key, a bad key, no file) starts nothing, and `keyed_fingerprint` says it."""
+    try:
+        key = local_key(key_file)
+        seen = _files_seen([path], key) if key is not None else None
+    except (InputError, OSError):
+        return
+    if seen is None or _LAST_FILES[:1] == [seen] or seen in _AHEAD:
+        return
+    value: list[str] = []
+
+    def run() -> None:
+        try:
+            value.append(_files_mac([path], key))
+        except OSError:  # `keyed_fingerprint` reads the file again and says what is wrong
+            pass
+
+    thread = threading.Thread(target=run, daemon=True, name="hierdp-fingerprint")
+    _AHEAD.clear()
+    _AHEAD[seen] = (thread, value)
+    thread.start()
+
+
+def _files_seen(paths: list, key: bytes) -> tuple:
+    """What makes a fingerprint of files the same: a digest of the key, each file's
+    resolved path, size and modification time."""
+    return (hashlib.sha256(key).digest(),
+            tuple((str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns)
+                  for p in paths))
+
+
+def _files_mac(paths: list, key: bytes) -> str:
+    mac = hmac.new(key, digestmod=hashlib.sha256)
     for path in paths:
         with open(path, "rb") as handle:
             for block in iter(lambda h=handle: h.read(1 << 20), b""):
                 mac.update(block)
-    _LAST_FILES[:] = [seen, mac.hexdigest()]
-    return _LAST_FILES[1]
+    return mac.hexdigest()
 
 
-#: the files last fingerprinted (a digest of the key, each file's path, size and
-#: modification time) and their fingerprint
+#: the files last fingerprinted (`_files_seen`) and their fingerprint
 _LAST_FILES: list = []
+#: fingerprints under way (`fingerprint_ahead`): their thread and, once done, the value
+_AHEAD: dict[tuple, tuple[threading.Thread, list[str]]] = {}

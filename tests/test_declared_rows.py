@@ -143,9 +143,17 @@ def test_odd_rows_go_to_the_careful_path(tmp_path, row):
     assert _release_input(args) == _careful(args)
 
 
-def test_undecodable_bytes_go_to_the_careful_path(tmp_path):
-    args = _write(tmp_path, ROWS.encode() + b"06,06037,06037000100,\xff,3\n", GEO,
-                  "--count-column", "n")
+@pytest.mark.parametrize("row", [b"06,06037,06037000100,\xff,3", b"06,06037,06037000100,F\xff,3",
+                                 b"06\xff,06037,06037000100,F,3", b"06,0603\xe9,06037000100,F,3",
+                                 b"06,06037,06037000100\xc3,F,3", b"06,06037,06037000100,F,3\xff"])
+@pytest.mark.parametrize("digit_keys", [False, True])
+def test_undecodable_bytes_go_to_the_careful_path(tmp_path, monkeypatch, row, digit_keys):
+    """The declared reader does not check its texts as UTF-8: a byte that is none, in any
+    column (codes looked up by hash or by digit keys, a category, a count), matches no
+    declared text, and the careful path names it."""
+    if digit_keys:
+        monkeypatch.setattr(declared_rows, "DIGIT_KEYS_FROM", 1)
+    args = _write(tmp_path, ROWS.encode() + row + b"\n", GEO, "--count-column", "n")
     assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
     assert _release_input(args) == careful and careful[0] == "InputError"
@@ -194,15 +202,15 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
     """A large file is parsed in stretches of whole lines on several threads (here any
     file): the same data in the same row order (a duplicate names its rows), and a bad row
     in the last stretch still goes to the careful path."""
-    from hierdp_core.data import arrow_io
+    from hierdp_core.data import arrow_text
 
-    monkeypatch.setattr(arrow_io, "SPLIT_FROM", 1)
+    monkeypatch.setattr(arrow_text, "SPLIT_FROM", 1)
     monkeypatch.setattr(declared_rows, "PARTS", parts)
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     rows = (ROWS.splitlines()[0] + "\n" + body).replace("\n", newline)
     args = _write(tmp_path, rows, GEO, "--count-column", "n")
     src = resolve_source(_input(args), None, 10**9)
-    assert len(arrow_io.text_string_parts(src, ["tract"], None, parts)) == parts
+    assert len(arrow_text.text_string_parts(src, ["tract"], None, parts)) == parts
     assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
     args = _write(tmp_path, rows, GEO, "--count-column", "n", "--duplicates", "error")
@@ -222,15 +230,15 @@ def test_a_quoted_header_alone_does_not_stop_the_parts(tmp_path, monkeypatch, he
                                                         data_quote, split):
     """A quoted header holds no line break, so the rows below may still be cut at any line
     break and parsed on several threads; a quote in a row may not be."""
-    from hierdp_core.data import arrow_io
+    from hierdp_core.data import arrow_text
 
-    monkeypatch.setattr(arrow_io, "SPLIT_FROM", 1)
+    monkeypatch.setattr(arrow_text, "SPLIT_FROM", 1)
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     if data_quote:
         body = body.replace("06,06059,06059000100,F,0", '06,06059,"06059000100",F,0')
     args = _write(tmp_path, header + "\n" + body, GEO, "--count-column", "n")
     src = resolve_source(_input(args), None, 10**9)
-    assert len(arrow_io.text_string_parts(src, ["tract"], None, 2)) == (2 if split else 1)
+    assert len(arrow_text.text_string_parts(src, ["tract"], None, 2)) == (2 if split else 1)
     assert _release_input(args) == _careful(args)
 
 

@@ -167,3 +167,34 @@ def test_fingerprint_of_a_path_equals_that_of_its_bytes(tmp_path):
     path = tmp_path / "input.csv"
     path.write_bytes(b"a,b\n" * 700_000)  # larger than one block
     assert keyed_fingerprint(path, b"k" * 32) == keyed_fingerprint(path.read_bytes(), b"k" * 32)
+
+
+def test_a_fingerprint_hashed_ahead_is_the_same_and_read_once(tmp_path, monkeypatch):
+    """`fingerprint_ahead` hashes the input on a thread with the key that exists here; the
+    release's `keyed_fingerprint` then takes its value (the file read once), the value of
+    the file's bytes. No key here: nothing starts and no key is made; a file changed
+    since is read again."""
+    import os
+
+    from hierdp_core import publisher_key
+    from hierdp_core.export import keyed_fingerprint
+
+    reads = []
+    monkeypatch.setattr(publisher_key, "_AHEAD", {})
+    mac = publisher_key._files_mac
+    monkeypatch.setattr(publisher_key, "_files_mac",
+                        lambda paths, key: reads.append(paths) or mac(paths, key))
+    path, key_file = tmp_path / "input.csv", tmp_path / "fingerprint.key"
+    path.write_bytes(b"a,b\n" * 300_000)
+    publisher_key.fingerprint_ahead(path, key_file)
+    assert not key_file.exists() and not publisher_key._AHEAD
+    key, _ = publisher_key.publisher_key(key_file, None)
+    publisher_key.fingerprint_ahead(path, key_file)
+    assert keyed_fingerprint(path, key) == keyed_fingerprint(path.read_bytes(), key)
+    assert len(reads) == 1 and not publisher_key._AHEAD
+    path.write_bytes(b"a,c\n" * 300_000)
+    os.utime(path, ns=(1, 1))
+    publisher_key.fingerprint_ahead(path, key_file)
+    path.write_bytes(b"a,d\n" * 300_000)  # changed again while or after it was hashed
+    assert keyed_fingerprint(path, key) == keyed_fingerprint(path.read_bytes(), key)
+    assert len(reads) == 3

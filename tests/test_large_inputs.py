@@ -245,6 +245,24 @@ def test_csv_of_floats_and_quoted_text_equals_pandas():
     assert release_csv_bytes(table_from_frame(frame)) == frame.to_csv(index=False).encode()
 
 
+@pytest.mark.parametrize("char", [",", '"', "\r", "\n"])
+def test_each_structural_byte_makes_the_csv_pandas(char):
+    """A comma, a quote or a line break in one text (of a table in chunks, as a dictionary)
+    gives pandas' quoted CSV; a slice of the texts without it is written by pyarrow."""
+    import pyarrow as pa
+
+    frame = pd.DataFrame({"label": ["a", f"b{char}c", "d"], "value": [1, 2, 3]})
+    table = table_from_frame(frame)
+    chunked = pa.concat_tables([table.slice(0, 1), table.slice(1)])
+    coded = table.set_column(0, "label", table.column(0).dictionary_encode())
+    for written in (table, chunked, coded):
+        assert release_csv_bytes(written) == frame.to_csv(index=False).encode()
+        assert arrow_io._csv_ready(written) is None
+    after = table.slice(2)
+    assert arrow_io._csv_ready(after) is not None
+    assert release_csv_bytes(after) == frame.iloc[2:].to_csv(index=False).encode()
+
+
 
 def test_csv_of_whole_floats_equals_pandas():
     """Whole numbers (written as pyarrow's integer text and '.0'), fractions from 1e-4 to

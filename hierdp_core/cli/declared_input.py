@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierdp_core.cli.early_read import MAX_BYTES, declared_roles
 from hierdp_core.errors import HierdpError
 
 
@@ -55,25 +56,21 @@ def declared_count_input(cfg, run, path: Path):
 
 def _declared_shape(cfg, path: Path):
     """(the input's Source, the level columns, the category columns, their declared values,
-    the declared geography) of a release this module may read, else None; a declaration
-    the careful path would refuse is None too (it says so after reading the input)."""
-    from hierdp_core.cli.inputs import declared_categories, declared_geography
+    the declared geography) of a release this module may read (`declared_roles`), else
+    None; a declaration the careful path would refuse is None too (it says so after
+    reading the input)."""
+    from hierdp_core.cli.inputs import declared_geography
     from hierdp_core.data.loaders import check_column_roles
     from hierdp_core.data.sources import resolve_source
-    from hierdp_core.defaults import MISSING_POLICIES
 
-    if (cfg.query != "counts" or cfg.wide or cfg.ragged or cfg.names or cfg.local_codes
-            or not cfg.data.get("geography") or cfg.structure == "from-data"
-            or (cfg.missing or "error") not in MISSING_POLICIES):
+    roles = declared_roles(cfg)
+    if roles is None:
         return None
-    levels = list(cfg.levels)
+    levels, categories, declared = roles
     try:
-        categories, declared = declared_categories(cfg)
-        if not levels or set(categories) - set(declared) or set(levels) & set(categories):
-            return None
         check_column_roles(cfg.count_column, levels=levels, categories=categories)
         geography = declared_geography(cfg, levels, {}, "counts")
-        src = resolve_source(path, None, 2_000_000_000)
+        src = resolve_source(path, None, MAX_BYTES)
     except (HierdpError, OSError):
         return None
     return src, levels, categories, declared, geography

@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from hierdp_core.cli.parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.errors import HierdpError
@@ -30,6 +31,9 @@ SETTINGS = {"release": "cli.config_file:settings_of_args"}
 #: imported: the budget's ranges, then the sizes typed against the memory
 EARLY_CHECKS = {"release": ("cli.budget:check_release_budget",
                             "cli.memory:check_declared_memory")}
+#: what runs beside the command once its early checks pass, on the settings too (a context
+#: manager): ``release`` reads its input ahead while its modules are imported
+ALONGSIDE = {"release": "cli.early_read:reading_input"}
 
 
 def _function(where: str):
@@ -40,12 +44,14 @@ def _function(where: str):
 
 def run_command(args) -> int:
     """``args`` converted into the command's settings (`SETTINGS`), the early checks of
-    ``args.command`` on them, then the command."""
+    ``args.command`` on them, then the command (with what runs `ALONGSIDE` it)."""
     convert = SETTINGS.get(args.command)
     settings = _function(convert)(args) if convert else (args,)
     for check in EARLY_CHECKS.get(args.command, ()):
         _function(check)(*settings)
-    return _function(COMMANDS[args.command])(*settings)
+    alongside = ALONGSIDE.get(args.command)
+    with _function(alongside)(*settings) if alongside else nullcontext():
+        return _function(COMMANDS[args.command])(*settings)
 
 
 def _interrupted_in(exc: BaseException, interrupt_received: Callable[[], bool]) -> bool:

@@ -30,6 +30,7 @@ from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_sparse import sparse_note
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.publisher_key import fingerprint_ahead
 from hierdp_core.queries.sparse_ranges import SparseRangeData
 from hierdp_core.table_rules import describe as describe_rules
 from hierdp_core.verdict import describe as describe_verdict
@@ -94,6 +95,8 @@ def cmd_release(cfg, run) -> int:
         reserved = spends[0]
     else:
         content, spends = path, []
+        if source.secure:  # the ledger's fingerprint of the input, hashed beside its reading
+            fingerprint_ahead(path, run.key_file)
         release, cfg, table, prepared, data, sparse, choice = memory_release(
             cfg, run, path, mechanism, budget, source,
             before_noise=lambda prepared_cfg: spends.append(reserve_release(

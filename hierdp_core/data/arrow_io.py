@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
-import mmap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,11 +46,15 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
-__all__ = ["column_names", "read_columns", "text_string_parts", "release_csv_bytes",
-           "table_from_frame", "write_release_csv"]
+from hierdp_core.data.arrow_text import text_csv, text_header
+
+__all__ = ["column_names", "read_columns", "release_csv_bytes", "table_from_frame",
+           "write_release_csv"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
-_STRUCTURAL = r'[,"\r\n]'
+#: the bytes that make pandas quote a text: comma, double quote, carriage return, line feed
+_STRUCTURAL = np.zeros(256, dtype=bool)
+_STRUCTURAL[np.frombuffer(b',"\r\n', dtype=np.uint8)] = True
 
 
 # ---- reading ---------------------------------------------------------------------------
@@ -76,17 +78,12 @@ def read_columns(src, kind: str, columns: Sequence[str], encoding: str | None,
     return None
 
 
-def _arrow_source(src, gz: bool = False):
-    stream = pa.OSFile(str(src.path)) if src.path is not None else pa.BufferReader(src.data)
-    return pa.CompressedInputStream(stream, "gzip") if gz else stream
-
-
 def column_names(src, kind: str, encoding: str | None) -> list[str] | None:
     """The column names of the file ``src`` (a `hierdp_core.data.sources.Source`) from its header or
     schema alone, or None when only the careful reader can tell (Excel, odd headers)."""
     try:
         if kind.startswith("text"):
-            header = _text_header(src, encoding, gz=kind.endswith(".gz"))
+            header = text_header(src, encoding, gz=kind.endswith(".gz"))
             return header[0] if header else None
         if kind == "parquet":
             names = pq.read_schema(_columnar_source(src)).names
@@ -103,29 +100,9 @@ def _columnar_source(src):
     return str(src.path) if src.path is not None else pa.BufferReader(src.data)
 
 
-def _text_header(src, encoding: str | None, *, gz: bool,
-                 ) -> tuple[list[str], str, str] | None:
-    """(column names, delimiter, encoding) of a delimited text file, or None when its
-    header is unusual (longer than the sample, blank or repeated names)."""
-    from hierdp_core.data.sources import choose_encoding, head_bytes, sniff_delimiter
-
-    head = head_bytes(src, gz)
-    enc = choose_encoding(src.name, head, encoding)
-    text = head.decode(enc, errors="replace")
-    sep = sniff_delimiter(text, prefer="\t" if ".tsv" in src.name.lower() else ",")
-    if "\n" not in text and "\r" not in text:
-        return None  # the header is longer than the sample, or there is no data row
-    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
-    names = [h.strip() for h in header]
-    if (not names or any(not n or "\n" in n or "\r" in n for n in names)
-            or len(set(names)) != len(names)):
-        return None
-    return names, sep, enc
-
-
 def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool,
                        ) -> pd.DataFrame | None:
-    read = _text_csv(src, wanted, encoding, _DICT, gz=gz)
+    read = text_csv(src, wanted, encoding, _DICT, gz=gz)
     if read is None:
         return None
     table, names = read
@@ -135,119 +112,6 @@ def _read_text_columns(src, wanted: list[str], encoding: str | None, *, gz: bool
     if all(last.column(i).null_count == 1 for i in range(table.num_columns)):
         return None  # trailing empty rows: the careful reader drops them
     return pd.DataFrame({name: table.column(i).to_pandas() for i, name in enumerate(names)})
-
-
-def text_string_parts(src, columns: Sequence[str], encoding: str | None,
-                      parts: int = 1) -> list | None:
-    """The ``columns`` of the delimited text file ``src`` as record batch readers of pyarrow
-    strings (empty cells null), named as in the file: one, or for a large uncompressed
-    UTF-8 file without quotes up to ``parts`` over consecutive stretches of its lines (each
-    read on its own thread, two cores parse it); None when the careful reader must read
-    it (an unusual header, a wanted column missing). A reader stops with an
-    `pa.ArrowException` where the file is malformed or undecodable."""
-    from hierdp_core.data.sources import kind_of
-
-    kind = kind_of(src.name)
-    if not kind.startswith("text"):
-        return None
-    read = _text_csv(src, list(dict.fromkeys(columns)), encoding, pa.string(),
-                     gz=kind.endswith(".gz"), parts=parts)
-    if read is None:
-        return None
-    readers, names = read
-    return [(batch.rename_columns(names) for batch in reader) for reader in readers]
-
-
-def _text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
-              gz: bool, parts: int = 0):
-    """(the ``wanted`` columns of a delimited text file read by pyarrow as ``kind``, in the
-    file's order: a Table, or with ``parts`` a list of batch readers (`text_string_parts`);
-    their names), or None when the careful reader must read it."""
-    header = _text_header(src, encoding, gz=gz)
-    if header is None or not set(wanted) <= set(header[0]):
-        return None
-    names, sep, enc = header
-    raw = [f"c{i}" for i in range(len(names))]
-    keep = [raw[i] for i, n in enumerate(names) if n in wanted]
-    quoted = gz or _has_quote(src)
-    arrow_enc = "utf8" if enc in ("utf-8", "utf-8-sig") else enc
-    by_raw = dict(zip(raw, names, strict=True))
-
-    def options(skip: int) -> dict:
-        return {"read_options": pacsv.ReadOptions(skip_rows=skip, column_names=raw,
-                                                  encoding=arrow_enc,
-                                                  block_size=(8 if parts else 32) << 20),
-                "parse_options": pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
-                "convert_options": pacsv.ConvertOptions(
-                    include_columns=keep, column_types=dict.fromkeys(keep, kind),
-                    strings_can_be_null=True, quoted_strings_can_be_null=True,
-                    null_values=[""])}
-
-    if not parts:
-        return pacsv.read_csv(_arrow_source(src, gz), **options(1)), [by_raw[c] for c in keep]
-    stretches = (_stretches(src, parts) if not quoted and arrow_enc == "utf8" else None)
-    if stretches is None:
-        readers = [pacsv.open_csv(_arrow_source(src, gz), **options(1))]
-    else:
-        content, cuts = stretches
-        readers = [pacsv.open_csv(pa.BufferReader(content.slice(a, b - a)),
-                                  **options(1 if a == 0 else 0))
-                   for a, b in itertools.pairwise(cuts)]
-    return readers, [by_raw[c] for c in keep]
-
-
-#: a file is parsed in stretches on several threads from this size (bytes)
-SPLIT_FROM = 64 << 20
-
-
-def _stretches(src, parts: int) -> tuple[pa.Buffer, list[int]] | None:
-    """(the file's bytes, mapped; the offsets of ``parts`` stretches of whole lines, from 0
-    to its size, each cut just after a line break), or None for a file below `SPLIT_FROM`."""
-    content = (pa.py_buffer(src.data) if src.data is not None
-               else pa.memory_map(str(src.path)).read_buffer())
-    size = content.size
-    if parts < 2 or size < SPLIT_FROM:
-        return None
-    cuts = [0]
-    for i in range(1, parts):
-        at = _line_break(content, i * size // parts)
-        if at < 0 or at + 1 >= size:
-            break
-        cuts.append(at + 1)
-    return (content, [*cuts, size]) if len(cuts) > 1 else None
-
-
-def _line_break(content: pa.Buffer, start: int) -> int:
-    """The offset of the first ``\\n`` of ``content`` at or after ``start``, or -1."""
-    step = 1 << 16
-    while start < content.size:
-        at = content.slice(start, min(step, content.size - start)).to_pybytes().find(b"\n")
-        if at >= 0:
-            return start + at
-        start += step
-    return -1
-
-
-def _has_quote(src) -> bool:
-    """Whether a line after the header of the (uncompressed) content holds a double quote:
-    without one no value can hold a line break, and pyarrow may split the file into blocks
-    at any line break. A quoted header (as many writers make it) does not count: its names
-    hold no line break (`_text_header`), so it ends at the first one."""
-    if src.data is not None:
-        return _quote_after_header(src.data)
-    with open(src.path, "rb") as handle, \
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        return _quote_after_header(view)
-
-
-def _quote_after_header(content) -> bool:
-    """`_has_quote` of ``content`` (bytes or a memory map)."""
-    quote = content.find(b'"')
-    if quote < 0:
-        return False
-    breaks = [at for at in (content.find(b"\n"), content.find(b"\r")) if at >= 0]
-    header_end = min(breaks, default=len(content))
-    return quote > header_end or content.find(b'"', header_end) >= 0
 
 
 def _read_parquet_columns(src, wanted: list[str]) -> pd.DataFrame | None:
@@ -291,7 +155,7 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
         else:
             values = column
         if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            if pc.any(pc.match_substring_regex(values, _STRUCTURAL)).as_py():
+            if _needs_quotes(values):
                 return None
             columns.append(column)
         elif pa.types.is_floating(kind):
@@ -303,6 +167,23 @@ def _csv_ready(table: pa.Table) -> pa.Table | None:
         else:
             return None
     return pa.table(columns, names=table.column_names)
+
+
+def _needs_quotes(values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a text of the string array may hold a structural byte (`_STRUCTURAL`),
+    looked up in its bytes: those of every text lie between its first and last offsets
+    (a null's bytes too, if any: then pandas writes the table, as it would anyway)."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    for chunk in chunks:
+        _, offsets, data = chunk.buffers()
+        if data is None or not len(chunk):
+            continue
+        wide = pa.types.is_large_string(chunk.type)
+        at = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32,
+                           count=len(chunk) + 1, offset=chunk.offset * (8 if wide else 4))
+        if _STRUCTURAL[np.frombuffer(data, dtype=np.uint8)[at[0]:at[-1]]].any():
+            return True
+    return False
 
 
 def _float_text(values: np.ndarray) -> pa.Array:

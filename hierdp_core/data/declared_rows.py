@@ -51,13 +51,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hierdp_core.data.prefetch import PARTS, read_parts
+
 __all__ = ["PlacedRows", "place_rows"]
 
 #: above this many codes a level of digit codes is matched by integer keys (value, length):
 #: pyarrow's hash of 80,000 strings cost about 200 ns a row here, the integer keys 80
 DIGIT_KEYS_FROM = 10_000
-#: the parts of a large file read at once (`hierdp_core.data.arrow_io.text_string_parts`)
-PARTS = 2
 _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 
 
@@ -79,8 +79,6 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     placed in ``geography`` (whose levels are the columns ``levels``) and the product of the
     ``declared`` values of the category columns, or None when the careful path must read
     it (see the module doc)."""
-    from hierdp_core.data.arrow_io import text_string_parts
-
     h = geography.hierarchy
     codes = [np.asarray(h.codes[lv]).astype(str) for lv in range(1, h.n_levels)]
     values = {c: np.asarray([str(v).strip() for v in vs]).astype(str)
@@ -90,7 +88,7 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     columns = [*levels, *declared, *([count_column] if count_column else [])]
     ancestors = _ancestors(h)
     try:
-        parts = text_string_parts(src, columns, encoding, parts=PARTS)
+        parts = read_parts(src, columns, encoding, PARTS)  # read ahead, or now
         placed = None if parts is None else _place(parts, ancestors, levels, count_column,
                                                    codes, values)
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
@@ -107,7 +105,7 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
 def _place(parts: list, ancestors, levels, count_column, codes, values) -> list | None:
     """Per batch (leaves, cells, counts), or None when a row is not plain (see
     `place_rows`; ``ancestors``: `_ancestors` of the geography). Each part of the file
-    (`text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
+    (`hierdp_core.data.arrow_text.text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
     of the GIL); a single part is read one block ahead on a thread while a block is
     placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]

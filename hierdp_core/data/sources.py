@@ -19,17 +19,18 @@ import codecs
 import csv
 import gzip
 import io
+import math
 import os
 import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, BinaryIO
 
 from hierdp_core.errors import InputError
+
+if TYPE_CHECKING:  # pandas is imported where used: `hierdp_core.data.prefetch` reads
+    import pandas as pd  # a file's header before it is
 
 __all__ = ["SUPPORTED_FORMATS", "Source", "choose_encoding", "fail", "head_bytes", "kind_of",
            "read_text", "resolve_source", "sniff_delimiter"]
@@ -84,7 +85,7 @@ def _human(n_bytes: int) -> str:
     """'1.5 MB (1,500,000 bytes)' (decimal units), or '512 bytes'."""
     if n_bytes < 1000:
         return f"{n_bytes:,} bytes"
-    power = min(3, int(np.log10(n_bytes)) // 3)
+    power = min(3, int(math.log10(n_bytes)) // 3)
     unit = ("KB", "MB", "GB")[power - 1]
     return f"{n_bytes / 1000**power:.1f} {unit} ({n_bytes:,} bytes)"
 
@@ -145,6 +146,8 @@ def kind_of(name: str) -> str:
 # ---- text (CSV family) -----------------------------------------------------------------
 def read_text(src: Source, encoding: str | None, *, gz: bool) -> pd.DataFrame:
     """Parse delimited text with every cell a string (header row included as row 0)."""
+    import pandas as pd
+
     head = head_bytes(src, gz)
     enc = choose_encoding(src.name, head, encoding)
     sep = sniff_delimiter(head.decode(enc, errors="replace"),

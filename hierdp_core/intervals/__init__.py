@@ -16,6 +16,7 @@ where measurement says they do not, and why: `uncalibrated_warning`).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,14 +38,15 @@ from hierdp_core.intervals.counts import (
 )
 from hierdp_core.intervals.flows import flow_intervals
 from hierdp_core.intervals.group_sizes import group_size_intervals
-from hierdp_core.intervals.ranges import range_intervals
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.ranges.workloads import Workload
 from hierdp_core.releases import CellIntervals, ReleaseRecord
+
+if TYPE_CHECKING:  # the range intervals' modules (scipy.sparse) are imported for a range
+    from hierdp_core.ranges.workloads import Workload  # release only
 
 __all__ = ["DEFAULT_LEVEL", "INPUTS", "SEED", "bootstrap_replicates", "closed_form",
            "count_intervals", "expected_seconds", "flow_intervals", "group_size_intervals",
-           "intervals_for", "range_intervals", "uncalibrated_warning", "with_intervals"]
+           "intervals_for", "uncalibrated_warning", "with_intervals"]
 
 
 def intervals_for(release: ReleaseRecord, level: float = DEFAULT_LEVEL,
@@ -58,6 +60,8 @@ def intervals_for(release: ReleaseRecord, level: float = DEFAULT_LEVEL,
     else:
         queries = get_mechanism(release.mechanism).info.queries
         if "ranges" in queries:
+            from hierdp_core.intervals.ranges import range_intervals
+
             iv = range_intervals(release, level, replicates, workload=workload)
         elif "group-sizes" in queries:
             iv = group_size_intervals(release, level, replicates)

@@ -143,11 +143,13 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         half, methods, draws = _least_squares(release, noises, level, draws)
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
-    elif shape == "topdown":
-        below, above, draws = _bootstrap(release, noises, level, replicates
-                                         or bootstrap_replicates(release.values.size))
-        lower, upper, inverted = near_zero_inversion(
-            release.values, below, above, unclipped_half_widths(release, noises, level))
+    elif shape == "topdown":  # the simulation beside the bootstrap: numpy shares the cores
+        with ThreadPoolExecutor(1) as pool:
+            unclipped = pool.submit(unclipped_half_widths, release, noises, level)
+            below, above, draws = _bootstrap(release, noises, level, replicates
+                                             or bootstrap_replicates(release.values.size))
+            lower, upper, inverted = near_zero_inversion(release.values, below, above,
+                                                         unclipped.result())
         h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
             h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
@@ -352,6 +354,13 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
         per_chunk = max(1, min(replicates, _CHUNK_CELLS // (n * width)))
         d = _redraw_errors(release, noises, cols, replicates, per_chunk, variance,
                            (*stream, first))
-        below[:, first:first + block], above[:, first:first + block] = \
-            symmetric_half_widths(d, r, release.is_integer)
+        halves = np.array_split(np.arange(n), 2)  # each cell's own: on both cores
+
+        def half_widths(rows: np.ndarray, first: int = first, d: np.ndarray = d) -> None:
+            at = slice(rows[0], rows[-1] + 1) if rows.size else slice(0, 0)
+            below[at, first:first + block], above[at, first:first + block] = \
+                symmetric_half_widths(d[at], r, release.is_integer)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(half_widths, halves))
     return below, above, replicates

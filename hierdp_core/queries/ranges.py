@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -36,8 +37,10 @@ from hierdp_core.errors import InputError
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.memory_plan import ranges_plan, table_nodes
 from hierdp_core.queries.counts import count_data_from_table
-from hierdp_core.ranges.workloads import Workload, prefix_ranges
 from hierdp_core.structure import Geography, domain_values
+
+if TYPE_CHECKING:  # the workloads' module (scipy.sparse) is imported where a range table
+    from hierdp_core.ranges.workloads import Workload  # is made: not for other queries
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +90,8 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
     ``max_memory``: refuse (`MemoryLimitError`, naming the largest domain that fits) a
     ``domain`` whose release would need more bytes (`memory_plan.ranges_plan`); None: the
     default ``--max-memory``."""
+    from hierdp_core.ranges.workloads import prefix_ranges
+
     if max_cells is None:
         max_cells = default_max_cells()
     repeats = {"duplicates": duplicates, "duplicate_cell": f"unit and {attribute!r} value"}
