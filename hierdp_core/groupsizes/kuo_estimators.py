@@ -42,7 +42,6 @@ import numpy as np
 
 from hierdp_core.consistency.segments import project_segments
 from hierdp_core.errors import InputError, MechanismError
-from hierdp_core.groupsizes.data import cumulative
 from hierdp_core.groupsizes.isotonic import isotonic_box_rows, isotonic_l1_segments, pava_blocks
 from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _empty_runs, _round_half_up
 from hierdp_core.privacy.plan import Stage
@@ -159,24 +158,36 @@ def hc_level(
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
                                         stage=stage)
     est = np.zeros(hist.shape, dtype=np.int64)
+    return est, hc_estimate(est, hc_truth(hist), groups, gen, source, epsilon_level, p, stage)
+
+
+def hc_truth(hist: np.ndarray) -> np.ndarray:
+    """What Hc measures of a checked level, the same for all its releases: every row's
+    cumulative cells 0..N-1 (the last, G_v, is public), C-contiguous (n, N)."""
+    return np.cumsum(hist[:, :-1], axis=1)
+
+
+def hc_estimate(est: np.ndarray, truth: np.ndarray, groups: np.ndarray, gen: Noise,
+                source: NoiseSource, epsilon_level: float, p: int, stage: Stage) -> Phase1Info:
+    """`hc_level` of a checked level measuring ``truth`` (`hc_truth`), into ``est`` (zeros
+    of the level's shape): its `Phase1Info`."""
     est[:, -1] = groups
-    for a, b, noisy in hc_draws(hist, gen, source, epsilon_level, stage):
+    for a, b, noisy in hc_draws(truth, gen, source, epsilon_level, stage):
         hc_fit(est[a:b], noisy, groups[a:b], p)
         del noisy
-    return est, Phase1Info("hc", float(epsilon_level), stage, p)
+    return Phase1Info("hc", float(epsilon_level), stage, p)
 
 
-def hc_draws(hist: np.ndarray, gen: Noise, source: NoiseSource, epsilon_level: float,
+def hc_draws(truth: np.ndarray, gen: Noise, source: NoiseSource, epsilon_level: float,
              stage: Stage):
-    """Hc's measurement of a checked level, in batches of whole rows: ``(a, b, noisy)``,
-    the noisy cumulative cells 0..N-1 of rows ``a..b-1``, drawn in that order (the last
-    cell, G_v, is public: not drawn)."""
-    n, width = hist.shape
-    if width == 1:
+    """Hc's measurement of a checked level (its `hc_truth`), in batches of whole rows:
+    ``(a, b, noisy)``, the noisy cumulative cells 0..N-1 of rows ``a..b-1``, drawn in that
+    order (the last cell, G_v, is public: not drawn)."""
+    n, size = truth.shape
+    if size == 0:
         return
-    cum = cumulative(hist)
-    for a, b in _chunks(np.full(n, width - 1), CHUNK):
-        yield a, b, gen.apply(cum[a:b, :-1], source, sensitivity=stage.sensitivity,
+    for a, b in _chunks(np.full(n, size), CHUNK):
+        yield a, b, gen.apply(truth[a:b], source, sensitivity=stage.sensitivity,
                               budget=epsilon_level, label="group sizes: Hc cumulative counts")
 
 
