@@ -322,9 +322,10 @@ def _fits(est: np.ndarray, groups: np.ndarray, drawn: list, method: str, p: int,
     rows = len(est) // len(drawn)
     if method == "hc":
         est[:, -1] = groups
-        if est.shape[1] > 1:
-            hc_fit(est, np.concatenate([y for batches in drawn for y in batches]), groups, p)
-        return replace(info, p=p)
+        if est.shape[1] == 1:
+            return replace(info, p=p)
+        return replace(info, p=p, cells=hc_fit(
+            est, np.concatenate([y for batches in drawn for y in batches]), groups, p))
     nodes = [t * rows + nodes for t, batches in enumerate(drawn) for nodes, _ in batches]
     if not nodes:
         return replace(info, blocks=hg_blocks([], len(est)))
