@@ -366,6 +366,21 @@ def test_exploration_apply_adds_a_seeded_draw():
 
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_exploration_geometric_is_added_in_blocks_bit_for_bit(dtype):
+    """Geometric noise is added to integer values block by block
+    (`numpy_geometric.BLOCK`): every cell's value plus numpy's two geometric draws in turn,
+    over blocks and on a strided view of the values as on a copy."""
+    noise = Geometric(3.0)
+    values = np.random.default_rng(1).integers(-1000, 1000, (3, 30_001)).astype(dtype)[:, 1:]
+    rng = np.random.default_rng(4)
+    p = -math.expm1(-1.0 / noise.scale)
+    expected = values + (rng.geometric(p, values.shape) - rng.geometric(p, values.shape))
+    got = noise.apply(values, NoiseSource(seed=4))
+    assert got.dtype == np.int64 and np.array_equal(got, expected)
+    assert np.array_equal(noise.apply(values.copy(), NoiseSource(seed=4)), expected)
+
+
 def test_a_huge_discrete_gaussian_has_its_moments_without_its_support():
     """Beyond `_CONTINUOUS_SIGMA` the moments, quantile and interval mass come from closed
     forms (a fuzzed tiny budget made the support 181M values and ran out of memory): they

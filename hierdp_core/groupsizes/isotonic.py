@@ -15,6 +15,8 @@ import numpy as np
 from hierdp_core.consistency.segments import segment_ids
 from hierdp_core.errors import InputError, MechanismError
 
+PAVA_CELLS = 1 << 15  # cells of whole rows fitted at once by `_pava_rows`
+
 
 def _segment_starts(starts, size: int) -> np.ndarray:
     starts = np.asarray(starts, dtype=np.int64)
@@ -106,15 +108,32 @@ def isotonic_box_rows(y: np.ndarray, upper: np.ndarray, p: int) -> tuple[np.ndar
         change[:, 1:] = fit.reshape(n, k)[:, 1:] != fit.reshape(n, k)[:, :-1]
         starts = np.flatnonzero(change)
         return starts, fit[starts]
-    if n == 1:  # one segment: not shifted (as `pava_blocks`)
-        shifted = y.astype(np.float64)
-    else:
-        lo = y.min(axis=1).astype(np.float64)
-        span = y.max(axis=1) - lo + 1.0
-        shifted = np.add(y, (_bases(span) - lo)[:, None], dtype=np.float64)
-    starts, means = _block_means(y.ravel(), _pava_starts(shifted.ravel(), owned=True))
-    del shifted
+    blocks = (_pava_starts(y.astype(np.float64).ravel(), owned=True) if n == 1  # one
+              else _pava_rows(y))  # segment: not shifted (as `pava_blocks`)
+    starts, means = _block_means(y.ravel(), blocks)
     return starts, np.clip(means, 0, upper[starts // k])
+
+
+def _pava_rows(y: np.ndarray) -> np.ndarray:
+    """The flat block starts of `_pava_starts` on the rows of ``y`` (n, k) shifted apart as
+    `pava_blocks` shifts segments, made `PAVA_CELLS` cells of whole rows at a time (each
+    read once, its shifted copy and the kernel's arrays in the cache): the same shifted
+    values (the bases summed in the same order), and no block reaches from one row into the
+    next (a row's shifted values lie above all before it), so the blocks of one call."""
+    n, k = y.shape
+    rows = max(1, PAVA_CELLS // k)
+    shifted = np.empty(min(rows, n) * k)
+    base, parts = 0.0, []
+    for a in range(0, n, rows):
+        part = y[a:a + rows]
+        lo = part.min(axis=1).astype(np.float64)
+        span = part.max(axis=1) - lo + 1.0
+        bases = np.cumsum(np.concatenate([[base], span]))
+        base = bases[-1]
+        x = shifted[:part.size]
+        np.add(part, (bases[:-1] - lo)[:, None], out=x.reshape(part.shape), dtype=np.float64)
+        parts.append(_pava_starts(x, owned=True) + a * k)
+    return np.concatenate(parts)
 
 
 def isotonic_l1_segments(y: np.ndarray, starts: np.ndarray) -> np.ndarray:

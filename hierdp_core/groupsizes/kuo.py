@@ -41,8 +41,9 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,8 +53,9 @@ from hierdp_core.groupsizes.kuo_estimators import (
     Phase1Info,
     _isotonic_level,
     hc_draws,
+    hc_estimate,
     hc_fit,
-    hc_level,
+    hc_truth,
     hg_blocks,
     hg_draws,
     hg_fit,
@@ -70,7 +72,7 @@ from hierdp_core.groupsizes.kuo_runs import (
 from hierdp_core.groupsizes.kuo_variance import estimate_variances
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.plan import Stage
-from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.privacy.samplers import Noise, NoiseSource
 
 
 def kuo_hierarchical(
@@ -206,24 +208,68 @@ def kuo_release(
     the independent Phase-1 estimates of every node (the "no consistency" baseline), both
     (n_nodes, N + 1) int64.
     """
+    return kuo_releaser(h, hist, groups, epsilon_per_level, methods, p=p, hg_p=hg_p,
+                        merge=merge, hg_count=hg_count, hc_divisor=hc_divisor,
+                        noise_variance=noise_variance, tie_split=tie_split,
+                        stage=stage)(source)
+
+
+class _Level(NamedTuple):
+    """A checked level of `kuo_release`'s input, what each of its releases measures."""
+
+    method: str  # "hc" or "hg"
+    hist: np.ndarray
+    groups: np.ndarray
+    gen: Noise  # the noise at the level's exact scale
+    epsilon: float
+    p: int  # the loss of its isotonic fit
+    truth: np.ndarray | None  # Hc's measured cells (`hc_truth`)
+
+
+def _levels(h: Hierarchy, hist: np.ndarray, groups, eps, methods, p: int, hg_p: int,
+            stage: Stage) -> list[_Level]:
+    """Every level of checked inputs (`_checked`) checked and its measurement prepared."""
+    out = []
+    for lv, method in enumerate(methods):
+        loss = p if method == "hc" else hg_p
+        sl = h.level_slice(lv)
+        level_hist, level_groups, gen = _isotonic_level(hist[sl], np.asarray(groups)[sl],
+                                                        eps[lv], p=loss, stage=stage)
+        out.append(_Level(method, level_hist, level_groups, gen, eps[lv], loss,
+                          hc_truth(level_hist) if method == "hc" else None))
+    return out
+
+
+def kuo_releaser(h: Hierarchy, hist: np.ndarray, groups: np.ndarray,
+                 epsilon_per_level: Sequence[float], methods: Sequence[str], *, p: int = 2,
+                 hg_p: int = 2, merge: str = "weighted", hg_count: str = "equal",
+                 hc_divisor: str = "count", noise_variance: str = "laplace",
+                 tie_split: str = "proportional",
+                 stage: Stage) -> Callable[[NoiseSource], tuple[np.ndarray, np.ndarray]]:
+    """`kuo_release` of one table as a function of the noise source, its inputs checked
+    and what every release measures made once (the levels' checks, Hc's cumulative cells):
+    a bootstrap re-runs it many times. The same values as `kuo_release`."""
     hist, eps, methods = _checked(h, hist, epsilon_per_level, methods)
-    phase1 = np.empty(hist.shape, dtype=np.int64)
-    estimates, variances = [], []
-    for level in range(h.n_levels):
-        sl = h.level_slice(level)
-        if methods[level] == "hc":
-            est, info = hc_level(hist[sl], np.asarray(groups)[sl], eps[level], source, p=p,
-                                 stage=stage)
-        else:
-            est, info = hg_level(hist[sl], np.asarray(groups)[sl], eps[level], source,
-                                 p=hg_p, stage=stage)
-        phase1[sl] = est
-        estimates.append(est)
-        variances.append(estimate_variances(est, info, hg_count=hg_count,
-                                            hc_divisor=hc_divisor,
-                                            noise_variance=noise_variance))
     _check_choice("merge", merge, MERGES)
-    return _consistent(h, variances, hist.shape[1] - 1, merge, tie_split)[0], phase1
+    levels = _levels(h, hist, groups, eps, methods, p, hg_p, stage)
+
+    def release(source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+        phase1 = np.zeros(hist.shape, dtype=np.int64)
+        variances = []
+        for lv, level in enumerate(levels):
+            est = phase1[h.level_slice(lv)]
+            if level.method == "hc":
+                info = hc_estimate(est, level.truth, level.groups, level.gen, source,
+                                   level.epsilon, level.p, stage)
+            else:
+                est[:], info = hg_level(level.hist, level.groups, level.epsilon, source,
+                                        p=level.p, stage=stage)
+            variances.append(estimate_variances(est, info, hg_count=hg_count,
+                                                hc_divisor=hc_divisor,
+                                                noise_variance=noise_variance))
+        return _consistent(h, variances, hist.shape[1] - 1, merge, tie_split)[0], phase1
+
+    return release
 
 
 def kuo_release_trials(h: Hierarchy, hist: np.ndarray, groups: np.ndarray,
@@ -241,33 +287,30 @@ def kuo_release_trials(h: Hierarchy, hist: np.ndarray, groups: np.ndarray,
     hist, eps, methods = _checked(h, hist, epsilon_per_level, methods)
     _check_choice("merge", merge, MERGES)
     groups = np.asarray(groups)
-    levels = [_isotonic_level(hist[h.level_slice(lv)], groups[h.level_slice(lv)], eps[lv],
-                              p=p if methods[lv] == "hc" else 2, stage=stage)
-              for lv in range(h.n_levels)]
-    if not all(gen.integer for _, _, gen in levels):
-        return tuple(np.stack(x) for x in zip(*(
-            kuo_release(h, hist, groups, eps, methods, source, p=p, merge=merge, stage=stage)
-            for _ in range(n)), strict=True))
-    drawn = [[_draws(level, methods[lv], source, eps[lv], stage)
-              for lv, level in enumerate(levels)] for _ in range(n)]
+    levels = _levels(h, hist, groups, eps, methods, p, 2, stage)
+    if not all(level.gen.integer for level in levels):
+        release = kuo_releaser(h, hist, groups, eps, methods, p=p, merge=merge, stage=stage)
+        return tuple(np.stack(x) for x in zip(*(release(source) for _ in range(n)),
+                                              strict=True))
+    drawn = [[_draws(level, source, stage) for level in levels] for _ in range(n)]
     phase1 = np.empty((n, *hist.shape), dtype=np.int64)
     variances = []
-    for lv, (level_hist, level_groups, _) in enumerate(levels):
-        est = np.zeros((n * len(level_hist), hist.shape[1]), dtype=np.int64)
-        info = _fits(est, np.tile(level_groups, n), [trial[lv] for trial in drawn],
-                     methods[lv], p, Phase1Info(methods[lv], eps[lv], stage, 2))
-        phase1[:, h.level_slice(lv)] = est.reshape(n, len(level_hist), -1)
+    for lv, level in enumerate(levels):
+        est = np.zeros((n * len(level.hist), hist.shape[1]), dtype=np.int64)
+        info = _fits(est, np.tile(level.groups, n), [trial[lv] for trial in drawn],
+                     level.method, p, Phase1Info(level.method, level.epsilon, stage, 2))
+        phase1[:, h.level_slice(lv)] = est.reshape(n, len(level.hist), -1)
         variances.append(estimate_variances(est, info))
     return _consistent(h, variances, hist.shape[1] - 1, merge, "proportional", n), phase1
 
 
-def _draws(level, method: str, source: NoiseSource, epsilon: float, stage: Stage) -> list:
-    """One trial's measurement of a checked ``level`` (hist, groups, noise), as `hc_level`
-    or `hg_level` draws it: its batches, drawn now."""
-    level_hist, level_groups, gen = level
-    if method == "hc":
-        return [noisy for _, _, noisy in hc_draws(level_hist, gen, source, epsilon, stage)]
-    return list(hg_draws(level_hist, level_groups, gen, source, epsilon, stage))
+def _draws(level: _Level, source: NoiseSource, stage: Stage) -> list:
+    """One trial's measurement of a checked ``level``, as `hc_level` or `hg_level` draws
+    it: its batches, drawn now."""
+    if level.method == "hc":
+        return [noisy for _, _, noisy in hc_draws(level.truth, level.gen, source,
+                                                  level.epsilon, stage)]
+    return list(hg_draws(level.hist, level.groups, level.gen, source, level.epsilon, stage))
 
 
 def _fits(est: np.ndarray, groups: np.ndarray, drawn: list, method: str, p: int,
@@ -279,9 +322,10 @@ def _fits(est: np.ndarray, groups: np.ndarray, drawn: list, method: str, p: int,
     rows = len(est) // len(drawn)
     if method == "hc":
         est[:, -1] = groups
-        if est.shape[1] > 1:
-            hc_fit(est, np.concatenate([y for batches in drawn for y in batches]), groups, p)
-        return replace(info, p=p)
+        if est.shape[1] == 1:
+            return replace(info, p=p)
+        return replace(info, p=p, cells=hc_fit(
+            est, np.concatenate([y for batches in drawn for y in batches]), groups, p))
     nodes = [t * rows + nodes for t, batches in enumerate(drawn) for nodes, _ in batches]
     if not nodes:
         return replace(info, blocks=hg_blocks([], len(est)))

@@ -42,9 +42,14 @@ import numpy as np
 
 from hierdp_core.consistency.segments import project_segments
 from hierdp_core.errors import InputError, MechanismError
-from hierdp_core.groupsizes.data import cumulative
 from hierdp_core.groupsizes.isotonic import isotonic_box_rows, isotonic_l1_segments, pava_blocks
-from hierdp_core.groupsizes.kuo_runs import Runs, _check_choice, _empty_runs, _round_half_up
+from hierdp_core.groupsizes.kuo_runs import (
+    Runs,
+    _check_choice,
+    _empty_runs,
+    _round_half_up,
+    stack_runs,
+)
 from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Noise, NoiseSource
 
@@ -60,7 +65,8 @@ class Phase1Info:
 
     ``blocks`` (Hg only): the constant pieces of the isotonic fit before rounding (PAV
     blocks for p = 2), as runs: value = the rounded, clipped size of the block, count = the
-    block's number of groups (``var`` is nan).
+    block's number of groups (``var`` is nan). ``cells`` (Hc, when fitted): the estimate's
+    non-zero cells as `Runs.from_hist` gives them, made from the fit's blocks.
     """
 
     method: str  # "hc" or "hg"
@@ -68,6 +74,7 @@ class Phase1Info:
     stage: Stage  # the plan's measuring stage: noise, L1 sensitivity per level
     p: int  # isotonic loss
     blocks: Runs | None = None
+    cells: Runs | None = None  # Hc: the estimate's non-zero cells (`Runs.from_hist`)
 
     def noise_variance(self, kind: str = "laplace") -> float:
         """Variance of one noise draw: ``"laplace"`` = 2 scale^2 (scale = sensitivity / eps,
@@ -159,48 +166,74 @@ def hc_level(
     hist, groups, gen = _isotonic_level(hist_level, groups_level, epsilon_level, p=p,
                                         stage=stage)
     est = np.zeros(hist.shape, dtype=np.int64)
+    return est, hc_estimate(est, hc_truth(hist), groups, gen, source, epsilon_level, p, stage)
+
+
+def hc_truth(hist: np.ndarray) -> np.ndarray:
+    """What Hc measures of a checked level, the same for all its releases: every row's
+    cumulative cells 0..N-1 (the last, G_v, is public), C-contiguous (n, N)."""
+    return np.cumsum(hist[:, :-1], axis=1)
+
+
+def hc_estimate(est: np.ndarray, truth: np.ndarray, groups: np.ndarray, gen: Noise,
+                source: NoiseSource, epsilon_level: float, p: int, stage: Stage) -> Phase1Info:
+    """`hc_level` of a checked level measuring ``truth`` (`hc_truth`), into ``est`` (zeros
+    of the level's shape): its `Phase1Info`."""
     est[:, -1] = groups
-    for a, b, noisy in hc_draws(hist, gen, source, epsilon_level, stage):
-        hc_fit(est[a:b], noisy, groups[a:b], p)
+    cells = []
+    for a, b, noisy in hc_draws(truth, gen, source, epsilon_level, stage):
+        cells.append((a, hc_fit(est[a:b], noisy, groups[a:b], p)))
         del noisy
-    return est, Phase1Info("hc", float(epsilon_level), stage, p)
+    return Phase1Info("hc", float(epsilon_level), stage, p, cells=stack_runs(cells, len(est))
+                      if cells else None)
 
 
-def hc_draws(hist: np.ndarray, gen: Noise, source: NoiseSource, epsilon_level: float,
+def hc_draws(truth: np.ndarray, gen: Noise, source: NoiseSource, epsilon_level: float,
              stage: Stage):
-    """Hc's measurement of a checked level, in batches of whole rows: ``(a, b, noisy)``,
-    the noisy cumulative cells 0..N-1 of rows ``a..b-1``, drawn in that order (the last
-    cell, G_v, is public: not drawn)."""
-    n, width = hist.shape
-    if width == 1:
+    """Hc's measurement of a checked level (its `hc_truth`), in batches of whole rows:
+    ``(a, b, noisy)``, the noisy cumulative cells 0..N-1 of rows ``a..b-1``, drawn in that
+    order (the last cell, G_v, is public: not drawn)."""
+    n, size = truth.shape
+    if size == 0:
         return
-    cum = cumulative(hist)
-    for a, b in _chunks(np.full(n, width - 1), CHUNK):
-        yield a, b, gen.apply(cum[a:b, :-1], source, sensitivity=stage.sensitivity,
+    for a, b in _chunks(np.full(n, size), CHUNK):
+        yield a, b, gen.apply(truth[a:b], source, sensitivity=stage.sensitivity,
                               budget=epsilon_level, label="group sizes: Hc cumulative counts")
 
 
-def hc_fit(est: np.ndarray, noisy: np.ndarray, groups: np.ndarray, p: int) -> None:
+def hc_fit(est: np.ndarray, noisy: np.ndarray, groups: np.ndarray, p: int) -> Runs:
     """Hc's estimate of rows from their noisy cumulative cells (`hc_draws`), into ``est``
     (those rows, the last column their G_v): isotonic fit in [0, G_v], rounded half up,
-    decumulated. Rows are fitted each on its own (`isotonic_box_rows`)."""
+    decumulated. Rows are fitted each on its own (`isotonic_box_rows`). Returns the
+    estimate's non-zero cells as runs (`Runs.from_hist` of ``est``, from the fit's blocks)."""
     starts, fit = isotonic_box_rows(noisy, groups, p)
-    _decumulate_blocks(est, starts, _round_half_up(fit))
+    return _decumulate_blocks(est, starts, _round_half_up(fit))
 
 
-def _decumulate_blocks(est: np.ndarray, starts: np.ndarray, value: np.ndarray) -> None:
+def _decumulate_blocks(est: np.ndarray, starts: np.ndarray, value: np.ndarray) -> Runs:
     """Into ``est`` (rows of zeros but the last column, the public G_v): the histograms of
     cumulative rows that are ``value[b]`` from flat cell ``starts[b]`` (of the rows without
     their last column; every row's first cell a start) up to the next start, G_v in the last
     column. A row's histogram is its steps: the first value, then each change, then G_v
-    minus the last value (the same integers as decumulating the full rows, without them)."""
+    minus the last value (the same integers as decumulating the full rows, without them).
+    Returns the cells written that are not 0, as `Runs.from_hist` gives them (row by row,
+    by size: a row's steps, then its last column)."""
     size = est.shape[1] - 1
     row, column = np.divmod(starts, size)
     value = value.astype(np.int64)
     first = np.ones(starts.size + 1, dtype=bool)  # a row's first block (and one past)
     first[1:-1] = row[1:] != row[:-1]
-    est[row, column] = value - np.where(first[:-1], 0, np.roll(value, 1))
-    est[row[first[1:]], size] -= value[first[1:]]
+    last = first[1:]  # a row's last block
+    est[row, column] = steps = value - np.where(first[:-1], 0, np.roll(value, 1))
+    est[row[last], size] = top = est[row[last], size] - value[last]
+    at = np.arange(starts.size) + np.cumsum(last) - last  # each step, after earlier rows' tops
+    node, cell, count = (np.empty(starts.size + top.size, dtype=np.int64) for _ in range(3))
+    node[at], cell[at], count[at] = row, column, steps
+    tops = at[last] + 1
+    node[tops], cell[tops], count[tops] = row[last], size, top
+    kept = np.flatnonzero(count)
+    return Runs(node[kept], cell[kept].astype(np.float64), np.full(kept.size, np.nan),
+                count[kept], len(est))
 
 
 def hg_level(

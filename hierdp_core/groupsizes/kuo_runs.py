@@ -81,6 +81,14 @@ def _coalesce(node, value, var, count, n_nodes) -> Runs:
                 np.add.reduceat(count, starts).astype(np.int64), n_nodes)
 
 
+def stack_runs(parts: Sequence[tuple[int, Runs]], n_nodes: int) -> Runs:
+    """One level's runs of ``n_nodes`` nodes from those of consecutive ranges of its nodes,
+    each given as (its first node, its runs)."""
+    return Runs(*(np.concatenate(x) for x in zip(*(
+        (first + r.node, r.value, r.var, r.count) for first, r in parts), strict=True)),
+        n_nodes)
+
+
 def _empty_runs(n_nodes: int) -> Runs:
     return Runs(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64),
                 n_nodes)

@@ -52,7 +52,7 @@ def estimate_variances(
             raise MechanismError("the 'blocks' variance needs the Hg Phase-1 blocks")
         b = info.blocks
         return Runs(b.node, b.value, v / b.count.astype(float), b.count, b.n_nodes)
-    runs = Runs.from_hist(estimate_hist)
+    runs = Runs.from_hist(estimate_hist) if info.cells is None else info.cells
     count = runs.count.astype(float)
     if info.method == "hg":
         return runs.with_var(v / count)

@@ -270,11 +270,12 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
 
     def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
-        errors = np.ascontiguousarray(d[:, row:row + block].T)
+        part = d[:, row:row + block]
         # a cell every redraw left at its plug-in keeps 0 and 0 (no bias): most sizes of a
-        # sparse group-size table, whose quantiles then cost nothing
-        moved = np.flatnonzero(errors.any(axis=1))
-        errors = errors[moved]
+        # sparse group-size table, whose quantiles then cost nothing (found along the
+        # replicates' rows; only the cells that moved are turned to a row per cell)
+        moved = np.flatnonzero(part.any(axis=0))
+        errors = np.ascontiguousarray(part[:, moved].T)
         lower, upper = symmetric_half_widths(errors, rank(level, replicates), integer)
         if widen:
             bias = np.abs(errors.mean(axis=1, dtype=np.float64))

@@ -310,31 +310,42 @@ class KuoEstimator(GroupSizeMechanism):
                                 else (NOISE_PARAM,))
 
     def measure_and_estimate(self, data, plans, p, source):
-        released, phase1 = self._kuo(data, plans, p, source)
-        return (released if self.hierarchical else phase1), phase1
+        return self.estimator(data, plans, p)(source)
+
+    def estimator(self, data, plans, p):
+        """Kuo's release of ``data`` as a function of the source (`kuo.kuo_releaser`: the
+        levels checked and their measurements prepared once): (values, Phase-1 estimates)."""
+        from hierdp_core.groupsizes import kuo
+
+        release = kuo.kuo_releaser(*self._kuo_inputs(data, plans, p), **self._options(p))
+
+        def estimate(source):
+            released, phase1 = release(source)
+            return (released if self.hierarchical else phase1), phase1
+
+        return estimate
 
     def trial_values(self, data, plans, p, source, n):
         """The ``n`` trials drawn in turn and estimated at once (`kuo.kuo_release_trials`:
         the same values)."""
-        released, phase1 = self._kuo(data, plans, p, source, n)
-        return released if self.hierarchical else phase1
-
-    def _kuo(self, data, plans, p, source, n=None):
-        """(released, Phase-1 estimates) of one release (``n`` None: `kuo.kuo_release`) or
-        of ``n`` trials (`kuo.kuo_release_trials`) with the plans' budgets."""
         from hierdp_core.groupsizes import kuo
 
+        released, phase1 = kuo.kuo_release_trials(*self._kuo_inputs(data, plans, p), source,
+                                                   n, **self._options(p))
+        return released if self.hierarchical else phase1
+
+    def _kuo_inputs(self, data, plans, p) -> tuple:
+        """`kuo.kuo_release`'s table, groups, budgets per level and methods."""
         h = data.hierarchy
         chosen = p.get("methods", self.method)
         methods = (["hg"] + ["hc"] * (h.n_levels - 1) if chosen == "hg-root"
                    else [chosen] * h.n_levels)
-        args = (h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
-                methods, source)
-        options = dict(p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
-                       stage=self.privacy_plan(**p).stages[0])
-        if n is None:
-            return kuo.kuo_release(*args, **options)
-        return kuo.kuo_release_trials(*args, n, **options)
+        return (h, data.node_counts(), data.groups(), [plan.budget.value for plan in plans],
+                methods)
+
+    def _options(self, p) -> dict:
+        return dict(p=int(p.get("isotonic_p", "2")), merge=p.get("merge", "weighted"),
+                    stage=self.privacy_plan(**p).stages[0])
 
 
 for _mechanism in (NoisyBaseline(), RelaxedQP(variant="mh"), FiorettoDP(variant="mh"),

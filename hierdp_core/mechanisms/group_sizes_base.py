@@ -22,7 +22,9 @@ from `LEVEL_SENSITIVITY`), from which the noise is calibrated (`privacy.levels.d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -162,9 +164,10 @@ class GroupSizeMechanism(Mechanism):
         and ledger made once; every call measures and estimates."""
         p, plans = self.prepared(data, budget, split, params)
         record = self.release_record(plans, p, groups_declared=data.groups_declared)
+        estimate = self.estimator(data, plans, p)
 
         def release(source: NoiseSource) -> Release:
-            values, noisy = self.measure_and_estimate(data, plans, p, source)
+            values, noisy = estimate(source)
             return self.make_release(data.hierarchy, data.categories, plans, p, values, noisy,
                                      source, record=record)
 
@@ -233,6 +236,12 @@ class GroupSizeMechanism(Mechanism):
             parameters=p, privacy=privacy, ledger=ledger, randomness=source.as_dict(),
             categories=categories, invariants=invariants, noisy=noisy,
         )
+
+    def estimator(self, data: GroupSizeData, plans,
+                  p: dict) -> Callable[[NoiseSource], tuple[np.ndarray, np.ndarray]]:
+        """`measure_and_estimate` of ``data`` as a function of the source; a mechanism that
+        prepares what all releases of the data share overrides it (`releaser`)."""
+        return partial(self.measure_and_estimate, data, plans, p)
 
     def measure_and_estimate(self, data: GroupSizeData, plans, p: dict,
                              source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:

@@ -35,6 +35,7 @@ import numpy as np
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.exact import apply_exact, exact_noise
 from hierdp_core.privacy.noise_source import NoiseSource
+from hierdp_core.privacy.numpy_geometric import add_geometric_difference
 from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
@@ -50,12 +51,9 @@ _CONTINUOUS_SIGMA = 4096.0
 MAX_NOISE_SCALE = 1e12
 
 
-#: numpy's `Generator.geometric` draws p at or above this by a search, below it by inversion:
-#: ceil(-E / log1p(-p)) of one standard exponential E each (ziggurat), as an int64 (the
-#: largest where the double reaches `_INT64_BEYOND`, the first double above it)
+#: numpy's `Generator.geometric` draws p at or above this by a search, below it by inversion
+#: (`numpy_geometric`: ceil(-E / log1p(-p)) of one standard exponential E each)
 _GEOMETRIC_SEARCH = 0.333333333333333333333333
-_INT64_BEYOND = 9.223372036854776e18
-_EXACT_IN_DOUBLE = 2.0**53  # below it, whole doubles and their differences are exact
 
 
 def _normal_cdf(x):
@@ -125,6 +123,14 @@ class Noise(ABC):
     @abstractmethod
     def _sample_numpy(self, size, rng: np.random.Generator) -> np.ndarray: ...
 
+    def _add_numpy(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``values`` plus a numpy draw of their shape (exploration)."""
+        noise = np.asarray(self._sample_numpy(values.shape, rng))
+        if noise.ndim == 0 or np.result_type(values, noise) != noise.dtype:
+            return values + noise
+        noise += values  # in place: the same sums, one array fewer
+        return noise
+
     def sample(self, size, source: NoiseSource) -> np.ndarray:
         """An array of ``size`` independent draws, for exploration only: a secure release
         applies the noise to the true values with `apply`, never adds a float sample."""
@@ -148,11 +154,7 @@ class Noise(ABC):
         """
         values = np.asarray(values)
         if not source.secure:
-            noise = np.asarray(self._sample_numpy(values.shape, source.rng))
-            if noise.ndim == 0 or np.result_type(values, noise) != noise.dtype:
-                return values + noise
-            noise += values  # in place: the same sums, one array fewer
-            return noise
+            return self._add_numpy(values, source.rng)
         if self.integer and values.dtype.kind not in "iub":
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
@@ -276,19 +278,18 @@ class Geometric(_PureDPNoise):
 
     def _sample_numpy(self, size, rng):
         p = self._one_minus_alpha
-        shape = (2, *_shape(size))  # two draws of size, in turn
-        if p < _GEOMETRIC_SEARCH:  # numpy's inversion on whole arrays: the same numbers
-            z = rng.standard_exponential(shape)
-            z /= -np.log1p(-p)  # E / -log1p(-p) is -E / log1p(-p) to the last bit
-            np.ceil(z, out=z)
-            if z.size == 0 or z.max() < _EXACT_IN_DOUBLE:  # whole numbers: exact differences
-                return np.subtract(z[0], z[1], out=np.empty(z.shape[1:], np.int64),
-                                   casting="unsafe")  # cast as made: no float temporary
-            first, second = np.where(z >= _INT64_BEYOND, np.iinfo(np.int64).max,
-                                     z.astype(np.int64))
-        else:
-            first, second = rng.geometric(p, shape)
+        if p < _GEOMETRIC_SEARCH:  # numpy's inversion, in blocks: the same numbers
+            return add_geometric_difference(np.zeros(size, dtype=np.int8), p, rng)
+        first, second = rng.geometric(p, (2, *_shape(size)))  # two draws of size, in turn
         return np.subtract(first, second, dtype=np.int64)
+
+    def _add_numpy(self, values, rng):
+        """The values plus the draw in one pass of blocks (`numpy_geometric`) where the
+        values add to int64 as int64 and numpy would invert: the same sums."""
+        if (self._one_minus_alpha < _GEOMETRIC_SEARCH and values.ndim
+                and np.result_type(values.dtype, np.int64) == np.int64):
+            return add_geometric_difference(values, self._one_minus_alpha, rng)
+        return super()._add_numpy(values, rng)
 
 
 @dataclass(frozen=True)
