@@ -366,13 +366,15 @@ def test_exploration_apply_adds_a_seeded_draw():
 
 
 
+@pytest.mark.parametrize("width", [30_001, 101])  # over blocks; at most SMALL cells
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
-def test_exploration_geometric_is_added_in_blocks_bit_for_bit(dtype):
+def test_exploration_geometric_is_added_in_blocks_bit_for_bit(dtype, width):
     """Geometric noise is added to integer values block by block
-    (`numpy_geometric.BLOCK`): every cell's value plus numpy's two geometric draws in turn,
-    over blocks and on a strided view of the values as on a copy."""
+    (`numpy_geometric.BLOCK`; both halves at once for at most `numpy_geometric.SMALL`
+    cells): every cell's value plus numpy's two geometric draws in turn, over blocks and on
+    a strided view of the values as on a copy."""
     noise = Geometric(3.0)
-    values = np.random.default_rng(1).integers(-1000, 1000, (3, 30_001)).astype(dtype)[:, 1:]
+    values = np.random.default_rng(1).integers(-1000, 1000, (3, width)).astype(dtype)[:, 1:]
     rng = np.random.default_rng(4)
     p = -math.expm1(-1.0 / noise.scale)
     expected = values + (rng.geometric(p, values.shape) - rng.geometric(p, values.shape))

@@ -20,6 +20,7 @@ import numpy as np
 from hierdp_core.errors import MechanismError
 
 BLOCK = 1 << 15  # exponentials per block: 256 KB of float64, plus as many int64
+SMALL = 1 << 12  # at most this many cells: both halves drawn at once (a sweep's small levels)
 INT64_BEYOND = 9.223372036854776e18  # the first double above the int64 range
 
 
@@ -29,6 +30,12 @@ def add_geometric_difference(values, p: float, rng: np.random.Generator) -> np.n
     ``values`` and ``first - second`` of ``rng`` inverted ``(2, *shape)`` exponentials
     (module doc). ``values`` must be of a dtype that adds to int64 as int64."""
     values = np.asarray(values)
+    if values.size <= SMALL:  # one draw of both halves: fewer calls, the same numbers
+        rate = -np.log1p(-p)
+        g = _geometric(rng, rate, np.empty((2, *values.shape)),
+                       np.empty((2, *values.shape), dtype=np.int64))
+        out = np.add(values, g[0], dtype=np.int64)
+        return np.subtract(out, g[1], out=out)
     out = np.empty(values.shape, dtype=np.int64)
     flat = out.reshape(-1)
     given = values.reshape(-1) if values.flags.c_contiguous else None
