@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hierdp_core.cli.inputs import declared_categories
-from hierdp_core.data.prefetch import PARTS
+from hierdp_core.data.prefetch import PARTS, declared_columns
 from hierdp_core.errors import HierdpError
 
 #: the largest input `hierdp_core.cli.declared_input` places from the file (bytes)
@@ -39,11 +39,6 @@ def declared_roles(cfg) -> tuple[list[str], list[str], dict] | None:
     if not levels or set(categories) - set(declared) or set(levels) & set(categories):
         return None
     return levels, categories, declared
-
-
-def declared_columns(levels: list[str], categories: list[str], count: str | None) -> list[str]:
-    """The columns read of such a release, in the order `place_rows` asks for them."""
-    return [*levels, *categories, *([count] if count else [])]
 
 
 @contextmanager

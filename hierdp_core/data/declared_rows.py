@@ -51,7 +51,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hierdp_core.data.prefetch import PARTS, read_parts
+from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
 
 __all__ = ["PlacedRows", "place_rows"]
 
@@ -85,7 +85,7 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
               for c, vs in declared.items()}
     if len(levels) != len(codes) or not all(map(_usable, [*codes, *values.values()])):
         return None
-    columns = [*levels, *declared, *([count_column] if count_column else [])]
+    columns = declared_columns(levels, list(declared), count_column)
     ancestors = _ancestors(h)
     try:
         parts = read_parts(src, columns, encoding, PARTS)  # read ahead, or now

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["AHEAD", "PARTS", "read_parts", "reading"]
+__all__ = ["AHEAD", "PARTS", "declared_columns", "read_parts", "reading"]
 
 #: the parts of a large file read at once (`hierdp_core.data.arrow_text.text_string_parts`)
 PARTS = 2
@@ -134,6 +134,14 @@ class _ReadAhead:
             part.stop.set()
         for part in self.parts:
             part.thread.join()
+
+
+def declared_columns(levels: Sequence[str], categories: Sequence[str],
+                     count: str | None) -> list[str]:
+    """The columns a declared counts release reads, in the order
+    `hierdp_core.data.declared_rows.place_rows` asks for them (and a reading ahead must
+    match)."""
+    return [*levels, *categories, *([count] if count else [])]
 
 
 def _key(path, columns: Sequence[str], encoding: str | None, parts: int) -> tuple:
