@@ -1,8 +1,10 @@
 """Audit adapter for range mechanisms, whole mechanism on the audit tree (the pair:
 `neighbours.range_pair`); their stages on their own are audited by `stages`.
 
-One release per trial; output = the released histograms of all nodes, then the changed
-leaf's bucket partition encoded as a bit mask of its inner edges (-1 without a partition).
+A side's trials are made together (`RangeReleaser.trials`, bit for bit the releases one by
+one; a mechanism of another class: one release per trial). Output = the released histograms
+of all nodes, then the changed leaf's bucket partition encoded as a bit mask of its inner
+edges (-1 without a partition).
 Statistics: the released value of the changed cell at every level, the changed leaf's prefix
 sum up to it, and one indicator per partition of the changed leaf (what a leaky Stage 1
 gives away).
@@ -15,7 +17,9 @@ import numpy as np
 from hierdp_core.audit.adapter import DEFAULT_DELTA, AuditAdapter, Setup, register_adapter
 from hierdp_core.audit.neighbours import range_pair
 from hierdp_core.mechanisms.base import Mechanism
+from hierdp_core.mechanisms.ranges import RangeMechanism
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON
+from hierdp_core.privacy.samplers import NoiseSource
 
 
 def partition_code(edges: np.ndarray | None) -> float:
@@ -50,9 +54,19 @@ def range_adapter(mechanism: Mechanism, *, epsilon: float, delta: float = DEFAUL
                 stats[f"leaf partition {code}"] = (out[:, -1] == code).astype(float)
         return stats
 
-    def vector(data, rel) -> np.ndarray:
-        edges = None if rel.edges is None else rel.edges[node]
-        return np.append(np.asarray(rel.values, dtype=float).ravel(), partition_code(edges))
+    def code(edges: tuple | None) -> float:
+        return partition_code(None if edges is None else edges[node])
 
-    run = setup.per_trial(h.n_nodes * n + 1, vector)
+    if isinstance(mechanism, RangeMechanism):  # the trials made together
+        releaser = setup.per_side(mechanism.releaser)
+
+        def run(data, trials: int, source: NoiseSource) -> np.ndarray:
+            made = releaser(data).trials([source] * trials)
+            out = np.empty((trials, h.n_nodes * n + 1))
+            out[:, :-1] = made.values.reshape(trials, -1)
+            out[:, -1] = -1.0 if made.edges is None else [code(e) for e in made.edges]
+            return out
+    else:
+        run = setup.per_trial(h.n_nodes * n + 1, lambda data, rel: np.append(
+            np.asarray(rel.values, dtype=float).ravel(), code(rel.edges)))
     return AuditAdapter((pair.d1, pair.d2), run, statistics, setup.budget, pair.description)

@@ -267,8 +267,9 @@ def _dawa_with(**fixed) -> Estimator:
 def _baseline(function) -> Estimator:
     """A data-independent 1-D method as an estimator; one that spreads each row's total
     evenly (``function.one_bucket``) states its one bucket per row (public: the same for
-    every input), so its intervals bound each cell by its row's total."""
-    def estimate(x, workload, epsilon, source, *, stage, **params):
+    every input), so its intervals bound each cell by its row's total. Their arithmetic is
+    row by row, whatever the number of rows: ``releases`` (`dawa`) changes nothing."""
+    def estimate(x, workload, epsilon, source, *, stage, releases=1, **params):
         values = function(x, epsilon, source, stage=stage, **params)
         if not getattr(function, "one_bucket", False):
             return RangeEstimate(values)

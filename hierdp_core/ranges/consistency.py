@@ -45,18 +45,34 @@ from hierdp_core.hierarchy import Hierarchy
 def atom_topdown(hierarchy: Hierarchy, estimates: np.ndarray, root_estimate: np.ndarray,
                  starts: np.ndarray) -> np.ndarray:
     """Consistent non-negative integer histograms (n_nodes, n) from real estimates (n_nodes,
-    n) and the root's estimate (n,), over the atoms beginning at ``starts`` (module doc)."""
-    h, n = hierarchy, estimates.shape[1]
-    root_atoms = np.maximum(np.rint(np.add.reduceat(root_estimate, starts)), 0)
+    n) and the root's estimate (n,), over the atoms beginning at ``starts`` (module doc).
+    Many releases at once: estimates (T, n_nodes, n) and roots (T, n) give (T, n_nodes, n),
+    each release's as it alone gives it (the releases side by side as columns, every step
+    column by column or atom by atom)."""
+    if estimates.ndim == 2:
+        return atom_topdown(hierarchy, estimates[None], root_estimate[None], starts)[0]
+    h, (trials, _, n) = hierarchy, estimates.shape
+    columns = estimates.transpose(1, 0, 2).reshape(h.n_nodes, trials * n)
+    root = root_estimate.reshape(trials * n)
+    every = (starts[None, :] + n * np.arange(trials)[:, None]).ravel()  # each release's
+    root_atoms = np.maximum(np.rint(np.add.reduceat(root, every)), 0)
     if starts.size == n:
-        return topdown(h, estimates, root_atoms)
-    totals = topdown(h, np.add.reduceat(estimates, starts, axis=1), root_atoms)
-    atom_of_cell = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
-    shaped = project_segments(np.maximum(root_estimate, 0), starts, root_atoms)
+        out = topdown(h, columns, root_atoms)
+    else:
+        out = h.aggregate(_atom_leaves(h, columns, root, every, root_atoms, n))
+    return np.ascontiguousarray(out.reshape(h.n_nodes, trials, n).transpose(1, 0, 2))
+
+
+def _atom_leaves(h: Hierarchy, columns: np.ndarray, root: np.ndarray, starts: np.ndarray,
+                 root_atoms: np.ndarray, n: int) -> np.ndarray:
+    """Steps (1) to (3) of the module doc for releases side by side (columns: n cells
+    each, ``starts`` every release's atoms): the leaves' integer cells."""
+    totals = topdown(h, np.add.reduceat(columns, starts, axis=1), root_atoms)
+    atom_of_cell = np.repeat(np.arange(starts.size), np.diff(np.append(starts, root.size)))
+    shaped = project_segments(np.maximum(root, 0), starts, root_atoms)
     for level in range(1, h.n_levels):
         above = totals[h.level_slice(level - 1)][:, atom_of_cell]
         share = np.divide(shaped, above, out=np.zeros(above.shape), where=above > 0)
         shaped = totals[h.level_slice(level)][:, atom_of_cell] * share[h.segment_of_level(level)]
-    cumulative = np.rint(np.cumsum(shaped, axis=1))
-    leaves = np.diff(cumulative, axis=1, prepend=0).astype(np.int64)
-    return h.aggregate(leaves)
+    cumulative = np.rint(np.cumsum(shaped.reshape(len(shaped), -1, n), axis=2))
+    return np.diff(cumulative, axis=2, prepend=0).astype(np.int64).reshape(len(shaped), -1)

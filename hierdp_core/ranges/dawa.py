@@ -196,7 +196,7 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
          stage: Stage, rho: float = 0.25, branching: int = 2, partition: str = "privtree",
          candidates: str = "pow2", penalty: float = 0.0,
          stage2: str = "greedy", partition_if: str = "always",
-         partition_stage: Stage | None = None) -> RangeEstimate:
+         partition_stage: Stage | None = None, releases: int = 1) -> RangeEstimate:
     """DAWA on every row of x (r, n) or (n,), answering ``workload`` (see the module).
     ``partition_if="it-can-pay"`` skips Stage 1 (the whole epsilon to Stage 2) when
     `partition_can_pay` says no, from the public workload alone.
@@ -205,7 +205,9 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
     sensitivity 1 under add/remove one record, the strategies' column L1 norm).
     ``partition_stage``: the plan's Stage 1, whose calibration the partition's noise
     follows (needed when rho > 0; MechanismError without it).
-    ``candidates`` and ``penalty`` apply to the least-cost partitions only."""
+    ``candidates`` and ``penalty`` apply to the least-cost partitions only.
+    ``releases``: the rows are that many releases' rows in turn (trials first, the same
+    number each), each release's estimated as it alone is (`least_squares_batch`)."""
     check_stage_arguments(epsilon, rho, stage2, partition, partition_if)
     x = np.atleast_2d(np.asarray(x, dtype=float))
     r, n = x.shape
@@ -215,14 +217,16 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
                                                                             branching):
         rho = 0.0
     epsilon1, epsilon2 = rho * epsilon, (1.0 - rho) * epsilon
-    if rho > 0:
-        if partition_stage is None:
-            raise MechanismError("DAWA's Stage 1 draws its noise from the plan's partition "
-                                 "stage: give partition_stage")
-        edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
-                                 stage=partition_stage)
-    else:
-        edges = [atom_edges(workload)] * r
+    if rho <= 0:  # every row over the workload's atoms: one batch
+        bounds = atom_edges(workload)[None]
+        estimate, used = _stage2(workload, bounds, bucket_sums(x, bounds), stage2, branching,
+                                 epsilon2, source, stage, releases)
+        return RangeEstimate(expand(estimate, bounds), None, (used,) * r)
+    if partition_stage is None:
+        raise MechanismError("DAWA's Stage 1 draws its noise from the plan's partition "
+                             "stage: give partition_stage")
+    edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
+                             stage=partition_stage)
     values = np.empty_like(x)
     used = np.empty(r, dtype=object)
     sizes = np.array([e.size - 1 for e in edges])
@@ -232,12 +236,12 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
         estimate, used[rows] = _stage2(workload, bounds, bucket_sums(x[rows], bounds), stage2,
                                        branching, epsilon2, source, stage)
         values[rows] = expand(estimate, bounds)
-    return RangeEstimate(values, edges if rho > 0 else None, tuple(used))
+    return RangeEstimate(values, edges, tuple(used))
 
 
-def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage):
-    """Stage 2 for rows that all have k buckets (bounds (R, k + 1), counts (R, k)): the
-    estimated bucket counts and the strategy used. Distinct partitions are solved in batches
+def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage, releases=1):
+    """Stage 2 for rows that all have k buckets (bounds (R, k + 1), or (1, k + 1) shared by
+    every row; counts (R, k)): the estimated bucket counts and the strategy used. Distinct partitions are solved in batches
     of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
@@ -247,9 +251,9 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage):
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
         return _measure_and_fit(strategy, counts, np.zeros(len(counts), dtype=np.int64),
-                                epsilon2, source, stage), kind
+                                epsilon2, source, stage, releases), kind
     if bounds.shape[0] == 1:
-        distinct, which = bounds, np.zeros(1, dtype=np.int64)
+        distinct, which = bounds, np.zeros(len(counts), dtype=np.int64)
     else:
         distinct, which = np.unique(bounds, axis=0, return_inverse=True)
         which = which.ravel()
@@ -259,12 +263,13 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage):
         batch = stage2_strategies(workload, distinct[first:first + step], kind, branching)
         rows = np.flatnonzero((which >= first) & (which < first + step))
         estimate[rows] = _measure_and_fit(batch, counts[rows], which[rows] - first, epsilon2,
-                                          source, stage)
+                                          source, stage, releases)
     return estimate, kind
 
 
-def _measure_and_fit(batch: StrategyBatch, counts, which, epsilon2, source, stage):
+def _measure_and_fit(batch: StrategyBatch, counts, which, epsilon2, source, stage,
+                     releases: int = 1):
     """Estimated bucket counts (R, k): row j measured with strategy ``which[j]`` of
     ``batch`` (`measure_batch`), then fitted by least squares (`least_squares_batch`)."""
     answers = measure_batch(batch, counts, which, epsilon2, source, stage=stage)
-    return least_squares_batch(batch, answers, which)
+    return least_squares_batch(batch, answers, which, releases=releases)

@@ -24,15 +24,17 @@ def least_squares(strategy: Strategy, answers: np.ndarray) -> np.ndarray:
 
 
 def least_squares_batch(batch: StrategyBatch, answers: np.ndarray, which: np.ndarray,
-                        max_cells: int = 1 << 22) -> np.ndarray:
+                        max_cells: int = 1 << 22, releases: int = 1) -> np.ndarray:
     """Estimated bucket counts (R, k) from answers (R, q) (`measure_batch`), row j with the
     weights and inverse of strategy ``which[j]``; at most about ``max_cells`` inverse entries
-    gathered at once."""
+    gathered at once. ``releases``: the rows are that many releases' rows in turn, each
+    release's solved by one product as it alone is (BLAS sums a row in an order that
+    follows the number of rows of the product)."""
     weights = batch.weights[which]
     # (D Y)^T y: every bucket collects the weighted answers of the intervals covering it
     normal = (covering(batch.lo, batch.hi, batch.k) @ (weights * answers).T).T
     if batch.inverse.shape[0] == 1:
-        return normal @ batch.inverse[0].T
+        return (normal.reshape(releases, -1, batch.k) @ batch.inverse[0].T).reshape(normal.shape)
     out = np.empty_like(normal)
     step = max(1, max_cells // batch.k**2)
     for start in range(0, out.shape[0], step):
