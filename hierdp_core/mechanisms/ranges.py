@@ -169,14 +169,11 @@ class RangeMechanism(Mechanism):
         if options is None or rho <= 0:
             return self._one_stage_plan()
 
-        def partition(x, workload, epsilon, source):
-            edges = stage1_partition(np.asarray(x, dtype=float), rho * epsilon,
-                                     (1 - rho) * epsilon, source, p["partition"],
-                                     p["candidates"], p["penalty"], stage=stage1)
-            inner = np.zeros((len(edges), x.shape[1] - 1))
-            for row, e in enumerate(edges):
-                inner[row, e[1:-1] - 1] = 1.0
-            return inner
+        def partition(x, workload, epsilon, source):  # the inner edges' marks
+            return stage1_partition(np.asarray(x, dtype=float), rho * epsilon,
+                                    (1 - rho) * epsilon, source, p["partition"],
+                                    p["candidates"], p["penalty"], stage=stage1
+                                    )[:, 1:-1].astype(float)
 
         def measurement(x, workload, epsilon, source):
             return dawa(x, workload, (1 - rho) * epsilon, source, rho=0.0,

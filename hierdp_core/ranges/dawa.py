@@ -39,9 +39,9 @@ from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.greedy_strategy import geometric_batch, greedy_strategies, uniform_batch
 from hierdp_core.ranges.interval_strategy import StrategyBatch
-from hierdp_core.ranges.partition import private_partition
+from hierdp_core.ranges.partition import edge_lists, private_partition_marks
 from hierdp_core.ranges.partition import selection_stage as least_cost_stage
-from hierdp_core.ranges.privtree import privtree_partition
+from hierdp_core.ranges.privtree import privtree_marks
 from hierdp_core.ranges.privtree import selection_stage as privtree_stage
 from hierdp_core.ranges.strategy_cache import StrategyCache
 from hierdp_core.ranges.strategy_inference import least_squares_batch
@@ -141,14 +141,14 @@ def partition_stage(partition: str, share: float = 1.0, **fields) -> Stage:
 
 
 def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty, *,
-                     stage: Stage):
-    """Bucket edges of every row by the chosen Stage 1, its noise from the plan's partition
-    ``stage`` (`partition_stage`)."""
+                     stage: Stage) -> np.ndarray:
+    """The partition of every row by the chosen Stage 1, as marks (r, n + 1) (an edge at e
+    where set), its noise from the plan's partition ``stage`` (`partition_stage`)."""
     if partition == "privtree":
-        return privtree_partition(x, epsilon1, epsilon2, source, stage=stage)
-    return private_partition(x, epsilon1, epsilon2, source, stage=stage,
-                             candidates=candidates, mode=partition_mode(partition),
-                             penalty=penalty)
+        return privtree_marks(x, epsilon1, epsilon2, source, stage=stage)
+    return private_partition_marks(x, epsilon1, epsilon2, source, stage=stage,
+                                   candidates=candidates, mode=partition_mode(partition),
+                                   penalty=penalty)
 
 
 def atom_edges(workload: Workload) -> np.ndarray:
@@ -225,18 +225,18 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
     if partition_stage is None:
         raise MechanismError("DAWA's Stage 1 draws its noise from the plan's partition "
                              "stage: give partition_stage")
-    edges = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
+    marks = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
                              stage=partition_stage)
     values = np.empty_like(x)
     used = np.empty(r, dtype=object)
-    sizes = np.array([e.size - 1 for e in edges])
+    sizes = marks.sum(axis=1) - 1
     for k in np.unique(sizes):  # one batch per number of buckets
         rows = np.flatnonzero(sizes == k)
-        bounds = np.stack([edges[i] for i in rows])
+        bounds = np.nonzero(marks[rows])[1].reshape(rows.size, k + 1)
         estimate, used[rows] = _stage2(workload, bounds, bucket_sums(x[rows], bounds), stage2,
                                        branching, epsilon2, source, stage)
         values[rows] = expand(estimate, bounds)
-    return RangeEstimate(values, edges, tuple(used))
+    return RangeEstimate(values, edge_lists(marks), tuple(used))
 
 
 def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage, releases=1):

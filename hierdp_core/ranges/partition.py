@@ -184,9 +184,16 @@ def noise_scales(cands: Candidates, epsilon1: float, mode: str, stage: Stage) ->
 
 
 def least_cost_edges_batch(costs: np.ndarray, cands: Candidates) -> list[np.ndarray]:
-    """Exact least-cost partition for every row of ``costs`` (as from `bucket_costs`), by
-    dynamic programming over bucket ends (C[0] = 0; C[j] = min_L C[j - L] + cost[L, j - 1]);
-    the loop runs over the n ends, every row and length at once."""
+    """Exact least-cost partition for every row of ``costs`` (as from `bucket_costs`): its
+    edges (`least_cost_marks` as lists)."""
+    return edge_lists(least_cost_marks(costs, cands))
+
+
+def least_cost_marks(costs: np.ndarray, cands: Candidates) -> np.ndarray:
+    """Exact least-cost partition for every row of ``costs``, as marks (r, n + 1) (an edge
+    at e where set), by dynamic programming over bucket ends (C[0] = 0; C[j] = min_L
+    C[j - L] + cost[L, j - 1]); the loop runs over the n ends, every row and length at once,
+    and back over the buckets, every row at once."""
     r, n_lengths, n = costs.shape
     best = np.zeros((r, n + 1))
     choice = np.zeros((r, n + 1), dtype=np.int64)
@@ -197,14 +204,20 @@ def least_cost_edges_batch(costs: np.ndarray, cands: Candidates) -> list[np.ndar
         pick = np.argmin(total, axis=1)
         best[:, end] = total[np.arange(r), pick]
         choice[:, end] = lengths[fits][pick]
-    return [_backtrack(row) for row in choice]
+    marks = np.zeros((r, n + 1), dtype=bool)
+    marks[:, n] = True
+    rows, at = np.arange(r), np.full(r, n)
+    while rows.size:  # each row's last bucket, then the one before, ...
+        at = at - choice[rows, at]
+        marks[rows, at] = True
+        rows, at = rows[at > 0], at[at > 0]
+    return marks
 
 
-def _backtrack(choice: np.ndarray) -> np.ndarray:
-    edges = [choice.size - 1]
-    while edges[-1] > 0:
-        edges.append(edges[-1] - int(choice[edges[-1]]))
-    return np.asarray(edges[::-1], dtype=np.int64)
+def edge_lists(marks: np.ndarray) -> list[np.ndarray]:
+    """Partitions given as marks (r, n + 1) as one array of edges per row."""
+    _, cells = np.nonzero(marks)
+    return np.split(cells, np.cumsum(marks.sum(axis=1))[:-1]) if len(marks) else []
 
 
 def least_cost_edges(x: np.ndarray, epsilon2: float, candidates: str = "pow2") -> np.ndarray:
@@ -217,9 +230,20 @@ def least_cost_edges(x: np.ndarray, epsilon2: float, candidates: str = "pow2") -
 def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: NoiseSource, *,
                       stage: Stage, candidates: str = "pow2", mode: str = "provable",
                       penalty: float = 0.0) -> list[np.ndarray]:
-    """DAWA Alg. 1 for every row of ``x`` (r, n): bucket edges per row. Only the partitions
-    leave this function; the noisy costs never do. ``stage``: the partition stage of the
-    mechanism's privacy plan (`selection_stage` of ``mode``), which gives the scales."""
+    """DAWA Alg. 1 for every row of ``x`` (r, n): bucket edges per row
+    (`private_partition_marks` as lists)."""
+    return edge_lists(private_partition_marks(x, epsilon1, epsilon2, source, stage=stage,
+                                              candidates=candidates, mode=mode,
+                                              penalty=penalty))
+
+
+def private_partition_marks(x: np.ndarray, epsilon1: float, epsilon2: float,
+                            source: NoiseSource, *, stage: Stage, candidates: str = "pow2",
+                            mode: str = "provable", penalty: float = 0.0) -> np.ndarray:
+    """DAWA Alg. 1 for every row of ``x`` (r, n): the partitions as marks (r, n + 1), an
+    edge at e where set. Only the partitions leave this function; the noisy costs never do.
+    ``stage``: the partition stage of the mechanism's privacy plan (`selection_stage` of
+    ``mode``), which gives the scales."""
     if epsilon1 <= 0 or epsilon2 <= 0:
         raise BudgetError("both DAWA stages need a positive epsilon")
     if penalty < 0:
@@ -236,4 +260,4 @@ def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: N
     noisy += penalty * scales[None, :, None]
     if mode == "reference":
         noisy = np.maximum(noisy, 1.0 / epsilon2)
-    return least_cost_edges_batch(noisy, cands)
+    return least_cost_marks(noisy, cands)

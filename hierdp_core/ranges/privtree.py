@@ -44,6 +44,7 @@ import numpy as np
 from hierdp_core.errors import BudgetError
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.ranges.partition import edge_lists
 
 FANOUT = 2
 #: the score's L1 sensitivity under add/remove one record
@@ -76,9 +77,17 @@ def median_deviations(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 def privtree_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: NoiseSource, *,
                        stage: Stage, threshold: float | None = None) -> list[np.ndarray]:
-    """Bucket edges for every row of x (r, n); epsilon1-DP per row (see the module).
-    ``stage``: the partition stage of the mechanism's privacy plan (`selection_stage`), whose
-    noise at its exact scale (`Stage.noise_for`, lambda) every score gets."""
+    """Bucket edges for every row of x (r, n) (`privtree_marks` as lists)."""
+    return edge_lists(privtree_marks(x, epsilon1, epsilon2, source, stage=stage,
+                                     threshold=threshold))
+
+
+def privtree_marks(x: np.ndarray, epsilon1: float, epsilon2: float, source: NoiseSource, *,
+                   stage: Stage, threshold: float | None = None) -> np.ndarray:
+    """The partition of every row of x (r, n) as marks (r, n + 1), an edge at e where set;
+    epsilon1-DP per row (see the module). ``stage``: the partition stage of the mechanism's
+    privacy plan (`selection_stage`), whose noise at its exact scale (`Stage.noise_for`,
+    lambda) every score gets."""
     if epsilon1 <= 0 or epsilon2 <= 0:
         raise BudgetError("both DAWA stages need a positive epsilon")
     x = np.asarray(x, dtype=float)
@@ -102,7 +111,7 @@ def privtree_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: 
         leaves[rows, mid[nodes]] = True
         lo, hi, active = _children(lo, hi, mid, split)
         depth += 1
-    return [np.flatnonzero(row) for row in leaves]
+    return leaves
 
 
 def _children(lo, hi, mid, split):
