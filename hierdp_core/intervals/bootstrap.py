@@ -28,6 +28,7 @@ import numpy as np
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.range_releaser import RangeReleaser
 from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -355,9 +356,18 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
             parts.append(truth if noisy is None else np.where(np.isnan(noisy), truth, noisy))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    redraws = None
+    if isinstance(rerun, RangeReleaser):  # the re-runs made together, bit for bit
+
+        def redraws(sources):
+            made = rerun.trials(sources)
+            return np.stack([cells(v.ravel(), u.ravel() if unclipped else None)
+                             for v, u in zip(made.values, made.noisy, strict=True)])
+
     below, above, draws = rerun_bootstrap(
         rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),
-        cells(truth, None), release.ledger, level, replicates, release.is_integer, widen)
+        cells(truth, None), release.ledger, level, replicates, release.is_integer, widen,
+        redraws)
     shape, n = release.values.shape, release.values.size
     m = n + (0 if sums is None else sums.shape[0])
     return TableBootstrap(below[:n].reshape(shape), above[:n].reshape(shape), draws,
