@@ -35,7 +35,11 @@ Method
    mechanisms whose estimate takes every cell on its own (``Capabilities.estimate ==
    "raw"``) measure the trials side by side (`GroupSizeMechanism.raw_trials`); the others
    run one release per trial, their set-up made once per side (`Mechanism.releaser`; group
-   sizes: `GroupSizeMechanism.trials`, the same values, estimated together).
+   sizes: `GroupSizeMechanism.trials`, the same values, estimated together). Range
+   mechanisms make a side's trials together (`RangeReleaser.trials`: without a Stage 1
+   every trial's noise drawn as its release draws it, then one run over every trial's
+   rows; with one, measured one by one; made consistent together), and so do flow
+   mechanisms (`FlowMechanism.trees`): bit for bit the releases one after another.
 3. Statistics and events. Each output is reduced to scalar statistics. For counts (nodes on
    the path root -> region -> changed leaf, ``x`` the true values under D, per-level weights
    ``w_l`` from the mechanism's own ledger: epsilon_l = 1/scale for Laplace / geometric noise,
