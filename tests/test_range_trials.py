@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from hierdp_core.audit.neighbours import range_pair
+from hierdp_core.audit.ranges import partition_code, range_adapter
 from hierdp_core.errors import MechanismError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -119,3 +120,23 @@ def test_batched_draws_refuse_what_one_release_does_not_draw():
         draws.laplace(0.0, 1.0, (12,))
     with pytest.raises(MechanismError, match="secure"):
         TrialDraws(calls, [NoiseSource(secure=True)])
+
+
+@pytest.mark.parametrize(("name", "params"), [("uniform", {}), ("h2", {}),
+                                              ("dawa", {"partition_if": "always"})])
+def test_audit_runner_gives_the_releases_one_by_one(name, params):
+    """The range audit's rows: every node's released histogram, then the changed leaf's
+    partition code (-1 without a partition), as the releases one by one give them."""
+    mechanism = get_mechanism(name)
+    adapter = range_adapter(mechanism, epsilon=1.0, params=params)
+    pair = range_pair()
+    node = int(pair.path[-1])
+    out = adapter.run(pair.d1, 25, NoiseSource(seed=2))
+    source = NoiseSource(seed=2)
+    for row in out:
+        release = mechanism.release(pair.d1, adapter.budget, source=source, **params)
+        code = partition_code(None if release.edges is None else release.edges[node])
+        assert np.array_equal(row, np.append(release.values.ravel(), code))
+    codes = out[:, -1]
+    assert (codes >= 0).all() if name != "h2" else (codes == -1).all()
+    assert name != "dawa" or np.unique(codes).size > 1  # partitions that follow the noise
