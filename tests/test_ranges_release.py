@@ -113,7 +113,7 @@ def test_stage2_batches_route_every_row_to_its_own_partitions_strategy(monkeypat
         def __init__(self, bounds):
             self.bounds = bounds
 
-    def measure_and_fit(batch, counts, which, epsilon, source, stage):
+    def measure_and_fit(batch, counts, which, epsilon, source, stage, releases=1):
         return batch.bounds[which, 1:].astype(float)
 
     monkeypatch.setattr(module, "stage2_strategies", lambda w, bounds, kind, b: Stub(bounds))
