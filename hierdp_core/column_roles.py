@@ -173,3 +173,32 @@ def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
         return [str(c) for c in table.columns
                 if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)]
     return side(ORIGIN_WORDS), side(DESTINATION_WORDS)
+
+
+GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size")  # not count words
+
+
+def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
+    """Whether ``table`` (geography ``levels`` chosen) looks like the input of ``query``
+    ("flows", "group-sizes", "ranges") by the roles its page would guess: origin and
+    destination columns named as such; a household id, or a group size, named as such; an
+    integer attribute that is not a level, a code, a count or an origin / destination
+    column. A query page starts on an uploaded table that fits it.
+
+    >>> people = pd.DataFrame({"county": ["a", "b"], "household": ["h1", "h2"], "age": [4, 40]})
+    >>> [fits(people, q, ["county"]) for q in ("flows", "group-sizes", "ranges")]
+    [False, True, True]
+    >>> fits(pd.DataFrame({"county": ["a", "b"], "population": [4, 40]}), "ranges", ["county"])
+    False
+    """
+    levels = list(map(str, levels))
+    if query == "flows":
+        return all(od_candidates(table))
+    if query == "group-sizes":
+        return (any(hinted(c, GROUP_HINTS) for c in group_candidates(table, levels))
+                or any(hinted(c, GROUP_SIZE_WORDS) for c in size_candidates(table, levels)))
+    if query != "ranges":
+        raise ValueError(f"no query page for {query!r}")
+    flow_levels = [c for side in od_candidates(table) for c in side]
+    return any(not hinted(c, COUNT_HINTS)
+               for c in attribute_candidates(table, [*levels, *flow_levels]))

@@ -43,7 +43,7 @@ widgets.page_header("Group sizes", "How many households of each size live in eve
                                    "of households kept exact.")
 MODEL = ("Who lives with whom is what is protected (neighbours: one person added to or "
          "removed from a household).")
-upload = sources.choose_source(wk.GS, "bundled households (US counties)")
+upload = sources.choose_source(wk.GS, "bundled households (US counties)", "group-sizes")
 if upload is None:
     data, data_key, geometry = samples.group_size_data(), "sample", samples.GS_SAMPLE_GEOMETRY
     spec = {"query": "group-sizes", "sample": "us-households", "levels": ["state", "county"],

@@ -43,7 +43,7 @@ SAMPLE_SPEC = {"query": "flows", "origin_levels": ["o_state", "o_airport"],
 widgets.page_header("Flows", "Trips between areas (origin → destination) released at every level "
                              "of the geography: state to state, state to airport, airport to "
                              "airport, all adding up, with the number of trips kept exact.")
-upload = sources.choose_source(wk.FL, "bundled US flights (airports)")
+upload = sources.choose_source(wk.FL, "bundled US flights (airports)", "flows")
 if upload is None:
     data, data_key, spec, counted = samples.flow_data(), "sample", SAMPLE_SPEC, "flights"
     geo = data.geography

@@ -64,7 +64,7 @@ widgets.page_header("Range queries", "How many people aged a to b live in each r
                                      "province? Histograms over single years of age released at "
                                      "every level of the geography: they add up, and any range "
                                      "of ages can be summed from them.")
-upload = sources.choose_source(wk.RG, "bundled Italian residents by age")
+upload = sources.choose_source(wk.RG, "bundled Italian residents by age", "ranges")
 if upload is not None:
     base, data_key, spec = sources.ranges_from_upload(upload)
     attribute, cell, root_name = base.attribute, "value", "total"

@@ -33,3 +33,28 @@ def test_settings_of_every_query_page_survive_visits_to_other_pages():
         assert_clean(at)
         _no_state_warning(at)
         assert getattr(at, kind)(key=key).value == value, (path, key)
+
+
+def test_a_query_page_starts_on_an_upload_it_fits_and_keeps_the_choice():
+    """Once a table is uploaded and its levels chosen on the Data page, a query page it fits
+    (`column_roles.fits`) starts on it, not on the bundled sample (whose release would be
+    thrown away); a user who chooses the sample finds it chosen after a visit elsewhere."""
+    import pandas as pd
+    from test_app import uploaded
+
+    from hierdp_core.ui import session
+
+    people = pd.DataFrame({"state": ["A"] * 4 + ["B"] * 3, "county": ["a1"] * 4 + ["b1"] * 3,
+                           "household": ["h1", "h1", "h2", "h3", "h4", "h4", "h4"],
+                           "age": [30, 31, 4, 80, 50, 52, 12]})
+    at = uploaded(page("pages/7_Group_sizes.py"), people, ["state", "county"]).run()
+    assert_clean(at)
+    assert at.radio(key="gs_source").value == "upload"
+    assert at.button(key="gs_up_suggest")  # the roles' guess waits for the click
+    assert session.GS_RELEASE not in at.session_state  # no release of the sample
+    at.radio(key="gs_source").set_value("sample").run()
+    at.switch_page("pages/2_Hierarchy.py").run()
+    at.switch_page("pages/7_Group_sizes.py").run()
+    assert_clean(at)
+    _no_state_warning(at)
+    assert at.radio(key="gs_source").value == "sample"

@@ -1,7 +1,8 @@
 """Saved configurations in a real headless Chromium (Debian's, driven by Playwright), on the
-US counties: a configuration saved on the Export page (seed 5), loaded in a new session: the
-Results page's release is the same; ``hierdp release --config`` on the sample file gives the
-same values too. Screenshots (with HIERDP_SCREENSHOTS=1): config_loaded.png.
+US counties: a configuration as Export saves it (seed 5, written by the session code outside
+the browser: the workshop saves one in the browser), loaded on Export in a new session: the
+Results page's release is ``hierdp release --config``'s on the sample file. Screenshots (with
+HIERDP_SCREENSHOTS=1): config_loaded.png.
 
 The helpers for the release report (`download_report`, `assert_opens_offline`,
 `state_map_values`) serve the report's checks in the US walk (test_browser_us_walk.py): the
@@ -28,19 +29,10 @@ from test_browser import (  # noqa: F401  (fixtures)
     start_on,
 )
 
-from hierdp_core.data.samples import SAMPLES
 from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
 FIGURES = ".js-plotly-plot"
-
-
-def start_us(pg, server_url: str) -> None:  # noqa: F811
-    """A new session on Results: the US counties (the default sample, as "Start with this
-    sample" on Home loads it) released and mapped."""
-    start_on(pg, server_url, "Results")
-    pg.get_by_text(f"Data: {SAMPLES['us-counties'].title}").first.wait_for()
-    maps_drawn(pg)
 
 
 def assert_opens_offline(browser, path: Path) -> tuple[pd.Series, str]:  # noqa: F811
@@ -124,42 +116,55 @@ def values(table: pd.DataFrame) -> pd.Series:
     return table.set_index(["node_id", "category"])["value"].sort_index()
 
 
-def test_saved_configuration_reproduces_the_release(server, page, browser,  # noqa: F811
-                                                    tmp_path):
-    start_us(page, server)
-    page.get_by_label("Seed", exact=True).fill("5")
-    page.get_by_label("Seed", exact=True).press("Enter")
-    settle(page)
-    press(page, "Run release")
-    first = download_release_csv(page, tmp_path)
-    page.get_by_text("Configuration: save it, or load a saved one").click()
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Save the configuration (JSON)").click()
-    saved = tmp_path / "hierdp_config.json"
-    download.value.save_as(saved)
+def _save_the_configuration(seed: int) -> None:
+    """What Export's "Save the configuration (JSON)" writes for a new session on the US
+    counties (the default sample) whose Results seed is ``seed`` (in an AppTest's script)."""
+    import streamlit as st
+
+    from hierdp_core.config import config_json
+    from hierdp_core.ui import config as config_ui
+    from hierdp_core.ui import session
+
+    session.load_sample_into_state("us-counties")
+    st.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.EXPLORATION,
+                                              config_ui.SEED: seed}
+    st.session_state["out"] = config_json(config_ui.current_config())
+
+
+def saved_configuration(path: Path, seed: int) -> Path:
+    """The configuration file of a US counties session with seed ``seed``, written at
+    ``path`` by the session code Export's save button calls (`ui.config.current_config`),
+    outside the browser: the save path in the browser (Results' seed, Run release, Export's
+    button) is walked by the workshop, whose downloads are checked against the library's
+    release of the file it saved (test_browser_workshop.py)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_save_the_configuration, args=(seed,), default_timeout=60).run()
+    assert not at.exception, [e.message for e in at.exception]
+    path.write_text(at.session_state["out"])
+    return path
+
+
+def test_saved_configuration_reproduces_the_release(server, page, tmp_path):  # noqa: F811
+    """A configuration saved from a session (seed 5), loaded on Export in a new session:
+    Results takes its seed, and the release downloaded from Export is the command line's
+    release of the same file (``hierdp release --config``) on the sample."""
+    saved = saved_configuration(tmp_path / "hierdp_config.json", 5)
     config = json.loads(saved.read_text())
     assert config["seed"] == 5 and config["data"] == {"sample": "us-counties"}
-
-    context = new_context(browser, viewport={"width": 1440, "height": 2600},
-                                  accept_downloads=True)
-    other = context.new_page()
-    other.set_default_timeout(90_000)
-    start_on(other, server, "Export")  # no release yet: the configuration section is open
-    other.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
+    start_on(page, server, "Export")  # no release yet: the configuration section is open
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
         str(saved))
-    other.get_by_text("Loaded hierdp_config.json").wait_for()
-    settle(other)
-    no_exception(other)
-    shot(other, "config_loaded")
-    goto(other, "Results")
-    maps_drawn(other)
-    assert other.get_by_label("Seed", exact=True).input_value() == "5"
-    assert other.get_by_text("set via the Session State API").count() == 0
-    shot(other, "config_loaded_results")
-    (tmp_path / "again").mkdir()
-    again = download_release_csv(other, tmp_path / "again")
-    context.close()
-    pd.testing.assert_series_equal(values(first), values(again))
+    page.get_by_text("Loaded hierdp_config.json").wait_for()
+    settle(page)
+    no_exception(page)
+    shot(page, "config_loaded")
+    goto(page, "Results")
+    maps_drawn(page)
+    assert page.get_by_label("Seed", exact=True).input_value() == "5"
+    assert page.get_by_text("set via the Session State API").count() == 0
+    shot(page, "config_loaded_results")
+    loaded = download_release_csv(page, tmp_path)
 
     from hierdp_core.cli.main import main
 
@@ -168,4 +173,4 @@ def test_saved_configuration_reproduces_the_release(server, page, browser,  # no
                  "none", "--out", str(tmp_path / "cli")]) == 0  # the values: no bootstrap
     cli = pd.read_csv(tmp_path / "cli" / "release.csv", dtype={"node_id": str},
                       keep_default_na=False)
-    pd.testing.assert_series_equal(values(first), values(cli), check_dtype=False)
+    pd.testing.assert_series_equal(values(loaded), values(cli), check_dtype=False)

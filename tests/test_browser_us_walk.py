@@ -23,7 +23,7 @@ Playwright), in one walk (one sample load, one session):
 
 What the walk once checked on the way and is checked elsewhere now: the Data page and the
 Hierarchy treemap (the layout walk, test_browser_layout.py, and the dark theme's walk,
-test_browser_colours.py); "Run release" on Results (test_browser_report.py, the workshop);
+test_browser_colours.py); "Run release" on Results (the workshop, test_browser_workshop.py);
 the error map's colours and hover label (test_browser_colours.py, both themes); the state
 level's map (test_browser_results.py); the Trade-offs sweep and its split comparison
 (AppTest: test_app.py, test_app_explain.py; a sweep drawn in the browser on the Group sizes,

@@ -69,3 +69,16 @@ def test_a_column_with_an_infinity_is_not_a_count():
     table = pd.DataFrame({"size": [-np.inf, 0.0], "people": [3, 4]})
     assert "size" not in roles.count_candidates(table) + roles.size_candidates(table)
     assert not roles.integer_valued(pd.Series([np.inf, 1.0]))
+
+
+def test_a_table_fits_the_query_pages_its_columns_name():
+    trips = pd.DataFrame({"o_state": ["06", "36"], "o_county": ["06037", "36061"],
+                          "d_state": ["36", "06"], "d_county": ["36061", "06037"]})
+    counts = pd.DataFrame({"state": ["A", "B"], "county": ["a", "b"], "n": [3, 4],
+                           "county_code": [1, 2]})
+    sizes = pd.DataFrame({"county": ["a", "a"], "size": [1, 2], "households": [5, 3]})
+    for table, levels, fitted in [(trips, ["o_state", "o_county"], ["flows"]),
+                                  (counts, ["state", "county"], []),
+                                  (sizes, ["county"], ["group-sizes", "ranges"])]:
+        assert [q for q in ("flows", "group-sizes", "ranges")
+                if roles.fits(table, q, levels)] == fitted, fitted

@@ -36,16 +36,24 @@ def uploaded_dataset() -> dict | None:
     return ds if ds is not None and ds["sample"] is None else None
 
 
-def choose_source(prefix: str, sample_label: str) -> dict | None:
+def choose_source(prefix: str, sample_label: str, query: str) -> dict | None:
     """A "Data" radio: the page's bundled sample (returns None) or the uploaded table
     (returns its dataset dict). Without an upload, choosing it shows how to get one and
-    stops the page."""
+    stops the page. The radio starts on the upload when its geography levels were chosen
+    on the Data page and it fits the page's ``query`` (`column_roles.fits`): a user who has
+    just uploaded a table of households, trips or ages comes to its page to release it, and
+    a first run on the bundled sample (its release and maps) would only be thrown away. A
+    choice once made is kept (`session.keep_page_settings`)."""
     ds = uploaded_dataset()
     labels = {SAMPLE: sample_label,
               UPLOAD: f"your table: {ds['name']} ({structure.describe()})" if ds
               else "your table (upload it first)"}
-    choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True,
-                      key=wk.page_key(prefix, wk.SOURCE))
+    key = wk.page_key(prefix, wk.SOURCE)
+    levels = st.session_state.get(session.ROLES, {}).get("levels") or []
+    if key not in st.session_state and ds is not None and levels \
+            and column_roles.fits(ds["table"], query, levels):
+        st.session_state[key] = UPLOAD
+    choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True, key=key)
     if choice == SAMPLE:
         return None
     if ds is None:
