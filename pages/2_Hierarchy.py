@@ -7,6 +7,8 @@ from hierdp_core.ui import session, widgets
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.viz import hierarchy_treemap
 
+TREEMAP_NODES = 600  # nodes given to the treemap: plotly.js builds each, drawn or not
+
 status_slot = widgets.page_header("Hierarchy", "The tree the release must add up over: every "
                                                "parent equals the sum of its children.")
 session.ensure_dataset()
@@ -31,6 +33,9 @@ small = int((h.aggregate(totals)[h.level_slice(h.depth)] < 100).sum())
 st.caption(f"{small:,} of {h.n_leaves:,} units at the finest level have fewer than 100 people: "
            "their released counts will carry the largest relative error.")
 st.subheader("The tree (area = population)")
-st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), labels=widgets.all_display_names(data)),
-                width="stretch", key=wk.TREEMAP)
+names = widgets.all_display_names(data)
+root = widgets.treemap_root(h, names, inp.table_key(wk.TREEMAP_ROOT) + "/" + "/".join(levels),
+                            TREEMAP_NODES)
+st.plotly_chart(hierarchy_treemap(h, h.aggregate(totals), root=root, labels=names,
+                                  max_nodes=TREEMAP_NODES), width="stretch", key=wk.TREEMAP)
 widgets.next_page("pages/3_Mechanism_and_budget.py", "Next: choose a mechanism and a budget")

@@ -91,6 +91,28 @@ def test_treemap_node_limit_and_depth(data, release):
         viz.hierarchy_treemap(h, release.values[:5])
 
 
+def test_treemap_below_a_unit(data, release):
+    """A treemap from a unit down: the unit, its children, their children ..., each tile the
+    sum of its children's, the unit's branches coloured as from the root; a root that is no
+    node is refused."""
+    h = data.hierarchy
+    state = int(h.level_offsets[1]) + 1
+    fig = viz.hierarchy_treemap(h, release.values, root=state)
+    trace = fig.data[0]
+    counties = h.children(state)
+    assert list(trace.ids) == list(h.node_ids()[[state, *counties]])
+    assert list(trace.parents) == ["", *[h.node_ids()[state]] * counties.size]
+    values = np.asarray(trace.values)
+    assert values[0] == pytest.approx(values[1:].sum())
+    assert list(values[1:]) == list(np.maximum(release.values[counties].sum(axis=1), 0))
+    whole = viz.hierarchy_treemap(h, release.values).data[0]
+    assert trace.marker.colors[0] == whole.marker.colors[0]  # the page's colour
+    assert trace.marker.colors[1] == whole.marker.colors[1 + h.level_size(1)]  # 1st county
+    assert h.level_names[1] in _title(fig) and "1 nodes" not in _title(fig)
+    with pytest.raises(InputError):
+        viz.hierarchy_treemap(h, release.values, root=h.n_nodes)
+
+
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 @pytest.mark.parametrize("name", list(palette.PALETTES))
 def test_treemap_labels_read_on_their_tiles(data, release, name, dark):

@@ -79,6 +79,7 @@ def structure_values(column: str) -> str:
 
 # ---- Hierarchy, Mechanism and budget (with `ui.split`) -----------------------------------------
 TREEMAP = "treemap"
+TREEMAP_ROOT = "treemap_root"  # the unit the treemap zooms into (+ the table and levels)
 MECH_NAME, DEFINITION, DELTA, LEDGER_FIG = "mech_name", "definition", "delta", "ledger_fig"
 PARAM = "param"  # the prefix of the counts mechanism's parameters
 SPLIT_PRESET, SPLIT_GOAL, SPLIT_GOAL_METRIC = "split_preset", "split_goal", "split_goal_metric"

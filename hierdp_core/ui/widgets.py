@@ -330,3 +330,20 @@ def all_display_names(data: CountData) -> np.ndarray:
     parts = [np.array([data.hierarchy.level_names[0]], dtype=object)]
     parts += [node_display_names(data, level) for level in range(1, data.hierarchy.n_levels)]
     return np.concatenate(parts)
+
+
+def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
+    """The node the Hierarchy treemap shows from: the root, or, when the whole tree has
+    more than ``max_nodes`` nodes (the treemap then stops above the finest levels), the
+    unit above the finest level chosen in a "Zoom into" box (named with its parents')."""
+    if h.n_nodes <= max_nodes or h.depth < 2:
+        return 0
+    paths = np.asarray(names, dtype=object).copy()
+    for level in range(2, h.depth):
+        sl = h.level_slice(level)
+        paths[sl] = paths[h.parent[sl]] + " › " + paths[sl]
+    options = [0, *range(1, int(h.level_offsets[h.depth]))]
+    whole = f"the whole tree ({h.level_names[0]})"
+    return st.selectbox(f"Zoom into (the finest units of {h.n_nodes:,} nodes are shown "
+                        "below a chosen unit)", options, key=key,
+                        format_func=lambda node: whole if node == 0 else paths[node])
