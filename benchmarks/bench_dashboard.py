@@ -47,10 +47,12 @@ each release must equal the library's release of the configuration that session 
 the dashboard's resident memory before and at its peak.
 
     python benchmarks/bench_dashboard.py [--repeats 3] [--skip-sweeps] [--skip-publishable]
-                                         [--publishable-only] [--sessions 10]
+                                         [--publishable-only [--pages "Group sizes"]]
+                                         [--sessions 10]
 
 ``--publishable-only`` times the publishable draws alone (``publishable`` and
-``publishable_download_s``, with no other scenario and no verdicts).
+``publishable_download_s``, with no other scenario and no verdicts); ``--pages`` those of
+the pages named (comma-separated, in that order; default all four).
 """
 
 from __future__ import annotations
@@ -321,15 +323,16 @@ def secure_draw(page, label: str) -> float:
     return painted(page, button.click, SECURE_FILES, buttons + 1)
 
 
-def bench_publishable(browser, repeats: int, outside: list[str]) -> dict:
-    """`secure_draw` on every query page, each repeat on a fresh dashboard (see the module
-    docstring); a page that fails records its error (and no time)."""
-    times: dict[str, list] = {label: [] for label in DRAW_PAGES}
+def bench_publishable(browser, repeats: int, outside: list[str],
+                      pages: tuple[str, ...] = DRAW_PAGES) -> dict:
+    """`secure_draw` on every query page of ``pages``, each repeat on a fresh dashboard (see
+    the module docstring); a page that fails records its error (and no time)."""
+    times: dict[str, list] = {label: [] for label in pages}
     for _ in range(repeats):
         with running_dashboard(warm_samples=True) as url:
             page, _ = new_page(browser, url, outside)
             start_sample(page, 0, US_MAPS)
-            for label in DRAW_PAGES:
+            for label in pages:
                 try:
                     times[label].append(secure_draw(page, label))
                 except PlaywrightError as exc:
@@ -382,6 +385,8 @@ def main() -> None:
     parser.add_argument("--skip-publishable", action="store_true")
     parser.add_argument("--publishable-only", action="store_true",
                         help="time the publishable draws alone")
+    parser.add_argument("--pages", default=",".join(DRAW_PAGES),
+                        help="with --publishable-only: the pages drawn (comma-separated)")
     parser.add_argument("--sessions", type=int, default=0,
                         help="run a workshop of this many sessions at once instead")
     args = parser.parse_args()
@@ -395,7 +400,10 @@ def main() -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True,
                                         args=CHROMIUM_ARGS)
-            out["publishable"] = bench_publishable(browser, args.repeats, outside)
+            pages = tuple(label.strip() for label in args.pages.split(","))
+            if not set(pages) <= set(DRAW_PAGES):
+                parser.error(f"--pages: choose among {list(DRAW_PAGES)}")
+            out["publishable"] = bench_publishable(browser, args.repeats, outside, pages)
             browser.close()
         out["publishable_download_s"] = worst_draw(out["publishable"])
         out["external_requests"] = len(outside)

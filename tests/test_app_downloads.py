@@ -3,18 +3,27 @@ exploration downloads of the Export and Flows pages have ``lower`` and ``upper``
 manifest its ``intervals`` record, at the level picked (90% by default; at 95% every
 interval at least as wide); on the Flows page a bootstrap waits for the "Prepare" click, on
 Export it is made as the page opens (issue 31: the buttons at once), a closed form needs
-nothing; the publishable release gets its intervals with the secure draw, computed once."""
+nothing; the publishable release gets its intervals with the secure draw, computed once; a
+release's content token is hashed once per release object."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import json
+from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+from release_inputs import small_data
 from test_app import assert_clean, page
 from test_app_verdict import file_names
 
+from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ui import downloads, session
 
 SAMPLE = "us-counties"
@@ -127,3 +136,20 @@ def test_the_interval_methods_are_named_once_with_their_levels():
                              "county": inverted}) == (
         f"parametric bootstrap (total); {inverted} (state, county)")
     assert methods_by_level({"total": "closed form", "county": "closed form"}) == "closed form"
+
+
+def test_a_release_token_is_hashed_once_per_release(monkeypatch):
+    release = get_mechanism("gs-topdown").release(small_data("group-sizes"),
+                                                  PrivacyBudget.pure(1.0),
+                                                  source=NoiseSource(seed=3))
+    token = downloads.release_token(release)
+    twin = dataclasses.replace(release, values=release.values.copy())
+    other = dataclasses.replace(release, values=release.values + np.ones_like(release.values))
+    assert downloads.release_token(twin) == token != downloads.release_token(other)
+    hashed = []
+    monkeypatch.setattr(downloads, "hashlib", SimpleNamespace(
+        blake2b=lambda **kw: hashed.append(1) or hashlib.blake2b(**kw)))
+    assert downloads.release_token(release) == token and hashed == []  # kept
+    with_intervals = downloads.attach_intervals(release, 0.9)
+    assert with_intervals is not release  # a new object, its token known at once
+    assert downloads.release_token(with_intervals) == token and hashed == []

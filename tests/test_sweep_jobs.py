@@ -1,6 +1,6 @@
 """hierdp_core.ui.sweep_jobs: sweeps kept per key, started once, restarted after a failure,
 the oldest finished dropped beyond KEEP, progress followed while they run; a prefetch paused
-while foreground work runs, until someone asks for it."""
+while foreground work runs and for a grace after it, until someone asks for it."""
 
 from __future__ import annotations
 
@@ -93,6 +93,25 @@ def test_a_background_sweep_pauses_while_foreground_work_runs(jobs):
         time.sleep(0.5)
         assert steps == [1] and not job.future.done()  # paused after its first release
     assert sweep_jobs.wait(job, lambda d, t: None) == "done" and steps == [1, 2, 3]
+
+
+def test_a_background_sweep_waits_for_the_grace_after_foreground_work(jobs, monkeypatch):
+    monkeypatch.setattr(sweep_jobs, "GRACE_S", 1.0)
+    steps = []
+    with sweep_jobs.foreground():
+        job = jobs.job("prefetch", _steps(steps), background=True)
+        time.sleep(0.2)
+    ended = time.monotonic()
+    time.sleep(0.5)
+    assert steps == [1]  # the page's run after the work and its painting: still paused
+    assert job.future.result(timeout=5) == "done" and steps == [1, 2, 3]
+    assert time.monotonic() - ended >= 1.0
+    steps.clear()
+    with sweep_jobs.foreground():
+        job = jobs.job("asked", _steps(steps), background=True)
+        time.sleep(0.2)
+    assert jobs.job("asked", _steps([])) is job  # "Run the sweep" pressed in the grace
+    assert job.future.result(timeout=0.5) == "done" and steps == [1, 2, 3]
 
 
 def test_a_sweep_asked_for_no_longer_pauses(jobs):

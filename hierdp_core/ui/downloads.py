@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -43,18 +44,27 @@ KEPT = 6
 LEVELS = (0.8, 0.9, 0.95)
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
 
+#: release object -> its `release_token`, while the object lives (releases are frozen
+#: dataclasses whose arrays nothing writes once made; equality is identity)
+_TOKENS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 
 def release_token(release) -> str:
     """A content key of a release: its mechanism, parameters, privacy record, randomness
-    and values (the values of every level for an O/D release)."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(json.dumps([release.mechanism, release.parameters, release.privacy,
-                              release.randomness], sort_keys=True, default=str).encode())
-    arrays = ([release.values] if hasattr(release, "values")
-              else [a for lv in release.levels for a in (lv.origin, lv.destination, lv.value)])
-    for array in arrays:
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
+    and values (the values of every level for an O/D release). Hashed once per release
+    object (`_TOKENS`): a run of a query page asks for it up to seven times, and the
+    Group sizes release, 3,193 regions x 1,001 sizes, takes 0.05 s of CPU to hash."""
+    token = _TOKENS.get(release)
+    if token is None:
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(json.dumps([release.mechanism, release.parameters, release.privacy,
+                                  release.randomness], sort_keys=True, default=str).encode())
+        arrays = ([release.values] if hasattr(release, "values") else
+                  [a for lv in release.levels for a in (lv.origin, lv.destination, lv.value)])
+        for array in arrays:
+            digest.update(np.ascontiguousarray(array))  # its buffer: no copy
+        token = _TOKENS[release] = digest.hexdigest()
+    return token
 
 
 def interval_level(prefix: str) -> float:
@@ -98,7 +108,9 @@ def attach_intervals(release, level: float, workload: Workload | None = None):
         while len(kept) >= KEPT:
             kept.pop(next(iter(kept)))
         kept[key] = (intervals, time.perf_counter() - started)
-    return dataclasses.replace(release, intervals=kept[key][0])
+    offered = dataclasses.replace(release, intervals=kept[key][0])
+    _TOKENS[offered] = key[0]  # the same values: the same token
+    return offered
 
 
 def prepared(release, prefix: str, level: float, workload: Workload | None = None,
