@@ -32,6 +32,8 @@ COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "ho
                "groups", "trips", "flows", "flights", "workers", "commuters", "total",
                "freq", "weight")
 GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family")
+PERSON_HINTS = ("person", "person_id", "pid")
+ATTRIBUTE_HINTS = ("age", "income", "travel_time")
 CODE_WORDS = ("code", "id", "fips", "geoid", "istat", "zip", "key", "tract", "cod", "codice")
 CODE_ENDINGS = ("no", "nr")  # town_no, tract_nr: a number that names a unit
 NAME_WORDS = ("name", "nom", "label", "nome", "libelle")
@@ -88,8 +90,10 @@ def size_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[st
 
 
 def attribute_candidates(table: pd.DataFrame, exclude: Iterable[str] = (),
-                         hints: tuple[str, ...] = ("age", "income", "travel_time")) -> list[str]:
-    """Columns that can be an ordered integer attribute (signed allowed), hinted first."""
+                         hints: tuple[str, ...] | None = None) -> list[str]:
+    """Columns that can be an ordered integer attribute (signed allowed), hinted first
+    (default `ATTRIBUTE_HINTS`)."""
+    hints = ATTRIBUTE_HINTS if hints is None else hints
     skip = set(map(str, exclude))
     valid = [str(c) for c in table.columns if str(c) not in skip and not looks_like_code(c)
              and table[c].dtype.kind in "iu"]
@@ -121,7 +125,7 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
             and not any(w in NAME_WORDS for w in _words(c))
-            and not hinted(c, GROUP_HINTS + ("person", "person_id", "pid"))]
+            and not hinted(c, GROUP_HINTS + PERSON_HINTS)]
     distinct = {c: int(part[c].nunique()) for c in pool}
     pool = [c for c in pool if distinct[c] > 1]
     pool.sort(key=lambda c: (distinct[c], not looks_like_code(c)))
@@ -190,15 +194,23 @@ def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
     [False, True, True]
     >>> fits(pd.DataFrame({"county": ["a", "b"], "population": [4, 40]}), "ranges", ["county"])
     False
+    >>> ages = pd.DataFrame({"county": ["a", "b"], "age_group": ["0-17", "18+"], "n": [4, 4]})
+    >>> fits(ages, "group-sizes", ["county"])
+    False
+    >>> sizes = pd.DataFrame({"county": ["a", "b"], "size": [1, 2], "households": [9, 4]})
+    >>> [fits(sizes, q, ["county"]) for q in ("group-sizes", "ranges")]
+    [True, False]
     """
     levels = list(map(str, levels))
     if query == "flows":
         return all(od_candidates(table))
-    if query == "group-sizes":
-        return (any(hinted(c, GROUP_HINTS) for c in group_candidates(table, levels))
+    if query == "group-sizes":  # "age_group" is an attribute's bands, not a household
+        return (any(hinted(c, GROUP_HINTS) and not hinted(c, ATTRIBUTE_HINTS)
+                    for c in group_candidates(table, levels))
                 or any(hinted(c, GROUP_SIZE_WORDS) for c in size_candidates(table, levels)))
     if query != "ranges":
         raise ValueError(f"no query page for {query!r}")
     flow_levels = [c for side in od_candidates(table) for c in side]
-    return any(not hinted(c, COUNT_HINTS)
+    not_attributes = COUNT_HINTS + GROUP_HINTS + GROUP_SIZE_WORDS + PERSON_HINTS
+    return any(not hinted(c, not_attributes)
                for c in attribute_candidates(table, [*levels, *flow_levels]))

@@ -92,6 +92,9 @@ def true_vs_released_scatter(truth, released, *, names=None, level_name: str,
 
 
 # ---- hierarchy -------------------------------------------------------------------------
+OTHERS_ID = "\u2026more"  # the id (below its parent's) of the tile of the units left out
+
+
 def hierarchy_treemap(hierarchy, totals, *, root: int = 0, max_depth: int | None = None,
                       max_nodes: int = 600, max_drawn: int = 1000,
                       labels=None) -> go.Figure:
@@ -103,7 +106,8 @@ def hierarchy_treemap(hierarchy, totals, *, root: int = 0, max_depth: int | None
     (under ``root``) is <= ``max_nodes`` (and <= ``max_depth`` levels below it): plotly.js
     builds every node it is given, drawn or not (3,193 US counties and states: about 3 s of
     browser time, against 0.3 s for the 53 nodes down to the states), so deeper units are
-    shown by choosing a smaller ``root``. At first two levels below the root are drawn, or
+    shown by choosing a smaller ``root``. When not even the level below ``root`` fits, its
+    ``max_nodes - 2`` largest units are shown and the others as one tile ("N more"). At first two levels below the root are drawn, or
     one when that would exceed ``max_drawn`` tiles; clicking a tile zooms into it. Tile
     sizes are the shown leaves' totals (negatives at 0) summed upwards, so the tiles nest
     even for an inconsistent release; hover shows each node's own value.
@@ -126,6 +130,14 @@ def hierarchy_treemap(hierarchy, totals, *, root: int = 0, max_depth: int | None
     depth = wanted
     while depth > 0 and counts[depth] > max_nodes:
         depth -= 1
+    others = None  # not one level below fits: its largest units, the rest as one tile
+    if depth == 0 and wanted > 0 and max_nodes >= 3:
+        children = under[1]
+        order = np.argsort(-np.nan_to_num(np.maximum(t[children], 0)), kind="stable")
+        under = [under[0], np.sort(children[order[:max_nodes - 2]])]
+        rest = children[order[max_nodes - 2:]]
+        others = (rest.size, float(np.nan_to_num(np.maximum(t[rest], 0)).sum()))
+        depth = 1
     nodes = np.concatenate(under[:depth + 1])
 
     sizes = np.zeros(h.n_nodes)
@@ -135,34 +147,60 @@ def hierarchy_treemap(hierarchy, totals, *, root: int = 0, max_depth: int | None
         np.add.at(sizes, h.parent[under[level]], sizes[under[level]])
     level_names = np.asarray(h.level_names, dtype=object)[h.level_of_nodes()[nodes]]
     names = h.labels() if labels is None else np.asarray(labels, dtype=object)
-    parents = h.parent_ids()[nodes]
-    parents[0] = ""
+    ids = list(h.node_ids()[nodes])
+    parents = [""] + list(h.parent_ids()[nodes[1:]])
     tiles, texts = _treemap_colours(h, under[:depth + 1])
+    tile_labels = [esc(x) for x in names[nodes]]
+    hover = [[esc(x) for x in level_names], number_texts(t[nodes])]
+    values = sizes[nodes]
+    if others is not None:  # one tile for the units left out, in the page's colour
+        sizes[root] += others[1]
+        values = np.append(sizes[nodes], others[1])
+        ids.append(f"{ids[0]}/{OTHERS_ID}")
+        parents.append(ids[0])
+        tile_labels.append(f"{others[0]:,} more")
+        tiles.append(tiles[0])
+        texts.append(texts[0])
+        hover = [[*hover[0], esc(h.level_names[top + 1])],
+                 [*hover[1], *number_texts(np.array([others[1]]))]]
     drawn_two = counts[min(depth, 2)] <= max_drawn
     fig = go.Figure(go.Treemap(
-        ids=list(h.node_ids()[nodes]),
-        parents=list(parents),
-        labels=[esc(x) for x in names[nodes]],
-        values=sizes[nodes],
+        ids=ids,
+        parents=parents,
+        labels=tile_labels,
+        values=values,
         branchvalues="total",
         marker={"colors": tiles, "line": {"color": palette.BACKGROUND[palette.is_dark()]}},
         textfont={"color": texts},
-        customdata=np.column_stack([[esc(x) for x in level_names], number_texts(t[nodes])]),
+        customdata=np.column_stack(hover),
         hovertemplate="<b>%{label}</b> (%{customdata[0]})<br>count: %{customdata[1]}"
                       "<br>share of parent: %{percentParent:.1%}<extra></extra>",
         maxdepth=3 if drawn_two else 2,
     ))
     shown = " > ".join(esc(x) for x in h.level_names[top:top + depth + 1])
-    sub = f"levels {shown}; {nodes.size:,} nodes; tile area = count"
-    if depth < wanted:
+    sub = f"levels {shown}; {len(ids):,} nodes; tile area = count"
+    if others is not None:
+        sub += (f"; the {under[1].size:,} largest {esc(h.level_names[top + 1])} units shown, "
+                f"{others[0]:,} more as one tile ({int(counts[1]):,} nodes would exceed "
+                f"{max_nodes:,})")
+    elif depth < wanted:
         nxt = h.level_names[top + depth + 1]
         sub += (f"; {esc(nxt)} not shown ({int(counts[depth + 1]):,} nodes would exceed "
                 f"{max_nodes:,})")
-    title = "Hierarchy (click a tile to zoom)" if root == 0 \
-        else f"{esc(names[root])} (click a tile to zoom)"
-    fig.update_layout(title=figure_title(title, sub), height=560,
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    fig.update_layout(title=figure_title(f"{_path(h, root, names)} (click a tile to zoom)",
+                                         sub),
+                      height=560, margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
+
+
+def _path(h, node: int, names) -> str:
+    """"Hierarchy" for the root, else the node's name after its ancestors' (below the
+    root), joined by " › " (a code may repeat under other parents)."""
+    chain = []
+    while node != 0:
+        chain.append(node)
+        node = int(h.parent[node])
+    return " › ".join(esc(names[a]) for a in reversed(chain)) or "Hierarchy"
 
 
 def subtree_levels(h, root: int) -> list[np.ndarray]:

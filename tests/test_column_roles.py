@@ -77,8 +77,12 @@ def test_a_table_fits_the_query_pages_its_columns_name():
     counts = pd.DataFrame({"state": ["A", "B"], "county": ["a", "b"], "n": [3, 4],
                            "county_code": [1, 2]})
     sizes = pd.DataFrame({"county": ["a", "a"], "size": [1, 2], "households": [5, 3]})
+    bands = pd.DataFrame({"county": ["a", "b"], "age_group": ["0-17", "18+"], "n": [4, 4]})
+    people = pd.DataFrame({"county": ["a", "a"], "household": [1, 2], "person": [1, 1]})
     for table, levels, fitted in [(trips, ["o_state", "o_county"], ["flows"]),
                                   (counts, ["state", "county"], []),
-                                  (sizes, ["county"], ["group-sizes", "ranges"])]:
+                                  (sizes, ["county"], ["group-sizes"]),  # size: no attribute
+                                  (bands, ["county"], []),  # age bands: no household
+                                  (people, ["county"], ["group-sizes"])]:  # ids: no ages
         assert [q for q in ("flows", "group-sizes", "ranges")
                 if roles.fits(table, q, levels)] == fitted, fitted

@@ -83,8 +83,9 @@ def test_treemap_node_limit_and_depth(data, release):
     fig = viz.hierarchy_treemap(h, release.values, max_nodes=1 + n_states)
     assert len(fig.data[0].ids) == 1 + n_states
     assert "county not shown" in _title(fig)
-    fig = viz.hierarchy_treemap(h, release.values, max_nodes=n_states)  # only the root fits
-    assert len(fig.data[0].ids) == 1
+    fig = viz.hierarchy_treemap(h, release.values, max_nodes=n_states)  # the states do not
+    assert len(fig.data[0].ids) == n_states  # the root, the largest states, "2 more"
+    assert fig.data[0].labels[-1] == "2 more" and "largest state units shown" in _title(fig)
     fig = viz.hierarchy_treemap(h, release.values, max_depth=1)
     assert len(fig.data[0].ids) == 1 + n_states
     with pytest.raises(InputError):
@@ -111,6 +112,27 @@ def test_treemap_below_a_unit(data, release):
     assert h.level_names[1] in _title(fig) and "1 nodes" not in _title(fig)
     with pytest.raises(InputError):
         viz.hierarchy_treemap(h, release.values, root=h.n_nodes)
+
+
+def test_treemap_shows_the_largest_units_when_a_level_does_not_fit(data, release):
+    """Not even the level below the root fits: its largest units, the rest as one tile whose
+    size is their total (a flat table of thousands of units, a zoomed region of 1,200
+    towns)."""
+    h = data.hierarchy
+    states = np.arange(h.level_offsets[1], h.level_offsets[2])
+    totals = np.maximum(release.values.sum(axis=1), 0)
+    trace = viz.hierarchy_treemap(h, release.values, max_nodes=5).data[0]
+    largest = states[np.argsort(-totals[states], kind="stable")[:3]]
+    assert list(trace.ids[1:4]) == list(h.node_ids()[np.sort(largest)])
+    assert trace.ids[4] == f"root/{viz.OTHERS_ID}" and trace.labels[4] == "3 more"
+    values = np.asarray(trace.values)
+    assert values[4] == pytest.approx(totals[np.setdiff1d(states, largest)].sum())
+    assert values[0] == pytest.approx(values[1:].sum())
+    state = int(h.level_offsets[1]) + 1
+    zoomed = viz.hierarchy_treemap(h, release.values, root=state, max_nodes=4).data[0]
+    counties = h.children(state)
+    assert len(zoomed.ids) == 4 and zoomed.labels[-1] == f"{counties.size - 2} more"
+    assert zoomed.parents[-1] == h.node_ids()[state]
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])

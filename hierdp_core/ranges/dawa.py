@@ -1,7 +1,7 @@
 """DAWA (Li, Hay, Miklau & Wang, PVLDB 7(5) 2014) for many histograms at once.
 
-``dawa(x, workload, epsilon, source, stage=...)`` runs, for every row of x (r, n): Stage 1, a private
-partition into near-uniform buckets with ``epsilon1 = rho * epsilon``; Stage 2,
+``dawa(x, workload, epsilon, source, stage=...)`` runs, for every row of x (r, n): Stage 1, a
+private partition into near-uniform buckets with ``epsilon1 = rho * epsilon``; Stage 2,
 the bucket counts measured through a workload-adapted strategy with ``epsilon2 = (1 - rho) *
 epsilon`` and combined by least squares (`greedy`); Stage 3, each bucket spread evenly over its
 cells. Stage 2 is numpy batched: the rows with the same number of buckets are
@@ -225,6 +225,9 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
     if partition_stage is None:
         raise MechanismError("DAWA's Stage 1 draws its noise from the plan's partition "
                              "stage: give partition_stage")
+    if releases > 1:
+        raise MechanismError("DAWA with a Stage 1 estimates one release at a time: its "
+                             "partition's draws follow the noise")
     marks = stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penalty,
                              stage=partition_stage)
     values = np.empty_like(x)
@@ -241,8 +244,8 @@ def dawa(x: np.ndarray, workload: Workload, epsilon: float, source: NoiseSource,
 
 def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage, releases=1):
     """Stage 2 for rows that all have k buckets (bounds (R, k + 1), or (1, k + 1) shared by
-    every row; counts (R, k)): the estimated bucket counts and the strategy used. Distinct partitions are solved in batches
-    of at most about ``BATCH_CELLS`` numbers per array."""
+    every row; counts (R, k)): the estimated bucket counts and the strategy used. Distinct
+    partitions are solved in batches of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
         return stage.noise_for(epsilon2).apply(counts, source, sensitivity=stage.sensitivity,
