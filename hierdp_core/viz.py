@@ -187,20 +187,21 @@ def hierarchy_treemap(hierarchy, totals, *, root: int = 0, max_depth: int | None
         nxt = h.level_names[top + depth + 1]
         sub += (f"; {esc(nxt)} not shown ({int(counts[depth + 1]):,} nodes would exceed "
                 f"{max_nodes:,})")
-    fig.update_layout(title=figure_title(f"{_path(h, root, names)} (click a tile to zoom)",
-                                         sub),
+    title = "Hierarchy" if root == 0 else esc(unit_paths(h, names, top)[root])
+    fig.update_layout(title=figure_title(f"{title} (click a tile to zoom)", sub),
                       height=560, margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
 
 
-def _path(h, node: int, names) -> str:
-    """"Hierarchy" for the root, else the node's name after its ancestors' (below the
-    root), joined by " › " (a code may repeat under other parents)."""
-    chain = []
-    while node != 0:
-        chain.append(node)
-        node = int(h.parent[node])
-    return " › ".join(esc(names[a]) for a in reversed(chain)) or "Hierarchy"
+def unit_paths(h, names, deepest: int) -> np.ndarray:
+    """Each node's name after its ancestors' below the root, joined by " › " (a code may
+    repeat under other parents), for the nodes of the levels down to ``deepest``; the root
+    keeps its own name."""
+    paths = np.asarray(names, dtype=object)[:int(h.level_offsets[deepest + 1])].copy()
+    for level in range(2, deepest + 1):
+        sl = h.level_slice(level)
+        paths[sl] = paths[h.parent[sl]] + " › " + paths[sl]
+    return paths
 
 
 def subtree_levels(h, root: int) -> list[np.ndarray]:

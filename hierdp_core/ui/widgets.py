@@ -33,6 +33,7 @@ from hierdp_core.ui.session import (
     sweep_timing_key,
 )
 from hierdp_core.verdict import not_private_reason
+from hierdp_core.viz import unit_paths
 
 PAGES = (
     ("app.py", "Home", ":material/home:"),
@@ -338,10 +339,7 @@ def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
     unit above the finest level chosen in a "Zoom into" box (named with its parents')."""
     if h.n_nodes <= max_nodes or h.depth < 2:
         return 0
-    paths = np.asarray(names, dtype=object).copy()
-    for level in range(2, h.depth):
-        sl = h.level_slice(level)
-        paths[sl] = paths[h.parent[sl]] + " › " + paths[sl]
+    paths = unit_paths(h, names, h.depth - 1)
     options = [0, *range(1, int(h.level_offsets[h.depth]))]
     whole = f"the whole tree ({h.level_names[0]})"
     return st.selectbox(f"Zoom into (the finest units of {h.n_nodes:,} nodes are shown "
