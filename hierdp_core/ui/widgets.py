@@ -33,7 +33,6 @@ from hierdp_core.ui.session import (
     sweep_timing_key,
 )
 from hierdp_core.verdict import not_private_reason
-from hierdp_core.viz import unit_paths
 
 PAGES = (
     ("app.py", "Home", ":material/home:"),
@@ -336,12 +335,28 @@ def all_display_names(data: CountData) -> np.ndarray:
 def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
     """The node the Hierarchy treemap shows from: the root, or, when the whole tree has
     more than ``max_nodes`` nodes (the treemap then stops above the finest levels), the
-    unit above the finest level chosen in a "Zoom into" box (named with its parents')."""
+    unit chosen in "Zoom into" boxes, one per level above the finest, side by side: each
+    lists the units under the one chosen in the box before it (so no box holds more than
+    one unit's children, however large the tree), and a box appears once the one before it
+    has a unit chosen."""
     if h.n_nodes <= max_nodes or h.depth < 2:
         return 0
-    paths = unit_paths(h, names, h.depth - 1)
-    options = [0, *range(1, int(h.level_offsets[h.depth]))]
-    whole = f"the whole tree ({h.level_names[0]})"
-    return st.selectbox(f"Zoom into (the finest units of {h.n_nodes:,} nodes are shown "
-                        "below a chosen unit)", options, key=key,
-                        format_func=lambda node: whole if node == 0 else paths[node])
+    st.caption(f"The tree has {h.n_nodes:,} nodes, too many to draw at once: choose a unit "
+               "to see the finest units below it.")
+    root = 0
+    for box, level in zip(st.columns(h.depth - 1), range(1, h.depth), strict=True):
+        sl = h.level_slice(level)
+        children = np.flatnonzero(h.parent[sl] == root) + sl.start
+        whole = "the whole tree" if root == 0 else f"all of {names[root]}"
+
+        def label(node: int, whole: str = whole, top: int = root) -> str:
+            return whole if node == top else str(names[node])
+
+        with box:  # a box per chosen unit: a new choice above starts the next one afresh
+            chosen = st.selectbox(f"Zoom into a unit of level '{h.level_names[level]}'",
+                                  [root, *children.tolist()], key=f"{key}/{root}",
+                                  format_func=label)
+        if chosen == root:
+            break
+        root = int(chosen)
+    return root
