@@ -141,11 +141,12 @@ def exact_partition_marks(x: np.ndarray, epsilon1: float, epsilon2: float,
             raise MechanismError("a Stage-1 noise draw beyond its reach (probability below "
                                  "exp(-1000))")
         costs[:, i, length - 1:] = noisy
-    source.record("ranges: DAWA Stage 1 bucket costs", Geometric(float(max(scales))),
+    sampled = "; ".join(f"length {int(length)}: scale {n.num}/{n.den}"
+                        for length, n in zip(cands.lengths, noises, strict=True))
+    source.record("ranges: DAWA Stage 1 bucket costs",
+                  Geometric(float(max(scales) / LATTICE)),  # the scale in units of cost
                   int(sum(x.shape[0] * (x.shape[1] - length + 1) for length in cands.lengths)),
                   None, round_up(loss), epsilon1,
-                  {"sampler": "hierdp-exact", "lattice": LATTICE,
-                   "sampled": "; ".join(f"length {int(length)}: scale {n.num}/{n.den}"
-                                        for length, n in zip(cands.lengths, noises,
-                                                             strict=True))})
+                  {"sampler": "hierdp-exact",
+                   "sampled": f"in units of 1/{LATTICE} of a cost: {sampled}"})
     return least_cost_marks(costs, cands)
