@@ -6,8 +6,10 @@ the same shape: they may be negative, and nothing is rounded. Their error does n
 the data. All take ``stage`` (keyword, no default): the measuring stage of the mechanism's
 privacy plan (`hierdp_core.mechanisms.ranges`), which states the L1 sensitivity of one
 histogram (Privelet: of one group of weighted coefficients) under the neighbouring relation
-and gives the noise at its exact scale for each epsilon spent (`Stage.noise_for`); the noise
-is OpenDP-mapped with that sensitivity.
+and gives the noise at its exact scale for each epsilon spent (`Stage.noise_for`). A secure
+source on the hierdp backend draws exact discrete Laplace of the same scale (rounded up) on
+the integer counts, totals, node counts and weighted Haar coefficients (`secure_measure`),
+its loss computed from the rational sampled; OpenDP's backend maps its continuous Laplace.
 
 Privacy. Neighbouring inputs differ by adding or removing one record, so one cell of one
 histogram changes by 1 (spec section 3). Every method is pure epsilon-DP for each histogram,
@@ -79,6 +81,7 @@ from hierdp_core.errors import BudgetError, InputError, MechanismError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes
 from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
+from hierdp_core.ranges.secure_measure import exact_backend, laplace_measure
 
 # ---- shared checks ---------------------------------------------------------------------------
 
@@ -108,12 +111,12 @@ def _check_branching(branching: int) -> None:
 
 def _measure(values: np.ndarray, stage: Stage, epsilon: float, source: NoiseSource,
              label: str) -> tuple[np.ndarray, Laplace]:
-    """``values`` plus the plan's noise for spending ``epsilon`` (`Stage.noise_for`); their
-    privacy loss (Laplace noise is continuous: OpenDP's map) at the stage's L1 sensitivity is
-    checked against epsilon. Returns (values, the noise used)."""
+    """``values`` plus the plan's noise for spending ``epsilon`` (`Stage.noise_for`; exact
+    discrete Laplace on the hierdp secure backend, `laplace_measure`); their privacy loss at
+    the stage's L1 sensitivity is checked against epsilon. Returns (values, the noise used)."""
     noise = stage.noise_for(epsilon)
-    return noise.apply(values, source, sensitivity=stage.sensitivity, budget=epsilon,
-                       label=label), noise
+    return laplace_measure(values, noise, source, sensitivity=stage.sensitivity,
+                           budget=epsilon, label=label), noise
 
 
 # ---- Identity and Uniform --------------------------------------------------------------------
@@ -314,7 +317,9 @@ def privelet_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -
     of one group of weighted coefficients (W c) and whose noise for epsilon in 1 + log2 N
     parts is Laplace(lambda), lambda = (1 + log2 N) / epsilon (`Stage.noise_for`); a group's
     coefficients c get it divided by W, mapped at sensitivity / W against epsilon / (1 +
-    log2 N)."""
+    log2 N). On the hierdp secure backend each group's integer W c gets exact discrete
+    Laplace of scale >= lambda (loss at most epsilon / (1 + log2 N), its own ledger entry),
+    then is divided by W."""
     rows, single = _as_rows(x)
     _check_epsilon(epsilon)
     r, n = rows.shape
@@ -322,10 +327,16 @@ def privelet_estimate(x, epsilon: float, source: NoiseSource, *, stage: Stage) -
     padded = np.zeros((r, 2**height))
     padded[:, :n] = rows
     weighted = stage.noise_for(epsilon, parts=1 + height)
-    noisy = [replace(weighted, scale=weighted.scale / w).apply(
-                 c, source, sensitivity=float(stage.sensitivity / w), budget=epsilon / (1 + height),
-                 label="ranges: privelet Haar coefficients")
-             for c, w in zip(haar_coefficients(padded), privelet_weights(height), strict=True)]
+    share, label = epsilon / (1 + height), "ranges: privelet Haar coefficients"
+    groups = zip(haar_coefficients(padded), privelet_weights(height), strict=True)
+    if exact_backend(source):  # W c is an integer: exact noise on it, then divided by W
+        noisy = [laplace_measure(c * w, weighted, source, sensitivity=stage.sensitivity,
+                                 budget=share, label=f"{label}, group {i} (W = {w:g})") / w
+                 for i, (c, w) in enumerate(groups)]
+    else:
+        noisy = [replace(weighted, scale=weighted.scale / w).apply(
+                     c, source, sensitivity=float(stage.sensitivity / w), budget=share,
+                     label=label) for c, w in groups]
     return _shaped_like_input(haar_cells(noisy)[:, :n], single)
 
 

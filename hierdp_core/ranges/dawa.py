@@ -43,6 +43,7 @@ from hierdp_core.ranges.partition import edge_lists, private_partition_marks
 from hierdp_core.ranges.partition import selection_stage as least_cost_stage
 from hierdp_core.ranges.privtree import privtree_marks
 from hierdp_core.ranges.privtree import selection_stage as privtree_stage
+from hierdp_core.ranges.secure_measure import laplace_measure
 from hierdp_core.ranges.strategy_cache import StrategyCache
 from hierdp_core.ranges.strategy_inference import least_squares_batch
 from hierdp_core.ranges.strategy_measurement import measure_batch
@@ -248,9 +249,9 @@ def _stage2(workload, bounds, counts, kind, branching, epsilon2, source, stage, 
     partitions are solved in batches of at most about ``BATCH_CELLS`` numbers per array."""
     k = bounds.shape[1] - 1
     if kind == "laplace" or k > MAX_TREE_BUCKETS:
-        return stage.noise_for(epsilon2).apply(counts, source, sensitivity=stage.sensitivity,
-                                               budget=epsilon2,
-                                               label="ranges: DAWA bucket counts"), "laplace"
+        return laplace_measure(counts, stage.noise_for(epsilon2), source,
+                               sensitivity=stage.sensitivity, budget=epsilon2,
+                               label="ranges: DAWA bucket counts"), "laplace"
     if kind != "greedy":
         strategy = stage2_strategies(workload, bounds[:1], kind, branching)
         return _measure_and_fit(strategy, counts, np.zeros(len(counts), dtype=np.int64),

@@ -43,6 +43,7 @@ import numpy as np
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
+from hierdp_core.ranges.secure_measure import exact_backend
 
 CANDIDATES = ("pow2", "all")
 MODES = ("provable", "reference")
@@ -137,18 +138,26 @@ class _SortedBlocks:
         return total_sum, total_count
 
 
+def windows(x: np.ndarray, length: int, blocks: _SortedBlocks):
+    """Every bucket of ``length`` cells of the rows of x (r, n), by start: its sum, its mean,
+    and the sum and number of its cells >= the mean, each (r, n - length + 1)."""
+    r, n = x.shape
+    starts = np.arange(n - length + 1)
+    cum = np.concatenate([np.zeros((r, 1)), np.cumsum(x, axis=1)], axis=1)
+    total = cum[:, starts + length] - cum[:, starts]
+    mean = total / length
+    above_sum, above_count = blocks.sum_count_at_least(starts, starts + length, mean)
+    return total, mean, above_sum, above_count
+
+
 def deviations(x: np.ndarray, length: int, blocks: _SortedBlocks | None = None) -> np.ndarray:
     """dev(x, b) of every bucket of ``length`` cells, by start: (r, n) -> (r, n - length + 1),
     from ``dev = 2 (sum of the cells >= mean - their number * mean)``."""
     x = np.asarray(x, dtype=float)
     r, n = x.shape
-    starts = np.arange(n - length + 1)
     if length == 1:
-        return np.zeros((r, starts.size))
-    blocks = blocks or _SortedBlocks(x)
-    cum = np.concatenate([np.zeros((r, 1)), np.cumsum(x, axis=1)], axis=1)
-    mean = (cum[:, starts + length] - cum[:, starts]) / length
-    above_sum, above_count = blocks.sum_count_at_least(starts, starts + length, mean)
+        return np.zeros((r, n))
+    _, mean, above_sum, above_count = windows(x, length, blocks or _SortedBlocks(x))
     return np.maximum(2.0 * (above_sum - above_count * mean), 0.0)
 
 
@@ -195,7 +204,7 @@ def least_cost_marks(costs: np.ndarray, cands: Candidates) -> np.ndarray:
     C[j - L] + cost[L, j - 1]); the loop runs over the n ends, every row and length at once,
     and back over the buckets, every row at once."""
     r, n_lengths, n = costs.shape
-    best = np.zeros((r, n + 1))
+    best = np.zeros((r, n + 1), dtype=costs.dtype)  # exact sums for integer costs
     choice = np.zeros((r, n + 1), dtype=np.int64)
     lengths = cands.lengths
     for end in range(1, n + 1):
@@ -250,6 +259,11 @@ def private_partition_marks(x: np.ndarray, epsilon1: float, epsilon2: float,
         raise InputError("the Stage-1 penalty must be >= 0")
     x = np.asarray(x, dtype=float)
     cands = Candidates.make(x.shape[1], candidates)
+    if mode == "provable" and exact_backend(source):
+        from hierdp_core.ranges.partition_exact import exact_partition_marks
+
+        return exact_partition_marks(x, epsilon1, epsilon2, source, stage=stage, cands=cands,
+                                     penalty=penalty)
     costs = bucket_costs(x, cands, epsilon2)
     scales = noise_scales(cands, epsilon1, mode, stage)
     noisy = costs.copy()

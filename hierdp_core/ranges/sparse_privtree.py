@@ -50,6 +50,7 @@ from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
 from hierdp_core.queries.sparse_rows import SparseRows
 from hierdp_core.ranges.privtree import FANOUT
+from hierdp_core.ranges.secure_measure import laplace_measure
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,9 +211,9 @@ def sparse_partition_laplace(data: SparseRows, epsilon: float, source: NoiseSour
     for k in np.unique(sizes):
         rows = np.flatnonzero(sizes == k)
         bounds = np.stack([edges[i] for i in rows])
-        noisy = noise.apply(sparse_bucket_sums(data, bounds, rows), source,
-                            sensitivity=stage.sensitivity, budget=epsilon2,
-                            label="ranges: DAWA bucket counts")
+        noisy = laplace_measure(sparse_bucket_sums(data, bounds, rows), noise, source,
+                                sensitivity=stage.sensitivity, budget=epsilon2,
+                                label="ranges: DAWA bucket counts")
         for i, values in zip(rows, noisy, strict=True):
             counts[i] = values
     return SparseRelease(edges, counts)

@@ -11,7 +11,9 @@ distribution the privacy proof is about. Here every step is exact integer arithm
 - Bernoulli(num/den) as ``uniform_below(den) < num``; Bernoulli(exp(-gamma)) for rational
   gamma by Canonne, Kamath & Steinke (2020), "The Discrete Gaussian for Differential
   Privacy", Algorithm 1 (`bernoulli`);
-- discrete Laplace of rational scale t/s, their Algorithm 2 (`laplace`);
+- discrete Laplace of rational scale t/s, their Algorithm 2 (`laplace`), also with one
+  scale t/s_i per element (`laplace.discrete_laplace_each`, for answers released with
+  public weights: `weighted`);
 - discrete Gaussian of rational variance a/b, their Algorithm 3 (`gaussian`);
 - the rational actually sampled is the float scale rounded up, and the privacy loss is
   computed from it exactly (`rational`);

@@ -27,7 +27,7 @@ _MAX_EXPONENT = 64  # finest power-of-two denominator tried
 _INT_LIMIT = 1 << 62
 
 
-def _round_up(value: Fraction) -> float:
+def round_up(value: Fraction) -> float:
     """The smallest float >= ``value``."""
     f = float(value)
     return f if Fraction(f) >= value else math.nextafter(f, math.inf)
@@ -82,9 +82,9 @@ def gaussian_rational(sigma: float) -> tuple[int, int]:
 
 def laplace_epsilon(t: int, s: int, sensitivity: float) -> float:
     """epsilon = D s / t of the discrete Laplace of scale t/s, rounded up."""
-    return _round_up(Fraction(sensitivity) * s / t)
+    return round_up(Fraction(sensitivity) * s / t)
 
 
 def gaussian_rho(a: int, b: int, sensitivity: float) -> float:
     """rho = D^2 / (2 sigma^2) of the discrete Gaussian of variance a/b, rounded up."""
-    return _round_up(Fraction(sensitivity) ** 2 * b / (2 * a))
+    return round_up(Fraction(sensitivity) ** 2 * b / (2 * a))
