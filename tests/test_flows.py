@@ -3,6 +3,7 @@ metrics, synthetic generator."""
 
 import doctest
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ from hierdp_core.flows.tree import topdown
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
 from hierdp_core.mechanisms.flows import StabilityHistogram
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import DiscreteGaussian, NoiseSource
+from hierdp_core.privacy.samplers import DiscreteGaussian, Laplace, NoiseSource
 
 TOPDOWN = ("inftda", "tda-l2", "tda-linf-milp")
 RHO = PrivacyBudget.zcdp(0.05, 1e-8)
@@ -207,6 +208,25 @@ def test_stability_histogram_has_no_false_positives_and_suppresses_small_cells()
     assert_consistent(r)
     with pytest.raises(BudgetError, match="epsilon and delta"):
         get_mechanism("stability-histogram").release(d, RHO)
+
+
+def test_secure_stability_histogram_draws_exact_noise_above_the_drawn_threshold():
+    d = synthetic_flows(4, 2, 0.9, max_flow=200, seed=3)
+    budget = PrivacyBudget.approx(1.0, 1e-6)
+    source = NoiseSource(secure=True)
+    r = get_mechanism("stability-histogram").release(d, budget, source=source)
+    (leaf,) = source.measurements
+    assert leaf["sampler"] == "hierdp-exact" and "discrete-laplace" in leaf["drawn_as"]
+    leaf_plan = SimpleNamespace(noise=Laplace(leaf["scale"]))
+    paper = StabilityHistogram.threshold(1.0, 1e-6)
+    drawn = StabilityHistogram().drawn_threshold(budget, leaf_plan, source)
+    # the threshold of the scale drawn (2/epsilon rounded up): never below the paper's
+    assert paper <= drawn <= paper * (1 + 2.0**-16)
+    assert drawn == StabilityHistogram().drawn_threshold(budget, leaf_plan, source)
+    assert StabilityHistogram().drawn_threshold(budget, leaf_plan, NoiseSource(seed=1)) == paper
+    kept = r.levels[-1].value
+    assert kept[kept > 0].min() >= math.floor(drawn)
+    assert_consistent(r)
 
 
 def test_release_frame_ids_and_parents():

@@ -17,7 +17,7 @@ from release_inputs import UNIT_MEASUREMENT, budget_for, small_data
 
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.privacy import samplers
+from hierdp_core.privacy import secure_apply
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.exact import ExactNoise, weighted
 from hierdp_core.privacy.exact.laplace import discrete_laplace_each
@@ -49,10 +49,11 @@ def no_continuous_noise(*args, **kwargs):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_secure_measurements_are_exact_and_only_stage1_is_continuous(name, monkeypatch):
+def test_secure_measurements_and_stage1_tests_are_exact(name, monkeypatch):
     mechanism = get_mechanism(name)
-    if not mechanism.privacy_plan().composite:  # no Stage 1: OpenDP never called
-        monkeypatch.setattr(samplers, "opendp_apply", no_continuous_noise)
+    reference = not mechanism.info.private  # dawa-reference: float costs, never publishable
+    if not reference:
+        monkeypatch.setattr(secure_apply, "opendp_apply", no_continuous_noise)
     release = mechanism.release(small_data("ranges"), budget_for(mechanism.info),
                                 source=secure())
     measured = release.randomness["measurements"]
@@ -62,7 +63,11 @@ def test_secure_measurements_are_exact_and_only_stage1_is_continuous(name, monke
     for m in stage2:
         assert (m["sampler"], m["noise"]) == ("hierdp-exact", "geometric"), m
         assert "scale" in m["sampled"] and m["privacy_loss"] <= m["budget_share"]
-    assert all(m["sampler"] == "opendp" for m in measured if STAGE1 in m["measurement"])
+    for m in measured:  # PrivTree's tests as exact Bernoulli draws (`privtree_exact`)
+        assert m["sampler"] == ("opendp" if reference and STAGE1 in m["measurement"]
+                                else "hierdp-exact"), m
+        if STAGE1 in m["measurement"] and not reference:
+            assert m["sampled"].startswith(("Laplace test", "length")), m
 
 
 @pytest.mark.parametrize("name", ["identity", "privelet", "greedy-h"])
@@ -197,7 +202,7 @@ def test_each_element_draws_at_its_own_scale(t, scales):
 
 
 def test_least_cost_stage1_draws_exact_noise(monkeypatch):
-    monkeypatch.setattr(samplers, "opendp_apply", no_continuous_noise)
+    monkeypatch.setattr(secure_apply, "opendp_apply", no_continuous_noise)
     source = secure()
     release = get_mechanism("dawa").release(small_data("ranges"), PrivacyBudget.pure(1.0),
                                             source=source, partition="least-cost",

@@ -298,22 +298,38 @@ SECURE_CASES = [("laplace", 1.0), ("gaussian", 2.0), ("geometric", 0.3), ("geome
                 ("discrete-gaussian", 0.5), ("discrete-gaussian", 3.0)]
 
 
+def fitted(x: np.ndarray, drawn: str) -> np.ndarray:
+    """``x`` as the fit of ``drawn`` takes it: integer noise as int64 (its floats hold whole
+    numbers when it stands for continuous noise)."""
+    return x.astype(np.int64) if NOISES[drawn].integer else x
+
+
+#: what secure continuous noise on integer values is drawn as on the hierdp backend: its
+#: exact integer counterpart at the same scale (`hierdp_core.privacy.secure_apply`)
+COUNTERPART = {"laplace": "geometric", "gaussian": "discrete-gaussian"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "scale"), SECURE_CASES,
                          ids=[f"{n}-{s:g}" for n, s in SECURE_CASES])
 def test_secure_fits_exact_distribution(name, scale, monkeypatch):
     monkeypatch.setattr(opendp_noise, "_CHUNK_SIZE", 6000)  # 4 chunks on parallel threads
-    zeros = np.zeros(N_SECURE, dtype=np.int64 if NOISES[name].integer else float)
-    x = NOISES[name](scale).apply(zeros, NoiseSource(secure=True))
-    assert x.dtype == (np.int64 if NOISES[name].integer else np.float64)
-    # a secure draw cannot be seeded, so a right sampler is rejected with probability ALPHA
-    # (one CI run in about 170 over these six cases); a rejection is checked on a fresh draw,
-    # so a right sampler fails with probability ALPHA**2 and a wrong one still fails both
-    if fit_pvalue(x, name, scale) < ALPHA:
-        again = NOISES[name](scale).apply(zeros, NoiseSource(secure=True))
-        assert fit_pvalue(again, name, scale) >= ALPHA
-    if not NOISES[name].integer:
-        assert len(np.unique(x)) == len(x)  # a continuum, not a coarse grid
+    integer = NOISES[name].integer
+    zeros = np.zeros(N_SECURE, dtype=np.int64 if integer else float)
+    for backend in ("hierdp",) if integer else ("hierdp", "opendp"):
+        drawn = COUNTERPART[name] if backend == "hierdp" and not integer else name
+        x = NOISES[name](scale).apply(zeros, NoiseSource(secure=True, backend=backend))
+        assert x.dtype == zeros.dtype
+        # a secure draw cannot be seeded, so a right sampler is rejected with probability
+        # ALPHA (one CI run in about 170 over these cases); a rejection is checked on a
+        # fresh draw, so a right sampler fails with probability ALPHA**2, a wrong one twice
+        if fit_pvalue(fitted(x, drawn), drawn, scale) < ALPHA:
+            again = NOISES[name](scale).apply(zeros, NoiseSource(secure=True, backend=backend))
+            assert fit_pvalue(fitted(again, drawn), drawn, scale) >= ALPHA
+        if drawn in COUNTERPART:
+            assert len(np.unique(x)) == len(x)  # a continuum, not a coarse grid
+        else:
+            assert np.array_equal(x, np.rint(x))  # exact integer noise
 
 
 @pytest.mark.slow
@@ -348,8 +364,10 @@ def test_secure_apply_logs_its_privacy_loss(name, sensitivity, budget, backend):
     assert entry["cells"] == 20 and entry["measurement"] == "level 1"
     assert entry["privacy_loss"] == pytest.approx(budget, rel=1e-6)
     assert entry["privacy_loss"] <= budget * (1 + 1e-9)
-    exact = backend == "hierdp" and cls.integer
-    assert entry["sampler"] == ("hierdp-exact" if exact else "opendp")
+    # integer values: the exact sampler draws on the hierdp backend, continuous noise as its
+    # integer counterpart (`secure_apply`)
+    assert entry["sampler"] == ("hierdp-exact" if backend == "hierdp" else "opendp")
+    assert ("drawn_as" in entry) == (backend == "hierdp" and not cls.integer)
 
 
 def test_secure_apply_refuses_a_map_above_the_share():

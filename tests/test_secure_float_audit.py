@@ -39,8 +39,9 @@ Z_LIMIT = 4.5
 
 
 def opendp_source() -> NoiseSource:
-    """The secure backend whose range measurements are continuous (on hierdp's they are
-    exact integers: `test_ranges_secure_exact`)."""
+    """The secure backend whose continuous noise stays continuous (on hierdp's, continuous
+    noise on integer values is exact integer noise: `test_hierdp_draws_whole_numbers` below,
+    `test_ranges_secure_exact`)."""
     return NoiseSource(secure=True, backend="opendp")
 
 
@@ -59,15 +60,15 @@ def z_score(a: tuple[int, int], b: tuple[int, int]) -> float:
     return abs(k1 / n1 - k2 / n2) / se if se > 0 else (0.0 if k1 / n1 == k2 / n2 else np.inf)
 
 
-def counts_measurements(name: str, fill: int, **params) -> np.ndarray:
+def counts_measurements(name: str, fill: int, backend: str = "opendp", **params) -> np.ndarray:
     """The county-level measurements (OpenDP's outputs) of a secure count release."""
     table = pd.DataFrame({"state": np.repeat(["A", "B"], CELLS // 2),
                           "county": [f"c{i:05d}" for i in range(CELLS)], "n": fill})
     data = count_data_from_table(table, ["state", "county"], count_column="n")
     budget = (PrivacyBudget.zcdp(0.5) if params.get("noise") == "gaussian"
               else PrivacyBudget.pure(1.0))
-    release = get_mechanism(name).release(data, budget, source=NoiseSource(secure=True),
-                                          **params)
+    release = get_mechanism(name).release(
+        data, budget, source=NoiseSource(secure=True, backend=backend), **params)
     return release.noisy[data.hierarchy.level_slice(2)]
 
 
@@ -81,10 +82,8 @@ def tree_measurements(fill: int) -> np.ndarray:
 
 
 PATHS = {
-    "laplace.apply": lambda fill: Laplace(1.0).apply(np.full(CELLS, fill),
-                                                     NoiseSource(secure=True)),
-    "gaussian.apply": lambda fill: Gaussian(1.0).apply(np.full(CELLS, fill),
-                                                       NoiseSource(secure=True)),
+    "laplace.apply": lambda fill: Laplace(1.0).apply(np.full(CELLS, fill), opendp_source()),
+    "gaussian.apply": lambda fill: Gaussian(1.0).apply(np.full(CELLS, fill), opendp_source()),
     "raw-laplace": lambda fill: counts_measurements("raw-laplace", fill),
     "least-squares-laplace": lambda fill: counts_measurements("least-squares", fill,
                                                               noise="laplace"),
@@ -100,6 +99,16 @@ PATHS = {
 def test_low_bit_event_fires_alike_on_zeros_and_ones(path):
     zeros, ones = low_bit_event(PATHS[path](0)), low_bit_event(PATHS[path](1))
     assert z_score(zeros, ones) < Z_LIMIT, (zeros, ones)
+
+
+@pytest.mark.parametrize(("name", "params"), [("raw-laplace", {}),
+                                              ("least-squares", {"noise": "laplace"}),
+                                              ("least-squares", {"noise": "gaussian"})])
+def test_hierdp_draws_whole_numbers(name, params):
+    """On the default backend continuous noise on counts is exact integer noise
+    (`hierdp_core.privacy.secure_apply`): no float sum to leak through."""
+    measured = counts_measurements(name, 1, backend="hierdp", **params)
+    assert np.array_equal(measured, np.rint(measured)) and np.unique(measured).size > 10
 
 
 def test_the_audit_catches_float_addition():

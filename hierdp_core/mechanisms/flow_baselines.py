@@ -25,6 +25,7 @@ from hierdp_core.mechanisms.flow_base import (
 )
 from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.privacy.budget import APPROX_DP, ZCDP, PrivacyBudget
+from hierdp_core.privacy.exact import exact_noise
 from hierdp_core.privacy.levels import LevelPlan, derive_levels, privacy_record
 from hierdp_core.privacy.plan import SUBSTITUTE_TRIP, PrivacyPlan, Stage
 from hierdp_core.privacy.samplers import NoiseSource
@@ -177,12 +178,23 @@ class StabilityHistogram(LeafBaseline):
             queries=(QUERY,), privacy=APPROX_DP, private=True, consistent=True,
             neighbouring="bounded DP: one trip substituted; leaf histogram L1 sensitivity 2; "
                          "a cell absent from one dataset passes the threshold with "
-                         "probability <= delta/4",
+                         "probability <= delta/4 (Laplace), <= delta/(2 (1 + e^(-epsilon/2))) "
+                         "(secure: exact discrete Laplace)",
             capabilities=Capabilities(sparse_flows=True))
 
     @staticmethod
     def threshold(epsilon: float, delta: float) -> float:
         return 1 + 2 * math.log(2 / delta) / epsilon
+
+    def drawn_threshold(self, budget, plan, source) -> float:
+        """The threshold for the noise actually drawn: secure noise on the hierdp backend is
+        discrete Laplace of the scale rounded up to a rational b' (`secure_apply`), whose
+        tail P(Z >= b' ln(2/delta)) <= (delta/2) / (1 + alpha) needs the threshold at
+        1 + b' ln(2/delta) (from b = 2/epsilon it could pass by a hair); else `threshold`."""
+        if not (source.secure and source.backend == "hierdp"):
+            return self.threshold(budget.value, budget.delta)
+        drawn = exact_noise("discrete-laplace", plan.noise.scale)
+        return math.nextafter(1 + drawn.num / drawn.den * math.log(2 / budget.delta), math.inf)
 
     def check_budget(self, budget):
         if budget.definition != APPROX_DP:
@@ -197,7 +209,7 @@ class StabilityHistogram(LeafBaseline):
 
     def noisy_leaves(self, data, budget, plan, source):
         noisy = plan.apply(data.counts, source)
-        kept = np.where(noisy >= self.threshold(budget.value, budget.delta), np.rint(noisy), 0)
+        kept = np.where(noisy >= self.drawn_threshold(budget, plan, source), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 
     def record_note(self, plan):

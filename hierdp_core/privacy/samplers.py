@@ -8,10 +8,12 @@ reproducible exploration (values + a numpy draw), or a secure source. Secure int
 (`hierdp_core.privacy.exact`: the scale rounded up to a rational, exact integer noise from a
 ChaCha20 keystream added to the true int64 values, the loss computed from that rational);
 ``backend="opendp"`` uses OpenDP's measurements instead (`hierdp_core.privacy.opendp_noise`).
-Secure continuous noise (Laplace, Gaussian) stays on OpenDP with either backend: the exact
-sampler needs integer values, while OpenDP rounds float inputs onto its lattice and adds
-lattice noise, so no float sum made in numpy can leak through the low-order bits
-(Mironov 2012).
+Secure continuous noise (Laplace, Gaussian) on integer values is drawn by the exact sampler
+as its integer counterpart at the same scale (discrete Laplace, discrete Gaussian: the same
+privacy loss); on values that are not whole numbers, and on the OpenDP backend, it is
+OpenDP's, which rounds float inputs onto its lattice and adds lattice noise, so no float sum
+made in numpy can leak through the low-order bits (Mironov 2012)
+(`hierdp_core.privacy.secure_apply`).
 Every distribution also gives ``abs_quantile(q)``, e.g. the half-width of a 95% interval for
 one cell's noise.
 
@@ -33,10 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hierdp_core.errors import BudgetError, MechanismError
-from hierdp_core.privacy.exact import apply_exact, exact_noise
 from hierdp_core.privacy.noise_source import NoiseSource
 from hierdp_core.privacy.numpy_geometric import add_geometric_difference
-from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
+from hierdp_core.privacy.secure_apply import apply_secure
 
 _TAIL_SDS = 40  # pmf support used for exact moments of discrete distributions
 #: beyond this sigma the discrete Gaussian's moments and quantiles are the continuous
@@ -143,37 +144,20 @@ class Noise(ABC):
               budget: float | None = None, label: str = "measurement") -> np.ndarray:
         """``values`` plus independent noise, same shape.
 
-        Exploration: a numpy draw added to the values. Secure: integer noise on the
-        hierdp backend is the exact sampler's draw added to the true int64 values (overflow
-        refused); otherwise OpenDP's measurement applied to the values (integer noise needs
-        integer values). With ``sensitivity`` (L1 for Laplace / geometric, L2 for the
-        Gaussians) the privacy loss is logged on the source and must not exceed ``budget``
-        (the measurement's share: epsilon or rho), checked before any noise is drawn: on
-        the hierdp backend the loss computed exactly from the rational sampled (OpenDP's map
-        of the same rational agrees: a test), on OpenDP's its privacy map.
+        Exploration: a numpy draw added to the values. Secure (`secure_apply.apply_secure`):
+        on the hierdp backend exact integer noise added to the true integer values
+        (continuous noise on integer values drawn as its exact integer counterpart at the
+        same scale), otherwise OpenDP's measurement. With ``sensitivity`` (L1 for Laplace /
+        geometric, L2 for the Gaussians) the privacy loss is logged on the source and must
+        not exceed ``budget`` (the measurement's share: epsilon or rho), checked before any
+        noise is drawn: on the hierdp backend computed exactly from the rational sampled
+        (OpenDP's map of the same rational agrees: a test), on OpenDP's its privacy map.
         """
         values = np.asarray(values)
         if not source.secure:
             return self._add_numpy(values, source.rng)
-        if self.integer and values.dtype.kind not in "iub":
-            if not np.all(np.mod(values, 1) == 0):
-                raise MechanismError(f"{self.name} noise needs integer values")
-        flat = values.reshape(-1)
-        if self.integer and source.backend == "hierdp":
-            sampled = exact_noise(self._exact_kind, self.scale)
-            how = {"sampler": "hierdp-exact", "sampled": sampled.parameter}
-            loss = None if sensitivity is None else sampled.privacy_loss(sensitivity)
-        else:
-            sampled, how = None, {"sampler": "opendp"}
-            loss = None if sensitivity is None else opendp_privacy_loss(
-                self._opendp_kind, self.scale, self.integer, sensitivity, flat.size)
-        if loss is not None and budget is not None and loss > budget * (1 + 1e-9):
-            raise BudgetError(f"{label}: the privacy loss is {loss:.6g}, more than "
-                              f"its share of the budget {budget:.6g}")
-        noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer) \
-            if sampled is None else apply_exact(flat, sampled)
-        source.record(label, self, flat.size, sensitivity, loss, budget, how)
-        return noisy.reshape(values.shape)
+        return apply_secure(self, values, source, sensitivity=sensitivity, budget=budget,
+                            label=label)
 
     def describe(self) -> dict:
         return {"distribution": self.name, "scale": self.scale, "variance": self.variance,

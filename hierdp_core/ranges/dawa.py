@@ -39,11 +39,16 @@ from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.greedy_strategy import geometric_batch, greedy_strategies, uniform_batch
 from hierdp_core.ranges.interval_strategy import StrategyBatch
-from hierdp_core.ranges.partition import edge_lists, private_partition_marks
+from hierdp_core.ranges.partition import (
+    checked_partition_input,
+    edge_lists,
+    private_partition_marks,
+)
 from hierdp_core.ranges.partition import selection_stage as least_cost_stage
+from hierdp_core.ranges.partition_exact import exact_partition_marks
 from hierdp_core.ranges.privtree import privtree_marks
 from hierdp_core.ranges.privtree import selection_stage as privtree_stage
-from hierdp_core.ranges.secure_measure import laplace_measure
+from hierdp_core.ranges.secure_measure import exact_backend, laplace_measure
 from hierdp_core.ranges.strategy_cache import StrategyCache
 from hierdp_core.ranges.strategy_inference import least_squares_batch
 from hierdp_core.ranges.strategy_measurement import measure_batch
@@ -147,9 +152,13 @@ def stage1_partition(x, epsilon1, epsilon2, source, partition, candidates, penal
     where set), its noise from the plan's partition ``stage`` (`partition_stage`)."""
     if partition == "privtree":
         return privtree_marks(x, epsilon1, epsilon2, source, stage=stage)
+    mode = partition_mode(partition)
+    if mode == "provable" and exact_backend(source):  # integer costs, exact noise
+        x, cands = checked_partition_input(x, epsilon1, epsilon2, candidates, penalty)
+        return exact_partition_marks(x, epsilon1, epsilon2, source, stage=stage, cands=cands,
+                                     penalty=penalty)
     return private_partition_marks(x, epsilon1, epsilon2, source, stage=stage,
-                                   candidates=candidates, mode=partition_mode(partition),
-                                   penalty=penalty)
+                                   candidates=candidates, mode=mode, penalty=penalty)
 
 
 def atom_edges(workload: Workload) -> np.ndarray:

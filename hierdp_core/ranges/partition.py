@@ -43,7 +43,6 @@ import numpy as np
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.privacy.samplers import NOISES, NoiseSource
-from hierdp_core.ranges.secure_measure import exact_backend
 
 CANDIDATES = ("pow2", "all")
 MODES = ("provable", "reference")
@@ -246,24 +245,28 @@ def private_partition(x: np.ndarray, epsilon1: float, epsilon2: float, source: N
                                               penalty=penalty))
 
 
+def checked_partition_input(x, epsilon1: float, epsilon2: float, candidates: str,
+                            penalty: float) -> tuple[np.ndarray, Candidates]:
+    """``x`` as floats (r, n) and its candidates, once the stages' epsilons and the penalty
+    are checked (`BudgetError`, `InputError`)."""
+    if epsilon1 <= 0 or epsilon2 <= 0:
+        raise BudgetError("both DAWA stages need a positive epsilon")
+    if penalty < 0:
+        raise InputError("the Stage-1 penalty must be >= 0")
+    x = np.asarray(x, dtype=float)
+    return x, Candidates.make(x.shape[1], candidates)
+
+
 def private_partition_marks(x: np.ndarray, epsilon1: float, epsilon2: float,
                             source: NoiseSource, *, stage: Stage, candidates: str = "pow2",
                             mode: str = "provable", penalty: float = 0.0) -> np.ndarray:
     """DAWA Alg. 1 for every row of ``x`` (r, n): the partitions as marks (r, n + 1), an
     edge at e where set. Only the partitions leave this function; the noisy costs never do.
     ``stage``: the partition stage of the mechanism's privacy plan (`selection_stage` of
-    ``mode``), which gives the scales."""
-    if epsilon1 <= 0 or epsilon2 <= 0:
-        raise BudgetError("both DAWA stages need a positive epsilon")
-    if penalty < 0:
-        raise InputError("the Stage-1 penalty must be >= 0")
-    x = np.asarray(x, dtype=float)
-    cands = Candidates.make(x.shape[1], candidates)
-    if mode == "provable" and exact_backend(source):
-        from hierdp_core.ranges.partition_exact import exact_partition_marks
-
-        return exact_partition_marks(x, epsilon1, epsilon2, source, stage=stage, cands=cands,
-                                     penalty=penalty)
+    ``mode``), which gives the scales. The costs get the stage's Laplace noise (exploration,
+    the OpenDP backend, the reference mode); on the hierdp backend `dawa.stage1_partition`
+    takes the provable mode to `partition_exact` instead."""
+    x, cands = checked_partition_input(x, epsilon1, epsilon2, candidates, penalty)
     costs = bucket_costs(x, cands, epsilon2)
     scales = noise_scales(cands, epsilon1, mode, stage)
     noisy = costs.copy()

@@ -25,6 +25,10 @@ score is a count; the changes may have either sign since each decision's loss is
 absolute value). ``theta`` is public; the default, ``1/epsilon2`` (the expected noise of one
 extra bucket in Stage 2), is fixed, not tuned on data.
 
+Secure noise on the hierdp backend draws each test exactly, with no float on the path: a
+fair coin and an exact Bernoulli(exp(-rational)) of the test's own closed-form probability,
+lambda and delta rounded up on a 2^-20 grid (`hierdp_core.ranges.privtree_exact`).
+
 Example
 -------
 >>> from hierdp_core.privacy.samplers import NoiseSource
@@ -45,6 +49,7 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.partition import edge_lists
+from hierdp_core.ranges.privtree_exact import secure_test, split_decisions
 
 FANOUT = 2
 #: the score's L1 sensitivity under add/remove one record
@@ -52,6 +57,7 @@ SENSITIVITY = 1.0
 #: PrivTree's calibration for fan-out beta: lambda = (2 beta - 1)/(beta - 1) * sensitivity
 #: / epsilon1 (3 for beta = 2)
 SCALE_FACTOR = (2 * FANOUT - 1) / (FANOUT - 1)
+STAGE1_LABEL = "ranges: DAWA Stage 1 scores"
 
 
 def selection_stage(share: float = 1.0, **fields) -> Stage:
@@ -101,17 +107,27 @@ def privtree_marks(x: np.ndarray, epsilon1: float, epsilon2: float, source: Nois
     leaves = np.zeros((r, n + 1), dtype=bool)  # leaves[row, e]: an edge at e
     leaves[:, [0, n]] = True
     depth = 0
+    exact = secure_test(source, lam, theta)
     while active.any():
         score = median_deviations(x, lo, hi)
-        biased = np.maximum(score - depth * bias_step, theta - bias_step)
-        noisy = noise.apply(biased, source, label="ranges: DAWA Stage 1 scores")
-        split = active & (noisy > theta) & ((hi - lo) > 1)[None, :]
+        split = active & _decisions(score, depth, noise, bias_step, theta, exact, source) \
+            & ((hi - lo) > 1)[None, :]
         mid = (lo + hi) // 2
         rows, nodes = np.nonzero(split)
         leaves[rows, mid[nodes]] = True
         lo, hi, active = _children(lo, hi, mid, split)
         depth += 1
     return leaves
+
+
+def _decisions(score, depth, noise, bias_step, theta, exact, source) -> np.ndarray:
+    """Split or not, per bucket: ``b + Laplace(lambda) > theta`` with Laplace noise
+    (exploration, OpenDP's backend), or the same test drawn exactly (``exact``: the hierdp
+    backend, `privtree_exact`)."""
+    if exact is not None:
+        return split_decisions(exact, score, depth, source, noise, STAGE1_LABEL)
+    biased = np.maximum(score - depth * bias_step, theta - bias_step)
+    return noise.apply(biased, source, label=STAGE1_LABEL) > theta
 
 
 def _children(lo, hi, mid, split):

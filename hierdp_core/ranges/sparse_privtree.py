@@ -21,7 +21,8 @@ carry over unchanged.
   stream position of every visited bucket is computed (`_dense_index`) and the stream is
   skipped (``bit_generator.advance``) over the draws the dense loop discards, so the edges,
   the counts and every later draw are bit for bit the dense ones (a test). A secure source
-  draws only the visited buckets' noise (independent draws: same law).
+  draws only the visited buckets' tests (independent draws: same law), on the hierdp
+  backend exactly as the dense loop does (`privtree_exact`).
 * What is public: the declared domain (its size n fixes the bisection points and the
   depth), epsilon, rho and theta, never read from the data. Which cells are non-zero is
   used only inside the scores, as the dense mechanism uses them; the number of buckets
@@ -49,7 +50,8 @@ from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
 from hierdp_core.queries.sparse_rows import SparseRows
-from hierdp_core.ranges.privtree import FANOUT
+from hierdp_core.ranges.privtree import FANOUT, STAGE1_LABEL
+from hierdp_core.ranges.privtree_exact import secure_test, split_decisions
 from hierdp_core.ranges.secure_measure import laplace_measure
 
 
@@ -155,16 +157,18 @@ def sparse_privtree_partition(data: SparseRows, epsilon1: float, epsilon2: float
     path = np.zeros(r, dtype=np.int64)
     cuts_row, cuts = [], []
     depth = 0
+    exact = secure_test(source, noise.scale, theta)
     while row.size:
         wide = (hi - lo) > 1
         row, lo, hi, path = row[wide], lo[wide], hi[wide], path[wide]
         level = min(1 << depth, n)  # the dense loop's buckets at this depth
         score = sparse_median_deviations(data, row, lo, hi)
-        biased = np.maximum(score - depth * bias_step, theta - bias_step)
-        positions = row * level + _dense_index(depth, n, path, lo)
-        noisy = _noisy(noise, biased, source, positions, r * level,
-                       "ranges: DAWA Stage 1 scores")
-        split = noisy > theta
+        if exact is not None:  # the test drawn exactly (`privtree_exact`)
+            split = split_decisions(exact, score, depth, source, noise, STAGE1_LABEL)
+        else:
+            biased = np.maximum(score - depth * bias_step, theta - bias_step)
+            positions = row * level + _dense_index(depth, n, path, lo)
+            split = _noisy(noise, biased, source, positions, r * level, STAGE1_LABEL) > theta
         row, lo, hi, path = row[split], lo[split], hi[split], path[split]
         mid = (lo + hi) // 2
         cuts_row.append(row)
