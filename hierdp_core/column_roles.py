@@ -180,6 +180,11 @@ def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size")  # not count words
+#: a column named as a time is a table's period, not an ordered attribute of people
+TIME_WORDS = ("year", "yr", "month", "date", "period", "anno", "annee", "jahr")
+#: the fewest distinct values of an integer column taken for a range attribute by its values
+#: alone (one named as an attribute, e.g. ``age``, needs none)
+MIN_RANGE_VALUES = 5
 
 
 def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
@@ -200,6 +205,14 @@ def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
     >>> sizes = pd.DataFrame({"county": ["a", "b"], "size": [1, 2], "households": [9, 4]})
     >>> [fits(sizes, q, ["county"]) for q in ("group-sizes", "ranges")]
     [True, False]
+
+    An unnamed integer column is an attribute only with `MIN_RANGE_VALUES` values or more
+    (a sex coded 1/2 is not), and never when named as a time (a year of a yearly table):
+
+    >>> coded = pd.DataFrame({"county": list("abcdef"), "sex": [1, 2] * 3,
+    ...                       "year": [2020, 2021, 2022, 2023, 2024, 2025], "n": [4] * 6})
+    >>> fits(coded, "ranges", ["county"])
+    False
     """
     levels = list(map(str, levels))
     if query == "flows":
@@ -211,6 +224,7 @@ def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
     if query != "ranges":
         raise ValueError(f"no query page for {query!r}")
     flow_levels = [c for side in od_candidates(table) for c in side]
-    not_attributes = COUNT_HINTS + GROUP_HINTS + GROUP_SIZE_WORDS + PERSON_HINTS
-    return any(not hinted(c, not_attributes)
+    not_attributes = COUNT_HINTS + GROUP_HINTS + GROUP_SIZE_WORDS + PERSON_HINTS + TIME_WORDS
+    return any(hinted(c, ATTRIBUTE_HINTS) or (not hinted(c, not_attributes)
+                                              and table[c].nunique() >= MIN_RANGE_VALUES)
                for c in attribute_candidates(table, [*levels, *flow_levels]))
