@@ -2,8 +2,10 @@
 ``hierdp release --budget-total`` and the release's write-ahead spend, and ``hierdp budget``.
 
 A release with secure noise reserves its budget in the dataset's ledger before any noise is
-drawn (refused in one line when it would exceed the total) and commits it once the release
-folder is written; a seeded (exploration) release never touches the ledger.
+drawn (refused in one line when it would exceed the total), is marked with that entry
+(`charged`: its manifest names it, and only a marked secure release is publishable) and
+commits it once the release folder is written; a seeded (exploration) release never
+touches the ledger.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
     label = Path(str(cfg.data.get("file"))).name
     declare_if_given(run, ledger, fingerprint, label, unit_of(budget))
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism)
+                           mechanism=mechanism, max_delta=run.max_delta)
     return ledger, fingerprint, spend
 
 
@@ -154,23 +156,39 @@ def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
 
 
 def check_release_fits(run, budget, source, content) -> str | None:
-    """Refuse at once a secure release that its dataset's recorded total cannot hold
-    (`BudgetError`), before a cluster is started; `reserve_release` checks again, in one
-    transaction, when the noise is about to be drawn (give it the fingerprint returned
-    here: the input is hashed once). None for a seeded release. Nothing is written."""
+    """Refuse at once a secure release that its dataset's recorded total, or the delta
+    ceiling (``--max-delta``), cannot hold (`BudgetError`), before a cluster is started;
+    `reserve_release` checks again, in one transaction, when the noise is about to be
+    drawn (give it the fingerprint returned here: the input is hashed once). None for a seeded release. Nothing is written."""
     if not source.secure:
         return None
-    from hierdp_core.privacy.ledger import Ledger, charge_of, refusal
+    from hierdp_core.privacy.ledger import (
+        DatasetBudget,
+        Ledger,
+        charge_of,
+        delta_refusal,
+        refusal,
+    )
 
     fingerprint = input_fingerprint(content, run.key_file, Path(run.out))
     ledger = Ledger()
-    if run.budget_total is None and ledger.path.exists():
-        now = ledger.status(fingerprint)
-        if now.total is not None:
-            charge = charge_of(budget, now.unit)
-            if not now.fits(charge):
-                raise BudgetError(refusal(now, charge))
+    now = ledger.status(fingerprint) if ledger.path.exists() else \
+        DatasetBudget(fingerprint, "", None, None, False, ())
+    if run.budget_total is None and now.total is not None:
+        charge = charge_of(budget, now.unit)
+        if not now.fits(charge):
+            raise BudgetError(refusal(now, charge))
+    if not now.delta_fits(budget, run.max_delta):
+        raise BudgetError(delta_refusal(now.label or "this dataset", now.delta_spent,
+                                        budget.delta, run.max_delta))
     return fingerprint
+
+
+def charged(release, reserved: tuple | None):
+    """``release`` marked with the ledger entry its charge was reserved under
+    (`reserve_release`; `hierdp_core.releases.ReleaseRecord.charged`): the condition of a
+    publishable verdict; unchanged for a seeded release (``reserved`` None)."""
+    return release if reserved is None else release.charged(reserved[2].release_id)
 
 
 def commit_release(reserved: tuple | None, manifest: Path) -> str | None:

@@ -8,8 +8,10 @@ without HIERDP_HOME), beside the publisher's key and never in a release folder.
 Each dataset has a total in one unit:
 
 * ``epsilon`` (pure and approximate DP, basic composition): the epsilons of its releases
-  add up (their deltas add up too and are shown; no total is declared for delta). A zCDP
-  release cannot be counted against it and is refused.
+  add up, and so do the deltas of its approximate-DP releases, which may not exceed the
+  public delta ceiling (``max_delta``, `hierdp_core.verdict.DEFAULT_MAX_DELTA`): a release
+  that would take them above it is refused. A zCDP release cannot be counted against it
+  and is refused.
 * ``rho`` (zCDP): the rhos add up; a pure epsilon-DP release counts as epsilon^2 / 2
   (Bun & Steinke 2016, Prop. 1.4). An approximate-DP release is refused.
 
@@ -49,6 +51,7 @@ from pathlib import Path
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.verdict import DEFAULT_MAX_DELTA
 
 HOME_ENV = "HIERDP_HOME"
 LEDGER_FILE = "ledger.sqlite"
@@ -181,6 +184,13 @@ class DatasetBudget:
         """Whether one more release of ``charge`` stays within the total."""
         return self.total is None or self.spent + charge <= self.total * (1 + _REL_TOL)
 
+    def delta_fits(self, budget: PrivacyBudget, max_delta: float = DEFAULT_MAX_DELTA) -> bool:
+        """Whether one more release of ``budget`` keeps the deltas of the dataset's
+        approximate-DP releases, added up, at or below ``max_delta``."""
+        if budget.definition != APPROX_DP or not budget.delta:
+            return True
+        return self.delta_spent + budget.delta <= max_delta * (1 + _REL_TOL)
+
 
 class Ledger:
     """The ledger in one SQLite file (created with its folder, owner-only, on first use)."""
@@ -255,10 +265,12 @@ class Ledger:
                        (fingerprint, unit, float(total), _now(), now.label or label))
 
     def reserve(self, fingerprint: str, budget: PrivacyBudget, *, label: str,
-                destination: str, mechanism: str, release_id: str | None = None) -> Spend:
+                destination: str, mechanism: str, release_id: str | None = None,
+                max_delta: float = DEFAULT_MAX_DELTA) -> Spend:
         """Record the spend of one release before its noise is drawn, or refuse it (a
         `BudgetError` naming spent, total and asked) when it would exceed the dataset's
-        total. Without a total, the release's own budget becomes it (implicit). An existing
+        total, or take its deltas above ``max_delta`` (`DatasetBudget.delta_fits`). Without
+        a total, the release's own budget becomes it (implicit). An existing
         ``release_id`` returns its entry unchanged (a replay counts nothing twice)."""
         with self._transaction() as db:
             if release_id is not None:
@@ -269,6 +281,9 @@ class Ledger:
             now = _status(db, fingerprint)
             unit = now.unit or unit_of(budget)
             charge = charge_of(budget, unit)
+            if not now.delta_fits(budget, max_delta):
+                raise BudgetError(delta_refusal(now.label or label, now.delta_spent,
+                                                budget.delta, max_delta))
             if now.total is None:
                 db.execute("INSERT INTO datasets VALUES (?, ?, ?, 0, ?, ?)",
                            (fingerprint, unit, charge, _now(), label))
@@ -306,6 +321,17 @@ def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
     if row is None:
         return DatasetBudget(fingerprint, "", None, None, False, spends)
     return DatasetBudget(fingerprint, row[3], row[0], row[1], bool(row[2]), spends)
+
+
+def delta_refusal(label: str, spent: float, delta: float, max_delta: float) -> str:
+    """The one line refusing a release of ``delta`` that takes the deltas of the dataset
+    ``label`` (``spent`` so far) above ``max_delta``."""
+    spent = f"{label} has spent delta {spent:g}; " if spent else ""
+    return (f"this release's delta {delta:g} would take the deltas of "
+            f"{label}'s releases above the public ceiling "
+            f"{max_delta:g} ({spent}deltas of approximate-DP releases add up): release "
+            "with a smaller --delta, well below 1/n (the number of people), or raise "
+            "--max-delta on purpose")
 
 
 def refusal(now: DatasetBudget, charge: float) -> str:

@@ -132,15 +132,16 @@ def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None
 
 def counted(charge: Charge, prefix: str, draw):
     """``draw()`` (a publishable release), recorded in the dataset's ledger: reserved before
-    its noise is drawn (a `BudgetError` when it does not fit), committed once made and named
-    by its content token."""
+    its noise is drawn (a `BudgetError` when it does not fit), marked with its entry (the
+    condition of its publishable verdict), committed once made and named by its content
+    token."""
     from hierdp_core.ui.downloads import release_token
 
     ledger = Ledger()
     spend = ledger.reserve(charge.fingerprint, charge.budget, label=charge.label,
                            destination=f"dashboard ({prefix} downloads)",
                            mechanism=charge.mechanism)
-    release = draw()
+    release = draw().charged(spend.release_id)
     ledger.commit(spend.release_id, destination=f"dashboard ({prefix} downloads, release "
                                                 f"{release_token(release)[:12]})")
     return release
