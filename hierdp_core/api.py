@@ -199,8 +199,9 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         check_writable(out)
     reserved = []  # the ledger's reservation, made after the checks, before the noise
 
-    def reserve(budget) -> None:
-        reserved.append(reserve_release(config, run, budget, mechanism, source, content))
+    def reserve(budget, data) -> None:
+        reserved.append(reserve_release(config, run, budget, mechanism, source, content,
+                                        data=data))
 
     with _geography_file(geography) as geography_path:
         settings = replace(config, data={"file": name, **(
@@ -228,17 +229,17 @@ def release_of_config(cfg: ReleaseConfig, run: RunOptions, path: Path, source, t
     """(release, settings, data, budget) of the settings ``cfg`` with the run options
     ``run`` on the table at ``path`` (or ``table``, a DataFrame in memory) with the noise
     ``source``, made by the command line's code (`hierdp_core.cli.release`); nothing
-    written; ``before_noise(budget)`` is called once the input is checked, before any
-    noise is drawn (to charge a ledger); the settings as the table's preparation left
+    written; ``before_noise(budget, data)`` is called once the input (``data``) is checked,
+    before any noise is drawn (to charge a ledger); the settings as the table's preparation left
     them. A mechanism that is not private is refused. Raises a `HierdpError` for bad
     input."""
     from hierdp_core.cli.release import checked_mechanism, memory_release
 
     mechanism, cfg, budget, _ = checked_mechanism(cfg, allow_nonprivate=False)
 
-    def charge(_prepared_cfg) -> None:
+    def charge(_prepared_cfg, data) -> None:
         if before_noise is not None:
-            before_noise(budget)
+            before_noise(budget, data)
 
     made = memory_release(cfg, run, path, mechanism, budget, source, charge, table=table)
     return made.release, made.cfg, made.data, budget

@@ -52,3 +52,28 @@ def test_a_secure_draw_on_results_is_a_preview_and_export_draws_the_charged_one(
     manifest = json.loads(contents["ex_pub_dl_manifest"])
     assert manifest["publishable"] is True
     assert manifest["randomness"][LEDGER_ENTRY] == spend.release_id
+
+
+def test_a_draw_on_export_and_the_command_line_on_the_same_sample_share_one_budget(
+        monkeypatch, tmp_path, capsys):
+    """The dashboard keys the sample by its counts, as ``hierdp release`` keys the file
+    ``hierdp sample`` writes: the command line's release after a dashboard draw is the
+    second of one dataset (refused until a total is declared)."""
+    from conftest import run_cli
+
+    contents = {}
+    file_names(monkeypatch, contents)
+    at = page("pages/4_Results.py", SAMPLE).run()
+    at.switch_page("pages/6_Export.py").run()
+    at.button(key="ex_secure").click().run()
+    assert_clean(at)
+    config = json.loads(contents["cfg_save"])
+    assert config["data"] == {"sample": SAMPLE}
+    (tmp_path / "config.json").write_text(json.dumps({**config, "seed": None}))
+    table = tmp_path / f"{SAMPLE}.csv"
+    assert run_cli(capsys, "sample", SAMPLE, "--out", table)[0] == 0
+    code, _, err = run_cli(capsys, "release", table, "--config", tmp_path / "config.json",
+                           "--interval", "none", "--out", tmp_path / "r")
+    assert code == 2 and "budget total is not declared" in err, err
+    [dataset] = Ledger().datasets()
+    assert len(dataset.spends) == 1

@@ -113,12 +113,31 @@ def input_fingerprint(content, key_file, out: Path | None) -> str:
     return keyed_fingerprint(content, key)
 
 
+def dataset_keys(content, key_file, out: Path | None, data=None,
+                 fingerprint: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """(the ledger's key of the input, its aliases): for counts (``data`` a `CountData`)
+    the keyed fingerprint of its true counts (`counts_fingerprint`: the same records in
+    any order or format are one dataset) with the file's (``fingerprint``, else hashed
+    from ``content``) as its alias; otherwise the file's alone (the Dask engine's, whose
+    counts stay on the workers, and the other queries')."""
+    from hierdp_core.queries.counts import CountData
+
+    file_key = fingerprint or input_fingerprint(content, key_file, out)
+    if not isinstance(data, CountData):
+        return file_key, ()
+    from hierdp_core.export import publisher_key
+    from hierdp_core.privacy.dataset_key import counts_fingerprint
+
+    return counts_fingerprint(data, publisher_key(key_file, out)[0]), (file_key,)
+
+
 def reserve_release(cfg, run, budget, mechanism: str, source, content,
-                    fingerprint: str | None = None) -> tuple | None:
+                    fingerprint: str | None = None, data=None) -> tuple | None:
     """The write-ahead spend of ``hierdp release`` of ``cfg`` with the `RunOptions` ``run``
-    (its ``--out`` and ledger options): (ledger, fingerprint, `Spend`), or None for a
-    seeded release; the total declared first when ``--budget-total`` is given. Called
-    after the input is checked and before any noise is drawn."""
+    (its ``--out`` and ledger options) on the input ``data`` read from ``content``
+    (`dataset_keys`): (ledger, fingerprint, `Spend`), or None for a seeded release; the
+    total declared first when ``--budget-total`` is given. Called after the input is
+    checked and before any noise is drawn."""
     if not source.secure:
         if run.budget_total is not None or run.change_budget_total:
             raise InputError("--budget-total counts publishable releases; a seeded "
@@ -134,23 +153,24 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
         raise InputError(f"the budget ledger {str(ledger.path)!r} lies inside the release "
                          f"folder {str(out)!r}; set HIERDP_HOME elsewhere")
     check_target(out, run.overwrite, MANIFEST)  # a refused --out spends nothing
-    fingerprint = fingerprint or input_fingerprint(content, run.key_file, out)
+    fingerprint, aliases = dataset_keys(content, run.key_file, out, data, fingerprint)
     label = Path(str(cfg.data.get("file"))).name
-    declare_if_given(run, ledger, fingerprint, label, unit_of(budget))
+    declare_if_given(run, ledger, fingerprint, label, unit_of(budget), aliases)
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism, max_delta=run.max_delta)
+                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases)
     return ledger, fingerprint, spend
 
 
 def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
-                     default_unit: str) -> None:
+                     default_unit: str, aliases: tuple[str, ...] = ()) -> None:
     """The dataset's total declared when ``--budget-total`` is given (a plain number in
     ``default_unit``); ``--change-budget-total`` alone is refused. ``args``: the parsed
-    ``hierdp budget`` or a release's `RunOptions`."""
+    ``hierdp budget`` or a release's `RunOptions`; ``aliases``: the input's other keys
+    (`dataset_keys`)."""
     if args.budget_total is not None:
         total, unit = parse_total(args.budget_total, default_unit)
         ledger.declare_total(fingerprint, total, unit=unit, label=label,
-                             change=args.change_budget_total)
+                             change=args.change_budget_total, aliases=aliases)
     elif args.change_budget_total:
         raise InputError("--change-budget-total goes with --budget-total N")
 
@@ -234,7 +254,7 @@ def cmd_budget(args) -> int:
     if args.json:
         print(json.dumps(as_dict(now), indent=2))
         return 0
-    print(f"dataset {now.label or label} (fingerprint {fingerprint[:16]}…)")
+    print(f"dataset {now.label or label} (fingerprint {now.fingerprint[:16]}…)")
     for s in now.spends:
         state = ("committed " + (s.committed_utc or "") if s.finished
                  else "UNFINISHED: counted, its noise may have been drawn")
@@ -266,8 +286,9 @@ def as_dict(d: DatasetBudget) -> dict:
 
 
 def resolve_dataset(text: str, key_file, ledger: Ledger) -> tuple[str, str]:
-    """(fingerprint, label) of ``--dataset``: an input file (or a Dask dataset), else a
-    fingerprint or a unique prefix of one in the ledger."""
+    """(fingerprint, label) of ``--dataset``: an input file (or a Dask dataset: its bytes'
+    fingerprint, an alias of the dataset its release keyed by content), else a
+    fingerprint, or a unique prefix of one, of a dataset or an alias in the ledger."""
     path = Path(text)
     if path.exists() or any(ch in text for ch in "*?["):
         from hierdp_core.engine.dask_engine import dataset_files
@@ -276,7 +297,7 @@ def resolve_dataset(text: str, key_file, ledger: Ledger) -> tuple[str, str]:
         return input_fingerprint(content, key_file, None), path.name
     if not FINGERPRINT.fullmatch(text):
         raise InputError(f"--dataset {text!r} is neither a file nor a fingerprint")
-    matches = [d for d in ledger.datasets() if d.fingerprint.startswith(text)]
+    matches = ledger.matching(text)
     if len(matches) > 1:
         raise InputError(f"the fingerprint prefix {text!r} matches {len(matches)} datasets; "
                          "give more of it")

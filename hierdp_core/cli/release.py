@@ -101,8 +101,8 @@ def cmd_release(cfg, run) -> int:
             fingerprint_ahead(path, run.key_file)
         release, cfg, table, prepared, data, sparse, choice = memory_release(
             cfg, run, path, mechanism, budget, source,
-            before_noise=lambda prepared_cfg: spends.append(reserve_release(
-                prepared_cfg, run, budget, mechanism.info.name, source, content)))
+            before_noise=lambda prepared_cfg, data: spends.append(reserve_release(
+                prepared_cfg, run, budget, mechanism.info.name, source, content, data=data)))
         reserved = spends[0]
     release = charged(release, reserved)
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
@@ -190,12 +190,12 @@ class MemoryRelease(NamedTuple):
 def memory_release(cfg, run, path: Path, mechanism, budget, source, before_noise,
                    table=None) -> MemoryRelease:
     """The release of ``cfg`` held in memory: its input read and checked (`memory_input`),
-    its split (`_split`: the choice of ``--split-goal`` kept), then ``before_noise(cfg)``
-    with the settings as the input's preparation left them (the ledger's write-ahead
-    spend), then the ``mechanism``'s noise from ``source``."""
+    its split (`_split`: the choice of ``--split-goal`` kept), then ``before_noise(cfg,
+    data)`` with the settings as the input's preparation left them and the input's data
+    (the ledger's write-ahead spend), then the ``mechanism``'s noise from ``source``."""
     cfg, table, prepared, data, sparse = memory_input(cfg, run, path, table)
     choice, split = _split(cfg, mechanism, data, budget)
-    before_noise(cfg)
+    before_noise(cfg, data)
     release = mechanism.release(data, budget, split=split, source=source,
                                 **mechanism_params(cfg))
     return MemoryRelease(release, cfg, table, prepared, data, sparse, choice)
