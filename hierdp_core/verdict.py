@@ -137,10 +137,10 @@ def check_max_delta(value) -> float:
 
 
 def delta_record(privacy: dict, max_delta: float) -> dict:
-    """The delta part of a verdict: the ceiling, the release's delta (None for pure DP, and
-    for zCDP without one: its epsilon is then given at `REFERENCE_DELTA`) and whether it is
-    at or below the ceiling."""
-    ceiling, delta = check_max_delta(max_delta), privacy.get("delta")
+    """The delta part of a verdict: the ceiling, the delta the release's guarantee is
+    stated at (`epsilon_bound`: its own, `REFERENCE_DELTA` for zCDP without one, None for
+    pure DP) and whether it is at or below the ceiling."""
+    ceiling, delta = check_max_delta(max_delta), epsilon_bound(privacy)["delta"]
     delta = float(delta) if _finite(delta) else None
     return {"max_delta": ceiling, "delta": delta,
             "within": delta is None or delta <= ceiling}

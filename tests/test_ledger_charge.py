@@ -199,3 +199,13 @@ def test_the_ledger_counts_no_delta_of_zcdp_or_pure_releases(tmp_path):
     ledger.reserve("cd" * 32, PrivacyBudget.approx(1.0, 2e-5), label="t", destination="o",
                    mechanism="topdown", max_delta=1e-4)  # a ceiling raised on purpose
     assert ledger.status("cd" * 32).delta_spent == pytest.approx(2e-5)
+
+
+def test_a_zcdp_release_without_delta_is_held_to_the_ceiling_at_its_reference_delta():
+    """Its epsilon is stated at `REFERENCE_DELTA` (1e-6): a ceiling below that is not met."""
+    result = verdict(randomness={"mode": "secure", LEDGER_ENTRY: "e1"},
+                     mechanism_private=True, mechanism_name="topdown",
+                     structure_declared=True, privacy={"definition": "zcdp", "rho": 0.5},
+                     max_delta=1e-7)
+    assert result["delta_ceiling"] == {"max_delta": 1e-7, "delta": 1e-6, "within": False}
+    assert result["publishable"] is False
