@@ -179,7 +179,8 @@ def check_release_fits(run, budget, source, content) -> str | None:
     """Refuse at once a secure release that its dataset's recorded total, or the delta
     ceiling (``--max-delta``), cannot hold (`BudgetError`), before a cluster is started;
     `reserve_release` checks again, in one transaction, when the noise is about to be
-    drawn (give it the fingerprint returned here: the input is hashed once). None for a seeded release. Nothing is written."""
+    drawn (give it the fingerprint returned here: the input is hashed once). None for a
+    seeded release. Nothing is written."""
     if not source.secure:
         return None
     from hierdp_core.privacy.ledger import (

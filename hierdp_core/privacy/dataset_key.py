@@ -34,17 +34,21 @@ def counts_fingerprint(data, key: bytes) -> str:
     order of the rows, units or categories and whatever empty units are declared."""
     counts = np.asarray(data.leaf_counts)
     h = data.hierarchy
-    leaf_ids = np.asarray(h.node_ids()[h.level_slice(h.depth)], dtype=object)
     rows, cols = np.nonzero(counts)
-    ids, id_rank = np.unique(leaf_ids[rows].astype(str), return_inverse=True)
     names = data.categories if data.has_categories else ("",)  # plain totals: one name
-    labels, label_rank = np.unique(np.asarray(names, dtype=str)[cols], return_inverse=True)
-    order = np.lexsort((label_rank, id_rank))
     mac = hmac.new(key, COUNTS_TAG, digestmod=hashlib.sha256)
-    for texts in (ids, labels):
-        mac.update(len(texts).to_bytes(8, "little"))
-        mac.update("\0".join(texts.tolist()).encode())
-    for column in (id_rank[order], label_rank[order], counts[rows, cols][order]):
+    ranks = []
+    for index, texts in ((rows, h.node_ids()[h.level_slice(h.depth)]), (cols, names)):
+        present = np.unique(index)  # the units (categories) with a count, by position
+        labels = np.asarray(texts, dtype=object)[present].astype(str)
+        order = np.argsort(labels, kind="stable")
+        rank = np.empty(present.size, dtype=np.int64)
+        rank[order] = np.arange(present.size)
+        ranks.append(rank[np.searchsorted(present, index)])
+        mac.update(present.size.to_bytes(8, "little"))
+        mac.update("\0".join(labels[order].tolist()).encode())
+    order = np.lexsort((ranks[1], ranks[0]))
+    for column in (ranks[0][order], ranks[1][order], counts[rows, cols][order]):
         mac.update(np.ascontiguousarray(column, dtype="<i8").tobytes())
     return mac.hexdigest()
 
