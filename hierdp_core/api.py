@@ -62,7 +62,7 @@ from pathlib import Path
 
 from hierdp_core.config import ReleaseConfig, RunOptions
 from hierdp_core.errors import InputError
-from hierdp_core.verdict import DEFAULT_MAX_EPSILON
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 
 DATAFRAME = "<DataFrame>"  # the manifest's input file name of a table given in memory
 
@@ -81,6 +81,7 @@ class CountRelease:
     max_epsilon: float
     content: object
     paths: dict | None = None  # the written files, once written
+    max_delta: float = DEFAULT_MAX_DELTA
 
     def __repr__(self) -> str:
         verdict = ("publishable" if self.manifest["publishable"] else "not publishable: "
@@ -110,10 +111,11 @@ class CountRelease:
                              "publishable release is written once (release again to draw "
                              "another, which spends budget again)")
         return _write(self.release, self.manifest, self.content, folder, overwrite,
-                      tuple(formats), key_file, self.max_epsilon)
+                      tuple(formats), key_file, self.max_epsilon, self.max_delta)
 
 
-def _write(made, manifest, content, folder, overwrite, formats, key_file, max_epsilon) -> dict:
+def _write(made, manifest, content, folder, overwrite, formats, key_file, max_epsilon,
+           max_delta) -> dict:
     from hierdp_core.export import write_release
 
     return write_release(made, folder, formats=formats,
@@ -121,7 +123,7 @@ def _write(made, manifest, content, folder, overwrite, formats, key_file, max_ep
                          input_spec={k: v for k, v in manifest["input"].items()
                                      if k != "fingerprint"},
                          input_content=content, key_file=key_file, overwrite=overwrite,
-                         max_epsilon=max_epsilon)
+                         max_epsilon=max_epsilon, max_delta=max_delta)
 
 
 def release(table, levels: Sequence[str], count_column: str | None = None, *,
@@ -132,7 +134,8 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
             names: Mapping[str, str] | None = None, split: Sequence[float] | str = "uniform",
             params: Mapping[str, object] | None = None, invariants: Sequence[str] = (),
             seed: int | None = None, interval: float | None = None,
-            max_epsilon: float = DEFAULT_MAX_EPSILON, out=None, overwrite: bool = False,
+            max_epsilon: float = DEFAULT_MAX_EPSILON, max_delta: float = DEFAULT_MAX_DELTA,
+            out=None, overwrite: bool = False,
             formats: Sequence[str] = ("csv",), key_file=None,
             budget_total: str | None = None) -> CountRelease:
     """The counts release of ``table`` (a DataFrame, or the path of a file
@@ -151,9 +154,10 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     noise, and only as the command line does: ``out`` (the release folder; ``overwrite``,
     ``formats``, ``key_file``, ``budget_total`` as ``--overwrite`` ...) is required, the
     charge is reserved in the dataset's budget ledger before the noise is drawn (an
-    overspend raises a `BudgetError` and draws nothing) and the release is written there.
-    Bad input raises a `HierdpError`, as the command line's one-line errors."""
-    from hierdp_core.cli.budget import commit_release, reserve_release
+    overspend raises a `BudgetError` and draws nothing), the release is marked with that
+    entry (only then publishable) and written there. ``max_epsilon`` and ``max_delta``:
+    the public ceilings of the verdict (``--max-epsilon``, ``--max-delta``). Bad input raises a `HierdpError`, as the command line's one-line errors."""
+    from hierdp_core.cli.budget import charged, commit_release, reserve_release
     from hierdp_core.cli.inputs import csv_list, name_columns
     from hierdp_core.cli.table import input_spec
     from hierdp_core.export import build_manifest
@@ -186,7 +190,8 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         raise InputError("out= writes a secure release; write an exploration (seeded) one "
                          "with .write(folder)")
     run = RunOptions(out=str(out) if out is not None else None, overwrite=overwrite,
-                     key_file=key_file, max_epsilon=max_epsilon, budget_total=budget_total)
+                     key_file=key_file, max_epsilon=max_epsilon, max_delta=max_delta,
+                     budget_total=budget_total)
     content = path if path is not None else table.to_csv(index=False).encode()
     if source.secure:
         from hierdp_core.atomic import check_writable
@@ -194,8 +199,9 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         check_writable(out)
     reserved = []  # the ledger's reservation, made after the checks, before the noise
 
-    def reserve(budget) -> None:
-        reserved.append(reserve_release(config, run, budget, mechanism, source, content))
+    def reserve(budget, data) -> None:
+        reserved.append(reserve_release(config, run, budget, mechanism, source, content,
+                                        data=data))
 
     with _geography_file(geography) as geography_path:
         settings = replace(config, data={"file": name, **(
@@ -203,18 +209,19 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         made, settings, data, _ = release_of_config(
             settings, run, path or Path(DATAFRAME), source,
             table=None if path is not None else table.copy(), before_noise=reserve)
+        made = charged(made, reserved[0])
         spec = input_spec(settings, run, data, path or Path(DATAFRAME))
     if interval is not None:
         made = with_intervals(made, interval, None)
     declared = bool(getattr(data, "declared_structure", False))
     manifest = build_manifest(made, structure_declared=declared, input_spec=spec,
-                              max_epsilon=max_epsilon)
+                              max_epsilon=max_epsilon, max_delta=max_delta)
     if not source.secure:
-        return CountRelease(made, manifest, config, max_epsilon, content)
+        return CountRelease(made, manifest, config, max_epsilon, content, max_delta=max_delta)
     paths = _write(made, manifest, content, out, overwrite, tuple(formats), key_file,
-                   max_epsilon)
+                   max_epsilon, max_delta)
     commit_release(reserved[0], paths["manifest"])
-    return CountRelease(made, manifest, config, max_epsilon, content, paths)
+    return CountRelease(made, manifest, config, max_epsilon, content, paths, max_delta)
 
 
 def release_of_config(cfg: ReleaseConfig, run: RunOptions, path: Path, source, table=None,
@@ -222,17 +229,17 @@ def release_of_config(cfg: ReleaseConfig, run: RunOptions, path: Path, source, t
     """(release, settings, data, budget) of the settings ``cfg`` with the run options
     ``run`` on the table at ``path`` (or ``table``, a DataFrame in memory) with the noise
     ``source``, made by the command line's code (`hierdp_core.cli.release`); nothing
-    written; ``before_noise(budget)`` is called once the input is checked, before any
-    noise is drawn (to charge a ledger); the settings as the table's preparation left
+    written; ``before_noise(budget, data)`` is called once the input (``data``) is checked,
+    before any noise is drawn (to charge a ledger); the settings as the table's preparation left
     them. A mechanism that is not private is refused. Raises a `HierdpError` for bad
     input."""
     from hierdp_core.cli.release import checked_mechanism, memory_release
 
     mechanism, cfg, budget, _ = checked_mechanism(cfg, allow_nonprivate=False)
 
-    def charge(_prepared_cfg) -> None:
+    def charge(_prepared_cfg, data) -> None:
         if before_noise is not None:
-            before_noise(budget)
+            before_noise(budget, data)
 
     made = memory_release(cfg, run, path, mechanism, budget, source, charge, table=table)
     return made.release, made.cfg, made.data, budget

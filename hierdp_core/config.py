@@ -62,7 +62,7 @@ from pathlib import Path
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget, check_total
-from hierdp_core.verdict import DEFAULT_MAX_EPSILON
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 
 FORMAT = "hierdp-config/1"
 QUERIES = ("counts", "group-sizes", "flows", "ranges")
@@ -162,6 +162,7 @@ class RunOptions:
     key_file: str | None = None
     save_config: str | None = None
     max_epsilon: float = DEFAULT_MAX_EPSILON
+    max_delta: float = DEFAULT_MAX_DELTA
     budget_total: str | None = None
     change_budget_total: bool = False
     allow_nonprivate: bool = False

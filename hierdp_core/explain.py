@@ -40,7 +40,7 @@ from hierdp_core.privacy.plan import (
     SUBSTITUTE_TRIP,
     WHOLE_GROUP,
 )
-from hierdp_core.verdict import verdict
+from hierdp_core.verdict import LEDGER_ENTRY, verdict
 
 #: relation key -> (who is protected, what the counts count, what a neighbour changes)
 NEIGHBOURS = {
@@ -55,12 +55,14 @@ NEIGHBOURS = {
     ADD_REMOVE_TRIP: ("one trip", "trips", "one trip is added or removed"),
 }
 #: the secure-noise condition, by query kind: where the dashboard draws such a release
-SECURE_NOISE = ("secure noise: drawn from the operating system's entropy through OpenDP (the "
-                "Results page's 'Release' mode, or the publishable release drawn on the "
-                "Export page); a seeded exploration release never is publishable")
-SECURE_NOISE_QUERY_PAGE = ("secure noise: drawn from the operating system's entropy through "
-                           "OpenDP (the publishable release drawn beside the downloads on "
-                           "this page); a seeded exploration release never is publishable")
+SECURE_NOISE = ("secure noise charged to the dataset's budget: drawn from the operating "
+                "system's entropy by the publishable release drawn on the Export page, which "
+                "counts it in the budget first; a seeded exploration release, or the Results "
+                "page's secure preview (charged to nothing), never is publishable")
+SECURE_NOISE_QUERY_PAGE = ("secure noise charged to the dataset's budget: drawn from the "
+                           "operating system's entropy by the publishable release drawn "
+                           "beside the downloads on this page, which counts it in the budget "
+                           "first; a seeded exploration release never is publishable")
 
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
@@ -216,7 +218,8 @@ def explain(data, mechanism: str, budget: PrivacyBudget, split=None, **params
          declared),
     )
     exact_groups = "group-sizes" in info.queries and bool(m.kept_invariants(**params))
-    secure = verdict(randomness={"mode": "secure"}, mechanism_private=info.private,
+    secure = verdict(randomness={"mode": "secure", LEDGER_ENTRY: "the draw's charge"},
+                     mechanism_private=info.private,
                      mechanism_name=info.name, structure_declared=declared,
                      mechanism_warning=info.warning, privacy=budget.as_dict(),
                      exact_groups_from_data=exact_groups

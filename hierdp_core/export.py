@@ -41,7 +41,7 @@ from hierdp_core.publisher_key import (  # noqa: F401  (default_key_file, keyed_
 )
 from hierdp_core.releases import Release, ReleaseRecord
 from hierdp_core.table_rules import table_rules, written_table_rules
-from hierdp_core.verdict import DEFAULT_MAX_EPSILON, release_verdict
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON, release_verdict
 
 MANIFEST = "manifest.json"
 RELEASE_CSV = "release.csv"
@@ -61,12 +61,12 @@ def _jsonable(value):
 def build_manifest(release: ReleaseRecord, *, structure_declared: bool,
                    input_spec: dict | None = None, input_fingerprint: dict | None = None,
                    files: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
-                   rules: dict | None = None) -> dict:
+                   rules: dict | None = None, max_delta: float = DEFAULT_MAX_DELTA) -> dict:
     """The manifest as a dict (JSON-ready, not sealed: `hierdp_core.manifest_seal.seal`).
     ``input_spec`` records how the input was read (level columns, count column,
     categories): public facts, no values. ``structure_declared``: the release's shape came
-    from public declarations, not from the data, and ``max_epsilon`` the public ceiling
-    (conditions of the publishable verdict). ``rules``: the table rules when the release's
+    from public declarations, not from the data, and ``max_epsilon`` and ``max_delta`` the
+    public ceilings (conditions of the publishable verdict). ``rules``: the table rules when the release's
     values are not in memory (default: `hierdp_core.table_rules.table_rules`)."""
     mechanism = get_mechanism(release.mechanism)
     info = mechanism.info
@@ -74,7 +74,7 @@ def build_manifest(release: ReleaseRecord, *, structure_declared: bool,
     manifest = {
         "format": "hierdp-release/1",
         **release_verdict(release, structure_declared=structure_declared,
-                          max_epsilon=max_epsilon),
+                          max_epsilon=max_epsilon, max_delta=max_delta),
         "table_rules": rules or table_rules(release),
         "structure": "declared" if structure_declared else "from-data",
         "hierdp_version": __version__,
@@ -117,6 +117,7 @@ def write_release(
     key_file: str | Path | None = None,
     overwrite: bool = False,
     max_epsilon: float = DEFAULT_MAX_EPSILON,
+    max_delta: float = DEFAULT_MAX_DELTA,
 ) -> dict[str, Path]:
     """Write the release files and the manifest (with every file's sha256) into ``out_dir``
     whole or not at all (`hierdp_core.atomic.staged_folder`): an existing release there is
@@ -125,8 +126,8 @@ def write_release(
     The manifest is sealed (`hierdp_core.manifest_seal`) and signed with the publisher's key
     (``key_file``, see `publisher_key`; its path is returned as ``"key"``; it never lies in
     ``out_dir``); with ``input_content`` (the input's bytes, or its path) it carries the
-    input's fingerprint keyed by the same key. ``max_epsilon``: the public ceiling of the
-    verdict (`hierdp_core.verdict`). The format ``parquet-dataset``
+    input's fingerprint keyed by the same key. ``max_epsilon``, ``max_delta``: the public
+    ceilings of the verdict (`hierdp_core.verdict`). The format ``parquet-dataset``
     writes the table as a Parquet dataset partitioned by top-level unit
     (`hierdp_core.engine.partitioned`), every part listed with its sha256.
     """
@@ -168,7 +169,8 @@ def write_release(
                 else None
             manifest = build_manifest(release, structure_declared=structure_declared,
                                       input_spec=input_spec, input_fingerprint=fingerprint,
-                                      files=files, max_epsilon=max_epsilon, rules=rules)
+                                      files=files, max_epsilon=max_epsilon, rules=rules,
+                                      max_delta=max_delta)
             (stage / MANIFEST).write_text(json.dumps(seal(manifest, key), indent=2))
     finally:  # the workers' parts (`hierdp_core.engine.written`) never outlive the call
         if hasattr(release, "discard"):
@@ -284,12 +286,14 @@ def release_table_bytes(release: ReleaseRecord, fmt: str) -> bytes:
 
 def manifest_bytes(release: ReleaseRecord, *, structure_declared: bool,
                    input_spec: dict | None = None,
-                   max_epsilon: float = DEFAULT_MAX_EPSILON) -> bytes:
+                   max_epsilon: float = DEFAULT_MAX_EPSILON,
+                   max_delta: float = DEFAULT_MAX_DELTA) -> bytes:
     """`build_manifest` as JSON bytes, sealed and signed with the publisher's key and
     formatted as `write_release` writes it (without the input fingerprint and file hashes,
     which need the files)."""
     manifest = build_manifest(release, structure_declared=structure_declared,
-                              input_spec=input_spec, max_epsilon=max_epsilon)
+                              input_spec=input_spec, max_epsilon=max_epsilon,
+                              max_delta=max_delta)
     key, _ = publisher_key(None, None)
     return json.dumps(seal(manifest, key), indent=2).encode("utf-8")
 

@@ -8,7 +8,7 @@ alone). ``hierdp_core.release(table, levels=..., ...)`` is the Python API's func
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.samplers import NOISES, Noise
+from hierdp_core.verdict import LEDGER_ENTRY
 
 RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "category", "value",
                    "lower", "upper")
@@ -49,6 +50,13 @@ class ReleaseRecord(ABC):
     randomness: dict
     invariants: tuple[str, ...] = ()
     intervals: CellIntervals | None = field(default=None, repr=False)
+
+    def charged(self, release_id: str):
+        """This release marked with its entry in the budget ledger (its randomness names
+        ``release_id``): only a path that reserved its charge there before drawing the
+        noise marks it (`hierdp_core.verdict`: a secure release unmarked is not
+        publishable)."""
+        return replace(self, randomness={**self.randomness, LEDGER_ENTRY: release_id})
 
     @property
     @abstractmethod

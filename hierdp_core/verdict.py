@@ -1,9 +1,16 @@
 """The publishable verdict of a release (DESIGN principle 8).
 
-A release is publishable only when all four hold:
+A release is publishable only when all of these hold:
 
 * its noise is secure: exact noise from a keystream keyed by the OS, applied to the true values
   (a seeded generator lets anyone with the seed subtract the noise);
+* its draw is charged to the dataset's budget ledger (`hierdp_core.privacy.ledger`): the
+  charging paths (``hierdp release``, ``hierdp_core.release(..., out=...)``, the dashboard's
+  "Draw the publishable release") reserve its budget before the noise is drawn and mark the
+  release with their ledger entry (``randomness[LEDGER_ENTRY]``, a random id, no secret:
+  `ReleaseRecord.charged`). Secure draws made outside the ledger (the Results page's
+  preview, ``Mechanism.release`` called directly, the reproduce script) can be redrawn
+  without limit and one picked by its error, so their epsilon no longer holds;
 * its mechanism is differentially private as implemented (the registry's ``private``);
 * its shape (units, categories, domains, sizes, O/D areas) was declared public, not read
   from the confidential data;
@@ -11,7 +18,10 @@ A release is publishable only when all four hold:
   `DEFAULT_MAX_EPSILON`): a huge epsilon releases the true values with noise too small to
   protect anyone. Pure and approximate DP are compared by their epsilon; rho-zCDP by the
   epsilon it implies at its delta, rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016,
-  Prop. 1.3), at `REFERENCE_DELTA` when the release gives no delta (`epsilon_bound`).
+  Prop. 1.3), at `REFERENCE_DELTA` when the release gives no delta (`epsilon_bound`);
+* its delta is at or below a public ceiling (``max_delta``, default `DEFAULT_MAX_DELTA`):
+  a large delta lets a release fail outright with that probability, and for zCDP it would
+  make any rho look small in epsilon (rho 8 at delta 0.9 converts to epsilon 8.9);
 * everything it publishes exactly was declared too: a group-size release keeping numbers
   of groups (G, G_v) exactly needs them declared (a groups file), not counted from the
   records.
@@ -38,11 +48,22 @@ if TYPE_CHECKING:
 
 #: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
 DEFAULT_MAX_EPSILON = 10.0
+#: the public ceiling on a publishable release's delta (CLI ``--max-delta``): the largest
+#: delta the dashboard offers, well below 1/n for any population worth a hierarchy
+DEFAULT_MAX_DELTA = 1e-5
 #: the delta at which a rho-zCDP release without a delta is expressed as epsilon
 REFERENCE_DELTA = 1e-6
+#: the key of a release's randomness record naming its entry in the budget ledger
+LEDGER_ENTRY = "budget_ledger_entry"
 ZCDP_CONVERSION = ("rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP "
                    "(Bun & Steinke 2016, Prop. 1.3)")
 OVER_CEILING = "the privacy loss is above the public ceiling"
+OVER_DELTA = "delta is above the public ceiling"
+NOT_CHARGED = ("not charged to a budget ledger: its secure noise was drawn outside the "
+               "dataset's budget across releases, so it could be drawn again and again and "
+               "one draw picked by its error, and its epsilon would not hold; draw the "
+               "release to publish with `hierdp release`, `hierdp_core.release(..., out=...)` "
+               "or the dashboard's 'Draw the publishable release'")
 SEEDED = ("the noise comes from a seeded generator (exploration): anyone who knows the seed "
           "can subtract it; release again with secure noise (without a seed)")
 FROM_DATA = ("the release's units, categories or domain were read from the confidential data "
@@ -107,18 +128,53 @@ def over_ceiling_reason(record: dict) -> str:
             "smaller budget, or raise the ceiling on purpose")
 
 
+def check_max_delta(value) -> float:
+    """``value`` as a delta ceiling: a number in [0, 1), else an `InputError`."""
+    if not _finite(value) or not 0 <= value < 1:
+        raise InputError(f"the delta ceiling must be a number from 0 to below 1, got "
+                         f"{value!r}")
+    return float(value)
+
+
+def delta_record(privacy: dict, max_delta: float) -> dict:
+    """The delta part of a verdict: the ceiling, the delta the release's guarantee is
+    stated at (`epsilon_bound`: its own, `REFERENCE_DELTA` for zCDP without one, None for
+    pure DP) and whether it is at or below the ceiling."""
+    ceiling, delta = check_max_delta(max_delta), epsilon_bound(privacy)["delta"]
+    delta = float(delta) if _finite(delta) else None
+    return {"max_delta": ceiling, "delta": delta,
+            "within": delta is None or delta <= ceiling}
+
+
+def over_delta_reason(record: dict) -> str:
+    """Why a release's delta is above its ceiling, in plain words."""
+    return (f"{OVER_DELTA}: delta {record['delta']:.4g} > {record['max_delta']:g} "
+            "(--max-delta): with probability delta the release may expose someone outright, "
+            "and a zCDP release's epsilon would be given at that delta; release with a "
+            "delta below 1/n (the number of people), or raise the ceiling on purpose")
+
+
+def is_charged(randomness: dict) -> bool:
+    """Whether a release's randomness names its entry in the budget ledger."""
+    return bool(randomness.get(LEDGER_ENTRY))
+
+
 def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
             structure_declared: bool, mechanism_warning: str = "",
             privacy: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
+            max_delta: float = DEFAULT_MAX_DELTA,
             exact_groups_from_data: bool = False) -> dict:
     """``{"publishable": bool, "not_publishable_because": [plain-word reasons]}``, with
     ``privacy`` (the release's privacy record) also ``"epsilon_ceiling"``
-    (`ceiling_record`), a reason when the release is above ``max_epsilon``.
-    ``exact_groups_from_data``: numbers of groups published exactly but counted from the
-    records (`GROUPS_FROM_DATA`)."""
+    (`ceiling_record`) and ``"delta_ceiling"`` (`delta_record`), a reason when the release
+    is above ``max_epsilon`` or ``max_delta``. Secure noise without a ledger entry in
+    ``randomness`` (`is_charged`) is `NOT_CHARGED`. ``exact_groups_from_data``: numbers of
+    groups published exactly but counted from the records (`GROUPS_FROM_DATA`)."""
     reasons = []
     if randomness.get("mode") != "secure":
         reasons.append(SEEDED)
+    elif not is_charged(randomness):
+        reasons.append(NOT_CHARGED)
     if not mechanism_private:
         reasons.append(not_private_reason(mechanism_name, mechanism_warning))
     if not structure_declared:
@@ -130,13 +186,18 @@ def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
         out["epsilon_ceiling"] = ceiling_record(privacy, max_epsilon)
         if not out["epsilon_ceiling"]["within"]:
             reasons.append(over_ceiling_reason(out["epsilon_ceiling"]))
+        out["delta_ceiling"] = delta_record(privacy, max_delta)
+        if not out["delta_ceiling"]["within"]:
+            reasons.append(over_delta_reason(out["delta_ceiling"]))
     return {"publishable": not reasons, "not_publishable_because": reasons, **out}
 
 
 def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
-                    max_epsilon: float = DEFAULT_MAX_EPSILON) -> dict:
-    """The verdict of a Release / FlowRelease / RangeRelease from its randomness, its
-    privacy record (against ``max_epsilon``) and its mechanism's registry entry."""
+                    max_epsilon: float = DEFAULT_MAX_EPSILON,
+                    max_delta: float = DEFAULT_MAX_DELTA) -> dict:
+    """The verdict of a Release / FlowRelease / RangeRelease from its randomness (with its
+    ledger entry), its privacy record (against ``max_epsilon`` and ``max_delta``) and its
+    mechanism's registry entry."""
     from hierdp_core.mechanisms.base import get_mechanism
 
     info = get_mechanism(release.mechanism).info
@@ -144,7 +205,7 @@ def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
     return verdict(randomness=release.randomness, mechanism_private=info.private,
                    mechanism_name=info.name, structure_declared=structure_declared,
                    mechanism_warning=info.warning, privacy=release.privacy,
-                   max_epsilon=max_epsilon,
+                   max_epsilon=max_epsilon, max_delta=max_delta,
                    exact_groups_from_data=bool(privacy.get("invariants"))
                    and privacy.get("group_counts") == "from-data")
 
@@ -158,10 +219,14 @@ def short_reason_tag(result: dict) -> str:
     for reason in result["not_publishable_because"]:
         if reason == SEEDED:
             tags.append("seeded")
+        elif reason == NOT_CHARGED:
+            tags.append("not-charged")
         elif reason == FROM_DATA:
             tags.append("structure-from-data")
         elif reason.startswith(OVER_CEILING):
             tags.append("over-epsilon-ceiling")
+        elif reason.startswith(OVER_DELTA):
+            tags.append("over-delta-ceiling")
         elif reason == GROUPS_FROM_DATA:
             tags.append("groups-from-data")
         else:
@@ -184,5 +249,9 @@ def describe(result: dict) -> str:
     if result["publishable"]:
         ceiling = result.get("epsilon_ceiling")
         within = f", {describe_ceiling(ceiling)}" if ceiling else ""
-        return f"publishable: yes (secure noise, private mechanism, declared structure{within})"
+        delta = (result.get("delta_ceiling") or {}).get("delta")
+        if delta is not None:
+            within += f", delta {delta:g} <= ceiling {result['delta_ceiling']['max_delta']:g}"
+        return ("publishable: yes (secure noise charged to the budget ledger, private "
+                f"mechanism, declared structure{within})")
     return "publishable: NO (" + "; ".join(result["not_publishable_because"]) + ")"

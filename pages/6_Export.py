@@ -85,7 +85,7 @@ offered = rel.release_downloads(release, wk.EX, "counts", input_spec, release.va
                                     data, config_ui.current_config(release),
                                     NoiseSource(secure=True)),
                                 ledger=current_charge(session.budget_of(settings),
-                                                      settings["mechanism"]))
+                                                      settings["mechanism"], data))
 secure = offered.secure
 shown = next(one for one in (secure, offered.exploration, release) if one is not None)
 table = shown.to_frame()

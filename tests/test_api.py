@@ -155,9 +155,9 @@ def _counting(release_of_config, drawn):
     """``release_of_config`` noting 'checked' when its input checks are done and 'drawn' once
     the mechanism has drawn its noise."""
     def wrapped(*a, before_noise=None, **k):
-        def before(budget):
+        def before(budget, data):
             drawn.append("checked")
-            before_noise(budget)
+            before_noise(budget, data)
         made = release_of_config(*a, before_noise=before, **k)
         drawn.append("drawn")
         return made

@@ -9,7 +9,9 @@ from test_app import assert_clean, page
 
 from hierdp_core.intervals import bootstrap
 from hierdp_core.privacy.ledger import COMMITTED, Ledger
+from hierdp_core.ui import release as rel
 from hierdp_core.ui import session
+from hierdp_core.verdict import LEDGER_ENTRY
 
 SAMPLE = "us-counties"
 
@@ -107,5 +109,8 @@ def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample(monkeypatch):
     (dataset,) = Ledger().datasets()
     assert dataset.label == "bundled sample italy-municipalities" and len(dataset.spends) == 1
     assert dataset.spends[0].destination.startswith("dashboard (rg downloads, release ")
+    _, drawn = at.session_state[rel.PUBLISHABLE]["rg"]  # marked with its entry: publishable
+    assert drawn.randomness[LEDGER_ENTRY] == dataset.spends[0].release_id
+    assert any("Publishable as it is" in s.value for s in at.success)
     assert at.button(key="rg_secure").disabled  # its implicit total is spent
     assert any("Another publishable draw would spend ε 1" in i.value for i in at.info)

@@ -202,6 +202,23 @@ def test_cli_interval_none_has_the_workers_write_the_release(dataset, tmp_path, 
     assert [p.name for p in tmp_path.iterdir() if "parts" in p.name] == []
 
 
+def test_a_secure_dask_release_is_marked_with_its_ledger_entry(dataset, tmp_path, capsys,
+                                                              shared_dask_cluster):
+    """The workers write a secure release; the client's charge marks it: publishable."""
+    from hierdp_core.privacy.ledger import Ledger
+    from hierdp_core.verdict import LEDGER_ENTRY
+
+    args = release_args(dataset, tmp_path / "dask", "--interval", "none",
+                        cluster=shared_dask_cluster)
+    seed = args.index("--seed")
+    code, out, err = run_cli(capsys, "release", *args[:seed], *args[seed + 2:])
+    assert code == 0, err
+    _, manifest = read_release(tmp_path / "dask", tmp_path / "key")
+    [spend] = Ledger().datasets()[0].spends
+    assert manifest["randomness"][LEDGER_ENTRY] == spend.release_id
+    assert manifest["publishable"] is True and "publishable: yes" in out
+
+
 def test_blocks_are_placed_largest_first_on_the_least_loaded_worker():
     from hierdp_core.engine.blockwise import balanced_placement
 

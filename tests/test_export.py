@@ -15,6 +15,7 @@ from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, RELATIONS
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core.verdict import LEDGER_ENTRY, NOT_CHARGED
 
 CANARY = 98765431  # a true count that must never be written anywhere
 
@@ -99,8 +100,14 @@ def test_secure_mode_is_recorded(canary_data, tmp_path, backend, sampler):
         assert m["privacy_loss"] == pytest.approx(row["budget"], rel=1e-9)
         assert m["privacy_loss"] <= row["budget"] * (1 + 1e-12)
         assert ("sampled" in m) == (backend == "hierdp")
-    assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
+    # drawn outside the budget ledger (Mechanism.release called directly): not publishable
+    assert manifest["publishable"] is False
+    assert manifest["not_publishable_because"] == [NOT_CHARGED]
     assert len(table) == canary_data.hierarchy.n_nodes
+    write_release(release.charged("0f" * 16), tmp_path / "charged", structure_declared=True)
+    _, manifest = read_release(tmp_path / "charged")
+    assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
+    assert manifest["randomness"][LEDGER_ENTRY] == "0f" * 16
 
 
 def test_root_invariant_is_declared(canary_data):
@@ -125,7 +132,7 @@ def test_verdict_lists_every_reason(canary_data):
 def test_nonprivate_mechanism_is_never_publishable():
     from hierdp_core.verdict import verdict
 
-    result = verdict(randomness={"mode": "secure"}, mechanism_private=False,
+    result = verdict(randomness={"mode": "secure", LEDGER_ENTRY: "e1"}, mechanism_private=False,
                      mechanism_name="dawa-reference", structure_declared=True,
                      mechanism_warning="use dawa")
     assert result == {"publishable": False, "not_publishable_because": [

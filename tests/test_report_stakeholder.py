@@ -5,6 +5,7 @@ a priori errors, trade-off and explanation; the Export page prepares it in one c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -19,12 +20,14 @@ from hierdp_core.report.evaluation import CONFIDENTIAL_BANNER
 from hierdp_core.report.stakeholder import (
     EXPLORATION,
     EXPLORATION_BANNER,
+    EXPLORATION_FILE_TAG,
     PUBLIC_BANNER,
     TRADEOFF_EPSILONS,
     a_priori_tradeoff,
     report_file_stem,
     report_html,
 )
+from hierdp_core.verdict import LEDGER_ENTRY
 
 EVIL = "<script>alert(1)</script>"
 
@@ -107,8 +110,9 @@ def secure_release(small_county_data):
     from hierdp_core.privacy.budget import PrivacyBudget
     from hierdp_core.privacy.samplers import NoiseSource
 
-    return get_mechanism("topdown").release(small_county_data, PrivacyBudget.pure(1.0),
-                                            source=NoiseSource(secure=True))
+    drawn = get_mechanism("topdown").release(small_county_data, PrivacyBudget.pure(1.0),
+                                             source=NoiseSource(secure=True))
+    return drawn.charged("c4" * 16)  # as a path that charged the budget ledger marks it
 
 
 @pytest.mark.parametrize("declared", [False, True])
@@ -143,6 +147,14 @@ def test_publishable_report_is_green_and_holds_no_seed(small_county_data, secure
     assert not re.search(r"&quot;seed&quot;: \d", page)
     assert report_file_stem(secure_release, structure_declared=True,
                             evaluation=False) == "hierdp_release_report"
+    # secure noise drawn outside the budget ledger is not publishable (its entry removed)
+    uncharged = dataclasses.replace(secure_release, randomness={
+        k: v for k, v in secure_release.randomness.items() if k != LEDGER_ENTRY})
+    page = report_html(uncharged, small_county_data, config, structure_declared=True)
+    assert EXPLORATION_BANNER in page and PUBLIC_BANNER not in page
+    assert "not charged to a budget ledger" in page
+    assert report_file_stem(uncharged, structure_declared=True, evaluation=False) \
+        .startswith(EXPLORATION_FILE_TAG)
     # secure noise over a structure read from the data is still not publishable
     undeclared = report_html(secure_release, small_county_data, config,
                              structure_declared=False)

@@ -98,8 +98,10 @@ def test_typical_error_is_the_a_priori_rmse_over_the_median_released_number(by_s
 def test_verdict_line(by_sex, seeded):
     assert lines_of(seeded, by_sex, declared=True)["Verdict"].startswith(
         "Not publishable as it is: the noise comes from a seeded generator")
-    secure = get_mechanism("topdown").release(by_sex, PrivacyBudget.pure(1.0),
-                                              source=NoiseSource(secure=True))
+    drawn = get_mechanism("topdown").release(by_sex, PrivacyBudget.pure(1.0),
+                                             source=NoiseSource(secure=True))
+    assert "not charged to a budget ledger" in lines_of(drawn, by_sex, declared=True)["Verdict"]
+    secure = drawn.charged("7b" * 16)  # as the paths that charge the budget ledger mark it
     assert lines_of(secure, by_sex, declared=True)["Verdict"].startswith("Publishable:")
     assert "structure" in lines_of(secure, by_sex, declared=False)["Verdict"]
 

@@ -17,11 +17,15 @@ from hierdp_core.errors import InputError
 from hierdp_core.table_rules import table_rules
 from hierdp_core.verdict import (
     DEFAULT_MAX_EPSILON,
+    LEDGER_ENTRY,
     REFERENCE_DELTA,
     epsilon_bound,
     short_reason_tag,
     verdict,
 )
+
+#: secure noise charged to the budget ledger (the entry's id is random in a release)
+CHARGED = {"mode": "secure", LEDGER_ENTRY: "5e" * 16}
 
 COUNTS = pd.DataFrame({"state": ["A", "A", "B", "B", "B"],
                        "county": ["a1", "a2", "b1", "b2", "b3"],
@@ -106,7 +110,7 @@ def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files, monkeypatch, 
 def test_epsilon_bound_of_every_definition(privacy, epsilon):
     bound = epsilon_bound(privacy)["epsilon"]
     assert bound == (None if epsilon is None else pytest.approx(epsilon, rel=1e-12))
-    result = verdict(randomness={"mode": "secure"}, mechanism_private=True,
+    result = verdict(randomness=CHARGED, mechanism_private=True,
                      mechanism_name="topdown", structure_declared=True, privacy=privacy)
     assert result["publishable"] is (epsilon is not None and epsilon <= 10)
     if not result["publishable"]:
@@ -116,7 +120,7 @@ def test_epsilon_bound_of_every_definition(privacy, epsilon):
 def test_a_ceiling_must_be_positive_and_finite():
     for bad in (0, -1.0, float("inf"), float("nan"), "10", True):
         with pytest.raises(InputError, match="ceiling"):
-            verdict(randomness={"mode": "secure"}, mechanism_private=True,
+            verdict(randomness=CHARGED, mechanism_private=True,
                     mechanism_name="topdown", structure_declared=True,
                     privacy={"definition": "pure-dp", "epsilon": 1.0}, max_epsilon=bad)
 

@@ -2,8 +2,10 @@
 ``hierdp release --budget-total`` and the release's write-ahead spend, and ``hierdp budget``.
 
 A release with secure noise reserves its budget in the dataset's ledger before any noise is
-drawn (refused in one line when it would exceed the total) and commits it once the release
-folder is written; a seeded (exploration) release never touches the ledger.
+drawn (refused in one line when it would exceed the total), is marked with that entry
+(`charged`: its manifest names it, and only a marked secure release is publishable) and
+commits it once the release folder is written; a seeded (exploration) release never
+touches the ledger.
 """
 
 from __future__ import annotations
@@ -111,12 +113,31 @@ def input_fingerprint(content, key_file, out: Path | None) -> str:
     return keyed_fingerprint(content, key)
 
 
+def dataset_keys(content, key_file, out: Path | None, data=None,
+                 fingerprint: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """(the ledger's key of the input, its aliases): for counts (``data`` a `CountData`)
+    the keyed fingerprint of its true counts (`counts_fingerprint`: the same records in
+    any order or format are one dataset) with the file's (``fingerprint``, else hashed
+    from ``content``) as its alias; otherwise the file's alone (the Dask engine's, whose
+    counts stay on the workers, and the other queries')."""
+    from hierdp_core.queries.counts import CountData
+
+    file_key = fingerprint or input_fingerprint(content, key_file, out)
+    if not isinstance(data, CountData):
+        return file_key, ()
+    from hierdp_core.export import publisher_key
+    from hierdp_core.privacy.dataset_key import counts_fingerprint
+
+    return counts_fingerprint(data, publisher_key(key_file, out)[0]), (file_key,)
+
+
 def reserve_release(cfg, run, budget, mechanism: str, source, content,
-                    fingerprint: str | None = None) -> tuple | None:
+                    fingerprint: str | None = None, data=None) -> tuple | None:
     """The write-ahead spend of ``hierdp release`` of ``cfg`` with the `RunOptions` ``run``
-    (its ``--out`` and ledger options): (ledger, fingerprint, `Spend`), or None for a
-    seeded release; the total declared first when ``--budget-total`` is given. Called
-    after the input is checked and before any noise is drawn."""
+    (its ``--out`` and ledger options) on the input ``data`` read from ``content``
+    (`dataset_keys`): (ledger, fingerprint, `Spend`), or None for a seeded release; the
+    total declared first when ``--budget-total`` is given. Called after the input is
+    checked and before any noise is drawn."""
     if not source.secure:
         if run.budget_total is not None or run.change_budget_total:
             raise InputError("--budget-total counts publishable releases; a seeded "
@@ -132,45 +153,63 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
         raise InputError(f"the budget ledger {str(ledger.path)!r} lies inside the release "
                          f"folder {str(out)!r}; set HIERDP_HOME elsewhere")
     check_target(out, run.overwrite, MANIFEST)  # a refused --out spends nothing
-    fingerprint = fingerprint or input_fingerprint(content, run.key_file, out)
+    fingerprint, aliases = dataset_keys(content, run.key_file, out, data, fingerprint)
     label = Path(str(cfg.data.get("file"))).name
-    declare_if_given(run, ledger, fingerprint, label, unit_of(budget))
+    declare_if_given(run, ledger, fingerprint, label, unit_of(budget), aliases)
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism)
+                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases)
     return ledger, fingerprint, spend
 
 
 def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
-                     default_unit: str) -> None:
+                     default_unit: str, aliases: tuple[str, ...] = ()) -> None:
     """The dataset's total declared when ``--budget-total`` is given (a plain number in
     ``default_unit``); ``--change-budget-total`` alone is refused. ``args``: the parsed
-    ``hierdp budget`` or a release's `RunOptions`."""
+    ``hierdp budget`` or a release's `RunOptions`; ``aliases``: the input's other keys
+    (`dataset_keys`)."""
     if args.budget_total is not None:
         total, unit = parse_total(args.budget_total, default_unit)
         ledger.declare_total(fingerprint, total, unit=unit, label=label,
-                             change=args.change_budget_total)
+                             change=args.change_budget_total, aliases=aliases)
     elif args.change_budget_total:
         raise InputError("--change-budget-total goes with --budget-total N")
 
 
 def check_release_fits(run, budget, source, content) -> str | None:
-    """Refuse at once a secure release that its dataset's recorded total cannot hold
-    (`BudgetError`), before a cluster is started; `reserve_release` checks again, in one
-    transaction, when the noise is about to be drawn (give it the fingerprint returned
-    here: the input is hashed once). None for a seeded release. Nothing is written."""
+    """Refuse at once a secure release that its dataset's recorded total, or the delta
+    ceiling (``--max-delta``), cannot hold (`BudgetError`), before a cluster is started;
+    `reserve_release` checks again, in one transaction, when the noise is about to be
+    drawn (give it the fingerprint returned here: the input is hashed once). None for a
+    seeded release. Nothing is written."""
     if not source.secure:
         return None
-    from hierdp_core.privacy.ledger import Ledger, charge_of, refusal
+    from hierdp_core.privacy.ledger import (
+        DatasetBudget,
+        Ledger,
+        charge_of,
+        delta_refusal,
+        refusal,
+    )
 
     fingerprint = input_fingerprint(content, run.key_file, Path(run.out))
     ledger = Ledger()
-    if run.budget_total is None and ledger.path.exists():
-        now = ledger.status(fingerprint)
-        if now.total is not None:
-            charge = charge_of(budget, now.unit)
-            if not now.fits(charge):
-                raise BudgetError(refusal(now, charge))
+    now = ledger.status(fingerprint) if ledger.path.exists() else \
+        DatasetBudget(fingerprint, "", None, None, False, ())
+    if run.budget_total is None and now.total is not None:
+        charge = charge_of(budget, now.unit)
+        if not now.fits(charge):
+            raise BudgetError(refusal(now, charge))
+    if not now.delta_fits(budget, run.max_delta):
+        raise BudgetError(delta_refusal(now.label or "this dataset", now.delta_spent,
+                                        budget.delta, run.max_delta))
     return fingerprint
+
+
+def charged(release, reserved: tuple | None):
+    """``release`` marked with the ledger entry its charge was reserved under
+    (`reserve_release`; `hierdp_core.releases.ReleaseRecord.charged`): the condition of a
+    publishable verdict; unchanged for a seeded release (``reserved`` None)."""
+    return release if reserved is None else release.charged(reserved[2].release_id)
 
 
 def commit_release(reserved: tuple | None, manifest: Path) -> str | None:
@@ -216,7 +255,7 @@ def cmd_budget(args) -> int:
     if args.json:
         print(json.dumps(as_dict(now), indent=2))
         return 0
-    print(f"dataset {now.label or label} (fingerprint {fingerprint[:16]}…)")
+    print(f"dataset {now.label or label} (fingerprint {now.fingerprint[:16]}…)")
     for s in now.spends:
         state = ("committed " + (s.committed_utc or "") if s.finished
                  else "UNFINISHED: counted, its noise may have been drawn")
@@ -248,8 +287,9 @@ def as_dict(d: DatasetBudget) -> dict:
 
 
 def resolve_dataset(text: str, key_file, ledger: Ledger) -> tuple[str, str]:
-    """(fingerprint, label) of ``--dataset``: an input file (or a Dask dataset), else a
-    fingerprint or a unique prefix of one in the ledger."""
+    """(fingerprint, label) of ``--dataset``: an input file (or a Dask dataset: its bytes'
+    fingerprint, an alias of the dataset its release keyed by content), else a
+    fingerprint, or a unique prefix of one, of a dataset or an alias in the ledger."""
     path = Path(text)
     if path.exists() or any(ch in text for ch in "*?["):
         from hierdp_core.engine.dask_engine import dataset_files
@@ -258,7 +298,7 @@ def resolve_dataset(text: str, key_file, ledger: Ledger) -> tuple[str, str]:
         return input_fingerprint(content, key_file, None), path.name
     if not FINGERPRINT.fullmatch(text):
         raise InputError(f"--dataset {text!r} is neither a file nor a fingerprint")
-    matches = [d for d in ledger.datasets() if d.fingerprint.startswith(text)]
+    matches = ledger.matching(text)
     if len(matches) > 1:
         raise InputError(f"the fingerprint prefix {text!r} matches {len(matches)} datasets; "
                          "give more of it")

@@ -12,7 +12,7 @@ from hierdp_core.defaults import DEFAULT_LEVEL, MAX_REPLICATES, MISSING_POLICIES
 from hierdp_core.errors import InputError
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import DELTA_MIN, EPSILON_RANGE, RHO_RANGE
-from hierdp_core.verdict import DEFAULT_MAX_EPSILON
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 
 EXIT_BAD_INPUT = 2
 KEY_FILE_HELP = ("the publisher's secret key, which keys the input fingerprint and signs the "
@@ -46,6 +46,17 @@ def _interval_level(text: str) -> float:
     if value is None or not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"wants a level between 0 and 1 (e.g. 0.9) or none, "
                                          f"got {text!r}")
+    return value
+
+
+def _delta_ceiling(text: str) -> float:
+    """``--max-delta``: a number from 0 to below 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"wants a number from 0 to below 1, got {text!r}")
     return value
 
 
@@ -212,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "delta, rho + 2 sqrt(rho ln(1/delta)), delta 1e-6 when none is "
                         "given), recorded in the manifest; above it the release is not "
                         "publishable")
+    p.add_argument("--max-delta", type=_delta_ceiling, default=DEFAULT_MAX_DELTA,
+                   metavar="DELTA",
+                   help="the public ceiling of a publishable release's delta, and of the "
+                        "deltas a dataset's approximate-DP releases add up to in the budget "
+                        f"ledger (default {DEFAULT_MAX_DELTA:g}), recorded in the manifest; "
+                        "above it the release is not publishable, and the ledger refuses it")
     p.add_argument("--split", help="one weight per level, root first: 1,2,4")
     p.add_argument("--split-preset", default="uniform",
                    choices=("uniform", "finer", "coarser", "leaves-only", "geometric"),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hierdp_core.cli.budget import (
+    charged,
     check_release_fits,
     commit_release,
     release_budget,
@@ -50,7 +51,8 @@ def budget_warnings(epsilon: float | None, rho: float | None,
                    f"{math.exp(min(epsilon, 700)):.3g})")
     if delta is not None and delta > 1e-3:
         out.append(f"delta = {delta:g} is large: it should be well below 1/n, the inverse "
-                   "of the number of people")
+                   "of the number of people (above --max-delta the release is not "
+                   "publishable)")
     return out
 
 
@@ -99,9 +101,10 @@ def cmd_release(cfg, run) -> int:
             fingerprint_ahead(path, run.key_file)
         release, cfg, table, prepared, data, sparse, choice = memory_release(
             cfg, run, path, mechanism, budget, source,
-            before_noise=lambda prepared_cfg: spends.append(reserve_release(
-                prepared_cfg, run, budget, mechanism.info.name, source, content)))
+            before_noise=lambda prepared_cfg, data: spends.append(reserve_release(
+                prepared_cfg, run, budget, mechanism.info.name, source, content, data=data)))
         reserved = spends[0]
+    release = charged(release, reserved)
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value
         sparse = (f"{sparse}; " if sparse else "") + (
             f"domain kept sparse: {len(release.categories):,} intervals released for each "
@@ -117,7 +120,8 @@ def cmd_release(cfg, run) -> int:
                           structure_declared=structure_declared,
                           input_spec=input_spec(cfg, run, data, path),
                           input_content=content, key_file=run.key_file,
-                          overwrite=run.overwrite, max_epsilon=run.max_epsilon)
+                          overwrite=run.overwrite, max_epsilon=run.max_epsilon,
+                          max_delta=run.max_delta)
     spent = commit_release(reserved, paths["manifest"])
     saved = save_config(cfg, run, choice and choice.shares) if run.save_config else None
     # warnings and notes are said once the release is written: an error stays the only line
@@ -186,12 +190,12 @@ class MemoryRelease(NamedTuple):
 def memory_release(cfg, run, path: Path, mechanism, budget, source, before_noise,
                    table=None) -> MemoryRelease:
     """The release of ``cfg`` held in memory: its input read and checked (`memory_input`),
-    its split (`_split`: the choice of ``--split-goal`` kept), then ``before_noise(cfg)``
-    with the settings as the input's preparation left them (the ledger's write-ahead
-    spend), then the ``mechanism``'s noise from ``source``."""
+    its split (`_split`: the choice of ``--split-goal`` kept), then ``before_noise(cfg,
+    data)`` with the settings as the input's preparation left them and the input's data
+    (the ledger's write-ahead spend), then the ``mechanism``'s noise from ``source``."""
     cfg, table, prepared, data, sparse = memory_input(cfg, run, path, table)
     choice, split = _split(cfg, mechanism, data, budget)
-    before_noise(cfg)
+    before_noise(cfg, data)
     release = mechanism.release(data, budget, split=split, source=source,
                                 **mechanism_params(cfg))
     return MemoryRelease(release, cfg, table, prepared, data, sparse, choice)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,10 @@ class WrittenRelease:
     def manifest_structure(self) -> dict:
         """The public shape of the whole release, for the manifest."""
         return structure_record(self.hierarchy, self.categories)
+
+    def charged(self, release_id: str) -> WrittenRelease:
+        """This release marked with its budget-ledger entry (`Release.charged`)."""
+        return replace(self, top=self.top.charged(release_id))
 
     def move_into(self, stage: Path) -> dict[str, str]:
         """Move the parts into ``stage`` (a staging release folder), remove ``folder``;

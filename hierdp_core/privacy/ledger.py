@@ -1,15 +1,21 @@
 """The budget of a dataset across releases: a write-ahead ledger that refuses to overspend.
 
-A dataset is keyed by its input fingerprint (an HMAC under the publisher's key, as in the
-manifest: `hierdp_core.export.keyed_fingerprint`), never by a plain hash of the data. The
-ledger is one SQLite file, ``$HIERDP_HOME/ledger.sqlite`` (``~/.hierdp/ledger.sqlite``
+A dataset is keyed by a keyed fingerprint of its content (an HMAC under the publisher's key:
+`hierdp_core.privacy.dataset_key`, e.g. of a counts release's true counts, so the same
+records in any order or format are one dataset), never by a plain hash of the data; its
+other keys (the file's bytes, as in the manifest's ``input.fingerprint``, an upload's table,
+a bundled sample's name) are recorded as its *aliases*: a release is counted against the
+dataset any of its keys already names, and adds its other keys to it. The ledger is one
+SQLite file, ``$HIERDP_HOME/ledger.sqlite`` (``~/.hierdp/ledger.sqlite``
 without HIERDP_HOME), beside the publisher's key and never in a release folder.
 
 Each dataset has a total in one unit:
 
 * ``epsilon`` (pure and approximate DP, basic composition): the epsilons of its releases
-  add up (their deltas add up too and are shown; no total is declared for delta). A zCDP
-  release cannot be counted against it and is refused.
+  add up, and so do the deltas of its approximate-DP releases, which may not exceed the
+  public delta ceiling (``max_delta``, `hierdp_core.verdict.DEFAULT_MAX_DELTA`): a release
+  that would take them above it is refused. A zCDP release cannot be counted against it
+  and is refused.
 * ``rho`` (zCDP): the rhos add up; a pure epsilon-DP release counts as epsilon^2 / 2
   (Bun & Steinke 2016, Prop. 1.4). An approximate-DP release is refused.
 
@@ -49,6 +55,7 @@ from pathlib import Path
 
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
+from hierdp_core.verdict import DEFAULT_MAX_DELTA
 
 HOME_ENV = "HIERDP_HOME"
 LEDGER_FILE = "ledger.sqlite"
@@ -79,6 +86,10 @@ CREATE TABLE IF NOT EXISTS spends (
     mechanism TEXT NOT NULL,
     manifest_sha256 TEXT
 );
+CREATE TABLE IF NOT EXISTS aliases (
+    alias TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL REFERENCES datasets (fingerprint)
+);
 """
 
 
@@ -89,21 +100,6 @@ def hierdp_home() -> Path:
 
 def default_ledger_path() -> Path:
     return hierdp_home() / LEDGER_FILE
-
-
-def table_fingerprint(table, key: bytes) -> str:
-    """HMAC-SHA256 under the publisher's key of a table's content (its column names and
-    every value, row by row, whatever its file format): the dashboard's dataset key, where
-    the table was read from an upload or is a bundled sample, not a file on disk."""
-    import hashlib
-    import hmac
-
-    import pandas as pd
-
-    mac = hmac.new(key, b"hierdp-table/1\0", digestmod=hashlib.sha256)
-    mac.update("\0".join(map(str, table.columns)).encode())
-    mac.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
-    return mac.hexdigest()
 
 
 def _now() -> str:
@@ -181,6 +177,13 @@ class DatasetBudget:
         """Whether one more release of ``charge`` stays within the total."""
         return self.total is None or self.spent + charge <= self.total * (1 + _REL_TOL)
 
+    def delta_fits(self, budget: PrivacyBudget, max_delta: float = DEFAULT_MAX_DELTA) -> bool:
+        """Whether one more release of ``budget`` keeps the deltas of the dataset's
+        approximate-DP releases, added up, at or below ``max_delta``."""
+        if budget.definition != APPROX_DP or not budget.delta:
+            return True
+        return self.delta_spent + budget.delta <= max_delta * (1 + _REL_TOL)
+
 
 class Ledger:
     """The ledger in one SQLite file (created with its folder, owner-only, on first use)."""
@@ -215,10 +218,11 @@ class Ledger:
                                      f"{exc}") from None
                 raise
 
-    def status(self, fingerprint: str) -> DatasetBudget:
-        """The dataset's budget and spends (an empty one for a dataset never seen)."""
+    def status(self, fingerprint: str, aliases: tuple[str, ...] = ()) -> DatasetBudget:
+        """The budget and spends of the dataset ``fingerprint`` or, failing it, one of
+        ``aliases`` names (as `reserve` finds it; an empty one for a dataset never seen)."""
         with self._transaction() as db:
-            return _status(db, fingerprint)
+            return _status(db, _resolved(db, fingerprint, aliases))
 
     def datasets(self) -> list[DatasetBudget]:
         """Every dataset of the ledger, in the order they were first set."""
@@ -228,16 +232,28 @@ class Ledger:
             rows = db.execute("SELECT fingerprint FROM datasets ORDER BY set_utc, rowid")
             return [_status(db, fp) for (fp,) in rows.fetchall()]
 
+    def matching(self, prefix: str) -> list[DatasetBudget]:
+        """The datasets whose fingerprint, or an alias of which, starts with ``prefix``."""
+        if not self.path.exists():
+            return []
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT fingerprint FROM datasets WHERE substr(fingerprint, 1, ?) = ? UNION "
+                "SELECT fingerprint FROM aliases WHERE substr(alias, 1, ?) = ?",
+                (len(prefix), prefix, len(prefix), prefix)).fetchall()
+            return [_status(db, fp) for (fp,) in sorted(rows)]
+
     def declare_total(self, fingerprint: str, total: float, *, unit: str, label: str,
-                      change: bool = False) -> None:
-        """Declare the dataset's total. A declared total different from ``total`` is kept
-        unless ``change``; a total below what is spent, or in another unit than its spends,
-        is refused."""
+                      change: bool = False, aliases: tuple[str, ...] = ()) -> None:
+        """Declare the total of the dataset ``fingerprint`` or one of ``aliases`` names
+        (`reserve`). A declared total different from ``total`` is kept unless ``change``; a
+        total below what is spent, or in another unit than its spends, is refused."""
         if unit not in UNITS:
             raise BudgetError(f"a budget total is in epsilon or rho, not {unit!r}")
         if not (isinstance(total, (int, float)) and math.isfinite(total) and total > 0):
             raise BudgetError(f"a budget total must be a positive number, got {total!r}")
         with self._transaction() as db:
+            keys, fingerprint = (fingerprint, *aliases), _resolved(db, fingerprint, aliases)
             now = _status(db, fingerprint)
             if now.declared and not change:
                 if now.unit == unit and math.isclose(now.total, total):
@@ -253,22 +269,32 @@ class Ledger:
                                   f"a total of {total:g} is below it")
             db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, 1, ?, ?)",
                        (fingerprint, unit, float(total), _now(), now.label or label))
+            _add_aliases(db, fingerprint, keys)
 
     def reserve(self, fingerprint: str, budget: PrivacyBudget, *, label: str,
-                destination: str, mechanism: str, release_id: str | None = None) -> Spend:
+                destination: str, mechanism: str, release_id: str | None = None,
+                max_delta: float = DEFAULT_MAX_DELTA, aliases: tuple[str, ...] = ()) -> Spend:
         """Record the spend of one release before its noise is drawn, or refuse it (a
         `BudgetError` naming spent, total and asked) when it would exceed the dataset's
-        total. Without a total, the release's own budget becomes it (implicit). An existing
-        ``release_id`` returns its entry unchanged (a replay counts nothing twice)."""
+        total, or take its deltas above ``max_delta`` (`DatasetBudget.delta_fits`). Without
+        a total, the release's own budget becomes it (implicit). The dataset is the one
+        ``fingerprint`` or, failing it, the first of ``aliases`` already names (itself or
+        as an alias), else a new one keyed ``fingerprint``; the other keys become its
+        aliases. An existing ``release_id`` returns its entry unchanged (a replay counts
+        nothing twice)."""
         with self._transaction() as db:
             if release_id is not None:
                 row = db.execute("SELECT * FROM spends WHERE release_id = ?",
                                  (release_id,)).fetchone()
                 if row is not None:
                     return Spend(*row[:1], *row[2:])
+            keys, fingerprint = (fingerprint, *aliases), _resolved(db, fingerprint, aliases)
             now = _status(db, fingerprint)
             unit = now.unit or unit_of(budget)
             charge = charge_of(budget, unit)
+            if not now.delta_fits(budget, max_delta):
+                raise BudgetError(delta_refusal(now.label or label, now.delta_spent,
+                                                budget.delta, max_delta))
             if now.total is None:
                 db.execute("INSERT INTO datasets VALUES (?, ?, ?, 0, ?, ?)",
                            (fingerprint, unit, charge, _now(), label))
@@ -279,6 +305,7 @@ class Ledger:
                           mechanism, None)
             db.execute("INSERT INTO spends VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (spend.release_id, fingerprint, *astuple(spend)[1:]))
+            _add_aliases(db, fingerprint, keys)
             return spend
 
     def commit(self, release_id: str, *, manifest_sha256: str | None = None,
@@ -297,6 +324,26 @@ class Ledger:
                        (COMMITTED, _now(), manifest_sha256, destination, release_id))
 
 
+def _resolved(db: sqlite3.Connection, fingerprint: str, aliases: tuple[str, ...] = ()) -> str:
+    """The dataset the first of ``fingerprint`` and ``aliases`` the ledger knows names (as
+    a dataset or an alias of one), else ``fingerprint``."""
+    for key in (fingerprint, *aliases):
+        if db.execute("SELECT 1 FROM datasets WHERE fingerprint = ?", (key,)).fetchone():
+            return key
+        row = db.execute("SELECT fingerprint FROM aliases WHERE alias = ?", (key,)).fetchone()
+        if row is not None:
+            return row[0]
+    return fingerprint
+
+
+def _add_aliases(db: sqlite3.Connection, fingerprint: str, keys) -> None:
+    """Record ``keys`` as aliases of the dataset ``fingerprint``; a key already naming a
+    dataset (its own, or another as an alias) keeps it."""
+    for key in keys:
+        if not db.execute("SELECT 1 FROM datasets WHERE fingerprint = ?", (key,)).fetchone():
+            db.execute("INSERT OR IGNORE INTO aliases VALUES (?, ?)", (key, fingerprint))
+
+
 def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
     row = db.execute("SELECT unit, total, declared, label FROM datasets WHERE fingerprint = ?",
                      (fingerprint,)).fetchone()
@@ -306,6 +353,17 @@ def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
     if row is None:
         return DatasetBudget(fingerprint, "", None, None, False, spends)
     return DatasetBudget(fingerprint, row[3], row[0], row[1], bool(row[2]), spends)
+
+
+def delta_refusal(label: str, spent: float, delta: float, max_delta: float) -> str:
+    """The one line refusing a release of ``delta`` that takes the deltas of the dataset
+    ``label`` (``spent`` so far) above ``max_delta``."""
+    spent = f"{label} has spent delta {spent:g}; " if spent else ""
+    return (f"this release's delta {delta:g} would take the deltas of "
+            f"{label}'s releases above the public ceiling "
+            f"{max_delta:g} ({spent}deltas of approximate-DP releases add up): release "
+            "with a smaller --delta, well below 1/n (the number of people), or raise "
+            "--max-delta on purpose")
 
 
 def refusal(now: DatasetBudget, charge: float) -> str:

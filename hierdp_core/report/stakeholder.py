@@ -67,7 +67,7 @@ from hierdp_core.report.summary import (
     summary_lines,
 )
 from hierdp_core.sweep_figures import sweep_figure
-from hierdp_core.verdict import release_verdict
+from hierdp_core.verdict import is_charged, release_verdict
 from hierdp_core.viz import ledger_figure, true_vs_released_scatter
 
 PUBLIC_BANNER = ("Released values and public parameters only: no true count is in this "
@@ -104,7 +104,7 @@ def explanation_html(release, data, explanation=None) -> str:
     """`hierdp_core.explain`'s plain-language explanation of the release's configuration
     (public parameters and the tree's shape only), with the release's own noise marked."""
     e = explanation or release_explanation(release, data)
-    secure = release.randomness.get("mode") == "secure"
+    secure = release.randomness.get("mode") == "secure" and is_charged(release.randomness)
     marks = {True: '<b class="met">met</b>', False: '<b class="unmet">not met</b>'}
     items = "".join(f"<li>{marks[secure if met is None else met]}: {_inline(text)}</li>"
                     for text, met in e.conditions)

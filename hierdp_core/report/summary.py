@@ -182,8 +182,8 @@ def _typical_error(table: pd.DataFrame, unit: str) -> str:
 
 def _verdict(verdict: dict) -> str:
     if verdict["publishable"]:
-        return ("Publishable: secure noise, a private mechanism, a declared structure and a "
-                "budget within its ceiling.")
+        return ("Publishable: secure noise charged to the dataset's budget, a private "
+                "mechanism, a declared structure and a budget within its ceilings.")
     return "Not publishable as it is: " + "; ".join(verdict["not_publishable_because"]) + "."
 
 

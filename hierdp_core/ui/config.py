@@ -28,7 +28,8 @@ from hierdp_core.ui.session import GENERATION, RANDOMNESS
 MODE, SEED = "mode", "seed"
 #: the Results page's randomness options (short: the seed box beside them shows its +/-)
 EXPLORATION = "Exploration (seeded)"
-SECURE = "Release (secure noise)"
+#: a preview: charged to no budget, so not publishable (Export draws the release to publish)
+SECURE = "Secure noise (preview)"
 
 
 def current_config(release=None) -> ReleaseConfig:

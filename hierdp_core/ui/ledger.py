@@ -3,14 +3,17 @@ of the dataset's publishable releases beside the "Draw the publishable release" 
 confirmation before a second draw ("this spends another ε X, total Y of Z"), a friendly
 refusal beyond the total, and the declaration of the total.
 
-The dataset is keyed by the HMAC of its table's content under the publisher's key
-(`table_fingerprint`: an upload as read, before any reshape, or the Export page's bundled
-sample's table); the Group sizes, Flows and Ranges pages key their own bundled samples by
-name (`page_charge`).
+The Export page keys the dataset by the HMAC of its true counts under the publisher's key
+(`hierdp_core.privacy.dataset_key.counts_fingerprint`, as ``hierdp release`` keys a counts
+release: the same records uploaded in any order or format, or released with the command
+line, are one dataset), with the HMAC of the upload as read (`table_fingerprint`) or the
+bundled sample's name (`sample_fingerprint`) as aliases; the Group sizes, Flows and Ranges
+pages key an upload by `table_fingerprint` and a bundled sample by its name
+(`page_charge`), so a sample's draws on every page are one dataset.
 Each draw is reserved in the ledger before its noise is drawn and committed once made.
 
-Session-state key: ``hd_ledger_fp`` holds (dataset version, fingerprint) of the current
-dataset, so the table is fingerprinted once per version.
+Session-state key: ``hd_ledger_fp`` holds, per kind of fingerprint, (the table or counts,
+its fingerprint), so each is fingerprinted once.
 """
 
 from __future__ import annotations
@@ -20,15 +23,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 from hierdp_core.errors import HierdpError
-from hierdp_core.export import keyed_fingerprint, publisher_key
+from hierdp_core.export import publisher_key
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.ledger import (
-    DatasetBudget,
-    Ledger,
-    charge_of,
+from hierdp_core.privacy.dataset_key import (
+    counts_fingerprint,
+    sample_fingerprint,
     table_fingerprint,
-    unit_of,
 )
+from hierdp_core.privacy.ledger import DatasetBudget, Ledger, charge_of, unit_of
 from hierdp_core.ui import session
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
@@ -39,35 +41,46 @@ SYMBOL = {"epsilon": "ε", "rho": "ρ"}
 @dataclass(frozen=True)
 class Charge:
     """What a publishable draw of the current dataset spends: ``budget`` with
-    ``mechanism``, on the dataset ``fingerprint`` (shown as ``label``)."""
+    ``mechanism``, on the dataset ``fingerprint`` or, failing it, the one an alias of
+    ``aliases`` names (`hierdp_core.privacy.ledger.Ledger.reserve`; shown as ``label``)."""
 
     fingerprint: str
     label: str
     budget: PrivacyBudget
     mechanism: str
+    aliases: tuple[str, ...] = ()
 
 
-def current_charge(budget: PrivacyBudget, mechanism: str, ds: dict | None = None) -> Charge:
-    """The `Charge` of a draw of ``budget`` on a dataset: ``ds`` (an upload's dataset dict),
-    else the session's dataset (the Export page's)."""
-    ds = ds if ds is not None else session.ensure_dataset()
-    kept = st.session_state.get(FINGERPRINT)
-    if kept is None or kept[0] != ds["version"]:
-        key, _ = publisher_key(None, None)
-        kept = (ds["version"], table_fingerprint(ds.get("raw", ds["table"]), key))
-        st.session_state[FINGERPRINT] = kept
-    return Charge(kept[1], ds["name"], budget, mechanism)
+def _kept(what, fingerprint) -> str:
+    """``fingerprint(what, key)`` under the publisher's key, kept while ``what`` (the same
+    object, held here) is asked again: once per table or counts, not per rerun."""
+    kept = st.session_state.setdefault(FINGERPRINT, {})
+    name = fingerprint.__name__
+    if name not in kept or kept[name][0] is not what:
+        kept[name] = (what, fingerprint(what, publisher_key(None, None)[0]))
+    return kept[name][1]
+
+
+def current_charge(budget: PrivacyBudget, mechanism: str, data) -> Charge:
+    """The `Charge` of a draw of ``budget`` on the session's dataset (the Export page's),
+    built as the `CountData` ``data``: keyed by its true counts, with its table's key (or
+    its bundled sample's name) as alias."""
+    ds = session.ensure_dataset()
+    alias = (sample_fingerprint(ds["sample"], publisher_key(None, None)[0]) if ds.get("sample")
+             else _kept(ds.get("raw", ds["table"]), table_fingerprint))
+    return Charge(_kept(data, counts_fingerprint), ds["name"], budget, mechanism, (alias,))
 
 
 def page_charge(budget: PrivacyBudget, mechanism: str, upload: dict | None,
                 sample: str) -> Charge:
-    """The `Charge` of a query page's draw: on the uploaded table (`current_charge`), or on
-    the page's bundled sample, keyed by its name (its file is fixed)."""
+    """The `Charge` of a query page's draw: on the uploaded table (`table_fingerprint`), or
+    on the page's bundled sample, keyed by its name (its file is fixed)."""
     if upload is not None:
-        return current_charge(budget, mechanism, upload)
+        return Charge(_kept(upload.get("raw", upload["table"]), table_fingerprint),
+                      upload["name"], budget, mechanism)
     key, _ = publisher_key(None, None)
-    return Charge(keyed_fingerprint(f"hierdp-sample/1\0{sample}".encode(), key),
-                  f"bundled sample {sample}", budget, mechanism)
+    return Charge(sample_fingerprint(sample, key), f"bundled sample {sample}", budget,
+                  mechanism)
 
 
 def _amount(unit: str, value: float) -> str:
@@ -78,7 +91,7 @@ def gate(charge: Charge, prefix: str) -> bool:
     """The running total of the dataset and, before a second draw, a confirmation; returns
     whether the draw may go ahead (never beyond the total)."""
     try:
-        now = Ledger().status(charge.fingerprint)
+        now = Ledger().status(charge.fingerprint, charge.aliases)
         cost = charge_of(charge.budget, now.unit or unit_of(charge.budget))
     except HierdpError as exc:
         st.error(f"The budget of this dataset cannot be used for this draw: {exc}")
@@ -132,15 +145,16 @@ def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None
 
 def counted(charge: Charge, prefix: str, draw):
     """``draw()`` (a publishable release), recorded in the dataset's ledger: reserved before
-    its noise is drawn (a `BudgetError` when it does not fit), committed once made and named
-    by its content token."""
+    its noise is drawn (a `BudgetError` when it does not fit), marked with its entry (the
+    condition of its publishable verdict), committed once made and named by its content
+    token."""
     from hierdp_core.ui.downloads import release_token
 
     ledger = Ledger()
     spend = ledger.reserve(charge.fingerprint, charge.budget, label=charge.label,
                            destination=f"dashboard ({prefix} downloads)",
-                           mechanism=charge.mechanism)
-    release = draw()
+                           mechanism=charge.mechanism, aliases=charge.aliases)
+    release = draw().charged(spend.release_id)
     ledger.commit(spend.release_id, destination=f"dashboard ({prefix} downloads, release "
                                                 f"{release_token(release)[:12]})")
     return release

@@ -38,28 +38,37 @@ from hierdp_core.ui.downloads import (
 )
 from hierdp_core.ui.session import DRAWN_IN, GEOJSON_CACHE, PUBLISHABLE
 from hierdp_core.verdict import (
+    DEFAULT_MAX_DELTA,
     DEFAULT_MAX_EPSILON,
+    NOT_CHARGED,
     SEEDED,
     describe_ceiling,
+    is_charged,
     release_verdict,
 )
 
 WHAT_MAKES_IT_PUBLISHABLE = (
-    "A release can be published as it is only when all four hold:\n\n"
+    "A release can be published as it is only when all five hold:\n\n"
     "1. **Secure noise**: exact integer noise from a keystream keyed by the operating "
     "system, applied to the true values. Exploration runs use a seed so that figures can be redrawn, and "
     "anyone who knows the seed can subtract the noise.\n"
-    "2. **A private mechanism**: mechanisms that are not differentially private as "
+    "2. **Charged to the dataset's budget**: the publishable release is drawn with the "
+    "\"Draw the publishable release\" button, which counts it in the dataset's budget "
+    "across releases before drawing. Secure noise drawn elsewhere (the Results page's "
+    "secure preview) is counted nowhere: it could be redrawn until one draw looked good "
+    "next to the truth, and its ε would no longer hold.\n"
+    "3. **A private mechanism**: mechanisms that are not differentially private as "
     "published (marked in the pickers) never are.\n"
-    "3. **A declared structure**: the units, categories and domain come from a public "
+    "4. **A declared structure**: the units, categories and domain come from a public "
     "declaration (a bundled sample's unit and code lists, or for your own table the "
     "geography file and category values declared on the Data page, with the public "
     "largest size or domain), not from the confidential table: a table's own units and "
     "values would tell the reader who is in it (a unit with nobody in it would be "
     "missing).\n"
-    f"4. **A budget within the public ceiling**: ε at most {DEFAULT_MAX_EPSILON:g} (the "
+    f"5. **A budget within the public ceiling**: ε at most {DEFAULT_MAX_EPSILON:g} (the "
     "command line's `--max-epsilon`); under ρ-zCDP the ε it implies at its δ, "
-    "ρ + 2√(ρ ln(1/δ)). Above it the noise barely protects anyone.\n\n"
+    "ρ + 2√(ρ ln(1/δ)). Above it the noise barely protects anyone. δ at most "
+    f"{DEFAULT_MAX_DELTA:g} (`--max-delta`).\n\n"
     "The **table rules** (every parent equals the sum of its children, no negative and no "
     "fractional value) are stated beside the verdict, counted on the released values: a "
     "private release can break them (least squares gives real values), and its manifest "
@@ -73,8 +82,9 @@ def verdict_box(release, structure_declared: bool) -> dict:
     the verdict."""
     verdict = release_verdict(release, structure_declared=structure_declared)
     if verdict["publishable"]:
-        st.success("**Publishable as it is**: secure noise, a private mechanism, "
-                   "a declared structure, a budget within the public ceiling.",
+        st.success("**Publishable as it is**: secure noise charged to the dataset's budget, "
+                   "a private mechanism, a declared structure, a budget within the public "
+                   "ceiling.",
                    icon=":material/verified:")
     else:
         st.warning("**Not publishable as it is**:\n" + "\n".join(
@@ -156,10 +166,11 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
     """The "Export" section of a query page (its heading unless ``heading`` is False): the
     verdict, the level of the intervals, the downloads (`download_buttons`: every file with
     intervals; ``workload``: a range release's public one; ``seconds``: the time the
-    release took, to say how long a bootstrap will), and for an exploration release
-    the publishable one (`publishable_release`, with ``redraw``: the same configuration
-    with secure noise, its intervals made with it; ``rows_of`` counts a release's table
-    rows; ``ledger``: its `hierdp_core.ui.ledger.Charge`). With ``wait`` the files come
+    release took, to say how long a bootstrap will), and for a release not charged to the
+    budget ledger (seeded, or the Results page's secure preview) the publishable one
+    (`publishable_release`, with ``redraw``: the same configuration with secure noise, its
+    intervals made with it; ``rows_of`` counts a release's table rows; ``ledger``: its
+    `hierdp_core.ui.ledger.Charge`, needed with ``redraw``). With ``wait`` the files come
     without a click (their intervals made as the page opens: `downloads.prepared`).
     Returns the releases offered (`Offered`)."""
     if heading:
@@ -173,15 +184,15 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
                                    level=level, workload=workload, seconds=seconds,
                                    wait=wait)
     secure = None
-    if redraw is not None and release.randomness.get("mode") != "secure":
+    if redraw is not None and not is_charged(release.randomness):
         drawn = publishable_release(
             release, prefix, lambda: attach_intervals(redraw(), level, workload), verdict,
             ledger)
         if drawn is not None:  # one box: the verdict of the release offered for publishing
             verdict_slot.caption(":material/info: These first files hold the exploration "
-                                 "release (seeded noise: not publishable; NOT-PUBLISHABLE in "
-                                 "their names). The verdict of the release drawn with secure "
-                                 "noise is below.")
+                                 "release (seeded noise, or secure noise charged to no "
+                                 "budget: not publishable; NOT-PUBLISHABLE in their names). "
+                                 "The verdict of the publishable release is below.")
             verdict = verdict_box(drawn, structure_declared)
             secure = download_buttons(drawn, f"{prefix}_pub", stem, input_spec,
                                       rows_of(drawn) if rows_of else rows,
@@ -197,23 +208,24 @@ def release_downloads(release, prefix: str, stem: str, input_spec: dict, rows: i
 
 
 def publishable_release(release, prefix: str, redraw: Callable[[], object],
-                        verdict: dict | None = None,
-                        ledger: ledger_ui.Charge | None = None):
+                        verdict: dict | None, ledger: ledger_ui.Charge):
     """A button that draws the configuration of the exploration ``release`` again with
     secure noise; returns that secure release once drawn (kept in session state for this
     exploration release only), else None. ``verdict``: the exploration release's, to say
     what secure noise alone does not fix. ``ledger`` (a `hierdp_core.ui.ledger.Charge`):
-    the draw is counted in the dataset's budget across releases, shown beside the button,
-    confirmed before a second draw and refused beyond the total."""
+    the draw is counted in the dataset's budget across releases (without it, it would not
+    be publishable), shown beside the button, confirmed before a second draw and refused
+    beyond the total."""
     st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
                 "drawn again with secure noise (no seed).")
-    others = [r for r in (verdict or {}).get("not_publishable_because", []) if r != SEEDED]
+    others = [r for r in (verdict or {}).get("not_publishable_because", [])
+              if r not in (SEEDED, NOT_CHARGED)]
     if others:
         st.caption(":material/info: Secure noise alone will not make this one publishable: "
                    + "; ".join(others) + ".")
     token = release_token(release)
     drawn = st.session_state.setdefault(PUBLISHABLE, {})
-    allowed = ledger is None or ledger_ui.gate(ledger, prefix)
+    allowed = ledger_ui.gate(ledger, prefix)
     took = st.session_state.setdefault(DRAWN_IN, {})
     if st.button("Draw the publishable release (secure noise)", key=wk.page_key(prefix, wk.SECURE),
                  icon=":material/lock:", disabled=not allowed) and allowed:
@@ -221,14 +233,12 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
         try:
             with st.spinner("Drawing secure noise…"), sweep_jobs.foreground(), \
                     bootstrap_progress("Intervals of the secure release"):
-                drawn[prefix] = (token, redraw() if ledger is None
-                                 else ledger_ui.counted(ledger, prefix, redraw))
+                drawn[prefix] = (token, ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:
             st.error(f"The secure release failed: {exc}")
             return None
         took[prefix] = (token, time.perf_counter() - started)
-        if ledger is not None:
-            st.rerun()  # the running total and the confirmation as they are now
+        st.rerun()  # the running total and the confirmation as they are now
     if took.get(prefix, (None,))[0] == token:
         st.caption(f"Drawn with secure noise in {took[prefix][1]:.1f} s.")
     stored = drawn.get(prefix)

@@ -43,8 +43,8 @@ Session-state keys (all under ``st.session_state``):
                  the choice to read it from the table (`ui.structure`)
 ``hd_publishable`` the publishable (secure) releases, per page, of the exploration release
                  they redraw (`ui.release`); ``hd_publishable_seconds`` how long each draw took
-``hd_ledger_fp`` (dataset version, keyed fingerprint of its table): the dataset's key in the
-                 budget ledger across releases (`ui.ledger`)
+``hd_ledger_fp`` per kind of keyed fingerprint (of a table, of the counts), (the object,
+                 its fingerprint): the dataset's keys in the budget ledger (`ui.ledger`)
 ``hd_intervals`` the intervals of the latest releases, per (content token, level), which
                  every release file offered carries (`ui.downloads`)
 ``hd_split_held`` the exact weights of the split last set by a preset or the split
