@@ -41,16 +41,17 @@ import math
 from typing import TYPE_CHECKING
 
 from hierdp_core.errors import InputError
-from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP
+from hierdp_core.privacy.budget import (  # the ceilings: also read from here
+    APPROX_DP,
+    DEFAULT_MAX_DELTA,
+    DEFAULT_MAX_EPSILON,
+    PURE_DP,
+    ZCDP,
+)
 
 if TYPE_CHECKING:
     from hierdp_core.releases import ReleaseRecord
 
-#: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
-DEFAULT_MAX_EPSILON = 10.0
-#: the public ceiling on a publishable release's delta (CLI ``--max-delta``): the largest
-#: delta the dashboard offers, well below 1/n for any population worth a hierarchy
-DEFAULT_MAX_DELTA = 1e-5
 #: the delta at which a rho-zCDP release without a delta is expressed as epsilon
 REFERENCE_DELTA = 1e-6
 #: the key of a release's randomness record naming its entry in the budget ledger

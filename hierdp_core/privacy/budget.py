@@ -63,6 +63,12 @@ def _check_positive(name: str, value: float) -> float:
 #: least rho gives the Gaussian the noise of the least epsilon; no delta below the least has
 #: a meaning (it is far below 1/n for any population), and the conversions stay exact down
 #: to it
+#: the public ceiling on a publishable release's epsilon (CLI ``--max-epsilon``, dashboard)
+DEFAULT_MAX_EPSILON = 10.0
+#: the public ceiling on a publishable release's delta (CLI ``--max-delta``): the largest
+#: delta the dashboard offers, well below 1/n for any population worth a hierarchy; the
+#: ledger holds a dataset's summed deltas to it too
+DEFAULT_MAX_DELTA = 1e-5
 EPSILON_RANGE = (1e-6, 1e9)
 RHO_RANGE = (1e-12, 1e9)
 DELTA_MIN = 1e-100

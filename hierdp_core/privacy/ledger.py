@@ -13,7 +13,7 @@ Each dataset has a total in one unit:
 
 * ``epsilon`` (pure and approximate DP, basic composition): the epsilons of its releases
   add up, and so do the deltas of its approximate-DP releases, which may not exceed the
-  public delta ceiling (``max_delta``, `hierdp_core.verdict.DEFAULT_MAX_DELTA`): a release
+  public delta ceiling (``max_delta``, `hierdp_core.privacy.budget.DEFAULT_MAX_DELTA`): a release
   that would take them above it is refused. A zCDP release cannot be counted against it
   and is refused.
 * ``rho`` (zCDP): the rhos add up; a pure epsilon-DP release counts as epsilon^2 / 2
@@ -54,8 +54,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
-from hierdp_core.verdict import DEFAULT_MAX_DELTA
+from hierdp_core.privacy.budget import APPROX_DP, DEFAULT_MAX_DELTA, PURE_DP, ZCDP, PrivacyBudget
 
 HOME_ENV = "HIERDP_HOME"
 LEDGER_FILE = "ledger.sqlite"
