@@ -112,6 +112,11 @@ class FlowData:
     def level_width(self, geo_level: int) -> int:
         return self.geography.level_size(geo_level)
 
+    def level_cells(self, level: int) -> int:
+        """The public number of O/D pairs of tree level ``level`` (from the geography)."""
+        lo, ld = self.pair_levels(level)
+        return self.level_width(lo) * self.level_width(ld)
+
     def ancestors(self, geo_level: int) -> np.ndarray:
         """For every leaf area, the index (within its level) of its ancestor at ``geo_level``."""
         key = ("anc", geo_level)

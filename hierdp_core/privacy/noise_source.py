@@ -9,12 +9,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hierdp_core.errors import MechanismError
 from hierdp_core.privacy.exact.apply import ALGORITHM as EXACT_ALGORITHM
 
 if TYPE_CHECKING:
     from hierdp_core.privacy.samplers import Noise
 
 BACKENDS = ("hierdp", "opendp")  # secure noise: hierdp's exact sampler, or OpenDP's
+#: a measurement's log when its noise was drawn on a data-dependent subset of its ``cells``
+SUBSET_DRAWN = "the data's non-zero cells among them only; how many is not published"
+
+
+def public_cells(cells: int, drawn: int) -> int:
+    """``cells``, the public number of cells of a measurement whose noise was drawn on
+    ``drawn`` of them (a data-dependent subset), checked to cover them."""
+    if drawn > cells:
+        raise MechanismError(f"{drawn} values measured, more than the {cells} public cells")
+    return int(cells)
 
 
 class NoiseSource:

@@ -34,7 +34,7 @@ import numpy as np
 
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.exact import apply_exact, exact_noise
-from hierdp_core.privacy.noise_source import NoiseSource
+from hierdp_core.privacy.noise_source import SUBSET_DRAWN, NoiseSource, public_cells
 from hierdp_core.privacy.numpy_geometric import add_geometric_difference
 from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
@@ -140,7 +140,8 @@ class Noise(ABC):
         return self._sample_numpy(size, source.rng)
 
     def apply(self, values, source: NoiseSource, *, sensitivity: float | None = None,
-              budget: float | None = None, label: str = "measurement") -> np.ndarray:
+              budget: float | None = None, label: str = "measurement",
+              cells: int | None = None) -> np.ndarray:
         """``values`` plus independent noise, same shape.
 
         Exploration: a numpy draw added to the values. Secure: integer noise on the
@@ -150,7 +151,10 @@ class Noise(ABC):
         Gaussians) the privacy loss is logged on the source and must not exceed ``budget``
         (the measurement's share: epsilon or rho), checked before any noise is drawn: on
         the hierdp backend the loss computed exactly from the rational sampled (OpenDP's map
-        of the same rational agrees: a test), on OpenDP's its privacy map.
+        of the same rational agrees: a test), on OpenDP's its privacy map. ``cells``: the
+        public number of cells measured when ``values`` are a data-dependent subset of them
+        (e.g. the non-zero cells): the log and the privacy map use it, never how many
+        values there are (that number would be published exactly); None: ``values.size``.
         """
         values = np.asarray(values)
         if not source.secure:
@@ -159,6 +163,7 @@ class Noise(ABC):
             if not np.all(np.mod(values, 1) == 0):
                 raise MechanismError(f"{self.name} noise needs integer values")
         flat = values.reshape(-1)
+        size = flat.size if cells is None else public_cells(cells, flat.size)
         if self.integer and source.backend == "hierdp":
             sampled = exact_noise(self._exact_kind, self.scale)
             how = {"sampler": "hierdp-exact", "sampled": sampled.parameter}
@@ -166,13 +171,15 @@ class Noise(ABC):
         else:
             sampled, how = None, {"sampler": "opendp"}
             loss = None if sensitivity is None else opendp_privacy_loss(
-                self._opendp_kind, self.scale, self.integer, sensitivity, flat.size)
+                self._opendp_kind, self.scale, self.integer, sensitivity, size)
         if loss is not None and budget is not None and loss > budget * (1 + 1e-9):
             raise BudgetError(f"{label}: the privacy loss is {loss:.6g}, more than "
                               f"its share of the budget {budget:.6g}")
         noisy = opendp_apply(flat, self._opendp_kind, self.scale, self.integer) \
             if sampled is None else apply_exact(flat, sampled)
-        source.record(label, self, flat.size, sensitivity, loss, budget, how)
+        if cells is not None:
+            how["drawn_on"] = SUBSET_DRAWN
+        source.record(label, self, size, sensitivity, loss, budget, how)
         return noisy.reshape(values.shape)
 
     def describe(self) -> dict:
