@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.duplicates import check_policy, repeated_rows
+from hierdp_core.data.duplicates import check_policy, leaf_id, repeated_rows
 from hierdp_core.data.integers import check_total, sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
@@ -215,7 +215,8 @@ def flow_data_from_table(
     ``geography``: the declared areas of both ends (`geography_for_flows` reads one), one
     level per pair of origin and destination columns; ``declared_structure`` then.
     ``duplicates``: rows of an O/D table that repeat a pair are summed (``"sum"``, counted
-    in ``merged_rows``) or refused (``"error"``); trips are never duplicates.
+    in ``merged_rows``) or refused (``"error"``, the command line's and the API's default:
+    `DuplicateRowsError` naming the first pair and its rows); trips are never duplicates.
     """
     check_policy(duplicates)
     repeats = None if count_column is None else duplicates
@@ -304,7 +305,9 @@ def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination:
     keys = origin * n_leaves + destination
     uniq, inverse = np.unique(keys, return_inverse=True)
     merged = (0 if duplicates is None else
-              repeated_rows(keys, duplicates, "origin and destination", n_distinct=uniq.size))
+              repeated_rows(keys, duplicates, "origin and destination", n_distinct=uniq.size,
+                            name=lambda key: "origin {} to destination {}".format(
+                                *(leaf_id(geography, x) for x in divmod(key, n_leaves)))))
     total = sum_by_cell(inverse, counts, uniq.size)
     keep = total > 0
     if not keep.any():

@@ -42,7 +42,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.duplicates import repeated_rows
+from hierdp_core.data.duplicates import leaf_id, repeated_rows
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import (
     check_cells,
@@ -242,8 +242,9 @@ def group_size_data_from_histograms(
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
     are non-negative integers, top-coded at ``max_size`` and bottom-coded at ``min_size``.
-    Rows repeating a unit and size are summed (``duplicates="sum"``, counted in
-    ``merged_rows``; sizes coded to one size are one size) or refused (``"error"``).
+    Rows repeating a unit and size as written are summed (``duplicates="sum"``, counted
+    in ``merged_rows``) or refused (``"error"``); sizes the declared domain codes to one
+    size (above ``max_size``, below ``min_size``) are summed as declared, never a repeat.
     ``geography``, ``max_cells`` and ``group_counts`` as in `group_size_data_from_people`."""
     domain = check_size_domain(min_size, max_size)
     width = domain[1] - domain[0] + 1
@@ -253,7 +254,10 @@ def group_size_data_from_histograms(
                          max_cells)
     top_coded = int(counts[sizes > domain[1]].sum())
     cells = leaf * width + size_columns(sizes, *domain)
-    merged = repeated_rows(cells, duplicates, "unit and size")
+    written, rows = np.unique(np.column_stack([leaf, sizes]), axis=0, return_inverse=True)
+    merged = repeated_rows(rows.ravel(), duplicates, "unit and size", n_distinct=len(written),
+                           name=lambda i: f"unit {leaf_id(h, written[i, 0])}, size "
+                                          f"{written[i, 1]}")
     leaf_hist = sum_by_cell(cells, counts, h.n_leaves * width)
     return replace(_data(h, leaf_hist.reshape(h.n_leaves, width), domain, top_coded,
                          geography is not None, group_counts), merged_rows=merged)
