@@ -83,16 +83,13 @@ def _repeat_message(cells: np.ndarray, merged: int, what: str, name, where: str)
             f"repeated{first} is on rows {listed}{where}; {SUM_THEM}")
 
 
-def first_shared_cell(block: int, *parts: dict) -> tuple[int, int, int] | None:
-    """The smallest cell of ``block`` that two of ``parts`` hold (each a partition's sparse
-    cells, block -> (distinct cells, values)), with the two partitions' indices; None when
-    no cell is in two. A partition's rows are checked alone by `repeated_rows`; this finds
-    the rows of one cell read in different partitions."""
-    held = [(i, part[block][0]) for i, part in enumerate(parts) if block in part]
-    if len(held) < 2:
-        return None
-    cells = np.concatenate([c for _, c in held])
-    owner = np.repeat([i for i, _ in held], [c.size for _, c in held])
+def first_shared_cell(owners: list[int], *pieces: tuple) -> tuple[int, int, int] | None:
+    """The smallest cell that two of ``pieces`` hold (the sparse cells of one block read in
+    the partitions ``owners``, each (distinct cells, values)), with those two partitions;
+    None when no cell is in two. A partition's rows are checked alone by `repeated_rows`;
+    this finds the rows of one cell read in different partitions."""
+    cells = np.concatenate([c for c, _ in pieces])
+    owner = np.repeat(owners, [c.size for c, _ in pieces])
     order = np.lexsort((owner, cells))
     same = np.flatnonzero(np.diff(cells[order]) == 0)
     if not same.size:

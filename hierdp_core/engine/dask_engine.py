@@ -221,7 +221,7 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
                             for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
     if count_column is not None and duplicates == "error":
         k = len(labels)
-        check_repeats(client, parts, first.size, "unit and category", lambda c: unit_category(
+        check_repeats(client, parts, "unit and category", lambda c: unit_category(
             h, c // k, categories, labels[c % k]))
     leaves = leaf_count_blocks(client, parts, h, len(labels), placement)
     data = DatasetCounts(h, labels, tuple(categories), declared)
@@ -233,14 +233,23 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     return release, data
 
 
-def check_repeats(client, parts: list, blocks: int, what: str, name) -> None:
+def check_repeats(client, parts: list, what: str, name) -> None:
     """Refuse (`DuplicateRowsError`) rows of one cell read in two partitions: ``parts``,
     handles of every partition's sparse cells (block -> (cells, values), each partition
-    checked alone as it was made, its error raised here); ``name``: cell -> its words."""
+    checked alone as it was made, its error raised here), compared block by block from
+    their pieces of it (`block_piece`, the tasks `leaf_count_blocks` reuses); ``name``:
+    cell -> its words."""
     from hierdp_core.data.duplicates import first_shared_cell, shared_cell_error
+    from hierdp_core.engine.leaf_counts import block_piece, blocks_of
 
-    found = client.gather([client.submit(first_shared_cell, b, *parts, pure=False)
-                           for b in range(blocks)])
+    touched = client.gather([client.submit(blocks_of, part) for part in parts])
+    held: dict[int, list] = {}
+    for i, (part, blocks) in enumerate(zip(parts, touched, strict=True)):
+        for b in blocks:  # a loop per partition and block it touches, as leaf_count_blocks
+            held.setdefault(b, []).append((i, client.submit(block_piece, part, b)))
+    found = client.gather([client.submit(first_shared_cell, [i for i, _ in pieces],
+                                         *[p for _, p in pieces], pure=False)
+                           for pieces in held.values() if len(pieces) > 1])
     error = shared_cell_error(found, what, name)
     if error is not None:
         raise error

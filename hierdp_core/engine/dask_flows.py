@@ -103,7 +103,7 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
                             for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
     n_blocks = block_starts(shape.geography).size
     if count_column is not None and duplicates == "error":
-        check_repeats(client, parts, n_blocks, "origin and destination",
+        check_repeats(client, parts, "origin and destination",
                       lambda key: pair_words(shape, key))
     check_dataset_total(client, parts, "the dataset's trips")
     blocks = [client.submit(block_pairs, public, b, *parts, pure=False)

@@ -254,10 +254,18 @@ def group_size_data_from_histograms(
                          max_cells)
     top_coded = int(counts[sizes > domain[1]].sum())
     cells = leaf * width + size_columns(sizes, *domain)
-    written, rows = np.unique(np.column_stack([leaf, sizes]), axis=0, return_inverse=True)
-    merged = repeated_rows(rows.ravel(), duplicates, "unit and size", n_distinct=len(written),
-                           name=lambda i: f"unit {leaf_id(h, written[i, 0])}, size "
-                                          f"{written[i, 1]}")
+    span = int(sizes.max(initial=0)) + 1  # the sizes as written, before any coding
+    if h.n_leaves * span >= 2**62:  # sizes this large: numbered in order instead
+        written, codes = np.unique(sizes, return_inverse=True)
+        span = written.size
+    else:
+        written, codes = np.arange(span), sizes
+    raw = leaf.astype(np.int64) * span + codes
+    dense = h.n_leaves * span <= 4 * raw.size + (1 << 20)  # else counted by sorting
+    merged = repeated_rows(raw, duplicates, "unit and size",
+                           n_distinct=None if dense else np.unique(raw).size,
+                           name=lambda c: f"unit {leaf_id(h, c // span)}, size "
+                                          f"{written[c % span]}")
     leaf_hist = sum_by_cell(cells, counts, h.n_leaves * width)
     return replace(_data(h, leaf_hist.reshape(h.n_leaves, width), domain, top_coded,
                          geography is not None, group_counts), merged_rows=merged)
