@@ -140,6 +140,10 @@ def test_flows_ranges_and_group_sizes_count_or_refuse_repeated_cells():
                                                  "rows 1 and 3"):
         group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3,
                                         duplicates="error")
+    huge = pd.DataFrame({"st": ["A", "A", "A"], "size": [10**12, 0, 10**12], "n": [0, 0, 1]})
+    with pytest.raises(DuplicateRowsError, match="size 1000000000000, is on rows 1 and 3"):
+        group_size_data_from_histograms(huge, ["st"], "size", "n", max_size=20,
+                                        duplicates="error")  # sizes as written: never dense
 
 
 def test_group_sizes_are_sized_before_allocating():

@@ -255,17 +255,16 @@ def group_size_data_from_histograms(
     top_coded = int(counts[sizes > domain[1]].sum())
     cells = leaf * width + size_columns(sizes, *domain)
     span = int(sizes.max(initial=0)) + 1  # the sizes as written, before any coding
-    if h.n_leaves * span >= 2**62:  # sizes this large: numbered in order instead
+    written = None  # sizes this large are numbered in order instead
+    if h.n_leaves * span >= 2**62:
         written, codes = np.unique(sizes, return_inverse=True)
         span = written.size
-    else:
-        written, codes = np.arange(span), sizes
-    raw = leaf.astype(np.int64) * span + codes
+    raw = leaf.astype(np.int64) * span + (sizes if written is None else codes)
     dense = h.n_leaves * span <= 4 * raw.size + (1 << 20)  # else counted by sorting
     merged = repeated_rows(raw, duplicates, "unit and size",
                            n_distinct=None if dense else np.unique(raw).size,
                            name=lambda c: f"unit {leaf_id(h, c // span)}, size "
-                                          f"{written[c % span]}")
+                                          f"{c % span if written is None else written[c % span]}")
     leaf_hist = sum_by_cell(cells, counts, h.n_leaves * width)
     return replace(_data(h, leaf_hist.reshape(h.n_leaves, width), domain, top_coded,
                          geography is not None, group_counts), merged_rows=merged)
