@@ -115,7 +115,7 @@ def make_input(folder: Path, rows: int, seed: int) -> tuple[Path, Path]:
 
 def release_command(path: Path, geo_path: Path, out: Path, key: Path) -> list[str]:
     return [sys.executable, "-m", "hierdp_core", "release", str(path),
-            "--levels", "state,county,tract", "--count-column", "n",
+            "--levels", "state,county,tract", "--count-column", "n", "--duplicates", "sum",
             "--categories", "sex,age_group",
             "--category-values", "sex=" + "|".join(SEXES),
             "--category-values", "age_group=" + "|".join(AGE_GROUPS),

@@ -100,8 +100,9 @@ def flows_input(folder: Path, cells: int) -> tuple[list[str], int]:
                               "area": [f"A{a}" for a in range(areas)]})
     geography.to_csv(folder / "geo.csv", index=False)
     flags = [str(path), "--query", "flows", "--origin-levels", "o_state,o_area",
-             "--destination-levels", "d_state,d_area", "--count-column", "n",
-             "--geography", str(folder / "geo.csv"), "--delta", "1e-6", "--allow-nonprivate"]
+             "--destination-levels", "d_state,d_area", "--count-column", "n", "--duplicates",
+             "sum", "--geography", str(folder / "geo.csv"), "--delta", "1e-6",
+             "--allow-nonprivate"]
     return flags, 1 + states**2 + areas**2
 
 

@@ -30,13 +30,16 @@ Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
 Without a seed the noise is secure and the release publishable. Secure noise is drawn
 only once its charge is in the dataset's budget ledger, as on the command line: give the
 folder to write it to (``out``); the release is then written there, whole or not at all.
-``interval`` adds ``lower`` and ``upper``:
+``interval`` adds ``lower`` and ``upper``. The table's rows are per county, sex and age
+group: released by state alone they repeat its cells, refused unless declared summed
+(``duplicates="sum"``):
 
 >>> import tempfile
 >>> from pathlib import Path
 >>> folder = tempfile.mkdtemp()
 >>> secure = hierdp_core.release(table, levels=["state"], count_column="count",
-...                              geography=geography, interval=0.9, out=folder + "/rel")
+...                              geography=geography, interval=0.9, out=folder + "/rel",
+...                              duplicates="sum")
 >>> secure.manifest["publishable"], secure.intervals is not None
 (True, True)
 >>> secure.to_frame().columns.tolist()
@@ -47,7 +50,8 @@ folder to write it to (``out``); the release is then written there, whole or not
 Without a geography the units and categories are read from the data, and the release
 says it is not publishable:
 
->>> explored = hierdp_core.release(table, levels=["state"], count_column="count", seed=1)
+>>> explored = hierdp_core.release(table, levels=["state"], count_column="count", seed=1,
+...                                duplicates="sum")
 >>> explored.manifest["structure"], explored.manifest["publishable"]
 ('from-data', False)
 """
@@ -137,13 +141,16 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
             max_epsilon: float = DEFAULT_MAX_EPSILON, max_delta: float = DEFAULT_MAX_DELTA,
             out=None, overwrite: bool = False,
             formats: Sequence[str] = ("csv",), key_file=None,
-            budget_total: str | None = None) -> CountRelease:
+            budget_total: str | None = None, duplicates: str = "error") -> CountRelease:
     """The counts release of ``table`` (a DataFrame, or the path of a file
     ``hierdp release`` reads) at the ``levels`` (columns, coarse to fine), as ``hierdp
     release`` makes it: ``count_column`` (None: one row per person), ``mechanism``,
     ``epsilon`` (or ``rho``, zCDP; ``delta``), ``split`` (a weight per level, root first,
     or a preset name), ``params`` (``--param``), ``invariants`` (``--invariant``) and
     ``interval`` (a confidence level for ``lower``/``upper``, None for none).
+    ``duplicates``: rows of a ``count_column`` table that repeat a unit and category are
+    refused (``"error"``: a `DuplicateRowsError` naming the first and its rows, before any
+    budget is charged) unless declared summed (``"sum"``, ``--duplicates sum``).
 
     The shape is declared: ``geography`` (a DataFrame or file, one row per leaf unit, the
     level columns and the name columns of ``names``, level -> column) and
@@ -181,7 +188,7 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         split=split if isinstance(split, str) else tuple(float(w) for w in split),
         seed=_seed(seed), invariants=tuple(invariants),
         names=name_columns(",".join(f"{lv}={col}" for lv, col in (names or {}).items())),
-        interval=_interval(interval))
+        interval=_interval(interval), duplicates=duplicates)
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
     if source.secure and out is None:
         raise InputError("secure noise is drawn only to be written, after its charge is in "

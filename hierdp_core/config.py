@@ -122,7 +122,7 @@ class ReleaseConfig:
     wide_name: str | None = "category"  # the column of the wide columns' names
     wide_columns: tuple[str, ...] = ()  # the wide columns the table was melted from
     missing: str = "error"
-    duplicates: str = "sum"
+    duplicates: str = "error"  # aggregated rows repeating a cell: refused, or "sum"
     split_goal: str | None = None
     interval: float | None = None  # a confidence level; None the default, 0.0 none
     interval_replicates: int | None = None

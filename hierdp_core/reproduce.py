@@ -58,12 +58,14 @@ def release_from_config(config: ReleaseConfig | str | Path, table: str | Path | 
 def release_commands(cfg: ReleaseConfig, config_file: str = CONFIG_FILE,
                      out: str = "release") -> list[str]:
     """The shell commands that reproduce ``cfg`` saved as ``config_file``: write the bundled
-    sample (when it is one), then ``hierdp release TABLE --config FILE --out OUT``."""
+    sample (when it is one), then ``hierdp release TABLE --config FILE --out OUT`` (with
+    ``--duplicates sum`` when ``cfg`` sums repeated rows: a file does not hold it)."""
     table = table_file(cfg)
     first = ([f"hierdp sample {shlex.quote(cfg.data['sample'])} --out {shlex.quote(table)}"]
              if "sample" in cfg.data else [])
+    summed = " --duplicates sum" if cfg.duplicates == "sum" else ""
     return [*first, f"hierdp release {shlex.quote(table)} --config "
-                    f"{shlex.quote(config_file)} --out {shlex.quote(out)}"]
+                    f"{shlex.quote(config_file)}{summed} --out {shlex.quote(out)}"]
 
 
 SCRIPT = '''"""Reproduce a hierdp release ({what}) with hierdp's Python API.
@@ -71,6 +73,7 @@ SCRIPT = '''"""Reproduce a hierdp release ({what}) with hierdp's Python API.
 {about}
 """
 
+from dataclasses import replace
 from pathlib import Path
 
 from hierdp_core.config import config_from_dict
@@ -78,7 +81,7 @@ from hierdp_core.export import release_table_bytes
 from hierdp_core.reproduce import release_from_config, table_file
 from hierdp_core.verdict import release_verdict
 {write_sample}
-CONFIG = config_from_dict({config})
+CONFIG = replace(config_from_dict({config}), duplicates={duplicates!r})
 
 release = release_from_config(CONFIG, table_file(CONFIG))
 Path("release.csv").write_bytes(release_table_bytes(release, "csv"))
@@ -122,4 +125,4 @@ def release_script(cfg: ReleaseConfig, config_file: str = CONFIG_FILE) -> str:
     return SCRIPT.format(
         what=what, about=about + commands,
         write_sample=WRITE_SAMPLE.format(table=table, sample=sample) if sample else "",
-        config=config)
+        config=config, duplicates=cfg.duplicates)

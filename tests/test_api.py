@@ -115,7 +115,7 @@ def test_a_dataframe_gives_the_release_of_its_file(sample):
 
 def test_without_a_geography_the_release_says_it_is_not_publishable(sample, tmp_path):
     made = hierdp_core.release(sample[0], levels=["state"], count_column="count",
-                               out=tmp_path / "r")
+                               out=tmp_path / "r", duplicates="sum")
     assert made.manifest["structure"] == "from-data"
     assert made.manifest["publishable"] is False
     assert "not publishable" in repr(made) and "topdown" in repr(made)
@@ -129,7 +129,7 @@ def test_secure_noise_is_charged_before_it_is_drawn_and_written_once(sample, tmp
 
     table, geography = sample
     args = {"levels": ["state"], "count_column": "count", "geography": geography,
-            "category_values": DECLARED, "epsilon": 1.0}
+            "category_values": DECLARED, "epsilon": 1.0, "duplicates": "sum"}
     with pytest.raises(InputError, match="out=FOLDER"):
         hierdp_core.release(table, **args)  # a secure draw nobody charged: refused
     first = hierdp_core.release(table, **args, out=tmp_path / "one", budget_total="1.5")
@@ -206,5 +206,6 @@ def test_importing_hierdp_core_stays_cheap():
 
 def test_hierdp_core_release_is_the_api_function(sample):
     assert hierdp_core.release is api.release
-    made = hierdp_core.release(sample[0], levels=["state"], count_column="count", seed=2)
+    made = hierdp_core.release(sample[0], levels=["state"], count_column="count", seed=2,
+                               duplicates="sum")
     assert isinstance(made, api.CountRelease)

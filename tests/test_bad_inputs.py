@@ -25,6 +25,7 @@ from hierdp_core.groupsizes.data import (
     group_size_data_from_people,
 )
 from hierdp_core.ids import unescape_code
+from hierdp_core.privacy.ledger import Ledger
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.structure import parse_domain
@@ -84,48 +85,65 @@ def test_cli_refuses_count_column_as_flow_level(capsys, data, tmp_path):
 
 # ---- 2. duplicate rows of aggregated input ------------------------------------------------
 
-def test_core_sums_duplicates_and_counts_them():
+def test_core_sums_duplicates_or_refuses_them_naming_the_first():
     d = count_data_from_table(ROWS, ["state", "county"], count_column="n",
-                              category_columns=["sex"])
+                              category_columns=["sex"], duplicates="sum")
     assert d.merged_rows == 1 and int(d.leaf_counts.sum()) == 12
-    with pytest.raises(DuplicateRowsError, match="rows 1 and 2"):
+    with pytest.raises(DuplicateRowsError, match="the first repeated, unit A/a1, sex F, is on "
+                                                 "rows 1 and 2"):
         count_data_from_table(ROWS, ["state", "county"], count_column="n",
                               category_columns=["sex"], duplicates="error")
     people = count_data_from_table(ROWS, ["state", "county"])  # microdata: rows are people
     assert people.merged_rows == 0
 
 
-def test_cli_notes_summed_duplicates_or_refuses_them(capsys, data, tmp_path):
+def test_cli_refuses_duplicates_before_the_budget_or_notes_them_when_declared_summed(
+        capsys, data, tmp_path):
+    """Refused in one line, exit 2, nothing written and nothing charged to the budget
+    (a secure release); ``--duplicates sum`` sums them with a note."""
     flags = ["--levels", "state,county", "--categories", "sex", "--count-column", "n"]
-    code, _, err = release(capsys, data, tmp_path / "a", *flags)
-    assert code == 0
-    assert "note: 1 row(s) repeating the cell of an earlier row" in err
     out = tmp_path / "b"
-    code, _, err = release(capsys, data, out, *flags, "--duplicates", "error")
-    one_error(code, err, "1 row(s)", "rows 1 and 2")
+    code, _, err = run(capsys, "release", data, "--mechanism", "topdown", "--epsilon", 1,
+                       "--structure-from-data", "--out", out, *flags)
+    one_error(code, err, "1 row(s)", "unit A/a1, sex F", "rows 1 and 2", "--duplicates sum")
     assert not out.exists()
+    assert not Ledger().path.exists() or Ledger().datasets() == []
+    code, _, err = release(capsys, data, tmp_path / "a", *flags, "--duplicates", "sum")
+    assert code == 0, err
+    assert "note: 1 row(s) repeating the cell of an earlier row" in err
 
 
 def test_flows_ranges_and_group_sizes_count_or_refuse_repeated_cells():
     od = pd.DataFrame({"o": ["A", "A", "B"], "d": ["B", "B", "A"], "n": [3, 4, 2]})
-    flows = flow_data_from_table(od, ["o"], ["d"], "n")
+    flows = flow_data_from_table(od, ["o"], ["d"], "n", duplicates="sum")
     assert flows.merged_rows == 1 and int(flows.counts.sum()) == 9
     assert flow_data_from_trips(od, ["o"], ["d"]).merged_rows == 0  # trips repeat by nature
-    with pytest.raises(DuplicateRowsError, match="origin and destination .* rows 1 and 2"):
+    with pytest.raises(DuplicateRowsError, match="origin and destination .* origin A to "
+                                                 "destination B, is on rows 1 and 2"):
         flow_data_from_table(od, ["o"], ["d"], "n", duplicates="error")
     ages = pd.DataFrame({"st": ["A", "B", "A"], "age": [3, 4, 3], "n": [2, 1, 5]})
-    ranges = range_data_from_table(ages, ["st"], "age", count_column="n", domain=(0, 9))
+    ranges = range_data_from_table(ages, ["st"], "age", count_column="n", domain=(0, 9),
+                                   duplicates="sum")
     assert ranges.merged_rows == 1 and int(ranges.leaf_counts.sum()) == 8
-    with pytest.raises(DuplicateRowsError, match="'age' value .* rows 1 and 3"):
+    with pytest.raises(DuplicateRowsError, match="'age' value .*, unit A, age 3, is on rows 1 "
+                                                 "and 3"):
         range_data_from_table(ages, ["st"], "age", count_column="n", duplicates="error")
     sizes = ages.rename(columns={"age": "size"})
-    groups = group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3)
+    groups = group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3,
+                                             duplicates="sum")
     assert groups.merged_rows == 1
-    top = sizes.assign(size=[3, 4, 9])  # 4 and 9 are one size above the top-code 3
-    assert group_size_data_from_histograms(top, ["st"], "size", "n", max_size=3).merged_rows == 1
-    with pytest.raises(DuplicateRowsError, match="unit and size .* rows 1 and 3"):
+    top = sizes.assign(size=[3, 4, 9])  # 3 and 9 are one size at the top-code 3: declared
+    coded = group_size_data_from_histograms(top, ["st"], "size", "n", max_size=3,
+                                            duplicates="error")
+    assert coded.merged_rows == 0 and coded.leaf_counts[0, -1] == 7
+    with pytest.raises(DuplicateRowsError, match="unit and size .* unit A, size 3, is on "
+                                                 "rows 1 and 3"):
         group_size_data_from_histograms(sizes, ["st"], "size", "n", max_size=3,
                                         duplicates="error")
+    huge = pd.DataFrame({"st": ["A", "A", "A"], "size": [10**12, 0, 10**12], "n": [0, 0, 1]})
+    with pytest.raises(DuplicateRowsError, match="size 1000000000000, is on rows 1 and 3"):
+        group_size_data_from_histograms(huge, ["st"], "size", "n", max_size=20,
+                                        duplicates="error")  # sizes as written: never dense
 
 
 def test_group_sizes_are_sized_before_allocating():
@@ -147,7 +165,7 @@ def test_lookalike_codes_are_named_not_merged(capsys, tmp_path):
     path = tmp_path / "codes.csv"
     table.to_csv(path, index=False)
     code, _, err = release(capsys, path, tmp_path / "out", "--levels", "state",
-                           "--count-column", "n")
+                           "--count-column", "n", "--duplicates", "sum")  # state 2 twice
     warnings = [line for line in err.splitlines() if line.startswith("warning: codes")]
     assert code == 0 and len(warnings) == 1 and "'01' and '1'" in warnings[0]
     many = pd.DataFrame({"state": [f"{i}" for i in range(1, 9)] + [f"0{i}" for i in range(1, 9)]})

@@ -74,7 +74,7 @@ def test_topdown_release_adds_up(capsys, tmp_path, state_county_csv, categories)
     geography = state_county_csv.parent / "geography.csv"
     args = ["release", state_county_csv, "--levels", "state,county", "--count-column", "count",
             "--mechanism", "topdown", "--epsilon", "1", "--seed", "3", "--out", out_dir,
-            "--geography", geography]
+            "--geography", geography, "--duplicates", "sum"]  # a row per sex and age group
     if categories:
         args += ["--categories", categories, *SEX_AGE]
     code, out, err = run(capsys, *args)
@@ -116,7 +116,7 @@ def test_release_with_rho_split_and_parquet(capsys, tmp_path, state_county_csv):
     code, _, err = run(capsys, "release", state_county_csv, "--levels", "state,county",
                        "--count-column", "count", "--mechanism", "topdown", "--rho", "0.5",
                        "--split", "0,1,3", "--seed", "1", "--format", "csv,parquet",
-                       "--structure-from-data", "--out", out_dir)
+                       "--structure-from-data", "--duplicates", "sum", "--out", out_dir)
     assert code == 0, err
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["privacy"]["definition"] == "zcdp"
@@ -135,7 +135,7 @@ def test_evaluate_reports_metrics_by_level(capsys, tmp_path, state_county_csv):
                "--count-column", "count", "--categories", "sex", "--mechanism",
                "least-squares", "--epsilon", "2", "--seed", "0", "--out", out_dir,
                "--geography", state_county_csv.parent / "geography.csv",
-               "--category-values", "sex=F|M")[0] == 0
+               "--category-values", "sex=F|M", "--duplicates", "sum")[0] == 0
     # the geography named in the manifest is found beside the input
     code, out, err = run(capsys, "evaluate", state_county_csv, out_dir, "--json")
     assert code == 0, err
@@ -161,7 +161,8 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("extra, needle", BAD_INPUTS)
 def test_bad_input_gives_one_clear_line(capsys, tmp_path, state_county_csv, extra, needle):
-    args = ["release", state_county_csv, "--out", tmp_path / "o", "--structure-from-data"]
+    args = ["release", state_county_csv, "--out", tmp_path / "o", "--structure-from-data",
+            "--duplicates", "sum"]
     args += extra
     if "--mechanism" not in extra:
         args += ["--mechanism", "topdown"]

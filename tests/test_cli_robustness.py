@@ -21,7 +21,7 @@ from conftest import run_cli
 from hierdp_core.data.samples import synthetic_us_like
 
 ROOT = Path(__file__).resolve().parents[1]
-LEVELS = ["--levels", "state,county", "--count-column", "count"]
+LEVELS = ["--levels", "state,county", "--count-column", "count", "--duplicates", "sum"]
 
 
 @pytest.fixture(scope="module")

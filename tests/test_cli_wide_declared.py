@@ -147,3 +147,22 @@ def test_ranges_refuse_band_columns_and_group_sizes_take_an_open_band_at_the_top
     assert code == 0, err
     assert json.loads((tmp_path / "gs3" / "manifest.json").read_text())["input"][
         "max_size"] == 3
+
+
+def test_the_columns_a_pattern_matched_are_published_nowhere(capsys, files, tmp_path):
+    """The header of a pivoted table says which bands occur in the data: the manifest keeps
+    the declared pattern, and neither it nor the saved configuration nor the command's
+    output names a matched column (the evaluation rebuilds the table from the pattern)."""
+    paths, _ = files
+    out, config = tmp_path / "out", tmp_path / "release.json"
+    code, stdout, err = release(capsys, paths["wide"], out, "--wide", "age_*", "--wide-name",
+                                "age", "--category-values", f"age={DECLARED}", "--geography",
+                                paths["geography"], "--save-config", config, seed=False)
+    assert code == 0, err
+    _, manifest = read_release(out)
+    assert manifest["publishable"] is True
+    assert manifest["input"]["wide_patterns"] == ["age_*"] and "wide" not in manifest["input"]
+    written = (out / "manifest.json").read_text() + config.read_text() + stdout + err
+    assert not [column for column in BANDS if column in written]
+    code, report, err = run(capsys, "evaluate", paths["wide"], out)
+    assert code == 0 and "mae" in report, err

@@ -76,7 +76,10 @@ def test_unreadable_files(tmp_path):
 
 
 # ---- the command line ----------------------------------------------------------------------
-FLAGS = ["--levels", "state,county", "--count-column", "count", "--categories", "sex",
+#: the sample has a row per age group too: its rows are summed, declared (a configuration
+#: file does not hold how the table is read: `SUMMED` goes with it)
+SUMMED = ["--duplicates", "sum"]
+FLAGS = [*SUMMED, "--levels", "state,county", "--count-column", "count", "--categories", "sex",
          "--category-values", "sex=F|M", "--mechanism", "topdown", "--epsilon", "0.5",
          "--split", "1,2,4", "--seed", "7"]
 
@@ -100,7 +103,7 @@ def release_csv(folder) -> str:
 
 
 def test_config_gives_the_same_release_as_the_flags(capsys, sample_files, tmp_path):
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json", *SUMMED,
                            "--out", tmp_path / "a")
     assert code == 0, err
     code, _, err = run_cli(capsys, "release", sample_files / "s.csv", *FLAGS, "--geography",
@@ -112,7 +115,7 @@ def test_config_gives_the_same_release_as_the_flags(capsys, sample_files, tmp_pa
 
 
 def test_flags_override_the_file(capsys, sample_files, tmp_path):
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json", *SUMMED,
                            "--seed", "8", "--out", tmp_path / "a")
     assert code == 0, err
     code, _, err = run_cli(capsys, "release", sample_files / "s.csv", *FLAGS[:-1], "8",
@@ -120,7 +123,7 @@ def test_flags_override_the_file(capsys, sample_files, tmp_path):
                            "--out", tmp_path / "b")
     assert code == 0, err
     assert release_csv(tmp_path / "a") == release_csv(tmp_path / "b")
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "c.json", *SUMMED,
                            "--epsilon", "2", "--mechanism", "raw-laplace", "--out",
                            tmp_path / "c")
     assert code == 0, err
@@ -134,7 +137,7 @@ def test_a_budget_or_split_on_the_command_line_replaces_the_files(capsys, sample
     config = json.loads((sample_files / "c.json").read_text())
     config.update(epsilon=None, rho=0.5, delta=1e-6, split="finer")
     (sample_files / "z.json").write_text(json.dumps(config))
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "z.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "z.json", *SUMMED,
                            "--epsilon", "1", "--split-preset", "coarser", "--out", tmp_path)
     assert code == 0, err
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -240,11 +243,11 @@ def test_an_exact_total_is_declared_in_the_file(capsys, sample_files, tmp_path):
     config = json.loads((sample_files / "c.json").read_text())
     config["params"] = {"root_invariant": True}
     (sample_files / "t.json").write_text(json.dumps(config))
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json", *SUMMED,
                            "--out", tmp_path / "a")
     assert code == 2 and "--invariant total" in err
     (sample_files / "t.json").write_text(json.dumps({**config, "invariants": ["total"]}))
-    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json",
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json", *SUMMED,
                            "--out", tmp_path / "b")
     assert code == 0, err
 

@@ -78,7 +78,7 @@ def test_doctests():
     assert doctest.testmod(declared_rows).failed == 0
 
 
-@pytest.mark.parametrize("count", [["--count-column", "n"], []])
+@pytest.mark.parametrize("count", [["--count-column", "n", "--duplicates", "sum"], []])
 def test_plain_rows_give_the_careful_data(tmp_path, count):
     args = _write(tmp_path, ROWS, GEO, *count)
     assert declared_count_input(*args, _input(args)) is not None
@@ -101,7 +101,7 @@ def test_many_digit_codes_are_matched_by_integer_keys(tmp_path):
     rows = "state,county,tract,sex,n\n" + "".join(
         f"{state[i]:02d},{state[i]:02d}{county[i]:03d},{tract[i]},{s},{w}\n"
         for i, s, w in zip(pick, sexes, rng.integers(0, 5, pick.size), strict=True))
-    args = _write(tmp_path, rows, geo, "--count-column", "n")
+    args = _write(tmp_path, rows, geo, "--count-column", "n", "--duplicates", "sum")
     placed = declared_count_input(*args, _input(args))
     assert placed is not None and placed[1].merged_rows > 0
     assert _release_input(args) == _careful(args)
@@ -112,7 +112,7 @@ def test_text_codes_and_lookalikes(tmp_path):
     warning as the careful path."""
     geo = "state,county,tract\nA,1,A-1-x\nA,01,A-01-y\nB,2,B-2-z\n"
     rows = "state,county,tract,sex,n\nA,1,A-1-x,M,1\nA,01,A-01-y,F,2\nB,2,B-2-z,F,5\n"
-    args = _write(tmp_path, rows, geo, "--count-column", "n")
+    args = _write(tmp_path, rows, geo, "--count-column", "n", "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is not None
     result = _release_input(args)
     assert result == _careful(args) and "'01'" in result[1]
@@ -138,7 +138,8 @@ def test_text_codes_and_lookalikes(tmp_path):
     ",,,,",  # an empty row at the end
 ])
 def test_odd_rows_go_to_the_careful_path(tmp_path, row):
-    args = _write(tmp_path, ROWS + row + "\n", GEO, "--count-column", "n")
+    args = _write(tmp_path, ROWS + row + "\n", GEO, "--count-column", "n", "--duplicates",
+                  "sum")
     assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
@@ -153,7 +154,8 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path, monkeypatch, row, di
     declared text, and the careful path names it."""
     if digit_keys:
         monkeypatch.setattr(declared_rows, "DIGIT_KEYS_FROM", 1)
-    args = _write(tmp_path, ROWS.encode() + row + b"\n", GEO, "--count-column", "n")
+    args = _write(tmp_path, ROWS.encode() + row + b"\n", GEO, "--count-column", "n",
+                  "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
     assert _release_input(args) == careful and careful[0] == "InputError"
@@ -162,7 +164,7 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path, monkeypatch, row, di
 @pytest.mark.parametrize("code", ["1e3", "1.50", "NA", "inf", "+5", "Infinity"])
 def test_codes_the_type_rule_may_change_go_to_the_careful_path(tmp_path, code):
     geo = GEO + f"41,41051,{code}\n"
-    args = _write(tmp_path, ROWS, geo, "--count-column", "n")
+    args = _write(tmp_path, ROWS, geo, "--count-column", "n", "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
@@ -183,7 +185,7 @@ def test_text_codes_pandas_does_not_read_as_numbers(tmp_path, code):
     """Codes pandas does not read as numbers stay text on both paths."""
     geo = GEO + f"41,41051,{code}\n"
     rows = ROWS + f"41,41051,{code},M,4\n"
-    args = _write(tmp_path, rows, geo, "--count-column", "n")
+    args = _write(tmp_path, rows, geo, "--count-column", "n", "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is not None
     assert _release_input(args) == _careful(args)
 
@@ -208,7 +210,7 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
     monkeypatch.setattr(declared_rows, "PARTS", parts)
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     rows = (ROWS.splitlines()[0] + "\n" + body).replace("\n", newline)
-    args = _write(tmp_path, rows, GEO, "--count-column", "n")
+    args = _write(tmp_path, rows, GEO, "--count-column", "n", "--duplicates", "sum")
     src = resolve_source(_input(args), None, 10**9)
     assert len(arrow_text.text_string_parts(src, ["tract"], None, parts)) == parts
     assert declared_count_input(*args, _input(args)) is not None
@@ -217,7 +219,7 @@ def test_a_file_read_in_parts_gives_the_careful_data(tmp_path, monkeypatch, newl
     refused = _release_input(args)
     assert refused == _careful(args) and refused[0] == "DuplicateRowsError"
     args = _write(tmp_path, rows + "06,06059,06037000100,F,3" + newline, GEO,
-                  "--count-column", "n")
+                  "--count-column", "n", "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is None
     assert _release_input(args) == _careful(args)
 
@@ -236,7 +238,8 @@ def test_a_quoted_header_alone_does_not_stop_the_parts(tmp_path, monkeypatch, he
     body = "".join(ROWS.splitlines(keepends=True)[1:]) * 50
     if data_quote:
         body = body.replace("06,06059,06059000100,F,0", '06,06059,"06059000100",F,0')
-    args = _write(tmp_path, header + "\n" + body, GEO, "--count-column", "n")
+    args = _write(tmp_path, header + "\n" + body, GEO, "--count-column", "n", "--duplicates",
+                  "sum")
     src = resolve_source(_input(args), None, 10**9)
     assert len(arrow_text.text_string_parts(src, ["tract"], None, 2)) == (2 if split else 1)
     assert _release_input(args) == _careful(args)

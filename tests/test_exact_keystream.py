@@ -131,7 +131,11 @@ def test_a_loss_above_the_share_is_refused():
 
 
 def test_the_source_names_its_backend_and_algorithm():
-    d = NoiseSource(secure=True).as_dict()
+    src = NoiseSource(secure=True)
+    Geometric(2.0).apply(np.zeros(3, dtype=np.int64), src, sensitivity=1.0, budget=1.0)
+    d = src.as_dict()
     assert d["sampler"] == "hierdp-exact" and "Canonne-Kamath-Steinke" in d["algorithm"]
-    assert "ChaCha20" in d["algorithm"]
-    assert NoiseSource(secure=True, backend="opendp").as_dict()["sampler"] == "opendp"
+    assert "ChaCha20" in d["algorithm"] and d["backend"] == "hierdp"
+    src = NoiseSource(secure=True, backend="opendp")
+    Geometric(2.0).apply(np.zeros(3, dtype=np.int64), src, sensitivity=1.0, budget=1.0)
+    assert (src.as_dict()["sampler"], src.as_dict()["backend"]) == ("opendp", "opendp")

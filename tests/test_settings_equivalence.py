@@ -32,6 +32,7 @@ def _census(folder) -> str:
                           "county": rng.choice(["1", "2", "3"], 300),
                           "sex": rng.choice(["F", "M"], 300), "n": rng.integers(0, 9, 300)})
     table["county"] = table["state"] + table["county"]
+    table = table.groupby(["state", "county", "sex"], as_index=False)["n"].sum()  # a row a cell
     table.to_csv(folder / "census.csv", index=False)
     return "census.csv"
 

@@ -36,7 +36,7 @@ from hierdp_core.errors import InputError
 #: release options a configuration does not hold (how the table is read), with the value
 #: each has when not given: ``--save-config`` names those given, to be given again
 NOT_IN_CONFIG = {"names": {}, "local_codes": False, "wide": None, "wide_name": "category",
-                 "missing": "error", "ragged": False, "duplicates": "sum", "encoding": None}
+                 "missing": "error", "ragged": False, "duplicates": "error", "encoding": None}
 #: each release option (argparse dest) -> the `ReleaseConfig` field it sets (``data.KEY``:
 #: that key of ``data``; ``--split-preset`` sets the split when ``--split`` gives none)
 FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.groups",

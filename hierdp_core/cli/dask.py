@@ -24,8 +24,7 @@ from hierdp_core.errors import InputError
 
 SUPPORTED_QUERIES = ("counts", "group-sizes", "flows")
 #: options of the in-memory engine that reshape the whole table (flag, its value when unset)
-IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "duplicates": "sum",
-                  "encoding": None}
+IN_MEMORY_ONLY = {"wide": None, "ragged": False, "missing": "error", "encoding": None}
 
 
 def check_dask_settings(cfg, run, mechanism) -> None:
@@ -124,7 +123,8 @@ def dask_release(cfg, run, mechanism, budget, source, choose_split, params: dict
             category_values=values, count_column=cfg.count_column, split=split,
             source=source, local_codes=cfg.local_codes, max_cells=dask_cell_limit(cfg, run),
             scheduler=run.scheduler, workers=run.workers,
-            memory_limit=run.memory_per_worker, parts_folder=parts, **params)
+            memory_limit=run.memory_per_worker, parts_folder=parts,
+            duplicates=cfg.duplicates or "error", **params)
     except BaseException:
         if parts is not None:
             shutil.rmtree(parts, ignore_errors=True)

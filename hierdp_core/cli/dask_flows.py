@@ -29,10 +29,15 @@ def dask_flow_release(cfg, run, mechanism, budget, source, choose_split, params:
         raise InputError("flows on Dask need the declared areas (--geography); "
                          "--structure-from-data needs the in-memory engine")
     files = dataset_files(cfg.data["file"])
-    choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
+    chosen = []
+
+    def split():  # asked for once the trips are checked: --split-goal is for counts
+        chosen.append(choose_split(None))
+        return chosen[-1][1]
+
     release, shape = release_flows_dataset(
         files, origin, destination, mechanism, budget, geography=geography,
         count_column=cfg.count_column, tree=cfg.tree or "destination", split=split,
         source=source, scheduler=run.scheduler, workers=run.workers,
-        memory_limit=run.memory_per_worker, **params)
-    return release, shape, files, choice
+        memory_limit=run.memory_per_worker, duplicates=cfg.duplicates or "error", **params)
+    return release, shape, files, chosen[0][0]

@@ -50,7 +50,7 @@ def declared_count_input(cfg, run, path: Path):
     data = count_data_of_rows(geography.hierarchy, rows.leaf, rows.cell, weights,
                               category_labels([values[c] for c in categories]), categories,
                               declared_structure=True, aggregated=count is not None,
-                              duplicates=cfg.duplicates or "sum")
+                              duplicates=cfg.duplicates or "error")
     return codes, data
 
 

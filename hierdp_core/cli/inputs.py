@@ -95,7 +95,7 @@ def input_data(cfg, run, table):
             raise InputError("--size-column needs --count-column (the number of groups)")
         return group_size_data_from_histograms(
             table, levels, cfg.size_column, cfg.count_column,
-            duplicates=cfg.duplicates or "sum", **sizes, **shape)
+            duplicates=cfg.duplicates or "error", **sizes, **shape)
     from hierdp_core.queries.counts import count_data_from_table
 
     categories, declared = declared_categories(cfg)
@@ -105,7 +105,7 @@ def input_data(cfg, run, table):
              else {"local_codes": cfg.local_codes, "name_columns": names})
     return count_data_from_table(table, levels, count_column=cfg.count_column,
                                  category_columns=categories, category_values=declared,
-                                 duplicates=cfg.duplicates or "sum",
+                                 duplicates=cfg.duplicates or "error",
                                  max_cells=cell_limit(cfg, run), **shape)
 
 
@@ -234,7 +234,7 @@ def _flow_data(cfg, table):
     geography = declared_geography(cfg, origin, {}, "flows", flows=(origin, destination))
     return flow_data_from_table(table, origin, destination, cfg.count_column,
                                 tree=cfg.tree or "destination", geography=geography,
-                                duplicates=cfg.duplicates or "sum")
+                                duplicates=cfg.duplicates or "error")
 
 
 def flow_levels(cfg) -> tuple[list[str], list[str]]:
@@ -303,7 +303,7 @@ def _range_data(cfg, run, table, levels, names):
     data = range_data_from_table(table, levels, cfg.attribute, count_column=cfg.count_column,
                                  domain=domain, max_cells=max_cells,
                                  max_memory=memory_limit(run),
-                                 duplicates=cfg.duplicates or "sum", **shape)
+                                 duplicates=cfg.duplicates or "error", **shape)
     spec = cfg.workload or "prefix"
     n = len(data.values)
     if spec in WORKLOAD_KINDS:
@@ -329,7 +329,7 @@ def _sparse_range_data(cfg, table, levels, domain, max_cells, shape):
                              f"released intervals); drop {flag} or declare a smaller --domain")
     return sparse_range_data_from_table(table, levels, cfg.attribute, domain=domain,
                                         count_column=cfg.count_column, max_cells=max_cells,
-                                        duplicates=cfg.duplicates or "sum", **shape)
+                                        duplicates=cfg.duplicates or "error", **shape)
 
 
 def domain_text(domain) -> str | None:

@@ -278,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(for comparison; the release says it is not publishable)")
     p.add_argument("--key-file", help=KEY_FILE_HELP + ", created if absent; never inside "
                                                      "the release folder")
-    p.add_argument("--duplicates", choices=("sum", "error"), default="sum",
-                   help="aggregated rows of the same unit and category: sum them (a note "
-                        "says how many) or refuse the input")
+    p.add_argument("--duplicates", choices=("sum", "error"), default="error",
+                   help="aggregated rows of the same unit and category (size, value or O/D "
+                        "pair): refuse the input, naming the first and its rows (default), "
+                        "or sum them (a note says how many)")
     p.add_argument("--wide", metavar="COLS",
                    help="a wide table: its columns COLS (names or patterns such as age_*, "
                         "comma-separated) hold the counts of one category each; they are "

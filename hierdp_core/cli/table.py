@@ -186,20 +186,21 @@ def _sparse_memory(cfg, data) -> dict | None:
 
 def input_spec(cfg, run, data, path: Path) -> dict:
     """The manifest's ``input``: the file name, the query and the roles of its columns,
-    how the table was prepared (the ``--wide`` columns and patterns, the ``--missing`` policy, whether
-    units may skip a level; never how many cells or codes that touched) and the
+    how the table was prepared (the ``--wide`` patterns as declared, never the columns they
+    matched; the ``--missing`` and ``--duplicates`` policies, whether units may skip a level;
+    never how many cells, codes or rows that touched) and the
     declarations (`structure_spec`), and the ``--max-memory`` the release was bounded by."""
     from hierdp_core.cli.limits import memory_limit
 
     spec = {"file": path.name, "query": cfg.query, "levels": list(cfg.levels),
             "count_column": cfg.count_column,
             "category_columns": list(cfg.category_columns), "local_codes": cfg.local_codes,
-            "missing": cfg.missing or "error", "ragged": bool(cfg.ragged)}
+            "missing": cfg.missing or "error", "ragged": bool(cfg.ragged),
+            "duplicates": cfg.duplicates or "error"}
     if cfg.split_goal:
         spec["split_goal"] = cfg.split_goal  # public: chosen from the tree's shape only
-    if cfg.wide_columns:
-        spec.update(wide=list(cfg.wide_columns), wide_patterns=_parts(cfg.wide),
-                    wide_name=_melted_columns(cfg)[0])
+    if cfg.wide:  # as declared: the columns they matched would tell the table's header
+        spec.update(wide_patterns=_parts(cfg.wide), wide_name=_melted_columns(cfg)[0])
     if cfg.query == "group-sizes":
         from hierdp_core.cli.inputs import min_size_of
 
@@ -257,8 +258,9 @@ def evaluate_args(args, spec: dict) -> tuple[object, pd.DataFrame]:
         destination_levels=tuple(spec.get("destination_levels") or ()),
         tree=spec.get("tree"), attribute=spec.get("attribute"), workload=spec.get("workload"),
         domain=parse_domain(spec["domain"]) if spec.get("domain") else None,
-        wide=",".join(spec.get("wide_patterns") or spec.get("wide") or []) or None,
+        wide=",".join(spec.get("wide_patterns") or []) or None,
         wide_name=spec.get("wide_name"), missing=spec.get("missing") or "error",
+        duplicates=spec.get("duplicates") or "sum",  # written before: summed
         ragged=bool(spec.get("ragged")), **evaluate_structure(args, spec))
     return cfg, read_table(Path(args.input), encoding=getattr(args, "encoding", None))
 

@@ -49,6 +49,11 @@ CATEGORY_VALUES = {
 }
 
 
+#: the count samples whose rows are finer than the released cells, summed as declared by
+#: ``--duplicates sum`` (Italy: a row per sex and single year of age, released by age band)
+SUMMED_ROWS = ("italy-municipalities",)
+
+
 def _counts_example(sample: Sample) -> str:
     categories = ""
     if sample.category_columns:
@@ -56,8 +61,9 @@ def _counts_example(sample: Sample) -> str:
         categories = f" --categories {','.join(sample.category_columns)}" + "".join(
             " --category-values " + shlex.quote(f"{c}={'|'.join(declared[c])}")
             for c in sample.category_columns)
+    summed = " --duplicates sum" if sample.name in SUMMED_ROWS else ""
     return (f"--levels {','.join(sample.levels)} --count-column {sample.count_column}"
-            f"{categories} --geography {GEOGRAPHY} --mechanism topdown --epsilon 1 "
+            f"{categories}{summed} --geography {GEOGRAPHY} --mechanism topdown --epsilon 1 "
             "--out release-counts")
 
 
@@ -106,8 +112,8 @@ def _flights() -> pd.DataFrame:
     return load_airport_flows()
 
 
-AGES_EXAMPLE = ("--levels region,province,municipality --count-column residents --query ranges "
-                f"--attribute age --domain 0-{ITALY_MAX_AGE} --workload 0-17,18-64,65-100 "
+AGES_EXAMPLE = ("--levels region,province,municipality --count-column residents --duplicates sum "
+                f"--query ranges --attribute age --domain 0-{ITALY_MAX_AGE} --workload 0-17,18-64,65-100 "
                 f"--geography {GEOGRAPHY} --mechanism dawa --epsilon 1 --out release-ages")
 
 SAMPLE_FILES: dict[str, SampleFile] = {

@@ -193,14 +193,19 @@ def leaf_count_blocks(client, parts: list, hierarchy, k: int, placement: list | 
 
 def dask_count_release(client, frame, geography, levels: list[str], categories: list[str],
                        values: dict, count_column: str | None, mechanism, budget, *,
-                       declared: bool, split=None, source=None, parts_folder=None, **params):
+                       declared: bool, split=None, source=None, parts_folder=None,
+                       duplicates: str = "sum", **params):
     """The counts Release of the records of ``frame`` (a `dask.dataframe`) over
     ``geography`` with the category ``values`` (column -> values), block by block on
     ``client``, the blocks spread over its workers (`balanced_placement`); and the
     `DatasetCounts` describing its data. With ``parts_folder``, the workers write the
-    release's parts there (a `hierdp_core.engine.written.WrittenRelease`)."""
+    release's parts there (a `hierdp_core.engine.written.WrittenRelease`). Rows of a
+    ``count_column`` repeating a unit and category are summed, or refused with
+    ``duplicates="error"`` (`check_repeats`); ``split`` (a function of the `DatasetCounts`)
+    is asked for once the data is checked, before any noise."""
     from dask import delayed
 
+    from hierdp_core.data.duplicates import unit_category
     from hierdp_core.engine.leaf_counts import partition_cells
     from hierdp_core.structure import category_index
 
@@ -211,14 +216,43 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     placement = balanced_placement(block_sizes(h), workers) if workers else None
     geo = client.scatter(geography, broadcast=True)
     cells, first = delayed(partition_cells, pure=False), first_leaves(h)
-    parts = [cells(part, geo, levels, categories, values, count_column, len(labels), first)
-             for part in frame.to_delayed(optimize_graph=True)]
-    leaves = leaf_count_blocks(client, client.compute(parts), h, len(labels), placement)
+    parts = client.compute([cells(part, geo, levels, categories, values, count_column,
+                                  len(labels), first, duplicates, i)
+                            for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
+    if count_column is not None and duplicates == "error":
+        k = len(labels)
+        check_repeats(client, parts, "unit and category", lambda c: unit_category(
+            h, c // k, categories, labels[c % k]))
+    leaves = leaf_count_blocks(client, parts, h, len(labels), placement)
     data = DatasetCounts(h, labels, tuple(categories), declared)
+    if callable(split):
+        split = split(DatasetCounts(h, (), tuple(categories), declared))
     release = blockwise_release(mechanism, h, labels if categories else None, leaves, budget,
                                 split=split, source=source, executor=client, tree=geo,
                                 placement=placement, parts_folder=parts_folder, **params)
     return release, data
+
+
+def check_repeats(client, parts: list, what: str, name) -> None:
+    """Refuse (`DuplicateRowsError`) rows of one cell read in two partitions: ``parts``,
+    handles of every partition's sparse cells (block -> (cells, values), each partition
+    checked alone as it was made, its error raised here), compared block by block from
+    their pieces of it (`block_piece`, the tasks `leaf_count_blocks` reuses); ``name``:
+    cell -> its words."""
+    from hierdp_core.data.duplicates import first_shared_cell, shared_cell_error
+    from hierdp_core.engine.leaf_counts import block_piece, blocks_of
+
+    touched = client.gather([client.submit(blocks_of, part) for part in parts])
+    held: dict[int, list] = {}
+    for i, (part, blocks) in enumerate(zip(parts, touched, strict=True)):
+        for b in blocks:  # a loop per partition and block it touches, as leaf_count_blocks
+            held.setdefault(b, []).append((i, client.submit(block_piece, part, b)))
+    found = client.gather([client.submit(first_shared_cell, [i for i, _ in pieces],
+                                         *[p for _, p in pieces], pure=False)
+                           for pieces in held.values() if len(pieces) > 1])
+    error = shared_cell_error(found, what, name)
+    if error is not None:
+        raise error
 
 
 # ---- the Python API ----------------------------------------------------------------------
@@ -227,7 +261,7 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
                     split=None, source=None, local_codes: bool = False,
                     max_cells: int | None = None, client=None, scheduler: str | None = None,
                     workers: int | None = None, memory_limit: str = "auto",
-                    parts_folder=None, **params):
+                    parts_folder=None, duplicates: str = "sum", **params):
     """A counts Release of the records in ``dataset`` (a folder of CSV or Parquet files, a
     glob, or a list of files) on Dask, and the `DatasetCounts` of its data.
 
@@ -241,7 +275,9 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
     ``parts_folder``: the workers write the release's parts there and a
     `hierdp_core.engine.written.WrittenRelease` is returned (a folder every worker can
     write; `hierdp_core.export.write_release` moves the parts into the release folder);
-    without it the whole Release is gathered here."""
+    without it the whole Release is gathered here. ``duplicates``: rows of a
+    ``count_column`` repeating a unit and category are summed (``"sum"``) or refused
+    (``"error"``, the command line's default), before the split is asked for."""
     from hierdp_core.data.loaders import check_cells
     from hierdp_core.mechanisms.base import get_mechanism
 
@@ -259,12 +295,10 @@ def release_dataset(dataset, levels: list[str], mechanism, budget, *, geography=
         h, k = geography.hierarchy, int(np.prod([len(values[c]) for c in categories]))
         if max_cells is not None:
             check_cells(h.n_leaves * k, max_cells, f"{h.n_leaves:,} units x {k:,} categories")
-        if callable(split):
-            split = split(DatasetCounts(h, (), tuple(categories), declared))
         return dask_count_release(client, frame, geography, levels, categories, values,
                                   count_column, mechanism, budget, declared=declared,
                                   split=split, source=source, parts_folder=parts_folder,
-                                  **params)
+                                  duplicates=duplicates, **params)
 
 
 def units_of_data(frame, levels: list[str], local_codes: bool):

@@ -16,10 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hierdp_core.data.duplicates import leaf_id
 from hierdp_core.engine.blockwise import check_blockwise
 from hierdp_core.engine.blockwise_flows import blockwise_flows
 from hierdp_core.engine.dask_engine import (
     check_dataset_total,
+    check_repeats,
     client_for,
     dataset_files,
     read_dataset,
@@ -32,9 +34,13 @@ from hierdp_core.mechanisms.streams import block_starts
 
 def partition_pairs(frame: pd.DataFrame, geography, shape: FlowData,
                     origin_levels: list[str], destination_levels: list[str],
-                    count_column: str | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+                    count_column: str | None, duplicates: str = "sum",
+                    part: int = 0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """One partition's trips as sparse pair counts per block: block -> (keys, trips), a key
-    being ``origin leaf * n_leaves + destination leaf``, sorted, distinct."""
+    being ``origin leaf * n_leaves + destination leaf``, sorted, distinct. Rows of a
+    ``count_column`` repeating a pair are summed, or with ``duplicates="error"`` refused
+    (`repeated_rows`, rows counted in partition ``part``)."""
+    from hierdp_core.data.duplicates import repeated_rows
     from hierdp_core.data.loaders import validate_counts
 
     if len(frame) == 0:
@@ -45,6 +51,10 @@ def partition_pairs(frame: pd.DataFrame, geography, shape: FlowData,
              else validate_counts(frame, count_column))
     n_leaves = shape.level_width(shape.geo_levels)
     keys, inverse = np.unique(origin * n_leaves + destination, return_inverse=True)
+    if count_column is not None:
+        repeated_rows(inverse, duplicates, "origin and destination", n_distinct=keys.size,
+                      where=f" of the dataset's partition {part + 1}",
+                      name=lambda i: pair_words(shape, int(keys[i])))
     sums = np.bincount(inverse, weights=trips, minlength=keys.size).astype(np.int64)
     o, d = np.divmod(keys, n_leaves)
     block = block_of_nodes(shape, shape.depth, o, d)
@@ -67,11 +77,20 @@ def block_pairs(shape: FlowData, block: int, *parts: dict) -> FlowData:
     return FlowData(shape.geography, o, d, totals[totals > 0], tree=shape.tree)
 
 
+def pair_words(shape: FlowData, key: int) -> str:
+    """The words of an O/D pair key (``origin leaf * n_leaves + destination leaf``)."""
+    o, d = divmod(key, shape.level_width(shape.geo_levels))
+    return f"origin {leaf_id(shape.geography, o)} to destination {leaf_id(shape.geography, d)}"
+
+
 def dask_flow_release(client, frame, geography, origin_levels: list[str],
                       destination_levels: list[str], count_column: str | None, tree: str,
-                      mechanism, budget, *, split=None, source=None, **params):
+                      mechanism, budget, *, split=None, source=None, duplicates: str = "sum",
+                      **params):
     """The flow release of the trips of ``frame`` (a `dask.dataframe`) over ``geography``
-    (both ends), block by block on ``client``."""
+    (both ends), block by block on ``client``. Rows of a ``count_column`` repeating a pair
+    are summed, or refused with ``duplicates="error"`` (`check_repeats`); ``split`` (a
+    function of no argument) is asked for once the data is checked, before any noise."""
     from dask import delayed
 
     empty = np.zeros(0, np.int64)
@@ -80,11 +99,17 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
     geo, public = client.scatter([geography, shape], broadcast=True)
     pairs = delayed(partition_pairs, pure=False)
     parts = client.compute([pairs(part, geo, public, origin_levels, destination_levels,
-                                  count_column)
-                            for part in frame.to_delayed(optimize_graph=True)])
+                                  count_column, duplicates, i)
+                            for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
+    n_blocks = block_starts(shape.geography).size
+    if count_column is not None and duplicates == "error":
+        check_repeats(client, parts, "origin and destination",
+                      lambda key: pair_words(shape, key))
     check_dataset_total(client, parts, "the dataset's trips")
     blocks = [client.submit(block_pairs, public, b, *parts, pure=False)
-              for b in range(block_starts(shape.geography).size)]
+              for b in range(n_blocks)]
+    if callable(split):
+        split = split()
     return blockwise_flows(mechanism, shape, blocks, budget, split=split, source=source,
                            executor=client, **params), shape
 
@@ -94,7 +119,7 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
                           mechanism, budget, *, geography, count_column: str | None = None,
                           tree: str = "destination", split=None, source=None, client=None,
                           scheduler: str | None = None, workers: int | None = None,
-                          memory_limit: str = "auto", **params):
+                          memory_limit: str = "auto", duplicates: str = "sum", **params):
     """A flow release (`hierdp_core.flows.release.FlowRelease`) of the trips in ``dataset``
     (a folder of CSV or Parquet files, a glob, or a list of files) on Dask, and the
     `FlowData` of its public shape (no trips).
@@ -102,6 +127,9 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
     ``mechanism``: a top-down flow mechanism (its `Capabilities` say ``blockwise``,
     by name or object); ``geography``: the declared areas of both ends
     (`hierdp_core.flows.data.read_flow_geography`); ``tree``: ``destination`` or ``origin``.
+    ``duplicates``: rows of a ``count_column`` repeating a pair are summed (``"sum"``) or
+    refused (``"error"``, the command line's default) before ``split`` is asked for (a
+    value, or a function of no argument giving it).
     ``client``, ``scheduler``, ``workers``, ``memory_limit``: as
     `hierdp_core.engine.dask_engine.release_dataset`."""
     from hierdp_core.mechanisms.base import get_mechanism
@@ -124,4 +152,4 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
         frame = read_dataset(files, columns, levels)
         return dask_flow_release(client, frame, geography, origin_levels, destination_levels,
                                  count_column, tree, mechanism, budget, split=split,
-                                 source=source, **params)
+                                 source=source, duplicates=duplicates, **params)

@@ -73,10 +73,15 @@ def tuple_leaves(frame: pd.DataFrame, first: np.ndarray, geography, levels: list
 
 def partition_cells(frame: pd.DataFrame, geography, levels: list[str], categories: list[str],
                     values: dict, count_column: str | None, k: int,
-                    first_leaves: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+                    first_leaves: np.ndarray, duplicates: str = "sum",
+                    part: int = 0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """One partition's records as sparse counts per block: block -> (cells, sums), a cell
     being ``leaf * k + category`` (leaves within the leaf level), sorted, distinct, nonzero
-    sums (a count column may hold zeros: their cells are left out, a zero either way)."""
+    sums (a count column may hold zeros: their cells are left out, a zero either way).
+    Rows of a count column that repeat a cell are summed, or with ``duplicates="error"``
+    refused (`repeated_rows`, rows counted in partition ``part``), their cells then kept
+    even when they sum to 0 (`first_shared_cell` finds those in several partitions)."""
+    from hierdp_core.data.duplicates import repeated_rows, unit_category
     from hierdp_core.data.loaders import validate_counts
     from hierdp_core.structure import category_index
 
@@ -84,11 +89,18 @@ def partition_cells(frame: pd.DataFrame, geography, levels: list[str], categorie
         return {}
     key, first = distinct_tuples(frame, levels)
     leaf = tuple_leaves(frame, first, geography, levels)
-    cat = (category_index(frame, categories, values)[0] if categories
-           else np.zeros(len(frame), dtype=np.int64))
+    cat, labels = (category_index(frame, categories, values) if categories
+                   else (np.zeros(len(frame), dtype=np.int64), ("total",)))
     weights = None if count_column is None else validate_counts(frame, count_column)
+    checked = count_column is not None and duplicates == "error"
+    if checked:
+        repeated_rows(key * k + cat, duplicates, "unit and category",
+                      where=f" of the dataset's partition {part + 1}", name=lambda c: (
+                          unit_category(geography.hierarchy, leaf[c // k], categories,
+                                        labels[c % k])))
     sums = np.bincount(key * k + cat, weights, minlength=first.size * k)
-    nonzero = np.flatnonzero(sums)
+    nonzero = np.flatnonzero(np.bincount(key * k + cat, minlength=sums.size) if checked
+                             else sums)
     cells = leaf[nonzero // k] * k + nonzero % k
     order = np.argsort(cells)
     cells, sums = cells[order], sums[nonzero[order]].astype(np.int64)

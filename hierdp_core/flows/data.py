@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.duplicates import check_policy, repeated_rows
+from hierdp_core.data.duplicates import check_policy, leaf_id, repeated_rows
 from hierdp_core.data.integers import check_total, sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.errors import InputError
@@ -111,6 +111,11 @@ class FlowData:
 
     def level_width(self, geo_level: int) -> int:
         return self.geography.level_size(geo_level)
+
+    def level_cells(self, level: int) -> int:
+        """The public number of O/D pairs of tree level ``level`` (from the geography)."""
+        lo, ld = self.pair_levels(level)
+        return self.level_width(lo) * self.level_width(ld)
 
     def ancestors(self, geo_level: int) -> np.ndarray:
         """For every leaf area, the index (within its level) of its ancestor at ``geo_level``."""
@@ -210,7 +215,8 @@ def flow_data_from_table(
     ``geography``: the declared areas of both ends (`geography_for_flows` reads one), one
     level per pair of origin and destination columns; ``declared_structure`` then.
     ``duplicates``: rows of an O/D table that repeat a pair are summed (``"sum"``, counted
-    in ``merged_rows``) or refused (``"error"``); trips are never duplicates.
+    in ``merged_rows``) or refused (``"error"``, the command line's and the API's default:
+    `DuplicateRowsError` naming the first pair and its rows); trips are never duplicates.
     """
     check_policy(duplicates)
     repeats = None if count_column is None else duplicates
@@ -299,7 +305,9 @@ def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination:
     keys = origin * n_leaves + destination
     uniq, inverse = np.unique(keys, return_inverse=True)
     merged = (0 if duplicates is None else
-              repeated_rows(keys, duplicates, "origin and destination", n_distinct=uniq.size))
+              repeated_rows(keys, duplicates, "origin and destination", n_distinct=uniq.size,
+                            name=lambda key: "origin {} to destination {}".format(
+                                *(leaf_id(geography, x) for x in divmod(key, n_leaves)))))
     total = sum_by_cell(inverse, counts, uniq.size)
     keep = total > 0
     if not keep.any():

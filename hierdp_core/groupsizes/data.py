@@ -42,7 +42,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.duplicates import repeated_rows
+from hierdp_core.data.duplicates import leaf_id, repeated_rows
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import (
     check_cells,
@@ -242,8 +242,9 @@ def group_size_data_from_histograms(
 ) -> GroupSizeData:
     """Histograms from rows (leaf geography, size, number of groups of that size); sizes
     are non-negative integers, top-coded at ``max_size`` and bottom-coded at ``min_size``.
-    Rows repeating a unit and size are summed (``duplicates="sum"``, counted in
-    ``merged_rows``; sizes coded to one size are one size) or refused (``"error"``).
+    Rows repeating a unit and size as written are summed (``duplicates="sum"``, counted
+    in ``merged_rows``) or refused (``"error"``); sizes the declared domain codes to one
+    size (above ``max_size``, below ``min_size``) are summed as declared, never a repeat.
     ``geography``, ``max_cells`` and ``group_counts`` as in `group_size_data_from_people`."""
     domain = check_size_domain(min_size, max_size)
     width = domain[1] - domain[0] + 1
@@ -253,7 +254,17 @@ def group_size_data_from_histograms(
                          max_cells)
     top_coded = int(counts[sizes > domain[1]].sum())
     cells = leaf * width + size_columns(sizes, *domain)
-    merged = repeated_rows(cells, duplicates, "unit and size")
+    span = int(sizes.max(initial=0)) + 1  # the sizes as written, before any coding
+    written = None  # sizes this large are numbered in order instead
+    if h.n_leaves * span >= 2**62:
+        written, codes = np.unique(sizes, return_inverse=True)
+        span = written.size
+    raw = leaf.astype(np.int64) * span + (sizes if written is None else codes)
+    dense = h.n_leaves * span <= 4 * raw.size + (1 << 20)  # else counted by sorting
+    merged = repeated_rows(raw, duplicates, "unit and size",
+                           n_distinct=None if dense else np.unique(raw).size,
+                           name=lambda c: f"unit {leaf_id(h, c // span)}, size "
+                                          f"{c % span if written is None else written[c % span]}")
     leaf_hist = sum_by_cell(cells, counts, h.n_leaves * width)
     return replace(_data(h, leaf_hist.reshape(h.n_leaves, width), domain, top_coded,
                          geography is not None, group_counts), merged_rows=merged)

@@ -208,7 +208,8 @@ class StabilityHistogram(LeafBaseline):
         return frame
 
     def noisy_leaves(self, data, budget, plan, source):
-        noisy = plan.apply(data.counts, source)
+        # the noise is drawn on the non-zero pairs only: how many there are is confidential
+        noisy = plan.apply(data.counts, source, cells=data.level_cells(data.depth))
         kept = np.where(noisy >= self.drawn_threshold(budget, plan, source), np.rint(noisy), 0)
         return data.origin, data.destination, kept.astype(np.int64)
 

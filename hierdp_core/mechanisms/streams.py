@@ -191,6 +191,6 @@ def merge_measurements(source: NoiseSource, measurements: list[dict]) -> None:
     """Log a block's secure measurements (`NoiseSource.measurements`) on ``source``: the
     parts of one level make one entry, their cells added up."""
     for m in measurements:
-        how = {k: m[k] for k in ("sampler", "sampled") if k in m}
+        how = {k: m[k] for k in ("sampler", "sampled", "drawn_on") if k in m}
         source.record(m["measurement"], NOISES[m["noise"]](m["scale"]), m["cells"],
                       m["sensitivity"], m["privacy_loss"], m["budget_share"], how)

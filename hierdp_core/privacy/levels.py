@@ -56,11 +56,13 @@ class LevelPlan:
     noise: Noise | None
     sensitivity: float | None = None  # of the level's vector, in the noise's norm
 
-    def apply(self, values: np.ndarray, source: NoiseSource) -> np.ndarray:
+    def apply(self, values: np.ndarray, source: NoiseSource,
+              cells: int | None = None) -> np.ndarray:
         """The level's noise applied to (some of) its true values; in secure mode its
-        privacy loss is logged and checked against the level's share."""
+        privacy loss is logged and checked against the level's share. ``cells``: the level's
+        public number of cells when ``values`` are a data-dependent subset (`Noise.apply`)."""
         return self.noise.apply(values, source, sensitivity=self.sensitivity,
-                                budget=self.budget.value,
+                                budget=self.budget.value, cells=cells,
                                 label=f"{self.query}: level {self.level} ({self.level_name})")
 
 

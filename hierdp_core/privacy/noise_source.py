@@ -9,12 +9,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hierdp_core.errors import MechanismError
 from hierdp_core.privacy.exact.apply import ALGORITHM as EXACT_ALGORITHM
 
 if TYPE_CHECKING:
     from hierdp_core.privacy.samplers import Noise
 
 BACKENDS = ("hierdp", "opendp")  # secure noise: hierdp's exact sampler, or OpenDP's
+#: the samplers a secure measurement's log names, and how each draws
+ALGORITHMS = {"hierdp-exact": EXACT_ALGORITHM, "opendp": "OpenDP measurements"}
+#: a measurement's log when its noise was drawn on a data-dependent subset of its ``cells``
+SUBSET_DRAWN = "the data's non-zero cells among them only; how many is not published"
+
+
+def public_cells(cells: int, drawn: int) -> int:
+    """``cells``, the public number of cells of a measurement whose noise was drawn on
+    ``drawn`` of them (a data-dependent subset), checked to cover them."""
+    if drawn > cells:
+        raise MechanismError(f"{drawn} values measured, more than the {cells} public cells")
+    return int(cells)
 
 
 class NoiseSource:
@@ -51,11 +64,9 @@ class NoiseSource:
         """How the noise was made, for the manifest; a secure source lists its measurements
         with the privacy loss of each (a seed is listed only for exploration)."""
         if self.secure:
-            sampler = {"sampler": "opendp", "algorithm": "OpenDP measurements"} \
-                if self.backend == "opendp" else {"sampler": "hierdp-exact",
-                                                  "algorithm": EXACT_ALGORITHM}
-            return {"mode": "secure", "source": "os-entropy", **sampler,
-                    "measurements": self.measurements}
+            measurements = self.measurements
+            return {"mode": "secure", "source": "os-entropy", "backend": self.backend,
+                    **samplers_that_drew(measurements), "measurements": measurements}
         return {"mode": "exploration", "source": "numpy-pcg64", "seed": self.seed}
 
     def record(self, label: str, noise: Noise, cells: int, sensitivity: float | None,
@@ -87,3 +98,24 @@ class NoiseSource:
     def measurements(self) -> list[dict]:
         """Every secure measurement made so far (secure sources only)."""
         return [dict(e) for e in self._log.values()]
+
+
+def samplers_that_drew(measurements: list[dict]) -> dict:
+    """``sampler`` and ``algorithm`` of a secure source, read from its ``measurements``:
+    every sampler that drew one, in order (the backend chosen draws continuous noise through
+    OpenDP); when several did, each names its noise and measurements, e.g. ``hierdp-exact
+    (geometric for ranges: DAWA bucket counts) and opendp (laplace for ranges: DAWA Stage 1
+    scores)``. No measurement: ``none``."""
+    drew: dict[str, dict[str, list[str]]] = {}
+    for m in measurements:
+        drew.setdefault(m["sampler"], {}).setdefault(m["noise"], []).append(m["measurement"])
+    if not drew:
+        return {"sampler": "none", "algorithm": "no noise was drawn"}
+    if len(drew) == 1:
+        (name,) = drew
+        return {"sampler": name, "algorithm": ALGORITHMS[name]}
+    what = {name: "; ".join(f"{noise} for {', '.join(dict.fromkeys(labels))}"
+                            for noise, labels in noises.items())
+            for name, noises in drew.items()}
+    return {"sampler": " and ".join(f"{name} ({what[name]})" for name in drew),
+            "algorithm": "; ".join(f"{name}: {ALGORITHMS[name]}" for name in drew)}

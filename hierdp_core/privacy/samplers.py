@@ -141,7 +141,8 @@ class Noise(ABC):
         return self._sample_numpy(size, source.rng)
 
     def apply(self, values, source: NoiseSource, *, sensitivity: float | None = None,
-              budget: float | None = None, label: str = "measurement") -> np.ndarray:
+              budget: float | None = None, label: str = "measurement",
+              cells: int | None = None) -> np.ndarray:
         """``values`` plus independent noise, same shape.
 
         Exploration: a numpy draw added to the values. Secure (`secure_apply.apply_secure`):
@@ -152,12 +153,16 @@ class Noise(ABC):
         not exceed ``budget`` (the measurement's share: epsilon or rho), checked before any
         noise is drawn: on the hierdp backend computed exactly from the rational sampled
         (OpenDP's map of the same rational agrees: a test), on OpenDP's its privacy map.
+        ``cells``: the public number of cells measured when ``values`` are a data-dependent
+        subset of them (e.g. the non-zero cells): the log and the privacy map use it, never
+        how many values there are (that number would be published exactly); None:
+        ``values.size``.
         """
         values = np.asarray(values)
         if not source.secure:
             return self._add_numpy(values, source.rng)
         return apply_secure(self, values, source, sensitivity=sensitivity, budget=budget,
-                            label=label)
+                            label=label, cells=cells)
 
     def describe(self) -> dict:
         return {"distribution": self.name, "scale": self.scale, "variance": self.variance,

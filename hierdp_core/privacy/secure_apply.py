@@ -27,7 +27,7 @@ import numpy as np
 
 from hierdp_core.errors import BudgetError, MechanismError
 from hierdp_core.privacy.exact import apply_exact, exact_noise
-from hierdp_core.privacy.noise_source import NoiseSource
+from hierdp_core.privacy.noise_source import SUBSET_DRAWN, NoiseSource, public_cells
 from hierdp_core.privacy.opendp_noise import opendp_apply, opendp_privacy_loss
 
 if TYPE_CHECKING:
@@ -51,12 +51,15 @@ def _whole(values: np.ndarray) -> bool:
 
 
 def apply_secure(noise: Noise, values: np.ndarray, source: NoiseSource, *,
-                 sensitivity: float | None, budget: float | None, label: str) -> np.ndarray:
-    """``values`` plus secure ``noise``, same shape (module doc)."""
+                 sensitivity: float | None, budget: float | None, label: str,
+                 cells: int | None = None) -> np.ndarray:
+    """``values`` plus secure ``noise``, same shape (module doc); ``cells``: the public
+    number of cells when ``values`` are a data-dependent subset of them (`Noise.apply`)."""
     whole = _whole(values)
     if noise.integer and not whole:
         raise MechanismError(f"{noise.name} noise needs integer values")
     flat = values.reshape(-1)
+    size = flat.size if cells is None else public_cells(cells, flat.size)
     kind = noise._exact_kind if noise.integer else (
         EXACT_COUNTERPART.get(noise.name) if whole else None)
     if kind is not None and source.backend == "hierdp":
@@ -69,7 +72,7 @@ def apply_secure(noise: Noise, values: np.ndarray, source: NoiseSource, *,
     else:
         sampled, how = None, {"sampler": "opendp"}
         loss = None if sensitivity is None else opendp_privacy_loss(
-            noise._opendp_kind, noise.scale, noise.integer, sensitivity, flat.size)
+            noise._opendp_kind, noise.scale, noise.integer, sensitivity, size)
     if loss is not None and budget is not None and loss > budget * (1 + 1e-9):
         raise BudgetError(f"{label}: the privacy loss is {loss:.6g}, more than "
                           f"its share of the budget {budget:.6g}")
@@ -79,5 +82,7 @@ def apply_secure(noise: Noise, values: np.ndarray, source: NoiseSource, *,
         noisy = apply_exact(flat.astype(np.int64, copy=False), sampled)
         if not noise.integer:  # continuous noise gives floats, as OpenDP's does
             noisy = noisy.astype(np.float64)
-    source.record(label, noise, flat.size, sensitivity, loss, budget, how)
+    if cells is not None:
+        how["drawn_on"] = SUBSET_DRAWN
+    source.record(label, noise, size, sensitivity, loss, budget, how)
     return noisy.reshape(values.shape)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierdp_core.data.duplicates import check_policy, repeated_rows
+from hierdp_core.data.duplicates import check_policy, repeated_rows, unit_category
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.data.unit_names import unit_names
@@ -85,8 +85,8 @@ def count_data_from_table(
     max_cells: int | None = None,
 ) -> CountData:
     """Per-leaf counts from microdata (one row per person, ``count_column=None``) or
-    aggregated rows (``count_column`` holds non-negative integer counts; duplicate rows
-    of the same leaf and category are summed). ``name_columns`` maps a level column to a
+    aggregated rows (``count_column`` holds non-negative integer counts; rows of the same
+    leaf and category: ``duplicates``). ``name_columns`` maps a level column to a
     column of readable unit names (public metadata used as release labels).
 
     ``geography``: the declared units (``levels`` are the data's level columns, matched to
@@ -96,8 +96,9 @@ def count_data_from_table(
     geography and the values of every category column were declared.
 
     ``duplicates``: ``"sum"`` (aggregated rows of the same unit and category are summed;
-    how many were merged is ``merged_rows`` of the result) or ``"error"``
-    (`DuplicateRowsError` naming the ``duplicate_cell``). ``max_cells``: refuse (`SizeLimitError`) a release of more
+    how many were merged is ``merged_rows`` of the result) or ``"error"`` (the command
+    line's and the API's default: `DuplicateRowsError` naming the ``duplicate_cell``, the
+    first repeated and its rows). ``max_cells``: refuse (`SizeLimitError`) a release of more
     cells (units x categories) before allocating it; None: no limit. A count column that
     is also a level or category column is a `ColumnRoleError`."""
     from hierdp_core.data.loaders import check_cells, check_column_roles
@@ -160,7 +161,8 @@ def count_data_of_rows(hierarchy: Hierarchy, leaf: np.ndarray, cell: np.ndarray,
     (`merged_rows`) or refused by ``duplicates``."""
     k = len(categories)
     cells = leaf * k + cell
-    merged = repeated_rows(cells, duplicates, duplicate_cell) if aggregated else 0
+    merged = repeated_rows(cells, duplicates, duplicate_cell, name=lambda c: unit_category(
+        hierarchy, c // k, category_columns, categories[c % k])) if aggregated else 0
     leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
         hierarchy.n_leaves, k)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),

@@ -67,7 +67,9 @@ def current_config(release=None) -> ReleaseConfig:
         structure="declared" if data.declared_structure else "from-data",
         params=dict(s["params"]), split=tuple(float(w) for w in s["weights"]),
         seed=None if seed is None else int(seed),
-        invariants=("total",) if s["params"].get("root_invariant") else ())
+        invariants=("total",) if s["params"].get("root_invariant") else (),
+        # the dashboard sums rows repeating a cell (no choice yet): said when it did
+        duplicates="sum" if getattr(data, "merged_rows", 0) else "error")
 
 
 def apply_config(cfg: ReleaseConfig) -> list[str]:
