@@ -100,7 +100,8 @@ with right:
     run = st.button("Run release", type="primary", key=wk.GS_RUN)
 
 cfg = query_config.page_config(wk.GS, spec, upload, name, params, epsilon, seed,
-                               declared=data.declared_structure)  # the release's settings
+                               declared=data.declared_structure,
+                               merged_rows=data.merged_rows)  # the release's settings
 key = (cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon, cfg.seed)
 release_with = partial(session.release_for, data, cfg)  # noise source -> release
 

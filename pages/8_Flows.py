@@ -87,7 +87,8 @@ with right:
 
 cfg = query_config.page_config(wk.FL, spec, upload, name, params, epsilon, seed,
                                declared=data.declared_structure, delta=delta,
-                               split=split if topdown else None)  # the release's settings
+                               split=split if topdown else None,
+                               merged_rows=data.merged_rows)  # the release's settings
 key = (cfg.mechanism, cfg.epsilon, cfg.delta, cfg.split, tuple(sorted(cfg.params.items())),
        cfg.seed)
 release_with = partial(session.release_for, data, cfg)  # noise source -> release

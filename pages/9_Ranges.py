@@ -140,7 +140,8 @@ else:
 
 cfg = query_config.page_config(wk.RG, spec, upload, name, params, epsilon, seed,
                                declared=data.declared_structure,
-                               workload=text if kind == "bands" else kind)  # its settings
+                               workload=text if kind == "bands" else kind,
+                               merged_rows=data.merged_rows)  # its settings
 key = (data_key, cfg.mechanism, tuple(sorted(cfg.params.items())), cfg.epsilon,
        data.workload.name, text if kind == "bands" else None, cfg.seed)
 release_with = partial(session.release_for, data, cfg)  # noise source -> release

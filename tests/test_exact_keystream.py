@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hierdp_core.errors import BudgetError
-from hierdp_core.privacy import samplers
+from hierdp_core.privacy import secure_apply
 from hierdp_core.privacy.exact import add_checked, apply_exact, exact_noise
 from hierdp_core.privacy.exact.apply import NoiseOverflowError
 from hierdp_core.privacy.exact.keystream import CHUNK_BYTES, secure_words
@@ -115,8 +115,8 @@ def test_the_hierdp_backend_never_asks_opendp(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("OpenDP called on the hierdp backend")
 
-    monkeypatch.setattr(samplers, "opendp_privacy_loss", refuse)
-    monkeypatch.setattr(samplers, "opendp_apply", refuse)
+    monkeypatch.setattr(secure_apply, "opendp_privacy_loss", refuse)
+    monkeypatch.setattr(secure_apply, "opendp_apply", refuse)
     src = NoiseSource(secure=True)
     for noise in (Geometric.for_epsilon(0.5, 1.0), DiscreteGaussian.for_zcdp(0.1, 1.0)):
         noise.apply(np.zeros(10, dtype=np.int64), src, sensitivity=1.0, budget=1.0)

@@ -40,10 +40,11 @@ TRIPS_MOVED = pd.concat([TRIPS.iloc[1:], pd.DataFrame([("B", "b3", "A", "a3")],
 #: fields that are outputs of the noise (the released cells counted by the table rules, the
 #: released O/D nodes, an interval method's "inverted near 0" when released values are; the
 #: cells measured below a noisy partition or released parents: `KINDS`), of the clock, the
-#: seal, the files' hashes and the input's fingerprint (keyed by the publisher's secret)
+#: seal, the files' hashes, the input's fingerprint (keyed by the publisher's secret) and the
+#: release's entry in the budget ledger (a random id)
 NOISE_OUTPUTS = (r"^created_utc$", r"^checksum\b", r"^signature\.value$", r"^files\.",
                  r"^input\.fingerprint\.value$", r"^table_rules\.", r"^tree\.released_nodes",
-                 r"^intervals\.method\.")
+                 r"^intervals\.method\.", r"^randomness\.budget_ledger_entry$")
 PEOPLE_FLAGS = ("--levels", "state,county", "--geography", "geo.csv")
 FLOW_FLAGS = ("--query", "flows", "--origin-levels", "o_state,o_county",
               "--destination-levels", "d_state,d_county", "--geography", "geo.csv")
@@ -132,12 +133,17 @@ def test_a_measurement_of_the_non_zero_cells_logs_the_public_cells_and_their_los
     """Noise drawn on a data-dependent subset of a million public cells: the log and
     OpenDP's privacy map (whose float rounding term grows with the vector's length) read the
     million, never the 3 values noised; more values than public cells are refused."""
-    source = NoiseSource(secure=True)
+    source = NoiseSource(secure=True, backend="opendp")
     Laplace(2.0).apply(np.array([4.0, 1.0, 9.0]), source, sensitivity=2.0, budget=1.0,
                        label="leaves", cells=10**6)
     (entry,) = source.measurements
     assert entry["cells"] == 10**6 and entry["drawn_on"] == SUBSET_DRAWN
     assert entry["privacy_loss"] == opendp_privacy_loss("laplace", 2.0, False, 2.0, 10**6)
     assert entry["privacy_loss"] > opendp_privacy_loss("laplace", 2.0, False, 2.0, 3)
+    exact = NoiseSource(secure=True)  # hierdp: exact noise, its loss from the rational alone
+    Laplace(2.0).apply(np.array([4.0, 1.0, 9.0]), exact, sensitivity=2.0, budget=1.0,
+                       label="leaves", cells=10**6)
+    (entry,) = exact.measurements
+    assert (entry["cells"], entry["drawn_on"], entry["privacy_loss"]) == (10**6, SUBSET_DRAWN, 1.0)
     with pytest.raises(MechanismError, match="more than the 2 public cells"):
         Laplace(2.0).apply(np.zeros(3), source, sensitivity=2.0, budget=1.0, cells=2)

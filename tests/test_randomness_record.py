@@ -1,6 +1,7 @@
 """The manifest's top-level ``randomness.sampler`` names every sampler that drew, read from
-the measurements, never the backend chosen: continuous noise goes through OpenDP's sampler
-on either backend, and a manifest of raw-laplace said ``hierdp-exact``."""
+the measurements, never the backend chosen: continuous noise on values that are not whole
+numbers goes through OpenDP's sampler on either backend (on whole numbers the hierdp backend
+draws its exact integer counterpart), and the OpenDP backend draws everything."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ COUNTS = pd.DataFrame({"state": ["01", "01", "02"], "county": ["01001", "01003",
 def test_a_source_with_exact_and_continuous_noise_names_both_and_what_each_drew():
     source = NoiseSource(secure=True)
     Geometric(1.0).apply(np.arange(4), source, sensitivity=1.0, budget=1.0, label="cells")
-    Laplace(2.0).apply(np.arange(3.0), source, sensitivity=1.0, budget=1.0, label="scores")
-    Gaussian(3.0).apply(np.arange(2.0), source, sensitivity=1.0, budget=1.0, label="totals")
+    Laplace(2.0).apply(np.arange(3.0) / 2, source, sensitivity=1.0, budget=1.0, label="scores")
+    Gaussian(3.0).apply(np.arange(2.0) / 3, source, sensitivity=1.0, budget=1.0,
+                        label="totals")
     record = source.as_dict()
     assert record["sampler"] == ("hierdp-exact (geometric for cells) and opendp (laplace for "
                                  "scores; gaussian for totals)")
@@ -36,8 +38,9 @@ def test_a_source_that_drew_nothing_names_no_sampler():
 
 
 @pytest.mark.parametrize(("mechanism", "budget", "sampler"), [
-    ("raw-laplace", ("--epsilon", "1"), "opendp"),
-    ("least-squares", ("--rho", "0.5", "--param", "noise=gaussian"), "opendp"),
+    ("raw-laplace", ("--epsilon", "1", "--noise-backend", "opendp"), "opendp"),
+    ("raw-laplace", ("--epsilon", "1"), "hierdp-exact"),
+    ("least-squares", ("--rho", "0.5", "--param", "noise=gaussian"), "hierdp-exact"),
     ("topdown", ("--epsilon", "1"), "hierdp-exact")])
 def test_the_manifest_names_the_sampler_that_drew(capsys, tmp_path, mechanism, budget,
                                                   sampler):
@@ -50,4 +53,5 @@ def test_the_manifest_names_the_sampler_that_drew(capsys, tmp_path, mechanism, b
     assert code == 0, err
     randomness = json.loads((out / "manifest.json").read_text())["randomness"]
     assert {m["sampler"] for m in randomness["measurements"]} == {sampler}
-    assert randomness["sampler"] == sampler and randomness["backend"] == "hierdp"
+    backend = "opendp" if "--noise-backend" in budget else "hierdp"
+    assert randomness["sampler"] == sampler and randomness["backend"] == backend

@@ -60,12 +60,14 @@ ROLE_KEYS = ("levels", "count_column", "group_column", "size_column", "max_size"
 
 def page_config(prefix: str, spec: dict, upload: dict | None, mechanism: str, params: dict,
                 epsilon: float, seed: int, *, declared: bool, delta: float | None = None,
-                split: str | None = None, workload: str | None = None) -> ReleaseConfig:
+                split: str | None = None, workload: str | None = None,
+                merged_rows: int = 0) -> ReleaseConfig:
     """The configuration of page ``prefix``: its data (the bundled sample, or the uploaded
     file's name), the column roles of ``spec`` (the page's input description), the
     mechanism and ``params``, (epsilon, delta), ``split``, ``workload`` and ``seed``; the
     invariants those parameters publish exactly; the groups file ``spec`` records (its
-    name, as ``data.groups``)."""
+    name, as ``data.groups``); repeated rows summed (``duplicates``) when the page's data
+    summed ``merged_rows`` of them, so that its reproduce script and commands declare it."""
     from hierdp_core.invariants import exact_quantities
 
     page = PAGES[prefix]
@@ -79,7 +81,8 @@ def page_config(prefix: str, spec: dict, upload: dict | None, mechanism: str, pa
         mechanism=mechanism, epsilon=float(epsilon), delta=delta, data=data,
         query=page.query, structure="declared" if declared else "from-data",
         params=dict(params), split=split, seed=int(seed), workload=workload,
-        invariants=tuple(exact_quantities(m, page.query, m.params(**params))), **roles)
+        invariants=tuple(exact_quantities(m, page.query, m.params(**params))),
+        duplicates="sum" if merged_rows else "error", **roles)
 
 
 def _check(page: QueryPage, cfg: ReleaseConfig) -> list[str]:

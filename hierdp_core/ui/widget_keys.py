@@ -80,6 +80,12 @@ def structure_values(column: str) -> str:
 # ---- Hierarchy, Mechanism and budget (with `ui.split`) -----------------------------------------
 TREEMAP = "treemap"
 TREEMAP_ROOT = "treemap_root"  # the unit the treemap zooms into (+ the table and levels)
+
+
+def treemap_zoom(key: str, unit: int) -> str:
+    """The key of the "Zoom into" box listing the units under ``unit`` (``key``: the
+    treemap's, with its table and levels)."""
+    return f"{key}/{unit}"
 MECH_NAME, DEFINITION, DELTA, LEDGER_FIG = "mech_name", "definition", "delta", "ledger_fig"
 PARAM = "param"  # the prefix of the counts mechanism's parameters
 SPLIT_PRESET, SPLIT_GOAL, SPLIT_GOAL_METRIC = "split_preset", "split_goal", "split_goal_metric"

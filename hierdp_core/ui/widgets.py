@@ -354,7 +354,7 @@ def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
 
         with box:  # a box per chosen unit: a new choice above starts the next one afresh
             chosen = st.selectbox(f"Zoom into a unit of level '{h.level_names[level]}'",
-                                  [root, *children.tolist()], key=f"{key}/{root}",
+                                  [root, *children.tolist()], key=wk.treemap_zoom(key, root),
                                   format_func=label)
         if chosen == root:
             break
