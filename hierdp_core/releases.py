@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.samplers import NOISES, Noise
+from hierdp_core.privacy.secure_apply import counterpart_noise, drew_counterparts
 from hierdp_core.verdict import LEDGER_ENTRY
 
 RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "category", "value",
@@ -97,11 +98,16 @@ class Release(ReleaseRecord):
 
     def level_noises(self) -> list[Noise | None]:
         """Each level's noise as the ledger records it (distribution and scale; None where
-        the level was not measured), root first. Counts releases only (one ledger row per
+        the level was not measured; continuous noise a secure release drew as its exact
+        integer counterpart: that counterpart, `secure_apply.counterpart_noise`), root first. Counts releases only (one ledger row per
         level): public parameters, from which `hierdp_core.intervals` works."""
-        return [NOISES[name](float(scale)) if name in NOISES else None
-                for name, scale in zip(self.ledger["noise"], self.ledger["noise_scale"],
-                                       strict=True)]
+        drawn = drew_counterparts(getattr(self, "randomness", None))
+        noises = []
+        for name, scale in zip(self.ledger["noise"], self.ledger["noise_scale"], strict=True):
+            if name in NOISES and drawn:  # secure: drawn as the exact integer counterpart
+                name, scale = counterpart_noise(name, float(scale))
+            noises.append(NOISES[name](float(scale)) if name in NOISES else None)
+        return noises
 
     def manifest_structure(self) -> dict:
         """The public shape of the release, for the manifest: levels, units, categories."""

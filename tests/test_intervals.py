@@ -88,6 +88,27 @@ def test_raw_coverage_is_exact(name, budget):
             <= expected + binomial_margin(hit.size) + TARGET, (lv, hit.mean(), expected)
 
 
+@pytest.mark.parametrize("name,budget,params", [("raw-laplace", PURE, {}),
+                                                ("raw-laplace", PrivacyBudget.pure(7.0), {}),
+                                                ("least-squares", ZCDP, {"noise": "gaussian"})])
+def test_secure_continuous_noise_drawn_exactly_keeps_its_coverage(name, budget, params):
+    """On the hierdp backend continuous noise on counts is drawn as its integer counterpart
+    (`secure_apply`): the intervals read that noise (the continuous quantile under-covered
+    it: 0.82 at nominal 0.9 with epsilon 2.33 per level). Secure noise cannot be seeded:
+    4 binomial standard errors."""
+    data = batched(tree())
+    release = get_mechanism(name).release(data, budget, source=NoiseSource(secure=True),
+                                          **params)
+    assert all(noise.integer for noise in release.level_noises())
+    iv = count_intervals(release, LEVEL)
+    truth = data.node_counts()
+    hit = (iv.lower <= truth) & (truth <= iv.upper)
+    h = data.hierarchy
+    for lv in range(h.n_levels):
+        level_hits = hit[h.level_slice(lv)]
+        assert level_hits.mean() >= LEVEL - binomial_margin(level_hits.size), lv
+
+
 @pytest.mark.parametrize("name,budget,params", [
     ("least-squares", PURE, {}),  # geometric noise: simulated quantiles
     ("least-squares", PURE, {"noise": "laplace"}),

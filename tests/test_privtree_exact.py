@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 from exact_helpers import SeededWords
 
-from hierdp_core.ranges.privtree_exact import GRID, ExactSplitTest
+from hierdp_core.errors import MechanismError
+from hierdp_core.ranges.privtree import median_deviations
+from hierdp_core.ranges.privtree_exact import (
+    GRID,
+    ExactSplitTest,
+    integer_median_deviations,
+    whole_counts,
+)
 
 
 def split_probability(test: ExactSplitTest, score: int, depth: int) -> float:
@@ -84,3 +91,25 @@ def test_partitions_are_epsilon1_private_on_tiny_domains(n, top, epsilon1, theta
     # the calibration matters: without PrivTree's factor 3 the bound breaks on these pairs
     if theta <= 1:
         assert worst_loss(n, top, ExactSplitTest.make(1 / epsilon1, theta)) > epsilon1
+
+
+def test_integer_scores_are_the_median_deviations_and_move_by_one_at_most():
+    x = np.random.default_rng(4).integers(0, 60, size=(5, 24))
+    lo, hi = np.array([0, 3, 4, 12]), np.array([3, 4, 12, 24])
+    assert np.array_equal(integer_median_deviations(whole_counts(x.astype(float)), lo, hi),
+                          median_deviations(x.astype(float), lo, hi))
+    # a huge cell beside small ones: float sums lose the low bits (a neighbour's score moved
+    # by 2 there, against a sensitivity of 1); the integer sums do not
+    n = 1 << 16
+    big = np.zeros((1, n), dtype=np.int64)
+    big[0, 0], big[0, -1] = 1 << 38, 5
+    more = big.copy()
+    more[0, -1] += 1
+    pairs = (np.arange(0, n, 2), np.arange(2, n + 1, 2))  # a depth of buckets of two cells
+    moved = integer_median_deviations(more, *pairs) - integer_median_deviations(big, *pairs)
+    assert np.abs(moved).max() == 1
+    floats = median_deviations(more.astype(float), *pairs) - median_deviations(
+        big.astype(float), *pairs)
+    assert np.abs(floats).max() == 2  # what the exact test must not read
+    with pytest.raises(MechanismError, match="whole-number"):
+        whole_counts(np.array([[1.5, 2.0]]))

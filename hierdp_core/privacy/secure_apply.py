@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 #: the exact integer noise drawn for continuous noise on integer values (hierdp backend)
 EXACT_COUNTERPART = {"laplace": "discrete-laplace", "gaussian": "discrete-gaussian"}
+#: the same, as the `samplers.NOISES` whose quantiles describe it (`counterpart_noise`)
+COUNTERPART_NOISE = {"laplace": "geometric", "gaussian": "discrete-gaussian"}
+#: the scale drawn is the float scale rounded up to the sampler's rational: at most this
+#: factor above it (`rational.laplace_rational`: 1 + 2^-16; the Gaussian's finer)
+DRAWN_SCALE_SLACK = 1 + 2.0**-16
 #: whole numbers beyond this are not turned to int64 (they would not survive the round trip)
 _EXACT_FLOAT_LIMIT = 2.0**53
 
@@ -86,3 +91,18 @@ def apply_secure(noise: Noise, values: np.ndarray, source: NoiseSource, *,
         how["drawn_on"] = SUBSET_DRAWN
     source.record(label, noise, size, sensitivity, loss, budget, how)
     return noisy.reshape(values.shape)
+
+
+def drew_counterparts(randomness: dict | None) -> bool:
+    """Whether a release's randomness record shows continuous noise drawn as its exact
+    integer counterpart (`apply_secure`'s ``drawn_as``)."""
+    return any("drawn_as" in m for m in (randomness or {}).get("measurements", ()))
+
+
+def counterpart_noise(name: str, scale: float) -> tuple[str, float]:
+    """The noise (its `samplers.NOISES` name and a scale at least the one drawn) that
+    describes continuous noise ``name`` of ``scale`` drawn as its integer counterpart, for
+    intervals and error figures; other noises as they are."""
+    if name not in COUNTERPART_NOISE:
+        return name, scale
+    return COUNTERPART_NOISE[name], scale * DRAWN_SCALE_SLACK

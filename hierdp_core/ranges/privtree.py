@@ -49,7 +49,12 @@ from hierdp_core.errors import BudgetError
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, Stage
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.ranges.partition import edge_lists
-from hierdp_core.ranges.privtree_exact import secure_test, split_decisions
+from hierdp_core.ranges.privtree_exact import (
+    integer_median_deviations,
+    secure_test,
+    split_decisions,
+    whole_counts,
+)
 
 FANOUT = 2
 #: the score's L1 sensitivity under add/remove one record
@@ -108,8 +113,10 @@ def privtree_marks(x: np.ndarray, epsilon1: float, epsilon2: float, source: Nois
     leaves[:, [0, n]] = True
     depth = 0
     exact = secure_test(source, lam, theta)
+    counts = x if exact is None else whole_counts(x)  # the exact test sums in int64
     while active.any():
-        score = median_deviations(x, lo, hi)
+        score = (median_deviations if exact is None else integer_median_deviations)(
+            counts, lo, hi)
         split = active & _decisions(score, depth, noise, bias_step, theta, exact, source) \
             & ((hi - lo) > 1)[None, :]
         mid = (lo + hi) // 2

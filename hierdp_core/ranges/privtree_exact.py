@@ -43,6 +43,8 @@ GRID = 1 << 20
 LN2_UP = Fraction(6931471805599454, 10**16)
 #: scores beyond this (in grid units) would leave int64 once the bias is subtracted
 _MAX_GRID_SCORE = 1 << 60
+#: a row's total count beyond this is refused (its partial sums must stay exact in int64)
+_MAX_ROW_TOTAL = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,13 @@ class ExactSplitTest:
     def split(self, scores: np.ndarray, depth: int, words) -> np.ndarray:
         """Whether each bucket at ``depth`` with integer score ``scores`` is split: one
         independent decision each, with the Laplace test's probability (module doc)."""
-        grid_scores = np.asarray(scores, dtype=np.int64)
-        if grid_scores.size and int(np.abs(grid_scores).max()) >= _MAX_GRID_SCORE // GRID:
+        grid_scores = np.asarray(scores)
+        if grid_scores.dtype.kind != "i":
+            raise MechanismError("PrivTree's exact test takes integer scores")
+        if grid_scores.size and (grid_scores.max() >= _MAX_GRID_SCORE // GRID
+                                 or grid_scores.min() <= -(_MAX_GRID_SCORE // GRID)):
             raise MechanismError("a PrivTree score is too large for the exact test")
+        grid_scores = grid_scores.astype(np.int64)
         biased = np.maximum(grid_scores * GRID - depth * self.delta, self.theta - self.delta)
         x = self.theta - biased
         n = x.size
@@ -87,6 +93,38 @@ class ExactSplitTest:
                 f"delta = {self.delta}/{GRID}, theta = {self.theta}/{GRID}")
 
 
+def whole_counts(x: np.ndarray) -> np.ndarray:
+    """``x`` as int64, refused unless every value is a whole number and every row's total
+    fits int64 with room (the scores are differences of partial sums)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        if not (np.isfinite(x).all() and np.array_equal(x, np.rint(x))):
+            raise MechanismError("PrivTree's exact test needs whole-number counts")
+        if x.size and np.abs(x).sum(axis=-1).max() >= _MAX_ROW_TOTAL:
+            raise MechanismError("counts too large for PrivTree's exact test")
+    x = x.astype(np.int64)
+    if x.size and np.abs(x).sum(axis=-1).max() >= _MAX_ROW_TOTAL:
+        raise MechanismError("counts too large for PrivTree's exact test")
+    return x
+
+
+def integer_median_deviations(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`privtree.median_deviations` in int64, exact for any whole counts (`whole_counts`):
+    each interval's cells sorted (by value, then stably by interval), the upper half's sum
+    minus the lower half's."""
+    r = x.shape[0]
+    lengths = hi - lo
+    segment = np.repeat(np.arange(lengths.size), lengths)
+    order = np.argsort(x, axis=1, kind="stable")
+    order = np.take_along_axis(order, np.argsort(segment[order], axis=1, kind="stable"), axis=1)
+    ordered = np.take_along_axis(x, order, axis=1)
+    cum = np.concatenate([np.zeros((r, 1), dtype=np.int64), np.cumsum(ordered, axis=1)],
+                         axis=1)
+    low_end = lo + lengths // 2
+    high_start = hi - lengths // 2
+    return (cum[:, hi] - cum[:, high_start]) - (cum[:, low_end] - cum[:, lo])
+
+
 def secure_test(source: NoiseSource, lam: float, theta: float) -> ExactSplitTest | None:
     """The exact test for a secure source on the hierdp backend; None for seeded
     exploration and OpenDP's backend, which draw the Laplace noise itself."""
@@ -96,13 +134,12 @@ def secure_test(source: NoiseSource, lam: float, theta: float) -> ExactSplitTest
 
 def split_decisions(test: ExactSplitTest, scores: np.ndarray, depth: int, source: NoiseSource,
                     noise: Noise, label: str) -> np.ndarray:
-    """`ExactSplitTest.split` of ``scores`` (whole numbers: median deviations of true
-    counts) from the keystream, logged on ``source`` as the stage's draws (``noise``: the
+    """`ExactSplitTest.split` of int64 ``scores`` (median deviations of true counts, summed
+    in integers: `integer_median_deviations`) from the keystream, logged on ``source`` as the stage's draws (``noise``: the
     plan's Laplace, whose scale the test rounds up)."""
-    whole = np.rint(scores)
-    if not np.array_equal(whole, scores):
-        raise MechanismError("PrivTree's exact test needs whole-number counts")
-    decided = test.split(whole.astype(np.int64), depth, secure_words())
+    if scores.dtype.kind != "i":
+        raise MechanismError("PrivTree's exact test takes int64 scores (integer sums)")
+    decided = test.split(scores, depth, secure_words())
     source.record(label, noise, decided.size, None, None, None,
                   {"sampler": "hierdp-exact", "sampled": test.describe()})
     return decided

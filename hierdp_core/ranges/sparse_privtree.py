@@ -51,7 +51,7 @@ from hierdp_core.privacy.plan import Stage
 from hierdp_core.privacy.samplers import Laplace, NoiseSource
 from hierdp_core.queries.sparse_rows import SparseRows
 from hierdp_core.ranges.privtree import FANOUT, STAGE1_LABEL
-from hierdp_core.ranges.privtree_exact import secure_test, split_decisions
+from hierdp_core.ranges.privtree_exact import secure_test, split_decisions, whole_counts
 from hierdp_core.ranges.secure_measure import laplace_measure
 
 
@@ -76,10 +76,11 @@ class SparseRelease:
         return sum(c.size for c in self.counts)
 
 
-def sparse_median_deviations(data: SparseRows, row, lo, hi) -> np.ndarray:
+def sparse_median_deviations(data: SparseRows, row, lo, hi, integer: bool = False) -> np.ndarray:
     """`privtree.median_deviations` of the buckets lo..hi-1 of rows ``row``, from the
     non-zero cells: the upper half's sum minus the lower half's, the unstored zeros lying
-    at the bottom of the order."""
+    at the bottom of the order; with ``integer`` summed in int64 (the exact test's scores,
+    `privtree_exact.whole_counts`), else in floats as the dense loop sums."""
     a, b = data.bounds(row, lo), data.bounds(row, hi)
     stored = b - a
     half = (hi - lo) // 2
@@ -87,9 +88,9 @@ def sparse_median_deviations(data: SparseRows, row, lo, hi) -> np.ndarray:
     segment = np.repeat(np.arange(row.size), stored)
     first = np.cumsum(stored) - stored
     take = a[segment] + np.arange(segment.size) - first[segment]
-    values = data.counts[take]
+    values = whole_counts(data.counts[take]) if integer else data.counts[take]
     ordered = values[np.lexsort((values, segment))]
-    cum = np.concatenate([[0.0], np.cumsum(ordered)])
+    cum = np.concatenate([np.zeros(1, dtype=ordered.dtype), np.cumsum(ordered)])
     end = first + stored
     top = cum[end] - cum[end - np.minimum(half, stored)]
     bottom = cum[first + np.maximum(half - zeros, 0)] - cum[first]
@@ -162,7 +163,7 @@ def sparse_privtree_partition(data: SparseRows, epsilon1: float, epsilon2: float
         wide = (hi - lo) > 1
         row, lo, hi, path = row[wide], lo[wide], hi[wide], path[wide]
         level = min(1 << depth, n)  # the dense loop's buckets at this depth
-        score = sparse_median_deviations(data, row, lo, hi)
+        score = sparse_median_deviations(data, row, lo, hi, integer=exact is not None)
         if exact is not None:  # the test drawn exactly (`privtree_exact`)
             split = split_decisions(exact, score, depth, source, noise, STAGE1_LABEL)
         else:
