@@ -19,6 +19,7 @@ if not levels:
     st.stop()
 data = widgets.require_count_data()
 h = data.hierarchy
+widgets.summed_rows_note(data)
 totals = data.leaf_counts.sum(axis=1)
 
 summary = h.summary(totals).rename(columns={

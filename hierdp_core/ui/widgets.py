@@ -360,3 +360,16 @@ def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
             break
         root = int(chosen)
     return root
+
+
+def summed_rows_note(data) -> None:
+    """Says, under a query's data, how many rows repeating a released cell (a unit and a
+    category, size, value or O/D pair) the dashboard summed into it, and that the command
+    line asks for it to be declared (``--duplicates sum``); nothing when none were."""
+    merged = int(getattr(data, "merged_rows", 0) or 0)
+    if merged:
+        rows = "1 row" if merged == 1 else f"{merged:,} rows"
+        st.caption(f":material/functions: {rows} of the table repeat the cell of an earlier "
+                   "row (the table is finer than the release, or holds a row twice) and were "
+                   "summed into it. Check that this is meant: the command line refuses such "
+                   "rows unless told `--duplicates sum`.")
