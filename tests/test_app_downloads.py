@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from release_inputs import small_data
 from test_app import assert_clean, page
-from test_app_verdict import file_names
+from test_app_verdict import file_names, least_squares_results
 
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
@@ -97,12 +97,7 @@ def test_the_level_is_chosen_and_the_secure_draw_computes_it_once(monkeypatch):
 
 
 def test_closed_form_intervals_need_no_click(monkeypatch):
-    contents = {}
-    file_names(monkeypatch, contents)
-    at = page("pages/4_Results.py", SAMPLE)
-    at.session_state[session.SETTINGS] = {
-        "mechanism": "least-squares", "params": {}, "definition": "zcdp", "epsilon": 1.0,
-        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}
+    at, contents = least_squares_results(monkeypatch, "zcdp")
     at.run()
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from test_app import assert_clean, page
-from test_app_verdict import file_names, warnings_text
+from test_app import assert_clean
+from test_app_verdict import export_secure_draw, least_squares_results, warnings_text
 
 from hierdp_core.privacy.ledger import Ledger
 from hierdp_core.ui import config as config_ui
@@ -20,12 +20,7 @@ SAMPLE = "us-counties"
 
 
 def test_a_secure_draw_on_results_is_a_preview_and_export_draws_the_charged_one(monkeypatch):
-    contents = {}
-    file_names(monkeypatch, contents)
-    at = page("pages/4_Results.py", SAMPLE)
-    at.session_state[session.SETTINGS] = {
-        "mechanism": "least-squares", "params": {}, "definition": "pure-dp", "epsilon": 1.0,
-        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}
+    at, contents = least_squares_results(monkeypatch, "pure-dp")
     at.session_state[config_ui.RANDOMNESS] = {config_ui.MODE: config_ui.SECURE,
                                               config_ui.SEED: 0}
     at.run()
@@ -61,12 +56,7 @@ def test_a_draw_on_export_and_the_command_line_on_the_same_sample_share_one_budg
     second of one dataset (refused until a total is declared)."""
     from conftest import run_cli
 
-    contents = {}
-    file_names(monkeypatch, contents)
-    at = page("pages/4_Results.py", SAMPLE).run()
-    at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_secure").click().run()
-    assert_clean(at)
+    _, contents = export_secure_draw(monkeypatch)
     config = json.loads(contents["cfg_save"])
     assert config["data"] == {"sample": SAMPLE}
     (tmp_path / "config.json").write_text(json.dumps({**config, "seed": None}))

@@ -34,13 +34,32 @@ def test_seeded_release_is_not_publishable_on_results_and_export():
     assert "Structure: declared public" in " ".join(c.value for c in at.caption)
 
 
-def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
+def least_squares_results(monkeypatch, definition: str) -> tuple:
+    """The Results page (not yet run) set to least squares under ``definition`` on the
+    sample, and the contents of the files its downloads would write (`file_names`)."""
+    contents = {}
+    file_names(monkeypatch, contents)
+    at = page("pages/4_Results.py", SAMPLE)
+    at.session_state[session.SETTINGS] = {
+        "mechanism": "least-squares", "params": {}, "definition": definition, "epsilon": 1.0,
+        "rho": 0.5, "delta": 1e-6, "weights": [1.0, 1.0, 1.0]}
+    return at, contents
+
+
+def export_secure_draw(monkeypatch) -> tuple:
+    """The sample's default release, then Export's publishable draw (secure noise); the
+    AppTest and the contents of the files offered."""
     contents = {}
     file_names(monkeypatch, contents)
     at = page("pages/4_Results.py", SAMPLE).run()
     at.switch_page("pages/6_Export.py").run()
     at.button(key="ex_secure").click().run()
     assert_clean(at)
+    return at, contents
+
+
+def test_export_draws_the_publishable_release_with_secure_noise(monkeypatch):
+    at, contents = export_secure_draw(monkeypatch)
     assert any("Publishable as it is" in s.value for s in at.success)
     # one verdict box: the drawn release's (the exploration's orange box stood beside it)
     assert "Not publishable as it is" not in warnings_text(at)

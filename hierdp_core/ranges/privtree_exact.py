@@ -97,15 +97,12 @@ def whole_counts(x: np.ndarray) -> np.ndarray:
     """``x`` as int64, refused unless every value is a whole number and every row's total
     fits int64 with room (the scores are differences of partial sums)."""
     x = np.asarray(x)
-    if x.dtype.kind == "f":
-        if not (np.isfinite(x).all() and np.array_equal(x, np.rint(x))):
-            raise MechanismError("PrivTree's exact test needs whole-number counts")
-        if x.size and np.abs(x).sum(axis=-1).max() >= _MAX_ROW_TOTAL:
-            raise MechanismError("counts too large for PrivTree's exact test")
-    x = x.astype(np.int64)
-    if x.size and np.abs(x).sum(axis=-1).max() >= _MAX_ROW_TOTAL:
+    if x.dtype.kind == "f" and not (np.isfinite(x).all() and np.array_equal(x, np.rint(x))):
+        raise MechanismError("PrivTree's exact test needs whole-number counts")
+    # the totals in floats: no int64 sum that could itself wrap, nor a cast of a huge float
+    if x.size and np.abs(x.astype(np.float64)).sum(axis=-1).max() >= _MAX_ROW_TOTAL:
         raise MechanismError("counts too large for PrivTree's exact test")
-    return x
+    return x.astype(np.int64)
 
 
 def integer_median_deviations(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -79,8 +79,9 @@ class SparseRelease:
 def sparse_median_deviations(data: SparseRows, row, lo, hi, integer: bool = False) -> np.ndarray:
     """`privtree.median_deviations` of the buckets lo..hi-1 of rows ``row``, from the
     non-zero cells: the upper half's sum minus the lower half's, the unstored zeros lying
-    at the bottom of the order; with ``integer`` summed in int64 (the exact test's scores,
-    `privtree_exact.whole_counts`), else in floats as the dense loop sums."""
+    at the bottom of the order; with ``integer`` summed in int64 (the exact test's scores;
+    the counts checked once by `privtree_exact.whole_counts`), else in floats as the dense
+    loop sums."""
     a, b = data.bounds(row, lo), data.bounds(row, hi)
     stored = b - a
     half = (hi - lo) // 2
@@ -88,7 +89,7 @@ def sparse_median_deviations(data: SparseRows, row, lo, hi, integer: bool = Fals
     segment = np.repeat(np.arange(row.size), stored)
     first = np.cumsum(stored) - stored
     take = a[segment] + np.arange(segment.size) - first[segment]
-    values = whole_counts(data.counts[take]) if integer else data.counts[take]
+    values = data.counts[take].astype(np.int64) if integer else data.counts[take]
     ordered = values[np.lexsort((values, segment))]
     cum = np.concatenate([np.zeros(1, dtype=ordered.dtype), np.cumsum(ordered)])
     end = first + stored
@@ -159,6 +160,8 @@ def sparse_privtree_partition(data: SparseRows, epsilon1: float, epsilon2: float
     cuts_row, cuts = [], []
     depth = 0
     exact = secure_test(source, noise.scale, theta)
+    if exact is not None:
+        whole_counts(data.counts)  # whole numbers whose total fits int64: every score does
     while row.size:
         wide = (hi - lo) > 1
         row, lo, hi, path = row[wide], lo[wide], hi[wide], path[wide]
