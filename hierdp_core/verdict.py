@@ -8,7 +8,8 @@ A release is publishable only when all of these hold:
   charging paths (``hierdp release``, ``hierdp_core.release(..., out=...)``, the dashboard's
   "Draw the publishable release") reserve its budget before the noise is drawn and mark the
   release with their ledger entry (``randomness[LEDGER_ENTRY]``, a random id, no secret:
-  `ReleaseRecord.charged`). Secure draws made outside the ledger (the Results page's
+  `ReleaseRecord.charged`), which must be in the ledger with at least the release's budget
+  (`ledger_mark_problem`: a mark set by hand is no charge). Secure draws made outside the ledger (the Results page's
   preview, ``Mechanism.release`` called directly, the reproduce script) can be redrawn
   without limit and one picked by its error, so their epsilon no longer holds;
 * its mechanism is differentially private as implemented (the registry's ``private``);
@@ -160,22 +161,54 @@ def is_charged(randomness: dict) -> bool:
     return bool(randomness.get(LEDGER_ENTRY))
 
 
+def ledger_mark_problem(randomness: dict, privacy: dict) -> str | None:
+    """Why the ledger entry a secure release names (`is_charged`) is no charge of it, in
+    plain words: the budget ledger (`hierdp_core.privacy.ledger.Ledger`, this machine's)
+    holds no such entry, or one of another privacy definition or a smaller budget than
+    the release's ``privacy`` record; None when the entry covers the release (or it names
+    none)."""
+    from hierdp_core.privacy.ledger import Ledger
+
+    entry = randomness.get(LEDGER_ENTRY)
+    if randomness.get("mode") != "secure" or not entry:
+        return None
+    ledger = Ledger()
+    spend = ledger.spend(str(entry))
+    if spend is None:
+        return (f"its budget ledger entry {entry!r} is not in the budget ledger "
+                f"({ledger.path}): the release was marked as charged but no budget was "
+                "reserved for it; draw it with a path that charges the ledger")
+    definition = privacy.get("definition")
+    asked = privacy.get("rho" if definition == ZCDP else "epsilon")
+    if (spend.definition != definition or asked is None
+            or spend.budget < float(asked) * (1 - 1e-9)
+            or (privacy.get("delta") or 0.0) > (spend.delta or 0.0) * (1 + 1e-9)):
+        return (f"its budget ledger entry {entry!r} charged {spend.definition} "
+                f"{spend.budget:g} (delta {spend.delta}), not the release's {definition} "
+                f"{asked} (delta {privacy.get('delta')})")
+    return None
+
+
 def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,
             structure_declared: bool, mechanism_warning: str = "",
             privacy: dict | None = None, max_epsilon: float = DEFAULT_MAX_EPSILON,
             max_delta: float = DEFAULT_MAX_DELTA,
-            exact_groups_from_data: bool = False) -> dict:
+            exact_groups_from_data: bool = False, ledger_problem: str | None = None
+            ) -> dict:
     """``{"publishable": bool, "not_publishable_because": [plain-word reasons]}``, with
     ``privacy`` (the release's privacy record) also ``"epsilon_ceiling"``
     (`ceiling_record`) and ``"delta_ceiling"`` (`delta_record`), a reason when the release
     is above ``max_epsilon`` or ``max_delta``. Secure noise without a ledger entry in
     ``randomness`` (`is_charged`) is `NOT_CHARGED`. ``exact_groups_from_data``: numbers of
-    groups published exactly but counted from the records (`GROUPS_FROM_DATA`)."""
+    groups published exactly but counted from the records (`GROUPS_FROM_DATA`).
+    ``ledger_problem``: why the ledger entry named is no charge (`ledger_mark_problem`)."""
     reasons = []
     if randomness.get("mode") != "secure":
         reasons.append(SEEDED)
     elif not is_charged(randomness):
         reasons.append(NOT_CHARGED)
+    elif ledger_problem:
+        reasons.append(ledger_problem)
     if not mechanism_private:
         reasons.append(not_private_reason(mechanism_name, mechanism_warning))
     if not structure_declared:
@@ -197,7 +230,7 @@ def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
                     max_epsilon: float = DEFAULT_MAX_EPSILON,
                     max_delta: float = DEFAULT_MAX_DELTA) -> dict:
     """The verdict of a Release / FlowRelease / RangeRelease from its randomness (with its
-    ledger entry), its privacy record (against ``max_epsilon`` and ``max_delta``) and its
+    ledger entry, looked up in the budget ledger: `ledger_mark_problem`), its privacy record (against ``max_epsilon`` and ``max_delta``) and its
     mechanism's registry entry."""
     from hierdp_core.mechanisms.base import get_mechanism
 
@@ -208,7 +241,8 @@ def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
                    mechanism_warning=info.warning, privacy=release.privacy,
                    max_epsilon=max_epsilon, max_delta=max_delta,
                    exact_groups_from_data=bool(privacy.get("invariants"))
-                   and privacy.get("group_counts") == "from-data")
+                   and privacy.get("group_counts") == "from-data",
+                   ledger_problem=ledger_mark_problem(release.randomness, privacy))
 
 
 def short_reason_tag(result: dict) -> str:

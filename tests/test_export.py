@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from ledger_marks import charged_in_ledger
 
 from hierdp_core.export import build_manifest, read_release, write_release
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
@@ -104,10 +105,11 @@ def test_secure_mode_is_recorded(canary_data, tmp_path, backend, sampler):
     assert manifest["publishable"] is False
     assert manifest["not_publishable_because"] == [NOT_CHARGED]
     assert len(table) == canary_data.hierarchy.n_nodes
-    write_release(release.charged("0f" * 16), tmp_path / "charged", structure_declared=True)
+    marked = charged_in_ledger(release)
+    write_release(marked, tmp_path / "charged", structure_declared=True)
     _, manifest = read_release(tmp_path / "charged")
     assert manifest["publishable"] is True and manifest["not_publishable_because"] == []
-    assert manifest["randomness"][LEDGER_ENTRY] == "0f" * 16
+    assert manifest["randomness"][LEDGER_ENTRY] == marked.randomness[LEDGER_ENTRY]
 
 
 def test_root_invariant_is_declared(canary_data):

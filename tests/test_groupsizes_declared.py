@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_marks import charged_in_ledger
 
 import hierdp_core.groupsizes.declared_groups as dg
 from hierdp_core.errors import InputError, StructureError
@@ -130,9 +131,8 @@ def test_with_min_size_1_the_neighbours_whole_releases_are_identical(name, param
 def secure(name, d, **params):
     """A secure release marked as charged to the budget ledger (as `hierdp release` marks
     it): these tests are about the group counts, not the charge."""
-    return get_mechanism(name).release(d, PrivacyBudget.pure(1.0),
-                                       source=NoiseSource(secure=True), **params
-                                       ).charged("9a" * 16)
+    return charged_in_ledger(get_mechanism(name).release(
+        d, PrivacyBudget.pure(1.0), source=NoiseSource(secure=True), **params))
 
 
 @pytest.mark.parametrize(("name", "params"), [("gs-topdown", {}), ("gs-mc-dp", {}),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import run_cli as run
+from ledger_marks import charged_in_ledger
 
 import hierdp_core
 from hierdp_core.config import FORMAT, config_from_dict
@@ -130,9 +131,30 @@ def test_a_charged_mark_survives_intervals():
                                                source=NoiseSource(secure=True))
     from hierdp_core.intervals import with_intervals
 
-    marked = with_intervals(release.charged("ab12"), 0.9, None)
-    assert marked.randomness[LEDGER_ENTRY] == "ab12"
+    charged = charged_in_ledger(release)
+    marked = with_intervals(charged, 0.9, None)
+    assert marked.randomness[LEDGER_ENTRY] == charged.randomness[LEDGER_ENTRY]
     assert release_verdict(marked, structure_declared=True)["publishable"] is True
+
+
+def test_a_mark_set_by_hand_is_no_charge():
+    """A library user marking a secure release as charged without reserving its budget
+    (an id of their own) or with an entry of a smaller budget: not publishable, the reason
+    naming the entry."""
+    geography = geography_from_table(COUNTS[["state", "county"]], ["state", "county"])
+    data = count_data_from_table(COUNTS, ["state", "county"], count_column="count",
+                                 geography=geography)
+    release = get_mechanism("topdown").release(data, PrivacyBudget.pure(1.0),
+                                               source=NoiseSource(secure=True))
+    faked = release_verdict(release.charged("ab12"), structure_declared=True)
+    assert faked["publishable"] is False
+    assert "'ab12' is not in the budget ledger" in " ".join(faked["not_publishable_because"])
+    smaller = Ledger().reserve("another", PrivacyBudget.pure(0.5), label="another",
+                               destination="test", mechanism="topdown")
+    short = release_verdict(release.charged(smaller.release_id), structure_declared=True)
+    assert short["publishable"] is False
+    assert "not the release's pure-dp 1.0" in " ".join(short["not_publishable_because"])
+    assert release_verdict(charged_in_ledger(release), structure_declared=True)["publishable"]
 
 
 # ---- B: a public ceiling on delta --------------------------------------------------------

@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 from conftest import square_geojson
+from ledger_marks import charged_in_ledger
 from test_app import assert_clean, page
 
 from hierdp_core.compare import Side, release_side
@@ -105,14 +106,21 @@ def test_evaluation_makes_it_confidential(small_county_data, release, config):
 
 # ---- exploration or publishable (issue 27, item 6) -------------------------------------------
 @pytest.fixture(scope="module")
-def secure_release(small_county_data):
+def secure_drawn(small_county_data):
     from hierdp_core.mechanisms.base import get_mechanism
     from hierdp_core.privacy.budget import PrivacyBudget
     from hierdp_core.privacy.samplers import NoiseSource
 
     drawn = get_mechanism("topdown").release(small_county_data, PrivacyBudget.pure(1.0),
                                              source=NoiseSource(secure=True))
-    return drawn.charged("c4" * 16)  # as a path that charged the budget ledger marks it
+    return drawn
+
+
+@pytest.fixture
+def secure_release(secure_drawn):
+    """The secure release, its budget reserved in this test's ledger and marked with the
+    entry, as a charging path marks it."""
+    return charged_in_ledger(secure_drawn)
 
 
 @pytest.mark.parametrize("declared", [False, True])

@@ -307,6 +307,20 @@ class Ledger:
             _add_aliases(db, fingerprint, keys)
             return spend
 
+    def spend(self, release_id: str) -> Spend | None:
+        """The entry ``release_id``, read without writing; None when the ledger does not
+        exist, cannot be read or has no such entry."""
+        if not self.path.exists():
+            return None
+        try:
+            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro",
+                                         uri=True)) as db:
+                row = db.execute("SELECT * FROM spends WHERE release_id = ?",
+                                 (release_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if row is None else Spend(*row[:1], *row[2:])
+
     def commit(self, release_id: str, *, manifest_sha256: str | None = None,
                destination: str | None = None) -> None:
         """Mark a reserved spend as a finished release (idempotent); an unknown id is an
