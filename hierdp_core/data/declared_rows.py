@@ -6,7 +6,9 @@ by block (a large file in two stretches of whole lines, each on its own thread),
 each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
 lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
 coarser level's code must be the leaf's ancestor's, each category value a declared one, each
-count a canonical non-negative integer. It gives the same leaves, cells and counts as the
+count a canonical non-negative integer. Each block's counts are then summed by cell (leaf
+and category) on its thread, in int64 (`np.add.at`), so no array of every row's leaf, cell
+or count is made, nor summed after the reading. It gives the same sums by cell as the
 careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
 `hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
 careful path reads the file and says what is wrong: a missing cell, a code outside the
@@ -32,8 +34,8 @@ Example
 >>> csv = b"state,county,sex,n\\n06,06059,F,3\\n41,41051,M,2\\n06,06059,F,1\\n"
 >>> rows = place_rows(resolve_source(io.BytesIO(csv), "t.csv", 10**6), ["state", "county"], "n",
 ...                   {"sex": ["F", "M"]}, geo)
->>> rows.leaf.tolist(), rows.cell.tolist(), rows.counts.tolist(), rows.present["county"]
-([1, 2, 1], [0, 1, 0], [3, 2, 1], ['06059', '41051'])
+>>> rows.sums.reshape(3, 2).tolist(), rows.distinct, rows.rows, rows.total, rows.present["county"]
+([[0, 0], [4, 0], [0, 2]], 2, 3, 6, ['06059', '41051'])
 >>> place_rows(resolve_source(io.BytesIO(csv.replace(b"06,06059,F,3", b"06,41051,F,3")),
 ...                           "t.csv", 10**6),
 ...            ["state", "county"], "n", {"sex": ["F", "M"]}, geo) is None  # not nested
@@ -42,7 +44,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -51,6 +54,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hierdp_core.data.integers import exact_total
 from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
 
 __all__ = ["PlacedRows", "place_rows"]
@@ -62,13 +66,18 @@ _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL"
 
 
 class PlacedRows(NamedTuple):
-    """Per row: its leaf (within the leaf level), its category cell (index in the product
-    of the declared values, first column slowest) and its count (None: one per row); per
-    level column, the codes some row holds (sorted)."""
+    """The rows placed, summed by cell (index leaf x k + category cell, k the product of the
+    declared values' numbers, first column slowest): ``sums`` their counts (int64; rows,
+    without a count column), exact when ``total`` is below 2^63; ``distinct`` the cells
+    some row holds, ``rows`` the rows, ``total`` the exact sum of the counts (a Python
+    int); ``cells`` every row's cell, in the file's order, block by block (for an error
+    naming repeated rows); per level column, the codes some row holds (sorted)."""
 
-    leaf: np.ndarray
-    cell: np.ndarray
-    counts: np.ndarray | None
+    sums: np.ndarray
+    distinct: int
+    rows: int
+    total: int
+    cells: list[np.ndarray]
     present: dict[str, list[str]]
 
 
@@ -89,28 +98,56 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     ancestors = _ancestors(h)
     try:
         parts = read_parts(src, columns, encoding, PARTS)  # read ahead, or now
-        placed = None if parts is None else _place(parts, ancestors, levels, count_column,
-                                                   codes, values)
+        tally = None if parts is None else _place(parts, ancestors, levels, count_column,
+                                                  codes, values, h.n_leaves)
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None  # a malformed or undecodable file: the careful reader says where
-    if not placed:
+    if tally is None:
         return None
-    leaf, cell, counts = (np.concatenate(part) if part[0] is not None else None
-                          for part in zip(*placed, strict=True))
-    seen = _present_nodes(h, ancestors, leaf)
+    seen = _present_nodes(h, ancestors, tally.seen.reshape(h.n_leaves, -1).any(axis=1))
     present = {c: codes[i][seen[i]].tolist() for i, c in enumerate(levels)}
-    return PlacedRows(leaf.astype(np.int64), cell.astype(np.int64), counts, present)
+    return PlacedRows(tally.sums, int(np.count_nonzero(tally.seen)), tally.rows, tally.total,
+                      tally.cells, present)
 
 
-def _place(parts: list, ancestors, levels, count_column, codes, values) -> list | None:
-    """Per batch (leaves, cells, counts), or None when a row is not plain (see
-    `place_rows`; ``ancestors``: `_ancestors` of the geography). Each part of the file
-    (`hierdp_core.data.arrow_text.text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
-    of the GIL); a single part is read one block ahead on a thread while a block is
-    placed."""
+class _Tally:
+    """Rows summed by cell as their blocks are placed (see `PlacedRows`), and whether a row
+    lies in each cell."""
+
+    def __init__(self, n_cells: int):
+        self.sums = np.zeros(n_cells, dtype=np.int64)
+        self.seen = np.zeros(n_cells, dtype=bool)
+        self.rows = self.total = 0
+        self.cells: list[np.ndarray] = []
+
+    def add(self, cells: np.ndarray, counts: np.ndarray | None) -> None:
+        np.add.at(self.sums, cells, 1 if counts is None else counts)
+        self.seen[cells] = True
+        self.rows += cells.size
+        self.total += cells.size if counts is None else exact_total(counts)
+        self.cells.append(cells)
+
+    def absorb(self, other: _Tally) -> _Tally:
+        """This tally with ``other``'s rows, which come after its own, added."""
+        self.sums += other.sums
+        self.seen |= other.seen
+        self.rows += other.rows
+        self.total += other.total
+        self.cells += other.cells
+        return self
+
+
+def _place(parts: list, ancestors, levels, count_column, codes, values,
+           n_leaves: int) -> _Tally | None:
+    """The rows summed by cell (`_Tally`), or None when a row is not plain (see
+    `place_rows`; ``ancestors``: `_ancestors` of the geography) or the file holds no
+    block. Each part of the file (`hierdp_core.data.arrow_text.text_string_parts`) is read,
+    placed and summed on its own thread (pyarrow and numpy let go of the GIL); a single part
+    is read one block ahead on a thread while a block is placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
     sizes = [v.size for v in values.values()]
-    cell_type = np.int32 if np.prod(sizes) < 2**31 else np.int64
+    n_cells = n_leaves * math.prod(sizes)
+    cell_type = np.int32 if n_cells < 2**31 else np.int64
 
     def place(batch) -> tuple | None:
         if any(column.null_count for column in batch.columns):
@@ -123,43 +160,43 @@ def _place(parts: list, ancestors, levels, count_column, codes, values) -> list 
         leaf = at[len(levels) - 1]
         if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
             return None  # a coarser code is not the leaf's ancestor's
-        cell = np.zeros(leaf.size, dtype=cell_type)
+        cell = leaf.astype(cell_type)
         for size, index in zip(sizes, at[len(levels):], strict=True):
             cell = cell * size + index
-        return leaf, cell, counts
+        return cell, counts
+
+    def tally(placed: Iterable[tuple | None]) -> _Tally | None:
+        out = _Tally(n_cells)
+        for block in placed:
+            if block is None:
+                return None
+            out.add(*block)
+        return out
 
     with ThreadPoolExecutor(max(len(parts), 2)) as pool:
         if len(parts) == 1:
-            done = list(_read_ahead(pool, parts[0], place))
+            tallies = [tally(_read_ahead(pool, parts[0], place))]
         else:
-            done = [p for part in pool.map(lambda part: _until_none(part, place), parts)
-                    for p in part]
-    if not done or any(p is None for p in done):
+            tallies = list(pool.map(lambda part: tally(map(place, part)), parts))
+    if any(t is None for t in tallies) or not any(t.cells for t in tallies):
         return None
-    return done
+    first, *others = tallies
+    for other in others:
+        first.absorb(other)
+    return first
 
 
-def _present_nodes(h, ancestors: list[np.ndarray], leaf: np.ndarray) -> list[np.ndarray]:
+def _present_nodes(h, ancestors: list[np.ndarray], leaves: np.ndarray) -> list[np.ndarray]:
     """For each geography level below the root, coarse to fine, whether a row lies under
-    each of its nodes: the leaves some row holds and their ancestors (``ancestors``:
-    `_ancestors`; a row's coarser codes are its leaf's ancestors', `_place` checked)."""
-    leaves = np.bincount(leaf, minlength=h.n_leaves) > 0
+    each of its nodes: the ``leaves`` some row holds (flags) and their ancestors
+    (``ancestors``: `_ancestors`; a row's coarser codes are its leaf's ancestors', `_place`
+    checked)."""
     out = []
     for level, up in enumerate(ancestors, start=1):
         flags = np.zeros(h.level_size(level), dtype=bool)
         flags[up[leaves]] = True
         out.append(flags)
     return [*out, leaves]
-
-
-def _until_none(batches, place) -> list:
-    """``place`` of each batch, up to the first None."""
-    out = []
-    for batch in batches:
-        out.append(place(batch))
-        if out[-1] is None:
-            break
-    return out
 
 
 def _read_ahead(pool, batches, place):
