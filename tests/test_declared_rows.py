@@ -124,6 +124,7 @@ def test_text_codes_and_lookalikes(tmp_path):
     "06,06059,06037000100,F,3",  # under another county
     "41,06037,06037000100,F,3",  # under another state
     "06,06037,06037000100,X,3",  # an undeclared value
+    "06,06037,06037000100,FM,3",  # two bytes where every declared value is one
     "06,06037,06037000100,,3",  # a missing value
     "06,06037,06037000100,F,",  # a missing count
     "06,06037,06037000100,F,007", "06,06037,06037000100,F,1.0",
