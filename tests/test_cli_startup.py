@@ -113,3 +113,18 @@ def test_a_count_release_without_gaussian_noise_or_simulation_skips_scipy_specia
         "--interval", "none", "--out", "r", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "numpy" in imported and "scipy.special" not in imported
+
+
+def test_a_count_release_with_its_intervals_imports_no_range_module_nor_scipy(tmp_path):
+    """The intervals' bootstrap asks a releaser for its trials, so a counts release (TopDown,
+    the default intervals: the bootstrap and the least-squares simulation) never imports the
+    range releaser and what it pulls in (DAWA, scipy.sparse), nor any of scipy."""
+    (tmp_path / "t.csv").write_text("state,county,n\nA,a1,5\nA,a2,3\nB,b1,7\n")
+    done, imported, said = run_importing(
+        "release", "t.csv", "--structure-from-data", "--levels", "state,county",
+        "--count-column", "n", "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+        "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hierdp_core.intervals.bootstrap" in imported
+    assert not {m for m in imported if m.startswith(("scipy", "hierdp_core.ranges"))
+                or m == "hierdp_core.mechanisms.range_releaser"}

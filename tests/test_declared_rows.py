@@ -124,6 +124,7 @@ def test_text_codes_and_lookalikes(tmp_path):
     "06,06059,06037000100,F,3",  # under another county
     "41,06037,06037000100,F,3",  # under another state
     "06,06037,06037000100,X,3",  # an undeclared value
+    "06,06037,06037000100,FM,3",  # two bytes where every declared value is one
     "06,06037,06037000100,,3",  # a missing value
     "06,06037,06037000100,F,",  # a missing count
     "06,06037,06037000100,F,007", "06,06037,06037000100,F,1.0",
@@ -259,3 +260,16 @@ def test_counts_are_read_only_when_canonical(texts, skip):
     got = declared_rows._counts(column)
     assert (got.tolist() if got is not None else None) == (
         [int(t) for t in texts] if canonical else None)
+
+
+def test_more_cells_than_the_limit_go_to_the_careful_path(tmp_path):
+    """The declared reader sums into one array of every cell: a release over more cells
+    than --max-cells is not read by it, and the careful path refuses it in its own words."""
+    args = _write(tmp_path, ROWS, GEO, "--count-column", "n", "--duplicates", "sum",
+                  "--max-cells", "7")  # 4 tracts x 2 values
+    assert declared_count_input(*args, _input(args)) is None
+    refused = _release_input(args)
+    assert refused == _careful(args) and refused[0] == "SizeLimitError"
+    args = _write(tmp_path, ROWS, GEO, "--count-column", "n", "--duplicates", "sum",
+                  "--max-cells", "8")
+    assert declared_count_input(*args, _input(args)) is not None

@@ -12,6 +12,7 @@ reads the file and says what is wrong, in the same words and the same order.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,14 @@ from hierdp_core.errors import HierdpError
 def declared_count_input(cfg, run, path: Path):
     """(a table of the level codes some row holds, one column per level and category
     column, for `lookalike_warning` and the memory plan; the CountData) of the file at
-    ``path``, or None when the careful path must read it (see the module doc)."""
+    ``path``, or None when the careful path must read it (see the module doc; a release of
+    more cells than ``--max-cells`` too: the careful path refuses it after its own
+    checks)."""
     from hierdp_core.cli.inputs import cell_limit
     from hierdp_core.cli.memory import check_table_memory
     from hierdp_core.data.declared_rows import place_rows
-    from hierdp_core.data.loaders import check_cells, validate_counts
-    from hierdp_core.queries.counts import count_data_of_rows
+    from hierdp_core.data.integers import checked_total
+    from hierdp_core.queries.counts import CountData, repeated_cells
     from hierdp_core.structure import category_labels
 
     shape = _declared_shape(cfg, path)
@@ -37,20 +40,25 @@ def declared_count_input(cfg, run, path: Path):
         return None
     src, levels, categories, declared, geography = shape
     values = {c: [str(v).strip() for v in declared[c]] for c in categories}
+    h, k = geography.hierarchy, math.prod(len(values[c]) for c in categories)
+    if h.n_leaves * k > cell_limit(cfg, run):
+        return None
     rows = place_rows(src, levels, cfg.count_column, values, geography, cfg.encoding)
     if rows is None:
         return None
     codes = _codes_table(rows.present, [*levels, *categories])
     check_table_memory(cfg, run, codes)
     count = cfg.count_column
-    weights = (validate_counts(pd.DataFrame({count: rows.counts}, copy=False), count)
-               if count else np.ones(rows.leaf.size, dtype=np.int64))
-    n_leaves, k = geography.hierarchy.n_leaves, int(np.prod([len(values[c]) for c in categories]))
-    check_cells(n_leaves * k, cell_limit(cfg, run), f"{n_leaves:,} units x {k:,} categories")
-    data = count_data_of_rows(geography.hierarchy, rows.leaf, rows.cell, weights,
-                              category_labels([values[c] for c in categories]), categories,
-                              declared_structure=True, aggregated=count is not None,
-                              duplicates=cfg.duplicates or "error")
+    labels = category_labels([values[c] for c in categories])
+    merged = 0
+    if count:
+        checked_total(rows.total, f"count column {count!r}")
+        merged = rows.rows - rows.distinct
+        if merged and (cfg.duplicates or "error") == "error":  # its error names the rows
+            repeated_cells(h, np.concatenate(rows.cells), labels, categories, "error",
+                           n_distinct=rows.distinct)
+    data = CountData(h, rows.sums.reshape(h.n_leaves, k), labels, tuple(categories),
+                     declared_structure=True, merged_rows=merged)
     return codes, data
 
 

@@ -6,7 +6,9 @@ by block (a large file in two stretches of whole lines, each on its own thread),
 each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
 lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
 coarser level's code must be the leaf's ancestor's, each category value a declared one, each
-count a canonical non-negative integer. It gives the same leaves, cells and counts as the
+count a canonical non-negative integer. Each block's counts are then summed by cell (leaf
+and category) on its thread, in int64 (`np.add.at`), so no array of every row's leaf, cell
+or count is made, nor summed after the reading. It gives the same sums by cell as the
 careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
 `hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
 careful path reads the file and says what is wrong: a missing cell, a code outside the
@@ -32,8 +34,8 @@ Example
 >>> csv = b"state,county,sex,n\\n06,06059,F,3\\n41,41051,M,2\\n06,06059,F,1\\n"
 >>> rows = place_rows(resolve_source(io.BytesIO(csv), "t.csv", 10**6), ["state", "county"], "n",
 ...                   {"sex": ["F", "M"]}, geo)
->>> rows.leaf.tolist(), rows.cell.tolist(), rows.counts.tolist(), rows.present["county"]
-([1, 2, 1], [0, 1, 0], [3, 2, 1], ['06059', '41051'])
+>>> rows.sums.reshape(3, 2).tolist(), rows.distinct, rows.rows, rows.total, rows.present["county"]
+([[0, 0], [4, 0], [0, 2]], 2, 3, 6, ['06059', '41051'])
 >>> place_rows(resolve_source(io.BytesIO(csv.replace(b"06,06059,F,3", b"06,41051,F,3")),
 ...                           "t.csv", 10**6),
 ...            ["state", "county"], "n", {"sex": ["F", "M"]}, geo) is None  # not nested
@@ -42,7 +44,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -51,6 +54,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hierdp_core.data.integers import exact_total
 from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
 
 __all__ = ["PlacedRows", "place_rows"]
@@ -62,13 +66,18 @@ _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL"
 
 
 class PlacedRows(NamedTuple):
-    """Per row: its leaf (within the leaf level), its category cell (index in the product
-    of the declared values, first column slowest) and its count (None: one per row); per
-    level column, the codes some row holds (sorted)."""
+    """The rows placed, summed by cell (index leaf x k + category cell, k the product of the
+    declared values' numbers, first column slowest): ``sums`` their counts (int64; rows,
+    without a count column), exact when ``total`` is below 2^63; ``distinct`` the cells
+    some row holds, ``rows`` the rows, ``total`` the exact sum of the counts (a Python
+    int); ``cells`` every row's cell, in the file's order, block by block (for an error
+    naming repeated rows); per level column, the codes some row holds (sorted)."""
 
-    leaf: np.ndarray
-    cell: np.ndarray
-    counts: np.ndarray | None
+    sums: np.ndarray
+    distinct: int
+    rows: int
+    total: int
+    cells: list[np.ndarray]
     present: dict[str, list[str]]
 
 
@@ -89,28 +98,56 @@ def place_rows(src, levels: Sequence[str], count_column: str | None,
     ancestors = _ancestors(h)
     try:
         parts = read_parts(src, columns, encoding, PARTS)  # read ahead, or now
-        placed = None if parts is None else _place(parts, ancestors, levels, count_column,
-                                                   codes, values)
+        tally = None if parts is None else _place(parts, ancestors, levels, count_column,
+                                                  codes, values, h.n_leaves)
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None  # a malformed or undecodable file: the careful reader says where
-    if not placed:
+    if tally is None:
         return None
-    leaf, cell, counts = (np.concatenate(part) if part[0] is not None else None
-                          for part in zip(*placed, strict=True))
-    seen = _present_nodes(h, ancestors, leaf)
+    seen = _present_nodes(h, ancestors, tally.seen.reshape(h.n_leaves, -1).any(axis=1))
     present = {c: codes[i][seen[i]].tolist() for i, c in enumerate(levels)}
-    return PlacedRows(leaf.astype(np.int64), cell.astype(np.int64), counts, present)
+    return PlacedRows(tally.sums, int(np.count_nonzero(tally.seen)), tally.rows, tally.total,
+                      tally.cells, present)
 
 
-def _place(parts: list, ancestors, levels, count_column, codes, values) -> list | None:
-    """Per batch (leaves, cells, counts), or None when a row is not plain (see
-    `place_rows`; ``ancestors``: `_ancestors` of the geography). Each part of the file
-    (`hierdp_core.data.arrow_text.text_string_parts`) is read and placed on its own thread (pyarrow and numpy let go
-    of the GIL); a single part is read one block ahead on a thread while a block is
-    placed."""
+class _Tally:
+    """Rows summed by cell as their blocks are placed (see `PlacedRows`), and whether a row
+    lies in each cell."""
+
+    def __init__(self, n_cells: int):
+        self.sums = np.zeros(n_cells, dtype=np.int64)
+        self.seen = np.zeros(n_cells, dtype=bool)
+        self.rows = self.total = 0
+        self.cells: list[np.ndarray] = []
+
+    def add(self, cells: np.ndarray, counts: np.ndarray | None) -> None:
+        np.add.at(self.sums, cells, 1 if counts is None else counts)
+        self.seen[cells] = True
+        self.rows += cells.size
+        self.total += cells.size if counts is None else exact_total(counts)
+        self.cells.append(cells)
+
+    def absorb(self, other: _Tally) -> _Tally:
+        """This tally with ``other``'s rows, which come after its own, added."""
+        self.sums += other.sums
+        self.seen |= other.seen
+        self.rows += other.rows
+        self.total += other.total
+        self.cells += other.cells
+        return self
+
+
+def _place(parts: list, ancestors, levels, count_column, codes, values,
+           n_leaves: int) -> _Tally | None:
+    """The rows summed by cell (`_Tally`), or None when a row is not plain (see
+    `place_rows`; ``ancestors``: `_ancestors` of the geography) or the file holds no
+    block. Each part of the file (`hierdp_core.data.arrow_text.text_string_parts`) is read,
+    placed and summed on its own thread (pyarrow and numpy let go of the GIL); a single part
+    is read one block ahead on a thread while a block is placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
     sizes = [v.size for v in values.values()]
-    cell_type = np.int32 if np.prod(sizes) < 2**31 else np.int64
+    n_cells = n_leaves * math.prod(sizes)
+    cell_type = np.int32 if n_cells < 2**31 else np.int64
 
     def place(batch) -> tuple | None:
         if any(column.null_count for column in batch.columns):
@@ -123,43 +160,43 @@ def _place(parts: list, ancestors, levels, count_column, codes, values) -> list 
         leaf = at[len(levels) - 1]
         if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
             return None  # a coarser code is not the leaf's ancestor's
-        cell = np.zeros(leaf.size, dtype=cell_type)
+        cell = leaf.astype(cell_type)
         for size, index in zip(sizes, at[len(levels):], strict=True):
             cell = cell * size + index
-        return leaf, cell, counts
+        return cell, counts
+
+    def tally(placed: Iterable[tuple | None]) -> _Tally | None:
+        out = _Tally(n_cells)
+        for block in placed:
+            if block is None:
+                return None
+            out.add(*block)
+        return out
 
     with ThreadPoolExecutor(max(len(parts), 2)) as pool:
         if len(parts) == 1:
-            done = list(_read_ahead(pool, parts[0], place))
+            tallies = [tally(_read_ahead(pool, parts[0], place))]
         else:
-            done = [p for part in pool.map(lambda part: _until_none(part, place), parts)
-                    for p in part]
-    if not done or any(p is None for p in done):
+            tallies = list(pool.map(lambda part: tally(map(place, part)), parts))
+    if any(t is None for t in tallies) or not any(t.cells for t in tallies):
         return None
-    return done
+    first, *others = tallies
+    for other in others:
+        first.absorb(other)
+    return first
 
 
-def _present_nodes(h, ancestors: list[np.ndarray], leaf: np.ndarray) -> list[np.ndarray]:
+def _present_nodes(h, ancestors: list[np.ndarray], leaves: np.ndarray) -> list[np.ndarray]:
     """For each geography level below the root, coarse to fine, whether a row lies under
-    each of its nodes: the leaves some row holds and their ancestors (``ancestors``:
-    `_ancestors`; a row's coarser codes are its leaf's ancestors', `_place` checked)."""
-    leaves = np.bincount(leaf, minlength=h.n_leaves) > 0
+    each of its nodes: the ``leaves`` some row holds (flags) and their ancestors
+    (``ancestors``: `_ancestors`; a row's coarser codes are its leaf's ancestors', `_place`
+    checked)."""
     out = []
     for level, up in enumerate(ancestors, start=1):
         flags = np.zeros(h.level_size(level), dtype=bool)
         flags[up[leaves]] = True
         out.append(flags)
     return [*out, leaves]
-
-
-def _until_none(batches, place) -> list:
-    """``place`` of each batch, up to the first None."""
-    out = []
-    for batch in batches:
-        out.append(place(batch))
-        if out[-1] is None:
-            break
-    return out
 
 
 def _read_ahead(pool, batches, place):
@@ -190,9 +227,11 @@ def _usable(codes: np.ndarray) -> bool:
     cell holding exactly the code as the code. Digits alone (at most 17) are; other text
     is when it is no number to pandas (the type rule's ``pd.to_numeric``), no NA token and
     has nothing to strip."""
-    if codes.size == 0 or np.unique(codes).size != codes.size:
+    if codes.size == 0:
         return False
     text = pa.array(codes, pa.string())
+    if pc.count_distinct(text).as_py() != codes.size:  # a hash: sorting 80,000 took 60 ms
+        return False
     digits = pc.and_(pc.ascii_is_decimal(text), pc.less_equal(pc.binary_length(text), 17))
     other = codes[~digits.to_numpy(zero_copy_only=False)]
     if other.size == 0:
@@ -212,10 +251,17 @@ def _digit_codes(codes: np.ndarray) -> bool:
 
 class _Lookup:
     """The position in ``codes`` of every row's text (None when one is not there): by
-    pyarrow's hash of the codes, or for many digit codes by their integer keys."""
+    pyarrow's hash of the codes, or for many digit codes by their integer keys, or for
+    codes of one byte each (``F``/``M``) from a table of the bytes when every row's text
+    is one byte too (pyarrow's hash took 15-20 ns a row there, the table about 2)."""
 
     def __init__(self, codes: np.ndarray):
         self.digits = codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes)
+        encoded = [code.encode() for code in codes.tolist()] if codes.size <= 256 else []
+        self.bytes = None
+        if encoded and all(len(code) == 1 for code in encoded):
+            self.bytes = np.full(256, -1, dtype=np.int32)
+            self.bytes[[code[0] for code in encoded]] = np.arange(codes.size)
         if self.digits:
             self.keys = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
             self.keys.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash table made
@@ -224,7 +270,10 @@ class _Lookup:
             self.codes = pa.array(codes, pa.string())
 
     def __call__(self, column: pa.Array) -> np.ndarray | None:
-        if self.digits:
+        one = _one_byte_texts(column) if self.bytes is not None else None
+        if one is not None:
+            at = self.bytes[one]
+        elif self.digits:
             keys = _digit_keys(column)
             if keys is None:
                 return None
@@ -267,12 +316,20 @@ def _counts(column: pa.Array) -> np.ndarray | None:
 def _single_digits(column: pa.Array) -> np.ndarray | None:
     """The counts as int64 when every cell is one ASCII digit, read from the text's bytes
     (about 50 times faster than parsing it), else None."""
+    one = _one_byte_texts(column)
+    if one is None:
+        return None
+    digits = one - np.uint8(48)
+    return digits.astype(np.int64) if (digits <= 9).all() else None
+
+
+def _one_byte_texts(column: pa.Array) -> np.ndarray | None:
+    """The bytes (uint8) of a string column whose every text is one byte, else None."""
     if column.type != pa.string() or not len(column):
         return None
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int32, count=len(column) + 1,
                             offset=column.offset * 4)
     if not (np.diff(offsets) == 1).all():
         return None
-    digits = np.frombuffer(column.buffers()[2], dtype=np.uint8, count=len(column),
-                           offset=int(offsets[0])) - np.uint8(48)
-    return digits.astype(np.int64) if (digits <= 9).all() else None
+    return np.frombuffer(column.buffers()[2], dtype=np.uint8, count=len(column),
+                         offset=int(offsets[0]))

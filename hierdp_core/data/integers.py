@@ -42,7 +42,12 @@ def exact_total(values: np.ndarray) -> int:
 def check_total(values: np.ndarray, what: str) -> int:
     """`exact_total`, or `InputError` when it exceeds `MAX_TOTAL` (``what`` names the
     values, e.g. "count column 'n'")."""
-    total = exact_total(values)
+    return checked_total(exact_total(values), what)
+
+
+def checked_total(total: int, what: str) -> int:
+    """``total`` (the exact sum of the values ``what`` names), or `InputError` when it
+    exceeds `MAX_TOTAL`."""
     if total > MAX_TOTAL:
         raise InputError(f"{what} sums to {total:,}, more than 2^53 - 1 = {MAX_TOTAL:,}, the "
                          "largest total whose noisy sums stay exact in float64 (and far from "

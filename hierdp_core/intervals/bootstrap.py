@@ -28,7 +28,6 @@ import numpy as np
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.mechanisms.range_releaser import RangeReleaser
 from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
@@ -356,11 +355,11 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
             parts.append(truth if noisy is None else np.where(np.isnan(noisy), truth, noisy))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    redraws = None
-    if isinstance(rerun, RangeReleaser):  # the re-runs made together, bit for bit
+    redraws, trials = None, getattr(rerun, "trials", None)
+    if trials is not None:  # the re-runs made together, bit for bit (`RangeReleaser.trials`)
 
         def redraws(sources):
-            made = rerun.trials(sources)
+            made = trials(sources)
             return np.stack([cells(v.ravel(), u.ravel() if unclipped else None)
                              for v, u in zip(made.values, made.noisy, strict=True)])
 

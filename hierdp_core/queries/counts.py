@@ -161,12 +161,25 @@ def count_data_of_rows(hierarchy: Hierarchy, leaf: np.ndarray, cell: np.ndarray,
     (`merged_rows`) or refused by ``duplicates``."""
     k = len(categories)
     cells = leaf * k + cell
-    merged = repeated_rows(cells, duplicates, duplicate_cell, name=lambda c: unit_category(
-        hierarchy, c // k, category_columns, categories[c % k])) if aggregated else 0
+    merged = repeated_cells(hierarchy, cells, categories, category_columns, duplicates,
+                            duplicate_cell) if aggregated else 0
     leaf_counts = sum_by_cell(cells, weights, hierarchy.n_leaves * k).reshape(
         hierarchy.n_leaves, k)
     return CountData(hierarchy, leaf_counts, categories, tuple(category_columns),
                      declared_structure, merged)
+
+
+def repeated_cells(hierarchy: Hierarchy, cells: np.ndarray, categories: tuple[str, ...],
+                   category_columns: Sequence[str], duplicates: str,
+                   duplicate_cell: str = "unit and category", *,
+                   n_distinct: int | None = None) -> int:
+    """`repeated_rows` of rows at ``cells`` (leaf x the number of categories + category):
+    how many repeat an earlier row's cell, or its `DuplicateRowsError` naming the unit and
+    category of the first repeated (``n_distinct``: the distinct cells, when known)."""
+    k = len(categories)
+    return repeated_rows(cells, duplicates, duplicate_cell, n_distinct=n_distinct,
+                         name=lambda c: unit_category(hierarchy, c // k, category_columns,
+                                                      categories[c % k]))
 
 
 def _category_index(table: pd.DataFrame, columns: list[str],
