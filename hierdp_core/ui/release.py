@@ -243,8 +243,9 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
                  icon=":material/lock:", disabled=not allowed) and allowed:
         started = time.perf_counter()
         try:
-            with st.spinner("Drawing secure noise…"), sweep_jobs.foreground(), \
-                    bootstrap_progress("Intervals of the secure release"):
+            # a still bar until the re-runs move it, not a spinner (drawn all along)
+            with sweep_jobs.foreground(), bootstrap_progress(
+                    "Intervals of the secure release", start="Drawing secure noise…"):
                 drawn[prefix] = (token, ledger_ui.counted(ledger, prefix, redraw))
         except HierdpError as exc:
             st.error(f"The secure release failed: {exc}")
