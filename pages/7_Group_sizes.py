@@ -180,12 +180,12 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.categories)
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, wk.GS, "group_sizes", spec, rows,
-                      structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                         "us-households"),
-                      seconds=seconds)
+rel.query_downloads(release, wk.GS, "group_sizes", spec, rows,
+                    structure_declared=data.declared_structure,
+                    redraw=lambda: release_with(NoiseSource(secure=True)),
+                    ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
+                                       "us-households"),
+                    seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households), "
            "lower, upper"

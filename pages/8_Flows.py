@@ -249,13 +249,13 @@ if runs is not None and len(runs):
 # ---- export ------------------------------------------------------------------------------
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release.levels),
-                      structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                         "us-flights"),
-                      rows_of=lambda r: sum(lv.size for lv in r.levels),
-                      seconds=seconds)
+rel.query_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release.levels),
+                    structure_declared=data.declared_structure,
+                    redraw=lambda: release_with(NoiseSource(secure=True)),
+                    ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
+                                       "us-flights"),
+                    rows_of=lambda r: sum(lv.size for lv in r.levels),
+                    seconds=seconds)
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "
            "parent_id, origin_id, destination_id, value, lower, upper; pairs not listed "
            "are 0. The "

@@ -289,12 +289,12 @@ if runs is not None and len(runs):
 rows = h.n_nodes * len(data.values)
 if caveat := uncalibrated_warning(release):  # intervals known to under-cover
     st.warning(caveat)
-rel.release_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload.name}, rows,
-                      structure_declared=data.declared_structure,
-                      redraw=lambda: release_with(NoiseSource(secure=True)),
-                      ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                         "italy-municipalities"),
-                      workload=data.workload, seconds=seconds)
+rel.query_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload.name}, rows,
+                    structure_declared=data.declared_structure,
+                    redraw=lambda: release_with(NoiseSource(secure=True)),
+                    ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
+                                       "italy-municipalities"),
+                    workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value, lower, upper"
            + (", made when you click" if rows > EAGER_EXPORT_ROWS else "")

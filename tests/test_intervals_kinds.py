@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -101,6 +102,36 @@ def test_expected_seconds_follow_the_bootstraps_choice_of_replicates(monkeypatch
     assert expected_seconds(rerun, 0.2) == pytest.approx(4.2)  # short runs: no threads
     assert expected_seconds(rerun, 0.001) == pytest.approx(0.201)  # the most (200)
     assert expected_seconds(rerun, 0.05) == pytest.approx(2.05)  # as many as fit in 2 s: 40
+
+
+def test_re_runs_of_numpy_kernels_share_the_threads_and_those_of_the_interpreter_not():
+    assert bootstrap.threaded(0.2, 3_246 * 1_001)  # Kuo on the US counties' group sizes
+    assert bootstrap.threaded(0.6, 3_246 * 1_001)  # ... on a machine busy with other work
+    assert not bootstrap.threaded(0.21, 38_784)  # DAWA on Italy's ranges
+    assert not bootstrap.threaded(0.06, 13_430)  # the US flights' flows
+    assert bootstrap.threaded(0.3, 100)  # any long re-run
+
+
+@pytest.mark.parametrize("cells, python_s, threads", [(1 << 20, 0.0, 2), (100, 0.005, 1)])
+def test_rerun_bootstrap_chooses_the_threads_from_its_first_re_run(monkeypatch, cells,
+                                                                   python_s, threads):
+    """A re-run drawing a million cells in numpy shares the threads; one of 100 cells that
+    spends 5 ms in the interpreter (50 us a cell) keeps to one."""
+    used, in_threads = [], bootstrap._in_threads
+    monkeypatch.setattr(bootstrap, "RERUN_THREADS", 2)
+    monkeypatch.setattr(bootstrap, "_in_threads", lambda task, jobs, done, n: (
+        used.append(n), in_threads(task, jobs, done, n)))
+    plugin = np.zeros(cells)
+
+    def rerun(source):
+        time.sleep(python_s)  # (the interpreter's time, as far as the clock can tell)
+        return dataclasses.make_dataclass("Made", ["values", "ledger"])(
+            source.rng.integers(0, 3, cells), pd.DataFrame())
+
+    below, above, draws = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
+                                                    pd.DataFrame(), 0.9, 20, integer=True)
+    assert used[0] == threads and draws == 20 and above.shape == (cells,)
+    assert set(np.unique(above)) <= {0, 1, 2} and above.mean() > 1.9  # redraws of 0..2
 
 
 def test_bounded_flows_keep_n_exact():

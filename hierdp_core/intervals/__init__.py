@@ -39,7 +39,7 @@ from hierdp_core.intervals.counts import (
 from hierdp_core.intervals.flows import flow_intervals
 from hierdp_core.intervals.group_sizes import group_size_intervals
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
-from hierdp_core.releases import CellIntervals, ReleaseRecord
+from hierdp_core.releases import CellIntervals, Release, ReleaseRecord
 
 if TYPE_CHECKING:  # the range intervals' modules (scipy.sparse) are imported for a range
     from hierdp_core.ranges.workloads import Workload  # release only
@@ -85,9 +85,8 @@ def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
     a re-run bootstrap re-runs the mechanism as often as fits in `RERUN_SECONDS`, at least
     `MIN_REPLICATES` times (`bootstrap.rerun_bootstrap`): the first run alone, and a run's
     time for the plug-in and the quantiles, the others shared by `bootstrap.RERUN_THREADS`
-    threads when a run takes `bootstrap.THREADED_RERUN_SECONDS` or more (as if the threads
-    kept every core busy: a machine busy with other work takes longer; shorter runs that
-    share them, `bootstrap.PARALLEL_PAIR`, take less than announced)."""
+    threads when the runs do (`bootstrap.threaded`; as if the threads kept every core busy:
+    a machine busy with other work takes longer)."""
     if closed_form(release):
         return 0.0
     if capabilities(release.mechanism).intervals == "stacked bootstrap":
@@ -95,9 +94,16 @@ def expected_seconds(release: ReleaseRecord, release_seconds: float) -> float:
         return bootstrap_replicates(cells) * cells / BOOTSTRAP_CELL_DRAWS
     runs = np.clip(RERUN_SECONDS / max(release_seconds, 1e-6), MIN_REPLICATES,
                    RERUN_REPLICATES)
-    threads = (bootstrap.RERUN_THREADS if release_seconds >= bootstrap.THREADED_RERUN_SECONDS
+    threads = (bootstrap.RERUN_THREADS if bootstrap.threaded(release_seconds, _cells(release))
                else 1)
     return float((2 + (runs - 1) / threads) * release_seconds)
+
+
+def _cells(release: ReleaseRecord) -> int:
+    """The values of a release: a table's cells, a flow release's nodes."""
+    if isinstance(release, Release):
+        return release.values.size
+    return sum(level.size for level in release.levels)
 
 
 def with_intervals(release: ReleaseRecord, level: float = DEFAULT_LEVEL, replicates: int | None = None, *,

@@ -48,20 +48,23 @@ QUANTILE_TAIL_SD = 40
 RERUN_REPLICATES = 200
 RERUN_SECONDS = 2.0
 #: re-runs at once (``HIERDP_RERUN_THREADS``, else the cores, at most 4) when one takes at
-#: least `THREADED_RERUN_SECONDS`: numpy's generators and array loops let threads share the
-#: cores (the dashboard's group-size draw, 3,193 regions x 1,001 sizes, 0.45 s a re-run:
-#: 13.1 -> 10.8 s on 2 cores), while short re-runs, mostly Python, only contend for the
-#: interpreter (the range draw, DAWA: 4.1 -> 5.6 s; flows 3.2 -> 3.7 s); the numbers do not
-#: depend on it (each re-run has its own stream)
+#: least `THREADED_RERUN_SECONDS` or at most `VECTORISED_CELL_SECONDS` a cell (`threaded`):
+#: numpy's generators and array loops let threads share the cores (the dashboard's
+#: group-size draw, 3,193 regions x 1,001 sizes, 0.45 s a re-run: 13.1 -> 10.8 s on 2
+#: cores), while short re-runs, mostly Python, only contend for the interpreter (the range
+#: draw, DAWA: 4.1 -> 5.6 s; flows 3.2 -> 3.7 s); the numbers do not depend on it (each
+#: re-run has its own stream)
 RERUN_THREADS = max(1, int(os.environ.get("HIERDP_RERUN_THREADS", 0))
                     or min(4, len(os.sched_getaffinity(0))))
 THREADED_RERUN_SECONDS = 0.25
-#: shorter re-runs share the threads when re-runs 1 and 2, side by side on two threads, kept
-#: this many cores busy or more (the process's CPU time over their wall time): numpy's
-#: kernels ran at once (the Group sizes page's Kuo re-run, 3,193 regions x 1,001 sizes,
-#: 0.2 s: 8 of them on 2 threads kept 1.66 cores busy, 2.05 -> 1.63 s wall, on a machine
-#: busy with other work), where re-runs that mostly wait for the interpreter keep about one
-PARALLEL_PAIR = 1.5
+#: a shorter re-run shares the threads when it took at most this long per cell of the
+#: plug-in: numpy's kernels over whole arrays, which run at once on two threads (the Group
+#: sizes page's Kuo re-run, 3,246 x 1,001 cells in 0.15-0.3 s, 50-90 ns a cell: 3.0 -> 2.4 s
+#: on 2 threads at load 3), where the interpreter's work per cell is 50 times more (DAWA on
+#: Italy's 38,784 range cells, 0.21 s: 5.5 us; the flows' 13,430 cells, 0.06 s: 4.6 us).
+#: Per cell, not the cores two re-runs kept busy side by side: a machine busy with other
+#: work kept Kuo's pair at 0.6-0.9 of the 1.5 cores asked, and it ran on one thread
+VECTORISED_CELL_SECONDS = 1e-6
 MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 #: re-runs made at once (`rerun_bootstrap`'s ``redraws``) hold at most this many cells
 REDRAW_CELLS = 1 << 16
@@ -220,8 +223,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded up for
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
-    the first took `THREADED_RERUN_SECONDS` or more, or when re-runs 1 and 2 run side by
-    side kept `PARALLEL_PAIR` cores busy; so do the quantiles' blocks of cells; progress
+    the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
+    the quantiles' blocks of cells; progress
     goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
     each). Returns the half-widths (below, above) per cell and the replicates drawn."""
@@ -258,14 +261,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             report(done, replicates)
         reported[0] = now
 
-    jobs = range(1, replicates, per_job)
-    threads, first = RERUN_THREADS if took >= THREADED_RERUN_SECONDS else 1, 0
-    if threads == 1 < RERUN_THREADS and len(jobs) > 2:  # two jobs side by side
-        cpu, wall = time.process_time(), time.perf_counter()
-        _in_threads(redraw, jobs[:2], progress, 2)
-        busy = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
-        threads, first = (RERUN_THREADS if busy >= PARALLEL_PAIR else 1), 2
-    _in_threads(redraw, jobs[first:], lambda done: progress(first + done), threads)
+    threads = RERUN_THREADS if threaded(took, plugin.size) else 1
+    _in_threads(redraw, range(1, replicates, per_job), progress, threads)
     below, above = np.zeros(plugin.size), np.zeros(plugin.size)
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
 
@@ -285,6 +282,13 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     return below, above, replicates
+
+
+def threaded(seconds: float, cells: int) -> bool:
+    """Whether the re-runs of a plug-in of ``cells`` cells, the first of which took
+    ``seconds``, share `RERUN_THREADS` threads: long ones (`THREADED_RERUN_SECONDS`) and
+    those of numpy's kernels (`VECTORISED_CELL_SECONDS` a cell)."""
+    return seconds >= THREADED_RERUN_SECONDS or seconds <= VECTORISED_CELL_SECONDS * cells
 
 
 def plugin_stream(plugin: np.ndarray) -> int:

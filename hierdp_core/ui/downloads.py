@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import time
 import weakref
 from collections.abc import Iterator
@@ -43,6 +44,11 @@ from hierdp_core.verdict import short_reason_tag
 KEPT = 6
 LEVELS = (0.8, 0.9, 0.95)
 EAGER_EXPORT_ROWS = 200_000  # larger release tables are made only when a download is clicked
+#: a bootstrap's progress bar moves at most this often: each move costs the browser a render
+#: of the page, taken from the cores the re-runs use (Chromium during the Group sizes draw:
+#: 0.2-0.3 of a core with a move per re-run or every 0.5 s, 0.13 every second, 0.05-0.1
+#: without a bar)
+PROGRESS_S = 1.0
 
 #: release object -> its `release_token`, while the object lives (releases are frozen
 #: dataclasses whose arrays nothing writes once made; equality is identity)
@@ -79,13 +85,18 @@ def interval_level(prefix: str) -> float:
 
 
 @contextmanager
-def bootstrap_progress(what: str) -> Iterator[None]:
+def bootstrap_progress(what: str, start: str = "") -> Iterator[None]:
     """A progress bar of the re-runs of any bootstrap made within (``what`` names it),
-    removed once done."""
-    bar = st.empty()
+    moved at most every `PROGRESS_S`, removed once done; with ``start``, shown at once at 0
+    with that text (what runs before the re-runs, without a spinner's animation)."""
+    bar, shown = st.empty(), [-math.inf]
+    if start:
+        bar.progress(0.0, text=start)
 
     def show(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{what}: re-run {done} of {total}")
+        if time.monotonic() - shown[0] >= PROGRESS_S:
+            bar.progress(done / total, text=f"{what}: re-run {done} of {total}")
+            shown[0] = time.monotonic()
 
     try:
         with reporting(show):

@@ -11,9 +11,9 @@ user waits for (`foreground`: a release, a publishable draw) and for `GRACE_S` a
 pauses between its releases, so that on a machine of two cores it does not halve the speed
 of that work (the Group sizes page starts its sweep, 12 releases of 0.14-0.66 s of CPU each,
 3.6 s in all, as it opens, just before its "Draw the publishable release" is pressed). The
-grace covers what follows the work on the same page: the page run again to show its result
-(the draw ends in `st.rerun`) and the browser painting it. Once "Run the sweep" asks for
-it, it no longer pauses.
+grace covers what follows the work on the same page: the run that shows its result (a
+query page's draw ends in a rerun of its Export section alone) and the browser painting it.
+Once "Run the sweep" asks for it, it no longer pauses.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ KEEP = 16  # finished sweeps kept per registry
 WORKERS = 2  # sweeps computed at once (a prefetch and one pressed for other settings)
 POLL_S = 0.1  # how often the progress bar is redrawn
 PAUSE_S = 60.0  # the longest a background sweep waits for foreground work at once
-#: a background sweep also waits this long after foreground work ends: the page's run that
-#: shows the result (the Group sizes draw's, 0.4 s of CPU) and the browser's painting
+#: a background sweep also waits this long after foreground work ends: the run that shows
+#: the result and the browser's painting
 GRACE_S = 1.5
 
 
