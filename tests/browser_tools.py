@@ -28,15 +28,38 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux's /proc; None without)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, timeout: float, quiet: float = 1.0, share: float = 0.05) -> None:
+    """Return once process ``pid`` has used less than ``share`` of a core for ``quiet``
+    seconds (or ``timeout`` seconds have passed, or its CPU time cannot be read)."""
+    deadline, before = time.monotonic() + timeout, cpu_seconds(pid)
+    while before is not None and time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now is None or now - before < share * quiet:
+            return
+        before = now
+
+
 @contextmanager
 def running_dashboard(start_timeout: float = 60.0, home: Path | None = None,
-                      warm_samples: bool = False) -> Iterator[str]:
+                      warm_samples: bool = False, until_idle: bool = False) -> Iterator[str]:
     """Yield the URL of a freshly started dashboard (`hierdp_core.ui.serve`, as
     `scripts/run-dashboard.sh` starts it); stop it on exit. ``home``: its HIERDP_HOME (the
     budget ledger's folder), kept; by default a fresh temporary one, removed on exit.
     ``warm_samples``: the server prepares the bundled samples in the background as it does
     for a user (the benchmark); a test leaves them to the pages it opens (seconds of CPU
-    per server otherwise). Raises RuntimeError (with the server's last output) if it does
+    per server otherwise). ``until_idle``: the URL once the server has also finished
+    starting (`wait_until_idle`: its warm-up done), as a visitor of a dashboard started
+    beforehand finds it. Raises RuntimeError (with the server's last output) if it does
     not become healthy."""
     port = free_port()
     own_home = home is None
@@ -61,6 +84,8 @@ def running_dashboard(start_timeout: float = 60.0, home: Path | None = None,
                     output = proc.stdout.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"the dashboard did not start: {output}") from None
                 time.sleep(0.5)
+        if until_idle:
+            wait_until_idle(proc.pid, start_timeout)
         yield url
     finally:
         proc.terminate()
