@@ -48,6 +48,7 @@ from hierdp_core.privacy.budget import (  # the ceilings: also read from here
     DEFAULT_MAX_EPSILON,
     PURE_DP,
     ZCDP,
+    rho_to_epsilon,
 )
 
 if TYPE_CHECKING:
@@ -164,9 +165,8 @@ def is_charged(randomness: dict) -> bool:
 def ledger_mark_problem(randomness: dict, privacy: dict) -> str | None:
     """Why the ledger entry a secure release names (`is_charged`) is no charge of it, in
     plain words: the budget ledger (`hierdp_core.privacy.ledger.Ledger`, this machine's)
-    holds no such entry, or one of another privacy definition or a smaller budget than
-    the release's ``privacy`` record; None when the entry covers the release (or it names
-    none)."""
+    holds no such entry, or one whose budget does not cover the release's ``privacy``
+    record (`_covers`); None when the entry covers the release (or it names none)."""
     from hierdp_core.privacy.ledger import Ledger
 
     entry = randomness.get(LEDGER_ENTRY)
@@ -178,15 +178,37 @@ def ledger_mark_problem(randomness: dict, privacy: dict) -> str | None:
         return (f"its budget ledger entry {entry!r} is not in the budget ledger "
                 f"({ledger.path}): the release was marked as charged but no budget was "
                 "reserved for it; draw it with a path that charges the ledger")
-    definition = privacy.get("definition")
-    asked = privacy.get("rho" if definition == ZCDP else "epsilon")
-    if (spend.definition != definition or asked is None
-            or spend.budget < float(asked) * (1 - 1e-9)
-            or (privacy.get("delta") or 0.0) > (spend.delta or 0.0) * (1 + 1e-9)):
+    if not _covers(spend.definition, spend.budget, spend.delta, privacy):
+        definition = privacy.get("definition")
+        spent = privacy.get("rho" if definition == ZCDP else "epsilon")
         return (f"its budget ledger entry {entry!r} charged {spend.definition} "
-                f"{spend.budget:g} (delta {spend.delta}), not the release's {definition} "
-                f"{asked} (delta {privacy.get('delta')})")
+                f"{spend.budget:g} (delta {spend.delta}), which does not cover the "
+                f"release's {definition} {spent} (delta {privacy.get('delta')})")
     return None
+
+
+def _covers(definition: str, budget: float, delta: float | None, privacy: dict) -> bool:
+    """Whether a charge of ``budget`` under ``definition`` (and ``delta``) covers a release
+    whose privacy record is ``privacy``: the same definition with at least its budget and
+    delta, or through the conversions the mechanisms make (a release drawn under
+    rho-zCDP for an (epsilon, delta) request: its epsilon at that delta, Bun & Steinke's
+    tight conversion, at most the charge's; rho at most epsilon^2 / 2 of a pure charge; a
+    pure release's epsilon^2 / 2 at most a rho charge)."""
+    released = privacy.get("definition")
+    value = privacy.get("rho" if released == ZCDP else "epsilon")
+    if value is None:
+        return False
+    value, slack = float(value), 1 + 1e-9
+    released_delta = privacy.get("delta") or 0.0
+    if released == definition:
+        return value <= budget * slack and released_delta <= (delta or 0.0) * slack
+    if released == ZCDP and definition == APPROX_DP and delta:
+        return rho_to_epsilon(value, delta, tight=True) <= budget * slack
+    if released == ZCDP and definition == PURE_DP:
+        return value <= budget ** 2 / 2 * slack
+    if released == PURE_DP and definition == ZCDP:
+        return value ** 2 / 2 <= budget * slack
+    return released == PURE_DP and definition == APPROX_DP and value <= budget * slack
 
 
 def verdict(*, randomness: dict, mechanism_private: bool, mechanism_name: str,

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from test_browser import browser, no_exception, page, server, start_on  # noqa: F401
 
-from tests.browser_tools import settle
+from tests.browser_tools import settle, wait_until
 
 WAIT_MS = 120_000  # a loaded machine: the secure release and its bootstrap
 DRAW = "Draw the publishable release (secure noise)"
 
+FIGURES_DRAWN = """n => document.querySelectorAll(
+    '[data-testid="stElementContainer"] .js-plotly-plot').length >= n"""
 #: records whether any element above the Export section is marked stale from now on
 WATCH_ABOVE = """() => {
     const above = [...document.querySelectorAll('[data-testid="stElementContainer"]')]
@@ -32,7 +34,10 @@ def test_a_query_page_draws_in_its_export_section_alone(server, page):  # noqa: 
     start_on(page, server, "Flows")
     page.get_by_text("no publishable release of this dataset yet").wait_for(timeout=WAIT_MS)
     settle(page)
-    assert page.evaluate(WATCH_ABOVE) >= 2  # the flow map and the O/D matrices at least
+    # the figures are drawn after the script's run (plotly in the browser): the flow map
+    # and the O/D matrices at least
+    wait_until(page, FIGURES_DRAWN, 2, timeout=WAIT_MS)
+    assert page.evaluate(WATCH_ABOVE) >= 2
     page.get_by_role("button", name=DRAW).click()
     page.get_by_role("button", name="Secure: Manifest (JSON)").wait_for(timeout=WAIT_MS)
     settle(page)

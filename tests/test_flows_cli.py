@@ -180,3 +180,18 @@ def test_trips_outside_the_geography_are_refused(capsys, tmp_path, trips_csv):
 def test_mechanism_for_another_query_is_refused(capsys, tmp_path, trips_csv):
     code, out, err = release(capsys, trips_csv, tmp_path, "topdown")
     assert code == 2 and "does not release flows" in err
+
+
+def test_a_secure_flow_release_is_publishable(capsys, tmp_path, trips_csv):
+    """An (epsilon, delta) request that the flow mechanism draws under rho-zCDP: its ledger
+    entry (approximate DP) covers the release's rho (the verdict converts, it does not
+    compare the definitions' names)."""
+    code, _, err = run(capsys, "release", trips_csv, "--query", "flows", "--origin-levels",
+                       "o_state,o_county", "--destination-levels", "d_state,d_county",
+                       "--mechanism", "inftda", "--invariant", "total", "--epsilon", 1,
+                       "--delta", 1e-8, "--out", tmp_path, "--geography",
+                       trips_csv.parent / "geography.csv")
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["privacy"]["definition"] == "zcdp"
+    assert manifest["publishable"] is True, manifest["not_publishable_because"]

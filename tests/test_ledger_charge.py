@@ -23,7 +23,7 @@ from hierdp_core.config import FORMAT, config_from_dict
 from hierdp_core.errors import BudgetError
 from hierdp_core.export import read_release, write_release
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.privacy.budget import PrivacyBudget
+from hierdp_core.privacy.budget import PrivacyBudget, epsilon_delta_to_rho
 from hierdp_core.privacy.ledger import Ledger
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
@@ -34,6 +34,7 @@ from hierdp_core.verdict import (
     LEDGER_ENTRY,
     NOT_CHARGED,
     OVER_DELTA,
+    ledger_mark_problem,
     release_verdict,
     short_reason_tag,
     verdict,
@@ -153,8 +154,32 @@ def test_a_mark_set_by_hand_is_no_charge():
                                destination="test", mechanism="topdown")
     short = release_verdict(release.charged(smaller.release_id), structure_declared=True)
     assert short["publishable"] is False
-    assert "not the release's pure-dp 1.0" in " ".join(short["not_publishable_because"])
+    assert "does not cover the release's pure-dp 1.0" in " ".join(
+        short["not_publishable_because"])
     assert release_verdict(charged_in_ledger(release), structure_declared=True)["publishable"]
+
+
+@pytest.mark.parametrize(("charged", "privacy", "covered"), [
+    # an (epsilon, delta) request drawn under rho-zCDP (the flows): the rho it was given
+    (PrivacyBudget.approx(1.0, 1e-8), {"definition": "zcdp", "delta": 1e-8,
+                                       "rho": epsilon_delta_to_rho(1.0, 1e-8)}, True),
+    (PrivacyBudget.approx(1.0, 1e-8), {"definition": "zcdp", "delta": 1e-8,
+                                       "rho": 1.1 * epsilon_delta_to_rho(1.0, 1e-8)}, False),
+    (PrivacyBudget.pure(1.0), {"definition": "zcdp", "rho": 0.5}, True),
+    (PrivacyBudget.pure(1.0), {"definition": "zcdp", "rho": 0.51}, False),
+    (PrivacyBudget.zcdp(0.5), {"definition": "pure-dp", "epsilon": 1.0}, True),
+    (PrivacyBudget.approx(1.0, 1e-6), {"definition": "approx-dp", "epsilon": 1.0,
+                                       "delta": 1e-5}, False),
+    (PrivacyBudget.approx(1.0, 1e-6), {"definition": "pure-dp", "epsilon": 1.0}, True),
+    (PrivacyBudget.pure(1.0), {"definition": "approx-dp", "epsilon": 0.5, "delta": 1e-9},
+     False),
+])
+def test_a_ledger_entry_covers_a_release_through_the_conversions(charged, privacy, covered):
+    spend = Ledger().reserve("conversions", charged, label="conversions",
+                             destination="test", mechanism="topdown")
+    problem = ledger_mark_problem({"mode": "secure", LEDGER_ENTRY: spend.release_id},
+                                  privacy)
+    assert (problem is None) == covered
 
 
 # ---- B: a public ceiling on delta --------------------------------------------------------
