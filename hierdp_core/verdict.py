@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.privacy.budget import (  # the ceilings: also read from here
     APPROX_DP,
     DEFAULT_MAX_DELTA,
@@ -61,6 +61,7 @@ LEDGER_ENTRY = "budget_ledger_entry"
 ZCDP_CONVERSION = ("rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP "
                    "(Bun & Steinke 2016, Prop. 1.3)")
 OVER_CEILING = "the privacy loss is above the public ceiling"
+LEDGER_MARK = "its budget ledger entry"  # the start of every `ledger_mark_problem` reason
 OVER_DELTA = "delta is above the public ceiling"
 NOT_CHARGED = ("not charged to a budget ledger: its secure noise was drawn outside the "
                "dataset's budget across releases, so it could be drawn again and again and "
@@ -173,15 +174,18 @@ def ledger_mark_problem(randomness: dict, privacy: dict) -> str | None:
     if randomness.get("mode") != "secure" or not entry:
         return None
     ledger = Ledger()
-    spend = ledger.spend(str(entry))
+    try:
+        spend = ledger.spend(str(entry))
+    except InputError as exc:
+        return f"{LEDGER_MARK} {entry!r} could not be checked: {exc}"
     if spend is None:
-        return (f"its budget ledger entry {entry!r} is not in the budget ledger "
+        return (f"{LEDGER_MARK} {entry!r} is not in the budget ledger "
                 f"({ledger.path}): the release was marked as charged but no budget was "
                 "reserved for it; draw it with a path that charges the ledger")
     if not _covers(spend.definition, spend.budget, spend.delta, privacy):
         definition = privacy.get("definition")
         spent = privacy.get("rho" if definition == ZCDP else "epsilon")
-        return (f"its budget ledger entry {entry!r} charged {spend.definition} "
+        return (f"{LEDGER_MARK} {entry!r} charged {spend.definition} "
                 f"{spend.budget:g} (delta {spend.delta}), which does not cover the "
                 f"release's {definition} {spent} (delta {privacy.get('delta')})")
     return None
@@ -191,9 +195,11 @@ def _covers(definition: str, budget: float, delta: float | None, privacy: dict) 
     """Whether a charge of ``budget`` under ``definition`` (and ``delta``) covers a release
     whose privacy record is ``privacy``: the same definition with at least its budget and
     delta, or through the conversions the mechanisms make (a release drawn under
-    rho-zCDP for an (epsilon, delta) request: its epsilon at that delta, Bun & Steinke's
-    tight conversion, at most the charge's; rho at most epsilon^2 / 2 of a pure charge; a
-    pure release's epsilon^2 / 2 at most a rho charge)."""
+    rho-zCDP for an (epsilon, delta) request: its epsilon at that delta, the tight
+    conversion of Canonne, Kamath & Steinke, at most the charge's; a pure release's
+    epsilon^2 / 2 at most a rho charge; a pure release under an (epsilon, delta) charge).
+    Never the other way: a rho-zCDP release is epsilon-DP for no finite epsilon, so a pure
+    charge does not cover it."""
     released = privacy.get("definition")
     value = privacy.get("rho" if released == ZCDP else "epsilon")
     if value is None:
@@ -203,9 +209,10 @@ def _covers(definition: str, budget: float, delta: float | None, privacy: dict) 
     if released == definition:
         return value <= budget * slack and released_delta <= (delta or 0.0) * slack
     if released == ZCDP and definition == APPROX_DP and delta:
-        return rho_to_epsilon(value, delta, tight=True) <= budget * slack
-    if released == ZCDP and definition == PURE_DP:
-        return value <= budget ** 2 / 2 * slack
+        try:
+            return rho_to_epsilon(value, delta, tight=True) <= budget * slack
+        except BudgetError:  # a rho of no meaning (0 or below): no charge covers it
+            return False
     if released == PURE_DP and definition == ZCDP:
         return value ** 2 / 2 <= budget * slack
     return released == PURE_DP and definition == APPROX_DP and value <= budget * slack
@@ -276,7 +283,7 @@ def short_reason_tag(result: dict) -> str:
     for reason in result["not_publishable_because"]:
         if reason == SEEDED:
             tags.append("seeded")
-        elif reason == NOT_CHARGED:
+        elif reason == NOT_CHARGED or reason.startswith(LEDGER_MARK):
             tags.append("not-charged")
         elif reason == FROM_DATA:
             tags.append("structure-from-data")

@@ -165,8 +165,10 @@ def test_a_mark_set_by_hand_is_no_charge():
                                        "rho": epsilon_delta_to_rho(1.0, 1e-8)}, True),
     (PrivacyBudget.approx(1.0, 1e-8), {"definition": "zcdp", "delta": 1e-8,
                                        "rho": 1.1 * epsilon_delta_to_rho(1.0, 1e-8)}, False),
-    (PrivacyBudget.pure(1.0), {"definition": "zcdp", "rho": 0.5}, True),
-    (PrivacyBudget.pure(1.0), {"definition": "zcdp", "rho": 0.51}, False),
+    # a rho-zCDP release is epsilon-DP for no epsilon: a pure charge never covers it
+    (PrivacyBudget.pure(1.0), {"definition": "zcdp", "rho": 0.5}, False),
+    (PrivacyBudget.approx(1.0, 1e-8), {"definition": "zcdp", "delta": 1e-8, "rho": 0.0},
+     False),
     (PrivacyBudget.zcdp(0.5), {"definition": "pure-dp", "epsilon": 1.0}, True),
     (PrivacyBudget.approx(1.0, 1e-6), {"definition": "approx-dp", "epsilon": 1.0,
                                        "delta": 1e-5}, False),
@@ -180,6 +182,9 @@ def test_a_ledger_entry_covers_a_release_through_the_conversions(charged, privac
     problem = ledger_mark_problem({"mode": "secure", LEDGER_ENTRY: spend.release_id},
                                   privacy)
     assert (problem is None) == covered
+    if not covered:  # the files say why: not charged
+        assert short_reason_tag({"publishable": False, "not_publishable_because": [problem]}
+                                ) == "NOT-PUBLISHABLE_not-charged"
 
 
 # ---- B: a public ceiling on delta --------------------------------------------------------
@@ -256,3 +261,15 @@ def test_a_zcdp_release_without_delta_is_held_to_the_ceiling_at_its_reference_de
                      max_delta=1e-7)
     assert result["delta_ceiling"] == {"max_delta": 1e-7, "delta": 1e-6, "within": False}
     assert result["publishable"] is False
+
+
+def test_an_unreadable_ledger_is_said_so_not_taken_for_a_missing_entry():
+    """A ledger that cannot be read (here, not a database) is the reason given, never
+    "no budget was reserved"."""
+    spend = Ledger().reserve("unreadable", PrivacyBudget.pure(1.0), label="unreadable",
+                             destination="test", mechanism="topdown")
+    Ledger().path.write_bytes(b"not a database" * 100)
+    problem = ledger_mark_problem({"mode": "secure", LEDGER_ENTRY: spend.release_id},
+                                  {"definition": "pure-dp", "epsilon": 1.0})
+    assert "could not be checked" in problem and "cannot be read" in problem
+    assert "no budget was reserved" not in problem

@@ -309,16 +309,17 @@ class Ledger:
 
     def spend(self, release_id: str) -> Spend | None:
         """The entry ``release_id``, read without writing; None when the ledger does not
-        exist, cannot be read or has no such entry."""
+        exist or has no such entry; an `InputError` when it cannot be read."""
         if not self.path.exists():
             return None
         try:
             with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro",
-                                         uri=True)) as db:
+                                         uri=True, timeout=60)) as db:
                 row = db.execute("SELECT * FROM spends WHERE release_id = ?",
                                  (release_id,)).fetchone()
-        except sqlite3.Error:
-            return None
+        except sqlite3.Error as exc:
+            raise InputError(f"the budget ledger {str(self.path)!r} cannot be read: "
+                             f"{exc}") from None
         return None if row is None else Spend(*row[:1], *row[2:])
 
     def commit(self, release_id: str, *, manifest_sha256: str | None = None,
