@@ -8,10 +8,11 @@ A release is publishable only when all of these hold:
   charging paths (``hierdp release``, ``hierdp_core.release(..., out=...)``, the dashboard's
   "Draw the publishable release") reserve its budget before the noise is drawn and mark the
   release with their ledger entry (``randomness[LEDGER_ENTRY]``, a random id, no secret:
-  `ReleaseRecord.charged`), which must be in the ledger with at least the release's budget
-  (`ledger_mark_problem`: a mark set by hand is no charge). Secure draws made outside the ledger (the Results page's
-  preview, ``Mechanism.release`` called directly, the reproduce script) can be redrawn
-  without limit and one picked by its error, so their epsilon no longer holds;
+  `ReleaseRecord.charged`), an entry the ledger holds with a budget that covers the
+  release's (`ledger_mark_problem`: a mark set by hand is no charge). Secure draws made
+  outside the ledger (the Results page's preview, ``Mechanism.release`` called directly,
+  the reproduce script) can be redrawn without limit and one picked by its error, so their
+  epsilon no longer holds;
 * its mechanism is differentially private as implemented (the registry's ``private``);
 * its shape (units, categories, domains, sizes, O/D areas) was declared public, not read
   from the confidential data;
@@ -183,12 +184,18 @@ def ledger_mark_problem(randomness: dict, privacy: dict) -> str | None:
                 f"({ledger.path}): the release was marked as charged but no budget was "
                 "reserved for it; draw it with a path that charges the ledger")
     if not _covers(spend.definition, spend.budget, spend.delta, privacy):
-        definition = privacy.get("definition")
-        spent = privacy.get("rho" if definition == ZCDP else "epsilon")
+        definition, spent, delta = _spent(privacy)
         return (f"{LEDGER_MARK} {entry!r} charged {spend.definition} "
                 f"{spend.budget:g} (delta {spend.delta}), which does not cover the "
-                f"release's {definition} {spent} (delta {privacy.get('delta')})")
+                f"release's {definition} {spent} (delta {delta})")
     return None
+
+
+def _spent(privacy: dict) -> tuple:
+    """(definition, epsilon or rho, delta) of a release's privacy record."""
+    definition = privacy.get("definition")
+    return (definition, privacy.get("rho" if definition == ZCDP else "epsilon"),
+            privacy.get("delta"))
 
 
 def _covers(definition: str, budget: float, delta: float | None, privacy: dict) -> bool:
@@ -200,12 +207,10 @@ def _covers(definition: str, budget: float, delta: float | None, privacy: dict) 
     epsilon^2 / 2 at most a rho charge; a pure release under an (epsilon, delta) charge).
     Never the other way: a rho-zCDP release is epsilon-DP for no finite epsilon, so a pure
     charge does not cover it."""
-    released = privacy.get("definition")
-    value = privacy.get("rho" if released == ZCDP else "epsilon")
+    released, value, released_delta = _spent(privacy)
     if value is None:
         return False
-    value, slack = float(value), 1 + 1e-9
-    released_delta = privacy.get("delta") or 0.0
+    value, released_delta, slack = float(value), released_delta or 0.0, 1 + 1e-9
     if released == definition:
         return value <= budget * slack and released_delta <= (delta or 0.0) * slack
     if released == ZCDP and definition == APPROX_DP and delta:
@@ -259,8 +264,9 @@ def release_verdict(release: ReleaseRecord, *, structure_declared: bool,
                     max_epsilon: float = DEFAULT_MAX_EPSILON,
                     max_delta: float = DEFAULT_MAX_DELTA) -> dict:
     """The verdict of a Release / FlowRelease / RangeRelease from its randomness (with its
-    ledger entry, looked up in the budget ledger: `ledger_mark_problem`), its privacy record (against ``max_epsilon`` and ``max_delta``) and its
-    mechanism's registry entry."""
+    ledger entry, looked up in the budget ledger: `ledger_mark_problem`), its privacy
+    record (against ``max_epsilon`` and ``max_delta``) and its mechanism's registry
+    entry."""
     from hierdp_core.mechanisms.base import get_mechanism
 
     info = get_mechanism(release.mechanism).info

@@ -19,6 +19,7 @@ import pytest
 from conftest import run_cli
 
 from hierdp_core.data.samples import synthetic_us_like
+from tests.browser_tools import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ["--levels", "state,county", "--count-column", "count", "--duplicates", "sum"]
@@ -37,12 +38,6 @@ def release_args(csv: Path, out: Path, *extra) -> list:
 
 
 # ---- Ctrl-C ---------------------------------------------------------------------------------
-def cpu_seconds(pid: int) -> float:
-    """The user + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _as_from_a_shell() -> None:
     """The child's Ctrl-C as a shell leaves it: default disposition, not blocked. A test
     worker may have SIGINT ignored or blocked by what ran in it before (the whole suite's
@@ -109,7 +104,7 @@ def test_ctrl_c_during_a_release_is_one_line_and_leaves_nothing(tmp_path_factory
     out = tmp_path / "rel"
     argv = release_args(csv, out, "--categories", "sex,age_group",
                         "--interval-replicates", 2000)
-    done = interrupted(argv, lambda pid: cpu_seconds(pid) > 2.0)
+    done = interrupted(argv, lambda pid: (cpu_seconds(pid) or 0.0) > 2.0)
     assert done.returncode == 130 and done.stderr == "interrupted\n", done.stderr
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
 

@@ -224,8 +224,7 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     integers): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
     truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
     the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
-    the quantiles' blocks of cells; progress
-    goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
+    the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
     each). Returns the half-widths (below, above) per cell and the replicates drawn."""
     stream = plugin_stream(plugin)

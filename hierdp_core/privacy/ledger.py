@@ -286,7 +286,7 @@ class Ledger:
                 row = db.execute("SELECT * FROM spends WHERE release_id = ?",
                                  (release_id,)).fetchone()
                 if row is not None:
-                    return Spend(*row[:1], *row[2:])
+                    return _spend_of(row)
             keys, fingerprint = (fingerprint, *aliases), _resolved(db, fingerprint, aliases)
             now = _status(db, fingerprint)
             unit = now.unit or unit_of(budget)
@@ -320,7 +320,7 @@ class Ledger:
         except sqlite3.Error as exc:
             raise InputError(f"the budget ledger {str(self.path)!r} cannot be read: "
                              f"{exc}") from None
-        return None if row is None else Spend(*row[:1], *row[2:])
+        return None if row is None else _spend_of(row)
 
     def commit(self, release_id: str, *, manifest_sha256: str | None = None,
                destination: str | None = None) -> None:
@@ -336,6 +336,12 @@ class Ledger:
             db.execute("UPDATE spends SET status = ?, committed_utc = ?, manifest_sha256 = ?, "
                        "destination = COALESCE(?, destination) WHERE release_id = ?",
                        (COMMITTED, _now(), manifest_sha256, destination, release_id))
+
+
+def _spend_of(row: tuple) -> Spend:
+    """A ``spends`` row as its `Spend` (the dataset's fingerprint, its second column, left
+    out)."""
+    return Spend(row[0], *row[2:])
 
 
 def _resolved(db: sqlite3.Connection, fingerprint: str, aliases: tuple[str, ...] = ()) -> str:
@@ -363,7 +369,7 @@ def _status(db: sqlite3.Connection, fingerprint: str) -> DatasetBudget:
                      (fingerprint,)).fetchone()
     rows = db.execute("SELECT * FROM spends WHERE fingerprint = ? ORDER BY reserved_utc, rowid",
                       (fingerprint,)).fetchall()
-    spends = tuple(Spend(r[0], *r[2:]) for r in rows)
+    spends = tuple(map(_spend_of, rows))
     if row is None:
         return DatasetBudget(fingerprint, "", None, None, False, spends)
     return DatasetBudget(fingerprint, row[3], row[0], row[1], bool(row[2]), spends)
