@@ -19,16 +19,19 @@ errors (then ``calibrated: false`` with the measured reason); ``over`` when abov
 (conservative: integer errors whose 0.9 quantile falls on a large atom, or a bound
 wider than needed); else ``unresolved``.
 
-Beside each level's coverage, its error forecast (issue 30 item 3): the a priori mean
-|error| `explain()` shows before running (a point, a range, or TopDown's upper bound)
-against the mean |error| measured over the same releases (`forecast_levels`).
+Beside each level's coverage, its error forecast (issue 30 item 3): the a priori figure
+`explain()` shows before running (counts: a point, a range, or TopDown's upper bound;
+group sizes: the noise per measured cell, cumulative for the cumulative mechanisms; ranges:
+the RMSE of a workload query before consistency, or "not modelled") against the same
+statistic measured over the same releases (`forecast_levels`); ``--forecast-only`` skips
+the intervals (releases only: minutes for every shape and mechanism).
 
 Prints ONE JSON object with ``results`` (per shape, mechanism, epsilon, level),
 ``worst_coverage``, ``worst_cell``, ``uncalibrated`` (under), ``conservative`` (over),
 ``unresolved``, ``flagged_in_manifest`` (levels the release's manifest marks
 ``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
 should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
-``point_forecast_ratios`` and ``forecast_misses``. Example::
+``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``. Example::
 
     nice -n 10 python benchmarks/bench_coverage.py --shapes swiss-like,flat-tiny --eps 1
 """
@@ -100,29 +103,53 @@ def level_coverage(hit: np.ndarray, hierarchy, nominal: float) -> list[dict]:
     return out
 
 
-def forecast_levels(data: CountData, mechanism: str, eps: float, error: np.ndarray
-                    ) -> list[dict]:
-    """Per level: the a priori mean |error| `explain()` shows (``mae``, its range
-    ``low``-``high``), the measured one over the releases (``measured``, its relative
-    standard error ``se`` over the releases), ``ratio`` = forecast / measured and
-    ``holds``: the measured within `FORECAST_TOLERANCE` (+ 3 standard errors) of the
-    point, or of the range [low, high] where the forecast is a range."""
-    table = a_priori_errors(data, mechanism, PrivacyBudget.pure(eps), None, {}).table
+def forecast_levels(data, mechanism: str, eps: float, error: np.ndarray) -> list[dict]:
+    """Per level: the a priori error `explain()` shows (``mae``, its range
+    ``low``-``high``; for ranges the RMSE of a workload query), the same statistic measured
+    over the releases (``measured``, its relative standard error ``se`` over the
+    releases), ``ratio`` = forecast / measured and ``holds``: the measured within
+    `FORECAST_TOLERANCE` (+ 3 standard errors) of the point, or of the range [low, high]
+    where the forecast is a range (None where `explain()` says "not modelled"). ``error``:
+    released - true per node, (nodes, runs) for counts' batches, (nodes, values, runs) for
+    the re-run kinds (`forecast_errors` turns it into what the forecast is of)."""
+    forecast = a_priori_errors(data, mechanism, PrivacyBudget.pure(eps), None, {})
+    error = forecast_errors(data, mechanism, error)
+    rmse = forecast.measure == "RMSE"
     out = []
-    for lv, row in enumerate(table.itertuples()):
-        per_release = np.abs(error[data.hierarchy.level_slice(lv)]).mean(axis=0)
-        measured = float(per_release.mean())
-        se = float(per_release.std(ddof=1) / np.sqrt(per_release.size) / measured
-                   ) if measured > 0 else 0.0
+    for lv, row in enumerate(forecast.table.itertuples()):
+        level = error[data.hierarchy.level_slice(lv)]
+        level = level.reshape(-1, level.shape[-1])  # cells x releases
+        per_release = (level ** 2 if rmse else np.abs(level)).mean(axis=0)
+        mean = float(per_release.mean())
+        measured = float(np.sqrt(mean)) if rmse else mean
+        se = float(per_release.std(ddof=1) / np.sqrt(per_release.size) / mean
+                   * (0.5 if rmse else 1.0)) if mean > 0 else 0.0
+        point = row.rmse if rmse else row.mae
+        low, high = getattr(row, "mae_low", point), getattr(row, "mae_high", point)
         slack = FORECAST_TOLERANCE + 3 * se
-        holds = row.mae_low * (1 - slack) <= measured <= row.mae_high * (1 + slack)
-        out.append({"mae": _round(row.mae), "low": _round(row.mae_low),
-                    "high": _round(row.mae_high), "measured": _round(measured),
+        modelled = not np.isnan(point)
+        out.append({"mae": _round(point), "low": _round(low), "high": _round(high),
+                    "measure": forecast.measure, "measured": _round(measured),
                     "se": round(se, 4),
-                    "ratio": round(row.mae / measured, 4) if measured > 0 else None,
-                    "range": not row.mae_low == row.mae == row.mae_high,
-                    "holds": bool(holds)})
+                    "ratio": round(point / measured, 4) if modelled and measured > 0
+                    else None,
+                    "range": not low == point == high,
+                    "holds": bool(low * (1 - slack) <= measured <= high * (1 + slack))
+                    if modelled else None})
     return out
+
+
+def forecast_errors(data, mechanism: str, error: np.ndarray) -> np.ndarray:
+    """``error`` as the forecast counts it: a range release's as the errors of its
+    workload's answers (nodes, queries, runs); a cumulative group-size mechanism's as its
+    cumulative counts' (households of size at most k); else unchanged."""
+    if isinstance(data, RangeData):
+        n, k, runs = error.shape
+        answers = data.workload.to_matrix() @ error.transpose(1, 0, 2).reshape(k, -1)
+        return answers.reshape(-1, n, runs).transpose(1, 0, 2)
+    if getattr(get_mechanism(mechanism), "representation", "plain") == "cumulative":
+        return np.cumsum(error, axis=1)
+    return error
 
 
 def _round(x: float) -> float:
@@ -153,28 +180,37 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
 
 
 def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs: int,
-               nominal: float, seed: int, replicates: int | None) -> dict:
+               nominal: float, seed: int, replicates: int | None,
+               intervals: bool = True) -> dict:
     """``runs`` independent releases of the group sizes or ranges ``data`` one after the
     other (a release's categories are the sizes or the attribute's values), each with its
-    re-run bootstrap intervals: per level the coverage over its units x categories x
-    releases (no error forecast: `explain()` gives these kinds one figure for every
-    level)."""
+    re-run bootstrap intervals (unless not ``intervals``): per level the coverage over its
+    units x categories x releases, and the error forecast (`forecast_levels`)."""
     source = NoiseSource(seed=seed)
     truth = data.node_counts()
+    h = data.hierarchy
     start = time.perf_counter()
-    hit = np.empty((*truth.shape, runs), dtype=bool)
-    width = np.empty(hit.shape)
+    error = np.empty((*truth.shape, runs))
+    hit = np.empty(error.shape, dtype=bool)
+    width = np.empty(error.shape)
     records = []
     for run in range(runs):
         release = get_mechanism(mechanism).release(data, PrivacyBudget.pure(eps),
                                                    source=source)
-        iv = intervals_for(release, nominal, replicates)
-        hit[..., run] = (iv.lower <= truth) & (truth <= iv.upper)
-        width[..., run] = iv.upper - iv.lower
-        records.append(iv.record)
-    return {"levels": coverage_levels(hit, width, data.hierarchy, nominal, records),
-            "seconds": round(time.perf_counter() - start, 2),
-            "replicates": records[0]["replicates"]}
+        error[..., run] = release.values - truth
+        if intervals:
+            iv = intervals_for(release, nominal, replicates)
+            hit[..., run] = (iv.lower <= truth) & (truth <= iv.upper)
+            width[..., run] = iv.upper - iv.lower
+            records.append(iv.record)
+    forecast = forecast_levels(data, mechanism, eps, error)
+    seconds = round(time.perf_counter() - start, 2)
+    if not intervals:
+        return {"levels": [{"level": h.level_names[lv], "units": h.level_size(lv),
+                            "forecast": fc} for lv, fc in enumerate(forecast)],
+                "seconds": seconds}
+    return {"levels": coverage_levels(hit, width, h, nominal, records, forecast),
+            "seconds": seconds, "replicates": records[0]["replicates"]}
 
 
 def coverage_levels(hit: np.ndarray, width: np.ndarray, hierarchy, nominal: float,
@@ -220,8 +256,9 @@ def coverage_summary(cells: list[tuple]) -> dict:
 def forecast_summary(cells: list[tuple]) -> dict:
     """``worst_forecast_ratio`` (the point forecast / measured farthest from 1, with its
     cell), ``forecast_misses`` (levels whose measured error is outside the forecast's
-    point or range beyond the tolerance) and the point forecasts' ratios' range."""
-    cells = [(s, n, lv) for s, n, lv in cells if lv["forecast"]]  # counts only
+    point or range beyond the tolerance), ``forecast_not_modelled`` (levels `explain()`
+    gives no figure) and the point forecasts' ratios' range."""
+    cells = [(s, n, lv) for s, n, lv in cells if lv["forecast"]]  # not the flow shapes
     points = [(s, n, lv) for s, n, lv in cells
               if not lv["forecast"]["range"] and lv["forecast"]["ratio"]]
     worst = max(points, key=lambda t: abs(np.log(t[2]["forecast"]["ratio"])), default=None)
@@ -232,7 +269,9 @@ def forecast_summary(cells: list[tuple]) -> dict:
              **worst[2]["forecast"]},
             "point_forecast_ratios": [min(ratios, default=None), max(ratios, default=None)],
             "forecast_misses": [f"{s} / {n} / {lv['level']}: {lv['forecast']}"
-                                for s, n, lv in cells if not lv["forecast"]["holds"]]}
+                                for s, n, lv in cells if lv["forecast"]["holds"] is False],
+            "forecast_not_modelled": [f"{s} / {n} / {lv['level']}" for s, n, lv in cells
+                                      if lv["forecast"]["holds"] is None]}
 
 
 def main(argv=None) -> int:
@@ -277,7 +316,8 @@ def main(argv=None) -> int:
                 runs = args.runs or RUNS[mechanism]
                 entry["cases"][name] = (
                     rerun_case(RERUN_MECHANISMS[mechanism](shape, index), mechanism, eps,
-                               runs, args.level, seed, args.replicates)
+                               runs, args.level, seed, args.replicates,
+                               not args.forecast_only)
                     if mechanism in RERUN_MECHANISMS else
                     case(data, mechanism, eps, runs, args.level, seed, args.replicates,
                          not args.forecast_only))

@@ -65,6 +65,17 @@ SECURE_NOISE_QUERY_PAGE = ("secure noise charged to the dataset's budget: drawn 
                            "first; a seeded exploration release never is publishable")
 
 
+#: what the text adds where the a priori figures are the measurement noise, not the released
+#: values' error (`APriori.released`): on the generated shapes of the coverage benchmark
+#: the released error per level was 0-18 times the figure for group sizes, 0.02-2.3
+#: times for ranges (docs/benchmarks.md)
+NOT_THE_RELEASED_ERROR = (
+    "The released numbers' error is not this: it depends on the data. The consistency step "
+    "keeps values near 0 near it, so sparse units are off by far less, and it can move a "
+    "number by more than its noise where the step fits children to their parent. The "
+    "intervals released with the table bound each number; `hierdp evaluate` measures the "
+    "error on a test table of your own.")
+
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
 ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE",
                "mae_low": "Mean |error| at least", "mae_high": "Mean |error| at most"}
@@ -166,10 +177,14 @@ def _error_text(errors: APriori, unit: str) -> str:
         else:
             parts.append(f"{row.level_name}: " + ("not modelled" if errors.measure == "RMSE"
                                                  else "not measured"))
-    return (f"A released number is typically off by ({errors.measure} per {errors.per}, in "
-            f"{unit}): " + ", ".join(parts) + f". A priori: {errors.basis}; no count is read. "
-            f"A number of 50 {unit} with an error of ±5 is off by 10%, so small numbers "
-            "suffer most.")
+    head = ("A released number is typically off by" if errors.released else
+            "Before the consistency step, a number is typically off by")
+    text = (f"{head} ({errors.measure} per {errors.per}, in {unit}): " + ", ".join(parts)
+            + f". A priori: {errors.basis}; no count is read. ")
+    if not errors.released:
+        text += NOT_THE_RELEASED_ERROR + " "
+    return text + (f"A number of 50 {unit} with an error of ±5 is off by 10%, so small "
+                   "numbers suffer most.")
 
 
 def _exact_text(mechanism, params: dict) -> str:

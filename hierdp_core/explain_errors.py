@@ -45,14 +45,18 @@ TOPDOWN_NOISY_BASIS = ("the raw measurement noise per cell (before the projectio
 
 @dataclass(frozen=True)
 class APriori:
-    """A priori errors: ``table`` (`COLUMNS`, units renamed for some kinds; one row per level), ``basis`` (what the
-    numbers are, a phrase), ``per`` (what one error is of: "unit", "O/D pair", ...) and
-    ``measure`` (the statistic the text quotes: "mean |error|" or "RMSE")."""
+    """A priori errors: ``table`` (`COLUMNS`, units renamed for some kinds; one row per
+    level), ``basis`` (what the numbers are, a phrase), ``per`` (what one error is of:
+    "unit", "O/D pair", ...), ``measure`` (the statistic the text quotes: "mean |error|" or
+    "RMSE") and ``released``: whether the numbers forecast the released values' error
+    (False: the noise on each measurement before a consistency step whose effect depends
+    on the data: group sizes, flows, ranges, TopDown from each level's own noise)."""
 
     table: pd.DataFrame
     basis: str
     per: str
     measure: str = "mean |error|"
+    released: bool = True
 
 
 def _ledger_table(ledger: pd.DataFrame, units, rmse: bool = True) -> pd.DataFrame:
@@ -84,7 +88,8 @@ def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
                            at_most=family == "topdown" and not noisy)
     basis = {"raw": "each level's own noise", "least-squares": FORECAST_BASIS,
              "topdown": TOPDOWN_NOISY_BASIS if noisy else TOPDOWN_BASIS}[family]
-    return APriori(table.assign(units=units)[COLUMNS + ["mae_low", "mae_high"]], basis, per)
+    return APriori(table.assign(units=units)[COLUMNS + ["mae_low", "mae_high"]], basis, per,
+                   released=not noisy)
 
 
 def group_size_errors(data, name: str, budget: PrivacyBudget, split,
@@ -98,8 +103,8 @@ def group_size_errors(data, name: str, budget: PrivacyBudget, split,
            "this mechanism measures)" if cumulative else "region and size")
     table = _ledger_table(ledger, (h.level_size(lv) for lv in range(h.n_levels)))
     return APriori(table.rename(columns={"units": "regions"}),
-                   "the raw measurement noise per cell (before the consistency step, which "
-                   "usually lowers it)", per)
+                   "the raw measurement noise per cell, before the consistency step", per,
+                   released=False)
 
 
 def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
@@ -120,7 +125,8 @@ def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> 
         measured += " (RMSE: the leaf noise summed)"
     table = table.rename(columns={"units": "pairs"})
     return APriori(table, f"the raw noise per O/D pair (before the projection onto the "
-                   f"parent and the pruning); measured: {measured}", "O/D pair")
+                   f"parent and the pruning); measured: {measured}", "O/D pair",
+                   released="neighbouring" not in mechanism.params(**params))
 
 
 def _summed_leaf_rmse(data, leaf_sd: float) -> list[float]:
@@ -196,7 +202,8 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
         basis += (f"; at a level with DAWA's private partition ({', '.join(partitioned)}), "
                   "the error if it kept every value apart (merging near-uniform values lowers "
                   "the noise and adds a bias that depends on the data)")
-    return APriori(table, basis, f"query of the workload ({workload.name})", "RMSE")
+    return APriori(table, basis, f"query of the workload ({workload.name})", "RMSE",
+                   released=False)
 
 
 ERRORS = {"counts": count_errors, "group-sizes": group_size_errors, "flows": flow_errors,
