@@ -140,32 +140,86 @@ def _summed_leaf_rmse(data, leaf_sd: float) -> list[float]:
             for level in range(data.depth + 1)]
 
 
-_UNIT_ERRORS: dict[tuple, float] = {}  # content key -> `_unit_error` (a few, see there)
+_UNIT_ERRORS: dict[tuple, float] = {}  # content key -> a unit error (a few, see there)
 _KEPT = 32
+
+
+def _cached(key: tuple, compute) -> float:
+    """``compute()`` kept by ``key`` (a large domain's strategy takes a second, and pages
+    redraw often); the store is emptied when `_KEPT` are held."""
+    if key not in _UNIT_ERRORS:
+        if len(_UNIT_ERRORS) >= _KEPT:
+            _UNIT_ERRORS.clear()
+        _UNIT_ERRORS[key] = compute()
+    return _UNIT_ERRORS[key]
+
+
+def _content(workload) -> tuple:
+    """What identifies a workload's queries: a range workload's ends, else the object."""
+    return ((workload.lo.tobytes(), workload.hi.tobytes()) if workload.is_ranges
+            else (id(workload),))
 
 
 def _unit_error(workload, bounds: np.ndarray, kind: str, branching: int) -> float:
     """Mean over the workload's queries of the expected squared error when the buckets
     ``bounds`` are measured with Stage-2 strategy ``kind`` with Laplace(1/1) noise (epsilon
     1, sensitivity 1) and estimated by least squares (data-independent; it scales as
-    (sensitivity / epsilon)^2). Kept by content (workload, buckets, strategy): a large
-    domain's strategy takes a second, and pages redraw often."""
+    (sensitivity / epsilon)^2). Kept by content (workload, buckets, strategy)."""
     from hierdp_core.ranges.dawa import stage2_strategies
 
-    key = (workload.n, workload.name, bounds.tobytes(), kind, branching,
-           *((workload.lo.tobytes(), workload.hi.tobytes()) if workload.is_ranges
-             else (id(workload),)))
-    if key not in _UNIT_ERRORS:
+    def compute() -> float:
         w_hat = workload.bucket_matrix(bounds)
         strategy = stage2_strategies(workload, bounds[None], kind, branching)
         if strategy is None:  # Laplace on each bucket
-            errors = 2.0 * (w_hat ** 2).sum(axis=1)
-        else:
-            errors = strategy.unit(0).expected_squared_errors(w_hat, 1.0)
-        if len(_UNIT_ERRORS) >= _KEPT:
-            _UNIT_ERRORS.clear()
-        _UNIT_ERRORS[key] = float(errors.mean())
-    return _UNIT_ERRORS[key]
+            return float((2.0 * (w_hat ** 2).sum(axis=1)).mean())
+        return float(strategy.unit(0).expected_squared_errors(w_hat, 1.0).mean())
+
+    return _cached((workload.n, workload.name, bounds.tobytes(), kind, branching,
+                    *_content(workload)), compute)
+
+
+def _baseline_unit_error(workload, name: str) -> float:
+    """Mean over the workload's queries of the expected squared error of the
+    data-independent linear baselines H2, HB and Privelet at epsilon 1 and sensitivity 1
+    (scale as `_unit_error`): their estimate is the truth plus a fixed linear map of the
+    noise, so the error of query q is sum_j var_j (q . a_j)^2 over the noise terms j (a_j:
+    the cells' response to noise 1 on term j alone, every term at once as rows)."""
+    from hierdp_core.ranges.baselines import (
+        b_ary_tree,
+        haar_cells,
+        hb_branching,
+        hb_level_shares,
+        level_shares,
+        privelet_weights,
+        tree_height,
+        tree_least_squares_leaves,
+    )
+
+    n = workload.n
+    if name == "privelet":  # Laplace((1 + h) / W) on each Haar coefficient of 2^h cells
+        height = tree_height(n, 2)
+        sizes = [1] + [2 ** level for level in range(height)]
+        group = np.repeat(np.arange(len(sizes)), sizes)
+        blocks = np.split(np.eye(group.size), np.cumsum(sizes)[:-1], axis=1)
+        response = haar_cells(blocks)[:, :n]
+        variance = 2.0 * ((1 + height) / privelet_weights(height)[group]) ** 2
+    else:  # H_b: Laplace(1 / (share of the level)) on every node, then least squares
+        branching = 2 if name == "h2" else hb_branching(n)
+        height = tree_height(n, branching)
+        shares = level_shares(height) if name == "h2" else hb_level_shares(height)
+        if n == 1:
+            return 2.0
+        tree = b_ary_tree(n, branching)
+        with np.errstate(divide="ignore"):
+            level_variance = np.where(shares > 0, 2.0 / shares ** 2, np.inf)
+        response = tree_least_squares_leaves(tree, np.eye(tree.n_nodes), level_variance)
+        variance = level_variance[tree.level_of_nodes()]
+        response, variance = response[np.isfinite(variance)], variance[np.isfinite(variance)]
+    return float((variance[:, None] * workload.answer(response) ** 2).sum(axis=0).mean())
+
+
+#: the range baselines whose Stage-2 error `_baseline_unit_error` models
+LINEAR_BASELINES = ("h2", "hb", "privelet")
 
 
 def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
@@ -186,8 +240,11 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     elif options is not None:
         kind, bounds = {**p, **options}.get("stage2", "greedy"), atom_edges(workload)
     else:
-        kind = bounds = None
+        kind = name if name in LINEAR_BASELINES else None
     unit = (math.nan if kind is None else
+            _cached((workload.n, workload.name, name, *_content(workload)),
+                    lambda: _baseline_unit_error(workload, name))
+            if kind == name else
             _unit_error(workload, bounds, kind, int(p.get("branching", 2))))
     rmse = [stage.scale_for(eps2) * math.sqrt(unit) if kind is not None and eps2 > 0
             else math.nan for eps2 in ledger["epsilon_stage2"]]

@@ -146,6 +146,7 @@ def test_the_leaf_baselines_coarser_levels_sum_the_leaf_noise(flights):
 
 @pytest.mark.parametrize(("mechanism", "workload"), [
     ("greedy-h", prefix_ranges(101)), ("identity", prefix_ranges(101)),
+    ("h2", prefix_ranges(101)), ("hb", prefix_ranges(101)), ("privelet", prefix_ranges(101)),
     ("dawa", bands([str(a) for a in range(101)], "0-14,15-24,25-44,45-64,65-79,80-100"))])
 def test_range_errors_are_those_of_the_estimates_before_consistency(residents, mechanism,
                                                                      workload):
@@ -173,8 +174,8 @@ def test_range_errors_are_those_of_the_estimates_before_consistency(residents, m
 
 
 def test_range_methods_without_a_model_say_so(residents):
-    e = explain(residents, "privelet", PrivacyBudget.pure(1.0))
-    assert e.errors["rmse"].isna().all() and "not modelled for privelet" in e.error_text
+    e = explain(residents, "uniform", PrivacyBudget.pure(1.0))
+    assert e.errors["rmse"].isna().all() and "not modelled for uniform" in e.error_text
 
 
 def test_the_levels_with_a_data_dependent_partition_are_named(residents):
