@@ -52,6 +52,7 @@ from hierdp_core.explain_errors import a_priori_errors
 from hierdp_core.groupsizes.data import GroupSizeData
 from hierdp_core.intervals import intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.mechanisms.group_sizes_base import G_V_PUBLIC
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
@@ -142,14 +143,18 @@ def forecast_levels(data, mechanism: str, eps: float, error: np.ndarray) -> list
 def forecast_errors(data, mechanism: str, error: np.ndarray) -> np.ndarray:
     """``error`` as the forecast counts it: a range release's as the errors of its
     workload's answers (nodes, queries, runs); a cumulative group-size mechanism's as its
-    cumulative counts' (households of size at most k); else unchanged."""
+    cumulative counts' (households of size at most k), without the last where it is every
+    region's number of groups, published exactly (`G_V_PUBLIC`: not a noisy cell); else
+    unchanged."""
     if isinstance(data, RangeData):
         n, k, runs = error.shape
         answers = data.workload.to_matrix() @ error.transpose(1, 0, 2).reshape(k, -1)
         return answers.reshape(-1, n, runs).transpose(1, 0, 2)
-    if getattr(get_mechanism(mechanism), "representation", "plain") == "cumulative":
-        return np.cumsum(error, axis=1)
-    return error
+    m = get_mechanism(mechanism)
+    if getattr(m, "representation", "plain") != "cumulative":
+        return error
+    cumulative = np.cumsum(error, axis=1)
+    return cumulative[:, :-1] if G_V_PUBLIC in m.kept_invariants() else cumulative
 
 
 def _round(x: float) -> float:

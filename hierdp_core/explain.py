@@ -71,10 +71,11 @@ SECURE_NOISE_QUERY_PAGE = ("secure noise charged to the dataset's budget: drawn 
 #: times for ranges (docs/benchmarks.md)
 NOT_THE_RELEASED_ERROR = (
     "The released numbers' error is not this: it depends on the data. The consistency step "
-    "keeps values near 0 near it, so sparse units are off by far less, and it can move a "
-    "number by more than its noise where the step fits children to their parent. The "
-    "intervals released with the table bound each number; `hierdp evaluate` measures the "
-    "error on a test table of your own.")
+    "can make it far smaller (a value near 0 stays near 0) or larger (keeping small values "
+    "at or above 0 biases their sums up; fitting children to their parent can move a number "
+    "by more than its noise; a threshold drops small numbers). The intervals released with "
+    "the table bound each number; `hierdp evaluate` measures the error on a test table of "
+    "your own.")
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
 ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE",

@@ -126,7 +126,8 @@ def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> 
     table = table.rename(columns={"units": "pairs"})
     return APriori(table, f"the raw noise per O/D pair (before the projection onto the "
                    f"parent and the pruning); measured: {measured}", "O/D pair",
-                   released="neighbouring" not in mechanism.params(**params))
+                   released=not ("neighbouring" in mechanism.params(**params)
+                                 or "threshold" in ledger))
 
 
 def _summed_leaf_rmse(data, leaf_sd: float) -> list[float]:

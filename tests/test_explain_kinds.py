@@ -208,7 +208,9 @@ def test_the_text_says_the_noise_is_not_the_released_error(households, flights):
 
     for data, name, budget in ((households, "gs-mc-chain", PrivacyBudget.pure(1.0)),
                                (households, "gs-topdown", PrivacyBudget.pure(1.0)),
-                               (flights, "inftda", PrivacyBudget.approx(1.0, 1e-8))):
+                               (flights, "inftda", PrivacyBudget.approx(1.0, 1e-8)),
+                               (flights, "stability-histogram",
+                                PrivacyBudget.approx(1.0, 1e-8))):
         text = explain(data, name, budget).error_text
         assert text.startswith("Before the consistency step, a number is typically off"), text
         assert NOT_THE_RELEASED_ERROR in text and "A released number" not in text
