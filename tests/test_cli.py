@@ -145,6 +145,13 @@ def test_evaluate_reports_metrics_by_level(capsys, tmp_path, state_county_csv):
     assert list(overall.index) == [0, 1, 2]
     assert (overall["mae"] > 0).all() and (overall["mae"] < 50).all()
     assert (overall["consistency_violations"] == 0).all()
+    # the same with the true table named by --truth (issue 30's spelling)
+    code, again, _ = run(capsys, "evaluate", out_dir, "--truth", state_county_csv, "--json")
+    assert code == 0 and json.loads(again) == json.loads(out)
+    for argv, wrong in (([out_dir], "needs the true table"),
+                        ([state_county_csv, out_dir, "--truth", state_county_csv], "twice")):
+        code, _, err = run(capsys, "evaluate", *argv)
+        assert code == 2 and wrong in err and len(err.strip().splitlines()) == 1, err
 
 
 BAD_INPUTS = [

@@ -22,6 +22,7 @@ def cmd_evaluate(args) -> int:
     from hierdp_core.export import read_release
     from hierdp_core.metrics import error_metrics
 
+    args.input, args.release_dir = truth_and_release(args.input, args.release_dir, args.truth)
     table, manifest = read_release(args.release_dir, args.key_file)
     spec = manifest.get("input") or {}
     if spec.get("query") != "flows" and not spec.get("levels"):
@@ -62,6 +63,18 @@ def cmd_evaluate(args) -> int:
     else:
         print(metrics.to_string(index=False))
     return 0
+
+
+def truth_and_release(first: str, second: str | None, truth: str | None) -> tuple[str, str]:
+    """(true table, release folder) from ``evaluate INPUT RELEASE_DIR`` or ``evaluate
+    RELEASE_DIR --truth INPUT``; `InputError` when neither or both name the table."""
+    if truth is None and second is None:
+        raise InputError("evaluate needs the true table and the release folder: evaluate "
+                         "INPUT RELEASE_DIR, or evaluate RELEASE_DIR --truth INPUT")
+    if truth is not None and second is not None:
+        raise InputError(f"evaluate got the true table twice ({first!r} and --truth "
+                         f"{truth!r}): give the release folder alone with --truth")
+    return (first, second) if truth is None else (truth, first)
 
 
 def with_coverage(metrics: pd.DataFrame, coverage: np.ndarray,

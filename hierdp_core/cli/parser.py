@@ -316,10 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "then swapped in one step)")
     budget.add_release_options(p)
 
-    p = sub.add_parser("evaluate", help="error metrics of a release against the true input "
-                                        "(reads confidential data)")
-    p.add_argument("input")
-    p.add_argument("release_dir")
+    p = sub.add_parser("evaluate", help="error metrics and interval coverage of a release "
+                                        "against the true input (reads confidential data): "
+                                        "evaluate INPUT RELEASE_DIR, or evaluate RELEASE_DIR "
+                                        "--truth INPUT")
+    p.add_argument("input", help="the true table (or the release folder with --truth)")
+    p.add_argument("release_dir", nargs="?")
+    p.add_argument("--truth", metavar="TABLE",
+                   help="the true table, the release folder then given alone")
     p.add_argument("--encoding", help=ENCODING_HELP)
     p.add_argument("--geography", metavar="FILE",
                    help="the release's geography file (default: the file named in the "
