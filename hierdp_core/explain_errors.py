@@ -184,7 +184,8 @@ def _baseline_unit_error(workload, name: str) -> float:
     data-independent linear baselines H2, HB and Privelet at epsilon 1 and sensitivity 1
     (scale as `_unit_error`): their estimate is the truth plus a fixed linear map of the
     noise, so the error of query q is sum_j var_j (q . a_j)^2 over the noise terms j (a_j:
-    the cells' response to noise 1 on term j alone, every term at once as rows)."""
+    the cells' response to noise 1 on term j alone, every term at once as rows). Kept by
+    content (workload, method)."""
     from hierdp_core.ranges.baselines import (
         b_ary_tree,
         haar_cells,
@@ -196,27 +197,31 @@ def _baseline_unit_error(workload, name: str) -> float:
         tree_least_squares_leaves,
     )
 
-    n = workload.n
-    if name == "privelet":  # Laplace((1 + h) / W) on each Haar coefficient of 2^h cells
-        height = tree_height(n, 2)
-        sizes = [1] + [2 ** level for level in range(height)]
-        group = np.repeat(np.arange(len(sizes)), sizes)
-        blocks = np.split(np.eye(group.size), np.cumsum(sizes)[:-1], axis=1)
-        response = haar_cells(blocks)[:, :n]
-        variance = 2.0 * ((1 + height) / privelet_weights(height)[group]) ** 2
-    else:  # H_b: Laplace(1 / (share of the level)) on every node, then least squares
-        branching = 2 if name == "h2" else hb_branching(n)
-        height = tree_height(n, branching)
-        shares = level_shares(height) if name == "h2" else hb_level_shares(height)
-        if n == 1:
+    def compute() -> float:
+        n = workload.n
+        if name == "privelet":  # Laplace((1 + h) / W) on each Haar coefficient of 2^h cells
+            height = tree_height(n, 2)
+            sizes = [1] + [2 ** level for level in range(height)]
+            group = np.repeat(np.arange(len(sizes)), sizes)
+            blocks = np.split(np.eye(group.size), np.cumsum(sizes)[:-1], axis=1)
+            response = haar_cells(blocks)[:, :n]
+            variance = 2.0 * ((1 + height) / privelet_weights(height)[group]) ** 2
+        elif n == 1:  # H_b of one cell: Identity
             return 2.0
-        tree = b_ary_tree(n, branching)
-        with np.errstate(divide="ignore"):
-            level_variance = np.where(shares > 0, 2.0 / shares ** 2, np.inf)
-        response = tree_least_squares_leaves(tree, np.eye(tree.n_nodes), level_variance)
-        variance = level_variance[tree.level_of_nodes()]
-        response, variance = response[np.isfinite(variance)], variance[np.isfinite(variance)]
-    return float((variance[:, None] * workload.answer(response) ** 2).sum(axis=0).mean())
+        else:  # H_b: Laplace(1 / (share of the level)) on every node, then least squares
+            branching = 2 if name == "h2" else hb_branching(n)
+            height = tree_height(n, branching)
+            shares = level_shares(height) if name == "h2" else hb_level_shares(height)
+            tree = b_ary_tree(n, branching)
+            with np.errstate(divide="ignore"):
+                level_variance = np.where(shares > 0, 2.0 / shares ** 2, np.inf)
+            response = tree_least_squares_leaves(tree, np.eye(tree.n_nodes), level_variance)
+            variance = level_variance[tree.level_of_nodes()]
+            measured = np.isfinite(variance)
+            response, variance = response[measured], variance[measured]
+        return float((variance[:, None] * workload.answer(response) ** 2).sum(axis=0).mean())
+
+    return _cached((workload.n, workload.name, name, *_content(workload)), compute)
 
 
 #: the range baselines whose Stage-2 error `_baseline_unit_error` models
@@ -227,7 +232,8 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     """Ranges: the RMSE of a workload query per level, from the Stage-2 strategy over the
     workload's atoms at the level's Stage-2 epsilon (greedy-h, identity, DAWA's levels
     without a partition: exact before consistency; a level with DAWA's data-dependent
-    partition: the error if it kept every atom); NaN for the other methods."""
+    partition: the error if it kept every atom) or H2's, HB's and Privelet's linear
+    estimate (`_baseline_unit_error`); NaN for the other methods."""
     from hierdp_core.ranges.dawa import atom_edges
 
     mechanism = get_mechanism(name)
@@ -236,27 +242,27 @@ def range_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
     options = getattr(mechanism.estimator, "options", None)
     stage = mechanism.measurement_stage(**params)
     workload = data.workload
+    branching = int(p.get("branching", 2))
     if name == "identity":
-        kind, bounds = "laplace", np.arange(workload.n + 1)
+        unit = _unit_error(workload, np.arange(workload.n + 1), "laplace", branching)
     elif options is not None:
-        kind, bounds = {**p, **options}.get("stage2", "greedy"), atom_edges(workload)
+        unit = _unit_error(workload, atom_edges(workload),
+                           {**p, **options}.get("stage2", "greedy"), branching)
+    elif name in LINEAR_BASELINES:
+        unit = _baseline_unit_error(workload, name)
     else:
-        kind = name if name in LINEAR_BASELINES else None
-    unit = (math.nan if kind is None else
-            _cached((workload.n, workload.name, name, *_content(workload)),
-                    lambda: _baseline_unit_error(workload, name))
-            if kind == name else
-            _unit_error(workload, bounds, kind, int(p.get("branching", 2))))
-    rmse = [stage.scale_for(eps2) * math.sqrt(unit) if kind is not None and eps2 > 0
+        unit = math.nan
+    modelled = not math.isnan(unit)
+    rmse = [stage.scale_for(eps2) * math.sqrt(unit) if modelled and eps2 > 0
             else math.nan for eps2 in ledger["epsilon_stage2"]]
     table = pd.DataFrame({"level_name": ledger["level_name"], "units": ledger["units"],
                           "mae": math.nan, "rmse": rmse})
     partitioned = list(ledger.loc[ledger["epsilon_stage1"] > 0, "level_name"])
     basis = ("the Stage-2 measurement's least-squares error over the workload, before the "
-             "top-down consistency step" if kind is not None else
+             "top-down consistency step" if modelled else
              f"not modelled for {name}: its error depends on the data or on a tree this "
              "model does not cover")
-    if partitioned and kind is not None:
+    if partitioned and modelled:
         basis += (f"; at a level with DAWA's private partition ({', '.join(partitioned)}), "
                   "the error if it kept every value apart (merging near-uniform values lowers "
                   "the noise and adds a bias that depends on the data)")
