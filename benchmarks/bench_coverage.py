@@ -15,9 +15,10 @@ replicates) and measures, per level, the share of cells whose true value lies in
 children), so the standard error is that of the per-release coverage over the
 independent releases, not the binomial one of the cells. A level is ``within`` when its
 coverage is within `TARGET` of nominal; ``under`` when below it by more than 2 standard
-errors (then ``calibrated: false`` with the measured reason); ``over`` when above it so
-(conservative: integer errors whose 0.9 quantile falls on a large atom, or a bound
-wider than needed); else ``unresolved``.
+errors (then ``calibrated: false`` with the measured reason); ``over`` when above it so,
+with its ``over_reason`` (`over_reason`: forced when the released value is the truth in
+more than nominal + `TARGET` of the cells, a step when the next narrower interval already
+covers less than nominal - `TARGET`, else wider than needed); else ``unresolved``.
 
 Beside each level's coverage, its error forecast (issue 30 item 3): the a priori figure
 `explain()` shows before running (counts: a point, a range, or TopDown's upper bound;
@@ -28,7 +29,7 @@ the intervals (releases only: minutes for every shape and mechanism).
 
 Prints ONE JSON object with ``results`` (per shape, mechanism, epsilon, level),
 ``worst_coverage``, ``worst_cell``, ``uncalibrated`` (under), ``conservative`` (over),
-``unresolved``, ``flagged_in_manifest`` (levels the release's manifest marks
+``wider_than_needed`` (over, not forced), ``unresolved``, ``flagged_in_manifest`` (levels the release's manifest marks
 ``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
 should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
 ``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``. Example::
@@ -178,9 +179,8 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
                             "forecast": fc} for lv, fc in enumerate(forecast)],
                 "seconds": round(time.perf_counter() - start, 2)}
     iv = intervals_for(release, nominal, replicates if mechanism == "topdown" else None)
-    hit = (iv.lower <= truth) & (truth <= iv.upper)
-    return {"levels": coverage_levels(hit, iv.upper - iv.lower, h, nominal, [iv.record],
-                                      forecast),
+    hits = interval_hits(release.values, truth, iv.lower, iv.upper, release.is_integer)
+    return {"levels": coverage_levels(hits, h, nominal, [iv.record], forecast),
             "seconds": round(time.perf_counter() - start, 2),
             "replicates": iv.record["replicates"]}
 
@@ -197,8 +197,8 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
     h = data.hierarchy
     start = time.perf_counter()
     error = np.empty((*truth.shape, runs))
-    hit = np.empty(error.shape, dtype=bool)
-    width = np.empty(error.shape)
+    hits = {key: np.empty(error.shape, dtype=float if key == "width" else bool)
+            for key in HIT_KEYS}
     records = []
     for run in range(runs):
         release = get_mechanism(mechanism).release(data, PrivacyBudget.pure(eps),
@@ -206,8 +206,9 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
         error[..., run] = release.values - truth
         if intervals:
             iv = intervals_for(release, nominal, replicates)
-            hit[..., run] = (iv.lower <= truth) & (truth <= iv.upper)
-            width[..., run] = iv.upper - iv.lower
+            for key, value in interval_hits(release.values, truth, iv.lower, iv.upper,
+                                            release.is_integer).items():
+                hits[key][..., run] = value
             records.append(iv.record)
     forecast = forecast_levels(data, mechanism, eps, error)
     seconds = round(time.perf_counter() - start, 2)
@@ -215,20 +216,61 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
         return {"levels": [{"level": h.level_names[lv], "units": h.level_size(lv),
                             "forecast": fc} for lv, fc in enumerate(forecast)],
                 "seconds": seconds}
-    return {"levels": coverage_levels(hit, width, h, nominal, records, forecast),
+    return {"levels": coverage_levels(hits, h, nominal, records, forecast),
             "seconds": seconds, "replicates": records[0]["replicates"]}
 
 
-def coverage_levels(hit: np.ndarray, width: np.ndarray, hierarchy, nominal: float,
+HIT_KEYS = ("hit", "exact", "raised", "lowered", "width")
+
+
+def interval_hits(values: np.ndarray, truth: np.ndarray, lower: np.ndarray,
+                  upper: np.ndarray, integer: bool) -> dict[str, np.ndarray]:
+    """Per cell: whether [lower, upper] holds the truth (``hit``), whether the released
+    value is the truth (``exact``), whether the interval one step narrower at its lower
+    (``raised``) or upper (``lowered``) end still holds it (integer releases: the end
+    moved by one towards the released value, never past it; others: the open interval),
+    and the ``width``: what tells an over-covering level's reason (`over_reason`)."""
+    if integer:
+        raised = (lower + (lower < values) <= truth) & (truth <= upper)
+        lowered = (lower <= truth) & (truth <= upper - (upper > values))
+    else:
+        raised = lowered = (lower < truth) & (truth < upper)
+    return {"hit": (lower <= truth) & (truth <= upper), "exact": values == truth,
+            "raised": raised, "lowered": lowered, "width": upper - lower}
+
+
+def over_reason(exact: float, narrowed: float, nominal: float) -> str:
+    """Why a level covers more than nominal + `TARGET`: its released values are the truth
+    so often that every interval holding them covers too much (``exact``: that share);
+    the next narrower interval (``narrowed``: its coverage) already covers too little, so
+    no interval of the release's unit lies within the target; else wider than needed."""
+    if exact > nominal + TARGET:
+        return (f"forced: the released value is the truth in {exact:.3f} of cells (every "
+                "interval holding the released value covers at least that)")
+    if narrowed < nominal - TARGET:
+        return (f"step: one step narrower covers {narrowed:.3f} (no interval between)")
+    return f"wider than needed: one step narrower covers {narrowed:.3f}"
+
+
+def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
                     records: list[dict], forecast: list[dict] | None = None) -> list[dict]:
-    """`level_coverage` with each level's mean width, its error forecast (None where not
-    made), the intervals' methods (every one the ``records`` name) and whether each
+    """`level_coverage` of ``hits["hit"]`` (`interval_hits`) with each level's mean width,
+    the share of its values released exactly, the coverage of the better one-step narrower
+    interval and, for a level over nominal, `over_reason`; its error forecast (None where
+    not made), the intervals' methods (every one the ``records`` name) and whether each
     release's manifest marked the level calibrated."""
-    levels = level_coverage(hit, hierarchy, nominal)
-    runs = hit.shape[-1]
+    levels = level_coverage(hits["hit"], hierarchy, nominal)
+    runs = hits["hit"].shape[-1]
     for lv, entry in enumerate(levels):
         name = entry["level"]
-        entry["mean_width"] = _round(float(width[hierarchy.level_slice(lv)].mean()))
+        at = hierarchy.level_slice(lv)
+        entry["mean_width"] = _round(float(hits["width"][at].mean()))
+        entry["released_exact"] = round(float(hits["exact"][at].mean()), 4)
+        entry["narrowed_coverage"] = round(max(float(hits["raised"][at].mean()),
+                                               float(hits["lowered"][at].mean())), 4)
+        if entry["verdict"] == "over":
+            entry["over_reason"] = over_reason(entry["released_exact"],
+                                               entry["narrowed_coverage"], nominal)
         entry["forecast"] = forecast[lv] if forecast else None
         entry["method"] = " | ".join(sorted({r["method"][name] for r in records}))
         entry["manifest_calibrated"] = all(r["calibration"][name]["calibrated"]
@@ -241,8 +283,8 @@ def coverage_levels(hit: np.ndarray, width: np.ndarray, hierarchy, nominal: floa
 
 def coverage_summary(cells: list[tuple]) -> dict:
     """``worst_coverage``, ``worst_cell``, ``uncalibrated``, ``under_not_flagged``,
-    ``flagged_in_manifest``, ``conservative``, ``unresolved`` over (shape, case, level)
-    ``cells``."""
+    ``flagged_in_manifest``, ``conservative``, ``wider_than_needed`` (over, and no
+    `over_reason` forces it), ``unresolved`` over (shape, case, level) ``cells``."""
     worst = min(cells, key=lambda t: t[2]["coverage"])
     return {"worst_coverage": worst[2]["coverage"],
             "worst_cell": {"shape": worst[0], "case": worst[1], **worst[2]},
@@ -255,6 +297,9 @@ def coverage_summary(cells: list[tuple]) -> dict:
                                     for s, n, lv in cells if not lv["manifest_calibrated"]],
             "conservative": [f"{s} / {n} / {lv['level']}: {lv['coverage']}"
                              for s, n, lv in cells if lv["verdict"] == "over"],
+            "wider_than_needed": [f"{s} / {n} / {lv['level']}: {lv['coverage']} "
+                                  f"({lv['over_reason']})" for s, n, lv in cells
+                                  if lv.get("over_reason", "").startswith("wider")],
             "unresolved": [f"{s} / {n} / {lv['level']}: {lv['coverage']} (se {lv['se']})"
                            for s, n, lv in cells if lv["verdict"] == "unresolved"]}
 

@@ -34,10 +34,14 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   Near 0 the bootstrap's spread is the clipped one, narrower than the spread at a truth
   further from 0 that was released low: a cell released v below u_v, the level's quantile
   of |error| of the estimate TopDown projects before clipping (least squares' c_l
-  sqrt(P_v) above, or the raw noise's with ``estimate="noisy"``), gets [0, v + max(d_c,
-  u_v)], the inversion of a test at each candidate truth t: v is released that low
-  with probability about (1 - level) / 2 or less when t > v + u_v (clipping only moves
-  low values up to 0), and no t >= 0 makes it too high. Measured before:
+  sqrt(P_v) above, or the raw noise's with ``estimate="noisy"``), gets [max(0, v - w_v),
+  v + max(d_c, u_v)], w_v that error's one-sided quantile (P(error <= w_v) >= level:
+  the |error| quantile at 2 level - 1), the inversion of a test at each candidate truth
+  t: v is released that low with probability about (1 - level) / 2 or less when
+  t > v + u_v (clipping only moves low values up to 0), and that high with probability
+  about 1 - level or less when t < v - w_v (a truth this near 0 is missed only by a
+  release too high, so that side takes the whole 1 - level; with the lower end at 0,
+  until 2026-11-30, such truths held about 1 - (1 - level) / 2). Measured before:
   0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
   (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
   parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`.
@@ -140,7 +144,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     elif shape == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
-        half, methods, draws = _least_squares(release, noises, level, draws)
+        half, methods, draws = _least_squares(release, noises, level, draws)[:3]
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
     elif shape == "topdown":  # the simulation beside the bootstrap: numpy shares the cores
@@ -149,7 +153,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
             below, above, draws = _bootstrap(release, noises, level, replicates
                                              or bootstrap_replicates(release.values.size))
             lower, upper, inverted = near_zero_inversion(release.values, below, above,
-                                                         unclipped.result())
+                                                         *unclipped.result())
         h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
             h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
@@ -218,53 +222,66 @@ def per_node(release: Release, per_level: np.ndarray) -> np.ndarray:
 
 
 def near_zero_inversion(values: np.ndarray, below: np.ndarray, above: np.ndarray,
-                        unclipped: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """TopDown's (lower, upper) from the bootstrap's half-widths ``below``/``above``,
-    except where a released value lies within its ``unclipped`` half-width (per node, a
-    column) of 0: there [0, value + max(above, unclipped)] (module doc). Also returns
-    where that was so."""
+                        unclipped: np.ndarray, one_sided: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (lower, upper) from the bootstrap's half-widths ``below``/``above``, except
+    where a released value lies within its ``unclipped`` half-width (per node, a column)
+    of 0: there [0, value + max(above, unclipped)], or with ``one_sided`` (the error's
+    one-sided quantile, per node) [max(0, value - one_sided), value + max(above,
+    unclipped)] (module doc). Also returns where that was so."""
     near = values < unclipped
-    lower = np.where(near, 0, values - below)
+    floor = 0 if one_sided is None else np.maximum(values - one_sided, 0)
+    lower = np.where(near, floor, values - below)
     upper = values + np.where(near, np.maximum(above, unclipped), above)
     return lower, upper, near
 
 
 def unclipped_half_widths(release: Release, noises: list[Noise | None],
-                          level: float) -> np.ndarray:
-    """Per node (a column), TopDown's half-width before clipping: the level's quantile of
-    the error of the estimate it projects (least squares' ``c_l sqrt(P_v)``, simulated;
-    the raw noise's with ``estimate="noisy"``, 0 where a level is not measured)."""
+                          level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per node (columns), TopDown's half-widths before clipping: the level's quantile of
+    the size of the error of the estimate it projects (least squares' ``c_l sqrt(P_v)``,
+    simulated; the raw noise's with ``estimate="noisy"``, 0 where a level is not
+    measured), and its one-sided quantile: P(error <= it) >= level, the error being
+    symmetric (the size's quantile at 2 level - 1)."""
+    one_sided = 2 * level - 1
     if release.parameters.get("estimate") == "noisy":
         measured = [n for n in noises if n is not None]
-        above = raw_half_widths(measured, level, False)[1]
-        per_level = np.zeros(len(noises))
-        per_level[[n is not None for n in noises]] = above
-        return per_node(release, per_level)
+        on = [n is not None for n in noises]
+        out = []
+        for q in (level, one_sided):
+            per_level = np.zeros(len(noises))
+            per_level[on] = raw_half_widths(measured, q, False)[1]
+            out.append(per_node(release, per_level))
+        return out[0], out[1]
     as_least_squares = dataclasses.replace(release, mechanism="least-squares")
     draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
-    return _least_squares(as_least_squares, noises, level, draws)[0]
+    both = _least_squares(as_least_squares, noises, level, draws, one_sided)
+    return both[0], both[3]
 
 
 def _least_squares(release: Release, noises: list[Noise | None], level: float,
-                   replicates: int):
+                   replicates: int, *more_levels: float):
     """Least squares' half-widths c_l sqrt(P_v) per node (a column; module doc), methods
-    per level and draws (None for normal)."""
+    per level and draws (None for normal); then those at each of ``more_levels`` from the
+    same draws."""
     h = release.hierarchy
     variance = _variances(noises)
     root_invariant = bool(release.parameters.get("root_invariant"))
     sd = np.sqrt(np.concatenate(gls_variances(h, variance, root_invariant)))
+    levels = (level, *more_levels)
     measured = [n for n in noises if n is not None]
     if all(n.name in GAUSSIAN_NOISES for n in measured):
-        c = np.full(h.n_levels, Gaussian(1.0).abs_quantile(level))
+        cs = [np.full(h.n_levels, Gaussian(1.0).abs_quantile(q)) for q in levels]
         methods, draws = ["normal"] * h.n_levels, None
     else:
         errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.abs(errors) / sd[:, None]
-        c = np.array([confident_order_statistic(np.nan_to_num(t[h.level_slice(lv)]).ravel(),
-                                                 level) for lv in range(h.n_levels)])
+            t = np.nan_to_num(np.abs(errors) / sd[:, None])
+        cs = [np.array([confident_order_statistic(t[h.level_slice(lv)].ravel(), q)
+                        for lv in range(h.n_levels)]) for q in levels]
         methods, draws = ["simulated"] * h.n_levels, replicates
-    return per_node(release, c) * sd[:, None], methods, draws
+    half = [per_node(release, c) * sd[:, None] for c in cs]
+    return half[0], methods, draws, *half[1:]
 
 
 def _variances(noises: list[Noise | None]) -> np.ndarray:
