@@ -78,6 +78,39 @@ def test_small_benchmark_holds_every_level(small_run):
     assert not small_run["flagged_in_manifest"]  # no counts level is left uncalibrated
 
 
+def test_small_benchmark_says_why_a_level_covers_too_much(small_run):
+    """Each level gives the share of values released exactly and the better one-step
+    narrower interval's coverage (never above its own); a level over nominal says why."""
+    nominal = small_run["level"]
+    for entry in small_run["results"].values():
+        for result in entry["cases"].values():
+            for level in result["levels"]:
+                assert 0 <= level["released_exact"] <= level["coverage"]
+                assert level["narrowed_coverage"] <= level["coverage"]
+                assert ("over_reason" in level) == (level["verdict"] == "over")
+                if level["verdict"] == "over":
+                    assert level["over_reason"] == bench_coverage.over_reason(
+                        level["released_exact"], level["narrowed_coverage"], nominal)
+
+
+def test_interval_hits_narrow_towards_the_released_value():
+    """An integer interval narrows by one at an end, never past the released value; a
+    real one loses its ends; the reasons split forced, step and wider than needed."""
+    values, truth = np.array([5, 5, 5, 0]), np.array([3, 5, 7, 1])
+    lower, upper = np.array([3, 5, 4, 0]), np.array([7, 5, 7, 2])
+    hits = bench_coverage.interval_hits(values, truth, lower, upper, integer=True)
+    assert hits["hit"].tolist() == [True, True, True, True]
+    assert hits["exact"].tolist() == [False, True, False, False]
+    assert hits["raised"].tolist() == [False, True, True, True]  # [4, 7] [5, 5] [5, 7] [0, 2]
+    assert hits["lowered"].tolist() == [True, True, False, True]  # [3, 6] [5, 5] [4, 6] [0, 1]
+    real = bench_coverage.interval_hits(values * 1.0, truth, lower * 1.0, upper * 1.0,
+                                        integer=False)
+    assert real["raised"].tolist() == [False, False, False, True]
+    assert bench_coverage.over_reason(0.97, 0.97, 0.9).startswith("forced")
+    assert bench_coverage.over_reason(0.5, 0.8, 0.9).startswith("step")
+    assert bench_coverage.over_reason(0.5, 0.95, 0.9).startswith("wider than needed")
+
+
 def test_group_sizes_are_measured_on_request():
     """``--mechanisms gs-topdown``: releases of groups of 1-4 people per shape, one after
     the other, coverage per level over regions x sizes x releases, and `explain()`'s a

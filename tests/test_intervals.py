@@ -334,3 +334,32 @@ def test_topdown_bootstrap_is_the_same_whichever_thread_draws_a_call(monkeypatch
     assert np.array_equal(threaded.lower, in_turn.lower)
     assert np.array_equal(threaded.upper, in_turn.upper)
     assert threaded.record["replicates"] == 20 and (threaded.upper > threaded.lower).any()
+
+
+def test_near_zero_inversion_lower_end_is_the_one_sided_quantile_below_the_value():
+    """Near 0 (value below its unclipped half-width) the interval is [max(0, value - the
+    one-sided quantile), value + max(half-width, unclipped)]; elsewhere the bootstrap's."""
+    from hierdp_core.intervals.counts import near_zero_inversion
+
+    values = np.array([[0], [3], [20]])
+    lower, upper, near = near_zero_inversion(values, np.ones((3, 1)), np.full((3, 1), 2),
+                                             np.full((3, 1), 10), np.full((3, 1), 2))
+    assert near.ravel().tolist() == [True, True, False]
+    assert lower.ravel().tolist() == [0, 1, 19] and upper.ravel().tolist() == [10, 13, 22]
+
+
+def test_topdown_cells_near_zero_get_the_one_sided_lower_end():
+    """A TopDown release's cells inverted near 0 start at max(0, value - w), w the
+    one-sided level-quantile of the unclipped error (`unclipped_half_widths`), rounded up
+    to an integer: some released above w start above 0; the rest at 0."""
+    from hierdp_core.intervals.counts import unclipped_half_widths
+
+    data = batched(wide_tiny_tree(), 50)
+    release = get_mechanism("topdown").release(data, PURE, source=NoiseSource(seed=6))
+    iv = count_intervals(release, LEVEL, replicates=20)
+    two_sided, one_sided = unclipped_half_widths(release, release.level_noises(), LEVEL)
+    assert (one_sided < two_sided).all()
+    near = release.values < two_sided
+    expected = np.ceil(np.maximum(release.values - one_sided, 0) - 1e-9)
+    assert (iv.lower[near] == expected[near]).all()
+    assert (iv.lower[near] > 0).any() and (iv.lower[near] == 0).any()
