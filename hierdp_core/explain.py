@@ -24,6 +24,7 @@ Example
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import pandas as pd
@@ -71,11 +72,12 @@ SECURE_NOISE_QUERY_PAGE = ("secure noise charged to the dataset's budget: drawn 
 #: times for ranges (docs/benchmarks.md)
 NOT_THE_RELEASED_ERROR = (
     "The released numbers' error is not this: it depends on the data. The consistency step "
-    "can make it far smaller (a value near 0 stays near 0) or larger (keeping small values "
-    "at or above 0 biases their sums up; fitting children to their parent can move a number "
-    "by more than its noise; a threshold drops small numbers). The intervals released with "
-    "the table bound each number; `hierdp evaluate` measures the error on a test table of "
-    "your own.")
+    "can make it far smaller (a value near 0 stays near 0) or larger (for example, keeping "
+    "small values at or above 0 biases their sums up, fitting children to their parent can "
+    "move a number by more than its noise, and a threshold, where there is one, drops small "
+    "numbers). The intervals released with the table give each number's likely range at "
+    "their confidence level (90% by default); `hierdp evaluate` (or the dashboard's "
+    "evaluation mode) measures the error on a test table of your own.")
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
 ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE",
@@ -157,35 +159,44 @@ def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | No
 
 
 def error_digits(value: float) -> int:
-    """Decimals that show a positive error below 1 (±0.03, not ±0.0); 1 from 1 on."""
+    """Decimals that show a positive error below 1 (0.03, not 0.0); 1 from 1 on."""
     return 1 if not 0 < value < 1 else min(4, 1 - math.floor(math.log10(value)))
 
 
 def _error_text(errors: APriori, unit: str) -> str:
-    parts = []
+    parts, shown = [], []
     for row in errors.table.itertuples():
         value = row.mae if errors.measure == "mean |error|" else row.rmse
         low, high = getattr(row, "mae_low", value), getattr(row, "mae_high", value)
-        if math.isfinite(value) and low == 0 < value:
-            parts.append(f"{row.level_name} up to ±{value:,.{error_digits(value)}f}")
+        if value == 0 and row.rmse == 0:
+            parts.append(f"{row.level_name}: exact")
+        elif math.isfinite(value) and low == 0 < value:
+            parts.append(f"{row.level_name} up to {_figure(value)}")
         elif math.isfinite(value) and not low == value == high:
-            parts.append(f"{row.level_name} ±{low:,.{error_digits(low)}f} to "
-                         f"±{high:,.{error_digits(high)}f}")
+            parts.append(f"{row.level_name} {_figure(low)} to {_figure(high)}")
         elif math.isfinite(value):
-            parts.append(f"{row.level_name} ±{value:,.{error_digits(value)}f}")
+            parts.append(f"{row.level_name} {_figure(value)}")
         elif math.isfinite(row.rmse):  # a level whose RMSE alone is known
-            parts.append(f"{row.level_name} ±{row.rmse:,.1f} (RMSE)")
+            parts.append(f"{row.level_name} {row.rmse:,.1f} (RMSE)")
         else:
             parts.append(f"{row.level_name}: " + ("not modelled" if errors.measure == "RMSE"
                                                  else "not measured"))
-    head = ("A released number is typically off by" if errors.released else
-            "Before the consistency step, a number is typically off by")
+        shown += [value] if math.isfinite(value) and value > 0 else []
+    head = ("Expected error of a released number" if errors.released else
+            "Expected error before the consistency step")
     text = (f"{head} ({errors.measure} per {errors.per}, in {unit}): " + ", ".join(parts)
             + f". A priori: {errors.basis}; no count is read. ")
     if not errors.released:
         text += NOT_THE_RELEASED_ERROR + " "
-    return text + (f"A number of 50 {unit} with an error of ±5 is off by 10%, so small "
-                   "numbers suffer most.")
+    if not shown:
+        return text.rstrip()
+    typical = statistics.median(shown)
+    return text + (f"An error of {_figure(typical)} on a number of 50 {unit} is "
+                   f"{typical / 50:.0%} of it, so small numbers suffer most.")
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.{error_digits(value)}f}"
 
 
 def _exact_text(mechanism, params: dict) -> str:

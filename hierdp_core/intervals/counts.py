@@ -95,10 +95,9 @@ from hierdp_core.intervals.bootstrap import (
     feasible,
     interval_record,
     plugin_stream,
-    pooled_trim,
     rank,
-    symmetric_sizes,
 )
+from hierdp_core.intervals.symmetric import pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
