@@ -53,8 +53,9 @@ the noise's pmf for raw). For TopDown, whose errors at a large budget take a few
 (often neither interval is near the level: 0.88 or 0.98), the lower end moves up in a share
 of the cells of each level and category with the same half-width, drawn from the public
 seed, that makes their draws pooled hold the level on average (`pooled_trim`: a randomised
-interval; measured 0.90-0.93 at nominal 0.9 at epsilon 10, 0.93-0.98 when each cell
-decided by its own draws).
+interval; at nominal 0.9 at epsilon 10 on the 25 shapes of
+`benchmarks/bench_coverage.py` 0.89-0.95, higher only where most values are released
+exactly; 0.93-0.98 when each cell decided by its own draws).
 
 Every interval is then intersected with [0, inf) (counts are non-negative; an interval
 wholly below 0 becomes [0, 0]). An invariant root gets [value, value].
