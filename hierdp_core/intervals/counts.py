@@ -370,8 +370,8 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
     stream = (SEED, plugin_stream(values))
     r = rank(level, replicates)
     above = np.empty_like(values)
-    inside = np.empty_like(values) if release.is_integer else None
-    held = np.empty_like(values) if release.is_integer else None
+    inside = np.empty(values.shape, np.int32) if release.is_integer else None
+    held = np.empty(values.shape, np.int32) if release.is_integer else None
     block = max(1, _MAX_DRAWS // (n * replicates))
     for first in range(0, k, block):
         cols = values[:, first:first + block]
@@ -392,7 +392,10 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
             list(pool.map(sizes, halves))
     if inside is None:
         return above, above, replicates
-    groups = release.hierarchy.level_of_nodes()[:, None] * k + np.arange(k)
-    uniform = np.random.default_rng([*stream, TRIM_STREAM]).random(values.shape)
-    below = above - pooled_trim(above, inside, held, replicates, level, groups, uniform)
+    h, below = release.hierarchy, above.copy()
+    uniform = np.random.default_rng([*stream, TRIM_STREAM])
+    for lv in range(h.n_levels):  # one group per level, category and half-width
+        at = h.level_slice(lv)
+        below[at] -= pooled_trim(above[at], inside[at], held[at], replicates, level,
+                                 uniform.random(above[at].shape))
     return below, above, replicates
