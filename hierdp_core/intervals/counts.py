@@ -39,9 +39,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   the |error| quantile at 2 level - 1), the inversion of a test at each candidate truth
   t: v is released that low with probability about (1 - level) / 2 or less when
   t > v + u_v (clipping only moves low values up to 0), and that high with probability
-  about 1 - level or less when t < v - w_v (a truth this near 0 is missed only by a
-  release too high, so that side takes the whole 1 - level; with the lower end at 0,
-  until 2026-11-30, such truths held about 1 - (1 - level) / 2). Measured before:
+  about 1 - level or less when t < v - w_v (a truth near 0 is missed only by a release
+  too high; with the lower end at 0 such truths held about 1 - (1 - level) / 2). Before:
   0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
   (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
   parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`.
