@@ -221,6 +221,7 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
 
 
 HIT_KEYS = ("hit", "exact", "raised", "lowered", "width")
+EXACT_SLACK = 1e-9  # the intervals' own slack for a real estimate's rounding error
 
 
 def interval_hits(values: np.ndarray, truth: np.ndarray, lower: np.ndarray,
@@ -229,13 +230,17 @@ def interval_hits(values: np.ndarray, truth: np.ndarray, lower: np.ndarray,
     value is the truth (``exact``), whether the interval one step narrower at its lower
     (``raised``) or upper (``lowered``) end still holds it (integer releases: the end
     moved by one towards the released value, never past it; others: the open interval),
-    and the ``width``: what tells an over-covering level's reason (`over_reason`)."""
+    and the ``width``: what tells an over-covering level's reason (`over_reason`). A real
+    value within `EXACT_SLACK` of its truth (relative) is released exactly: floating point
+    error, not noise."""
     if integer:
         raised = (lower + (lower < values) <= truth) & (truth <= upper)
         lowered = (lower <= truth) & (truth <= upper - (upper > values))
+        exact = values == truth
     else:
         raised = lowered = (lower < truth) & (truth < upper)
-    return {"hit": (lower <= truth) & (truth <= upper), "exact": values == truth,
+        exact = np.abs(values - truth) <= EXACT_SLACK * (1 + np.abs(truth))
+    return {"hit": (lower <= truth) & (truth <= upper), "exact": exact,
             "raised": raised, "lowered": lowered, "width": upper - lower}
 
 
