@@ -363,3 +363,6 @@ def test_topdown_cells_near_zero_get_the_one_sided_lower_end():
     expected = np.ceil(np.maximum(release.values - one_sided, 0) - 1e-9)
     assert (iv.lower[near] == expected[near]).all()
     assert (iv.lower[near] > 0).any() and (iv.lower[near] == 0).any()
+    assert "randomised" in iv.record["integer_step"]
+    least = get_mechanism("least-squares").release(data, PURE, source=NoiseSource(seed=6))
+    assert "integer_step" not in count_intervals(least, LEVEL).record

@@ -97,7 +97,7 @@ from hierdp_core.intervals.bootstrap import (
     plugin_stream,
     rank,
 )
-from hierdp_core.intervals.symmetric import pooled_trim, symmetric_sizes
+from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
@@ -160,9 +160,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
                                              or bootstrap_replicates(release.values.size))
             lower, upper, inverted = near_zero_inversion(release.values, below, above,
                                                          *unclipped.result())
-        h = release.hierarchy
-        methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[
-            h.level_slice(lv)].any() else "") for lv in range(h.n_levels)]
+        methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[at].any() else "")
+                   for at in map(release.hierarchy.level_slice, range(len(noises)))]
     else:
         raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
                          f"or topdown estimate, not for {name!r}")
@@ -170,7 +169,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
     names = release.hierarchy.level_names
-    record = interval_record(level, dict(zip(names, methods, strict=True)), draws)
+    step = {"integer_step": RANDOMISED_STEP} if shape == "topdown" and release.is_integer else {}
+    record = interval_record(level, dict(zip(names, methods, strict=True)), draws, **step)
     return feasible(lower, upper, record, integer=release.is_integer)
 
 
