@@ -54,6 +54,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hierdp_core.data.fixed_width import AncestorCodes, CodeTable
 from hierdp_core.data.integers import exact_total
 from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
 
@@ -145,6 +146,7 @@ def _place(parts: list, ancestors, levels, count_column, codes, values,
     placed and summed on its own thread (pyarrow and numpy let go of the GIL); a single part
     is read one block ahead on a thread while a block is placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
+    coarser = [AncestorCodes(k, up) for k, up in zip(codes, ancestors, strict=False)]
     sizes = [v.size for v in values.values()]
     n_cells = n_leaves * math.prod(sizes)
     cell_type = np.int32 if n_cells < 2**31 else np.int64
@@ -152,16 +154,23 @@ def _place(parts: list, ancestors, levels, count_column, codes, values,
     def place(batch) -> tuple | None:
         if any(column.null_count for column in batch.columns):
             return None  # a missing cell
-        at = [lookup(batch.column(c)) for lookup, c in zip(lookups, [*levels, *values],
+        at = [lookup(batch.column(c)) for lookup, c in zip(lookups[len(levels) - 1:],
+                                                           levels[-1:] + [*values],
                                                            strict=True)]
         counts = _counts(batch.column(count_column)) if count_column else None
         if any(a is None for a in at) or (count_column and counts is None):
             return None
-        leaf = at[len(levels) - 1]
-        if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
-            return None  # a coarser code is not the leaf's ancestor's
+        leaf = at[0]
+        for level, check in enumerate(coarser):  # each coarser code the leaf's ancestor's
+            column = batch.column(levels[level])
+            same = check(column, leaf)
+            if same is None:  # texts of several lengths: looked up, positions compared
+                found = lookups[level](column)
+                same = found is not None and np.array_equal(ancestors[level][leaf], found)
+            if not same:
+                return None
         cell = leaf.astype(cell_type)
-        for size, index in zip(sizes, at[len(levels):], strict=True):
+        for size, index in zip(sizes, at[1:], strict=True):
             cell = cell * size + index
         return cell, counts
 
@@ -250,10 +259,11 @@ def _digit_codes(codes: np.ndarray) -> bool:
 
 
 class _Lookup:
-    """The position in ``codes`` of every row's text (None when one is not there): by
-    pyarrow's hash of the codes, or for many digit codes by their integer keys, or for
+    """The position in ``codes`` of every row's text (None when one is not there): for
     codes of one byte each (``F``/``M``) from a table of the bytes when every row's text
-    is one byte too (pyarrow's hash took 15-20 ns a row there, the table about 2)."""
+    is one byte too (pyarrow's hash took 15-20 ns a row there, the table about 2); else,
+    when every row's text is of one length, by its bytes (`CodeTable`); else by pyarrow's
+    hash of the codes, or for many digit codes by their integer keys."""
 
     def __init__(self, codes: np.ndarray):
         self.digits = codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes)
@@ -262,6 +272,7 @@ class _Lookup:
         if encoded and all(len(code) == 1 for code in encoded):
             self.bytes = np.full(256, -1, dtype=np.int32)
             self.bytes[[code[0] for code in encoded]] = np.arange(codes.size)
+        self.fixed = CodeTable(codes)
         if self.digits:
             self.keys = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
             self.keys.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash table made
@@ -271,19 +282,20 @@ class _Lookup:
 
     def __call__(self, column: pa.Array) -> np.ndarray | None:
         one = _one_byte_texts(column) if self.bytes is not None else None
-        if one is not None:
-            at = self.bytes[one]
-        elif self.digits:
+        at = self.bytes[one] if one is not None else self.fixed(column)
+        if at is None:
+            at = self._general(column)
+        return None if at is None or (at.size and at.min() < 0) else at.astype(np.int32,
+                                                                                copy=False)
+
+    def _general(self, column: pa.Array) -> np.ndarray | None:
+        """The positions by integer keys or pyarrow's hash, -1 (or None) where a text is
+        none of the codes."""
+        if self.digits:
             keys = _digit_keys(column)
-            if keys is None:
-                return None
-            at = self.keys.get_indexer(keys)
-        else:
-            found = pc.index_in(column, value_set=self.codes)
-            if found.null_count:
-                return None
-            at = found.to_numpy()
-        return None if at.size and at.min() < 0 else at.astype(np.int32, copy=False)
+            return None if keys is None else self.keys.get_indexer(keys)
+        found = pc.index_in(column, value_set=self.codes)
+        return None if found.null_count else found.to_numpy()
 
 
 def _digit_keys(column: pa.Array) -> np.ndarray | None:
