@@ -3,12 +3,16 @@ row's leaf, category cell and count, with no pandas table of the rows.
 
 `place_rows` reads the level, category and count columns with pyarrow as plain strings, block
 by block (a large file in two stretches of whole lines, each on its own thread), and matches
-each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
-lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
-coarser level's code must be the leaf's ancestor's, each category value a declared one, each
-count a canonical non-negative integer. Each block's counts are then summed by cell (leaf
-and category) on its thread, in int64 (`np.add.at`), so no array of every row's leaf, cell
-or count is made, nor summed after the reading. It gives the same sums by cell as the
+each block against the declared codes and values with pyarrow and numpy kernels: the finest
+level's codes give the leaf, each coarser level's code must be the leaf's ancestor's, each
+category value a declared one, each count a canonical non-negative integer. A column whose
+texts in the block are all of one byte length (GEOID-like codes) is matched by its bytes
+(`hierdp_core.data.fixed_width`: the leaf from a table of the codes' bytes, a coarser code
+compared with the bytes of the leaf's ancestor's); any other by a hash lookup per row
+(`pc.index_in`, or for many digit codes their integer value and length), a coarser code
+then looked up and its position compared with the leaf's ancestor's. Each block's counts
+are then summed by cell (leaf and category) on its thread, in int64 (`np.add.at`), so no
+array of every row's leaf, cell or count is made, nor summed after the reading. It gives the same sums by cell as the
 careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
 `hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
 careful path reads the file and says what is wrong: a missing cell, a code outside the
@@ -20,7 +24,11 @@ them, and turns an all-numeric column into numbers. A declared code is used here
 that cannot change it (`_usable`): digits alone (up to 17: an integer column prints them
 back unchanged, and one with a leading zero stays text), or text that is no number and no
 NA token, with nothing to strip. A row is placed only when its text equals such a code, so
-the careful path would read the same code for it.
+the careful path would read the same code for it. Matched by bytes or by hash, a text is
+taken for a code exactly when it equals it (the bytes path compares all of them and the
+length), and a coarser text is accepted exactly when it is the leaf's ancestor's code (the
+codes of a level are distinct, so equal positions and equal texts are one thing): the
+result does not depend on which path a block takes.
 
 Example
 -------
