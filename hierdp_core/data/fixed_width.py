@@ -7,7 +7,8 @@ when their words are, whatever their bytes (digits, letters, bytes that are no U
 
 - `CodeTable(codes)` finds each row's text among ``codes`` (distinct str) by its words, in
   an open-addressing table per length built once (a multiplicative hash, linear probing,
-  at most a third full): about 15 ns a row where pandas' hash of integer keys took 30.
+  at most a quarter full): about 20 ns a row for 80,000 tract codes, where their integer
+  keys in pandas' hash took 33.
 - `AncestorCodes(codes, node)` says whether each row's text is the code of ``node[leaf]``
   for the row's ``leaf``: one gather and one comparison of words per row, instead of
   looking the code up and comparing positions.
@@ -81,7 +82,7 @@ class _Table:
     """The positions of codes of one length, by their words (linear probing)."""
 
     def __init__(self, words: list[np.ndarray], positions: np.ndarray):
-        self.bits = max(int(np.ceil(np.log2(3 * len(positions)))), 4)
+        self.bits = max(int(np.ceil(np.log2(4 * len(positions)))), 4)
         size = 1 << self.bits
         self.words = [np.zeros(size, dtype=np.uint64) for _ in words]
         self.at = np.full(size, -1, dtype=np.int32)
