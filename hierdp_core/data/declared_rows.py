@@ -12,12 +12,12 @@ compared with the bytes of the leaf's ancestor's); any other by a hash lookup pe
 (`pc.index_in`, or for many digit codes their integer value and length), a coarser code
 then looked up and its position compared with the leaf's ancestor's. Each block's counts
 are then summed by cell (leaf and category) on its thread, in int64 (`np.add.at`), so no
-array of every row's leaf, cell or count is made, nor summed after the reading. It gives the same sums by cell as the
-careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
-`hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
-careful path reads the file and says what is wrong: a missing cell, a code outside the
-geography or under another parent, an undeclared value, a count that is not a plain
-integer, an undecodable byte, a ragged row.
+array of every row's leaf, cell or count is made, nor summed after the reading. It gives
+the same sums by cell as the careful path (`hierdp_core.data.loaders.read_table`, its type
+rule, then `hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None,
+and then the careful path reads the file and says what is wrong: a missing cell, a code
+outside the geography or under another parent, an undeclared value, a count that is not a
+plain integer, an undecodable byte, a ragged row.
 
 Why the results agree: the careful path types a column by its distinct values, strips
 them, and turns an all-numeric column into numbers. A declared code is used here only when

@@ -66,7 +66,7 @@ def _code_words(codes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     inside = np.arange(MAX_BYTES) < lengths[:, None]
     padded = np.where(inside, data[np.where(inside, at, 0)] if data.size else 0, 0)
     lengths = np.where(lengths <= MAX_BYTES, lengths, 0)
-    words = np.ascontiguousarray(padded, dtype=np.uint8).view(np.uint64)
+    words = np.ascontiguousarray(padded, dtype=np.uint8).view("<u8")  # as `row_words`
     return lengths, [words[:, 0].copy(), words[:, 1].copy()]
 
 
