@@ -96,14 +96,16 @@ def _placed(geo, codes, batches):
 
 
 @settings(max_examples=300, deadline=None)
-@given(_placements())
-def test_the_bytes_path_places_rows_as_the_general_path(placement):
+@given(_placements(), st.booleans())
+def test_the_bytes_path_places_rows_as_the_general_path(placement, digit_keys):
     """Any batches, plain or not, of one width or several within and across batches: the
-    same sums, cells and totals, or None, with and without the bytes path."""
-    fast = _placed(*placement)
-    with mock.patch.object(CodeTable, "__call__", lambda self, column: None), \
-            mock.patch.object(AncestorCodes, "__call__", lambda self, column, leaf: None):
-        general = _placed(*placement)
+    same sums, cells and totals, or None, with and without the bytes path (the general
+    one by pyarrow's hash or by integer keys)."""
+    with mock.patch.object(declared_rows, "DIGIT_KEYS_FROM", 1 if digit_keys else 10**9):
+        fast = _placed(*placement)
+        with mock.patch.object(CodeTable, "__call__", lambda self, column: None), \
+                mock.patch.object(AncestorCodes, "__call__", lambda self, column, leaf: None):
+            general = _placed(*placement)
     assert fast == general
 
 
