@@ -3,24 +3,32 @@ row's leaf, category cell and count, with no pandas table of the rows.
 
 `place_rows` reads the level, category and count columns with pyarrow as plain strings, block
 by block (a large file in two stretches of whole lines, each on its own thread), and matches
-each block against the declared codes and values with pyarrow and numpy kernels: the finest level's codes give the leaf (a hash
-lookup per row: `pc.index_in`, or for many digit codes their integer value and length), each
-coarser level's code must be the leaf's ancestor's, each category value a declared one, each
-count a canonical non-negative integer. Each block's counts are then summed by cell (leaf
-and category) on its thread, in int64 (`np.add.at`), so no array of every row's leaf, cell
-or count is made, nor summed after the reading. It gives the same sums by cell as the
-careful path (`hierdp_core.data.loaders.read_table`, its type rule, then
-`hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None, and then the
-careful path reads the file and says what is wrong: a missing cell, a code outside the
-geography or under another parent, an undeclared value, a count that is not a plain
-integer, an undecodable byte, a ragged row.
+each block against the declared codes and values with pyarrow and numpy kernels: the finest
+level's codes give the leaf, each coarser level's code must be the leaf's ancestor's, each
+category value a declared one, each count a canonical non-negative integer. A column whose
+texts in the block are all of one byte length (GEOID-like codes) is matched by its bytes
+(`hierdp_core.data.fixed_width`: the leaf from a table of the codes' bytes, a coarser code
+compared with the bytes of the leaf's ancestor's); any other by a hash lookup per row
+(`pc.index_in`, or for many digit codes their integer value and length), a coarser code
+then looked up and its position compared with the leaf's ancestor's. Each block's counts
+are then summed by cell (leaf and category) on its thread, in int64 (`np.add.at`), so no
+array of every row's leaf, cell or count is made, nor summed after the reading. It gives
+the same sums by cell as the careful path (`hierdp_core.data.loaders.read_table`, its type
+rule, then `hierdp_core.structure.Geography.leaf_of_rows` and `category_index`) or None,
+and then the careful path reads the file and says what is wrong: a missing cell, a code
+outside the geography or under another parent, an undeclared value, a count that is not a
+plain integer, an undecodable byte, a ragged row.
 
 Why the results agree: the careful path types a column by its distinct values, strips
 them, and turns an all-numeric column into numbers. A declared code is used here only when
 that cannot change it (`_usable`): digits alone (up to 17: an integer column prints them
 back unchanged, and one with a leading zero stays text), or text that is no number and no
 NA token, with nothing to strip. A row is placed only when its text equals such a code, so
-the careful path would read the same code for it.
+the careful path would read the same code for it. Matched by bytes or by hash, a text is
+taken for a code exactly when it equals it (the bytes path compares all of them and the
+length), and a coarser text is accepted exactly when it is the leaf's ancestor's code (the
+codes of a level are distinct, so equal positions and equal texts are one thing): the
+result does not depend on which path a block takes.
 
 Example
 -------
@@ -45,6 +53,7 @@ True
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -54,6 +63,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hierdp_core.data.fixed_width import AncestorCodes, CodeTable
 from hierdp_core.data.integers import exact_total
 from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
 
@@ -145,6 +155,7 @@ def _place(parts: list, ancestors, levels, count_column, codes, values,
     placed and summed on its own thread (pyarrow and numpy let go of the GIL); a single part
     is read one block ahead on a thread while a block is placed."""
     lookups = [_Lookup(k) for k in [*codes, *values.values()]]
+    coarser = [AncestorCodes(k, up) for k, up in zip(codes, ancestors, strict=False)]
     sizes = [v.size for v in values.values()]
     n_cells = n_leaves * math.prod(sizes)
     cell_type = np.int32 if n_cells < 2**31 else np.int64
@@ -152,16 +163,23 @@ def _place(parts: list, ancestors, levels, count_column, codes, values,
     def place(batch) -> tuple | None:
         if any(column.null_count for column in batch.columns):
             return None  # a missing cell
-        at = [lookup(batch.column(c)) for lookup, c in zip(lookups, [*levels, *values],
+        at = [lookup(batch.column(c)) for lookup, c in zip(lookups[len(levels) - 1:],
+                                                           levels[-1:] + [*values],
                                                            strict=True)]
         counts = _counts(batch.column(count_column)) if count_column else None
         if any(a is None for a in at) or (count_column and counts is None):
             return None
-        leaf = at[len(levels) - 1]
-        if not all(np.array_equal(up[leaf], a) for up, a in zip(ancestors, at, strict=False)):
-            return None  # a coarser code is not the leaf's ancestor's
+        leaf = at[0]
+        for level, check in enumerate(coarser):  # each coarser code the leaf's ancestor's
+            column = batch.column(levels[level])
+            same = check(column, leaf)
+            if same is None:  # texts of several lengths: looked up, positions compared
+                found = lookups[level](column)
+                same = found is not None and np.array_equal(ancestors[level][leaf], found)
+            if not same:
+                return None
         cell = leaf.astype(cell_type)
-        for size, index in zip(sizes, at[len(levels):], strict=True):
+        for size, index in zip(sizes, at[1:], strict=True):
             cell = cell * size + index
         return cell, counts
 
@@ -250,40 +268,54 @@ def _digit_codes(codes: np.ndarray) -> bool:
 
 
 class _Lookup:
-    """The position in ``codes`` of every row's text (None when one is not there): by
-    pyarrow's hash of the codes, or for many digit codes by their integer keys, or for
+    """The position in ``codes`` of every row's text (None when one is not there): for
     codes of one byte each (``F``/``M``) from a table of the bytes when every row's text
-    is one byte too (pyarrow's hash took 15-20 ns a row there, the table about 2)."""
+    is one byte too (pyarrow's hash took 15-20 ns a row there, the table about 2); else,
+    when every row's text is of one length, by its bytes (`CodeTable`); else by pyarrow's
+    hash of the codes, or for many digit codes by their integer keys."""
 
     def __init__(self, codes: np.ndarray):
-        self.digits = codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes)
+        self.codes = codes
         encoded = [code.encode() for code in codes.tolist()] if codes.size <= 256 else []
         self.bytes = None
         if encoded and all(len(code) == 1 for code in encoded):
             self.bytes = np.full(256, -1, dtype=np.int32)
             self.bytes[[code[0] for code in encoded]] = np.arange(codes.size)
-        if self.digits:
-            self.keys = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
-            self.keys.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash table made
-            # here, whole: the threads reading parts of the file then only look it up
-        else:
-            self.codes = pa.array(codes, pa.string())
+        self.fixed = CodeTable(codes)
+        self.lock = threading.Lock()
+        self.table = None
 
     def __call__(self, column: pa.Array) -> np.ndarray | None:
         one = _one_byte_texts(column) if self.bytes is not None else None
-        if one is not None:
-            at = self.bytes[one]
-        elif self.digits:
+        at = self.bytes[one] if one is not None else self.fixed(column)
+        if at is None:
+            at = self._general(column)
+        return None if at is None or (at.size and at.min() < 0) else at.astype(np.int32,
+                                                                                copy=False)
+
+    def _general(self, column: pa.Array) -> np.ndarray | None:
+        """The positions by integer keys or pyarrow's hash, -1 (or None) where a text is
+        none of the codes."""
+        table = self._table()
+        if isinstance(table, pd.Index):
             keys = _digit_keys(column)
-            if keys is None:
-                return None
-            at = self.keys.get_indexer(keys)
-        else:
-            found = pc.index_in(column, value_set=self.codes)
-            if found.null_count:
-                return None
-            at = found.to_numpy()
-        return None if at.size and at.min() < 0 else at.astype(np.int32, copy=False)
+            return None if keys is None else table.get_indexer(keys)
+        found = pc.index_in(column, value_set=table)
+        return None if found.null_count else found.to_numpy()
+
+    def _table(self) -> pd.Index | pa.Array:
+        """The integer keys of many digit codes in pandas' hash, else the codes for
+        pyarrow's: made, whole, by the first block that needs them (0.07 CPU-s for the
+        80,000 tracts, which their bytes match), which the threads then share."""
+        with self.lock:
+            if self.table is None:
+                codes = self.codes
+                if codes.size >= DIGIT_KEYS_FROM and _digit_codes(codes):
+                    self.table = pd.Index(codes.astype(np.int64) * 32 + np.char.str_len(codes))
+                    self.table.get_indexer(np.array([1, 0], dtype=np.int64))  # its hash
+                else:
+                    self.table = pa.array(codes, pa.string())
+            return self.table
 
 
 def _digit_keys(column: pa.Array) -> np.ndarray | None:
