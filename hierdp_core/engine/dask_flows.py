@@ -23,6 +23,7 @@ from hierdp_core.engine.dask_engine import (
     check_dataset_total,
     check_repeats,
     client_for,
+    computed_parts,
     dataset_files,
     read_dataset,
 )
@@ -98,9 +99,10 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
                      declared_structure=True)
     geo, public = client.scatter([geography, shape], broadcast=True)
     pairs = delayed(partition_pairs, pure=False)
-    parts = client.compute([pairs(part, geo, public, origin_levels, destination_levels,
-                                  count_column, duplicates, i)
-                            for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
+    parts = computed_parts(client, [pairs(part, geo, public, origin_levels,
+                                          destination_levels, count_column, duplicates, i)
+                                    for i, part in enumerate(frame.to_delayed(
+                                        optimize_graph=True))])
     n_blocks = block_starts(shape.geography).size
     if count_column is not None and duplicates == "error":
         check_repeats(client, parts, "origin and destination",
