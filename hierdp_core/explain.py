@@ -182,8 +182,8 @@ def _error_text(errors: APriori, unit: str) -> str:
             parts.append(f"{row.level_name}: " + ("not modelled" if errors.measure == "RMSE"
                                                  else "not measured"))
         shown += [value] if math.isfinite(value) and value > 0 else []
-    head = ("Expected error of a released number" if errors.released else
-            "Expected error before the consistency step")
+    head = ("Per released number" if errors.released else
+            "Per number before the consistency step")
     text = (f"{head} ({errors.measure} per {errors.per}, in {unit}): " + ", ".join(parts)
             + f". A priori: {errors.basis}; no count is read. ")
     if not errors.released:

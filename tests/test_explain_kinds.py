@@ -212,7 +212,7 @@ def test_the_text_says_the_noise_is_not_the_released_error(households, flights):
                                (flights, "stability-histogram",
                                 PrivacyBudget.approx(1.0, 1e-8))):
         text = explain(data, name, budget).error_text
-        assert text.startswith("Expected error before the consistency step"), text
+        assert text.startswith("Per number before the consistency step"), text
         assert NOT_THE_RELEASED_ERROR in text and "A released number" not in text
     leaves_summed = explain(flights, "vanilla-gauss", PrivacyBudget.approx(1.0, 1e-8))
-    assert leaves_summed.error_text.startswith("Expected error of a released number")  # summed noise
+    assert leaves_summed.error_text.startswith("Per released number")  # summed noise
