@@ -54,7 +54,7 @@ RECORDED = {
     "gs-kuo-hierarchical": "d41177664855f396",
     "gs-topdown": "44cd14b625de5103",
     "inftda": "73662c207b42ad25",
-    "dawa": "399375ffebbec4e6",
+    "dawa": "c996c20d44a658c8",
 }
 
 

@@ -159,8 +159,9 @@ class RangeReleaser:
         h = self.data.hierarchy
         root = estimates[:, h.level_slice(1)].sum(axis=1) if self.parts[0] is None \
             else estimates[:, 0]
-        return atom_topdown(h, np.nan_to_num(estimates), root,
-                            self.data.workload.atom_starts())
+        workload = self.data.workload
+        return atom_topdown(h, np.nan_to_num(estimates), root, workload.atom_starts(),
+                            cumulative=workload.spans_atoms())
 
     def _measure_level(self, level: int, epsilon: float, source: NoiseSource,
                        estimates: np.ndarray, edges: list) -> int:

@@ -19,8 +19,10 @@ in the proportions of its parent's (the root: of its own non-negative estimates)
 numbers; (3) every leaf's cells are rounded by their cumulative sums, which keeps its atom
 totals exactly, and every other node is the sum of its leaves. Every atom total is then the
 one of step 1, and every parent histogram the sum of its children's. With one atom per cell
-(prefixes, all ranges) it is exactly the core's TopDown. Post-processing of the estimates
-and public parameters only.
+(prefixes, all ranges) it is exactly the core's TopDown. For a workload of sums of several
+atoms (prefixes, ranges) the root's atom totals come from its estimates' cumulative sums
+made non-decreasing (`cumulative_nonnegative`), not from each total clipped at 0.
+Post-processing of the estimates and public parameters only.
 
 Example
 -------
@@ -43,19 +45,24 @@ from hierdp_core.hierarchy import Hierarchy
 
 
 def atom_topdown(hierarchy: Hierarchy, estimates: np.ndarray, root_estimate: np.ndarray,
-                 starts: np.ndarray) -> np.ndarray:
+                 starts: np.ndarray, cumulative: bool = False) -> np.ndarray:
     """Consistent non-negative integer histograms (n_nodes, n) from real estimates (n_nodes,
     n) and the root's estimate (n,), over the atoms beginning at ``starts`` (module doc).
     Many releases at once: estimates (T, n_nodes, n) and roots (T, n) give (T, n_nodes, n),
     each release's as it alone gives it (the releases side by side as columns, every step
-    column by column or atom by atom)."""
+    column by column or atom by atom). ``cumulative`` (a workload of sums of several atoms,
+    `Workload.spans_atoms`): the root's atom totals are `cumulative_nonnegative`, not each
+    clipped at 0."""
     if estimates.ndim == 2:
-        return atom_topdown(hierarchy, estimates[None], root_estimate[None], starts)[0]
+        return atom_topdown(hierarchy, estimates[None], root_estimate[None], starts,
+                            cumulative)[0]
     h, (trials, _, n) = hierarchy, estimates.shape
     columns = estimates.transpose(1, 0, 2).reshape(h.n_nodes, trials * n)
     root = root_estimate.reshape(trials * n)
     every = (starts[None, :] + n * np.arange(trials)[:, None]).ravel()  # each release's
-    root_atoms = np.maximum(np.rint(np.add.reduceat(root, every)), 0)
+    atoms = np.add.reduceat(root, every)
+    root_atoms = (cumulative_nonnegative(atoms.reshape(trials, -1)).ravel() if cumulative
+                  else np.maximum(np.rint(atoms), 0))
     if starts.size == n:
         out = topdown(h, columns, root_atoms)
     else:
@@ -76,3 +83,19 @@ def _atom_leaves(h: Hierarchy, columns: np.ndarray, root: np.ndarray, starts: np
         shaped = totals[h.level_slice(level)][:, atom_of_cell] * share[h.segment_of_level(level)]
     cumulative = np.rint(np.cumsum(shaped.reshape(len(shaped), -1, n), axis=2))
     return np.diff(cumulative, axis=2, prepend=0).astype(np.int64).reshape(len(shaped), -1)
+
+
+def cumulative_nonnegative(totals: np.ndarray) -> np.ndarray:
+    """Non-negative integer totals (rows of ``totals`` (T, m) side by side) whose cumulative
+    sums are the closest non-decreasing, non-negative sequence to the estimates' cumulative
+    sums (isotonic regression: `scipy.optimize.isotonic_regression`), rounded. Clipping
+    each total at 0 instead adds every negative estimate's loss to all later cumulative
+    sums: on small roots measured at ε 0.1 prefix answers 3-6 times worse than the
+    estimates'; the projection onto the non-decreasing sequences, which the true cumulative
+    counts are, never moves them further from the truth (in the sum of squares)."""
+    from scipy.optimize import isotonic_regression
+
+    cumulative = np.cumsum(totals, axis=1)
+    fitted = np.stack([isotonic_regression(row).x for row in cumulative])
+    ends = np.rint(np.maximum(fitted, 0))
+    return np.diff(ends, axis=1, prepend=0)

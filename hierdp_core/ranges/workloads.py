@@ -82,6 +82,18 @@ class Workload:
         differs = np.asarray((abs(w[:, 1:] - w[:, :-1]) > 0).sum(axis=0)).ravel() > 0
         return np.concatenate([[0], np.flatnonzero(differs) + 1])
 
+    def spans_atoms(self) -> bool:
+        """Whether some query sums more than one atom (prefixes, ranges: its answer is a
+        difference of cumulative atom totals), not only single atoms (cells, bands)."""
+        starts = self.atom_starts()
+        if self.is_ranges:
+            first, last = (np.searchsorted(starts, ends, side="right") - 1
+                           for ends in (self.lo, self.hi))
+            return bool((last > first).any())
+        atom = np.searchsorted(starts, np.arange(self.n), side="right") - 1
+        spread = sparse.csr_matrix((np.ones(self.n), (np.arange(self.n), atom)))
+        return bool(((abs(self.to_matrix()) @ spread) > 0).sum(axis=1).max() > 1)
+
     def to_matrix(self) -> sparse.csr_matrix:
         """The (m, n) query matrix."""
         if not self.is_ranges:
