@@ -68,7 +68,7 @@ SECURE_NOISE_QUERY_PAGE = ("secure noise charged to the dataset's budget: drawn 
 
 #: what the text adds where the a priori figures are the measurement noise, not the released
 #: values' error (`APriori.released`): on the generated shapes of the coverage benchmark
-#: the released error per level was 0-18 times the figure for group sizes, 0.02-6.1
+#: the released error per level was 0-24 times the figure for group sizes, 0.02-4.0
 #: times for ranges (docs/benchmarks.md)
 NOT_THE_RELEASED_ERROR = (
     "The released numbers' error is not this: it depends on the data. The consistency step "
