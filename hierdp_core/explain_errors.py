@@ -33,8 +33,8 @@ from hierdp_core.privacy.budget import PrivacyBudget
 
 COLUMNS = ["level_name", "units", "mae", "rmse"]
 FORECAST_BASIS = ("the released values, from the tree's shape and the budget alone (the "
-                  "exact variance of the least-squares estimate); a range where the noise "
-                  "is mostly 0 (a large budget per level)")
+                  "exact variance of the least-squares estimate)")
+RANGE_BASIS = "; a range where the noise is mostly 0 (a large budget per level)"
 TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape and the "
                  "budget alone: TopDown then keeps every count at or above 0, so small or "
                  "empty units are off by less")
@@ -88,6 +88,9 @@ def count_errors(data, name: str, budget: PrivacyBudget, split, params: dict) ->
                            at_most=family == "topdown" and not noisy)
     basis = {"raw": "each level's own noise", "least-squares": FORECAST_BASIS,
              "topdown": TOPDOWN_NOISY_BASIS if noisy else TOPDOWN_BASIS}[family]
+    ranged = table["mae_low"].notna() & (table["mae_low"] != table["mae_high"])
+    if family == "least-squares" and ranged.any():  # said only where a level shows one
+        basis += RANGE_BASIS
     return APriori(table.assign(units=units)[COLUMNS + ["mae_low", "mae_high"]], basis, per,
                    released=not noisy)
 

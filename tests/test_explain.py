@@ -70,6 +70,7 @@ def test_continuous_noise_errors_are_the_split_optimisers(small_county_data, mec
         assert f"county up to {expected['mae'].iloc[2]:,.1f}" in e.error_text
     else:
         assert f"county {expected['mae'].iloc[2]:,.1f}" in e.error_text
+    assert "a range where" not in e.error_text  # every level a point or an upper bound
 
 
 def test_integer_noise_of_a_large_budget_is_a_range(small_county_data):
@@ -85,6 +86,7 @@ def test_integer_noise_of_a_large_budget_is_a_range(small_county_data):
     low, high = e.errors.loc[2, ["mae_low", "mae_high"]]
     assert f"county {low:,.{error_digits(low)}f} to {high:,.{error_digits(high)}f}" \
         in e.error_text
+    assert "a range where the noise is mostly 0" in e.error_text
 
 
 def test_a_mechanism_the_model_lacks_gets_its_ledger_noise(small_county_data, monkeypatch):
