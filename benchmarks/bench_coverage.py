@@ -29,8 +29,8 @@ the intervals (releases only: minutes for every shape and mechanism).
 
 Prints ONE JSON object with ``results`` (per shape, mechanism, epsilon, level),
 ``worst_coverage``, ``worst_cell``, ``uncalibrated`` (under), ``conservative`` (over),
-``wider_than_needed`` (over, not forced), ``unresolved``, ``flagged_in_manifest`` (levels the release's manifest marks
-``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
+``wider_than_needed`` (over, not forced), ``unresolved``, ``flagged_in_manifest`` (levels
+the release's manifest marks ``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
 should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
 ``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``. Example::
 

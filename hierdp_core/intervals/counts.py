@@ -150,7 +150,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     elif shape == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
-        half, methods, draws = _least_squares(release, noises, level, draws)[:3]
+        (half,), methods, draws = _least_squares(release, noises, (level,), draws)
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
     elif shape == "topdown":  # the simulation beside the bootstrap: numpy shares the cores
@@ -160,8 +160,9 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
                                              or bootstrap_replicates(release.values.size))
             lower, upper, inverted = near_zero_inversion(release.values, below, above,
                                                          *unclipped.result())
+        h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[at].any() else "")
-                   for at in map(release.hierarchy.level_slice, range(len(noises)))]
+                   for at in map(h.level_slice, range(h.n_levels))]
     else:
         raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
                          f"or topdown estimate, not for {name!r}")
@@ -261,20 +262,19 @@ def unclipped_half_widths(release: Release, noises: list[Noise | None],
         return out[0], out[1]
     as_least_squares = dataclasses.replace(release, mechanism="least-squares")
     draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
-    both = _least_squares(as_least_squares, noises, level, draws, one_sided)
-    return both[0], both[3]
+    (two_sided, below), _, _ = _least_squares(as_least_squares, noises, (level, one_sided),
+                                              draws)
+    return two_sided, below
 
 
-def _least_squares(release: Release, noises: list[Noise | None], level: float,
-                   replicates: int, *more_levels: float):
-    """Least squares' half-widths c_l sqrt(P_v) per node (a column; module doc), methods
-    per level and draws (None for normal); then those at each of ``more_levels`` from the
-    same draws."""
+def _least_squares(release: Release, noises: list[Noise | None], levels: tuple[float, ...],
+                   replicates: int):
+    """Least squares' half-widths c_l sqrt(P_v) per node (a column; module doc) at each of
+    the ``levels``, from the same draws; methods per level and draws (None for normal)."""
     h = release.hierarchy
     variance = _variances(noises)
     root_invariant = bool(release.parameters.get("root_invariant"))
     sd = np.sqrt(np.concatenate(gls_variances(h, variance, root_invariant)))
-    levels = (level, *more_levels)
     measured = [n for n in noises if n is not None]
     if all(n.name in GAUSSIAN_NOISES for n in measured):
         cs = [np.full(h.n_levels, Gaussian(1.0).abs_quantile(q)) for q in levels]
@@ -286,8 +286,7 @@ def _least_squares(release: Release, noises: list[Noise | None], level: float,
         cs = [np.array([confident_order_statistic(t[h.level_slice(lv)].ravel(), q)
                         for lv in range(h.n_levels)]) for q in levels]
         methods, draws = ["simulated"] * h.n_levels, replicates
-    half = [per_node(release, c) * sd[:, None] for c in cs]
-    return half[0], methods, draws, *half[1:]
+    return [per_node(release, c) * sd[:, None] for c in cs], methods, draws
 
 
 def _variances(noises: list[Noise | None]) -> np.ndarray:

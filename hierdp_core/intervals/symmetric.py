@@ -22,22 +22,30 @@ def symmetric_half_widths(d: np.ndarray, r: int,
     errors a - 1 below when [-a, a - 1] still holds r + 1 draws (the smallest interval
     holding the level). The symmetric form keeps covering small counts, whose clipped
     redraws are one-sided."""
-    a, inside, _ = symmetric_sizes(d, r, integer)
-    return (a, a) if inside is None else (a - ((a > 0) & (inside > r)), a)
+    a = _half_width(d, r)
+    return (a - ((a > 0) & (_within(d, a, -1) > r)), a) if integer else (a, a)
 
 
 def symmetric_sizes(d: np.ndarray, r: int, integer: bool):
     """Per cell, from its bootstrap errors ``d`` (replicates on the last axis): a, the
     rank-``r`` order statistic of |d|, and with ``integer`` errors how many draws lie in
     [-a, a - 1] and in [-a, a] (else None, None)."""
-    size = np.abs(d)
-    size.partition(r, axis=-1)  # in place: no copy of the errors' sizes
-    a = size[..., r]
+    a = _half_width(d, r)
     if not integer:
         return a, None, None
-    low = d >= -a[..., None]
-    return (a, (low & (d < a[..., None])).sum(axis=-1),
-            (low & (d <= a[..., None])).sum(axis=-1))
+    return a, _within(d, a, -1), _within(d, a, 0)
+
+
+def _half_width(d: np.ndarray, r: int) -> np.ndarray:
+    """The rank-``r`` order statistic of |d| over the last axis."""
+    size = np.abs(d)
+    size.partition(r, axis=-1)  # in place: no copy of the errors' sizes
+    return size[..., r]
+
+
+def _within(d: np.ndarray, a: np.ndarray, top: int) -> np.ndarray:
+    """How many of each cell's draws lie in [-a, a + top]."""
+    return ((d >= -a[..., None]) & (d <= a[..., None] + top)).sum(axis=-1)
 
 
 def pooled_trim(a: np.ndarray, inside: np.ndarray, held: np.ndarray, draws: int,
