@@ -214,12 +214,13 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
                              values)[1] if categories else ("total",))
     workers = sorted(client.scheduler_info()["workers"])
     placement = balanced_placement(block_sizes(h), workers) if workers else None
-    geo = client.scatter(geography, broadcast=True)
+    # a key of this run's own (not the content's hash, which an earlier release of the same
+    # geography on a shared client may still be releasing: its tasks then lose it)
+    geo = client.scatter(geography, broadcast=True, hash=False)
     cells, first = delayed(partition_cells, pure=False), first_leaves(h)
-    parts = computed_parts(client, [cells(part, geo, levels, categories, values, count_column,
-                                          len(labels), first, duplicates, i)
-                                    for i, part in enumerate(frame.to_delayed(
-                                        optimize_graph=True))])
+    parts = client.compute([cells(part, geo, levels, categories, values, count_column,
+                                  len(labels), first, duplicates, i)
+                            for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
     if count_column is not None and duplicates == "error":
         k = len(labels)
         check_repeats(client, parts, "unit and category", lambda c: unit_category(
@@ -232,22 +233,6 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
                                 split=split, source=source, executor=client, tree=geo,
                                 placement=placement, parts_folder=parts_folder, **params)
     return release, data
-
-
-def computed_parts(client, tasks: list) -> list:
-    """Handles of the ``tasks`` (delayed, one per partition) computed on ``client``, once
-    every one has finished; the first failed partition's error (a row repeated within it,
-    a value outside the declared ones), in partition order, is raised here, before any task
-    taking them is submitted: such a task could be cancelled instead and the error lost
-    (seen as "FutureCancelledError ... lost dependencies" under load)."""
-    from distributed import wait
-
-    parts = client.compute(tasks)
-    wait(parts)
-    for part in parts:
-        if part.status == "error":
-            part.result()  # raises the worker's error
-    return parts
 
 
 def check_repeats(client, parts: list, what: str, name) -> None:

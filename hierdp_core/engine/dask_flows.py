@@ -23,7 +23,6 @@ from hierdp_core.engine.dask_engine import (
     check_dataset_total,
     check_repeats,
     client_for,
-    computed_parts,
     dataset_files,
     read_dataset,
 )
@@ -97,12 +96,11 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
     empty = np.zeros(0, np.int64)
     shape = FlowData(geography.hierarchy, empty, empty, empty, tree=tree,
                      declared_structure=True)
-    geo, public = client.scatter([geography, shape], broadcast=True)
+    geo, public = client.scatter([geography, shape], broadcast=True, hash=False)
     pairs = delayed(partition_pairs, pure=False)
-    parts = computed_parts(client, [pairs(part, geo, public, origin_levels,
-                                          destination_levels, count_column, duplicates, i)
-                                    for i, part in enumerate(frame.to_delayed(
-                                        optimize_graph=True))])
+    parts = client.compute([pairs(part, geo, public, origin_levels, destination_levels,
+                                  count_column, duplicates, i)
+                            for i, part in enumerate(frame.to_delayed(optimize_graph=True))])
     n_blocks = block_starts(shape.geography).size
     if count_column is not None and duplicates == "error":
         check_repeats(client, parts, "origin and destination",

@@ -22,7 +22,6 @@ from hierdp_core.engine.blockwise_group_sizes import blockwise_group_sizes
 from hierdp_core.engine.dask_engine import (
     DatasetCounts,
     client_for,
-    computed_parts,
     dataset_files,
     leaf_count_blocks,
     read_dataset,
@@ -88,7 +87,7 @@ def dask_group_size_release(client, frame, geography, levels: list[str], group_c
 
     h = geography.hierarchy
     first = first_leaves(h)
-    geo = client.scatter(geography, broadcast=True)
+    geo = client.scatter(geography, broadcast=True, hash=False)
     rows = frame.map_partitions(group_rows, geo, levels, group_column, count_column,
                                 meta={group_column: frame[group_column].dtype,
                                       LEAF: np.int64, PERSONS: np.int64})
@@ -96,8 +95,8 @@ def dask_group_size_release(client, frame, geography, levels: list[str], group_c
         lo=(LEAF, "min"), hi=(LEAF, "max"), **{PERSONS: (PERSONS, "sum")},
         split_out=frame.npartitions)
     cells = delayed(group_cells, pure=False)
-    parts = computed_parts(client, [cells(part, domain, first, levels[-1])
-                                    for part in groups.to_delayed(optimize_graph=True)])
+    parts = client.compute([cells(part, domain, first, levels[-1])
+                            for part in groups.to_delayed(optimize_graph=True)])
     sizes = size_categories(*domain)
     leaves = leaf_count_blocks(client, parts, h, len(sizes), placement=None)
     if group_counts is not None:
