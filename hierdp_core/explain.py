@@ -119,7 +119,8 @@ class Explanation:
     def markdown(self) -> str:
         """All four parts as Markdown, one heading each (for a panel or a report)."""
         marks = {True: "✓", False: "✗", None: "○"}  # in every common font (no emoji)
-        conditions = "\n".join(f"- {marks[met]} {text}" for text, met in self.conditions)
+        # one line each, the mark its bullet (a list item's would stand beside it: "• ○")
+        conditions = "  \n".join(f"{marks[met]} {text}" for text, met in self.conditions)
         return (f"**Who is protected.** {self.neighbour_text}\n\n"
                 f"**What ε guarantees.** {self.guarantee_text}\n\n"
                 f"**Expected error.** {self.error_text}\n\n"

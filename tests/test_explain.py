@@ -117,7 +117,8 @@ def test_the_verdict_conditions(small_county_data):
     e = explain(declared, "topdown", PrivacyBudget.pure(1.0))
     assert [m for _, m in e.conditions] == [None, True, True]
     assert e.verdict_text == "Released with secure noise, this configuration is publishable."
-    assert "**When it is publishable.**" in e.markdown() and "- ✓ a private mechanism" in e.markdown()
+    assert "**When it is publishable.**" in e.markdown() and "hold:\n○ " in e.markdown() \
+        and "  \n✓ a private mechanism" in e.markdown() and "- ✓" not in e.markdown()
 
 
 def test_ratio_text():
