@@ -134,6 +134,31 @@ def test_rerun_bootstrap_chooses_the_threads_from_its_first_re_run(monkeypatch, 
     assert set(np.unique(above)) <= {0, 1, 2} and above.mean() > 1.9  # redraws of 0..2
 
 
+def test_the_bias_widening_is_the_mean_error_rounded_to_the_nearest_integer():
+    """``widen`` adds |mean(redraw - plug-in)| to both half-widths, rounded to the nearest
+    integer for integer releases (rounded up, it over-covered: `bootstrap.rerun_bootstrap`)."""
+    plugin, drawn = np.zeros(200), []
+
+    def rerun(source):
+        values = source.rng.integers(-1, 3, plugin.size)
+        drawn.append(values)
+        return dataclasses.make_dataclass("Made", ["values", "ledger"])(values, pd.DataFrame())
+
+    def half_widths(widen):
+        drawn.clear()
+        below, above, _ = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
+                                                    pd.DataFrame(), 0.9, 20, integer=True,
+                                                    widen=widen)
+        return below, above, np.abs(np.mean(drawn, axis=0))
+
+    below, above, bias = half_widths(False)
+    wide_below, wide_above, same_bias = half_widths(True)
+    np.testing.assert_array_equal(bias, same_bias)  # the same redraws
+    assert np.any((bias % 1 > 0) & (bias % 1 < 0.5))  # where rounding up would differ
+    np.testing.assert_array_equal(wide_below - below, np.rint(bias))
+    np.testing.assert_array_equal(wide_above - above, np.rint(bias))
+
+
 def test_bounded_flows_keep_n_exact():
     release = with_intervals(release_of("inftda", flows()), replicates=5)
     n = release.levels[0].value[0]
