@@ -125,7 +125,7 @@ class Explanation:
                 f"**What ε guarantees.** {self.guarantee_text}\n\n"
                 f"**Expected error.** {self.error_text}\n\n"
                 f"**When it is publishable.** A release is publishable only when all three "
-                f"hold:\n{conditions}\n\n{self.verdict_text}")
+                f"hold:  \n{conditions}\n\n{self.verdict_text}")
 
 
 def ratio_text(ratio: float) -> str:
