@@ -29,7 +29,9 @@ the intervals (releases only: minutes for every shape and mechanism).
 
 Prints ONE JSON object with ``results`` (per shape, mechanism, epsilon, level),
 ``worst_coverage``, ``worst_cell``, ``uncalibrated`` (under), ``conservative`` (over),
-``wider_than_needed`` (over, not forced), ``unresolved``, ``flagged_in_manifest`` (levels
+``wider_than_needed`` (over, not forced), ``unresolved``, ``under_in_a_category`` (levels
+of the re-run kinds whose ``worst_category``, the size or attribute value covered least,
+is under nominal though the level may not be), ``flagged_in_manifest`` (levels
 the release's manifest marks ``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
 should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
 ``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``. Example::
@@ -104,6 +106,27 @@ def level_coverage(hit: np.ndarray, hierarchy, nominal: float) -> list[dict]:
                     "coverage": round(cov, 4), "se": round(se, 4), "releases": runs,
                     "verdict": verdict, "calibrated": verdict != "under"})
     return out
+
+
+def worst_category(hit: np.ndarray, nominal: float) -> dict | None:
+    """The category (a group size, an attribute value; by position) of a level's ``hit``
+    (units, categories, releases) whose coverage over its units x releases is lowest,
+    with that coverage's standard error (as `level_coverage`'s) and verdict; None with
+    one category (counts' batches: their categories are the releases)."""
+    if hit.ndim != 3 or hit.shape[1] < 2:
+        return None
+    runs = hit.shape[2]
+    per_category = hit.mean(axis=(0, 2))
+    worst = int(per_category.argmin())
+    cov = float(per_category[worst])
+    per_release = hit[:, worst, :].mean(axis=0)
+    se = max(float(per_release.std(ddof=1) / np.sqrt(runs)) if runs > 1 else float("nan"),
+             float(np.sqrt(cov * (1 - cov) / hit[:, worst, :].size)))
+    miss = abs(cov - nominal)
+    verdict = ("within" if miss <= TARGET else "unresolved" if miss <= TARGET + 2 * se
+               else "under" if cov < nominal else "over")
+    return {"category": worst, "coverage": round(cov, 4), "se": round(se, 4),
+            "verdict": verdict}
 
 
 def forecast_levels(data, mechanism: str, eps: float, error: np.ndarray) -> list[dict]:
@@ -273,6 +296,7 @@ def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
         entry["released_exact"] = round(float(hits["exact"][at].mean()), 4)
         entry["narrowed_coverage"] = round(max(float(hits["raised"][at].mean()),
                                                float(hits["lowered"][at].mean())), 4)
+        entry["worst_category"] = worst_category(hits["hit"][at], nominal)
         if entry["verdict"] == "over":
             entry["over_reason"] = over_reason(entry["released_exact"],
                                                entry["narrowed_coverage"], nominal)
@@ -289,7 +313,8 @@ def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
 def coverage_summary(cells: list[tuple]) -> dict:
     """``worst_coverage``, ``worst_cell``, ``uncalibrated``, ``under_not_flagged``,
     ``flagged_in_manifest``, ``conservative``, ``wider_than_needed`` (over, and no
-    `over_reason` forces it), ``unresolved`` over (shape, case, level) ``cells``."""
+    `over_reason` forces it), ``unresolved``, ``under_in_a_category`` over (shape, case,
+    level) ``cells``."""
     worst = min(cells, key=lambda t: t[2]["coverage"])
     return {"worst_coverage": worst[2]["coverage"],
             "worst_cell": {"shape": worst[0], "case": worst[1], **worst[2]},
@@ -306,7 +331,11 @@ def coverage_summary(cells: list[tuple]) -> dict:
                                   f"({lv['over_reason']})" for s, n, lv in cells
                                   if lv.get("over_reason", "").startswith("wider")],
             "unresolved": [f"{s} / {n} / {lv['level']}: {lv['coverage']} (se {lv['se']})"
-                           for s, n, lv in cells if lv["verdict"] == "unresolved"]}
+                           for s, n, lv in cells if lv["verdict"] == "unresolved"],
+            "under_in_a_category": [
+                f"{s} / {n} / {lv['level']} / category {c['category']}: {c['coverage']} "
+                f"(se {c['se']}; the level {lv['coverage']})" for s, n, lv in cells
+                if (c := lv.get("worst_category")) and c["verdict"] == "under"]}
 
 
 def forecast_summary(cells: list[tuple]) -> dict:

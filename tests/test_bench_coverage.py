@@ -111,6 +111,20 @@ def test_interval_hits_narrow_towards_the_released_value():
     assert bench_coverage.over_reason(0.5, 0.95, 0.9).startswith("wider than needed")
 
 
+def test_worst_category_finds_the_size_a_level_average_hides():
+    """A level of 2 units x 3 sizes x 100 releases that covers 0.9 on average, with the
+    third size at 0.7: the level is within nominal, the size is under."""
+    rng = np.random.default_rng(0)
+    hit = np.ones((2, 3, 100), dtype=bool)
+    hit[:, 2, :] = rng.random((2, 100)) < 0.7
+    hit[:, 0, :] = rng.random((2, 100)) < 0.95
+    worst = bench_coverage.worst_category(hit, 0.9)
+    assert worst["category"] == 2 and worst["coverage"] == pytest.approx(hit[:, 2].mean())
+    assert worst["verdict"] == "under" and worst["se"] >= np.sqrt(0.7 * 0.3 / 200) - 0.01
+    assert bench_coverage.worst_category(hit[:, :1], 0.9) is None  # one category
+    assert bench_coverage.worst_category(hit[:, :, 0], 0.9) is None  # counts' batches
+
+
 def test_group_sizes_are_measured_on_request():
     """``--mechanisms gs-topdown``: releases of groups of 1-4 people per shape, one after
     the other, coverage per level over regions x sizes x releases, and `explain()`'s a
@@ -120,6 +134,8 @@ def test_group_sizes_are_measured_on_request():
     levels = run["results"]["flat-few"]["cases"]["gs-topdown eps=1"]["levels"]
     assert [lv["releases"] for lv in levels] == [6, 6]
     assert all(0 <= lv["coverage"] <= 1 for lv in levels)
+    assert all(lv["worst_category"]["coverage"] <= lv["coverage"] for lv in levels)
+    assert "under_in_a_category" in run
     for lv in levels:
         forecast = lv["forecast"]
         assert forecast["measure"] == "mean |error|" and forecast["measured"] > 0
