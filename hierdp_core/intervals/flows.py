@@ -35,7 +35,7 @@ from the release alone. Nodes that are not released (released as 0) get no row.
   at nominal 0.9, 0.43-0.71 of the smallest quartile): both half-widths grow by the cell's
   mean error over the redraws, |mean(redraw - plug-in)|, rounded to the nearest integer
   (the "bias" of the plug-in). Measured 0.94-0.97 at the flights' levels below the total,
-  0.95 or more in their smallest quartiles (0.95-0.98 rounded up; benchmarks/README.md).
+  0.94 or more in their smallest quartiles (0.95-0.98 rounded up; benchmarks/README.md).
 
 Under bounded DP the root (n) is an invariant: [n, n], and no node can pass it. All
 intersected with [0, inf) (and [0, n]).

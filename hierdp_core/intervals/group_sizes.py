@@ -15,7 +15,7 @@ level on the released number of groups of that size, from the release alone.
 * ``gs-kuo-hierarchical`` and ``gs-mc-chain`` (``bias-widened bootstrap``): the same, each
   half-width grown by the cell's |mean(redraw - plug-in)| (`bootstrap.rerun_bootstrap`):
   the plain bootstrap covered 0.86 of the Oregon households' county cells at nominal 0.9
-  (10 releases), the widened one 0.887 (0.907 with the widening rounded up, which
+  (10 releases), the widened one 0.887 (0.900 with the widening rounded up, which
   over-covered elsewhere); gs-mc-chain's plain bootstrap 0.81 and 0.87 at
   middle levels of ragged trees, the widened one 0.85 and 0.92 (still flagged there:
   `mechanisms.group_sizes.CHAIN_UNCALIBRATED`).
