@@ -75,9 +75,13 @@ def files_offered(pg) -> None:
 
 
 def download(pg, label: str, path: Path) -> Path:
+    """Click the download button ``label``, save its file at ``path``, and wait for the
+    rerun the click starts to end (while it runs, the page may show a button twice: the
+    stale one and the new one, which a next click could not tell apart)."""
     with pg.expect_download(timeout=WAIT_MS) as started:
         pg.get_by_role("button", name=label, exact=True).click()
     started.value.save_as(path)
+    settle(pg)
     return path
 
 
