@@ -89,19 +89,28 @@ def batched(data: CountData, runs: int) -> CountData:
                      categories=tuple(map(str, range(runs))), category_columns=("run",))
 
 
+def judged(hit: np.ndarray, nominal: float) -> tuple[float, float, str]:
+    """The coverage of ``hit`` (cells, releases), its standard error (that of the mean of
+    the per-release coverages, at least the cells' binomial one) and the verdict (module
+    doc)."""
+    runs = hit.shape[-1]
+    per_release = hit.mean(axis=0)
+    cov = float(per_release.mean())
+    se = float(per_release.std(ddof=1) / np.sqrt(runs)) if runs > 1 else float("nan")
+    se = max(se, float(np.sqrt(cov * (1 - cov) / hit.size)))
+    miss = abs(cov - nominal)
+    verdict = ("within" if miss <= TARGET else "unresolved" if miss <= TARGET + 2 * se
+               else "under" if cov < nominal else "over")
+    return cov, se, verdict
+
+
 def level_coverage(hit: np.ndarray, hierarchy, nominal: float) -> list[dict]:
     """Per level: coverage over its cells x releases, the standard error of the mean of
     the per-release coverages, and the verdict (module doc)."""
     out = []
     runs = hit.shape[-1]
     for lv in range(hierarchy.n_levels):  # rows: nodes (x categories), columns: releases
-        per_release = hit[hierarchy.level_slice(lv)].reshape(-1, runs).mean(axis=0)
-        cov = float(per_release.mean())
-        se = float(per_release.std(ddof=1) / np.sqrt(runs)) if runs > 1 else float("nan")
-        se = max(se, float(np.sqrt(cov * (1 - cov) / hit[hierarchy.level_slice(lv)].size)))
-        miss = abs(cov - nominal)
-        verdict = ("within" if miss <= TARGET else "unresolved" if miss <= TARGET + 2 * se
-                   else "under" if cov < nominal else "over")
+        cov, se, verdict = judged(hit[hierarchy.level_slice(lv)].reshape(-1, runs), nominal)
         out.append({"level": hierarchy.level_names[lv], "units": hierarchy.level_size(lv),
                     "coverage": round(cov, 4), "se": round(se, 4), "releases": runs,
                     "verdict": verdict, "calibrated": verdict != "under"})
@@ -115,16 +124,8 @@ def worst_category(hit: np.ndarray, nominal: float) -> dict | None:
     one category (counts' batches: their categories are the releases)."""
     if hit.ndim != 3 or hit.shape[1] < 2:
         return None
-    runs = hit.shape[2]
-    per_category = hit.mean(axis=(0, 2))
-    worst = int(per_category.argmin())
-    cov = float(per_category[worst])
-    per_release = hit[:, worst, :].mean(axis=0)
-    se = max(float(per_release.std(ddof=1) / np.sqrt(runs)) if runs > 1 else float("nan"),
-             float(np.sqrt(cov * (1 - cov) / hit[:, worst, :].size)))
-    miss = abs(cov - nominal)
-    verdict = ("within" if miss <= TARGET else "unresolved" if miss <= TARGET + 2 * se
-               else "under" if cov < nominal else "over")
+    worst = int(hit.mean(axis=(0, 2)).argmin())
+    cov, se, verdict = judged(hit[:, worst, :], nominal)
     return {"category": worst, "coverage": round(cov, 4), "se": round(se, 4),
             "verdict": verdict}
 

@@ -40,10 +40,10 @@ def coverage(data, mechanism: str, epsilon: float, releases: int, level: float,
     intervals at ``level``."""
     h, truth = data.hierarchy, data.node_counts()
     hits = np.zeros(h.n_levels, dtype=np.int64)
+    releaser, budget = get_mechanism(mechanism), PrivacyBudget.pure(epsilon)
     start = time.perf_counter()
     for run in range(releases):
-        release = get_mechanism(mechanism).release(data, PrivacyBudget.pure(epsilon),
-                                                   source=NoiseSource(seed=seed + run))
+        release = releaser.release(data, budget, source=NoiseSource(seed=seed + run))
         iv = intervals_for(release, level)
         hit = (iv.lower <= truth) & (truth <= iv.upper)
         hits += [np.count_nonzero(hit[h.level_slice(lv)]) for lv in range(h.n_levels)]

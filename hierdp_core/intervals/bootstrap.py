@@ -208,8 +208,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
     ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded to the
     nearest integer for integers; rounded up, gs-kuo-hierarchical's levels covered 0.975 or
-    more at nominal 0.95 and epsilon 10): the mechanism's bias at the plug-in, a stand-in for its unseen bias at the
-    truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
+    more at nominal 0.95 and epsilon 10): the mechanism's bias at the plug-in, a stand-in
+    for its unseen bias at the truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
     the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
     the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
