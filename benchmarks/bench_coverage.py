@@ -34,7 +34,11 @@ of the re-run kinds whose ``worst_category``, the size or attribute value covere
 is under nominal though the level may not be), ``flagged_in_manifest`` (levels
 the release's manifest marks ``calibrated: false``, `intervals_for`), ``under_not_flagged`` (under, yet not marked:
 should be empty), ``worst_forecast_ratio`` (with ``worst_forecast_cell``),
-``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``. Example::
+``point_forecast_ratios``, ``forecast_misses`` and ``forecast_not_modelled``; for the
+re-run kinds each level's ``estimated_error`` (the error the release's own re-runs
+estimate, against the measured: `coverage_estimated`) and the summary's
+``estimated_error_ratios``, ``estimated_error_held`` and ``estimated_error_misses``.
+Example::
 
     nice -n 10 python benchmarks/bench_coverage.py --shapes swiss-like,flat-tiny --eps 1
 """
@@ -47,6 +51,7 @@ import sys
 import time
 
 import numpy as np
+from coverage_estimated import estimated_levels, estimated_summary
 from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
@@ -223,7 +228,7 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
     error = np.empty((*truth.shape, runs))
     hits = {key: np.empty(error.shape, dtype=float if key == "width" else bool)
             for key in HIT_KEYS}
-    records = []
+    records, estimates = [], np.empty((h.n_levels, runs))
     for run in range(runs):
         release = get_mechanism(mechanism).release(data, PrivacyBudget.pure(eps),
                                                    source=source)
@@ -234,14 +239,19 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
                                             release.is_integer).items():
                 hits[key][..., run] = value
             records.append(iv.record)
+            estimates[:, run] = [np.nan if e is None else e for e in
+                                 iv.record["estimated_error"]["by_level"].values()]
     forecast = forecast_levels(data, mechanism, eps, error)
     seconds = round(time.perf_counter() - start, 2)
     if not intervals:
         return {"levels": [{"level": h.level_names[lv], "units": h.level_size(lv),
                             "forecast": fc} for lv, fc in enumerate(forecast)],
                 "seconds": seconds}
-    return {"levels": coverage_levels(hits, h, nominal, records, forecast),
-            "seconds": seconds, "replicates": records[0]["replicates"]}
+    levels = coverage_levels(hits, h, nominal, records, forecast)
+    for entry, estimated in zip(levels, estimated_levels(h, estimates, error,
+                                                         FORECAST_TOLERANCE), strict=True):
+        entry["estimated_error"] = estimated
+    return {"levels": levels, "seconds": seconds, "replicates": records[0]["replicates"]}
 
 
 HIT_KEYS = ("hit", "exact", "raised", "lowered", "width")
@@ -423,7 +433,8 @@ def main(argv=None) -> int:
            "forecast_tolerance": FORECAST_TOLERANCE, "machine": machine_info(),
            "seed": args.seed, "results": results,
            **({} if args.forecast_only else coverage_summary(cells)),
-           **forecast_summary(cells)}
+           **forecast_summary(cells),
+           **({} if args.forecast_only else estimated_summary(cells))}
     json.dump(out, sys.stdout, indent=1)
     print()
     return 0

@@ -145,6 +145,25 @@ def test_group_sizes_are_measured_on_request():
         bench_coverage.main(["--mechanisms", "gs-nothing"])
 
 
+def test_the_error_estimated_from_each_release_is_put_beside_the_measured():
+    """Each re-run level carries ``estimated_error``: the mean over the releases of the
+    error their own re-runs estimate against the mean |error| measured, their ratio, its
+    paired standard error and whether it holds; the summary counts the levels held."""
+    run = run_benchmark(["--shapes", "ragged-3", "--mechanisms", "gs-topdown,uniform",
+                         "--eps", "1", "--runs", "6", "--replicates", "20"])
+    cases = run["results"]["ragged-3"]["cases"]
+    for lv in cases["gs-topdown eps=1"]["levels"]:
+        e = lv["estimated_error"]
+        assert e["measured"] == pytest.approx(lv["forecast"]["measured"], rel=1e-3)
+        assert e["ratio"] == pytest.approx(e["estimated"] / e["measured"], rel=1e-2)
+        assert e["release_ratios"][0] <= e["release_ratios"][1] and e["se"] > 0
+    assert all(lv["estimated_error"]["estimated"] is None  # shares of one bucket
+               for lv in cases["uniform eps=1"]["levels"])
+    held, measured = map(int, run["estimated_error_held"].split(" of "))
+    assert measured == 4 and held == measured - len(run["estimated_error_misses"])
+    assert run["estimated_error_not_estimated"] == 4
+
+
 def test_forecast_errors_are_what_the_forecast_is_of():
     """A range release's errors become its workload's answers' (prefix sums here), a
     cumulative group-size mechanism's its cumulative counts' (sizes at most k), the last

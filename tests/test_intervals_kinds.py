@@ -128,8 +128,8 @@ def test_rerun_bootstrap_chooses_the_threads_from_its_first_re_run(monkeypatch, 
         return dataclasses.make_dataclass("Made", ["values", "ledger"])(
             source.rng.integers(0, 3, cells), pd.DataFrame())
 
-    below, above, draws = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
-                                                    pd.DataFrame(), 0.9, 20, integer=True)
+    below, above, draws, _ = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
+                                                       pd.DataFrame(), 0.9, 20, integer=True)
     assert used[0] == threads and draws == 20 and above.shape == (cells,)
     assert set(np.unique(above)) <= {0, 1, 2} and above.mean() > 1.9  # redraws of 0..2
 
@@ -146,9 +146,9 @@ def test_the_bias_widening_is_the_mean_error_rounded_to_the_nearest_integer():
 
     def half_widths(widen):
         drawn.clear()
-        below, above, _ = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
-                                                    pd.DataFrame(), 0.9, 20, integer=True,
-                                                    widen=widen)
+        below, above, *_ = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
+                                                     pd.DataFrame(), 0.9, 20, integer=True,
+                                                     widen=widen)
         return below, above, np.abs(np.mean(drawn, axis=0))
 
     below, above, bias = half_widths(False)

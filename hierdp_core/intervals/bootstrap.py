@@ -213,7 +213,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
     the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
-    each). Returns the half-widths (below, above) per cell and the replicates drawn."""
+    each). Returns the half-widths (below, above) per cell, the replicates drawn and each
+    cell's mean |redraw - plug-in| (`Redrawn`)."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -249,7 +250,7 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
 
     threads = RERUN_THREADS if threaded(took, plugin.size) else 1
     _in_threads(redraw, range(1, replicates, per_job), progress, threads)
-    below, above = np.zeros(plugin.size), np.zeros(plugin.size)
+    below, above, mean_abs = (np.zeros(plugin.size) for _ in range(3))
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
 
     def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
@@ -265,9 +266,21 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             bias = np.rint(bias) if integer else bias
             lower, upper = lower + bias, upper + bias
         below[row + moved], above[row + moved] = lower, upper
+        mean_abs[row + moved] = np.abs(errors).mean(axis=1, dtype=np.float64)
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
-    return below, above, replicates
+    return Redrawn(below, above, replicates, mean_abs)
+
+
+class Redrawn(NamedTuple):
+    """`rerun_bootstrap`'s half-widths (below, above) per cell, the replicates drawn and
+    each cell's mean |redraw - plug-in| over them: the release's mean |error| estimated by
+    its re-runs on the plug-in (`intervals.estimated_error`)."""
+
+    below: np.ndarray
+    above: np.ndarray
+    draws: int
+    mean_abs: np.ndarray
 
 
 def threaded(seconds: float, cells: int) -> bool:
@@ -316,13 +329,15 @@ def released_leaves(release) -> np.ndarray:
 class TableBootstrap(NamedTuple):
     """`table_bootstrap`'s half-widths (below, above) shaped like the values, the replicates
     drawn, the half-widths above the ``sums`` (None without) and above the re-runs'
-    estimates before consistency (None unless asked)."""
+    estimates before consistency (None unless asked), and each value's mean
+    |redraw - plug-in| (`Redrawn`)."""
 
     below: np.ndarray
     above: np.ndarray
     draws: int
     sums_above: np.ndarray | None
     unclipped_above: np.ndarray | None
+    mean_abs: np.ndarray
 
 
 def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None,
@@ -353,7 +368,7 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
             return np.stack([cells(v.ravel(), u.ravel() if unclipped else None)
                              for v, u in zip(made.values, made.noisy, strict=True)])
 
-    below, above, draws = rerun_bootstrap(
+    below, above, draws, mean_abs = rerun_bootstrap(
         rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),
         cells(truth, None), release.ledger, level, replicates, release.is_integer, widen,
         redraws)
@@ -361,7 +376,8 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
     m = n + (0 if sums is None else sums.shape[0])
     return TableBootstrap(below[:n].reshape(shape), above[:n].reshape(shape), draws,
                           None if sums is None else above[n:m],
-                          above[m:].reshape(shape) if unclipped else None)
+                          above[m:].reshape(shape) if unclipped else None,
+                          mean_abs[:n].reshape(shape))
 
 
 def _check_ledger(original, rerun) -> None:

@@ -76,7 +76,7 @@ def flow_intervals(release: FlowRelease, level: float,
         methods = ["normal"] * release.depth + ["exact"]
         draws, extra = None, {}
     else:
-        below, above, draws = _bootstrap(release, level, replicates)
+        below, above, draws = _bootstrap(release, level, replicates)[:3]
         methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
