@@ -32,6 +32,7 @@ import pandas as pd
 from hierdp_core.explain_errors import APriori, a_priori_errors
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.number_text import error_figure
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_PERSON,
@@ -76,8 +77,10 @@ NOT_THE_RELEASED_ERROR = (
     "small values at or above 0 biases their sums up, fitting children to their parent can "
     "move a number by more than its noise, and a threshold, where there is one, drops small "
     "numbers). The intervals released with the table give each number's likely range at "
-    "their confidence level (90% by default); `hierdp evaluate` (or the dashboard's "
-    "evaluation mode) measures the error on a test table of your own.")
+    "their confidence level (90% by default), and for group sizes and ranges its manifest "
+    "gives each level's error estimated by re-running the mechanism on the release "
+    "(`intervals.estimated_error`); `hierdp evaluate` (or the dashboard's evaluation "
+    "mode) measures the error on a test table of your own.")
 
 #: column names of `Explanation.errors` in a table: expectations, not measured errors
 ERROR_NAMES = {"mae": "Expected mean |error|", "rmse": "Expected RMSE",
@@ -159,11 +162,6 @@ def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | No
         "factor, more privacy, more noise.")
 
 
-def error_digits(value: float) -> int:
-    """Decimals that show a positive error below 1 (0.03, not 0.0); 1 from 1 on."""
-    return 1 if not 0 < value < 1 else min(4, 1 - math.floor(math.log10(value)))
-
-
 def _error_text(errors: APriori, unit: str) -> str:
     parts, shown = [], []
     for row in errors.table.itertuples():
@@ -172,11 +170,11 @@ def _error_text(errors: APriori, unit: str) -> str:
         if value == 0 and row.rmse == 0:
             parts.append(f"{row.level_name}: exact")
         elif math.isfinite(value) and low == 0 < value:
-            parts.append(f"{row.level_name} up to {_figure(value)}")
+            parts.append(f"{row.level_name} up to {error_figure(value)}")
         elif math.isfinite(value) and not low == value == high:
-            parts.append(f"{row.level_name} {_figure(low)} to {_figure(high)}")
+            parts.append(f"{row.level_name} {error_figure(low)} to {error_figure(high)}")
         elif math.isfinite(value):
-            parts.append(f"{row.level_name} {_figure(value)}")
+            parts.append(f"{row.level_name} {error_figure(value)}")
         elif math.isfinite(row.rmse):  # a level whose RMSE alone is known
             parts.append(f"{row.level_name} {row.rmse:,.1f} (RMSE)")
         else:
@@ -192,12 +190,8 @@ def _error_text(errors: APriori, unit: str) -> str:
     if not shown:
         return text.rstrip()
     typical = statistics.median(shown)
-    return text + (f"An error of {_figure(typical)} on a number of 50 {unit} is "
+    return text + (f"An error of {error_figure(typical)} on a number of 50 {unit} is "
                    f"{typical / 50:.0%} of it, so small numbers suffer most.")
-
-
-def _figure(value: float) -> str:
-    return f"{value:,.{error_digits(value)}f}"
 
 
 def _exact_text(mechanism, params: dict) -> str:

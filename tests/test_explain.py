@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from capability_helpers import declare
 
-from hierdp_core.explain import NEIGHBOURS, error_digits, explain, ratio_text
+from hierdp_core.explain import NEIGHBOURS, explain, ratio_text
 from hierdp_core.mechanisms.base import get_mechanism, optimiser_family
+from hierdp_core.number_text import error_digits
 from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import ADD_REMOVE_PERSON, PrivacyPlan, Stage
 from hierdp_core.privacy.split_optimiser import NoiseModel, expected_errors

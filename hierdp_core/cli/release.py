@@ -27,6 +27,7 @@ from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
+from hierdp_core.intervals.estimated_error import describe as describe_estimate
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_sparse import sparse_note
@@ -155,6 +156,8 @@ def cmd_release(cfg, run) -> int:
     manifest = json.loads(paths["manifest"].read_text())
     print(describe_verdict(manifest))
     print(describe_rules(manifest["table_rules"]))
+    if estimate := describe_estimate(manifest.get("intervals")):
+        print(estimate)
     print(f"the input fingerprint is keyed by {paths['key']}: keep it private")
     if spent:
         print(spent)

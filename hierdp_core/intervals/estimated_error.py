@@ -21,15 +21,22 @@ even plug-in cannot show: its level gets no estimate (None, and the record says 
 Example
 -------
 >>> import numpy as np
+
+from hierdp_core.number_text import error_figure
 >>> from hierdp_core.hierarchy import build_from_codes
 >>> h, _ = build_from_codes([np.array(["a", "b"])], ["leaf"])
->>> estimated_error(h, np.array([[3.0, 1.0], [0.5, 0.5], [1.0, 0.0]]))["by_level"]
+>>> record = estimated_error(h, np.array([[3.0, 1.0], [0.5, 0.5], [1.0, 0.0]]))
+>>> record["by_level"]
 {'total': 2.0, 'leaf': 0.5}
+>>> describe({"estimated_error": record})
+"error estimated from the release's re-runs (mean |error| per released value): total 2.0, leaf 0.50"
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from hierdp_core.number_text import error_figure
 
 #: what the record's figures are (the manifest's ``intervals.estimated_error.measure``)
 MEASURE = ("mean |released - true| per released value, estimated as the mean "
@@ -52,6 +59,18 @@ def estimated_error(hierarchy, mean_abs: np.ndarray, unseen: np.ndarray | None =
     if None in by_level.values():
         record["not_estimated"] = why
     return record
+
+
+def describe(record: dict | None) -> str | None:
+    """One line of a release's ``estimated_error`` record (``record``: its intervals'
+    record), or None where it has none."""
+    estimate = (record or {}).get("estimated_error")
+    if estimate is None:
+        return None
+    parts = [f"{name} " + ("not estimated" if v is None else error_figure(v))
+             for name, v in estimate["by_level"].items()]
+    return ("error estimated from the release's re-runs (mean |error| per released value): "
+            + ", ".join(parts))
 
 
 def _significant(x: float) -> float:

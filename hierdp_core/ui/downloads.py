@@ -36,6 +36,7 @@ from hierdp_core.intervals import (
     with_intervals,
 )
 from hierdp_core.intervals.bootstrap import reporting
+from hierdp_core.intervals.estimated_error import describe as describe_estimate
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import INTERVALS
@@ -216,4 +217,7 @@ def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: in
                                file_name=f"{stem}_manifest.json",
                                mime="application/json", type=kind,
                                key=wk.page_key(prefix, wk.DL_MANIFEST))
+    if said := describe_estimate(release.intervals.record if release.intervals else None):
+        st.caption(f"{label}{said[0].upper()}{said[1:]}; the manifest gives it "
+                   "(`intervals.estimated_error`).")
     return release
