@@ -51,7 +51,7 @@ import sys
 import time
 
 import numpy as np
-from coverage_estimated import estimated_levels, estimated_summary
+from coverage_estimated import estimated_levels, estimated_summary, pooled_estimates
 from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
@@ -209,8 +209,14 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
                 "seconds": round(time.perf_counter() - start, 2)}
     iv = intervals_for(release, nominal, replicates if mechanism == "topdown" else None)
     hits = interval_hits(release.values, truth, iv.lower, iv.upper, release.is_integer)
-    return {"levels": coverage_levels(hits, h, nominal, [iv.record], forecast),
-            "seconds": round(time.perf_counter() - start, 2),
+    levels = coverage_levels(hits, h, nominal, [iv.record], forecast)
+    if "estimated_error" in iv.record:  # TopDown's, over every release at once
+        estimates = np.array(list(iv.record["estimated_error"]["by_level"].values()))
+        for entry, estimated in zip(levels, pooled_estimates(
+                h, estimates, (release.values - truth)[:, None, :], FORECAST_TOLERANCE),
+                                    strict=True):
+            entry["estimated_error"] = estimated
+    return {"levels": levels, "seconds": round(time.perf_counter() - start, 2),
             "replicates": iv.record["replicates"]}
 
 

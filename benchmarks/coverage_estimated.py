@@ -49,6 +49,18 @@ def estimated_levels(hierarchy, estimates: np.ndarray, error: np.ndarray,
     return out
 
 
+def pooled_estimates(hierarchy, estimates: np.ndarray, error: np.ndarray,
+                     tolerance: float) -> list[dict]:
+    """`estimated_levels` where one estimate per level covers every release (a counts
+    batch: the releases are categories of one table, and its record's figure is their
+    mean): the same for every release (the paired standard error is then the measured
+    error's), no release with a ratio of its own."""
+    runs = error.shape[-1]
+    out = estimated_levels(hierarchy, np.repeat(estimates[:, None], runs, axis=1), error,
+                           tolerance)
+    return [{**entry, "release_ratios": None} for entry in out]
+
+
 def estimated_summary(cells: list[tuple]) -> dict:
     """The summary keys (module doc) over (shape, case, level) ``cells`` whose levels carry
     ``estimated_error`` (the others are skipped)."""

@@ -74,6 +74,9 @@ def test_small_benchmark_holds_every_level(small_run):
                 nominal = small_run["level"]
                 assert level["coverage"] >= nominal - 4 * level["se"], (shape, case, level)
                 assert level["forecast"]["holds"], (shape, case, level)
+                estimated = level.get("estimated_error")  # TopDown's, from its bootstrap
+                assert (estimated is not None) == case.startswith("topdown")
+                assert estimated is None or estimated["holds"], (shape, case, level)
     assert not small_run["under_not_flagged"]
     assert not small_run["flagged_in_manifest"]  # no counts level is left uncalibrated
 

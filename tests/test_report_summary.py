@@ -25,6 +25,7 @@ from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.report import figures as report_figures
 from hierdp_core.report.stakeholder import report_html
 from hierdp_core.report.summary import (
+    ESTIMATED_COLUMN,
     YARDSTICKS,
     error_by_level,
     plural,
@@ -124,6 +125,13 @@ def test_error_table_has_relative_error_and_intervals(by_sex, seeded):
     shown = error_by_level(with_intervals(seeded), release_explanation(seeded, by_sex))
     half = shown["Typical 90% interval (±)"].to_numpy()
     assert (half > 0).all() and (half < 10 * shown["Typical error (RMSE)"]).all()
+    # TopDown's bootstrap estimates its mean error; the a priori RMSE bounds it (a mean
+    # |error| is at most the RMSE, and TopDown's below least squares')
+    estimated = shown[ESTIMATED_COLUMN].to_numpy()
+    assert (estimated > 0).all() and (estimated <= shown["Typical error (RMSE)"]).all()
+    assert ESTIMATED_COLUMN not in error_by_level(
+        with_intervals(release_side(by_sex, Side("least-squares", 1.0, seed=4))),
+        release_explanation(seeded, by_sex)).columns  # closed form: the forecast holds
 
 
 def test_plural():

@@ -43,7 +43,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   too high; with the lower end at 0 such truths held about 1 - (1 - level) / 2). Before:
   0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
   (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
-  parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`.
+  parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`. The same
+  redraws give each level's error estimated from the release (``estimated_error``).
 
 Integer errors (integer noise for raw; TopDown) make the smallest symmetric interval cover
 more than the level, e.g. 0.96 for a 0.9 interval under discrete Gaussian noise of
@@ -97,6 +98,7 @@ from hierdp_core.intervals.bootstrap import (
     plugin_stream,
     rank,
 )
+from hierdp_core.intervals.estimated_error import estimated_error
 from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
@@ -142,6 +144,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     name = release.mechanism
     info = get_mechanism(name).info  # a counts mechanism's estimate's shape says how
     shape = info.capabilities.estimate if "counts" in info.queries else None
+    extra = {}
     if shape == "raw":
         methods, draws = ["exact"] * len(noises), None
         below, above = (per_node(release, h) for h in raw_half_widths(
@@ -156,13 +159,14 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     elif shape == "topdown":  # the simulation beside the bootstrap: numpy shares the cores
         with ThreadPoolExecutor(1) as pool:
             unclipped = pool.submit(unclipped_half_widths, release, noises, level)
-            below, above, draws = _bootstrap(release, noises, level, replicates
-                                             or bootstrap_replicates(release.values.size))
+            below, above, draws, mean_abs = _bootstrap(
+                release, noises, level, replicates or bootstrap_replicates(release.values.size))
             lower, upper, inverted = near_zero_inversion(release.values, below, above,
                                                          *unclipped.result())
         h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[at].any() else "")
                    for at in map(h.level_slice, range(h.n_levels))]
+        extra = {"estimated_error": estimated_error(h, mean_abs)}
     else:
         raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
                          f"or topdown estimate, not for {name!r}")
@@ -170,8 +174,9 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         methods[0] = "exact (invariant)"
         lower[0] = upper[0] = release.values[0]
     names = release.hierarchy.level_names
-    step = {"integer_step": RANDOMISED_STEP} if shape == "topdown" and release.is_integer else {}
-    record = interval_record(level, dict(zip(names, methods, strict=True)), draws, **step)
+    if shape == "topdown" and release.is_integer:
+        extra["integer_step"] = RANDOMISED_STEP
+    record = interval_record(level, dict(zip(names, methods, strict=True)), draws, **extra)
     return feasible(lower, upper, record, integer=release.is_integer)
 
 
@@ -355,10 +360,11 @@ def _redraw_errors(release: Release, noises: list[Noise | None], cols: np.ndarra
 
 
 def _bootstrap(release: Release, noises: list[Noise | None], level: float,
-               replicates: int) -> tuple[np.ndarray, np.ndarray, int]:
+               replicates: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Per cell, the half-widths below and above the value from the parametric bootstrap
-    (module doc), shaped like the values, and the number of replicates: fewer than asked
-    when a single category's would hold more than `_MAX_DRAWS` values. Categories run in
+    (module doc), shaped like the values, the number of replicates (fewer than asked
+    when a single category's would hold more than `_MAX_DRAWS` values) and the mean
+    |redraw - value| (`intervals.estimated_error`). Categories run in
     blocks of that many values, the replicates of a block in chunks of about
     `_CHUNK_CELLS` cells per call of the estimator."""
     values = release.values
@@ -368,6 +374,7 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
     stream = (SEED, plugin_stream(values))
     r = rank(level, replicates)
     above = np.empty_like(values)
+    mean_abs = np.empty(values.shape)
     inside = np.empty(values.shape, np.int32) if release.is_integer else None
     held = np.empty(values.shape, np.int32) if release.is_integer else None
     block = max(1, _MAX_DRAWS // (n * replicates))
@@ -383,17 +390,18 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
             at = slice(rows[0], rows[-1] + 1) if rows.size else slice(0, 0)
             cells = (at, slice(first, first + block))
             above[cells], narrow, wide = symmetric_sizes(d[at], r, release.is_integer)
+            mean_abs[cells] = np.abs(d[at]).mean(axis=-1)
             if narrow is not None:
                 inside[cells], held[cells] = narrow, wide
 
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(sizes, halves))
     if inside is None:
-        return above, above, replicates
+        return above, above, replicates, mean_abs
     h, below = release.hierarchy, above.copy()
     uniform = np.random.default_rng([*stream, TRIM_STREAM])
     for lv in range(h.n_levels):  # one group per level, category and half-width
         at = h.level_slice(lv)
         below[at] -= pooled_trim(above[at], inside[at], held[at], replicates, level,
                                  uniform.random(above[at].shape))
-    return below, above, replicates
+    return below, above, replicates, mean_abs

@@ -243,7 +243,8 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
 <h2>Error by level</h2>
 <p>Expected before the release, from the mechanism and the budget (no true count is read);
 the relative error is the typical error over the typical released number of the level; the
-intervals are computed from the released values alone.</p>
+intervals are computed from the released values alone, and so is the estimated mean error
+where it is given (re-running the mechanism on the released table).</p>
 {frame_table(format_error_table(levels))}
 <h2>Maps</h2>
 {figures_html(maps, prefix="map") if maps else "<p>No map.</p>"}

@@ -84,12 +84,19 @@ def _share(x: float) -> str:
     return f"{100 * x:.2g}%" if 100 * x < 10 else f"{100 * x:.0f}%"
 
 
+#: `error_by_level`'s column of the error estimated after the release from its intervals'
+#: re-runs (`intervals.estimated_error`; TopDown, group sizes, ranges)
+ESTIMATED_COLUMN = "Estimated mean error (from the release)"
+
+
 def error_by_level(release, explanation: Explanation) -> pd.DataFrame:
     """One row per level: ``Level``, ``Units``, ``Typical unit (released total)`` (the
     median of the level's released totals), ``Typical released number`` (the median
     released cell: unit x category), ``Typical error (RMSE)`` (a priori, per released
     number), ``Relative error`` (that error over the typical released number) and, when
-    the release carries intervals, ``Typical N% interval (±)`` (the median half-width)."""
+    the release carries intervals, ``Typical N% interval (±)`` (the median half-width)
+    and, where they were bootstrapped, `ESTIMATED_COLUMN` (the mean |error| per released
+    number their re-runs estimate)."""
     h = release.hierarchy
     errors = explanation.errors.set_index("level_name")
     totals = release.totals()
@@ -109,6 +116,9 @@ def error_by_level(release, explanation: Explanation) -> pd.DataFrame:
             half = (release.intervals.upper[sl] - release.intervals.lower[sl]).ravel() / 2
             level_pct = release.intervals.record.get("level", 0.9)
             row[f"Typical {level_pct:.0%} interval (±)"] = float(np.median(half))
+            estimate = release.intervals.record.get("estimated_error", {}).get("by_level", {})
+            if name in estimate:
+                row[ESTIMATED_COLUMN] = math.nan if estimate[name] is None else estimate[name]
         rows.append(row)
     return pd.DataFrame(rows)
 
