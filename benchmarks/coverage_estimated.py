@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+TOLERANCE = 0.10  # relative, of the measured mean |error| (issue 30 item 3)
+
 
 def estimated_levels(hierarchy, estimates: np.ndarray, error: np.ndarray,
                      tolerance: float) -> list[dict]:
@@ -27,26 +29,29 @@ def estimated_levels(hierarchy, estimates: np.ndarray, error: np.ndarray,
     out = []
     for lv in range(hierarchy.n_levels):
         level = np.abs(error[hierarchy.level_slice(lv)])
-        measured = level.reshape(-1, level.shape[-1]).mean(axis=0)  # per release
-        estimated = estimates[lv]
-        mean = float(measured.mean())
-        if mean == 0 or np.isnan(estimated).any():  # every release exact, or not estimated
-            out.append({"estimated": None if np.isnan(estimated).any()
-                        else _round(float(estimated.mean())), "measured": _round(mean),
-                        "ratio": None, "se": None, "release_ratios": None, "holds": None})
-            continue
-        runs = measured.size
-        se = float((estimated - measured).std(ddof=1) / np.sqrt(runs) / mean)
-        ratio = float(estimated.mean()) / mean
-        with np.errstate(divide="ignore", invalid="ignore"):
-            own = estimated / measured
-        own = own[np.isfinite(own)]
-        out.append({"estimated": _round(float(estimated.mean())), "measured": _round(mean),
-                    "ratio": round(ratio, 4), "se": round(se, 4),
-                    "release_ratios": [round(float(q), 3) for q in np.percentile(
-                        own, [10, 90])] if own.size else None,
-                    "holds": bool(abs(ratio - 1) <= tolerance + 3 * se)})
+        out.append(compared(estimates[lv], level.reshape(-1, level.shape[-1]).mean(axis=0),
+                            tolerance))
     return out
+
+
+def compared(estimated: np.ndarray, measured: np.ndarray, tolerance: float) -> dict:
+    """One level's comparison (module doc) of each release's ``estimated`` error with its
+    ``measured`` mean |released - true| (NaN: no estimate)."""
+    mean = float(measured.mean())
+    if mean == 0 or np.isnan(estimated).any():  # every release exact, or not estimated
+        return {"estimated": None if np.isnan(estimated).any()
+                else _round(float(estimated.mean())), "measured": _round(mean),
+                "ratio": None, "se": None, "release_ratios": None, "holds": None}
+    se = float((estimated - measured).std(ddof=1) / np.sqrt(measured.size) / mean)
+    ratio = float(estimated.mean()) / mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = estimated / measured
+    own = own[np.isfinite(own)]
+    return {"estimated": _round(float(estimated.mean())), "measured": _round(mean),
+            "ratio": round(ratio, 4), "se": round(se, 4),
+            "release_ratios": [round(float(q), 3) for q in np.percentile(own, [10, 90])]
+            if own.size else None,
+            "holds": bool(abs(ratio - 1) <= tolerance + 3 * se)}
 
 
 def pooled_estimates(hierarchy, estimates: np.ndarray, error: np.ndarray,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from coverage_estimated import TOLERANCE, compared
 
 from hierdp_core.flows.synthetic import synthetic_flows
 from hierdp_core.intervals import intervals_for
@@ -77,12 +78,13 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
     level the coverage, its standard error and its `verdict`."""
     start = time.perf_counter()
     per_release, cells, hits, widths, methods, flagged = [], [], [], [], set(), []
+    estimated, measured = [], []
     for run in range(runs):
         release = get_mechanism(mechanism).release(
             data, PrivacyBudget.approx(eps, DELTA), source=NoiseSource(seed + run))
         iv = intervals_for(release, nominal, replicates)
         names = list(release.level_names)
-        hit, width = [], []
+        hit, width, error = [], [], []
         offset = 0
         for t, lv in enumerate(release.levels):
             truth = data.lookup(t, lv.origin, lv.destination)
@@ -91,13 +93,18 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
             offset += lv.size
             hit.append((lo <= truth) & (truth <= up))
             width.append(up - lo)
+            error.append(np.abs(lv.value - truth).mean() if lv.size else np.nan)
         per_release.append([h.mean() if h.size else np.nan for h in hit])
         cells.append([h.size for h in hit])
         hits.append([int(h.sum()) for h in hit])
         widths.append([w.mean() if w.size else np.nan for w in width])
         methods.add(tuple(iv.record["method"][n] for n in names))
         flagged.append([not iv.record["calibration"][n]["calibrated"] for n in names])
+        by_level = iv.record.get("estimated_error", {}).get("by_level", {})
+        estimated.append([np.nan if by_level.get(n) is None else by_level[n] for n in names])
+        measured.append(error)
     per_release, cells, hits = map(np.asarray, (per_release, cells, hits))
+    estimated, measured = np.asarray(estimated), np.asarray(measured)
     levels = []
     for t, name in enumerate(names):
         cov_runs = per_release[:, t][~np.isnan(per_release[:, t])]
@@ -114,6 +121,10 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
                  "method": " | ".join(sorted({m[t] for m in methods})),
                  "manifest_calibrated": not any(f[t] for f in flagged),
                  "forecast": None}
+        rows = ~np.isnan(measured[:, t])  # releases with rows at this level
+        if rows.sum() > 1:  # per released row (`coverage_estimated`)
+            entry["estimated_error"] = compared(estimated[rows, t], measured[rows, t],
+                                                TOLERANCE)
         if v == "under":
             entry["reason"] = (f"measured {entry['coverage']} at nominal {nominal} over "
                                f"{runs} releases (standard error {entry['se']})")

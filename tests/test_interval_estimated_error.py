@@ -1,8 +1,9 @@
 """The error per level estimated from a release's own re-runs (issue 30 item 3,
 `hierdp_core.intervals.estimated_error`): the mean |redraw - plug-in| of the intervals'
-bootstrap, in the record of every re-run group-size and range release, none where the
-re-runs cannot see the bias (shares of a band or bucket), and near the measured error
-over independent releases."""
+bootstrap, in the record of every bootstrapped release (TopDown counts, group sizes,
+ranges, flows), none where the re-runs cannot see the bias (shares of a band or bucket,
+stability-histogram's suppression), and near the measured error over independent
+releases."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import pandas as pd
 import pytest
 
 from hierdp_core.intervals import bootstrap, intervals_for
+from hierdp_core.intervals.estimated_error import describe
+from hierdp_core.intervals.flows import UNSEEN_SUPPRESSED
 from hierdp_core.intervals.ranges import UNSEEN_SHARE_BIAS
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
-from tests.test_intervals_kinds import ages, group_sizes, release_of
+from tests.test_intervals_kinds import ages, flows, group_sizes, release_of
 
 
 def test_the_estimate_is_the_mean_absolute_error_of_the_redraws():
@@ -63,6 +66,19 @@ def test_levels_of_shares_of_a_band_or_bucket_get_no_estimate():
         assert record["not_estimated"] == UNSEEN_SHARE_BIAS
     record = intervals_for(release_of("h2", ages()), 0.9, 20).record["estimated_error"]
     assert None not in record["by_level"].values()
+
+
+def test_flow_releases_estimate_per_released_row_except_stability_histogram():
+    """InfTDA's rows get an estimate per level; stability-histogram's re-runs suppress cells
+    the release shows and never see what it suppressed: none, and why."""
+    data = flows()
+    release = release_of("inftda", data)
+    by_level = intervals_for(release, 0.9, 20).record["estimated_error"]["by_level"]
+    assert list(by_level) == list(release.level_names) and by_level[release.level_names[-1]] > 0
+    record = intervals_for(release_of("stability-histogram", data), 0.9, 20).record
+    assert set(record["estimated_error"]["by_level"].values()) == {None}
+    assert record["estimated_error"]["not_estimated"] == UNSEEN_SUPPRESSED
+    assert describe(record) is None  # no line of levels all "not estimated"
 
 
 def test_the_estimate_is_near_the_error_measured_over_independent_releases():

@@ -98,7 +98,7 @@ from hierdp_core.intervals.bootstrap import (
     plugin_stream,
     rank,
 )
-from hierdp_core.intervals.estimated_error import estimated_error
+from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
 from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
@@ -166,7 +166,7 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         h = release.hierarchy
         methods = ["parametric bootstrap" + (NEAR_ZERO_INVERTED if inverted[at].any() else "")
                    for at in map(h.level_slice, range(h.n_levels))]
-        extra = {"estimated_error": estimated_error(h, mean_abs)}
+        extra = {"estimated_error": estimated_error(tree_levels(h), mean_abs)}
     else:
         raise InputError(f"intervals are computed for counts releases of a raw, least-squares "
                          f"or topdown estimate, not for {name!r}")

@@ -25,7 +25,7 @@ Example
 from hierdp_core.number_text import error_figure
 >>> from hierdp_core.hierarchy import build_from_codes
 >>> h, _ = build_from_codes([np.array(["a", "b"])], ["leaf"])
->>> record = estimated_error(h, np.array([[3.0, 1.0], [0.5, 0.5], [1.0, 0.0]]))
+>>> record = estimated_error(tree_levels(h), np.array([[3.0, 1], [0.5, 0.5], [1, 0]]))
 >>> record["by_level"]
 {'total': 2.0, 'leaf': 0.5}
 >>> describe({"estimated_error": record})
@@ -44,15 +44,14 @@ MEASURE = ("mean |released - true| per released value, estimated as the mean "
 SIGNIFICANT = 4
 
 
-def estimated_error(hierarchy, mean_abs: np.ndarray, unseen: np.ndarray | None = None,
+def estimated_error(levels, mean_abs: np.ndarray, unseen: np.ndarray | None = None,
                     why: str = "") -> dict:
-    """The manifest's ``estimated_error`` record: per level name the mean over its cells of
-    ``mean_abs`` (rows: the tree's nodes, each cell's mean |redraw - plug-in|), or None
-    where a cell of the level is marked ``unseen`` (a bias the re-runs cannot show, said
-    in ``why``: ``not_estimated``)."""
+    """The manifest's ``estimated_error`` record: per level (``levels``: (name, its rows of
+    ``mean_abs``) pairs, `tree_levels` for a table) the mean over its cells of ``mean_abs``
+    (each cell's mean |redraw - plug-in|), or None where a cell of the level is marked
+    ``unseen`` (a bias the re-runs cannot show, said in ``why``: ``not_estimated``)."""
     by_level = {}
-    for lv, name in enumerate(hierarchy.level_names):
-        at = hierarchy.level_slice(lv)
+    for name, at in levels:
         hidden = unseen is not None and bool(unseen[at].any())
         by_level[name] = None if hidden else _significant(float(np.mean(mean_abs[at])))
     record = {"measure": MEASURE, "by_level": by_level}
@@ -61,11 +60,16 @@ def estimated_error(hierarchy, mean_abs: np.ndarray, unseen: np.ndarray | None =
     return record
 
 
+def tree_levels(hierarchy) -> list[tuple[str, slice]]:
+    """A table release's levels for `estimated_error`: each name and its rows of nodes."""
+    return [(name, hierarchy.level_slice(lv)) for lv, name in enumerate(hierarchy.level_names)]
+
+
 def describe(record: dict | None) -> str | None:
     """One line of a release's ``estimated_error`` record (``record``: its intervals'
-    record), or None where it has none."""
+    record), or None where it has none or estimates no level."""
     estimate = (record or {}).get("estimated_error")
-    if estimate is None:
+    if estimate is None or set(estimate["by_level"].values()) == {None}:
         return None
     parts = [f"{name} " + ("not estimated" if v is None else error_figure(v))
              for name, v in estimate["by_level"].items()]

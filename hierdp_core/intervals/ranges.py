@@ -51,7 +51,7 @@ from hierdp_core.intervals.bootstrap import (
     table_bootstrap,
 )
 from hierdp_core.intervals.counts import NEAR_ZERO_INVERTED, near_zero_inversion
-from hierdp_core.intervals.estimated_error import estimated_error
+from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
 from hierdp_core.releases import CellIntervals, Release
@@ -91,11 +91,10 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
                + (NEAR_ZERO_INVERTED if inverted[h.level_slice(lv)].any() else "")
                for lv in range(h.n_levels)]
     draws = boot.draws
+    estimate = estimated_error(tree_levels(h), boot.mean_abs, shared, UNSEEN_SHARE_BIAS)
     record = interval_record(level, dict(zip(h.level_names, methods, strict=True)), draws,
                              plug_in="the released leaf histograms", workload=workload.name,
-                             share_bound=SHARE_BOUND,
-                             estimated_error=estimated_error(h, boot.mean_abs, shared,
-                                                             UNSEEN_SHARE_BIAS))
+                             share_bound=SHARE_BOUND, estimated_error=estimate)
     return feasible(lower, upper, record, integer=release.is_integer)
 
 
