@@ -1,6 +1,7 @@
 """`hierdp evaluate` reports, per level, how often the release's intervals hold the true
 values (``coverage``, beside ``interval_level``), for every query kind whose release has
-intervals (issue 30, item 4)."""
+intervals (issue 30, item 4), and the error its manifest estimates beside the error
+measured per released value (item 3)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,12 @@ def test_evaluate_reports_coverage_per_level_beside_the_errors(capsys, tmp_path)
     assert (overall["interval_level"] == 0.8).all()
     assert rows.loc[rows["bin"] != "all", "coverage"].isna().all()
     assert (overall["mae"] > 0).all()
+    # TopDown's bootstrap estimated its error: the manifest's figure beside the measured
+    estimate = read_release(out)[1]["intervals"]["estimated_error"]["by_level"]
+    assert overall["estimated_mae"].tolist() == list(estimate.values())
+    measured = (released["value"] - t).abs().groupby(released["level"]).mean()
+    assert overall["mae_per_value"].to_numpy() == pytest.approx(measured.to_numpy())
+    assert rows.loc[rows["bin"] != "all", "estimated_mae"].isna().all()
 
 
 def test_evaluate_without_intervals_has_no_coverage(capsys, tmp_path):
@@ -75,6 +82,25 @@ def test_evaluate_coverage_of_other_query_kinds(capsys, tmp_path, query):
     assert rows["coverage"].between(0, 1).all() and rows["coverage"].notna().all()
     assert (rows["interval_level"] == 0.9).all()
     assert list(rows["level"]) == list(range(len(rows)))
+    estimate = read_release(out)[1]["intervals"]["estimated_error"]["by_level"]
+    assert rows["estimated_mae"].tolist() == list(estimate.values())
+    assert (rows["mae_per_value"].iloc[1:] > 0).all()
+
+
+def test_evaluate_puts_a_range_release_s_estimate_beside_the_measured(capsys, tmp_path):
+    """A range release (no coverage: its intervals are checked by the benchmark) still
+    gets its estimated error beside the measured; DAWA's levels whose cells share a bucket
+    have none (NaN)."""
+    path, options = _csv(tmp_path, "ranges")
+    out = tmp_path / "rel"
+    code, _, err = run(capsys, "release", path, *options, "--structure-from-data", "--seed",
+                       3, "--interval-replicates", 20, "--out", out)
+    assert code == 0, err
+    rows = _evaluate(capsys, path, out)
+    estimate = read_release(out)[1]["intervals"]["estimated_error"]["by_level"]
+    assert [None if np.isnan(v) else v for v in rows["estimated_mae"]] == list(
+        estimate.values())
+    assert (rows["mae_per_value"] > 0).all()
 
 
 def test_coverage_per_level_counts_each_level_apart():

@@ -1,7 +1,9 @@
 """``hierdp evaluate``: the errors of a release against its true input, per level, and,
 when the release carries intervals, how often they hold the true values per level
-(``coverage``, beside the intervals' nominal ``interval_level``; `intervals.coverage`).
-Reads the confidential input: its output is confidential."""
+(``coverage``, beside the intervals' nominal ``interval_level``; `intervals.coverage`) and,
+where its manifest estimates its error (`intervals.estimated_error`), that estimate beside
+the error measured per released value (``estimated_mae``, ``mae_per_value``). Reads the
+confidential input: its output is confidential."""
 
 from __future__ import annotations
 
@@ -41,23 +43,30 @@ def cmd_evaluate(args) -> int:
         released = levels_from_table(data, table)
         metrics = flow_metrics(data, released)
         coverage = _flow_coverage(data, released, table)
-    elif cfg.query == "ranges":
-        from hierdp_core.ranges.evaluation import range_metrics
-
-        metrics = range_metrics(data, align_release(table, data))
+        errors = [np.abs(lv.value - data.lookup(t, lv.origin, lv.destination))
+                  for t, lv in enumerate(released.levels)]
     else:
         values = align_release(table, data)
-        if cfg.query == "group-sizes":
+        h, truth = data.hierarchy, data.node_counts()
+        errors = [np.abs(values - truth)[h.level_slice(lv)] for lv in range(h.n_levels)]
+        if cfg.query == "ranges":
+            from hierdp_core.ranges.evaluation import range_metrics
+
+            metrics = range_metrics(data, values)
+        elif cfg.query == "group-sizes":
             from hierdp_core.groupsizes.data import group_size_metrics
 
             metrics = group_size_metrics(data, values)
         else:
-            metrics = error_metrics(data.hierarchy, data.node_counts(), values,
-                                    categories=data.categories if data.has_categories
-                                    else None)
-        coverage = _node_coverage(data, table)
+            metrics = error_metrics(h, truth, values, categories=data.categories
+                                    if data.has_categories else None)
+        if cfg.query != "ranges":
+            coverage = _node_coverage(data, table)
     if coverage is not None:
         metrics = with_coverage(metrics, coverage, manifest["intervals"]["level"])
+    estimate = manifest.get("intervals", {}).get("estimated_error")
+    if estimate is not None:
+        metrics = with_estimate(metrics, estimate, errors)
     if args.json:
         print(metrics.to_json(orient="records", indent=2))
     else:
@@ -80,13 +89,32 @@ def truth_and_release(first: str, second: str | None, truth: str | None) -> tupl
 def with_coverage(metrics: pd.DataFrame, coverage: np.ndarray,
                   nominal: float) -> pd.DataFrame:
     """``metrics`` with ``coverage`` (per level) and ``interval_level`` on each level's
-    overall row (a counts table's ``bin`` "all"; every row of one-row-per-level tables),
-    NaN on the rows of population bins."""
+    overall row (`per_level_columns`)."""
+    return per_level_columns(metrics, coverage=coverage,
+                             interval_level=np.full(coverage.size, nominal))
+
+
+def with_estimate(metrics: pd.DataFrame, estimate: dict,
+                  errors: list[np.ndarray]) -> pd.DataFrame:
+    """``metrics`` with the release's ``estimated_mae`` per level (its manifest's
+    ``intervals.estimated_error``, NaN where not estimated) beside ``mae_per_value``, the
+    mean of the level's ``errors`` (|released - true| per released value), to check the
+    estimate on a table of one's own (`per_level_columns`)."""
+    by_level = [np.nan if v is None else v for v in estimate["by_level"].values()]
+    measured = [e.mean() if e.size else np.nan for e in errors]
+    return per_level_columns(metrics, estimated_mae=np.array(by_level, dtype=float),
+                             mae_per_value=np.array(measured, dtype=float))
+
+
+def per_level_columns(metrics: pd.DataFrame, **columns: np.ndarray) -> pd.DataFrame:
+    """``metrics`` with each of ``columns`` (a value per level) on each level's overall row
+    (a counts table's ``bin`` "all"; every row of one-row-per-level tables), NaN on the
+    rows of population bins."""
     out = metrics.copy()
     overall = (out["bin"] == "all").to_numpy() if "bin" in out else np.ones(len(out), bool)
     level = out["level"].to_numpy(dtype=np.int64)
-    out["coverage"] = np.where(overall, coverage[level], np.nan)
-    out["interval_level"] = np.where(overall, nominal, np.nan)
+    for name, per_level in columns.items():
+        out[name] = np.where(overall, per_level[level], np.nan)
     return out
 
 
