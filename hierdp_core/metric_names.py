@@ -47,6 +47,11 @@ REGISTRY: dict[str, MetricName] = {
     "coverage": _M("Coverage", "share of the level's cells whose true value lies in the "
                    "released interval [lower, upper] (one release: one draw, its cells "
                    "correlated)", "", True),
+    "estimated_mae": _M("Estimated error", "the mean |error| per released value that the "
+                        "release's intervals' re-runs estimate (in its manifest, so readers "
+                        "of the release see it)", "count per value"),
+    "mae_per_value": _M("Measured error", "the mean |released − true| per released value of "
+                        "the level", "count per value"),
     "calibrated": _M("Calibrated", "whether the intervals of this level held their nominal "
                      "level in the benchmarks (False: they may cover less; the manifest "
                      "says why)"),

@@ -50,6 +50,7 @@ def test_least_squares_coverage_is_shown_per_level_without_a_click():
     expected = coverage_table(replace(release, intervals=intervals), truth_of(at))
     np.testing.assert_allclose(frame["Coverage"], expected["coverage"])
     assert (frame["Nominal"] == 0.9).all() and frame["Calibrated"].all()
+    assert "Estimated error" not in frame  # closed form: the a priori forecast holds
     assert frame["Coverage"].iloc[-1] > 0.8  # 3,142 counties: near 0.9
     at.radio(key="res_iv_level").set_value(0.95).run()
     assert_clean(at)
@@ -68,3 +69,6 @@ def test_topdown_coverage_waits_for_its_bootstrap():
         list(at.session_state[session.RELEASE].hierarchy.level_names)
     assert ((frame["Coverage"] >= 0) & (frame["Coverage"] <= 1)).all()
     assert frame["Coverage"].iloc[-1] > 0.8
+    # the bootstrap's estimate of the error beside the error measured (US counties: near)
+    ratio = frame["Estimated error"] / frame["Measured error"]
+    assert ratio.iloc[1:].between(0.7, 1.4).all(), frame

@@ -9,7 +9,8 @@ the benchmark (`benchmarks/bench_coverage.py`) measures over many independent re
 
 `coverage_table` is the Results page's table in evaluation mode: the same per level, with
 the number of units and cells, the nominal level and whether the level's intervals are
-calibrated (the release's intervals record).
+calibrated (the release's intervals record), and where the record estimates the error
+(`intervals.estimated_error`) that estimate beside the error measured per value.
 
 Example
 -------
@@ -49,8 +50,16 @@ def coverage_table(release, truth: np.ndarray) -> pd.DataFrame:
     calibration = iv.record.get("calibration", {})
     width = release.values.shape[1] if release.values.ndim == 2 else 1
     units = np.array([h.level_size(lv) for lv in range(h.n_levels)])
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "level_name": list(h.level_names), "units": units, "cells": units * width,
         "interval_level": iv.record["level"], "coverage": cover,
         "calibrated": [calibration.get(n, {}).get("calibrated", True)
                        for n in h.level_names]})
+    if "estimated_error" in iv.record:  # the estimate beside the error it estimates
+        by_level = iv.record["estimated_error"]["by_level"]
+        error = np.abs(release.values - truth)
+        table["estimated_mae"] = [np.nan if by_level[n] is None else by_level[n]
+                                  for n in h.level_names]
+        table["mae_per_value"] = [error[h.level_slice(lv)].mean()
+                                  for lv in range(h.n_levels)]
+    return table

@@ -43,5 +43,8 @@ def coverage_section(release, truth) -> None:
     st.caption("One release is one draw: a level of few units says little, and the cells "
                "of a level move together (a parent's error moves its children). "
                "`benchmarks/bench_coverage.py` measures coverage over many releases."
+               + (" Estimated error: what the release's manifest tells its readers, from "
+                  "the bootstrap alone; measured error: against the truth."
+                  if "estimated_mae" in table else "")
                + (f" Not calibrated (they may cover less): {', '.join(flagged)}; the "
                   "manifest says why." if flagged else ""))
