@@ -43,8 +43,9 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   too high; with the lower end at 0 such truths held about 1 - (1 - level) / 2). Before:
   0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
   (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
-  parent, `parent_bounds`, 3-4 times wider); `benchmarks/bench_coverage.py`. The same
-  redraws give each level's error estimated from the release (``estimated_error``).
+  parent, as group sizes' still are, 3-4 times wider); `benchmarks/bench_coverage.py`.
+  The same redraws give each level's error estimated from the release
+  (``estimated_error``).
 
 Integer errors (integer noise for raw; TopDown) make the smallest symmetric interval cover
 more than the level, e.g. 0.96 for a 0.9 interval under discrete Gaussian noise of
@@ -124,11 +125,6 @@ _MAX_DRAWS = 1 << 24  # bootstrap redraws held at once (128 MB, twice that at pe
 #: least squares' half-widths grow by this share of |value| + 1 (module doc): far below
 #: the distance between integers, far above the estimator's floating-point error
 FLOAT_SLACK = 1e-9
-#: `parent_bounds`: a parent's released value per child below this share of the child's
-#: noise standard deviation makes its children sparse (0.5 measured on the shapes of
-#: `benchmarks/bench_coverage.py`: 1 and 2 over-cover levels the bootstrap already held)
-SPARSE_SHARE = 0.5
-PARENT_BOUNDED = ", sparse children bounded by their parent"
 NEAR_ZERO_INVERTED = ", inverted near 0"
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 TRIM_STREAM = 1  # `_bootstrap`'s stream of the uniform draws of `pooled_trim`
@@ -185,30 +181,6 @@ def bootstrap_replicates(cells: int) -> int:
     `TOPDOWN_REPLICATES`, fewer when cells x replicates would pass `BOOTSTRAP_CELL_DRAWS`
     (the bootstrap's cost), never below `MIN_REPLICATES`."""
     return by_time(cells, TOPDOWN_REPLICATES, BOOTSTRAP_CELL_DRAWS)
-
-
-def parent_bounds(release: Release, sd: np.ndarray, lower: np.ndarray,
-                  upper: np.ndarray) -> np.ndarray:
-    """Sparse children of a consistent group-size release, in place, level by level from
-    the root: a child whose parent's released value per child is below `SPARSE_SHARE` of
-    the child's noise standard deviation ``sd`` (per node, public) gets [0, max(its upper
-    end, its parent's)]: there non-negativity piles the parent's total on a few children, the
-    released values are sparser than the truth, and the bootstrap around them misses the
-    small true counts (measured 0.60 at the leaves of 299 units of ~1 person at epsilon
-    0.1). The bound holds whenever the parent's interval does (a child holds at most its
-    parent's count). Returns per level whether any cell was bounded so."""
-    h = release.hierarchy
-    children = np.diff(h.child_ptr)
-    bounded = np.zeros(h.n_levels, dtype=bool)
-    for lv in range(1, h.n_levels):
-        sl = h.level_slice(lv)
-        parent = h.parent[sl]
-        share = release.values[parent] / children[parent][:, None]
-        sparse = share < SPARSE_SHARE * sd[sl, None]
-        upper[sl] = np.where(sparse, np.maximum(upper[sl], upper[parent]), upper[sl])
-        lower[sl] = np.where(sparse, 0, lower[sl])
-        bounded[lv] = bool(sparse.any())
-    return bounded
 
 
 def raw_half_widths(noises: list[Noise | None], level: float,
