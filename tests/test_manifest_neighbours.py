@@ -38,13 +38,16 @@ TRIPS_MOVED = pd.concat([TRIPS.iloc[1:], pd.DataFrame([("B", "b3", "A", "a3")],
                                                       columns=TRIPS.columns)])
 
 #: fields that are outputs of the noise (the released cells counted by the table rules, the
-#: released O/D nodes, an interval method's "inverted near 0" when released values are; the
+#: released O/D nodes, an interval method's "inverted near 0" when released values are, the
+#: error the intervals' re-runs estimate from the released values (and whether a level's
+#: cells share a bucket of DAWA's noisy partition, which decides if it is estimated); the
 #: cells measured below a noisy partition or released parents: `KINDS`), of the clock, the
 #: seal, the files' hashes, the input's fingerprint (keyed by the publisher's secret) and the
 #: release's entry in the budget ledger (a random id)
 NOISE_OUTPUTS = (r"^created_utc$", r"^checksum\b", r"^signature\.value$", r"^files\.",
                  r"^input\.fingerprint\.value$", r"^table_rules\.", r"^tree\.released_nodes",
-                 r"^intervals\.method\.", r"^randomness\.budget_ledger_entry$")
+                 r"^intervals\.method\.", r"^intervals\.estimated_error\.(by_level|not_est)",
+                 r"^randomness\.budget_ledger_entry$")
 PEOPLE_FLAGS = ("--levels", "state,county", "--geography", "geo.csv")
 FLOW_FLAGS = ("--query", "flows", "--origin-levels", "o_state,o_county",
               "--destination-levels", "d_state,d_county", "--geography", "geo.csv")
