@@ -87,10 +87,10 @@ def test_evaluate_coverage_of_other_query_kinds(capsys, tmp_path, query):
     assert (rows["mae_per_value"].iloc[1:] > 0).all()
 
 
-def test_evaluate_puts_a_range_release_s_estimate_beside_the_measured(capsys, tmp_path):
-    """A range release (no coverage: its intervals are checked by the benchmark) still
-    gets its estimated error beside the measured; DAWA's levels whose cells share a bucket
-    have none (NaN)."""
+def test_evaluate_a_range_release_s_coverage_and_estimate(capsys, tmp_path):
+    """A range release gets its coverage per level too (its cells: unit x value) and its
+    estimated error beside the measured (the range metrics' own ``cell_mae``); DAWA's
+    levels whose cells share a bucket have no estimate (NaN)."""
     path, options = _csv(tmp_path, "ranges")
     out = tmp_path / "rel"
     code, _, err = run(capsys, "release", path, *options, "--structure-from-data", "--seed",
@@ -101,6 +101,10 @@ def test_evaluate_puts_a_range_release_s_estimate_beside_the_measured(capsys, tm
     assert [None if np.isnan(v) else v for v in rows["estimated_mae"]] == list(
         estimate.values())
     assert (rows["mae_per_value"] > 0).all()
+    np.testing.assert_allclose(rows["mae_per_value"], rows["cell_mae"])
+    released, _ = read_release(out)
+    assert rows["coverage"].between(0, 1).all() and (rows["interval_level"] == 0.9).all()
+    assert len(rows) == released["level"].nunique()
 
 
 def test_coverage_per_level_counts_each_level_apart():

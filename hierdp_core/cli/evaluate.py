@@ -60,8 +60,7 @@ def cmd_evaluate(args) -> int:
         else:
             metrics = error_metrics(h, truth, values, categories=data.categories
                                     if data.has_categories else None)
-        if cfg.query != "ranges":
-            coverage = _node_coverage(data, table)
+        coverage = _node_coverage(data, table)
     if coverage is not None:
         metrics = with_coverage(metrics, coverage, manifest["intervals"]["level"])
     estimate = manifest.get("intervals", {}).get("estimated_error")
