@@ -260,13 +260,12 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         # replicates' rows; only the cells that moved are turned to a row per cell)
         moved = np.flatnonzero(part.any(axis=0))
         errors = np.ascontiguousarray(part[:, moved].T)
-        lower, upper = symmetric_half_widths(errors, rank(level, replicates), integer)
+        lower, upper, size = symmetric_half_widths(errors, rank(level, replicates), integer)
         if widen:
             bias = np.abs(errors.mean(axis=1, dtype=np.float64))
             bias = np.rint(bias) if integer else bias
             lower, upper = lower + bias, upper + bias
-        below[row + moved], above[row + moved] = lower, upper
-        mean_abs[row + moved] = np.abs(errors).mean(axis=1, dtype=np.float64)
+        below[row + moved], above[row + moved], mean_abs[row + moved] = lower, upper, size
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     return Redrawn(below, above, replicates, mean_abs)

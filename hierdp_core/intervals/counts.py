@@ -361,8 +361,8 @@ def _bootstrap(release: Release, noises: list[Noise | None], level: float,
         def sizes(rows: np.ndarray, first: int = first, d: np.ndarray = d) -> None:
             at = slice(rows[0], rows[-1] + 1) if rows.size else slice(0, 0)
             cells = (at, slice(first, first + block))
-            above[cells], narrow, wide = symmetric_sizes(d[at], r, release.is_integer)
-            mean_abs[cells] = np.abs(d[at]).mean(axis=-1)
+            above[cells], narrow, wide, mean_abs[cells] = symmetric_sizes(
+                d[at], r, release.is_integer)
             if narrow is not None:
                 inside[cells], held[cells] = narrow, wide
 

@@ -21,8 +21,6 @@ even plug-in cannot show: its level gets no estimate (None, and the record says 
 Example
 -------
 >>> import numpy as np
-
-from hierdp_core.number_text import error_figure
 >>> from hierdp_core.hierarchy import build_from_codes
 >>> h, _ = build_from_codes([np.array(["a", "b"])], ["leaf"])
 >>> record = estimated_error(tree_levels(h), np.array([[3.0, 1], [0.5, 0.5], [1, 0]]))

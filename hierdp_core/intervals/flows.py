@@ -87,13 +87,13 @@ def flow_intervals(release: FlowRelease, level: float,
         methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
-        unseen = np.zeros(values.size, dtype=bool)
-        if release.mechanism == "stability-histogram":
+        suppressed = release.mechanism == "stability-histogram"
+        if suppressed:
             coarse = slice(0, below.size - release.levels[-1].size)  # none may be released
             below[coarse], above[coarse] = _suppression_bound(release, level)
             methods[:-1] = [SUPPRESSION_BOUND] * release.depth
-            unseen[:] = True
         if draws:
+            unseen = np.full(values.size, suppressed)
             ends = np.cumsum([0] + [lv.size for lv in release.levels])
             extra["estimated_error"] = estimated_error(
                 [(name, slice(a, b)) for name, a, b in zip(release.level_names, ends[:-1],

@@ -15,32 +15,34 @@ RANDOMISED_STEP = ("randomised: in a share of each level's cells of one category
                    "share with which their pooled bootstrap draws hold the level on average")
 
 
-def symmetric_half_widths(d: np.ndarray, r: int,
-                          integer: bool) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_half_widths(d: np.ndarray, r: int, integer: bool
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per cell, from its bootstrap errors ``d`` (replicates on the last axis), the
     half-widths (below, above): a, the rank-``r`` order statistic of |d|; with ``integer``
     errors a - 1 below when [-a, a - 1] still holds r + 1 draws (the smallest interval
-    holding the level). The symmetric form keeps covering small counts, whose clipped
-    redraws are one-sided."""
-    a = _half_width(d, r)
-    return (a - ((a > 0) & (_within(d, a, -1) > r)), a) if integer else (a, a)
+    holding the level); and the mean of |d|. The symmetric form keeps covering small
+    counts, whose clipped redraws are one-sided."""
+    a, mean_abs = _half_width(d, r)
+    below = a - ((a > 0) & (_within(d, a, -1) > r)) if integer else a
+    return below, a, mean_abs
 
 
 def symmetric_sizes(d: np.ndarray, r: int, integer: bool):
     """Per cell, from its bootstrap errors ``d`` (replicates on the last axis): a, the
-    rank-``r`` order statistic of |d|, and with ``integer`` errors how many draws lie in
-    [-a, a - 1] and in [-a, a] (else None, None)."""
-    a = _half_width(d, r)
+    rank-``r`` order statistic of |d|, with ``integer`` errors how many draws lie in
+    [-a, a - 1] and in [-a, a] (else None, None), and the mean of |d|."""
+    a, mean_abs = _half_width(d, r)
     if not integer:
-        return a, None, None
-    return a, _within(d, a, -1), _within(d, a, 0)
+        return a, None, None, mean_abs
+    return a, _within(d, a, -1), _within(d, a, 0), mean_abs
 
 
-def _half_width(d: np.ndarray, r: int) -> np.ndarray:
-    """The rank-``r`` order statistic of |d| over the last axis."""
+def _half_width(d: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rank-``r`` order statistic of |d| over the last axis, and the mean of |d| (the
+    release's error the bootstrap estimates, `intervals.estimated_error`)."""
     size = np.abs(d)
-    size.partition(r, axis=-1)  # in place: no copy of the errors' sizes
-    return size[..., r]
+    size.partition(r, axis=-1)  # in place: no copy of the errors' sizes (nor of the sum)
+    return size[..., r], size.mean(axis=-1, dtype=np.float64)
 
 
 def _within(d: np.ndarray, a: np.ndarray, top: int) -> np.ndarray:
