@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from hierdp_core.intervals.bootstrap import (
+from hierdp_core.intervals.quantiles import (
     QUANTILE_CONFIDENCE,
     binomial_quantile,
     confident_order_statistic,

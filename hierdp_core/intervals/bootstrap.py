@@ -15,7 +15,6 @@ privacy and is reproducible from the release. Private data-dependent stages of a
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +27,8 @@ import numpy as np
 
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
-from hierdp_core.intervals.symmetric import symmetric_half_widths
+from hierdp_core.intervals.quantiles import rank
+from hierdp_core.intervals.symmetric import pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
@@ -38,11 +38,6 @@ from hierdp_core.releases import CellIntervals
 SEED = 17  # public: the intervals' simulations draw noise only, around released values
 INPUTS = "released values and public parameters only"
 MIN_REPLICATES = 20  # the least any simulation or bootstrap gets by default
-#: `confident_order_statistic`: the chance that a quantile read from a simulation shared by
-#: every release holds its level
-QUANTILE_CONFIDENCE = 0.9
-#: `binomial_quantile` sums the pmf over the mean +/- this many standard deviations
-QUANTILE_TAIL_SD = 40
 #: re-run bootstraps (group sizes, flows, ranges): at most this many replicates, as many as
 #: fit in `RERUN_SECONDS` of the first re-run's time, never below `MIN_REPLICATES`; 2 s
 #: leaves room in the 5 s the dashboard's publishable draw may take (its secure release,
@@ -72,6 +67,8 @@ MAX_DRAWS = 1 << 24  # bootstrap errors held at once (float32: 64 MB)
 REDRAW_CELLS = 1 << 16
 #: `integer_ends`: a float end within this share of its size of an integer is that integer
 INTEGER_SLACK = 1e-9
+#: `rerun_bootstrap`'s stream of `pooled_trim`'s uniform draws (beside the re-runs' 0, 1, ...)
+TRIM_STREAM = 2**32 - 1
 BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
@@ -106,45 +103,6 @@ def by_time(size: int, most: int, draws: int) -> int:
     """``most`` replicates of ``size`` values each, fewer when that passes ``draws``
     values, never below `MIN_REPLICATES`."""
     return int(np.clip(draws // max(size, 1), MIN_REPLICATES, most))
-
-
-def rank(level: float, m: int) -> int:
-    """The 0-based rank of the ceil(level (m + 1))-th smallest of m draws (the largest when
-    beyond m): a new draw falls at or below it with probability at least ``level``."""
-    return min(math.ceil(level * (m + 1)), m) - 1
-
-
-def binomial_quantile(q: float, m: int, p: float) -> int:
-    """The q-quantile of Binomial(m, p) (0 < p < 1): the smallest k with P(X <= k) >= q, as
-    ``scipy.stats.binom.ppf`` gives it (the same on 26,000 cases: m up to 2e7, p from 0.1
-    to 0.999, q from 0.8 to 0.99; `tests/test_interval_quantiles.py` checks 5,800), without
-    scipy, whose import costs a command-line release about 0.3 s of CPU. The pmf's ratios
-    p(k + 1) / p(k) = (m - k) p / ((k + 1)(1 - p)) are summed in logs over the mean +/- 40
-    standard deviations (the mass beyond is below e^-800), then normalised: a CDF exact to
-    about 1e-12, so that only a q within that of a CDF value could be read otherwise."""
-    mean, sd = m * p, math.sqrt(m * p * (1 - p))
-    lo = max(0, math.floor(mean - QUANTILE_TAIL_SD * sd) - 10)
-    hi = min(m, math.ceil(mean + QUANTILE_TAIL_SD * sd) + 10)
-    k = np.arange(lo, hi, dtype=np.float64)
-    ratios = np.log((m - k) / (k + 1)) + (math.log(p) - math.log1p(-p))
-    log_pmf = np.concatenate(([0.0], np.cumsum(ratios)))
-    pmf = np.exp(log_pmf - log_pmf.max())
-    cdf = np.cumsum(pmf) / pmf.sum()
-    return lo + min(int(np.searchsorted(cdf, q, side="left")), hi - lo)
-
-
-def confident_order_statistic(sample: np.ndarray, level: float,
-                              confidence: float = QUANTILE_CONFIDENCE) -> float:
-    """The order statistic of a flat sample of m draws that holds at least ``level`` of
-    their distribution with probability ``confidence`` over the draws (the largest when
-    none does): the (k + 1)-th smallest holds F(X_(k+1)) >= level exactly when at most k
-    draws fall below the level-quantile, so k is the ``confidence``-quantile of
-    Binomial(m, level). For a simulation with a fixed public seed, whose draws every
-    release of a table shares, `rank`'s average guarantee is not enough: one sample of
-    1,000 draws left a root's coverage at 0.885 over 3,000 releases at nominal 0.9
-    (k: `binomial_quantile`)."""
-    k = min(binomial_quantile(confidence, sample.size, level), sample.size - 1)
-    return float(np.partition(sample, k)[k])
 
 
 def interval_record(level: float, methods: dict, draws: int | None, **extra) -> dict:
@@ -199,7 +157,8 @@ def release_budget(privacy: dict) -> PrivacyBudget:
 def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[object],
                     np.ndarray], plugin: np.ndarray, ledger, level: float,
                     replicates: int | None, integer: bool, widen: bool = False,
-                    redraws: Callable[[list[NoiseSource]], np.ndarray] | None = None):
+                    redraws: Callable[[list[NoiseSource]], np.ndarray] | None = None,
+                    groups: np.ndarray | None = None):
     """Parametric bootstrap by re-running a mechanism: ``rerun(source)`` releases the
     plug-in truth once (public budget, split and parameters), ``cells(release)`` its values
     aligned with ``plugin`` (flat). The first re-run is timed: without ``replicates``, as
@@ -213,8 +172,11 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
     the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
-    each). Returns the half-widths (below, above) per cell, the replicates drawn and each
-    cell's mean |redraw - plug-in| (`Redrawn`)."""
+    each). With integer values and ``groups`` (per cell, a group: a level's cells of one
+    category; -1 for none) the lower end's integer step is pooled over each group's cells
+    of one half-width (`symmetric.pooled_trim`, uniform draws from the public seed), else
+    decided by each cell's own draws. Returns the half-widths (below, above) per cell, the
+    replicates drawn and each cell's mean |redraw - plug-in| (`Redrawn`)."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -250,25 +212,34 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
 
     threads = RERUN_THREADS if threaded(took, plugin.size) else 1
     _in_threads(redraw, range(1, replicates, per_job), progress, threads)
-    below, above, mean_abs = (np.zeros(plugin.size) for _ in range(3))
+    below, above, mean_abs, bias = (np.zeros(plugin.size) for _ in range(4))
+    pooled = integer and groups is not None
+    inside, held = (np.zeros(plugin.size if pooled else 0, np.int32) for _ in range(2))
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
+    r = rank(level, replicates)
 
     def half_widths(row: int) -> None:  # a block of cells (on the re-runs' threads)
         part = d[:, row:row + block]
         # a cell every redraw left at its plug-in keeps 0 and 0 (no bias): most sizes of a
         # sparse group-size table, whose quantiles then cost nothing (found along the
         # replicates' rows; only the cells that moved are turned to a row per cell)
-        moved = np.flatnonzero(part.any(axis=0))
-        errors = np.ascontiguousarray(part[:, moved].T)
-        lower, upper, size = symmetric_half_widths(errors, rank(level, replicates), integer)
+        at = row + np.flatnonzero(part.any(axis=0))
+        errors = np.ascontiguousarray(part[:, at - row].T)
+        a, narrow, wide, mean_abs[at] = symmetric_sizes(errors, r, integer)
+        above[at], below[at] = a, a if narrow is None else a - ((a > 0) & (narrow > r))
+        if pooled:
+            inside[at], held[at] = narrow, wide
         if widen:
-            bias = np.abs(errors.mean(axis=1, dtype=np.float64))
-            bias = np.rint(bias) if integer else bias
-            lower, upper = lower + bias, upper + bias
-        below[row + moved], above[row + moved], mean_abs[row + moved] = lower, upper, size
+            mean = np.abs(errors.mean(axis=1, dtype=np.float64))
+            bias[at] = np.rint(mean) if integer else mean
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
-    return Redrawn(below, above, replicates, mean_abs)
+    if pooled:
+        at = np.flatnonzero(groups >= 0)
+        uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
+        below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
+                                            level, uniform, groups[at])
+    return Redrawn(below + bias, above + bias, replicates, mean_abs)
 
 
 class Redrawn(NamedTuple):
@@ -346,7 +317,8 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
     shares) and parameters, with ``sums`` (a sparse matrix over the flat cells: aggregates
     such as bands or buckets) and, with ``unclipped``, the re-runs' estimates before their
     consistency clipped them at 0 (``noisy``; a level not measured: no error), all from the
-    same redraws; ``widen``: see `rerun_bootstrap`."""
+    same redraws; ``widen``: see `rerun_bootstrap`. An integer value's lower end steps by
+    one as the pooled draws of its level's cells of its category say (`pooled_trim`)."""
     mechanism = get_mechanism(release.mechanism)
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
     truth = plugin.node_counts().ravel()
@@ -367,12 +339,15 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
             return np.stack([cells(v.ravel(), u.ravel() if unclipped else None)
                              for v, u in zip(made.values, made.noisy, strict=True)])
 
+    shape, n = release.values.shape, release.values.size
+    m = n + (0 if sums is None else sums.shape[0])
+    groups = np.full(m + (n if unclipped else 0), -1, dtype=np.int64)  # the values' only
+    groups[:n] = (release.hierarchy.level_of_nodes()[:, None] * shape[1]
+                  + np.arange(shape[1])).ravel()  # a level's cells of one category
     below, above, draws, mean_abs = rerun_bootstrap(
         rerun, lambda r: cells(r.values.ravel(), r.noisy.ravel() if unclipped else None),
         cells(truth, None), release.ledger, level, replicates, release.is_integer, widen,
-        redraws)
-    shape, n = release.values.shape, release.values.size
-    m = n + (0 if sums is None else sums.shape[0])
+        redraws, groups)
     return TableBootstrap(below[:n].reshape(shape), above[:n].reshape(shape), draws,
                           None if sums is None else above[n:m],
                           above[m:].reshape(shape) if unclipped else None,

@@ -93,13 +93,12 @@ from hierdp_core.intervals.bootstrap import (
     SEED,
     by_time,
     check_level,
-    confident_order_statistic,
     feasible,
     interval_record,
     plugin_stream,
-    rank,
 )
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
+from hierdp_core.intervals.quantiles import confident_order_statistic, rank
 from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource

@@ -64,6 +64,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error
+from hierdp_core.intervals.symmetric import RANDOMISED_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.flow_base import FlowMechanism
 from hierdp_core.mechanisms.flow_baselines import StabilityHistogram
@@ -87,6 +88,8 @@ def flow_intervals(release: FlowRelease, level: float,
         methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
+        if release.is_integer:
+            extra["integer_step"] = RANDOMISED_STEP
         suppressed = release.mechanism == "stability-histogram"
         if suppressed:
             coarse = slice(0, below.size - release.levels[-1].size)  # none may be released
@@ -210,9 +213,10 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
             return _values_at(forest.levels, widths, wanted, forest.trial, len(sources))
 
     widen = capabilities(release.mechanism).intervals == BIAS_WIDENED
+    groups = np.repeat(np.arange(len(wanted)), [keys.size for _, keys in wanted])
     return rerun_bootstrap(rerun, lambda r: _values_at(r.levels, widths, wanted), truth,
                            release.ledger, level, replicates, release.is_integer,
-                           widen=widen, redraws=redraws)
+                           widen=widen, redraws=redraws, groups=groups)
 
 
 def _sorted_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -64,6 +64,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import per_node, raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
+from hierdp_core.intervals.symmetric import RANDOMISED_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.releases import CellIntervals, Release
@@ -94,7 +95,8 @@ def group_size_intervals(release: Release, level: float,
         boot = table_bootstrap(release, plugin, level, replicates, widen=widen)
         below, above, draws = boot.below, boot.above, boot.draws
         method = BIAS_WIDENED if widen else "parametric bootstrap"
-        extra = {"estimated_error": estimated_error(tree_levels(h), boot.mean_abs)}
+        extra = {"estimated_error": estimated_error(tree_levels(h), boot.mean_abs),
+                 "integer_step": RANDOMISED_STEP}
     lower, upper = release.values - below, release.values + above
     bounded = np.zeros(h.n_levels, dtype=bool)
     if draws and get_mechanism(release.mechanism).info.consistent:

@@ -52,6 +52,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import NEAR_ZERO_INVERTED, near_zero_inversion
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
+from hierdp_core.intervals.symmetric import RANDOMISED_STEP
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
 from hierdp_core.releases import CellIntervals, Release
@@ -94,7 +95,9 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
     estimate = estimated_error(tree_levels(h), boot.mean_abs, shared, UNSEEN_SHARE_BIAS)
     record = interval_record(level, dict(zip(h.level_names, methods, strict=True)), draws,
                              plug_in="the released leaf histograms", workload=workload.name,
-                             share_bound=SHARE_BOUND, estimated_error=estimate)
+                             share_bound=SHARE_BOUND, estimated_error=estimate,
+                             **({"integer_step": RANDOMISED_STEP} if release.is_integer
+                                else {}))
     return feasible(lower, upper, record, integer=release.is_integer)
 
 

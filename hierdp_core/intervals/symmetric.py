@@ -1,7 +1,7 @@
 """Per-cell symmetric half-widths from bootstrap draws (the errors redraw - plug-in, replicates
-on the last axis): the level's order statistic of |error|, and for integer errors the step
-that drops the lower end by one where the narrower interval still holds the level, cell by
-cell (`symmetric_half_widths`) or pooled over a level's cells (`pooled_trim`).
+on the last axis): the level's order statistic of |error| (`symmetric_sizes`), and for
+integer errors the step that drops the lower end by one where the narrower interval still
+holds the level, pooled over a group of cells (`pooled_trim`).
 """
 
 from __future__ import annotations
@@ -13,18 +13,6 @@ _DIRECT_KEYS = 1 << 22  # (category, a) keys counted directly below this many, e
 RANDOMISED_STEP = ("randomised: in a share of each level's cells of one category and one "
                    "half-width, drawn from the public seed, the lower end is one higher, the "
                    "share with which their pooled bootstrap draws hold the level on average")
-
-
-def symmetric_half_widths(d: np.ndarray, r: int, integer: bool
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cell, from its bootstrap errors ``d`` (replicates on the last axis), the
-    half-widths (below, above): a, the rank-``r`` order statistic of |d|; with ``integer``
-    errors a - 1 below when [-a, a - 1] still holds r + 1 draws (the smallest interval
-    holding the level); and the mean of |d|. The symmetric form keeps covering small
-    counts, whose clipped redraws are one-sided."""
-    a, mean_abs = _half_width(d, r)
-    below = a - ((a > 0) & (_within(d, a, -1) > r)) if integer else a
-    return below, a, mean_abs
 
 
 def symmetric_sizes(d: np.ndarray, r: int, integer: bool):
@@ -51,29 +39,33 @@ def _within(d: np.ndarray, a: np.ndarray, top: int) -> np.ndarray:
 
 
 def pooled_trim(a: np.ndarray, inside: np.ndarray, held: np.ndarray, draws: int,
-                level: float, uniform: np.ndarray) -> np.ndarray:
-    """Per cell of one level (rows: its nodes, columns: the categories) whether its integer
-    interval [v - a, v + a] drops its lower end by one. Integer errors of a large budget
-    take few values, so neither interval may hold the level closely: over the level's cells
-    of one category with the same a, their ``draws`` each pooled, [-a, a] holds a share P
-    of them (``held`` per cell; k of m draws count k / (m + 1), `rank`'s chance that a new
-    one falls there) and [-a, a - 1] a share Q (``inside``); a share (P - level) / (P - Q)
-    of those cells, clipped to [0, 1], is narrowed, those whose ``uniform`` (public uniform
-    draws per cell) falls below it, so that the group holds the level on average (a
-    randomised interval: the level where no fixed interval reaches it). Before, each cell
-    decided by its own draws, by luck: TopDown at epsilon 10 covered 0.93-0.98 at nominal
-    0.9 where the narrower intervals held 0.88-0.92."""
-    span = int(a.max(initial=0)) + 1
-    key = (np.arange(a.shape[1]) * span + a).ravel()  # (category, a)
-    if a.shape[1] * span <= _DIRECT_KEYS:
-        group, size = key, a.shape[1] * span
+                level: float, uniform: np.ndarray, group: np.ndarray | None = None
+                ) -> np.ndarray:
+    """Per cell whether its integer interval [v - a, v + a] drops its lower end by one.
+    Integer errors take few values, so neither interval may hold the level closely: over
+    the cells of one ``group`` (default: one column, a level's category) with the same a,
+    their ``draws`` each pooled, [-a, a] holds a share P of them (``held`` per cell; k of
+    m draws count k / (m + 1), `rank`'s chance that a new one falls there) and
+    [-a, a - 1] a share Q (``inside``); a share (P - level) / (P - Q) of those cells,
+    clipped to [0, 1], is narrowed, those whose ``uniform`` (public uniform draws per
+    cell) falls below it, so that the group holds the level on average (a randomised
+    interval: the level where no fixed interval reaches it). Before, each cell decided by
+    its own draws, by luck: TopDown at epsilon 10 covered 0.93-0.98 at nominal 0.9 where
+    the narrower intervals held 0.88-0.92."""
+    if group is None:
+        group = np.broadcast_to(np.arange(a.shape[-1]), a.shape)
+    width = a.ravel().astype(np.int64)
+    span, groups = int(width.max(initial=0)) + 1, int(group.max(initial=-1)) + 1
+    key = group.ravel().astype(np.int64) * span + width  # (group, a)
+    if groups * span <= _DIRECT_KEYS:
+        pool, size = key, groups * span
     else:
-        _, group = np.unique(key, return_inverse=True)
-        size = int(group.max(initial=-1)) + 1
-    total = np.bincount(group, minlength=size) * (draws + 1.0)
-    wide = np.bincount(group, weights=held.ravel(), minlength=size)
-    narrow = np.bincount(group, weights=inside.ravel(), minlength=size)
+        _, pool = np.unique(key, return_inverse=True)
+        size = int(pool.max(initial=-1)) + 1
+    total = np.bincount(pool, minlength=size) * (draws + 1.0)
+    wide = np.bincount(pool, weights=held.ravel(), minlength=size)
+    narrow = np.bincount(pool, weights=inside.ravel(), minlength=size)
     gap = wide - narrow
     share = np.clip((wide - level * total) / np.where(gap > 0, gap, 1), 0, 1) * (gap > 0)
     share[narrow >= level * total] = 1.0
-    return ((a.ravel() > 0) & (uniform.ravel() < share[group])).reshape(a.shape)
+    return ((width > 0) & (uniform.ravel() < share[pool])).reshape(a.shape)

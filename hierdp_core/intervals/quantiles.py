@@ -1,0 +1,56 @@
+"""Order statistics that hold a level: `rank` for a bootstrap's draws of one cell (a new
+draw falls at or below it with probability at least the level) and
+`confident_order_statistic` for a simulation every release of a table shares (the quantile
+holds its level with a stated confidence over the draws).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: `confident_order_statistic`: the chance that a quantile read from a simulation shared by
+#: every release holds its level
+QUANTILE_CONFIDENCE = 0.9
+#: `binomial_quantile` sums the pmf over the mean +/- this many standard deviations
+QUANTILE_TAIL_SD = 40
+
+
+def rank(level: float, m: int) -> int:
+    """The 0-based rank of the ceil(level (m + 1))-th smallest of m draws (the largest when
+    beyond m): a new draw falls at or below it with probability at least ``level``."""
+    return min(math.ceil(level * (m + 1)), m) - 1
+
+
+def binomial_quantile(q: float, m: int, p: float) -> int:
+    """The q-quantile of Binomial(m, p) (0 < p < 1): the smallest k with P(X <= k) >= q, as
+    ``scipy.stats.binom.ppf`` gives it (the same on 26,000 cases: m up to 2e7, p from 0.1
+    to 0.999, q from 0.8 to 0.99; `tests/test_interval_quantiles.py` checks 5,800), without
+    scipy, whose import costs a command-line release about 0.3 s of CPU. The pmf's ratios
+    p(k + 1) / p(k) = (m - k) p / ((k + 1)(1 - p)) are summed in logs over the mean +/- 40
+    standard deviations (the mass beyond is below e^-800), then normalised: a CDF exact to
+    about 1e-12, so that only a q within that of a CDF value could be read otherwise."""
+    mean, sd = m * p, math.sqrt(m * p * (1 - p))
+    lo = max(0, math.floor(mean - QUANTILE_TAIL_SD * sd) - 10)
+    hi = min(m, math.ceil(mean + QUANTILE_TAIL_SD * sd) + 10)
+    k = np.arange(lo, hi, dtype=np.float64)
+    ratios = np.log((m - k) / (k + 1)) + (math.log(p) - math.log1p(-p))
+    log_pmf = np.concatenate(([0.0], np.cumsum(ratios)))
+    pmf = np.exp(log_pmf - log_pmf.max())
+    cdf = np.cumsum(pmf) / pmf.sum()
+    return lo + min(int(np.searchsorted(cdf, q, side="left")), hi - lo)
+
+
+def confident_order_statistic(sample: np.ndarray, level: float,
+                              confidence: float = QUANTILE_CONFIDENCE) -> float:
+    """The order statistic of a flat sample of m draws that holds at least ``level`` of
+    their distribution with probability ``confidence`` over the draws (the largest when
+    none does): the (k + 1)-th smallest holds F(X_(k+1)) >= level exactly when at most k
+    draws fall below the level-quantile, so k is the ``confidence``-quantile of
+    Binomial(m, level). For a simulation with a fixed public seed, whose draws every
+    release of a table shares, `rank`'s average guarantee is not enough: one sample of
+    1,000 draws left a root's coverage at 0.885 over 3,000 releases at nominal 0.9
+    (k: `binomial_quantile`)."""
+    k = min(binomial_quantile(confidence, sample.size, level), sample.size - 1)
+    return float(np.partition(sample, k)[k])
