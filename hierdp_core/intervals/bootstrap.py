@@ -236,9 +236,11 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
     if pooled:
         at = np.flatnonzero(groups >= 0)
+        # a lower end at or below 0 either way (clipped there) loses no draw by the step
+        stays = plugin[at] - above[at] + 1 <= 0
         uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
-        below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
-                                            level, uniform, groups[at])
+        below[at] = above[at] - pooled_trim(above[at], np.where(stays, held[at], inside[at]),
+                                            held[at], replicates, level, uniform, groups[at])
     return Redrawn(below + bias, above + bias, replicates, mean_abs)
 
 
