@@ -175,7 +175,10 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     each). With integer values and ``groups`` (per cell, a group: a level's cells of one
     category; -1 for none) the lower end's integer step is pooled over each group's cells
     of one half-width (`symmetric.pooled_trim`, uniform draws from the public seed), else
-    decided by each cell's own draws. Returns the half-widths (below, above) per cell, the
+    decided by each cell's own draws; a cell whose lower end lies at or below 0 either way
+    stays out of the pool (its step changes nothing once clipped at 0, and counted in, it
+    would let the others narrow below the level: a pool of mostly such cells narrowed
+    every other). Returns the half-widths (below, above) per cell, the
     replicates drawn and each cell's mean |redraw - plug-in| (`Redrawn`)."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
@@ -234,13 +237,11 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             bias[at] = np.rint(mean) if integer else mean
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
-    if pooled:
-        at = np.flatnonzero(groups >= 0)
-        # a lower end at or below 0 either way (clipped there) loses no draw by the step
-        stays = plugin[at] - above[at] + 1 <= 0
+    if pooled:  # not where the lower end is clipped at 0 either way: no step to take there
+        at = np.flatnonzero((groups >= 0) & (plugin - above + 1 > 0))
         uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
-        below[at] = above[at] - pooled_trim(above[at], np.where(stays, held[at], inside[at]),
-                                            held[at], replicates, level, uniform, groups[at])
+        below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
+                                            level, uniform, groups[at])
     return Redrawn(below + bias, above + bias, replicates, mean_abs)
 
 
