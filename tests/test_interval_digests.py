@@ -58,7 +58,7 @@ RECORDED = {
     "gs-kuo-hierarchical": "d5418d8bb5ad0db2",
     "gs-topdown": "44cd14b625de5103",
     "inftda": "3444f8dd0c75b393",
-    "dawa": "c58a30cd07ddc77c",
+    "dawa": "e72d912c59934135",
 }
 
 

@@ -173,12 +173,14 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
     each). With integer values and ``groups`` (per cell, a group: a level's cells of one
-    category; -1 for none) the lower end's integer step is pooled over each group's cells
-    of one half-width (`symmetric.pooled_trim`, uniform draws from the public seed), else
-    decided by each cell's own draws; a cell whose lower end lies at or below 0 either way
-    stays out of the pool (its step changes nothing once clipped at 0, and counted in, it
-    would let the others narrow below the level: a pool of mostly such cells narrowed
-    every other). Returns the half-widths (below, above) per cell, the
+    category; -1 for none) a cell whose own draws do not take the step (the narrower
+    interval holds fewer than r + 1 of them) may still take it: pooled over such cells of
+    its group with its half-width, in the share that makes their draws hold the level on
+    average (`symmetric.pooled_trim`, uniform draws from the public seed). With 20 redraws
+    at 0.95 a pool of every cell trimmed almost nothing (it holds 20/21 of its draws),
+    fewer cells than each cell's own draws did. A cell whose lower end lies at or below 0
+    either way stays out (its step changes nothing once clipped at 0; counted in, its sure
+    coverage would let the others narrow below the level). Returns the half-widths (below, above) per cell, the
     replicates drawn and each cell's mean |redraw - plug-in| (`Redrawn`)."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
@@ -237,8 +239,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
             bias[at] = np.rint(mean) if integer else mean
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
-    if pooled:  # not where the lower end is clipped at 0 either way: no step to take there
-        at = np.flatnonzero((groups >= 0) & (plugin - above + 1 > 0))
+    if pooled:  # the cells not stepped by their own draws nor clipped at 0 either way
+        at = np.flatnonzero((groups >= 0) & (below == above) & (plugin - above + 1 > 0))
         uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
         below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
                                             level, uniform, groups[at])

@@ -11,7 +11,9 @@ from the release alone. Nodes that are not released (released as 0) get no row.
   ``tda-*``: next): the released leaf cells are the plug-in truth (its number of trips the released n); the
   mechanism's public release API is re-run on it with the release's budget, split and
   parameters and the public seed (`bootstrap.rerun_bootstrap`); per row, value -/+ the
-  level-quantile of |redraw - plug-in| (a node the redraw does not release counts as 0).
+  level-quantile of |redraw - plug-in| (a node the redraw does not release counts as 0),
+  the lower end one higher in the share of a level's rows of one half-width that makes
+  their pooled redraws hold the level (`symmetric.pooled_trim`).
   The authors' half-budget option is re-run as the levels' budgets it spent. A release
   with no leaf cell (all suppressed) has nothing to redraw: its rows get [value, value] (0
   replicates).

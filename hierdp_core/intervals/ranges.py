@@ -7,8 +7,10 @@ least-squares baselines' (H2, HB, Privelet): all get a ``parametric bootstrap``.
 released leaf histograms are the plug-in truth; the mechanism's public release API is
 re-run on it with the release's budget, split, parameters and public workload and the
 public seed (`bootstrap.rerun_bootstrap`), its private data-dependent stages (DAWA's
-partition) included; per cell, value -/+ the level-quantile of |redraw - plug-in|,
-intersected with [0, inf).
+partition) included; per cell, value -/+ the level-quantile of |redraw - plug-in|, the
+lower end one higher in the share of a level's cells of one value and one half-width that
+makes their pooled redraws hold the level (`symmetric.pooled_trim`), intersected with
+[0, inf).
 
 That bootstrap sees the mechanism's spread, not its bias, and a cell that is a share of a
 released aggregate is biased: with user bands the consistency runs over the workload's
