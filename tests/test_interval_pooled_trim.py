@@ -14,7 +14,7 @@ from release_inputs import budget_for, small_data
 
 from hierdp_core.intervals import intervals_for
 from hierdp_core.intervals.bootstrap import rerun_bootstrap
-from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim
+from hierdp_core.intervals.symmetric import RANDOMISED_STEP, RERUN_STEP, pooled_trim
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import NoiseSource
 
@@ -142,7 +142,7 @@ def test_the_manifest_of_a_re_run_bootstrap_says_its_step_is_randomised(name):
     mechanism = get_mechanism(name)
     release = mechanism.release(small_data(kind), budget_for(mechanism.info),
                                 source=NoiseSource(seed=3))
-    assert intervals_for(release, 0.9, 20).record["integer_step"] == RANDOMISED_STEP
+    assert intervals_for(release, 0.9, 20).record["integer_step"] == RERUN_STEP
 
 
 def test_cells_clipped_at_zero_either_way_stay_out_of_the_pool():

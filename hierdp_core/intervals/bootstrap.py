@@ -179,9 +179,9 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     average (`symmetric.pooled_trim`, uniform draws from the public seed). With 20 redraws
     at 0.95 a pool of every cell trimmed almost nothing (it holds 20/21 of its draws),
     fewer cells than each cell's own draws did. A cell whose lower end lies at or below 0
-    either way stays out (its step changes nothing once clipped at 0; counted in, its sure
-    coverage would let the others narrow below the level). Returns the half-widths (below, above) per cell, the
-    replicates drawn and each cell's mean |redraw - plug-in| (`Redrawn`)."""
+    either way stays out (its step changes nothing once clipped at 0). Returns the
+    half-widths (below, above) per cell, the replicates drawn and each cell's mean
+    |redraw - plug-in| (`Redrawn`)."""
     stream = plugin_stream(plugin)
     start = time.perf_counter()
     first = rerun(replicate_source(stream, 0))
@@ -322,8 +322,8 @@ def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=
     shares) and parameters, with ``sums`` (a sparse matrix over the flat cells: aggregates
     such as bands or buckets) and, with ``unclipped``, the re-runs' estimates before their
     consistency clipped them at 0 (``noisy``; a level not measured: no error), all from the
-    same redraws; ``widen``: see `rerun_bootstrap`. An integer value's lower end steps by
-    one as the pooled draws of its level's cells of its category say (`pooled_trim`)."""
+    same redraws; ``widen``: see `rerun_bootstrap`. An integer value's step is pooled over
+    its level's values of its category (``groups`` of `rerun_bootstrap`)."""
     mechanism = get_mechanism(release.mechanism)
     budget, split = release_budget(release.privacy), list(release.ledger["share"])
     truth = plugin.node_counts().ravel()

@@ -12,8 +12,8 @@ from the release alone. Nodes that are not released (released as 0) get no row.
   mechanism's public release API is re-run on it with the release's budget, split and
   parameters and the public seed (`bootstrap.rerun_bootstrap`); per row, value -/+ the
   level-quantile of |redraw - plug-in| (a node the redraw does not release counts as 0),
-  the lower end one higher in the share of a level's rows of one half-width that makes
-  their pooled redraws hold the level (`symmetric.pooled_trim`).
+  the lower end one higher where the row's own redraws allow it, or pooled with the other
+  rows of its level and half-width (`bootstrap.rerun_bootstrap`).
   The authors' half-budget option is re-run as the levels' budgets it spent. A release
   with no leaf cell (all suppressed) has nothing to redraw: its rows get [value, value] (0
   replicates).
@@ -66,7 +66,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error
-from hierdp_core.intervals.symmetric import RANDOMISED_STEP
+from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.flow_base import FlowMechanism
 from hierdp_core.mechanisms.flow_baselines import StabilityHistogram
@@ -91,7 +91,7 @@ def flow_intervals(release: FlowRelease, level: float,
                    ] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells"}
         if release.is_integer:
-            extra["integer_step"] = RANDOMISED_STEP
+            extra["integer_step"] = RERUN_STEP
         suppressed = release.mechanism == "stability-histogram"
         if suppressed:
             coarse = slice(0, below.size - release.levels[-1].size)  # none may be released

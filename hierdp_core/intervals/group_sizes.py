@@ -10,11 +10,11 @@ level on the released number of groups of that size, from the release alone.
   and by the model, and the total G). The mechanism's public release API is re-run on it
   with the release's budget, split and parameters and the public seed
   (`bootstrap.rerun_bootstrap`); per cell, value -/+ the level-quantile of
-  |redraw - plug-in|, the lower end one higher in the share of a level's cells of one size
-  and one half-width that makes their pooled redraws hold the level (`pooled_trim`,
-  randomised from the public seed: ``integer_step`` in the record; gs-mh-dp at epsilon 10,
-  25 shapes: 55 levels over nominal 0.9 when each cell decided by its own 20 redraws,
-  FILL). For the mechanisms whose levels are not consistent (gs-kuo-hc,
+  |redraw - plug-in|, the lower end one higher where the cell's own redraws allow it and
+  in a share of the other cells of its level, size and half-width, randomised from the
+  public seed (``integer_step`` in the record; `bootstrap.rerun_bootstrap`; gs-mh-dp at
+  epsilon 10 on 25 shapes: 55 levels over nominal 0.9 with the cells' own redraws alone,
+  MHDP_AFTER pooled). For the mechanisms whose levels are not consistent (gs-kuo-hc,
   gs-kuo-hg, the relaxed programs) a region's plug-in is the sum of its leaves' releases.
 * ``gs-kuo-hierarchical`` and ``gs-mc-chain`` (``bias-widened bootstrap``): the same, each
   half-width grown by the cell's |mean(redraw - plug-in)| (`bootstrap.rerun_bootstrap`):
@@ -68,7 +68,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import per_node, raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.symmetric import RANDOMISED_STEP
+from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.releases import CellIntervals, Release
@@ -100,7 +100,7 @@ def group_size_intervals(release: Release, level: float,
         below, above, draws = boot.below, boot.above, boot.draws
         method = BIAS_WIDENED if widen else "parametric bootstrap"
         extra = {"estimated_error": estimated_error(tree_levels(h), boot.mean_abs),
-                 "integer_step": RANDOMISED_STEP}
+                 "integer_step": RERUN_STEP}
     lower, upper = release.values - below, release.values + above
     bounded = np.zeros(h.n_levels, dtype=bool)
     if draws and get_mechanism(release.mechanism).info.consistent:

@@ -7,9 +7,9 @@ least-squares baselines' (H2, HB, Privelet): all get a ``parametric bootstrap``.
 released leaf histograms are the plug-in truth; the mechanism's public release API is
 re-run on it with the release's budget, split, parameters and public workload and the
 public seed (`bootstrap.rerun_bootstrap`), its private data-dependent stages (DAWA's
-partition) included; per cell, value -/+ the level-quantile of |redraw - plug-in|, the
-lower end one higher in the share of a level's cells of one value and one half-width that
-makes their pooled redraws hold the level (`symmetric.pooled_trim`), intersected with
+partition) included; per cell, value -/+ the level-quantile of |redraw - plug-in| (the
+lower end one higher where the cell's own redraws allow it, or pooled with the other cells
+of its level, value and half-width: `bootstrap.rerun_bootstrap`), intersected with
 [0, inf).
 
 That bootstrap sees the mechanism's spread, not its bias, and a cell that is a share of a
@@ -54,7 +54,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import NEAR_ZERO_INVERTED, near_zero_inversion
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.symmetric import RANDOMISED_STEP
+from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
 from hierdp_core.releases import CellIntervals, Release
@@ -98,7 +98,7 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
     record = interval_record(level, dict(zip(h.level_names, methods, strict=True)), draws,
                              plug_in="the released leaf histograms", workload=workload.name,
                              share_bound=SHARE_BOUND, estimated_error=estimate,
-                             **({"integer_step": RANDOMISED_STEP} if release.is_integer
+                             **({"integer_step": RERUN_STEP} if release.is_integer
                                 else {}))
     return feasible(lower, upper, record, integer=release.is_integer)
 

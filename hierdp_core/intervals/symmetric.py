@@ -13,6 +13,11 @@ _DIRECT_KEYS = 1 << 22  # (category, a) keys counted directly below this many, e
 RANDOMISED_STEP = ("randomised: in a share of each level's cells of one category and one "
                    "half-width, drawn from the public seed, the lower end is one higher, the "
                    "share with which their pooled bootstrap draws hold the level on average")
+#: the manifest's word on the re-run bootstraps' step (`bootstrap.rerun_bootstrap`)
+RERUN_STEP = ("randomised: the lower end is one higher where a cell's own bootstrap draws "
+              "still hold the level with it, and in a share of the other cells of each "
+              "level, category and half-width, drawn from the public seed, with which their "
+              "pooled draws hold the level on average (not where it is 0 either way)")
 
 
 def symmetric_sizes(d: np.ndarray, r: int, integer: bool):
