@@ -14,7 +14,7 @@ level on the released number of groups of that size, from the release alone.
   in a share of the other cells of its level, size and half-width, randomised from the
   public seed (``integer_step`` in the record; `bootstrap.rerun_bootstrap`; gs-mh-dp at
   epsilon 10 on 25 shapes: 55 levels over nominal 0.9 with the cells' own redraws alone,
-  MHDP_AFTER pooled). For the mechanisms whose levels are not consistent (gs-kuo-hc,
+  11 pooled). For the mechanisms whose levels are not consistent (gs-kuo-hc,
   gs-kuo-hg, the relaxed programs) a region's plug-in is the sum of its leaves' releases.
 * ``gs-kuo-hierarchical`` and ``gs-mc-chain`` (``bias-widened bootstrap``): the same, each
   half-width grown by the cell's |mean(redraw - plug-in)| (`bootstrap.rerun_bootstrap`):
