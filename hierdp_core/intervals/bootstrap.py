@@ -28,7 +28,7 @@ import numpy as np
 from hierdp_core.defaults import DEFAULT_LEVEL  # noqa: F401  (re-exported)
 from hierdp_core.errors import InputError
 from hierdp_core.intervals.quantiles import rank
-from hierdp_core.intervals.symmetric import pooled_trim, symmetric_sizes
+from hierdp_core.intervals.symmetric import RERUN_STEP, pooled_trim, symmetric_sizes
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_plan import check_replicates
 from hierdp_core.privacy.budget import APPROX_DP, PURE_DP, ZCDP, PrivacyBudget
@@ -217,7 +217,8 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
 
     threads = RERUN_THREADS if threaded(took, plugin.size) else 1
     _in_threads(redraw, range(1, replicates, per_job), progress, threads)
-    below, above, mean_abs, bias = (np.zeros(plugin.size) for _ in range(4))
+    below, above, mean_abs = (np.zeros(plugin.size) for _ in range(3))
+    bias = np.zeros(plugin.size if widen else 0)
     pooled = integer and groups is not None
     inside, held = (np.zeros(plugin.size if pooled else 0, np.int32) for _ in range(2))
     block = max(1, MAX_DRAWS // 8 // replicates)  # the quantiles' temporaries stay small
@@ -244,7 +245,14 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
         below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
                                             level, uniform, groups[at])
-    return Redrawn(below + bias, above + bias, replicates, mean_abs)
+    if widen:
+        below, above = below + bias, above + bias
+    return Redrawn(below, above, replicates, mean_abs)
+
+
+def step_record(integer: bool) -> dict:
+    """The intervals record's word on `rerun_bootstrap`'s integer step (none for reals)."""
+    return {"integer_step": RERUN_STEP} if integer else {}
 
 
 class Redrawn(NamedTuple):

@@ -63,10 +63,10 @@ from hierdp_core.intervals.bootstrap import (
     interval_record,
     release_budget,
     rerun_bootstrap,
+    step_record,
 )
 from hierdp_core.intervals.counts import raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error
-from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.flow_base import FlowMechanism
 from hierdp_core.mechanisms.flow_baselines import StabilityHistogram
@@ -89,9 +89,7 @@ def flow_intervals(release: FlowRelease, level: float,
         below, above, draws, mean_abs = _bootstrap(release, level, replicates)
         methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
                    ] * (release.depth + 1)
-        extra = {"plug_in": "the released leaf O/D cells"}
-        if release.is_integer:
-            extra["integer_step"] = RERUN_STEP
+        extra = {"plug_in": "the released leaf O/D cells", **step_record(release.is_integer)}
         suppressed = release.mechanism == "stability-histogram"
         if suppressed:
             coarse = slice(0, below.size - release.levels[-1].size)  # none may be released

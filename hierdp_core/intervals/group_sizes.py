@@ -64,11 +64,11 @@ from hierdp_core.intervals.bootstrap import (
     feasible,
     interval_record,
     released_leaves,
+    step_record,
     table_bootstrap,
 )
 from hierdp_core.intervals.counts import per_node, raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.releases import CellIntervals, Release
@@ -100,7 +100,7 @@ def group_size_intervals(release: Release, level: float,
         below, above, draws = boot.below, boot.above, boot.draws
         method = BIAS_WIDENED if widen else "parametric bootstrap"
         extra = {"estimated_error": estimated_error(tree_levels(h), boot.mean_abs),
-                 "integer_step": RERUN_STEP}
+                 **step_record(release.is_integer)}
     lower, upper = release.values - below, release.values + above
     bounded = np.zeros(h.n_levels, dtype=bool)
     if draws and get_mechanism(release.mechanism).info.consistent:

@@ -50,11 +50,11 @@ from hierdp_core.intervals.bootstrap import (
     feasible,
     interval_record,
     released_leaves,
+    step_record,
     table_bootstrap,
 )
 from hierdp_core.intervals.counts import NEAR_ZERO_INVERTED, near_zero_inversion
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.symmetric import RERUN_STEP
 from hierdp_core.queries.ranges import RangeData
 from hierdp_core.ranges.workloads import Workload, named_workload
 from hierdp_core.releases import CellIntervals, Release
@@ -98,8 +98,7 @@ def range_intervals(release: Release, level: float, replicates: int | None = Non
     record = interval_record(level, dict(zip(h.level_names, methods, strict=True)), draws,
                              plug_in="the released leaf histograms", workload=workload.name,
                              share_bound=SHARE_BOUND, estimated_error=estimate,
-                             **({"integer_step": RERUN_STEP} if release.is_integer
-                                else {}))
+                             **step_record(release.is_integer))
     return feasible(lower, upper, record, integer=release.is_integer)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_DIRECT_KEYS = 1 << 22  # (category, a) keys counted directly below this many, else hashed
+_DIRECT_KEYS = 1 << 22  # (group, a) keys counted directly below this many, else hashed
 #: the manifest's word on `pooled_trim` (``intervals.integer_step``)
 RANDOMISED_STEP = ("randomised: in a share of each level's cells of one category and one "
                    "half-width, drawn from the public seed, the lower end is one higher, the "
