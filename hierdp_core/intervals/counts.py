@@ -43,7 +43,8 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   too high; with the lower end at 0 such truths held about 1 - (1 - level) / 2). Before:
   0.858 at nominal 0.9 at 1,000 leaves of about 100 people, 1.9 noise standard deviations
   (epsilon 0.1), 0.60-0.86 at sparse leaves of a few people (then bounded by their
-  parent, as group sizes' still are, 3-4 times wider); `benchmarks/bench_coverage.py`.
+  parent, as group sizes' were until 2026-12-01, 3-4 times wider);
+  `benchmarks/bench_coverage.py`.
   The same redraws give each level's error estimated from the release
   (``estimated_error``).
 
