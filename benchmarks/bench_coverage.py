@@ -17,8 +17,10 @@ independent releases, not the binomial one of the cells. A level is ``within`` w
 coverage is within `TARGET` of nominal; ``under`` when below it by more than 2 standard
 errors (then ``calibrated: false`` with the measured reason); ``over`` when above it so,
 with its ``over_reason`` (`over_reason`: forced when the released value is the truth in
-more than nominal + `TARGET` of the cells, a step when the next narrower interval already
-covers less than nominal - `TARGET`, else wider than needed); else ``unresolved``.
+more than nominal + `TARGET` of the cells, true zeros when its cells of true 0 cover more
+and the others within the target (`zero_truths`), a step when the next narrower interval
+already covers less than nominal - `TARGET`, else wider than needed; `coverage_reasons`);
+else ``unresolved``.
 
 Beside each level's coverage, its error forecast (issue 30 item 3): the a priori figure
 `explain()` shows before running (counts: a point, a range, or TopDown's upper bound;
@@ -53,6 +55,7 @@ import time
 import numpy as np
 from coverage_estimated import TOLERANCE, estimated_levels, estimated_summary, pooled_estimates
 from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
+from coverage_reasons import HIT_KEYS, TARGET, interval_hits, over_reason, zero_truths
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
 
@@ -66,7 +69,6 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
 from hierdp_core.queries.ranges import RangeData
 
-TARGET = 0.03  # points of coverage from nominal
 FORECAST_TOLERANCE = TOLERANCE  # relative, of the measured mean |error| (issue 30 item 3)
 MECHANISMS = ("least-squares", "topdown")
 #: group-size and range mechanisms also measured on ``--mechanisms`` (not by default: a
@@ -260,43 +262,6 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
     return {"levels": levels, "seconds": seconds, "replicates": records[0]["replicates"]}
 
 
-HIT_KEYS = ("hit", "exact", "raised", "lowered", "width")
-EXACT_SLACK = 1e-9  # the intervals' own slack for a real estimate's rounding error
-
-
-def interval_hits(values: np.ndarray, truth: np.ndarray, lower: np.ndarray,
-                  upper: np.ndarray, integer: bool) -> dict[str, np.ndarray]:
-    """Per cell: whether [lower, upper] holds the truth (``hit``), whether the released
-    value is the truth (``exact``), whether the interval one step narrower at its lower
-    (``raised``) or upper (``lowered``) end still holds it (integer releases: the end
-    moved by one towards the released value, never past it; others: the open interval),
-    and the ``width``: what tells an over-covering level's reason (`over_reason`). A real
-    value within `EXACT_SLACK` of its truth (relative) is released exactly: floating point
-    error, not noise."""
-    if integer:
-        raised = (lower + (lower < values) <= truth) & (truth <= upper)
-        lowered = (lower <= truth) & (truth <= upper - (upper > values))
-        exact = values == truth
-    else:
-        raised = lowered = (lower < truth) & (truth < upper)
-        exact = np.abs(values - truth) <= EXACT_SLACK * (1 + np.abs(truth))
-    return {"hit": (lower <= truth) & (truth <= upper), "exact": exact,
-            "raised": raised, "lowered": lowered, "width": upper - lower}
-
-
-def over_reason(exact: float, narrowed: float, nominal: float) -> str:
-    """Why a level covers more than nominal + `TARGET`: its released values are the truth
-    so often that every interval holding them covers too much (``exact``: that share);
-    the next narrower interval (``narrowed``: its coverage) already covers too little, so
-    no interval of the release's unit lies within the target; else wider than needed."""
-    if exact > nominal + TARGET:
-        return (f"forced: the released value is the truth in {exact:.3f} of cells (every "
-                "interval holding the released value covers at least that)")
-    if narrowed < nominal - TARGET:
-        return (f"step: one step narrower covers {narrowed:.3f} (no interval between)")
-    return f"wider than needed: one step narrower covers {narrowed:.3f}"
-
-
 def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
                     records: list[dict], forecast: list[dict] | None = None) -> list[dict]:
     """`level_coverage` of ``hits["hit"]`` (`interval_hits`) with each level's mean width,
@@ -314,9 +279,11 @@ def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
         entry["narrowed_coverage"] = round(max(float(hits["raised"][at].mean()),
                                                float(hits["lowered"][at].mean())), 4)
         entry["worst_category"] = worst_category(hits["hit"][at], nominal)
+        entry["zero_truths"] = zero_truths(hits["hit"][at], hits["zero"][at])
         if entry["verdict"] == "over":
             entry["over_reason"] = over_reason(entry["released_exact"],
-                                               entry["narrowed_coverage"], nominal)
+                                               entry["narrowed_coverage"], nominal,
+                                               entry["zero_truths"])
         entry["forecast"] = forecast[lv] if forecast else None
         entry["method"] = " | ".join(sorted({r["method"][name] for r in records}))
         entry["manifest_calibrated"] = all(r["calibration"][name]["calibrated"]

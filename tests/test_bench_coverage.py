@@ -93,7 +93,8 @@ def test_small_benchmark_says_why_a_level_covers_too_much(small_run):
                 assert ("over_reason" in level) == (level["verdict"] == "over")
                 if level["verdict"] == "over":
                     assert level["over_reason"] == bench_coverage.over_reason(
-                        level["released_exact"], level["narrowed_coverage"], nominal)
+                        level["released_exact"], level["narrowed_coverage"], nominal,
+                        level["zero_truths"])
 
 
 def test_interval_hits_narrow_towards_the_released_value():
@@ -112,6 +113,13 @@ def test_interval_hits_narrow_towards_the_released_value():
     assert bench_coverage.over_reason(0.97, 0.97, 0.9).startswith("forced")
     assert bench_coverage.over_reason(0.5, 0.8, 0.9).startswith("step")
     assert bench_coverage.over_reason(0.5, 0.95, 0.9).startswith("wider than needed")
+    zeros = bench_coverage.zero_truths(hits["hit"] & (truth != 1), truth == 1)
+    assert zeros == {"share": 0.25, "coverage_of_zeros": 0.0, "coverage_of_others": 1.0}
+    held = {"share": 0.6, "coverage_of_zeros": 1.0, "coverage_of_others": 0.91}
+    assert bench_coverage.over_reason(0.5, 0.95, 0.9, held).startswith("true zeros")
+    assert bench_coverage.over_reason(0.5, 0.95, 0.9, {**held, "coverage_of_others": 0.94}
+                                      ).startswith("wider than needed")
+    assert bench_coverage.zero_truths(hits["hit"], truth > 10) is None
 
 
 def test_worst_category_finds_the_size_a_level_average_hides():
