@@ -14,6 +14,7 @@ from hierdp_core.intervals.quantiles import (
     binomial_quantile,
     confident_order_statistic,
     rank,
+    tied_quantile,
 )
 
 
@@ -38,6 +39,25 @@ def test_the_quantile_holds_its_level_for_nine_samples_in_ten(m, level):
 def test_too_few_draws_give_the_largest():
     sample = np.arange(5.0)
     assert confident_order_statistic(sample, 0.99) == 4.0
+
+
+def test_tied_draws_take_the_smaller_value_in_a_share():
+    """Draws that tie at the confident order statistic c (float sums of the same integer
+    noises, equal within rounding): c or the largest draw below it, taken in the share
+    with which they hold as many draws as c's rank on average; no tie, no share."""
+    rng = np.random.default_rng(3)
+    sample = rng.choice([0.0, 1.0, 2.0, 3.0], size=2000, p=[0.5, 0.3, 0.15, 0.05])
+    sample = sample * (1 + rng.uniform(-1e-13, 1e-13, sample.size))  # rounding
+    k = int(binom.ppf(QUANTILE_CONFIDENCE, sample.size, 0.9))
+    c, smaller, share = tied_quantile(sample, 0.9)
+    assert c == confident_order_statistic(sample, 0.9) and round(c) == 2
+    assert round(smaller) == 1 and smaller == sample[sample < 1.5].max()
+    held_c, held_smaller = (sample <= 2.5).sum(), (sample <= 1.5).sum()
+    assert share * held_c + (1 - share) * held_smaller == pytest.approx(k + 1)
+    assert 0 < share < 1
+    smooth = rng.random(2000)
+    assert tied_quantile(smooth, 0.9) == (confident_order_statistic(smooth, 0.9),) * 2 + (1.0,)
+    assert tied_quantile(np.zeros(50), 0.9) == (0.0, 0.0, 1.0)  # nothing below: no step
 
 
 def test_the_binomial_quantile_is_scipys():

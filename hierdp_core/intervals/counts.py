@@ -18,7 +18,10 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   level of few nodes, such as the root). Both grow
   by `FLOAT_SLACK` of the value: with integer noise of a large budget the error is exactly
   0 more often than the level, c_l is 0, and the value's rounding error in floating point
-  alone would leave its truth outside (measured: coverage 0.0 at epsilon 10).
+  alone would leave its truth outside (measured: coverage 0.0 at epsilon 10). Where the
+  draws tie at c_l (errors exactly 0 or a few values), a share of the level's cells drawn
+  from the public seed takes the next smaller half-width, so the level holds on average
+  (`quantiles.tied_quantile`, `symmetric.tie_step`; ``intervals.tie_step``).
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
   (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
@@ -99,8 +102,14 @@ from hierdp_core.intervals.bootstrap import (
     plugin_stream,
 )
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.quantiles import confident_order_statistic, rank
-from hierdp_core.intervals.symmetric import RANDOMISED_STEP, pooled_trim, symmetric_sizes
+from hierdp_core.intervals.quantiles import rank, tied_quantile
+from hierdp_core.intervals.symmetric import (
+    RANDOMISED_STEP,
+    TIE_STEP,
+    pooled_trim,
+    symmetric_sizes,
+    tie_step,
+)
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
 from hierdp_core.privacy.split_optimiser import gls_variances
@@ -128,6 +137,7 @@ FLOAT_SLACK = 1e-9
 NEAR_ZERO_INVERTED = ", inverted near 0"
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 TRIM_STREAM = 1  # `_bootstrap`'s stream of the uniform draws of `pooled_trim`
+TIE_STREAM = 2  # the stream of `tie_step`'s uniform draws
 
 
 def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
@@ -149,7 +159,11 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
     elif shape == "least-squares":
         draws = replicates or by_time(release.hierarchy.n_nodes, LS_REPLICATES,
                                        SIMULATION_DRAWS)
-        (half,), methods, draws = _least_squares(release, noises, (level,), draws)
+        (half,), methods, draws, ties = _least_squares(release, noises, (level,), draws)
+        if ties is not None and (ties[1] < 1).any():
+            uniform = np.random.default_rng([SEED, plugin_stream(release.values), TIE_STREAM])
+            half = tie_step(half, *ties, uniform.random(release.values.shape))
+            extra = {"tie_step": TIE_STEP}
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
     elif shape == "topdown":  # the simulation beside the bootstrap: numpy shares the cores
@@ -239,15 +253,17 @@ def unclipped_half_widths(release: Release, noises: list[Noise | None],
         return out[0], out[1]
     as_least_squares = dataclasses.replace(release, mechanism="least-squares")
     draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
-    (two_sided, below), _, _ = _least_squares(as_least_squares, noises, (level, one_sided),
-                                              draws)
+    (two_sided, below), *_ = _least_squares(as_least_squares, noises, (level, one_sided),
+                                            draws)
     return two_sided, below
 
 
 def _least_squares(release: Release, noises: list[Noise | None], levels: tuple[float, ...],
                    replicates: int):
     """Least squares' half-widths c_l sqrt(P_v) per node (a column; module doc) at each of
-    the ``levels``, from the same draws; methods per level and draws (None for normal)."""
+    the ``levels``, from the same draws; methods per level, draws (None for normal) and,
+    simulated, the first level's `tied_quantile` per level (the next smaller half-width
+    per node and the share that takes the larger one), else None."""
     h = release.hierarchy
     variance = _variances(noises)
     root_invariant = bool(release.parameters.get("root_invariant"))
@@ -255,15 +271,16 @@ def _least_squares(release: Release, noises: list[Noise | None], levels: tuple[f
     measured = [n for n in noises if n is not None]
     if all(n.name in GAUSSIAN_NOISES for n in measured):
         cs = [np.full(h.n_levels, Gaussian(1.0).abs_quantile(q)) for q in levels]
-        methods, draws = ["normal"] * h.n_levels, None
-    else:
-        errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.nan_to_num(np.abs(errors) / sd[:, None])
-        cs = [np.array([confident_order_statistic(t[h.level_slice(lv)].ravel(), q)
-                        for lv in range(h.n_levels)]) for q in levels]
-        methods, draws = ["simulated"] * h.n_levels, replicates
-    return [per_node(release, c) * sd[:, None] for c in cs], methods, draws
+        return [per_node(release, c) * sd[:, None] for c in cs], ["normal"] * h.n_levels, \
+            None, None
+    errors = _redraw(release, noises, np.zeros((h.n_nodes, replicates)), variance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.nan_to_num(np.abs(errors) / sd[:, None])
+    tied = np.array([[tied_quantile(t[h.level_slice(lv)].ravel(), q)
+                      for lv in range(h.n_levels)] for q in levels])  # (levels, n_levels, 3)
+    halves = [per_node(release, c) * sd[:, None] for c in tied[:, :, 0]]
+    ties = (per_node(release, tied[0, :, 1]) * sd[:, None], per_node(release, tied[0, :, 2]))
+    return halves, ["simulated"] * h.n_levels, replicates, ties
 
 
 def _variances(noises: list[Noise | None]) -> np.ndarray:

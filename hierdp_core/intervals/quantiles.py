@@ -1,7 +1,8 @@
 """Order statistics that hold a level: `rank` for a bootstrap's draws of one cell (a new
 draw falls at or below it with probability at least the level) and
 `confident_order_statistic` for a simulation every release of a table shares (the quantile
-holds its level with a stated confidence over the draws).
+holds its level with a stated confidence over the draws; `tied_quantile` where draws tie
+at it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import numpy as np
 QUANTILE_CONFIDENCE = 0.9
 #: `binomial_quantile` sums the pmf over the mean +/- this many standard deviations
 QUANTILE_TAIL_SD = 40
+#: `tied_quantile`: draws within this share of each other tie (far above a float sum's
+#: rounding error, far below the gap between sums of integer noises)
+TIE = 1e-9
 
 
 def rank(level: float, m: int) -> int:
@@ -52,5 +56,26 @@ def confident_order_statistic(sample: np.ndarray, level: float,
     release of a table shares, `rank`'s average guarantee is not enough: one sample of
     1,000 draws left a root's coverage at 0.885 over 3,000 releases at nominal 0.9
     (k: `binomial_quantile`)."""
-    k = min(binomial_quantile(confidence, sample.size, level), sample.size - 1)
+    k = _confident_rank(sample.size, level, confidence)
     return float(np.partition(sample, k)[k])
+
+
+def _confident_rank(m: int, level: float, confidence: float = QUANTILE_CONFIDENCE) -> int:
+    """The 0-based rank of `confident_order_statistic` among m draws."""
+    return min(binomial_quantile(confidence, m, level), m - 1)
+
+
+def tied_quantile(sample: np.ndarray, level: float) -> tuple[float, float, float]:
+    """`confident_order_statistic` c of a flat sample (its (k + 1)-th smallest), the
+    largest draw below it (c itself when none) and the share of cells that take c so that
+    c or the smaller one hold k + 1 of the draws on average (1 where no other draw ties
+    at c; draws within `TIE` of c, relative, tie with it: a float estimate's sums of the
+    same integer noises differ by rounding). With integer noise at a large budget the
+    errors take a few values: [v - c, v + c] then held 0.99 of least squares' roots at
+    nominal 0.9 (`counts.tie_step`), the next smaller interval 0.89."""
+    k = _confident_rank(sample.size, level)
+    c = float(np.partition(sample, k)[k])
+    held, below = int((sample <= c * (1 + TIE)).sum()), sample[sample < c * (1 - TIE)]
+    if held <= k + 1 or not below.size:
+        return c, c, 1.0
+    return c, float(below.max()), (k + 1 - below.size) / (held - below.size)
