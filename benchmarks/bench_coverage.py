@@ -17,10 +17,10 @@ independent releases, not the binomial one of the cells. A level is ``within`` w
 coverage is within `TARGET` of nominal; ``under`` when below it by more than 2 standard
 errors (then ``calibrated: false`` with the measured reason); ``over`` when above it so,
 with its ``over_reason`` (`over_reason`: forced when the released value is the truth in
-more than nominal + `TARGET` of the cells, true zeros when its cells of true 0 cover more
-and the others within the target (`zero_truths`), a step when the next narrower interval
-already covers less than nominal - `TARGET`, else wider than needed; `coverage_reasons`);
-else ``unresolved``.
+more than nominal + `TARGET` of the cells, near 0 when its cells whose truth is near 0
+cover more and the others lie within the target (`near_zero_truths`), a step when the next
+narrower interval already covers less than nominal - `TARGET`, else wider than needed;
+`coverage_reasons`); else ``unresolved``.
 
 Beside each level's coverage, its error forecast (issue 30 item 3): the a priori figure
 `explain()` shows before running (counts: a point, a range, or TopDown's upper bound;
@@ -55,7 +55,7 @@ import time
 import numpy as np
 from coverage_estimated import TOLERANCE, estimated_levels, estimated_summary, pooled_estimates
 from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
-from coverage_reasons import HIT_KEYS, TARGET, interval_hits, over_reason, zero_truths
+from coverage_reasons import HIT_KEYS, TARGET, interval_hits, near_zero_truths, over_reason
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from machine import machine_info
 
@@ -234,7 +234,7 @@ def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs
     h = data.hierarchy
     start = time.perf_counter()
     error = np.empty((*truth.shape, runs))
-    hits = {key: np.empty(error.shape, dtype=float if key == "width" else bool)
+    hits = {key: np.empty(error.shape, dtype=float if key in ("width", "truth") else bool)
             for key in HIT_KEYS}
     records, estimates = [], np.empty((h.n_levels, runs))
     for run in range(runs):
@@ -279,11 +279,12 @@ def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
         entry["narrowed_coverage"] = round(max(float(hits["raised"][at].mean()),
                                                float(hits["lowered"][at].mean())), 4)
         entry["worst_category"] = worst_category(hits["hit"][at], nominal)
-        entry["zero_truths"] = zero_truths(hits["hit"][at], hits["zero"][at])
+        entry["near_zero"] = near_zero_truths(hits["hit"][at], hits["truth"][at],
+                                              hits["width"][at])
         if entry["verdict"] == "over":
             entry["over_reason"] = over_reason(entry["released_exact"],
                                                entry["narrowed_coverage"], nominal,
-                                               entry["zero_truths"])
+                                               entry["near_zero"])
         entry["forecast"] = forecast[lv] if forecast else None
         entry["method"] = " | ".join(sorted({r["method"][name] for r in records}))
         entry["manifest_calibrated"] = all(r["calibration"][name]["calibrated"]

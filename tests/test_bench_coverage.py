@@ -94,7 +94,7 @@ def test_small_benchmark_says_why_a_level_covers_too_much(small_run):
                 if level["verdict"] == "over":
                     assert level["over_reason"] == bench_coverage.over_reason(
                         level["released_exact"], level["narrowed_coverage"], nominal,
-                        level["zero_truths"])
+                        level["near_zero"])
 
 
 def test_interval_hits_narrow_towards_the_released_value():
@@ -113,13 +113,14 @@ def test_interval_hits_narrow_towards_the_released_value():
     assert bench_coverage.over_reason(0.97, 0.97, 0.9).startswith("forced")
     assert bench_coverage.over_reason(0.5, 0.8, 0.9).startswith("step")
     assert bench_coverage.over_reason(0.5, 0.95, 0.9).startswith("wider than needed")
-    zeros = bench_coverage.zero_truths(hits["hit"] & (truth != 1), truth == 1)
-    assert zeros == {"share": 0.25, "coverage_of_zeros": 0.0, "coverage_of_others": 1.0}
-    held = {"share": 0.6, "coverage_of_zeros": 1.0, "coverage_of_others": 0.91}
-    assert bench_coverage.over_reason(0.5, 0.95, 0.9, held).startswith("true zeros")
-    assert bench_coverage.over_reason(0.5, 0.95, 0.9, {**held, "coverage_of_others": 0.94}
+    near = bench_coverage.near_zero_truths(np.array([True, True, False, True]),
+                                           np.array([0, 9, 1, 20]), np.array([4, 4, 4, 4]))
+    assert near == {"share": 0.5, "near": 0.5, "others": 1.0}  # truths below 2 are near 0
+    held = {"share": 0.6, "near": 1.0, "others": 0.91}
+    assert bench_coverage.over_reason(0.5, 0.95, 0.9, held).startswith("near 0")
+    assert bench_coverage.over_reason(0.5, 0.95, 0.9, {**held, "others": 0.94}
                                       ).startswith("wider than needed")
-    assert bench_coverage.zero_truths(hits["hit"], truth > 10) is None
+    assert bench_coverage.near_zero_truths(hits["hit"], truth, np.zeros(4)) is None
 
 
 def test_worst_category_finds_the_size_a_level_average_hides():

@@ -115,17 +115,36 @@ def group_size_intervals(release: Release, level: float,
         method = BIAS_WIDENED if widen else "parametric bootstrap"
         extra = {"estimated_error": estimated_error(tree_levels(h), boot.mean_abs),
                  **step_record(release.is_integer)}
+    lower, upper = release.values - below, release.values + above
     sparse = np.zeros(release.values.shape, dtype=bool)
     if draws and get_mechanism(release.mechanism).info.consistent:
-        sparse = sparse_children(release)
-    two_sided, one_sided = size_noise_quantiles(release, level) if sparse.any() else (0, 0)
-    lower = np.where(sparse, np.maximum(release.values - one_sided, 0), release.values - below)
-    upper = release.values + np.where(sparse, np.maximum(above, two_sided), above)
+        sparse = invert_sparse_children(release, lower, upper, above, level)
     methods = {name: method + (SPARSE_INVERTED if sparse[h.level_slice(lv)].any() else "")
                for lv, name in enumerate(h.level_names)}
     record = interval_record(level, methods, draws, plug_in="the released leaf histograms"
                              if draws else None, **extra)
     return feasible(lower, upper, record, _cap(release), integer=release.is_integer)
+
+
+def invert_sparse_children(release: Release, lower: np.ndarray, upper: np.ndarray,
+                           above: np.ndarray, level: float) -> np.ndarray:
+    """The bootstrap's ``lower`` and ``upper`` of the sparse children (`sparse_children`)
+    inverted near 0, in place, level by level from the root: [max(0, v - w), v + max(d, u)]
+    (module doc, ``above`` the bootstrap's half-width d), the upper end never above the
+    larger of the bootstrap's and the parent's (a child holds at most its parent's count,
+    the bound before 2026-12-01). Returns where a cell was so inverted."""
+    h, values = release.hierarchy, release.values
+    sparse = sparse_children(release)
+    if not sparse.any():
+        return sparse
+    two_sided, one_sided = size_noise_quantiles(release, level)
+    for lv in range(1, h.n_levels):
+        at, on = h.level_slice(lv), sparse[h.level_slice(lv)]
+        bound = np.maximum(upper[at], upper[h.parent[at]])
+        inverted = np.minimum(values[at] + np.maximum(above[at], two_sided[at]), bound)
+        upper[at] = np.where(on, inverted, upper[at])
+        lower[at] = np.where(on, np.maximum(values[at] - one_sided[at], 0), lower[at])
+    return sparse
 
 
 def sparse_children(release: Release) -> np.ndarray:
