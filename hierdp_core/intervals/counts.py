@@ -21,7 +21,7 @@ Methods, by mechanism (the level's method is recorded in the manifest):
   alone would leave its truth outside (measured: coverage 0.0 at epsilon 10). Where the
   draws tie at c_l (errors exactly 0 or a few values), a share of the level's cells drawn
   from the public seed takes the next smaller half-width, so the level holds on average
-  (`quantiles.tied_quantile`, `symmetric.tie_step`; ``intervals.tie_step``).
+  (`quantiles.tied_quantile`; ``intervals.tie_step``).
 * ``topdown`` (non-negative, integral: not linear): parametric bootstrap, inverted near 0
   (`near_zero_inversion`). The released
   table is the plug-in truth; the mechanism's measuring and estimation are re-run
@@ -108,7 +108,6 @@ from hierdp_core.intervals.symmetric import (
     TIE_STEP,
     pooled_trim,
     symmetric_sizes,
-    tie_step,
 )
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.privacy.samplers import Gaussian, Noise, NoiseSource
@@ -137,7 +136,7 @@ FLOAT_SLACK = 1e-9
 NEAR_ZERO_INVERTED = ", inverted near 0"
 GAUSSIAN_NOISES = ("gaussian", "discrete-gaussian")
 TRIM_STREAM = 1  # `_bootstrap`'s stream of the uniform draws of `pooled_trim`
-TIE_STREAM = 2  # the stream of `tie_step`'s uniform draws
+TIE_STREAM = 2  # the stream of least squares' tie step's uniform draws
 
 
 def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
@@ -162,7 +161,8 @@ def count_intervals(release: Release, level: float = DEFAULT_LEVEL,
         (half,), methods, draws, ties = _least_squares(release, noises, (level,), draws)
         if ties is not None and (ties[1] < 1).any():
             uniform = np.random.default_rng([SEED, plugin_stream(release.values), TIE_STREAM])
-            half = tie_step(half, *ties, uniform.random(release.values.shape))
+            smaller, share = ties  # the smaller half-width in 1 - share of the cells
+            half = np.where(uniform.random(release.values.shape) < share, half, smaller)
             extra = {"tie_step": TIE_STEP}
         half = half + FLOAT_SLACK * (1 + np.abs(release.values))
         lower, upper = release.values - half, release.values + half
@@ -234,6 +234,16 @@ def near_zero_inversion(values: np.ndarray, below: np.ndarray, above: np.ndarray
     return lower, upper, near
 
 
+def noise_quantiles(release: Release, noises: list[Noise | None],
+                    level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per node (columns), its level's quantile of |noise| at ``level`` and its one-sided
+    quantile (P(noise <= it) >= level: the size's quantile at 2 level - 1); 0 where the
+    level is not measured."""
+    per_level = np.array([[0 if n is None else n.abs_quantile(q) for n in noises]
+                          for q in (level, 2 * level - 1)], dtype=float)
+    return per_node(release, per_level[0]), per_node(release, per_level[1])
+
+
 def unclipped_half_widths(release: Release, noises: list[Noise | None],
                           level: float) -> tuple[np.ndarray, np.ndarray]:
     """Per node (columns), TopDown's half-widths before clipping: the level's quantile of
@@ -241,16 +251,9 @@ def unclipped_half_widths(release: Release, noises: list[Noise | None],
     simulated; the raw noise's with ``estimate="noisy"``, 0 where a level is not
     measured), and its one-sided quantile: P(error <= it) >= level, the error being
     symmetric (the size's quantile at 2 level - 1)."""
-    one_sided = 2 * level - 1
     if release.parameters.get("estimate") == "noisy":
-        measured = [n for n in noises if n is not None]
-        on = [n is not None for n in noises]
-        out = []
-        for q in (level, one_sided):
-            per_level = np.zeros(len(noises))
-            per_level[on] = raw_half_widths(measured, q, False)[1]
-            out.append(per_node(release, per_level))
-        return out[0], out[1]
+        return noise_quantiles(release, noises, level)
+    one_sided = 2 * level - 1
     as_least_squares = dataclasses.replace(release, mechanism="least-squares")
     draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
     (two_sided, below), *_ = _least_squares(as_least_squares, noises, (level, one_sided),

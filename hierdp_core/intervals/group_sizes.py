@@ -78,7 +78,7 @@ from hierdp_core.intervals.bootstrap import (
     step_record,
     table_bootstrap,
 )
-from hierdp_core.intervals.counts import per_node, raw_half_widths
+from hierdp_core.intervals.counts import noise_quantiles, per_node, raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
@@ -172,17 +172,17 @@ def size_noise_quantiles(release: Release, level: float) -> tuple[np.ndarray, np
     (P(error <= it) >= level: the size's quantile at 2 level - 1). That noise is the
     level's, or for the cumulative mechanisms the difference of two independent draws of
     it, whose quantiles are read from `DIFFERENCE_DRAWS` draws of the public `SEED`."""
+    noises = release.level_noises()
     mechanism = get_mechanism(release.mechanism)
-    cumulative = getattr(mechanism, "representation", "plain") == "cumulative"
+    if getattr(mechanism, "representation", "plain") != "cumulative":
+        return noise_quantiles(release, noises, level)
     source = NoiseSource(generator=np.random.default_rng([SEED, DIFFERENCE_STREAM]))
     qs = (level, 2 * level - 1)
     out = np.zeros((len(qs), release.hierarchy.n_levels))
-    for lv, noise in enumerate(release.level_noises()):
-        if noise is not None and cumulative:
+    for lv, noise in enumerate(noises):
+        if noise is not None:
             draws = noise.sample((2, DIFFERENCE_DRAWS), source)
             out[:, lv] = np.quantile(np.abs(draws[0] - draws[1]), qs, method="higher")
-        elif noise is not None:
-            out[:, lv] = [noise.abs_quantile(q) for q in qs]
     return per_node(release, out[0]), per_node(release, out[1])
 
 

@@ -72,7 +72,7 @@ def tied_quantile(sample: np.ndarray, level: float) -> tuple[float, float, float
     at c; draws within `TIE` of c, relative, tie with it: a float estimate's sums of the
     same integer noises differ by rounding). With integer noise at a large budget the
     errors take a few values: [v - c, v + c] then held 0.99 of least squares' roots at
-    nominal 0.9 (`counts.tie_step`), the next smaller interval 0.89."""
+    nominal 0.9 (`counts.count_intervals`), the next smaller interval 0.89."""
     k = _confident_rank(sample.size, level)
     c = float(np.partition(sample, k)[k])
     held, below = int((sample <= c * (1 + TIE)).sum()), sample[sample < c * (1 - TIE)]

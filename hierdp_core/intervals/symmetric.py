@@ -1,8 +1,8 @@
 """Per-cell symmetric half-widths from bootstrap draws (the errors redraw - plug-in, replicates
 on the last axis): the level's order statistic of |error| (`symmetric_sizes`), and for
 integer errors the step that drops the lower end by one where the narrower interval still
-holds the level, pooled over a group of cells (`pooled_trim`); where a simulation's draws tie
-at the level's quantile, the next smaller half-width in a share of the cells (`tie_step`).
+holds the level, pooled over a group of cells (`pooled_trim`); the manifest's words on these
+randomised steps and on least squares' (`TIE_STEP`, `counts.count_intervals`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ RERUN_STEP = ("randomised: the lower end is one higher where a cell's own bootst
               "still hold the level with it, and in a share of the other cells of each "
               "level, category and half-width, drawn from the public seed, with which their "
               "pooled draws hold the level on average (not where it is 0 either way)")
-#: the manifest's word on `tie_step` (``intervals.tie_step``)
+#: the manifest's word on least squares' tie step (``intervals.tie_step``,
+#: `quantiles.tied_quantile`)
 TIE_STEP = ("randomised: where least squares' simulated errors tie at a level's quantile "
             "(integer noise at a large budget), a share of the level's cells, drawn from the "
             "public seed, takes the next smaller half-width, the share with which the "
@@ -81,11 +82,3 @@ def pooled_trim(a: np.ndarray, inside: np.ndarray, held: np.ndarray, draws: int,
     share[narrow >= level * total] = 1.0
     return ((width > 0) & (uniform.ravel() < share[pool])).reshape(a.shape)
 
-
-def tie_step(half: np.ndarray, smaller: np.ndarray, share: np.ndarray,
-             uniform: np.ndarray) -> np.ndarray:
-    """Per cell the half-width ``half`` or, where its ``uniform`` (public uniform draws per
-    cell) is at or above ``share``, the next smaller one ``smaller`` (both per node, as
-    `quantiles.tied_quantile` reads them): a randomised interval that holds the level on
-    average where simulated errors tie at its quantile."""
-    return np.where(uniform < share, half, smaller)
