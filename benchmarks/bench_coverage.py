@@ -54,7 +54,7 @@ import time
 
 import numpy as np
 from coverage_estimated import TOLERANCE, estimated_levels, estimated_summary, pooled_estimates
-from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases
+from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases, release_source
 from coverage_reasons import HIT_KEYS, TARGET, interval_hits, near_zero_truths, over_reason
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
 from coverage_verdicts import level_coverage, worst_category
@@ -66,7 +66,6 @@ from hierdp_core.intervals import intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_V_PUBLIC
 from hierdp_core.privacy.budget import PrivacyBudget
-from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import CountData
 from hierdp_core.queries.ranges import RangeData
 
@@ -155,13 +154,15 @@ def _round(x: float) -> float:
 
 
 def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
-         seed: int, replicates: int | None, intervals: bool = True) -> dict:
-    """``runs`` independent releases of ``data``: per level the coverage of their
-    intervals at ``nominal`` (unless not ``intervals``) and the error forecast."""
+         seed: int, replicates: int | None, intervals: bool = True,
+         secure: bool = False) -> dict:
+    """``runs`` independent releases of ``data`` (``secure``: as published,
+    `release_source`): per level the coverage of their intervals at ``nominal`` (unless
+    not ``intervals``) and the error forecast."""
     batch = batched(data, runs)
     start = time.perf_counter()
     release = get_mechanism(mechanism).release(batch, PrivacyBudget.pure(eps),
-                                               source=NoiseSource(seed=seed))
+                                               source=release_source(seed, secure))
     truth = batch.node_counts()
     h = data.hierarchy
     forecast = forecast_levels(data, mechanism, eps, release.values - truth)
@@ -184,12 +185,13 @@ def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
 
 def rerun_case(data: GroupSizeData | RangeData, mechanism: str, eps: float, runs: int,
                nominal: float, seed: int, replicates: int | None,
-               intervals: bool = True) -> dict:
+               intervals: bool = True, secure: bool = False) -> dict:
     """``runs`` independent releases of the group sizes or ranges ``data`` one after the
     other (a release's categories are the sizes or the attribute's values), each with its
     re-run bootstrap intervals (unless not ``intervals``): per level the coverage over its
-    units x categories x releases, and the error forecast (`forecast_levels`)."""
-    source = NoiseSource(seed=seed)
+    units x categories x releases, and the error forecast (`forecast_levels`); ``secure``
+    as `case`."""
+    source = release_source(seed, secure)
     truth = data.node_counts()
     h = data.hierarchy
     start = time.perf_counter()
@@ -320,6 +322,9 @@ def main(argv=None) -> int:
                    f"(comma-separated, of {','.join(FLOW_MECHANISMS)})")
     p.add_argument("--flows-only", action="store_true", help="no count shapes")
     p.add_argument("--flow-runs", type=int, default=100, help="releases per flow case")
+    p.add_argument("--secure", action="store_true",
+                   help="releases as published (secure noise, no seed); the intervals "
+                        "unchanged (their re-runs from the public seed)")
     args = p.parse_args(argv)
     wanted = args.shapes.split(",") if args.shapes else [s.name for s in SHAPES]
     wanted = [] if args.flows_only else wanted
@@ -347,10 +352,10 @@ def main(argv=None) -> int:
                 entry["cases"][name] = (
                     rerun_case(RERUN_MECHANISMS[mechanism](shape, index), mechanism, eps,
                                runs, args.level, seed, args.replicates,
-                               not args.forecast_only)
+                               not args.forecast_only, args.secure)
                     if mechanism in RERUN_MECHANISMS else
                     case(data, mechanism, eps, runs, args.level, seed, args.replicates,
-                         not args.forecast_only))
+                         not args.forecast_only, args.secure))
                 print(shape.name, name, [lv["coverage"] if "coverage" in lv else
                                          lv["forecast"]["ratio"]
                                          for lv in entry["cases"][name]["levels"]],
@@ -360,12 +365,12 @@ def main(argv=None) -> int:
         results.update(flow_cases(FLOW_SHAPES, args.flows.split(","),
                                   list(map(float, args.eps.split(","))), args.flow_runs,
                                   args.level, seed, args.replicates, TARGET,
-                                  lambda *a: print(*a, file=sys.stderr)))
+                                  lambda *a: print(*a, file=sys.stderr), args.secure))
     cells = [(shape, name, lv) for shape, e in results.items()
              for name, c in e["cases"].items() for lv in c["levels"]]
     out = {"benchmark": "bench_coverage", "level": args.level, "target": TARGET,
            "forecast_tolerance": FORECAST_TOLERANCE, "machine": machine_info(),
-           "seed": args.seed, "results": results,
+           "seed": args.seed, "secure": args.secure, "results": results,
            **({} if args.forecast_only else coverage_summary(cells)),
            **forecast_summary(cells),
            **({} if args.forecast_only else estimated_summary(cells))}

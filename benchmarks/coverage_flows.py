@@ -38,10 +38,17 @@ FLOW_SHAPES = {
 }
 
 
+def release_source(seed: int, secure: bool) -> NoiseSource:
+    """The noise of a benchmark release: seeded by ``seed`` (exploration), or with
+    ``secure`` as a release is published (the exact sampler, keyed by the system: what the
+    intervals must hold on; their own re-runs stay seeded by the public seed)."""
+    return NoiseSource(secure=True) if secure else NoiseSource(seed=seed)
+
+
 def flow_cases(shapes, mechanisms, epsilons, runs: int, nominal: float, seed: int,
-               replicates: int | None, target: float, log) -> dict:
+               replicates: int | None, target: float, log, secure: bool = False) -> dict:
     """Every (shape, mechanism, epsilon) `flow_case`, in `bench_coverage`'s results form
-    (shape -> {"cases": {"mechanism eps=e": case}})."""
+    (shape -> {"cases": {"mechanism eps=e": case}}); ``secure``: `release_source`."""
     results = {}
     for index, name in enumerate(shapes):
         data = make_flows(name, index)
@@ -51,7 +58,7 @@ def flow_cases(shapes, mechanisms, epsilons, runs: int, nominal: float, seed: in
             for eps in epsilons:
                 seed += 1000
                 case = flow_case(data, mechanism, eps, runs, nominal, seed, replicates,
-                                 target)
+                                 target, secure)
                 entry["cases"][f"{mechanism} eps={eps:g}"] = case
                 log(name, mechanism, eps, [lv["coverage"] for lv in case["levels"]])
         results[name] = entry
@@ -73,15 +80,16 @@ def verdict(cov: float, se: float, nominal: float, target: float) -> str:
 
 
 def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed: int,
-              replicates: int | None, target: float) -> dict:
-    """``runs`` seeded releases of ``data`` with their intervals at ``nominal``: per
-    level the coverage, its standard error and its `verdict`."""
+              replicates: int | None, target: float, secure: bool = False) -> dict:
+    """``runs`` releases of ``data`` (seeded, or ``secure``: `release_source`) with their
+    intervals at ``nominal``: per level the coverage, its standard error and its
+    `verdict`."""
     start = time.perf_counter()
     per_release, cells, hits, widths, methods, flagged = [], [], [], [], set(), []
     estimated, measured = [], []
     for run in range(runs):
         release = get_mechanism(mechanism).release(
-            data, PrivacyBudget.approx(eps, DELTA), source=NoiseSource(seed + run))
+            data, PrivacyBudget.approx(eps, DELTA), source=release_source(seed + run, secure))
         iv = intervals_for(release, nominal, replicates)
         names = list(release.level_names)
         hit, width, error = [], [], []

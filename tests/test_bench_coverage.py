@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_coverage  # noqa: E402
+from coverage_flows import release_source  # noqa: E402
 from coverage_shapes import SHAPES, make_counts  # noqa: E402
 
 SMALL = ("flat-tiny", "tiny-units", "ragged-5")
@@ -95,6 +96,25 @@ def test_small_benchmark_says_why_a_level_covers_too_much(small_run):
                     assert level["over_reason"] == bench_coverage.over_reason(
                         level["released_exact"], level["narrowed_coverage"], nominal,
                         level["near_zero"])
+
+
+def test_secure_releases_are_measured_as_published(monkeypatch):
+    """``--secure`` makes every release with the exact sampler and no seed (what a user
+    publishes) and says so; the intervals computed on them hold."""
+    made = []
+
+    def spy(seed, secure):
+        made.append(release_source(seed, secure))
+        return made[-1]
+
+    monkeypatch.setattr(bench_coverage, "release_source", spy)
+    out = run_benchmark(["--shapes", "tiny-units", "--mechanisms", "topdown,gs-topdown",
+                         "--eps", "1", "--runs", "60", "--replicates", "20", "--secure"])
+    assert out["secure"] is True
+    assert len(made) == 2 and all(s.secure and s.backend == "hierdp" for s in made)
+    for result in out["results"]["tiny-units"]["cases"].values():
+        for level in result["levels"]:
+            assert level["coverage"] >= 0.9 - 4 * level["se"], level
 
 
 def test_interval_hits_narrow_towards_the_released_value():
