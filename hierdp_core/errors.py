@@ -42,6 +42,12 @@ class DuplicateRowsError(InputError):
     (``duplicates="error"``); the message gives how many and an example."""
 
 
+class InputChangedError(InputError):
+    """An input file changed (written, truncated or replaced) while a release read it:
+    refused before any noise is drawn or budget spent; the message names the file and
+    what changed."""
+
+
 class SizeLimitError(InputError):
     """A release would need more cells than allowed (``max_cells``); refused before
     allocating, the message gives the figure."""

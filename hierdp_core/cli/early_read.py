@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hierdp_core.cli.inputs import declared_categories
+from hierdp_core.data.file_state import watching
 from hierdp_core.data.prefetch import PARTS, declared_columns
 from hierdp_core.errors import HierdpError
 
@@ -45,15 +46,17 @@ def declared_roles(cfg) -> tuple[list[str], list[str], dict] | None:
 def reading_input(cfg, run) -> Iterator[None]:
     """Within it, the input of a release whose rows are placed straight from the file (in
     memory, `declared_roles`) is read ahead, within a share of ``--max-memory``; others
-    are read as before."""
+    are read as before. The input file's state as the command starts is recorded
+    (`hierdp_core.data.file_state.watching`: a release refuses a file changed since)."""
     roles = declared_roles(cfg) if run.engine != "dask" else None
-    if roles is None:
-        yield
-        return
-    from hierdp_core.cli.limits import memory_limit
-    from hierdp_core.data.prefetch import reading
+    with watching([cfg.data["file"]] if run.engine != "dask" else []):
+        if roles is None:
+            yield
+            return
+        from hierdp_core.cli.limits import memory_limit
+        from hierdp_core.data.prefetch import reading
 
-    columns = declared_columns(roles[0], roles[1], cfg.count_column)
-    with reading(cfg.data["file"], columns, cfg.encoding, PARTS, MAX_BYTES,
-                 memory_limit(run)):
-        yield
+        columns = declared_columns(roles[0], roles[1], cfg.count_column)
+        with reading(cfg.data["file"], columns, cfg.encoding, PARTS, MAX_BYTES,
+                     memory_limit(run)):
+            yield

@@ -25,6 +25,7 @@ from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
+from hierdp_core.data.file_state import check_unchanged, states_at_start
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.intervals.estimated_error import describe as describe_estimate
@@ -81,14 +82,17 @@ def cmd_release(cfg, run) -> int:
 
         check_dask_settings(cfg, run, mechanism)
         files = dataset_files(cfg.data["file"])
+        read = states_at_start(files)
         fingerprint = check_release_fits(run, budget, source, files)
         table, prepared, sparse, spends = None, "", None, []
 
         def split_then_reserve(shape):
             """The split of the public ``shape``, then the write-ahead spend: the engine
             asks for it once the data's size is checked and before any noise, so a
-            release refused by those checks spends nothing."""
+            release refused by those checks (or by a file changed since it started)
+            spends nothing."""
             choice = _split(cfg, mechanism, shape, budget)
+            check_unchanged(read)
             spends.append(reserve_release(cfg, run, budget, mechanism.info.name, source,
                                           files, fingerprint))
             return choice
@@ -97,13 +101,22 @@ def cmd_release(cfg, run) -> int:
             cfg, run, mechanism, budget, source, split_then_reserve, mechanism_params(cfg))
         reserved = spends[0]
     else:
-        content, spends = path, []
+        content, spends, read = path, [], states_at_start([path])
         if source.secure:  # the ledger's fingerprint of the input, hashed beside its reading
             fingerprint_ahead(path, run.key_file)
-        release, cfg, table, prepared, data, sparse, choice = memory_release(
-            cfg, run, path, mechanism, budget, source,
-            before_noise=lambda prepared_cfg, data: spends.append(reserve_release(
-                prepared_cfg, run, budget, mechanism.info.name, source, content, data=data)))
+
+        def reserve(prepared_cfg, data) -> None:
+            """The write-ahead spend, once the input read is checked unchanged."""
+            check_unchanged(read)
+            spends.append(reserve_release(prepared_cfg, run, budget, mechanism.info.name,
+                                          source, content, data=data))
+
+        try:
+            release, cfg, table, prepared, data, sparse, choice = memory_release(
+                cfg, run, path, mechanism, budget, source, before_noise=reserve)
+        except InputError:  # what a file changed while it was read looks like
+            check_unchanged(read)
+            raise
         reserved = spends[0]
     release = charged(release, reserved)
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import mmap
+import os
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -104,10 +104,8 @@ def text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
     if stretches is None:
         readers = [pacsv.open_csv(arrow_source(src, gz), **options(1))]
     else:
-        content, cuts = stretches
-        readers = [pacsv.open_csv(pa.BufferReader(content.slice(a, b - a)),
-                                  **options(1 if a == 0 else 0))
-                   for a, b in itertools.pairwise(cuts)]
+        readers = [pacsv.open_csv(stretch, **options(1 if i == 0 else 0))
+                   for i, stretch in enumerate(stretches)]
     return readers, [by_raw[c] for c in keep]
 
 
@@ -117,28 +115,74 @@ SPLIT_FROM = 64 << 20
 PART_BLOCK = 8 << 20
 
 
-def _stretches(src, parts: int) -> tuple[pa.Buffer, list[int]] | None:
-    """(the file's bytes, mapped; the offsets of ``parts`` stretches of whole lines, from 0
-    to its size, each cut just after a line break), or None for a file below `SPLIT_FROM`."""
-    content = (pa.py_buffer(src.data) if src.data is not None
-               else pa.memory_map(str(src.path)).read_buffer())
-    size = content.size
+def _stretches(src, parts: int) -> list | None:
+    """Input streams over ``parts`` consecutive stretches of whole lines of the file, each
+    cut just after a line break, or None for a file below `SPLIT_FROM`. A file's stretches
+    are read, not memory-mapped (`_Window`): a file truncated while it is read then stops
+    its reader with `OSError` (the careful reader reads it again) where a mapped one killed
+    the process (SIGBUS)."""
+    if src.data is not None:
+        content = pa.py_buffer(src.data)
+        cuts = _cuts(content.size, parts, content.slice)
+        return None if cuts is None else [pa.BufferReader(content.slice(a, b - a))
+                                           for a, b in itertools.pairwise(cuts)]
+    with open(src.path, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        cuts = _cuts(size, parts, lambda at, n: pa.py_buffer(os.pread(handle.fileno(), n, at)))
+    return None if cuts is None else [pa.PythonFile(_Window(src.path, a, b), mode="r")
+                                      for a, b in itertools.pairwise(cuts)]
+
+
+def _cuts(size: int, parts: int, read) -> list[int] | None:
+    """The offsets (0, ..., ``size``) of `_stretches` of ``size`` bytes that
+    ``read(offset, n)`` gives (a pyarrow buffer), or None."""
     if parts < 2 or size < SPLIT_FROM:
         return None
     cuts = [0]
     for i in range(1, parts):
-        at = _line_break(content, i * size // parts)
+        at = _line_break(read, size, max(i * size // parts, cuts[-1]))
         if at < 0 or at + 1 >= size:
             break
         cuts.append(at + 1)
-    return (content, [*cuts, size]) if len(cuts) > 1 else None
+    return [*cuts, size] if len(cuts) > 1 else None
 
 
-def _line_break(content: pa.Buffer, start: int) -> int:
-    """The offset of the first ``\\n`` of ``content`` at or after ``start``, or -1."""
+class _Window:
+    """The bytes ``start`` to ``end`` of the file at ``path``, read as a stream (what
+    `pa.PythonFile` reads from): `OSError` when the file ends before ``end`` (it was
+    truncated since its size was read)."""
+
+    def __init__(self, path, start: int, end: int):
+        self._file = open(path, "rb", buffering=0)
+        self._at, self._end = start, end
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._end - self._at if n is None or n < 0 else min(n, self._end - self._at)
+        data = os.pread(self._file.fileno(), n, self._at) if n > 0 else b""
+        while 0 < len(data) < n and (more := os.pread(self._file.fileno(), n - len(data),
+                                                      self._at + len(data))):
+            data += more  # a read cut short (above 2 GB at once): rare
+        if len(data) < n:
+            raise OSError(f"{self._file.name}: the file changed while it was read (it was "
+                          f"cut short of byte {self._end:,})")
+        self._at += n
+        return data
+
+    def close(self) -> None:
+        self._file.close()
+        self.closed = True
+
+
+def _line_break(read, size: int, start: int) -> int:
+    """The offset of the first ``\\n`` at or after ``start`` of the ``size`` bytes that
+    ``read(offset, n)`` gives, or -1."""
     step = 1 << 16
-    while start < content.size:
-        at = content.slice(start, min(step, content.size - start)).to_pybytes().find(b"\n")
+    while start < size:
+        at = read(start, min(step, size - start)).to_pybytes().find(b"\n")
         if at >= 0:
             return start + at
         start += step
@@ -151,19 +195,28 @@ def has_quote(src) -> bool:
     at any line break. A quoted header (as many writers make it) does not count: its names
     hold no line break (`text_header`), so it ends at the first one."""
     if src.data is not None:
-        return _quote_after_header(src.data)
-    with open(src.path, "rb") as handle, \
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        return _quote_after_header(view)
+        return _quote_after_header([src.data])
+    with open(src.path, "rb") as handle:
+        return _quote_after_header(iter(lambda: handle.read(QUOTE_BLOCK), b""))
 
 
-def _quote_after_header(content) -> bool:
-    """`has_quote` of ``content`` (bytes or a memory map)."""
-    quote = content.find(b'"')
-    if quote < 0:
-        return False
-    breaks = [at for at in (content.find(b"\n"), content.find(b"\r")) if at >= 0]
-    header_end = min(breaks, default=len(content))
-    return quote > header_end or content.find(b'"', header_end) >= 0
+#: `has_quote` reads a file in blocks of this many bytes (read, not memory-mapped: see
+#: `_stretches`)
+QUOTE_BLOCK = 8 << 20
+
+
+def _quote_after_header(blocks) -> bool:
+    """`has_quote` of the content given as consecutive ``blocks`` of bytes: a double quote
+    after the first line break (none: the header is all)."""
+    header_end = False
+    for block in blocks:
+        if not header_end:
+            breaks = [at for at in (block.find(b"\n"), block.find(b"\r")) if at >= 0]
+            if not breaks:
+                continue
+            header_end, block = True, block[min(breaks):]
+        if block.find(b'"') >= 0:
+            return True
+    return False
 
 
