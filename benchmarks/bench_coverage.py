@@ -290,7 +290,7 @@ def forecast_summary(cells: list[tuple]) -> dict:
     cell), ``forecast_misses`` (levels whose measured error is outside the forecast's
     point or range beyond the tolerance), ``forecast_not_modelled`` (levels `explain()`
     gives no figure) and the point forecasts' ratios' range."""
-    cells = [(s, n, lv) for s, n, lv in cells if lv["forecast"]]  # not the flow shapes
+    cells = [(s, n, lv) for s, n, lv in cells if lv["forecast"]]
     points = [(s, n, lv) for s, n, lv in cells
               if not lv["forecast"]["range"] and lv["forecast"]["ratio"]]
     worst = max(points, key=lambda t: abs(np.log(t[2]["forecast"]["ratio"])), default=None)

@@ -21,6 +21,7 @@ import time
 import numpy as np
 from coverage_estimated import TOLERANCE, compared
 
+from hierdp_core.explain_errors import flow_errors
 from hierdp_core.flows.synthetic import synthetic_flows
 from hierdp_core.intervals import intervals_for
 from hierdp_core.mechanisms.base import get_mechanism
@@ -86,13 +87,13 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
     `verdict`."""
     start = time.perf_counter()
     per_release, cells, hits, widths, methods, flagged = [], [], [], [], set(), []
-    estimated, measured = [], []
+    estimated, measured, squared = [], [], []
     for run in range(runs):
         release = get_mechanism(mechanism).release(
             data, PrivacyBudget.approx(eps, DELTA), source=release_source(seed + run, secure))
         iv = intervals_for(release, nominal, replicates)
         names = list(release.level_names)
-        hit, width, error = [], [], []
+        hit, width, error, square = [], [], [], []
         offset = 0
         for t, lv in enumerate(release.levels):
             truth = data.lookup(t, lv.origin, lv.destination)
@@ -102,6 +103,7 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
             hit.append((lo <= truth) & (truth <= up))
             width.append(up - lo)
             error.append(np.abs(lv.value - truth).mean() if lv.size else np.nan)
+            square.append(np.square(lv.value - truth).mean() if lv.size else np.nan)
         per_release.append([h.mean() if h.size else np.nan for h in hit])
         cells.append([h.size for h in hit])
         hits.append([int(h.sum()) for h in hit])
@@ -111,8 +113,10 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
         by_level = iv.record.get("estimated_error", {}).get("by_level", {})
         estimated.append([np.nan if by_level.get(n) is None else by_level[n] for n in names])
         measured.append(error)
+        squared.append(square)
     per_release, cells, hits = map(np.asarray, (per_release, cells, hits))
     estimated, measured = np.asarray(estimated), np.asarray(measured)
+    forecast = flow_forecast(data, mechanism, eps, measured, np.asarray(squared))
     levels = []
     for t, name in enumerate(names):
         cov_runs = per_release[:, t][~np.isnan(per_release[:, t])]
@@ -128,7 +132,7 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
                  "mean_width": float(f"{np.nanmean(np.asarray(widths)[:, t]):.4g}"),
                  "method": " | ".join(sorted({m[t] for m in methods})),
                  "manifest_calibrated": not any(f[t] for f in flagged),
-                 "forecast": None}
+                 "forecast": forecast[t]}
         rows = ~np.isnan(measured[:, t])  # releases with rows at this level
         if rows.sum() > 1:  # per released row (`coverage_estimated`)
             entry["estimated_error"] = compared(estimated[rows, t], measured[rows, t],
@@ -139,3 +143,34 @@ def flow_case(data, mechanism: str, eps: float, runs: int, nominal: float, seed:
         levels.append(entry)
     return {"levels": [lv for lv in levels if lv["cells"]],
             "seconds": round(time.perf_counter() - start, 2)}
+
+
+def flow_forecast(data, mechanism: str, eps: float, measured: np.ndarray,
+                  squared: np.ndarray) -> list[dict]:
+    """Per tree level, the a priori error `explain()` shows for a flow release (the noise
+    per O/D pair before the projection and the pruning; for the stability histogram's
+    coarser levels the RMSE of its leaf noise summed: `explain_errors.flow_errors`) against
+    the same statistic of the released pairs (``measured``: mean |released - true|,
+    ``squared``: mean squared error, releases x levels, NaN where a release has no pair
+    there), in `bench_coverage.forecast_levels`' form: ``holds`` when the measured lies
+    within `TOLERANCE` (+ 3 relative standard errors) of the figure."""
+    table = flow_errors(data, mechanism, PrivacyBudget.approx(eps, DELTA), None, {}).table
+    out = []
+    for t, (mae, rmse) in enumerate(table[["mae", "rmse"]].to_numpy(dtype=float)):
+        rms = np.isnan(mae) and not np.isnan(rmse)
+        point, runs = (rmse, squared[:, t]) if rms else (mae, measured[:, t])
+        runs = runs[~np.isnan(runs)]
+        mean = float(runs.mean()) if runs.size else float("nan")
+        se = float(runs.std(ddof=1) / np.sqrt(runs.size) / mean * (0.5 if rms else 1.0)) \
+            if runs.size > 1 and mean else 0.0
+        value = float(np.sqrt(mean)) if rms else mean
+        slack = TOLERANCE + 3 * se
+        modelled = not np.isnan(point) and runs.size > 0
+        out.append({"mae": float(f"{point:.4g}"), "low": float(f"{point:.4g}"),
+                    "high": float(f"{point:.4g}"), "measure": "RMSE" if rms else "mean |error|",
+                    "measured": float(f"{value:.4g}"), "se": round(se, 4),
+                    "ratio": round(point / value, 4) if modelled and value > 0 else None,
+                    "range": False,
+                    "holds": bool(point * (1 - slack) <= value <= point * (1 + slack))
+                    if modelled else None})
+    return out

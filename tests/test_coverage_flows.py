@@ -59,6 +59,24 @@ def test_flow_cells_enter_the_benchmark_summary(capsys):
                                         for c in e["cases"].values() for lv in c["levels"])
 
 
+def test_the_flow_forecast_is_measured_beside_the_coverage(capsys):
+    """Each flow level carries the figure `explain()` shows against the released error
+    (issue 30 item 3): the leaf noise of the stability histogram holds (its leaves are the
+    noisy counts), its coarser levels, sums of leaves it may suppress, have no figure (not
+    modelled), and InfTDA's total, published exactly, is 0 and measured 0."""
+    assert bench_coverage.main(["--flows-only", "--flows", "stability-histogram,inftda",
+                                "--flow-runs", "30", "--eps", "1", "--replicates",
+                                "20"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for shape, entry in out["results"].items():
+        histogram = entry["cases"]["stability-histogram eps=1"]["levels"]
+        assert histogram[-1]["forecast"]["holds"], (shape, histogram[-1])
+        assert all(lv["forecast"]["holds"] is None for lv in histogram[:-1])
+        total = entry["cases"]["inftda eps=1"]["levels"][0]["forecast"]
+        assert total["mae"] == total["measured"] == 0.0 and total["holds"]
+    assert any(f.startswith("flows-") for f in out["forecast_not_modelled"])
+
+
 def test_a_release_with_every_leaf_suppressed_still_bounds_its_coarse_nodes():
     """At epsilon 0.1 the threshold (about 300 trips) suppresses every leaf of a table of
     at most 5 trips per pair: the coarse nodes, released as 0, get the bound (they got
