@@ -167,6 +167,7 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     from hierdp_core.cli.budget import charged, commit_release, reserve_release
     from hierdp_core.cli.inputs import csv_list, name_columns
     from hierdp_core.cli.table import input_spec
+    from hierdp_core.data.file_state import unchanged_input
     from hierdp_core.export import build_manifest
     from hierdp_core.intervals import with_intervals
     from hierdp_core.privacy.samplers import NoiseSource
@@ -207,10 +208,12 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
     reserved = []  # the ledger's reservation, made after the checks, before the noise
 
     def reserve(budget, data) -> None:
+        check_read()  # the file read is the one the command started on
         reserved.append(reserve_release(config, run, budget, mechanism, source, content,
                                         data=data))
 
-    with _geography_file(geography) as geography_path:
+    with unchanged_input([path] if path is not None else []) as check_read, \
+            _geography_file(geography) as geography_path:
         settings = replace(config, data={"file": name, **(
             {"geography": geography_path} if geography_path else {})})
         made, settings, data, _ = release_of_config(

@@ -16,9 +16,10 @@ from hierdp_core.data.file_state import (
     check_unchanged,
     file_states,
     states_at_start,
+    unchanged_input,
     watching,
 )
-from hierdp_core.errors import InputChangedError
+from hierdp_core.errors import HierarchyError, InputChangedError
 from tests.test_declared_rows import GEO, ROWS
 
 
@@ -137,3 +138,42 @@ def test_an_error_of_a_file_cut_short_is_told_as_the_change(capsys, tmp_path, mo
     monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "home"))
     code, _, err = run_cli(capsys, *argv)
     assert code == 2 and "people.csv changed while the release read it" in err, err
+
+
+def test_an_error_of_reading_a_changed_file_is_told_as_the_change(table):
+    """Within `unchanged_input` any typed error (a file cut short reads as malformed, or as
+    a hierarchy that does not nest) becomes the change when the file changed; left alone,
+    the error stands."""
+    with pytest.raises(HierarchyError), unchanged_input([table]):
+        raise HierarchyError("a child with two parents")
+    with pytest.raises(InputChangedError, match="size went from 8 to 4"), \
+            unchanged_input([table]) as check:
+        check()
+        table.write_text("a,n\n")
+        raise HierarchyError("a child with two parents")
+
+
+def test_the_python_api_refuses_an_input_changed_while_it_read_it(tmp_path, monkeypatch):
+    """`hierdp_core.api.release` of a file path checks it as the command line does."""
+    from hierdp_core import api
+
+    (tmp_path / "geo.csv").write_text(GEO)
+    people = tmp_path / "people.csv"
+    people.write_text(ROWS)
+    read = cli_release.memory_input
+
+    def then_written(*a, **k):
+        out = read(*a, **k)
+        with open(people, "a") as handle:
+            handle.write("06,06037,06037000100,F,1\n")
+        _later(people)
+        return out
+
+    monkeypatch.setattr(cli_release, "memory_input", then_written)
+    monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "home"))
+    with pytest.raises(InputChangedError, match="people.csv changed while the release"):
+        api.release(people, ["state", "county", "tract"], "n", mechanism="topdown",
+                    epsilon=1.0, category_columns=["sex"], category_values={"sex": ["F", "M"]},
+                    geography=tmp_path / "geo.csv", duplicates="sum", out=tmp_path / "out",
+                    key_file=tmp_path / "key")
+    assert not (tmp_path / "out").exists()

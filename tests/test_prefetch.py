@@ -6,10 +6,12 @@ not."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -122,6 +124,37 @@ def test_the_threads_reading_ahead_yield_to_the_command(tmp_path, small_parts):
         nice = [os.getpriority(os.PRIO_PROCESS, part.thread.native_id) for part in ahead.parts]
     assert nice == [min(19, mine + prefetch.READ_AHEAD_NICE)] * len(ahead.parts) != [mine]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+
+
+def test_a_file_replaced_after_its_parts_are_cut_is_read_as_it_was(tmp_path, small_parts):
+    """The parts read the file opened to cut them (a descriptor of its own each), never the
+    one a rename put at the path since: not the new file's bytes at the old offsets."""
+    body = "".join(ROWS.splitlines(keepends=True)[1:]) * 20_000
+    rows = ROWS.splitlines()[0] + "\n" + body
+    args = _write(tmp_path, rows, GEO, "--count-column", "n")
+    src = resolve_source(_input(args), None, 10**9)
+    parts = arrow_text.text_string_parts(src, ["tract"], None, 2)
+    (tmp_path / "new.csv").write_text(ROWS)  # another file, as editors save
+    os.replace(tmp_path / "new.csv", _input(args))
+    assert sum(batch.num_rows for part in parts for batch in part) == body.count("\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux /proc")
+def test_reading_ahead_leaves_no_thread_behind_and_no_file_open(tmp_path, small_parts):
+    """Once a release's reading ahead is over, every thread left (pyarrow's pools among
+    them) runs at the command's priority, and no descriptor of the input stays open."""
+    body = "".join(ROWS.splitlines(keepends=True)[1:]) * 2000
+    args = _write(tmp_path, ROWS.splitlines()[0] + "\n" + body, GEO, "--count-column", "n")
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with reading_input(*args):
+        _release_input(args)
+    nice = {int(task.name): os.getpriority(os.PRIO_PROCESS, int(task.name))
+            for task in Path("/proc/self/task").iterdir()}
+    assert set(nice.values()) == {mine}, nice
+    gc.collect()
+    held = [fd for fd in Path("/proc/self/fd").iterdir()
+            if os.path.realpath(fd) == os.path.realpath(_input(args))]
+    assert not held
 
 
 def _facts_of(tmp_path, rows: str):

@@ -25,7 +25,7 @@ from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
-from hierdp_core.data.file_state import check_unchanged, states_at_start
+from hierdp_core.data.file_state import check_unchanged, states_at_start, unchanged_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.intervals.estimated_error import describe as describe_estimate
@@ -82,7 +82,7 @@ def cmd_release(cfg, run) -> int:
 
         check_dask_settings(cfg, run, mechanism)
         files = dataset_files(cfg.data["file"])
-        read = states_at_start(files)
+        read = states_at_start(files)  # the release refuses a file changed since
         fingerprint = check_release_fits(run, budget, source, files)
         table, prepared, sparse, spends = None, "", None, []
 
@@ -101,22 +101,19 @@ def cmd_release(cfg, run) -> int:
             cfg, run, mechanism, budget, source, split_then_reserve, mechanism_params(cfg))
         reserved = spends[0]
     else:
-        content, spends, read = path, [], states_at_start([path])
+        content, spends = path, []
         if source.secure:  # the ledger's fingerprint of the input, hashed beside its reading
             fingerprint_ahead(path, run.key_file)
+        with unchanged_input([path]) as check_read:
 
-        def reserve(prepared_cfg, data) -> None:
-            """The write-ahead spend, once the input read is checked unchanged."""
-            check_unchanged(read)
-            spends.append(reserve_release(prepared_cfg, run, budget, mechanism.info.name,
-                                          source, content, data=data))
+            def reserve(prepared_cfg, data) -> None:
+                """The write-ahead spend, once the input read is checked unchanged."""
+                check_read()
+                spends.append(reserve_release(prepared_cfg, run, budget,
+                                              mechanism.info.name, source, content, data=data))
 
-        try:
             release, cfg, table, prepared, data, sparse, choice = memory_release(
                 cfg, run, path, mechanism, budget, source, before_noise=reserve)
-        except InputError:  # what a file changed while it was read looks like
-            check_unchanged(read)
-            raise
         reserved = spends[0]
     release = charged(release, reserved)
     if isinstance(data, SparseRangeData):  # no bounds: they re-run it over every value

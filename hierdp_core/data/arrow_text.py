@@ -89,8 +89,10 @@ def text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
     by_raw = dict(zip(raw, names, strict=True))
 
     def options(skip: int) -> dict:
+        # parts parse on their own threads (`use_threads=False`): pyarrow's pool threads
+        # would start, and stay, at the read-ahead's lower priority (`prefetch`)
         return {"read_options": pacsv.ReadOptions(skip_rows=skip, column_names=raw,
-                                                  encoding=arrow_enc,
+                                                  encoding=arrow_enc, use_threads=not parts,
                                                   block_size=PART_BLOCK if parts else 32 << 20),
                 "parse_options": pacsv.ParseOptions(delimiter=sep, newlines_in_values=quoted),
                 "convert_options": pacsv.ConvertOptions(
@@ -117,20 +119,25 @@ PART_BLOCK = 8 << 20
 
 def _stretches(src, parts: int) -> list | None:
     """Input streams over ``parts`` consecutive stretches of whole lines of the file, each
-    cut just after a line break, or None for a file below `SPLIT_FROM`. A file's stretches
-    are read, not memory-mapped (`_Window`): a file truncated while it is read then stops
-    its reader with `OSError` (the careful reader reads it again) where a mapped one killed
-    the process (SIGBUS)."""
+    cut just after a line break, or None for a file below `SPLIT_FROM` (or where the system
+    has no reads at an offset). A file's stretches are read, not memory-mapped
+    (`_Window`), all from the one file opened here: a file truncated while it is read then
+    stops its reader with `OSError` (the careful reader reads it again) where a mapped one
+    killed the process (SIGBUS), and one replaced meanwhile is not read at its old offsets."""
     if src.data is not None:
         content = pa.py_buffer(src.data)
         cuts = _cuts(content.size, parts, content.slice)
         return None if cuts is None else [pa.BufferReader(content.slice(a, b - a))
                                            for a, b in itertools.pairwise(cuts)]
+    if not hasattr(os, "pread"):
+        return None
     with open(src.path, "rb", buffering=0) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        cuts = _cuts(size, parts, lambda at, n: pa.py_buffer(os.pread(handle.fileno(), n, at)))
-    return None if cuts is None else [pa.PythonFile(_Window(src.path, a, b), mode="r")
-                                      for a, b in itertools.pairwise(cuts)]
+        fd = handle.fileno()
+        cuts = _cuts(os.fstat(fd).st_size, parts,
+                     lambda at, n: pa.py_buffer(os.pread(fd, n, at)))
+        return None if cuts is None else [
+            pa.PythonFile(_Window(os.dup(fd), src.path, a, b), mode="r")
+            for a, b in itertools.pairwise(cuts)]
 
 
 def _cuts(size: int, parts: int, read) -> list[int] | None:
@@ -148,12 +155,13 @@ def _cuts(size: int, parts: int, read) -> list[int] | None:
 
 
 class _Window:
-    """The bytes ``start`` to ``end`` of the file at ``path``, read as a stream (what
+    """The bytes ``start`` to ``end`` of the open file descriptor ``fd`` (its own: closed
+    once the window is read to its end, or closed), read as a stream (what
     `pa.PythonFile` reads from): `OSError` when the file ends before ``end`` (it was
-    truncated since its size was read)."""
+    truncated since its size was read). ``path``: for the message."""
 
-    def __init__(self, path, start: int, end: int):
-        self._file = open(path, "rb", buffering=0)
+    def __init__(self, fd: int, path, start: int, end: int):
+        self._fd, self._path = fd, path
         self._at, self._end = start, end
         self.closed = False
 
@@ -161,20 +169,29 @@ class _Window:
         return True
 
     def read(self, n: int = -1) -> bytes:
+        if self.closed:
+            return b""
         n = self._end - self._at if n is None or n < 0 else min(n, self._end - self._at)
-        data = os.pread(self._file.fileno(), n, self._at) if n > 0 else b""
-        while 0 < len(data) < n and (more := os.pread(self._file.fileno(), n - len(data),
+        data = os.pread(self._fd, n, self._at) if n > 0 else b""
+        while 0 < len(data) < n and (more := os.pread(self._fd, n - len(data),
                                                       self._at + len(data))):
             data += more  # a read cut short (above 2 GB at once): rare
         if len(data) < n:
-            raise OSError(f"{self._file.name}: the file changed while it was read (it was "
-                          f"cut short of byte {self._end:,})")
+            self.close()
+            raise OSError(f"{self._path}: the file changed while it was read (it was cut "
+                          f"short of byte {self._end:,})")
         self._at += n
+        if self._at >= self._end:
+            self.close()
         return data
 
     def close(self) -> None:
-        self._file.close()
-        self.closed = True
+        if not self.closed:
+            os.close(self._fd)
+            self.closed = True
+
+    def __del__(self):
+        self.close()
 
 
 def _line_break(read, size: int, start: int) -> int:

@@ -7,7 +7,10 @@ release of rows no single version of the file holds, published as if whole. `fil
 records each file's size, modification time and identity; `watching` records them as the
 command starts (before its modules are imported, while the input is read ahead) and
 `states_at_start` gives them back; `check_unchanged` refuses the release
-(`InputChangedError`) when any has moved, before any noise is drawn or budget spent.
+(`InputChangedError`) when any has moved, before any noise is drawn or budget spent, and
+`unchanged_input` does both around a release (an error of reading a file that changed is
+told as the change). Not caught: a rewrite of the same size within the file system's time
+tick, and a change after the check while the ledger's fingerprint is still being hashed.
 
 Example
 -------
@@ -26,15 +29,15 @@ hierdp_core.errors.InputChangedError: t.csv changed while the release read it (i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hierdp_core.errors import InputChangedError
+from hierdp_core.errors import HierdpError, InputChangedError
 
 __all__ = ["FileState", "changed", "check_unchanged", "file_states", "states_at_start",
-           "watching"]
+           "unchanged_input", "watching"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,19 @@ def check_unchanged(states: list[FileState]) -> None:
     ``states`` changed since."""
     if (what := changed(states)) is not None:
         raise InputChangedError(what)
+
+
+@contextmanager
+def unchanged_input(paths) -> Iterator[Callable[[], None]]:
+    """Around a release of the files ``paths``: gives the check to call before its budget
+    is spent (`check_unchanged` against `states_at_start`); a `HierdpError` raised within
+    (a file cut short reads as a malformed one) is told as the change when a file
+    changed."""
+    states = states_at_start(paths)
+    try:
+        yield lambda: check_unchanged(states)
+    except InputChangedError:
+        raise
+    except HierdpError:
+        check_unchanged(states)
+        raise
