@@ -44,6 +44,22 @@ def _release_argv(tmp_path, declared: bool) -> list:
             "--key-file", tmp_path / "key", "--out", tmp_path / "release"]
 
 
+def _written_once_read(monkeypatch, path):
+    """Make the release's reading of its input grow ``path`` by a row once it is read (as
+    a program still writing it would); gives the reading's own function, to put back."""
+    read = cli_release.memory_input
+
+    def then_written(*a, **k):
+        out = read(*a, **k)
+        with open(path, "a") as handle:
+            handle.write("06,06037,06037000100,F,1\n")
+        _later(path)
+        return out
+
+    monkeypatch.setattr(cli_release, "memory_input", then_written)
+    return read
+
+
 def _later(path) -> None:
     """Move ``path``'s modification time on (a write within the clock's tick may not)."""
     stat = os.stat(path)
@@ -95,17 +111,8 @@ def test_a_release_refuses_an_input_changed_while_it_read_it(capsys, tmp_path, m
     places rows straight from the file, or the careful one): exit status 2, one line,
     no release folder and nothing spent; the same release of the file left alone runs."""
     argv = _release_argv(tmp_path, path_kind == "declared")
-    read = cli_release.memory_input
     people = tmp_path / "people.csv"
-
-    def then_written(*a, **k):
-        out = read(*a, **k)
-        with open(people, "a") as handle:
-            handle.write("06,06037,06037000100,F,1\n")
-        _later(people)
-        return out
-
-    monkeypatch.setattr(cli_release, "memory_input", then_written)
+    read = _written_once_read(monkeypatch, people)
     out = tmp_path / "release"
     monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "home"))
     code, stdout, err = run_cli(capsys, *argv)
@@ -160,16 +167,7 @@ def test_the_python_api_refuses_an_input_changed_while_it_read_it(tmp_path, monk
     (tmp_path / "geo.csv").write_text(GEO)
     people = tmp_path / "people.csv"
     people.write_text(ROWS)
-    read = cli_release.memory_input
-
-    def then_written(*a, **k):
-        out = read(*a, **k)
-        with open(people, "a") as handle:
-            handle.write("06,06037,06037000100,F,1\n")
-        _later(people)
-        return out
-
-    monkeypatch.setattr(cli_release, "memory_input", then_written)
+    _written_once_read(monkeypatch, people)
     monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "home"))
     with pytest.raises(InputChangedError, match="people.csv changed while the release"):
         api.release(people, ["state", "county", "tract"], "n", mechanism="topdown",
