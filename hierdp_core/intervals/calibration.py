@@ -21,10 +21,12 @@ from hierdp_core.mechanisms.base import capabilities
 
 #: which levels of a release of n levels (root first) a rule flags (InfTDA, TDA and
 #: gs-kuo-hierarchical were flagged above the leaves until their bootstrap was
-#: bias-widened; gs-kuo-hierarchical's root is again, `group_sizes.KUO_ROOT_UNCALIBRATED`)
+#: bias-widened; gs-kuo-hierarchical's root is again, `group_sizes.KUO_ROOT_UNCALIBRATED`;
+#: Uniform's ranges below the root, `mechanisms.ranges.UNIFORM_UNCALIBRATED`)
 LEVELS = {
     "above the leaves": lambda n: range(0, n - 1),
     "the root": lambda n: range(0, 1),
+    "below the root": lambda n: range(1, n),
 }
 
 
