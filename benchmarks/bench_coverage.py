@@ -18,7 +18,8 @@ coverage is within `TARGET` of nominal; ``under`` when below it by more than 2 s
 errors (then ``calibrated: false`` with the measured reason); ``over`` when above it so,
 with its ``over_reason`` (`over_reason`: forced when the released value is the truth in
 more than nominal + `TARGET` of the cells, near 0 when its cells whose truth is near 0
-cover more and the others lie within the target (`near_zero_truths`), a step when the next
+cover more and the others lie within the target, or every cell's truth is near 0
+(`near_zero_truths`), a step when the next
 narrower interval already covers less than nominal - `TARGET`, else wider than needed;
 `coverage_reasons`); else ``unresolved``.
 

@@ -49,7 +49,11 @@ def over_reason(exact: float, narrowed: float, nominal: float,
     if exact > nominal + TARGET:
         return (f"forced: the released value is the truth in {exact:.3f} of cells (every "
                 "interval holding the released value covers at least that)")
-    if near_zero and near_zero["others"] <= nominal + TARGET < near_zero["near"]:
+    if near_zero and near_zero["others"] is None and near_zero["near"] > nominal + TARGET:
+        return ("near 0: every cell's truth is within the level's median half-width of 0 "
+                "(missed only by a release too high)")
+    if near_zero and near_zero["others"] is not None \
+            and near_zero["others"] <= nominal + TARGET < near_zero["near"]:
         return (f"near 0: {near_zero['share']:.3f} of cells have a truth within the level's "
                 f"median half-width of 0, held in {near_zero['near']:.3f} (missed only by a "
                 f"release too high); the others {near_zero['others']:.3f}")
@@ -60,10 +64,10 @@ def over_reason(exact: float, narrowed: float, nominal: float,
 
 def near_zero_truths(hit: np.ndarray, truth: np.ndarray, width: np.ndarray) -> dict | None:
     """The share of a level's cells whose truth lies within the level's median half-width
-    (half of ``width``) of 0, their coverage (``near``) and the others'; None when every
-    cell or none is so."""
+    (half of ``width``) of 0, their coverage (``near``) and the others' (None when every
+    cell is so); None when none is."""
     near = truth < np.median(width) / 2
-    if near.all() or not near.any():
+    if not near.any():
         return None
     return {"share": round(float(near.mean()), 4), "near": round(float(hit[near].mean()), 4),
-            "others": round(float(hit[~near].mean()), 4)}
+            "others": round(float(hit[~near].mean()), 4) if not near.all() else None}

@@ -147,6 +147,9 @@ def test_interval_hits_narrow_towards_the_released_value():
     assert bench_coverage.over_reason(0.5, 0.95, 0.9, {**held, "others": 0.94}
                                       ).startswith("wider than needed")
     assert bench_coverage.near_zero_truths(hits["hit"], truth, np.zeros(4)) is None
+    every = bench_coverage.near_zero_truths(hits["hit"], truth, np.full(4, 100))
+    assert every == {"share": 1.0, "near": 1.0, "others": None}  # all near 0: the boundary
+    assert bench_coverage.over_reason(0.5, 0.99, 0.9, every).startswith("near 0: every")
 
 
 def test_worst_category_finds_the_size_a_level_average_hides():
