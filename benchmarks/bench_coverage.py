@@ -54,7 +54,14 @@ import sys
 import time
 
 import numpy as np
-from coverage_estimated import TOLERANCE, estimated_levels, estimated_summary, pooled_estimates
+from coverage_estimated import (
+    TOLERANCE,
+    estimated_levels,
+    estimated_summary,
+    forecast_entry,
+    four_figures,
+    pooled_estimates,
+)
 from coverage_flows import FLOW_MECHANISMS, FLOW_SHAPES, flow_cases, release_source
 from coverage_reasons import HIT_KEYS, TARGET, interval_hits, near_zero_truths, over_reason
 from coverage_shapes import SHAPES, make_counts, make_group_sizes, make_ranges
@@ -113,23 +120,10 @@ def forecast_levels(data, mechanism: str, eps: float, error: np.ndarray) -> list
     for lv, row in enumerate(forecast.table.itertuples()):
         level = error[data.hierarchy.level_slice(lv)]
         level = level.reshape(-1, level.shape[-1])  # cells x releases
-        per_release = (level ** 2 if rmse else np.abs(level)).mean(axis=0)
-        mean = float(per_release.mean())
-        measured = float(np.sqrt(mean)) if rmse else mean
-        se = float(per_release.std(ddof=1) / np.sqrt(per_release.size) / mean
-                   * (0.5 if rmse else 1.0)) if mean > 0 else 0.0
         point = row.rmse if rmse else row.mae
-        low, high = getattr(row, "mae_low", point), getattr(row, "mae_high", point)
-        slack = FORECAST_TOLERANCE + 3 * se
-        modelled = not np.isnan(point)
-        out.append({"mae": _round(point), "low": _round(low), "high": _round(high),
-                    "measure": forecast.measure, "measured": _round(measured),
-                    "se": round(se, 4),
-                    "ratio": round(point / measured, 4) if modelled and measured > 0
-                    else None,
-                    "range": not low == point == high,
-                    "holds": bool(low * (1 - slack) <= measured <= high * (1 + slack))
-                    if modelled else None})
+        out.append(forecast_entry(point, getattr(row, "mae_low", point),
+                                  getattr(row, "mae_high", point), forecast.measure,
+                                  (level ** 2 if rmse else np.abs(level)).mean(axis=0), rmse))
     return out
 
 
@@ -148,10 +142,6 @@ def forecast_errors(data, mechanism: str, error: np.ndarray) -> np.ndarray:
         return error
     cumulative = np.cumsum(error, axis=1)
     return cumulative[:, :-1] if G_V_PUBLIC in m.kept_invariants() else cumulative
-
-
-def _round(x: float) -> float:
-    return float(f"{x:.4g}")
 
 
 def case(data: CountData, mechanism: str, eps: float, runs: int, nominal: float,
@@ -237,7 +227,7 @@ def coverage_levels(hits: dict[str, np.ndarray], hierarchy, nominal: float,
     for lv, entry in enumerate(levels):
         name = entry["level"]
         at = hierarchy.level_slice(lv)
-        entry["mean_width"] = _round(float(hits["width"][at].mean()))
+        entry["mean_width"] = four_figures(float(hits["width"][at].mean()))
         entry["released_exact"] = round(float(hits["exact"][at].mean()), 4)
         entry["narrowed_coverage"] = round(max(float(hits["raised"][at].mean()),
                                                float(hits["lowered"][at].mean())), 4)

@@ -11,7 +11,8 @@ worth) and ``holds``: the ratio within the tolerance (+ 3 standard errors) of 1.
 summary (`estimated_summary`): ``estimated_error_ratios`` (their range),
 ``estimated_error_held`` (levels held, of those measured), ``estimated_error_misses`` and
 ``estimated_error_not_estimated`` (levels whose releases give no estimate: range levels
-with cells that are shares of a band or bucket).
+with cells that are shares of a band or bucket). `forecast_entry` judges the a priori
+figure (`explain()`) the same way, for every query kind.
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ def compared(estimated: np.ndarray, measured: np.ndarray, tolerance: float) -> d
     mean = float(measured.mean())
     if mean == 0 or np.isnan(estimated).any():  # every release exact, or not estimated
         return {"estimated": None if np.isnan(estimated).any()
-                else _round(float(estimated.mean())), "measured": _round(mean),
+                else four_figures(float(estimated.mean())), "measured": four_figures(mean),
                 "ratio": None, "se": None, "release_ratios": None, "holds": None}
     se = float((estimated - measured).std(ddof=1) / np.sqrt(measured.size) / mean)
     ratio = float(estimated.mean()) / mean
     with np.errstate(divide="ignore", invalid="ignore"):
         own = estimated / measured
     own = own[np.isfinite(own)]
-    return {"estimated": _round(float(estimated.mean())), "measured": _round(mean),
+    return {"estimated": four_figures(float(estimated.mean())), "measured": four_figures(mean),
             "ratio": round(ratio, 4), "se": round(se, 4),
             "release_ratios": [round(float(q), 3) for q in np.percentile(own, [10, 90])]
             if own.size else None,
@@ -82,5 +83,31 @@ def estimated_summary(cells: list[tuple]) -> dict:
                                        for s, n, lv, e in rows if not e["holds"]]}
 
 
-def _round(x: float) -> float:
+def four_figures(x: float) -> float:
+    """``x`` to four significant figures (the benchmark's JSON)."""
     return float(f"{x:.4g}")
+
+
+def forecast_entry(point: float, low: float, high: float, measure: str,
+                   per_release: np.ndarray, squared: bool) -> dict:
+    """One level's a priori figure ``point`` (its range ``low``-``high``) against the
+    statistic it is of, measured per release (``per_release``: mean |error|, or with
+    ``squared`` the mean squared error whose root is compared; NaN: a release without the
+    level's cells): ``measured``, its relative standard error ``se``, ``ratio`` = figure /
+    measured and ``holds``: the measured within `TOLERANCE` (+ 3 standard errors) of the
+    point or range (None where the figure is NaN, "not modelled", or nothing was
+    measured)."""
+    runs = per_release[~np.isnan(per_release)]
+    mean = float(runs.mean()) if runs.size else float("nan")
+    se = float(runs.std(ddof=1) / np.sqrt(runs.size) / mean * (0.5 if squared else 1.0)) \
+        if runs.size > 1 and mean > 0 else 0.0
+    measured = float(np.sqrt(mean)) if squared else mean
+    slack = TOLERANCE + 3 * se
+    modelled = not np.isnan(point) and runs.size > 0
+    return {"mae": four_figures(point), "low": four_figures(low), "high": four_figures(high),
+            "measure": measure, "measured": four_figures(measured), "se": round(se, 4),
+            "ratio": round(point / measured, 4) if modelled and measured > 0 else None,
+            "range": modelled and not low == point == high,
+            "holds": bool(low * (1 - slack) <= measured <= high * (1 + slack))
+            if modelled else None}
+

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from coverage_estimated import TOLERANCE, compared
+from coverage_estimated import TOLERANCE, compared, forecast_entry
 
 from hierdp_core.explain_errors import flow_errors
 from hierdp_core.flows.synthetic import synthetic_flows
@@ -152,25 +152,12 @@ def flow_forecast(data, mechanism: str, eps: float, measured: np.ndarray,
     coarser levels the RMSE of its leaf noise summed: `explain_errors.flow_errors`) against
     the same statistic of the released pairs (``measured``: mean |released - true|,
     ``squared``: mean squared error, releases x levels, NaN where a release has no pair
-    there), in `bench_coverage.forecast_levels`' form: ``holds`` when the measured lies
-    within `TOLERANCE` (+ 3 relative standard errors) of the figure."""
+    there), judged by `coverage_estimated.forecast_entry`."""
     table = flow_errors(data, mechanism, PrivacyBudget.approx(eps, DELTA), None, {}).table
     out = []
     for t, (mae, rmse) in enumerate(table[["mae", "rmse"]].to_numpy(dtype=float)):
-        rms = np.isnan(mae) and not np.isnan(rmse)
+        rms = bool(np.isnan(mae) and not np.isnan(rmse))
         point, runs = (rmse, squared[:, t]) if rms else (mae, measured[:, t])
-        runs = runs[~np.isnan(runs)]
-        mean = float(runs.mean()) if runs.size else float("nan")
-        se = float(runs.std(ddof=1) / np.sqrt(runs.size) / mean * (0.5 if rms else 1.0)) \
-            if runs.size > 1 and mean else 0.0
-        value = float(np.sqrt(mean)) if rms else mean
-        slack = TOLERANCE + 3 * se
-        modelled = not np.isnan(point) and runs.size > 0
-        out.append({"mae": float(f"{point:.4g}"), "low": float(f"{point:.4g}"),
-                    "high": float(f"{point:.4g}"), "measure": "RMSE" if rms else "mean |error|",
-                    "measured": float(f"{value:.4g}"), "se": round(se, 4),
-                    "ratio": round(point / value, 4) if modelled and value > 0 else None,
-                    "range": False,
-                    "holds": bool(point * (1 - slack) <= value <= point * (1 + slack))
-                    if modelled else None})
+        out.append(forecast_entry(point, point, point, "RMSE" if rms else "mean |error|",
+                                  runs, rms))
     return out

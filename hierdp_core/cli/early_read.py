@@ -48,8 +48,9 @@ def reading_input(cfg, run) -> Iterator[None]:
     memory, `declared_roles`) is read ahead, within a share of ``--max-memory``; others
     are read as before. The input file's state as the command starts is recorded
     (`hierdp_core.data.file_state.watching`: a release refuses a file changed since)."""
-    roles = declared_roles(cfg) if run.engine != "dask" else None
-    with watching([cfg.data["file"]] if run.engine != "dask" else []):
+    in_memory = run.engine != "dask"  # Dask's files: `cmd_release` records them
+    roles = declared_roles(cfg) if in_memory else None
+    with watching([cfg.data["file"]] if in_memory else []):
         if roles is None:
             yield
             return

@@ -25,7 +25,7 @@ from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
-from hierdp_core.data.file_state import check_unchanged, states_at_start, unchanged_input
+from hierdp_core.data.file_state import unchanged_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.intervals.estimated_error import describe as describe_estimate
@@ -82,23 +82,24 @@ def cmd_release(cfg, run) -> int:
 
         check_dask_settings(cfg, run, mechanism)
         files = dataset_files(cfg.data["file"])
-        read = states_at_start(files)  # the release refuses a file changed since
         fingerprint = check_release_fits(run, budget, source, files)
         table, prepared, sparse, spends = None, "", None, []
+        with unchanged_input(files) as check_read:
 
-        def split_then_reserve(shape):
-            """The split of the public ``shape``, then the write-ahead spend: the engine
-            asks for it once the data's size is checked and before any noise, so a
-            release refused by those checks (or by a file changed since it started)
-            spends nothing."""
-            choice = _split(cfg, mechanism, shape, budget)
-            check_unchanged(read)
-            spends.append(reserve_release(cfg, run, budget, mechanism.info.name, source,
-                                          files, fingerprint))
-            return choice
+            def split_then_reserve(shape):
+                """The split of the public ``shape``, then the write-ahead spend: the
+                engine asks for it once the data's size is checked and before any noise,
+                so a release refused by those checks (or by a file changed since it
+                started) spends nothing."""
+                choice = _split(cfg, mechanism, shape, budget)
+                check_read()
+                spends.append(reserve_release(cfg, run, budget, mechanism.info.name,
+                                              source, files, fingerprint))
+                return choice
 
-        release, data, content, choice = dask_release(
-            cfg, run, mechanism, budget, source, split_then_reserve, mechanism_params(cfg))
+            release, data, content, choice = dask_release(
+                cfg, run, mechanism, budget, source, split_then_reserve,
+                mechanism_params(cfg))
         reserved = spends[0]
     else:
         content, spends = path, []

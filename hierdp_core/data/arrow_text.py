@@ -225,13 +225,13 @@ QUOTE_BLOCK = 8 << 20
 def _quote_after_header(blocks) -> bool:
     """`has_quote` of the content given as consecutive ``blocks`` of bytes: a double quote
     after the first line break (none: the header is all)."""
-    header_end = False
+    past_header = False
     for block in blocks:
-        if not header_end:
+        if not past_header:
             breaks = [at for at in (block.find(b"\n"), block.find(b"\r")) if at >= 0]
             if not breaks:
                 continue
-            header_end, block = True, block[min(breaks):]
+            past_header, block = True, block[min(breaks):]
         if block.find(b'"') >= 0:
             return True
     return False
