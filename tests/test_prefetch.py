@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -107,23 +106,6 @@ def test_a_file_truncated_in_place_while_read_ahead_stops_its_reader(tmp_path, s
     for part in parts:
         with pytest.raises(OSError, match="changed while it was read"):
             sum(batch.num_rows for batch in part)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice: Linux")
-def test_the_threads_reading_ahead_yield_to_the_command(tmp_path, small_parts):
-    """The parts parsed ahead run `READ_AHEAD_NICE` nicer than the command's thread, whose
-    work (imports, the geography, placing the batches) the release waits for."""
-    body = "".join(ROWS.splitlines(keepends=True)[1:]) * 2000
-    args = _write(tmp_path, ROWS.splitlines()[0] + "\n" + body, GEO, "--count-column", "n")
-    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    with reading_input(*args):
-        ahead = prefetch._AHEAD[0]
-        ahead.starter.join()
-        while not all(part.queue.full() for part in ahead.parts):
-            threading.Event().wait(0.01)  # every part waits to hand over: alive
-        nice = [os.getpriority(os.PRIO_PROCESS, part.thread.native_id) for part in ahead.parts]
-    assert nice == [min(19, mine + prefetch.READ_AHEAD_NICE)] * len(ahead.parts) != [mine]
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
 
 
 def test_a_file_replaced_after_its_parts_are_cut_is_read_as_it_was(tmp_path, small_parts):

@@ -89,8 +89,8 @@ def text_csv(src, wanted: list[str], encoding: str | None, kind: pa.DataType, *,
     by_raw = dict(zip(raw, names, strict=True))
 
     def options(skip: int) -> dict:
-        # parts parse on their own threads (`use_threads=False`): pyarrow's pool threads
-        # would start, and stay, at the read-ahead's lower priority (`prefetch`)
+        # parts parse on their own threads (`use_threads=False`): two parts fill both
+        # cores already
         return {"read_options": pacsv.ReadOptions(skip_rows=skip, column_names=raw,
                                                   encoding=arrow_enc, use_threads=not parts,
                                                   block_size=PART_BLOCK if parts else 32 << 20),

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["AHEAD", "PARTS", "declared_columns", "read_parts", "reading"]
@@ -38,25 +37,9 @@ AHEAD = 12
 #: the batches read ahead take at most this share of the release's memory limit
 AHEAD_SHARE = 4
 _BATCH_BYTES = 16 << 20  # a batch's strings, counted generously
-#: how much nicer the threads reading ahead are than the command's (`behind_the_command`)
-READ_AHEAD_NICE = 10
 _POLL = 0.05  # seconds between looks at the stop flag of a thread waiting to hand over
 _END = object()
 _AHEAD: list[_ReadAhead] = []  # the reading under way (one at most)
-
-
-def behind_the_command() -> None:
-    """Lower the calling thread's scheduling priority by `READ_AHEAD_NICE` (Linux, where a
-    thread's nice value is its own; at most 19): the command's own thread, which imports its modules,
-    reads the geography and then places the batches, is what the release waits for; the
-    parts parsed ahead of it only wait to hand over. Measured on the 10.8M-row benchmark
-    (8 runs each, 2 cores): 3.76 -> 3.43 s (median), system time 1.40 -> 0.86 s, peak
-    memory 1,085 -> 957 MB."""
-    if sys.platform.startswith("linux"):
-        thread = threading.get_native_id()
-        with suppress(OSError):
-            nice = os.getpriority(os.PRIO_PROCESS, thread)
-            os.setpriority(os.PRIO_PROCESS, thread, min(19, nice + READ_AHEAD_NICE))
 
 
 class _Failed:
@@ -128,7 +111,6 @@ class _ReadAhead:
         self.starter.start()
 
     def _start(self, read: Callable[[], list | None]) -> None:
-        behind_the_command()  # the parts' threads, started here, inherit it
         try:
             readers = read()
         except Exception as exc:  # raised where the parts are asked for
