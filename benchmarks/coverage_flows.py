@@ -149,15 +149,18 @@ def flow_forecast(data, mechanism: str, eps: float, measured: np.ndarray,
                   squared: np.ndarray) -> list[dict]:
     """Per tree level, the a priori error `explain()` shows for a flow release (the noise
     per O/D pair before the projection and the pruning; for the stability histogram's
-    coarser levels the RMSE of its leaf noise summed: `explain_errors.flow_errors`) against
+    coarser levels the RMSE of its leaf noise summed; for the top-down mechanisms an upper
+    bound, the range 0 to that: `explain_errors.flow_errors`) against
     the same statistic of the released pairs (``measured``: mean |released - true|,
     ``squared``: mean squared error, releases x levels, NaN where a release has no pair
     there), judged by `coverage_estimated.forecast_entry`."""
     table = flow_errors(data, mechanism, PrivacyBudget.approx(eps, DELTA), None, {}).table
+    table = table.assign(**{end: table.get(end, table["mae"]) for end in ("mae_low", "mae_high")})
     out = []
-    for t, (mae, rmse) in enumerate(table[["mae", "rmse"]].to_numpy(dtype=float)):
+    for t, (mae, rmse, low, high) in enumerate(
+            table[["mae", "rmse", "mae_low", "mae_high"]].to_numpy(dtype=float)):
         rms = bool(np.isnan(mae) and not np.isnan(rmse))
         point, runs = (rmse, squared[:, t]) if rms else (mae, measured[:, t])
-        out.append(forecast_entry(point, point, point, "RMSE" if rms else "mean |error|",
-                                  runs, rms))
+        out.append(forecast_entry(point, *((point, point) if rms else (low, high)),
+                                  "RMSE" if rms else "mean |error|", runs, rms))
     return out

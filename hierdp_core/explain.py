@@ -170,7 +170,7 @@ def _error_text(errors: APriori, unit: str) -> str:
         if value == 0 and row.rmse == 0:
             parts.append(f"{row.level_name}: exact")
         elif math.isfinite(value) and low == 0 < value:
-            parts.append(f"{row.level_name} up to {error_figure(value)}")
+            parts.append(f"{row.level_name} up to {error_figure(high)}")
         elif math.isfinite(value) and not low == value == high:
             parts.append(f"{row.level_name} {error_figure(low)} to {error_figure(high)}")
         elif math.isfinite(value):

@@ -63,7 +63,8 @@ def test_the_flow_forecast_is_measured_beside_the_coverage(capsys):
     """Each flow level carries the figure `explain()` shows against the released error
     (issue 30 item 3): the leaf noise of the stability histogram holds (its leaves are the
     noisy counts), its coarser levels, sums of leaves it may suppress, have no figure (not
-    modelled), and InfTDA's total, published exactly, is 0 and measured 0."""
+    modelled), InfTDA's total, published exactly, is 0 and measured 0, and its figure
+    below is an upper bound (a range from 0) that holds."""
     assert bench_coverage.main(["--flows-only", "--flows", "stability-histogram,inftda",
                                 "--flow-runs", "30", "--eps", "1", "--replicates",
                                 "20"]) == 0
@@ -72,8 +73,11 @@ def test_the_flow_forecast_is_measured_beside_the_coverage(capsys):
         histogram = entry["cases"]["stability-histogram eps=1"]["levels"]
         assert histogram[-1]["forecast"]["holds"], (shape, histogram[-1])
         assert all(lv["forecast"]["holds"] is None for lv in histogram[:-1])
-        total = entry["cases"]["inftda eps=1"]["levels"][0]["forecast"]
+        total, *below = (lv["forecast"] for lv in entry["cases"]["inftda eps=1"]["levels"])
         assert total["mae"] == total["measured"] == 0.0 and total["holds"]
+        for fc in below:
+            assert fc["range"] and fc["low"] == 0 < fc["measured"] < fc["high"], (shape, fc)
+            assert fc["holds"]
     assert any(f.startswith("flows-") for f in out["forecast_not_modelled"])
 
 
