@@ -144,9 +144,11 @@ def group_size_errors(data, name: str, budget: PrivacyBudget, split,
 
 
 def _upper_bound(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with the range 0 (mae_low) to the noise's sd plus `ROUNDING` (mae_high;
-    0 where the level is exact)."""
-    return table.assign(mae_low=0.0, mae_high=table["rmse"] + ROUNDING * (table["rmse"] > 0))
+    """``table`` (the noise per level) made the bound: mae, rmse and mae_high the noise's sd
+    plus `ROUNDING` (0 where the level is exact; for the RMSE by Minkowski's inequality),
+    mae_low 0."""
+    bound = table["rmse"] + ROUNDING * (table["rmse"] > 0)
+    return table.assign(mae=bound, rmse=bound, mae_low=0.0, mae_high=bound)
 
 
 def flow_errors(data, name: str, budget: PrivacyBudget, split, params: dict) -> APriori:
