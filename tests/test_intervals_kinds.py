@@ -138,11 +138,12 @@ def test_rerun_bootstrap_chooses_the_threads_from_its_first_re_run(monkeypatch, 
 
 def test_the_bias_widening_is_the_mean_error_rounded_to_the_nearest_integer():
     """``widen`` adds |mean(redraw - plug-in)| to both half-widths, rounded to the nearest
-    integer for integer releases (rounded up, it over-covered: `bootstrap.rerun_bootstrap`)."""
+    integer for integer releases (rounded up, it over-covered: `bootstrap.rerun_bootstrap`);
+    sided, only to the one on the side the bias puts the truth."""
     plugin, drawn = np.zeros(200), []
 
     def rerun(source):
-        values = source.rng.integers(-1, 3, plugin.size)
+        values = source.rng.integers(-2, 3, plugin.size)
         drawn.append(values)
         return dataclasses.make_dataclass("Made", ["values", "ledger"])(values, pd.DataFrame())
 
@@ -151,14 +152,20 @@ def test_the_bias_widening_is_the_mean_error_rounded_to_the_nearest_integer():
         below, above, *_ = bootstrap.rerun_bootstrap(rerun, lambda r: r.values, plugin,
                                                      pd.DataFrame(), 0.9, 20, integer=True,
                                                      widen=widen)
-        return below, above, np.abs(np.mean(drawn, axis=0))
+        return below, above, np.mean(drawn, axis=0)
 
-    below, above, bias = half_widths(False)
-    wide_below, wide_above, same_bias = half_widths(True)
+    below, above, bias = half_widths(None)
+    wide_below, wide_above, same_bias = half_widths(bootstrap.BIAS_WIDENED)
     np.testing.assert_array_equal(bias, same_bias)  # the same redraws
-    assert np.any((bias % 1 > 0) & (bias % 1 < 0.5))  # where rounding up would differ
-    np.testing.assert_array_equal(wide_below - below, np.rint(bias))
-    np.testing.assert_array_equal(wide_above - above, np.rint(bias))
+    size = np.abs(bias)
+    assert np.any((size % 1 > 0) & (size % 1 < 0.5))  # where rounding up would differ
+    np.testing.assert_array_equal(wide_below - below, np.rint(size))
+    np.testing.assert_array_equal(wide_above - above, np.rint(size))
+    sided_below, sided_above, _ = half_widths(bootstrap.BIAS_SIDED)
+    assert (bias > 0.5).any() and (bias < -0.5).any()  # redraws of -2..2: both signs
+    # re-runs above their plug-in put the truth below the value: that side grows, by as much
+    np.testing.assert_array_equal(sided_below - below, np.maximum(np.rint(bias), 0))
+    np.testing.assert_array_equal(sided_above - above, np.maximum(-np.rint(bias), 0))
 
 
 def test_bounded_flows_keep_n_exact():

@@ -69,7 +69,8 @@ REDRAW_CELLS = 1 << 16
 INTEGER_SLACK = 1e-9
 #: `rerun_bootstrap`'s stream of `pooled_trim`'s uniform draws (beside the re-runs' 0, 1, ...)
 TRIM_STREAM = 2**32 - 1
-BIAS_WIDENED = "bias-widened bootstrap"  # the method's name in the manifest (``widen``)
+BIAS_WIDENED = "bias-widened bootstrap"  # the methods' names in the manifest (``widen``)
+BIAS_SIDED = "bias-sided bootstrap"
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
 
@@ -156,7 +157,7 @@ def release_budget(privacy: dict) -> PrivacyBudget:
 
 def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[object],
                     np.ndarray], plugin: np.ndarray, ledger, level: float,
-                    replicates: int | None, integer: bool, widen: bool = False,
+                    replicates: int | None, integer: bool, widen: str | None = None,
                     redraws: Callable[[list[NoiseSource]], np.ndarray] | None = None,
                     groups: np.ndarray | None = None):
     """Parametric bootstrap by re-running a mechanism: ``rerun(source)`` releases the
@@ -165,10 +166,12 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
     many as fit in `RERUN_SECONDS` (`RERUN_REPLICATES` at most, `MIN_REPLICATES` at least),
     fewer when `MAX_DRAWS` errors would not fit. The first re-run's ledger must reproduce
     ``ledger``'s noise (`LEDGER_CHECKED`), else the plug-in is not the release's. With
-    ``widen`` both half-widths grow by the cell's |mean(redraw - plug-in)| (rounded to the
-    nearest integer for integers; rounded up, gs-kuo-hierarchical's levels covered 0.975 or
-    more at nominal 0.95 and epsilon 10): the mechanism's bias at the plug-in, a stand-in
-    for its unseen bias at the truth (`BIAS_WIDENED`). The re-runs after the first share `RERUN_THREADS` threads when
+    ``widen`` `BIAS_WIDENED` both half-widths grow by the cell's |mean(redraw - plug-in)|
+    (rounded to the nearest integer for integers; rounded up, gs-kuo-hierarchical's levels
+    covered 0.975 or more at nominal 0.95 and epsilon 10): the mechanism's bias at the
+    plug-in, a stand-in for its unseen bias at the truth; with `BIAS_SIDED` only the
+    half-width on the side the truth then lies grows (the one below the value where the
+    re-runs overshoot their plug-in, above where they fall short). The re-runs after the first share `RERUN_THREADS` threads when
     the first took `THREADED_RERUN_SECONDS` or more, or little per cell (`threaded`); so do
     the quantiles' blocks of cells; progress goes to `reporting`'s callback. ``redraws(sources)``: the ``cells`` of the re-runs with
     these sources at once, a row each (then made `REDRAW_CELLS` cells at a time, a job
@@ -236,7 +239,7 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         if pooled:
             inside[at], held[at] = narrow, wide
         if widen:
-            mean = np.abs(errors.mean(axis=1, dtype=np.float64))
+            mean = errors.mean(axis=1, dtype=np.float64)
             bias[at] = np.rint(mean) if integer else mean
 
     _in_threads(half_widths, range(0, plugin.size, block), lambda done: None, threads)
@@ -245,8 +248,10 @@ def rerun_bootstrap(rerun: Callable[[NoiseSource], object], cells: Callable[[obj
         uniform = np.random.default_rng([SEED, stream, TRIM_STREAM]).random(at.size)
         below[at] = above[at] - pooled_trim(above[at], inside[at], held[at], replicates,
                                             level, uniform, groups[at])
-    if widen:
-        below, above = below + bias, above + bias
+    if widen == BIAS_SIDED:  # re-runs above their plug-in: the truth below the value
+        below, above = below + np.maximum(bias, 0), above + np.maximum(-bias, 0)
+    elif widen:
+        below, above = below + np.abs(bias), above + np.abs(bias)
     return Redrawn(below, above, replicates, mean_abs)
 
 
@@ -324,7 +329,7 @@ class TableBootstrap(NamedTuple):
 
 
 def table_bootstrap(release, plugin, level: float, replicates: int | None, sums=None,
-                    widen: bool = False, unclipped: bool = False) -> TableBootstrap:
+                    widen: str | None = None, unclipped: bool = False) -> TableBootstrap:
     """`rerun_bootstrap` of a table release (values (n_nodes, k)) whose mechanism re-runs
     on ``plugin`` (data over the same tree) with the release's budget, split (the ledger's
     shares) and parameters, with ``sums`` (a sparse matrix over the flat cells: aggregates

@@ -212,7 +212,8 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
             forest = trees(sources)
             return _values_at(forest.levels, widths, wanted, forest.trial, len(sources))
 
-    widen = capabilities(release.mechanism).intervals == BIAS_WIDENED
+    how = capabilities(release.mechanism).intervals
+    widen = how if how == BIAS_WIDENED else None
     groups = np.repeat(np.arange(len(wanted)), [keys.size for _, keys in wanted])
     return rerun_bootstrap(rerun, lambda r: _values_at(r.levels, widths, wanted), truth,
                            release.ledger, level, replicates, release.is_integer,

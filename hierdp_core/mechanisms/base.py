@@ -32,8 +32,10 @@ QUERY_KINDS = ("counts", "group-sizes", "flows", "ranges")
 ESTIMATES = ("raw", "least-squares", "topdown")
 #: how a release's intervals are made (`Capabilities.intervals`, `hierdp_core.intervals`):
 #: without re-running the mechanism, by TopDown's stacked bootstrap, or by re-running it on
-#: the released values as plug-in truth (widened for its bias at small cells)
-INTERVAL_METHODS = ("closed-form", "stacked bootstrap", "bootstrap", "bias-widened bootstrap")
+#: the released values as plug-in truth (widened for its bias at small cells, on both sides
+#: or on the side the truth then lies: `intervals.bootstrap.rerun_bootstrap`)
+INTERVAL_METHODS = ("closed-form", "stacked bootstrap", "bootstrap", "bias-widened bootstrap",
+                    "bias-sided bootstrap")
 
 
 @dataclass(frozen=True)
