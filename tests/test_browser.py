@@ -269,7 +269,8 @@ def the_flows_page_draws_sweeps_and_explains(pg) -> None:
     no_exception(pg)
     pg.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     shot(pg, "10_flows")
-    explain_panel(pg, "flows", "The guarantee protects one trip", "per O/D pair, in trips")
+    explain_panel(pg, "flows", "The guarantee protects one trip",
+                  "per O/D pair released, in trips")
     offers_to_save_the_configuration(pg)
 
 
