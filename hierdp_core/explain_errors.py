@@ -42,16 +42,18 @@ TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape an
 #: the top-down flow mechanisms' upper bound of a released pair's mean |error|
 #: (`flow_errors`): each level's pairs get discrete Gaussian noise of one sigma; TDA-L2's
 #: projection of n pairs onto their parent's released total leaves each an error of
-#: variance sigma^2 (1 - 1/n) plus the parent's / n^2, at most sigma^2 when the parent's is
-#: (by induction from the total), so a mean |error| of at most sigma; the rounding then
+#: variance sigma^2 (1 - 1/n) plus the parent's / n^2, at most the larger of sigma^2 and the
+#: parent's (by induction from the total: `_upper_bound`), so a mean |error| of at most the
+#: largest sigma down to the level; the rounding then
 #: moves a pair by `ROUNDING` on average at most. InfTDA's is measured only. The
 #: noise's own mean |error| (0.8 sigma) is not a bound: the released pairs' reached 1.18
 #: of it on the flights sample at epsilon 10 (the rounding), 0.61-0.83 of this bound
 #: (`tests/test_explain_kinds.py`; the flow tables of `benchmarks/bench_coverage.py
 #: --flows-only` in docs/benchmarks.md)
 ROUNDING = 0.5
-FLOW_TOPDOWN_BASIS = ("at most about the standard deviation of the noise each O/D pair is "
-                      "measured with, plus 0.5 for the rounding, from the budget and the "
+FLOW_TOPDOWN_BASIS = ("at most about the largest standard deviation of the noise an O/D "
+                      "pair is measured with at its level or above, plus 0.5 for the "
+                      "rounding, from the budget and the "
                       "split alone: the projection onto each parent's released total and "
                       "keeping pairs at or above 0 pull the released pairs' error below it")
 #: a group-size TopDown (the root's noisy histogram projected onto the total G, published
@@ -62,8 +64,9 @@ FLOW_TOPDOWN_BASIS = ("at most about the standard deviation of the noise each O/
 #: M_H^dp's root was off by 1.9 times it on the US households at epsilon 0.1 (keeping 3,141
 #: counties' small counts at or above 0 biases their sum up), and the cumulative and Kuo
 #: mechanisms move counts by up to 24 times the noise (docs/benchmarks.md)
-GROUP_SIZE_BOUND_BASIS = ("at most about the standard deviation of the noise each region's "
-                          "count of one size is measured with, plus 0.5 for the rounding, "
+GROUP_SIZE_BOUND_BASIS = ("at most about the largest standard deviation of the noise a "
+                          "region's count of one size is measured with at its level or "
+                          "above, plus 0.5 for the rounding, "
                           "from the budget and the split alone: fitting the regions to "
                           "their parent and keeping counts at or above 0 pull the released "
                           "error below it")
@@ -144,10 +147,14 @@ def group_size_errors(data, name: str, budget: PrivacyBudget, split,
 
 
 def _upper_bound(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (the noise per level) made the bound: mae, rmse and mae_high the noise's sd
-    plus `ROUNDING` (0 where the level is exact; for the RMSE by Minkowski's inequality),
-    mae_low 0."""
-    bound = table["rmse"] + ROUNDING * (table["rmse"] > 0)
+    """``table`` (the noise per level, root first) made the bound: mae, rmse and mae_high
+    the largest noise sd of the level and the levels above it, plus `ROUNDING` (0 where
+    the level is exact; for the RMSE by Minkowski's inequality), mae_low 0. The largest:
+    projected onto a parent whose error has variance at most B^2, n children of noise sd
+    sigma get sigma^2 (1 - 1/n) + B^2 / n^2 <= max(sigma, B)^2 (one child: the parent's
+    error itself, which a split giving the finer levels more budget makes the larger)."""
+    sd = np.maximum.accumulate(table["rmse"].to_numpy(float))
+    bound = sd + ROUNDING * (sd > 0)
     return table.assign(mae=bound, rmse=bound, mae_low=0.0, mae_high=bound)
 
 
