@@ -44,32 +44,30 @@ TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape an
 #: projection of n pairs onto their parent's released total leaves each an error of
 #: variance sigma^2 (1 - 1/n) plus the parent's / n^2, at most the larger of sigma^2 and the
 #: parent's (by induction from the total: `_upper_bound`), so a mean |error| of at most the
-#: largest sigma down to the level; the rounding then
-#: moves a pair by `ROUNDING` on average at most. InfTDA's is measured only. The
-#: noise's own mean |error| (0.8 sigma) is not a bound: the released pairs' reached 1.18
-#: of it on the flights sample at epsilon 10 (the rounding), 0.61-0.83 of this bound
-#: (`tests/test_explain_kinds.py`; the flow tables of `benchmarks/bench_coverage.py
-#: --flows-only` in docs/benchmarks.md)
+#: largest sigma down to the level; the rounding then moves a pair by `ROUNDING` on average
+#: at most. InfTDA's is measured only. The noise's own mean |error| (0.8 sigma) is not a
+#: bound: the released pairs' reached 1.18 of it on the flights sample at epsilon 10 (the
+#: rounding), 0.61-0.83 of this bound (`tests/test_explain_kinds.py`; the flow tables of
+#: `benchmarks/bench_coverage.py --flows-only` in docs/benchmarks.md)
 ROUNDING = 0.5
 FLOW_TOPDOWN_BASIS = ("at most about the largest standard deviation of the noise an O/D "
                       "pair is measured with at its level or above, plus 0.5 for the "
-                      "rounding, from the budget and the "
-                      "split alone: the projection onto each parent's released total and "
-                      "keeping pairs at or above 0 pull the released pairs' error below it")
+                      "rounding, from the budget and the split alone: the projection onto "
+                      "each parent's released total and keeping pairs at or above 0 pull "
+                      "the released pairs' error below it")
 #: a group-size TopDown (the root's noisy histogram projected onto the total G, published
 #: exactly, then every parent's children onto it, size by size): the top-down flows'
-#: argument makes the noise's sd plus `ROUNDING` an upper bound of its released error (0.17
-#: to 0.71 of it on the US households, 0.004 to 0.88 on the 25 shapes of
-#: `benchmarks/bench_coverage.py --forecast-only`). Not for the fits over the whole tree:
+#: argument makes the largest noise sd down to a level plus `ROUNDING` an upper bound of
+#: its released error (0.17 to 0.71 of it on the US households, 0.004 to 0.88 on the 25
+#: shapes of `benchmarks/bench_coverage.py --forecast-only`). Not for the whole-tree fits:
 #: M_H^dp's root was off by 1.9 times it on the US households at epsilon 0.1 (keeping 3,141
 #: counties' small counts at or above 0 biases their sum up), and the cumulative and Kuo
 #: mechanisms move counts by up to 24 times the noise (docs/benchmarks.md)
 GROUP_SIZE_BOUND_BASIS = ("at most about the largest standard deviation of the noise a "
                           "region's count of one size is measured with at its level or "
-                          "above, plus 0.5 for the rounding, "
-                          "from the budget and the split alone: fitting the regions to "
-                          "their parent and keeping counts at or above 0 pull the released "
-                          "error below it")
+                          "above, plus 0.5 for the rounding, from the budget and the split "
+                          "alone: fitting the regions to their parent and keeping counts at "
+                          "or above 0 pull the released error below it")
 TOPDOWN_NOISY_BASIS = ("the raw measurement noise per cell (before the projection onto "
                        "each parent, which this TopDown makes from each level's own "
                        "measurements: not modelled)")
