@@ -50,11 +50,15 @@ TOPDOWN_BASIS = ("at most the least-squares estimate's, from the tree's shape an
 #: rounding), 0.61-0.83 of this bound (`tests/test_explain_kinds.py`; the flow tables of
 #: `benchmarks/bench_coverage.py --flows-only` in docs/benchmarks.md)
 ROUNDING = 0.5
-FLOW_TOPDOWN_BASIS = ("at most about the largest standard deviation of the noise an O/D "
-                      "pair is measured with at its level or above, plus 0.5 for the "
-                      "rounding, from the budget and the split alone: the projection onto "
-                      "each parent's released total and keeping pairs at or above 0 pull "
-                      "the released pairs' error below it")
+#: what an upper bound (`_upper_bound`) says it is: of the noise ``measured`` gets, the step
+#: that ``fits`` the released values, and the ``values`` kept at or above 0
+_BOUND_BASIS = ("at most about the largest standard deviation of the noise {measured} is "
+                "measured with at its level or above, plus 0.5 for the rounding, from the "
+                "budget and the split alone: {fits} and keeping {values} at or above 0 pull "
+                "the released {error} below it")
+FLOW_TOPDOWN_BASIS = _BOUND_BASIS.format(
+    measured="an O/D pair", fits="the projection onto each parent's released total",
+    values="pairs", error="pairs' error")
 #: a group-size TopDown (the root's noisy histogram projected onto the total G, published
 #: exactly, then every parent's children onto it, size by size): the top-down flows'
 #: argument makes the largest noise sd down to a level plus `ROUNDING` an upper bound of
@@ -63,11 +67,9 @@ FLOW_TOPDOWN_BASIS = ("at most about the largest standard deviation of the noise
 #: M_H^dp's root was off by 1.9 times it on the US households at epsilon 0.1 (keeping 3,141
 #: counties' small counts at or above 0 biases their sum up), and the cumulative and Kuo
 #: mechanisms move counts by up to 24 times the noise (docs/benchmarks.md)
-GROUP_SIZE_BOUND_BASIS = ("at most about the largest standard deviation of the noise a "
-                          "region's count of one size is measured with at its level or "
-                          "above, plus 0.5 for the rounding, from the budget and the split "
-                          "alone: fitting the regions to their parent and keeping counts at "
-                          "or above 0 pull the released error below it")
+GROUP_SIZE_BOUND_BASIS = _BOUND_BASIS.format(
+    measured="a region's count of one size", fits="fitting the regions to their parent",
+    values="counts", error="error")
 TOPDOWN_NOISY_BASIS = ("the raw measurement noise per cell (before the projection onto "
                        "each parent, which this TopDown makes from each level's own "
                        "measurements: not modelled)")

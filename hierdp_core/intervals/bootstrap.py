@@ -71,6 +71,7 @@ INTEGER_SLACK = 1e-9
 TRIM_STREAM = 2**32 - 1
 BIAS_WIDENED = "bias-widened bootstrap"  # the methods' names in the manifest (``widen``)
 BIAS_SIDED = "bias-sided bootstrap"
+WIDENINGS = (BIAS_WIDENED, BIAS_SIDED)
 #: the ledger's public columns a re-run must reproduce (else the plug-in is not the release's)
 LEDGER_CHECKED = ("noise_scale", "budget")
 

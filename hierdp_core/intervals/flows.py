@@ -57,7 +57,7 @@ from hierdp_core.flows.data import flow_data_from_leaves
 from hierdp_core.flows.release import FlowRelease
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.intervals.bootstrap import (
-    BIAS_WIDENED,
+    WIDENINGS,
     check_level,
     feasible,
     interval_record,
@@ -87,8 +87,7 @@ def flow_intervals(release: FlowRelease, level: float,
         draws, extra = None, {}
     else:
         below, above, draws, mean_abs = _bootstrap(release, level, replicates)
-        methods = [BIAS_WIDENED if how == BIAS_WIDENED else "parametric bootstrap"
-                   ] * (release.depth + 1)
+        methods = [how if how in WIDENINGS else "parametric bootstrap"] * (release.depth + 1)
         extra = {"plug_in": "the released leaf O/D cells", **step_record(release.is_integer)}
         suppressed = release.mechanism == "stability-histogram"
         if suppressed:
@@ -213,7 +212,7 @@ def _bootstrap(release: FlowRelease, level: float, replicates: int | None):
             return _values_at(forest.levels, widths, wanted, forest.trial, len(sources))
 
     how = capabilities(release.mechanism).intervals
-    widen = how if how == BIAS_WIDENED else None
+    widen = how if how in WIDENINGS else None
     groups = np.repeat(np.arange(len(wanted)), [keys.size for _, keys in wanted])
     return rerun_bootstrap(rerun, lambda r: _values_at(r.levels, widths, wanted), truth,
                            release.ledger, level, replicates, release.is_integer,

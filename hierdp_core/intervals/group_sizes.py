@@ -17,8 +17,8 @@ level on the released number of groups of that size, from the release alone.
   11 pooled). For the mechanisms whose levels are not consistent (gs-kuo-hc,
   gs-kuo-hg, the relaxed programs) a region's plug-in is the sum of its leaves' releases.
 * ``gs-mc-chain`` and, until 2026-12-01, ``gs-kuo-hierarchical`` (``bias-widened
-  bootstrap``): the same, each half-width grown by the cell's |mean(redraw - plug-in)| (`bootstrap.rerun_bootstrap`):
-  the plain bootstrap covered 0.86 of the Oregon households' county cells at nominal 0.9
+  bootstrap``): the same, each half-width grown by the cell's |mean(redraw - plug-in)|
+  (`bootstrap.rerun_bootstrap`): the plain bootstrap covered 0.86 of the Oregon households' county cells at nominal 0.9
   (10 releases), the widened one 0.887 (0.900 with the widening rounded up, which
   over-covered elsewhere); gs-mc-chain's plain bootstrap 0.81 and 0.87 at
   middle levels of ragged trees, the widened one 0.85 and 0.92 (still flagged there:
@@ -78,9 +78,8 @@ import numpy as np
 
 from hierdp_core.groupsizes.data import SIZE_COLUMN, GroupSizeData
 from hierdp_core.intervals.bootstrap import (
-    BIAS_SIDED,
-    BIAS_WIDENED,
     SEED,
+    WIDENINGS,
     check_level,
     feasible,
     interval_record,
@@ -120,7 +119,7 @@ def group_size_intervals(release: Release, level: float,
         plugin = GroupSizeData(h, released_leaves(release), release.categories,
                                (SIZE_COLUMN,), max_size=int(release.categories[-1]),
                                min_size=int(release.categories[0]))
-        widen = how if how in (BIAS_WIDENED, BIAS_SIDED) else None
+        widen = how if how in WIDENINGS else None
         boot = table_bootstrap(release, plugin, level, replicates, widen=widen)
         below, above, draws = boot.below, boot.above, boot.draws
         method = widen or "parametric bootstrap"
