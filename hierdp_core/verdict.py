@@ -19,8 +19,12 @@ A release is publishable only when all of these hold:
 * its privacy loss is at or below a public ceiling on epsilon (``max_epsilon``, default
   `DEFAULT_MAX_EPSILON`): a huge epsilon releases the true values with noise too small to
   protect anyone. Pure and approximate DP are compared by their epsilon; rho-zCDP by the
-  epsilon it implies at its delta, rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016,
-  Prop. 1.3), at `REFERENCE_DELTA` when the release gives no delta (`epsilon_bound`);
+  epsilon it implies at its delta, the smallest one (Canonne, Kamath & Steinke 2020,
+  Prop. 12: `privacy.budget.rho_to_epsilon`, the conversion every page and the ledger use;
+  Bun & Steinke's simpler rho + 2 sqrt(rho ln(1/delta)) is larger), at `REFERENCE_DELTA`
+  when the release gives no delta (`epsilon_bound`). The charging paths refuse a release
+  above the ceiling before any noise is drawn (`check_within_ceiling`): it could not be
+  published and would spend the dataset's budget;
 * its delta is at or below a public ceiling (``max_delta``, default `DEFAULT_MAX_DELTA`):
   a large delta lets a release fail outright with that probability, and for zCDP it would
   make any rho look small in epsilon (rho 8 at delta 0.9 converts to epsilon 8.9);
@@ -59,8 +63,11 @@ if TYPE_CHECKING:
 REFERENCE_DELTA = 1e-6
 #: the key of a release's randomness record naming its entry in the budget ledger
 LEDGER_ENTRY = "budget_ledger_entry"
-ZCDP_CONVERSION = ("rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP "
-                   "(Bun & Steinke 2016, Prop. 1.3)")
+ZCDP_CONVERSION = ("rho-zCDP implies (epsilon, delta)-DP for the smallest epsilon of "
+                   "Canonne, Kamath & Steinke (2020), Prop. 12")
+#: relative slack of a comparison with a converted budget: a conversion and its inverse
+#: (an epsilon turned into a rho and back) agree to about 1e-13 of the value
+CONVERSION_SLACK = 1e-9
 OVER_CEILING = "the privacy loss is above the public ceiling"
 LEDGER_MARK = "its budget ledger entry"  # the start of every `ledger_mark_problem` reason
 OVER_DELTA = "delta is above the public ceiling"
@@ -96,7 +103,7 @@ def epsilon_bound(privacy: dict) -> dict:
         rho = float(privacy["rho"])
         at = float(delta) if _finite(delta) and 0 < delta < 1 else REFERENCE_DELTA
         given = "" if at == delta else " at the reference delta (the release gives none)"
-        return {"epsilon": rho + 2 * math.sqrt(rho * math.log(1 / at)), "delta": at,
+        return {"epsilon": rho_to_epsilon(rho, at), "delta": at,
                 "conversion": ZCDP_CONVERSION + given}
     if definition in (PURE_DP, APPROX_DP) and _finite(privacy.get("epsilon")):
         return {"epsilon": float(privacy["epsilon"]), "delta": delta,
@@ -120,8 +127,11 @@ def ceiling_record(privacy: dict, max_epsilon: float) -> dict:
     """The ceiling part of a verdict: the ceiling, the release's epsilon bound
     (`epsilon_bound`) and whether it is at or below the ceiling."""
     ceiling, bound = check_max_epsilon(max_epsilon), epsilon_bound(privacy)
-    within = bound["epsilon"] is not None and bound["epsilon"] <= ceiling
+    within = bound["epsilon"] is not None and \
+        bound["epsilon"] <= ceiling * (1 + CONVERSION_SLACK)
     return {"max_epsilon": ceiling, **bound, "within": within}
+
+
 
 
 def over_ceiling_reason(record: dict) -> str:
@@ -157,6 +167,17 @@ def over_delta_reason(record: dict) -> str:
             "(--max-delta): with probability delta the release may expose someone outright, "
             "and a zCDP release's epsilon would be given at that delta; release with a "
             "delta below 1/n (the number of people), or raise the ceiling on purpose")
+
+
+def check_within_ceilings(privacy: dict, max_epsilon: float, max_delta: float) -> None:
+    """A `BudgetError` when a release of the privacy record ``privacy`` would be above the
+    public ceiling on epsilon (`ceiling_record`) or on delta (`delta_record`): the ledger
+    calls it before it reserves anything (`hierdp_core.privacy.ledger.Ledger.reserve`),
+    since such a release could not be published and would spend the dataset's budget."""
+    epsilon, delta = ceiling_record(privacy, max_epsilon), delta_record(privacy, max_delta)
+    for record, reason in ((epsilon, over_ceiling_reason), (delta, over_delta_reason)):
+        if not record["within"]:
+            raise BudgetError(f"{reason(record)}; nothing was charged or drawn")
 
 
 def is_charged(randomness: dict) -> bool:
@@ -210,7 +231,7 @@ def _covers(definition: str, budget: float, delta: float | None, privacy: dict) 
     released, value, released_delta = _spent(privacy)
     if value is None:
         return False
-    value, released_delta, slack = float(value), released_delta or 0.0, 1 + 1e-9
+    value, released_delta, slack = float(value), released_delta or 0.0, 1 + CONVERSION_SLACK
     if released == definition:
         return value <= budget * slack and released_delta <= (delta or 0.0) * slack
     if released == ZCDP and definition == APPROX_DP and delta:
@@ -305,7 +326,7 @@ def short_reason_tag(result: dict) -> str:
 
 
 def describe_ceiling(record: dict) -> str:
-    """The ceiling in a few words: ``epsilon 1 <= ceiling 10`` (zCDP: ``epsilon 5.76 at
+    """The ceiling in a few words: ``epsilon 1 <= ceiling 10`` (zCDP: ``epsilon 5.222 at
     delta 1e-06 <= ceiling 10``), ``>`` above it."""
     if record["epsilon"] is None:
         return f"no epsilon to compare with the ceiling {record['max_epsilon']:g}"

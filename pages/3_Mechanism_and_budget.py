@@ -56,7 +56,7 @@ with right:
         s["delta"] = st.select_slider("δ for the equivalent (ε, δ)", options=[1e-10, 1e-8, 1e-6,
                                                                           1e-5], value=s["delta"],
                                       format_func=lambda d: f"{d:.0e}", key=wk.DELTA)
-        st.caption(f"ρ = {s['rho']:g} implies (ε = {rho_to_epsilon(s['rho'], s['delta']):.3g}, "
+        st.caption(f"ρ = {s['rho']:g} implies (ε = {rho_to_epsilon(s['rho'], s['delta']):.4g}, "
                    f"δ = {s['delta']:.0e})-DP.")
 
 st.subheader("Split over levels")

@@ -105,7 +105,7 @@ rel.verdict_box(release, data.declared_structure)
 privacy = release.privacy
 if privacy.get("definition") == "zcdp":
     spent = (f"**ρ = {privacy['rho']:.4g}** (zCDP), which implies (ε = "
-             f"{privacy['epsilon_tight']:.3g}, δ = {delta:.0e})-DP")
+             f"{privacy['epsilon_tight']:.4g}, δ = {delta:.0e})-DP")
 else:
     spent = f"**(ε = {privacy['epsilon']:g}, δ = {delta:.0e})-DP**"
 exact = ("Published exactly: " + ", ".join(release.invariants) + "."

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 from test_app import assert_clean, page
-from test_app_verdict import file_names, warnings_text
+from test_app_verdict import file_names
 
 from hierdp_core.export import local_key
 from hierdp_core.manifest_seal import check_seal
+from hierdp_core.privacy.ledger import Ledger
 from hierdp_core.table_rules import table_rules
 from hierdp_core.ui import session
 
@@ -42,19 +43,23 @@ def test_results_show_the_table_rules_of_a_least_squares_release():
     assert "Privacy: epsilon 0.01 <= ceiling 10 (the public ceiling, default 10)" in text
 
 
-def test_an_epsilon_above_the_ceiling_is_not_publishable_and_the_manifest_is_sealed(
+def test_above_the_ceiling_no_publishable_draw_is_offered_and_the_manifest_is_sealed(
         monkeypatch):
+    """A draw above the ceiling could not be published and would spend the dataset's
+    budget (a new user's ε 20 draw spent 20 of an implicit total of 20): the button is
+    disabled and says why; the exploration manifest states the ceiling and is sealed."""
     contents = {}
     file_names(monkeypatch, contents)
     at = with_settings("pages/4_Results.py", "topdown", 20.0).run()
     at.switch_page("pages/6_Export.py").run()
-    at.button(key="ex_secure").click().run()
     assert_clean(at)
-    assert not any("Publishable as it is" in s.value for s in at.success)
-    assert "the privacy loss is above the public ceiling: epsilon 20 > 10" in warnings_text(at)
+    assert at.button(key="ex_secure").disabled
+    assert any("No publishable draw at this budget: the privacy loss is above the public "
+               "ceiling: epsilon 20 > 10" in i.value for i in at.info)
+    assert Ledger().datasets() == []
     assert "Privacy: epsilon 20 > ceiling 10" in captions(at)
-    manifest = json.loads(contents["ex_pub_dl_manifest"])
-    assert manifest["randomness"]["mode"] == "secure" and manifest["publishable"] is False
+    manifest = json.loads(contents["ex_dl_manifest"])
+    assert manifest["publishable"] is False and manifest["epsilon_ceiling"]["within"] is False
     assert manifest["epsilon_ceiling"]["max_epsilon"] == 10.0
     assert all(manifest["table_rules"][name]["holds"]
                for name in ("consistent", "non_negative", "integer"))

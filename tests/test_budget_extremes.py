@@ -37,6 +37,7 @@ from hierdp_core.privacy.budget import (
 )
 from hierdp_core.privacy.samplers import MAX_NOISE_SCALE, Geometric, NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON, check_within_ceilings
 
 FLOWS = "o_area,d_area,n,o_state,d_state\nA0,A1,2,S0,S0\nA1,A2,7,S0,S0\nA2,A0,1,S0,S0\n"
 FLOW_AREAS = "state,area\nS0,A0\nS0,A1\nS0,A2\n"
@@ -240,12 +241,26 @@ def in_range(unit: str, value: float, delta: float | None) -> bool:
     return least <= value <= most and (delta is None or DELTA_MIN <= delta < 1)
 
 
+def within_ceilings(unit: str, value: float, delta: float | None) -> bool:
+    """Whether a budget is at or below the default public ceilings (`verdict`)."""
+    definition = "zcdp" if unit == "rho" else "approx-dp" if delta is not None else "pure-dp"
+    privacy = {"definition": definition, unit: value,
+               **({"delta": delta} if delta is not None else {})}
+    try:
+        check_within_ceilings(privacy, DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
+    except BudgetError:
+        return False
+    return True
+
+
 @EXTREMES
 @given(query=st.sampled_from(list(MECHANISMS)), data=st.data(), secure=st.booleans())
 def test_any_budget_gives_a_release_or_one_typed_line(capsys, tmp_path, monkeypatch, query,
                                                       data, secure):
     """Within the ranges a release (complete, finite values), outside them one line naming
-    the option (--epsilon, --rho or --delta), never another exit status or a traceback."""
+    the option (--epsilon, --rho or --delta), never another exit status or a traceback; a
+    secure one above the public ceilings one line naming the ceiling (it could not be
+    published, so nothing is charged)."""
     mechanism = data.draw(st.sampled_from(MECHANISMS[query]))
     unit, value, delta = data.draw(budgets(query, mechanism))
     folder = tmp_path / f"e{next(_examples)}"
@@ -255,7 +270,10 @@ def test_any_budget_gives_a_release_or_one_typed_line(capsys, tmp_path, monkeypa
     code, _, err = run_cli(capsys, *release_argv(folder, query, mechanism, *budget, *mode,
                                                  "--interval", "0.9", "--interval-replicates",
                                                  "3"))
-    if in_range(unit, value, delta):
+    if in_range(unit, value, delta) and secure and not within_ceilings(unit, value, delta):
+        line = one_line_refusal(code, err, folder / "out")
+        assert "above the public ceiling" in line and "nothing was charged" in line, line
+    elif in_range(unit, value, delta):
         assert code == 0, err
         table, manifest = read_release(folder / "out", folder / "key")
         assert len(table) and manifest["files"] and np.isfinite(table["value"]).all()

@@ -209,12 +209,18 @@ def test_a_delta_above_the_ceiling_is_not_publishable(privacy, publishable):
         assert short_reason_tag(result) == "NOT-PUBLISHABLE_over-delta-ceiling"
 
 
-def test_the_command_line_s_rho_with_a_large_delta_is_not_publishable(capsys, files,
-                                                                       tmp_path):
-    code, out, _ = cli_release(capsys, files, tmp_path / "r", "--rho", "0.5", "--delta",
-                               "0.9", "--budget-total", "1")
-    assert code == 0 and "publishable: NO (delta is above the public ceiling" in out
-    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+def test_the_command_line_s_rho_with_a_large_delta_is_refused_before_any_charge(
+        capsys, files, tmp_path):
+    code, out, err = cli_release(capsys, files, tmp_path / "r", "--rho", "0.5", "--delta",
+                                 "0.9", "--budget-total", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "delta is above the public ceiling: delta 0.9 > 1e-05" in err
+    assert "nothing was charged or drawn" in err and not (tmp_path / "r").exists()
+    assert Ledger().datasets() == []
+    code, out, _ = cli_release(capsys, files, tmp_path / "r1", "--rho", "0.5", "--delta",
+                               "0.9", "--seed", "1")  # seeded: spends nothing, says why
+    manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert code == 0 and "delta is above the public ceiling" in out
     assert manifest["delta_ceiling"] == {"max_delta": DEFAULT_MAX_DELTA, "delta": 0.9,
                                          "within": False}
     code, out, _ = cli_release(capsys, files, tmp_path / "r2", "--rho", "0.5", "--delta",
@@ -245,7 +251,7 @@ def test_the_ledger_counts_no_delta_of_zcdp_or_pure_releases(tmp_path):
     ledger.declare_total("cd" * 32, 10.0, unit="epsilon", label="t")
     ledger.reserve("cd" * 32, PrivacyBudget.pure(1.0), label="t", destination="o",
                    mechanism="topdown")
-    with pytest.raises(BudgetError, match="above the public ceiling 1e-05"):
+    with pytest.raises(BudgetError, match="above the public ceiling: delta 2e-05 > 1e-05"):
         ledger.reserve("cd" * 32, PrivacyBudget.approx(1.0, 2e-5), label="t",
                        destination="o", mechanism="topdown")
     ledger.reserve("cd" * 32, PrivacyBudget.approx(1.0, 2e-5), label="t", destination="o",

@@ -6,19 +6,21 @@ the counts of the cells that break them."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.privacy.budget import PrivacyBudget, epsilon_delta_to_rho, rho_to_epsilon
+from hierdp_core.privacy.ledger import Ledger
 from hierdp_core.table_rules import table_rules
 from hierdp_core.verdict import (
     DEFAULT_MAX_EPSILON,
     LEDGER_ENTRY,
     REFERENCE_DELTA,
+    check_within_ceilings,
     epsilon_bound,
     short_reason_tag,
     verdict,
@@ -50,12 +52,26 @@ def release(capsys, folder, out, *extra):
 
 
 # ---- the ceiling ---------------------------------------------------------------------------
-def test_epsilon_above_the_ceiling_is_not_publishable(capsys, files):
+def test_a_secure_release_above_the_ceiling_is_refused_before_any_charge(capsys, files):
+    """It could not be published; charged, it became the dataset's whole (implicit) total
+    (a new user's ε 20 spent 20 of 20, and the next ε 1 release was refused)."""
+    code, stdout, err, manifest = release(capsys, files, "huge", "--mechanism", "topdown",
+                                          "--epsilon", "1e9")
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and manifest is None
+    assert "above the public ceiling: epsilon 1e+09 > 10" in err
+    assert "nothing was charged or drawn" in err and not (files / "huge").exists()
+    assert Ledger().datasets() == []
+    code, stdout, _, manifest = release(capsys, files, "small", "--mechanism", "topdown",
+                                        "--epsilon", "1")
+    assert code == 0 and manifest["publishable"] is True
+    assert "has spent 1 of 1" in stdout
+
+
+def test_a_seeded_release_above_the_ceiling_says_it_is_not_publishable(capsys, files):
     code, stdout, _, manifest = release(capsys, files, "huge", "--mechanism", "topdown",
-                                        "--epsilon", "1e9")
-    assert code == 0
-    assert manifest["publishable"] is False
-    [reason] = manifest["not_publishable_because"]
+                                        "--epsilon", "1e9", "--seed", "3")
+    assert code == 0 and manifest["publishable"] is False
+    [reason] = [r for r in manifest["not_publishable_because"] if "ceiling" in r]
     assert "above the public ceiling" in reason and "1e+09 > 10" in reason
     assert manifest["epsilon_ceiling"] == {
         "max_epsilon": DEFAULT_MAX_EPSILON, "epsilon": 1e9, "delta": None,
@@ -84,27 +100,57 @@ def test_a_bad_ceiling_is_one_line_and_exit_2(capsys, files, value):
     assert manifest is None
 
 
-def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files, monkeypatch, tmp_path):
+def test_zcdp_is_compared_by_the_epsilon_it_implies(capsys, files):
     code, _, _, manifest = release(capsys, files, "rho", "--mechanism", "topdown",
-                                   "--rho", "2")  # no delta: the reference delta
+                                   "--rho", "2", "--seed", "1")  # no delta: the reference
     assert code == 0 and manifest["publishable"] is False
-    expected = 2 + 2 * math.sqrt(2 * math.log(1 / REFERENCE_DELTA))
+    expected = rho_to_epsilon(2.0, REFERENCE_DELTA)
     assert manifest["epsilon_ceiling"]["epsilon"] == pytest.approx(expected, rel=1e-12)
     assert manifest["epsilon_ceiling"]["delta"] == REFERENCE_DELTA
     assert "reference delta" in manifest["epsilon_ceiling"]["conversion"]
-    monkeypatch.setenv("HIERDP_HOME", str(tmp_path / "another"))  # a budget not yet spent
     code, _, _, manifest = release(capsys, files, "rho-small", "--mechanism", "topdown",
                                    "--rho", "0.5", "--delta", "1e-9")
     assert code == 0 and manifest["publishable"] is True
-    expected = 0.5 + 2 * math.sqrt(0.5 * math.log(1e9))
+    expected = rho_to_epsilon(0.5, 1e-9)
     assert manifest["epsilon_ceiling"]["epsilon"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("rho", "delta", "within"), [
+    (0.5, 1e-6, True),   # 5.22 tight; Bun & Steinke's 5.76 was shown beside it
+    (1.0, 1e-10, False),  # 10.03 tight (the page said "ε = 10"), 10.6 the simple way
+    (0.9, 1e-10, True),   # 9.4 tight: publishable; 10.0 the simple way was not
+])
+def test_the_verdict_converts_rho_as_every_page_does(rho, delta, within):
+    """One conversion: the smallest epsilon (Canonne, Kamath & Steinke), the one the
+    Mechanism page, the plan and the ledger state; a new user saw rho 1 at delta 1e-10 as
+    epsilon 10 on one page and 10.6 on the next."""
+    privacy = PrivacyBudget.zcdp(rho, delta).as_dict()
+    bound = epsilon_bound(privacy)
+    assert bound["epsilon"] == PrivacyBudget.zcdp(rho, delta).epsilon_at_delta()
+    assert bound["epsilon"] < rho_to_epsilon(rho, delta, tight=False)
+    result = verdict(randomness=CHARGED, mechanism_private=True, mechanism_name="topdown",
+                     structure_declared=True, privacy=privacy)
+    assert result["publishable"] is within
+
+
+def test_an_epsilon_turned_into_rho_and_back_is_within_its_ceiling():
+    """The flows draw an (epsilon, delta) request as rho-zCDP: the rho's epsilon comes back
+    within about 1e-13 of the request, and an epsilon at the ceiling stays publishable."""
+    rho = epsilon_delta_to_rho(DEFAULT_MAX_EPSILON, 1e-8)
+    privacy = {"definition": "zcdp", "rho": rho, "delta": 1e-8}
+    assert epsilon_bound(privacy)["epsilon"] == pytest.approx(DEFAULT_MAX_EPSILON, rel=1e-12)
+    assert verdict(randomness=CHARGED, mechanism_private=True, mechanism_name="topdown",
+                   structure_declared=True, privacy=privacy)["publishable"]
+    above = {**privacy, "rho": rho * 1.001}
+    with pytest.raises(BudgetError, match="above the public ceiling"):
+        check_within_ceilings(above, DEFAULT_MAX_EPSILON, 1e-5)
 
 
 @pytest.mark.parametrize(("privacy", "epsilon"), [
     ({"definition": "pure-dp", "epsilon": 3.0}, 3.0),
     ({"definition": "approx-dp", "epsilon": 11.0, "delta": 1e-8}, 11.0),
-    ({"definition": "zcdp", "rho": 0.1, "delta": 1e-5}, 0.1 + 2 * math.sqrt(0.1 * math.log(1e5))),
-    ({"definition": "zcdp", "rho": 8.0}, 8 + 2 * math.sqrt(8 * math.log(1 / REFERENCE_DELTA))),
+    ({"definition": "zcdp", "rho": 0.1, "delta": 1e-5}, rho_to_epsilon(0.1, 1e-5)),
+    ({"definition": "zcdp", "rho": 8.0}, rho_to_epsilon(8.0, REFERENCE_DELTA)),
     ({}, None),
 ])
 def test_epsilon_bound_of_every_definition(privacy, epsilon):

@@ -146,7 +146,9 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
     from hierdp_core.atomic import check_target
     from hierdp_core.export import MANIFEST
     from hierdp_core.privacy.ledger import Ledger, unit_of
+    from hierdp_core.verdict import check_within_ceilings
 
+    check_within_ceilings(budget.as_dict(), run.max_epsilon, run.max_delta)  # nothing declared
     out = Path(run.out)
     ledger = Ledger()
     if ledger.path.resolve().is_relative_to(out.resolve()):
@@ -157,7 +159,8 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
     label = Path(str(cfg.data.get("file"))).name
     declare_if_given(run, ledger, fingerprint, label, unit_of(budget), aliases)
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases)
+                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases,
+                           max_epsilon=run.max_epsilon)
     return ledger, fingerprint, spend
 
 
@@ -176,8 +179,9 @@ def declare_if_given(args, ledger: Ledger, fingerprint: str, label: str,
 
 
 def check_release_fits(run, budget, source, content) -> str | None:
-    """Refuse at once a secure release that its dataset's recorded total, or the delta
-    ceiling (``--max-delta``), cannot hold (`BudgetError`), before a cluster is started;
+    """Refuse at once a secure release above the public ceilings (``--max-epsilon``,
+    ``--max-delta``) or that its dataset's recorded total, or the delta ceiling, cannot
+    hold (`BudgetError`), before a cluster is started;
     `reserve_release` checks again, in one transaction, when the noise is about to be
     drawn (give it the fingerprint returned here: the input is hashed once). None for a
     seeded release. Nothing is written."""
@@ -190,6 +194,9 @@ def check_release_fits(run, budget, source, content) -> str | None:
         delta_refusal,
         refusal,
     )
+    from hierdp_core.verdict import check_within_ceilings
+
+    check_within_ceilings(budget.as_dict(), run.max_epsilon, run.max_delta)
 
     fingerprint = input_fingerprint(content, run.key_file, Path(run.out))
     ledger = Ledger()
