@@ -174,10 +174,19 @@ def check_within_ceilings(privacy: dict, max_epsilon: float, max_delta: float) -
     public ceiling on epsilon (`ceiling_record`) or on delta (`delta_record`): the ledger
     calls it before it reserves anything (`hierdp_core.privacy.ledger.Ledger.reserve`),
     since such a release could not be published and would spend the dataset's budget."""
+    problem = ceilings_problem(privacy, max_epsilon, max_delta)
+    if problem is not None:
+        raise BudgetError(f"{problem}; nothing was charged or drawn")
+
+
+def ceilings_problem(privacy: dict, max_epsilon: float, max_delta: float) -> str | None:
+    """Why a release of the privacy record ``privacy`` would be above a public ceiling
+    (`over_ceiling_reason`, `over_delta_reason`), or None."""
     epsilon, delta = ceiling_record(privacy, max_epsilon), delta_record(privacy, max_delta)
     for record, reason in ((epsilon, over_ceiling_reason), (delta, over_delta_reason)):
         if not record["within"]:
-            raise BudgetError(f"{reason(record)}; nothing was charged or drawn")
+            return reason(record)
+    return None
 
 
 def is_charged(randomness: dict) -> bool:

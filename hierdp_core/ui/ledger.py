@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from hierdp_core.errors import BudgetError, HierdpError
+from hierdp_core.errors import HierdpError
 from hierdp_core.export import publisher_key
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.dataset_key import (
@@ -34,7 +34,7 @@ from hierdp_core.privacy.ledger import DatasetBudget, Ledger, charge_of, unit_of
 from hierdp_core.ui import session
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
-from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON, check_within_ceilings
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON, ceilings_problem
 
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
 
@@ -92,11 +92,11 @@ def gate(charge: Charge, prefix: str) -> bool:
     """The running total of the dataset and, before a second draw, a confirmation; returns
     whether the draw may go ahead (never beyond the total, nor above the public ceilings:
     such a draw could not be published and would spend the dataset's budget)."""
-    try:
-        check_within_ceilings(charge.budget.as_dict(), DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
-    except BudgetError as exc:
-        st.info(f"No publishable draw at this budget: {exc}. Lower ε on the Mechanism & "
-                "budget page (exploration releases stay free at any ε).",
+    above = ceilings_problem(charge.budget.as_dict(), DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
+    if above is not None:
+        st.info(f"No publishable draw at this budget: {above}. Such a draw could not be "
+                "published and would spend the dataset's budget; lower the budget on the "
+                "Mechanism & budget page (exploration releases stay free at any budget).",
                 icon=":material/block:")
         return False
     try:

@@ -42,6 +42,8 @@ from hierdp_core.verdict import (
     DEFAULT_MAX_DELTA,
     DEFAULT_MAX_EPSILON,
     NOT_CHARGED,
+    OVER_CEILING,
+    OVER_DELTA,
     SEEDED,
     describe_ceiling,
     is_charged,
@@ -231,7 +233,8 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
     st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
                 "drawn again with secure noise (no seed).")
     others = [r for r in (verdict or {}).get("not_publishable_because", [])
-              if r not in (SEEDED, NOT_CHARGED)]
+              if r not in (SEEDED, NOT_CHARGED)
+              and not r.startswith((OVER_CEILING, OVER_DELTA))]  # the gate says why
     if others:
         st.caption(":material/info: Secure noise alone will not make this one publishable: "
                    + "; ".join(others) + ".")
