@@ -1,0 +1,81 @@
+"""Mistakes a new user makes on the command line, each answered by one line naming it (exit
+status 2, nothing spent): a negative share in ``--split`` (however argparse is given it),
+a count column that is missing (no level or category column offered for it), and
+``--levels`` named finest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli as run
+
+from hierdp_core.errors import BudgetError, HierdpError
+from hierdp_core.privacy.ledger import Ledger
+
+COUNTS = pd.DataFrame({"state": ["A", "A", "A", "B", "B"],
+                       "county": ["a1", "a2", "a3", "b1", "b2"],
+                       "population": [120, 0, 5, 87, 413]})
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    path = tmp_path / "counts.csv"
+    COUNTS.to_csv(path, index=False)
+    return path
+
+
+def release(capsys, data: Path, *extra, levels: str = "state,county",
+            count: str = "population"):
+    """A secure release of ``data`` (it would be charged to the ledger)."""
+    return run(capsys, "release", data, "--levels", levels, "--count-column", count,
+               "--structure-from-data", "--mechanism", "topdown", "--interval", "none",
+               "--epsilon", "1", "--out", data.parent / "out", *extra)
+
+
+def one_line(code: int, err: str) -> str:
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "np." not in err and "Traceback" not in err, err
+    return err.strip()
+
+
+@pytest.mark.parametrize("split", [["--split", "-1,1,1"], ["--split=-1,1,1"],
+                                   ["--split", "1, -1 ,1"], ["--split", "-.5,1,1"]])
+def test_a_negative_share_is_named_as_typed(capsys, data, split):
+    typed = "-.5" if "-.5" in split[-1] else "-1"
+    err = one_line(*release(capsys, data, *split)[::2])
+    assert err == (f"error: --split's shares must be non-negative numbers (one per level, "
+                   f"root first), got {typed!r}")
+    assert not Ledger().path.exists() or Ledger().datasets() == []
+
+
+@pytest.mark.parametrize(("split", "said"), [
+    ("nan,1,1", "got 'nan'"), ("1,inf,1", "got 'inf'"), ("0,0,0", "must not all be zero"),
+    ("1,x,1", "got '1,x,1'"), ("1,1", "the split needs 3 weights")])
+def test_other_bad_splits_spend_nothing(capsys, data, split, said):
+    err = one_line(*release(capsys, data, "--split", split)[::2])
+    assert said in err
+    assert not Ledger().path.exists() or Ledger().datasets() == []
+
+
+def test_negative_numbers_stay_values_of_other_options(capsys, data):
+    err = one_line(*release(capsys, data, "--delta", "-1e-6", "--rho", "1")[::2])
+    assert "expected one argument" not in err
+
+
+def test_core_split_errors_show_plain_numbers():
+    import numpy as np
+
+    from hierdp_core.privacy.budget import split_shares
+    from hierdp_core.privacy.split_optimiser import Goal
+    from hierdp_core.ranges.baselines import level_shares
+
+    with pytest.raises(BudgetError) as caught:
+        split_shares(3, weights=[-1, 1, 1])
+    assert str(caught.value) == "split weights must be non-negative numbers, got -1"
+    weights = list(np.array([-1.0, 1.0]))  # numpy scalars, as a caller may hold them
+    for refuse in (Goal.weighted, Goal.worst_relative, lambda w: level_shares(1, w)):
+        with pytest.raises(HierdpError) as caught:
+            refuse(weights)
+        assert "np." not in str(caught.value) and "[-1.0, 1.0]" in str(caught.value)
