@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.errors import BudgetError, HierdpError
+from hierdp_core.errors import BudgetError, HierdpError, InputError
 from hierdp_core.privacy.ledger import Ledger
 
 COUNTS = pd.DataFrame({"state": ["A", "A", "A", "B", "B"],
@@ -79,3 +79,24 @@ def test_core_split_errors_show_plain_numbers():
         with pytest.raises(HierdpError) as caught:
             refuse(weights)
         assert "np." not in str(caught.value) and "[-1.0, 1.0]" in str(caught.value)
+
+
+def test_a_missing_count_column_is_never_matched_to_a_level(capsys, data):
+    err = one_line(*release(capsys, data, count="count")[::2])
+    assert "count column 'count' not found" in err and "did you mean" not in err
+    err = one_line(*release(capsys, data, count="Population")[::2])
+    assert err.endswith("did you mean 'population' for 'Population'?")
+
+
+def test_the_core_offers_only_columns_that_could_be_counts():
+    from hierdp_core.data.validate import validate_counts
+    from hierdp_core.queries.counts import count_data_from_table
+
+    numbered = COUNTS.assign(county=range(5))  # numeric codes: a level all the same
+    with pytest.raises(InputError) as caught:
+        count_data_from_table(numbered, ["state", "county"], count_column="count")
+    assert "did you mean" not in str(caught.value)
+    table = pd.DataFrame({"county": [1, 2], "counts": ["a", "b"], "counted": [3, 4]})
+    with pytest.raises(InputError) as caught:
+        validate_counts(table, "count", roles=["county"])
+    assert str(caught.value).endswith("did you mean 'counted' for 'count'?")
