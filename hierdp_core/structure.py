@@ -51,7 +51,13 @@ from hierdp_core.declared_values import (  # noqa: F401  (re-exported)
     parse_category_values,
     parse_domain,
 )
-from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
+from hierdp_core.errors import (
+    HierarchyError,
+    InputError,
+    LevelOrderError,
+    RaggedLevelError,
+    StructureError,
+)
 from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_codes
 
 MAX_LISTED = 5
@@ -264,7 +270,8 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     ``ragged``: a unit with an empty code at a level passes through it as its own child
     (`hierdp_core.data.reshape.fill_ragged`), else an empty code is an error. Raises
     `StructureError` for missing columns or codes, duplicate leaves and levels that do not
-    nest, naming the values and rows (1-based) at fault."""
+    nest, naming the values and rows (1-based) at fault; `LevelOrderError` for levels named
+    finest first."""
     levels = list(levels)
     where = f"geography {source}: " if source else "geography: "
     if not levels or len(set(levels)) != len(levels):
@@ -286,6 +293,8 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     try:
         h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,
                                    row_labels=np.arange(1, len(table) + 1))
+    except LevelOrderError:
+        raise  # the order named, not the file
     except HierarchyError as exc:
         raise StructureError(f"{where}{exc}") from None
     repeats = np.bincount(leaf, minlength=h.n_leaves)

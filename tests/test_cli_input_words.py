@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from hierdp_core.errors import BudgetError, HierdpError, InputError
+from hierdp_core.errors import BudgetError, HierarchyError, HierdpError, InputError
 from hierdp_core.privacy.ledger import Ledger
 
 COUNTS = pd.DataFrame({"state": ["A", "A", "A", "B", "B"],
@@ -100,3 +100,34 @@ def test_the_core_offers_only_columns_that_could_be_counts():
     with pytest.raises(InputError) as caught:
         validate_counts(table, "count", roles=["county"])
     assert str(caught.value).endswith("did you mean 'counted' for 'count'?")
+def test_levels_named_finest_first_are_said_so(capsys, data):
+    err = one_line(*release(capsys, data, levels="county,state")[::2])
+    assert err == ("error: --levels go from the coarsest to the finest: did you mean "
+                   "state,county?")
+    geography = data.parent / "geography.csv"
+    COUNTS[["state", "county"]].to_csv(geography, index=False)
+    code, _, err = run(capsys, "release", data, "--levels", "county,state", "--count-column",
+                       "population", "--geography", geography, "--mechanism", "topdown",
+                       "--epsilon", "1", "--interval", "none", "--out", data.parent / "o2")
+    assert one_line(code, err) == ("error: --levels go from the coarsest to the finest: did "
+                                   "you mean state,county?")
+
+
+def test_the_core_says_the_order_meant():
+    from hierdp_core.errors import LevelOrderError
+    from hierdp_core.hierarchy import build_hierarchy
+
+    with pytest.raises(LevelOrderError) as caught:
+        build_hierarchy(COUNTS, ["county", "state"])
+    assert isinstance(caught.value, HierarchyError)
+    assert caught.value.meant == ("state", "county")
+    assert str(caught.value) == ("the levels go from the coarsest to the finest: did you "
+                                 "mean state, county?")
+    crossed = pd.DataFrame({"state": ["A", "A", "B"], "county": ["x", "y", "x"]})
+    with pytest.raises(HierarchyError, match="do not nest") as caught:  # no order nests
+        build_hierarchy(crossed, ["state", "county"])
+    assert not isinstance(caught.value, LevelOrderError)
+    one_code = pd.DataFrame({"state": ["A", "B"], "county": ["x", "x"]})
+    with pytest.raises(HierarchyError, match="do not nest") as caught:  # x: not a level above
+        build_hierarchy(one_code, ["state", "county"])
+    assert not isinstance(caught.value, LevelOrderError)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import InputError, LevelOrderError
 
 #: ``--min-size``'s default: a household has at least one member
 DEFAULT_MIN_SIZE = 1
@@ -38,6 +38,18 @@ def split_weights(text: str | None) -> list[float] | None:
     if weights and not any(weights):
         raise InputError(f"--split's shares must not all be zero, got {text!r}")
     return weights
+
+
+def in_options(exc, cfg, run=None):
+    """``exc`` as the command line says it: levels named finest first (`LevelOrderError`)
+    by the option that named them (``--levels go from the coarsest to the finest: did you
+    mean state,county?``); any other error as it is."""
+    if isinstance(exc, LevelOrderError):
+        for option in ("levels", "origin_levels", "destination_levels"):
+            if tuple(getattr(cfg, option)) == exc.named:
+                return LevelOrderError(exc.named, exc.meant,
+                                       f"--{option.replace('_', '-')}", ",")
+    return exc
 
 
 def param_values(pairs: list[str] | None) -> dict:
