@@ -51,13 +51,7 @@ from hierdp_core.declared_values import (  # noqa: F401  (re-exported)
     parse_category_values,
     parse_domain,
 )
-from hierdp_core.errors import (
-    HierarchyError,
-    InputError,
-    LevelOrderError,
-    RaggedLevelError,
-    StructureError,
-)
+from hierdp_core.errors import HierarchyError, InputError, RaggedLevelError, StructureError
 from hierdp_core.hierarchy import Hierarchy, build_from_codes, codes_of, level_codes
 
 MAX_LISTED = 5
@@ -280,6 +274,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     if len(table) == 0:
         raise StructureError(f"{where}it lists no units")
     from hierdp_core.data.reshape import check_levels, fill_ragged
+    from hierdp_core.errors import LevelOrderError
 
     try:
         if ragged:
