@@ -19,6 +19,17 @@ class HierarchyError(HierdpError, ValueError):
     """The geography columns do not form a tree (a child with two parents, missing values)."""
 
 
+class LevelOrderError(HierarchyError):
+    """Levels named finest first: their codes nest in the order ``meant`` (coarse to fine),
+    not in the order ``named``. The message names the order meant, ``subject`` and
+    ``separator`` how (the command line's: ``--levels``, commas)."""
+
+    def __init__(self, named, meant, subject: str = "the levels", separator: str = ", "):
+        super().__init__(f"{subject} go from the coarsest to the finest: did you mean "
+                         f"{separator.join(meant)}?")
+        self.named, self.meant = tuple(named), tuple(meant)
+
+
 class BudgetError(HierdpError, ValueError):
     """A privacy budget is invalid (epsilon <= 0, bad split) or would be overspent."""
 

@@ -264,7 +264,8 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     ``ragged``: a unit with an empty code at a level passes through it as its own child
     (`hierdp_core.data.reshape.fill_ragged`), else an empty code is an error. Raises
     `StructureError` for missing columns or codes, duplicate leaves and levels that do not
-    nest, naming the values and rows (1-based) at fault."""
+    nest, naming the values and rows (1-based) at fault; `LevelOrderError` for levels named
+    finest first."""
     levels = list(levels)
     where = f"geography {source}: " if source else "geography: "
     if not levels or len(set(levels)) != len(levels):
@@ -273,6 +274,7 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     if len(table) == 0:
         raise StructureError(f"{where}it lists no units")
     from hierdp_core.data.reshape import check_levels, fill_ragged
+    from hierdp_core.errors import LevelOrderError
 
     try:
         if ragged:
@@ -286,6 +288,8 @@ def geography_from_table(table: pd.DataFrame, levels: Sequence[str], *,
     try:
         h, leaf = build_from_codes(arrays, names, root_name=root_name, local_codes=local_codes,
                                    row_labels=np.arange(1, len(table) + 1))
+    except LevelOrderError:
+        raise  # the order named, not the file
     except HierarchyError as exc:
         raise StructureError(f"{where}{exc}") from None
     repeats = np.bincount(leaf, minlength=h.n_leaves)

@@ -8,7 +8,8 @@ assembles the `Hierarchy` from them.
 * `levels_in_tree_order`: rows already sorted by their codes (coarse level first, e.g. a
   file sorted by GEOID) in one pass per level, without sorting: O(rows) per level;
 * `levels_any_order`: any rows, by factorising the codes and sorting (parent, code) pairs;
-  codes that do not nest are a `HierarchyError` naming them and their rows.
+  codes that do not nest are a `HierarchyError` naming them and their rows, or, when they
+  nest with the levels in another order, fewest codes first, a `LevelOrderError` naming it.
 
 Example
 -------
@@ -23,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hierdp_core.errors import HierarchyError
+from hierdp_core.errors import HierarchyError, LevelOrderError
 
 _MAX_LISTED = 5
 
@@ -83,8 +84,12 @@ def levels_any_order(level_codes, level_names, local_codes: bool, row_labels):
         pair_keys, inverse = np.unique(key, return_inverse=True)
         pair_code, pair_parent = np.divmod(pair_keys, n_parent)
         if not local_codes:
-            _check_single_parent(pair_code, pair_parent, uniques, parent_codes,
-                                 level_names, li, codes, row_node, row_labels)
+            try:
+                _check_single_parent(pair_code, pair_parent, uniques, parent_codes,
+                                     level_names, li, codes, row_node, row_labels)
+            except HierarchyError:
+                _refuse_finest_first(level_codes, level_names, row_labels)
+                raise
         # order nodes by (parent, code)
         order = np.lexsort((pair_code, pair_parent))
         rank = np.empty_like(order)
@@ -94,6 +99,22 @@ def levels_any_order(level_codes, level_names, local_codes: bool, row_labels):
         codes_per_level.append(np.asarray(uniques)[pair_code[order]])
         parent_codes = codes_per_level[-1]
     return parents, codes_per_level, row_node
+
+
+def _refuse_finest_first(level_codes, level_names, row_labels) -> None:
+    """A `LevelOrderError` when the levels ordered by their number of distinct codes (fewest
+    first, and more than one) differ from the order named and nest: they were named finest
+    first."""
+    sizes = [len(pd.unique(raw)) for raw in level_codes]
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    if order == sorted(order) or sizes[order[0]] < 2:  # one code: a total, not a level
+        return
+    try:
+        levels_any_order([level_codes[i] for i in order], [level_names[i] for i in order],
+                         False, row_labels)
+    except HierarchyError:
+        return  # they do not nest that way either: the codes say where
+    raise LevelOrderError(level_names, [level_names[i] for i in order])
 
 
 def _check_single_parent(pair_code, pair_parent, uniques, parent_codes, level_names, li,

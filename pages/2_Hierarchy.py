@@ -19,7 +19,7 @@ if not levels:
     st.stop()
 data = widgets.require_count_data()
 h = data.hierarchy
-widgets.summed_rows_note(data)
+widgets.summed_rows_note(data, bundled=session.ensure_dataset()["sample"] is not None)
 totals = data.leaf_counts.sum(axis=1)
 
 summary = h.summary(totals).rename(columns={

@@ -68,7 +68,7 @@ else:
                f"{h.level_size(h.depth):,} regions, sizes {data.min_size}..{data.max_size:,} "
                f"(larger households counted as {data.max_size:,}, smaller as "
                f"{data.min_size}). Numbers of households: {counted}. " + MODEL)
-widgets.summed_rows_note(data)
+widgets.summed_rows_note(data, bundled=upload is None)
 view = sources.on_data(session.GS_DATA_KEY, upload, data_key,
                        (session.GS_RELEASE, session.GS_SWEEP))
 rel.structure_note(data.declared_structure)

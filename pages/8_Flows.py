@@ -59,7 +59,7 @@ else:
     st.caption(f"{upload['name']}: {data.n:,} trips between {geo.level_size(geo.depth):,} "
                f"areas ({data.origin.size:,} pairs with trips); the O/D tree has levels "
                + ", ".join(n.replace(">", " → ") for n in data.level_names) + ".")
-widgets.summed_rows_note(data)
+widgets.summed_rows_note(data, bundled=upload is None)
 view = sources.on_data(session.FLOW_DATA_KEY, upload, data_key,
                        (session.FLOW_RELEASE, session.FLOW_SWEEP))
 rel.structure_note(data.declared_structure)

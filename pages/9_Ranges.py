@@ -137,7 +137,7 @@ else:
                f"({base.values[0]}..{base.values[-1]}, {len(base.values)} values) in {path}. "
                f"A range query counts the people of a unit with {attribute} a to b; "
                + workload_text)
-widgets.summed_rows_note(data)
+widgets.summed_rows_note(data, bundled=upload is None)
 
 cfg = query_config.page_config(wk.RG, spec, upload, name, params, epsilon, seed,
                                declared=data.declared_structure,

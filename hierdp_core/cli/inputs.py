@@ -7,9 +7,10 @@ Bad input is a `hierdp_core.errors.HierdpError` whose message the CLI prints as 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import InputError, LevelOrderError
 
 #: ``--min-size``'s default: a household has at least one member
 DEFAULT_MIN_SIZE = 1
@@ -20,13 +21,35 @@ def csv_list(text: str | None) -> list[str]:
 
 
 def split_weights(text: str | None) -> list[float] | None:
-    """``--split``'s weights (root first), or None without it."""
+    """``--split``'s weights (root first), or None without it: numbers >= 0, not all zero,
+    else an `InputError` naming the first bad one as typed."""
     if not text:
         return None
+    parts = csv_list(text)
     try:
-        return [float(w) for w in csv_list(text)]
+        weights = [float(w) for w in parts]
     except ValueError:
         raise InputError(f"--split takes numbers separated by commas, got {text!r}") from None
+    bad = next((typed for typed, w in zip(parts, weights, strict=True)
+                if not math.isfinite(w) or w < 0), None)
+    if bad is not None:
+        raise InputError("--split's shares must be non-negative numbers (one per level, root "
+                         f"first), got {bad!r}")
+    if weights and not any(weights):
+        raise InputError(f"--split's shares must not all be zero, got {text!r}")
+    return weights
+
+
+def in_options(exc, cfg, run=None):
+    """``exc`` as the command line says it: levels named finest first (`LevelOrderError`)
+    by the option that named them (``--levels go from the coarsest to the finest: did you
+    mean state,county?``); any other error as it is."""
+    if isinstance(exc, LevelOrderError):
+        for option in ("levels", "origin_levels", "destination_levels"):
+            if tuple(getattr(cfg, option)) == exc.named:
+                return LevelOrderError(exc.named, exc.meant,
+                                       f"--{option.replace('_', '-')}", ",")
+    return exc
 
 
 def param_values(pairs: list[str] | None) -> dict:

@@ -34,6 +34,9 @@ EARLY_CHECKS = {"release": ("cli.budget:check_release_budget",
 #: what runs beside the command once its early checks pass, on the settings too (a context
 #: manager): ``release`` reads its input ahead while its modules are imported
 ALONGSIDE = {"release": "cli.early_read:reading_input"}
+#: how a command words a core error in its options (``release``: levels named finest first,
+#: by the option that named them), from the error and the settings
+IN_OPTIONS = {"release": "cli.inputs:in_options"}
 
 
 def _function(where: str):
@@ -44,14 +47,22 @@ def _function(where: str):
 
 def run_command(args) -> int:
     """``args`` converted into the command's settings (`SETTINGS`), the early checks of
-    ``args.command`` on them, then the command (with what runs `ALONGSIDE` it)."""
+    ``args.command`` on them, then the command (with what runs `ALONGSIDE` it; its core
+    errors worded `IN_OPTIONS`)."""
     convert = SETTINGS.get(args.command)
     settings = _function(convert)(args) if convert else (args,)
     for check in EARLY_CHECKS.get(args.command, ()):
         _function(check)(*settings)
     alongside = ALONGSIDE.get(args.command)
-    with _function(alongside)(*settings) if alongside else nullcontext():
-        return _function(COMMANDS[args.command])(*settings)
+    try:
+        with _function(alongside)(*settings) if alongside else nullcontext():
+            return _function(COMMANDS[args.command])(*settings)
+    except HierdpError as exc:
+        said = _function(IN_OPTIONS[args.command])(exc, *settings) \
+            if args.command in IN_OPTIONS else exc
+        if said is exc:
+            raise
+        raise said from exc
 
 
 def _interrupted_in(exc: BaseException, interrupt_received: Callable[[], bool]) -> bool:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from hierdp_core import __version__
@@ -104,8 +105,15 @@ def release_usage_error(message: str) -> InputError:
 
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line and exit status 2.
-    A parsed ``release`` holds ``given``: the options its command line gave (which win
-    over its ``--config`` file's)."""
+    A word starting with a minus and a digit (``-1,1,1``, ``-.5``, ``-1e-6``) is a value,
+    as an option's argument, never an option. A parsed ``release`` holds ``given``: the
+    options its command line gave (which win over its ``--config`` file's)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse's own rule takes plain negative numbers only: `--split -1,1,1` was
+        # "expected one argument"
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str):
         print(f"error: {_with_help(self.prog, message)}", file=sys.stderr)

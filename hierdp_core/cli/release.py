@@ -239,10 +239,14 @@ def memory_input(cfg, run, path: Path, table=None):
 
 def _split(cfg, mechanism, data, budget):
     """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
-    weights, else ``--split-preset``)."""
+    weights, else ``--split-preset``). A counts release's split is checked against its
+    levels here, before the budget is spent (its ledger of noise per level)."""
     choice = goal_split(cfg, mechanism.info.name, data, budget,
                         mechanism.params(**mechanism_params(cfg)))
-    return choice, choice.shares if choice is not None else split_argument(cfg)
+    split = choice.shares if choice is not None else split_argument(cfg)
+    if cfg.query == "counts":
+        mechanism.ledger(data, budget, split=split, **mechanism_params(cfg))
+    return choice, split
 
 
 def check_invariants(cfg, mechanism):

@@ -33,11 +33,12 @@ _MAX_LISTED = 5
 
 # ---- validation ------------------------------------------------------------------------
 def validate_columns(table: pd.DataFrame, columns: str | Sequence[str], role: str, *,
-                     file_name: str | None = None) -> None:
+                     file_name: str | None = None,
+                     offered: Sequence[str] | None = None) -> None:
     """Raise `InputError` unless every column in ``columns`` is in ``table``.
 
     The message names the ``role`` (e.g. "geography level"), the missing columns, the table's
-    columns, and a close match when there is one.
+    columns, and a close match when there is one among ``offered`` (default: every column).
     """
     wanted = [columns] if isinstance(columns, str) else list(columns)
     have = [str(c) for c in table.columns]
@@ -47,10 +48,11 @@ def validate_columns(table: pd.DataFrame, columns: str | Sequence[str], role: st
     noun = "column" if len(missing) == 1 else "columns"
     listed = ", ".join(repr(str(c)) for c in missing)
     message = f"{role} {noun} {listed} not found; the table has {have}"
+    pool = have if offered is None else [str(c) for c in offered]
     hints = []
     for c in missing:
-        match = [h for h in have if h.lower() == str(c).lower()] or difflib.get_close_matches(
-            str(c), have, n=1, cutoff=0.8
+        match = [h for h in pool if h.lower() == str(c).lower()] or difflib.get_close_matches(
+            str(c), pool, n=1, cutoff=0.8
         )
         if match:
             hints.append(f"{match[0]!r} for {str(c)!r}")
@@ -59,20 +61,23 @@ def validate_columns(table: pd.DataFrame, columns: str | Sequence[str], role: st
     raise _fail(file_name, message) if file_name else InputError(message)
 
 
-def validate_counts(table: pd.DataFrame, column: str, *,
-                    file_name: str | None = None) -> np.ndarray:
+def validate_counts(table: pd.DataFrame, column: str, *, file_name: str | None = None,
+                    roles: Sequence[str] = ()) -> np.ndarray:
     """The count column as an int64 array, or `InputError`.
 
     The column must exist and hold non-missing, finite, non-negative, integral numbers
     (``3.0`` is fine, ``1.5`` is not) summing to at most 2^53 - 1
     (`hierdp_core.data.integers.check_total`); numeric strings such as ``"12"`` are
-    accepted.
+    accepted. A missing column's close match is only one that could hold counts: of
+    numbers, and not one of ``roles`` (the columns of the levels, categories ...).
     Messages name up to 5 offending rows (1-based data rows, header excluded) and values.
     """
     def fail(message: str) -> InputError:
         return _fail(file_name, message) if file_name else InputError(message)
 
-    validate_columns(table, [column], "count", file_name=file_name)
+    offered = [c for c, dtype in table.dtypes.items() if c not in roles
+               and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)]
+    validate_columns(table, [column], "count", file_name=file_name, offered=offered)
     series = table[column]
     label = f"count column {column!r}"
     if pd.api.types.is_bool_dtype(series):

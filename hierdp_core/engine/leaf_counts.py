@@ -91,7 +91,8 @@ def partition_cells(frame: pd.DataFrame, geography, levels: list[str], categorie
     leaf = tuple_leaves(frame, first, geography, levels)
     cat, labels = (category_index(frame, categories, values) if categories
                    else (np.zeros(len(frame), dtype=np.int64), ("total",)))
-    weights = None if count_column is None else validate_counts(frame, count_column)
+    weights = (None if count_column is None
+               else validate_counts(frame, count_column, roles=[*levels, *categories]))
     checked = count_column is not None and duplicates == "error"
     if checked:
         repeated_rows(key * k + cat, duplicates, "unit and category",

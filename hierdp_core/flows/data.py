@@ -233,7 +233,8 @@ def flow_data_from_table(
         raise InputError("the table has no rows")
     _check_present(table, origin_levels + destination_levels)
     counts = (np.ones(len(table), dtype=np.int64) if count_column is None
-              else validate_counts(table, count_column))
+              else validate_counts(table, count_column,
+                                   roles=origin_levels + destination_levels))
     if geography is not None:
         if len(geography.levels) != len(origin_levels):
             raise InputError(f"the geography has {len(geography.levels)} level(s) "

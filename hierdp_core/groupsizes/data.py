@@ -204,7 +204,7 @@ def group_size_data_from_people(
         raise InputError(f"group column {group_column!r} has {int(missing.sum())} missing "
                          f"value(s), e.g. in rows {rows}")
     persons = (np.ones(len(table), dtype=np.int64) if count_column is None
-               else validate_counts(table, count_column))
+               else validate_counts(table, count_column, roles=[*levels, group_column]))
     group_id, group_names = pd.factorize(groups.astype(str))
     first_leaf = np.full(len(group_names), -1, dtype=np.int64)
     first_leaf[group_id[::-1]] = leaf[::-1]  # leaf of each group's first row
@@ -249,7 +249,7 @@ def group_size_data_from_histograms(
     domain = check_size_domain(min_size, max_size)
     width = domain[1] - domain[0] + 1
     sizes = validate_counts(table, size_column)
-    counts = validate_counts(table, count_column)
+    counts = validate_counts(table, count_column, roles=[*levels, size_column])
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, width,
                          max_cells)
     top_coded = int(counts[sizes > domain[1]].sum())

@@ -85,7 +85,7 @@ def _weights(h: Hierarchy, level_weights) -> np.ndarray:
     w = np.asarray(level_weights, dtype=np.float64)
     if w.shape != (h.n_levels,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
         raise InputError(f"level_weights must be {h.n_levels} positive finite numbers (one "
-                         f"per level), got {level_weights!r}")
+                         f"per level), got {w.tolist()}")
     return w
 
 

@@ -97,7 +97,7 @@ def _node_weights(h: Hierarchy, level_weights: Sequence[float] | None) -> np.nda
     w = np.asarray(level_weights, dtype=np.float64)
     if w.shape != (h.n_levels,) or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError(f"level_weights must be {h.n_levels} positive numbers (one per level, "
-                         f"root first), got {level_weights!r}")
+                         f"root first), got {w.tolist()}")
     return w[h.level_of_nodes()]
 
 

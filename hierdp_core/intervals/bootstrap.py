@@ -380,4 +380,4 @@ def _check_ledger(original, rerun) -> None:
             b = rerun[column].to_numpy(dtype=float)
             if a.shape != b.shape or not np.allclose(a, b, equal_nan=True):
                 raise InputError(f"the intervals' re-run does not reproduce the release's "
-                                 f"{column} per level ({list(a)} vs {list(b)}): not computed")
+                                 f"{column} per level ({a.tolist()} vs {b.tolist()}): not computed")

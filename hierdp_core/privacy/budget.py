@@ -276,8 +276,9 @@ def split_shares(n_parts: int, preset: str = "uniform",
         if w.shape != (n_parts,):
             raise BudgetError(f"the split needs {n_parts} weights (one per level, root first), "
                               f"got {w.size if w.ndim == 1 else weights!r}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise BudgetError(f"split weights must be non-negative numbers, got {list(w)}")
+        bad = w[~np.isfinite(w) | (w < 0)]
+        if bad.size:
+            raise BudgetError(f"split weights must be non-negative numbers, got {bad[0]:g}")
         if w.sum() <= 0:
             raise BudgetError("split weights must not all be zero")
     elif preset == "uniform":

@@ -84,7 +84,7 @@ class Goal:
             w = np.asarray(weights, dtype=float)
             if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
                 raise InputError(f"goal weights must be non-negative numbers, not all zero, "
-                                 f"got {list(weights)}")
+                                 f"got {w.tolist()}")
             weights = tuple(float(x) for x in w)
         return cls(WEIGHTED, metric, weights=weights)
 
@@ -95,7 +95,7 @@ class Goal:
         if pop.ndim != 1 or not given.any() or np.any(~np.isfinite(pop[given]))\
                 or np.any(pop[given] <= 0):
             raise InputError("population bins must be positive numbers (None leaves a level "
-                             f"out), at least one given; got {list(populations)}")
+                             f"out), at least one given; got {pop.tolist()}")
         return cls(WORST_RELATIVE, "mae", populations=tuple(float(p) for p in pop))
 
     def level_weights(self, n_levels: int) -> np.ndarray:

@@ -127,7 +127,8 @@ def count_data_from_table(
         hierarchy, leaf = build_hierarchy(table, levels, root_name=root_name,
                                           local_codes=local_codes)
     weights = (np.ones(len(table), dtype=np.int64) if count_column is None
-               else validate_counts(table, count_column))
+               else validate_counts(table, count_column,
+                                    roles=[*levels, *category_columns]))
     if max_cells is not None:
         k_estimate = 1
         for col in category_columns:

@@ -181,7 +181,7 @@ def level_shares(height: int, level_weights=None) -> np.ndarray:
             or (weights < 0).any() or weights[-1] <= 0):
         raise BudgetError(f"a tree of height {height} needs {height + 1} finite non-negative "
                           f"level weights (root first, leaf weight positive), got "
-                          f"{level_weights!r}")
+                          f"{weights.tolist()}")
     return weights / weights.sum()
 
 

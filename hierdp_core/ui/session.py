@@ -16,7 +16,8 @@ Session-state keys (all under ``st.session_state``):
                  long form; empty = long as uploaded) and ``name`` (their category column);
                  the upload as read is then ``hd_dataset['raw']``
 ``hd_settings``  dict: ``mechanism``, ``params`` (dict), ``definition`` ('pure-dp' | 'zcdp'),
-                 ``epsilon``, ``rho``, ``delta``, ``weights`` (one per level, root first)
+                 ``epsilon``, ``rho``, ``delta``, ``weights`` (one per level, root first);
+                 dropped with a new dataset, as are ``hd_split_held`` and ``hd_randomness``
 ``hd_release``   the latest `Release` (privatised values only) and ``hd_release_key``, the
                  settings it was made with
 ``hd_sweep``     the latest trade-off sweep (DataFrame of runs)
@@ -200,7 +201,11 @@ def set_dataset(name: str, table: pd.DataFrame, sample: str | None = None) -> No
     st.session_state[DATASET] = {"name": name, "sample": sample, "table": table,
                                  "version": version, "loaded": version}
     _drop_results()
-    st.session_state.pop(KEPT, None)  # levels, categories and metrics of other data
+    # the settings made for other data (docs/dashboard.md: loading another dataset resets
+    # them): the query pages' levels, categories and metrics; the count release's
+    # mechanism, parameters, budget and split; the Results page's seed
+    for key in (KEPT, SETTINGS, SPLIT_HELD, RANDOMNESS):
+        st.session_state.pop(key, None)
     st.session_state.pop(STRUCTURE, None)  # the old upload's declared structure
     st.session_state.pop(INPUT, None)  # the old upload's shape (`ui.inputs`)
 

@@ -362,12 +362,14 @@ def treemap_root(h, names: np.ndarray, key: str, max_nodes: int) -> int:
     return root
 
 
-def summed_rows_note(data) -> None:
+def summed_rows_note(data, bundled: bool) -> None:
     """Says, under a query's data, how many rows repeating a released cell (a unit and a
     category, size, value or O/D pair) the dashboard summed into it, and that the command
-    line asks for it to be declared (``--duplicates sum``); nothing when none were."""
+    line asks for it to be declared (``--duplicates sum``); nothing when none were, nor for
+    a ``bundled`` sample, whose rows are finer than its releases by design (Italy's by
+    municipality, sex and single year of age): the note asks a user to check their table."""
     merged = int(getattr(data, "merged_rows", 0) or 0)
-    if merged:
+    if merged and not bundled:
         rows = "1 row" if merged == 1 else f"{merged:,} rows"
         st.caption(f":material/functions: {rows} of the table repeat the cell of an earlier "
                    "row (the table is finer than the release, or holds a row twice) and were "
