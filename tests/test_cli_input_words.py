@@ -131,3 +131,20 @@ def test_the_core_says_the_order_meant():
     with pytest.raises(HierarchyError, match="do not nest") as caught:  # x: not a level above
         build_hierarchy(one_code, ["state", "county"])
     assert not isinstance(caught.value, LevelOrderError)
+
+
+@pytest.mark.parametrize(("query", "mechanism", "engine"), [
+    ("group-sizes", "gs-topdown", "memory"), ("ranges", "identity", "memory"),
+    ("flows", "inftda", "memory"), ("flows", "inftda", "dask")])
+def test_a_split_of_the_wrong_length_spends_nothing_on_any_query(capsys, tmp_path, query,
+                                                                   mechanism, engine):
+    """Checked against the mechanism's levels before the write-ahead spend, as counts'
+    (each was charged, then refused)."""
+    from test_budget_extremes import release_argv
+
+    argv = release_argv(tmp_path / query, query, mechanism, "--epsilon", "1",
+                        *(["--delta", "1e-6"] if query == "flows" else []),
+                        "--split", "1,1,1,1,1,1,1,1,1", "--engine", engine)
+    err = one_line(*run(capsys, *argv)[::2])
+    assert "weights" in err or "split" in err, err
+    assert not Ledger().path.exists() or Ledger().datasets() == []

@@ -31,8 +31,8 @@ def dask_flow_release(cfg, run, mechanism, budget, source, choose_split, params:
     files = dataset_files(cfg.data["file"])
     chosen = []
 
-    def split():  # asked for once the trips are checked: --split-goal is for counts
-        chosen.append(choose_split(None))
+    def split(shape):  # asked for once the trips are checked: --split-goal is for counts
+        chosen.append(choose_split(shape))
         return chosen[-1][1]
 
     release, shape = release_flows_dataset(

@@ -90,7 +90,8 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
     """The flow release of the trips of ``frame`` (a `dask.dataframe`) over ``geography``
     (both ends), block by block on ``client``. Rows of a ``count_column`` repeating a pair
     are summed, or refused with ``duplicates="error"`` (`check_repeats`); ``split`` (a
-    function of no argument) is asked for once the data is checked, before any noise."""
+    function of the public shape, a `FlowData` without trips) is asked for once the data
+    is checked, before any noise."""
     from dask import delayed
 
     empty = np.zeros(0, np.int64)
@@ -109,7 +110,7 @@ def dask_flow_release(client, frame, geography, origin_levels: list[str],
     blocks = [client.submit(block_pairs, public, b, *parts, pure=False)
               for b in range(n_blocks)]
     if callable(split):
-        split = split()
+        split = split(shape)
     return blockwise_flows(mechanism, shape, blocks, budget, split=split, source=source,
                            executor=client, **params), shape
 
@@ -129,7 +130,7 @@ def release_flows_dataset(dataset, origin_levels: list[str], destination_levels:
     (`hierdp_core.flows.data.read_flow_geography`); ``tree``: ``destination`` or ``origin``.
     ``duplicates``: rows of a ``count_column`` repeating a pair are summed (``"sum"``) or
     refused (``"error"``, the command line's default) before ``split`` is asked for (a
-    value, or a function of no argument giving it).
+    value, or a function of the public shape giving it).
     ``client``, ``scheduler``, ``workers``, ``memory_limit``: as
     `hierdp_core.engine.dask_engine.release_dataset`."""
     from hierdp_core.mechanisms.base import get_mechanism
