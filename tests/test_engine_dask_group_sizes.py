@@ -194,3 +194,17 @@ def test_cli_refusals_are_one_line_and_exit_2(dataset, tmp_path, capsys, extra, 
     code, _, err = run_cli(capsys, "release", *argv)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_cli_a_bad_split_on_the_cluster_spends_nothing(dataset, client, tmp_path, capsys):
+    """The secure release's split is asked for with the public shape once the data's size is
+    checked, and checked against the levels before the spend (it was charged first)."""
+    from hierdp_core.privacy.ledger import Ledger
+
+    argv = release_args(dataset, tmp_path / "x", client.scheduler.address, "--split",
+                        "1,1,1,1,1,1,1,1,1")
+    at = argv.index("--seed")
+    del argv[at:at + 2]
+    code, _, err = run_cli(capsys, "release", *argv)
+    assert code == 2 and err.count("\n") == 1 and "the split needs" in err, err
+    assert not Ledger().path.exists() or Ledger().datasets() == []

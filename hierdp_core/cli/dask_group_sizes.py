@@ -34,7 +34,12 @@ def dask_group_size_release(cfg, run, mechanism, budget, source, choose_split, p
     if not levels:
         raise InputError("group-sizes need --levels, the level columns coarse to fine")
     geography = declared_geography(cfg, levels, dict(cfg.names), "group-sizes")
-    choice, split = choose_split(None)  # --split-goal is for counts: None, or its refusal
+    chosen = []
+
+    def split(shape):  # asked for once the data's size is checked: --split-goal is for counts
+        chosen.append(choose_split(shape))
+        return chosen[-1][1]
+
     release, data = release_group_sizes_dataset(
         files, levels, cfg.group_column, mechanism, budget, max_size=cfg.max_size,
         min_size=min_size_of(cfg), geography=geography,
@@ -42,4 +47,4 @@ def dask_group_size_release(cfg, run, mechanism, budget, source, choose_split, p
         split=split, source=source, local_codes=cfg.local_codes,
         max_cells=cell_limit(cfg, run), scheduler=run.scheduler, workers=run.workers,
         memory_limit=run.memory_per_worker, **params)
-    return release, data, files, choice
+    return release, data, files, chosen[0][0]

@@ -91,7 +91,7 @@ def cmd_release(cfg, run) -> int:
                 engine asks for it once the data's size is checked and before any noise,
                 so a release refused by those checks (or by a file changed since it
                 started) spends nothing."""
-                choice = _split(cfg, mechanism, shape, budget, shape is not None)
+                choice = _split(cfg, mechanism, shape, budget)
                 check_read()
                 spends.append(reserve_release(cfg, run, budget, mechanism.info.name,
                                               source, files, fingerprint))
@@ -237,16 +237,15 @@ def memory_input(cfg, run, path: Path, table=None):
     return cfg, table, prepared, data, sparse
 
 
-def _split(cfg, mechanism, data, budget, checked: bool = True):
+def _split(cfg, mechanism, data, budget):
     """(the choice of ``--split-goal`` or None, the split: its shares, else ``--split``'s
-    weights, else ``--split-preset``). The split is checked against the mechanism's
-    levels here (its ledger of noise per level), before the budget is spent, when
-    ``checked`` (the Dask engine gives group sizes no public shape before their spend)."""
+    weights, else ``--split-preset``) for ``data`` or its public shape (the Dask engine's).
+    The split is checked against the mechanism's levels here (its ledger of noise per
+    level), before the budget is spent."""
     choice = goal_split(cfg, mechanism.info.name, data, budget,
                         mechanism.params(**mechanism_params(cfg)))
     split = choice.shares if choice is not None else split_argument(cfg)
-    if checked:
-        mechanism.ledger(data, budget, split=split, **mechanism_params(cfg))
+    mechanism.ledger(data, budget, split=split, **mechanism_params(cfg))
     return choice, split
 
 
