@@ -32,7 +32,7 @@ import pandas as pd
 from hierdp_core.explain_errors import APriori, a_priori_errors
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
-from hierdp_core.number_text import error_figure
+from hierdp_core.number_text import error_figure, figure_text
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget, rho_to_epsilon
 from hierdp_core.privacy.plan import (
     ADD_REMOVE_PERSON,
@@ -131,13 +131,6 @@ class Explanation:
                 f"hold:  \n{conditions}\n\n{self.verdict_text}")
 
 
-def ratio_text(ratio: float) -> str:
-    """e^epsilon readable: 2.72, 148, 22,026, 4.85e+08."""
-    if ratio < 1000:
-        return f"{ratio:.3g}"
-    return f"{ratio:,.0f}" if ratio < 1e6 else f"{ratio:.3g}"
-
-
 def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | None, str]:
     """(epsilon, delta, sentence) of ``budget``: e^epsilon as the bound on how much more
     likely any output becomes with ``neighbour``'s data in it."""
@@ -156,7 +149,7 @@ def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | No
                 if budget.delta else ".")
     bound = math.exp(eps)
     return eps, budget.delta, (
-        f"{head}Whatever the release shows, it is at most e^ε ≈ {ratio_text(bound)} times as "
+        f"{head}Whatever the release shows, it is at most e^ε ≈ {figure_text(bound)} times as "
         f"likely with {neighbour}'s data in the table as without it (and the other way "
         f"round), whoever that is and whatever else is known{tail} Smaller ε: a smaller "
         "factor, more privacy, more noise.")

@@ -100,6 +100,16 @@ def figure_title(text: str, subtitle: str | None = None) -> dict:
     return {"text": full, "x": 0.0, "xanchor": "left"}
 
 
+def mark_x(fig, x: float, text: str, *, log_axis: bool) -> None:
+    """A dashed grey vertical line at ``x`` with ``text`` at its top right. Over a log x axis
+    (``log_axis``) the label's position is log10(x): plotly reads a shape's x as the value
+    but an annotation's as its log10, so `add_vline`'s own label would stand at 10**x and
+    stretch the axis to it."""
+    fig.add_vline(x=x, line_dash="dash", line_color="grey")
+    fig.add_annotation(x=math.log10(x) if log_axis else x, xref="x", y=1, yref="y domain",
+                       text=text, showarrow=False, xanchor="left", yanchor="top")
+
+
 def rgba(colour: str, alpha: float) -> str:
     r, g, b = hex_to_rgb(colour)
     return f"rgba({r}, {g}, {b}, {alpha})"

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from hierdp_core.number_text import significant
+
 
 @dataclass(frozen=True)
 class MetricName:
@@ -171,12 +173,37 @@ def is_percent(key: str) -> bool:
     return bool(entry and entry.percent)
 
 
-def friendly_table(frame: pd.DataFrame, **names: str) -> dict:
+def header(key: str) -> str:
+    """A table header: the friendly name, with "(%)" for a metric in percent."""
+    entry = _entry(key)
+    return f"{name(key)} (%)" if entry and entry.unit == "%" else name(key)
+
+
+def friendly_table(frame: pd.DataFrame, *, digits: int | None = None, **names: str) -> dict:
     """Keyword arguments for a dashboard table (``st.dataframe(**friendly_table(frame))``):
-    ``data`` with the columns renamed to their friendly names (``names`` overrides a key's
-    name, e.g. ``level_name="origin → destination"``) and ``column_config`` with each
-    definition as the header's hover help; the index is hidden."""
-    renamed = {c: names.get(c, name(c)) for c in frame.columns}
-    help_of = {renamed[c]: {"help": definition(c)} for c in frame.columns if definition(c)}
-    return {"data": frame.rename(columns=renamed), "column_config": help_of,
-            "hide_index": True}
+    ``data`` with the columns renamed to their headers (`header`; ``names`` overrides a
+    key's, e.g. ``level_name="origin → destination"``) and ``column_config`` with each
+    definition as the header's hover help and fractions the registry marks as percentages
+    shown as such; the index is hidden. ``digits``: the float columns rounded to that many
+    significant figures (`number_text.significant`), and every number column reaching 1,000
+    shown with thousands separators."""
+    renamed = {c: names.get(c, header(c)) for c in frame.columns}
+    data = frame.rename(columns=renamed)
+    config = {renamed[c]: {"help": definition(c)} for c in frame.columns if definition(c)}
+    for c in frame.columns:
+        number_format = _number_format(c, frame[c], digits)
+        if number_format:
+            config.setdefault(renamed[c], {})["type_config"] = {"type": "number",
+                                                                "format": number_format}
+        if digits and pd.api.types.is_float_dtype(frame[c]):
+            data[renamed[c]] = significant(frame[c].to_numpy(), digits)
+    return {"data": data, "column_config": config, "hide_index": True}
+
+
+def _number_format(key: str, column: pd.Series, digits: int | None) -> str | None:
+    """"percent" for a fraction shown as a percentage, "localized" (thousands separators)
+    for a number column reaching 1,000 when ``digits`` is given, else None (the default)."""
+    if is_percent(key):
+        return "percent"
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    return "localized" if digits and numeric and column.abs().max() >= 1000 else None

@@ -7,7 +7,7 @@ import streamlit as st
 from hierdp_core.errors import HierdpError
 from hierdp_core.mechanism_names import DEFINITIONS
 from hierdp_core.mechanisms.base import get_mechanism, list_mechanisms
-from hierdp_core.metric_names import definition, friendly_table, name
+from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.budget import rho_to_epsilon
 from hierdp_core.ui import budget, session, widgets
 from hierdp_core.ui import split as split_ui
@@ -93,10 +93,7 @@ except HierdpError as exc:
 st.plotly_chart(ledger_figure(ledger), width="stretch", key=wk.LEDGER_FIG)
 show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
                "ci95_abs_error"]]
-table = friendly_table(show)
-table["column_config"][name("share")] = st.column_config.NumberColumn(
-    format="percent", help=definition("share"))
-st.dataframe(**table, width="stretch")
+st.dataframe(**friendly_table(show, digits=3), width="stretch")
 st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
            "coarse levels.")
 

@@ -163,7 +163,7 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
 
     st.subheader("Error metrics by level")
     overall = metrics[metrics["bin"] == "all"].drop(columns=["bin"]).infer_objects()
-    st.dataframe(**friendly_table(overall), width="stretch")
+    st.dataframe(**friendly_table(overall, digits=3), width="stretch")
     st.caption("Hover a column name for its definition; an empty cell means the metric does not "
                "apply (e.g. no true zeros for the ghost rate).")
     coverage_ui.coverage_section(release, data.node_counts())

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.number_text import significant
 from hierdp_core.ui import plotly_view
 
 PAGES = ["app.py", "pages/1_Data.py", "pages/2_Hierarchy.py",
@@ -69,6 +71,11 @@ def test_results_page_runs_a_consistent_release():
     assert h.consistency_violations(release.values) == 0
     assert (release.values >= 0).all() and release.is_integer
     assert len(at.dataframe) == 1, "the metrics; the table of every unit waits to be opened"
+    metrics = at.dataframe[0].value  # three significant figures; the % columns say so
+    assert "Mean absolute percentage error (%)" in metrics.columns
+    for column in metrics.select_dtypes("float"):
+        values = metrics[column].dropna().to_numpy()
+        np.testing.assert_array_equal(values, significant(values), err_msg=column)
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "**Release:** ready" in sidebar  # refreshed after the run on the same page
     at.session_state["res_units"] = True  # the expander "Every unit" opened

@@ -12,6 +12,7 @@ from test_app import assert_clean, figure_specs, page
 from hierdp_core import palette
 from hierdp_core.explain import ERROR_NAMES
 from hierdp_core.metric_names import definition, name
+from hierdp_core.number_text import significant
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
 from hierdp_core.ui import widget_keys as wk
@@ -60,6 +61,22 @@ def test_the_ledger_table_has_friendly_names_and_definitions_on_hover():
     assert name("expected_abs_error") in ledger.value.columns
     assert not [c for c in ledger.value.columns if "_" in c]  # no snake_case header left
     assert definition("expected_abs_error") in ledger.proto.columns
+
+
+def test_the_ledger_and_error_tables_show_three_significant_figures():
+    at = page(PATH, SAMPLE).run()
+    at.selectbox(key=wk.MECH_NAME).set_value("raw-laplace").run()
+    at.select_slider(key="epsilon").set_value(0.01).run()
+    assert_clean(at)
+    ledger = at.dataframe[0].value
+    assert ledger[name("ci95_abs_error")].tolist() == [899.0] * 3  # was 898.7197
+    assert ledger[name("budget")].tolist() == [0.00333] * 3
+    errors = next(d.value for d in at.dataframe if ERROR_NAMES["rmse"] in d.value.columns)
+    assert errors[ERROR_NAMES["rmse"]].tolist() == [424.0] * 3  # was 424.26
+    for table in (ledger, errors):
+        for column in table.select_dtypes("float"):
+            values = table[column].to_numpy()
+            np.testing.assert_array_equal(values, significant(values), err_msg=column)
 
 
 def test_a_chosen_preset_applies_at_once_and_stays_chosen():

@@ -5,6 +5,8 @@ model."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from capability_helpers import declare
 from test_app import assert_clean, page
@@ -25,7 +27,10 @@ def opened():
 
 
 def goal_values(at) -> dict[str, float]:
-    return {m.label: float(m.value) for m in at.metric}
+    """The goal of each split, as shown: in plain figures (1,234, 0.0567; no exponent)."""
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", m.value) for m in at.metric), \
+        [m.value for m in at.metric]
+    return {m.label: float(m.value.replace(",", "")) for m in at.metric}
 
 
 def confirm_populations(at):

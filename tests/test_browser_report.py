@@ -7,11 +7,16 @@ HIERDP_SCREENSHOTS=1): config_loaded.png.
 The helpers for the release report (`download_report`, `assert_opens_offline`,
 `state_map_values`) serve the report's checks in the US walk (test_browser_us_walk.py): the
 exploration report opens offline; after the publishable draw the report is the publishable
-release's. Screenshots: report_offline.png, report_publishable.png."""
+release's. Screenshots: report_offline.png, report_publishable.png.
+
+The report's trade-off figure, drawn on its own at ε = 20 and 0.5: the axis spans the data
+and ε, and the "chosen ε" label stands at the line. Screenshots: tradeoff_eps20.png,
+tradeoff_eps0.5.png."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +33,11 @@ from test_browser import (  # noqa: F401  (fixtures)
     shot,
     start_on,
 )
+from test_report_figures import tradeoff_table
 
+from hierdp_core.figure_parts import plotly_config
+from hierdp_core.report.figures import tradeoff_figure
+from hierdp_core.report.stakeholder import TRADEOFF_EPSILONS
 from tests.browser_tools import new_context, settle, wait_until
 
 pytestmark = pytest.mark.browser
@@ -110,6 +119,26 @@ def read_state_map(report) -> tuple[pd.Series, str]:
     if "EXPLORATION" not in banner:
         shot(report, "report_publishable", full_page=False)
     return pd.Series(shown[1], index=shown[0]).sort_index(), banner
+
+
+@pytest.mark.parametrize("eps", [20.0, 0.5])
+def test_tradeoff_label_at_the_chosen_epsilon(page, tmp_path, eps):  # noqa: F811
+    """Drawn by plotly.js: the x axis runs over the data and ε (within half a decade), and the
+    label's left edge is at the dashed line."""
+    path = tmp_path / "tradeoff.html"
+    path.write_text(tradeoff_figure(tradeoff_table(), eps).to_html(config=plotly_config()))
+    page.goto(path.as_uri())
+    wait_until(page, f"() => document.querySelector('{FIGURES} .annotation')")
+    drawn = page.evaluate(f"""() => {{
+        const p = document.querySelector('{FIGURES}');
+        const box = s => p.querySelector(s).getBoundingClientRect();
+        return [p._fullLayout.xaxis.range, box('.annotation-text-g').left,
+                box('.shapelayer path').left]; }}""")
+    (lo, hi), label_left, line_x = drawn
+    assert math.log10(min(TRADEOFF_EPSILONS)) - 0.5 < lo
+    assert hi < math.log10(max(*TRADEOFF_EPSILONS, eps)) + 0.5
+    assert abs(label_left - line_x) < 10, drawn
+    shot(page, f"tradeoff_eps{eps:g}", full_page=False)
 
 
 def values(table: pd.DataFrame) -> pd.Series:

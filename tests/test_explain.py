@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from capability_helpers import declare
 
-from hierdp_core.explain import NEIGHBOURS, explain, ratio_text
+from hierdp_core.explain import NEIGHBOURS, explain
 from hierdp_core.mechanisms.base import get_mechanism, optimiser_family
 from hierdp_core.number_text import error_digits
 from hierdp_core.privacy.budget import PrivacyBudget, rho_to_epsilon
@@ -124,6 +124,6 @@ def test_the_verdict_conditions(small_county_data):
         assert f"  \n{mark} {condition[0]}" in text  # (Markdown's hard break: two spaces)
 
 
-def test_ratio_text():
-    assert [ratio_text(x) for x in (math.e, 148.41, 22026.47, 4.85e8)] == \
-        ["2.72", "148", "22,026", "4.85e+08"]
+def test_a_large_epsilon_bounds_the_odds_in_plain_figures(small_county_data):
+    e = explain(small_county_data, "topdown", PrivacyBudget.pure(20.0))
+    assert "e^ε ≈ 485,000,000 times as likely" in e.guarantee_text  # e^20, 3 figures

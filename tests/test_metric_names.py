@@ -42,3 +42,30 @@ def test_friendly_table():
     assert table["column_config"]["origin → destination"]["help"] == "the geography level"
     assert "New metric" not in table["column_config"] and table["hide_index"]
     assert list(frame.columns) == ["level_name", "mae", "new_metric"]  # input untouched
+
+
+def test_friendly_table_labels_percentages():
+    frame = pd.DataFrame({"mape": [0.00002, 0.4694], "ghost_rate": [0.1, 0.25]})
+    table = mn.friendly_table(frame)
+    assert list(table["data"].columns) == ["Mean absolute percentage error (%)",
+                                           "Ghost rate (false positives)"]
+    config = table["column_config"]
+    assert config["Ghost rate (false positives)"]["type_config"]["format"] == "percent"
+    assert "type_config" not in config["Mean absolute percentage error (%)"]  # already in %
+
+
+def test_friendly_table_rounds_to_significant_figures_on_request():
+    frame = pd.DataFrame({"level_name": ["total", "county"], "units": [1, 3141],
+                          "mae": [2.9755, 0.00002345], "ci95_abs_error": [898.7197, 12345.6]})
+    assert mn.friendly_table(frame)["data"]["Mean absolute error"].tolist() == [2.9755,
+                                                                              0.00002345]
+    table = mn.friendly_table(frame, digits=3)
+    shown, config = table["data"], table["column_config"]
+    assert shown["Mean absolute error"].tolist() == [2.98, 0.0000234]
+    assert shown["95% of errors within ±"].tolist() == [899.0, 12300.0]
+    assert shown["Units"].tolist() == [1, 3141]  # whole numbers stay as they are
+    # thousands separators where a column reaches 1,000; the default display elsewhere
+    assert config["95% of errors within ±"]["type_config"]["format"] == "localized"
+    assert config["Units"]["type_config"]["format"] == "localized"
+    assert "type_config" not in config["Mean absolute error"]
+    assert frame["mae"].iloc[0] == 2.9755  # input untouched

@@ -74,6 +74,13 @@ def test_privacy_line_gives_epsilon_odds_and_the_census_yardstick(by_sex, seeded
     assert "smaller ε means stronger protection" in text
 
 
+def test_privacy_line_writes_a_large_factor_in_plain_figures(by_sex):
+    big = release_side(by_sex, Side("topdown", 20.0, seed=4))
+    text = lines_of(big, by_sex)["Privacy"]
+    assert "ε = 20: any one person changes the odds of any result by a factor of at most " \
+           "485,000,000." in text
+
+
 def test_privacy_line_of_a_zcdp_release_states_rho_and_its_epsilon(by_sex):
     zcdp = get_mechanism("topdown").release(
         by_sex, PrivacyBudget.zcdp(0.5, 1e-8), source=NoiseSource(seed=1))

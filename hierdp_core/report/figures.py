@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hierdp_core.figure_parts import PALETTE
+from hierdp_core.figure_parts import PALETTE, mark_x
 from hierdp_core.map_figures import choropleth
 from hierdp_core.report.summary import plural
 
@@ -97,8 +97,7 @@ def tradeoff_figure(table: pd.DataFrame, chosen: float | None = None) -> go.Figu
                                  mode="lines+markers", name=html.escape(str(level)),
                                  line={"color": PALETTE[i % len(PALETTE)]}))
     if chosen is not None:
-        fig.add_vline(x=chosen, line_dash="dash", line_color="grey",
-                      annotation_text=f"chosen ε = {chosen:g}")
+        mark_x(fig, chosen, f"chosen ε = {chosen:g}", log_axis=True)
     fig.update_layout(
         title={"text": "Typical error against ε (expected before the release and before "
                        "consistency)<br><sup>levels with equal budget shares have one "

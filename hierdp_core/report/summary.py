@@ -22,6 +22,7 @@ import pandas as pd
 from hierdp_core.explain import Explanation, explain
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
+from hierdp_core.number_text import figure_text
 from hierdp_core.privacy.budget import ZCDP, PrivacyBudget
 from hierdp_core.verdict import release_verdict
 
@@ -172,7 +173,7 @@ def _privacy(explanation: Explanation, release) -> str:
     delta = f" (δ = {explanation.delta:.0e})" if explanation.delta else ""
     stick = YARDSTICKS[0]
     return (f"Protected by {definition}ε = {eps:.3g}{delta}: any one person changes the "
-            f"odds of any result by a factor of at most {explanation.likelihood_ratio:.3g}. "
+            f"odds of any result by a factor of at most {figure_text(explanation.likelihood_ratio)}. "
             f"For scale: {stick.agency} used ε = {stick.epsilon:g} (δ = {stick.delta:.0e}) "
             f"{stick.scope} in its {stick.product}; smaller ε means stronger protection.")
 

@@ -36,6 +36,5 @@ def _body(data, mechanism: str, budget, split, params: dict) -> None:
         st.warning(f"No explanation for these settings: {friendly(exc)}")
         return
     st.markdown(explanation.markdown())
-    errors = explanation.error_table().round(2)
-    st.dataframe(**friendly_table(errors, **ERROR_NAMES),
+    st.dataframe(**friendly_table(explanation.error_table(), digits=3, **ERROR_NAMES),
                  width="stretch")

@@ -32,6 +32,7 @@ from hierdp_core.figure_parts import PALETTE, esc, figure_title, number_texts, p
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism, optimised_mechanisms, optimiser_family
+from hierdp_core.number_text import figure_text
 from hierdp_core.privacy.budget import PrivacyBudget, resolve_shares, split_shares
 from hierdp_core.privacy.split_optimiser import (
     WEIGHTED,
@@ -304,8 +305,8 @@ def optimiser_section(h: Hierarchy, s: dict, budget: PrivacyBudget, *,
     change = goals["optimised"] / goals["current"] - 1 if goals["current"] else 0.0
     st.caption(f"Goal: the {_objective_label(goal)} (lower is better).")
     cols = st.columns([1, 1, 2])
-    cols[0].metric("Current split", f"{goals['current']:.3g}")
-    cols[1].metric("Optimised split", f"{goals['optimised']:.3g}", delta_color="inverse",
+    cols[0].metric("Current split", figure_text(goals["current"]))
+    cols[1].metric("Optimised split", figure_text(goals["optimised"]), delta_color="inverse",
                    delta=f"{change:+.1%}" if abs(change) >= 5e-4 else None)
     with cols[2]:
         if np.allclose(current, choice.shares, atol=1e-9):
