@@ -112,3 +112,14 @@ def test_unknown_sample_and_unwritable_path(capsys, tmp_path):
     assert code == 2 and "unknown sample 'us-household'" in err and "us-households" in err
     code, _, err = run(capsys, "sample", "us-flights", "--out", tmp_path / "no" / "x.csv")
     assert code == 2 and "cannot write" in err
+
+
+def test_a_folder_as_out_gets_the_sample_by_name(capsys, monkeypatch, tmp_path):
+    """``--out .`` ended with "unexpected ValueError ... has an empty name" (exit 1)."""
+    monkeypatch.setitem(SAMPLE_FILES, "us-counties", _small(SAMPLE_FILES["us-counties"]))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "sample", "us-counties", "--out", ".")
+    assert code == 0, err
+    assert (tmp_path / "us-counties.csv").exists()
+    assert (tmp_path / "us-counties-geography.csv").exists()
+    assert out.startswith("wrote us-counties.csv (") and "release us-counties.csv " in out

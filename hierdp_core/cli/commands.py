@@ -34,7 +34,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from hierdp_core.data.sample_files import SAMPLE_FILES, write_sample
+    from hierdp_core.data.sample_files import SAMPLE_FILES, sample_target, write_sample
 
     if args.name is None:
         for sample in SAMPLE_FILES.values():
@@ -43,10 +43,10 @@ def cmd_sample(args) -> int:
     import shlex
 
     table, written = write_sample(args.name, args.out)
-    sample = SAMPLE_FILES[args.name]
+    sample, out = SAMPLE_FILES[args.name], sample_target(args.name, args.out)
     titles = {"geography": ("the public geography", "units"),
               "groups": ("the public groups file", "leaf regions")}
-    print(f"wrote {args.out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
+    print(f"wrote {out} ({len(table):,} rows; columns {', '.join(map(str, table.columns))})")
     for what, (frame, path) in written.items():
         title, rows = titles[what]
         print(f"wrote {path} ({title}: {len(frame):,} {rows}; columns "
@@ -55,7 +55,7 @@ def cmd_sample(args) -> int:
     for example in sample.release_examples:
         for what, (_, path) in written.items():
             example = example.replace("{" + what + "}", shlex.quote(str(path)))
-        print(f"  hierdp release {shlex.quote(str(args.out))} {example}")
+        print(f"  hierdp release {shlex.quote(str(out))} {example}")
     return 0
 
 

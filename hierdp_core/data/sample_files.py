@@ -166,10 +166,18 @@ def sample_category_values(name: str, columns: Sequence[str]) -> dict[str, tuple
     return {c: declared[c] for c in columns if c in declared}
 
 
+def sample_target(name: str, out) -> Path:
+    """The CSV file ``write_sample`` writes the sample ``name`` to for ``out``: ``out``
+    itself, or ``<name>.csv`` in it when it is a folder (``--out .``)."""
+    out = Path(out)
+    return out / f"{name}.csv" if out.is_dir() or not out.name else out
+
+
 def write_sample(name: str, out) -> tuple[pd.DataFrame, dict]:
     """Write the bundled sample ``name`` to the CSV ``out`` and its public files beside it
-    (``out``'s stem + ``-geography.csv``, and ``-groups.csv`` for a group-size sample);
-    returns (table, {"geography" or "groups": (table written, its path)}).
+    (``out``'s stem + ``-geography.csv``, and ``-groups.csv`` for a group-size sample; an
+    ``out`` that is a folder gets ``<name>.csv`` in it); returns (table, {"geography" or
+    "groups": (table written, its path)}).
     Raises `InputError` for an unknown sample or a file that cannot be written."""
     from hierdp_core.data.arrow_io import table_from_frame, write_release_csv
     from hierdp_core.errors import InputError
@@ -179,7 +187,7 @@ def write_sample(name: str, out) -> tuple[pd.DataFrame, dict]:
     except KeyError:
         raise InputError(f"unknown sample {name!r}; available: "
                          f"{', '.join(SAMPLE_FILES)}") from None
-    out = Path(out)
+    out = sample_target(name, out)
     table = sample.loader()
     beside = {"geography": sample.geography()}
     if sample.groups is not None:
