@@ -131,7 +131,7 @@ st.caption("One self-contained file that opens offline and prints cleanly (or as
            "five-line summary, the verdict, the error by level in people and relative, maps "
            "of every level (or why not), figures with intervals, an explanation in plain "
            "words, and the configuration and budget ledger in an appendix. "
-           + ("It reports the publishable release drawn above." if secure is not None else
+           + ("It reports the release drawn above with secure noise." if secure is not None else
               "It reports the exploration release (marked EXPLORATION - NOT FOR "
               "PUBLICATION); draw the publishable release above to report that one."))
 evaluate = st.checkbox("Add the error against the true data (the report is then "

@@ -21,7 +21,8 @@ from hierdp_core.report.evaluation import CONFIDENTIAL_BANNER
 from hierdp_core.report.stakeholder import (
     EXPLORATION,
     EXPLORATION_BANNER,
-    EXPLORATION_FILE_TAG,
+    NOT_PUBLISHABLE,
+    NOT_PUBLISHABLE_FILE_TAG,
     PUBLIC_BANNER,
     TRADEOFF_EPSILONS,
     a_priori_tradeoff,
@@ -31,6 +32,9 @@ from hierdp_core.report.stakeholder import (
 from hierdp_core.verdict import LEDGER_ENTRY
 
 EVIL = "<script>alert(1)</script>"
+
+
+NOT_PUBLISHABLE_BANNER = EXPLORATION_BANNER.replace(EXPLORATION, NOT_PUBLISHABLE)
 
 
 @pytest.fixture(scope="module")
@@ -159,14 +163,17 @@ def test_publishable_report_is_green_and_holds_no_seed(small_county_data, secure
     uncharged = dataclasses.replace(secure_release, randomness={
         k: v for k, v in secure_release.randomness.items() if k != LEDGER_ENTRY})
     page = report_html(uncharged, small_county_data, config, structure_declared=True)
-    assert EXPLORATION_BANNER in page and PUBLIC_BANNER not in page
+    assert NOT_PUBLISHABLE_BANNER in page and PUBLIC_BANNER not in page
     assert "not charged to a budget ledger" in page
     assert report_file_stem(uncharged, structure_declared=True, evaluation=False) \
-        .startswith(EXPLORATION_FILE_TAG)
-    # secure noise over a structure read from the data is still not publishable
+        .startswith(NOT_PUBLISHABLE_FILE_TAG)
+    # secure noise over a structure read from the data is still not publishable: marked
+    # so, never as exploration (a new user's secure draw read "an exploration release")
     undeclared = report_html(secure_release, small_county_data, config,
                              structure_declared=False)
-    assert EXPLORATION_BANNER in undeclared and PUBLIC_BANNER not in undeclared
+    assert NOT_PUBLISHABLE_BANNER in undeclared and PUBLIC_BANNER not in undeclared
+    assert EXPLORATION not in undeclared and "an exploration release" not in undeclared
+    assert f"<title>{NOT_PUBLISHABLE}: hierdp release report</title>" in undeclared
 
 
 def test_a_priori_tradeoff_falls_with_epsilon(small_county_data):

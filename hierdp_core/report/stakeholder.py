@@ -11,8 +11,8 @@ intervals, a plain-language explanation, and an appendix with the configuration 
 per level and epsilon. All of these come
 from the release and public parameters only. Only a publishable release (its verdict:
 secure noise, private mechanism, declared structure) gets the green banner saying so; any
-other release is exploration, and its report says `EXPLORATION_BANNER` in red, in its
-title and (`report_file_stem`) in its file name. A report of a secure release shows no
+other release says `EXPLORATION_BANNER` in red (`NOT_PUBLISHABLE` for one drawn with secure
+noise), in its title and (`report_file_stem`) in its file name. A report of a secure release shows no
 seed, even if the configuration given holds one (the exploration's).
 With ``evaluation=True`` it also holds the error against the TRUE data (tables, a true vs
 released plot, and the Trade-offs page's sweep when given): it then carries the red
@@ -76,6 +76,10 @@ EXPLORATION = "EXPLORATION - NOT FOR PUBLICATION"
 EXPLORATION_FILE_TAG = "EXPLORATION-NOT-FOR-PUBLICATION"
 EXPLORATION_BANNER = (f"{EXPLORATION}: this release is not publishable as it is (see the "
                       "verdict).")
+#: the marks of a release drawn with secure noise that is still not publishable (e.g. its
+#: structure read from the data): it is no exploration release
+NOT_PUBLISHABLE = "NOT PUBLISHABLE - NOT FOR PUBLICATION"
+NOT_PUBLISHABLE_FILE_TAG = "NOT-PUBLISHABLE-NOT-FOR-PUBLICATION"
 TRADEOFF_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 ERROR_COLUMNS = ["level_name", "units", "cells", "mae", "rmse", "mape", "max_abs_error",
                  "tvd_accuracy", "share_over_10pct"]
@@ -144,17 +148,28 @@ def report_file_stem(release, *, structure_declared: bool, evaluation: bool) -> 
     verdict = release_verdict(release, structure_declared=structure_declared)
     stem = "hierdp_release_report"
     if not verdict["publishable"]:
-        stem = f"{EXPLORATION_FILE_TAG}_{stem}"
+        stem = f"{_mark(release)[1]}_{stem}"
     return f"CONFIDENTIAL_{stem}" if evaluation else stem
 
 
-def _banner(publishable: bool, evaluation: bool) -> tuple[str, str]:
+def _mark(release) -> tuple[str, str]:
+    """The mark of a release that is not publishable (text, file tag): `EXPLORATION` for
+    seeded noise, `NOT_PUBLISHABLE` for secure noise."""
+    if release.randomness.get("mode") == "secure":
+        return NOT_PUBLISHABLE, NOT_PUBLISHABLE_FILE_TAG
+    return EXPLORATION, EXPLORATION_FILE_TAG
+
+
+def _banner(release, publishable: bool, evaluation: bool) -> tuple[str, str]:
     """The report's banner text and class: red CONFIDENTIAL with the evaluation, red
-    `EXPLORATION_BANNER` for a release that is not publishable (both when both hold),
-    green `PUBLIC_BANNER` only for a publishable release without the evaluation."""
+    `EXPLORATION_BANNER` (or its `NOT_PUBLISHABLE` form) for a release that is not
+    publishable (both when both hold), green `PUBLIC_BANNER` only for a publishable
+    release without the evaluation."""
+    mark = _mark(release)[0]
     if evaluation:
-        return (CONFIDENTIAL_BANNER + ("" if publishable else f" {EXPLORATION}."), "")
-    return (PUBLIC_BANNER, "public") if publishable else (EXPLORATION_BANNER, "")
+        return (CONFIDENTIAL_BANNER + ("" if publishable else f" {mark}."), "")
+    banner = EXPLORATION_BANNER.replace(EXPLORATION, mark, 1)
+    return (PUBLIC_BANNER, "public") if publishable else (banner, "")
 
 
 def _shown_config(release, config: dict) -> dict:
@@ -226,9 +241,10 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
         audience = ("Everything in this report may be shown to anyone the release may be "
                     "shown to.")
     else:
-        audience = ("This report is of an exploration release, which is not publishable as "
-                    "it is (see the verdict): do not publish it.")
-    banner, banner_class = _banner(verdict["publishable"], evaluation)
+        kind = "an exploration release" if _mark(release)[0] == EXPLORATION else "a release"
+        audience = (f"This report is of {kind}, which is not publishable as it is (see the "
+                    "verdict): do not publish it.")
+    banner, banner_class = _banner(release, verdict["publishable"], evaluation)
     missing = "".join(f"<li>{escape(note)}.</li>" for note in map_notes)
     ledger = release.ledger.drop(columns=[c for c in ("level",) if c in release.ledger])
     body = f"""<p>Created {escape(created)} with hierdp {escape(__version__)}.
@@ -271,5 +287,5 @@ where it is given (re-running the mechanism on the released table).</p>
 <h3>Expected error per released number by level and ε</h3>
 {frame_table(expected)}"""
     if not verdict["publishable"]:
-        title = f"{EXPLORATION}: {title}"
+        title = f"{_mark(release)[0]}: {title}"
     return document(title, body, created, banner=banner, banner_class=banner_class)
