@@ -171,9 +171,11 @@ def over_delta_reason(record: dict) -> str:
 
 def check_within_ceilings(privacy: dict, max_epsilon: float, max_delta: float) -> None:
     """A `BudgetError` when a release of the privacy record ``privacy`` would be above the
-    public ceiling on epsilon (`ceiling_record`) or on delta (`delta_record`): the ledger
-    calls it before it reserves anything (`hierdp_core.privacy.ledger.Ledger.reserve`),
-    since such a release could not be published and would spend the dataset's budget."""
+    public ceiling on epsilon (`ceiling_record`) or on delta (`delta_record`): the charging
+    paths call it before the ledger reserves anything (`hierdp_core.cli.budget`, whose
+    `reserve_release` the API's charged releases use too, and the dashboard's
+    `hierdp_core.ui.ledger.counted`), since such a release could not be published and
+    would spend the dataset's budget."""
     problem = ceilings_problem(privacy, max_epsilon, max_delta)
     if problem is not None:
         raise BudgetError(f"{problem}; nothing was charged or drawn")

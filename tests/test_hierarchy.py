@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hierdp_core.hierarchy as hierarchy_module
-from hierdp_core.errors import HierarchyError, InputError
+from hierdp_core.errors import HierarchyError, InputError, LevelOrderError
 from hierdp_core.hierarchy import build_from_codes, build_hierarchy
 from hierdp_core.ids import escape_codes, split_node_id, unescape_code
 
@@ -144,11 +144,20 @@ def test_local_codes_random_trees(tt):
     _check_structure(h, tt.table, tt.levels)
     counts = h.aggregate(np.bincount(leaf, weights=tt.table["n"], minlength=h.n_leaves))
     assert counts[0] == tt.table["n"].sum()
-    # global codes: an error exactly when some code lies under two different parents
+    # global codes: an error exactly when some code lies under two different parents; said
+    # to be the levels' order when they nest ordered by their numbers of codes, fewest first
     t, lv = tt.table, tt.levels
-    nests = all(t.groupby(lv[i])[lv[i - 1]].nunique().max() <= 1 for i in range(1, len(lv)))
-    if nests:
+
+    def nests(levels):
+        return all(t.groupby(levels[i])[levels[i - 1]].nunique().max() <= 1
+                   for i in range(1, len(levels)))
+
+    by_size = sorted(lv, key=lambda c: t[c].nunique())
+    if nests(lv):
         build_hierarchy(tt.table, tt.levels)
+    elif by_size != lv and t[by_size[0]].nunique() > 1 and nests(by_size):
+        with pytest.raises(LevelOrderError, match="coarsest to the finest"):
+            build_hierarchy(tt.table, tt.levels)
     else:
         with pytest.raises(HierarchyError, match="do not nest"):
             build_hierarchy(tt.table, tt.levels)

@@ -251,7 +251,7 @@ def test_the_ledger_counts_no_delta_of_zcdp_or_pure_releases(tmp_path):
     ledger.declare_total("cd" * 32, 10.0, unit="epsilon", label="t")
     ledger.reserve("cd" * 32, PrivacyBudget.pure(1.0), label="t", destination="o",
                    mechanism="topdown")
-    with pytest.raises(BudgetError, match="above the public ceiling: delta 2e-05 > 1e-05"):
+    with pytest.raises(BudgetError, match="above the public ceiling 1e-05"):
         ledger.reserve("cd" * 32, PrivacyBudget.approx(1.0, 2e-5), label="t",
                        destination="o", mechanism="topdown")
     ledger.reserve("cd" * 32, PrivacyBudget.approx(1.0, 2e-5), label="t", destination="o",

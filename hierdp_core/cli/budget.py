@@ -159,8 +159,7 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
     label = Path(str(cfg.data.get("file"))).name
     declare_if_given(run, ledger, fingerprint, label, unit_of(budget), aliases)
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
-                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases,
-                           max_epsilon=run.max_epsilon)
+                           mechanism=mechanism, max_delta=run.max_delta, aliases=aliases)
     return ledger, fingerprint, spend
 
 

@@ -54,15 +54,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from hierdp_core.errors import BudgetError, InputError
-from hierdp_core.privacy.budget import (
-    APPROX_DP,
-    DEFAULT_MAX_DELTA,
-    DEFAULT_MAX_EPSILON,
-    PURE_DP,
-    ZCDP,
-    PrivacyBudget,
-)
-from hierdp_core.verdict import check_within_ceilings
+from hierdp_core.privacy.budget import APPROX_DP, DEFAULT_MAX_DELTA, PURE_DP, ZCDP, PrivacyBudget
 
 HOME_ENV = "HIERDP_HOME"
 LEDGER_FILE = "ledger.sqlite"
@@ -280,19 +272,15 @@ class Ledger:
 
     def reserve(self, fingerprint: str, budget: PrivacyBudget, *, label: str,
                 destination: str, mechanism: str, release_id: str | None = None,
-                max_delta: float = DEFAULT_MAX_DELTA, aliases: tuple[str, ...] = (),
-                max_epsilon: float = DEFAULT_MAX_EPSILON) -> Spend:
+                max_delta: float = DEFAULT_MAX_DELTA, aliases: tuple[str, ...] = ()) -> Spend:
         """Record the spend of one release before its noise is drawn, or refuse it (a
         `BudgetError` naming spent, total and asked) when it would exceed the dataset's
-        total, or take its deltas above ``max_delta`` (`DatasetBudget.delta_fits`), or
-        when its own budget is above the public ceilings ``max_epsilon`` and ``max_delta``
-        (`hierdp_core.verdict.check_within_ceilings`: it could not be published). Without
+        total, or take its deltas above ``max_delta`` (`DatasetBudget.delta_fits`). Without
         a total, the release's own budget becomes it (implicit). The dataset is the one
         ``fingerprint`` or, failing it, the first of ``aliases`` already names (itself or
         as an alias), else a new one keyed ``fingerprint``; the other keys become its
         aliases. An existing ``release_id`` returns its entry unchanged (a replay counts
         nothing twice)."""
-        check_within_ceilings(budget.as_dict(), max_epsilon, max_delta)
         with self._transaction() as db:
             if release_id is not None:
                 row = db.execute("SELECT * FROM spends WHERE release_id = ?",

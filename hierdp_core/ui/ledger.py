@@ -34,7 +34,12 @@ from hierdp_core.privacy.ledger import DatasetBudget, Ledger, charge_of, unit_of
 from hierdp_core.ui import session
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
-from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON, ceilings_problem
+from hierdp_core.verdict import (
+    DEFAULT_MAX_DELTA,
+    DEFAULT_MAX_EPSILON,
+    ceilings_problem,
+    check_within_ceilings,
+)
 
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
 
@@ -154,11 +159,13 @@ def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None
 
 def counted(charge: Charge, prefix: str, draw):
     """``draw()`` (a publishable release), recorded in the dataset's ledger: reserved before
-    its noise is drawn (a `BudgetError` when it does not fit), marked with its entry (the
+    its noise is drawn (a `BudgetError` when it does not fit, or is above the public
+    ceilings: `hierdp_core.verdict.check_within_ceilings`), marked with its entry (the
     condition of its publishable verdict), committed once made and named by its content
     token."""
     from hierdp_core.ui.downloads import release_token
 
+    check_within_ceilings(charge.budget.as_dict(), DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
     ledger = Ledger()
     spend = ledger.reserve(charge.fingerprint, charge.budget, label=charge.label,
                            destination=f"dashboard ({prefix} downloads)",
