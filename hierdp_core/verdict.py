@@ -176,19 +176,10 @@ def check_within_ceilings(privacy: dict, max_epsilon: float, max_delta: float) -
     `reserve_release` the API's charged releases use too, and the dashboard's
     `hierdp_core.ui.ledger.counted`), since such a release could not be published and
     would spend the dataset's budget."""
-    problem = ceilings_problem(privacy, max_epsilon, max_delta)
-    if problem is not None:
-        raise BudgetError(f"{problem}; nothing was charged or drawn")
-
-
-def ceilings_problem(privacy: dict, max_epsilon: float, max_delta: float) -> str | None:
-    """Why a release of the privacy record ``privacy`` would be above a public ceiling
-    (`over_ceiling_reason`, `over_delta_reason`), or None."""
     epsilon, delta = ceiling_record(privacy, max_epsilon), delta_record(privacy, max_delta)
     for record, reason in ((epsilon, over_ceiling_reason), (delta, over_delta_reason)):
         if not record["within"]:
-            return reason(record)
-    return None
+            raise BudgetError(f"{reason(record)}; nothing was charged or drawn")
 
 
 def is_charged(randomness: dict) -> bool:

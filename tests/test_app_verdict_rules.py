@@ -54,8 +54,8 @@ def test_above_the_ceiling_no_publishable_draw_is_offered_and_the_manifest_is_se
     at.switch_page("pages/6_Export.py").run()
     assert_clean(at)
     assert at.button(key="ex_secure").disabled
-    assert any("No publishable draw at this budget: the privacy loss is above the public "
-               "ceiling: epsilon 20 > 10" in i.value for i in at.info)
+    assert any("No publishable draw at this budget: ε 20 is above the public ceiling of 10"
+               in i.value for i in at.info)
     assert not any("Secure noise alone" in c.value for c in at.caption)  # said once
     assert Ledger().datasets() == []
     assert "Privacy: epsilon 20 > ceiling 10" in captions(at)

@@ -37,8 +37,9 @@ from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
 from hierdp_core.verdict import (
     DEFAULT_MAX_DELTA,
     DEFAULT_MAX_EPSILON,
-    ceilings_problem,
+    ceiling_record,
     check_within_ceilings,
+    delta_record,
 )
 
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
@@ -93,16 +94,31 @@ def _amount(unit: str, value: float) -> str:
     return f"{SYMBOL[unit]} {value:g}"
 
 
+def _above_ceiling(budget: PrivacyBudget) -> str | None:
+    """Which public ceiling (the default ones: the dashboard sets none) ``budget`` is
+    above, in a few words, or None."""
+    privacy = budget.as_dict()
+    epsilon = ceiling_record(privacy, DEFAULT_MAX_EPSILON)
+    delta = delta_record(privacy, DEFAULT_MAX_DELTA)
+    if not epsilon["within"]:
+        return (f"ε {epsilon['epsilon']:.4g} is above the public ceiling of "
+                f"{epsilon['max_epsilon']:g} (noise this small barely protects anyone)")
+    if not delta["within"]:
+        return f"δ {delta['delta']:.4g} is above the public ceiling of {delta['max_delta']:g}"
+    return None
+
+
 def gate(charge: Charge, prefix: str) -> bool:
     """The running total of the dataset and, before a second draw, a confirmation; returns
     whether the draw may go ahead (never beyond the total, nor above the public ceilings:
     such a draw could not be published and would spend the dataset's budget)."""
-    above = ceilings_problem(charge.budget.as_dict(), DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
+    above = _above_ceiling(charge.budget)
     if above is not None:
         st.info(f"No publishable draw at this budget: {above}. Such a draw could not be "
-                "published and would spend the dataset's budget; lower the budget on the "
-                "Mechanism & budget page (exploration releases stay free at any budget).",
-                icon=":material/block:")
+                "published and would spend the dataset's budget: lower the budget on the "
+                "Mechanism & budget page (exploration releases stay free at any budget; "
+                "the command line's --max-epsilon and --max-delta raise the ceilings on "
+                "purpose).", icon=":material/block:")
         return False
     try:
         now = Ledger().status(charge.fingerprint, charge.aliases)
