@@ -88,9 +88,12 @@ GROUPS_FROM_DATA = ("group counts read from the confidential data, not declared:
 
 
 def not_private_reason(name: str, warning: str = "") -> str:
-    """Why a mechanism is not private: its name and the registry's warning (the flaw and
-    the private alternative)."""
-    text = f"mechanism {name!r} is not differentially private as published"
+    """Why a mechanism is not private: its name (and plain name, `mechanism_names.title`)
+    and the registry's warning (the flaw and the private alternative)."""
+    from hierdp_core.mechanism_names import title
+
+    plain = f" ({title(name)})" if title(name) != name else ""
+    text = f"mechanism {name!r}{plain} is not differentially private as published"
     return f"{text} ({warning})" if warning else text
 
 

@@ -138,7 +138,7 @@ def test_nonprivate_mechanism_is_never_publishable():
                      mechanism_name="dawa-reference", structure_declared=True,
                      mechanism_warning="use dawa")
     assert result == {"publishable": False, "not_publishable_because": [
-        "mechanism 'dawa-reference' is not differentially private as published (use dawa)"]}
+        "mechanism 'dawa-reference' (DAWA, the authors' partition) is not differentially private as published (use dawa)"]}
 
 
 def test_key_stays_outside_the_release_folder(canary_data, tmp_path):
