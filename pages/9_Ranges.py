@@ -176,6 +176,11 @@ st.caption("Budget per level, fixed before any data is read: an equal share per 
            "default at the finest level only, see More options) and the rest on range "
            "queries over the buckets adapted to the workload (Stage 2). Then, from the top "
            "down, every unit is made to add up to its parent (post-processing).")
+if "rho" in release.parameters and not (ledger["epsilon_stage1"] > 0).any():
+    st.caption(f"No level was partitioned here (ε partition (Stage 1) is 0 at every level): "
+               f"the workload leaves no {cells} to merge, or the partitioned levels (More "
+               "options) are not among these, so ρ is not spent and each level's whole ε "
+               "goes to the queries (Stage 2).")
 if release.edges is not None:  # a private partition ran (DAWA's Stage 1): edges released
     kept = float(np.mean([e.size - 1 for e in release.edges if e is not None]))
     if kept >= 0.5 * len(data.values):
@@ -225,9 +230,10 @@ with c2:
     st.plotly_chart(cumulative_figure(data.values, truth[node], release.values[node],
                                       str(shown[unit]), attribute=attribute),
                     width="stretch", key=wk.RG_CUM, config=plotly_config())
-st.caption(f"The buckets are released privately (DAWA's Stage 1); within a bucket the {cells} "
-           "are spread evenly before the top-down adjustment. The dotted estimate before "
-           "consistency is in the legend.")
+st.caption((f"The buckets are released privately (DAWA's Stage 1); within a bucket the {cells} "
+            "are spread evenly before the top-down adjustment. " if edges is not None else
+            f"No partition for this unit: every one of its {cells} is measured. ")
+           + "The dotted estimate before consistency is in the legend.")
 
 # ---- comparison with the baselines --------------------------------------------------------
 st.subheader(f"Workload error by method at ε = {epsilon:g}")

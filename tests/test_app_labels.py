@@ -26,6 +26,17 @@ def test_dawa_partition_share_is_not_called_rho():
     assert "Partition share of ε (DAWA's rho)" in labels
 
 
+def test_dawa_without_a_partition_says_so_and_claims_no_private_buckets():
+    """At the default levels of the Italian sample no level is partitioned: the page said
+    "The buckets are released privately (DAWA's Stage 1)" under a chart of none."""
+    at = page("pages/9_Ranges.py").run()
+    assert_clean(at)
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("No level was partitioned here") for c in captions)
+    assert any(c.startswith("No partition for this unit") for c in captions)
+    assert not any("buckets are released privately" in c for c in captions)
+
+
 def test_the_drill_down_names_the_whole_country():
     at = page("pages/4_Results.py", "italy-municipalities").run()
     assert_clean(at)
