@@ -184,7 +184,7 @@ rel.query_downloads(release, wk.GS, "group_sizes", spec, rows,
                     structure_declared=data.declared_structure,
                     redraw=lambda: release_with(NoiseSource(secure=True)),
                     ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                       "us-households"),
+                                       "us-households", data),
                     seconds=seconds)
 st.caption(f"One row per region and size ({rows:,} rows): level, level_name, node_id, "
            "parent_id, label, category (the size), value (the number of households), "

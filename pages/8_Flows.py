@@ -253,7 +253,7 @@ rel.query_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release
                     structure_declared=data.declared_structure,
                     redraw=lambda: release_with(NoiseSource(secure=True)),
                     ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                       "us-flights"),
+                                       "us-flights", data),
                     rows_of=lambda r: sum(lv.size for lv in r.levels),
                     seconds=seconds)
 st.caption("One row per released non-zero node of the O/D tree: node_id ORIGIN>DESTINATION, "

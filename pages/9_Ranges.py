@@ -299,7 +299,7 @@ rel.query_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload
                     structure_declared=data.declared_structure,
                     redraw=lambda: release_with(NoiseSource(secure=True)),
                     ledger=page_charge(cfg.budget(), cfg.mechanism, upload,
-                                       "italy-municipalities"),
+                                       "italy-municipalities", data),
                     workload=data.workload, seconds=seconds)
 st.caption(f"One row per unit and {cell} ({rows:,} rows): level, level_name, node_id, "
            f"parent_id, label, category (the {cell}), value, lower, upper"

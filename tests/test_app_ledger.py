@@ -5,6 +5,8 @@ the ledger the command line reads."""
 
 from __future__ import annotations
 
+import pytest
+from conftest import run_cli
 from test_app import assert_clean, page
 
 from hierdp_core.intervals import bootstrap
@@ -114,3 +116,25 @@ def test_a_query_page_counts_its_draws_in_the_ledger_of_its_sample(monkeypatch):
     assert any("Publishable as it is" in s.value for s in at.success)
     assert at.button(key="rg_secure").disabled  # its implicit total is spent
     assert any("Another publishable draw would spend ε 1" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize(("name", "page_path", "button"), [
+    ("us-flights", "pages/8_Flows.py", "fl_secure"),
+    ("us-households", "pages/7_Group_sizes.py", "gs_secure")])
+def test_a_query_page_and_the_command_line_share_one_budget(capsys, tmp_path, monkeypatch,
+                                                          name, page_path, button):
+    """The sample released as `hierdp sample` prints it, then its page: one dataset (keyed
+    by the data's content on both), so the page sees the budget spent and offers no draw.
+    A new user spent epsilon 1 on each side and `hierdp budget` listed two datasets."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "sample", name, "--out", f"{name}.csv")
+    assert code == 0, err
+    command = out.splitlines()[-1].split()[2:]  # hierdp release ARGS
+    code, out, err = run_cli(capsys, "release", *command, "--interval", "none")
+    assert code == 0 and "has spent 1 of 1" in out, err
+    at = page(page_path).run()
+    assert_clean(at)
+    assert "1 publishable release(s) have spent ε 1 of 1" in captions(at)
+    assert at.button(key=button).disabled
+    (dataset,) = Ledger().datasets()
+    assert len(dataset.spends) == 1

@@ -115,20 +115,18 @@ def input_fingerprint(content, key_file, out: Path | None) -> str:
 
 def dataset_keys(content, key_file, out: Path | None, data=None,
                  fingerprint: str | None = None) -> tuple[str, tuple[str, ...]]:
-    """(the ledger's key of the input, its aliases): for counts (``data`` a `CountData`)
-    the keyed fingerprint of its true counts (`counts_fingerprint`: the same records in
-    any order or format are one dataset) with the file's (``fingerprint``, else hashed
-    from ``content``) as its alias; otherwise the file's alone (the Dask engine's, whose
-    counts stay on the workers, and the other queries')."""
-    from hierdp_core.queries.counts import CountData
+    """(the ledger's key of the input, its aliases): the keyed fingerprint of ``data``'s
+    true counts, group sizes, range histograms or trips (`data_fingerprint`: the same
+    records in any order or format are one dataset, and the dashboard keys its draws the
+    same way) with the file's (``fingerprint``, else hashed from ``content``) as its
+    alias; the file's alone without such data (the Dask engine's, whose counts stay on the
+    workers)."""
+    from hierdp_core.export import publisher_key
+    from hierdp_core.privacy.dataset_key import data_fingerprint
 
     file_key = fingerprint or input_fingerprint(content, key_file, out)
-    if not isinstance(data, CountData):
-        return file_key, ()
-    from hierdp_core.export import publisher_key
-    from hierdp_core.privacy.dataset_key import counts_fingerprint
-
-    return counts_fingerprint(data, publisher_key(key_file, out)[0]), (file_key,)
+    key = data_fingerprint(data, publisher_key(key_file, out)[0]) if data is not None else None
+    return (file_key, ()) if key is None else (key, (file_key,))
 
 
 def reserve_release(cfg, run, budget, mechanism: str, source, content,

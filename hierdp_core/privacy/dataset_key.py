@@ -1,7 +1,10 @@
 """What makes two inputs "the same dataset" in the budget ledger (`hierdp_core.privacy.ledger`):
 keyed fingerprints of their content, not of a file's bytes.
 
-A counts release's dataset is keyed by `counts_fingerprint`: an HMAC-SHA256 under the
+A release's dataset is keyed by `data_fingerprint` of its true data, the same on the command
+line and the dashboard's pages: for counts (group sizes and range histograms alike, their
+sizes or values the categories) `counts_fingerprint`, for O/D trips `flows_fingerprint`
+(per pair of leaf areas). `counts_fingerprint` is an HMAC-SHA256 under the
 publisher's key of its built true counts, cell by cell: every cell with a count other than
 0 as (its unit's path id, e.g. ``01/01001``, its category label, its count), in sorted
 order. The same records in any row order, any file format (CSV, Parquet, a DataFrame), with
@@ -26,19 +29,59 @@ import hmac
 import numpy as np
 
 COUNTS_TAG = b"hierdp-counts/1\0"
+FLOWS_TAG = b"hierdp-flows/1\0"
+
+
+def data_fingerprint(data, key: bytes) -> str | None:
+    """The keyed fingerprint of a query's true data, the ledger's key of its dataset: of
+    its counts for counts, group sizes and ranges (`counts_fingerprint`: per unit and
+    category, size or value), of its pairs for flows (`flows_fingerprint`); None for
+    anything else (the Dask engine's public shapes: their key is the file's)."""
+    from hierdp_core.flows.data import FlowData
+    from hierdp_core.queries.counts import CountData
+    from hierdp_core.queries.ranges import RangeData
+
+    if isinstance(data, CountData | RangeData):
+        return counts_fingerprint(data, key)
+    if isinstance(data, FlowData) and data.counts.size:
+        return flows_fingerprint(data, key)
+    return None
 
 
 def counts_fingerprint(data, key: bytes) -> str:
-    """The keyed fingerprint of a `hierdp_core.queries.counts.CountData`'s true counts (see
-    the module doc): the same for the same counts per unit path and category, whatever the
-    order of the rows, units or categories and whatever empty units are declared."""
+    """The keyed fingerprint of a `hierdp_core.queries.counts.CountData`'s true counts (or
+    a group-size or range data's, whose categories are sizes or values; see the module
+    doc): the same for the same counts per unit path and category, whatever the order of
+    the rows, units or categories and whatever empty units are declared."""
     counts = np.asarray(data.leaf_counts)
     h = data.hierarchy
     rows, cols = np.nonzero(counts)
-    names = data.categories if data.has_categories else ("",)  # plain totals: one name
-    mac = hmac.new(key, COUNTS_TAG, digestmod=hashlib.sha256)
+    names = data.categories if getattr(data, "has_categories", True) else ("",)  # totals
+    leaves = h.node_ids()[h.level_slice(h.depth)]
+    return _cells_fingerprint(COUNTS_TAG, key, (rows, leaves), (cols, names),
+                              counts[rows, cols])
+
+
+def flows_fingerprint(data, key: bytes) -> str:
+    """The keyed fingerprint of a `hierdp_core.flows.data.FlowData`'s true trips: per pair
+    of leaf areas (their path ids) with trips, whatever the order of the pairs or the
+    tree built over them."""
+    h = data.geography
+    leaves = h.node_ids()[h.level_slice(h.depth)]
+    kept = np.asarray(data.counts) != 0
+    return _cells_fingerprint(FLOWS_TAG, key, (np.asarray(data.origin)[kept], leaves),
+                              (np.asarray(data.destination)[kept], leaves),
+                              np.asarray(data.counts)[kept])
+
+
+def _cells_fingerprint(tag: bytes, key: bytes, rows: tuple, cols: tuple,
+                       values: np.ndarray) -> str:
+    """HMAC-SHA256 under ``key`` of cells (row, column, value): ``rows`` and ``cols`` are
+    (each cell's index, the labels indexed), the labels present sorted, then the cells by
+    their labels' ranks."""
+    mac = hmac.new(key, tag, digestmod=hashlib.sha256)
     ranks = []
-    for index, texts in ((rows, h.node_ids()[h.level_slice(h.depth)]), (cols, names)):
+    for index, texts in (rows, cols):
         present = np.unique(index)  # the units (categories) with a count, by position
         labels = np.asarray(texts, dtype=object)[present].astype(str)
         order = np.argsort(labels, kind="stable")
@@ -48,7 +91,7 @@ def counts_fingerprint(data, key: bytes) -> str:
         mac.update(present.size.to_bytes(8, "little"))
         mac.update("\0".join(labels[order].tolist()).encode())
     order = np.lexsort((ranks[1], ranks[0]))
-    for column in (ranks[0][order], ranks[1][order], counts[rows, cols][order]):
+    for column in (ranks[0][order], ranks[1][order], np.asarray(values)[order]):
         mac.update(np.ascontiguousarray(column, dtype="<i8").tobytes())
     return mac.hexdigest()
 

@@ -27,6 +27,7 @@ from hierdp_core.export import publisher_key
 from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.dataset_key import (
     counts_fingerprint,
+    data_fingerprint,
     sample_fingerprint,
     table_fingerprint,
 )
@@ -78,16 +79,20 @@ def current_charge(budget: PrivacyBudget, mechanism: str, data) -> Charge:
     return Charge(_kept(data, counts_fingerprint), ds["name"], budget, mechanism, (alias,))
 
 
-def page_charge(budget: PrivacyBudget, mechanism: str, upload: dict | None,
-                sample: str) -> Charge:
-    """The `Charge` of a query page's draw: on the uploaded table (`table_fingerprint`), or
-    on the page's bundled sample, keyed by its name (its file is fixed)."""
+def page_charge(budget: PrivacyBudget, mechanism: str, upload: dict | None, sample: str,
+                data) -> Charge:
+    """The `Charge` of a query page's draw on its ``data`` (group sizes, trips, range
+    histograms): keyed by their true content (`data_fingerprint`, as the command line keys
+    a release of the same records: one dataset, one budget), with the uploaded table's key
+    (`table_fingerprint`) or the bundled sample's name as alias."""
     if upload is not None:
-        return Charge(_kept(upload.get("raw", upload["table"]), table_fingerprint),
-                      upload["name"], budget, mechanism)
-    key, _ = publisher_key(None, None)
-    return Charge(sample_fingerprint(sample, key), f"bundled sample {sample}", budget,
-                  mechanism)
+        alias = _kept(upload.get("raw", upload["table"]), table_fingerprint)
+        label = upload["name"]
+    else:
+        alias, label = sample_fingerprint(sample, publisher_key(None, None)[0]), \
+            f"bundled sample {sample}"
+    key = _kept(data, data_fingerprint)
+    return Charge(key or alias, label, budget, mechanism, (alias,) if key else ())
 
 
 def _amount(unit: str, value: float) -> str:
