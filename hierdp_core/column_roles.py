@@ -116,11 +116,13 @@ def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
 
 def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: int = 4,
                  sample_rows: int = 200_000) -> list[str]:
-    """Geography level columns, coarse to fine: non-float, non-name columns that are not
-    count-like or a group / person id, ordered by their number of distinct values, each nested in the one before
-    (every finer code sits in one coarser code). Of two columns in one-to-one
-    correspondence (a code and its name) the code-like one is kept. [] when none fits.
-    Judged on at most ``sample_rows`` rows."""
+    """Geography level columns, coarse to fine: the longest chain of non-float, non-name
+    columns that are not count-like or a group / person id, each nested in the one before
+    (every finer code sits in one coarser code) and with more distinct values; of chains
+    as long, the one with the most units at its finest level. A column that nests in no
+    other (``sex`` beside ``state``, ``county``) starts no chain of its own that wins. Of
+    two columns in one-to-one correspondence (a code and its name) the code-like one is
+    kept. [] when none fits. Judged on at most ``sample_rows`` rows."""
     part = table.head(sample_rows)
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
@@ -129,15 +131,25 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
     distinct = {c: int(part[c].nunique()) for c in pool}
     pool = [c for c in pool if distinct[c] > 1]
     pool.sort(key=lambda c: (distinct[c], not looks_like_code(c)))
-    chain: list[str] = []
-    for column in pool:
-        if chain and distinct[column] == distinct[chain[-1]]:
-            continue  # one-to-one with the level before: a name or an alias
-        if not chain or _determines(part, column, chain[-1]):
-            chain.append(column)
-        if len(chain) == max_levels:
-            break
-    return chain
+    chains: dict[str, list[str]] = {}  # the best chain ending at each column
+    for i, column in enumerate(pool):
+        below = [chains[c] for c in pool[:i] if distinct[c] < distinct[column]
+                 and len(chains[c]) < max_levels and _determines(part, column, c)]
+        chains[column] = [*max(below, key=len, default=[]), column]
+    return max(chains.values(), key=lambda chain: (len(chain), distinct[chain[-1]]),
+               default=[])
+
+
+def guess_categories(table: pd.DataFrame, levels: list[str], count: str | None,
+                     names: Iterable[str] = (), most: int = 30) -> list[str]:
+    """Category columns beside the guessed ``levels``: text columns with 2 to ``most``
+    distinct values (``sex``, ``age_group``; so few values are no group or person id)
+    that are not a level, the ``count`` or a unit's name. Numbers are left out: an age or
+    a size is an attribute more often than a category."""
+    taken = {*levels, *(names or ()), *([count] if count else [])}
+    return [str(c) for c in table.columns if str(c) not in taken
+            and table[c].dtype.kind in "OSUb" and 2 <= int(table[c].nunique()) <= most
+            and not any(w in NAME_WORDS for w in _words(c)) and not hinted(str(c), COUNT_HINTS)]
 
 
 def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]:

@@ -132,8 +132,9 @@ def test_upload_roles_are_not_preset_until_the_guess_is_used():
     assert_clean(at)
     assert at.multiselect(key="roles_levels_1").value == []
     assert at.selectbox(key="roles_count_1").value is None
-    assert any("Guessed from the table, not applied: levels state › county; the count "
-               "column 'n' gives 15 people; with no count column each of the 3 rows" in i.value
+    assert any("Guessed from the table, not applied: levels state › county; no category "
+               "column; the count column 'n' gives 15 people; with no count column each of "
+               "the 3 rows" in i.value
                for i in at.info)
     assert not at.success  # nothing built from a guess
     at.switch_page("pages/4_Results.py").run()  # other pages wait for the roles too
@@ -159,3 +160,25 @@ def test_upload_roles_are_not_preset_until_the_guess_is_used():
     assert at.selectbox(key="rg_up_attribute").value == "age"
     assert at.selectbox(key="rg_up_count").value == "n"
     assert at.session_state[session.RANGE_RELEASE][1].values[0].sum() >= 0
+
+
+def test_the_guess_offers_the_categories_and_applies_them():
+    """A state, county, sex, age_group table: guessed levels state › county (not 'sex')
+    and categories sex, age_group, applied by the button."""
+    from hierdp_core.ui import inputs as inp
+
+    table = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["a1", "a2", "b1", "b1"],
+                          "sex": ["F", "M", "F", "M"], "age_group": ["0-17", "18+", "18+", "0-17"],
+                          "n": [4, 5, 6, 7]})
+    at = page("pages/1_Data.py")
+    at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+                                          "version": 1, "loaded": 1}
+    at.session_state[session.ROLES] = inp.default_roles(table)
+    at.run()
+    assert_clean(at)
+    assert any("levels state › county; categories sex, age_group; the count column 'n'"
+               in i.value for i in at.info)
+    at.button(key="roles_guess_1").click().run()
+    assert_clean(at)
+    assert at.multiselect(key="roles_levels_1").value == ["state", "county"]
+    assert at.multiselect(key="roles_categories_1").value == ["sex", "age_group"]

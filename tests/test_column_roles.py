@@ -86,3 +86,18 @@ def test_a_table_fits_the_query_pages_its_columns_name():
                                   (people, ["county"], ["group-sizes"])]:  # ids: no ages
         assert [q for q in ("flows", "group-sizes", "ranges")
                 if roles.fits(table, q, levels)] == fitted, fitted
+
+
+def test_a_low_cardinality_column_never_replaces_the_geography():
+    """A new user's state, county, sex, age_group table was guessed as levels 'sex' (the
+    greedy chain started at the fewest distinct values); sex and age_group are categories."""
+    rng = np.random.default_rng(0)
+    county = rng.integers(0, 40, 2_000)
+    table = pd.DataFrame({"state": (county // 8).astype(str), "county": county.astype(str),
+                          "sex": rng.choice(["F", "M"], 2_000),
+                          "age_group": rng.choice(["0-17", "18-64", "65+"], 2_000),
+                          "count": rng.integers(0, 50, 2_000)})
+    levels = roles.guess_levels(table)
+    assert levels == ["state", "county"]
+    assert roles.guess_categories(table, levels, "count") == ["sex", "age_group"]
+    assert roles.guess_categories(table, levels, "count", most=2) == ["sex"]

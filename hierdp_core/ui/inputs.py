@@ -120,18 +120,24 @@ def default_roles(table: pd.DataFrame) -> dict:
     levels = column_roles.guess_levels(table) or [str(table.columns[0])]
     counts = [c for c in column_roles.count_candidates(table, levels)
               if column_roles.hinted(c, column_roles.COUNT_HINTS)]
+    count = counts[0] if counts else None
+    names = column_roles.guess_name_columns(table, levels)
     return {"levels": [], "count_column": None, "count_confirmed": False,
-            "category_columns": [], "local_codes": False,
-            "name_columns": column_roles.guess_name_columns(table, levels),
-            "guessed": {"levels": levels, "count_column": counts[0] if counts else None}}
+            "category_columns": [], "local_codes": False, "name_columns": names,
+            "guessed": {"levels": levels, "count_column": count,
+                        "category_columns": column_roles.guess_categories(
+                            table, levels, count, names.values())}}
 
 
 def _use_guess(guessed: dict) -> None:
     """Apply the guessed roles (the button's on_click, before the page redraws)."""
+    categories = list(guessed.get("category_columns", []))
     st.session_state[table_key(wk.ROLES_LEVELS)] = list(guessed["levels"])
     st.session_state[table_key(wk.ROLES_COUNT)] = guessed["count_column"] or NO_COUNT
+    st.session_state[table_key(wk.ROLES_CATEGORIES)] = categories
     session.set_roles({**session.roles(), "levels": list(guessed["levels"]),
-                       "count_column": guessed["count_column"], "count_confirmed": True})
+                       "count_column": guessed["count_column"], "count_confirmed": True,
+                       "category_columns": categories})
 
 
 def guess_panel(table: pd.DataFrame) -> None:
@@ -145,8 +151,10 @@ def guess_panel(table: pd.DataFrame) -> None:
     total = (f"the count column {count!r} gives {int(table[count].sum()):,} people; with "
              f"no count column each of the {len(table):,} rows would be one person" if count
              else f"no count column: each of the {len(table):,} rows is one person")
-    st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}; "
-            f"{total}. Check it, then use it (or choose the columns below).")
+    categories = guessed.get("category_columns") or []
+    by = f"; categories {', '.join(categories)}" if categories else "; no category column"
+    st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}"
+            f"{by}; {total}. Check it, then use it (or choose the columns below).")
     st.button("Use the guessed columns", key=table_key(wk.ROLES_GUESS), on_click=_use_guess,
               args=(guessed,))
 
