@@ -191,6 +191,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def bytes_sha256(data: bytes) -> str:
+    """The hex sha256 of a file's bytes in memory (as `file_sha256` of the file)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_path(folder: Path) -> Path:
+    """The manifest of a release folder: its ``manifest.json``, else its one
+    ``*_manifest.json`` (a manifest saved from the dashboard under its download name)."""
+    named = sorted(folder.glob(f"*_{MANIFEST}"))
+    return named[0] if not (folder / MANIFEST).exists() and len(named) == 1 \
+        else folder / MANIFEST
+
+
 def verify_release_files(folder: Path, manifest: dict) -> None:
     """Every file the manifest lists exists with its recorded sha256, and no release table
     lies in the folder unlisted; otherwise an `InputError` naming the file."""
@@ -216,21 +229,21 @@ def verify_release_files(folder: Path, manifest: dict) -> None:
 
 def checked_manifest(release_dir: str | Path, key_file: str | Path | None = None,
                      checksum_only: bool = False) -> tuple[dict, str]:
-    """The manifest of a release folder with what was checked: its seal (checksum, and
+    """The manifest of a release folder (`manifest_path`) with what was checked: its seal (checksum, and
     signature when the publisher's key is here, `local_key`, unless ``checksum_only``:
     `hierdp_core.manifest_seal.check_seal`) and every file against the sha256 it records
     (`verify_release_files`). An edited manifest is a `ManifestError`, any other fault an
     `InputError`."""
     d = Path(release_dir)
-    manifest_path = d / MANIFEST
-    if not manifest_path.exists():
+    path = manifest_path(d)
+    if not path.exists():
         raise InputError(f"no {MANIFEST} in {str(d)!r}: not a hierdp release folder")
     try:
-        manifest = json.loads(manifest_path.read_text())
+        manifest = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{manifest_path} is not valid JSON: {exc}") from None
+        raise InputError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(manifest, dict):
-        raise InputError(f"{manifest_path} is not a hierdp manifest")
+        raise InputError(f"{path} is not a hierdp manifest")
     checked = check_seal(manifest, None if checksum_only else local_key(key_file))
     verify_release_files(d, manifest)
     return manifest, checked
@@ -285,14 +298,15 @@ def release_table_bytes(release: ReleaseRecord, fmt: str) -> bytes:
 
 
 def manifest_bytes(release: ReleaseRecord, *, structure_declared: bool,
-                   input_spec: dict | None = None,
+                   input_spec: dict | None = None, files: dict | None = None,
                    max_epsilon: float = DEFAULT_MAX_EPSILON,
                    max_delta: float = DEFAULT_MAX_DELTA) -> bytes:
     """`build_manifest` as JSON bytes, sealed and signed with the publisher's key and
-    formatted as `write_release` writes it (without the input fingerprint and file hashes,
-    which need the files)."""
+    formatted as `write_release` writes it. ``files``: file name -> sha256 of the table
+    files offered beside it (`bytes_sha256`), which `verify_release` checks; no input
+    fingerprint (it needs the input's bytes: null)."""
     manifest = build_manifest(release, structure_declared=structure_declared,
-                              input_spec=input_spec, max_epsilon=max_epsilon,
+                              input_spec=input_spec, files=files, max_epsilon=max_epsilon,
                               max_delta=max_delta)
     key, _ = publisher_key(None, None)
     return json.dumps(seal(manifest, key), indent=2).encode("utf-8")

@@ -8,7 +8,6 @@ import streamlit as st
 
 from hierdp_core.config import config_from_dict, config_json
 from hierdp_core.errors import HierdpError
-from hierdp_core.export import manifest_bytes
 from hierdp_core.geo.maps import level_geojson
 from hierdp_core.mechanism_names import DEFINITIONS
 from hierdp_core.mechanism_names import title as mechanism_title
@@ -89,8 +88,11 @@ offered = rel.release_downloads(release, wk.EX, "counts", input_spec, release.va
 secure = offered.secure
 shown = next(one for one in (secure, offered.exploration, release) if one is not None)
 table = shown.to_frame()
-manifest = manifest_bytes(shown, structure_declared=data.declared_structure,
-                          input_spec=input_spec)
+shown_stem = downloads.tagged("counts", release_verdict(
+    shown, structure_declared=data.declared_structure))
+manifest = downloads.offered_manifest(downloads.kept_tables(), shown, shown_stem,
+                                      structure_declared=data.declared_structure,
+                                      input_spec=input_spec)
 
 st.markdown(f"**{'The publishable release' if secure is not None else 'The release'}: "
             "its table and manifest**")

@@ -84,6 +84,26 @@ def test_a_release_that_fails_after_reserving_counts_as_spent(capsys, data, tmp_
     assert code == 2 and "epsilon 1 of 1.5 spent" in err
 
 
+def test_ctrl_c_says_whether_the_budget_was_counted(capsys, data, tmp_path, monkeypatch):
+    """Ctrl-C after the write-ahead spend: the one line says the budget was counted (the
+    ledger shows it unfinished); before it, ``interrupted`` alone and nothing counted."""
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr("hierdp_core.cli.release.reserve_release", ctrl_c)
+        assert release(capsys, data, tmp_path / "r1", epsilon="0.5")[::2] == (
+            130, "interrupted\n")
+    assert not Ledger().path.exists() or Ledger().datasets() == []
+    with monkeypatch.context() as patch:
+        patch.setattr("hierdp_core.export.write_release", ctrl_c)
+        code, _, err = release(capsys, data, tmp_path / "r1", epsilon="0.5")
+    assert (code, err) == (130, "interrupted: the budget of this release (epsilon 0.5) was "
+                           "counted in the ledger, as its noise may have been drawn; see "
+                           "`hierdp budget`\n")
+    assert "UNFINISHED" in run(capsys, "budget", "--dataset", data)[1]
+
+
 def test_seeded_exploration_never_touches_the_ledger(capsys, data, tmp_path):
     for n in range(3):
         assert release(capsys, data, tmp_path / f"s{n}", "--seed", str(n))[0] == 0

@@ -114,6 +114,26 @@ def test_unknown_sample_and_unwritable_path(capsys, tmp_path):
     assert code == 2 and "cannot write" in err
 
 
+def test_out_is_a_csv_or_an_existing_folder_and_never_overwritten(capsys, monkeypatch,
+                                                                   tmp_path):
+    """``--out DIR`` for a missing DIR wrote a file named DIR (and ``DIR-geography.csv``);
+    an existing sample was replaced silently."""
+    monkeypatch.setitem(SAMPLE_FILES, "us-counties", _small(SAMPLE_FILES["us-counties"]))
+    code, out, err = run(capsys, "sample", "us-counties", "--out", tmp_path / "new")
+    assert (code, out) == (2, "") and err == ("error: --out names the CSV file to write (e.g. "
+                                              "sample.csv) or an existing folder\n")
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / "s.csv"
+    assert run(capsys, "sample", "us-counties", "--out", path)[0] == 0
+    (tmp_path / "s-geography.csv").write_text("kept")
+    code, out, err = run(capsys, "sample", "us-counties", "--out", path)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--overwrite" in err
+    assert (tmp_path / "s-geography.csv").read_text() == "kept"
+    code, _, err = run(capsys, "sample", "us-counties", "--out", path, "--overwrite")
+    assert code == 0, err
+    assert (tmp_path / "s-geography.csv").read_text() != "kept"
+
+
 def test_a_folder_as_out_gets_the_sample_by_name(capsys, monkeypatch, tmp_path):
     """``--out .`` ended with "unexpected ValueError ... has an empty name" (exit 1)."""
     monkeypatch.setitem(SAMPLE_FILES, "us-counties", _small(SAMPLE_FILES["us-counties"]))

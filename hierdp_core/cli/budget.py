@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hierdp_core.errors import BudgetError, InputError
+from hierdp_core.interrupts import COUNTED
 
 if TYPE_CHECKING:  # the ledger (sqlite) is imported by the functions that use it, so the
     # command line's parser, which adds this module's options, starts without it
@@ -158,6 +159,7 @@ def reserve_release(cfg, run, budget, mechanism: str, source, content,
     declare_if_given(run, ledger, fingerprint, label, unit_of(budget), aliases)
     spend = ledger.reserve(fingerprint, budget, label=label, destination=str(out.resolve()),
                            mechanism=mechanism, max_delta=run.max_delta, aliases=aliases)
+    COUNTED.append(spend_budget(spend))  # said if Ctrl-C stops the release from here
     return ledger, fingerprint, spend
 
 
@@ -264,11 +266,16 @@ def cmd_budget(args) -> int:
         state = ("committed " + (s.committed_utc or "") if s.finished
                  else "UNFINISHED: counted, its noise may have been drawn")
         print(f"  {s.reserved_utc}  {now.unit} {s.charge:g}  ({s.definition} "
-              f"{'rho' if s.definition == 'zcdp' else 'epsilon'} {s.budget:g}"
-              f"{f', delta {s.delta:g}' if s.delta else ''})  {s.mechanism}  -> "
+              f"{spend_budget(s)})  {s.mechanism}  -> "
               f"{s.destination}  release {s.release_id}  {state}")
     print(overview_line(now))
     return 0
+
+
+def spend_budget(s: Spend) -> str:
+    """A spend's budget in the release's own unit: ``epsilon 0.5``, ``rho 0.1, delta 1e-06``."""
+    return (f"{'rho' if s.definition == 'zcdp' else 'epsilon'} {s.budget:g}"
+            + (f", delta {s.delta:g}" if s.delta else ""))
 
 
 def overview_line(d: DatasetBudget) -> str:

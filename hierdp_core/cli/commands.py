@@ -42,7 +42,7 @@ def cmd_sample(args) -> int:
         return 0
     import shlex
 
-    table, written = write_sample(args.name, args.out)
+    table, written = write_sample(args.name, args.out, args.overwrite)
     sample, out = SAMPLE_FILES[args.name], sample_target(args.name, args.out)
     titles = {"geography": ("the public geography", "units"),
               "groups": ("the public groups file", "leaf regions")}

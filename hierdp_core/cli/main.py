@@ -18,6 +18,7 @@ from contextlib import nullcontext
 
 from hierdp_core.cli.parser import EXIT_BAD_INPUT, build_parser
 from hierdp_core.errors import HierdpError
+from hierdp_core.interrupts import COUNTED, interrupted_line
 
 #: each command's function, as "module:function" under hierdp_core, imported when it runs
 COMMANDS = {"mechanisms": "cli.commands:cmd_mechanisms", "release": "cli.release:cmd_release",
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None, *,
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (one line, 2), --help and --version (0)
         return int(exc.code or 0)
+    COUNTED.clear()
     try:
         return run_command(args)
     except HierdpError as exc:
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None, *,
               file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(interrupted_line(), file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `hierdp mechanisms | head`: the reader left; stay quiet
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None, *,
         return 0
     except Exception as exc:  # an unexpected failure: one line, details with --debug
         if _interrupted_in(exc, interrupt_received):  # Ctrl-C inside an extension's import, which wraps it
-            print("interrupted", file=sys.stderr)
+            print(interrupted_line(), file=sys.stderr)
             return 130
         if args.debug:
             raise

@@ -354,7 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sample", help="list bundled samples, or write one to a CSV file (and "
                                       "print commands that release it)")
     p.add_argument("name", nargs="?")
-    p.add_argument("--out", default="sample.csv")
+    p.add_argument("--out", default="sample.csv",
+                   help="the CSV file to write (e.g. sample.csv) or an existing folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the sample's files if they exist (refused without)")
 
     p = sub.add_parser("audit", help="empirical lower bound on a mechanism's epsilon")
     p.add_argument("--mechanism", required=True)

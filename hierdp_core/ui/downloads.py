@@ -9,8 +9,13 @@ release is made on the same page, wait for a "Prepare the downloads" click. The 
 offer bytes already made (tables above `EAGER_EXPORT_ROWS` rows are made on click: Streamlit's deferred download
 occasionally never starts in headless Chromium).
 
+The manifest offered lists the sha256 of the CSV and Parquet bytes offered beside it under
+their download names (`offered_manifest`), so the three downloads saved into one folder
+pass ``hierdp verify``.
+
 Session-state keys: ``hd_intervals`` maps (content token of a release, level) to (its
-`CellIntervals`, the seconds they took), for the last `KEPT`, so each is computed once.
+`CellIntervals`, the seconds they took), for the last `KEPT`, so each is computed once;
+``hd_table_bytes`` maps (token, level, format) to the table's bytes (`table_bytes`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from hierdp_core.export import manifest_bytes, release_table_bytes
+from hierdp_core.export import bytes_sha256, manifest_bytes, release_table_bytes
 from hierdp_core.intervals import (
     DEFAULT_LEVEL,
     closed_form,
@@ -39,7 +44,7 @@ from hierdp_core.intervals.bootstrap import reporting
 from hierdp_core.intervals.estimated_error import describe as describe_estimate
 from hierdp_core.ranges.workloads import Workload
 from hierdp_core.ui import widget_keys as wk
-from hierdp_core.ui.session import INTERVALS
+from hierdp_core.ui.session import INTERVALS, TABLES
 from hierdp_core.verdict import short_reason_tag
 
 KEPT = 6
@@ -186,6 +191,42 @@ def tagged(stem: str, verdict: dict) -> str:
     return f"{stem}_{tag}" if tag else stem
 
 
+def kept_tables() -> dict:
+    """The session's kept table bytes (``hd_table_bytes``), bound at the page's run: a
+    download made on click runs outside it."""
+    return st.session_state.setdefault(TABLES, {})
+
+
+def table_bytes(kept: dict, release, fmt: str) -> bytes:
+    """`release_table_bytes` of ``release`` (with its intervals), made once per content,
+    interval level and format while among the last `KEPT` pairs of formats in ``kept``
+    (`kept_tables`)."""
+    level = release.intervals.record["level"] if release.intervals is not None else None
+    key = (release_token(release), level, fmt)
+    if key not in kept:
+        while len(kept) >= 2 * KEPT:
+            kept.pop(next(iter(kept)))
+        kept[key] = release_table_bytes(release, fmt)
+    return kept[key]
+
+
+def table_name(stem: str, fmt: str) -> str:
+    """The download name of a release table (``fmt`` "csv" or "parquet")."""
+    return f"{stem}_release.{fmt}"
+
+
+def offered_manifest(kept: dict, release, stem: str, *, structure_declared: bool,
+                     input_spec: dict) -> bytes:
+    """The manifest offered beside the tables of ``release``: it lists the sha256 of each
+    table's bytes (`table_bytes` in ``kept``) under its download name (`table_name`, ``stem`` already
+    `tagged`), so that the downloads saved into one folder pass ``hierdp verify``. Its input
+    fingerprint is null: the dashboard does not key the input's bytes."""
+    files = {table_name(stem, fmt): bytes_sha256(table_bytes(kept, release, fmt))
+             for fmt in ("csv", "parquet")}
+    return manifest_bytes(release, structure_declared=structure_declared,
+                          input_spec=input_spec, files=files)
+
+
 def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: int, *,
                      structure_declared: bool, verdict: dict, level: float,
                      workload: Workload | None = None, label: str = "", seconds: float = 0.0,
@@ -201,19 +242,20 @@ def download_buttons(release, prefix: str, stem: str, input_spec: dict, rows: in
         return None
     stem = tagged(stem, verdict)
     kind = "primary" if verdict["publishable"] else "secondary"
-    on_click = rows > EAGER_EXPORT_ROWS
+    on_click, kept = rows > EAGER_EXPORT_ROWS, kept_tables()
     columns = st.columns(3)
     for column, fmt, mime in zip(columns, ("csv", "parquet"),
                                  ("text/csv", "application/octet-stream"), strict=False):
-        data = (partial(release_table_bytes, release, fmt) if on_click
-                else release_table_bytes(release, fmt))
+        data = partial(table_bytes, kept, release, fmt)
+        data = data if on_click else data()
         column.download_button(f"{label}Release table "
                                f"({fmt.upper() if fmt == 'csv' else 'Parquet'})",
-                               data, file_name=f"{stem}_release.{fmt}", mime=mime,
+                               data, file_name=table_name(stem, fmt), mime=mime,
                                key=wk.page_key(prefix, wk.DL, fmt), type=kind)
-    manifest = manifest_bytes(release, structure_declared=structure_declared,
-                              input_spec=input_spec)
-    columns[2].download_button(f"{label}Manifest (JSON)", manifest,
+    manifest = partial(offered_manifest, kept, release, stem, structure_declared=structure_declared,
+                       input_spec=input_spec)
+    columns[2].download_button(f"{label}Manifest (JSON)",
+                               manifest if on_click else manifest(),
                                file_name=f"{stem}_manifest.json",
                                mime="application/json", type=kind,
                                key=wk.page_key(prefix, wk.DL_MANIFEST))

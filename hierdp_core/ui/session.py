@@ -99,6 +99,7 @@ RAN_IN = "res_ran_in"  # the seconds of the Results page's release just made, sa
 RANDOMNESS = "hd_randomness"  # the Results page's {mode, seed} (`ui.config`)
 GENERATION = "hd_randomness_generation"  # part of its widgets' keys; a load bumps it
 INTERVALS, LEDGER_FP = "hd_intervals", "hd_ledger_fp"  # `ui.downloads`, `ui.ledger`
+TABLES = "hd_table_bytes"  # `ui.downloads`: the release tables' bytes offered
 SPLIT_HELD, SWEEP_JOBS = "hd_split_held", "hd_sweep_jobs"  # `ui.split`, `ui.sweep_jobs`
 QUERY_CONFIGS, QUERY_CONFIG_LOADED = "hd_query_config", "hd_query_config_loaded"
 SOURCE_CACHE, REPRODUCE_SHOWN = "hd_src_cache", "hd_reproduce"  # `ui.sources`, `ui.reproduce`
