@@ -59,13 +59,16 @@ def release_commands(cfg: ReleaseConfig, config_file: str = CONFIG_FILE,
                      out: str = "release") -> list[str]:
     """The shell commands that reproduce ``cfg`` saved as ``config_file``: write the bundled
     sample (when it is one), then ``hierdp release TABLE --config FILE --out OUT`` (with
-    ``--duplicates sum`` when ``cfg`` sums repeated rows: a file does not hold it)."""
+    ``--duplicates sum`` when ``cfg`` sums repeated rows and ``--names`` for its units'
+    name columns: how the table is read, which a configuration file does not hold)."""
     table = table_file(cfg)
     first = ([f"hierdp sample {shlex.quote(cfg.data['sample'])} --out {shlex.quote(table)}"]
              if "sample" in cfg.data else [])
     summed = " --duplicates sum" if cfg.duplicates == "sum" else ""
+    named = ",".join(f"{level}={column}" for level, column in cfg.names.items())
+    names = f" --names {shlex.quote(named)}" if named else ""
     return [*first, f"hierdp release {shlex.quote(table)} --config "
-                    f"{shlex.quote(config_file)}{summed} --out {shlex.quote(out)}"]
+                    f"{shlex.quote(config_file)}{summed}{names} --out {shlex.quote(out)}"]
 
 
 SCRIPT = '''"""Reproduce a hierdp release ({what}) with hierdp's Python API.
@@ -81,7 +84,7 @@ from hierdp_core.export import release_table_bytes
 from hierdp_core.reproduce import release_from_config, table_file
 from hierdp_core.verdict import release_verdict
 {write_sample}
-CONFIG = replace(config_from_dict({config}), duplicates={duplicates!r})
+CONFIG = replace(config_from_dict({config}), duplicates={duplicates!r}, names={names!r})
 
 release = release_from_config(CONFIG, table_file(CONFIG))
 Path("release.csv").write_bytes(release_table_bytes(release, "csv"))
@@ -125,4 +128,4 @@ def release_script(cfg: ReleaseConfig, config_file: str = CONFIG_FILE) -> str:
     return SCRIPT.format(
         what=what, about=about + commands,
         write_sample=WRITE_SAMPLE.format(table=table, sample=sample) if sample else "",
-        config=config, duplicates=cfg.duplicates)
+        config=config, duplicates=cfg.duplicates, names=dict(cfg.names))

@@ -60,10 +60,13 @@ def test_the_export_pages_script_and_command_give_the_pages_release(capsys, monk
     commands, script = shown(at)
     assert commands == ["hierdp sample us-counties --out us-counties.csv",
                         "hierdp release us-counties.csv --config hierdp_config.json "
-                        "--out release"]
+                        "--names state=state_name,county=county_name --out release"]
     command, scripted = run_shown(capsys, monkeypatch, tmp_path, cfg, commands, script)
+    page_table = release.to_frame()
     for table in (command, scripted):
         np.testing.assert_array_equal(table["value"].to_numpy(), release.values.ravel())
+        # the units' names too ('Alabama', not '01': the commands read the name columns)
+        assert table["label"].tolist() == page_table["label"].astype(str).tolist()
     assert "publishable: no" in capsys.readouterr().out  # seeded: the script says so
 
 

@@ -165,8 +165,10 @@ def _same_but_the_data(dashboard: ReleaseConfig, cli: ReleaseConfig, sample: str
     assert dashboard.data["sample"] == sample
     assert cli.data["file"].endswith(f"{sample}.csv")
     # the command line's configuration as saved: without how the table is read (whether
-    # repeated rows are summed: the dashboard's pages sum them, the command declares it)
-    assert replace(dashboard, data={}, duplicates="error") == replace(cli, data={})
+    # repeated rows are summed: the dashboard's pages sum them, the command declares it;
+    # the units' name columns, which label the release: the commands shown give --names)
+    assert replace(dashboard, data={}, duplicates="error", names={}) == \
+        replace(cli, data={}, names={})
 
 
 def test_a_count_session_is_the_configuration_of_the_flags(capsys, tmp_path):

@@ -68,6 +68,7 @@ def current_config(release=None) -> ReleaseConfig:
         params=dict(s["params"]), split=tuple(float(w) for w in s["weights"]),
         seed=None if seed is None else int(seed),
         invariants=("total",) if s["params"].get("root_invariant") else (),
+        names=session.name_columns(ds, list(r["levels"])),  # how the table is read: labels
         # the dashboard sums rows repeating a cell (no choice yet): said when it did
         duplicates="sum" if getattr(data, "merged_rows", 0) else "error")
 
