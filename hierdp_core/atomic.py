@@ -116,8 +116,8 @@ def check_target(target: Path, overwrite: bool, marker: str) -> None:
     if not any(target.iterdir()):
         return  # an empty folder: nothing to lose
     if not overwrite:
-        raise InputError(f"{str(target)!r} exists; choose another --out, or --overwrite to "
-                         "replace that release whole")
+        raise InputError(f"{str(target)!r} exists; choose another --out (out= in Python), "
+                         "or --overwrite (overwrite=True) to replace that release whole")
     if not (target / marker).exists():
         raise InputError(f"{str(target)!r} is a folder but not a release (no {marker}); "
                          "it is never replaced")
