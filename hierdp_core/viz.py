@@ -336,7 +336,9 @@ def ledger_figure(ledger: pd.DataFrame) -> go.Figure:
                      "consistency post-processing"),
         xaxis={"title": {"text": "geography level"}, "type": "category"},
         yaxis={"title": {"text": "absolute error per cell (count)"}, "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.2},
+        # above the bars, right: in view with them (below the axis title it was cut off)
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right",
+                "x": 1.0},
     )
     return fig
 

@@ -188,6 +188,13 @@ def test_metric_by_bin(metrics):
 
 
 # ---- ledger ----------------------------------------------------------------------------
+def test_ledger_figure_s_legend_stands_above_its_bars(release):
+    """In the report the legend below the axis title was cut off: two bars of each level
+    with no key (a new user's review)."""
+    legend = viz.ledger_figure(release.ledger).layout.legend
+    assert legend.yanchor == "bottom" and legend.y >= 1.0
+
+
 def test_ledger_figure_marks_unmeasured_levels(release):
     fig = viz.ledger_figure(release.ledger)  # split [0, 1, 1]: the root is not measured
     expected, ci = fig.data

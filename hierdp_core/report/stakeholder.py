@@ -223,7 +223,7 @@ def report_html(release, data, config: dict, *, structure_declared: bool,
     maps, map_notes = release_maps(release, geometries or {})
     figures = {"Small released numbers with their intervals":
                small_numbers_with_intervals(release),
-               "Noise per released number, by level (expected, with the 95% range)":
+               "Noise per measured cell, by level (a priori, before the consistency step)":
                ledger_figure(release.ledger),
                "Trade-off: error against ε": tradeoff_figure(tradeoff, eps)}
     evaluation_html, truth_figures = ("", {})
