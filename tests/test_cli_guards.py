@@ -60,7 +60,7 @@ def test_an_allowed_nonprivate_mechanism_warns_after_the_release_not_before_a_re
     code, out, err = run(capsys, *argv, "--epsilon", 0, "--out", tmp_path / "refused")
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ")
     code, _, err = run(capsys, *argv, "--epsilon", 1, "--out", tmp_path / "released")
-    assert code == 0 and "warning: mechanism 'dawa-reference' is not differentially " in err
+    assert code == 0 and "warning: mechanism 'dawa-reference' (DAWA, the authors' partition) is not " in err
 
 
 def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
