@@ -140,16 +140,43 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
                default=[])
 
 
+def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str] = (),
+                    sample_rows: int = 200_000) -> list[str]:
+    """Text or code-like columns (not ``taken``: count, names, categories) left out of the
+    guessed ``levels`` because they do not nest with them: a finer one not within the
+    finest level, a coarser one the coarsest level is not within (a county under two
+    states)."""
+    if not levels:
+        return []
+    part = table.head(sample_rows)
+    skip = {*levels, *map(str, taken)}
+    out = []
+    for c in (str(c) for c in part.columns):
+        if c in skip or part[c].dtype.kind not in "OSU" and not (
+                looks_like_code(c) and part[c].dtype.kind in "iu"):
+            continue
+        finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())
+        if not (_determines(part, c, levels[-1]) if finer
+                else _determines(part, levels[0], c)):
+            out.append(c)
+    return out
+
+
 def guess_categories(table: pd.DataFrame, levels: list[str], count: str | None,
-                     names: Iterable[str] = (), most: int = 30) -> list[str]:
+                     names: Iterable[str] = (), most: int = 30,
+                     sample_rows: int = 200_000) -> list[str]:
     """Category columns beside the guessed ``levels``: text columns with 2 to ``most``
     distinct values (``sex``, ``age_group``; so few values are no group or person id)
-    that are not a level, the ``count`` or a unit's name. Numbers are left out: an age or
-    a size is an attribute more often than a category."""
+    that are not a level, the ``count`` or a unit's name, and that vary within at least
+    half the finest level's units (crossed with the units, not a coarser geography such
+    as a state). Numbers are left out: an age or a size is an attribute more often than
+    a category."""
+    part = table.head(sample_rows)
     taken = {*levels, *(names or ()), *([count] if count else [])}
-    return [str(c) for c in table.columns if str(c) not in taken
-            and table[c].dtype.kind in "OSUb" and 2 <= int(table[c].nunique()) <= most
-            and not any(w in NAME_WORDS for w in _words(c)) and not hinted(str(c), COUNT_HINTS)]
+    return [str(c) for c in part.columns if str(c) not in taken
+            and part[c].dtype.kind in "OSUb" and 2 <= int(part[c].nunique()) <= most
+            and not any(w in NAME_WORDS for w in _words(c)) and not hinted(str(c), COUNT_HINTS)
+            and (not levels or (part.groupby(levels[-1])[c].nunique() > 1).mean() >= 0.5)]
 
 
 def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]:

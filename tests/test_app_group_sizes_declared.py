@@ -167,9 +167,11 @@ def test_the_guess_offers_the_categories_and_applies_them():
     and categories sex, age_group, applied by the button."""
     from hierdp_core.ui import inputs as inp
 
-    table = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["a1", "a2", "b1", "b1"],
-                          "sex": ["F", "M", "F", "M"], "age_group": ["0-17", "18+", "18+", "0-17"],
-                          "n": [4, 5, 6, 7]})
+    table = pd.DataFrame({"state": list("AAAABB"), "county": ["a1", "a1", "a2", "a2", "b1",
+                                                              "b1"],
+                          "sex": list("FMFMFM"),
+                          "age_group": ["0-17", "18+", "18+", "0-17", "0-17", "18+"],
+                          "n": [4, 5, 6, 7, 8, 9]})
     at = page("pages/1_Data.py")
     at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
                                           "version": 1, "loaded": 1}
@@ -182,3 +184,18 @@ def test_the_guess_offers_the_categories_and_applies_them():
     assert_clean(at)
     assert at.multiselect(key="roles_levels_1").value == ["state", "county"]
     assert at.multiselect(key="roles_categories_1").value == ["sex", "age_group"]
+
+
+def test_the_guess_says_which_level_it_left_out():
+    from hierdp_core.ui import inputs as inp
+
+    table = pd.DataFrame({"state": ["01", "01", "02", "02"],
+                          "county": ["01001", "01003", "01001", "02005"], "n": [1, 2, 3, 4]})
+    at = page("pages/1_Data.py")
+    at.session_state[session.DATASET] = {"name": "ragged.csv", "sample": None, "table": table,
+                                          "version": 1, "loaded": 1}
+    at.session_state[session.ROLES] = inp.default_roles(table)
+    at.run()
+    assert_clean(at)
+    assert any("Left out: state, which does not nest with these levels" in i.value
+               for i in at.info)

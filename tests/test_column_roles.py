@@ -101,3 +101,16 @@ def test_a_low_cardinality_column_never_replaces_the_geography():
     assert levels == ["state", "county"]
     assert roles.guess_categories(table, levels, "count") == ["sex", "age_group"]
     assert roles.guess_categories(table, levels, "count", most=2) == ["sex"]
+
+
+def test_a_level_that_does_not_nest_is_named_as_left_out():
+    """A county under two states: the guess keeps one level and says which column it left
+    out and why (it dropped it without a word)."""
+    table = pd.DataFrame({"state": ["01", "01", "02", "02"],
+                          "county": ["01001", "01003", "01001", "02005"], "n": [1, 2, 3, 4]})
+    levels = roles.guess_levels(table)
+    assert len(levels) == 1
+    assert roles.left_out_levels(table, levels, ["n"]) == \
+        [c for c in ("state", "county") if c not in levels]
+    nested = table.assign(county=["01001", "01003", "02001", "02005"])
+    assert roles.left_out_levels(nested, roles.guess_levels(nested), ["n"]) == []

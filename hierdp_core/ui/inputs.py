@@ -122,11 +122,13 @@ def default_roles(table: pd.DataFrame) -> dict:
               if column_roles.hinted(c, column_roles.COUNT_HINTS)]
     count = counts[0] if counts else None
     names = column_roles.guess_name_columns(table, levels)
+    categories = column_roles.guess_categories(table, levels, count, names.values())
     return {"levels": [], "count_column": None, "count_confirmed": False,
             "category_columns": [], "local_codes": False, "name_columns": names,
             "guessed": {"levels": levels, "count_column": count,
-                        "category_columns": column_roles.guess_categories(
-                            table, levels, count, names.values())}}
+                        "category_columns": categories,
+                        "left_out": column_roles.left_out_levels(
+                            table, levels, [*names.values(), *categories, count or ""])}}
 
 
 def _use_guess(guessed: dict) -> None:
@@ -153,8 +155,11 @@ def guess_panel(table: pd.DataFrame) -> None:
              else f"no count column: each of the {len(table):,} rows is one person")
     categories = guessed.get("category_columns") or []
     by = f"; categories {', '.join(categories)}" if categories else "; no category column"
+    left = guessed.get("left_out") or []
+    out = (f" Left out: {', '.join(left)}, which does not nest with these levels (a unit "
+           "under two parents); choose it below to see where." if left else "")
     st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}"
-            f"{by}; {total}. Check it, then use it (or choose the columns below).")
+            f"{by}; {total}. Check it, then use it (or choose the columns below).{out}")
     st.button("Use the guessed columns", key=table_key(wk.ROLES_GUESS), on_click=_use_guess,
               args=(guessed,))
 
