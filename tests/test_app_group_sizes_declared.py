@@ -162,22 +162,26 @@ def test_upload_roles_are_not_preset_until_the_guess_is_used():
     assert at.session_state[session.RANGE_RELEASE][1].values[0].sum() >= 0
 
 
-def test_the_guess_offers_the_categories_and_applies_them():
-    """A state, county, sex, age_group table: guessed levels state › county (not 'sex')
-    and categories sex, age_group, applied by the button."""
+def guessed_upload(table: pd.DataFrame, name: str = "mine.csv"):
+    """The Data page just after "Use this file" on ``table``: its guess shown, not applied."""
     from hierdp_core.ui import inputs as inp
 
-    table = pd.DataFrame({"state": list("AAAABB"), "county": ["a1", "a1", "a2", "a2", "b1",
-                                                              "b1"],
-                          "sex": list("FMFMFM"),
-                          "age_group": ["0-17", "18+", "18+", "0-17", "0-17", "18+"],
-                          "n": [4, 5, 6, 7, 8, 9]})
     at = page("pages/1_Data.py")
-    at.session_state[session.DATASET] = {"name": "mine.csv", "sample": None, "table": table,
+    at.session_state[session.DATASET] = {"name": name, "sample": None, "table": table,
                                           "version": 1, "loaded": 1}
     at.session_state[session.ROLES] = inp.default_roles(table)
     at.run()
     assert_clean(at)
+    return at
+
+
+def test_the_guess_offers_the_categories_and_applies_them():
+    """A state, county, sex, age_group table: guessed levels state › county (not 'sex')
+    and categories sex, age_group, applied by the button."""
+    at = guessed_upload(pd.DataFrame({
+        "state": list("AAAABB"), "county": ["a1", "a1", "a2", "a2", "b1", "b1"],
+        "sex": list("FMFMFM"), "age_group": ["0-17", "18+", "18+", "0-17", "0-17", "18+"],
+        "n": [4, 5, 6, 7, 8, 9]}))
     assert any("levels state › county; categories sex, age_group; the count column 'n'"
                in i.value for i in at.info)
     at.button(key="roles_guess_1").click().run()
@@ -187,15 +191,8 @@ def test_the_guess_offers_the_categories_and_applies_them():
 
 
 def test_the_guess_says_which_level_it_left_out():
-    from hierdp_core.ui import inputs as inp
-
-    table = pd.DataFrame({"state": ["01", "01", "02", "02"],
-                          "county": ["01001", "01003", "01001", "02005"], "n": [1, 2, 3, 4]})
-    at = page("pages/1_Data.py")
-    at.session_state[session.DATASET] = {"name": "ragged.csv", "sample": None, "table": table,
-                                          "version": 1, "loaded": 1}
-    at.session_state[session.ROLES] = inp.default_roles(table)
-    at.run()
-    assert_clean(at)
+    at = guessed_upload(pd.DataFrame({"state": ["01", "01", "02", "02"],
+                                      "county": ["01001", "01003", "01001", "02005"],
+                                      "n": [1, 2, 3, 4]}), "ragged.csv")
     assert any("Left out: state, which does not nest with these levels" in i.value
                for i in at.info)
