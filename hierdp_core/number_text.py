@@ -35,8 +35,11 @@ def significant(values, digits: int = 3):
     with np.errstate(divide="ignore", invalid="ignore"):
         magnitude = np.floor(np.log10(np.where(np.isfinite(x) & (x != 0), np.abs(x), 1.0)))
     decimals = (digits - 1 - magnitude).astype(int)
-    rounded = np.array([round(v, d) for v, d in zip(x.ravel(), decimals.ravel(), strict=True)])
-    return rounded.reshape(x.shape) if x.ndim else float(rounded[0])
+    rounded = x.copy()
+    for d in np.unique(decimals):  # one rounding per magnitude, not per value
+        at = decimals == d
+        rounded[at] = np.round(x[at], int(d))
+    return rounded if x.ndim else float(rounded)
 
 
 def figure_text(value: float, digits: int = 3) -> str:

@@ -23,11 +23,11 @@ A release is publishable only when all of these hold:
   Prop. 12: `privacy.budget.rho_to_epsilon`, the conversion every page and the ledger use;
   Bun & Steinke's simpler rho + 2 sqrt(rho ln(1/delta)) is larger), at `REFERENCE_DELTA`
   when the release gives no delta (`epsilon_bound`). The charging paths refuse a release
-  above the ceiling before any noise is drawn (`check_within_ceiling`): it could not be
+  above the ceiling before any noise is drawn (`check_within_ceilings`): it could not be
   published and would spend the dataset's budget;
 * its delta is at or below a public ceiling (``max_delta``, default `DEFAULT_MAX_DELTA`):
   a large delta lets a release fail outright with that probability, and for zCDP it would
-  make any rho look small in epsilon (rho 8 at delta 0.9 converts to epsilon 8.9);
+  make any rho look small in epsilon (rho 8 at delta 0.9 converts to epsilon 6.4);
 * everything it publishes exactly was declared too: a group-size release keeping numbers
   of groups (G, G_v) exactly needs them declared (a groups file), not counted from the
   records.
