@@ -75,7 +75,8 @@ with left:
 with right:
     epsilon = st.select_slider("Total ε (log scale)", options=list(session.EPSILON_GRID),
                                value=1.0, key=wk.FL_EPSILON)
-    delta = st.selectbox("δ", FLOW_DELTAS, index=FLOW_DELTAS.index(1e-8), key=wk.FL_DELTA,
+    delta = st.selectbox("δ", FLOW_DELTAS, index=FLOW_DELTAS.index(samples.FLOW_DEFAULT_DELTA),
+                         key=wk.FL_DELTA,
                          format_func=lambda d: f"{d:.0e}")
     topdown = "neighbouring" in params  # the top-down mechanisms spend a budget per level
     split = st.radio("Budget over tree levels", list(SPLITS), format_func=SPLITS.get,

@@ -39,7 +39,7 @@ from hierdp_core.ui.downloads import EAGER_EXPORT_ROWS
 from hierdp_core.ui.explain_panel import explain_panel
 from hierdp_core.ui.ledger import page_charge
 
-LEVELS = ("region", "province")
+LEVELS = samples.RANGE_DEFAULT_LEVELS
 ISTAT_BANDS = "0-14,15-24,25-44,45-64,65-79,80-100"
 BANDS_HEIGHT = 68  # the band list wraps on two lines (a one-line box cut it at 1280 px)
 WORKLOADS = {"prefix": "prefixes (aged 0 to a)", "bands": "age bands",

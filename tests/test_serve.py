@@ -66,3 +66,30 @@ def test_warming_the_samples_prepares_what_start_opens(monkeypatch):
     assert built[-len(SAMPLES):] == list(SAMPLES)  # every sample's counts, after Home's maps
     assert {look for item in built[:-len(SAMPLES)] for look in [item[1]]} == {
         ("standard", False), ("standard", True)}
+
+
+def test_the_query_pages_samples_are_warmed_after_home_and_results(monkeypatch):
+    from hierdp_core.mechanisms import base
+    from hierdp_core.ui import map_layers, samples
+
+    order, released = [], []
+    monkeypatch.setattr(map_layers, "warm_bundled_samples", lambda: order.append("home"))
+    monkeypatch.setattr(samples, "warm_query_pages", lambda: order.append("query pages"))
+    serve.warm_samples()
+    assert order == ["home", "query pages"]
+    monkeypatch.undo()
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def release(self, data, budget, source):
+            released.append((self.name, type(data).__name__, budget.delta, source.secure))
+
+    monkeypatch.setattr(base, "get_mechanism", Recorder)
+    samples.warm_query_pages()
+    # each page's default mechanism on its bundled data, seeded, at a budget it accepts
+    assert released == [
+        (samples.GS_DEFAULT_MECHANISM, "GroupSizeData", None, False),
+        (samples.FLOW_DEFAULT_MECHANISM, "FlowData", samples.FLOW_DEFAULT_DELTA, False),
+        (samples.RANGE_DEFAULT_MECHANISM, "RangeData", None, False)]

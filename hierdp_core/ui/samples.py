@@ -25,6 +25,9 @@ GS_SWEEP_DEFAULT = ("gs-topdown", "gs-kuo-hierarchical")
 FLOW_DEFAULT_MECHANISM = "inftda"
 
 
+FLOW_DEFAULT_DELTA = 1e-8  # of the Flows page's choices (`query_config.FLOW_DELTAS`)
+
+
 FLOW_SWEEP_DEFAULT = ("inftda", "tda-l2", "stability-histogram")
 
 
@@ -35,6 +38,9 @@ RANGE_SAMPLE = "italy-municipalities"
 
 
 RANGE_DEFAULT_MECHANISM = "dawa"
+
+
+RANGE_DEFAULT_LEVELS = ("region", "province")  # the municipalities are a checkbox away
 
 
 RANGE_BASELINES = ("dawa", "greedy-h", "identity", "privelet", "h2")
@@ -151,3 +157,22 @@ def flow_coordinates() -> dict[str, pd.DataFrame]:
                          + airports["city"].astype(str) + ")")
     return {"state": states.assign(label=states.index),
             "airport": airports[["latitude", "longitude", "label"]]}
+
+
+def warm_query_pages() -> None:
+    """Compute what the first visitor of Group sizes, Flows and Range queries waits for
+    with the bundled samples: each sample's data and the flow map's positions (kept for
+    the whole server, as the pages share them) and one release of each page's default
+    mechanism, whose modules and tables it loads (the release itself is not kept: each
+    session makes its own)."""
+    from hierdp_core.mechanisms.base import get_mechanism
+    from hierdp_core.privacy.budget import PrivacyBudget
+    from hierdp_core.privacy.samplers import NoiseSource
+
+    flow_coordinates()
+    pure, approx = PrivacyBudget.pure(1.0), PrivacyBudget.approx(1.0, FLOW_DEFAULT_DELTA)
+    for data, mechanism, budget in (
+            (group_size_data(), GS_DEFAULT_MECHANISM, pure),
+            (flow_data(), FLOW_DEFAULT_MECHANISM, approx),
+            (range_data(RANGE_DEFAULT_LEVELS), RANGE_DEFAULT_MECHANISM, pure)):
+        get_mechanism(mechanism).release(data, budget, source=NoiseSource(seed=0))

@@ -61,16 +61,23 @@ def warm(app: Path = APP) -> list[str]:
     return done
 
 
+def warm_samples() -> None:
+    """What the first visitors wait for, computed ahead: Home and Results first
+    (`map_layers.warm_bundled_samples`), then the query pages
+    (`samples.warm_query_pages`)."""
+    from hierdp_core.ui import map_layers, samples
+
+    map_layers.warm_bundled_samples()
+    samples.warm_query_pages()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Warm, then ``streamlit run app.py`` with ``argv`` (Streamlit's own options), while a
-    background thread computes what the first visitor of Home and Results would wait for
-    (`map_layers.warm_bundled_samples`); ``HIERDP_WARM_SAMPLES=0`` leaves that to the
-    first visitor."""
+    background thread computes what the first visitors would wait for (`warm_samples`);
+    ``HIERDP_WARM_SAMPLES=0`` leaves that to them."""
     warm()
     if os.environ.get("HIERDP_WARM_SAMPLES", "1") != "0":
-        from hierdp_core.ui import map_layers
-
-        threading.Thread(target=map_layers.warm_bundled_samples, name="hierdp-warm-samples",
+        threading.Thread(target=warm_samples, name="hierdp-warm-samples",
                          daemon=True).start()
     from streamlit.web import cli
 
