@@ -8,6 +8,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
+from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.data.samples import ITALY_MAX_AGE, load_sample
 
 GS_SAMPLE_GEOMETRY = "us-counties"  # the household sample lives on the US county tree
@@ -100,7 +101,8 @@ def group_size_groups_record() -> dict:
 @st.cache_resource(show_spinner="Building the household sample…", max_entries=1)
 def group_size_data():
     """The bundled household sample as GroupSizeData over its declared public geography
-    (the US counties), top-code and numbers of households: its groups table, which the
+    (the US counties), sizes from `DEFAULT_MIN_SIZE` (as ``hierdp release`` of the
+    sample's file), top-code and numbers of households: its groups table, which the
     sample's generator fixes before it draws the sizes (`us_household_groups`; shared,
     read-only)."""
     from hierdp_core.groupsizes.data import group_size_data_from_histograms
@@ -114,7 +116,7 @@ def group_size_data():
                                         source=record["file"], sha256=record["sha256"])
     return group_size_data_from_histograms(
         us_households(), list(levels), "size", "households", max_size=1000,
-        geography=geography, group_counts=groups)
+        min_size=DEFAULT_MIN_SIZE, geography=geography, group_counts=groups)
 
 
 @st.cache_resource(show_spinner="Building the airport flights sample…", max_entries=1)
