@@ -131,6 +131,12 @@ class ReleaseConfig:
         if self.split == "uniform":  # the default split has one spelling: None
             object.__setattr__(self, "split", None)
 
+    @property
+    def has_categories(self) -> bool:
+        """Whether a counts release has categories (category columns, declared values or
+        wide columns): its root is then a row of cells, not one total."""
+        return bool(self.category_columns or self.category_values or self.wide)
+
     def budget(self) -> PrivacyBudget:
         """The privacy budget: zCDP with ``rho``, else pure or (epsilon, delta) DP."""
         if self.rho is not None:

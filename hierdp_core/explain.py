@@ -191,7 +191,8 @@ def _exact_text(mechanism, params: dict) -> str:
     """What the mechanism publishes exactly (not protected), as a sentence, or ''."""
     p = mechanism.params(**params)
     if p.get("root_invariant"):
-        return " The root total is published exactly: it is NOT protected."
+        return (" The root is published exactly, its total and with categories its count "
+                "of every category: it is NOT protected.")
     kept = getattr(mechanism, "kept_invariants", None)
     if kept is not None and kept(**params):
         return " Published exactly, NOT protected: " + "; ".join(kept(**params)) + "."

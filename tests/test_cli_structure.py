@@ -138,6 +138,31 @@ def test_the_exact_total_is_declared(capsys, files, tmp_path):
     assert code == 2 and "drop --invariant groups" in err
 
 
+def test_with_categories_the_root_s_count_of_every_category_is_declared_too(capsys, files,
+                                                                            tmp_path):
+    """The root's cells are kept as they are: with categories, ``--invariant total``
+    alone would publish the one man of the whole table exactly, as 1."""
+    data, geography = files
+    sexes = ("--categories", "sex", "--category-values", "sex=F|M")
+    code, _, err = counts(capsys, data, tmp_path / "a", "--geography", geography, *sexes,
+                          "--invariant", "total")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "declare it with --invariant category-totals" in err
+    assert "without categories" in err and not (tmp_path / "a").exists()
+    code, _, err = counts(capsys, data, tmp_path / "b", "--geography", geography, *sexes,
+                          "--invariant", "category-totals")
+    assert code == 2 and "declare it with --invariant total" in err
+    code, _, err = counts(capsys, data, tmp_path / "c", "--geography", geography, *sexes,
+                          "--invariant", "total", "--invariant", "category-totals")
+    assert code == 0, err
+    table = read(tmp_path / "c")
+    root = table[table["level"] == "0"].set_index("category")["value"]
+    assert root.to_dict() == {"F": "3", "M": "1"}  # published exactly, as declared
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["invariants"] == ["root total", "root count of every category"]
+    assert manifest["input"]["invariants"] == ["total", "category-totals"]
+
+
 def test_evaluate_finds_and_checks_the_geography(capsys, files, tmp_path):
     data, geography = files
     out = tmp_path / "out"

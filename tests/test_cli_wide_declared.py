@@ -71,7 +71,8 @@ def test_a_declared_value_with_no_column_is_released_and_evaluate_rebuilds_it(ca
     out = tmp_path / "out"
     code, stdout, err = release(capsys, paths["wide"], out, "--wide", "age_*", "--geography",
                                 paths["geography"], "--category-values",
-                                f"category={DECLARED}", "--invariant", "total", seed=False)
+                                f"category={DECLARED}", "--invariant", "total",
+                                "--invariant", "category-totals", seed=False)
     assert code == 0, err
     assert "publishable: yes" in stdout
     table, manifest = read_release(out)
@@ -79,7 +80,8 @@ def test_a_declared_value_with_no_column_is_released_and_evaluate_rebuilds_it(ca
     unknown = table[table["category"] == "unknown"]
     assert len(unknown) == len(table) // 5  # every unit, including the empty one
     root = table[table["level"] == 0].set_index("category")["value"]
-    assert root.sum() == wide[list(BANDS)].to_numpy().sum()  # the declared invariant
+    # the declared invariants: the total and the root's count of every band
+    assert root.sum() == wide[list(BANDS)].to_numpy().sum()
     assert manifest["publishable"] is True
     code, report, err = run(capsys, "evaluate", paths["wide"], out)
     assert code == 0 and "mae" in report, err

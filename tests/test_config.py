@@ -246,10 +246,19 @@ def test_an_exact_total_is_declared_in_the_file(capsys, sample_files, tmp_path):
     code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json", *SUMMED,
                            "--out", tmp_path / "a")
     assert code == 2 and "--invariant total" in err
+    # with categories the root's cells are kept as they are: their counts are declared too
     (sample_files / "t.json").write_text(json.dumps({**config, "invariants": ["total"]}))
     code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json", *SUMMED,
                            "--out", tmp_path / "b")
+    assert code == 2 and "--invariant category-totals" in err
+    (sample_files / "t.json").write_text(json.dumps(
+        {**config, "invariants": ["total", "category-totals"]}))
+    code, _, err = run_cli(capsys, "release", "--config", sample_files / "t.json", *SUMMED,
+                           "--out", tmp_path / "b")
     assert code == 0, err
+    invariants = json.loads((tmp_path / "b" / "manifest.json").read_text())["privacy"][
+        "invariants"]
+    assert invariants == ["root total", "root count of every category"]
 
 
 def _saved_after_loading(raw: dict):
@@ -269,7 +278,8 @@ def test_the_dashboard_declares_an_exact_total():
            "invariants": ["total"]}
     at = AppTest.from_function(_saved_after_loading, args=(raw,), default_timeout=60).run()
     assert not at.exception, [e.message for e in at.exception]
-    assert at.session_state["out"]["invariants"] == ["total"]
+    # the sample has categories: the root's count of each is kept exactly too
+    assert at.session_state["out"]["invariants"] == ["total", "category-totals"]
     at = AppTest.from_function(_saved_after_loading, args=({**raw, "params": {}},),
                                default_timeout=60).run()
     assert at.session_state["out"]["invariants"] == []

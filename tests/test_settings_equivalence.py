@@ -41,11 +41,13 @@ CASES = {
     "counts": (_census, {
         "levels": ["state", "county"], "count_column": "n", "category_columns": ["sex"],
         "category_values": {"sex": ["F", "M"]}, "mechanism": "topdown",
-        "params": {"noise": "laplace", "root_invariant": True}, "invariants": ["total"],
+        "params": {"noise": "laplace", "root_invariant": True},
+        "invariants": ["total", "category-totals"],
         "epsilon": 0.8, "split": [1, 2, 4]},
         ["--levels", "state,county", "--count-column", "n", "--categories", "sex",
          "--category-values", "sex=F|M", "--mechanism", "topdown", "--param", "noise=laplace",
-         "--param", "root_invariant=true", "--invariant", "total", "--epsilon", "0.8",
+         "--param", "root_invariant=true", "--invariant", "total",
+         "--invariant", "category-totals", "--epsilon", "0.8",
          "--split", "1,2,4"]),
     **QUERY_CASES,
 }

@@ -190,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a quantity published exactly (NOT protected), repeatable: total (the "
                         "root count; counts: the root_invariant parameter; flows: the number "
                         "of trips under bounded neighbours; group sizes: the number of "
-                        "groups), groups (group sizes: every region's number of groups)")
+                        "groups), category-totals (counts with categories: the root's count "
+                        "of every category, which the root_invariant parameter keeps too), "
+                        "groups (group sizes: every region's number of groups)")
     p.add_argument("--domain", help="ranges: the public integer domain LO-HI of the "
                                     "attribute, e.g. 0-100 (required with --geography)")
     p.add_argument("--group-column", help="group sizes: the group (household) id of each "

@@ -253,20 +253,22 @@ def check_invariants(cfg, mechanism):
     """``cfg`` as the release runs on it: its declared invariants checked against what the
     mechanism would publish exactly (DESIGN principle 7: nothing exact unless declared,
     nothing declared that is not exact) and its parameters typed as the mechanism declares
-    them (``"true"`` and ``True`` are one setting). For counts, ``--invariant total`` sets
-    the ``root_invariant`` parameter, and ``--param root_invariant=true`` without it is
-    refused."""
+    them (``"true"`` and ``True`` are one setting). For counts, ``--invariant total`` (or
+    ``category-totals``) sets the ``root_invariant`` parameter, and ``--param
+    root_invariant=true`` without it is refused; with categories the root's cells are
+    kept as they are, so both must be declared."""
     declared = list(cfg.invariants)
     name, query = mechanism.info.name, cfg.query
-    if query == "counts" and "total" in declared:
+    if query == "counts" and {"total", "category-totals"} & set(declared):
         if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
             raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
                              "or use least-squares or topdown")
         if "root_invariant" not in mechanism_params(cfg):
             cfg = replace(cfg, params={**cfg.params, "root_invariant": "true"})
     params = mechanism.params(**mechanism_params(cfg))
-    exact = exact_quantities(mechanism, query, params)
-    if query == "counts" and params.get("root_invariant") and "total" not in declared:
+    exact = exact_quantities(mechanism, query, params, cfg.has_categories)
+    if (query == "counts" and params.get("root_invariant")
+            and not {"total", "category-totals"} & set(declared)):
         raise InputError("--param root_invariant=true publishes the total exactly: declare "
                          "it with --invariant total")
     missing = [q for q in exact if q not in declared]
@@ -274,8 +276,12 @@ def check_invariants(cfg, mechanism):
         what = {"total": "the total (" + {"flows": "number of trips, under bounded "
                                           "neighbours", "group-sizes": "number of groups G"}
                 .get(query, "root count") + ")",
+                "category-totals": "the root's count of every category",
                 "groups": "every region's number of groups"}
-        hint = {"flows": "; or --param neighbouring=unbounded to noise it too",
+        hint = {"counts": "; the root's cells are kept as they are, so a category of a few "
+                          "people would be published as it is: release without categories "
+                          "to keep the total alone" if "category-totals" in missing else "",
+                "flows": "; or --param neighbouring=unbounded to noise it too",
                 "group-sizes": "; gs-noisy keeps nothing exact, gs-mh-dp and gs-topdown only "
                                "the total"}.get(query, "")
         raise InputError(f"{name} publishes {' and '.join(what[q] for q in missing)} exactly "

@@ -48,7 +48,20 @@ NOISE_PARAM = Parameter("noise", "choice", "auto",
                         "noise distribution; auto = geometric for an epsilon budget, "
                         "discrete Gaussian for rho", choices=NOISE_CHOICES)
 ROOT_PARAM = Parameter("root_invariant", "bool", False,
-                       "publish the root total exactly (NOT private; as the Census does)")
+                       "publish the root exactly (NOT private; as the Census does): its "
+                       "total, and with categories its count of every category")
+#: what ``root_invariant`` publishes exactly: the root's total, and with categories (more
+#: than one) its count of every category (its cells are kept as they are)
+ROOT_TOTAL, ROOT_CATEGORIES = "root total", "root count of every category"
+
+
+def root_invariants(p: dict, categories) -> tuple[str, ...]:
+    """The invariants of a count release with parameters ``p`` and ``categories`` (None
+    without)."""
+    if not p.get("root_invariant"):
+        return ()
+    return (ROOT_TOTAL, ROOT_CATEGORIES) if categories is not None and len(categories) > 1 \
+        else (ROOT_TOTAL,)
 
 
 def count_capabilities(estimate: str, intervals: str) -> Capabilities:
@@ -74,7 +87,8 @@ class CountMechanism(Mechanism):
         noise = self.fixed_noise or p.get("noise", "auto")
         note = LEVELS_NOTE
         if p.get("root_invariant"):
-            note += "; the root total is published exactly (NOT protected)"
+            note += ("; the root is published exactly (NOT protected): its total, and with "
+                     "categories its count of every category")
         stage = Stage("levels", ADD_REMOVE_PERSON, LEVEL_SENSITIVITY, noise, 1.0, note=note)
         return PrivacyPlan(self.info.name, self.info.privacy, (stage,))
 
@@ -106,8 +120,9 @@ class CountMechanism(Mechanism):
                      p: dict, values: np.ndarray, noisy: np.ndarray,
                      source: NoiseSource) -> Release:
         """The Release of ``values`` (and the ``noisy`` measurements) made with ``plans``
-        from ``source``; the root total is an invariant with ``root_invariant``."""
-        invariants = ("root total",) if p.get("root_invariant") else ()
+        from ``source``; the root's cells are invariants with ``root_invariant``
+        (`root_invariants`)."""
+        invariants = root_invariants(p, categories)
         return Release(
             hierarchy=hierarchy,
             values=values,

@@ -18,6 +18,7 @@ import streamlit as st
 from hierdp_core.config import ConfigError, ReleaseConfig
 from hierdp_core.data.sample_files import sample_category_values
 from hierdp_core.data.samples import SAMPLES
+from hierdp_core.invariants import exact_quantities
 from hierdp_core.privacy.budget import split_shares
 from hierdp_core.ui import session
 from hierdp_core.ui import split as split_ui
@@ -67,7 +68,8 @@ def current_config(release=None) -> ReleaseConfig:
         structure="declared" if data.declared_structure else "from-data",
         params=dict(s["params"]), split=tuple(float(w) for w in s["weights"]),
         seed=None if seed is None else int(seed),
-        invariants=("total",) if s["params"].get("root_invariant") else (),
+        invariants=tuple(exact_quantities(None, "counts", s["params"],
+                                          bool(r["category_columns"]))),
         names=session.name_columns(ds, list(r["levels"])),  # how the table is read: labels
         # the dashboard sums rows repeating a cell (no choice yet): said when it did
         duplicates="sum" if getattr(data, "merged_rows", 0) else "error")
