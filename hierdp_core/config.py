@@ -19,8 +19,9 @@ A configuration holds public choices only, never a value of the data:
 ``split``           one weight per level (root first) or a preset name; null (or "uniform"):
                     the uniform split
 ``seed``            an integer (seeded exploration noise) or null (secure noise)
-``invariants``      what the release publishes exactly (not protected): ``"total"`` and/or
-                    ``"groups"``, as ``hierdp release --invariant`` declares them
+``invariants``      what the release publishes exactly (not protected): ``"total"``,
+                    ``"category-totals"`` and/or ``"groups"``, as ``hierdp release
+                    --invariant`` declares them
 
 Keys of one query kind only (`QUERY_KEYS`), null or absent for the others:
 
