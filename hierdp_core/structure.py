@@ -12,7 +12,7 @@ something). This module reads the declarations and checks the data against them:
   strings, no Python loop per row). A row outside the geography is a `StructureError`
   naming up to five offending values, their level and the number of rows;
 * **category values** (``COL=V1|V2|...``): `parse_category_values` (from
-  `hierdp_core.declared_values`), `category_index`;
+  `hierdp_core.declared_values`), `hierdp_core.categories.category_index`;
 * an integer **domain** (``LO-HI``): `parse_domain`, `domain_values` (from
   `hierdp_core.declared_values`).
 
@@ -153,7 +153,7 @@ class Geography:
         listed: list[str] = []
         h = self.hierarchy
         for level, column in enumerate(columns, start=1):
-            row_unique, uniques = _factor_codes(table[column], column)
+            row_unique, uniques = factor_codes(table[column], column)
             distinct, keys, order = self._level_keys(level)
             text = uniques.astype(str)  # fixed-width, as `distinct`: no object compares
             pos = np.minimum(np.searchsorted(distinct, text), max(distinct.size - 1, 0))
@@ -215,7 +215,7 @@ def _describe_outside(h: Hierarchy, level: int, column: str, columns: list[str],
     return out
 
 
-def _factor_codes(series: pd.Series, column: str, role: str = "level",
+def factor_codes(series: pd.Series, column: str, role: str = "level",
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(index into ``uniques`` of every row, the distinct codes as strings); codes follow
     `codes_of`, computed on the distinct values only. Missing or blank codes are an error."""
@@ -236,7 +236,7 @@ def _factor_codes(series: pd.Series, column: str, role: str = "level",
 def distinct_codes(series: pd.Series, column: str) -> list[str]:
     """The sorted distinct codes of a column (`codes_of` semantics): the structure read from
     the data, for exploration only."""
-    return sorted(set(_factor_codes(series, column, "category")[1].tolist()))
+    return sorted(set(factor_codes(series, column, "category")[1].tolist()))
 
 
 def _check_columns(table: pd.DataFrame, columns: Sequence[str], role: str,
@@ -352,47 +352,3 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
 
 
 # ---- category values -------------------------------------------------------------------
-def category_index(table: pd.DataFrame, columns: Sequence[str],
-                   declared: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Index of every row in the cartesian product of the declared values of ``columns``
-    (first column slowest), and the labels ``'v1 / v2'`` of the product. A value not
-    declared is a `StructureError` naming up to five values and the number of rows; a
-    declared value absent from the data is simply a category with no rows."""
-    index = np.zeros(len(table), dtype=np.int64)
-    value_lists = []
-    for column in columns:
-        values = np.asarray([str(v).strip() for v in declared[column]], dtype=object)
-        row_unique, uniques = _factor_codes(table[column], column, "category")
-        lookup = pd.Index(values).get_indexer(uniques)
-        code = lookup[row_unique]
-        bad = code < 0
-        if bad.any():
-            shown = pd.unique(uniques[row_unique[bad]])[:MAX_LISTED].tolist()
-            raise StructureError(f"{int(bad.sum()):,} row(s) have {column!r} value(s) outside "
-                                 f"{_describe_values(values.tolist())}: "
-                                 + ", ".join(repr(v) for v in shown))
-        index = index * values.size + code
-        value_lists.append(values.tolist())
-    return index, category_labels(value_lists)
-
-
-def category_labels(value_lists: Sequence[Sequence[str]]) -> tuple[str, ...]:
-    """The labels ``'v1 / v2'`` of the product of the category columns' values (first
-    column slowest)."""
-    labels: list[tuple[str, ...]] = [()]
-    for values in value_lists:
-        labels = [p + (v,) for p in labels for v in values]
-    return tuple(" / ".join(p) for p in labels)
-
-
-def _describe_values(values: list[str]) -> str:
-    """'the domain 0..100' for consecutive integers, else 'the declared values (a|b|...)'."""
-    try:
-        numbers = [int(v) for v in values]
-    except ValueError:
-        numbers = []
-    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[0] + len(numbers))) \
-            and [str(n) for n in numbers] == values:
-        return f"the domain {numbers[0]}..{numbers[-1]}"
-    more = VALUE_SEPARATOR + "..." if len(values) > 8 else ""
-    return f"the declared values ({VALUE_SEPARATOR.join(values[:8])}{more})"

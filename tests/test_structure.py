@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hierdp_core.categories import category_index
 from hierdp_core.errors import InputError, StructureError
 from hierdp_core.flows.data import flow_data_from_table, read_flow_geography
 from hierdp_core.groupsizes.data import (
@@ -24,7 +25,6 @@ from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.queries.counts import count_data_from_table
 from hierdp_core.queries.ranges import range_data_from_table
 from hierdp_core.structure import (
-    category_index,
     geography_from_table,
     parse_category_values,
     parse_domain,

@@ -28,18 +28,19 @@ def declared_count_input(cfg, run, path: Path):
     ``path``, or None when the careful path must read it (see the module doc; a release of
     more cells than ``--max-cells`` too: the careful path refuses it after its own
     checks)."""
+    from hierdp_core.categories import category_labels
     from hierdp_core.cli.inputs import cell_limit
     from hierdp_core.cli.memory import check_table_memory
     from hierdp_core.data.declared_rows import place_rows
     from hierdp_core.data.integers import checked_total
     from hierdp_core.queries.counts import CountData, repeated_cells
-    from hierdp_core.structure import category_labels
 
     shape = _declared_shape(cfg, path)
     if shape is None:
         return None
     src, levels, categories, declared, geography = shape
     values = {c: [str(v).strip() for v in declared[c]] for c in categories}
+    labels = category_labels([values[c] for c in categories], categories)
     h, k = geography.hierarchy, math.prod(len(values[c]) for c in categories)
     if h.n_leaves * k > cell_limit(cfg, run):
         return None
@@ -49,7 +50,6 @@ def declared_count_input(cfg, run, path: Path):
     codes = _codes_table(rows.present, [*levels, *categories])
     check_table_memory(cfg, run, codes)
     count = cfg.count_column
-    labels = category_labels([values[c] for c in categories])
     merged = 0
     if count:
         checked_total(rows.total, f"count column {count!r}")

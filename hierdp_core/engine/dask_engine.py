@@ -205,9 +205,9 @@ def dask_count_release(client, frame, geography, levels: list[str], categories: 
     is asked for once the data is checked, before any noise."""
     from dask import delayed
 
+    from hierdp_core.categories import category_index
     from hierdp_core.data.duplicates import unit_category
     from hierdp_core.engine.leaf_counts import partition_cells
-    from hierdp_core.structure import category_index
 
     h = geography.hierarchy
     labels = (category_index(pd.DataFrame({c: [] for c in categories}), categories,

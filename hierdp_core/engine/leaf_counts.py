@@ -81,9 +81,9 @@ def partition_cells(frame: pd.DataFrame, geography, levels: list[str], categorie
     Rows of a count column that repeat a cell are summed, or with ``duplicates="error"``
     refused (`repeated_rows`, rows counted in partition ``part``), their cells then kept
     even when they sum to 0 (`first_shared_cell` finds those in several partitions)."""
+    from hierdp_core.categories import category_index
     from hierdp_core.data.duplicates import repeated_rows, unit_category
     from hierdp_core.data.loaders import validate_counts
-    from hierdp_core.structure import category_index
 
     if len(frame) == 0:
         return {}

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hierdp_core.categories import category_index
 from hierdp_core.data.duplicates import check_policy, repeated_rows, unit_category
 from hierdp_core.data.integers import sum_by_cell
 from hierdp_core.data.loaders import validate_columns, validate_counts
 from hierdp_core.data.unit_names import unit_names
 from hierdp_core.hierarchy import Hierarchy, build_hierarchy
-from hierdp_core.structure import Geography, category_index, distinct_codes
+from hierdp_core.structure import Geography, distinct_codes
 
 TOTAL = "total"
 
