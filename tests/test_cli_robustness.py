@@ -6,6 +6,7 @@ cannot be written is one line naming it and the reason, exit 2, before any work
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import signal
@@ -233,6 +234,13 @@ def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
     code, _, err = run_cli(capsys, *argv, "--encoding", "no-such-codec", "--out",
                            tmp_path / "bad")
     assert code == 2 and "unknown encoding 'no-such-codec'" in err
+    # evaluate reads the table and the geography in the release's encoding (recorded in
+    # the manifest), or in the one given: it read the geography as UTF-8 and refused it
+    assert json.loads((tmp_path / "rel" / "manifest.json").read_text())["input"][
+        "encoding"] == "latin-1"
+    for given in ([], ["--encoding", "latin-1"]):
+        code, report, err = run_cli(capsys, "evaluate", csv, tmp_path / "rel", *given)
+        assert code == 0 and "mae" in report, err
 
 
 def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys):

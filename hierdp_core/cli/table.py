@@ -194,9 +194,12 @@ def input_spec(cfg, run, data, path: Path) -> dict:
 
     spec = {"file": path.name, "query": cfg.query, "levels": list(cfg.levels),
             "count_column": cfg.count_column,
-            "category_columns": list(cfg.category_columns), "local_codes": cfg.local_codes,
+            "category_columns": list(cfg.category_columns or cfg.category_values),
+            "local_codes": cfg.local_codes,
             "missing": cfg.missing or "error", "ragged": bool(cfg.ragged),
             "duplicates": cfg.duplicates or "error"}
+    if cfg.encoding:  # the input's and the declaration files' (`hierdp evaluate` reads them)
+        spec["encoding"] = cfg.encoding
     if cfg.split_goal:
         spec["split_goal"] = cfg.split_goal  # public: chosen from the tree's shape only
     if cfg.wide:  # as declared: the columns they matched would tell the table's header
@@ -242,11 +245,13 @@ def structure_spec(cfg, data) -> dict:
 def evaluate_args(args, spec: dict) -> tuple[object, pd.DataFrame]:
     """The settings (a `ReleaseConfig`, without a mechanism) and the true input table that
     rebuild a release's data from its manifest's ``input`` (``spec``) for ``hierdp
-    evaluate`` (``args``: its parsed command line)."""
+    evaluate`` (``args``: its parsed command line), the input and the geography read in
+    ``--encoding``, else the release's."""
     from hierdp_core.config import ReleaseConfig
     from hierdp_core.data.loaders import read_table
     from hierdp_core.declared_values import parse_domain
 
+    encoding = getattr(args, "encoding", None) or spec.get("encoding")  # the release's
     cfg = ReleaseConfig(
         mechanism="", query=spec.get("query", "counts"), levels=tuple(spec["levels"]),
         count_column=spec.get("count_column"),
@@ -261,8 +266,8 @@ def evaluate_args(args, spec: dict) -> tuple[object, pd.DataFrame]:
         wide=",".join(spec.get("wide_patterns") or []) or None,
         wide_name=spec.get("wide_name"), missing=spec.get("missing") or "error",
         duplicates=spec.get("duplicates") or "sum",  # written before: summed
-        ragged=bool(spec.get("ragged")), **evaluate_structure(args, spec))
-    return cfg, read_table(Path(args.input), encoding=getattr(args, "encoding", None))
+        ragged=bool(spec.get("ragged")), encoding=encoding, **evaluate_structure(args, spec))
+    return cfg, read_table(Path(args.input), encoding=encoding)
 
 
 def evaluate_structure(args, spec: dict) -> dict:
