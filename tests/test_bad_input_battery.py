@@ -34,7 +34,7 @@ ODD_CODES = ["06", "6", "006", " 06", "A/B", "A", "B/x", "x>y", ">", "/", "%", "
              "tab\there", "line\nbreak"]
 CODE = st.one_of(st.sampled_from(ODD_CODES),
                  st.text("aZ09/>%é _-.,;\"'", min_size=1, max_size=4))
-BAD_COUNTS = [-1, 1.5, float("nan"), 2**63, 2**62, 1e300, "x", "", "1,000", " 3 ", "inf",
+BAD_COUNTS = [-1, 1.5, float("nan"), 2**63, 2**62, 1e300, "x", "", "1,000", "3.000", " 3 ", "inf",
               "-0", True, "0x10", None]
 COUNT = st.one_of(st.integers(0, 50), st.sampled_from(BAD_COUNTS))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import gzip
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -82,13 +83,17 @@ def test_na_tokens_are_missing_in_numeric_columns_but_codes_elsewhere(tmp_path):
 
 
 _CELLS = st.sampled_from(["1", "2", " 3 ", "40", "2.5", "-7", "1e3", "0", "01", "0.5", "NA",
-                           "null", "-", "", "x", "Torino", None])
+                           "null", "-", "", "x", "Torino", None, "3.000", "1.234.567",
+                           "0.125", "12.500"])
 
 
 def _typed_row_by_row(cells: list) -> pd.Series | None:
     """The typing rule cell by cell, written out: None if the column stays text."""
     present = [c.strip() for c in cells if c is not None]
     if not present or any(len(c) > 1 and c[0] == "0" and c[1].isdigit() for c in present):
+        return None
+    dotted = [c for c in present if "." in c]  # all like 3.000: 3 or 3,000? stays text
+    if dotted and all(re.fullmatch(r"[1-9]\d{0,2}(\.\d{3})+", c) for c in dotted):
         return None
     numbers = []
     for c in (c.strip() if c is not None else None for c in cells):
@@ -120,6 +125,23 @@ def test_column_typing_matches_the_rule_cell_by_cell(cells):
                        or c.strip().lstrip("-").isdigit() for c in cells)
         if integral and expected.notna().all():
             assert pd.api.types.is_integer_dtype(typed)
+
+
+def test_a_dot_between_groups_of_three_digits_is_not_read_as_a_decimal_point(tmp_path):
+    """"3.000" is 3000 with '.' as a thousands separator (much of Europe), 3 as a decimal
+    point: such a column is not read as numbers, and as counts it is refused with both
+    readings, never taken as 3 in silence. Other decimals stay numbers."""
+    t = read_table(write(tmp_path / "c.csv", "region;n;w\nA;3.000;0.125\nB;12;1.5\n"
+                                             "C;1.234.567;2\n"))
+    assert t["n"].tolist() == ["3.000", "12", "1.234.567"]
+    assert t["w"].tolist() == [0.125, 1.5, 2.0]
+    with pytest.raises(InputError, match=r"count column 'n' has 2 value\(s\) with '\.' "
+                       r"between groups of three digits: row 1: '3.000', row 3: '1.234.567'; "
+                       r"3.000 is 3000 with '\.' as a thousands separator, 3 with '\.' as a "
+                       "decimal point"):
+        validate_counts(t, "n")
+    mixed = read_table(write(tmp_path / "m.csv", "n\n3.000\n2.75\n"))  # decimals: numbers
+    assert mixed["n"].tolist() == [3.0, 2.75]
 
 
 def test_semicolon_delimiter(tmp_path):

@@ -46,6 +46,7 @@ from hierdp_core.data.sources import (
     resolve_source,
 )
 from hierdp_core.data.validate import (
+    DOT_GROUPED,
     check_cells,
     check_column_roles,
     default_max_cells,
@@ -83,7 +84,8 @@ def read_table(
     rows and unnamed all-empty columns are dropped; a CSV row with fewer fields than the
     header is padded with missing values (more fields is an error). ``max_bytes`` limits the
     size on disk or of the upload (compressed size for .gz). Columns are typed by the module's rule
-    (leading-zero codes and ``dtype_str_columns`` stay strings).
+    (leading-zero codes, numbers written with '.' between groups of three digits and
+    ``dtype_str_columns`` stay strings).
     Raises `InputError`, naming the file, for anything that makes the file unusable.
 
     ``columns``: read only these (for large inputs; the CLI passes the columns a release
@@ -224,7 +226,7 @@ def _maybe_numeric(series: pd.Series) -> pd.Series:
     else:
         codes, distinct = pd.factorize(series)  # missing -> code -1
     present = _stripped(distinct)
-    if present.empty or _has_leading_zero(present):
+    if present.empty or _has_leading_zero(present) or _dot_grouped(present):
         return series
     is_na_token = present.isin(_NA_TOKENS) | present.eq("")
     numbers = pd.to_numeric(present[~is_na_token], errors="coerce")
@@ -246,6 +248,14 @@ def _stripped(distinct) -> pd.Series:
     except (pa.ArrowException, TypeError):
         return values.str.strip()
     return pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _dot_grouped(present: pd.Series) -> bool:
+    """Whether some text looks like a number with '.' between groups of three digits
+    (`DOT_GROUPED`: 3 or 3,000?) and every other text with a '.' does too: the column stays
+    text, for its reader to say (counts are refused) rather than read 3.000 as 3."""
+    text = present[present.map(lambda v: isinstance(v, str) and "." in v)]
+    return bool(len(text)) and bool(text.str.fullmatch(DOT_GROUPED).all())
 
 
 def _has_leading_zero(present: pd.Series) -> bool:

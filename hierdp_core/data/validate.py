@@ -25,10 +25,14 @@ from hierdp_core.data.integers import check_total
 from hierdp_core.data.sources import fail as _fail
 from hierdp_core.errors import InputError
 
-__all__ = ["check_cells", "check_column_roles", "default_max_cells",
+__all__ = ["DOT_GROUPED", "check_cells", "check_column_roles", "default_max_cells",
            "lookalike_codes", "validate_columns", "validate_counts"]
 
 _MAX_LISTED = 5
+#: a number written with '.' between groups of three digits ("3.000", "1.234.567"): a
+#: thousands separator in much of Europe, three decimals elsewhere; 3 or 3,000 cannot be
+#: told, so such a column is not read as numbers (`loaders`) and is refused as counts
+DOT_GROUPED = r"[1-9]\d{0,2}(?:\.\d{3})+"
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -102,6 +106,14 @@ def _float_counts(series: pd.Series, label: str, fail) -> np.ndarray:
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         text = series.astype("str").str.strip()
+        grouped = text.str.fullmatch(DOT_GROUPED).to_numpy(dtype=bool)
+        if grouped.any():
+            first = text[grouped].iloc[0]
+            raise fail(f"{label} has {int(grouped.sum())} value(s) with '.' between groups of "
+                       f"three digits: {_rows(grouped, series)}; {first} is "
+                       f"{first.replace('.', '')} with '.' as a thousands separator, "
+                       f"{float(first):g} with '.' as a decimal point: write counts as plain "
+                       "integers, without a thousands separator")
         values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
         bad = np.isnan(values) & series.notna().to_numpy() & text.ne("").to_numpy()
         if bad.any():
