@@ -148,3 +148,26 @@ def test_a_split_of_the_wrong_length_spends_nothing_on_any_query(capsys, tmp_pat
     err = one_line(*run(capsys, *argv)[::2])
     assert "weights" in err or "split" in err, err
     assert not Ledger().path.exists() or Ledger().datasets() == []
+
+
+@pytest.mark.parametrize("rows, said", [
+    ([["Total", "Total", 35725]], "region 'Total'"),  # a totals row
+    ([["84", "84", 900]], "dep '84' (the code of its region)"),  # a subtotal row
+])
+def test_totals_rows_read_as_units_are_warned_about(capsys, tmp_path, rows, said):
+    """With the units read from the data, a totals or subtotal row becomes a unit of its
+    own and is added into the levels above: the release says so (exploration only)."""
+    table = pd.DataFrame([["84", "01", 500], ["84", "07", 400], ["93", "13", 300], *rows],
+                         columns=["region", "dep", "n"])
+    table.to_csv(tmp_path / "t.csv", index=False)
+    argv = ["release", tmp_path / "t.csv", "--levels", "region,dep", "--count-column", "n",
+            "--structure-from-data", "--mechanism", "topdown", "--epsilon", 1, "--seed", 1]
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "a")
+    assert code == 0, err
+    assert "warning: units that look like totals or subtotals: " + said in err
+    assert "remove totals rows" in err
+    code, _, err = run(capsys, *argv, "--local-codes", "--out", tmp_path / "b")
+    assert code == 0 and "(the code of its" not in err, err  # local codes repeat parents'
+    table.iloc[:3].to_csv(tmp_path / "t.csv", index=False)
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "c")
+    assert code == 0 and "totals" not in err, err

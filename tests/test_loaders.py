@@ -609,3 +609,15 @@ def test_the_string_kernels_strip_and_match_as_python_does(values):
     stripped = _stripped(values)
     assert stripped.tolist() == [v.strip() for v in values]
     assert _has_leading_zero(stripped) == any(re.match(r"0\d", v.strip()) for v in values)
+
+
+def test_a_row_repeating_the_header_is_refused_naming_it(tmp_path):
+    """Files joined with their headers: the repeated header would become a unit named
+    'region' and a category 'sex'."""
+    text = "region,sex,n\nA,F,3\nregion,sex,n\nB,M,4\n"
+    raises(["j.csv", "data row(s) 2 repeat the header", "remove them"], read_table,
+           write(tmp_path / "j.csv", text))
+    raises(["data row(s) 2 repeat the header"], read_table, write(tmp_path / "k.csv", text),
+           columns=["region", "n"])  # the columns a release reads, through pyarrow
+    kept = read_table(write(tmp_path / "ok.csv", "region,sex,n\nregion,F,3\n"))
+    assert kept["region"].tolist() == ["region"]  # one cell like its name is no header

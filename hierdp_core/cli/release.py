@@ -24,7 +24,13 @@ from hierdp_core.cli.inputs import csv_list, input_data, mechanism_params, split
 from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
-from hierdp_core.cli.table import input_spec, lookalike_warning, prepare_input, read_input
+from hierdp_core.cli.table import (
+    input_spec,
+    lookalike_warning,
+    prepare_input,
+    read_input,
+    totals_warning,
+)
 from hierdp_core.data.file_state import unchanged_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
@@ -139,8 +145,9 @@ def cmd_release(cfg, run) -> int:
     # warnings and notes are said once the release is written: an error stays the only line
     said = [f"warning: {text}" for text in [nonprivate] if text]
     said += [f"warning: {text}" for text in budget_warnings(cfg.epsilon, cfg.rho, cfg.delta)]
-    said += [f"warning: {text}" for text in
-             [lookalike_warning(cfg, table) if table is not None else None] if text]
+    if table is not None:
+        said += [f"warning: {text}" for text in
+                 (lookalike_warning(cfg, table), totals_warning(cfg, table)) if text]
     if release.intervals is not None and (text := uncalibrated_warning(release)):
         said.append(f"warning: {text}")
     merged = int(getattr(data, "merged_rows", 0) or 0)

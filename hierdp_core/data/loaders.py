@@ -204,13 +204,40 @@ def _check_shape(table: pd.DataFrame, name: str) -> None:
 
 
 def _infer_types(table: pd.DataFrame, force_str: Sequence[str], name: str) -> pd.DataFrame:
-    """Convert all-numeric string columns to numbers, except forced and leading-zero ones."""
+    """Convert all-numeric string columns to numbers, except forced and leading-zero ones;
+    a row repeating the header is refused (`_refuse_repeated_header`)."""
     validate_columns(table, force_str, "string (dtype_str_columns)", file_name=name)
+    _refuse_repeated_header(table, name)
     out = {}
     for col in table.columns:
         series = table[col]
         out[col] = series if col in force_str else _maybe_numeric(series)
     return pd.DataFrame(out, index=table.index, copy=False)
+
+
+def _refuse_repeated_header(table: pd.DataFrame, name: str) -> None:
+    """A row (of two columns or more) whose every cell is its column's name, as files
+    concatenated with their headers hold, is an `InputError` naming the rows: its codes
+    would be read as units named after the columns. Each column is looked at through its
+    distinct values, and no further than the first without its name."""
+    if table.shape[1] < 2:
+        return
+    repeated = np.ones(len(table), dtype=bool)
+    for column in table.columns:
+        series = table[column]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            codes, distinct = series.cat.codes.to_numpy(), series.cat.categories
+        else:
+            codes, distinct = pd.factorize(series)
+        named = np.flatnonzero(_stripped(distinct).eq(str(column)).to_numpy())
+        if named.size == 0:
+            return
+        repeated &= np.isin(codes, named)
+    rows = np.flatnonzero(repeated)
+    if rows.size:
+        shown = ", ".join(str(r + 1) for r in rows[:5]) + (" ..." if rows.size > 5 else "")
+        raise fail(name, f"data row(s) {shown} repeat the header (files joined with their "
+                         "headers?): remove them")
 
 
 def _maybe_numeric(series: pd.Series) -> pd.Series:
