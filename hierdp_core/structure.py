@@ -207,12 +207,23 @@ def _describe_outside(h: Hierarchy, level: int, column: str, columns: list[str],
     for i in np.sort(first)[:limit]:
         value = str(uniques[row_unique[i]])
         if code[i] < 0:
-            out.append(f"{column} {value!r} (not in the geography)")
+            out.append(f"{column} {value!r} (not in the geography{_zeros_hint(h, level, value)})")
         else:
             above = str(h.codes[level - 1][parent[i]])
             out.append(f"{column} {value!r} under {columns[level - 2]} {above!r} (the "
                        f"geography has no such {column} there)")
     return out
+
+
+def _zeros_hint(h: Hierarchy, level: int, value: str) -> str:
+    """'; it has '01001': the leading zeros lost (e.g. by Excel)?' when a code of the level
+    is ``value`` (digits) with leading zeros, else ''."""
+    if not value.isdigit():
+        return ""
+    codes = np.asarray(h.codes[level]).astype(str)
+    padded = codes[(np.char.str_len(codes) > len(value)) & (np.char.lstrip(codes, "0") == value)]
+    return (f"; it has {str(padded[0])!r}: the leading zeros lost, e.g. by Excel?"
+            if padded.size else "")
 
 
 def factor_codes(series: pd.Series, column: str, role: str = "level",

@@ -239,7 +239,8 @@ def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
     assert json.loads((tmp_path / "rel" / "manifest.json").read_text())["input"][
         "encoding"] == "latin-1"
     for given in ([], ["--encoding", "latin-1"]):
-        code, report, err = run_cli(capsys, "evaluate", csv, tmp_path / "rel", *given)
+        code, report, err = run_cli(capsys, "evaluate", csv, tmp_path / "rel", *given,
+                                    "--key-file", tmp_path / "key")
         assert code == 0 and "mae" in report, err
 
 

@@ -621,3 +621,17 @@ def test_a_row_repeating_the_header_is_refused_naming_it(tmp_path):
            columns=["region", "n"])  # the columns a release reads, through pyarrow
     kept = read_table(write(tmp_path / "ok.csv", "region,sex,n\nregion,F,3\n"))
     assert kept["region"].tolist() == ["region"]  # one cell like its name is no header
+
+
+def test_a_file_cut_in_the_middle_of_a_row_is_refused(tmp_path):
+    """An interrupted copy: the last line has fewer fields than the header and no line
+    break after it. It was padded with missing cells and reported as a missing code (with a
+    hint to --ragged)."""
+    raises(["cut.csv", "ends in the middle of a row", "2 of the header's 3 fields"],
+           read_table, write(tmp_path / "cut.csv", "region,dep,n\nA,A1,3\nB,B1,4\nB,B2"))
+    raises(["ends in the middle of a row"], read_table,
+           write(tmp_path / "cut.csv", "region;dep;n\nA;A1;3\nB;B"), columns=["region", "n"])
+    whole = read_table(write(tmp_path / "whole.csv", "region,dep,n\nA,A1,3\nB,B1,4"))
+    assert whole["n"].tolist() == [3, 4]  # complete, only without the last line break
+    short = read_table(write(tmp_path / "short.csv", "region,dep,n\nA,A1\nB,B1,4\n"))
+    assert short["n"].isna().tolist() == [True, False]  # a short row before the end: padded

@@ -98,6 +98,18 @@ def test_rows_outside_the_geography_name_values_levels_and_rows():
         g.leaf_of_rows(pd.DataFrame({"state": ["A", None], "county": ["a1", "a2"]}))
 
 
+def test_codes_that_lost_their_leading_zeros_are_said_so():
+    """A table saved through Excel: '01001' became 1001 (the geography keeps it as text)."""
+    g = geography_from_table(pd.DataFrame({"state": ["01", "01", "10"],
+                                           "county": ["01001", "01003", "10001"]}),
+                             ["state", "county"])
+    with pytest.raises(StructureError) as info:
+        g.leaf_of_rows(pd.DataFrame({"state": [1, 10], "county": [1001, 10001]}))
+    text = str(info.value)
+    assert "state '1' (not in the geography; it has '01': the leading zeros lost" in text
+    assert "'10'" not in text  # a code that kept its digits is no suspect
+
+
 def test_numeric_data_codes_match_string_geography_codes():
     g = geography_from_table(pd.DataFrame({"state": ["1", "2"], "county": ["10", "20"]}),
                              ["state", "county"])

@@ -43,6 +43,7 @@ from hierdp_core.data.sources import (
     fail,
     kind_of,
     read_text,
+    refuse_cut_short,
     resolve_source,
 )
 from hierdp_core.data.validate import (
@@ -97,6 +98,8 @@ def read_table(
     src = resolve_source(source, name, max_bytes)
     kind = kind_of(src.name)
     force_str = list(dtype_str_columns or [])
+    if kind == "text":
+        refuse_cut_short(src, encoding)
     if columns is not None:
         return _read_selected(src, kind, list(columns), encoding, force_str)
     return _read_all(src, kind, encoding, force_str)

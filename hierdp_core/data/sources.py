@@ -167,6 +167,39 @@ def read_text(src: Source, encoding: str | None, *, gz: bool) -> pd.DataFrame:
         raise fail(src.name, f"not a valid gzip file ({exc})") from None
 
 
+#: `refuse_cut_short` looks at this many bytes at the end of a file
+_TAIL_BYTES = 1 << 16
+
+
+def refuse_cut_short(src: Source, encoding: str | None) -> None:
+    """An `InputError` when an uncompressed delimited text file ends in the middle of a row:
+    no line break after its last line, which has fewer fields than the header (an
+    interrupted copy or download; the readers pad such a row with missing cells)."""
+    if src.path is not None:
+        with open(src.path, "rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    else:
+        tail = src.data[-_TAIL_BYTES:]
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return
+    head = head_bytes(src, False)
+    enc = choose_encoding(src.name, head, encoding)
+    if codecs.lookup(enc).name.startswith(("utf-16", "utf-32")):
+        return  # a line break is no single byte there (UTF-16 is read whole anyway)
+    text = head.decode(enc, errors="replace")
+    sep = sniff_delimiter(text, prefer="\t" if ".tsv" in src.name.lower() else ",")
+    n_columns = len(next(csv.reader(io.StringIO(text), delimiter=sep), []))
+    last = tail.splitlines()[-1].decode(enc, errors="replace")
+    fields = next(csv.reader([last], delimiter=sep), [])
+    if 0 < len(fields) < n_columns:
+        raise fail(src.name, f"the file ends in the middle of a row: its last line has "
+                             f"{len(fields)} of the header's {n_columns} fields and no line "
+                             "break after it (cut short by an interrupted copy or "
+                             "download?): read it again from its source")
+
+
 def head_bytes(src: Source, gz: bool) -> bytes:
     """The first bytes of the (decompressed) content, for encoding and delimiter sniffing."""
     try:
