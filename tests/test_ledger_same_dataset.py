@@ -82,6 +82,12 @@ def test_other_counts_are_another_dataset_and_the_file_finds_its_dataset(capsys,
     assert len(Ledger().datasets()) == 2
     code, out, _ = run(capsys, "budget", "--dataset", folder / "people.csv")
     assert code == 0 and "epsilon 1 spent of 1" in out and "1 release(s)" in out
+    assert "note:" not in out
+    # another file of the same counts: none under its own name; the note says where
+    COUNTS.iloc[::-1].to_csv(folder / "reordered.csv", index=False)
+    code, out, _ = run(capsys, "budget", "--dataset", folder / "reordered.csv")
+    assert code == 0 and "no publishable release yet" in out
+    assert "counts against every earlier dataset with the same counts" in out
 
 
 def test_the_counts_key_ignores_order_and_empty_units_but_not_counts():

@@ -269,7 +269,15 @@ def cmd_budget(args) -> int:
               f"{spend_budget(s)})  {s.mechanism}  -> "
               f"{s.destination}  release {s.release_id}  {state}")
     print(overview_line(now))
+    if not now.spends:
+        print(NOT_BY_FILE)
     return 0
+
+
+#: said of a file with no release recorded under it
+NOT_BY_FILE = ("note: a release also counts against every earlier dataset with the same "
+               "counts, whatever its file (the ledger keys a dataset by its file and by its "
+               "counts at the release's levels): `hierdp budget` lists them all")
 
 
 def spend_budget(s: Spend) -> str:
