@@ -30,17 +30,36 @@ import pandas as pd
 SIZE_HINTS = ("size", "persons", "people", "members", "household_size", "hh_size")
 COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "households",
                "groups", "trips", "flows", "flights", "workers", "commuters", "total",
-               "freq", "weight")
-GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family")
-PERSON_HINTS = ("person", "person_id", "pid")
-ATTRIBUTE_HINTS = ("age", "income", "travel_time")
+               "freq", "weight", "obs",
+               # the same in the languages of the national tables users bring
+               "effectif", "effectifs", "nombre", "nb", "pop", "habitants", "anzahl",
+               "einwohner", "bevoelkerung", "bevölkerung", "personen", "gesamt",
+               "insgesamt", "aantal", "inwoners", "totaal", "numero", "popolazione",
+               "residenti", "abitanti", "poblacion", "población", "habitantes", "antal",
+               "liczba")
+GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family", "hh",
+               "menage", "ménage", "famille", "haushalt", "familie", "huishouden", "hogar",
+               "famiglia")
+PERSON_HINTS = ("person", "person_id", "pid", "personne", "individu", "persoon", "persona",
+                "individual")
+ATTRIBUTE_HINTS = ("age", "income", "travel_time", "alter", "leeftijd", "eta", "età",
+                   "edad", "idade", "wiek", "alder", "ålder")
 CODE_WORDS = ("code", "id", "fips", "geoid", "istat", "zip", "key", "tract", "cod", "codice")
+#: names of geography levels: a column of whole numbers so named holds codes (BFS, INSEE or
+#: LAU numbers without leading zeros), never counts
+GEO_WORDS = ("state", "county", "region", "province", "municipality", "district", "city",
+             "town", "commune", "canton", "department", "departement", "dep", "dept", "reg",
+             "com", "kanton", "bezirk", "gemeinde", "land", "kreis", "gemeente", "provincie",
+             "wijk", "buurt", "comune", "provincia", "regione", "comuna", "municipio",
+             "distrito", "concelho", "freguesia", "kommune", "kommun", "fylke", "powiat",
+             "gmina", "nuts", "lau", "lad", "lsoa", "msoa", "ward", "parish", "postcode", "plz",
+             "arrondissement", "iris", "ags")
 CODE_ENDINGS = ("no", "nr")  # town_no, tract_nr: a number that names a unit
 NAME_WORDS = ("name", "nom", "label", "nome", "libelle")
 
 
 def _words(column: str) -> list[str]:
-    return [w for w in re.split(r"[^a-z0-9]+", str(column).lower()) if w]
+    return [w for w in re.split(r"[\W_]+", str(column).lower()) if w]
 
 
 def hinted(column: str, hints: Iterable[str]) -> bool:
@@ -51,10 +70,10 @@ def hinted(column: str, hints: Iterable[str]) -> bool:
 
 def looks_like_code(column: str) -> bool:
     """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``,
-    ``tract``, ``town_no``)."""
+    ``tract``, ``town_no``) or is a geography level's (``kanton``, ``gemeinde``: `GEO_WORDS`)."""
     words = _words(column)
-    return any(w in CODE_WORDS for w in words) or (len(words) > 1
-                                                    and words[-1] in CODE_ENDINGS)
+    return any(w in CODE_WORDS or w in GEO_WORDS for w in words) or (
+        len(words) > 1 and words[-1] in CODE_ENDINGS)
 
 
 def integer_valued(series: pd.Series) -> bool:
@@ -114,22 +133,40 @@ def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
     return bool((table.groupby(fine, sort=False)[coarse].nunique(dropna=False) <= 1).all())
 
 
+def sole_count(table: pd.DataFrame, levels: Iterable[str]) -> str | None:
+    """The count column of a table whose count is named in no language `COUNT_HINTS`
+    knows: the one column of whole numbers >= 0 that is no level, code, age, size or time
+    (`count_candidates`), in a table of one row per cell (its ``levels`` and category-like
+    text columns repeat in no two rows); None when there are none or several, or the
+    table repeats a cell (one row per person, the number an attribute)."""
+    others = ATTRIBUTE_HINTS + SIZE_HINTS + TIME_WORDS
+    found = [c for c in count_candidates(table, levels) if not hinted(c, others)]
+    if len(found) != 1:
+        return None
+    cells = [*levels, *(c for c in map(str, table.columns) if c not in levels
+                        and table[c].dtype.kind in "OSUb" and 2 <= table[c].nunique() <= 30)]
+    # a table of counts holds a cell a row; one whose cells repeat is one row per person
+    return None if table.duplicated(subset=cells).any() else found[0]
+
+
 def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: int = 4,
-                 sample_rows: int = 200_000) -> list[str]:
+                 sample_rows: int = 200_000, rows_per_unit: float = 1.0) -> list[str]:
     """Geography level columns, coarse to fine: the longest chain of non-float, non-name
     columns that are not count-like or a group / person id, each nested in the one before
     (every finer code sits in one coarser code) and with more distinct values; of chains
     as long, the one with the most units at its finest level. A column that nests in no
     other (``sex`` beside ``state``, ``county``) starts no chain of its own that wins. Of
     two columns in one-to-one correspondence (a code and its name) the code-like one is
-    kept. [] when none fits. Judged on at most ``sample_rows`` rows."""
+    kept. A column with more than one value per ``rows_per_unit`` rows (a person's or a
+    household's id in a table of one row per person) is no level. [] when none fits.
+    Judged on at most ``sample_rows`` rows."""
     part = table.head(sample_rows)
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
             and not any(w in NAME_WORDS for w in _words(c))
             and not hinted(c, GROUP_HINTS + PERSON_HINTS)]
     distinct = {c: int(part[c].nunique()) for c in pool}
-    pool = [c for c in pool if distinct[c] > 1]
+    pool = [c for c in pool if 1 < distinct[c] and distinct[c] * rows_per_unit <= len(part)]
     pool.sort(key=lambda c: (distinct[c], not looks_like_code(c)))
     chains: dict[str, list[str]] = {}  # the best chain ending at each column
     for i, column in enumerate(pool):
@@ -155,10 +192,31 @@ def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str]
         if c in skip or part[c].dtype.kind not in "OSU" and not (
                 looks_like_code(c) and part[c].dtype.kind in "iu"):
             continue
+        if any(w in NAME_WORDS for w in _words(c)) or c in separated_numbers(part):
+            continue  # a unit's name, or numbers: no level
         finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())
         if not (_determines(part, c, levels[-1]) if finer
                 else _determines(part, levels[0], c)):
             out.append(c)
+    return out
+
+
+#: a whole number written with a thousands separator: a space, a no-break or narrow
+#: no-break space, an apostrophe (Swiss), a dot or a comma between groups of three digits
+SEPARATED_NUMBER = r"\d{1,3}(?:[ \u00a0\u202f'’.,]\d{3})+"
+
+
+def separated_numbers(table: pd.DataFrame) -> list[str]:
+    """The text columns of whole numbers some of which are written with a thousands
+    separator ('1 234', "1'234"): counts a reader takes for text."""
+    out = []
+    for c in table.columns:
+        if table[c].dtype.kind not in "OSU" and not pd.api.types.is_string_dtype(table[c]):
+            continue
+        text = pd.Series(pd.unique(table[c].dropna())).astype(str).str.strip()
+        grouped = text.str.fullmatch(SEPARATED_NUMBER)
+        if len(text) and grouped.any() and (grouped | text.str.fullmatch(r"\d+")).all():
+            out.append(str(c))
     return out
 
 
@@ -196,8 +254,14 @@ def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]
 
 
 def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:
-    return (int(table[column].nunique()) == int(table[level].nunique())
+    """Each unit has one name, and most units a name of their own (two communes of one
+    name in two départements are common)."""
+    return (int(table[column].nunique()) >= NAMES_DISTINCT * int(table[level].nunique())
             and _determines(table, level, column))
+
+
+#: a level's name column holds at least this share of distinct names per code
+NAMES_DISTINCT = 0.8
 
 
 ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence")

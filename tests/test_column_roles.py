@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.pandas import column, data_frames
 
 from hierdp_core import column_roles as roles
+from hierdp_core.data.shape_guess import guess_wide
 
 
 def test_moroccan_style_table():
@@ -114,3 +115,72 @@ def test_a_level_that_does_not_nest_is_named_as_left_out():
         [c for c in ("state", "county") if c not in levels]
     nested = table.assign(county=["01001", "01003", "02001", "02005"])
     assert roles.left_out_levels(nested, roles.guess_levels(nested), ["n"]) == []
+
+
+# ---- tables from other countries ------------------------------------------------------
+def _guess(table: pd.DataFrame) -> dict:
+    from hierdp_core.ui.inputs import default_roles
+
+    return default_roles(table)["guessed"]
+
+
+def _people(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    wijk = rng.integers(0, 40, n)
+    return pd.DataFrame({"persoon_id": np.arange(n) + 10_000, "provincie": "PV" + (wijk // 20)
+                         .astype(str), "gemeente": "GM" + (wijk // 4).astype(str),
+                         "wijk": "WK" + wijk.astype(str), "geslacht": rng.choice(["M", "V"], n),
+                         "leeftijd": rng.integers(0, 99, n),
+                         "huishouden_id": rng.integers(0, n // 2, n)})
+
+
+def test_swiss_numbers_are_codes_and_a_german_count_is_the_count():
+    """BFS numbers (1, 101, 3: no leading zeros) were taken for counts, and the table for
+    a wide one; anzahl (German) was no count."""
+    kantone = [1, 1, 1, 2, 2, 26]
+    table = pd.DataFrame({"kanton": kantone, "bezirk": [101, 101, 102, 201, 201, 2601],
+                          "gemeinde": [1, 2, 3, 301, 302, 6800], "anzahl": [10, 20, 5, 7, 8, 9]})
+    table = pd.concat([table.assign(geschlecht="m"), table.assign(geschlecht="w")])
+    guessed = _guess(table)
+    assert guessed["levels"] == ["kanton", "bezirk", "gemeinde"]
+    assert guessed["count_column"] == "anzahl" and guessed["category_columns"] == ["geschlecht"]
+    assert roles.count_candidates(table, ["kanton"]) == ["anzahl"]
+    assert guess_wide(table, ["kanton", "bezirk", "gemeinde"]).columns == []
+
+
+def test_a_french_table_with_repeated_commune_names():
+    table = pd.DataFrame({"reg": ["84", "84", "84", "93", "93", "93"],
+                          "dep": ["01", "01", "07", "13", "13", "83"],
+                          "com": ["01001", "01002", "07001", "13001", "13002", "83001"],
+                          "libelle_com": ["Sainte-Croix", "Ambérieu", "Accons", "Aix",
+                                          "Sainte-Croix", "Brignoles"]})
+    table = pd.concat([table.assign(sexe="F", effectif=[300, 120, 9, 900, 40, 7]),
+                       table.assign(sexe="H", effectif=[280, 110, 8, 850, 38, 6])])
+    guessed = _guess(table)
+    assert guessed["levels"] == ["reg", "dep", "com"] and guessed["count_column"] == "effectif"
+    assert guessed["left_out"] == []  # a name shared by two communes is still a name
+    assert roles.guess_name_columns(table, guessed["levels"]) == {"com": "libelle_com"}
+
+
+def test_a_dutch_person_file_has_no_id_for_a_level_and_no_age_for_a_count():
+    guessed = _guess(_people(3000))
+    assert guessed["levels"] == ["provincie", "gemeente", "wijk"]
+    assert guessed["count_column"] is None and guessed["category_columns"] == ["geslacht"]
+    renamed = _people(3000).rename(columns={"persoon_id": "lopnr", "huishouden_id": "hhnr"})
+    assert _guess(renamed)["levels"][-1] == "wijk"  # ids by their many values, any name
+
+
+def test_a_count_named_in_no_known_language_is_the_table_s_only_count():
+    table = pd.DataFrame({"okres": ["A", "A", "B"], "obec": ["A1", "A2", "B1"],
+                          "pocet": [120, 35, 80]})
+    assert _guess(table)["count_column"] == "pocet"
+    persons = table.loc[table.index.repeat([3, 2, 2])].rename(columns={"pocet": "vek"})
+    assert _guess(persons)["count_column"] is None  # cells repeat: one row per person
+
+
+def test_counts_written_with_a_thousands_separator_are_said_so():
+    table = pd.DataFrame({"reg": ["84", "93"], "com": ["01001", "13001"],
+                          "effectif": ["1 234", "987"], "note": ["a b", "c"]})
+    assert roles.separated_numbers(table) == ["effectif"]
+    guessed = _guess(table)
+    assert guessed["separated"] == ["effectif"] and "effectif" not in guessed["left_out"]

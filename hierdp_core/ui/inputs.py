@@ -112,21 +112,32 @@ def friendly(exc: Exception) -> str:
     return str(exc)
 
 
+#: in a table of one row per person, a geography unit holds at least this many rows on
+#: average (`column_roles.guess_levels`): a column of more values is a person's id
+PERSONS_PER_UNIT = 2
+
+
 def default_roles(table: pd.DataFrame) -> dict:
     """Roles of a new upload: no level and no count column chosen (a guess is never applied
     without the user's click, DESIGN principle 10); the guess (`column_roles`: the nested
-    code columns as levels, else the first column; a count column only when one is named
-    like a count) kept under ``guessed`` for `guess_panel`, names per guessed level."""
-    levels = column_roles.guess_levels(table) or [str(table.columns[0])]
-    counts = [c for c in column_roles.count_candidates(table, levels)
-              if column_roles.hinted(c, column_roles.COUNT_HINTS)]
-    count = counts[0] if counts else None
+    code columns as levels, else the first column; a count column named like a count in
+    one of the languages it knows, else the one column that can only be a count) kept
+    under ``guessed`` for `guess_panel`, names per guessed level."""
+    named = [c for c in column_roles.count_candidates(table)
+             if column_roles.hinted(c, column_roles.COUNT_HINTS)]
+    levels = column_roles.guess_levels(table, named[:1])
+    count = named[0] if named else column_roles.sole_count(table, levels)
+    if count is None and levels and table[levels[-1]].nunique() == len(table):
+        # one row per person, with a person's id for its finest "level": no level
+        levels = column_roles.guess_levels(table, rows_per_unit=PERSONS_PER_UNIT)
+    levels = levels or [str(table.columns[0])]
     names = column_roles.guess_name_columns(table, levels)
     categories = column_roles.guess_categories(table, levels, count, names.values())
     return {"levels": [], "count_column": None, "count_confirmed": False,
             "category_columns": [], "local_codes": False, "name_columns": names,
             "guessed": {"levels": levels, "count_column": count,
                         "category_columns": categories,
+                        "separated": column_roles.separated_numbers(table),
                         "left_out": column_roles.left_out_levels(
                             table, levels, [*names.values(), *categories, count or ""])}}
 
@@ -158,6 +169,10 @@ def guess_panel(table: pd.DataFrame) -> None:
     left = guessed.get("left_out") or []
     out = (f" Left out: {', '.join(left)}, which does not nest with these levels (a unit "
            "under two parents); choose it below to see where." if left else "")
+    separated = guessed.get("separated") or []
+    out += (f" {', '.join(separated)} holds numbers written with a thousands separator "
+            "('1 234'), read as text: save the file without the separators to use them as "
+            "counts." if separated else "")
     st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}"
             f"{by}; {total}. Check it, then use it (or choose the columns below).{out}")
     st.button("Use the guessed columns", key=table_key(wk.ROLES_GUESS), on_click=_use_guess,
