@@ -137,7 +137,8 @@ c1, c2 = st.columns(2)
 with c1:
     node = sl.start + region
     st.plotly_chart(size_histogram_figure(truth[node], release.noisy[node], release.values[node],
-                                          region=str(names_level[region])),
+                                          region=str(names_level[region]),
+                                          min_size=data.min_size),
                     width="stretch", key=wk.GS_HIST)
 with c2:
     source = map_layers.map_sources(geometry, h).get(level)

@@ -28,6 +28,17 @@ def test_size_histogram_leaves_out_empty_cells():
     assert list(noisy.x) == [1, 3] and noisy.mode == "markers"  # the negative cell is left out
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert "true size 0: 2" in fig.layout.title.text
+    assert list(fig.layout.xaxis.tickvals) == [1, 2, 3]  # few sizes: each ticked
+
+
+def test_sizes_from_one_are_placed_at_their_size():
+    """A histogram of sizes 1..N (m = 1) was drawn shifted: its first cell said 'size 0'."""
+    fig = size_histogram_figure([23, 5, 0, 1], None, [22, 6, 0, 1], region="X", min_size=1)
+    true, released = fig.data
+    assert list(true.x) == [1, 2, 4] and list(true.y) == [23, 5, 1]
+    assert "size 0" not in fig.layout.title.text
+    many = size_histogram_figure(np.ones(1000), None, np.ones(1000), region="X", min_size=1)
+    assert many.layout.xaxis.dtick == 1 and many.layout.xaxis.tickvals is None
 
 
 def test_sweep_rows_and_means(data):
