@@ -127,8 +127,8 @@ class Explanation:
         return (f"**Who is protected.** {self.neighbour_text}\n\n"
                 f"**What ε guarantees.** {self.guarantee_text}\n\n"
                 f"**Expected error.** {self.error_text}\n\n"
-                f"**When it is publishable.** A release is publishable only when all three "
-                f"hold:  \n{conditions}\n\n{self.verdict_text}")
+                f"**When it is publishable.** A release is publishable only when all of "
+                f"these hold:  \n{conditions}\n\n{self.verdict_text}")
 
 
 def _guarantee(budget: PrivacyBudget, neighbour: str) -> tuple[float, float | None, str]:

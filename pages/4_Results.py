@@ -181,8 +181,8 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
                          for c in ("name", "node_id")]
                 table = table[found[0] | found[1]]
             st.dataframe(**friendly_table(table), width="stretch", height=320)
-            st.caption(f"{len(table):,} units. Noisy values are the raw measurements before "
-                       "consistency.")
+            st.caption(f"{len(table):,} unit{'s' if len(table) != 1 else ''}. Noisy values "
+                       "are the raw measurements before consistency.")
 
 
 @st.fragment(key=wk.RES_VIEW)

@@ -145,6 +145,9 @@ def test_plural():
     assert [plural(1, "county"), plural(3141, "county"), plural(2, "day"),
             plural(7901, "municipality"), plural(20, "region")] == [
         "1 county", "3,141 counties", "2 days", "7,901 municipalities", "20 regions"]
+    # a table's own word gets no English ending ("342 gemeentes", "all coms")
+    assert [plural(342, "gemeente"), plural(1, "com"), plural(26, "kanton")] == [
+        "342 gemeente units", "1 com", "26 kanton units"]
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,7 @@ def explanation_html(release, data, explanation=None) -> str:
 <p><b>Who is protected.</b> {_inline(e.neighbour_text)}</p>
 <p><b>What ε guarantees.</b> {_inline(e.guarantee_text)}</p>
 <p><b>Expected error.</b> {_inline(e.error_text)}</p>
-<p><b>When it is publishable.</b> A release is publishable only when all three hold:</p>
+<p><b>When it is publishable.</b> A release is publishable only when all of these hold:</p>
 <ul>{items}</ul>
 </div>"""
 

@@ -146,8 +146,23 @@ def plural(n: int, noun: str) -> str:
     return f"1 {noun}" if n == 1 else f"{n:,} {plural_noun(noun)}"
 
 
+#: level names given an English plural (others, such as a table's own "gemeente" or "com",
+#: are counted as "gemeente units")
+ENGLISH_LEVELS = frozenset({
+    "state", "county", "tract", "region", "province", "municipality", "district", "city",
+    "town", "country", "nation", "block", "area", "zone", "ward", "parish", "village",
+    "department", "canton", "commune", "neighbourhood", "neighborhood", "borough", "unit",
+    "airport", "household", "group", "division", "subdivision", "territory", "locality",
+    "place", "settlement", "prefecture", "origin", "destination", "bucket", "node", "day",
+    "week", "month", "year", "hour", "class", "size", "value", "category", "person", "trip",
+    "flight", "cell"})
+
+
 def plural_noun(noun: str) -> str:
-    """English plural of a level name: county -> counties, state -> states."""
+    """English plural of a level name: county -> counties, state -> states; a name that is
+    no English level's (`ENGLISH_LEVELS`; the table's own word) -> "gemeente units"."""
+    if str(noun).lower() not in ENGLISH_LEVELS:
+        return f"{noun} units"
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
         return noun[:-1] + "ies"
     return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
