@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from hierdp_core import column_roles
 from hierdp_core.data.loaders import read_table
 from hierdp_core.data.reshape import describe_shape
 from hierdp_core.data.samples import SAMPLES
@@ -162,6 +163,10 @@ st.success(
     f"{int(data.leaf_counts.sum()):,} people in total."
 )
 rel.structure_note(data.declared_structure)
+if ds["sample"] is None and not declared and (
+        totals := column_roles.totals_like_units(table, levels, local)):
+    said = column_roles.totals_text(totals)
+    st.warning(said[0].upper() + said[1:] + ".")
 if ds["sample"] is None:
     geo_ui.panel(h)
 widgets.next_page("pages/2_Hierarchy.py", "Next: look at the hierarchy")

@@ -171,3 +171,16 @@ def test_the_query_pages_apply_the_data_pages_choices():
     assert_clean(at)
     _, data = at.session_state["hd_src_cache"]["gs"]
     assert "B (no county)" in data.hierarchy.labels().tolist()
+
+
+def test_a_totals_row_read_as_a_unit_is_warned_about():
+    """A national totals row ('Total' codes) becomes a unit of its own when the units are
+    read from the table, doubling the root: the Data page says so."""
+    table = pd.DataFrame({"state": ["06", "06", "11", "Total"],
+                          "county": ["06001", "06003", "11001", "Total"], "n": [3, 4, 5, 12]})
+    at = uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n").run()
+    assert_clean(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Units that look like totals or subtotals: state 'Total'" in warnings
+    at = uploaded(page("pages/1_Data.py"), table.iloc[:3], ["state", "county"], "n").run()
+    assert not any("totals" in w.value for w in at.warning)

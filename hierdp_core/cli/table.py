@@ -74,33 +74,13 @@ def lookalike_warning(cfg, table) -> str | None:
             "text: leading zeros make different units; check these are meant)")
 
 
-#: codes of a level that name a total, not a unit (lower case; also "total ..." / "... total")
-TOTAL_WORDS = frozenset({"total", "totals", "grand total", "all", "sum", "ensemble",
-                         "insgesamt", "gesamt", "totale", "totaal", "totalt", "todos"})
-
-
 def totals_warning(cfg, table) -> str | None:
-    """A warning naming the units that look like totals or subtotals, released as units
-    of their own (a table read with its units from the data): a code of a level that is a
-    total word (`TOTAL_WORDS`) or, but with ``--local-codes``, a code equal to its row's
-    code of the level above (a subtotal row); None when there is none."""
-    levels = [c for c in cfg.levels if c in table.columns]
-    found = []
-    for i, level in enumerate(levels):
-        codes = pd.Series(pd.unique(table[level].astype(str).str.strip()))
-        lower = codes.str.lower()
-        words = codes[lower.isin(TOTAL_WORDS) | lower.str.match(r"^total\b|\btotal$")]
-        found += [f"{level} {code!r}" for code in words[:3]]
-        if i and not cfg.local_codes:  # local codes repeat their parent's as a rule
-            pairs = table[[levels[i - 1], level]].astype(str).drop_duplicates()
-            same = pairs[pairs[levels[i - 1]].str.strip() == pairs[level].str.strip()]
-            found += [f"{level} {code!r} (the code of its {levels[i - 1]})"
-                      for code in same[level][:3]]
-    if not found:
-        return None
-    return (f"units that look like totals or subtotals: {', '.join(found[:5])}; each is "
-            "released as a unit of its own, added into the levels above: remove totals rows "
-            "from the input")
+    """The warning of units that look like totals or subtotals
+    (`column_roles.totals_like_units`), or None."""
+    from hierdp_core.column_roles import totals_like_units, totals_text
+
+    found = totals_like_units(table, cfg.levels, bool(cfg.local_codes))
+    return totals_text(found) if found else None
 
 
 # ---- preparing the table ---------------------------------------------------------------
