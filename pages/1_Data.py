@@ -151,7 +151,8 @@ if count_data_note():
     st.info(f"Prepared: {count_data_note()}.")
 h = data.hierarchy
 declared = ds["sample"] is None and session.structure_state()["declared"]
-named = structure.geography_name_columns(levels) if declared else session.name_columns(ds, levels)
+named = (structure.geography_name_columns(levels, session.name_columns(ds, levels))
+         if declared else session.name_columns(ds, levels))
 where = ", from the geography file" if declared else ""
 st.caption(f"Unit names (public, used as labels in the release{where}): "
            + (", ".join(f"{lv} ← {col}" for lv, col in named.items()) if named else

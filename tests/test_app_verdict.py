@@ -219,3 +219,21 @@ def test_query_pages_use_the_declared_geography_of_an_upload():
     data = at.session_state["hd_src_cache"]["fl"][1]
     assert data.declared_structure and data.geography.n_leaves == 4
     assert data.geography.level_names[1:] == ("state", "county")
+
+
+def test_the_name_column_chosen_for_a_level_names_the_declared_units():
+    """The geography file holds the names under the column chosen on the Data page
+    (libelle_com): they label the units, as ``<level>_name`` columns do."""
+    geography = pd.DataFrame({"dep": ["2A", "2A", "2B"],
+                              "com": ["2A004", "2A041", "2B033"],
+                              "libelle_com": ["Ajaccio", "Bocognano", "Bastia"]})
+    table = geography.assign(n=[5, 1, 7])
+    at = declared(uploaded(page("pages/1_Data.py"), table, ["dep", "com"], "n"), geography)
+    at.session_state[session.ROLES] = {**at.session_state[session.ROLES],
+                                       "name_columns": {"com": "libelle_com"}}
+    at.run()
+    assert_clean(at)
+    assert "com ← libelle_com" in " ".join(c.value for c in at.caption)
+    at.switch_page("pages/4_Results.py").run()
+    labels = at.session_state[session.RELEASE].hierarchy.labels().tolist()
+    assert {"Ajaccio", "Bocognano", "Bastia"} <= set(labels)

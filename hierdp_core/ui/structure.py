@@ -66,13 +66,27 @@ def set_category_values(texts: dict[str, str]) -> None:
     session.structure_state()["category_values"] = values
 
 
-def declared_geography(levels, *, alternatives=(), level_names=None,
-                       ragged: bool = False) -> Geography | None:
+def _unit_names(columns, levels, picked: dict | None) -> dict[str, str]:
+    """Level -> the geography file's column of its unit names: ``<level>_name``, else the
+    name column chosen for the level on the Data page (``picked``) when the file has it."""
+    columns, picked = set(map(str, columns)), picked or {}
+    out = {}
+    for lv in levels:
+        for name in (f"{lv}_name", picked.get(lv)):
+            if name in columns:
+                out[lv] = name
+                break
+    return out
+
+
+def declared_geography(levels, *, alternatives=(), level_names=None, ragged: bool = False,
+                       picked: dict | None = None) -> Geography | None:
     """The uploaded public geography over ``levels`` (its level columns, coarse to fine;
-    else the first of ``alternatives`` it has), with ``<level>_name`` columns as unit
-    names; None unless the declared structure is chosen. ``ragged``: units may skip a
-    level (`geography_from_table`). Raises `StructureError` when no file was uploaded or
-    it does not fit."""
+    else the first of ``alternatives`` it has), with its unit names (`_unit_names`:
+    ``<level>_name`` columns, else the name columns ``picked`` on the Data page); None
+    unless the declared structure is chosen. ``ragged``: units may skip a level
+    (`geography_from_table`). Raises `StructureError` when no file was uploaded or it does
+    not fit."""
     s = session.structure_state()
     if not s["declared"]:
         return None
@@ -83,22 +97,22 @@ def declared_geography(levels, *, alternatives=(), level_names=None,
                              "table for exploration")
     table = geo["table"]
     chosen = level_columns_of(table, geo["name"], levels, alternatives)
-    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged)
+    names = _unit_names(table.columns, chosen, picked)
+    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged,
+                 tuple(sorted(names.items())))
     if cache_key not in s["built"]:
-        names = {lv: f"{lv}_name" for lv in chosen if f"{lv}_name" in table.columns}
         s["built"][cache_key] = geography_from_table(
             table[chosen + list(names.values())], chosen, name_columns=names,
             level_names=level_names, source=geo["name"], sha256=geo["sha256"], ragged=ragged)
     return s["built"][cache_key]
 
 
-def geography_name_columns(levels) -> dict[str, str]:
-    """The ``<level>_name`` columns of the uploaded geography for ``levels`` (its unit
-    names); empty when no geography is declared."""
+def geography_name_columns(levels, picked: dict | None = None) -> dict[str, str]:
+    """The uploaded geography's columns of unit names for ``levels`` (`_unit_names`);
+    empty when no geography is declared."""
     s = session.structure_state()
     geo = s["geography"] if s["declared"] else None
-    columns = set(map(str, geo["table"].columns)) if geo else set()
-    return {lv: f"{lv}_name" for lv in levels if f"{lv}_name" in columns}
+    return _unit_names(geo["table"].columns, levels, picked) if geo else {}
 
 
 def describe() -> str:
