@@ -17,7 +17,7 @@ from hierdp_core.report.evaluation import evaluation_report_html
 from hierdp_core.report.pdf import chromium_path, report_pdf
 from hierdp_core.report.stakeholder import report_file_stem, report_html
 from hierdp_core.ui import config as config_ui
-from hierdp_core.ui import downloads, map_layers, session, widgets
+from hierdp_core.ui import downloads, map_layers, session, structure, widgets
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.ledger import current_charge
@@ -68,7 +68,8 @@ ds = session.ensure_dataset()
 r = session.roles()
 input_spec = {"file": ds["name"], "query": "counts", "levels": r["levels"],
               "count_column": r["count_column"], "category_columns": r["category_columns"],
-              "local_codes": r["local_codes"]}
+              "local_codes": r["local_codes"],
+              **(structure.manifest_record() if ds["sample"] is None else {})}
 
 st.subheader("The release")
 st.caption(f"{mechanism_title(release.mechanism)} · "

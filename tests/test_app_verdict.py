@@ -237,3 +237,20 @@ def test_the_name_column_chosen_for_a_level_names_the_declared_units():
     at.switch_page("pages/4_Results.py").run()
     labels = at.session_state[session.RELEASE].hierarchy.labels().tolist()
     assert {"Ajaccio", "Bocognano", "Bastia"} <= set(labels)
+
+
+def test_an_upload_s_manifest_names_its_declared_geography(monkeypatch):
+    """The file that makes the structure declared is named in the manifest with its
+    sha256, as the command line's is (it said the data file only)."""
+    contents = {}
+    file_names(monkeypatch, contents)
+    table = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["a1", "a2", "b1", "b1"],
+                          "n": [3, 4, 5, 6]})
+    at = declared(uploaded(page("pages/4_Results.py"), table, ["state", "county"], "n"),
+                  GEOGRAPHY)
+    at.run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    spec = json.loads(contents["ex_dl_manifest"])["input"]
+    assert spec["structure"] == "declared"
+    assert spec["geography"] == {"file": "units.csv", "sha256": "0" * 64}

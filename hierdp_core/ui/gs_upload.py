@@ -157,5 +157,6 @@ def group_sizes_from_upload(ds: dict):
             "min_size": min_size,
             **({"group_column": roles[0]} if layout == "person" else
                {"size_column": roles[0], "count_column": roles[1]}),
-            **({"groups": groups_record} if groups_record else {})}
+            **({"groups": groups_record} if groups_record else {}),
+            **structure.manifest_record()}
     return build_once(wk.GS, key, WHAT, build), key, spec

@@ -115,6 +115,18 @@ def geography_name_columns(levels, picked: dict | None = None) -> dict[str, str]
     return _unit_names(geo["table"].columns, levels, picked) if geo else {}
 
 
+def manifest_record() -> dict:
+    """How an upload's structure was made, for its manifest's ``input`` (as the command
+    line's ``structure_spec``): ``structure`` declared or from-data, and the declared
+    geography file's name and sha256."""
+    s = session.structure_state()
+    if not (s["declared"] and s["geography"] is not None):
+        return {"structure": "from-data"}
+    geo = s["geography"]
+    return {"structure": "declared", "geography": {"file": geo["name"],
+                                                   "sha256": geo["sha256"]}}
+
+
 def describe() -> str:
     """One line for a "your table" choice: where its structure comes from."""
     s = session.structure_state()
