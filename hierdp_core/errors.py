@@ -10,6 +10,15 @@ class InputError(HierdpError, ValueError):
     """A table or file is unusable: missing columns, bad values, wrong encoding, empty."""
 
 
+class EncodingError(InputError):
+    """A text file cannot be decoded in the encoding it was read with (UTF-8 unless one
+    was given); ``place`` says where (the first undecodable byte and its line)."""
+
+    def __init__(self, message: str, place: str = ""):
+        super().__init__(message)
+        self.place = place
+
+
 class StructureError(InputError):
     """The declared public structure is unusable (a geography that does not nest, duplicate
     or missing codes, malformed declarations) or a data row lies outside it."""

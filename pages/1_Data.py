@@ -3,7 +3,6 @@
 import streamlit as st
 
 from hierdp_core import column_roles
-from hierdp_core.data.loaders import read_table
 from hierdp_core.data.reshape import describe_shape
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.data.shape_guess import consequence, guess_wide, meltable_columns
@@ -38,19 +37,21 @@ with upload:
         "CSV, TSV, Parquet, Excel or Feather: one row per person (microdata), or one row per "
         "unit with a count column", type=["csv", "tsv", "txt", "gz", "parquet", "xlsx",
                                           "xls", "feather"], key=wk.UPLOAD)
-    encoding = st.selectbox("Text encoding", ["auto (UTF-8)", "latin-1", "cp1252"],
-                            key=wk.ENCODING)
+    encoding = st.selectbox("Text encoding", inp.ENCODINGS, key=wk.ENCODING)
     if uploaded is not None and st.button("Use this file", key=wk.USE_UPLOAD):
         try:
-            table = read_table(uploaded, name=uploaded.name,
-                               encoding=None if encoding.startswith("auto") else encoding)
+            table, note = inp.read_upload(uploaded, encoding)
         except HierdpError as exc:
             st.error(f"This file cannot be read: {exc}")
         else:
             session.set_dataset(uploaded.name, table)
             st.session_state[session.ROLES] = inp.default_roles(table)
+            st.session_state[session.READ_NOTE] = {"name": uploaded.name, "note": note}
             st.session_state.pop(geo_ui.GEO, None)
             st.rerun()
+    read = st.session_state.get(session.READ_NOTE) or {}
+    if read.get("note") and read["name"] == session.ensure_dataset()["name"]:
+        st.info(read["note"])
 
 ds = session.ensure_dataset()
 raw = inp.raw_table()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from test_app import assert_clean, on_upload, page, uploaded
 from test_app_verdict import declared
 
+from hierdp_core.errors import EncodingError
 from hierdp_core.ui import inputs as inp
 from hierdp_core.ui import release as rel
 from hierdp_core.ui import session
@@ -184,3 +186,30 @@ def test_a_totals_row_read_as_a_unit_is_warned_about():
     assert "Units that look like totals or subtotals: state 'Total'" in warnings
     at = uploaded(page("pages/1_Data.py"), table.iloc[:3], ["state", "county"], "n").run()
     assert not any("totals" in w.value for w in at.warning)
+
+
+def test_a_file_saved_by_excel_in_cp1252_is_read_and_said_so():
+    """The encoding 'auto' refused a French file as Excel saves it (cp1252); it is read in
+    cp1252 with a note, and a file that is UTF-8 is read without one."""
+    import io
+
+    def upload(text: str, encoding: str):
+        stream = io.BytesIO(text.encode(encoding))
+        stream.name = "communes.csv"
+        return stream
+
+    text = "reg;dep;libellé;effectif\n84;01;Ambérieu-en-Bugey;300\n93;13;Aix;900\n"
+    table, note = inp.read_upload(upload(text, "cp1252"), inp.ENCODINGS[0])
+    assert table["libellé"].tolist() == ["Ambérieu-en-Bugey", "Aix"]
+    assert note.startswith("communes.csv is not UTF-8: read as cp1252")
+    table, note = inp.read_upload(upload(text, "utf-8"), inp.ENCODINGS[0])
+    assert note is None and table["libellé"].tolist()[0] == "Ambérieu-en-Bugey"
+    table, note = inp.read_upload(upload(text, "latin-1"), "latin-1")  # as chosen
+    assert note is None and table["libellé"].tolist()[0] == "Ambérieu-en-Bugey"
+    binary = io.BytesIO(b"reg,n\n84,3\n\x81,2\n")  # 0x81: no character in either
+    binary.name = "odd.csv"
+    with pytest.raises(EncodingError) as info:
+        inp.read_upload(binary, inp.ENCODINGS[0])
+    assert str(info.value).startswith("odd.csv is neither UTF-8 nor cp1252 text (byte "
+                                      "b'\\x81' at byte offset 11 of the file (line 3)): "
+                                      "choose its encoding under Text encoding")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import EncodingError, InputError
 
 if TYPE_CHECKING:  # pandas is imported where used: `hierdp_core.data.prefetch` reads
     import pandas as pd  # a file's header before it is
@@ -268,13 +268,13 @@ def _decode_error(src: Source, enc: str, gz: bool, *, explicit: bool,
         data = "decompressed data" if gz else "file"
         place = f"byte {bad!r} at byte offset {offset:,} of the {data} (line {line})"
     if explicit:
-        return fail(src.name, f"cannot be decoded with encoding {enc!r}: {place}; "
-                               "check the file's encoding")
-    return fail(src.name, f"is not valid UTF-8: {place}. The file was probably saved in "
-                           "another encoding, such as latin-1 or cp1252 (Excel on Windows): "
-                           "give it (--encoding latin-1 on the command line, 'Text "
-                           "encoding' on the Data page, encoding='latin-1' in Python), or "
-                           "re-save the file as UTF-8")
+        return EncodingError(f"{src.name}: cannot be decoded with encoding {enc!r}: {place}; "
+                             "check the file's encoding", place)
+    return EncodingError(f"{src.name}: is not valid UTF-8: {place}. The file was probably "
+                         "saved in another encoding, such as latin-1 or cp1252 (Excel on "
+                         "Windows): give it (--encoding latin-1 on the command line, 'Text "
+                         "encoding' on the Data page, encoding='latin-1' in Python), or "
+                         "re-save the file as UTF-8", place)
 
 
 def _locate_decode_error(src: Source, enc: str, gz: bool) -> tuple[int, int, bytes] | None:

@@ -17,7 +17,12 @@ import streamlit as st
 from hierdp_core import column_roles
 from hierdp_core.data.reshape import melt_wide
 from hierdp_core.data.shape_guess import code_like_columns
-from hierdp_core.errors import MissingCellsError, RaggedLevelError, ReshapeError
+from hierdp_core.errors import (
+    EncodingError,
+    MissingCellsError,
+    RaggedLevelError,
+    ReshapeError,
+)
 from hierdp_core.ui import session
 from hierdp_core.ui import widget_keys as wk
 
@@ -98,6 +103,37 @@ def wide_hints() -> dict[str, str]:
                              "by its name or label (a band is its own value); a value no "
                              "column has is released as 0, and a column naming no value "
                              "is an error."}
+
+
+#: the Data page's encodings: automatic (UTF-8, else `FALLBACK_ENCODING`) or the one chosen
+ENCODINGS = ("auto (UTF-8, else cp1252)", "utf-8", "latin-1", "cp1252")
+#: what a text that is not UTF-8 is read in automatically: Excel's on Windows in Western
+#: Europe and the Americas (a superset of latin-1's printable characters)
+FALLBACK_ENCODING = "cp1252"
+
+
+def read_upload(uploaded, choice: str) -> tuple[pd.DataFrame, str | None]:
+    """(the uploaded file read as a table, a note or None) in the encoding ``choice`` (of
+    `ENCODINGS`): automatic reads UTF-8, and a text that is not UTF-8 in
+    `FALLBACK_ENCODING`, saying so; a file that decodes in neither is an `EncodingError`
+    in the page's words.
+    Raises HierdpError for a file that cannot be read."""
+    from hierdp_core.data.loaders import read_table
+
+    if choice != ENCODINGS[0]:
+        return read_table(uploaded, name=uploaded.name, encoding=choice), None
+    try:
+        return read_table(uploaded, name=uploaded.name), None
+    except EncodingError as first:
+        try:
+            table = read_table(uploaded, name=uploaded.name, encoding=FALLBACK_ENCODING)
+        except EncodingError:
+            raise EncodingError(f"{uploaded.name} is neither UTF-8 nor {FALLBACK_ENCODING} "
+                                f"text ({first.place}): choose its encoding under Text "
+                                "encoding above, or save it as UTF-8", first.place) from None
+    return table, (f"{uploaded.name} is not UTF-8: read as {FALLBACK_ENCODING} (Excel's on "
+                   "Windows). If its accents look wrong in the preview, choose its "
+                   "encoding under Text encoding and use the file again.")
 
 
 def friendly(exc: Exception) -> str:

@@ -81,6 +81,7 @@ from hierdp_core.ui import widget_keys as wk
 from hierdp_core.ui.samples import sample_table
 
 DATASET, ROLES, SETTINGS = "hd_dataset", "hd_roles", "hd_settings"
+READ_NOTE = "hd_read_note"  # how the upload was read ({"name", "note"}), when worth a word
 RELEASE, RELEASE_KEY, SWEEP = "hd_release", "hd_release_key", "hd_sweep"
 REPORT = "hd_report"
 LOADED, STAKEHOLDER, PDF = "hd_config_loaded", "hd_stakeholder_report", "hd_report_pdf"
