@@ -112,7 +112,8 @@ def range_data_from_table(table: pd.DataFrame, levels: Sequence[str], attribute:
                          merged_rows=data.merged_rows)
     if geography is not None:
         raise InputError(f"ranges over a declared geography need the public domain of "
-                         f"{attribute!r} (e.g. domain=(0, 100)), not one read from the data")
+                         f"{attribute!r} (its lowest and highest value, e.g. 0-100), not "
+                         "one read from the data")
     data = count_data_from_table(table, levels, count_column=count_column,
                                  category_columns=[attribute], name_columns=name_columns,
                                  max_cells=max_cells, **repeats)

@@ -247,11 +247,14 @@ def ranges_from_upload(ds: dict):
                                  "is one person.")
     with right:
         domain_text = st.text_input("Domain LO-HI (public)", "", key=wk.RG_UP_DOMAIN,
-                                    placeholder="e.g. 0-100; empty: the values in the table",
+                                    placeholder="e.g. 0-100 (needed with a declared "
+                                                "structure)",
                                     help="Integer attributes: the range of values the "
                                          "histograms cover, chosen without looking at the "
-                                         "data. Empty uses the lowest and highest value in "
-                                         "the table, which is not private.")
+                                         "data (a declared structure needs it). Empty, "
+                                         "with the structure read from the table: the "
+                                         "lowest and highest value in the table, which "
+                                         "is not private.")
     guessed = levels or column_roles.guess_levels(table)
     attribute_guess = next(iter(column_roles.attribute_candidates(table, guessed)), None)
     suggestion(wk.RG_UP_SUGGEST, {
