@@ -159,7 +159,7 @@ def test_undecodable_bytes_go_to_the_careful_path(tmp_path, monkeypatch, row, di
                   "--duplicates", "sum")
     assert declared_count_input(*args, _input(args)) is None
     careful = _careful(args)
-    assert _release_input(args) == careful and careful[0] == "InputError"
+    assert _release_input(args) == careful and careful[0] == "EncodingError"
 
 
 @pytest.mark.parametrize("code", ["1e3", "1.50", "NA", "inf", "+5", "Infinity"])
