@@ -130,9 +130,9 @@ def group_sizes_from_upload(ds: dict):
     with right:
         min_size, max_size = _size_domain()
     uploaded, groups_record = groups_file_input()
-    suggestion(wk.GS_UP_SUGGEST, guesses)
+    offered = suggestion(wk.GS_UP_SUGGEST, guesses)
     confirm_roles([levels, *roles], "the geography level columns (coarse to fine) and the "
-                                    "columns of your table")
+                                    "columns of your table", offered)
 
     ragged = upload_choices()[1]
     groups = None if uploaded is None else build_once(

@@ -81,26 +81,29 @@ def _first(columns: list[str], preferred: tuple[str, ...]) -> str | None:
     return next((p for p in preferred if p in columns), columns[0] if columns else None)
 
 
-def suggestion(key: str, guesses: dict[str, tuple[str, object]]) -> None:
+def suggestion(key: str, guesses: dict[str, tuple[str, object]]) -> bool:
     """The guessed roles not chosen yet (widget key -> (label, guessed value)), shown with
     what they are and a button that applies them all in one click; nothing is applied
-    without it (DESIGN principle 10)."""
+    without it (DESIGN principle 10). Whether the button is shown."""
     open_ = {k: (label, value) for k, (label, value) in guesses.items()
              if st.session_state.get(k) in (None, []) and value not in (None, [])}
     if not open_:
-        return
+        return False
     shown = "; ".join(f"{label}: {', '.join(v) if isinstance(v, list) else v}"
                       for label, v in open_.values())
     st.info(f"Guessed from the table, not applied: {shown}. Check them, then use them (or "
             "choose the columns yourself).")
     st.button("Use the guessed columns", key=key, on_click=st.session_state.update,
               args=({k: v for k, (_, v) in open_.items()},))
+    return True
 
 
-def confirm_roles(chosen: list, what: str) -> None:
-    """Stop the page with a message until every role in ``chosen`` is picked."""
+def confirm_roles(chosen: list, what: str, guessed: bool = True) -> None:
+    """Stop the page with a message until every role in ``chosen`` is picked (``guessed``:
+    a guess is offered above, `suggestion`)."""
     if any(c is None or c == [] for c in chosen):
-        st.info(f"Choose {what}, or use the guessed columns.")
+        st.info(f"Choose {what}" + (", or use the guessed columns above." if guessed
+                                     else "."))
         st.stop()
 
 
@@ -187,13 +190,13 @@ def flows_from_upload(ds: dict):
                                  "is one trip.")
     guessed_options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
                                                                  [*guessed[0], *guessed[1]])]
-    suggestion(wk.FL_UP_SUGGEST, {
+    offered = suggestion(wk.FL_UP_SUGGEST, {
         wk.FL_UP_ORIGIN: ("origin levels", guessed[0]),
         wk.FL_UP_DESTINATION: ("destination levels", guessed[1]),
         wk.FL_UP_COUNT: ("count", _first(guessed_options, _count_names(FLOW_COUNT_NAMES)))})
     confirm_roles([origin, destination, count], "the origin and destination level columns "
                   "of your table, coarse to fine (e.g. o_state, o_county and d_state, "
-                  "d_county), and the count column")
+                  "d_county), and the count column", offered)
     count_column = None if count == TRIP_ROWS else count
     key = (ds["version"], tuple(origin), tuple(destination), count_column, session.structure_key(),
            upload_choices())
@@ -257,14 +260,14 @@ def ranges_from_upload(ds: dict):
                                          "is not private.")
     guessed = levels or column_roles.guess_levels(table)
     attribute_guess = next(iter(column_roles.attribute_candidates(table, guessed)), None)
-    suggestion(wk.RG_UP_SUGGEST, {
+    offered = suggestion(wk.RG_UP_SUGGEST, {
         wk.RG_UP_LEVELS: ("levels", guessed),
         wk.RG_UP_ATTRIBUTE: ("ordered attribute", attribute_guess),
         wk.RG_UP_COUNT: ("count", _first(
             [PERSON_ROWS, *column_roles.count_candidates(table, [*guessed, attribute_guess])],
             _count_names(RANGE_COUNT_NAMES)))})
     confirm_roles([levels, attribute, count], "the geography level columns of your table "
-                  "(coarse to fine), the ordered attribute and the count column")
+                  "(coarse to fine), the ordered attribute and the count column", offered)
     count_column = None if count == PERSON_ROWS else count
 
     def build():
