@@ -66,7 +66,8 @@ def category_labels(value_lists: Sequence[Sequence[str]],
                     f"{column} has the value {joined[0]!r}, which holds {CATEGORY_JOIN!r}: "
                     f"a released row's category joins the values of the {len(value_lists)} "
                     f"category columns with {CATEGORY_JOIN!r}, so its labels could not be "
-                    "told apart; rename the value (e.g. 'Hommes-Mannen')")
+                    f"told apart; rename the value (e.g. "
+                    f"{joined[0].replace(CATEGORY_JOIN, '-')!r})")
     labels: list[tuple[str, ...]] = [()]
     for values in value_lists:
         labels = [p + (v,) for p in labels for v in values]

@@ -53,9 +53,14 @@ GEO_WORDS = ("state", "county", "region", "province", "municipality", "district"
              "wijk", "buurt", "comune", "provincia", "regione", "comuna", "municipio",
              "distrito", "concelho", "freguesia", "kommune", "kommun", "fylke", "powiat",
              "gmina", "nuts", "lau", "lad", "lsoa", "msoa", "ward", "parish", "postcode", "plz",
-             "arrondissement", "iris", "ags")
+             "arrondissement", "iris", "ags", "bundesland", "landkreis", "regierungsbezirk",
+             "wojewodztwo", "województwo", "voivodeship", "okres", "obec", "kraj", "amt")
+#: words of a row id's name (a person's or a household's number)
+ID_WORDS = ("id", "nr", "no", "num", "number", "lopnr", "pid", "ident", "identifiant")
 CODE_ENDINGS = ("no", "nr")  # town_no, tract_nr: a number that names a unit
-NAME_WORDS = ("name", "nom", "label", "nome", "libelle")
+NAME_WORDS = ("name", "nom", "label", "nome", "libelle", "libellé", "denominazione", "nazwa",
+              "designacao", "designação", "bezeichnung", "naam", "nombre", "navn", "namn",
+              "nimi", "nazev", "název", "denumire")
 
 
 def _words(column: str) -> list[str]:
@@ -133,6 +138,13 @@ def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
     return bool((table.groupby(fine, sort=False)[coarse].nunique(dropna=False) <= 1).all())
 
 
+def names_an_id(column: str) -> bool:
+    """The column's name says it numbers rows (``persoon_id``, ``id_osoby``, ``lopnr``),
+    not a geography level's units (``wijk_id`` names a level: `GEO_WORDS`)."""
+    words = _words(column)
+    return any(w in ID_WORDS for w in words) and not any(w in GEO_WORDS for w in words)
+
+
 def sole_count(table: pd.DataFrame, levels: Iterable[str]) -> str | None:
     """The count column of a table whose count is named in no language `COUNT_HINTS`
     knows: the one column of whole numbers >= 0 that is no level, code, age, size or time
@@ -192,8 +204,9 @@ def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str]
         if c in skip or part[c].dtype.kind not in "OSU" and not (
                 looks_like_code(c) and part[c].dtype.kind in "iu"):
             continue
-        if any(w in NAME_WORDS for w in _words(c)) or c in separated_numbers(part):
-            continue  # a unit's name, or numbers: no level
+        if (any(w in NAME_WORDS for w in _words(c)) or c in separated_numbers(part)
+                or any(_names_level(part, level, c) for level in levels)):
+            continue  # a unit's name (one a unit, whatever the column is called), numbers
         finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())
         if not (_determines(part, c, levels[-1]) if finer
                 else _determines(part, levels[0], c)):
@@ -339,19 +352,20 @@ TOTAL_WORDS = frozenset({"total", "totals", "grand total", "all", "sum", "ensemb
 
 
 def totals_like_units(table: pd.DataFrame, levels: Iterable[str],
-                      local_codes: bool = False) -> list[str]:
+                      local_codes: bool = False, ragged: bool = False) -> list[str]:
     """The units of a table read with its units from the data that look like totals or
     subtotals, each released as a unit of its own and added into the levels above: a code
-    of a level that is a total word (`TOTAL_WORDS`) or, but with ``local_codes``, a code
+    of a level that is a total word (`TOTAL_WORDS`) or, but with ``local_codes`` or
+    ``ragged`` (a unit passing through a level keeps its parent's code there), a code
     equal to its row's code of the level above (a subtotal row); at most three a level."""
     levels = [c for c in levels if c in table.columns]
-    found = []
+    found: list[str] = []
     for i, level in enumerate(levels):
         codes = pd.Series(pd.unique(table[level].astype(str).str.strip()))
         lower = codes.str.lower()
         words = codes[lower.isin(TOTAL_WORDS) | lower.str.match(r"^total\b|\btotal$")]
         found += [f"{level} {code!r}" for code in words[:3]]
-        if i and not local_codes:  # local codes repeat their parent's as a rule
+        if i and not (local_codes or ragged):  # their codes repeat their parent's
             pairs = table[[levels[i - 1], level]].astype(str).drop_duplicates()
             same = pairs[pairs[levels[i - 1]].str.strip() == pairs[level].str.strip()]
             found += [f"{level} {code!r} (the code of its {levels[i - 1]})"
@@ -362,5 +376,5 @@ def totals_like_units(table: pd.DataFrame, levels: Iterable[str],
 def totals_text(found: list[str]) -> str:
     """What `totals_like_units` found, as a warning."""
     return (f"units that look like totals or subtotals: {', '.join(found[:5])}; each is "
-            "released as a unit of its own, added into the levels above: remove totals rows "
-            "from the input")
+            "released as a unit of its own, added into the levels above: if they are totals "
+            "rows, remove them from the input")

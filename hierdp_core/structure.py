@@ -217,13 +217,18 @@ def _describe_outside(h: Hierarchy, level: int, column: str, columns: list[str],
 
 def _zeros_hint(h: Hierarchy, level: int, value: str) -> str:
     """'; it has '01001': the leading zeros lost (e.g. by Excel)?' when a code of the level
-    is ``value`` (digits) with leading zeros, else ''."""
+    is ``value`` (digits) with leading zeros, or ``value`` without its own (the geography
+    file lost them), else ''."""
     if not value.isdigit():
         return ""
     codes = np.asarray(h.codes[level]).astype(str)
-    padded = codes[(np.char.str_len(codes) > len(value)) & (np.char.lstrip(codes, "0") == value)]
-    return (f"; it has {str(padded[0])!r}: the leading zeros lost, e.g. by Excel?"
-            if padded.size else "")
+    same = np.char.lstrip(codes, "0") == value.lstrip("0")
+    padded = codes[same & (np.char.str_len(codes) > len(value))]
+    if padded.size:
+        return f"; it has {str(padded[0])!r}: the leading zeros lost, e.g. by Excel?"
+    shorter = codes[same & (np.char.str_len(codes) < len(value))]
+    return (f"; it has {str(shorter[0])!r}: the geography file lost its leading zeros, "
+            "e.g. by Excel?" if shorter.size else "")
 
 
 def factor_codes(series: pd.Series, column: str, role: str = "level",

@@ -166,7 +166,7 @@ st.success(
 )
 rel.structure_note(data.declared_structure)
 if ds["sample"] is None and not declared and (
-        totals := column_roles.totals_like_units(table, levels, local)):
+        totals := column_roles.totals_like_units(table, levels, local, ragged)):
     said = column_roles.totals_text(totals)
     st.warning(said[0].upper() + said[1:] + ".")
 if ds["sample"] is None:

@@ -165,9 +165,29 @@ def test_totals_rows_read_as_units_are_warned_about(capsys, tmp_path, rows, said
     code, _, err = run(capsys, *argv, "--out", tmp_path / "a")
     assert code == 0, err
     assert "warning: units that look like totals or subtotals: " + said in err
-    assert "remove totals rows" in err
+    assert "if they are totals rows, remove them" in err
     code, _, err = run(capsys, *argv, "--local-codes", "--out", tmp_path / "b")
     assert code == 0 and "(the code of its" not in err, err  # local codes repeat parents'
     table.iloc[:3].to_csv(tmp_path / "t.csv", index=False)
     code, _, err = run(capsys, *argv, "--out", tmp_path / "c")
+    assert code == 0 and "totals" not in err, err
+    # units a declared geography names are its units: no warning
+    geography = table[["region", "dep"]]
+    geography.to_csv(tmp_path / "g.csv", index=False)
+    table.to_csv(tmp_path / "t.csv", index=False)
+    declared = [a for a in argv if a != "--structure-from-data"]
+    code, _, err = run(capsys, *declared, "--geography", tmp_path / "g.csv",
+                       "--out", tmp_path / "d")
+    assert code == 0 and "totals" not in err, err
+
+
+def test_units_passing_through_a_level_are_no_subtotals(capsys, tmp_path):
+    """With --ragged a unit without a county passes through the level with its state's
+    code: no 'subtotal' to warn about."""
+    pd.DataFrame({"state": ["06", "06", "11"], "county": ["06001", "", ""],
+                  "n": [3, 4, 5]}).to_csv(tmp_path / "t.csv", index=False)
+    code, _, err = run(capsys, "release", tmp_path / "t.csv", "--levels", "state,county",
+                       "--count-column", "n", "--structure-from-data", "--ragged",
+                       "--mechanism", "topdown", "--epsilon", 1, "--seed", 1,
+                       "--out", tmp_path / "o")
     assert code == 0 and "totals" not in err, err

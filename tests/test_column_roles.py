@@ -184,3 +184,29 @@ def test_counts_written_with_a_thousands_separator_are_said_so():
     assert roles.separated_numbers(table) == ["effectif"]
     guessed = _guess(table)
     assert guessed["separated"] == ["effectif"] and "effectif" not in guessed["left_out"]
+
+
+def test_a_table_of_one_row_per_unit_keeps_its_finest_level():
+    """A wide census table or a geography file (one row per unit, no count column) lost its
+    finest level to the rule meant for a person's id."""
+    wide = pd.DataFrame({"state": ["01", "01", "02"], "county": ["01001", "01003", "02013"],
+                         "age_0_19": [5, 7, 9], "age_20_64": [10, 12, 3],
+                         "age_65_plus": [4, 1, 2]})
+    assert _guess(wide)["levels"] == ["state", "county"]
+    geography = pd.DataFrame({"reg": ["84", "84", "84", "93", "93"],
+                              "dep": ["01", "01", "07", "13", "83"],
+                              "com": ["01001", "01002", "07001", "13001", "83001"],
+                              "denominazione": ["Ambérieu", "Belley", "Accons", "Aix",
+                                                "Brignoles"]})
+    guessed = _guess(geography)
+    assert guessed["levels"] == ["reg", "dep", "com"]
+    assert guessed["left_out"] == []  # a name column in Italian is a name, not a level
+    ids = _people(3000).rename(columns={"persoon_id": "id_osoby"})
+    assert _guess(ids)["levels"][-1] == "wijk"
+
+
+def test_an_austrian_bundesland_number_is_a_level():
+    table = pd.DataFrame({"bundesland": [1, 1, 1, 2, 2], "bezirk": [101, 101, 102, 201, 202],
+                          "gemeinde": [10101, 10102, 10201, 20101, 20201],
+                          "anzahl": [5, 6, 7, 8, 9]})
+    assert _guess(table)["levels"] == ["bundesland", "bezirk", "gemeinde"]

@@ -93,7 +93,7 @@ def _typed_row_by_row(cells: list) -> pd.Series | None:
     if not present or any(len(c) > 1 and c[0] == "0" and c[1].isdigit() for c in present):
         return None
     dotted = [c for c in present if "." in c]  # all like 3.000: 3 or 3,000? stays text
-    if dotted and all(re.fullmatch(r"[1-9]\d{0,2}(\.\d{3})+", c) for c in dotted):
+    if dotted and all(re.fullmatch(r"[1-9]\d{0,2}(\.000)+", c) for c in dotted):
         return None
     numbers = []
     for c in (c.strip() if c is not None else None for c in cells):
@@ -142,6 +142,8 @@ def test_a_dot_between_groups_of_three_digits_is_not_read_as_a_decimal_point(tmp
         validate_counts(t, "n")
     mixed = read_table(write(tmp_path / "m.csv", "n\n3.000\n2.75\n"))  # decimals: numbers
     assert mixed["n"].tolist() == [3.0, 2.75]
+    means = read_table(write(tmp_path / "h.csv", "mean_hh_size\n4.125\n8.750\n23.000\n"))
+    assert means["mean_hh_size"].tolist() == [4.125, 8.75, 23.0]  # three decimals: numbers
 
 
 def test_semicolon_delimiter(tmp_path):
@@ -619,6 +621,9 @@ def test_a_row_repeating_the_header_is_refused_naming_it(tmp_path):
            write(tmp_path / "j.csv", text))
     raises(["data row(s) 2 repeat the header"], read_table, write(tmp_path / "k.csv", text),
            columns=["region", "n"])  # the columns a release reads, through pyarrow
+    joined = "\ufeff" + text.replace("region,sex,n\nB", "\ufeffregion,sex,n\nB")
+    raises(["data row(s) 2 repeat the header"], read_table,  # Excel's UTF-8 files, joined
+           write(tmp_path / "bom.csv", joined))
     kept = read_table(write(tmp_path / "ok.csv", "region,sex,n\nregion,F,3\n"))
     assert kept["region"].tolist() == ["region"]  # one cell like its name is no header
 

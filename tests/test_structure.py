@@ -108,6 +108,12 @@ def test_codes_that_lost_their_leading_zeros_are_said_so():
     text = str(info.value)
     assert "state '1' (not in the geography; it has '01': the leading zeros lost" in text
     assert "'10'" not in text  # a code that kept its digits is no suspect
+    with pytest.raises(StructureError) as info:  # the geography file lost them
+        geography_from_table(pd.DataFrame({"state": [1, 10], "county": [1001, 10001]}),
+                             ["state", "county"]).leaf_of_rows(
+            pd.DataFrame({"state": ["01"], "county": ["01001"]}))
+    assert "state '01' (not in the geography; it has '1': the geography file lost" in str(
+        info.value)
 
 
 def test_numeric_data_codes_match_string_geography_codes():

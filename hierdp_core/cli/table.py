@@ -76,10 +76,13 @@ def lookalike_warning(cfg, table) -> str | None:
 
 def totals_warning(cfg, table) -> str | None:
     """The warning of units that look like totals or subtotals
-    (`column_roles.totals_like_units`), or None."""
+    (`column_roles.totals_like_units`) of a release whose units are read from the data
+    (``--structure-from-data``: a declared geography names its units), or None."""
     from hierdp_core.column_roles import totals_like_units, totals_text
 
-    found = totals_like_units(table, cfg.levels, bool(cfg.local_codes))
+    if cfg.structure != "from-data":
+        return None
+    found = totals_like_units(table, cfg.levels, bool(cfg.local_codes), bool(cfg.ragged))
     return totals_text(found) if found else None
 
 

@@ -47,7 +47,6 @@ from hierdp_core.data.sources import (
     resolve_source,
 )
 from hierdp_core.data.validate import (
-    DOT_GROUPED,
     check_cells,
     check_column_roles,
     default_max_cells,
@@ -61,6 +60,7 @@ __all__ = ["SUPPORTED_FORMATS", "check_cells", "check_column_roles",
            "default_max_cells", "lookalike_codes", "read_header", "read_table",
            "validate_columns", "validate_counts"]
 
+BOM = "\ufeff"
 _NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 _LEADING_ZERO = re.compile(r"0\d")
 
@@ -232,7 +232,8 @@ def _refuse_repeated_header(table: pd.DataFrame, name: str) -> None:
             codes, distinct = series.cat.codes.to_numpy(), series.cat.categories
         else:
             codes, distinct = pd.factorize(series)
-        named = np.flatnonzero(_stripped(distinct).eq(str(column)).to_numpy())
+        names = _stripped(distinct).str.lstrip(BOM)  # a joined file's header keeps its BOM
+        named = np.flatnonzero(names.eq(str(column)).to_numpy())
         if named.size == 0:
             return
         repeated &= np.isin(codes, named)
@@ -279,11 +280,13 @@ def _stripped(distinct) -> pd.Series:
 
 
 def _dot_grouped(present: pd.Series) -> bool:
-    """Whether some text looks like a number with '.' between groups of three digits
-    (`DOT_GROUPED`: 3 or 3,000?) and every other text with a '.' does too: the column stays
-    text, for its reader to say (counts are refused) rather than read 3.000 as 3."""
+    """Whether every text with a '.' is a whole number with '.' before groups of three
+    zeros ("3.000", "12.000": 3 or 3,000?): the column stays text, for its reader to say
+    (counts are refused, `validate.DOT_GROUPED`) rather than read 3.000 as 3. Decimals that are no
+    whole numbers ("4.125", "2.500") stay numbers: a count column of them is refused as
+    fractional, and a column of means or rates is what it was."""
     text = present[present.map(lambda v: isinstance(v, str) and "." in v)]
-    return bool(len(text)) and bool(text.str.fullmatch(DOT_GROUPED).all())
+    return bool(len(text)) and bool(text.str.fullmatch(r"[1-9]\d{0,2}(?:\.000)+").all())
 
 
 def _has_leading_zero(present: pd.Series) -> bool:

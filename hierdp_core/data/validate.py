@@ -31,7 +31,7 @@ __all__ = ["DOT_GROUPED", "check_cells", "check_column_roles", "default_max_cell
 _MAX_LISTED = 5
 #: a number written with '.' between groups of three digits ("3.000", "1.234.567"): a
 #: thousands separator in much of Europe, three decimals elsewhere; 3 or 3,000 cannot be
-#: told, so such a column is not read as numbers (`loaders`) and is refused as counts
+#: told, so it is refused as a count (a column of whole ones stays text, `loaders`)
 DOT_GROUPED = r"[1-9]\d{0,2}(?:\.\d{3})+"
 
 

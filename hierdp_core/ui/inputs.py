@@ -163,7 +163,8 @@ def default_roles(table: pd.DataFrame) -> dict:
              if column_roles.hinted(c, column_roles.COUNT_HINTS)]
     levels = column_roles.guess_levels(table, named[:1])
     count = named[0] if named else column_roles.sole_count(table, levels)
-    if count is None and levels and table[levels[-1]].nunique() == len(table):
+    if (count is None and levels and column_roles.names_an_id(levels[-1])
+            and table[levels[-1]].nunique() == len(table)):
         # one row per person, with a person's id for its finest "level": no level
         levels = column_roles.guess_levels(table, rows_per_unit=PERSONS_PER_UNIT)
     levels = levels or [str(table.columns[0])]
