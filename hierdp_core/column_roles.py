@@ -36,7 +36,7 @@ COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "ho
                "einwohner", "bevoelkerung", "bevölkerung", "personen", "gesamt",
                "insgesamt", "aantal", "inwoners", "totaal", "numero", "popolazione",
                "residenti", "abitanti", "poblacion", "población", "habitantes", "antal",
-               "liczba")
+               "liczba", "pendler", "navetteurs", "pendelaars", "trajets", "fahrten")
 GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family", "hh",
                "menage", "ménage", "famille", "haushalt", "familie", "huishouden", "hogar",
                "famiglia")
@@ -77,8 +77,14 @@ def looks_like_code(column: str) -> bool:
     """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``,
     ``tract``, ``town_no``) or is a geography level's (``kanton``, ``gemeinde``: `GEO_WORDS`)."""
     words = _words(column)
-    return any(w in CODE_WORDS or w in GEO_WORDS for w in words) or (
+    return any(w in CODE_WORDS or _geo_word(w) for w in words) or (
         len(words) > 1 and words[-1] in CODE_ENDINGS)
+
+
+def _geo_word(word: str) -> bool:
+    """A geography level's word, or a compound ending in one of five letters or more
+    (``wohnkanton``, ``arbeitsbezirk``)."""
+    return word in GEO_WORDS or any(len(g) >= 5 and word.endswith(g) for g in GEO_WORDS)
 
 
 def integer_valued(series: pd.Series) -> bool:
@@ -277,8 +283,10 @@ def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:
 NAMES_DISTINCT = 0.8
 
 
-ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence")
-DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace")
+ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence", "residenza", "domicile",
+                "wohnort", "woon", "wohn")
+DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace", "travail",
+                     "lavoro", "trabajo", "arbeit", "arbeits", "arbeitsort", "werk")
 
 
 def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -291,8 +299,16 @@ def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
     """
     def side(words: tuple[str, ...]) -> list[str]:
         return [str(c) for c in table.columns
-                if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)]
+                if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)
+                or _compound(str(c).lower(), words)]
     return side(ORIGIN_WORDS), side(DESTINATION_WORDS)
+
+
+def _compound(name: str, words: tuple[str, ...]) -> bool:
+    """``name`` is one of ``words`` (of three letters or more) joined to a geography level's
+    word (``wohnkanton``, ``arbeitsbezirk``)."""
+    return any(len(w) >= 3 and name.startswith(w) and name[len(w):] in GEO_WORDS
+               for w in words)
 
 
 GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size")  # not count words

@@ -210,3 +210,13 @@ def test_an_austrian_bundesland_number_is_a_level():
                           "gemeinde": [10101, 10102, 10201, 20101, 20201],
                           "anzahl": [5, 6, 7, 8, 9]})
     assert _guess(table)["levels"] == ["bundesland", "bezirk", "gemeinde"]
+
+
+def test_swiss_commuters_are_a_flow_table():
+    """German compounds: Wohnkanton (home), Arbeitsbezirk (work), Pendler (commuters)."""
+    table = pd.DataFrame({"wohnkanton": [1, 1, 2], "wohnbezirk": [101, 102, 201],
+                          "arbeitskanton": [1, 2, 2], "arbeitsbezirk": [101, 201, 201],
+                          "pendler": [120, 35, 80]})
+    assert roles.od_candidates(table) == (["wohnkanton", "wohnbezirk"],
+                                          ["arbeitskanton", "arbeitsbezirk"])
+    assert roles.count_candidates(table) == ["pendler"] and roles.fits(table, "flows")
