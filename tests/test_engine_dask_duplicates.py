@@ -70,3 +70,15 @@ def test_declared_summed_they_are_summed(capsys, tmp_path, shared_dask_cluster):
     assert code == 0, err
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["structure"] == "declared"
+
+
+def test_a_count_with_a_dot_thousands_separator_is_refused_on_dask(tmp_path, capsys,
+                                                                   shared_dask_cluster):
+    """'3.000' was read by dask as the float 3.0 and released as 3; as in memory, it is
+    refused with both readings."""
+    data = _files(tmp_path / "parts", [COUNTS, pd.DataFrame(
+        {"state": ["02"], "county": ["02013"], "count": ["3.000"]})])
+    code, _, err = _release(capsys, shared_dask_cluster, data, tmp_path / "out", *COUNT_FLAGS,
+                            "--seed", "1", "--duplicates", "sum")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "'.' between groups of three digits" in err and "3000" in err
