@@ -27,7 +27,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-SIZE_HINTS = ("size", "persons", "people", "members", "household_size", "hh_size")
+SIZE_HINTS = ("size", "persons", "people", "members", "household_size", "hh_size", "taille",
+              "groesse", "größe", "grootte", "dimensione", "tamano", "tamaño", "wielkosc",
+              "tamanho")
 COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "households",
                "groups", "trips", "flows", "flights", "workers", "commuters", "total",
                "freq", "weight", "obs",
@@ -36,7 +38,9 @@ COUNT_HINTS = ("count", "n", "persons", "people", "population", "residents", "ho
                "einwohner", "bevoelkerung", "bevölkerung", "personen", "gesamt",
                "insgesamt", "aantal", "inwoners", "totaal", "numero", "popolazione",
                "residenti", "abitanti", "poblacion", "población", "habitantes", "antal",
-               "liczba", "pendler", "navetteurs", "pendelaars", "trajets", "fahrten")
+               "liczba", "pendler", "navetteurs", "pendelaars", "trajets", "fahrten",
+               "personas", "persone", "pessoas", "nombre_menages", "menages", "ménages",
+               "haushalte", "huishoudens", "hogares", "famiglie")
 GROUP_HINTS = ("household", "household_id", "hh_id", "group", "group_id", "family", "hh",
                "menage", "ménage", "famille", "haushalt", "familie", "huishouden", "hogar",
                "famiglia")
@@ -122,12 +126,13 @@ def size_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[st
 def attribute_candidates(table: pd.DataFrame, exclude: Iterable[str] = (),
                          hints: tuple[str, ...] | None = None) -> list[str]:
     """Columns that can be an ordered integer attribute (signed allowed), hinted first
-    (default `ATTRIBUTE_HINTS`)."""
+    (default `ATTRIBUTE_HINTS`), columns named like a count last."""
     hints = ATTRIBUTE_HINTS if hints is None else hints
     skip = set(map(str, exclude))
     valid = [str(c) for c in table.columns if str(c) not in skip and not looks_like_code(c)
              and table[c].dtype.kind in "iu"]
-    return sorted(valid, key=lambda c: (not hinted(c, hints), valid.index(c)))
+    return sorted(valid, key=lambda c: (not hinted(c, hints), hinted(c, COUNT_HINTS),
+                                        valid.index(c)))
 
 
 def group_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
@@ -135,7 +140,8 @@ def group_candidates(table: pd.DataFrame, exclude: Iterable[str] = ()) -> list[s
     first."""
     skip = set(map(str, exclude))
     valid = [str(c) for c in table.columns if str(c) not in skip and table[c].dtype.kind != "f"
-             and (hinted(c, GROUP_HINTS) or not hinted(c, COUNT_HINTS))]
+             and (hinted(c, GROUP_HINTS) or not hinted(c, COUNT_HINTS))
+             and not hinted(c, SIZE_HINTS)]  # household_size, taille_menage: sizes
     return sorted(valid, key=lambda c: (not hinted(c, GROUP_HINTS), valid.index(c)))
 
 
@@ -284,9 +290,11 @@ NAMES_DISTINCT = 0.8
 
 
 ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence", "residenza", "domicile",
-                "wohnort", "woon", "wohn")
+                "wohnort", "woon", "wohn", "residencia", "origen", "origem", "origine",
+                "herkunft")
 DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace", "travail",
-                     "lavoro", "trabajo", "arbeit", "arbeits", "arbeitsort", "werk")
+                     "lavoro", "trabajo", "arbeit", "arbeits", "arbeitsort", "werk",
+                     "destino", "trabalho", "destinazione", "ziel")
 
 
 def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -298,9 +306,11 @@ def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
     (['from_zone'], ['to_zone'])
     """
     def side(words: tuple[str, ...]) -> list[str]:
-        return [str(c) for c in table.columns
-                if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)
-                or _compound(str(c).lower(), words)]
+        found = [str(c) for c in table.columns
+                 if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)
+                 or _compound(str(c).lower(), words)]
+        # coarse to fine: by their numbers of codes (the table's order when no rows)
+        return sorted(found, key=lambda c: int(table[c].nunique())) if len(table) else found
     return side(ORIGIN_WORDS), side(DESTINATION_WORDS)
 
 
@@ -311,7 +321,8 @@ def _compound(name: str, words: tuple[str, ...]) -> bool:
                for w in words)
 
 
-GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size")  # not count words
+GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size", "taille", "groesse",
+                    "größe", "grootte", "dimensione", "tamano", "tamaño", "tamanho")  # no counts
 #: a column named as a time is a table's period, not an ordered attribute of people
 TIME_WORDS = ("year", "yr", "month", "date", "period", "anno", "annee", "jahr")
 #: the fewest distinct values of an integer column taken for a range attribute by its values

@@ -220,3 +220,24 @@ def test_swiss_commuters_are_a_flow_table():
     assert roles.od_candidates(table) == (["wohnkanton", "wohnbezirk"],
                                           ["arbeitskanton", "arbeitsbezirk"])
     assert roles.count_candidates(table) == ["pendler"] and roles.fits(table, "flows")
+
+
+def test_more_foreign_query_tables():
+    """Spanish flows (residencia/trabajo, personas), a French household-size table
+    (taille_menage, nombre_menages), an age column with '100+' (read as text)."""
+    flows = pd.DataFrame({"municipio_residencia": ["28079", "28005", "08019"],
+                          "provincia_residencia": ["28", "28", "08"],
+                          "provincia_trabajo": ["28", "08", "08"],
+                          "municipio_trabajo": ["28079", "08019", "08015"],
+                          "personas": [10, 2, 7]})
+    # coarse to fine, whatever the table's order
+    assert roles.od_candidates(flows) == (["provincia_residencia", "municipio_residencia"],
+                                          ["provincia_trabajo", "municipio_trabajo"])
+    assert roles.count_candidates(flows)[0] == "personas"
+    sizes = pd.DataFrame({"dep": ["01", "01", "2A"], "taille_menage": [1, 2, 1],
+                          "nombre_menages": [40, 25, 9]})
+    assert "taille_menage" not in roles.group_candidates(sizes, ["dep"])
+    assert roles.fits(sizes, "group-sizes", ["dep"])
+    ages = pd.DataFrame({"comune": ["001", "002"], "eta": ["5", "100+"], "residenti": [3, 4]})
+    assert roles.attribute_candidates(ages, ["comune"]) == ["residenti"]  # may be picked ...
+    assert not roles.fits(ages, "ranges", ["comune"])  # ... but it is a count: no guess

@@ -349,3 +349,18 @@ def test_sparse_large_trees_aggregate_by_sorting_and_stay_consistent():
                                                     source=NoiseSource(seed=4))
     assert d.level_width(11) ** 2 > 4 * d.origin.size and r.levels[-1].size > 100
     assert_consistent(r)
+
+
+def test_origin_and_destination_codes_written_two_ways_are_refused():
+    """Work places saved through Excel lost their zeros ('1001' for '01001'): one commune
+    became two areas, and people living and working in it were moving between them."""
+    from hierdp_core.errors import InputError
+
+    table = pd.DataFrame({"dep_res": ["01", "01"], "com_res": ["01001", "01002"],
+                          "dep_tra": [1, 1], "com_tra": [1001, 1001], "n": [136, 198]})
+    with pytest.raises(InputError, match="origin dep_res '01' and destination dep_tra '1' "
+                                         "differ only by leading zeros"):
+        flow_data_from_table(table, ["dep_res", "com_res"], ["dep_tra", "com_tra"], "n")
+    alike = table.assign(dep_tra="01", com_tra="01001")
+    data = flow_data_from_table(alike, ["dep_res", "com_res"], ["dep_tra", "com_tra"], "n")
+    assert data.counts.sum() == 334

@@ -250,9 +250,28 @@ def flow_data_from_table(
     codes = [np.concatenate([codes_of(table[o]), codes_of(table[d])])
              for o, d in zip(origin_levels, destination_levels, strict=True)]
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
+    for level_codes, o, d in zip(codes, origin_levels, destination_levels, strict=True):
+        _check_one_format(level_codes[:n_rows], level_codes[n_rows:], o, d)
     geography, leaf = build_from_codes(codes, names, root_name=root_name, row_labels=labels)
     return flow_data_from_leaves(geography, leaf[:n_rows], leaf[n_rows:], counts, tree=tree,
                                  duplicates=repeats)
+
+
+def _check_one_format(origin: np.ndarray, destination: np.ndarray, o: str, d: str) -> None:
+    """An `InputError` when an origin code and a destination code differ only by leading
+    zeros ('01001' and '1001'): one area written two ways (a side saved through Excel)
+    would be two areas, and people living and working in one place would be moving."""
+    origin_codes, destination_codes = (
+        pd.DataFrame({"code": pd.unique(pd.Series(side, dtype=object).astype(str))})
+        .assign(digits=lambda t: t["code"].str.lstrip("0")) for side in (origin, destination))
+    pairs = origin_codes.merge(destination_codes, on="digits", suffixes=("_o", "_d"))
+    differ = pairs[(pairs["code_o"] != pairs["code_d"]) & (pairs["digits"] != "")]
+    if len(differ):
+        first = differ.iloc[0]
+        raise InputError(f"origin {o} {first['code_o']!r} and destination {d} "
+                         f"{first['code_d']!r} differ only by leading zeros: one area "
+                         "written two ways (a column saved through Excel?) would be two "
+                         "areas; write the origin and destination codes alike")
 
 
 def flow_data_from_trips(table, origin_levels, destination_levels, **kwargs) -> FlowData:

@@ -259,7 +259,8 @@ def ranges_from_upload(ds: dict):
                                          "lowest and highest value in the table, which "
                                          "is not private.")
     guessed = levels or column_roles.guess_levels(table)
-    attribute_guess = next(iter(column_roles.attribute_candidates(table, guessed)), None)
+    attribute_guess = next((c for c in column_roles.attribute_candidates(table, guessed)
+                            if not column_roles.hinted(c, column_roles.COUNT_HINTS)), None)
     offered = suggestion(wk.RG_UP_SUGGEST, {
         wk.RG_UP_LEVELS: ("levels", guessed),
         wk.RG_UP_ATTRIBUTE: ("ordered attribute", attribute_guess),
