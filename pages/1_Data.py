@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from hierdp_core import column_roles
+from hierdp_core.data import totals_rows
 from hierdp_core.data.reshape import describe_shape
 from hierdp_core.data.samples import SAMPLES
 from hierdp_core.data.shape_guess import consequence, guess_wide, meltable_columns
@@ -166,8 +166,8 @@ st.success(
 )
 rel.structure_note(data.declared_structure)
 if ds["sample"] is None and not declared and (
-        totals := column_roles.totals_like_units(table, levels, local, ragged)):
-    said = column_roles.totals_text(totals)
+        totals := totals_rows.totals_like_units(table, levels, local, ragged)):
+    said = totals_rows.totals_text(totals)
     st.warning(said[0].upper() + said[1:] + ".")
 if ds["sample"] is None:
     geo_ui.panel(h)

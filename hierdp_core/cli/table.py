@@ -76,9 +76,9 @@ def lookalike_warning(cfg, table) -> str | None:
 
 def totals_warning(cfg, table) -> str | None:
     """The warning of units that look like totals or subtotals
-    (`column_roles.totals_like_units`) of a release whose units are read from the data
+    (`data.totals_rows.totals_like_units`) of a release whose units are read from the data
     (``--structure-from-data``: a declared geography names its units), or None."""
-    from hierdp_core.column_roles import totals_like_units, totals_text
+    from hierdp_core.data.totals_rows import totals_like_units, totals_text
 
     if cfg.structure != "from-data":
         return None
