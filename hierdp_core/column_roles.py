@@ -211,12 +211,13 @@ def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str]
         return []
     part = table.head(sample_rows)
     skip = {*levels, *map(str, taken)}
+    numbers = set(separated_numbers(part))
     out = []
     for c in (str(c) for c in part.columns):
         if c in skip or part[c].dtype.kind not in "OSU" and not (
                 looks_like_code(c) and part[c].dtype.kind in "iu"):
             continue
-        if (any(w in NAME_WORDS for w in _words(c)) or c in separated_numbers(part)
+        if (any(w in NAME_WORDS for w in _words(c)) or c in numbers
                 or any(_names_level(part, level, c) for level in levels)):
             continue  # a unit's name (one a unit, whatever the column is called), numbers
         finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())

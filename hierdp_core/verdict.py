@@ -179,10 +179,20 @@ def check_within_ceilings(privacy: dict, max_epsilon: float, max_delta: float) -
     `reserve_release` the API's charged releases use too, and the dashboard's
     `hierdp_core.ui.ledger.counted`), since such a release could not be published and
     would spend the dataset's budget."""
-    epsilon, delta = ceiling_record(privacy, max_epsilon), delta_record(privacy, max_delta)
-    for record, reason in ((epsilon, over_ceiling_reason), (delta, over_delta_reason)):
+    breach = ceiling_breach(privacy, max_epsilon, max_delta)
+    if breach is not None:
+        reason = over_ceiling_reason if "max_epsilon" in breach else over_delta_reason
+        raise BudgetError(f"{reason(breach)}; nothing was charged or drawn")
+
+
+def ceiling_breach(privacy: dict, max_epsilon: float, max_delta: float) -> dict | None:
+    """The first ceiling the privacy record ``privacy`` is above: its epsilon's
+    (`ceiling_record`, with ``max_epsilon``) or its delta's (`delta_record`, with
+    ``max_delta``); None when it is within both."""
+    for record in (ceiling_record(privacy, max_epsilon), delta_record(privacy, max_delta)):
         if not record["within"]:
-            raise BudgetError(f"{reason(record)}; nothing was charged or drawn")
+            return record
+    return None
 
 
 def is_charged(randomness: dict) -> bool:

@@ -256,6 +256,10 @@ def _split(cfg, mechanism, data, budget):
     return choice, split
 
 
+#: the declarations that keep a counts release's root (``root_invariant``)
+ROOT_QUANTITIES = frozenset({"total", "category-totals"})
+
+
 def check_invariants(cfg, mechanism):
     """``cfg`` as the release runs on it: its declared invariants checked against what the
     mechanism would publish exactly (DESIGN principle 7: nothing exact unless declared,
@@ -266,7 +270,7 @@ def check_invariants(cfg, mechanism):
     kept as they are, so both must be declared."""
     declared = list(cfg.invariants)
     name, query = mechanism.info.name, cfg.query
-    if query == "counts" and {"total", "category-totals"} & set(declared):
+    if query == "counts" and ROOT_QUANTITIES & set(declared):
         if "root_invariant" not in {p.name for p in mechanism.info.parameters}:
             raise InputError(f"{name} cannot keep the total exactly; drop --invariant total "
                              "or use least-squares or topdown")
@@ -275,7 +279,7 @@ def check_invariants(cfg, mechanism):
     params = mechanism.params(**mechanism_params(cfg))
     exact = exact_quantities(mechanism, query, params, cfg.has_categories)
     if (query == "counts" and params.get("root_invariant")
-            and not {"total", "category-totals"} & set(declared)):
+            and not ROOT_QUANTITIES & set(declared)):
         raise InputError("--param root_invariant=true publishes the total exactly: declare "
                          "it with --invariant total")
     missing = [q for q in exact if q not in declared]

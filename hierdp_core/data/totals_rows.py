@@ -30,12 +30,12 @@ def totals_like_units(table: pd.DataFrame, levels: Iterable[str],
     levels = [c for c in levels if c in table.columns]
     found: list[str] = []
     for i, level in enumerate(levels):
-        codes = pd.Series(pd.unique(table[level].astype(str).str.strip()))
+        codes = pd.Series(pd.unique(table[level])).astype(str).str.strip().drop_duplicates()
         lower = codes.str.lower()
         words = codes[lower.isin(TOTAL_WORDS) | lower.str.match(r"^total\b|\btotal$")]
         found += [f"{level} {code!r}" for code in words[:3]]
         if i and not (local_codes or ragged):  # their codes repeat their parent's
-            pairs = table[[levels[i - 1], level]].astype(str).drop_duplicates()
+            pairs = table[[levels[i - 1], level]].drop_duplicates().astype(str).drop_duplicates()
             same = pairs[pairs[levels[i - 1]].str.strip() == pairs[level].str.strip()]
             found += [f"{level} {code!r} (the code of its {levels[i - 1]})"
                       for code in same[level][:3]]

@@ -24,6 +24,7 @@ import numpy as np
 from hierdp_core.consistency.least_squares import tree_least_squares
 from hierdp_core.consistency.topdown import topdown
 from hierdp_core.errors import BudgetError
+from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import Capabilities, Mechanism, MechanismInfo, Parameter, register
 from hierdp_core.mechanisms.measure import ledger_frame
 from hierdp_core.mechanisms.streams import measure_in_blocks
@@ -50,18 +51,18 @@ NOISE_PARAM = Parameter("noise", "choice", "auto",
 ROOT_PARAM = Parameter("root_invariant", "bool", False,
                        "publish the root exactly (NOT private; as the Census does): its "
                        "total, and with categories its count of every category")
-#: what ``root_invariant`` publishes exactly: the root's total, and with categories (more
-#: than one) its count of every category (its cells are kept as they are)
-ROOT_TOTAL, ROOT_CATEGORIES = "root total", "root count of every category"
+#: the manifest's words for what ``root_invariant`` publishes exactly
+#: (`invariants.exact_quantities`): the root's total, and with categories (more than one)
+#: its count of every category (its cells are kept as they are)
+ROOT_INVARIANT_NAMES = {"total": "root total",
+                        "category-totals": "root count of every category"}
 
 
 def root_invariants(p: dict, categories) -> tuple[str, ...]:
     """The invariants of a count release with parameters ``p`` and ``categories`` (None
-    without)."""
-    if not p.get("root_invariant"):
-        return ()
-    return (ROOT_TOTAL, ROOT_CATEGORIES) if categories is not None and len(categories) > 1 \
-        else (ROOT_TOTAL,)
+    without), in the manifest's words."""
+    several = categories is not None and len(categories) > 1
+    return tuple(ROOT_INVARIANT_NAMES[q] for q in exact_quantities(None, "counts", p, several))
 
 
 def count_capabilities(estimate: str, intervals: str) -> Capabilities:

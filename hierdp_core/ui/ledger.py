@@ -38,9 +38,8 @@ from hierdp_core.ui.session import LEDGER_FP as FINGERPRINT
 from hierdp_core.verdict import (
     DEFAULT_MAX_DELTA,
     DEFAULT_MAX_EPSILON,
-    ceiling_record,
+    ceiling_breach,
     check_within_ceilings,
-    delta_record,
 )
 
 SYMBOL = {"epsilon": "ε", "rho": "ρ"}
@@ -102,15 +101,13 @@ def _amount(unit: str, value: float) -> str:
 def _above_ceiling(budget: PrivacyBudget) -> str | None:
     """Which public ceiling (the default ones: the dashboard sets none) ``budget`` is
     above, in a few words, or None."""
-    privacy = budget.as_dict()
-    epsilon = ceiling_record(privacy, DEFAULT_MAX_EPSILON)
-    delta = delta_record(privacy, DEFAULT_MAX_DELTA)
-    if not epsilon["within"]:
-        return (f"ε {epsilon['epsilon']:.4g} is above the public ceiling of "
-                f"{epsilon['max_epsilon']:g} (noise this small barely protects anyone)")
-    if not delta["within"]:
-        return f"δ {delta['delta']:.4g} is above the public ceiling of {delta['max_delta']:g}"
-    return None
+    breach = ceiling_breach(budget.as_dict(), DEFAULT_MAX_EPSILON, DEFAULT_MAX_DELTA)
+    if breach is None:
+        return None
+    if "max_epsilon" in breach:
+        return (f"ε {breach['epsilon']:.4g} is above the public ceiling of "
+                f"{breach['max_epsilon']:g} (noise this small barely protects anyone)")
+    return f"δ {breach['delta']:.4g} is above the public ceiling of {breach['max_delta']:g}"
 
 
 def gate(charge: Charge, prefix: str) -> bool:
