@@ -17,6 +17,7 @@ import pyarrow as pa
 from hierdp_core.hierarchy import Hierarchy
 from hierdp_core.privacy.samplers import NOISES, Noise
 from hierdp_core.privacy.secure_apply import counterpart_noise, drew_counterparts
+from hierdp_core.reading_order import reading_order
 from hierdp_core.verdict import LEDGER_ENTRY
 
 RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "category", "value",
@@ -114,8 +115,8 @@ class Release(ReleaseRecord):
         return structure_record(self.hierarchy, self.categories)
 
     def to_frame(self) -> pd.DataFrame:
-        """The release table: one row per node (x category), columns `RELEASE_COLUMNS`
-        (without ``category`` when no categories were released, without ``lower`` and
+        """The release table: one row per node (x category) in reading order
+        (`hierdp_core.reading_order`), columns `RELEASE_COLUMNS` (without ``category`` when no categories were released, without ``lower`` and
         ``upper`` when the release has no intervals)."""
         return self.to_arrow().to_pandas()
 
@@ -141,11 +142,12 @@ def release_table(hierarchy: Hierarchy, values: np.ndarray, categories: tuple[st
                   ) -> pa.Table:
     """The release table of ``values`` (n_nodes, k) over ``hierarchy`` (columns
     `RELEASE_COLUMNS`, see `Release.to_frame`), built from one string per node (and per
-    category) repeated by pyarrow, without a Python string per row; with ``nodes`` (node
+    category) repeated by pyarrow, without a Python string per row; the nodes in reading
+    order (`hierdp_core.reading_order`: '2' before '11'), or with ``nodes`` (node
     indices), the rows of those nodes alone, in that order."""
     h = hierarchy
     k = values.shape[1]
-    nodes = np.arange(h.n_nodes, dtype=np.int64) if nodes is None else np.asarray(nodes)
+    nodes = reading_order(h) if nodes is None else np.asarray(nodes)
     levels = h.level_of_nodes()[nodes].astype(np.int64)
     node_rows = pa.array(np.repeat(np.arange(nodes.size, dtype=np.int64), k))
 

@@ -15,6 +15,7 @@ from hierdp_core.mechanism_names import title as mechanism_title
 from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.noisy_view import noisy_vs_released_by_level
+from hierdp_core.reading_order import listed
 from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import coverage as coverage_ui
@@ -70,7 +71,9 @@ def units_shown() -> tuple[int, np.ndarray, str]:
                              key=wk.RES_LEVEL)
     with pick[1]:
         parents = widgets.node_display_names(data, level - 1) if level > 1 else None
-        options = ["all"] + (list(range(h.level_size(level - 1))) if level > 1 else [])
+        above = h.level_slice(level - 1)
+        options = ["all"] + ((listed(h, np.arange(above.start, above.stop)) - above.start)
+                             .tolist() if level > 1 else [])
         default = 0 if h.level_size(level) <= map_layers.WHOLE_LEVEL_AREAS or level == 1 else 1
         whole = f"all of {SAMPLES[ds['sample']].area}" if ds["sample"] in SAMPLES \
             else f"all {widgets.plural(h.level_names[level])}"
@@ -85,8 +88,8 @@ def units_shown() -> tuple[int, np.ndarray, str]:
         budget.total_slider(s, prefix=wk.RES)
     if within == "all":
         sl = h.level_slice(level)
-        return level, np.arange(sl.start, sl.stop), category
-    return level, h.children(h.level_offsets[level - 1] + within), category
+        return level, listed(h, np.arange(sl.start, sl.stop)), category
+    return level, listed(h, h.children(h.level_offsets[level - 1] + within)), category
 
 
 def release_map(level: int, nodes: np.ndarray, values: dict, title: str, selector_slot) -> None:

@@ -218,9 +218,10 @@ def the_flags_give_the_pages_configuration_and_release(capsys, folder, prefix, a
     cli, values = _cli_on_sample(capsys, folder, dashboard.data["sample"],
                                  [*PAGE_FLAGS[prefix], *params])
     _same_but_the_data(dashboard, cli, dashboard.data["sample"])
+    release = at.session_state[release_key][1]
     np.testing.assert_array_equal(values, np.concatenate(
-        [v.ravel() for v in released(at.session_state[release_key][1])]
-        if prefix == "rg" else [lv.value for lv in at.session_state[release_key][1].levels]))
+        [v.ravel() for v in released(release)]) if prefix == "rg"
+        else release.to_frame()["value"].to_numpy())
 
 
 # ---- one release path -----------------------------------------------------------------------

@@ -4,7 +4,9 @@ release folder, one file for the root and one per top-level unit with its whole 
 listed with its sha256 in the manifest like any release file. Read back (`read_dataset`)
 and sorted by level (stable), the rows come in the order of the single-file table. The
 parts are written here (`write_dataset`) or, on a cluster, by the workers
-(`hierdp_core.engine.written`), each part hashed as it is written.
+(`hierdp_core.engine.written`), each part hashed as it is written. Within a part the rows
+are in reading order (`hierdp_core.reading_order`), and the parts are read back in the
+reading order of their top-level units.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hierdp_core.errors import InputError
+from hierdp_core.ids import split_node_id
 from hierdp_core.mechanisms.streams import subtree_ranges, subtree_rows
+from hierdp_core.reading_order import reading_positions, sibling_order
 from hierdp_core.releases import release_table
 
 DATASET = "release.parquet"
@@ -45,9 +49,10 @@ def write_units(hierarchy, values: np.ndarray, categories, intervals, folder: Pa
     """Write the part of every top-level unit of ``hierarchy`` (a whole tree, or a block's
     `hierdp_core.mechanisms.streams.subtree` whose first unit is ``first_unit`` of the whole)
     from its ``values`` (n_nodes, k) into ``folder`` (a loop per top-level unit)."""
-    out = []
+    out, listed = [], reading_positions(hierarchy)
     for unit in range(hierarchy.level_size(1)):
         rows = subtree_rows(subtree_ranges(hierarchy, unit, unit + 1))
+        rows = rows[np.argsort(listed[rows], kind="stable")]
         table = release_table(hierarchy, values, categories, intervals, rows)
         out.append(write_part(table, folder, first_unit + unit + 1))
     return out
@@ -82,9 +87,18 @@ def unlisted_parts(folder: Path, files: dict) -> list[str]:
 
 
 def read_dataset(folder: Path, files: dict) -> pd.DataFrame:
-    """The release table from the dataset's parts listed in ``files``, level by level."""
+    """The release table from the dataset's parts listed in ``files``, level by level, in
+    the order of the single-file table: the root's part, then the others in the reading
+    order of their top-level units."""
     parts = sorted(name for name in files if is_dataset_file(name))
     if not parts:
         raise InputError(f"no part of {DATASET} is listed in the manifest of {str(folder)!r}")
-    table = pd.concat([pd.read_parquet(folder / name) for name in parts], ignore_index=True)
+    tables = [pd.read_parquet(folder / name) for name in parts]
+    units = [t["node_id"].iloc[0] if len(t) and t["level"].iloc[0] == 1 else None
+             for t in tables]
+    others = [i for i, unit in enumerate(units) if unit is not None]
+    listed = [i for i, unit in enumerate(units) if unit is None]
+    codes = [split_node_id(units[i])[0] for i in others]
+    listed += [others[i] for i in sibling_order(codes)]
+    table = pd.concat([tables[i] for i in listed], ignore_index=True)
     return table.sort_values("level", kind="stable", ignore_index=True)

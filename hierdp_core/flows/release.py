@@ -14,6 +14,7 @@ from hierdp_core.errors import InputError
 from hierdp_core.flows.data import PAIR_SEPARATOR, FlowData
 from hierdp_core.flows.tree import TreeLevel
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.reading_order import reading_positions
 from hierdp_core.releases import ReleaseRecord
 
 FLOW_RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", "origin_id",
@@ -23,7 +24,8 @@ FLOW_RELEASE_COLUMNS = ("level", "level_name", "node_id", "parent_id", "label", 
 @dataclass(frozen=True, eq=False)
 class FlowRelease(ReleaseRecord):
     """Released O/D tree, with how it was made (`ReleaseRecord`; its ``intervals`` are per
-    released row, in `to_frame`'s order). ``levels[l]`` holds the nodes of tree level l
+    released node, level after level in ``levels``' order; `to_frame` lists the rows in
+    reading order). ``levels[l]`` holds the nodes of tree level l
     that were released non-zero (a node that is absent is released as 0). ``geography``,
     ``tree`` and ``level_names`` are public."""
 
@@ -74,7 +76,9 @@ class FlowRelease(ReleaseRecord):
         })
 
     def to_frame(self) -> pd.DataFrame:
-        """The release table (`FLOW_RELEASE_COLUMNS`): ``node_id`` is
+        """The release table (`FLOW_RELEASE_COLUMNS`), level by level, each level's pairs
+        by origin, then destination, in reading order (`hierdp_core.reading_order`):
+        ``node_id`` is
         ``ORIGIN>DESTINATION`` (area codes escaped as in `hierdp_core.ids`; the root is
         ``total>total``), unique within its level, ``parent_id`` the parent pair ('' at the
         root), ``label`` the pair with readable names, ``origin_id`` and
@@ -83,8 +87,11 @@ class FlowRelease(ReleaseRecord):
         frames, parent_ids = [], np.array([""], dtype=object)
         geo = self.geography
         lab, offs = geo.labels(), geo.level_offsets
+        listed, rows = reading_positions(geo), []
         for level in range(self.depth + 1):
             lv, (lo, ld) = self.levels[level], self.pair_levels[level]
+            by = np.lexsort((listed[lv.destination + offs[ld]], listed[lv.origin + offs[lo]]))
+            rows.append(by + sum(map(len, frames)))
             f = self.level_frame(level)
             node_id = (pd.Series(geo.id_codes(lo)[lv.origin]) + PAIR_SEPARATOR
                        + pd.Series(geo.id_codes(ld)[lv.destination])).to_numpy(object)
@@ -103,7 +110,7 @@ class FlowRelease(ReleaseRecord):
         table = pd.concat(frames, ignore_index=True)[list(FLOW_RELEASE_COLUMNS)]
         if self.intervals is not None:
             table["lower"], table["upper"] = self.intervals.lower, self.intervals.upper
-        return table
+        return table.iloc[np.concatenate(rows)].reset_index(drop=True)
 
     def to_arrow(self) -> pa.Table:
         """`to_frame` as a pyarrow Table (what `hierdp_core.export` writes)."""

@@ -1,5 +1,6 @@
 """Intervals on origin/destination flow releases: per released row (every released node of
-the O/D tree, in `FlowRelease.to_frame`'s order), a (lower, upper) at a confidence level,
+the O/D tree, level after level in the release's ``levels``; `FlowRelease.to_frame` lists
+them in reading order), a (lower, upper) at a confidence level,
 from the release alone. Nodes that are not released (released as 0) get no row.
 
 * ``vanilla-gauss`` (``exact`` at the leaves, ``normal`` above): a leaf cell is its count
