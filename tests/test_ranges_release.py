@@ -160,6 +160,26 @@ def test_domain_and_bad_input():
         d.with_workload(identity(3))
 
 
+def test_a_domain_read_from_the_data_is_in_reading_order_and_never_mixed(capsys, tmp_path):
+    """Age bands read in order ('5-9' before '10-14'; they were alphabetical, so every
+    prefix range summed the wrong bands); numbers mixed with text ('99', '100+') were
+    ordered as text ('0', '100+', '3', '99'): refused naming the text value."""
+    bands = pd.DataFrame({"region": ["N"] * 4, "band": ["85+", "10-14", "0-4", "5-9"],
+                          "n": [1, 2, 3, 4]})
+    d = range_data_from_table(bands, ["region"], "band", count_column="n")
+    assert d.values == ("0-4", "5-9", "10-14", "85+")
+    assert d.node_counts()[0].tolist() == [3, 4, 2, 1]
+    mixed = pd.DataFrame({"region": ["N"] * 3, "age": ["0", "99", "100+"], "n": [1, 2, 3]})
+    mixed.to_csv(tmp_path / "ages.csv", index=False)
+    code, _, err = run(capsys, "release", tmp_path / "ages.csv", "--query", "ranges",
+                       "--levels", "region", "--attribute", "age", "--count-column", "n",
+                       "--structure-from-data", "--mechanism", "h2", "--epsilon", 1,
+                       "--seed", 1, "--out", tmp_path / "r")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "'age' mixes numbers and text, e.g. '100+'" in err and "(e.g. '100')" in err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.fixture(scope="module")
 def ages_csv(tmp_path_factory):
     path = tmp_path_factory.mktemp("ranges") / "ages.csv"

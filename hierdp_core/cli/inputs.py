@@ -237,7 +237,8 @@ def _read_geography_once(path: Path, levels: tuple, names: tuple, local_codes: b
     if flows is not None:  # columns named as either end or by their common names
         from hierdp_core.flows.data import read_flow_geography
 
-        geography = read_flow_geography(path, *flows, ragged=ragged, encoding=encoding)
+        geography = read_flow_geography(path, *flows, ragged=ragged, local_codes=local_codes,
+                                        encoding=encoding)
     else:
         from hierdp_core.structure import read_geography
 
@@ -257,7 +258,8 @@ def _flow_data(cfg, table):
     geography = declared_geography(cfg, origin, {}, "flows", flows=(origin, destination))
     return flow_data_from_table(table, origin, destination, cfg.count_column,
                                 tree=cfg.tree or "destination", geography=geography,
-                                duplicates=cfg.duplicates or "error")
+                                duplicates=cfg.duplicates or "error",
+                                local_codes=bool(cfg.local_codes))
 
 
 def flow_levels(cfg) -> tuple[list[str], list[str]]:
@@ -307,7 +309,8 @@ def _range_data(cfg, run, table, levels, names):
     # sparse or dense from public sizes: the declared units when there are (DESIGN 7)
     nodes = (geography.hierarchy.n_nodes if geography is not None
              else table_nodes(table, levels) or 1)
-    shape = {"geography": geography} if geography is not None else {"name_columns": names}
+    shape = ({"geography": geography} if geography is not None
+             else {"local_codes": cfg.local_codes, "name_columns": names})
     if domain is not None and domain_kept_sparse(mechanism, nodes, domain, memory_limit(run),
                                                  max_cells):
         return _sparse_range_data(cfg, table, levels, domain, max_cells, shape)
@@ -341,7 +344,7 @@ def _range_data(cfg, run, table, levels, names):
 def _sparse_range_data(cfg, table, levels, domain, max_cells, shape):
     """`SparseRangeData` over ``--attribute``: ``domain`` kept sparse, answered by the
     released intervals (no ``--workload``, no ``--interval``: they hold every value);
-    ``shape``: the declared geography or the unit names."""
+    ``shape``: the declared geography, or the unit names and ``local_codes``."""
     from hierdp_core.queries.sparse_ranges import sparse_range_data_from_table
 
     for flag, value in (("--workload", cfg.workload not in (None, "prefix")),

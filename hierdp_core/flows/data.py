@@ -205,6 +205,7 @@ def flow_data_from_table(
     root_name: str = "total",
     geography: Geography | None = None,
     duplicates: str = "sum",
+    local_codes: bool = False,
 ) -> FlowData:
     """Flow data from trips (``count_column`` None: one row per trip) or an aggregated O/D
     table (one row per pair, possibly repeated, with a non-negative integer count).
@@ -213,7 +214,9 @@ def flow_data_from_table(
     the k-th origin and destination columns use the same codes (one geography). Raises
     `InputError` / `HierarchyError` naming the column, rows or values at fault.
     ``geography``: the declared areas of both ends (`geography_for_flows` reads one), one
-    level per pair of origin and destination columns; ``declared_structure`` then.
+    level per pair of origin and destination columns; ``declared_structure`` then; else the
+    areas are read from both ends' codes; with ``local_codes`` codes that repeat across
+    parents are refused naming one (a released pair is named by its codes).
     ``duplicates``: rows of an O/D table that repeat a pair are summed (``"sum"``, counted
     in ``merged_rows``) or refused (``"error"``, the command line's and the API's default:
     `DuplicateRowsError` naming the first pair and its rows); trips are never duplicates.
@@ -239,6 +242,7 @@ def flow_data_from_table(
         if len(geography.levels) != len(origin_levels):
             raise InputError(f"the geography has {len(geography.levels)} level(s) "
                              f"{list(geography.levels)}; the flows have {len(origin_levels)}")
+        _refuse_repeated_codes(geography.hierarchy)  # read with local codes
         origin = geography.leaf_of_rows(table, origin_levels)
         destination = geography.leaf_of_rows(table, destination_levels)
         return flow_data_from_leaves(geography.hierarchy, origin, destination, counts,
@@ -252,9 +256,26 @@ def flow_data_from_table(
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
     for level_codes, o, d in zip(codes, origin_levels, destination_levels, strict=True):
         _check_one_format(level_codes[:n_rows], level_codes[n_rows:], o, d)
-    geography, leaf = build_from_codes(codes, names, root_name=root_name, row_labels=labels)
+    geography, leaf = build_from_codes(codes, names, root_name=root_name, row_labels=labels,
+                                       local_codes=local_codes)
+    if local_codes:
+        _refuse_repeated_codes(geography)
     return flow_data_from_leaves(geography, leaf[:n_rows], leaf[n_rows:], counts, tree=tree,
                                  duplicates=repeats)
+
+
+def _refuse_repeated_codes(geography: Hierarchy) -> None:
+    """An `InputError` when a level's code names areas of two parents (local codes): a
+    released pair is named by its areas' codes, which must tell them apart."""
+    for level in range(1, geography.n_levels):
+        codes = pd.Series(np.asarray(geography.codes[level], dtype=object).astype(str))
+        repeated = codes[codes.duplicated()]
+        if len(repeated):
+            raise InputError(
+                f"flows need area codes unique within each level, and code "
+                f"{repeated.iloc[0]!r} of {geography.level_names[level]!r} names areas of "
+                "two parents (local codes): write each with its parent's code (e.g. '06' "
+                "and '037' as '06037')")
 
 
 def _check_one_format(origin: np.ndarray, destination: np.ndarray, o: str, d: str) -> None:
@@ -290,17 +311,20 @@ def geography_levels(origin_levels: Sequence[str], destination_levels: Sequence[
 
 def read_flow_geography(path, origin_levels: Sequence[str], destination_levels: Sequence[str],
                         *, root_name: str = "total", ragged: bool = False,
-                        encoding: str | None = None) -> Geography:
+                        local_codes: bool = False, encoding: str | None = None) -> Geography:
     """The declared geography of both ends, from a file whose level columns are named as
     the origin levels, the destination levels or their common names (`geography_levels`);
     its levels are named by the common names (``state>state`` in the O/D tree). ``ragged``:
-    an empty code passes the unit above through that level (`structure.read_geography`)."""
+    an empty code passes the unit above through that level (`structure.read_geography`);
+    ``local_codes``: codes unique only within their parent (`flow_data_from_table` refuses
+    those that repeat)."""
     from hierdp_core.structure import read_geography
 
     first, *others = geography_levels(origin_levels, destination_levels)
     names = [_geo_name(o, d) for o, d in zip(origin_levels, destination_levels, strict=True)]
     return read_geography(path, first, alternatives=others, root_name=root_name,
-                          level_names=names, ragged=ragged, encoding=encoding)
+                          level_names=names, ragged=ragged, local_codes=local_codes,
+                          encoding=encoding)
 
 
 def flow_data_from_leaves(geography: Hierarchy, origin: np.ndarray, destination: np.ndarray,

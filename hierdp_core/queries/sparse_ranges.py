@@ -85,11 +85,13 @@ def sparse_range_data_from_table(table: pd.DataFrame, levels: Sequence[str], att
                                  *, domain: tuple[int, int], count_column: str | None = None,
                                  geography: Geography | None = None,
                                  name_columns: dict[str, str] | None = None,
+                                 local_codes: bool = False,
                                  max_cells: int | None = None,
                                  duplicates: str = "sum") -> SparseRangeData:
     """`SparseRangeData` from microdata or aggregated rows (as
-    `hierdp_core.queries.ranges.range_data_from_table`, whose checks of the table it
-    shares): the values the table holds, each an integer of the declared ``domain``."""
+    `hierdp_core.queries.ranges.range_data_from_table`, whose checks of the table and
+    ``local_codes`` it shares): the values the table holds, each an integer of the declared
+    ``domain``."""
     lo, hi = (int(v) for v in domain)
     if lo > hi:
         raise InputError(f"domain {lo}..{hi} runs backwards")
@@ -98,7 +100,7 @@ def sparse_range_data_from_table(table: pd.DataFrame, levels: Sequence[str], att
     observed = tuple(pd.unique(table[attribute].astype(str)))
     values = _domain_positions(observed, lo, hi, attribute)
     units = {"geography": geography} if geography is not None else {
-        "name_columns": name_columns}
+        "name_columns": name_columns, "local_codes": local_codes}
     data = count_data_from_table(
         table, levels, count_column=count_column, category_columns=[attribute],
         category_values={attribute: observed}, max_cells=max_cells, duplicates=duplicates,

@@ -41,8 +41,8 @@ def count_data() -> CountData:
             return cache[1]
         if session.structure_state()["declared"]:  # an upload with its declared structure
             values = session.structure_state()["category_values"]
-            declared = {"geography": structure.declared_geography(r["levels"], ragged=ragged,
-                                                                  picked=names),
+            declared = {"geography": structure.declared_geography(
+                r["levels"], ragged=ragged, local_codes=r["local_codes"], picked=names),
                         "category_values": {c: values[c] for c in r["category_columns"]
                                             if c in values}}
             table = _declared_wide(table, values, r["category_columns"])

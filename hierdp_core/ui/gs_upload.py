@@ -26,6 +26,7 @@ from hierdp_core.ui.sources import (
     pick_column,
     prepared,
     suggestion,
+    units_read,
     upload_choices,
     valid_columns,
 )
@@ -134,17 +135,16 @@ def group_sizes_from_upload(ds: dict):
     confirm_roles([levels, *roles], "the geography level columns (coarse to fine) and the "
                                     "columns of your table", offered)
 
-    ragged = upload_choices()[1]
+    _, ragged, local = upload_choices()
     groups = None if uploaded is None else build_once(
-        "gs_groups", (groups_record["sha256"], tuple(levels), session.structure_key(), ragged), WHAT,
-        lambda: _declared_groups(uploaded, structure.declared_geography(levels,
-                                                                        ragged=ragged),
-                                 levels), failure="This groups file cannot be used")
+        "gs_groups", (groups_record["sha256"], tuple(levels), session.structure_key(), ragged,
+                      local), WHAT,
+        lambda: _declared_groups(uploaded, structure.declared_geography(
+            levels, ragged=ragged, local_codes=local), levels),
+        failure="This groups file cannot be used")
 
     def build():
-        geography = structure.declared_geography(levels, ragged=ragged)
-        units = ({"geography": geography} if geography is not None
-                 else {"name_columns": session.name_columns(ds, levels)})
+        units = units_read(ds, levels)
         sizes = {"min_size": min_size, "max_size": max_size, "group_counts": groups}
         table = prepared(ds, [levels], None if layout == "person" else roles[1])
         if layout == "person":

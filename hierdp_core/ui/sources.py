@@ -151,16 +151,27 @@ def build_once(prefix: str, key: tuple, what: str, build, failure: str = ""):
     return data
 
 
-def upload_choices() -> tuple[str, bool]:
-    """The Data page's choices for the upload: what empty count cells mean, and whether
-    units may skip a level."""
+def upload_choices() -> tuple[str, bool, bool]:
+    """The Data page's choices for the upload: what empty count cells mean, whether units
+    may skip a level and whether codes are unique only within their parent."""
     r = st.session_state.get(session.ROLES, {})
-    return r.get("missing", "error"), bool(r.get("ragged", False))
+    return (r.get("missing", "error"), bool(r.get("ragged", False)),
+            bool(r.get("local_codes", False)))
+
+
+def units_read(ds: dict, levels: list[str]) -> dict:
+    """How a query page reads an upload's units: the declared geography (`declared_geography`
+    with the Data page's choices), else from the table, with its name columns and local
+    codes."""
+    _, ragged, local = upload_choices()
+    geography = structure.declared_geography(levels, ragged=ragged, local_codes=local)
+    return ({"geography": geography} if geography is not None
+            else {"name_columns": session.name_columns(ds, levels), "local_codes": local})
 
 
 def prepared(ds: dict, level_sets: list[list[str]], count_column: str | None):
     """The uploaded table with the Data page's choices applied (`reshape.prepare`)."""
-    missing, ragged = upload_choices()
+    missing, ragged, _ = upload_choices()
     return prepare(ds["table"], level_sets, count_column, missing=missing, ragged=ragged)[0]
 
 
@@ -205,11 +216,13 @@ def flows_from_upload(ds: dict):
         if len(origin) != len(destination):  # the builder's message
             return flow_data_from_table(ds["table"], origin, destination, count_column)
         candidates = geography_levels(origin, destination)  # the common names come last
+        _, ragged, local = upload_choices()
         geography = structure.declared_geography(candidates[0], alternatives=candidates[1:],
-                                                 level_names=candidates[-1],
-                                                 ragged=upload_choices()[1])
+                                                 level_names=candidates[-1], ragged=ragged,
+                                                 local_codes=local)
         return flow_data_from_table(prepared(ds, [origin, destination], count_column),
-                                    origin, destination, count_column, geography=geography)
+                                    origin, destination, count_column, geography=geography,
+                                    local_codes=local)
     data = build_once(wk.FL, key, "flows", build)
     return data, key, {"query": "flows", "origin_levels": origin,
                        "destination_levels": destination, "count_column": count_column}
@@ -272,12 +285,9 @@ def ranges_from_upload(ds: dict):
     count_column = None if count == PERSON_ROWS else count
 
     def build():
-        domain = _domain(domain_text)
-        geography = structure.declared_geography(levels, ragged=upload_choices()[1])
-        units = ({"geography": geography} if geography is not None
-                 else {"name_columns": session.name_columns(ds, levels)})
         return range_data_from_table(prepared(ds, [levels], count_column), levels, attribute,
-                                     count_column=count_column, domain=domain, **units)
+                                     count_column=count_column, domain=_domain(domain_text),
+                                     **units_read(ds, levels))
     key = (ds["version"], tuple(levels), attribute, count_column, domain_text.strip(),
            session.structure_key(), upload_choices())
     data = build_once(wk.RG, key, "range queries", build)

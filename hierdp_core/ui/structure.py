@@ -80,13 +80,14 @@ def _unit_names(columns, levels, picked: dict | None) -> dict[str, str]:
 
 
 def declared_geography(levels, *, alternatives=(), level_names=None, ragged: bool = False,
-                       picked: dict | None = None) -> Geography | None:
+                       local_codes: bool = False, picked: dict | None = None
+                       ) -> Geography | None:
     """The uploaded public geography over ``levels`` (its level columns, coarse to fine;
     else the first of ``alternatives`` it has), with its unit names (`_unit_names`:
     ``<level>_name`` columns, else the name columns ``picked`` on the Data page); None
     unless the declared structure is chosen. ``ragged``: units may skip a level
-    (`geography_from_table`). Raises `StructureError` when no file was uploaded or it does
-    not fit."""
+    (`geography_from_table`); ``local_codes``: codes unique only within their parent. Raises
+    `StructureError` when no file was uploaded or it does not fit."""
     s = session.structure_state()
     if not s["declared"]:
         return None
@@ -98,12 +99,13 @@ def declared_geography(levels, *, alternatives=(), level_names=None, ragged: boo
     table = geo["table"]
     chosen = level_columns_of(table, geo["name"], levels, alternatives)
     names = _unit_names(table.columns, chosen, picked)
-    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged,
+    cache_key = (geo["sha256"], tuple(chosen), tuple(level_names or ()), ragged, local_codes,
                  tuple(sorted(names.items())))
     if cache_key not in s["built"]:
         s["built"][cache_key] = geography_from_table(
             table[chosen + list(names.values())], chosen, name_columns=names,
-            level_names=level_names, source=geo["name"], sha256=geo["sha256"], ragged=ragged)
+            level_names=level_names, source=geo["name"], sha256=geo["sha256"], ragged=ragged,
+            local_codes=local_codes)
     return s["built"][cache_key]
 
 
