@@ -146,6 +146,24 @@ def test_a_dot_between_groups_of_three_digits_is_not_read_as_a_decimal_point(tmp
     assert means["mean_hh_size"].tolist() == [4.125, 8.75, 23.0]  # three decimals: numbers
 
 
+def test_other_thousands_separators_and_open_ended_values_are_named():
+    """'1,200', "3'000'000" (Swiss) and '1 200' (French, with a narrow no-break space too)
+    were refused as "non-numeric": the message names the separator's rows and the number
+    meant; a top-coded '6+' says it stands for several values; a size column is called
+    one."""
+    t = pd.DataFrame({"n": ["1,200", "3'000'000", "1\u202f200", "7"]})
+    with pytest.raises(InputError, match=r"count column 'n' has 3 value\(s\) with a separator "
+                       r"between groups of three digits: row 1: '1,200', row 2: \"3'000'000\", "
+                       r"row 3: '1\\u202f200'; write them as plain integers, without a "
+                       r"thousands separator \(1,200 as 1200\)"):
+        validate_counts(t, "n")
+    with pytest.raises(InputError, match=r"non-numeric values: row 2: '1,2345'$"):
+        validate_counts(pd.DataFrame({"n": ["5", "1,2345"]}), "n")  # not groups of three
+    with pytest.raises(InputError, match=r"size column 'size' has non-numeric values: row 2: "
+                       r"'6\+' \(6\+ stands for every value from 6 up, not one number\)"):
+        validate_counts(pd.DataFrame({"size": ["5", "6+"]}), "size", role="size")
+
+
 def test_semicolon_delimiter(tmp_path):
     t = read_table(write(tmp_path / "eu.csv", "state;county;n\n06;06037;12\n06;06059;3\n"))
     assert list(t.columns) == ["state", "county", "n"]

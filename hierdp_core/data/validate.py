@@ -16,6 +16,7 @@ Example
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,6 +34,9 @@ _MAX_LISTED = 5
 #: thousands separator in much of Europe, three decimals elsewhere; 3 or 3,000 cannot be
 #: told, so it is refused as a count (a column of whole ones stays text, `loaders`)
 DOT_GROUPED = r"[1-9]\d{0,2}(?:\.\d{3})+"
+#: a whole number with ',', an apostrophe or a space between groups of three digits
+#: ("1,200", "1'200", "1 200"): read as text, and refused as a count naming the separator
+SEPARATED = r"[1-9]\d{0,2}(?:([,'\u00a0\u202f ])\d{3})(?:\1\d{3})*"
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -66,8 +70,9 @@ def validate_columns(table: pd.DataFrame, columns: str | Sequence[str], role: st
 
 
 def validate_counts(table: pd.DataFrame, column: str, *, file_name: str | None = None,
-                    roles: Sequence[str] = ()) -> np.ndarray:
-    """The count column as an int64 array, or `InputError`.
+                    roles: Sequence[str] = (), role: str = "count") -> np.ndarray:
+    """The count column as an int64 array, or `InputError` (naming it as the ``role``
+    column: ``"size"`` for group sizes).
 
     The column must exist and hold non-missing, finite, non-negative, integral numbers
     (``3.0`` is fine, ``1.5`` is not) summing to at most 2^53 - 1
@@ -81,9 +86,9 @@ def validate_counts(table: pd.DataFrame, column: str, *, file_name: str | None =
 
     offered = [c for c, dtype in table.dtypes.items() if c not in roles
                and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)]
-    validate_columns(table, [column], "count", file_name=file_name, offered=offered)
+    validate_columns(table, [column], role, file_name=file_name, offered=offered)
     series = table[column]
-    label = f"count column {column!r}"
+    label = f"{role} column {column!r}"
     if pd.api.types.is_bool_dtype(series):
         raise fail(f"{label} holds true/false values, not counts")
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
@@ -116,8 +121,18 @@ def _float_counts(series: pd.Series, label: str, fail) -> np.ndarray:
                        "integers, without a thousands separator")
         values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
         bad = np.isnan(values) & series.notna().to_numpy() & text.ne("").to_numpy()
+        separated = text.str.fullmatch(SEPARATED).to_numpy(dtype=bool) & bad
+        if separated.any():
+            first = text[separated].iloc[0]
+            raise fail(f"{label} has {int(separated.sum())} value(s) with a separator "
+                       f"between groups of three digits: {_rows(separated, series)}; write "
+                       f"them as plain integers, without a thousands separator ({first} as "
+                       f"{re.sub(r'[^0-9]', '', first)})")
         if bad.any():
-            raise fail(f"{label} has non-numeric values: {_rows(bad, series)}")
+            open_ended = text[bad & text.str.fullmatch(r"\d+\+").to_numpy(dtype=bool)]
+            raise fail(f"{label} has non-numeric values: {_rows(bad, series)}" + (
+                f" ({open_ended.iloc[0]} stands for every value from "
+                f"{open_ended.iloc[0][:-1]} up, not one number)" if len(open_ended) else ""))
     nan, inf = np.isnan(values), np.isinf(values)
     finite = np.where(nan | inf, 0.0, values)
     _refuse_first([

@@ -248,7 +248,7 @@ def group_size_data_from_histograms(
     ``geography``, ``max_cells`` and ``group_counts`` as in `group_size_data_from_people`."""
     domain = check_size_domain(min_size, max_size)
     width = domain[1] - domain[0] + 1
-    sizes = validate_counts(table, size_column)
+    sizes = validate_counts(table, size_column, role="size")
     counts = validate_counts(table, count_column, roles=[*levels, size_column])
     h, leaf = _hierarchy(table, levels, local_codes, name_columns, geography, width,
                          max_cells)
