@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hierdp_core.hierarchy import Hierarchy
+from hierdp_core.text_arrays import as_texts
 
 _NUMBER_ORDER = [("length", "ascending"), ("digits", "ascending"), ("code", "ascending")]
 
@@ -55,7 +56,7 @@ def listed(hierarchy: Hierarchy, nodes: np.ndarray) -> np.ndarray:
 def sibling_order(codes) -> np.ndarray:
     """The order (indices) in which to list the children of one parent from their codes
     (module doc), e.g. the top-level units of a partitioned table's parts."""
-    codes = pa.array(np.asarray(codes, dtype=object).astype(str), pa.string())
+    codes = as_texts(codes)
     if not pc.all(pc.ascii_is_decimal(codes)).as_py():
         return pc.sort_indices(codes).to_numpy()
     return pc.sort_indices(_number_keys(codes), sort_keys=_NUMBER_ORDER).to_numpy()
@@ -84,7 +85,7 @@ def _within_parent_rank(h: Hierarchy, level: int) -> np.ndarray:
     digits, then the code: numeric order), else their place in the tree (text order)."""
     n = h.level_size(level)
     place = np.arange(n, dtype=np.int64)
-    codes = pa.array(np.asarray(h.codes[level], dtype=object).astype(str), pa.string())
+    codes = as_texts(h.codes[level])
     lengths = pc.utf8_length(codes).to_numpy(zero_copy_only=False)
     if n == 0 or lengths.min() == lengths.max():  # one length: numeric order is text order
         return place

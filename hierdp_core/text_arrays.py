@@ -1,6 +1,6 @@
 """Arrays of text made, sorted and carried by pyarrow, without a Python string per value:
 the sorted texts of distinct integer codes (`sorted_int_texts`, for
-`hierdp_core.hierarchy.level_codes`), and object arrays of text packed into pyarrow string
+`hierdp_core.hierarchy.level_codes`), any codes as text (`as_texts`), and object arrays of text packed into pyarrow string
 arrays for pickling (`packed` / `unpacked`, for `Hierarchy.__reduce__`: a geography sent to
 every Dask worker).
 
@@ -29,6 +29,18 @@ def sorted_int_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     return text.take(pa.array(order)).to_numpy(zero_copy_only=False), rank
+
+
+def as_texts(values) -> pa.Array:
+    """The text of every value (``str(v)``) as a pyarrow string array: text as it is,
+    integers cast by pyarrow, anything else through numpy's ``str``."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu":
+        return pc.cast(pa.array(values), pa.string())
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return pa.array(values.astype(str), pa.string())
 
 
 def packed(values):
