@@ -331,6 +331,19 @@ TIME_WORDS = ("year", "yr", "month", "date", "period", "anno", "annee", "jahr")
 MIN_RANGE_VALUES = 5
 
 
+def groups_per_size(table: pd.DataFrame, levels: Iterable[str] = ()) -> bool:
+    """Whether a group-size table has a row per region and size (a column named as a group
+    size, none as a group id) rather than one per person.
+
+    >>> groups_per_size(pd.DataFrame({"commune": ["a"], "taille_menage": [2], "nb": [9]}))
+    True
+    """
+    levels = list(map(str, levels))
+    return (not any(hinted(c, GROUP_HINTS) and not hinted(c, ATTRIBUTE_HINTS)
+                    for c in group_candidates(table, levels))
+            and any(hinted(c, GROUP_SIZE_WORDS) for c in size_candidates(table, levels)))
+
+
 def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
     """Whether ``table`` (geography ``levels`` chosen) looks like the input of ``query``
     ("flows", "group-sizes", "ranges") by the roles its page would guess: origin and

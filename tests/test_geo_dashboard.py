@@ -135,6 +135,25 @@ def test_group_sizes_never_pick_a_code_column_as_the_size():
     assert any("no column can be the size column" in e.value for e in at.error)
 
 
+def test_a_table_of_households_per_size_opens_on_its_layout():
+    """A French table of households per commune and size (taille_menage, nb_menages) opened
+    the page on "one row per person" with nothing to guess; it opens on "region and size"
+    with its columns offered, and a table of persons still opens on persons."""
+    table = pd.DataFrame({"departement": ["01", "01", "02"], "commune": ["01001", "01002",
+                                                                         "02001"],
+                          "taille_menage": [1, 2, 3], "nb_menages": [9, 8, 7]})
+    at = _app("pages/7_Group_sizes.py", table, upload_on="gs")
+    assert not at.exception
+    assert at.radio(key="gs_up_rows").value == "size"
+    at.button(key="gs_up_suggest").click().run()
+    assert_clean(at)
+    assert at.selectbox(key="gs_up_size").value == "taille_menage"
+    assert at.selectbox(key="gs_up_count").value == "nb_menages"
+    people = pd.DataFrame({"commune": ["a", "a", "b"], "household": ["h1", "h1", "h2"]})
+    at = _app("pages/7_Group_sizes.py", people, upload_on="gs")
+    assert at.radio(key="gs_up_rows").value == "person"
+
+
 def _own_geometry(codes: list[str], zones: list[str]):
     from hierdp_core.geo.upload import build_geometry, read_boundaries
 

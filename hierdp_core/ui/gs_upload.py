@@ -31,7 +31,10 @@ from hierdp_core.ui.sources import (
     valid_columns,
 )
 
-GROUP_COUNT_NAMES = ("households", "count", "groups")
+#: words of a column holding numbers of groups (``nb_menages``, ``anzahl_haushalte``)
+GROUP_COUNT_WORDS = ("households", "count", "groups", "n", "nb", "nombre", "menages", "ménages",
+                     "haushalte", "anzahl", "huishoudens", "aantal", "hogares", "famiglie",
+                     "numero", "domicilios", "liczba", "gospodarstwa", "antal")
 GROUPS_FILE_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "xlsx", "xls", "feather"]
 WHAT = "group sizes"
 
@@ -56,7 +59,7 @@ def _roles(table, levels: list[str], layout: str) -> tuple:
         roles = (size, pick_column("Number of households column", counts, wk.GS_UP_COUNT))
         size_guess = next(iter(column_roles.size_candidates(table, guessed)), None)
         count_guess = [c for c in column_roles.count_candidates(table, [*guessed, size_guess])
-                       if c in GROUP_COUNT_NAMES]
+                       if column_roles.hinted(c, GROUP_COUNT_WORDS)]
         guesses = {wk.GS_UP_SIZE: ("size", size_guess),
                    wk.GS_UP_COUNT: ("households", count_guess[0] if count_guess else None)}
     return roles, {wk.GS_UP_LEVELS: ("levels", guessed), **guesses}
@@ -125,6 +128,7 @@ def group_sizes_from_upload(ds: dict):
         levels = level_columns(ds, wk.GS_UP_LEVELS)
     with middle:
         layout = st.radio("One row per", ["person", "size"], horizontal=True, key=wk.GS_UP_ROWS,
+                          index=int(column_roles.groups_per_size(ds["table"], levels)),
                           format_func={"person": "person (household id)",
                                        "size": "region and size"}.get)
         roles, guesses = _roles(ds["table"], levels, layout)
