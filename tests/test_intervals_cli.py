@@ -119,3 +119,26 @@ def test_uncalibrated_levels_are_flagged_in_the_manifest_with_one_warning(capsys
         assert code == 0 and "not calibrated" not in err, err
         calibration = read_release(tmp_path / out)[1]["intervals"]["calibration"]
         assert all(c["calibrated"] for c in calibration.values())
+
+
+@pytest.mark.parametrize("query", ["counts", "group-sizes", "flows", "ranges"])
+def test_an_interval_at_half_or_below_is_made_for_every_query(capsys, tmp_path, query):
+    """--interval 0.5 (or lower) crashed every counts release after its budget was
+    charged (the one-sided quantile at 2 level - 1 <= 0 took a logarithm of 0): such a
+    level's one-sided quantile is 0, and the intervals hold their values."""
+    if query == "counts":
+        path = tmp_path / "counts.csv"
+        UNITS.assign(n=range(3, 3 + len(UNITS))).to_csv(path, index=False)
+        options = ["--levels", "s,c", "--count-column", "n", "--mechanism", "topdown",
+                   "--epsilon", "1"]
+    else:
+        path, options = _csv(tmp_path, query)
+    for level in ("0.5", "0.2"):
+        out = tmp_path / level
+        code, _, err = run(capsys, "release", path, *options, "--structure-from-data",
+                           "--seed", 3, "--interval", level, "--out", out)
+        assert code == 0, err
+        table, manifest = read_release(out)
+        assert (table["lower"] <= table["value"]).all()
+        assert (table["value"] <= table["upper"]).all()
+        assert manifest["intervals"]["level"] == float(level)

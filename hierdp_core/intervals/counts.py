@@ -102,7 +102,7 @@ from hierdp_core.intervals.bootstrap import (
     plugin_stream,
 )
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
-from hierdp_core.intervals.quantiles import rank, tied_quantile
+from hierdp_core.intervals.quantiles import one_sided, rank, tied_quantile
 from hierdp_core.intervals.symmetric import (
     RANDOMISED_STEP,
     TIE_STEP,
@@ -240,7 +240,7 @@ def noise_quantiles(release: Release, noises: list[Noise | None],
     quantile (P(noise <= it) >= level: the size's quantile at 2 level - 1); 0 where the
     level is not measured."""
     per_level = np.array([[0 if n is None else n.abs_quantile(q) for n in noises]
-                          for q in (level, 2 * level - 1)], dtype=float)
+                          for q in (level, one_sided(level))], dtype=float)
     return per_node(release, per_level[0]), per_node(release, per_level[1])
 
 
@@ -253,11 +253,10 @@ def unclipped_half_widths(release: Release, noises: list[Noise | None],
     symmetric (the size's quantile at 2 level - 1)."""
     if release.parameters.get("estimate") == "noisy":
         return noise_quantiles(release, noises, level)
-    one_sided = 2 * level - 1
     as_least_squares = dataclasses.replace(release, mechanism="least-squares")
     draws = by_time(release.hierarchy.n_nodes, LS_REPLICATES, SIMULATION_DRAWS)
-    (two_sided, below), *_ = _least_squares(as_least_squares, noises, (level, one_sided),
-                                            draws)
+    (two_sided, below), *_ = _least_squares(as_least_squares, noises,
+                                            (level, one_sided(level)), draws)
     return two_sided, below
 
 

@@ -89,6 +89,7 @@ from hierdp_core.intervals.bootstrap import (
 )
 from hierdp_core.intervals.counts import noise_quantiles, per_node, raw_half_widths
 from hierdp_core.intervals.estimated_error import estimated_error, tree_levels
+from hierdp_core.intervals.quantiles import one_sided
 from hierdp_core.mechanisms.base import capabilities, get_mechanism
 from hierdp_core.mechanisms.group_sizes_base import G_PUBLIC, G_V_PUBLIC
 from hierdp_core.privacy.noise_source import NoiseSource
@@ -186,7 +187,7 @@ def size_noise_quantiles(release: Release, level: float) -> tuple[np.ndarray, np
     if getattr(mechanism, "representation", "plain") != "cumulative":
         return noise_quantiles(release, noises, level)
     source = NoiseSource(generator=np.random.default_rng([SEED, DIFFERENCE_STREAM]))
-    qs = (level, 2 * level - 1)
+    qs = (level, one_sided(level))
     out = np.zeros((len(qs), release.hierarchy.n_levels))
     for lv, noise in enumerate(noises):
         if noise is not None:

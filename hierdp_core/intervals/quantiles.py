@@ -27,6 +27,18 @@ def rank(level: float, m: int) -> int:
     return min(math.ceil(level * (m + 1)), m) - 1
 
 
+def one_sided(level: float) -> float:
+    """The level of the quantile of |error| that is a symmetric error's one-sided
+    ``level`` quantile w (P(error <= w) >= level: P(|error| <= w) >= 2 level - 1); 0 for a
+    level of 1/2 or less, whose w is 0 (`_confident_rank` and ``abs_quantile`` give 0 or
+    the smallest draw there).
+
+    >>> one_sided(0.9), one_sided(0.4)
+    (0.8, 0.0)
+    """
+    return max(2 * level - 1, 0.0)
+
+
 def binomial_quantile(q: float, m: int, p: float) -> int:
     """The q-quantile of Binomial(m, p) (0 < p < 1): the smallest k with P(X <= k) >= q, as
     ``scipy.stats.binom.ppf`` gives it (the same on 26,000 cases: m up to 2e7, p from 0.1
@@ -61,7 +73,10 @@ def confident_order_statistic(sample: np.ndarray, level: float,
 
 
 def _confident_rank(m: int, level: float, confidence: float = QUANTILE_CONFIDENCE) -> int:
-    """The 0-based rank of `confident_order_statistic` among m draws."""
+    """The 0-based rank of `confident_order_statistic` among m draws (the smallest for a
+    ``level`` of 0, which any draw holds)."""
+    if level <= 0:
+        return 0
     return min(binomial_quantile(confidence, m, level), m - 1)
 
 
