@@ -31,6 +31,7 @@ from hierdp_core import __version__
 from hierdp_core.atomic import staged_folder
 from hierdp_core.data.arrow_io import release_csv_bytes, write_release_csv
 from hierdp_core.errors import InputError
+from hierdp_core.groupsizes.data import size_coding
 from hierdp_core.manifest_seal import check_seal, seal
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.publisher_key import (  # noqa: F401  (default_key_file, keyed_fingerprint: API)
@@ -90,6 +91,8 @@ def build_manifest(release: ReleaseRecord, *, structure_declared: bool,
         "ledger": ledger,
         "randomness": release.randomness,
         **release.manifest_structure(),
+        **({"size_coding": size_coding(release.categories)}
+           if "group-sizes" in info.queries and release.categories else {}),
         "invariants": list(release.invariants),
         "integer_values": release.is_integer,
         **intervals_record(release),

@@ -12,6 +12,7 @@ import streamlit as st
 from hierdp_core.experiments import summarise
 from hierdp_core.figure_parts import plotly_config
 from hierdp_core.groupsizes.data import emd, group_size_metrics
+from hierdp_core.groupsizes.declared_groups import unkept_declaration
 from hierdp_core.groupsizes.experiments import group_size_sweep
 from hierdp_core.groupsizes.figures import size_histogram_figure
 from hierdp_core.intervals import uncalibrated_warning
@@ -114,6 +115,9 @@ release, metrics, seconds = rel.cached_release(
 st.caption(f"Released {h.n_nodes:,} regions x {len(data.categories):,} sizes, computed in "
            f"{seconds:.2f} s on the server.")
 rel.verdict_box(release, data.declared_structure)
+if data.groups_declared and (unkept := unkept_declaration(release.parameters)):
+    st.info(f"Note: {unkept}. Choose groups = exact above to keep every region's declared "
+            "number (published exactly, as the groups file declares).")
 truth = data.node_counts()
 
 st.subheader("Error by level")

@@ -196,3 +196,34 @@ def test_the_guess_says_which_level_it_left_out():
                                       "n": [1, 2, 3, 4]}), "ragged.csv")
     assert any("Left out: state, which does not nest with these levels" in i.value
                for i in at.info)
+
+
+def test_a_groups_file_a_release_does_not_keep_is_said_so(capsys, tmp_path):
+    """With a groups file and groups=noisy (gs-topdown's default) a region declared with 0
+    households was released with some, in silence: the page and the command line say the
+    declaration is not kept and how to keep it; the manifest says the largest and smallest
+    sizes are top- and bottom-coded."""
+    from conftest import run_cli
+
+    at = gs_page(PEOPLE, GROUPS, mechanism="gs-topdown")
+    assert not any("is not kept" in i.value for i in at.info)  # groups=exact keeps it
+    at.radio(key="gs_gs-topdown_groups").set_value("noisy").run()
+    assert_clean(at)
+    (note,) = [i.value for i in at.info if "is not kept" in i.value]
+    assert "Choose groups = exact above" in note
+    GEOGRAPHY.to_csv(tmp_path / "geo.csv", index=False)
+    PEOPLE.to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "groups.csv").write_bytes(GROUPS)
+    argv = ["release", tmp_path / "people.csv", "--query", "group-sizes", "--levels",
+            "state,county", "--group-column", "household", "--max-size", "3", "--geography",
+            tmp_path / "geo.csv", "--groups", tmp_path / "groups.csv", "--mechanism",
+            "gs-topdown", "--epsilon", "1", "--seed", "1", "--interval", "none"]
+    code, _, err = run_cli(capsys, *argv, "--invariant", "total", "--out", tmp_path / "a")
+    assert code == 0, err
+    assert "note: the groups file's number of groups of every region is not kept" in err
+    assert "--param groups=exact --invariant groups keeps" in err
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["size_coding"].startswith("size 3 counts every group of 3 or more")
+    code, _, err = run_cli(capsys, *argv, "--param", "groups=exact", "--invariant", "groups",
+                           "--out", tmp_path / "b")
+    assert code == 0 and "is not kept" not in err, err

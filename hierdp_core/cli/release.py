@@ -33,6 +33,7 @@ from hierdp_core.cli.table import (
 )
 from hierdp_core.data.file_state import unchanged_input
 from hierdp_core.errors import InputError
+from hierdp_core.groupsizes.declared_groups import unkept_declaration
 from hierdp_core.intervals import DEFAULT_LEVEL, uncalibrated_warning, with_intervals
 from hierdp_core.intervals.estimated_error import describe as describe_estimate
 from hierdp_core.invariants import exact_quantities
@@ -158,6 +159,9 @@ def cmd_release(cfg, run) -> int:
         said.append(f"note: {prepared}")
     if sparse:
         said.append(f"note: {sparse}")
+    if cfg.data.get("groups") and (unkept := unkept_declaration(release.parameters)):
+        said.append(f"note: {unkept}; --param groups=exact --invariant groups keeps every "
+                    "region's declared number")
     if choice is not None:
         said.append(f"note: {describe_choice(choice)}")
     if saved:

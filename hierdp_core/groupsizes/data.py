@@ -128,6 +128,20 @@ def size_columns(sizes: np.ndarray, min_size: int, max_size: int) -> np.ndarray:
     return np.clip(sizes, min_size, max_size) - min_size
 
 
+def size_coding(sizes: Sequence[str]) -> str:
+    """The manifest's words on the released sizes (``sizes``: m..N in order), which are
+    top-coded at N and bottom-coded at m (`size_columns`).
+
+    >>> size_coding(["1", "2", "3"])
+    'size 3 counts every group of 3 or more (top-coded at the public largest size); size 1 every group of 1 or fewer (bottom-coded at the public smallest size)'
+    """
+    first, last = sizes[0], sizes[-1]
+    bottom = ("" if int(first) == 0 else f"; size {first} every group of {first} or fewer "
+              "(bottom-coded at the public smallest size)")
+    return (f"size {last} counts every group of {last} or more (top-coded at the public "
+            f"largest size){bottom}")
+
+
 def _hierarchy(table, levels, local_codes, name_columns, geography: Geography | None,
                width: int, max_cells: int | None):
     """The tree (the declared geography's, or read from the data), the leaf of every row,

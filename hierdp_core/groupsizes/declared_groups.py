@@ -218,3 +218,16 @@ def with_declared_groups(hierarchy, leaf_hist: np.ndarray, group_counts
     out = np.array(leaf_hist, dtype=np.int64)
     out[:, 0] += total - observed
     return out, complete
+
+
+def unkept_declaration(parameters: dict) -> str | None:
+    """What a release with declared numbers of groups (a groups file) and these
+    mechanism ``parameters`` does not keep of them, in words, or None: with
+    ``groups=noisy`` (or ``estimated``) every region's number is estimated from the noisy
+    histograms, so a region declared with 0 groups may be released with some (the
+    front ends add how to keep them: ``groups=exact``, declared as an invariant)."""
+    if parameters.get("groups") not in ("noisy", "estimated"):
+        return None
+    return ("the groups file's number of groups of every region is not kept: with "
+            f"groups={parameters['groups']} they are estimated from the noisy histograms "
+            "(a region declared with 0 groups may be released with some)")
