@@ -146,7 +146,7 @@ def test_empty_count_cells_get_a_friendly_message_and_a_choice():
 
 
 def test_units_that_skip_a_level_are_offered_the_ragged_rule():
-    table = pd.DataFrame({"state": ["06", "06", "11"], "county": ["06001", "", ""],
+    table = pd.DataFrame({"state": ["06", "07", "11"], "county": ["06001", "", ""],
                           "n": [3, 4, 5]})
     at = uploaded(page("pages/1_Data.py"), table, ["state", "county"], "n").run()
     errors = " ".join(e.value for e in at.error)
@@ -157,7 +157,20 @@ def test_units_that_skip_a_level_are_offered_the_ragged_rule():
     at.switch_page("pages/4_Results.py").run()
     assert_clean(at)
     labels = at.session_state[session.RELEASE].hierarchy.labels().tolist()
-    assert "06 (no county)" in labels and "11 (no county)" in labels
+    assert "07 (no county)" in labels and "11 (no county)" in labels
+
+
+def test_a_subtotal_row_the_ragged_rule_would_count_twice_is_refused():
+    """A province's subtotal row (municipio empty) beside its municipios: following the
+    page's advice (units may skip a level) doubled the province in silence; it is refused,
+    naming the row, on the page as on the command line."""
+    table = pd.DataFrame({"provincia": ["11", "11", "11", "29"],
+                          "municipio": ["001", "002", None, "001"], "n": [300, 200, 500, 9]})
+    at = uploaded(page("pages/1_Data.py"), table, ["provincia", "municipio"], "n").run()
+    at.checkbox(key="roles_ragged_0").check().run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "row 3 has no municipio" in errors and "a subtotal of provincia '11'" in errors
 
 
 def test_the_query_pages_apply_the_data_pages_choices():

@@ -231,8 +231,8 @@ def test_without_ragged_an_empty_code_suggests_it(capsys, ragged, tmp_path):
 
 
 def test_ragged_flows_fill_each_end(capsys, tmp_path):
-    trips = pd.DataFrame({"o_state": ["06", "06", "11"], "o_county": ["06001", "", ""],
-                          "d_state": ["11", "06", "06"], "d_county": ["", "06001", ""],
+    trips = pd.DataFrame({"o_state": ["06", "07", "11"], "o_county": ["06001", "", ""],
+                          "d_state": ["11", "06", "07"], "d_county": ["", "06001", ""],
                           "trips": [5, 6, 7]})
     path = tmp_path / "trips.csv"
     trips.to_csv(path, index=False)

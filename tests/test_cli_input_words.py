@@ -184,7 +184,7 @@ def test_totals_rows_read_as_units_are_warned_about(capsys, tmp_path, rows, said
 def test_units_passing_through_a_level_are_no_subtotals(capsys, tmp_path):
     """With --ragged a unit without a county passes through the level with its state's
     code: no 'subtotal' to warn about."""
-    pd.DataFrame({"state": ["06", "06", "11"], "county": ["06001", "", ""],
+    pd.DataFrame({"state": ["06", "07", "11"], "county": ["06001", "", ""],
                   "n": [3, 4, 5]}).to_csv(tmp_path / "t.csv", index=False)
     code, _, err = run(capsys, "release", tmp_path / "t.csv", "--levels", "state,county",
                        "--count-column", "n", "--structure-from-data", "--ragged",

@@ -213,10 +213,10 @@ def test_levels_with_holes_without_the_rule_suggest_it():
 
 
 def test_categorical_codes_from_pyarrow_are_filled_too():
-    table = pd.DataFrame({"state": pd.Categorical(["06", "06", "11"]),
+    table = pd.DataFrame({"state": pd.Categorical(["06", "07", "11"]),
                           "county": pd.Categorical(["06001", None, None])})
     filled, _ = fill_ragged(table, ["state", "county"])
-    assert filled["county"].tolist() == ["06001", "06", "11"]
+    assert filled["county"].tolist() == ["06001", "07", "11"]
 
 
 @st.composite
@@ -236,7 +236,13 @@ def ragged_tables(draw):
 @given(ragged_tables())
 def test_fill_ragged_leaves_no_empty_code_and_keeps_the_others(drawn):
     table, levels = drawn
-    filled, counts = fill_ragged(table, levels)
+    try:
+        filled, counts = fill_ragged(table, levels)
+    except RaggedLevelError as refused:  # only a subtotal: a row ending under real units
+        assert "a subtotal of" in str(refused)
+        assert _has_subtotal(table, levels)
+        return
+    assert not _has_subtotal(table, levels)
     for i, level in enumerate(levels):
         was_missing = missing_values(table[level])
         assert not missing_values(filled[level]).any()
@@ -247,6 +253,37 @@ def test_fill_ragged_leaves_no_empty_code_and_keeps_the_others(drawn):
             above = np.asarray(filled[levels[i - 1]], dtype=object)
             assert (np.asarray(filled[level], dtype=object)[was_missing]
                     == above[was_missing]).all()
+
+
+def _has_subtotal(table: pd.DataFrame, levels: list[str]) -> bool:
+    """A row empty at a level and every finer one, under a unit (its codes above, empty
+    ones passed through) with a real unit at that level: the oracle of `fill_ragged`'s
+    refusal, row by row."""
+    rows = [[None if missing_values(table[c])[r] else table[c].iloc[r] for c in levels]
+            for r in range(len(table))]
+    paths = []
+    for row in rows:
+        path, last = [], None
+        for code in row:
+            last = code if code is not None else last
+            path.append(last)
+        paths.append(path)
+    return any(all(c is None for c in row[i:]) and any(
+        other[i] is not None and paths[k][:i] == paths[r][:i] for k, other in enumerate(rows))
+        for r, row in enumerate(rows) for i in range(1, len(levels)))
+
+
+def test_a_subtotal_row_is_refused_naming_it():
+    """A province's subtotal row (municipio empty) under its real municipios was passed
+    through as a unit of its own, '11 (no municipio)', doubling the province."""
+    table = pd.DataFrame({"provincia": ["11", "11", "11", "29"],
+                          "municipio": ["001", "002", None, "001"]})
+    with pytest.raises(RaggedLevelError, match=r"row 3 has no municipio \(nor any finer level\) "
+                       r"while its provincia '11' has real municipio units \(row 1\): a "
+                       r"subtotal of provincia '11', which would be counted twice"):
+        fill_ragged(table, ["provincia", "municipio"])
+    skipping = pd.DataFrame({"s": ["A", "A", "A"], "c": ["a1", None, None], "t": ["x", "y", "z"]})
+    assert fill_ragged(skipping, ["s", "c", "t"])[1] == {"c": 2}  # finer units: no subtotal
 
 
 # ---- the header alone ------------------------------------------------------------------

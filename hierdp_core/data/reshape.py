@@ -200,8 +200,9 @@ def fill_ragged(table: pd.DataFrame, levels: Sequence[str], *,
     when the level above has no names).
 
     `RaggedLevelError`: an empty code at the first level (nothing coarser to pass through),
-    or a filled code equal to a real unit of that level under the same parent (naming
-    both rows)."""
+    a filled code equal to a real unit of that level under the same parent, or a row that
+    ends above a level (empty there and below) under a unit that has real units at that
+    level: a subtotal, which would be counted twice (naming both rows)."""
     levels = list(levels)
     masks = [missing_values(table[column]) for column in levels]
     if masks and masks[0].any():
@@ -210,8 +211,8 @@ def fill_ragged(table: pd.DataFrame, levels: Sequence[str], *,
     out, filled = table, {}
     codes = None  # the filled codes of the previous level
     path = np.zeros(len(table), dtype=np.int64)  # the unit of the previous level, per row
-    for column, missing in list(zip(levels, masks, strict=True))[:ragged[-1] + 1 if ragged
-                                                                  else 0]:
+    for at, (column, missing) in enumerate(list(zip(levels, masks, strict=True))[
+            :ragged[-1] + 1 if ragged else 0]):
         current = _code_categorical(table[column], missing)
         if missing.any():
             categories = np.union1d(current.categories, codes.categories)
@@ -221,7 +222,9 @@ def fill_ragged(table: pd.DataFrame, levels: Sequence[str], *,
             current = pd.Categorical.from_codes(merged, categories=pd.Index(categories,
                                                                             dtype=object))
             _check_collisions(path * len(categories) + merged, missing, column,
-                              levels[levels.index(column) - 1], current)
+                              levels[at - 1], current)
+            _refuse_subtotals(path, missing & np.logical_and.reduce(masks[at:]), missing,
+                              column, levels[at - 1], codes)
             if out is table:
                 out = table.copy(deep=False)
             out[column] = current
@@ -244,6 +247,23 @@ def _pass_names(table: pd.DataFrame, column: str, filled: np.ndarray, above: str
     source = np.asarray(table[above] if above else above_codes, dtype=object)
     take = filled & missing_values(table[column])
     return np.where(take, source, own)
+
+
+def _refuse_subtotals(path: np.ndarray, ending: np.ndarray, missing: np.ndarray, column: str,
+                      above: str, codes: pd.Categorical) -> None:
+    """A row ``ending`` above ``column`` (empty there and below) under a unit (``path``)
+    that has real units at ``column`` is a `RaggedLevelError`: a subtotal of that unit."""
+    mixed = ending & np.isin(path, path[~missing])
+    if not mixed.any():
+        return
+    row = int(np.flatnonzero(mixed)[0])
+    other = int(np.flatnonzero(~missing & (path == path[row]))[0])
+    raise RaggedLevelError(
+        f"row {row + 1} has no {column} (nor any finer level) while its {above} "
+        f"{codes[row]!r} has real {column} units (row {other + 1}): a subtotal of "
+        f"{above} {codes[row]!r}, which would be counted twice ({int(mixed.sum()):,} row(s) "
+        f"like this); remove such rows, or give a unit outside every {column} a {column} "
+        "code of its own")
 
 
 def _check_collisions(key: np.ndarray, missing: np.ndarray, column: str, above: str,
