@@ -158,6 +158,10 @@ def test_units_that_skip_a_level_are_offered_the_ragged_rule():
     assert_clean(at)
     labels = at.session_state[session.RELEASE].hierarchy.labels().tolist()
     assert "07 (no county)" in labels and "11 (no county)" in labels
+    at.session_state["res_units"] = True  # the unit table names them as the export does
+    at.run()
+    names = at.dataframe[1].value["Name"].tolist()
+    assert "07 (no county)" in names and "11 (no county)" in names
 
 
 def test_a_subtotal_row_the_ragged_rule_would_count_twice_is_refused():

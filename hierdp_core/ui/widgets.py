@@ -316,13 +316,18 @@ plural = plural_noun  # county -> counties (`report.summary.plural_noun`)
 
 
 def node_display_names(data: CountData, level: int) -> np.ndarray:
-    """Readable name of every node of a level: 'name (code)' when a name is known."""
+    """Readable name of every node of a level: 'name (code)' when a name is known; a unit
+    passing its parent through the level by its label, as the release table labels it
+    ('Comunidad de Madrid (no provincia)')."""
     h = data.hierarchy
     codes = np.asarray(h.codes[level]).astype(str).astype(object)
-    if level not in h.names:
-        return codes
-    names = np.asarray(h.names[level]).astype(object)
-    return np.where(names != codes, names + " (" + codes + ")", codes)
+    shown = codes
+    if level in h.names:
+        names = np.asarray(h.names[level]).astype(object)
+        shown = np.where(names != codes, names + " (" + codes + ")", codes)
+    through = h.pass_through()[h.level_slice(level)]
+    return np.where(through, h.labels()[h.level_slice(level)], shown) if through.any() \
+        else shown
 
 
 def all_display_names(data: CountData) -> np.ndarray:
