@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import HierdpError, InputError, about
 from hierdp_core.experiments import budget_for
 from hierdp_core.figure_parts import PALETTE
 from hierdp_core.map_figures import choropleth
@@ -36,6 +36,7 @@ from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metric_names import axis_title, name
 from hierdp_core.metrics import ALL_BIN, error_metrics
+from hierdp_core.privacy.budget import PrivacyBudget
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.releases import Release
 
@@ -45,7 +46,8 @@ SIDES = ("A", "B")
 @dataclass(frozen=True)
 class Side:
     """One configuration: mechanism, total epsilon (zCDP-only mechanisms get rho =
-    epsilon^2 / 2, `experiments.budget_for`), split (weights per level, root first, or a
+    epsilon^2 / 2, `experiments.budget_for`) or, under zCDP, total ``rho`` (with
+    ``delta`` for the (ε, δ) it implies), split (weights per level, root first, or a
     preset name), the mechanism's parameters and the exploration seed."""
 
     mechanism: str
@@ -53,10 +55,19 @@ class Side:
     split: tuple[float, ...] | str = "uniform"
     seed: int = 0
     params: dict = field(default_factory=dict)
+    rho: float | None = None
+    delta: float | None = None
 
     def label(self) -> str:
-        """The mechanism's plain name and ε, as a reader sees them."""
-        return f"{title(self.mechanism)}, ε = {self.epsilon:g}"
+        """The mechanism's plain name and ε (or ρ), as a reader sees them."""
+        budget = f"ρ = {self.rho:g}" if self.rho is not None else f"ε = {self.epsilon:g}"
+        return f"{title(self.mechanism)}, {budget}"
+
+    def budget(self) -> PrivacyBudget:
+        """The budget the side is released at."""
+        if self.rho is not None:
+            return PrivacyBudget.zcdp(self.rho, self.delta)
+        return budget_for(self.mechanism, self.epsilon, self.params)
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,13 +88,20 @@ def release_side(data, side: Side) -> Release:
     """The seeded (exploration) release of ``data`` with one side's configuration."""
     split = list(side.split) if isinstance(side.split, tuple) else side.split
     return get_mechanism(side.mechanism).release(
-        data, budget_for(side.mechanism, side.epsilon, side.params), split=split,
-        source=NoiseSource(seed=int(side.seed)), **side.params)
+        data, side.budget(), split=split, source=NoiseSource(seed=int(side.seed)),
+        **side.params)
 
 
 def compare(data, a: Side, b: Side) -> Comparison:
-    """Release ``data`` with both sides and evaluate them against the truth."""
-    releases = (release_side(data, a), release_side(data, b))
+    """Release ``data`` with both sides and evaluate them against the truth; a side that
+    cannot be released is named in the error."""
+    releases = []
+    for tag, side in zip(SIDES, (a, b), strict=True):
+        try:
+            releases.append(release_side(data, side))
+        except HierdpError as exc:
+            raise about(f"configuration {tag} ({side.label()})", exc) from exc
+    releases = tuple(releases)
     truth = data.node_counts()
     categories = data.categories if data.has_categories else None
     metrics = tuple(_by_level(error_metrics(data.hierarchy, truth, r.values,

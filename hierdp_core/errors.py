@@ -129,3 +129,12 @@ class GeometryPropertyError(GeometryError):
 
 class InvalidGeometryError(GeometryError):
     """Geometries that are empty or stay invalid after repair; the message counts them."""
+
+
+def about(subject: str, exc: HierdpError) -> HierdpError:
+    """``exc``'s error with its message led by ``subject`` ("Geometric noise: ..."): of its
+    class when that takes the message alone, else an `InputError`."""
+    try:
+        return type(exc)(f"{subject}: {exc}")
+    except TypeError:
+        return InputError(f"{subject}: {exc}")

@@ -34,12 +34,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from hierdp_core.errors import InputError
+from hierdp_core.errors import HierdpError, InputError, about
+from hierdp_core.mechanism_names import title
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.metrics import ALL_BIN, error_metrics
 from hierdp_core.privacy.budget import PURE_DP, ZCDP, PrivacyBudget
@@ -92,16 +94,27 @@ def _check_trials(trials, n_configs: int, max_runs: int) -> int:
     return int(trials)
 
 
+@contextmanager
+def _named(mechanism: str):
+    """A `HierdpError` raised inside led by the mechanism's plain name (`errors.about`)."""
+    try:
+        yield
+    except HierdpError as exc:
+        raise about(title(mechanism), exc) from exc
+
+
 def _run_configs(data, configs: list[_Config], trials: int, seed: int,
                  progress: Progress | None) -> pd.DataFrame:
     """Run every config ``trials`` times; the shared engine of `sweep` and `compare_splits`.
 
-    Every config is checked (mechanism, parameters, budget, split) before the first run."""
+    Every config is checked (mechanism, parameters, budget, split) before the first run;
+    a config that fails is named in the error by its mechanism's plain name."""
     budgets = []
     for c in configs:
         mech = get_mechanism(c.mechanism)
         budget = budget_for(c.mechanism, c.epsilon, c.params)
-        mech.ledger(data, budget, c.split, **c.params)  # validates params, budget, split
+        with _named(c.mechanism):
+            mech.ledger(data, budget, c.split, **c.params)  # validates params, budget, split
         budgets.append(budget)
     truth = data.node_counts()
     categories = list(data.categories) if data.has_categories else None
@@ -114,8 +127,9 @@ def _run_configs(data, configs: list[_Config], trials: int, seed: int,
         mech = get_mechanism(c.mechanism)
         for trial in range(trials):
             s = run_seed(seed, *c.index, trial)
-            release = mech.release(data, budget, split=c.split, source=NoiseSource(seed=s),
-                                   **c.params)
+            with _named(c.mechanism):
+                release = mech.release(data, budget, split=c.split,
+                                       source=NoiseSource(seed=s), **c.params)
             m = error_metrics(data.hierarchy, truth, release.values, bins=_ONE_BIN,
                               categories=categories)
             m = m[m["bin"] == ALL_BIN].reset_index(drop=True)

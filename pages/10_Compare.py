@@ -8,7 +8,7 @@ from hierdp_core.errors import HierdpError
 from hierdp_core.figure_parts import plotly_config
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import label, name
-from hierdp_core.privacy.budget import SPLIT_PRESETS
+from hierdp_core.privacy.budget import SPLIT_PRESETS, ZCDP
 from hierdp_core.ui import map_layers, session, widgets
 from hierdp_core.ui import widget_keys as wk
 
@@ -21,7 +21,9 @@ widgets.page_header("Compare", "Two configurations released on the same data, si
 data = widgets.require_count_data()
 h = data.hierarchy
 s = session.settings(h.n_levels)
-infos = {i.name: i for i in list_mechanisms("counts")}
+zcdp = s["definition"] == "zcdp"  # then ρ, as on Mechanism & budget, and its mechanisms
+infos = {i.name: i for i in list_mechanisms("counts")
+         if not zcdp or ZCDP in (i.privacy_definitions or (i.privacy,))}
 names = list(infos)
 splits = [CURRENT, *SPLIT_PRESETS]
 split_labels = {CURRENT: "as on Mechanism & budget", "uniform": "uniform",
@@ -30,8 +32,9 @@ split_labels = {CURRENT: "as on Mechanism & budget", "uniform": "uniform",
 
 same_seed = st.checkbox("Same seed for both (the difference is then the mechanisms', "
                         "not the noise draw's)", value=True, key=wk.CMP_SAME_SEED)
-defaults = {"A": s["mechanism"], "B": "raw-geometric" if s["mechanism"] != "raw-geometric"
-            else "least-squares"}
+raw = "raw-discrete-gaussian" if zcdp else "raw-geometric"
+first = s["mechanism"] if s["mechanism"] in infos else "topdown"
+defaults = {"A": first, "B": raw if first != raw else "least-squares"}
 # A's and B's controls row by row (a row per setting), so each lines up with its match
 # whatever the length of the mechanisms' descriptions, which come last
 heads, mechs, budgets, split_row, seeds, about = (st.columns(2) for _ in range(6))
@@ -42,9 +45,14 @@ for col, side in enumerate(cmp.SIDES):
         mechanism = widgets.mechanism_picker(infos, defaults[side],
                                              key=wk.page_key(wk.CMP_MECH, side),
                                              about=about[col])
-    eps = budgets[col].select_slider("Total ε", list(session.EPSILON_GRID),
-                                   key=wk.page_key(wk.CMP_EPS, side), value=s["epsilon"]
-                                   if s["epsilon"] in session.EPSILON_GRID else 1.0)
+    if zcdp:
+        rho = budgets[col].select_slider("Total ρ", list(session.RHO_GRID),
+                                         key=wk.page_key(wk.CMP_RHO, side), value=s["rho"]
+                                         if s["rho"] in session.RHO_GRID else 0.5)
+    else:
+        eps = budgets[col].select_slider("Total ε", list(session.EPSILON_GRID),
+                                         key=wk.page_key(wk.CMP_EPS, side), value=s["epsilon"]
+                                         if s["epsilon"] in session.EPSILON_GRID else 1.0)
     split = split_row[col].selectbox("Split over levels", splits,
                                      format_func=split_labels.get,
                                      key=wk.page_key(wk.CMP_SPLIT, side))
@@ -55,9 +63,11 @@ for col, side in enumerate(cmp.SIDES):
         seed = seeds[col].number_input("Seed", min_value=0, step=1,
                                        key=wk.page_key(wk.CMP_SEED, side))
     sides[side] = cmp.Side(
-        mechanism, float(eps), tuple(s["weights"]) if split == CURRENT else split,
-        seed=int(seed), params={k: v for k, v in s["params"].items()
-                                if k in {p.name for p in infos[mechanism].parameters}})
+        mechanism, 0.0 if zcdp else float(eps),
+        tuple(s["weights"]) if split == CURRENT else split, seed=int(seed),
+        params={k: v for k, v in s["params"].items()
+                if k in {p.name for p in infos[mechanism].parameters}},
+        rho=float(rho) if zcdp else None, delta=float(s["delta"]) if zcdp else None)
 
 key = (sides["A"], sides["B"], session.settings_key(s))
 stored = st.session_state.get(session.COMPARE)

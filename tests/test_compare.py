@@ -117,3 +117,40 @@ def test_new_data_compares_again():
     comparison = at.session_state["hd_compare_ab"][1]
     assert comparison.releases[0].hierarchy.level_size(2) == 3141
     assert at.session_state[session.DATASET]["sample"] == "us-counties"
+
+
+def test_the_page_follows_zcdp_and_names_a_side_it_cannot_release():
+    """Under zCDP (Mechanism & budget) both sides were released under pure ε-DP whatever
+    ρ said; now at ρ, among the mechanisms that give zCDP. A split with no share for the
+    national total failed the whole page with a message naming neither side: the side
+    (and the sweep's mechanism) is named."""
+    from hierdp_core.ui import session
+
+    at = page(PATH, "synthetic-us-like")
+    at.session_state[session.SETTINGS] = {**session.settings(3), "definition": "zcdp",
+                                          "rho": 0.1}
+    at.run()
+    assert_clean(at)
+    comparison = at.session_state["hd_compare_ab"][1]
+    assert [r.privacy["definition"] for r in comparison.releases] == ["zcdp", "zcdp"]
+    assert [r.privacy["rho"] for r in comparison.releases] == [0.1, 0.1]
+    assert "raw-geometric" not in at.selectbox(key="cmp_mech_B").options
+    at = page(PATH, "synthetic-us-like")
+    at.session_state[session.SETTINGS] = {**session.settings(3), "weights": [0, 1, 1]}
+    at.run()
+    assert not at.exception
+    assert any(e.value.startswith("configuration B (Geometric noise, ε = 1): the raw "
+                                  "mechanism publishes every level") for e in at.error)
+
+
+def test_a_sweep_names_the_mechanism_a_split_does_not_fit():
+    import pandas as pd
+
+    from hierdp_core.errors import BudgetError
+    from hierdp_core.experiments import sweep
+    from hierdp_core.queries.counts import count_data_from_table
+
+    data = count_data_from_table(pd.DataFrame({"s": ["A", "B"], "c": ["a", "b"], "n": [3, 4]}),
+                                 ["s", "c"], count_column="n")
+    with pytest.raises(BudgetError, match="^Geometric noise: the raw mechanism publishes"):
+        sweep(data, ["topdown", "raw-geometric"], [1.0], 1, split=[0, 1, 1])

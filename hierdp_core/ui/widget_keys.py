@@ -172,3 +172,4 @@ CMP_METRIC, CMP_BY_LEVEL = "cmp_metric", "cmp_by_level"
 #: a side's widgets (+ the side: A or B; with `CMP_MECH` and `CMP_EPS`) and the maps (+ their
 #: tag), as `page_key` joins them
 CMP_SPLIT, CMP_SEED, CMP_MAP = "cmp_split", "cmp_seed", "cmp_map"
+CMP_RHO = "cmp_rho"  # a side's total ρ under zCDP (+ the side)
