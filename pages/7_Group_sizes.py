@@ -22,6 +22,7 @@ from hierdp_core.mechanism_names import titled
 from hierdp_core.mechanisms.base import list_mechanisms
 from hierdp_core.metric_names import friendly_table
 from hierdp_core.privacy.samplers import NoiseSource
+from hierdp_core.reading_order import listed
 from hierdp_core.sweep_figures import sweep_figure
 from hierdp_core.ui import (
     gs_upload,
@@ -134,7 +135,7 @@ with pick[0]:
 sl = h.level_slice(level)
 names_level = widgets.node_display_names(data, level)
 with pick[1]:
-    region = st.selectbox("Region", list(range(h.level_size(level))),
+    region = st.selectbox("Region", (listed(h, np.arange(sl.start, sl.stop)) - sl.start).tolist(),
                           format_func=lambda i: names_level[i], key=wk.GS_REGION + view)
 
 c1, c2 = st.columns(2)

@@ -91,6 +91,8 @@ def test_the_query_pages_read_the_data_pages_local_codes():
     clean(at)
     _, data = at.session_state["hd_src_cache"]["gs"]
     assert {"A/001", "B/001"} <= set(data.hierarchy.node_ids())
+    [region] = [w for w in at.selectbox if w.key.startswith("gs_region")]  # not 001 twice
+    assert region.options == ["A/001", "A/002", "B/001", "B/002"]
     at, clean = _page_with_local_codes("pages/9_Ranges.py", "rg", PEOPLE, ["state", "county"])
     at.selectbox(key="rg_up_attribute").select("age").run()
     at.selectbox(key="rg_up_count").select("n").run()

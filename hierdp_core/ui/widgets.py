@@ -316,11 +316,14 @@ plural = plural_noun  # county -> counties (`report.summary.plural_noun`)
 
 
 def node_display_names(data: CountData, level: int) -> np.ndarray:
-    """Readable name of every node of a level: 'name (code)' when a name is known; a unit
-    passing its parent through the level by its label, as the release table labels it
+    """Readable name of every node of a level: 'name (code)' when a name is known, the
+    code its id ('9/01') where codes repeat across parents (local codes); a unit passing
+    its parent through the level by its label, as the release table labels it
     ('Comunidad de Madrid (no provincia)')."""
     h = data.hierarchy
     codes = np.asarray(h.codes[level]).astype(str).astype(object)
+    if np.unique(codes).size < codes.size:
+        codes = h.node_ids()[h.level_slice(level)]
     shown = codes
     if level in h.names:
         names = np.asarray(h.names[level]).astype(object)
