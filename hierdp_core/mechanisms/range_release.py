@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 
 from hierdp_core.releases import Release
 
+#: the manifest's words on the single values of a release for a workload of bands
+BAND_VALUES = ("each band's count is the sum of its released values; the values within a "
+               "band are shares of that estimate, not estimates of each value (their "
+               "intervals bound them by the band's: share-of-band bound)")
+
 
 @dataclass(frozen=True, eq=False)
 class RangeRelease(Release):
@@ -19,6 +24,11 @@ class RangeRelease(Release):
     workload: dict = field(default_factory=dict)
 
     def manifest_structure(self) -> dict:
+        """`Release`'s, with the attribute and the workload; a workload of bands says what
+        the released single values within a band are."""
         out = super().manifest_structure()
-        out.update(attribute=self.attribute, workload=self.workload)
+        workload = dict(self.workload)
+        if workload.get("name") == "bands":
+            workload["values_within_a_band"] = BAND_VALUES
+        out.update(attribute=self.attribute, workload=workload)
         return out
