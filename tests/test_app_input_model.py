@@ -122,7 +122,8 @@ def test_choosing_the_columns_and_going_back_to_long():
     at.multiselect(key="shape_columns_0").set_value(BANDS[:3]).run()
     at.text_input(key="shape_name_0").input("age").run()
     assert_clean(at)
-    assert at.session_state[inp.SHAPE] == {"wide": BANDS[:3], "name": "age"}
+    assert at.session_state[inp.SHAPE] == {"wide": BANDS[:3], "name": "age",
+                                           "totals": []}
     assert len(at.session_state[session.DATASET]["table"]) == 15
     assert at.session_state[session.ROLES]["category_columns"] == ["age"]
     at.checkbox(key="shape_wide_0").uncheck().run()

@@ -97,6 +97,18 @@ def meltable_columns(table: pd.DataFrame, levels: Sequence[str] = ()) -> list[st
             and table[c].dtype.kind in "iuf"]
 
 
+def row_totals(table: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The numeric columns outside ``columns`` holding each row's sum of ``columns`` (a
+    'Totaal' beside its bands): once ``columns`` are melted, never a count (it would count
+    everyone once per melted column)."""
+    if not columns:
+        return []
+    sums = table[list(columns)].to_numpy(dtype=float, na_value=0.0).sum(axis=1)
+    return [str(c) for c in table.columns if str(c) not in columns
+            and table[c].dtype.kind in "iuf"
+            and np.array_equal(table[c].to_numpy(dtype=float, na_value=np.nan), sums)]
+
+
 def consequence(table: pd.DataFrame, columns: Sequence[str], total: str | None) -> str:
     """One sentence: the total that melting ``columns`` gives, beside the sum of the count
     column ``total`` (if any) and whether they agree."""

@@ -3,7 +3,8 @@ shape (long, or wide: one column per category, melted into one row per unit and 
 before anything else), what empty count cells mean, and whether units may skip a level.
 
 Session state: ``hd_input`` (`SHAPE`) holds the upload's shape, ``wide`` (the melted
-columns, in table order; empty: long as uploaded) and ``name`` (their category column);
+columns, in table order; empty: long as uploaded), ``name`` (their category column) and
+``totals`` (the columns holding their row sums, `shape_guess.row_totals`);
 once melted, the upload as read is kept in ``hd_dataset['raw']`` and ``hd_dataset['table']``
 is the long table every page uses. Empty cells and skipped levels are roles (``missing``,
 ``ragged`` in ``hd_roles``), applied where the count data is built (`ui.session.count_data`).
@@ -11,12 +12,14 @@ is the long table every page uses. Empty cells and skipped levels are roles (``m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
 from hierdp_core import column_roles
 from hierdp_core.data.reshape import melt_wide
-from hierdp_core.data.shape_guess import code_like_columns
+from hierdp_core.data.shape_guess import code_like_columns, row_totals
 from hierdp_core.errors import (
     EncodingError,
     MissingCellsError,
@@ -63,7 +66,8 @@ def set_shape(wide: list[str], name: str) -> None:
     table. The roles follow: the count column `COUNT` and the category ``name``, whose
     values the user declares (the header is not a declaration: `ui.session.count_data`
     maps the columns onto the declared values; the melted counts are the count column,
-    and back to long the count column is to be chosen again). Raises `ReshapeError` and
+    and back to long the count column is to be chosen again); the guess is made again on
+    the table as it now is, a row total of the melted columns never its count. Raises `ReshapeError` and
     leaves the table as it was when the columns cannot be melted, or one looks like a
     code."""
     current = shape()
@@ -77,12 +81,13 @@ def set_shape(wide: list[str], name: str) -> None:
                            "that repeat in every unit): a code is never melted into counts")
     table = melt_wide(raw, wide, name=name, value_name=COUNT) if wide else raw
     session.replace_table(table)
-    current.update(wide=list(wide), name=name)
+    current.update(wide=list(wide), name=name, totals=row_totals(raw, wide))
     r, columns = session.roles(), set(map(str, table.columns))
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
     confirmed = bool(wide) or (count is not None and r.get("count_confirmed", True))
-    session.set_roles({**r, "levels": [c for c in r["levels"] if c in columns],
+    session.set_roles({**r, "guessed": guess_roles(table, current["totals"]),
+                            "levels": [c for c in r["levels"] if c in columns],
                             "count_column": count, "count_confirmed": confirmed,
                             "category_columns": [*categories, name] if wide and name not in categories
                             else categories})
@@ -155,11 +160,21 @@ PERSONS_PER_UNIT = 2
 
 def default_roles(table: pd.DataFrame) -> dict:
     """Roles of a new upload: no level and no count column chosen (a guess is never applied
-    without the user's click, DESIGN principle 10); the guess (`column_roles`: the nested
-    code columns as levels, else the first column; a count column named like a count in
-    one of the languages it knows, else the one column that can only be a count) kept
-    under ``guessed`` for `guess_panel`, names per guessed level."""
-    named = [c for c in column_roles.count_candidates(table)
+    without the user's click, DESIGN principle 10); the guess (`guess_roles`) kept under
+    ``guessed`` for `guess_panel`, its names per guessed level as the name pickers'
+    defaults."""
+    guessed = guess_roles(table)
+    return {"levels": [], "count_column": None, "count_confirmed": False,
+            "category_columns": [], "local_codes": False,
+            "name_columns": guessed["name_columns"], "guessed": guessed}
+
+
+def guess_roles(table: pd.DataFrame, not_counts: Sequence[str] = ()) -> dict:
+    """The roles guessed for ``table`` (`column_roles`): the nested code columns as levels,
+    else the first column; a count column named like a count in one of the languages it
+    knows, else the one column that can only be a count (never one of ``not_counts``: a
+    melted table's row totals); categories, names per level, and the columns left out."""
+    named = [c for c in column_roles.count_candidates(table, not_counts)
              if column_roles.hinted(c, column_roles.COUNT_HINTS)]
     levels = column_roles.guess_levels(table, named[:1])
     count = named[0] if named else column_roles.sole_count(table, levels)
@@ -170,13 +185,10 @@ def default_roles(table: pd.DataFrame) -> dict:
     levels = levels or [str(table.columns[0])]
     names = column_roles.guess_name_columns(table, levels)
     categories = column_roles.guess_categories(table, levels, count, names.values())
-    return {"levels": [], "count_column": None, "count_confirmed": False,
-            "category_columns": [], "local_codes": False, "name_columns": names,
-            "guessed": {"levels": levels, "count_column": count,
-                        "category_columns": categories,
-                        "separated": column_roles.separated_numbers(table),
-                        "left_out": column_roles.left_out_levels(
-                            table, levels, [*names.values(), *categories, count or ""])}}
+    return {"levels": levels, "count_column": count, "category_columns": categories,
+            "name_columns": names, "separated": column_roles.separated_numbers(table),
+            "left_out": column_roles.left_out_levels(
+                table, levels, [*names.values(), *categories, count or ""])}
 
 
 def _use_guess(guessed: dict) -> None:
@@ -218,10 +230,12 @@ def guess_panel(table: pd.DataFrame) -> None:
 
 def count_picker(table: pd.DataFrame, levels: list[str], current: str | None,
                  confirmed: bool = True) -> tuple[str | None, bool]:
-    """The count column: only columns of whole numbers >= 0 that are not levels or codes
-    (`column_roles.count_candidates`); None: one row per person. Empty until ``confirmed``
-    (a new upload's). Returns (the column, whether one was chosen)."""
-    options = [NO_COUNT] + column_roles.count_candidates(table, levels)
+    """The count column: only columns of whole numbers >= 0 that are not levels, codes
+    (`column_roles.count_candidates`) or row totals of melted columns; None: one row per
+    person. Empty until ``confirmed`` (a new upload's). Returns (the column, whether one
+    was chosen)."""
+    options = [NO_COUNT] + column_roles.count_candidates(
+        table, [*levels, *shape().get("totals", [])])
     index = (options.index(current) if current in options else 0) if confirmed else None
     count = st.selectbox("Count column", options, index=index, key=table_key(wk.ROLES_COUNT),
                          placeholder="choose the count column, or none",
