@@ -59,6 +59,8 @@ GEO_WORDS = ("state", "county", "region", "province", "municipality", "district"
              "gmina", "nuts", "lau", "lad", "lsoa", "msoa", "ward", "parish", "postcode", "plz",
              "arrondissement", "iris", "ags", "bundesland", "landkreis", "regierungsbezirk",
              "wojewodztwo", "województwo", "voivodeship", "okres", "obec", "kraj", "amt")
+#: a column named as a time is a table's period, not an ordered attribute of people
+TIME_WORDS = ("year", "yr", "month", "date", "period", "anno", "annee", "jahr")
 #: words of a row id's name (a person's or a household's number)
 ID_WORDS = ("id", "nr", "no", "num", "number", "lopnr", "pid", "ident", "identifiant")
 CODE_ENDINGS = ("no", "nr")  # town_no, tract_nr: a number that names a unit
@@ -67,20 +69,21 @@ NAME_WORDS = ("name", "nom", "label", "nome", "libelle", "libellé", "denominazi
               "nimi", "nazev", "název", "denumire")
 
 
-def _words(column: str) -> list[str]:
+def name_words(column: str) -> list[str]:
+    """The lower-case words of a column's name (split at anything not a letter or digit)."""
     return [w for w in re.split(r"[\W_]+", str(column).lower()) if w]
 
 
 def hinted(column: str, hints: Iterable[str]) -> bool:
     """The column's name, or one of its words, is one of ``hints``."""
     name = str(column).lower()
-    return name in hints or any(w in hints for w in _words(column))
+    return name in hints or any(w in hints for w in name_words(column))
 
 
 def looks_like_code(column: str) -> bool:
     """The column's name says it holds codes or ids (``region_code``, ``GEOID``, ``hh_id``,
     ``tract``, ``town_no``) or is a geography level's (``kanton``, ``gemeinde``: `GEO_WORDS`)."""
-    words = _words(column)
+    words = name_words(column)
     return any(w in CODE_WORDS or _geo_word(w) for w in words) or (
         len(words) > 1 and words[-1] in CODE_ENDINGS)
 
@@ -153,7 +156,7 @@ def _determines(table: pd.DataFrame, fine: str, coarse: str) -> bool:
 def names_an_id(column: str) -> bool:
     """The column's name says it numbers rows (``persoon_id``, ``id_osoby``, ``lopnr``),
     not a geography level's units (``wijk_id`` names a level: `GEO_WORDS`)."""
-    words = _words(column)
+    words = name_words(column)
     return any(w in ID_WORDS for w in words) and not any(w in GEO_WORDS for w in words)
 
 
@@ -187,7 +190,7 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
     part = table.head(sample_rows)
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
-            and not any(w in NAME_WORDS for w in _words(c))
+            and not any(w in NAME_WORDS for w in name_words(c))
             and not hinted(c, GROUP_HINTS + PERSON_HINTS)]
     distinct = {c: int(part[c].nunique()) for c in pool}
     pool = [c for c in pool if 1 < distinct[c] and distinct[c] * rows_per_unit <= len(part)]
@@ -217,7 +220,7 @@ def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str]
         if c in skip or part[c].dtype.kind not in "OSU" and not (
                 looks_like_code(c) and part[c].dtype.kind in "iu"):
             continue
-        if (any(w in NAME_WORDS for w in _words(c)) or c in numbers
+        if (any(w in NAME_WORDS for w in name_words(c)) or c in numbers
                 or any(_names_level(part, level, c) for level in levels)):
             continue  # a unit's name (one a unit, whatever the column is called), numbers
         finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())
@@ -259,7 +262,7 @@ def guess_categories(table: pd.DataFrame, levels: list[str], count: str | None,
     taken = {*levels, *(names or ()), *([count] if count else [])}
     return [str(c) for c in part.columns if str(c) not in taken
             and part[c].dtype.kind in "OSUb" and 2 <= int(part[c].nunique()) <= most
-            and not any(w in NAME_WORDS for w in _words(c)) and not hinted(str(c), COUNT_HINTS)
+            and not any(w in NAME_WORDS for w in name_words(c)) and not hinted(str(c), COUNT_HINTS)
             and (not levels or (part.groupby(levels[-1])[c].nunique() > 1).mean() >= 0.5)]
 
 
@@ -272,7 +275,7 @@ def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]
     for level in levels:
         stem = re.sub(r"(_?(code|id|cod|codice))$", "", level, flags=re.I)
         for c in [f"{level}_name", f"{stem}_name"] + [
-                c for c in texts if any(w in NAME_WORDS for w in _words(c))]:
+                c for c in texts if any(w in NAME_WORDS for w in name_words(c))]:
             if c in texts and c not in out.values() and _names_level(table, level, c):
                 out[level] = c
                 break
@@ -288,100 +291,3 @@ def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:
 
 #: a level's name column holds at least this share of distinct names per code
 NAMES_DISTINCT = 0.8
-
-
-ORIGIN_WORDS = ("o", "origin", "from", "orig", "home", "residence", "residenza", "domicile",
-                "wohnort", "woon", "wohn", "residencia", "origen", "origem", "origine",
-                "herkunft")
-DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace", "travail",
-                     "lavoro", "trabajo", "arbeit", "arbeits", "arbeitsort", "werk",
-                     "destino", "trabalho", "destinazione", "ziel")
-
-
-def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Origin and destination level columns by their names' first or last word ('o_state',
-    'origin_county', 'county_from'; 'd_state', 'dest_county'), in table order; the lists
-    are empty when the names say nothing.
-
-    >>> od_candidates(pd.DataFrame(columns=["from_zone", "to_zone", "trips"]))
-    (['from_zone'], ['to_zone'])
-    """
-    def side(words: tuple[str, ...]) -> list[str]:
-        found = [str(c) for c in table.columns
-                 if len(_words(c)) > 1 and (_words(c)[0] in words or _words(c)[-1] in words)
-                 or _compound(str(c).lower(), words)]
-        # coarse to fine: by their numbers of codes (the table's order when no rows)
-        return sorted(found, key=lambda c: int(table[c].nunique())) if len(table) else found
-    return side(ORIGIN_WORDS), side(DESTINATION_WORDS)
-
-
-def _compound(name: str, words: tuple[str, ...]) -> bool:
-    """``name`` is one of ``words`` (of three letters or more) joined to a geography level's
-    word (``wohnkanton``, ``arbeitsbezirk``)."""
-    return any(len(w) >= 3 and name.startswith(w) and name[len(w):] in GEO_WORDS
-               for w in words)
-
-
-GROUP_SIZE_WORDS = ("size", "members", "household_size", "hh_size", "taille", "groesse",
-                    "größe", "grootte", "dimensione", "tamano", "tamaño", "tamanho")  # no counts
-#: a column named as a time is a table's period, not an ordered attribute of people
-TIME_WORDS = ("year", "yr", "month", "date", "period", "anno", "annee", "jahr")
-#: the fewest distinct values of an integer column taken for a range attribute by its values
-#: alone (one named as an attribute, e.g. ``age``, needs none)
-MIN_RANGE_VALUES = 5
-
-
-def groups_per_size(table: pd.DataFrame, levels: Iterable[str] = ()) -> bool:
-    """Whether a group-size table has a row per region and size (a column named as a group
-    size, none as a group id) rather than one per person.
-
-    >>> groups_per_size(pd.DataFrame({"commune": ["a"], "taille_menage": [2], "nb": [9]}))
-    True
-    """
-    levels = list(map(str, levels))
-    return (not any(hinted(c, GROUP_HINTS) and not hinted(c, ATTRIBUTE_HINTS)
-                    for c in group_candidates(table, levels))
-            and any(hinted(c, GROUP_SIZE_WORDS) for c in size_candidates(table, levels)))
-
-
-def fits(table: pd.DataFrame, query: str, levels: Iterable[str] = ()) -> bool:
-    """Whether ``table`` (geography ``levels`` chosen) looks like the input of ``query``
-    ("flows", "group-sizes", "ranges") by the roles its page would guess: origin and
-    destination columns named as such; a household id, or a group size, named as such; an
-    integer attribute that is not a level, a code, a count or an origin / destination
-    column. A query page starts on an uploaded table that fits it.
-
-    >>> people = pd.DataFrame({"county": ["a", "b"], "household": ["h1", "h2"], "age": [4, 40]})
-    >>> [fits(people, q, ["county"]) for q in ("flows", "group-sizes", "ranges")]
-    [False, True, True]
-    >>> fits(pd.DataFrame({"county": ["a", "b"], "population": [4, 40]}), "ranges", ["county"])
-    False
-    >>> ages = pd.DataFrame({"county": ["a", "b"], "age_group": ["0-17", "18+"], "n": [4, 4]})
-    >>> fits(ages, "group-sizes", ["county"])
-    False
-    >>> sizes = pd.DataFrame({"county": ["a", "b"], "size": [1, 2], "households": [9, 4]})
-    >>> [fits(sizes, q, ["county"]) for q in ("group-sizes", "ranges")]
-    [True, False]
-
-    An unnamed integer column is an attribute only with `MIN_RANGE_VALUES` values or more
-    (a sex coded 1/2 is not), and never when named as a time (a year of a yearly table):
-
-    >>> coded = pd.DataFrame({"county": list("abcdef"), "sex": [1, 2] * 3,
-    ...                       "year": [2020, 2021, 2022, 2023, 2024, 2025], "n": [4] * 6})
-    >>> fits(coded, "ranges", ["county"])
-    False
-    """
-    levels = list(map(str, levels))
-    if query == "flows":
-        return all(od_candidates(table))
-    if query == "group-sizes":  # "age_group" is an attribute's bands, not a household
-        return (any(hinted(c, GROUP_HINTS) and not hinted(c, ATTRIBUTE_HINTS)
-                    for c in group_candidates(table, levels))
-                or any(hinted(c, GROUP_SIZE_WORDS) for c in size_candidates(table, levels)))
-    if query != "ranges":
-        raise ValueError(f"no query page for {query!r}")
-    flow_levels = [c for side in od_candidates(table) for c in side]
-    not_attributes = COUNT_HINTS + GROUP_HINTS + GROUP_SIZE_WORDS + PERSON_HINTS + TIME_WORDS
-    return any(hinted(c, ATTRIBUTE_HINTS) or (not hinted(c, not_attributes)
-                                              and table[c].nunique() >= MIN_RANGE_VALUES)
-               for c in attribute_candidates(table, [*levels, *flow_levels]))

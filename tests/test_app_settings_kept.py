@@ -37,7 +37,7 @@ def test_settings_of_every_query_page_survive_visits_to_other_pages():
 
 def test_a_query_page_starts_on_an_upload_it_fits_and_keeps_the_choice():
     """Once a table is uploaded and its levels chosen on the Data page, a query page it fits
-    (`column_roles.fits`) starts on it, not on the bundled sample (whose release would be
+    (`query_columns.fits`) starts on it, not on the bundled sample (whose release would be
     thrown away); a user who chooses the sample finds it chosen after a visit elsewhere."""
     import pandas as pd
     from test_app import uploaded

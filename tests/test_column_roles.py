@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.pandas import column, data_frames
 
 from hierdp_core import column_roles as roles
+from hierdp_core import query_columns as qc
 from hierdp_core.data.shape_guess import guess_wide
 
 
@@ -60,10 +61,10 @@ def test_candidates_are_always_whole_numbers_and_never_codes(table):
 
 def test_origin_and_destination_columns_by_name():
     table = pd.DataFrame(columns=["o_state", "o_county", "d_state", "d_county", "n"])
-    assert roles.od_candidates(table) == (["o_state", "o_county"], ["d_state", "d_county"])
+    assert qc.od_candidates(table) == (["o_state", "o_county"], ["d_state", "d_county"])
     table = pd.DataFrame(columns=["home_tract", "work_tract", "workers", "date"])
-    assert roles.od_candidates(table) == (["home_tract"], ["work_tract"])
-    assert roles.od_candidates(pd.DataFrame(columns=["state", "county"])) == ([], [])
+    assert qc.od_candidates(table) == (["home_tract"], ["work_tract"])
+    assert qc.od_candidates(pd.DataFrame(columns=["state", "county"])) == ([], [])
 
 
 def test_a_column_with_an_infinity_is_not_a_count():
@@ -86,7 +87,7 @@ def test_a_table_fits_the_query_pages_its_columns_name():
                                   (bands, ["county"], []),  # age bands: no household
                                   (people, ["county"], ["group-sizes"])]:  # ids: no ages
         assert [q for q in ("flows", "group-sizes", "ranges")
-                if roles.fits(table, q, levels)] == fitted, fitted
+                if qc.fits(table, q, levels)] == fitted, fitted
 
 
 def test_a_low_cardinality_column_never_replaces_the_geography():
@@ -217,9 +218,9 @@ def test_swiss_commuters_are_a_flow_table():
     table = pd.DataFrame({"wohnkanton": [1, 1, 2], "wohnbezirk": [101, 102, 201],
                           "arbeitskanton": [1, 2, 2], "arbeitsbezirk": [101, 201, 201],
                           "pendler": [120, 35, 80]})
-    assert roles.od_candidates(table) == (["wohnkanton", "wohnbezirk"],
+    assert qc.od_candidates(table) == (["wohnkanton", "wohnbezirk"],
                                           ["arbeitskanton", "arbeitsbezirk"])
-    assert roles.count_candidates(table) == ["pendler"] and roles.fits(table, "flows")
+    assert roles.count_candidates(table) == ["pendler"] and qc.fits(table, "flows")
 
 
 def test_more_foreign_query_tables():
@@ -231,13 +232,13 @@ def test_more_foreign_query_tables():
                           "municipio_trabajo": ["28079", "08019", "08015"],
                           "personas": [10, 2, 7]})
     # coarse to fine, whatever the table's order
-    assert roles.od_candidates(flows) == (["provincia_residencia", "municipio_residencia"],
+    assert qc.od_candidates(flows) == (["provincia_residencia", "municipio_residencia"],
                                           ["provincia_trabajo", "municipio_trabajo"])
     assert roles.count_candidates(flows)[0] == "personas"
     sizes = pd.DataFrame({"dep": ["01", "01", "2A"], "taille_menage": [1, 2, 1],
                           "nombre_menages": [40, 25, 9]})
     assert "taille_menage" not in roles.group_candidates(sizes, ["dep"])
-    assert roles.fits(sizes, "group-sizes", ["dep"])
+    assert qc.fits(sizes, "group-sizes", ["dep"])
     ages = pd.DataFrame({"comune": ["001", "002"], "eta": ["5", "100+"], "residenti": [3, 4]})
     assert roles.attribute_candidates(ages, ["comune"]) == ["residenti"]  # may be picked ...
-    assert not roles.fits(ages, "ranges", ["comune"])  # ... but it is a count: no guess
+    assert not qc.fits(ages, "ranges", ["comune"])  # ... but it is a count: no guess

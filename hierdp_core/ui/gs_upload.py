@@ -13,7 +13,7 @@ import hashlib
 
 import streamlit as st
 
-from hierdp_core import column_roles
+from hierdp_core import column_roles, query_columns
 from hierdp_core.cli.inputs import DEFAULT_MIN_SIZE
 from hierdp_core.groupsizes.data import MAX_SIZE_LIMIT
 from hierdp_core.ui import session
@@ -128,7 +128,7 @@ def group_sizes_from_upload(ds: dict):
         levels = level_columns(ds, wk.GS_UP_LEVELS)
     with middle:
         layout = st.radio("One row per", ["person", "size"], horizontal=True, key=wk.GS_UP_ROWS,
-                          index=int(column_roles.groups_per_size(ds["table"], levels)),
+                          index=int(query_columns.groups_per_size(ds["table"], levels)),
                           format_func={"person": "person (household id)",
                                        "size": "region and size"}.get)
         roles, guesses = _roles(ds["table"], levels, layout)

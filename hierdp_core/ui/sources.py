@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hierdp_core import column_roles
+from hierdp_core import column_roles, query_columns
 from hierdp_core.data.reshape import prepare
 from hierdp_core.errors import HierdpError
 from hierdp_core.ui import session, widgets
@@ -40,7 +40,7 @@ def choose_source(prefix: str, sample_label: str, query: str) -> dict | None:
     """A "Data" radio: the page's bundled sample (returns None) or the uploaded table
     (returns its dataset dict). Without an upload, choosing it shows how to get one and
     stops the page. The radio starts on the upload when its geography levels were chosen
-    on the Data page and it fits the page's ``query`` (`column_roles.fits`): a user who has
+    on the Data page and it fits the page's ``query`` (`query_columns.fits`): a user who has
     just uploaded a table of households, trips or ages comes to its page to release it, and
     a first run on the bundled sample (its release and maps) would only be thrown away. A
     choice once made is kept (`session.keep_page_settings`)."""
@@ -51,7 +51,7 @@ def choose_source(prefix: str, sample_label: str, query: str) -> dict | None:
     key = wk.page_key(prefix, wk.SOURCE)
     levels = st.session_state.get(session.ROLES, {}).get("levels") or []
     if key not in st.session_state and ds is not None and levels \
-            and column_roles.fits(ds["table"], query, levels):
+            and query_columns.fits(ds["table"], query, levels):
         st.session_state[key] = UPLOAD
     choice = st.radio("Data", list(labels), format_func=labels.get, horizontal=True, key=key)
     if choice == SAMPLE:
@@ -185,7 +185,7 @@ def flows_from_upload(ds: dict):
     description for the manifest)."""
     from hierdp_core.flows.data import flow_data_from_table, geography_levels
 
-    guessed = column_roles.od_candidates(ds["table"])
+    guessed = query_columns.od_candidates(ds["table"])
     left, middle, right = st.columns(3)
     with left:
         origin = level_columns(ds, wk.FL_UP_ORIGIN, "Origin levels, coarse to fine",
