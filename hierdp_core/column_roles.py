@@ -266,20 +266,49 @@ def guess_categories(table: pd.DataFrame, levels: list[str], count: str | None,
             and (not levels or (part.groupby(levels[-1])[c].nunique() > 1).mean() >= 0.5)]
 
 
-def guess_name_columns(table: pd.DataFrame, levels: list[str]) -> dict[str, str]:
+def guess_name_columns(table: pd.DataFrame, levels: list[str],
+                       taken: Iterable[str] = ()) -> dict[str, str]:
     """Level -> a text column naming its units: ``<level>_name`` if present, else a text
-    column with a name-like word in one-to-one correspondence with the level's codes."""
+    column with a name-like word, those whose name holds the level's (``provincia_nombre``
+    for ``provincia``) first, that names the level's units (`_names_level`) and is not a
+    coarser level's names (`_coarser_names`). A column names one level, and none of
+    ``taken`` (names chosen for other levels)."""
     columns = [str(c) for c in table.columns]
     texts = [c for c in columns if c not in levels and table[c].dtype.kind in "OSU"]
+    named = [c for c in texts if any(w in NAME_WORDS for w in name_words(c))]
     out: dict[str, str] = {}
+    used = set(map(str, taken))
     for level in levels:
         stem = re.sub(r"(_?(code|id|cod|codice))$", "", level, flags=re.I)
-        for c in [f"{level}_name", f"{stem}_name"] + [
-                c for c in texts if any(w in NAME_WORDS for w in name_words(c))]:
-            if c in texts and c not in out.values() and _names_level(table, level, c):
+        own = set(name_words(stem)) - set(CODE_WORDS)
+        for c in [f"{level}_name", f"{stem}_name",
+                  *sorted(named, key=lambda c: not own & set(name_words(c)))]:
+            if (c in texts and c not in used and _names_level(table, level, c)
+                    and not _coarser_names(table, level, c)):
                 out[level] = c
+                used.add(c)
                 break
     return out
+
+
+def _coarser_names(table: pd.DataFrame, level: str, column: str) -> bool:
+    """``column`` holds a coarser level's names: codes of ``level`` share names, and the
+    name is one within every unit holding several codes of a column ``level`` nests in
+    (Cádiz and Málaga both 'Andalucía', within their region's code)."""
+    codes = int(table[level].nunique())
+    if int(table[column].nunique()) >= codes:
+        return False  # a name per code
+    for parent in (str(c) for c in table.columns):
+        if (parent in (level, column) or table[parent].dtype.kind == "f"
+                or table[parent].dtype.kind in "iu" and not looks_like_code(parent)
+                or not 1 < int(table[parent].nunique()) < codes
+                or not _determines(table, level, parent)):
+            continue
+        per = table.groupby(parent, sort=False)[[level, column]].nunique()
+        several = per[level] > 1
+        if several.any() and bool((per.loc[several, column] == 1).all()):
+            return True
+    return False
 
 
 def _names_level(table: pd.DataFrame, level: str, column: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from test_app import assert_clean
 from test_app_group_sizes_declared import guessed_upload
+from test_app_verdict import declared
 
 from hierdp_core.ui import session
 
@@ -26,3 +27,34 @@ def test_a_melted_table_is_guessed_again_and_its_row_total_is_no_count():
     roles = at.session_state[session.ROLES]
     assert (roles["count_column"], roles["category_columns"]) == ("count", ["category"])
     assert any("228 people in total" in s.value for s in at.success)
+
+
+SPAIN = pd.DataFrame({"ccaa": ["01", "01", "07", "12", "13", "16"],
+                      "ccaa_nombre": ["Andalucía", "Andalucía", "Castilla y León", "Galicia",
+                                      "Comunidad de Madrid", "País Vasco"],
+                      "provincia": ["11", "29", "05", "15", "28", "01"],
+                      "provincia_nombre": ["Cádiz", "Málaga", "Ávila", "A Coruña", "Madrid",
+                                           "Araba/Álava"],
+                      "personas": [1581, 1764, 2431, 2778, 1362, 2625]})
+
+
+def names_caption(at) -> str:
+    return next(c.value for c in at.caption if "Unit names" in c.value)
+
+
+def test_a_level_is_named_by_its_own_name_column_never_a_coarser_level_s():
+    """Provinces were named by their region (Cádiz and Málaga both 'Andalucía'), both
+    levels by one column, and a name column chosen twice over a declared geography raised
+    a TypeError on every page."""
+    at = guessed_upload(SPAIN, "es.csv")
+    at.multiselect(key="roles_levels_1").set_value(["provincia"]).run()
+    at.selectbox(key="roles_count_1").select("personas").run()
+    assert names_caption(at).endswith("provincia ← provincia_nombre")
+    at.multiselect(key="roles_levels_1").set_value(["ccaa", "provincia"]).run()
+    assert names_caption(at).endswith("ccaa ← ccaa_nombre, provincia ← provincia_nombre")
+    declared(at, SPAIN.drop(columns="personas")).run()
+    assert_clean(at)
+    at.selectbox(key="roles_names_provincia_1").select("ccaa_nombre").run()
+    assert not at.exception
+    assert any("name column 'ccaa_nombre' is chosen for the levels ['ccaa', 'provincia']"
+               in e.value for e in at.error)

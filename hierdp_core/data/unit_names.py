@@ -14,10 +14,15 @@ from hierdp_core.errors import InputError
 def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
                 name_columns: dict[str, str]) -> dict[int, np.ndarray]:
     """One name per node for each level in ``name_columns``; a unit with two different names
-    is an error naming it."""
+    is an error naming it, and so is one column for two levels."""
     unknown = set(name_columns) - set(levels)
     if unknown:
         raise InputError(f"names given for {sorted(unknown)}, which are not levels {levels}")
+    for column in dict.fromkeys(name_columns.values()):
+        both = [lv for lv in levels if name_columns.get(lv) == column]
+        if len(both) > 1:
+            raise InputError(f"name column {column!r} is chosen for the levels {both}: each "
+                             "level's units need a name column of their own (or none)")
     validate_columns(table, list(name_columns.values()), "name")
     h = hierarchy
     node = leaf + h.level_offsets[h.depth]

@@ -247,9 +247,13 @@ def count_picker(table: pd.DataFrame, levels: list[str], current: str | None,
 def name_pickers(table: pd.DataFrame, levels: list[str],
                  taken: list[str]) -> dict[str, str | None]:
     """One "names of <level>" picker per level (any column not otherwise used; default the
-    roles' choice, else a guess): level -> name column, None where the user chose none."""
-    chosen = {**column_roles.guess_name_columns(table, levels),
-              **(session.roles().get("name_columns") or {})}
+    roles' choice, else a guess of a column no other level's names take): level -> name
+    column, None where the user chose none."""
+    picked = {lv: c for lv, c in (session.roles().get("name_columns") or {}).items()
+              if lv in levels}
+    chosen = {**column_roles.guess_name_columns(
+        table, [lv for lv in levels if lv not in picked], filter(None, picked.values())),
+        **picked}
     options = [NO_NAME, *(str(c) for c in table.columns if str(c) not in {*levels, *taken})]
     out = {}
     for col, level in zip(st.columns(max(len(levels), 1)), levels, strict=False):

@@ -103,7 +103,7 @@ def declared_geography(levels, *, alternatives=(), level_names=None, ragged: boo
                  tuple(sorted(names.items())))
     if cache_key not in s["built"]:
         s["built"][cache_key] = geography_from_table(
-            table[chosen + list(names.values())], chosen, name_columns=names,
+            table[list(dict.fromkeys([*chosen, *names.values()]))], chosen, name_columns=names,
             level_names=level_names, source=geo["name"], sha256=geo["sha256"], ragged=ragged,
             local_codes=local_codes)
     return s["built"][cache_key]
