@@ -74,6 +74,11 @@ def name_words(column: str) -> list[str]:
     return [w for w in re.split(r"[\W_]+", str(column).lower()) if w]
 
 
+def names_units(column: str) -> bool:
+    """The column's name says it holds names (a word of `NAME_WORDS`: ``gemeente_naam``)."""
+    return any(w in NAME_WORDS for w in name_words(column))
+
+
 def hinted(column: str, hints: Iterable[str]) -> bool:
     """The column's name, or one of its words, is one of ``hints``."""
     name = str(column).lower()
@@ -190,7 +195,7 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
     part = table.head(sample_rows)
     skip = set(map(str, exclude)) | set(count_candidates(part))
     pool = [str(c) for c in part.columns if str(c) not in skip and part[c].dtype.kind != "f"
-            and not any(w in NAME_WORDS for w in name_words(c))
+            and not names_units(c)
             and not hinted(c, GROUP_HINTS + PERSON_HINTS)]
     distinct = {c: int(part[c].nunique()) for c in pool}
     pool = [c for c in pool if 1 < distinct[c] and distinct[c] * rows_per_unit <= len(part)]
@@ -220,7 +225,7 @@ def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str]
         if c in skip or part[c].dtype.kind not in "OSU" and not (
                 looks_like_code(c) and part[c].dtype.kind in "iu"):
             continue
-        if (any(w in NAME_WORDS for w in name_words(c)) or c in numbers
+        if (names_units(c) or c in numbers
                 or any(_names_level(part, level, c) for level in levels)):
             continue  # a unit's name (one a unit, whatever the column is called), numbers
         finer = int(part[c].nunique()) > int(part[levels[-1]].nunique())
@@ -262,7 +267,7 @@ def guess_categories(table: pd.DataFrame, levels: list[str], count: str | None,
     taken = {*levels, *(names or ()), *([count] if count else [])}
     return [str(c) for c in part.columns if str(c) not in taken
             and part[c].dtype.kind in "OSUb" and 2 <= int(part[c].nunique()) <= most
-            and not any(w in NAME_WORDS for w in name_words(c)) and not hinted(str(c), COUNT_HINTS)
+            and not names_units(c) and not hinted(str(c), COUNT_HINTS)
             and (not levels or (part.groupby(levels[-1])[c].nunique() > 1).mean() >= 0.5)]
 
 
@@ -275,7 +280,7 @@ def guess_name_columns(table: pd.DataFrame, levels: list[str],
     ``taken`` (names chosen for other levels)."""
     columns = [str(c) for c in table.columns]
     texts = [c for c in columns if c not in levels and table[c].dtype.kind in "OSU"]
-    named = [c for c in texts if any(w in NAME_WORDS for w in name_words(c))]
+    named = [c for c in texts if names_units(c)]
     out: dict[str, str] = {}
     used = set(map(str, taken))
     for level in levels:

@@ -21,6 +21,7 @@ from hierdp_core.column_roles import (
     group_candidates,
     hinted,
     name_words,
+    names_units,
     size_candidates,
 )
 
@@ -34,16 +35,21 @@ DESTINATION_WORDS = ("d", "destination", "to", "dest", "work", "workplace", "tra
 
 def od_candidates(table: pd.DataFrame) -> tuple[list[str], list[str]]:
     """Origin and destination level columns by their names' first or last word ('o_state',
-    'origin_county', 'county_from'; 'd_state', 'dest_county'), in table order; the lists
-    are empty when the names say nothing.
+    'origin_county', 'county_from'; 'd_state', 'dest_county'), coarse to fine, never a
+    column of names (``woon_gemeente_naam``: `column_roles.names_units`); the lists are
+    empty when the names say nothing.
 
     >>> od_candidates(pd.DataFrame(columns=["from_zone", "to_zone", "trips"]))
     (['from_zone'], ['to_zone'])
     """
+    def named(column: str, words: tuple[str, ...]) -> bool:
+        w = name_words(column)
+        return (len(w) > 1 and (w[0] in words or w[-1] in words)
+                or _compound(column.lower(), words))
+
     def side(words: tuple[str, ...]) -> list[str]:
         found = [str(c) for c in table.columns
-                 if len(name_words(c)) > 1 and (name_words(c)[0] in words or name_words(c)[-1] in words)
-                 or _compound(str(c).lower(), words)]
+                 if named(str(c), words) and not names_units(c)]
         # coarse to fine: by their numbers of codes (the table's order when no rows)
         return sorted(found, key=lambda c: int(table[c].nunique())) if len(table) else found
     return side(ORIGIN_WORDS), side(DESTINATION_WORDS)

@@ -4,7 +4,7 @@ made on the table as it is now and never proposes a role that would release wron
 from __future__ import annotations
 
 import pandas as pd
-from test_app import assert_clean
+from test_app import assert_clean, on_upload, page, uploaded, use_guess
 from test_app_group_sizes_declared import guessed_upload
 from test_app_verdict import declared
 
@@ -58,3 +58,21 @@ def test_a_level_is_named_by_its_own_name_column_never_a_coarser_level_s():
     assert not at.exception
     assert any("name column 'ccaa_nombre' is chosen for the levels ['ccaa', 'provincia']"
                in e.value for e in at.error)
+
+
+def test_the_flows_guess_takes_no_name_column_for_a_level_and_a_dutch_count():
+    """A CBS commuter table: woon_gemeente_naam was guessed as a third origin level and
+    'aantal' as no count, releasing 16 rows as trips instead of 1,864 commuters."""
+    areas = [("20", "0014", "Groningen"), ("21", "0080", "Leeuwarden"),
+             ("21", "1900", "Súdwest-Fryslân"), ("27", "0363", "Amsterdam")]
+    table = pd.DataFrame([dict(woon_provincie=o[0], woon_gemeente=o[1], woon_gemeente_naam=o[2],
+                               werk_provincie=d[0], werk_gemeente=d[1],
+                               werk_gemeente_naam=d[2], aantal=100 + 10 * i + j)
+                          for i, o in enumerate(areas) for j, d in enumerate(areas)])
+    at = use_guess(on_upload(uploaded(page("pages/8_Flows.py"), table, []), "fl"), "fl")
+    assert_clean(at)
+    assert at.multiselect(key="fl_up_origin").value == ["woon_provincie", "woon_gemeente"]
+    assert at.multiselect(key="fl_up_destination").value == ["werk_provincie", "werk_gemeente"]
+    assert at.selectbox(key="fl_up_count").value == "aantal"
+    assert table["aantal"].sum() == 1_864
+    assert any("1,864 trips between 4 areas" in c.value for c in at.caption)

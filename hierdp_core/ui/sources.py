@@ -75,12 +75,6 @@ def pick_column(label: str, columns: list[str], key: str, **kwargs):
                         placeholder="choose a column", **kwargs)
 
 
-def _first(columns: list[str], preferred: tuple[str, ...]) -> str | None:
-    """The guess for a role: the first ``preferred`` name among ``columns``, else the first
-    column (None when there is none)."""
-    return next((p for p in preferred if p in columns), columns[0] if columns else None)
-
-
 def suggestion(key: str, guesses: dict[str, tuple[str, object]]) -> bool:
     """The guessed roles not chosen yet (widget key -> (label, guessed value)), shown with
     what they are and a button that applies them all in one click; nothing is applied
@@ -129,10 +123,14 @@ def level_columns(ds: dict, key: str, label: str = "Geography levels, coarse to 
                           else [c for c in default if c in columns])
 
 
-def _count_names(usual: tuple[str, ...]) -> tuple[str, ...]:
-    """Likely count column names: the one chosen on the Data page first."""
+def count_guess(candidates: list[str], none: str) -> str:
+    """The guess for a query page's count column among ``candidates``
+    (`column_roles.count_candidates`): the one chosen on the Data page, else the first
+    named like a count in one of the languages the Data page's guess knows
+    (`column_roles.COUNT_HINTS`: ``aantal``, ``personas``), else ``none`` (one row each)."""
     chosen = st.session_state.get(session.ROLES, {}).get("count_column")
-    return ((chosen,) if chosen else ()) + usual
+    return chosen if chosen in candidates else next(
+        (c for c in candidates if column_roles.hinted(c, column_roles.COUNT_HINTS)), none)
 
 
 def build_once(prefix: str, key: tuple, what: str, build, failure: str = ""):
@@ -176,7 +174,6 @@ def prepared(ds: dict, level_sets: list[list[str]], count_column: str | None):
 
 
 TRIP_ROWS = "(none: one row per trip)"
-FLOW_COUNT_NAMES = ("count", "trips", "flows", "flights", "workers", "commuters", "n")
 
 
 def flows_from_upload(ds: dict):
@@ -199,12 +196,11 @@ def flows_from_upload(ds: dict):
         count = pick_column("Count column", options, wk.FL_UP_COUNT,
                             help="The number of trips of each row, or none when every row "
                                  "is one trip.")
-    guessed_options = [TRIP_ROWS, *column_roles.count_candidates(ds["table"],
-                                                                 [*guessed[0], *guessed[1]])]
     offered = suggestion(wk.FL_UP_SUGGEST, {
         wk.FL_UP_ORIGIN: ("origin levels", guessed[0]),
         wk.FL_UP_DESTINATION: ("destination levels", guessed[1]),
-        wk.FL_UP_COUNT: ("count", _first(guessed_options, _count_names(FLOW_COUNT_NAMES)))})
+        wk.FL_UP_COUNT: ("count", count_guess(column_roles.count_candidates(
+            ds["table"], [*guessed[0], *guessed[1]]), TRIP_ROWS))})
     confirm_roles([origin, destination, count], "the origin and destination level columns "
                   "of your table, coarse to fine (e.g. o_state, o_county and d_state, "
                   "d_county), and the count column", offered)
@@ -229,7 +225,6 @@ def flows_from_upload(ds: dict):
 
 
 PERSON_ROWS = "(none: one row per person)"
-RANGE_COUNT_NAMES = ("count", "residents", "population", "people", "n")
 
 
 def _domain(text: str) -> tuple[int, int] | None:
@@ -277,9 +272,8 @@ def ranges_from_upload(ds: dict):
     offered = suggestion(wk.RG_UP_SUGGEST, {
         wk.RG_UP_LEVELS: ("levels", guessed),
         wk.RG_UP_ATTRIBUTE: ("ordered attribute", attribute_guess),
-        wk.RG_UP_COUNT: ("count", _first(
-            [PERSON_ROWS, *column_roles.count_candidates(table, [*guessed, attribute_guess])],
-            _count_names(RANGE_COUNT_NAMES)))})
+        wk.RG_UP_COUNT: ("count", count_guess(column_roles.count_candidates(
+            table, [*guessed, attribute_guess]), PERSON_ROWS))})
     confirm_roles([levels, attribute, count], "the geography level columns of your table "
                   "(coarse to fine), the ordered attribute and the count column", offered)
     count_column = None if count == PERSON_ROWS else count
