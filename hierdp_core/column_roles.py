@@ -209,6 +209,41 @@ def guess_levels(table: pd.DataFrame, exclude: Iterable[str] = (), max_levels: i
                default=[])
 
 
+def local_code_levels(table: pd.DataFrame, levels: list[str], exclude: Iterable[str] = (),
+                      sample_rows: int = 200_000) -> list[str]:
+    """``levels`` (a `guess_levels` chain) with a level of local codes: a column named as
+    codes (`looks_like_code`, no attribute, group or person) that nests in the finest level
+    only as (parent, code) pairs (`_local_within`: district 01-03 in every state), added
+    as the finest level; a chain of one level may itself be the local codes of such a
+    coarser column (fewer codes, or as many and before it: 36 states, district codes
+    01-75). [] when there is none."""
+    if not levels:
+        return []
+    part = table.head(sample_rows)
+    finest = levels[-1]
+    skip = {*levels, *map(str, exclude), *count_candidates(part)}
+    order = {c: (int(part[c].nunique()), i) for i, c in enumerate(map(str, part.columns))}
+    for c in (str(c) for c in part.columns):
+        if (c in skip or part[c].dtype.kind == "f" or not looks_like_code(c) or names_units(c)
+                or hinted(c, ATTRIBUTE_HINTS + GROUP_HINTS + PERSON_HINTS)):
+            continue
+        parent, child = sorted((finest, c), key=order.get)
+        if (parent == finest or len(levels) == 1) and _local_within(part, parent, child):
+            return [*levels, c] if parent == finest else [c, finest]
+    return []
+
+
+def _local_within(table: pd.DataFrame, parent: str, child: str) -> bool:
+    """``child`` holds codes local to ``parent``: more (parent, code) pairs than parents,
+    not every parent with every code (a category's values cross the units), and most
+    pairs' codes under other parents too (a few codes under two parents are an error of
+    the table, `left_out_levels`)."""
+    pairs = table[[parent, child]].drop_duplicates()
+    parents = int(table[parent].nunique())
+    return (parents < len(pairs) < parents * int(table[child].nunique())
+            and float(pairs[child].duplicated(keep=False).mean()) > 0.5)
+
+
 def left_out_levels(table: pd.DataFrame, levels: list[str], taken: Iterable[str] = (),
                     sample_rows: int = 200_000) -> list[str]:
     """Text or code-like columns (not ``taken``: count, names, categories) left out of the

@@ -76,3 +76,21 @@ def test_the_flows_guess_takes_no_name_column_for_a_level_and_a_dutch_count():
     assert at.selectbox(key="fl_up_count").value == "aantal"
     assert table["aantal"].sum() == 1_864
     assert any("1,864 trips between 4 areas" in c.value for c in at.caption)
+
+
+def test_local_district_codes_are_guessed_as_a_level_with_local_codes():
+    """District codes 01-03 repeated in every state were guessed as a category: the release
+    had cells for districts state 33 does not have."""
+    rows = [("9", "01"), ("9", "02"), ("9", "03"), ("10", "01"), ("10", "02"), ("33", "01")]
+    table = pd.DataFrame([dict(state=s, district=d, sex=x)
+                          for s, d in rows for x in "FM" for _ in range(3)])
+    at = guessed_upload(table, "in.csv")
+    assert any("levels state › district, whose codes are local (unique only within their "
+               "state); categories sex" in i.value for i in at.info)
+    at.button(key="roles_guess_1").click().run()
+    assert at.checkbox(key="roles_local").value is True
+    at.switch_page("pages/4_Results.py").run()
+    assert_clean(at)
+    release = at.session_state[session.RELEASE]
+    assert release.categories == ("F", "M")
+    assert release.hierarchy.n_nodes == 1 + 3 + 6  # the total, the states, their districts

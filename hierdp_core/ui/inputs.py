@@ -171,7 +171,8 @@ def default_roles(table: pd.DataFrame) -> dict:
 
 def guess_roles(table: pd.DataFrame, not_counts: Sequence[str] = ()) -> dict:
     """The roles guessed for ``table`` (`column_roles`): the nested code columns as levels,
-    else the first column; a count column named like a count in one of the languages it
+    with a level of local codes (``local_codes``: `column_roles.local_code_levels`), else
+    the first column; a count column named like a count in one of the languages it
     knows, else the one column that can only be a count (never one of ``not_counts``: a
     melted table's row totals); categories, names per level, and the columns left out."""
     named = [c for c in column_roles.count_candidates(table, not_counts)
@@ -182,24 +183,29 @@ def guess_roles(table: pd.DataFrame, not_counts: Sequence[str] = ()) -> dict:
             and table[levels[-1]].nunique() == len(table)):
         # one row per person, with a person's id for its finest "level": no level
         levels = column_roles.guess_levels(table, rows_per_unit=PERSONS_PER_UNIT)
-    levels = levels or [str(table.columns[0])]
+    local = column_roles.local_code_levels(table, levels, named[:1])
+    levels = local or levels or [str(table.columns[0])]
     names = column_roles.guess_name_columns(table, levels)
     categories = column_roles.guess_categories(table, levels, count, names.values())
-    return {"levels": levels, "count_column": count, "category_columns": categories,
-            "name_columns": names, "separated": column_roles.separated_numbers(table),
+    return {"levels": levels, "local_codes": bool(local), "count_column": count,
+            "category_columns": categories, "name_columns": names,
+            "separated": column_roles.separated_numbers(table),
             "left_out": column_roles.left_out_levels(
                 table, levels, [*names.values(), *categories, count or ""])}
 
 
 def _use_guess(guessed: dict) -> None:
-    """Apply the guessed roles (the button's on_click, before the page redraws)."""
+    """Apply the guessed roles (the button's on_click, before the page redraws); a guess
+    of local codes ticks their box."""
     categories = list(guessed.get("category_columns", []))
+    local = bool(guessed.get("local_codes") or session.roles().get("local_codes"))
     st.session_state[table_key(wk.ROLES_LEVELS)] = list(guessed["levels"])
     st.session_state[table_key(wk.ROLES_COUNT)] = guessed["count_column"] or NO_COUNT
     st.session_state[table_key(wk.ROLES_CATEGORIES)] = categories
+    st.session_state[wk.ROLES_LOCAL] = local
     session.set_roles({**session.roles(), "levels": list(guessed["levels"]),
                        "count_column": guessed["count_column"], "count_confirmed": True,
-                       "category_columns": categories})
+                       "category_columns": categories, "local_codes": local})
 
 
 def guess_panel(table: pd.DataFrame) -> None:
@@ -222,7 +228,10 @@ def guess_panel(table: pd.DataFrame) -> None:
     out += (f" {', '.join(separated)} holds numbers written with a thousands separator "
             "('1 234'), read as text: save the file without the separators to use them as "
             "counts." if separated else "")
-    st.info(f"Guessed from the table, not applied: levels {' › '.join(guessed['levels'])}"
+    levels = guessed["levels"]
+    local = (f", whose codes are local (unique only within their {levels[-2]})"
+             if guessed.get("local_codes") else "")
+    st.info(f"Guessed from the table, not applied: levels {' › '.join(levels)}{local}"
             f"{by}; {total}. Check it, then use it (or choose the columns below).{out}")
     st.button("Use the guessed columns", key=table_key(wk.ROLES_GUESS), on_click=_use_guess,
               args=(guessed,))
