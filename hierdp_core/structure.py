@@ -343,16 +343,17 @@ def read_geography(path, levels: Sequence[str], *, alternatives: Sequence[Sequen
                    name_columns: Mapping[str, str] | None = None, local_codes: bool = False,
                    root_name: str = "total", level_names: Sequence[str] | None = None,
                    ragged: bool = False, encoding: str | None = None) -> Geography:
-    """Read a geography file (any format of `hierdp_core.data.loaders.read_table`, text in
-    ``encoding``, default UTF-8) whose
-    level columns are ``levels``, or else the first of ``alternatives`` it has; records the
+    """Read a geography file (any format of `hierdp_core.data.loaders.read_table`; text in
+    its BOM's encoding, else UTF-8 when its bytes are UTF-8, else in ``encoding``, the
+    input's: `hierdp_core.data.sources.own_encoding`) whose level columns are ``levels``, or else the first of ``alternatives`` it has; records the
     file's name and sha256. A file of finer units (distinct rows repeating the codes of
     ``levels``, e.g. municipalities read at region and province) is read as the units of
     ``levels`` it lists; a row repeated whole is still an error. See `geography_from_table`."""
     from hierdp_core.data.loaders import read_table
+    from hierdp_core.data.sources import own_encoding
 
     path = Path(path)
-    table = read_table(path, encoding=encoding)
+    table = read_table(path, encoding=own_encoding(path, encoding)[0])
     chosen = level_columns_of(table, path.name, levels, alternatives)
     names = [c for c in (name_columns or {}).values() if c in table.columns]
     kept = list(dict.fromkeys([*chosen, *names]))

@@ -244,6 +244,36 @@ def test_a_latin1_table_and_geography_are_read_with_encoding(capsys, tmp_path):
         assert code == 0 and "mae" in report, err
 
 
+def test_a_utf8_geography_beside_a_cp1252_input(capsys, tmp_path):
+    """An Excel (cp1252) extract with a UTF-8 register geography: ``--encoding cp1252``
+    read the geography in cp1252 too, labelling 'Bodø' 'BodÃ¸' (with a BOM, its first
+    column was 'ï»¿fylke'). The geography is read as UTF-8, saying so in one note, and
+    evaluate reads it the same way."""
+    geography = ("fylke,fylkesnavn,kommune,kommunenavn\n18,Nordland,1804,Bodø\n"
+                 "15,Møre og Romsdal,1507,Ålesund\n")
+    csv = tmp_path / "d.csv"
+    csv.write_bytes("fylke,kommune,antall,merknad\n18,1804,500,Sør\n15,1507,300,\n"
+                    .encode("cp1252"))
+    for name, bom, why in (("geo.csv", b"", "its bytes are UTF-8"),
+                           ("bom.csv", b"\xef\xbb\xbf", "its byte-order mark")):
+        (tmp_path / name).write_bytes(bom + geography.encode())
+        out = tmp_path / f"rel-{name}"
+        code, _, err = run_cli(
+            capsys, "release", csv, "--encoding", "cp1252", "--levels", "fylke,kommune",
+            "--count-column", "antall", "--names", "fylke=fylkesnavn,kommune=kommunenavn",
+            "--geography", tmp_path / name, "--mechanism", "topdown", "--epsilon", 1,
+            "--seed", 1, "--key-file", tmp_path / "key", "--out", out)
+        assert code == 0, err
+        note = (f"note: {name} read as UTF-8 ({why}); --encoding cp1252 applies to the "
+                "input\n")
+        assert err.count(note) == 1, err
+        labels = set(pd.read_csv(out / "release.csv", dtype=str)["label"])
+        assert {"Bodø", "Møre og Romsdal", "Ålesund"} <= labels, labels
+        code, _, err = run_cli(capsys, "evaluate", out, "--truth", csv,
+                               "--key-file", tmp_path / "key")
+        assert code == 0 and note in err, err
+
+
 def test_an_import_error_raised_from_ctrl_c_is_an_interrupt(monkeypatch, capsys):
     """numpy wraps Ctrl-C during its extension's import in an ImportError (seen 1 run in 6
     of the test above): the command still says ``interrupted`` and exits 130."""

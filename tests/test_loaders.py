@@ -251,6 +251,29 @@ def test_utf16_with_bom_is_recognised(tmp_path):
     assert t["région"].tolist() == ["Île"]
 
 
+def test_a_bom_is_honoured_whatever_the_encoding_given(tmp_path):
+    """A UTF-8 file with a BOM read with ``encoding="cp1252"``: its first column was named
+    'ï»¿fylke' and its letters were mojibake; the BOM says the file's encoding."""
+    path = tmp_path / "g.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + "fylke,navn\n18,Bodø\n".encode())
+    for columns in (None, ["fylke", "navn"]):  # the pandas and the pyarrow readers
+        t = read_table(path, encoding="cp1252", columns=columns)
+        assert list(t.columns) == ["fylke", "navn"] and t["navn"].tolist() == ["Bodø"]
+
+
+def test_own_encoding_of_a_public_file(tmp_path):
+    """A file with an encoding of its own (a geography beside a cp1252 input): UTF-8 bytes
+    are read as UTF-8 and say so, ASCII and other text keep the input's encoding."""
+    utf8 = write(tmp_path / "u.csv", "navn\nBodø\n")
+    assert sources.own_encoding(utf8, "cp1252") == ("utf-8", "its bytes are UTF-8")
+    assert sources.own_encoding(utf8, None) == (None, "")
+    assert sources.own_encoding(utf8, "utf-8") == ("utf-8", "")
+    assert sources.own_encoding(write(tmp_path / "a.csv", "navn\nOslo\n"), "cp1252") == (
+        "utf-8", "")
+    cp = write(tmp_path / "c.csv", "navn\nBodø\n", "cp1252")
+    assert sources.own_encoding(cp, "cp1252") == ("cp1252", "")
+
+
 def test_latin1_with_explicit_encoding_keeps_accents(tmp_path):
     path = write(tmp_path / "fr.csv", "commune,n\nBéziers,3\nSaint-Étienne,4\n", "latin-1")
     t = read_table(path, encoding="latin-1")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from hierdp_core.cli.inputs import input_data
-from hierdp_core.cli.table import evaluate_args, prepare_input
+from hierdp_core.cli.table import evaluate_args, geography_note, prepare_input
 from hierdp_core.errors import InputError
 from hierdp_core.intervals.coverage import coverage_per_level
 
@@ -34,6 +34,8 @@ def cmd_evaluate(args) -> int:
     from hierdp_core.config import RunOptions
 
     cfg, truth, _ = prepare_input(*evaluate_args(args, spec))
+    if note := geography_note(cfg):
+        print(f"note: {note}", file=sys.stderr)
     data = input_data(cfg, RunOptions(), truth)
     coverage = None
     if cfg.query == "flows":

@@ -21,9 +21,9 @@ KEY_FILE_HELP = ("the publisher's secret key, which keys the input fingerprint a
 #: quantities a release may publish exactly, when declared with --invariant
 
 
-ENCODING_HELP = ("the text encoding of a CSV/TSV input table and of its --geography file, "
-                 "e.g. latin-1 or cp1252 (Excel on Windows); default: UTF-8, or the file's "
-                 "byte-order mark")
+ENCODING_HELP = ("the text encoding of a CSV/TSV input table, e.g. latin-1 or cp1252 (Excel "
+                 "on Windows), and of its --geography file unless that one is UTF-8; "
+                 "default: UTF-8; a file's byte-order mark always wins")
 
 def _seed(text: str) -> int:
     """A non-negative integer seed (argparse type)."""

@@ -25,6 +25,7 @@ from hierdp_core.cli.limits import memory_limit
 from hierdp_core.cli.memory import check_data_memory, check_table_memory
 from hierdp_core.cli.split import describe_choice, goal_split
 from hierdp_core.cli.table import (
+    geography_note,
     input_spec,
     lookalike_warning,
     prepare_input,
@@ -157,6 +158,8 @@ def cmd_release(cfg, run) -> int:
                     "and category, size, value or O/D pair) were summed")
     if prepared:
         said.append(f"note: {prepared}")
+    if geography := geography_note(cfg):
+        said.append(f"note: {geography}")
     if sparse:
         said.append(f"note: {sparse}")
     if cfg.data.get("groups") and (unkept := unkept_declaration(release.parameters)):

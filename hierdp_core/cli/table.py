@@ -74,6 +74,21 @@ def lookalike_warning(cfg, table) -> str | None:
             "text: leading zeros make different units; check these are meant)")
 
 
+def geography_note(cfg) -> str | None:
+    """The note of a ``--geography`` text file read in another encoding than ``--encoding``
+    (its BOM's, or UTF-8 as its bytes are: `hierdp_core.data.sources.own_encoding`), or
+    None."""
+    from hierdp_core.data.sources import own_encoding
+
+    path = cfg.data.get("geography")
+    encoding, why = own_encoding(path, cfg.encoding) if path else (None, "")
+    if not why:
+        return None
+    shown = "UTF-16" if encoding.startswith("utf-16") else "UTF-8"
+    return (f"{Path(path).name} read as {shown} ({why}); --encoding {cfg.encoding} applies "
+            "to the input")
+
+
 def totals_warning(cfg, table) -> str | None:
     """The warning of units that look like totals or subtotals
     (`data.totals_rows.totals_like_units`) of a release whose units are read from the data

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pandas is imported where used: `hierdp_core.data.prefetch` 
     import pandas as pd  # a file's header before it is
 
 __all__ = ["SUPPORTED_FORMATS", "Source", "choose_encoding", "fail", "head_bytes", "kind_of",
-           "read_text", "resolve_source", "sniff_delimiter"]
+           "own_encoding", "read_text", "resolve_source", "sniff_delimiter"]
 
 #: Extension (lower case) -> reader kind. Longest match wins (".csv.gz" before ".gz").
 _KIND_BY_EXT = {
@@ -210,17 +210,41 @@ def head_bytes(src: Source, gz: bool) -> bytes:
 
 
 def choose_encoding(name: str, head: bytes, encoding: str | None) -> str:
-    """The explicit encoding if given (checked to exist), else from the BOM, else UTF-8."""
+    """The encoding of the BOM if the file starts with one (whatever ``encoding`` says),
+    else the explicit encoding if given (checked to exist), else UTF-8."""
     if encoding is not None:
         try:
             codecs.lookup(encoding)
         except LookupError:
             raise fail(name, f"unknown encoding {encoding!r}") from None
-        return encoding
-    for bom, enc in _BOMS:
-        if head.startswith(bom):
-            return enc
-    return "utf-8-sig"
+    return next((enc for bom, enc in _BOMS if head.startswith(bom)), encoding or "utf-8-sig")
+
+
+def own_encoding(path, encoding: str | None) -> tuple[str | None, str]:
+    """(the encoding to read the text file ``path`` in, why when not ``encoding``) for a
+    file with an encoding of its own, such as a public geography beside an input read in
+    ``encoding``: its BOM's, else UTF-8 when its bytes are UTF-8 (text in another encoding
+    with non-ASCII letters practically never is), else ``encoding``. The reason is empty
+    when the text reads the same in ``encoding`` (no ``encoding``, ASCII, not a text file)."""
+    src = resolve_source(path, None, math.inf)
+    kind = kind_of(src.name)
+    if encoding is None or not kind.startswith("text"):
+        return encoding, ""
+    chosen = choose_encoding(src.name, head_bytes(src, kind.endswith(".gz")), encoding)
+    if chosen != encoding:
+        same = codecs.lookup(chosen).name.removesuffix("-sig") == codecs.lookup(encoding).name
+        return chosen, "" if same else "its byte-order mark"
+    decoder, ascii_only = codecs.getincrementaldecoder("utf-8")("strict"), True
+    with src.open_text_bytes(kind.endswith(".gz")) as stream:
+        try:
+            while chunk := stream.read(SCAN_CHUNK):
+                decoder.decode(chunk)
+                ascii_only = ascii_only and chunk.isascii()
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return encoding, ""
+    same = ascii_only or codecs.lookup(encoding).name == "utf-8"
+    return "utf-8", "" if same else "its bytes are UTF-8"
 
 
 def sniff_delimiter(sample: str, prefer: str = ",") -> str:
