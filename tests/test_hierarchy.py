@@ -283,6 +283,25 @@ def test_unit_names_label_nodes_and_conflicting_names_are_named():
         h.with_names({1: np.array(["only one"])})
 
 
+def test_a_unit_with_an_empty_name_is_labelled_by_its_code(tmp_path):
+    """An empty (or blank) name cell labelled its unit 'nan' in the release; the label falls
+    back to the code, at every level, from the data and from a geography file. A unit
+    named in one row and empty in another keeps its name."""
+    from hierdp_core.queries.counts import count_data_from_table
+    from hierdp_core.structure import read_geography
+
+    t = pd.DataFrame({"s": ["B", "A", "A", "C"], "c": ["b1", "a2", "a1", "c1"],
+                      "n": [1, 2, 3, 4], "s_name": ["Bee", None, "Ay", " "],
+                      "c_name": ["b one", "", None, "c one"]})
+    names = {"s": "s_name", "c": "c_name"}
+    data = count_data_from_table(t, ["s", "c"], count_column="n", name_columns=names)
+    assert data.hierarchy.labels().tolist() == ["total", "Ay", "Bee", "C", "a1", "a2",
+                                                "b one", "c one"]
+    t.drop(columns="n").to_csv(tmp_path / "geo.csv", index=False)
+    geography = read_geography(tmp_path / "geo.csv", ["s", "c"], name_columns=names)
+    assert geography.hierarchy.labels().tolist() == data.hierarchy.labels().tolist()
+
+
 # ---- ids of any code (issue 16) ----------------------------------------------------------
 ODD_CHARS = "ab/%>é 0"
 

@@ -13,8 +13,9 @@ from hierdp_core.errors import InputError
 
 def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[str],
                 name_columns: dict[str, str]) -> dict[int, np.ndarray]:
-    """One name per node for each level in ``name_columns``; a unit with two different names
-    is an error naming it, and so is one column for two levels."""
+    """One name per node for each level in ``name_columns``, its code where every name
+    cell of the unit is empty; a unit with two different names is an error naming it, and
+    so is one column for two levels."""
     unknown = set(name_columns) - set(levels)
     if unknown:
         raise InputError(f"names given for {sorted(unknown)}, which are not levels {levels}")
@@ -30,8 +31,10 @@ def unit_names(table: pd.DataFrame, hierarchy, leaf: np.ndarray, levels: list[st
     for level in range(h.depth, 0, -1):
         column = name_columns.get(levels[level - 1])
         if column is not None:
-            local = (node - h.level_offsets[level]).astype(np.int64)
-            name_id, uniques = pd.factorize(table[column].astype(str), use_na_sentinel=False)
+            text = table[column].astype("string")
+            named = (text.str.strip().fillna("") != "").to_numpy()
+            local = (node - h.level_offsets[level]).astype(np.int64)[named]
+            name_id, uniques = pd.factorize(text[named].astype(str), use_na_sentinel=False)
             pairs = np.unique(local * len(uniques) + name_id)
             unit, name = pairs // len(uniques), np.asarray(uniques, dtype=object)[
                 pairs % len(uniques)]
