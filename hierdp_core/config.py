@@ -63,15 +63,13 @@ from pathlib import Path
 from hierdp_core.errors import BudgetError, InputError
 from hierdp_core.invariants import INVARIANTS
 from hierdp_core.privacy.budget import SPLIT_PRESETS, PrivacyBudget, check_total
+from hierdp_core.query_settings import APPLIES_TO, QUERIES
 from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 
 FORMAT = "hierdp-config/1"
-QUERIES = ("counts", "group-sizes", "flows", "ranges")
-#: the keys of one query kind only
-QUERY_KEYS = {"counts": ("category_columns", "category_values"),
-              "group-sizes": ("group_column", "size_column", "max_size", "min_size"),
-              "flows": ("origin_levels", "destination_levels", "tree"),
-              "ranges": ("attribute", "domain", "workload")}
+#: the keys of one query kind only (`hierdp_core.query_settings.APPLIES_TO`)
+QUERY_KEYS = {kind: tuple(k for k, kinds in APPLIES_TO.items() if kinds == (kind,)
+                          and "." not in k) for kind in QUERIES}
 KEYS = ("format", "data", "query", "levels", "count_column", "category_columns",
         "category_values", "structure", "mechanism", "params", "epsilon", "rho", "delta",
         "split", "seed", "invariants", *(k for kind in QUERIES[1:] for k in QUERY_KEYS[kind]))

@@ -75,3 +75,34 @@ def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
     code, out, err = run(capsys, "mechanisms")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("error: out of memory") and "--max-memory" in err
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["--max-size", 5], "--max-size does not apply to counts releases: it belongs to "
+                        "group-sizes releases"),
+    (["--min-size", 2], "--min-size does not apply to counts releases"),
+    (["--groups", "groups.csv"], "--groups does not apply to counts releases: it belongs to "
+                                 "group-sizes"),
+    (["--tree", "origin"], "--tree does not apply to counts releases: it belongs to flows"),
+    (["--domain", "0-9"], "--domain does not apply to counts releases: it belongs to ranges"),
+    (["--workload", "all"], "--workload does not apply to counts releases: it belongs to "
+                            "ranges"),
+    (["--wide-name", "sex"], "--wide-name names the column of the --wide columns' names"),
+    (["--interval", "none", "--interval-replicates", 50],
+     "--interval-replicates sets the replicates of the intervals, which --interval none "
+     "leaves out"),
+])
+def test_options_of_another_query_kind_are_refused(capsys, tmp_path, extra, words):
+    """A counts release accepted --max-size, --groups (listed in its manifest), --tree,
+    --domain, --workload, --min-size, --wide-name without --wide and
+    --interval-replicates with --interval none without a word: each is one line naming
+    the option and the query kind it belongs to, before anything is read or charged."""
+    data = tmp_path / "d.csv"
+    data.write_text("state,n\nA,5\n")
+    code, out, err = run(capsys, "release", data, "--levels", "state", "--count-column", "n",
+                         "--structure-from-data", "--mechanism", "topdown", "--epsilon", 1,
+                         "--key-file", tmp_path / "key", "--out", tmp_path / "out", *extra)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and words in err, err
+    assert not (tmp_path / "out").exists()
+    code, out, _ = run(capsys, "budget", "--json")
+    assert code == 0 and '"datasets": []' in out

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hierdp_core.cli.config_file import command_line_config, merged, settings_of_args
 from hierdp_core.cli.parser import build_parser
 from hierdp_core.config import FORMAT, KEYS, ReleaseConfig
+from hierdp_core.errors import InputError
 
 
 def parsed(*argv):
@@ -81,7 +82,8 @@ def test_parameters_merge_by_name_the_command_lines_winning(tmp_path):
 
 def test_the_files_paths_are_relative_to_it_and_the_command_lines_as_given(tmp_path):
     folder = tmp_path / "sub"
-    raw = {**FILE, "data": {"file": "t.csv", "geography": "g.csv", "groups": "n.csv"}}
+    raw = {**FILE, "query": "group-sizes",  # a groups file is theirs
+           "data": {"file": "t.csv", "geography": "g.csv", "groups": "n.csv"}}
     assert settings_with(tmp_path, raw).data == {
         "file": str(folder / "t.csv"), "geography": str(folder / "g.csv"),
         "groups": str(folder / "n.csv")}
@@ -102,7 +104,8 @@ def test_a_structure_option_replaces_a_structure_read_from_the_data(tmp_path):
 
 
 def test_a_bundled_sample_needs_the_input_and_its_files_lie_beside_it(capsys, tmp_path):
-    raw = {**FILE, "data": {"sample": "us-counties", "groups": "any.csv"}}
+    raw = {**FILE, "query": "group-sizes", "data": {"sample": "us-counties",
+                                                    "groups": "any.csv"}}
     cfg = settings_with(tmp_path, raw, tmp_path / "t.csv")
     assert cfg.data == {"file": str(tmp_path / "t.csv"),
                         "geography": str(tmp_path / "t-geography.csv"),
@@ -131,7 +134,8 @@ def test_a_ranges_file_without_a_workload_takes_the_options_default(tmp_path):
     raw = {**FILE, "query": "ranges", "attribute": "age"}
     assert settings_with(tmp_path, raw).workload == "prefix"
     assert settings_with(tmp_path, {**raw, "workload": "all"}).workload == "all"
-    assert settings_with(tmp_path, FILE, "--workload", "all").workload is None  # counts
+    with pytest.raises(InputError, match="--workload does not apply to counts releases"):
+        settings_with(tmp_path, FILE, "--workload", "all")  # it was dropped without a word
 
 
 def test_the_merge_runs_before_any_heavy_import(tmp_path):

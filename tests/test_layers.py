@@ -17,7 +17,8 @@ PACKAGE = ROOT / "hierdp_core"
 LAYERS = (
     ("foundations", ("errors", "ids", "atomic", "interrupts", "defaults", "palette", "metric_names",
                      "mechanism_names", "tree_levels", "declared_values", "column_roles",
-                     "query_columns", "publisher_key", "manifest_seal", "text_arrays", "number_text")),
+                     "query_columns", "publisher_key", "manifest_seal", "text_arrays",
+                     "number_text", "query_settings")),
     ("data", ("hierarchy", "reading_order", "data", "queries", "structure", "categories", "memory_plan",
               "memory_sparse", "groupsizes.data",
               "groupsizes.declared_groups", "groupsizes.samples", "flows.data",

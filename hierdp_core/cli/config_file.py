@@ -32,6 +32,7 @@ from hierdp_core.config import (
 )
 from hierdp_core.declared_values import parse_category_values, parse_domain
 from hierdp_core.errors import InputError
+from hierdp_core.query_settings import check_settings
 
 #: release options a configuration does not hold (how the table is read), with the value
 #: each has when not given: ``--save-config`` names those given, to be given again
@@ -48,6 +49,8 @@ FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.g
               "size_column", "max_size", "min_size", "origin_levels", "destination_levels",
               "tree", "attribute", "domain", "workload", *NOT_IN_CONFIG, "interval",
               "interval_replicates")}}
+#: each field (or ``data.KEY``) -> the option that sets it (argparse dest)
+OPTIONS = {name: dest for dest, name in FIELDS.items()}
 #: the fields of ``data`` an option sets
 DATA_FIELDS = tuple(name for name in FIELDS.values() if name.startswith("data."))
 #: options that, given on the command line, replace more of a ``--config`` file's fields
@@ -120,7 +123,9 @@ def settings_of_args(args):
     """(`ReleaseConfig`, `RunOptions`) of a parsed ``release``, converted at the command's
     boundary: the command line's settings (`command_line_config`) merged over its
     ``--config`` file's (`merged`; ``args.given``: the options it gave). A bad
-    configuration, or no input table or mechanism in either, is a usage error. Standard
+    configuration, or no input table or mechanism in either, is a usage error; a setting
+    of another query kind, or without the one it needs, an `InputError`
+    (`hierdp_core.query_settings.check_settings`). Standard
     library only: it runs before the early checks."""
     config = command_line_config(args)
     if args.config:
@@ -132,8 +137,9 @@ def settings_of_args(args):
         raise release_usage_error("release needs the input table (or 'data' in --config)")
     if config.mechanism is None:
         raise release_usage_error("release needs --mechanism (or 'mechanism' in --config)")
-    if config.query != "ranges":
-        config = replace(config, workload=None)  # a setting of ranges only
+    if config.query == "ranges" and config.workload is None:
+        config = replace(config, workload="prefix")  # the default workload
+    check_settings(config, lambda name: f"--{OPTIONS[name].replace('_', '-')}")
     run = RunOptions(**{k: getattr(args, k) for k in RunOptions.__dataclass_fields__
                         if k != "formats"}, formats=args.format)
     return config, run

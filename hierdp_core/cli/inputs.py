@@ -137,9 +137,6 @@ def check_group_size_settings(cfg) -> None:
     if cfg.max_size is None:
         raise InputError("group sizes need --max-size N, the public top-code (sizes above N "
                          "count as N); choose it without looking at the data")
-    if cfg.category_columns or cfg.category_values:
-        raise InputError("--categories and --category-values do not apply to group sizes "
-                         "(the sizes 0..--max-size are the categories)")
     if bool(cfg.group_column) == bool(cfg.size_column):
         raise InputError("group sizes need either --group-column (one row per person) or "
                          "--size-column with --count-column (groups per size)")
@@ -273,9 +270,6 @@ def flow_levels(cfg) -> tuple[list[str], list[str]]:
         raise InputError("flows need --origin-levels and --destination-levels, e.g. "
                          "--origin-levels o_state,o_county --destination-levels "
                          "d_state,d_county")
-    if cfg.levels or cfg.category_columns or cfg.category_values:
-        raise InputError("--levels and --categories do not apply to flows: use "
-                         "--origin-levels and --destination-levels")
     if len(origin) != len(destination):
         raise InputError("give the same number (at least one) of origin and destination "
                          f"levels, coarse to fine; got {origin} and {destination}")
@@ -294,9 +288,6 @@ def _range_data(cfg, run, table, levels, names):
 
     if not cfg.attribute:
         raise InputError("ranges need --attribute, the ordered attribute column (e.g. age)")
-    if cfg.category_columns or cfg.category_values:
-        raise InputError("--categories and --category-values do not apply to ranges (the "
-                         "attribute's values in --domain are the categories)")
     from hierdp_core.cli.limits import memory_limit
     from hierdp_core.data.loaders import check_cells
     from hierdp_core.memory_plan import table_nodes

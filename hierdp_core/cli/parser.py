@@ -172,9 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", default="counts",
                    choices=("counts", "group-sizes", "flows", "ranges"))
     p.add_argument("--attribute", help="ranges: the ordered attribute column, e.g. age")
-    p.add_argument("--workload", default="prefix",
-                   help="ranges: the public ranges to answer: prefix, all, random, identity, "
-                        "bands like 0-17,18-64,65-100, or a CSV file with columns lo,hi")
+    p.add_argument("--workload",
+                   help="ranges: the public ranges to answer: prefix (default), all, random, "
+                        "identity, bands like 0-17,18-64,65-100, or a CSV file with columns "
+                        "lo,hi")
     p.add_argument("--geography", metavar="FILE",
                    help="the public geography: a CSV/Parquet file with the level columns, "
                         "one row per leaf unit (optional name columns, see --names); every "

@@ -117,9 +117,6 @@ def with_wide_roles(cfg, columns: list[str]):
     declaration the column names are its values only with ``--structure-from-data``, for
     exploration); the size column (group sizes) or the attribute (ranges)."""
     query = cfg.query
-    if query == "flows":
-        raise InputError("--wide does not apply to flows: give one row per origin and "
-                         "destination pair (long form)")
     if query == "group-sizes" and cfg.group_column:
         raise InputError("--wide gives the number of groups per size (one column per size); "
                          "it does not go with --group-column (one row per person)")
