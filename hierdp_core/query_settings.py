@@ -31,12 +31,17 @@ APPLIES_TO = {
     "origin_levels": ("flows",), "destination_levels": ("flows",), "tree": ("flows",),
     "attribute": ("ranges",), "domain": ("ranges",), "workload": ("ranges",),
     "data.groups": ("group-sizes",), "levels": _NOT_FLOWS, "wide": _NOT_FLOWS,
+    "names": _NOT_FLOWS,
 }
 #: what to do instead, for a setting given to a query kind it does not apply to
 INSTEAD = {
     ("levels", "flows"): "name the levels of both ends with the origin and destination "
                          "levels",
     ("wide", "flows"): "give one row per origin and destination pair (long form)",
+    ("names", "flows"): "a flow is labelled by the codes of its two areas ('AK -> ADK'): "
+                        "the command line reads no unit names for flows (the dashboard's "
+                        "Flows page takes them from the geography's <level>_name columns); "
+                        "drop it",
 }
 #: settings that mean something only beside another: setting -> (the other, the values
 #: of the other without which it does not apply, the message naming both)

@@ -195,3 +195,14 @@ def test_a_secure_flow_release_is_publishable(capsys, tmp_path, trips_csv):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["privacy"]["definition"] == "zcdp"
     assert manifest["publishable"] is True, manifest["not_publishable_because"]
+
+
+@pytest.mark.parametrize("names", ["xyz=nonexistent", "state=state_name"])
+def test_names_are_refused_for_flows(capsys, trips_csv, tmp_path, names):
+    """--names was ignored by flows without a word, even naming a column that does not
+    exist: one line says that flows are labelled by their codes and to drop it."""
+    out = tmp_path / "out"
+    code, stdout, err = release(capsys, trips_csv, out, "inftda", "--names", names)
+    assert (code, stdout) == (2, "") and err.count("\n") == 1, err
+    assert "--names does not apply to flows releases" in err and "drop it" in err
+    assert "<level>_name" in err and not out.exists()
