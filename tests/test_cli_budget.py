@@ -141,7 +141,7 @@ def test_budget_lists_datasets_and_each_spend(capsys, data, tmp_path):
     release(capsys, data, tmp_path / "r1", "--budget-total", "2")
     run(capsys, "release", data, "--levels", "state,county", "--count-column", "people",
         "--structure-from-data", "--mechanism", "topdown", "--interval", "none", "--epsilon",
-        "0.5", "--delta", "1e-7", "--out", tmp_path / "r2")
+        "0.5", "--delta", "1e-7", "--param", "noise=gaussian", "--out", tmp_path / "r2")
     code, out, _ = run(capsys, "budget")
     assert code == 0 and len(out.splitlines()) == 1
     assert "counts.csv (" in out and "epsilon 1.5 spent of 2 (declared), 0.5 left, delta " \

@@ -231,19 +231,38 @@ def test_the_command_line_s_rho_with_a_large_delta_is_refused_before_any_charge(
 
 
 def test_the_ledger_refuses_deltas_adding_up_above_the_ceiling(capsys, files, tmp_path):
-    first = ("--epsilon", "1", "--delta", "6e-6", "--budget-total", "4")
+    gaussian = ("--param", "noise=gaussian")  # spends its delta (geometric noise has none)
+    first = ("--epsilon", "1", "--delta", "6e-6", "--budget-total", "4", *gaussian)
     assert cli_release(capsys, files, tmp_path / "r1", *first)[0] == 0
     code, out, err = cli_release(capsys, files, tmp_path / "r2", "--epsilon", "1",
-                                 "--delta", "6e-6")
+                                 "--delta", "6e-6", *gaussian)
     assert code == 2 and out == "" and not (tmp_path / "r2").exists()
     assert "delta 6e-06 would take the deltas of people.csv's releases above the public " \
            "ceiling 1e-05 (people.csv has spent delta 6e-06" in err
     assert len(only_spends()) == 1
     assert cli_release(capsys, files, tmp_path / "r2", "--epsilon", "1", "--delta",
-                       "4e-6")[0] == 0
+                       "4e-6", *gaussian)[0] == 0
     code, _, err = cli_release(capsys, files, tmp_path / "r3", "--epsilon", "1", "--delta",
-                               "0.99")
+                               "0.99", *gaussian)
     assert code == 2 and "above the public ceiling" in err
+
+
+def test_a_delta_that_pure_noise_does_not_spend_is_refused(capsys, files, tmp_path):
+    """topdown --epsilon 1 --delta 1e-6 (geometric noise, pure epsilon-DP) recorded delta
+    in a pure-dp manifest and charged it to the ledger, using up the dataset's delta
+    allowance for nothing: one line says --delta does not apply, nothing charged; Gaussian
+    noise spends it."""
+    for param, noise in (("noise=auto", "geometric"), ("noise=laplace", "laplace")):
+        code, out, err = cli_release(capsys, files, tmp_path / "r", "--epsilon", "1",
+                                     "--delta", "1e-6", "--param", param)
+        assert (code, out) == (2, "") and err == (
+            f"error: topdown with {noise} noise is pure ε-DP: --delta does not apply; drop "
+            "it\n")
+        assert not (tmp_path / "r").exists() and Ledger().datasets() == []
+    code, _, err = cli_release(capsys, files, tmp_path / "r", "--epsilon", "1", "--delta",
+                               "1e-6", "--param", "noise=gaussian")
+    assert code == 0, err
+    assert [spend.delta for spend in only_spends()] == [1e-6]
 
 
 def test_the_ledger_counts_no_delta_of_zcdp_or_pure_releases(tmp_path):

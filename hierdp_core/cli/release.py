@@ -40,6 +40,7 @@ from hierdp_core.intervals.estimated_error import describe as describe_estimate
 from hierdp_core.invariants import exact_quantities
 from hierdp_core.mechanisms.base import get_mechanism
 from hierdp_core.memory_sparse import sparse_note
+from hierdp_core.privacy.levels import delta_unused
 from hierdp_core.privacy.samplers import NoiseSource
 from hierdp_core.publisher_key import fingerprint_ahead
 from hierdp_core.queries.sparse_ranges import SparseRangeData
@@ -193,14 +194,19 @@ def checked_mechanism(cfg, allow_nonprivate: bool):
     """(the mechanism, ``cfg`` with its invariants checked (`check_invariants`), its budget,
     the warning of an allowed non-private mechanism or None) of the settings ``cfg``; a
     mechanism that does not release ``cfg``'s query, or is not private and not allowed
-    (`refuse_nonprivate`), is refused."""
+    (`refuse_nonprivate`), or a ``--delta`` it would not spend (pure-DP noise:
+    `hierdp_core.privacy.levels.delta_unused`), is refused."""
     mechanism = get_mechanism(cfg.mechanism, cfg.query)
     if cfg.query not in mechanism.info.queries:
         raise InputError(f"mechanism {cfg.mechanism!r} does not release {cfg.query}; it "
                          f"supports {list(mechanism.info.queries)}")
     nonprivate = refuse_nonprivate(mechanism.info, allow_nonprivate)
     cfg = check_invariants(cfg, mechanism)
-    return mechanism, cfg, release_budget(cfg), nonprivate
+    budget = release_budget(cfg)
+    if noise := delta_unused(mechanism.privacy_plan(**cfg.params), budget):
+        raise InputError(f"{cfg.mechanism} with {noise} noise is pure ε-DP: --delta does not "
+                         "apply; drop it")
+    return mechanism, cfg, budget, nonprivate
 
 
 class MemoryRelease(NamedTuple):

@@ -79,6 +79,16 @@ def choose_noise(noise: str, budget: PrivacyBudget) -> str:
     return noise
 
 
+def delta_unused(plan: PrivacyPlan, budget: PrivacyBudget) -> str | None:
+    """The noise of ``plan`` when it spends the (epsilon, delta) ``budget`` as pure epsilon
+    (`spent_by`: Laplace or geometric noise, the plan itself not (epsilon, delta)), its
+    delta unused; None when the delta is spent or the budget has no delta."""
+    if budget.definition != APPROX_DP or plan.definition == APPROX_DP:
+        return None
+    noises = {choose_noise(stage.noise or "auto", budget) for stage in plan.stages}
+    return None if noises & set(ZCDP_NOISES) else " and ".join(sorted(noises))
+
+
 def as_zcdp(budget: PrivacyBudget) -> PrivacyBudget:
     """A zCDP budget: rho as given, or the largest rho implying the given (epsilon, delta)."""
     if budget.definition == ZCDP:
