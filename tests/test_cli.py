@@ -154,6 +154,30 @@ def test_evaluate_reports_metrics_by_level(capsys, tmp_path, state_county_csv):
         assert code == 2 and wrong in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_evaluate_warns_when_the_truth_is_not_the_releases_input(capsys, monkeypatch,
+                                                                tmp_path, state_county_csv):
+    """evaluate --truth TABLE compared a release with any table: when the publisher's key
+    is here and TABLE's keyed fingerprint is not the manifest's, one warning line says so
+    (and the errors are still reported); none when it matches or without the key."""
+    out_dir = tmp_path / "rel"
+    assert run(capsys, "release", state_county_csv, "--levels", "state,county",
+               "--count-column", "count", "--mechanism", "topdown", "--epsilon", "1",
+               "--seed", "0", "--structure-from-data", "--duplicates", "sum",
+               "--out", out_dir)[0] == 0
+    other = tmp_path / "other.csv"
+    table = pd.read_csv(state_county_csv, dtype={"state": str, "county": str})
+    table.assign(count=table["count"] + 1).to_csv(other, index=False)
+    warning = (f"warning: {other} is not the input this release was made from (its keyed "
+               "fingerprint differs): the errors below compare with another table\n")
+    code, out, err = run(capsys, "evaluate", out_dir, "--truth", other)
+    assert code == 0 and "mae" in out and err.count(warning) == 1, err
+    code, out, err = run(capsys, "evaluate", out_dir, "--truth", state_county_csv)
+    assert code == 0 and "mae" in out and "warning" not in err, err
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "elsewhere"))  # no key here
+    code, out, err = run(capsys, "evaluate", out_dir, "--truth", other)
+    assert code == 0 and "mae" in out and "warning" not in err, err
+
+
 BAD_INPUTS = [
     (["--levels", "state,cnty", "--count-column", "count"], "cnty"),
     (["--levels", "state,county", "--count-column", "nope"], "nope"),

@@ -7,7 +7,9 @@ confidential input: its output is confidential."""
 
 from __future__ import annotations
 
+import hmac
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,8 @@ def cmd_evaluate(args) -> int:
         raise InputError("the manifest does not say which level columns the input used")
     print("note: evaluate reads the confidential input; its output is confidential",
           file=sys.stderr)
+    if warning := other_input_warning(args.input, manifest, args.key_file):
+        print(warning, file=sys.stderr)
     from hierdp_core.config import RunOptions
 
     cfg, truth, _ = prepare_input(*evaluate_args(args, spec))
@@ -85,6 +89,20 @@ def truth_and_release(first: str, second: str | None, truth: str | None) -> tupl
         raise InputError(f"evaluate got the true table twice ({first!r} and --truth "
                          f"{truth!r}): give the release folder alone with --truth")
     return (first, second) if truth is None else (truth, first)
+
+
+def other_input_warning(truth: str, manifest: dict, key_file) -> str | None:
+    """The warning that the table ``truth`` is not the release's input, when the
+    publisher's key is here (`local_key`) and the table's keyed fingerprint differs from the
+    one the ``manifest`` records; None when they match, or without a key or fingerprint."""
+    from hierdp_core.publisher_key import keyed_fingerprint, local_key
+
+    recorded = ((manifest.get("input") or {}).get("fingerprint") or {}).get("value")
+    key = local_key(key_file) if recorded else None
+    if key is None or hmac.compare_digest(keyed_fingerprint(Path(truth), key), recorded):
+        return None
+    return (f"warning: {truth} is not the input this release was made from (its keyed "
+            "fingerprint differs): the errors below compare with another table")
 
 
 def with_coverage(metrics: pd.DataFrame, coverage: np.ndarray,
