@@ -13,6 +13,7 @@ Example
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -38,10 +39,11 @@ def category_index(table: pd.DataFrame, columns: Sequence[str],
         code = lookup[row_unique]
         bad = code < 0
         if bad.any():
-            shown = pd.unique(uniques[row_unique[bad]])[:MAX_LISTED].tolist()
+            refused = pd.unique(uniques[row_unique[bad]]).tolist()
             raise StructureError(f"{int(bad.sum()):,} row(s) have {column!r} value(s) outside "
                                  f"{_describe_values(values.tolist())}: "
-                                 + ", ".join(repr(v) for v in shown))
+                                 + ", ".join(repr(v) for v in refused[:MAX_LISTED])
+                                 + _normalisation_hint(refused, values.tolist()))
         index = index * values.size + code
         value_lists.append(values.tolist())
     return index, category_labels(value_lists, columns)
@@ -72,6 +74,25 @@ def category_labels(value_lists: Sequence[Sequence[str]],
     for values in value_lists:
         labels = [p + (v,) for p in labels for v in values]
     return tuple(CATEGORY_JOIN.join(p) for p in labels)
+
+
+def _normalisation_hint(refused: list[str], declared: list[str]) -> str:
+    """' (...)' when a refused value is a declared one written in another Unicode
+    normalisation (combining accents against precomposed letters), else ''; the values
+    are never normalised silently."""
+    by_nfc = {unicodedata.normalize("NFC", v): v for v in declared}
+    for value in refused:
+        twin = by_nfc.get(unicodedata.normalize("NFC", str(value)))
+        if twin is not None:
+            return (f" ({value!r} is written with {_letters(str(value))}, the declared value "
+                    f"with {_letters(twin)}: save both the same way (NFC))")
+    return ""
+
+
+def _letters(text: str) -> str:
+    """How ``text``'s accented letters are written."""
+    return ("precomposed letters" if unicodedata.is_normalized("NFC", text)
+            else "combining accents")
 
 
 def _describe_values(values: list[str]) -> str:

@@ -57,3 +57,24 @@ def test_the_command_line_refuses_joined_values_in_one_line(capsys, tmp_path, de
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "' / '" in err and "rename the value" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_value_in_another_unicode_normalisation_is_refused_with_a_hint():
+    """Data written NFD ('mężczyźni' with combining accents) and declared NFC were refused
+    with two identical-looking strings; the message says why, and nothing is normalised
+    silently (either way round)."""
+    import unicodedata
+
+    nfc, nfd = (unicodedata.normalize(form, "mężczyźni") for form in ("NFC", "NFD"))
+    for data, declared, hint in (
+            (nfd, nfc, f"({nfd!r} is written with combining accents, the declared value with "
+                       "precomposed letters: save both the same way (NFC))"),
+            (nfc, nfd, f"({nfc!r} is written with precomposed letters, the declared value "
+                       "with combining accents: save both the same way (NFC))")):
+        table = pd.DataFrame({"plec": [data, "kobiety"]})
+        with pytest.raises(StructureError) as info:
+            category_index(table, ["plec"], {"plec": [declared, "kobiety"]})
+        assert str(info.value).endswith(hint), info.value
+    with pytest.raises(StructureError) as info:  # no twin: no hint
+        category_index(pd.DataFrame({"plec": ["inni"]}), ["plec"], {"plec": [nfc]})
+    assert "NFC" not in str(info.value)
