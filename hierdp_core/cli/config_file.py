@@ -33,11 +33,15 @@ from hierdp_core.config import (
 from hierdp_core.declared_values import parse_category_values, parse_domain
 from hierdp_core.errors import InputError
 from hierdp_core.query_settings import check_settings
+from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 
 #: release options a configuration does not hold (how the table is read), with the value
 #: each has when not given: ``--save-config`` names those given, to be given again
 NOT_IN_CONFIG = {"names": {}, "local_codes": False, "wide": None, "wide_name": "category",
                  "missing": "error", "ragged": False, "duplicates": "error", "encoding": None}
+#: run options a configuration does not hold either (the publishable ceilings), with their
+#: defaults
+RUN_NOT_IN_CONFIG = {"max_epsilon": DEFAULT_MAX_EPSILON, "max_delta": DEFAULT_MAX_DELTA}
 #: each release option (argparse dest) -> the `ReleaseConfig` field it sets (``data.KEY``:
 #: that key of ``data``; ``--split-preset`` sets the split when ``--split`` gives none)
 FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.groups",
@@ -181,5 +185,10 @@ def save_config(config, run, split=None) -> str | None:
                     encoding="utf-8")
     left = [f"--{dest.replace('_', '-')}" for dest, unset in NOT_IN_CONFIG.items()
             if getattr(config, dest) != unset]
-    return (f"{path} does not hold {', '.join(left)} (how the table is read): give "
-            f"{'it' if len(left) == 1 else 'them'} again with --config" if left else None)
+    left += [f"--{dest.replace('_', '-')}" for dest in ("interval", "interval_replicates")
+             if getattr(config, dest) is not None]
+    left += [f"--{dest.replace('_', '-')}" for dest, unset in RUN_NOT_IN_CONFIG.items()
+             if getattr(run, dest) != unset]
+    return (f"{path} does not hold {', '.join(left)} (how the table is read, the intervals "
+            f"and the publishable ceilings): give {'it' if len(left) == 1 else 'them'} "
+            "again with --config" if left else None)
