@@ -131,7 +131,7 @@ def _write(made, manifest, content, folder, overwrite, formats, key_file, max_ep
 
 
 def release(table, levels: Sequence[str], count_column: str | None = None, *,
-            mechanism: str = "topdown", epsilon: float | None = 1.0,
+            mechanism: str = "topdown", epsilon: float | None = None,
             rho: float | None = None, delta: float | None = None, geography=None,
             category_columns: Sequence[str] | None = None,
             category_values: Mapping[str, Sequence] | None = None,
@@ -141,16 +141,23 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
             max_epsilon: float = DEFAULT_MAX_EPSILON, max_delta: float = DEFAULT_MAX_DELTA,
             out=None, overwrite: bool = False,
             formats: Sequence[str] = ("csv",), key_file=None,
-            budget_total: str | None = None, duplicates: str = "error") -> CountRelease:
+            budget_total: str | float | None = None, duplicates: str = "error",
+            local_codes: bool = False, missing: str = "error", ragged: bool = False,
+            encoding: str | None = None, wide: str | None = None,
+            wide_name: str = "category") -> CountRelease:
     """The counts release of ``table`` (a DataFrame, or the path of a file
     ``hierdp release`` reads) at the ``levels`` (columns, coarse to fine), as ``hierdp
     release`` makes it: ``count_column`` (None: one row per person), ``mechanism``,
-    ``epsilon`` (or ``rho``, zCDP; ``delta``), ``split`` (a weight per level, root first,
+    ``epsilon`` (default 1; or ``rho``, zCDP; ``delta``), ``split`` (a weight per level, root first,
     or a preset name), ``params`` (``--param``), ``invariants`` (``--invariant``) and
     ``interval`` (a confidence level for ``lower``/``upper``, None for none).
     ``duplicates``: rows of a ``count_column`` table that repeat a unit and category are
     refused (``"error"``: a `DuplicateRowsError` naming the first and its rows, before any
-    budget is charged) unless declared summed (``"sum"``, ``--duplicates sum``).
+    budget is charged) unless declared summed (``"sum"``, ``--duplicates sum``). How the
+    table is read, as the command line's options of the same names: ``local_codes``
+    (codes unique only within their parent), ``missing`` (empty count cells: ``"error"``,
+    ``"zero"``, ``"drop"``), ``ragged`` (units may skip a level), ``encoding`` (of a file
+    and its geography file), ``wide`` and ``wide_name`` (columns melted into a category).
 
     The shape is declared: ``geography`` (a DataFrame or file, one row per leaf unit, the
     level columns and the name columns of ``names``, level -> column) and
@@ -177,8 +184,11 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         raise InputError(f"table is a DataFrame or the path of a file, got "
                          f"{type(table).__name__}")
     name = path.name if path else DATAFRAME
+    if epsilon is not None and rho is not None:
+        raise InputError("give epsilon or rho (zCDP), not both")
     config = ReleaseConfig(
-        mechanism=mechanism, epsilon=epsilon if rho is None else None, rho=rho, delta=delta,
+        mechanism=mechanism, epsilon=(1.0 if epsilon is None else epsilon) if rho is None
+        else None, rho=rho, delta=delta,
         data={"file": name, **({"geography": str(geography)}
                                if isinstance(geography, (str, Path)) else {})},
         levels=tuple(csv_list(levels) if isinstance(levels, str) else map(str, levels)),
@@ -189,7 +199,9 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
         split=split if isinstance(split, str) else tuple(float(w) for w in split),
         seed=_seed(seed), invariants=tuple(invariants),
         names=name_columns(",".join(f"{lv}={col}" for lv, col in (names or {}).items())),
-        interval=_interval(interval), duplicates=duplicates)
+        interval=_interval(interval), duplicates=duplicates, local_codes=bool(local_codes),
+        missing=missing, ragged=bool(ragged), encoding=encoding, wide=wide,
+        wide_name=wide_name)
     source = NoiseSource(seed=seed) if seed is not None else NoiseSource(secure=True)
     if source.secure and out is None:
         raise InputError("secure noise is drawn only to be written, after its charge is in "
@@ -199,12 +211,14 @@ def release(table, levels: Sequence[str], count_column: str | None = None, *,
                          "with .write(folder)")
     run = RunOptions(out=str(out) if out is not None else None, overwrite=overwrite,
                      key_file=key_file, max_epsilon=max_epsilon, max_delta=max_delta,
-                     budget_total=budget_total)
+                     budget_total=None if budget_total is None else str(budget_total))
     content = path if path is not None else table.to_csv(index=False).encode()
     if source.secure:
         from hierdp_core.atomic import check_writable
+        from hierdp_core.export import check_formats
 
         check_writable(out)
+        check_formats(tuple(formats))  # before the charge, as the command line
     reserved = []  # the ledger's reservation, made after the checks, before the noise
 
     def reserve(budget, data) -> None:

@@ -109,6 +109,19 @@ def intervals_record(release: ReleaseRecord) -> dict:
     return {} if intervals is None else {"intervals": intervals.record}
 
 
+def check_formats(formats) -> None:
+    """An `InputError` for a list of export formats that cannot be written (unknown, none,
+    or both parquet forms): the command line and the API check it before anything is
+    charged."""
+    unknown = set(formats) - {"csv", "parquet", "parquet-dataset"}
+    if unknown or not formats:
+        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv, parquet or "
+                         "parquet-dataset")
+    if {"parquet", "parquet-dataset"} <= set(formats):
+        raise InputError("give parquet (one file) or parquet-dataset (a file per top-level "
+                         "unit), not both")
+
+
 def write_release(
     release: Release,
     out_dir: str | Path,
@@ -138,13 +151,7 @@ def write_release(
     if hasattr(release, "move_into") and tuple(formats) != ("parquet-dataset",):
         raise InputError("a release whose parts the workers wrote is a parquet-dataset; "
                          "write csv or parquet from the in-memory release")
-    unknown = set(formats) - {"csv", "parquet", "parquet-dataset"}
-    if unknown or not formats:
-        raise InputError(f"unknown export format(s) {sorted(unknown)}; use csv, parquet or "
-                         "parquet-dataset")
-    if {"parquet", "parquet-dataset"} <= set(formats):
-        raise InputError("give parquet (one file) or parquet-dataset (a file per top-level "
-                         "unit), not both")
+    check_formats(formats)
     paths: dict[str, Path] = {}
     fingerprint = None
     key, paths["key"] = publisher_key(key_file, out)  # first: a refused key writes nothing

@@ -151,6 +151,27 @@ def test_secure_noise_is_charged_before_it_is_drawn_and_written_once(sample, tmp
         hierdp_core.release(table, **args, seed=1, out=tmp_path / "four")
 
 
+def test_the_api_reads_a_table_as_the_command_line_and_checks_its_formats_first(tmp_path):
+    """The API lacked the command line's local_codes, missing, ragged, encoding and wide
+    (its own errors told users to use them); a numeric budget_total crashed
+    (AttributeError); a mistyped format was refused only after the budget was charged and
+    the noise drawn."""
+    from hierdp_core.privacy.ledger import Ledger
+
+    table = pd.DataFrame({"state": ["A", "A", "B", "B"], "district": ["01", "02", "01", "02"],
+                          "n": [30.0, None, 40.0, 50.0]})
+    args = {"levels": ["state", "district"], "count_column": "n", "local_codes": True,
+            "missing": "zero", "geography": table[["state", "district"]], "epsilon": 1.0,
+            "budget_total": 2}
+    with pytest.raises(InputError, match="unknown export format"):
+        hierdp_core.release(table, **args, out=tmp_path / "x", formats=("xlsx",))
+    assert Ledger().datasets() == [] and not (tmp_path / "x").exists()
+    made = hierdp_core.release(table, **args, out=tmp_path / "ok")
+    assert {"A/01", "A/02", "B/01", "B/02"} <= set(made.to_frame()["node_id"])
+    [dataset] = Ledger().datasets()
+    assert dataset.spent == 1.0
+
+
 def _counting(release_of_config, drawn):
     """``release_of_config`` noting 'checked' when its input checks are done and 'drawn' once
     the mechanism has drawn its noise."""
@@ -167,7 +188,7 @@ def _counting(release_of_config, drawn):
 @pytest.mark.parametrize(("change", "error"), [
     ({"mechanism": "no-such-mechanism"}, MechanismError),
     ({"epsilon": 1e300}, BudgetError),
-    ({"epsilon": None}, InputError),
+    ({"epsilon": 1.0, "rho": 0.5}, InputError),
     ({"seed": -1}, InputError),
     ({"seed": 1.5}, InputError),
     ({"interval": 1.5}, InputError),

@@ -73,9 +73,13 @@ def cmd_release(cfg, run) -> int:
     (`hierdp_core.cli.config_file.settings_of_args`): the release written to ``run.out``;
     status 0."""
     from hierdp_core.atomic import check_writable
-    from hierdp_core.export import write_release
+    from hierdp_core.export import check_formats, write_release
 
     check_writable(run.out)  # an --out that cannot be written is refused before the work
+    dask = run.engine == "dask"
+    formats = csv_list(run.formats) or [
+        "csv" if not dask else "parquet" if cfg.query == "flows" else "parquet-dataset"]
+    check_formats(formats)  # so is a --format that cannot be written
     if run.save_config:
         check_save_config(run)
     mechanism, cfg, budget, nonprivate = checked_mechanism(cfg, run.allow_nonprivate)
@@ -84,7 +88,6 @@ def cmd_release(cfg, run) -> int:
     source = NoiseSource(seed=cfg.seed) if cfg.seed is not None else NoiseSource(
         secure=True, backend=run.noise_backend)
     path = Path(cfg.data["file"])
-    dask = run.engine == "dask"
     if dask:  # the records stay on the cluster: no table here
         from hierdp_core.cli.dask import check_dask_settings, dask_release
         from hierdp_core.engine.dask_engine import dataset_files
@@ -135,8 +138,6 @@ def cmd_release(cfg, run) -> int:
                                  cfg.interval_replicates,
                                  workload=getattr(data, "workload", None))
     structure_declared = bool(getattr(data, "declared_structure", False))
-    formats = csv_list(run.formats) or [
-        "csv" if not dask else "parquet" if cfg.query == "flows" else "parquet-dataset"]
     paths = write_release(release, run.out, formats=tuple(formats),
                           structure_declared=structure_declared,
                           input_spec=input_spec(cfg, run, data, path),
