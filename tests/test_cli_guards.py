@@ -91,6 +91,9 @@ def test_running_out_of_memory_is_one_line_exit_2(capsys, monkeypatch):
     (["--interval", "none", "--interval-replicates", 50],
      "--interval-replicates sets the replicates of the intervals, which --interval none "
      "leaves out"),
+    # a format that cannot be written was refused after the charge and the noise
+    (["--format", "xlsx"], "unknown export format(s) ['xlsx']"),
+    (["--format", "parquet,parquet-dataset"], "not both"),
 ])
 def test_options_of_another_query_kind_are_refused(capsys, tmp_path, extra, words):
     """A counts release accepted --max-size, --groups (listed in its manifest), --tree,
