@@ -108,10 +108,11 @@ def test_a_saved_configuration_names_the_options_it_does_not_hold(capsys, tmp_pa
     assert "s.json does not hold --local-codes, --missing (how the table is read" in err
     code, _, err = run_cli(capsys, "release", table, *flags, "--structure-from-data",
                            "--seed", 1, "--interval", "0.8", "--max-epsilon", "5",
-                           "--out", tmp_path / "b", "--save-config", tmp_path / "t.json")
+                           "--format", "csv,parquet", "--out", tmp_path / "b",
+                           "--save-config", tmp_path / "t.json")
     assert code == 0, err  # they were left out without a word
-    assert ("t.json does not hold --interval, --max-epsilon (how the table is read, the "
-            "intervals and the publishable ceilings)") in err
+    assert ("t.json does not hold --interval, --format, --max-epsilon (how the table is "
+            "read, the intervals, the formats and the publishable ceilings)") in err
 
 
 def test_a_chosen_split_is_saved_with_every_digit(capsys, tmp_path):

@@ -39,9 +39,11 @@ from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 #: each has when not given: ``--save-config`` names those given, to be given again
 NOT_IN_CONFIG = {"names": {}, "local_codes": False, "wide": None, "wide_name": "category",
                  "missing": "error", "ragged": False, "duplicates": "error", "encoding": None}
-#: run options a configuration does not hold either (the publishable ceilings), with their
-#: defaults
-RUN_NOT_IN_CONFIG = {"max_epsilon": DEFAULT_MAX_EPSILON, "max_delta": DEFAULT_MAX_DELTA}
+#: run options a configuration does not hold either (the files' formats, the publishable
+#: ceilings): their option and their default
+RUN_NOT_IN_CONFIG = {"formats": ("--format", None),
+                     "max_epsilon": ("--max-epsilon", DEFAULT_MAX_EPSILON),
+                     "max_delta": ("--max-delta", DEFAULT_MAX_DELTA)}
 #: each release option (argparse dest) -> the `ReleaseConfig` field it sets (``data.KEY``:
 #: that key of ``data``; ``--split-preset`` sets the split when ``--split`` gives none)
 FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.groups",
@@ -187,8 +189,8 @@ def save_config(config, run, split=None) -> str | None:
             if getattr(config, dest) != unset]
     left += [f"--{dest.replace('_', '-')}" for dest in ("interval", "interval_replicates")
              if getattr(config, dest) is not None]
-    left += [f"--{dest.replace('_', '-')}" for dest, unset in RUN_NOT_IN_CONFIG.items()
+    left += [option for dest, (option, unset) in RUN_NOT_IN_CONFIG.items()
              if getattr(run, dest) != unset]
-    return (f"{path} does not hold {', '.join(left)} (how the table is read, the intervals "
-            f"and the publishable ceilings): give {'it' if len(left) == 1 else 'them'} "
-            "again with --config" if left else None)
+    return (f"{path} does not hold {', '.join(left)} (how the table is read, the intervals, "
+            f"the formats and the publishable ceilings): give "
+            f"{'it' if len(left) == 1 else 'them'} again with --config" if left else None)
