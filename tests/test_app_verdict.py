@@ -254,3 +254,19 @@ def test_an_upload_s_manifest_names_its_declared_geography(monkeypatch):
     spec = json.loads(contents["ex_dl_manifest"])["input"]
     assert spec["structure"] == "declared"
     assert spec["geography"] == {"file": "units.csv", "sha256": "0" * 64}
+
+
+def test_no_publishable_draw_is_offered_for_a_structure_read_from_the_data():
+    """Export offered the publishable draw on a table whose units were read from the data:
+    the draw spent the dataset's whole budget on a release that could never be published,
+    and every later draw was refused. The button is off and says why."""
+    table = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"],
+                          "n": [30, 40, 50]})
+    at = uploaded(page("pages/4_Results.py"), table, ["state", "county"], "n").run()
+    at.switch_page("pages/6_Export.py").run()
+    assert_clean(at)
+    assert at.button(key="ex_secure").disabled
+    assert any("The draw is offered once that is fixed" in c.value for c in at.caption)
+    at = page("pages/4_Results.py", SAMPLE).run()  # declared: offered
+    at.switch_page("pages/6_Export.py").run()
+    assert not at.button(key="ex_secure").disabled

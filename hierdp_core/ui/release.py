@@ -229,7 +229,9 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
     what secure noise alone does not fix. ``ledger`` (a `hierdp_core.ui.ledger.Charge`):
     the draw is counted in the dataset's budget across releases (without it, it would not
     be publishable), shown beside the button, confirmed before a second draw and refused
-    beyond the total."""
+    beyond the total. The button is off while something besides the noise keeps the
+    release from being publishable (the structure read from the data, ...): the draw would
+    spend the dataset's budget on a release that cannot be published."""
     st.markdown("**The publishable release**: the same data, mechanism, budget and settings, "
                 "drawn again with secure noise (no seed).")
     others = [r for r in (verdict or {}).get("not_publishable_because", [])
@@ -237,13 +239,15 @@ def publishable_release(release, prefix: str, redraw: Callable[[], object],
               and not r.startswith((OVER_CEILING, OVER_DELTA))]  # the gate says why
     if others:
         st.caption(":material/info: Secure noise alone will not make this one publishable: "
-                   + "; ".join(others) + ".")
+                   + "; ".join(others) + ". The draw is offered once that is fixed: it "
+                   "would spend the dataset's budget on a release that cannot be published.")
     token = release_token(release)
     drawn = st.session_state.setdefault(PUBLISHABLE, {})
     allowed = ledger_ui.gate(ledger, prefix)
     took = st.session_state.setdefault(DRAWN_IN, {})
     if st.button("Draw the publishable release (secure noise)", key=wk.page_key(prefix, wk.SECURE),
-                 icon=":material/lock:", disabled=not allowed) and allowed:
+                 icon=":material/lock:", disabled=not allowed or bool(others)) \
+            and allowed and not others:
         started = time.perf_counter()
         try:
             # a still bar until the re-runs move it, not a spinner (drawn all along)
