@@ -16,7 +16,7 @@ from hierdp_core.metric_names import friendly_table, label, name
 from hierdp_core.metrics import METRICS, error_metrics
 from hierdp_core.noisy_view import noisy_vs_released_by_level
 from hierdp_core.reading_order import listed
-from hierdp_core.ui import budget, map_layers, plotly_view, session, widgets
+from hierdp_core.ui import budget, map_layers, plotly_view, search, session, widgets
 from hierdp_core.ui import config as config_ui
 from hierdp_core.ui import coverage as coverage_ui
 from hierdp_core.ui import release as rel
@@ -175,14 +175,13 @@ def charts_and_tables(release, level: int, nodes: np.ndarray, values: dict) -> N
                      icon=":material/table_rows:", key=wk.RES_UNITS,
                      on_change="rerun") as every_unit:
         if every_unit.open:  # sent only when opened (3,141 rows for the US counties)
-            query = st.text_input("Search by name or code", key=wk.RES_SEARCH)
+            within = "" if len(nodes) == h.level_size(level) else " (of the units shown)"
+            query = st.text_input(f"Search by name or code{within}", key=wk.RES_SEARCH)
             table = pd.DataFrame({"node_id": h.node_ids()[nodes], "name": names,
                                   "true": true_v, "noisy": values["Noisy (measured)"],
                                   "released": rel_v, "error": values["Error (released − true)"]})
             if query:
-                found = [table[c].astype(str).str.contains(query, case=False, regex=False)
-                         for c in ("name", "node_id")]
-                table = table[found[0] | found[1]]
+                table = table[search.matching(table, ["name", "node_id"], query)]
             st.dataframe(**friendly_table(table), width="stretch", height=320)
             st.caption(f"{len(table):,} unit{'s' if len(table) != 1 else ''}. Noisy values "
                        "are the raw measurements before consistency.")

@@ -383,3 +383,4 @@ def summed_rows_note(data, bundled: bool) -> None:
                    "row (the table is finer than the release, or holds a row twice) and were "
                    "summed into it. Check that this is meant: the command line refuses such "
                    "rows unless told `--duplicates sum`.")
+
