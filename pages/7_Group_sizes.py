@@ -184,7 +184,7 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.categories)
-if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+if caveat := uncalibrated_warning(release, mechanism_title(release.mechanism)):
     st.warning(caveat)
 rel.query_downloads(release, wk.GS, "group_sizes", spec, rows,
                     structure_declared=data.declared_structure,

@@ -248,7 +248,7 @@ if runs is not None and len(runs):
     widgets.sweep_timing(session.FLOW_SWEEP)
 
 # ---- export ------------------------------------------------------------------------------
-if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+if caveat := uncalibrated_warning(release, mechanism_title(release.mechanism)):
     st.warning(caveat)
 rel.query_downloads(release, wk.FL, "flows", spec, sum(lv.size for lv in release.levels),
                     structure_declared=data.declared_structure,

@@ -293,7 +293,7 @@ if runs is not None and len(runs):
 
 # ---- export -------------------------------------------------------------------------------
 rows = h.n_nodes * len(data.values)
-if caveat := uncalibrated_warning(release):  # intervals known to under-cover
+if caveat := uncalibrated_warning(release, mechanism_title(release.mechanism)):
     st.warning(caveat)
 rel.query_downloads(release, wk.RG, "ranges", {**spec, "workload": data.workload.name}, rows,
                     structure_declared=data.declared_structure,

@@ -12,6 +12,7 @@ from test_app import assert_clean, page
 
 from hierdp_core.export import build_manifest
 from hierdp_core.intervals import uncalibrated_warning
+from hierdp_core.mechanism_names import title
 from hierdp_core.ui import release as rel
 
 
@@ -40,7 +41,15 @@ def test_publishable_releases_of_the_query_pages_carry_intervals(path, prefix, m
     assert bool(said) == (mechanism != "stability-histogram") == any(estimate.values())
     if said:
         assert all(f"{name} " in said[-1] for name in estimate)
-    caveat = uncalibrated_warning(secure)
+    caveat = uncalibrated_warning(secure, title(secure.mechanism))  # its plain name
     assert [w.value for w in at.warning if "not calibrated" in w.value] == \
         ([caveat] if caveat else [])
     assert caveat is None
+
+
+def test_a_query_page_names_the_mechanism_of_uncalibrated_intervals_as_it_shows_it():
+    """The Group sizes page warned of 'the intervals of gs-kuo-hierarchical', the code's
+    key, where the page says 'Kuo et al., hierarchical'."""
+    at = page("pages/7_Group_sizes.py").run()
+    (caveat,) = [w.value for w in at.warning if "not calibrated" in w.value]
+    assert caveat.startswith("the intervals of Kuo et al., hierarchical at total")

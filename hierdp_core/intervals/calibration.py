@@ -51,16 +51,17 @@ def level_names_of(release) -> list[str]:
     return list(names if names is not None else release.hierarchy.level_names)
 
 
-def uncalibrated_warning(release) -> str | None:
+def uncalibrated_warning(release, name: str | None = None) -> str | None:
     """One line saying which levels' intervals may cover less than their level, and why;
     None when every level is calibrated. From the release's intervals record when it has
-    one, else from its mechanism (a page shows it before the intervals are drawn)."""
+    one, else from its mechanism (a page shows it before the intervals are drawn). The
+    mechanism is called ``name`` (default its key: a page gives its plain name)."""
     iv = getattr(release, "intervals", None)
     record = (iv.record["calibration"] if iv is not None and "calibration" in iv.record
               else calibration(release.mechanism, level_names_of(release)))
     flagged = [name for name, c in record.items() if not c["calibrated"]]
     if not flagged:
         return None
-    return (f"the intervals of {release.mechanism} at {', '.join(flagged)} are not "
+    return (f"the intervals of {name or release.mechanism} at {', '.join(flagged)} are not "
             f"calibrated: they may hold the true value less often than their level "
             f"({record[flagged[0]]['reason']})")
