@@ -223,3 +223,15 @@ def test_level_picker_and_names_after_an_upload():
     assert_clean(at)
     assert at.session_state[session.ROLES]["name_columns"] == {"prov": None, "town": None}
     assert at.selectbox(key="roles_names_town_1").value == "(no names)"  # not guessed again
+
+
+def test_no_bundled_boundaries_are_called_closest_to_a_table_they_barely_match():
+    """A Spanish table was told its closest boundaries were the US counties (24% of its
+    codes matched) or Italy's (0%): a set is named closest only when it matches half."""
+    from test_app import page, uploaded
+
+    table = pd.DataFrame({"provincia": ["01", "01", "02", "03"], "personas": [3, 4, 5, 6],
+                          "municipio": ["01901", "01902", "02903", "03904"]})
+    at = uploaded(page("pages/1_Data.py"), table, ["provincia", "municipio"], "personas").run()
+    (said,) = [i.value for i in at.info if i.value.startswith("No maps")]
+    assert "closest" not in said and "Upload your own boundaries" in said

@@ -25,6 +25,11 @@ NO_PROPERTY = "(no boundaries for this level)"
 SHOWN_CODES = 12  # unmatched codes listed per level and side
 KEEP_MATCHES = 4  # hierarchies whose matches are kept (count, group-size, flow, range data)
 
+#: the share of a table's codes a bundled boundary set must match to be named the
+#: "closest" when none fits (a Spanish table's 2-digit codes matched 24% of the US
+#: counties' and were offered them)
+CLOSEST_SHOWN = 0.5
+
 
 def state() -> dict:
     return st.session_state.setdefault(GEO, {"choice": AUTO})
@@ -219,7 +224,7 @@ def panel(h) -> None:
     state()["choice"] = choice
     m = chosen_match(h)
     if m is None:
-        best = found[0] if found else None
+        best = found[0] if found and found[0].rate >= CLOSEST_SHOWN else None
         st.info("No maps: " + ("you chose none." if choice == NONE else
                                "no boundaries match every level of your table"
                                + (f" (closest: {label(best.source)}, {percent(best.rate)})"
