@@ -58,3 +58,19 @@ def test_a_query_page_starts_on_an_upload_it_fits_and_keeps_the_choice():
     assert_clean(at)
     _no_state_warning(at)
     assert at.radio(key="gs_source").value == "sample"
+
+
+def test_a_visit_to_the_data_page_keeps_the_count_release():
+    """The Data page writes the roles out with their defaults (missing, ragged, ...): the
+    sample's release was dropped as if the roles had changed, and the sidebar said 'not run
+    for these settings' on every page until Results ran it again."""
+    from hierdp_core.ui import session
+
+    at = page("pages/4_Results.py", "us-counties").run()
+    release = at.session_state[session.RELEASE]
+    for other in ("pages/1_Data.py", "pages/2_Hierarchy.py", "pages/3_Mechanism_and_budget.py"):
+        at.switch_page(other).run()
+        assert_clean(at)
+        assert "**Release:** ready" in [m.value for m in at.sidebar.markdown]
+    at.switch_page("pages/4_Results.py").run()
+    assert at.session_state[session.RELEASE] is release  # not made again

@@ -237,9 +237,22 @@ def roles() -> dict:
     return st.session_state[ROLES]
 
 
+#: the roles a sample's or a guess's record may leave out, as the Data page writes them
+ROLE_DEFAULTS = {"category_columns": [], "local_codes": False, "count_confirmed": True,
+                 "missing": "error", "ragged": False}
+
+
+def _full(r: dict | None) -> dict:
+    """The roles ``r`` with `ROLE_DEFAULTS` filled in: the same choices, however written."""
+    return {**ROLE_DEFAULTS, **(r or {})}
+
+
 def set_roles(new_roles: dict) -> None:
-    if new_roles != st.session_state.get(ROLES):
-        st.session_state[ROLES] = new_roles
+    """The Data page's roles; a change of what they say (not of how they are written, a
+    default spelled out) drops the release made with the old ones."""
+    changed = _full(new_roles) != _full(st.session_state.get(ROLES))
+    st.session_state[ROLES] = new_roles
+    if changed:
         for key in (RELEASE, RELEASE_KEY, SWEEP):
             st.session_state.pop(key, None)
         settings = st.session_state.get(SETTINGS)
@@ -305,12 +318,13 @@ def params_of(s: dict) -> dict:
 
 
 def settings_key(s: dict) -> tuple:
-    """What a release depends on in the settings ``s`` and the session's data: a release
-    made with another key is not the current one."""
+    """What a release depends on in the settings ``s`` and the session's data (the roles
+    with their defaults filled, `_full`): a release made with another key is not the
+    current one."""
     return (s["mechanism"], tuple(sorted(params_of(s).items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
             st.session_state[DATASET]["version"],
-            tuple(sorted(roles().items(), key=str)).__repr__(), structure_key())
+            tuple(sorted(_full(roles()).items(), key=str)).__repr__(), structure_key())
 
 
 def release_for(data, cfg: ReleaseConfig, source: NoiseSource | None = None):
