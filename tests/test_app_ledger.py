@@ -70,7 +70,8 @@ def test_a_second_publishable_draw_asks_first_and_none_goes_beyond_the_total():
     at.button(key="ex_secure").click().run()
     assert_clean(at)
     assert [s.charge for s in spends()] == [1.0, 1.0]
-    assert "have spent ε 2 of 2.5, 0.5 left" in captions(at)
+    assert "have spent ε 2 of 2.5, 0.5 left; the latest by " in captions(at)
+    assert " on the Export page, " in captions(at)  # which draw: another page's may have
     assert at.button(key="ex_secure").disabled
     assert "more than the 0.5 left of this dataset's total 2.5" in at.info[0].value
 
@@ -135,6 +136,7 @@ def test_a_query_page_and_the_command_line_share_one_budget(capsys, tmp_path, mo
     at = page(page_path).run()
     assert_clean(at)
     assert "1 publishable release(s) have spent ε 1 of 1" in captions(at)
+    assert "the latest by" in captions(at) and "on the command line (" in captions(at)
     assert at.button(key=button).disabled
     (dataset,) = Ledger().datasets()
     assert len(dataset.spends) == 1

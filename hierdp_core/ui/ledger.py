@@ -139,7 +139,7 @@ def gate(charge: Charge, prefix: str) -> bool:
                    f"{len(now.spends)} publishable release(s) have spent "
                    f"{_amount(unit, now.spent)} of {now.total:g}"
                    + ("" if now.declared else " (not declared: the first release's budget)")
-                   + f", {now.remaining:g} left.")
+                   + f", {now.remaining:g} left; {latest_spend(now.spends[-1])}.")
     fits = now.fits(cost)
     if not fits:
         st.info(f"Another publishable draw would spend {_amount(unit, cost)}, more than the "
@@ -152,6 +152,29 @@ def gate(charge: Charge, prefix: str) -> bool:
     return st.checkbox(f"Draw again: this spends another {_amount(unit, cost)}, a total of "
                        f"{now.spent + cost:g} of {now.total:g} on this dataset",
                        key=wk.page_key(prefix, wk.BUDGET_CONFIRM, len(now.spends)))
+
+
+#: where a dashboard draw was made, by its page's prefix (`counted`'s destination)
+PAGES = {wk.EX: "the Export page", wk.GS: "the Group sizes page", wk.FL: "the Flows page",
+         wk.RG: "the Range queries page"}
+
+
+def latest_spend(spend) -> str:
+    """Who spent last, in words: the same people may be released by another page (the
+    count release and the residents by age of one sample) or the command line.
+
+    >>> from types import SimpleNamespace as S
+    >>> latest_spend(S(mechanism="topdown", reserved_utc="2026-12-02T03:12:40+00:00",
+    ...                destination="dashboard (ex downloads, release 1a2b)"))
+    'the latest by TopDown on the Export page, 2026-12-02 03:12 UTC'
+    """
+    from hierdp_core.mechanism_names import title
+
+    prefix = spend.destination.removeprefix("dashboard (").split(" ", 1)[0]
+    where = (PAGES.get(prefix, "the dashboard") if spend.destination.startswith("dashboard (")
+             else f"the command line ({spend.destination})")
+    when = spend.reserved_utc[:16].replace("T", " ")
+    return f"the latest by {title(spend.mechanism)} on {where}, {when} UTC"
 
 
 def declare_form(now: DatasetBudget, unit: str, prefix: str, label: str) -> None:
