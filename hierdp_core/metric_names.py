@@ -69,7 +69,7 @@ REGISTRY: dict[str, MetricName] = {
     "noise_scale": _M("Noise scale", "the noise's scale parameter per cell: b of Laplace "
                       "(density ∝ exp(−|x|/b)), t of the geometric (P(k) ∝ exp(−|k|/t)), "
                       "σ of the (discrete) Gaussian"),
-    "expected_abs_error": _M("Expected |error| per cell", "expected |noise| added to one "
+    "expected_abs_error": _M("Expected |noise| per cell", "expected |noise| added to one "
                              "cell of the level before consistency", "count per cell"),
     "noise_sd": _M("σ (noise sd)", "the standard deviation of the noise added to each of the "
                    "level's cells", "count per cell"),

@@ -311,7 +311,7 @@ def ledger_figure(ledger: pd.DataFrame) -> go.Figure:
     info = [f"share {s:.1%} of the budget; {esc(n)}" for s, n in
             zip(ledger["share"].to_numpy(float), noise, strict=True)]
     fig = go.Figure([
-        go.Bar(x=x, y=np.where(unmeasured, np.nan, exp), name="expected |error|",
+        go.Bar(x=x, y=np.where(unmeasured, np.nan, exp), name="expected |noise|",
                marker_color=PALETTE[0], customdata=np.column_stack([number_texts(exp), info]),
                text=["" if u else number_text(v) for u, v in zip(unmeasured, exp, strict=True)],
                textposition="auto",
@@ -335,7 +335,7 @@ def ledger_figure(ledger: pd.DataFrame) -> go.Figure:
                      "a priori, from the budget split alone (no true data); before "
                      "consistency post-processing"),
         xaxis={"title": {"text": "geography level"}, "type": "category"},
-        yaxis={"title": {"text": "absolute error per cell (count)"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "absolute noise per cell (count)"}, "rangemode": "tozero"},
         # above the bars, right: in view with them (below the axis title it was cut off)
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right",
                 "x": 1.0},

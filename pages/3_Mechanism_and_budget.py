@@ -83,7 +83,7 @@ with st.expander("Optimise the split", icon=":material/tune:", key=wk.SPLIT_GOAL
                                    sample=session.ensure_dataset()["sample"],
                                    declared=data.declared_structure)
 
-st.subheader("Before running: noise and expected error per cell")
+st.subheader("Before running: the noise on each measured cell")
 try:
     ledger = get_mechanism(s["mechanism"]).ledger(data, session.budget_of(s), split=weights,
                                                   **s["params"])
@@ -94,8 +94,9 @@ st.plotly_chart(ledger_figure(ledger), width="stretch", key=wk.LEDGER_FIG)
 show = ledger[["level_name", "share", "budget", "noise", "noise_scale", "expected_abs_error",
                "ci95_abs_error"]]
 st.dataframe(**friendly_table(show, digits=3), width="stretch")
-st.caption("Raw measurement noise per cell; consistency post-processing usually reduces it at "
-           "coarse levels.")
+st.caption("The noise on each measured cell, before the consistency step; what the released "
+           "values' error comes to is under \"In plain words\" below (up to that noise, "
+           "and usually less at coarse levels).")
 
 explain_panel(data, s["mechanism"], session.budget_of(s), weights, **s["params"])
 widgets.next_page("pages/4_Results.py", "Next: run the release and look at the results")

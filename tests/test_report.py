@@ -84,7 +84,7 @@ def test_report_has_banner_and_sections(page):
     assert page.count(CONFIDENTIAL_BANNER) == 2  # top and bottom
     assert "CONFIDENTIAL" in re.search(r"<title>(.*)</title>", page).group(1)
     for text in ("topdown", "Parameters", "root_invariant", "pure-dp", "epsilon",
-                 "Budget ledger", "Expected |error| per cell", "Error against the truth",
+                 "Budget ledger", "Expected |noise| per cell", "Error against the truth",
                  "tvd_accuracy", "cells of |released − true|", "seed"):
         assert text in page, text
 
