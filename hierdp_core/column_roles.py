@@ -228,19 +228,24 @@ def local_code_levels(table: pd.DataFrame, levels: list[str], exclude: Iterable[
                 or hinted(c, ATTRIBUTE_HINTS + GROUP_HINTS + PERSON_HINTS)):
             continue
         parent, child = sorted((finest, c), key=order.get)
-        if (parent == finest or len(levels) == 1) and _local_within(part, parent, child):
+        named = any(_geo_word(w) for w in name_words(child))  # commune, district
+        if (parent == finest or len(levels) == 1) and _local_within(part, parent, child,
+                                                                    named):
             return [*levels, c] if parent == finest else [c, finest]
     return []
 
 
-def _local_within(table: pd.DataFrame, parent: str, child: str) -> bool:
+def _local_within(table: pd.DataFrame, parent: str, child: str,
+                  named_as_units: bool = False) -> bool:
     """``child`` holds codes local to ``parent``: more (parent, code) pairs than parents,
-    not every parent with every code (a category's values cross the units), and most
+    not every parent with every code (a category's values cross the units) unless
+    ``child`` is named as a geography level (communes 1-5 in every region), and most
     pairs' codes under other parents too (a few codes under two parents are an error of
     the table, `left_out_levels`)."""
     pairs = table[[parent, child]].drop_duplicates()
     parents = int(table[parent].nunique())
-    return (parents < len(pairs) < parents * int(table[child].nunique())
+    crossed = parents * int(table[child].nunique())
+    return (parents < len(pairs) and (len(pairs) < crossed or named_as_units)
             and float(pairs[child].duplicated(keep=False).mean()) > 0.5)
 
 

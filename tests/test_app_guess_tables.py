@@ -94,3 +94,18 @@ def test_local_district_codes_are_guessed_as_a_level_with_local_codes():
     release = at.session_state[session.RELEASE]
     assert release.categories == ("F", "M")
     assert release.hierarchy.n_nodes == 1 + 3 + 6  # the total, the states, their districts
+
+
+def test_communes_numbered_alike_in_every_region_are_guessed_as_local_codes():
+    """Communes 1, 2, 9, 10, 21 in every region: every region has every code, which reads
+    as a category's values, and the guess left the commune out; a column named as a
+    geography level is a level with local codes (a column named otherwise still is not)."""
+    table = pd.DataFrame([dict(region=r, commune=c, population=7)
+                          for r in ("1", "2", "11") for c in ("1", "2", "9", "10", "21")])
+    at = guessed_upload(table, "regions.csv")
+    assert any("levels region › commune, whose codes are local" in i.value for i in at.info)
+    at.button(key="roles_guess_1").click().run()
+    assert at.checkbox(key="roles_local").value is True
+    coded = pd.DataFrame([dict(state=s, sex_code=x, n=3) for s in "AB" for x in (1, 2)])
+    at = guessed_upload(coded, "coded.csv")
+    assert not any("whose codes are local" in i.value for i in at.info)
