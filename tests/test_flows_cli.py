@@ -206,3 +206,22 @@ def test_names_are_refused_for_flows(capsys, trips_csv, tmp_path, names):
     assert (code, stdout) == (2, "") and err.count("\n") == 1, err
     assert "--names does not apply to flows releases" in err and "drop it" in err
     assert "<level>_name" in err and not out.exists()
+
+
+def test_a_geography_shared_by_ends_named_with_any_prefix(capsys, tmp_path):
+    """A Norwegian commuter table names its ends bo_ (home) and arb_ (work): the public
+    geography (fylke, kommune) was refused as lacking 'bo_fylke|arb_fylke'; two names that
+    differ in their first word alone share the level's name."""
+    pd.DataFrame({"fylke": ["03", "11", "11"], "kommune": ["0301", "1103", "1106"]}).to_csv(
+        tmp_path / "geo.csv", index=False)
+    pd.DataFrame({"bo_fylke": ["03", "11"], "bo_kommune": ["0301", "1103"],
+                  "arb_fylke": ["11", "03"], "arb_kommune": ["1106", "0301"],
+                  "pendlere": [40, 25]}).to_csv(tmp_path / "od.csv", index=False)
+    code, _, err = run(capsys, "release", tmp_path / "od.csv", "--query", "flows",
+                       "--origin-levels", "bo_fylke,bo_kommune", "--destination-levels",
+                       "arb_fylke,arb_kommune", "--count-column", "pendlere", "--geography",
+                       tmp_path / "geo.csv", "--mechanism", "inftda", "--invariant", "total",
+                       "--rho", 1, "--seed", 1, "--out", tmp_path / "r")
+    assert code == 0, err
+    levels = json.loads((tmp_path / "r" / "manifest.json").read_text())["hierarchy"]
+    assert levels["levels"][-1] == "kommune"

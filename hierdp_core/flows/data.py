@@ -187,12 +187,25 @@ def _check_present(table: pd.DataFrame, columns: Sequence[str]) -> None:
 
 
 def _geo_name(origin: str, destination: str) -> str:
+    """The level's name common to its origin and destination columns: ``state`` for
+    ``o_state`` / ``d_state``, and for any two names that differ in their first or last
+    word alone (``bo_fylke`` / ``arb_fylke``, ``gemeente_woon`` / ``gemeente_werk``);
+    else both joined by '|'.
+
+    >>> _geo_name("bo_fylke", "arb_fylke"), _geo_name("os", "ds")
+    ('fylke', 'os|ds')
+    """
     for prefix in ("o_", "origin_", "from_"):
         if origin.startswith(prefix):
             stripped = origin[len(prefix):]
             if destination in {f"d_{stripped}", f"destination_{stripped}", f"to_{stripped}"}:
                 return stripped
-    return origin if origin == destination else f"{origin}|{destination}"
+    if origin == destination:
+        return origin
+    o, d = origin.split("_"), destination.split("_")
+    if len(o) > 1 and len(d) > 1 and (o[1:] == d[1:] or o[:-1] == d[:-1]):
+        return "_".join(o[1:] if o[1:] == d[1:] else o[:-1])
+    return f"{origin}|{destination}"
 
 
 def flow_data_from_table(
