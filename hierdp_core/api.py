@@ -30,7 +30,8 @@ Example, on the bundled synthetic sample (``hierdp sample synthetic-us-like``):
 Without a seed the noise is secure and the release publishable. Secure noise is drawn
 only once its charge is in the dataset's budget ledger, as on the command line: give the
 folder to write it to (``out``); the release is then written there, whole or not at all.
-``interval`` adds ``lower`` and ``upper``. The table's rows are per county, sex and age
+``interval`` adds ``lower`` and ``upper`` (asked for here; the command line adds 90%
+intervals unless ``--interval none``). The table's rows are per county, sex and age
 group: released by state alone they repeat its cells, refused unless declared summed
 (``duplicates="sum"``):
 
