@@ -97,7 +97,7 @@ def _typed_row_by_row(cells: list) -> pd.Series | None:
         return None
     numbers = []
     for c in (c.strip() if c is not None else None for c in cells):
-        if c is None or c in loaders._NA_TOKENS or c == "":
+        if c is None or c in loaders.NA_TOKENS or c == "":
             numbers.append(None)
             continue
         try:
@@ -121,7 +121,7 @@ def test_column_typing_matches_the_rule_cell_by_cell(cells):
     else:
         assert pd.api.types.is_numeric_dtype(typed) and len(typed) == len(cells)
         assert np.allclose(typed.astype(float), expected, equal_nan=True)
-        integral = all(c is None or c.strip() in loaders._NA_TOKENS or c.strip() == ""
+        integral = all(c is None or c.strip() in loaders.NA_TOKENS or c.strip() == ""
                        or c.strip().lstrip("-").isdigit() for c in cells)
         if integral and expected.notna().all():
             assert pd.api.types.is_integer_dtype(typed)

@@ -66,13 +66,13 @@ import pyarrow.compute as pc
 from hierdp_core.data.fixed_width import AncestorCodes, CodeTable
 from hierdp_core.data.integers import exact_total
 from hierdp_core.data.prefetch import PARTS, declared_columns, read_parts
+from hierdp_core.data.validate import NA_TOKENS
 
 __all__ = ["PlacedRows", "place_rows"]
 
 #: above this many codes a level of digit codes is matched by integer keys (value, length):
 #: pyarrow's hash of 80,000 strings cost about 200 ns a row here, the integer keys 80
 DIGIT_KEYS_FROM = 10_000
-_NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 
 
 class PlacedRows(NamedTuple):
@@ -257,7 +257,7 @@ def _usable(codes: np.ndarray) -> bool:
     numbers = pd.to_numeric(pd.Series(other, dtype=object), errors="coerce")
     return bool(numbers.isna().all() and (other != "").all()
                 and (np.char.strip(other) == other).all()
-                and not np.isin(other, list(_NA_TOKENS)).any())
+                and not np.isin(other, list(NA_TOKENS)).any())
 
 
 def _digit_codes(codes: np.ndarray) -> bool:

@@ -47,6 +47,7 @@ from hierdp_core.data.sources import (
     resolve_source,
 )
 from hierdp_core.data.validate import (
+    NA_TOKENS,
     check_cells,
     check_column_roles,
     default_max_cells,
@@ -61,7 +62,6 @@ __all__ = ["SUPPORTED_FORMATS", "check_cells", "check_column_roles",
            "validate_columns", "validate_counts"]
 
 BOM = "\ufeff"
-_NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 _LEADING_ZERO = re.compile(r"0\d")
 
 
@@ -257,7 +257,7 @@ def _maybe_numeric(series: pd.Series) -> pd.Series:
     present = _stripped(distinct)
     if present.empty or _has_leading_zero(present) or _dot_grouped(present):
         return series
-    is_na_token = present.isin(_NA_TOKENS) | present.eq("")
+    is_na_token = present.isin(NA_TOKENS) | present.eq("")
     numbers = pd.to_numeric(present[~is_na_token], errors="coerce")
     if numbers.empty or numbers.isna().any():
         return series

@@ -34,6 +34,8 @@ _MAX_LISTED = 5
 #: thousands separator in much of Europe, three decimals elsewhere; 3 or 3,000 cannot be
 #: told, so it is refused as a count (a column of whole ones stays text, `loaders`)
 DOT_GROUPED = r"[1-9]\d{0,2}(?:\.\d{3})+"
+#: cells read as empty (spreadsheet and statistics-office spellings of "no value")
+NA_TOKENS = frozenset({"NA", "N/A", "n/a", "#N/A", "NaN", "nan", "null", "NULL", "None", "-"})
 #: a whole number with ',', an apostrophe or a space between groups of three digits
 #: ("1,200", "1'200", "1 200"): read as text, and refused as a count naming the separator
 SEPARATED = r"[1-9]\d{0,2}(?:([,'\u00a0\u202f ])\d{3})(?:\1\d{3})*"
