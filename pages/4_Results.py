@@ -40,7 +40,7 @@ ds = session.ensure_dataset()
 
 # one line of controls above the pickers and the map: the map's top at 1280 x 800 is in
 # sight with the whole map (issue 31); the release's description goes under the map
-run_cols = st.columns([3.0, 0.35, 1.3, 0.95], vertical_alignment="center")
+run_cols = st.columns([2.4, 0.5, 1.2, 1.3], vertical_alignment="center")
 config_ui.randomness_widgets(run_cols[0], run_cols[2])  # the session's randomness: the seed
 run_cols[1].markdown("Seed")
 with run_cols[3]:
