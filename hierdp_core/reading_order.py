@@ -40,8 +40,13 @@ def reading_order(hierarchy: Hierarchy) -> np.ndarray:
 
 
 def reading_positions(hierarchy: Hierarchy) -> np.ndarray:
-    """Where each node is listed: the inverse of `reading_order` (int64, n_nodes)."""
-    order = reading_order(hierarchy)
+    """Where each node is listed: the inverse of `reading_order` (int64, n_nodes), computed
+    once per hierarchy."""
+    return hierarchy.derived("reading_positions",
+                             lambda: _inverse(reading_order(hierarchy)))
+
+
+def _inverse(order: np.ndarray) -> np.ndarray:
     positions = np.empty_like(order)
     positions[order] = np.arange(order.size)
     return positions
@@ -74,8 +79,7 @@ def _order(h: Hierarchy) -> np.ndarray:
         within = _within_parent_rank(h, level)
         by = np.lexsort((within, parent_position[h.segment_of_level(level)]))
         parts.append(by.astype(np.int64) + int(h.level_offsets[level]))
-        parent_position = np.empty(by.size, dtype=np.int64)
-        parent_position[by] = np.arange(by.size)
+        parent_position = _inverse(by.astype(np.int64))
     return np.concatenate(parts)
 
 

@@ -109,7 +109,7 @@ columns = [str(c) for c in table.columns]
 levels = widgets.level_picker(inp.table_key(wk.ROLES_LEVELS))
 r = session.roles()
 count, count_chosen = inp.count_picker(table, levels, r["count_column"],
-                                       r.get("count_confirmed", True))
+                                       r["count_confirmed"])
 others = [c for c in columns if c not in levels and c != count]
 categories = st.multiselect("Category columns (counts are released per combination)", others,
                             default=[c for c in r["category_columns"] if c in others],
@@ -120,12 +120,12 @@ missing, ragged = "error", False
 if ds["sample"] is None:
     policies = list(inp.MISSING_LABELS)
     missing = st.radio("Empty count cells", policies, format_func=inp.MISSING_LABELS.get,
-                       index=policies.index(r.get("missing", "error")), horizontal=True,
+                       index=policies.index(r["missing"]), horizontal=True,
                        key=inp.upload_key(wk.ROLES_MISSING))
     ragged = st.checkbox("Units may skip a level: an empty code means the unit above passes "
                          "through that level as its own child (a city outside any county "
                          "sits in its state, shown as '06 (no county)')",
-                         value=bool(r.get("ragged", False)),
+                         value=bool(r["ragged"]),
                          key=inp.upload_key(wk.ROLES_RAGGED))
 names = inp.name_pickers(table, levels, categories) if ds["sample"] is None else None
 session.set_roles({**r, "levels": levels, "count_column": count,

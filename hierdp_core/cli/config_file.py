@@ -39,11 +39,12 @@ from hierdp_core.verdict import DEFAULT_MAX_DELTA, DEFAULT_MAX_EPSILON
 #: each has when not given: ``--save-config`` names those given, to be given again
 NOT_IN_CONFIG = {"names": {}, "local_codes": False, "wide": None, "wide_name": "category",
                  "missing": "error", "ragged": False, "duplicates": "error", "encoding": None}
-#: run options a configuration does not hold either (the files' formats, the publishable
-#: ceilings): their option and their default
-RUN_NOT_IN_CONFIG = {"formats": ("--format", None),
-                     "max_epsilon": ("--max-epsilon", DEFAULT_MAX_EPSILON),
-                     "max_delta": ("--max-delta", DEFAULT_MAX_DELTA)}
+#: the other settings and run options a configuration does not hold (the intervals, the
+#: files' formats, the publishable ceilings): ``--save-config`` names those given too
+NOT_SAVED = {"interval": None, "interval_replicates": None}
+#: ... and of the run options (option -> its `RunOptions` field and default)
+RUN_NOT_SAVED = {"format": ("formats", None), "max-epsilon": ("max_epsilon", DEFAULT_MAX_EPSILON),
+                 "max-delta": ("max_delta", DEFAULT_MAX_DELTA)}
 #: each release option (argparse dest) -> the `ReleaseConfig` field it sets (``data.KEY``:
 #: that key of ``data``; ``--split-preset`` sets the split when ``--split`` gives none)
 FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.groups",
@@ -53,8 +54,7 @@ FIELDS = {"input": "data.file", "geography": "data.geography", "groups": "data.g
               "mechanism", "epsilon", "rho", "delta", "query", "levels", "count_column",
               "category_values", "split", "split_goal", "seed", "group_column",
               "size_column", "max_size", "min_size", "origin_levels", "destination_levels",
-              "tree", "attribute", "domain", "workload", *NOT_IN_CONFIG, "interval",
-              "interval_replicates")}}
+              "tree", "attribute", "domain", "workload", *NOT_IN_CONFIG, *NOT_SAVED)}}
 #: each field (or ``data.KEY``) -> the option that sets it (argparse dest)
 OPTIONS = {name: dest for dest, name in FIELDS.items()}
 #: the fields of ``data`` an option sets
@@ -185,11 +185,9 @@ def save_config(config, run, split=None) -> str | None:
     path.write_text(config_json(config_to_save(config, split=split,
                                                folder=path.resolve().parent)),
                     encoding="utf-8")
-    left = [f"--{dest.replace('_', '-')}" for dest, unset in NOT_IN_CONFIG.items()
+    left = [f"--{dest.replace('_', '-')}" for dest, unset in {**NOT_IN_CONFIG, **NOT_SAVED}.items()
             if getattr(config, dest) != unset]
-    left += [f"--{dest.replace('_', '-')}" for dest in ("interval", "interval_replicates")
-             if getattr(config, dest) is not None]
-    left += [option for dest, (option, unset) in RUN_NOT_IN_CONFIG.items()
+    left += [f"--{option}" for option, (dest, unset) in RUN_NOT_SAVED.items()
              if getattr(run, dest) != unset]
     return (f"{path} does not hold {', '.join(left)} (how the table is read, the intervals, "
             f"the formats and the publishable ceilings): give "

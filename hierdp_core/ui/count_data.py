@@ -24,10 +24,10 @@ def count_data() -> CountData:
     Raises HierdpError for bad roles or values, and while an upload's levels or count
     column are not chosen on the Data page (a guess is not a choice)."""
     ds, r = session.ensure_dataset(), session.roles()
-    if not r["levels"] or not r.get("count_confirmed", True):
+    if not r["levels"] or not r["count_confirmed"]:
         raise InputError("choose the geography levels and the count column of your table on "
                          "the Data page (or use the guessed columns there)")
-    missing, ragged = r.get("missing", "error"), bool(r.get("ragged", False))
+    missing, ragged = r["missing"], bool(r["ragged"])
     key = (ds["version"], tuple(r["levels"]), r["count_column"], tuple(r["category_columns"]),
            r["local_codes"], missing, ragged, None if ds["sample"] else session.structure_key(),
            tuple(sorted(session.name_columns(ds, r["levels"]).items())))

@@ -85,7 +85,7 @@ def set_shape(wide: list[str], name: str) -> None:
     r, columns = session.roles(), set(map(str, table.columns))
     categories = [c for c in r["category_columns"] if c in columns]
     count = COUNT if wide else r["count_column"] if r["count_column"] in columns else None
-    confirmed = bool(wide) or (count is not None and r.get("count_confirmed", True))
+    confirmed = bool(wide) or (count is not None and r["count_confirmed"])
     session.set_roles({**r, "guessed": guess_roles(table, current["totals"]),
                             "levels": [c for c in r["levels"] if c in columns],
                             "count_column": count, "count_confirmed": confirmed,
@@ -213,7 +213,7 @@ def guess_panel(table: pd.DataFrame) -> None:
     (the people it counts beside the number of rows), and a button that applies it."""
     r = session.roles()
     guessed = r.get("guessed")
-    if not guessed or (r["levels"] and r.get("count_confirmed", True)):
+    if not guessed or (r["levels"] and r["count_confirmed"]):
         return
     count = guessed["count_column"]
     total = (f"the count column {count!r} gives {int(table[count].sum()):,} people; with "

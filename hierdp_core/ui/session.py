@@ -233,8 +233,10 @@ def ensure_dataset() -> dict:
 
 
 def roles() -> dict:
+    """The Data page's roles of the current dataset, with `ROLE_DEFAULTS` filled in (a
+    new dict: change them with `set_roles`)."""
     ensure_dataset()
-    return st.session_state[ROLES]
+    return _full(st.session_state[ROLES])
 
 
 #: the roles a sample's or a guess's record may leave out, as the Data page writes them
@@ -324,7 +326,7 @@ def settings_key(s: dict) -> tuple:
     return (s["mechanism"], tuple(sorted(params_of(s).items())), s["definition"],
             s["epsilon"], s["rho"], s["delta"], tuple(s["weights"]),
             st.session_state[DATASET]["version"],
-            tuple(sorted(_full(roles()).items(), key=str)).__repr__(), structure_key())
+            tuple(sorted(roles().items(), key=str)).__repr__(), structure_key())
 
 
 def release_for(data, cfg: ReleaseConfig, source: NoiseSource | None = None):

@@ -152,9 +152,8 @@ def build_once(prefix: str, key: tuple, what: str, build, failure: str = ""):
 def upload_choices() -> tuple[str, bool, bool]:
     """The Data page's choices for the upload: what empty count cells mean, whether units
     may skip a level and whether codes are unique only within their parent."""
-    r = st.session_state.get(session.ROLES, {})
-    return (r.get("missing", "error"), bool(r.get("ragged", False)),
-            bool(r.get("local_codes", False)))
+    r = session.roles()
+    return r["missing"], bool(r["ragged"]), bool(r["local_codes"])
 
 
 def units_read(ds: dict, levels: list[str]) -> dict:
